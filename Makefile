@@ -1,0 +1,33 @@
+PY ?= python3
+VENV := .venv
+VPY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test golden bench gpu-check clean
+
+$(STAMP): pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(VPY) -m pip install -q --upgrade pip
+	$(VPY) -m pip install -q -e ".[test,nvrtc]"
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(VPY) examples/demo.py
+
+test: $(STAMP)
+	$(VPY) -m pytest -q -n 2 -p no:cacheprovider tests
+
+golden: $(STAMP)
+	$(VPY) -m s2sad.golden --write
+
+bench: $(STAMP)
+	$(VPY) -m pip install -q -e ".[bench]" || echo "bench extras not all installed; comparing against what is there"
+	$(VPY) bench/run.py
+
+gpu-check: $(STAMP)
+	$(VPY) -m pip install -q -e ".[cuda]"
+	$(VPY) -m pytest -q -m gpu tests
+	$(VPY) bench/gpu.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info

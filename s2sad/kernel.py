@@ -1,0 +1,134 @@
+"""What the passes hand the backends: kernel modules and loop specifications.
+
+A `KernelModule` is a set of scalar functions written as gast `FunctionDef`s in the
+*core scalar language* below, with one of them the entry. The passes (normalize,
+forward) only ever produce this language; the backends (python, llvm, cuda) only
+ever consume it.
+
+The core scalar language (invariants every backend may rely on)
+---------------------------------------------------------------
+- Every value is a floating-point number of the kernel's dtype (float64 or float32).
+  Booleans are 1.0/0.0; a condition is true when it is not 0.0. Integer-valued
+  operations (`//`, `%`, `int`, `round`, floor...) have Python's semantics on
+  floats (floor division, the remainder has the divisor's sign).
+- FunctionDef: positional parameters only (gast.Name, ctx Param), no defaults, no
+  decorators, no annotations. It returns on every path; all its `return`s have the
+  same arity: a single expression, or a Tuple of expressions (dual functions return
+  `(value, d_p1, d_p2, ...)`).
+- Statements:
+    Assign(targets=[Name], value=expr)
+    Assign(targets=[Tuple(Name, ...)], value=Call(Name(helper), args))
+        (only to unpack a helper function that returns a tuple)
+    If(test, body, orelse)
+    While(test, body, orelse=[])
+    For(target=Name, iter=Call(Name('range'), [start, stop, step]), body, orelse=[])
+        (always three arguments; step is a nonzero constant; the bounds are
+        evaluated once, before the loop, as in Python)
+    Break, Continue (inside While/For), Pass
+    Return(value=expr | Tuple(expr, ...))
+- Expressions:
+    Name (Load), Constant (int/float/bool; print floats as floats),
+    BinOp with Add Sub Mult Div Pow FloorDiv Mod,
+    UnaryOp with USub UAdd Not,
+    Compare with exactly one operator among Lt LtE Gt GtE Eq NotEq (value 1.0/0.0),
+    BoolOp And/Or with Python's semantics (returns an operand, not a bool),
+    IfExp (only the chosen branch is evaluated),
+    Call(Name(f), args) where f is a helper function of the module, or one of the
+      builtins abs, min, max (two arguments), float, int (truncation), round
+      (half to even),
+    Call(Attribute(Name('math'), f), args) for a primitive f in `rules.RULES` with
+      spelling "math" (sign and cbrt included).
+- No other node appears. Names are unique per function scope; a helper never shares
+  locals with its caller. Helpers are not recursive.
+
+Loop specifications
+-------------------
+A compiled kernel is the entry function applied over a 2-D index space
+(n_outer x n_inner) after broadcasting; `LoopSpec` says how each parameter is read and
+what is written. The C ABI of a driver made from (module, LoopSpec, dtype), with T the
+dtype's C type (double or float), is, in this order:
+
+    void name(int64 n_outer, int64 n_inner,
+              for each param p:     LAYOUT(p),
+              value output:         T* out            if value == "store"  (contiguous, n_outer*n_inner)
+                                    T* acc            if value == "sum"    (acc[0] += sum of values)
+              seed:                 T seed            if seed == "scalar"  (partials are multiplied by it)
+                                    T* seed           if seed == "array"   (contiguous, one per element)
+              for each active param a (partials == "reduce"):
+                                    GRAD(a)           layout of a: scalar -> T* g (g[0] += sum),
+                                                      contig -> T* g (g[i] = partial * seed),
+                                                      strided -> T* g, int64 so, int64 si
+                                                      (g[o*so + i*si] += partial * seed)
+              for each active param a (tangents == True):
+                                    LAYOUT(a) of its tangent
+              tangent output:       T* out_dot        if tangents (contiguous)
+    LAYOUT(scalar)  = T v
+    LAYOUT(contig)  = T* p        element (o, i) at p[o*n_inner + i]
+    LAYOUT(strided) = T* p, int64 so, int64 si    element at p[o*so + i*si]
+
+The entry's dual function (`forward.dual_name`) returns the value and one partial
+per active parameter; drivers with partials or tangents call it, drivers without
+call the primal entry.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import gast
+
+LAYOUTS = ("scalar", "contig", "strided")
+
+
+@dataclass
+class KernelModule:
+    """Scalar functions in the core language; `entry` names the one applied per element."""
+
+    name: str
+    functions: dict[str, gast.FunctionDef]
+    entry: str
+    # parameter names of the entry, in order
+    params: tuple[str, ...]
+    # result kind of the entry's primal value: "float", "int" or "bool"
+    result_kind: str = "float"
+    # entry of the dual function and the params it differentiates (empty: no dual yet)
+    dual_entry: str | None = None
+    active: tuple[str, ...] = ()
+    # where each function came from, for `# Grad of:` comments and explain
+    origins: dict[str, str] = field(default_factory=dict)
+
+    def source(self) -> str:
+        """All functions as Python source, helpers first (the python backend's text)."""
+        from .codegen.python import module_source
+
+        return module_source(self)
+
+
+@dataclass(frozen=True)
+class LoopSpec:
+    """How a driver applies the entry over the index space; see the module docstring."""
+
+    layouts: tuple[str, ...]            # one of LAYOUTS per entry parameter
+    value: str = "store"                # "store" | "sum" | "none"
+    partials: bool = False              # reduce partials of active params into grads
+    seed: str = "none"                  # "none" | "scalar" | "array" (with partials)
+    tangents: bool = False              # jvp: read tangents of active params, store out_dot
+
+    def __post_init__(self) -> None:
+        assert all(l in LAYOUTS for l in self.layouts), self.layouts
+        assert self.value in ("store", "sum", "none")
+        assert self.seed in ("none", "scalar", "array")
+        assert not (self.partials and self.seed == "none"), "partials need a seed"
+
+    @property
+    def needs_dual(self) -> bool:
+        return self.partials or self.tangents
+
+    def tag(self) -> str:
+        """A short stable name for this spec, used in driver symbol names."""
+        lay = "".join(l[0] for l in self.layouts)
+        parts = [lay, self.value]
+        if self.partials:
+            parts.append("grad" + self.seed[0])
+        if self.tangents:
+            parts.append("jvp")
+        return "_".join(parts)

@@ -1,0 +1,170 @@
+"""The table of primitives and their partial derivatives: one rule per primitive.
+
+A rule gives, for each input of a primitive, the partial derivative of its output as
+a Python expression in the primitive's inputs and, where cheaper, its output `out`
+(tanh: `1.0 - out * out`). `None` means the partial is identically zero (floor,
+comparisons). Forward mode forms `out_dot = sum_i partial_i * in_i_dot`; reverse mode
+forms `in_i_bar += partial_i * out_bar`. Nothing else in s2sad knows a derivative.
+
+Every primitive call in a kernel is written `math.<name>(...)` (or as the operator
+for `+ - * / ** // %`, and `abs`/`min`/`max`/`int`/`float` as builtins). Generated
+Python runs with `math` bound to `s2sad.smath`, which adds `cbrt` and `sign` and
+gives IEEE results (NaN, inf) where the standard module raises.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Callable
+
+import gast
+
+
+@dataclass(frozen=True)
+class Rule:
+    """Primitive `name(*params)`; `partials[i]` is d out / d params[i] as source, or None."""
+
+    name: str
+    params: tuple[str, ...]
+    partials: tuple[str | None, ...]
+    # how a call is spelled in kernels: "math" (math.name(...)), "builtin" (name(...)),
+    # or "op" (a Python operator; see OPERATORS)
+    spelling: str = "math"
+    _trees: tuple = field(default=(), compare=False, repr=False)
+
+    @property
+    def arity(self) -> int:
+        return len(self.params)
+
+    def partial_tree(self, i: int) -> gast.expr | None:
+        """The i-th partial as a fresh gast expression (None when zero)."""
+        src = self.partials[i]
+        if src is None:
+            return None
+        return gast.parse(src, mode="eval").body
+
+
+def _r(name: str, params: str, *partials: str | None, spelling: str = "math") -> Rule:
+    return Rule(name, tuple(params.split()), tuple(partials), spelling)
+
+
+LN2 = "0.6931471805599453"
+LN10 = "2.302585092994046"
+
+_RULES = [
+    # operators
+    _r("add", "x y", "1.0", "1.0", spelling="op"),
+    _r("sub", "x y", "1.0", "-1.0", spelling="op"),
+    _r("mul", "x y", "y", "x", spelling="op"),
+    _r("div", "x y", "1.0 / y", "-out / y", spelling="op"),
+    _r("pow", "x y", "y * x ** (y - 1.0)", "out * math.log(x)", spelling="op"),
+    _r("floordiv", "x y", None, None, spelling="op"),
+    _r("mod", "x y", "1.0", "-math.floor(x / y)", spelling="op"),
+    _r("neg", "x", "-1.0", spelling="op"),
+    _r("pos", "x", "1.0", spelling="op"),
+    # comparisons and logic: piecewise constant
+    *[_r(c, "x y", None, None, spelling="op") for c in ("lt", "le", "gt", "ge", "eq", "ne")],
+    _r("not", "x", None, spelling="op"),
+    # builtins
+    _r("abs", "x", "math.sign(x)", spelling="builtin"),
+    _r("min", "x y", "0.0 if y < x else 1.0", "1.0 if y < x else 0.0", spelling="builtin"),
+    _r("max", "x y", "0.0 if y > x else 1.0", "1.0 if y > x else 0.0", spelling="builtin"),
+    _r("float", "x", "1.0", spelling="builtin"),
+    _r("int", "x", None, spelling="builtin"),
+    _r("round", "x", None, spelling="builtin"),
+    # math module and its numpy twins
+    _r("fabs", "x", "math.sign(x)"),
+    _r("sign", "x", None),
+    _r("copysign", "x y", "math.sign(x) * math.sign(y)", None),
+    _r("floor", "x", None),
+    _r("ceil", "x", None),
+    _r("trunc", "x", None),
+    _r("sqrt", "x", "0.5 / out"),
+    _r("cbrt", "x", "1.0 / (3.0 * out * out)"),
+    _r("exp", "x", "out"),
+    _r("exp2", "x", f"out * {LN2}"),
+    _r("expm1", "x", "out + 1.0"),
+    _r("log", "x", "1.0 / x"),
+    _r("log2", "x", f"1.0 / (x * {LN2})"),
+    _r("log10", "x", f"1.0 / (x * {LN10})"),
+    _r("log1p", "x", "1.0 / (1.0 + x)"),
+    _r("sin", "x", "math.cos(x)"),
+    _r("cos", "x", "-math.sin(x)"),
+    _r("tan", "x", "1.0 + out * out"),
+    _r("asin", "x", "1.0 / math.sqrt(1.0 - x * x)"),
+    _r("acos", "x", "-1.0 / math.sqrt(1.0 - x * x)"),
+    _r("atan", "x", "1.0 / (1.0 + x * x)"),
+    _r("atan2", "y x", "x / (x * x + y * y)", "-y / (x * x + y * y)"),
+    _r("sinh", "x", "math.cosh(x)"),
+    _r("cosh", "x", "math.sinh(x)"),
+    _r("tanh", "x", "1.0 - out * out"),
+    _r("asinh", "x", "1.0 / math.sqrt(x * x + 1.0)"),
+    _r("acosh", "x", "1.0 / math.sqrt(x * x - 1.0)"),
+    _r("atanh", "x", "1.0 / (1.0 - x * x)"),
+    _r("erf", "x", "1.1283791670955126 * math.exp(-x * x)"),
+    _r("erfc", "x", "-1.1283791670955126 * math.exp(-x * x)"),
+    _r("hypot", "x y", "x / out", "y / out"),
+    _r("fmod", "x y", "1.0", "-math.trunc(x / y)"),
+    _r("square", "x", "2.0 * x"),
+    _r("reciprocal", "x", "-out * out"),
+]
+
+RULES: dict[str, Rule] = {r.name: r for r in _RULES}
+
+# gast operator class -> primitive name
+BINOPS = {
+    gast.Add: "add", gast.Sub: "sub", gast.Mult: "mul", gast.Div: "div",
+    gast.Pow: "pow", gast.FloorDiv: "floordiv", gast.Mod: "mod",
+}
+UNARYOPS = {gast.USub: "neg", gast.UAdd: "pos", gast.Not: "not"}
+CMPOPS = {gast.Lt: "lt", gast.LtE: "le", gast.Gt: "gt", gast.GtE: "ge", gast.Eq: "eq", gast.NotEq: "ne"}
+
+# Python callables a user may call inside a scalar function -> primitive name.
+# numpy's ufuncs are listed by name and resolved in frontend (numpy is imported there).
+_MATH_NAMES = [
+    "fabs", "copysign", "floor", "ceil", "trunc", "sqrt", "exp", "expm1", "log", "log2",
+    "log10", "log1p", "sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh",
+    "tanh", "asinh", "acosh", "atanh", "erf", "erfc", "hypot", "fmod",
+]
+NUMPY_UFUNC_NAMES = {
+    "abs": "abs", "absolute": "abs", "fabs": "fabs", "sign": "sign", "copysign": "copysign",
+    "floor": "floor", "ceil": "ceil", "trunc": "trunc", "rint": "round", "sqrt": "sqrt",
+    "cbrt": "cbrt", "exp": "exp", "exp2": "exp2", "expm1": "expm1", "log": "log",
+    "log2": "log2", "log10": "log10", "log1p": "log1p", "sin": "sin", "cos": "cos",
+    "tan": "tan", "arcsin": "asin", "arccos": "acos", "arctan": "atan", "arctan2": "atan2",
+    "sinh": "sinh", "cosh": "cosh", "tanh": "tanh", "arcsinh": "asinh", "arccosh": "acosh",
+    "arctanh": "atanh", "hypot": "hypot", "fmod": "fmod", "square": "square",
+    "reciprocal": "reciprocal", "maximum": "max", "minimum": "min", "power": "pow",
+    "add": "add", "subtract": "sub", "multiply": "mul", "divide": "div",
+    "true_divide": "div", "negative": "neg", "floor_divide": "floordiv", "mod": "mod",
+    "remainder": "mod", "greater": "gt", "greater_equal": "ge", "less": "lt",
+    "less_equal": "le", "equal": "eq", "not_equal": "ne",
+}
+BUILTIN_NAMES = {abs: "abs", min: "min", max: "max", float: "float", int: "int", round: "round"}
+
+
+def python_callables() -> dict[Callable, str]:
+    """Map each Python callable with a rule to its primitive name (math, builtins, numpy)."""
+    import numpy as np
+
+    table: dict[Callable, str] = dict(BUILTIN_NAMES)
+    for name in _MATH_NAMES:
+        table[getattr(math, name)] = name
+    if hasattr(math, "cbrt"):
+        table[math.cbrt] = "cbrt"
+    if hasattr(math, "exp2"):
+        table[math.exp2] = "exp2"
+    table[math.pow] = "pow"
+    for np_name, prim in NUMPY_UFUNC_NAMES.items():
+        fn = getattr(np, np_name, None)
+        if fn is not None:
+            table.setdefault(fn, prim)
+    # user-registered rules win
+    table.update(USER_CALLABLES)
+    return table
+
+
+# Rules registered by users with s2sad.defrule: callable -> primitive name.
+USER_CALLABLES: dict[Callable, str] = {}
+# Their scalar implementations, for the python backend: primitive name -> callable.
+USER_IMPLS: dict[str, Callable] = {}
