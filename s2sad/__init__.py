@@ -1,0 +1,18 @@
+"""s2sad: source-to-source automatic differentiation for numeric Python.
+
+The gradient of sum(f(x)) for a plain scalar Python function f, computed with dual
+numbers in one compiled pass. See docs/design.md for the pipeline.
+"""
+from .api import (broadcast, differentiate, explain, grad, jvp, source, value_and_grad, vjp)
+from .errors import (BackendUnavailableError, FreeVariableError, NonDifferentiableInputError,
+                     NonScalarLossError, NoSourceError, RecursionNotSupportedError, S2SADError,
+                     ShapeError, StatefulError, UnsupportedOperationError, UnsupportedSyntaxError)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "grad", "value_and_grad", "jvp", "vjp", "broadcast", "differentiate", "explain", "source",
+    "S2SADError", "UnsupportedSyntaxError", "NoSourceError", "RecursionNotSupportedError",
+    "FreeVariableError", "NonDifferentiableInputError", "NonScalarLossError", "ShapeError",
+    "StatefulError", "BackendUnavailableError", "UnsupportedOperationError",
+]

@@ -2,11 +2,16 @@
 
 Everything in the standard `math` module, plus `cbrt`, `exp2` (also on Python 3.10),
 `sign` and `square`/`reciprocal`, with IEEE results (NaN, inf) where the standard
-module raises, so that the python backend agrees with compiled kernels.
+module raises, so that the python backend agrees with compiled kernels. Results are
+numpy float64 scalars, so that arithmetic on them also follows IEEE (x / 0 is inf).
 """
 from __future__ import annotations
 
 import math as _m
+
+import numpy as _np
+
+_f64 = _np.float64
 
 pi = _m.pi
 e = _m.e
@@ -17,13 +22,13 @@ nan = _m.nan
 def _ieee(fn):
     def wrapped(*args):
         try:
-            return fn(*args)
+            return _f64(fn(*args))
         except ValueError:
-            return _m.nan
+            return _f64(_m.nan)
         except OverflowError:
-            return _m.inf
+            return _f64(_m.inf)
         except ZeroDivisionError:
-            return _m.nan
+            return _f64(_m.nan)
 
     wrapped.__name__ = fn.__name__
     return wrapped
@@ -89,10 +94,16 @@ def pow(x, y):  # noqa: A001 - mirrors math.pow
     return _m.nan if isinstance(r, complex) else r
 
 
-exp = _exp
-log = _log
-log2 = _log_base(_m.log2)
-log10 = _log_base(_m.log10)
+exp = _ieee(_exp)
+log = _ieee(_log)
+log2 = _ieee(_log_base(_m.log2))
+log10 = _ieee(_log_base(_m.log10))
+cbrt = _ieee(cbrt)
+sign = _ieee(sign)
+exp2 = _ieee(exp2)
+square = _ieee(square)
+reciprocal = _ieee(reciprocal)
+pow = _ieee(pow)  # noqa: A001
 log1p = _ieee(_m.log1p)
 sqrt = _ieee(_m.sqrt)
 expm1 = _ieee(_m.expm1)

@@ -20,7 +20,10 @@ from ..kernel import KernelModule, LoopSpec
 
 def unparse(node: gast.AST) -> str:
     """Python text of a gast tree."""
-    return ast.unparse(gast.gast_to_ast(node))
+    tree = gast.gast_to_ast(node)
+    if not hasattr(tree, "lineno") and isinstance(tree, ast.stmt):
+        tree.lineno = 1
+    return ast.unparse(ast.fix_missing_locations(tree))
 
 
 def module_source(kmod: KernelModule) -> str:
@@ -38,10 +41,18 @@ def compile_module(kmod: KernelModule) -> dict[str, Callable]:
     """Execute the module's source; returns its namespace (function name -> callable)."""
     from .. import rules
 
-    namespace: dict = {"math": _math_namespace(rules.USER_IMPLS)}
+    namespace: dict = {"math": _math_namespace(rules.USER_IMPLS), **SCALAR_BUILTINS}
     code = compile(module_source(kmod), f"<s2sad kernel {kmod.name}>", "exec")
     exec(code, namespace)
     return namespace
+
+
+# Builtins as the compiled backends define them on floats (see kernel.py).
+SCALAR_BUILTINS = {
+    "float": np.float64,
+    "int": lambda x: np.float64(np.trunc(x)),
+    "round": lambda x: np.float64(np.round(x)),
+}
 
 
 def _math_namespace(user_impls: dict) -> object:
@@ -69,9 +80,9 @@ def run_driver(fn: Callable, spec: LoopSpec, active_idx: tuple[int, ...], n_oute
     """
     def read(p, layout, o, i):
         if layout == "scalar":
-            return float(p)
+            return np.float64(p)
         arr, so, si = p
-        return float(arr[o * so + i * si])
+        return np.float64(arr[o * so + i * si])
 
     active_layouts = [spec.layouts[k] for k in active_idx]
     with np.errstate(all="ignore"):

@@ -1,0 +1,380 @@
+"""The user's entry points: grad, value_and_grad, jvp, vjp, broadcast, differentiate,
+explain, source, defrule.
+
+A function to differentiate is planned once (source -> `LossPlan` -> `Kernel`) and the
+plan is cached on the function; the derivative that runs is generated Python source
+(`source(g)` prints it) calling the runtime's kernel entry points.
+"""
+from __future__ import annotations
+
+import functools
+import weakref
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from . import rules, runtime
+from .codegen.python import unparse
+from .errors import NonDifferentiableInputError, NonScalarLossError, S2SADError
+from .frontend import parse_function
+from .passes.elementwise import LossPlan, plan_loss
+from .passes.normalize import normalize
+from .runtime import Kernel
+
+# ---------------------------------------------------------------- planning
+
+_PLANS: "weakref.WeakKeyDictionary[Callable, Compiled]" = weakref.WeakKeyDictionary()
+
+
+@dataclass
+class Compiled:
+    """A differentiated function's plan: its fused kernel and how the loss reduces it."""
+
+    fun: Callable
+    plan: LossPlan
+    kernel: Kernel
+    params: list[str]
+
+    @property
+    def name(self) -> str:
+        return self.kernel.name
+
+    def kernel_args(self, args: Sequence[Any]) -> list[Any]:
+        resolver = parse_function(self.fun).resolver
+        vals = []
+        for kind, ref in self.plan.inputs:
+            vals.append(args[ref] if kind == "arg" else resolver.lookup(ref))
+        return vals
+
+    def active_for(self, argnums: tuple[int, ...]) -> tuple[str, ...]:
+        names = []
+        for kind, ref in self.plan.inputs:
+            if kind == "arg" and ref in argnums:
+                names.append(self.params[ref])
+        return tuple(names)
+
+
+def compiled(fun: Callable) -> Compiled:
+    fun = getattr(fun, "__wrapped_fun__", fun)
+    c = _PLANS.get(fun)
+    if c is None:
+        pf = parse_function(fun)
+        plan = plan_loss(pf)
+        kernel = Kernel(plan.program, plan.program.entry)
+        c = Compiled(fun, plan, kernel, [a.id for a in pf.node.args.args])
+        _PLANS[fun] = c
+    return c
+
+
+def _argnums_tuple(argnums) -> tuple[int, ...]:
+    return tuple(argnums) if isinstance(argnums, (tuple, list)) else (argnums,)
+
+
+def _check_args(c: Compiled, args: Sequence[Any], argnums: tuple[int, ...]) -> None:
+    if len(args) != len(c.params):
+        raise TypeError(f"{c.fun.__name__}() takes {len(c.params)} arguments, {len(args)} given")
+    for i in argnums:
+        if not -len(args) <= i < len(args):
+            raise S2SADError(f"argnums {i} is out of range for {c.fun.__name__}, which has {len(args)} arguments",
+                             hint="Pick argnums among the function's positional parameters.")
+        a = args[i]
+        dtype = np.asarray(a).dtype
+        if dtype.kind != "f" or isinstance(a, (bool, int, np.integer, np.bool_)):
+            what = f"dtype {dtype}" if isinstance(a, np.ndarray) else f"type {type(a).__name__}"
+            raise NonDifferentiableInputError(
+                f"argument '{c.params[i]}' of {c.fun.__name__} has {what}; only float arguments "
+                f"(float32, float64) can be differentiated",
+                parse_function(c.fun).location(),
+                hint=f"Pass floats (e.g. np.asarray({c.params[i]}, dtype=float)), or leave "
+                     f"'{c.params[i]}' out of argnums.")
+
+
+def _as_result(g: np.ndarray, like: Any):
+    """A gradient shaped and typed like its argument (a float for a Python float)."""
+    if isinstance(like, np.ndarray):
+        return np.asarray(g, dtype=like.dtype).reshape(like.shape)
+    if isinstance(like, np.floating):
+        return type(like)(np.asarray(g).item())
+    return float(np.asarray(g).item())
+
+
+# ---------------------------------------------------------------- generated derivative
+
+class Derivative:
+    """The generated value-and-gradient function of one (fun, argnums, backend)."""
+
+    def __init__(self, fun: Callable, argnums, backend: str, what: str):
+        self.fun = getattr(fun, "__wrapped_fun__", fun)
+        self.argnums_spec = argnums
+        self.argnums = _argnums_tuple(argnums)
+        self.backend = backend
+        self.what = what
+        self._impl = None
+        self._text = None
+
+    @property
+    def c(self) -> Compiled:
+        return compiled(self.fun)
+
+    def source(self) -> str:
+        if self._text is None:
+            self._text = self._generate()
+        return self._text
+
+    def _generate(self) -> str:
+        c = self.c
+        argnums = [i % len(c.params) for i in self.argnums]
+        active = c.active_for(tuple(argnums))
+        kargs = [c.params[ref] if kind == "arg" else ref for kind, ref in c.plan.inputs]
+        free = [ref for kind, ref in c.plan.inputs if kind == "free"]
+        sig = ", ".join(c.params) + (", *, " + ", ".join(free) if free else "")
+        bars = [f"{c.params[i]}_bar" for i in argnums]
+        lines = [f"def {c.name.replace('__elementwise', '')}__value_and_grad({sig}):",
+                 f"    # Grad of: {c.plan.return_line}    [{c.plan.return_location}]"]
+        k = c.kernel.name
+        karg_tuple = "(" + ", ".join(kargs) + ("," if len(kargs) == 1 else "") + ")"
+        active_tuple = "(" + ", ".join(repr(a) for a in active) + ("," if len(active) == 1 else "") + ")"
+        got = [f"{a}_bar" for a in active]
+        got_tuple = "(" + ", ".join(got) + ("," if len(got) == 1 else "") + ")"
+        if c.plan.reduction == "mean":
+            lines.append(f"    scale = 1.0 / broadcast_size({', '.join(kargs)})")
+            scale = "scale"
+        else:
+            scale = "1.0"
+            if c.plan.reduction == "none":
+                lines.append(f"    check_scalar_loss(broadcast_size({', '.join(kargs)}))")
+        lines.append(f"    value, {got_tuple} = sum_dual({k}, {karg_tuple}, active={active_tuple}, scale={scale})")
+        for i in argnums:
+            if c.params[i] not in active:
+                lines.append(f"    {c.params[i]}_bar = zeros_like({c.params[i]})  # the loss does not read it")
+        lines.append(f"    return value, ({', '.join(bars)}{',' if len(bars) == 1 else ''})")
+        kmod = c.kernel.module(active)
+        return ("\n".join(lines) + "\n\n\n"
+                f"# Kernel {k}: the loss's elementwise part, fused with its reduction.\n"
+                f"# Its dual returns the value and one partial per active argument.\n" + kmod.source())
+
+    def implementation(self) -> Callable:
+        if self._impl is None:
+            c = self.c
+            namespace = {
+                c.kernel.name: c.kernel,
+                "sum_dual": functools.partial(runtime.sum_dual, backend=self.backend),
+                "broadcast_size": _broadcast_size,
+                "check_scalar_loss": functools.partial(_check_scalar_loss, c),
+                "zeros_like": lambda a: np.zeros_like(np.asarray(a, dtype=float)),
+            }
+            text = self.source().split("\n\n\n# Kernel")[0]
+            exec(compile(text, f"<s2sad derivative of {c.name}>", "exec"), namespace)
+            self._impl = next(v for k, v in namespace.items() if k.endswith("__value_and_grad"))
+        return self._impl
+
+    def __call__(self, *args):
+        c = self.c
+        _check_args(c, args, self.argnums)
+        free = {ref: v for (kind, ref), v in zip(c.plan.inputs, c.kernel_args(args)) if kind == "free"}
+        value, grads = self.implementation()(*args, **free)
+        kind = c.kernel.module(()).result_kind
+        value = float(value) if kind == "float" else int(round(value))
+        grads = tuple(_as_result(g, args[i]) for g, i in zip(grads, self.argnums))
+        out = grads if isinstance(self.argnums_spec, (tuple, list)) else grads[0]
+        return value, out
+
+
+def _broadcast_size(*args) -> int:
+    return int(np.prod(np.broadcast_shapes(*(np.shape(a) for a in args)), dtype=np.int64))
+
+
+def _check_scalar_loss(c: Compiled, size: int) -> None:
+    if size != 1:
+        raise NonScalarLossError(
+            f"{c.fun.__name__} returns an array of {size} elements, not a scalar loss",
+            _return_location(c),
+            hint="grad needs a real scalar: reduce the result, e.g. return np.sum(...), or use s2sad.jvp/vjp.")
+
+
+def _return_location(c: Compiled):
+    from .errors import SourceLocation
+    fname, line, col = c.plan.return_location.rsplit(":", 2)
+    return SourceLocation(fname, int(line), int(col) - 1)
+
+
+def value_and_grad(fun: Callable, argnums=0, *, backend: str = "auto") -> Callable:
+    d = Derivative(fun, argnums, backend, "value_and_grad")
+
+    @functools.wraps(fun)
+    def value_and_grad_fun(*args):
+        return d(*args)
+
+    value_and_grad_fun.__s2sad__ = d
+    return value_and_grad_fun
+
+
+def grad(fun: Callable, argnums=0, *, backend: str = "auto") -> Callable:
+    d = Derivative(fun, argnums, backend, "grad")
+
+    @functools.wraps(fun)
+    def grad_fun(*args):
+        return d(*args)[1]
+
+    grad_fun.__s2sad__ = d
+    return grad_fun
+
+
+def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], *, backend: str = "auto"):
+    """(fun(*primals), its directional derivative along tangents)."""
+    c = compiled(fun)
+    primals, tangents = tuple(primals), tuple(tangents)
+    if len(primals) != len(tangents):
+        raise S2SADError("jvp needs one tangent per primal", hint="Pass tangents of the same structure.")
+    argnums = tuple(i for i, p in enumerate(primals) if np.asarray(p).dtype.kind == "f")
+    _check_args(c, primals, argnums)
+    active = c.active_for(argnums)
+    by_name = {c.params[i]: tangents[i] for i in argnums}
+    out, out_dot = runtime.jvp(c.kernel, c.kernel_args(primals), active, [by_name[a] for a in active],
+                               backend=backend)
+    if c.plan.reduction in ("sum", "mean"):
+        scale = 1.0 / max(out.size, 1) if c.plan.reduction == "mean" else 1.0
+        return float(np.sum(out)) * scale, float(np.sum(out_dot)) * scale
+    if out.shape == () and not any(isinstance(p, np.ndarray) for p in primals):
+        return out.item(), out_dot.item()
+    return out, out_dot
+
+
+def vjp(fun: Callable, *primals, backend: str = "auto"):
+    """(fun(*primals), pullback) with pullback(out_bar) -> one adjoint per primal."""
+    c = compiled(fun)
+    argnums = tuple(range(len(primals)))
+    float_nums = tuple(i for i in argnums if np.asarray(primals[i]).dtype.kind == "f")
+    _check_args(c, primals, float_nums)
+    active = c.active_for(float_nums)
+    kargs = c.kernel_args(primals)
+    if c.plan.reduction in ("sum", "mean"):
+        value, grads = runtime.sum_dual(c.kernel, kargs, active, backend=backend)
+        n = _broadcast_size(*kargs)
+        scale = 1.0 / n if c.plan.reduction == "mean" else 1.0
+        out = value * scale
+
+        def pullback(out_bar):
+            ob = float(np.asarray(out_bar)) * scale
+            return _per_primal(c, primals, active, [g * ob for g in grads])
+    else:
+        out = runtime.apply(c.kernel, kargs, backend=backend)
+
+        def pullback(out_bar):
+            return _per_primal(c, primals, active, runtime.vjp(c.kernel, kargs, active, out_bar, backend=backend))
+    return out, pullback
+
+
+def _per_primal(c: Compiled, primals, active, grads) -> tuple:
+    by_name = dict(zip(active, grads))
+    res = []
+    for i, p in enumerate(primals):
+        g = by_name.get(c.params[i])
+        res.append(_as_result(g, p) if g is not None else _as_result(np.zeros(np.shape(p)), p))
+    return tuple(res)
+
+
+# ---------------------------------------------------------------- broadcast
+
+_BROADCAST: "weakref.WeakKeyDictionary[Callable, Kernel]" = weakref.WeakKeyDictionary()
+
+
+def broadcast(f: Callable, *args, backend: str = "auto"):
+    """f applied elementwise with numpy broadcasting (scalars broadcast), compiled."""
+    kernel = _BROADCAST.get(f)
+    if kernel is None:
+        prim = rules.python_callables().get(f) if _hashable(f) else None
+        if prim is not None:
+            return f(*args)  # a numpy/math primitive: numpy already applies it
+        program = normalize(parse_function(f))
+        kernel = Kernel(program, program.entry)
+        _BROADCAST[f] = kernel
+    return runtime.apply(kernel, args, backend=backend)
+
+
+def _hashable(f) -> bool:
+    try:
+        hash(f)
+        return True
+    except TypeError:
+        return False
+
+
+# ---------------------------------------------------------------- explain / source
+
+@dataclass
+class Explanation:
+    function: str
+    lines: list[str]
+
+    def __str__(self) -> str:
+        return "\n".join(self.lines) + "\n"
+
+    __repr__ = __str__
+
+
+def explain(fun: Callable, argnums=0) -> Explanation:
+    """Every elementwise site of `fun`, the path chosen for it, and why."""
+    fun = getattr(fun, "__wrapped_fun__", fun)
+    d = getattr(fun, "__s2sad__", None)
+    if d is not None:
+        fun, argnums = d.fun, d.argnums_spec
+    c = compiled(fun)
+    pf = parse_function(c.fun)
+    lines = [f"s2sad.explain: {c.fun.__qualname__} ({pf.location()})"]
+    for s in c.plan.sites:
+        lines.append(f"  {s.location}: {s.applied} -> {s.path}: {s.reason}")
+        if s.source_line:
+            lines.append(f"      {s.source_line}")
+    active = c.active_for(tuple(i % len(c.params) for i in _argnums_tuple(argnums)))
+    red = {"sum": "summed in the kernel", "mean": "averaged in the kernel",
+           "none": "a scalar function of scalars"}[c.plan.reduction]
+    lines.append(f"  fused: {len(c.plan.sites)} site(s) into one kernel {c.kernel.name}"
+                 f"({', '.join(c.kernel.params)}), {red}; "
+                 f"dual with {len(active)} partial(s) per element ({', '.join(active) or 'none'})")
+    return Explanation(c.fun.__qualname__, lines)
+
+
+def source(g: Callable) -> str:
+    """The generated derivative source of a function made by grad/value_and_grad/differentiate."""
+    d = getattr(g, "__s2sad__", None)
+    if d is None:
+        raise S2SADError(f"{getattr(g, '__name__', g)!r} was not made by s2sad.grad, value_and_grad or differentiate",
+                         hint="Pass the function that s2sad.grad(f) returned.")
+    return d.source()
+
+
+# ---------------------------------------------------------------- differentiate
+
+class Differentiable:
+    """A function decorated with @s2sad.differentiate: callable as before, plus derivatives."""
+
+    def __init__(self, fun: Callable, argnums=0, backend: str = "auto"):
+        functools.update_wrapper(self, fun)
+        self.__wrapped_fun__ = fun
+        self.argnums = argnums
+        self.backend = backend
+        self._vg = Derivative(fun, argnums, backend, "value_and_grad")
+        self.__s2sad__ = self._vg
+
+    def __call__(self, *args, **kwargs):
+        return self.__wrapped_fun__(*args, **kwargs)
+
+    def grad(self, *args):
+        return self._vg(*args)[1]
+
+    def value_and_grad(self, *args):
+        return self._vg(*args)
+
+    def explain(self) -> Explanation:
+        return explain(self.__wrapped_fun__, self.argnums)
+
+    def source(self) -> str:
+        return self._vg.source()
+
+
+def differentiate(fun: Callable | None = None, *, argnums=0, backend: str = "auto"):
+    if fun is None:
+        return lambda f: Differentiable(f, argnums, backend)
+    return Differentiable(fun, argnums, backend)

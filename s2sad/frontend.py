@@ -1,0 +1,226 @@
+"""Python function -> gast tree, with free names resolved and a source map.
+
+Invariants of what this module hands on:
+- `parse_function(fn)` returns a `ParsedFunction` whose `node` is the function's own
+  `FunctionDef` or `Lambda`, taken from a parse of the *whole* file, so every node's
+  lineno/col_offset are the file's (errors quote them directly).
+- `Resolver.resolve(name)` looks a free name up the way Python would at call time
+  (closure cells, then globals, then builtins) and classifies its value; it never
+  evaluates user code.
+"""
+from __future__ import annotations
+
+import builtins
+import hashlib
+import inspect
+import linecache
+import math
+import types
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import gast
+import numpy as np
+
+from .errors import FreeVariableError, NoSourceError, SourceLocation, UnsupportedSyntaxError
+
+
+@dataclass
+class ParsedFunction:
+    fn: Callable
+    node: gast.FunctionDef | gast.Lambda
+    filename: str
+    resolver: "Resolver"
+
+    @property
+    def name(self) -> str:
+        if isinstance(self.node, gast.Lambda):
+            return f"lambda_{self.node.lineno}"
+        return self.node.name
+
+    def location(self, node: gast.AST | None = None) -> SourceLocation:
+        return location_of(self.filename, node if node is not None else self.node)
+
+
+def location_of(filename: str, node: gast.AST) -> SourceLocation:
+    return SourceLocation(filename, getattr(node, "lineno", 0) or 0, getattr(node, "col_offset", 0) or 0)
+
+
+_FILE_TREES: dict[tuple[str, str], gast.Module] = {}
+
+
+def _file_tree(filename: str) -> gast.Module | None:
+    lines = linecache.getlines(filename)
+    if not lines:
+        return None
+    text = "".join(lines)
+    key = (filename, hashlib.sha1(text.encode()).hexdigest())
+    tree = _FILE_TREES.get(key)
+    if tree is None:
+        try:
+            tree = gast.parse(text)
+        except SyntaxError:
+            return None
+        _FILE_TREES[key] = tree
+    return tree
+
+
+def has_source(fn: Callable) -> bool:
+    return isinstance(fn, types.FunctionType) and _find_node(fn) is not None
+
+
+def _find_node(fn: types.FunctionType) -> gast.AST | None:
+    code = fn.__code__
+    filename = code.co_filename
+    tree = _file_tree(filename)
+    if tree is None:
+        return None
+    first = code.co_firstlineno
+    argnames = list(code.co_varnames[: code.co_argcount])
+    if fn.__name__ == "<lambda>":
+        candidates = [n for n in gast.walk(tree) if isinstance(n, gast.Lambda) and n.lineno == first
+                      and [a.id for a in n.args.args] == argnames]
+        if len(candidates) > 1:
+            col = _first_column(code)
+            if col is not None:
+                inside = [n for n in candidates if n.col_offset <= col <= (n.end_col_offset or 10**9)]
+                # the innermost lambda that contains the body's first position
+                if inside:
+                    candidates = [max(inside, key=lambda n: n.col_offset)]
+        return candidates[0] if candidates else None
+    for n in gast.walk(tree):
+        if isinstance(n, (gast.FunctionDef, gast.AsyncFunctionDef)) and n.name == fn.__name__:
+            start = min([n.lineno] + [d.lineno for d in n.decorator_list])
+            if start == first:
+                return n
+    return None
+
+
+def _first_column(code: types.CodeType) -> int | None:
+    positions = getattr(code, "co_positions", None)
+    if positions is None:
+        return None
+    cols = [p[2] for p in positions() if p[2] is not None]
+    return min(cols) if cols else None
+
+
+def parse_function(fn: Callable, used_at: SourceLocation | None = None) -> ParsedFunction:
+    """Find and parse `fn`'s source; NoSourceError (OPAQUE) when there is none."""
+    fn = inspect.unwrap(fn)
+    if not isinstance(fn, types.FunctionType):
+        name = getattr(fn, "__name__", repr(fn))
+        raise NoSourceError(
+            f"'{name}' has no Python source s2sad can read and no derivative rule",
+            used_at,
+            hint=f"Register a rule for it: s2sad.defrule({name}, lambda x, out: <d out/d x>), "
+                 f"or call a function written in Python.")
+    node = _find_node(fn)
+    if node is None:
+        raise NoSourceError(
+            f"cannot find the source of '{fn.__qualname__}' (defined in {fn.__code__.co_filename})",
+            used_at,
+            hint="s2sad reads the source of the functions it differentiates: define the function "
+                 "in a .py file (not in exec or an interactive prompt), or register a rule with "
+                 "s2sad.defrule.")
+    if isinstance(node, gast.AsyncFunctionDef):
+        raise UnsupportedSyntaxError("async functions cannot be differentiated",
+                                     location_of(fn.__code__.co_filename, node),
+                                     hint="Write it as a plain def.")
+    return ParsedFunction(fn, node, fn.__code__.co_filename, Resolver(fn))
+
+
+# ---------------------------------------------------------------- free names
+
+@dataclass(frozen=True)
+class Resolved:
+    """A free name's value and what s2sad makes of it.
+
+    kind: "module", "primitive" (value is the primitive name), "function" (user Python
+    function), "constant" (a number), "tuple" (a tuple of numbers), "array",
+    "container" (list/dict/other mutable object), "s2sad" (an s2sad entry point such
+    as s2sad.broadcast), "unknown".
+    """
+
+    kind: str
+    value: Any
+
+
+_MISSING = object()
+
+
+class Resolver:
+    """Looks up free names of one Python function as Python would when it runs."""
+
+    def __init__(self, fn: types.FunctionType):
+        self.fn = fn
+        self.cells: dict[str, Any] = {}
+        if fn.__closure__:
+            for name, cell in zip(fn.__code__.co_freevars, fn.__closure__):
+                try:
+                    self.cells[name] = cell.cell_contents
+                except ValueError:  # empty cell
+                    pass
+
+    def lookup(self, name: str) -> Any:
+        if name in self.cells:
+            return self.cells[name]
+        if name in self.fn.__globals__:
+            return self.fn.__globals__[name]
+        return getattr(builtins, name, _MISSING)
+
+    def is_closure(self, name: str) -> bool:
+        return name in self.cells
+
+    def resolve(self, name: str) -> Resolved | None:
+        value = self.lookup(name)
+        if value is _MISSING:
+            return None
+        return classify(value)
+
+
+def classify(value: Any) -> Resolved:
+    from . import rules
+
+    if isinstance(value, types.ModuleType):
+        return Resolved("module", value)
+    if isinstance(value, (bool, int, float, np.bool_, np.integer, np.floating)):
+        return Resolved("constant", value)
+    if isinstance(value, tuple) and all(isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool) for v in value):
+        return Resolved("tuple", value)
+    if isinstance(value, np.ndarray):
+        return Resolved("array", value)
+    try:
+        prim = rules.python_callables().get(value)
+    except TypeError:  # unhashable
+        prim = None
+    if prim is not None:
+        return Resolved("primitive", prim)
+    if getattr(value, "__module__", "") and str(getattr(value, "__module__", "")).startswith("s2sad"):
+        return Resolved("s2sad", value)
+    if isinstance(value, types.FunctionType):
+        return Resolved("function", value)
+    if isinstance(value, (list, dict, set)):
+        return Resolved("container", value)
+    return Resolved("unknown", value)
+
+
+def attribute_value(resolver: Resolver, node: gast.AST) -> Any:
+    """The value of a dotted name `a.b.c` made of module attributes; _MISSING if not one."""
+    parts = []
+    while isinstance(node, gast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, gast.Name):
+        return _MISSING
+    value = resolver.lookup(node.id)
+    for attr in reversed(parts):
+        if not isinstance(value, types.ModuleType) and value is not np:
+            return _MISSING
+        value = getattr(value, attr, _MISSING)
+        if value is _MISSING:
+            return _MISSING
+    return value
+
+
+MISSING = _MISSING
+CONSTANT_ATTRS = {math.pi: "pi", math.e: "e"}

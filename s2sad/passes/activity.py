@@ -1,0 +1,192 @@
+"""Types and activity of core-language functions.
+
+- `result_kind(program, fname)`: whether a function returns a bool, an int or a float
+  (Python's rules; parameters are floats), for the dtype of a primal's output.
+- `Activity`: for each variable of a function, the set of parameters it depends on
+  *differentiably*, i.e. through primitives whose partials are not identically zero
+  (`int(x)`, `x > 0` and `//` cut dependence; control dependence is not dependence,
+  since derivatives are piecewise). Flow-insensitive: a variable is active in a
+  direction if any assignment to it is. The dual transform gives a variable a tangent
+  in exactly the directions listed here.
+"""
+from __future__ import annotations
+
+import gast
+
+from .. import rules
+
+KIND_ORDER = {"bool": 0, "int": 1, "float": 2}
+
+
+def _join(*kinds: str) -> str:
+    return max(kinds, key=KIND_ORDER.__getitem__) if kinds else "float"
+
+
+def primitive_of(call: gast.Call) -> str | None:
+    """The primitive name of a core-language call, or None for a helper call."""
+    f = call.func
+    if isinstance(f, gast.Attribute):
+        return f.attr
+    if isinstance(f, gast.Name) and f.id in rules.RULES and rules.RULES[f.id].spelling == "builtin":
+        return f.id
+    return None
+
+
+def expr_primitive(e: gast.expr) -> str | None:
+    """The primitive an operator node applies (add, lt, neg, ...), if it is one."""
+    if isinstance(e, gast.BinOp):
+        return rules.BINOPS[type(e.op)]
+    if isinstance(e, gast.UnaryOp):
+        return rules.UNARYOPS[type(e.op)]
+    if isinstance(e, gast.Compare):
+        return rules.CMPOPS[type(e.ops[0])]
+    if isinstance(e, gast.Call):
+        return primitive_of(e)
+    return None
+
+
+def _assignments(fn: gast.FunctionDef):
+    """(target names, value expr or None for loop variables) for each binding in fn."""
+    for node in gast.walk(fn):
+        if isinstance(node, gast.Assign):
+            t = node.targets[0]
+            names = [t.id] if isinstance(t, gast.Name) else [n.id for n in t.elts]
+            yield names, node.value
+        elif isinstance(node, gast.For):
+            yield [node.target.id], None
+
+
+def result_kind(functions: dict[str, gast.FunctionDef], fname: str) -> str:
+    memo: dict[str, str] = {}
+
+    def fn_kind(name: str) -> str:
+        if name in memo:
+            return memo[name]
+        fn = functions[name]
+        env = {a.id: "float" for a in fn.args.args}
+        for _ in range(8):  # fixpoint over a 3-level lattice
+            changed = False
+            for names, value in _assignments(fn):
+                k = "int" if value is None else kind(value, env)
+                for n in names:
+                    new = _join(env.get(n, "bool"), k) if n in env else k
+                    if env.get(n) != new:
+                        env[n], changed = new, True
+            if not changed:
+                break
+        rets = [kind(r.value, env) for r in gast.walk(fn) if isinstance(r, gast.Return)]
+        memo[name] = _join(*rets)
+        return memo[name]
+
+    def kind(e, env) -> str:
+        if isinstance(e, gast.Constant):
+            return "bool" if isinstance(e.value, bool) else "int" if isinstance(e.value, int) else "float"
+        if isinstance(e, gast.Name):
+            return env.get(e.id, "float")
+        if isinstance(e, gast.Compare) or (isinstance(e, gast.UnaryOp) and isinstance(e.op, gast.Not)):
+            return "bool"
+        if isinstance(e, gast.UnaryOp):
+            return _join("int", kind(e.operand, env))
+        if isinstance(e, gast.BinOp):
+            if isinstance(e.op, gast.Div):
+                return "float"
+            return _join("int", kind(e.left, env), kind(e.right, env))
+        if isinstance(e, gast.BoolOp):
+            return _join(*(kind(v, env) for v in e.values))
+        if isinstance(e, gast.IfExp):
+            return _join(kind(e.body, env), kind(e.orelse, env))
+        if isinstance(e, gast.Call):
+            prim = primitive_of(e)
+            if prim is None:
+                return fn_kind(e.func.id)
+            if prim in ("floor", "ceil", "trunc", "int", "round"):
+                return "int"
+            if prim in ("abs", "min", "max"):
+                return _join("int", *(kind(a, env) for a in e.args)) if prim == "abs" else _join(*(kind(a, env) for a in e.args))
+            return "float"
+        return "float"
+
+    return fn_kind(fname)
+
+
+class Activity:
+    """Differentiable dependence of variables on parameters, per function."""
+
+    def __init__(self, functions: dict[str, gast.FunctionDef]):
+        self.functions = functions
+        self._diff_params: dict[str, frozenset[int]] = {}
+
+    def differentiable_params(self, fname: str) -> frozenset[int]:
+        """Positions of the params a helper's result can depend on differentiably."""
+        if fname not in self._diff_params:
+            fn = self.functions[fname]
+            params = [a.id for a in fn.args.args]
+            deps = self.dependencies(fname, params)
+            ret: set[str] = set()
+            for r in gast.walk(fn):
+                if isinstance(r, gast.Return):
+                    ret |= self.expr_deps(r.value, deps, set(params))
+            self._diff_params[fname] = frozenset(i for i, p in enumerate(params) if p in ret)
+        return self._diff_params[fname]
+
+    def dependencies(self, fname: str, active: list[str]) -> dict[str, set[str]]:
+        """variable -> the active params it depends on differentiably."""
+        fn = self.functions[fname]
+        deps: dict[str, set[str]] = {p: {p} for p in active}
+        for _ in range(100):
+            changed = False
+            for names, value in _assignments(fn):
+                if value is None:
+                    continue
+                d = self.expr_deps(value, deps, set(active))
+                for n in names:
+                    cur = deps.setdefault(n, set())
+                    if not d <= cur:
+                        cur |= d
+                        changed = True
+            if not changed:
+                return deps
+        raise AssertionError("activity did not converge")
+
+    def expr_deps(self, e, deps: dict[str, set[str]], active: set[str]) -> set[str]:
+        if isinstance(e, gast.Name):
+            return set(deps.get(e.id, ()))
+        if isinstance(e, gast.Constant):
+            return set()
+        if isinstance(e, gast.IfExp):
+            return self.expr_deps(e.body, deps, active) | self.expr_deps(e.orelse, deps, active)
+        if isinstance(e, gast.BoolOp):
+            out: set[str] = set()
+            for v in e.values:
+                out |= self.expr_deps(v, deps, active)
+            return out
+        if isinstance(e, gast.Call) and primitive_of(e) is None:
+            diff = self.differentiable_params(e.func.id)
+            out = set()
+            for i, a in enumerate(e.args):
+                if i in diff:
+                    out |= self.expr_deps(a, deps, active)
+            return out
+        prim = expr_primitive(e)
+        operands = _operands(e)
+        rule = rules.RULES[prim]
+        out = set()
+        for i, a in enumerate(operands):
+            if rule.partials[i] is not None:
+                out |= self.expr_deps(a, deps, active)
+        return out
+
+
+def _operands(e) -> list:
+    if isinstance(e, gast.BinOp):
+        return [e.left, e.right]
+    if isinstance(e, gast.UnaryOp):
+        return [e.operand]
+    if isinstance(e, gast.Compare):
+        return [e.left, e.comparators[0]]
+    if isinstance(e, gast.Call):
+        return list(e.args)
+    raise AssertionError(type(e).__name__)
+
+
+operands = _operands

@@ -1,0 +1,280 @@
+"""Array-level loss -> one fused elementwise kernel and the reduction that consumes it.
+
+Input: the function being differentiated (a `ParsedFunction`). It must be, after
+substituting its local assignments, `R(E)` or `E`, where `R` is a reduction (`sum`,
+`np.sum`, `np.mean`, `.sum()`, `.mean()`) and `E` an elementwise expression over its
+arguments: arithmetic and comparisons, numpy ufuncs and math functions,
+`s2sad.broadcast(f, ...)`, `map(f, x)` (also wrapped in `list`/`np.array`/`np.fromiter`),
+list comprehensions and generator expressions over one array. Free names that hold
+numpy arrays (data) become extra, undifferentiated kernel inputs read at call time.
+
+Output: a `LossPlan`. `E` becomes one synthesized scalar function whose parameters
+are the arrays it reads: every site is fused into it, so the gradient of `R(E)` is one
+pass over the data (the dual of `E`, summed on the way). Each site is also recorded,
+with its location, for `explain`.
+"""
+from __future__ import annotations
+
+import copy
+import types
+from dataclasses import dataclass, field
+
+import gast
+import numpy as np
+
+from .. import rules
+from ..errors import FreeVariableError, UnsupportedOperationError, UnsupportedSyntaxError
+from ..frontend import MISSING, ParsedFunction, attribute_value, classify, location_of
+from .normalize import Normalizer, ScalarProgram, function_def, name
+from .purity import classify_function
+
+
+@dataclass
+class Site:
+    """One elementwise site, for explain."""
+
+    location: str
+    applied: str
+    path: str
+    reason: str
+    source_line: str = ""
+
+
+@dataclass
+class LossPlan:
+    program: ScalarProgram
+    reduction: str                       # "sum" | "mean" | "none"
+    inputs: list[tuple[str, object]]     # per kernel param: ("arg", index) or ("free", name)
+    sites: list[Site] = field(default_factory=list)
+    return_line: str = ""
+    return_location: str = ""
+
+
+REDUCTIONS = {"sum": "sum", "mean": "mean"}
+
+
+class _Planner:
+    def __init__(self, pf: ParsedFunction):
+        self.pf = pf
+        self.node = pf.node
+        self.params = [a.id for a in self.node.args.args]
+        self.env: dict[str, gast.expr] = {}   # local name -> array expression it holds
+        self.prelude: list[gast.stmt] = []    # lambdas/defs the kernel needs
+        self.free_arrays: list[str] = []
+        self.sites: list[Site] = []
+        self.comp_count = 0
+
+    def err(self, node, msg, hint, cls=UnsupportedSyntaxError):
+        return cls(msg, location_of(self.pf.filename, node), hint=hint)
+
+    def loc(self, node) -> str:
+        return str(location_of(self.pf.filename, node))
+
+    def plan(self) -> LossPlan:
+        node = self.node
+        args = node.args
+        if args.vararg or args.kwarg or args.kwonlyargs or args.posonlyargs:
+            raise self.err(node, "the differentiated function must take plain positional parameters",
+                           "Remove *args/**kwargs and keyword-only parameters.")
+        body = [gast.Return(value=node.body)] if isinstance(node, gast.Lambda) else node.body
+        ret = None
+        for s in body:
+            if isinstance(s, gast.Expr) and isinstance(s.value, gast.Constant) and isinstance(s.value.value, str):
+                continue
+            if ret is not None:
+                raise self.err(s, "statements after return", "Remove them.")
+            if isinstance(s, gast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], gast.Name):
+                if isinstance(s.value, gast.Lambda):
+                    self.prelude.append(s)
+                else:
+                    self.env[s.targets[0].id] = self.subst(s.value)
+                continue
+            if isinstance(s, gast.FunctionDef):
+                self.prelude.append(s)
+                continue
+            if isinstance(s, gast.Return) and s.value is not None:
+                ret = s
+                continue
+            raise self.err(s, f"'{type(s).__name__}' at the array level is not supported yet",
+                           "The differentiated function may assign array expressions and return a "
+                           "reduction (np.sum, np.mean, sum) of an elementwise expression.")
+        if ret is None:
+            raise self.err(node, "the differentiated function does not return a value", "Return the loss.")
+        reduction, inner = self.reduction(ret.value)
+        expr = self.elementwise(inner)
+        used = {n.id for n in gast.walk(expr) if isinstance(n, gast.Name)}
+        used |= {n.id for s in self.prelude for n in gast.walk(s) if isinstance(n, gast.Name)}
+        kparams = [p for p in self.params if p in used] + self.free_arrays
+        inputs = [("arg", self.params.index(p)) for p in self.params if p in used] + \
+                 [("free", n) for n in self.free_arrays]
+        fname = f"{self._name()}__elementwise"
+        fn = function_def(fname, kparams, copy.deepcopy(self.prelude) + [gast.Return(value=expr)])
+        gast.copy_location(fn, node)
+        program = Normalizer().program_from_node(fn, self.pf, fname)
+        return LossPlan(program, reduction, inputs, self.sites,
+                        return_line=_line(self.pf.filename, ret), return_location=self.loc(ret))
+
+    def _name(self) -> str:
+        n = self.pf.name
+        return n if n.isidentifier() else "loss"
+
+    # -- substitution of locals
+    def subst(self, e: gast.expr) -> gast.expr:
+        class Sub(gast.NodeTransformer):
+            def visit_Name(s, node):
+                if isinstance(node.ctx, gast.Load) and node.id in self.env:
+                    return copy.deepcopy(self.env[node.id])
+                return node
+
+            def visit_Lambda(s, node):
+                return node  # lambdas have their own scope
+
+        return Sub().visit(copy.deepcopy(e))
+
+    def reduction(self, e: gast.expr) -> tuple[str, gast.expr]:
+        e = self.subst(e)
+        if isinstance(e, gast.Call) and not e.keywords and len(e.args) == 1:
+            f = e.func
+            value = attribute_value(self.pf.resolver, f)
+            if value is sum or value is np.sum:
+                return "sum", e.args[0]
+            if value is np.mean:
+                return "mean", e.args[0]
+        if isinstance(e, gast.Call) and not e.args and not e.keywords and isinstance(e.func, gast.Attribute) \
+                and e.func.attr in ("sum", "mean"):
+            return e.func.attr, e.func.value
+        if isinstance(e, gast.Call) and e.keywords:
+            raise self.err(e, "reductions with keyword arguments (axis=...) are not supported at this level",
+                           "Reduce over the whole array: np.sum(x).", UnsupportedOperationError)
+        return "none", e
+
+    # -- elementwise expressions
+    def elementwise(self, e: gast.expr) -> gast.expr:
+        if isinstance(e, gast.Name):
+            if e.id in self.params:
+                return e
+            value = self.pf.resolver.lookup(e.id)
+            if value is MISSING:
+                raise self.err(e, f"name '{e.id}' is not defined", "Define it.", FreeVariableError)
+            if isinstance(value, np.ndarray):
+                if e.id not in self.free_arrays:
+                    self.free_arrays.append(e.id)
+                return e
+            if classify(value).kind == "constant":
+                return e
+            raise self.err(e, f"'{e.id}' holds a {type(value).__name__}, not an array or a number",
+                           "Pass it as an argument.", FreeVariableError)
+        if isinstance(e, gast.Constant):
+            return e
+        if isinstance(e, gast.BinOp):
+            if isinstance(e.op, gast.MatMult):
+                raise self.err(e, "'@' is not supported at this level yet", "Use elementwise operations.",
+                               UnsupportedOperationError)
+            return gast.BinOp(left=self.elementwise(e.left), op=e.op, right=self.elementwise(e.right))
+        if isinstance(e, gast.UnaryOp):
+            return gast.UnaryOp(op=e.op, operand=self.elementwise(e.operand))
+        if isinstance(e, gast.Compare):
+            return gast.Compare(left=self.elementwise(e.left), ops=e.ops,
+                                comparators=[self.elementwise(c) for c in e.comparators])
+        if isinstance(e, (gast.ListComp, gast.GeneratorExp)):
+            return self.comprehension(e)
+        if isinstance(e, gast.Call):
+            return self.call(e)
+        if isinstance(e, gast.Attribute):
+            value = attribute_value(self.pf.resolver, e)
+            if value is not MISSING and classify(value).kind == "constant":
+                return e
+        raise self.err(e, f"'{type(e).__name__}' is not an elementwise expression s2sad supports here",
+                       "Use arithmetic, numpy ufuncs, s2sad.broadcast, map or a comprehension.",
+                       UnsupportedOperationError)
+
+    def call(self, e: gast.Call) -> gast.expr:
+        from .. import api
+
+        if e.keywords:
+            raise self.err(e, "keyword arguments are not supported here", "Pass arguments by position.",
+                           UnsupportedOperationError)
+        value = attribute_value(self.pf.resolver, e.func)
+        label = _dotted(e.func)
+        if value in (list, np.array, np.asarray, np.fromiter, tuple) and len(e.args) >= 1:
+            return self.elementwise(e.args[0])
+        if value is api.broadcast or value is map:
+            if len(e.args) < 2:
+                raise self.err(e, f"{label} needs a function and at least one array", "Fix the call.")
+            fnode, arrays = e.args[0], [self.elementwise(a) for a in e.args[1:]]
+            return self.apply(fnode, arrays, e, label)
+        if value is MISSING:
+            raise self.err(e, f"cannot resolve '{label}'", "Call numpy or a function written in Python.",
+                           UnsupportedOperationError)
+        r = classify(value)
+        if r.kind == "primitive":
+            self.sites.append(Site(self.loc(e), label, "rule", f"{label} has a derivative rule ({r.value})",
+                                   _line(self.pf.filename, e)))
+            return gast.Call(func=e.func, args=[self.elementwise(a) for a in e.args], keywords=[])
+        if r.kind == "function":
+            # a user function called on arrays: elementwise only if it is scalar code
+            return self.apply(e.func, [self.elementwise(a) for a in e.args], e, label)
+        raise self.err(e, f"'{label}' is not supported by s2sad at the array level",
+                       f"Use an elementwise form, or register a rule with s2sad.defrule({label}, ...).",
+                       UnsupportedOperationError)
+
+    def apply(self, fnode, arrays, site, label) -> gast.expr:
+        """A call of a scalar function on elements: `f(a1, a2)` inside the kernel."""
+        if isinstance(fnode, gast.Lambda):
+            lam_name = f"_f{len(self.prelude) + 1}"
+            self.prelude.append(gast.Assign(targets=[name(lam_name, gast.Store())], value=fnode, type_comment=None))
+            self.sites.append(Site(self.loc(site), f"lambda at line {fnode.lineno}", "dual",
+                                   "pure: reads only its arguments and constants", _line(self.pf.filename, site)))
+            return gast.Call(func=name(lam_name), args=arrays, keywords=[])
+        if isinstance(fnode, gast.Name) and any(
+                isinstance(s, (gast.FunctionDef,)) and s.name == fnode.id or
+                isinstance(s, gast.Assign) and s.targets[0].id == fnode.id for s in self.prelude):
+            self.sites.append(Site(self.loc(site), fnode.id, "dual", "local function: pure",
+                                   _line(self.pf.filename, site)))
+            return gast.Call(func=fnode, args=arrays, keywords=[])
+        value = attribute_value(self.pf.resolver, fnode)
+        if value is MISSING:
+            raise self.err(site, f"cannot resolve the function '{_dotted(fnode)}'", "Define it.", FreeVariableError)
+        r = classify(value)
+        if r.kind == "primitive":
+            self.sites.append(Site(self.loc(site), f"{label}({_dotted(fnode)})", "rule",
+                                   f"{_dotted(fnode)} has a derivative rule ({r.value})", _line(self.pf.filename, site)))
+        else:
+            verdict = classify_function(value, location_of(self.pf.filename, site))
+            self.sites.append(Site(self.loc(site), f"{label}({_dotted(fnode)})" if label in ("map", "broadcast", "s2sad.broadcast") else _dotted(fnode),
+                                   verdict.path, verdict.reason, _line(self.pf.filename, site)))
+        return gast.Call(func=fnode, args=arrays, keywords=[])
+
+    def comprehension(self, e) -> gast.expr:
+        if len(e.generators) != 1:
+            raise self.err(e, "only comprehensions with one 'for' are supported", "Use a single loop.",
+                           UnsupportedOperationError)
+        g = e.generators[0]
+        if g.ifs or g.is_async or not isinstance(g.target, gast.Name):
+            raise self.err(e, "comprehensions with conditions or unpacking are not supported",
+                           "Use a conditional expression inside: [f(z) if c else 0.0 for z in x].",
+                           UnsupportedOperationError)
+        lam = gast.Lambda(args=gast.arguments(args=[name(g.target.id, gast.Param())], posonlyargs=[], vararg=None,
+                                              kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[]),
+                          body=e.elt)
+        gast.copy_location(lam, e)
+        array = self.elementwise(g.iter)
+        lam_name = f"_f{len(self.prelude) + 1}"
+        self.prelude.append(gast.Assign(targets=[name(lam_name, gast.Store())], value=lam, type_comment=None))
+        self.sites.append(Site(self.loc(e), "comprehension", "dual", "pure: reads only its loop variable and constants",
+                               _line(self.pf.filename, e)))
+        return gast.Call(func=name(lam_name), args=[array], keywords=[])
+
+
+def _line(filename: str, node) -> str:
+    import linecache
+    return linecache.getline(filename, getattr(node, "lineno", 0) or 0).strip()
+
+
+def _dotted(node) -> str:
+    from .normalize import _dotted as d
+    return d(node)
+
+
+def plan_loss(pf: ParsedFunction) -> LossPlan:
+    return _Planner(pf).plan()

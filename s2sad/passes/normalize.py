@@ -1,0 +1,570 @@
+"""User scalar functions -> the core scalar language (see kernel.py).
+
+Input: a `ParsedFunction` (a def or lambda with its resolver). Output: a
+`ScalarProgram`: core-language `FunctionDef`s for the function and every user
+function it calls, to any depth, each once.
+
+What this pass does:
+- resolves every free name: numbers and `math.pi` become constants, calls become
+  primitive calls (`math.tanh`, `abs`, operators) or calls of helper functions;
+- desugars: augmented and multiple assignment, tuple unpacking of tuple literals,
+  chained comparisons, `for` over a tuple of constants (unrolled), `range` with its
+  defaults filled in, lambdas and local defs lifted to helpers whose captured locals
+  become leading parameters (late binding, as in Python);
+- refuses, with the file, line and column, everything outside the language:
+  unsupported syntax, recursion, calls with no source and no rule, free names whose
+  values a scalar kernel cannot hold.
+It keeps the user's names, nesting and expression structure, so printed kernels read
+like the user's code.
+"""
+from __future__ import annotations
+
+import builtins
+import math
+from dataclasses import dataclass, field
+
+import gast
+import numpy as np
+
+from .. import rules
+from ..errors import (FreeVariableError, NoSourceError, RecursionNotSupportedError,
+                      StatefulError, UnsupportedSyntaxError)
+from ..frontend import MISSING, ParsedFunction, Resolver, attribute_value, classify, location_of, parse_function
+
+
+@dataclass
+class ScalarProgram:
+    """Core-language functions; `entry` is the one applied per element."""
+
+    functions: dict[str, gast.FunctionDef]
+    entry: str
+    params: tuple[str, ...]
+    origins: dict[str, str] = field(default_factory=dict)
+
+
+def name(id_: str, ctx=None) -> gast.Name:
+    return gast.Name(id=id_, ctx=ctx or gast.Load(), annotation=None, type_comment=None)
+
+
+def const(value) -> gast.expr:
+    """A numeric literal; negative numbers as unary minus (printers mangle -2.0 ** 2)."""
+    if isinstance(value, (bool, np.bool_)):
+        return gast.Constant(value=bool(value), kind=None)
+    if isinstance(value, (np.integer,)):
+        value = int(value)
+    if isinstance(value, np.floating):
+        value = float(value)
+    if value < 0 or (isinstance(value, float) and math.copysign(1.0, value) < 0 and value == 0):
+        return gast.UnaryOp(op=gast.USub(), operand=gast.Constant(value=-value, kind=None))
+    return gast.Constant(value=value, kind=None)
+
+
+def assign(target: str, value: gast.expr) -> gast.Assign:
+    return gast.Assign(targets=[name(target, gast.Store())], value=value, type_comment=None)
+
+
+def function_def(fname: str, params: list[str], body: list[gast.stmt]) -> gast.FunctionDef:
+    args = gast.arguments(args=[name(p, gast.Param()) for p in params], posonlyargs=[], vararg=None,
+                          kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[])
+    return gast.FunctionDef(name=fname, args=args, body=body, decorator_list=[], returns=None,
+                            type_comment=None, type_params=[])
+
+
+def primitive_call(prim: str, args: list[gast.expr]) -> gast.expr:
+    """The core-language spelling of primitive `prim` applied to `args`."""
+    rule = rules.RULES[prim]
+    if rule.spelling == "op":
+        if prim in ("neg", "pos", "not"):
+            op = {"neg": gast.USub, "pos": gast.UAdd, "not": gast.Not}[prim]()
+            return gast.UnaryOp(op=op, operand=args[0])
+        for cls, p in rules.BINOPS.items():
+            if p == prim:
+                return gast.BinOp(left=args[0], op=cls(), right=args[1])
+        for cls, p in rules.CMPOPS.items():
+            if p == prim:
+                return gast.Compare(left=args[0], ops=[cls()], comparators=[args[1]])
+        raise AssertionError(prim)
+    if rule.spelling == "builtin":
+        return gast.Call(func=name(prim), args=args, keywords=[])
+    return gast.Call(func=gast.Attribute(value=name("math"), attr=prim, ctx=gast.Load()), args=args, keywords=[])
+
+
+_UNSUPPORTED_STMTS = {
+    gast.Try: "try", gast.With: "with", gast.AsyncWith: "async with", gast.ClassDef: "class",
+    gast.Import: "import", gast.ImportFrom: "import", gast.Delete: "del", gast.Raise: "raise",
+    gast.Assert: "assert", gast.AsyncFor: "async for", gast.AsyncFunctionDef: "async def",
+}
+
+
+def _assigned_names(body: list[gast.stmt]) -> set[str]:
+    """Names a function body binds (its locals), not looking into nested functions."""
+    out: set[str] = set()
+
+    def visit(node):
+        if isinstance(node, (gast.FunctionDef, gast.Lambda)):
+            if isinstance(node, gast.FunctionDef):
+                out.add(node.name)
+            return
+        if isinstance(node, gast.Name) and isinstance(node.ctx, gast.Store):
+            out.add(node.id)
+        for child in gast.iter_child_nodes(node):
+            visit(child)
+
+    for s in body:
+        visit(s)
+    return out
+
+
+def _definitely_returns(body: list[gast.stmt]) -> bool:
+    for s in body:
+        if isinstance(s, gast.Return):
+            return True
+        if isinstance(s, gast.If) and _definitely_returns(s.body) and _definitely_returns(s.orelse):
+            return True
+        if isinstance(s, gast.While) and isinstance(s.test, gast.Constant) and s.test.value is True \
+                and not any(isinstance(n, gast.Break) for n in gast.walk(s)):
+            return True
+    return False
+
+
+@dataclass
+class _LocalFunction:
+    node: gast.FunctionDef | gast.Lambda
+    helper: str | None = None
+    captured: tuple[str, ...] = ()
+
+
+@dataclass
+class _Scope:
+    filename: str
+    resolver: Resolver
+    locals: set[str]
+    local_functions: dict[str, _LocalFunction]
+    parent: "_Scope | None" = None
+    temps: int = 0
+
+    def temp(self) -> str:
+        while True:
+            self.temps += 1
+            t = f"_t{self.temps}"
+            if t not in self.locals:
+                self.locals.add(t)
+                return t
+
+    def find_local_function(self, id_: str) -> tuple["_Scope", _LocalFunction] | None:
+        scope: _Scope | None = self
+        while scope is not None:
+            if id_ in scope.local_functions:
+                return scope, scope.local_functions[id_]
+            if id_ in scope.locals:
+                return None
+            scope = scope.parent
+        return None
+
+
+class Normalizer:
+    """Builds a ScalarProgram; one instance per kernel, shared by all functions it reaches."""
+
+    def __init__(self) -> None:
+        self.functions: dict[str, gast.FunctionDef] = {}
+        self.origins: dict[str, str] = {}
+        self._helper_of: dict[int, str] = {}
+        self._stack: list[int] = []
+
+    # ------------------------------------------------------------ functions
+
+    def program(self, pf: ParsedFunction) -> ScalarProgram:
+        entry = self.user_function(pf.fn, pf)
+        fn = self.functions[entry]
+        # the entry goes last so helpers print first
+        self.functions[entry] = self.functions.pop(entry)
+        return ScalarProgram(self.functions, entry, tuple(a.id for a in fn.args.args), self.origins)
+
+    def program_from_node(self, node: gast.FunctionDef, pf: ParsedFunction, fname: str) -> ScalarProgram:
+        """Normalize a function tree synthesized from `pf`'s code (same resolver and file)."""
+        self._emit(fname, node, pf.filename, pf.resolver, None, captured=())
+        self.functions[fname] = self.functions.pop(fname)
+        return ScalarProgram(self.functions, fname, tuple(a.id for a in self.functions[fname].args.args), self.origins)
+
+    def user_function(self, fn, pf: ParsedFunction | None = None, at=None) -> str:
+        key = id(fn)
+        if key in self._stack:
+            raise RecursionNotSupportedError(
+                f"'{fn.__name__}' calls itself (recursion)", at,
+                hint="Write the recursion as a while loop; s2sad kernels cannot recurse.")
+        if key in self._helper_of:
+            return self._helper_of[key]
+        pf = pf or parse_function(fn, at)
+        helper = self._fresh(pf.name)
+        self._helper_of[key] = helper
+        self._stack.append(key)
+        try:
+            self._emit(helper, pf.node, pf.filename, pf.resolver, None, captured=())
+        finally:
+            self._stack.pop()
+        line = pf.node.lineno
+        self.origins[helper] = f"from {pf.filename}:{line} ({fn.__qualname__})"
+        return helper
+
+    def _fresh(self, base: str) -> str:
+        base = base.replace("<", "").replace(">", "")
+        cand, k = base, 1
+        while cand in self.functions or cand in self._helper_of.values() or cand == "math":
+            k += 1
+            cand = f"{base}_{k}"
+        self.functions[cand] = None  # reserve
+        return cand
+
+    def _emit(self, helper: str, node, filename: str, resolver: Resolver, parent: _Scope | None,
+              captured: tuple[str, ...]) -> None:
+        args = node.args
+        loc = location_of(filename, node)
+        if args.vararg or args.kwarg or args.kwonlyargs or args.defaults or args.posonlyargs:
+            raise UnsupportedSyntaxError(
+                "scalar functions take plain positional parameters only (no *args, **kwargs, "
+                "defaults or keyword-only parameters)", loc,
+                hint="Give the function plain parameters; bind constants with a closure instead.")
+        params = [a.id for a in args.args]
+        body = [gast.Return(value=node.body)] if isinstance(node, gast.Lambda) else node.body
+        scope = _Scope(filename, resolver, set(params) | set(captured) | _assigned_names(body), {}, parent)
+        if isinstance(node, gast.FunctionDef) and node.decorator_list and parent is not None:
+            raise UnsupportedSyntaxError("decorated local functions are not supported", loc,
+                                         hint="Remove the decorator.")
+        core = self.block(body, scope)
+        if not _definitely_returns(core):
+            raise UnsupportedSyntaxError(
+                f"'{getattr(node, 'name', 'lambda')}' can reach its end without returning a number", loc,
+                hint="Add a return statement on every path.")
+        self.functions[helper] = function_def(helper, list(captured) + params, core)
+
+    # ------------------------------------------------------------ statements
+
+    def block(self, body: list[gast.stmt], scope: _Scope) -> list[gast.stmt]:
+        out: list[gast.stmt] = []
+        for s in body:
+            out.extend(self.stmt(s, scope))
+        return out
+
+    def err(self, scope: _Scope, node, msg: str, hint: str, cls=UnsupportedSyntaxError):
+        return cls(msg, location_of(scope.filename, node), hint=hint)
+
+    def stmt(self, s: gast.stmt, scope: _Scope) -> list[gast.stmt]:
+        if type(s) in _UNSUPPORTED_STMTS:
+            kw = _UNSUPPORTED_STMTS[type(s)]
+            raise self.err(scope, s, f"'{kw}' is not supported in a differentiated scalar function",
+                           "Move it out of the function s2sad differentiates.")
+        if isinstance(s, (gast.Global, gast.Nonlocal)):
+            kw = "global" if isinstance(s, gast.Global) else "nonlocal"
+            raise self.err(scope, s, f"'{kw} {', '.join(s.names)}': this function writes state outside itself",
+                           "Stateful functions are not supported here yet: return the value instead "
+                           "of storing it.", StatefulError)
+        if isinstance(s, gast.FunctionDef):
+            scope.local_functions[s.name] = _LocalFunction(s)
+            return []
+        if isinstance(s, gast.Assign):
+            return self.assign_stmt(s, scope)
+        if isinstance(s, gast.AugAssign):
+            if not isinstance(s.target, gast.Name):
+                raise self.err(scope, s, "assignment into an item or attribute writes state",
+                               "Stateful functions are not supported here yet: use a local variable.",
+                               StatefulError)
+            value = gast.BinOp(left=name(s.target.id), op=s.op, right=s.value)
+            gast.copy_location(value, s)
+            return self.assign_to(s.target, value, scope, s)
+        if isinstance(s, gast.AnnAssign):
+            if s.value is None:
+                return []
+            return self.assign_to(s.target, s.value, scope, s)
+        if isinstance(s, gast.If):
+            return [gast.If(test=self.expr(s.test, scope), body=self.block(s.body, scope) or [gast.Pass()],
+                            orelse=self.block(s.orelse, scope))]
+        if isinstance(s, gast.While):
+            if s.orelse:
+                raise self.err(scope, s, "'while ... else' is not supported", "Use a flag variable.")
+            return [gast.While(test=self.expr(s.test, scope), body=self.block(s.body, scope) or [gast.Pass()], orelse=[])]
+        if isinstance(s, gast.For):
+            return self.for_stmt(s, scope)
+        if isinstance(s, gast.Return):
+            if s.value is None:
+                raise self.err(scope, s, "a scalar function must return a number", "Return a value.")
+            if isinstance(s.value, gast.Tuple):
+                raise self.err(scope, s, "a scalar function used elementwise must return one number",
+                               "Return a single number.")
+            return [gast.Return(value=self.expr(s.value, scope))]
+        if isinstance(s, gast.Expr):
+            if isinstance(s.value, gast.Constant) and isinstance(s.value.value, str):
+                return []  # docstring
+            raise self.err(scope, s, "an expression whose value is unused (a call for its side effects?)",
+                           "Remove it, or assign its value to a variable you use.")
+        if isinstance(s, (gast.Pass, gast.Break, gast.Continue)):
+            return [type(s)()]
+        raise self.err(scope, s, f"'{type(s).__name__}' statements are not supported in a scalar function",
+                       "Rewrite it with assignments, if, while and for-range.")
+
+    def assign_stmt(self, s: gast.Assign, scope: _Scope) -> list[gast.stmt]:
+        if len(s.targets) == 1 and isinstance(s.value, gast.Lambda) and isinstance(s.targets[0], gast.Name):
+            scope.local_functions[s.targets[0].id] = _LocalFunction(s.value)
+            return []
+        if len(s.targets) == 1:
+            return self.assign_to(s.targets[0], s.value, scope, s)
+        tmp = scope.temp()
+        out = [assign(tmp, self.expr(s.value, scope))]
+        for t in s.targets:
+            out += self.assign_to(t, name(tmp), scope, s, normalized=True)
+        return out
+
+    def assign_to(self, target, value, scope: _Scope, s, normalized: bool = False) -> list[gast.stmt]:
+        if isinstance(target, gast.Name):
+            if target.id in scope.local_functions:
+                del scope.local_functions[target.id]
+            return [assign(target.id, value if normalized else self.expr(value, scope))]
+        if isinstance(target, (gast.Tuple, gast.List)):
+            names = target.elts
+            if not all(isinstance(n, gast.Name) for n in names):
+                raise self.err(scope, s, "only names can be unpacked into", "Unpack into plain variables.")
+            if isinstance(value, (gast.Tuple, gast.List)) and len(value.elts) == len(names) and not normalized:
+                temps = [scope.temp() for _ in names]
+                out = [assign(t, self.expr(v, scope)) for t, v in zip(temps, value.elts)]
+                return out + [assign(n.id, name(t)) for n, t in zip(names, temps)]
+            tup = self.constant_tuple(value, scope) if not normalized else None
+            if tup is not None and len(tup) == len(names):
+                return [assign(n.id, const(v)) for n, v in zip(names, tup)]
+            raise self.err(scope, s, "tuple unpacking needs a tuple of the same length on the right",
+                           "Assign each variable separately.")
+        if isinstance(target, (gast.Subscript, gast.Attribute)):
+            raise self.err(scope, s, "assignment into an item or attribute writes state",
+                           "Stateful functions are not supported here yet: use a local variable.",
+                           StatefulError)
+        raise self.err(scope, s, "unsupported assignment target", "Assign to a plain variable.")
+
+    def for_stmt(self, s: gast.For, scope: _Scope) -> list[gast.stmt]:
+        if s.orelse:
+            raise self.err(scope, s, "'for ... else' is not supported", "Use a flag variable.")
+        if not isinstance(s.target, gast.Name):
+            raise self.err(scope, s, "a for loop in a scalar function needs a plain loop variable",
+                           "Write `for i in range(n):`.")
+        it = s.iter
+        if isinstance(it, gast.Call) and isinstance(it.func, gast.Name) and it.func.id not in scope.locals \
+                and scope.resolver.lookup(it.func.id) is builtins.range:
+            if it.keywords or not 1 <= len(it.args) <= 3:
+                raise self.err(scope, it, "range() takes one to three positional arguments", "Fix the call.")
+            args = [self.expr(a, scope) for a in it.args]
+            if len(args) == 1:
+                args = [const(0), args[0], const(1)]
+            elif len(args) == 2:
+                args.append(const(1))
+            step = _constant_value(args[2])
+            if step is None or step == 0:
+                raise self.err(scope, it, "the step of range() in a scalar function must be a nonzero constant",
+                               "Use a while loop for a variable step.")
+            rng = gast.Call(func=name("range"), args=args, keywords=[])
+            return [gast.For(target=name(s.target.id, gast.Store()), iter=rng,
+                             body=self.block(s.body, scope) or [gast.Pass()], orelse=[], type_comment=None)]
+        values = self.constant_tuple(it, scope)
+        if values is None:
+            raise self.err(scope, it, "a for loop in a scalar function must run over range(...) or a tuple of numbers",
+                           "Use range(...) or a while loop.")
+        if any(isinstance(n, (gast.Break, gast.Continue)) for n in gast.walk(s)):
+            raise self.err(scope, s, "break/continue in a loop over a tuple is not supported",
+                           "Loop over range(len(...)) instead.")
+        out: list[gast.stmt] = []
+        for v in values:
+            out.append(assign(s.target.id, const(v)))
+            out.extend(self.block(s.body, scope))
+        return out
+
+    def constant_tuple(self, node, scope: _Scope) -> tuple | None:
+        if isinstance(node, (gast.Tuple, gast.List)):
+            vals = [_literal(e) for e in node.elts]
+            return tuple(vals) if all(v is not None for v in vals) else None
+        if isinstance(node, gast.Name) and node.id not in scope.locals:
+            r = scope.resolver.resolve(node.id)
+            if r is not None and r.kind == "tuple":
+                return r.value
+        return None
+
+    # ------------------------------------------------------------ expressions
+
+    def expr(self, e: gast.expr, scope: _Scope) -> gast.expr:
+        if isinstance(e, gast.Name):
+            return self.name_expr(e, scope)
+        if isinstance(e, gast.Constant):
+            if isinstance(e.value, (bool, int, float)) and not isinstance(e.value, complex):
+                return const(e.value)
+            raise self.err(scope, e, f"the constant {e.value!r} is not a number", "Use numbers only.")
+        if isinstance(e, gast.BinOp):
+            if type(e.op) not in rules.BINOPS:
+                raise self.err(scope, e, f"the operator '{type(e.op).__name__}' is not supported on numbers",
+                               "Use + - * / ** // %.")
+            return gast.BinOp(left=self.expr(e.left, scope), op=type(e.op)(), right=self.expr(e.right, scope))
+        if isinstance(e, gast.UnaryOp):
+            if type(e.op) not in rules.UNARYOPS:
+                raise self.err(scope, e, "bitwise inversion (~) is not supported", "Use arithmetic.")
+            operand = self.expr(e.operand, scope)
+            if isinstance(e.op, gast.USub) and isinstance(operand, gast.Constant) and not isinstance(operand.value, bool):
+                return const(-operand.value)
+            return gast.UnaryOp(op=type(e.op)(), operand=operand)
+        if isinstance(e, gast.BoolOp):
+            return gast.BoolOp(op=type(e.op)(), values=[self.expr(v, scope) for v in e.values])
+        if isinstance(e, gast.Compare):
+            for op in e.ops:
+                if type(op) not in rules.CMPOPS:
+                    raise self.err(scope, e, f"the comparison '{type(op).__name__}' is not supported",
+                                   "Use < <= > >= == !=.")
+            operands = [self.expr(x, scope) for x in [e.left] + e.comparators]
+            pairs = [gast.Compare(left=operands[i], ops=[type(op)()], comparators=[operands[i + 1]])
+                     for i, op in enumerate(e.ops)]
+            return pairs[0] if len(pairs) == 1 else gast.BoolOp(op=gast.And(), values=pairs)
+        if isinstance(e, gast.IfExp):
+            return gast.IfExp(test=self.expr(e.test, scope), body=self.expr(e.body, scope),
+                              orelse=self.expr(e.orelse, scope))
+        if isinstance(e, gast.Call):
+            return self.call(e, scope)
+        if isinstance(e, gast.Attribute):
+            value = attribute_value(scope.resolver, e)
+            if value is not MISSING and classify(value).kind == "constant":
+                return const(value)
+            raise self.err(scope, e, f"'{_dotted(e)}' is not a number s2sad can use here",
+                           "Only numbers, and calls of math/numpy functions, can be read from modules.",
+                           FreeVariableError)
+        if isinstance(e, gast.Subscript):
+            return self.subscript(e, scope)
+        if isinstance(e, gast.Lambda):
+            raise self.err(scope, e, "a lambda must be assigned to a name or called",
+                           "Write `g = lambda ...` and call g.")
+        raise self.err(scope, e, f"'{type(e).__name__}' expressions are not supported in a scalar function",
+                       "Use arithmetic, comparisons, conditional expressions and calls.")
+
+    def name_expr(self, e: gast.Name, scope: _Scope) -> gast.expr:
+        # a local of this function, or of an enclosing scalar function (captured when lifted)
+        s: _Scope | None = scope
+        while s is not None:
+            if e.id in s.locals:
+                if s is not scope:
+                    raise AssertionError("captured names are passed as parameters")
+                return name(e.id)
+            s = s.parent
+        r = scope.resolver.resolve(e.id)
+        if r is None:
+            raise self.err(scope, e, f"name '{e.id}' is not defined", "Define it before calling the function.",
+                           FreeVariableError)
+        if r.kind == "constant":
+            return const(r.value)
+        if r.kind == "array":
+            raise self.err(scope, e, f"'{e.id}' is a numpy array read inside a scalar function",
+                           "Reading arrays or differentiated values from outside a scalar function is "
+                           "not supported yet: pass it as an argument of s2sad.broadcast.",
+                           FreeVariableError)
+        raise self.err(scope, e, f"'{e.id}' holds a {type(r.value).__name__}, which a scalar function cannot use as a number",
+                       "Only numbers (and tuples of numbers, indexed or looped over) can be read from "
+                       "outside a scalar function.", FreeVariableError)
+
+    def subscript(self, e: gast.Subscript, scope: _Scope) -> gast.expr:
+        values = self.constant_tuple(e.value, scope)
+        if values is None:
+            raise self.err(scope, e, "indexing is only supported on tuples of constant numbers here",
+                           "Pass array elements as arguments of s2sad.broadcast.", FreeVariableError)
+        index = self.expr(e.slice, scope)
+        k = _constant_value(index)
+        if k is not None:
+            try:
+                return const(values[int(k)])
+            except IndexError:
+                raise self.err(scope, e, f"index {k} is out of range for a tuple of {len(values)}",
+                               "Fix the index.") from None
+        # a variable index into a constant tuple: a chain of selects
+        result: gast.expr = const(values[-1])
+        for i in range(len(values) - 2, -1, -1):
+            test = gast.Compare(left=index, ops=[gast.Eq()], comparators=[const(i)])
+            result = gast.IfExp(test=test, body=const(values[i]), orelse=result)
+        return result
+
+    def call(self, e: gast.Call, scope: _Scope) -> gast.expr:
+        if e.keywords or any(isinstance(a, gast.Starred) for a in e.args):
+            raise self.err(scope, e, "calls in scalar functions take positional arguments only",
+                           "Pass arguments by position.")
+        f = e.func
+        if isinstance(f, gast.Name):
+            found = scope.find_local_function(f.id)
+            if found is not None:
+                return self.local_call(e, found[0], found[1], scope)
+            if f.id in scope.locals:
+                raise self.err(scope, e, f"'{f.id}' is a local variable, not a function", "Call a function.")
+        value = attribute_value(scope.resolver, f)
+        label = _dotted(f)
+        if value is MISSING:
+            raise self.err(scope, e, f"cannot resolve the function '{label}'",
+                           "Call a function defined in Python or one of math/numpy's.", NoSourceError)
+        args = [self.expr(a, scope) for a in e.args]
+        r = classify(value)
+        if r.kind == "primitive":
+            return self.primitive(r.value, args, e, scope, label)
+        if r.kind == "function":
+            helper = self.user_function(value, at=location_of(scope.filename, e))
+            nparams = len(self.functions[helper].args.args)
+            if nparams != len(args):
+                raise self.err(scope, e, f"'{label}' takes {nparams} arguments, {len(args)} given", "Fix the call.")
+            return gast.Call(func=name(helper), args=args, keywords=[])
+        raise self.err(scope, e, f"'{label}' has no Python source s2sad can read and no derivative rule",
+                       f"Register a rule for it with s2sad.defrule({label}, ...), or call a function "
+                       f"written in Python.", NoSourceError)
+
+    def primitive(self, prim: str, args, e, scope: _Scope, label: str) -> gast.expr:
+        rule = rules.RULES[prim]
+        if prim in ("min", "max") and len(args) > 2:
+            result = args[0]
+            for a in args[1:]:
+                result = primitive_call(prim, [result, a])
+            return result
+        if len(args) != rule.arity:
+            raise self.err(scope, e, f"'{label}' takes {rule.arity} argument(s) here, {len(args)} given",
+                           "Fix the call." if prim not in ("min", "max") else
+                           "min/max of an iterable is not supported: list the arguments.")
+        return primitive_call(prim, args)
+
+    def local_call(self, e: gast.Call, owner: _Scope, lf: _LocalFunction, scope: _Scope) -> gast.expr:
+        if lf.helper is None:
+            node = lf.node
+            body = [gast.Return(value=node.body)] if isinstance(node, gast.Lambda) else node.body
+            params = {a.id for a in node.args.args}
+            own = params | _assigned_names(body)
+            used = {n.id for n in gast.walk(node) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load)}
+            captured = tuple(sorted(n for n in used - own if n in owner.locals))
+            base = node.name if isinstance(node, gast.FunctionDef) else f"lambda_{node.lineno}"
+            lf.helper = self._fresh(base)
+            lf.captured = captured
+            self._emit(lf.helper, node, owner.filename, owner.resolver, owner, captured)
+            self.origins[lf.helper] = f"local function at {owner.filename}:{node.lineno}"
+        if scope is not owner and lf.captured:
+            raise self.err(scope, e, "a local function that captures variables can only be called "
+                           "from the function that defines it", "Pass the values as arguments.")
+        args = [name(c) for c in lf.captured] + [self.expr(a, scope) for a in e.args]
+        return gast.Call(func=name(lf.helper), args=args, keywords=[])
+
+
+def _literal(e) -> float | None:
+    if isinstance(e, gast.Constant) and isinstance(e.value, (int, float)) and not isinstance(e.value, bool):
+        return e.value
+    if isinstance(e, gast.UnaryOp) and isinstance(e.op, gast.USub):
+        v = _literal(e.operand)
+        return -v if v is not None else None
+    return None
+
+
+def _constant_value(e) -> float | None:
+    return _literal(e)
+
+
+def _dotted(node) -> str:
+    parts = []
+    while isinstance(node, gast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, gast.Name):
+        parts.append(node.id)
+        return ".".join(reversed(parts))
+    return "<expression>"
+
+
+def normalize(pf: ParsedFunction) -> ScalarProgram:
+    return Normalizer().program(pf)

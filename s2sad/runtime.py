@@ -1,0 +1,360 @@
+"""Launching kernels: broadcasting, layouts, output allocation, backend dispatch.
+
+A `Kernel` is a scalar program (primal entry plus its dual) that the runtime applies
+over arrays. Its entry points are what generated array-level code calls:
+
+    apply(k, args)                      -> primal values, broadcast shape
+    sum_dual(k, args, active, scale)    -> (scale * sum of values, grads of that sum)
+    jvp(k, args, active, tangents)      -> (values, tangent of values)
+    vjp(k, args, active, out_bar)       -> grads of sum(out_bar * values)
+
+Invariants: the user's arrays are never written; every gradient has its argument's
+shape (and float dtype), summed over the dimensions broadcasting added; a kernel is
+compiled once per (program, LoopSpec, dtype), never per array length. Each input is
+read in place when it is C-contiguous with the broadcast shape ("contig"), passed by
+value when it has one element ("scalar"), and otherwise read through broadcast
+strides of a contiguous copy of itself ("strided").
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+
+from .codegen import python as pybackend
+from .errors import BackendUnavailableError, ShapeError
+from .kernel import KernelModule, LoopSpec
+from .passes.activity import result_kind
+from .passes.forward import make_dual
+from .passes.normalize import ScalarProgram
+
+BACKENDS = ("auto", "python", "llvm", "cuda")
+
+
+@dataclass
+class Kernel:
+    """A scalar program the runtime can apply elementwise, with duals made on demand."""
+
+    program: ScalarProgram
+    name: str
+    _modules: dict[tuple[str, ...], KernelModule] = field(default_factory=dict)
+    _python: dict[tuple[str, ...], dict] = field(default_factory=dict)
+
+    @property
+    def params(self) -> tuple[str, ...]:
+        return self.program.params
+
+    def module(self, active: tuple[str, ...] = ()) -> KernelModule:
+        """The kernel module with the dual for `active` params (none: primal only)."""
+        if active not in self._modules:
+            functions = dict(self.program.functions)
+            dual_entry = None
+            if active:
+                dual_entry, duals = make_dual(self.program.functions, self.program.entry, active)
+                functions.update(duals)
+            self._modules[active] = KernelModule(
+                name=self.name, functions=functions, entry=self.program.entry, params=self.params,
+                result_kind=result_kind(self.program.functions, self.program.entry),
+                dual_entry=dual_entry, active=active, origins=dict(self.program.origins))
+        return self._modules[active]
+
+    def python_functions(self, active: tuple[str, ...]) -> dict:
+        if active not in self._python:
+            self._python[active] = pybackend.compile_module(self.module(active))
+        return self._python[active]
+
+
+# ------------------------------------------------------------------ inputs
+
+@dataclass
+class Prepared:
+    """Inputs broadcast and laid out for one launch."""
+
+    shape: tuple[int, ...]
+    dtype: np.dtype
+    layouts: tuple[str, ...]
+    values: list[Any]          # scalar: python float; else a C-contiguous array of its own shape
+    shapes: list[tuple[int, ...]]
+
+
+def compute_dtype(args: Sequence[Any]) -> np.dtype:
+    """float32 when every floating input is float32, else float64."""
+    floats = [np.asarray(a).dtype for a in args if np.asarray(a).dtype.kind == "f"]
+    if floats and all(d == np.float32 for d in floats):
+        return np.dtype(np.float32)
+    return np.dtype(np.float64)
+
+
+def prepare(args: Sequence[Any], names: Sequence[str], dtype: np.dtype | None = None) -> Prepared:
+    arrays = [a if isinstance(a, np.ndarray) else np.asarray(a) for a in args]
+    dtype = dtype or compute_dtype(arrays)
+    try:
+        shape = np.broadcast_shapes(*(a.shape for a in arrays))
+    except ValueError:
+        desc = ", ".join(f"{n}: {a.shape}" for n, a in zip(names, arrays))
+        raise ShapeError(f"the arguments' shapes do not broadcast together ({desc})",
+                         hint="Make the shapes compatible under numpy broadcasting rules.") from None
+    layouts, values = [], []
+    for a in arrays:
+        if a.size == 1:
+            layouts.append("scalar")
+            values.append(a.reshape(()).astype(dtype).item() if a.dtype != dtype else a.reshape(()).item())
+        else:
+            c = np.ascontiguousarray(a, dtype=dtype)  # no copy when already so
+            layouts.append("contig" if c.shape == shape else "strided")
+            values.append(c)
+    return Prepared(shape, dtype, tuple(layouts), values, [a.shape for a in arrays])
+
+
+def _broadcast_strides(shape: tuple[int, ...], own: tuple[int, ...]) -> list[int]:
+    """Element strides of a C-contiguous array of shape `own` broadcast to `shape`."""
+    own = (1,) * (len(shape) - len(own)) + tuple(own)
+    strides, acc = [0] * len(shape), 1
+    for d in range(len(shape) - 1, -1, -1):
+        strides[d] = 0 if own[d] == 1 and shape[d] != 1 else acc
+        acc *= own[d]
+    return strides
+
+
+def _index_space(prep: Prepared) -> list[tuple[int, list[int]]]:
+    """The broadcast shape as dims (size, [element stride per column]), adjacent dims
+    merged where every array steps through them as one; column 0 is a C-contiguous
+    array of the full shape, column 1 + i is input i. At least two dims (outer, inner)."""
+    shape = tuple(prep.shape) or (1,)
+    contig = _broadcast_strides(shape, shape)
+    cols = [contig] + [contig if l == "contig" else [0] * len(shape) if l == "scalar"
+                       else _broadcast_strides(shape, s) for l, s in zip(prep.layouts, prep.shapes)]
+    dims = [(shape[d], [c[d] for c in cols]) for d in range(len(shape))]
+    merged = [dims[-1]]
+    for size, strides in reversed(dims[:-1]):
+        isize, istrides = merged[0]
+        if all(s == t * isize for s, t in zip(strides, istrides)):
+            merged[0] = (size * isize, istrides)
+        else:
+            merged.insert(0, (size, strides))
+    if len(merged) == 1:
+        merged.insert(0, (1, [0] * len(cols)))
+    return merged
+
+
+# ------------------------------------------------------------------ launching
+
+def _backend_for(backend: str, args: Sequence[Any]) -> str:
+    if backend == "auto":
+        if any(type(a).__module__.startswith("cupy") for a in args):
+            return "cuda"
+        return "llvm"
+    if backend not in BACKENDS:
+        raise BackendUnavailableError(f"unknown backend {backend!r}",
+                                      hint=f"Use one of {', '.join(BACKENDS)}.")
+    return backend
+
+
+def launch(kernel: Kernel, backend: str, spec: LoopSpec, active: tuple[str, ...], prep: Prepared,
+           out=None, acc=None, seed=None, grads=None, tangents=None, out_dot=None) -> None:
+    """Run one driver over the prepared inputs. Arrays are full-shape (or own-shape for
+    strided grads/tangents); the n-d index space is walked as outer x inner."""
+    kmod = kernel.module(active)
+    active_idx = tuple(kernel.params.index(a) for a in active)
+    dims = _index_space(prep)
+    (n_outer, outer), (n_inner, inner) = dims[-2], dims[-1]
+    leading = dims[:-2]
+    if n_outer * n_inner * int(np.prod([d[0] for d in leading])) == 0:
+        return
+    driver = _driver(kernel, backend, kmod, spec, prep.dtype)
+
+    for run in np.ndindex(*[d[0] for d in leading]):
+        def view(arr, col):
+            """(flat array, offset, so, si) of an array walked with column `col`'s strides."""
+            off = sum(i * leading[d][1][col] for d, i in enumerate(run))
+            return (arr.reshape(-1), off, outer[col], inner[col])
+
+        def per_param(values, idx):
+            """Arguments laid out like params `idx` (inputs, grads or tangents)."""
+            res = []
+            for i, v in zip(idx, values):
+                l = prep.layouts[i]
+                res.append(v if l == "scalar" else view(v, 0 if l == "contig" else 1 + i))
+            return res
+
+        params = per_param(prep.values, range(len(prep.values)))
+        seed_arg = view(seed, 0) if isinstance(seed, np.ndarray) else seed
+        driver(spec, active_idx, n_outer, n_inner, params,
+               None if out is None else view(out, 0), acc, seed_arg,
+               None if grads is None else per_param(grads, active_idx),
+               None if tangents is None else per_param(tangents, active_idx),
+               None if out_dot is None else view(out_dot, 0))
+
+
+def _driver(kernel: Kernel, backend: str, kmod: KernelModule, spec: LoopSpec, dtype: np.dtype):
+    if backend == "python":
+        fns = kernel.python_functions(kmod.active)
+        fn = fns[kmod.dual_entry if spec.needs_dual else kmod.entry]
+        return _python_driver(fn)
+    if backend == "llvm":
+        from .codegen import llvm
+
+        compiled = llvm.compile_driver(kmod, spec, dtype.type)
+        return _llvm_driver(compiled)
+    if backend == "cuda":
+        raise BackendUnavailableError("the cuda backend is not available in this build",
+                                      hint="Use backend='llvm' or 'python'.")
+    raise BackendUnavailableError(f"unknown backend {backend!r}", hint=f"Use one of {', '.join(BACKENDS)}.")
+
+
+def _python_driver(fn):
+    def call(spec, active_idx, n_outer, n_inner, params, out, acc, seed, grads, tangents, out_dot):
+        def flat(p):  # (array, offset, so, si) -> (view from offset, so, si)
+            if isinstance(p, tuple):
+                arr, off, so, si = p
+                return (arr[off:], so, si)
+            return p
+        pybackend.run_driver(
+            fn, spec, active_idx, n_outer, n_inner, [flat(p) for p in params],
+            out=None if out is None else out[0][out[1]:], acc=acc,
+            seed=seed[0][seed[1]:] if isinstance(seed, tuple) else seed,
+            grads=None if grads is None else [flat(g) if isinstance(g, tuple) else g for g in grads],
+            tangents=None if tangents is None else [flat(t) for t in tangents],
+            out_dot=None if out_dot is None else out_dot[0][out_dot[1]:])
+    return call
+
+
+def _llvm_driver(compiled):
+    cfunc = compiled.cfunc
+
+    def call(spec, active_idx, n_outer, n_inner, params, out, acc, seed, grads, tangents, out_dot):
+        def ptr(arr, off=0):
+            return arr.ctypes.data + off * arr.itemsize
+
+        argv: list = [n_outer, n_inner]
+        for p, l in zip(params, spec.layouts):
+            if l == "scalar":
+                argv.append(p)
+            elif l == "contig":
+                argv.append(ptr(p[0], p[1]))
+            else:
+                argv += [ptr(p[0], p[1]), p[2], p[3]]
+        if spec.value == "store":
+            argv.append(ptr(out[0], out[1]))
+        elif spec.value == "sum":
+            argv.append(ptr(acc))
+        if spec.seed == "scalar":
+            argv.append(seed)
+        elif spec.seed == "array":
+            argv.append(ptr(seed[0], seed[1]))
+        if spec.partials:
+            for g, a in zip(grads, active_idx):
+                l = spec.layouts[a]
+                if l == "scalar":
+                    argv.append(ptr(g))
+                elif l == "contig":
+                    argv.append(ptr(g[0], g[1]))
+                else:
+                    argv += [ptr(g[0], g[1]), g[2], g[3]]
+        if spec.tangents:
+            for t, a in zip(tangents, active_idx):
+                l = spec.layouts[a]
+                if l == "scalar":
+                    argv.append(t)
+                elif l == "contig":
+                    argv.append(ptr(t[0], t[1]))
+                else:
+                    argv += [ptr(t[0], t[1]), t[2], t[3]]
+            argv.append(ptr(out_dot[0], out_dot[1]))
+        cfunc(*argv)
+    return call
+
+
+# ------------------------------------------------------------------ entry points
+
+def _out_dtype(kernel: Kernel, dtype: np.dtype) -> np.dtype:
+    kind = kernel.module(()).result_kind
+    return {"bool": np.dtype(bool), "int": np.dtype(np.int64)}.get(kind, dtype)
+
+
+def apply(kernel: Kernel, args: Sequence[Any], backend: str = "auto"):
+    """The primal applied elementwise: an array of the broadcast shape (a float for scalars)."""
+    prep = prepare(args, kernel.params)
+    backend = _backend_for(backend, args)
+    out = np.empty(prep.shape, prep.dtype)
+    launch(kernel, backend, LoopSpec(prep.layouts, value="store"), (), prep, out=out)
+    odt = _out_dtype(kernel, prep.dtype)
+    if odt != prep.dtype:
+        out = out != 0 if odt == np.dtype(bool) else out.astype(odt)
+    if out.shape == () and not any(isinstance(a, np.ndarray) for a in args):
+        return out.item()
+    return out
+
+
+def _grad_buffers(prep: Prepared, kernel: Kernel, active: tuple[str, ...]) -> list[np.ndarray]:
+    bufs = []
+    for a in active:
+        i = kernel.params.index(a)
+        l = prep.layouts[i]
+        if l == "scalar":
+            bufs.append(np.zeros(1, prep.dtype))
+        elif l == "contig":
+            bufs.append(np.empty(prep.shape, prep.dtype))
+        else:
+            bufs.append(np.zeros(prep.shapes[i], prep.dtype))
+    return bufs
+
+
+def sum_dual(kernel: Kernel, args: Sequence[Any], active: tuple[str, ...], scale: float = 1.0,
+             backend: str = "auto", with_grads: bool = True):
+    """(scale * sum of the values, [grad of that w.r.t. each active param]) in one pass."""
+    prep = prepare(args, kernel.params)
+    backend = _backend_for(backend, args)
+    acc = np.zeros(1, prep.dtype)
+    if not with_grads or not active:
+        launch(kernel, backend, LoopSpec(prep.layouts, value="sum"), (), prep, acc=acc)
+        return float(acc[0]) * scale, []
+    grads = _grad_buffers(prep, kernel, active)
+    spec = LoopSpec(prep.layouts, value="sum", partials=True, seed="scalar")
+    launch(kernel, backend, spec, active, prep, acc=acc, seed=scale, grads=grads)
+    return float(acc[0]) * scale, [_shape_grad(g, prep, kernel.params.index(a)) for g, a in zip(grads, active)]
+
+
+def _shape_grad(g: np.ndarray, prep: Prepared, i: int):
+    if prep.layouts[i] == "scalar":
+        return g.reshape(prep.shapes[i]) if prep.shapes[i] != () else g.reshape(())
+    return g.reshape(prep.shapes[i]) if g.shape != prep.shapes[i] else g
+
+
+def jvp(kernel: Kernel, args: Sequence[Any], active: tuple[str, ...], tangents: Sequence[Any],
+        backend: str = "auto"):
+    """(values, tangents of the values) for tangents of the active params."""
+    prep = prepare(args, kernel.params)
+    backend = _backend_for(backend, args)
+    tans = []
+    for a, t in zip(active, tangents):
+        i = kernel.params.index(a)
+        t = np.asarray(t, dtype=prep.dtype)
+        if t.shape != prep.shapes[i]:
+            raise ShapeError(f"the tangent of '{a}' has shape {t.shape}, its primal {prep.shapes[i]}",
+                             hint="Give each tangent its primal's shape.")
+        tans.append(t.reshape(()).item() if prep.layouts[i] == "scalar" else np.ascontiguousarray(t))
+    out = np.empty(prep.shape, prep.dtype)
+    out_dot = np.empty(prep.shape, prep.dtype)
+    spec = LoopSpec(prep.layouts, value="store", tangents=True)
+    launch(kernel, backend, spec, active, prep, out=out, tangents=tans, out_dot=out_dot)
+    return out, out_dot
+
+
+def vjp(kernel: Kernel, args: Sequence[Any], active: tuple[str, ...], out_bar: Any, backend: str = "auto"):
+    """Grads of sum(out_bar * values) w.r.t. the active params."""
+    prep = prepare(args, kernel.params)
+    backend = _backend_for(backend, args)
+    ob = np.asarray(out_bar, dtype=prep.dtype)
+    if ob.shape != prep.shape:
+        ob = np.broadcast_to(ob, prep.shape)
+    grads = _grad_buffers(prep, kernel, active)
+    if ob.size == 1 and prep.shape == ():
+        spec = LoopSpec(prep.layouts, value="none", partials=True, seed="scalar")
+        launch(kernel, backend, spec, active, prep, seed=ob.item(), grads=grads)
+    else:
+        ob = np.ascontiguousarray(ob)
+        spec = LoopSpec(prep.layouts, value="none", partials=True, seed="array")
+        launch(kernel, backend, spec, active, prep, seed=ob, grads=grads)
+    return [_shape_grad(g, prep, kernel.params.index(a)) for g, a in zip(grads, active)]
