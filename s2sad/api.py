@@ -35,24 +35,26 @@ class Compiled:
     plan: LossPlan
     kernel: Kernel
     params: list[str]
+    resolver: Any = None
 
     @property
     def name(self) -> str:
         return self.kernel.name
 
     def kernel_args(self, args: Sequence[Any]) -> list[Any]:
-        resolver = parse_function(self.fun).resolver
+        resolver = self.resolver
         vals = []
         for kind, ref in self.plan.inputs:
             vals.append(args[ref] if kind == "arg" else resolver.lookup(ref))
         return vals
 
+    def active_pairs(self, argnums: tuple[int, ...]) -> list[tuple[str, int]]:
+        """(kernel parameter, index of the function's argument) for each differentiated input."""
+        return [(self.kernel.params[j], ref) for j, (kind, ref) in enumerate(self.plan.inputs)
+                if kind == "arg" and ref in argnums]
+
     def active_for(self, argnums: tuple[int, ...]) -> tuple[str, ...]:
-        names = []
-        for kind, ref in self.plan.inputs:
-            if kind == "arg" and ref in argnums:
-                names.append(self.params[ref])
-        return tuple(names)
+        return tuple(k for k, _ in self.active_pairs(argnums))
 
 
 def compiled(fun: Callable) -> Compiled:
@@ -62,7 +64,7 @@ def compiled(fun: Callable) -> Compiled:
         pf = parse_function(fun)
         plan = plan_loss(pf)
         kernel = Kernel(plan.program, plan.program.entry)
-        c = Compiled(fun, plan, kernel, [a.id for a in pf.node.args.args])
+        c = Compiled(fun, plan, kernel, [a.id for a in pf.node.args.args], pf.resolver)
         _PLANS[fun] = c
     return c
 
@@ -125,17 +127,19 @@ class Derivative:
     def _generate(self) -> str:
         c = self.c
         argnums = [i % len(c.params) for i in self.argnums]
-        active = c.active_for(tuple(argnums))
+        pairs = c.active_pairs(tuple(argnums))
+        active = tuple(k for k, _ in pairs)
         kargs = [c.params[ref] if kind == "arg" else ref for kind, ref in c.plan.inputs]
         free = [ref for kind, ref in c.plan.inputs if kind == "free"]
         sig = ", ".join(c.params) + (", *, " + ", ".join(free) if free else "")
         bars = [f"{c.params[i]}_bar" for i in argnums]
-        lines = [f"def {c.name.replace('__elementwise', '')}__value_and_grad({sig}):",
+        fname = c.fun.__name__ if c.fun.__name__.isidentifier() else "loss"
+        lines = [f"def {fname}__value_and_grad({sig}):",
                  f"    # Grad of: {c.plan.return_line}    [{c.plan.return_location}]"]
         k = c.kernel.name
         karg_tuple = "(" + ", ".join(kargs) + ("," if len(kargs) == 1 else "") + ")"
         active_tuple = "(" + ", ".join(repr(a) for a in active) + ("," if len(active) == 1 else "") + ")"
-        got = [f"{a}_bar" for a in active]
+        got = [f"{c.params[i]}_bar" for _, i in pairs]
         got_tuple = "(" + ", ".join(got) + ("," if len(got) == 1 else "") + ")"
         if c.plan.reduction == "mean":
             lines.append(f"    scale = 1.0 / broadcast_size({', '.join(kargs)})")
@@ -146,7 +150,7 @@ class Derivative:
                 lines.append(f"    check_scalar_loss(broadcast_size({', '.join(kargs)}))")
         lines.append(f"    value, {got_tuple} = sum_dual({k}, {karg_tuple}, active={active_tuple}, scale={scale})")
         for i in argnums:
-            if c.params[i] not in active:
+            if i not in [j for _, j in pairs]:
                 lines.append(f"    {c.params[i]}_bar = zeros_like({c.params[i]})  # the loss does not read it")
         lines.append(f"    return value, ({', '.join(bars)}{',' if len(bars) == 1 else ''})")
         kmod = c.kernel.module(active)
@@ -229,9 +233,9 @@ def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], *, backe
         raise S2SADError("jvp needs one tangent per primal", hint="Pass tangents of the same structure.")
     argnums = tuple(i for i, p in enumerate(primals) if np.asarray(p).dtype.kind == "f")
     _check_args(c, primals, argnums)
-    active = c.active_for(argnums)
-    by_name = {c.params[i]: tangents[i] for i in argnums}
-    out, out_dot = runtime.jvp(c.kernel, c.kernel_args(primals), active, [by_name[a] for a in active],
+    pairs = c.active_pairs(argnums)
+    active = tuple(k for k, _ in pairs)
+    out, out_dot = runtime.jvp(c.kernel, c.kernel_args(primals), active, [tangents[i] for _, i in pairs],
                                backend=backend)
     if c.plan.reduction in ("sum", "mean"):
         scale = 1.0 / max(out.size, 1) if c.plan.reduction == "mean" else 1.0
@@ -247,7 +251,8 @@ def vjp(fun: Callable, *primals, backend: str = "auto"):
     argnums = tuple(range(len(primals)))
     float_nums = tuple(i for i in argnums if np.asarray(primals[i]).dtype.kind == "f")
     _check_args(c, primals, float_nums)
-    active = c.active_for(float_nums)
+    pairs = c.active_pairs(float_nums)
+    active = tuple(k for k, _ in pairs)
     kargs = c.kernel_args(primals)
     if c.plan.reduction in ("sum", "mean"):
         value, grads = runtime.sum_dual(c.kernel, kargs, active, backend=backend)
@@ -257,20 +262,20 @@ def vjp(fun: Callable, *primals, backend: str = "auto"):
 
         def pullback(out_bar):
             ob = float(np.asarray(out_bar)) * scale
-            return _per_primal(c, primals, active, [g * ob for g in grads])
+            return _per_primal(primals, pairs, [g * ob for g in grads])
     else:
         out = runtime.apply(c.kernel, kargs, backend=backend)
 
         def pullback(out_bar):
-            return _per_primal(c, primals, active, runtime.vjp(c.kernel, kargs, active, out_bar, backend=backend))
+            return _per_primal(primals, pairs, runtime.vjp(c.kernel, kargs, active, out_bar, backend=backend))
     return out, pullback
 
 
-def _per_primal(c: Compiled, primals, active, grads) -> tuple:
-    by_name = dict(zip(active, grads))
+def _per_primal(primals, pairs, grads) -> tuple:
+    by_index = {i: g for (_, i), g in zip(pairs, grads)}
     res = []
     for i, p in enumerate(primals):
-        g = by_name.get(c.params[i])
+        g = by_index.get(i)
         res.append(_as_result(g, p) if g is not None else _as_result(np.zeros(np.shape(p)), p))
     return tuple(res)
 

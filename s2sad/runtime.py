@@ -40,6 +40,7 @@ class Kernel:
     name: str
     _modules: dict[tuple[str, ...], KernelModule] = field(default_factory=dict)
     _python: dict[tuple[str, ...], dict] = field(default_factory=dict)
+    _drivers: dict[tuple, Any] = field(default_factory=dict)
 
     @property
     def params(self) -> tuple[str, ...]:
@@ -162,7 +163,10 @@ def launch(kernel: Kernel, backend: str, spec: LoopSpec, active: tuple[str, ...]
     leading = dims[:-2]
     if n_outer * n_inner * int(np.prod([d[0] for d in leading])) == 0:
         return
-    driver = _driver(kernel, backend, kmod, spec, prep.dtype)
+    key = (backend, active, spec, prep.dtype)
+    driver = kernel._drivers.get(key)
+    if driver is None:
+        driver = kernel._drivers[key] = _driver(kernel, backend, kmod, spec, prep.dtype)
 
     for run in np.ndindex(*[d[0] for d in leading]):
         def view(arr, col):

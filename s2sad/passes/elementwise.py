@@ -77,6 +77,13 @@ class _Planner:
             raise self.err(node, "the differentiated function must take plain positional parameters",
                            "Remove *args/**kwargs and keyword-only parameters.")
         body = [gast.Return(value=node.body)] if isinstance(node, gast.Lambda) else node.body
+        if not all(_array_level_statement(s) for s in body):
+            # control flow: the whole function is one scalar function of scalars
+            program = Normalizer().program(self.pf)
+            return LossPlan(program, "none", [("arg", i) for i in range(len(self.params))],
+                            [Site(self.loc(node), self.pf.name, "dual", "a scalar function: differentiated as a whole",
+                                  _line(self.pf.filename, node))],
+                            return_line=_line(self.pf.filename, node), return_location=self.loc(node))
         ret = None
         for s in body:
             if isinstance(s, gast.Expr) and isinstance(s.value, gast.Constant) and isinstance(s.value.value, str):
@@ -110,7 +117,7 @@ class _Planner:
         fname = f"{self._name()}__elementwise"
         fn = function_def(fname, kparams, copy.deepcopy(self.prelude) + [gast.Return(value=expr)])
         gast.copy_location(fn, node)
-        program = Normalizer().program_from_node(fn, self.pf, fname)
+        program = _unwrap_single_call(Normalizer().program_from_node(fn, self.pf, fname))
         return LossPlan(program, reduction, inputs, self.sites,
                         return_line=_line(self.pf.filename, ret), return_location=self.loc(ret))
 
@@ -234,7 +241,9 @@ class _Planner:
             return gast.Call(func=fnode, args=arrays, keywords=[])
         value = attribute_value(self.pf.resolver, fnode)
         if value is MISSING:
-            raise self.err(site, f"cannot resolve the function '{_dotted(fnode)}'", "Define it.", FreeVariableError)
+            raise self.err(site, f"cannot tell which function '{_dotted(fnode)}' is",
+                           "Pass a function s2sad can name: a def, a lambda, or a variable holding one.",
+                           FreeVariableError)
         r = classify(value)
         if r.kind == "primitive":
             self.sites.append(Site(self.loc(site), f"{label}({_dotted(fnode)})", "rule",
@@ -264,6 +273,29 @@ class _Planner:
         self.sites.append(Site(self.loc(e), "comprehension", "dual", "pure: reads only its loop variable and constants",
                                _line(self.pf.filename, e)))
         return gast.Call(func=name(lam_name), args=[array], keywords=[])
+
+
+def _unwrap_single_call(p: ScalarProgram) -> ScalarProgram:
+    """`def loss__elementwise(x): return f(x)` -> f itself is the entry (reads better)."""
+    fn = p.functions[p.entry]
+    if len(fn.body) == 1 and isinstance(fn.body[0], gast.Return):
+        call = fn.body[0].value
+        if isinstance(call, gast.Call) and isinstance(call.func, gast.Name) and call.func.id in p.functions \
+                and [getattr(a, "id", None) for a in call.args] == list(p.params):
+            helper = p.functions[call.func.id]
+            functions = {k: v for k, v in p.functions.items() if k != p.entry}
+            functions[call.func.id] = functions.pop(call.func.id)
+            return ScalarProgram(functions, call.func.id, tuple(a.id for a in helper.args.args), p.origins)
+    return p
+
+
+def _array_level_statement(s: gast.stmt) -> bool:
+    """Statements the array-level planner handles: docstrings, assignments, defs, return."""
+    if isinstance(s, gast.Expr):
+        return isinstance(s.value, gast.Constant) and isinstance(s.value.value, str)
+    if isinstance(s, gast.Assign):
+        return len(s.targets) == 1 and isinstance(s.targets[0], gast.Name)
+    return isinstance(s, (gast.FunctionDef, gast.Return))
 
 
 def _line(filename: str, node) -> str:

@@ -226,6 +226,12 @@ class Normalizer:
                 hint="Give the function plain parameters; bind constants with a closure instead.")
         params = [a.id for a in args.args]
         body = [gast.Return(value=node.body)] if isinstance(node, gast.Lambda) else node.body
+        for n in gast.walk(node):
+            if isinstance(n, (gast.Yield, gast.YieldFrom, gast.Await)):
+                kw = {gast.Yield: "yield", gast.YieldFrom: "yield from", gast.Await: "await"}[type(n)]
+                raise UnsupportedSyntaxError(
+                    f"'{kw}' is not supported: generators and coroutines cannot be differentiated (Yield)",
+                    location_of(filename, n), hint="Return a number instead.")
         scope = _Scope(filename, resolver, set(params) | set(captured) | _assigned_names(body), {}, parent)
         if isinstance(node, gast.FunctionDef) and node.decorator_list and parent is not None:
             raise UnsupportedSyntaxError("decorated local functions are not supported", loc,
@@ -529,7 +535,7 @@ class Normalizer:
             params = {a.id for a in node.args.args}
             own = params | _assigned_names(body)
             used = {n.id for n in gast.walk(node) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load)}
-            captured = tuple(sorted(n for n in used - own if n in owner.locals))
+            captured = tuple(sorted(n for n in used - own if n in owner.locals and n not in owner.local_functions))
             base = node.name if isinstance(node, gast.FunctionDef) else f"lambda_{node.lineno}"
             lf.helper = self._fresh(base)
             lf.captured = captured

@@ -1,0 +1,75 @@
+"""Golden files: every generated artifact of a fixed set of examples.
+
+`python -m s2sad.golden --write` rewrites golden/; `--check` (the test) compares.
+For each case in golden/examples.py: `<case>.grad.py` (the derivative source with its
+kernels), `<case>.ll` (LLVM IR of the fused value+gradient driver, before
+optimisation), `<case>.cu` (its CUDA C) and `<case>.explain.txt`. Absolute paths are
+written relative to the repository so the files are the same on every machine.
+"""
+from __future__ import annotations
+
+import argparse
+import difflib
+import importlib.util
+import sys
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+GOLDEN = ROOT / "golden"
+
+
+def _examples():
+    spec = importlib.util.spec_from_file_location("golden_examples", GOLDEN / "examples.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["golden_examples"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def artifacts() -> dict[str, str]:
+    """file name -> text, for every golden case."""
+    from . import api
+    from .kernel import LoopSpec
+
+    out: dict[str, str] = {}
+    for case, (loss, argnums) in _examples().CASES.items():
+        d = api.grad(loss, argnums=argnums).__s2sad__
+        out[f"{case}.grad.py"] = d.source()
+        out[f"{case}.explain.txt"] = str(api.explain(loss, argnums))
+        c = d.c
+        active = c.active_for(d.argnums)
+        kmod = c.kernel.module(active)
+        spec = LoopSpec(tuple("contig" for _ in c.kernel.params), value="sum", partials=True, seed="scalar")
+        from .codegen import llvm
+        out[f"{case}.ll"] = llvm.lower(kmod, spec, np.float64)
+        from .codegen import cuda
+        out[f"{case}.cu"] = cuda.lower(kmod, spec, np.float64)
+    root = str(ROOT) + "/"
+    return {k: v.replace(root, "") for k, v in out.items()}
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m s2sad.golden")
+    p.add_argument("--write", action="store_true", help="rewrite golden/")
+    args = p.parse_args(argv)
+    arts = artifacts()
+    status = 0
+    for name, text in sorted(arts.items()):
+        path = GOLDEN / name
+        if args.write:
+            path.write_text(text)
+            continue
+        old = path.read_text() if path.exists() else ""
+        if old != text:
+            status = 1
+            sys.stdout.writelines(difflib.unified_diff(old.splitlines(True), text.splitlines(True),
+                                                       f"golden/{name}", f"generated/{name}"))
+    if args.write:
+        print(f"wrote {len(arts)} files to {GOLDEN}")
+    return status
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
