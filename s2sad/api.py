@@ -404,3 +404,41 @@ def differentiate(fun: Callable | None = None, *, argnums=0, backend: str = "aut
     if fun is None:
         return lambda f: Differentiable(f, argnums, backend)
     return Differentiable(fun, argnums, backend)
+
+
+# ---------------------------------------------------------------- user rules
+
+def defrule(fn: Callable, *partials: str | None, impl: Callable | None = None) -> Callable:
+    """Register the derivative of a scalar function of your own; it wins everywhere,
+    inside broadcasts and compiled kernels too.
+
+    `partials[i]` is d out / d (i-th parameter) as a Python expression in the
+    parameters and `out` (the function's value), e.g. for `def softplus(z)`:
+    `s2sad.defrule(softplus, "1.0 / (1.0 + math.exp(-z))")`; None for a zero partial.
+    `impl` is a Python function with source that computes `fn`: needed when `fn` has
+    none (a C function), since kernels compile the value from source. Returns `fn`.
+    """
+    import inspect
+
+    impl = impl or fn
+    try:
+        parse_function(impl)
+    except S2SADError as e:
+        raise type(e)(f"defrule needs the source of the function that computes {getattr(fn, '__name__', fn)!r}: {e.message}",
+                      e.location, hint="Pass impl=<a Python function with the same value>.") from None
+    params = tuple(inspect.signature(impl).parameters)
+    if len(partials) != len(params):
+        raise S2SADError(f"defrule for {getattr(fn, '__name__', fn)!r}: {len(params)} parameter(s) "
+                         f"({', '.join(params)}) but {len(partials)} partial(s)",
+                         hint="Give one partial per parameter (None for zero).")
+    for p in partials:
+        if p is not None:
+            try:
+                compile(p, "<partial>", "eval")
+            except SyntaxError as e:
+                raise S2SADError(f"defrule: the partial {p!r} is not a Python expression ({e.msg})",
+                                 hint="Write it as an expression in the parameters and `out`.") from None
+    rules.USER_RULES[fn] = rules.UserRule(fn, impl, params, tuple(partials))
+    _PLANS.clear()
+    _BROADCAST.clear()
+    return fn

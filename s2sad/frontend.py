@@ -112,8 +112,8 @@ def parse_function(fn: Callable, used_at: SourceLocation | None = None) -> Parse
         raise NoSourceError(
             f"'{name}' has no Python source s2sad can read and no derivative rule",
             used_at,
-            hint=f"Register a rule for it: s2sad.defrule({name}, lambda x, out: <d out/d x>), "
-                 f"or call a function written in Python.")
+            hint=f"Register a rule for it: s2sad.defrule({name}, \"<d out/d x>\", impl=<a Python "
+                 f"function computing it>), or call a function written in Python.")
     node = _find_node(fn)
     if node is None:
         raise NoSourceError(
@@ -135,8 +135,8 @@ def parse_function(fn: Callable, used_at: SourceLocation | None = None) -> Parse
 class Resolved:
     """A free name's value and what s2sad makes of it.
 
-    kind: "module", "primitive" (value is the primitive name), "function" (user Python
-    function), "constant" (a number), "tuple" (a tuple of numbers), "array",
+    kind: "module", "primitive" (value is the primitive name), "user_rule" (value is the
+    rules.UserRule registered for it), "function" (user Python function), "constant" (a number), "tuple" (a tuple of numbers), "array",
     "container" (list/dict/other mutable object), "s2sad" (an s2sad entry point such
     as s2sad.broadcast), "unknown".
     """
@@ -151,9 +151,9 @@ _MISSING = object()
 class Resolver:
     """Looks up free names of one Python function as Python would when it runs."""
 
-    def __init__(self, fn: types.FunctionType):
+    def __init__(self, fn: types.FunctionType, extra: dict[str, Any] | None = None):
         self.fn = fn
-        self.cells: dict[str, Any] = {}
+        self.cells: dict[str, Any] = dict(extra or {})
         if fn.__closure__:
             for name, cell in zip(fn.__code__.co_freevars, fn.__closure__):
                 try:
@@ -189,6 +189,9 @@ def classify(value: Any) -> Resolved:
         return Resolved("tuple", value)
     if isinstance(value, np.ndarray):
         return Resolved("array", value)
+    rule = rules.user_rule(value)
+    if rule is not None:
+        return Resolved("user_rule", rule)
     try:
         prim = rules.python_callables().get(value)
     except TypeError:  # unhashable

@@ -159,12 +159,27 @@ def python_callables() -> dict[Callable, str]:
         fn = getattr(np, np_name, None)
         if fn is not None:
             table.setdefault(fn, prim)
-    # user-registered rules win
-    table.update(USER_CALLABLES)
     return table
 
 
-# Rules registered by users with s2sad.defrule: callable -> primitive name.
-USER_CALLABLES: dict[Callable, str] = {}
-# Their scalar implementations, for the python backend: primitive name -> callable.
-USER_IMPLS: dict[str, Callable] = {}
+@dataclass(frozen=True)
+class UserRule:
+    """A rule registered with s2sad.defrule: `impl` computes the value (its source is
+    compiled like any scalar function), `partials[i]` is d out / d params[i] as source in
+    the params and `out` (None: zero)."""
+
+    fn: Callable
+    impl: Callable
+    params: tuple[str, ...]
+    partials: tuple[str | None, ...]
+
+
+# callable -> its user rule; consulted before the callable's own source, so a rule wins
+USER_RULES: dict[Callable, UserRule] = {}
+
+
+def user_rule(value) -> UserRule | None:
+    try:
+        return USER_RULES.get(value)
+    except TypeError:  # unhashable
+        return None

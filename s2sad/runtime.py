@@ -55,7 +55,8 @@ class Kernel:
             functions = dict(self.program.functions)
             dual_entry = None
             if active:
-                dual_entry, duals = make_dual(self.program.functions, self.program.entry, active)
+                dual_entry, duals = make_dual(self.program.functions, self.program.entry, active,
+                                              self.program.custom_rules)
                 functions.update(duals)
             self._modules[active] = KernelModule(
                 name=self.name, functions=functions, entry=self.program.entry, params=self.params,

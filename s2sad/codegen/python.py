@@ -39,9 +39,7 @@ def module_source(kmod: KernelModule) -> str:
 
 def compile_module(kmod: KernelModule) -> dict[str, Callable]:
     """Execute the module's source; returns its namespace (function name -> callable)."""
-    from .. import rules
-
-    namespace: dict = {"math": _math_namespace(rules.USER_IMPLS), **SCALAR_BUILTINS}
+    namespace: dict = {"math": smath, **SCALAR_BUILTINS}
     code = compile(module_source(kmod), f"<s2sad kernel {kmod.name}>", "exec")
     exec(code, namespace)
     return namespace
@@ -53,19 +51,6 @@ SCALAR_BUILTINS = {
     "int": lambda x: np.float64(np.trunc(x)),
     "round": lambda x: np.float64(np.round(x)),
 }
-
-
-def _math_namespace(user_impls: dict) -> object:
-    if not user_impls:
-        return smath
-
-    class _Math:
-        pass
-
-    m = _Math()
-    m.__dict__.update({k: v for k, v in vars(smath).items() if not k.startswith("__")})
-    m.__dict__.update(user_impls)
-    return m
 
 
 def run_driver(fn: Callable, spec: LoopSpec, active_idx: tuple[int, ...], n_outer: int, n_inner: int,

@@ -112,12 +112,15 @@ def result_kind(functions: dict[str, gast.FunctionDef], fname: str) -> str:
 class Activity:
     """Differentiable dependence of variables on parameters, per function."""
 
-    def __init__(self, functions: dict[str, gast.FunctionDef]):
+    def __init__(self, functions: dict[str, gast.FunctionDef], custom_rules: dict | None = None):
         self.functions = functions
+        self.custom_rules = custom_rules or {}
         self._diff_params: dict[str, frozenset[int]] = {}
 
     def differentiable_params(self, fname: str) -> frozenset[int]:
         """Positions of the params a helper's result can depend on differentiably."""
+        if fname in self.custom_rules:
+            return frozenset(i for i, t in enumerate(self.custom_rules[fname][1]) if t is not None)
         if fname not in self._diff_params:
             fn = self.functions[fname]
             params = [a.id for a in fn.args.args]

@@ -77,11 +77,12 @@ class _Planner:
             raise self.err(node, "the differentiated function must take plain positional parameters",
                            "Remove *args/**kwargs and keyword-only parameters.")
         body = [gast.Return(value=node.body)] if isinstance(node, gast.Lambda) else node.body
-        if not all(_array_level_statement(s) for s in body):
+        if rules.user_rule(self.pf.fn) is not None or not all(_array_level_statement(s) for s in body):
             # control flow: the whole function is one scalar function of scalars
             program = Normalizer().program(self.pf)
             return LossPlan(program, "none", [("arg", i) for i in range(len(self.params))],
-                            [Site(self.loc(node), self.pf.name, "dual", "a scalar function: differentiated as a whole",
+                            [Site(self.loc(node), self.pf.name, "dual", "a scalar function: differentiated as a whole"
+                                  if rules.user_rule(self.pf.fn) is None else "its rule registered with s2sad.defrule",
                                   _line(self.pf.filename, node))],
                             return_line=_line(self.pf.filename, node), return_location=self.loc(node))
         ret = None
@@ -218,7 +219,7 @@ class _Planner:
             self.sites.append(Site(self.loc(e), label, "rule", f"{label} has a derivative rule ({r.value})",
                                    _line(self.pf.filename, e)))
             return gast.Call(func=e.func, args=[self.elementwise(a) for a in e.args], keywords=[])
-        if r.kind == "function":
+        if r.kind in ("function", "user_rule"):
             # a user function called on arrays: elementwise only if it is scalar code
             return self.apply(e.func, [self.elementwise(a) for a in e.args], e, label)
         raise self.err(e, f"'{label}' is not supported by s2sad at the array level",
@@ -248,6 +249,10 @@ class _Planner:
         if r.kind == "primitive":
             self.sites.append(Site(self.loc(site), f"{label}({_dotted(fnode)})", "rule",
                                    f"{_dotted(fnode)} has a derivative rule ({r.value})", _line(self.pf.filename, site)))
+        elif r.kind == "user_rule":
+            self.sites.append(Site(self.loc(site), f"{label}({_dotted(fnode)})", "rule",
+                                   f"{_dotted(fnode)} has a rule registered with s2sad.defrule",
+                                   _line(self.pf.filename, site)))
         else:
             verdict = classify_function(value, location_of(self.pf.filename, site))
             self.sites.append(Site(self.loc(site), f"{label}({_dotted(fnode)})" if label in ("map", "broadcast", "s2sad.broadcast") else _dotted(fnode),
@@ -281,11 +286,13 @@ def _unwrap_single_call(p: ScalarProgram) -> ScalarProgram:
     if len(fn.body) == 1 and isinstance(fn.body[0], gast.Return):
         call = fn.body[0].value
         if isinstance(call, gast.Call) and isinstance(call.func, gast.Name) and call.func.id in p.functions \
+                and call.func.id not in p.custom_rules \
                 and [getattr(a, "id", None) for a in call.args] == list(p.params):
             helper = p.functions[call.func.id]
             functions = {k: v for k, v in p.functions.items() if k != p.entry}
             functions[call.func.id] = functions.pop(call.func.id)
-            return ScalarProgram(functions, call.func.id, tuple(a.id for a in helper.args.args), p.origins)
+            return ScalarProgram(functions, call.func.id, tuple(a.id for a in helper.args.args), p.origins,
+                                 p.custom_rules)
     return p
 
 

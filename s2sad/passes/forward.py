@@ -97,9 +97,10 @@ def _fold(e: gast.expr) -> gast.expr:
 class DualBuilder:
     """Makes duals of a program's functions, memoised per (function, active params)."""
 
-    def __init__(self, functions: dict[str, gast.FunctionDef]):
+    def __init__(self, functions: dict[str, gast.FunctionDef], custom_rules: dict | None = None):
         self.functions = functions
-        self.activity = Activity(functions)
+        self.custom_rules = custom_rules or {}
+        self.activity = Activity(functions, self.custom_rules)
         self.duals: dict[tuple[str, tuple[str, ...]], str] = {}
         self.out: dict[str, gast.FunctionDef] = {}
 
@@ -209,9 +210,19 @@ class _FunctionDual:
         if isinstance(e, gast.IfExp) or isinstance(e, gast.BoolOp):
             return self.branching(e, out, bind_to)
         if isinstance(e, gast.Call) and primitive_of(e) is None:
-            return self.helper_call(e, out, bind_to)
-        prim = expr_primitive(e)
-        rule = rules.RULES[prim]
+            custom = self.b.custom_rules.get(e.func.id)
+            if custom is None:
+                return self.helper_call(e, out, bind_to)
+            params, trees = custom
+        else:
+            rule = rules.RULES[expr_primitive(e)]
+            params = rule.params
+            trees = [rule.partial_tree(i) for i in range(rule.arity)]
+        return self.apply_rule(e, params, trees, out, bind_to)
+
+    def apply_rule(self, e: gast.expr, params, trees: list, out: list[gast.stmt], bind_to: str | None):
+        """Chain rule through a primitive (or a helper with a user rule): partials from
+        `trees`, expressions in `params` and `out`."""
         ops = operands(e)
         atoms, op_tans = [], []
         for o in ops:
@@ -223,8 +234,8 @@ class _FunctionDual:
             atoms.append(v)
             op_tans.append(t)
         value = _rebuild(e, atoms)
-        partial_srcs = [rule.partials[i] for i in range(len(ops))]
-        uses_out = any(p is not None and "out" in p for i, p in enumerate(partial_srcs) if op_tans[i])
+        uses_out = any(t is not None and op_tans[i] and any(isinstance(n, gast.Name) and n.id == "out" for n in gast.walk(t))
+                       for i, t in enumerate(trees))
         reads = {n.id for n in gast.walk(e) if isinstance(n, gast.Name)}
         if bind_to in reads:
             bind_to = None  # `x = x ** y`: the partials still need the old x
@@ -234,9 +245,9 @@ class _FunctionDual:
             value_ref: gast.expr = name(target)
         else:
             value_ref = value
-        mapping = {p: atoms[i] for i, p in enumerate(rule.params)}
+        mapping = {p: atoms[i] for i, p in enumerate(params)}
         mapping["out"] = value_ref
-        partials = [None if not op_tans[i] or rule.partials[i] is None else _substitute(rule.partial_tree(i), mapping)
+        partials = [None if not op_tans[i] or trees[i] is None else _substitute(copy.deepcopy(trees[i]), mapping)
                     for i in range(len(ops))]
         for i, p in enumerate(partials):
             # a partial used in several directions is computed once
@@ -347,9 +358,11 @@ def _rebuild(e: gast.expr, atoms: list[gast.expr]) -> gast.expr:
     raise AssertionError(type(e).__name__)
 
 
-def make_dual(functions: dict[str, gast.FunctionDef], entry: str, active: tuple[str, ...]) -> tuple[str, dict[str, gast.FunctionDef]]:
-    """The entry's dual and every helper dual it needs, as new functions (name -> def)."""
-    b = DualBuilder(functions)
+def make_dual(functions: dict[str, gast.FunctionDef], entry: str, active: tuple[str, ...],
+              custom_rules: dict | None = None) -> tuple[str, dict[str, gast.FunctionDef]]:
+    """The entry's dual and every helper dual it needs, as new functions (name -> def).
+    `custom_rules`: helper -> (params, partial trees) of user rules (s2sad.defrule)."""
+    b = DualBuilder(functions, custom_rules)
     dname = b.dual(entry, active)
     # callees first, entry dual last, for reading order
     ordered = {k: v for k, v in b.out.items() if k != dname}

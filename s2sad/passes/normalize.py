@@ -40,6 +40,8 @@ class ScalarProgram:
     entry: str
     params: tuple[str, ...]
     origins: dict[str, str] = field(default_factory=dict)
+    # helpers whose derivative is a user rule: name -> (params, partial trees or None)
+    custom_rules: dict[str, tuple[tuple[str, ...], list]] = field(default_factory=dict)
 
 
 def name(id_: str, ctx=None) -> gast.Name:
@@ -170,21 +172,31 @@ class Normalizer:
         self.origins: dict[str, str] = {}
         self._helper_of: dict[int, str] = {}
         self._stack: list[int] = []
+        self.custom_rules: dict[str, tuple[tuple[str, ...], list]] = {}
 
     # ------------------------------------------------------------ functions
 
     def program(self, pf: ParsedFunction) -> ScalarProgram:
+        rule = rules.user_rule(pf.fn)
+        if rule is not None:  # the function itself has a user rule: an entry that calls it
+            helper = self.rule_helper(rule, pf.location())
+            entry = self._fresh(f"{helper}__ruled")
+            call = gast.Call(func=name(helper), args=[name(p) for p in rule.params], keywords=[])
+            self.functions[entry] = function_def(entry, list(rule.params), [gast.Return(value=call)])
+            return ScalarProgram(self.functions, entry, rule.params, self.origins, self.custom_rules)
         entry = self.user_function(pf.fn, pf)
         fn = self.functions[entry]
         # the entry goes last so helpers print first
         self.functions[entry] = self.functions.pop(entry)
-        return ScalarProgram(self.functions, entry, tuple(a.id for a in fn.args.args), self.origins)
+        return ScalarProgram(self.functions, entry, tuple(a.id for a in fn.args.args), self.origins,
+                             self.custom_rules)
 
     def program_from_node(self, node: gast.FunctionDef, pf: ParsedFunction, fname: str) -> ScalarProgram:
         """Normalize a function tree synthesized from `pf`'s code (same resolver and file)."""
         self._emit(fname, node, pf.filename, pf.resolver, None, captured=())
         self.functions[fname] = self.functions.pop(fname)
-        return ScalarProgram(self.functions, fname, tuple(a.id for a in self.functions[fname].args.args), self.origins)
+        return ScalarProgram(self.functions, fname, tuple(a.id for a in self.functions[fname].args.args),
+                             self.origins, self.custom_rules)
 
     def user_function(self, fn, pf: ParsedFunction | None = None, at=None) -> str:
         key = id(fn)
@@ -204,6 +216,18 @@ class Normalizer:
             self._stack.pop()
         line = pf.node.lineno
         self.origins[helper] = f"from {pf.filename}:{line} ({fn.__qualname__})"
+        return helper
+
+    def rule_helper(self, rule: rules.UserRule, at) -> str:
+        """The helper computing a user-ruled function, its partials recorded as custom."""
+        helper = self.user_function(rule.impl, at=at)
+        if helper not in self.custom_rules:
+            resolver = Resolver(rule.impl, extra={"math": math, "np": np, "numpy": np})
+            scope = _Scope(f"<s2sad.defrule for {rule.fn.__name__}>", resolver, set(rule.params) | {"out"}, {})
+            trees = [None if src is None else self.expr(gast.parse(src, mode="eval").body, scope)
+                     for src in rule.partials]
+            self.custom_rules[helper] = (rule.params, trees)
+            self.origins[helper] = (self.origins.get(helper, "") + "; derivative from s2sad.defrule").lstrip("; ")
         return helper
 
     def _fresh(self, base: str) -> str:
@@ -505,6 +529,12 @@ class Normalizer:
         r = classify(value)
         if r.kind == "primitive":
             return self.primitive(r.value, args, e, scope, label)
+        if r.kind == "user_rule":
+            helper = self.rule_helper(r.value, location_of(scope.filename, e))
+            if len(r.value.params) != len(args):
+                raise self.err(scope, e, f"'{label}' takes {len(r.value.params)} arguments, {len(args)} given",
+                               "Fix the call.")
+            return gast.Call(func=name(helper), args=args, keywords=[])
         if r.kind == "function":
             helper = self.user_function(value, at=location_of(scope.filename, e))
             nparams = len(self.functions[helper].args.args)
@@ -512,8 +542,8 @@ class Normalizer:
                 raise self.err(scope, e, f"'{label}' takes {nparams} arguments, {len(args)} given", "Fix the call.")
             return gast.Call(func=name(helper), args=args, keywords=[])
         raise self.err(scope, e, f"'{label}' has no Python source s2sad can read and no derivative rule",
-                       f"Register a rule for it with s2sad.defrule({label}, ...), or call a function "
-                       f"written in Python.", NoSourceError)
+                       f"Register a rule for it: s2sad.defrule({label}, \"<d out/d x>\", impl=<a Python "
+                       f"function computing it>), or call a function written in Python.", NoSourceError)
 
     def primitive(self, prim: str, args, e, scope: _Scope, label: str) -> gast.expr:
         rule = rules.RULES[prim]
