@@ -1,0 +1,27 @@
+"""The llvm backend: kernel modules -> LLVM IR -> machine code in this process.
+
+    lower(kmod, spec, dtype) -> str             the IR text (deterministic, before optimisation)
+    driver_name(kmod, spec, dtype) -> str       the driver's symbol
+    compile_driver(kmod, spec, dtype) -> CompiledDriver
+        .address, .cfunc (ctypes, C ABI of kernel.py; pointers as ints from arr.ctypes.data),
+        .ir, .optimized_ir
+
+`llvm_lower` writes the text; `llvm_jit` optimises, JIT-compiles and caches it.
+"""
+from __future__ import annotations
+
+from ..kernel import KernelModule, LoopSpec
+from .llvm_jit import CompiledDriver, argtypes_for, compile_driver, vector_math_support
+from .llvm_lower import LIBMVEC_FUNCTIONS, LoweringError, driver_name, lower_module
+
+__all__ = ["lower", "driver_name", "compile_driver", "CompiledDriver", "LoweringError",
+           "argtypes_for", "vector_math_support", "LIBMVEC_FUNCTIONS"]
+
+
+def lower(kmod: KernelModule, spec: LoopSpec, dtype) -> str:
+    """LLVM IR text of every scalar function the driver needs, and the driver (see kernel.py).
+
+    The text does not depend on the host: calls to libm functions name their libmvec
+    variants for every x86_64 ISA; `compile_driver` keeps those this host can run.
+    """
+    return lower_module(kmod, spec, dtype)

@@ -1,0 +1,1108 @@
+"""Kernel -> LLVM IR text: the scalar functions of a `KernelModule` and one driver.
+
+`lower_module` prints, deterministically and without consulting the host, a module
+holding the scalar functions a driver needs (entry, dual entry, helpers) as internal
+`alwaysinline` functions, and the driver whose C ABI `kernel.py` defines. Locals are
+allocas in the entry block (mem2reg promotes them); values and blocks are named after
+the user's variables. `llvm_jit` optimises and JIT-compiles the text.
+
+Semantics follow the python backend (the oracle): every value is T (double or float),
+comparisons give 1.0/0.0, `and`/`or` short-circuit and return an operand, `//` and `%`
+are Python's float floor division and remainder (x // 0 is x / 0, as in numpy),
+`int`/`round`/`floor`/`ceil`/`trunc` are IEEE trunc/roundeven/floor/ceil/trunc (they
+keep the sign of a zero, as numpy's do), `min`/`max` are Python's (`b if b < a else a`),
+transcendental functions call libm. Calls to libm functions
+that glibc's libmvec has vector variants of carry the `vector-function-abi-variant`
+call-site attribute, so that the loop vectoriser can call the SIMD variant.
+"""
+from __future__ import annotations
+
+import math
+import re
+import struct
+from decimal import Decimal
+from typing import Callable, Iterable
+
+import gast
+import numpy as np
+
+from ..errors import BackendUnavailableError
+from ..kernel import KernelModule, LoopSpec
+
+
+class LoweringError(ValueError):
+    """The kernel is outside the core scalar language (a bug in the passes)."""
+
+
+# ---------------------------------------------------------------------------------
+# types, constants, names
+
+class _Ty:
+    def __init__(self, dtype) -> None:
+        dt = np.dtype(dtype)
+        if dt == np.float64:
+            self.name, self.tag, self.bits, self.libm = "double", "f64", 64, ""
+        elif dt == np.float32:
+            self.name, self.tag, self.bits, self.libm = "float", "f32", 32, "f"
+        else:
+            raise TypeError(f"the llvm backend compiles float64 and float32 kernels, not {dt}")
+        self.dtype = dt
+
+
+def fconst(value: float, ty: _Ty) -> str:
+    """An LLVM literal of type `ty` for `value` (rounded to float for f32)."""
+    v = float(value)
+    if ty.bits == 32:
+        with np.errstate(over="ignore"):
+            v = float(np.float32(v))
+    if v == 0.0 and math.copysign(1.0, v) > 0:
+        return "0.0"
+    if math.isfinite(v) and v != 0.0:
+        if v == int(v) and abs(v) < 2.0 ** 53:
+            return f"{v:.1f}"
+        r = repr(v)
+        if "." in r and "e" not in r and Decimal(r) == Decimal(v):
+            return r
+    return "0x%016X" % struct.unpack("<Q", struct.pack("<d", v))[0]
+
+
+def _ref(sigil: str, name: str) -> str:
+    """`%name` or `@name`; names come from `_sanitize`, so they never need quoting."""
+    return sigil + name
+
+
+def _sanitize(base: str) -> str:
+    """A plain LLVM identifier (letters, digits, _ . $; no leading digit): other characters,
+    such as those of non-ASCII Python names, become `_<hex code>`."""
+    out = re.sub(r"[^A-Za-z0-9_.$]", lambda c: "_%x" % ord(c.group()), base) or "v"
+    if out[0].isdigit():
+        out = "_" + out
+    return out
+
+
+# ---------------------------------------------------------------------------------
+# the math library
+
+# name in the kernel -> how to lower it
+_LIBM1 = ("cbrt", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sin", "cos", "tan",
+          "asin", "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "erf", "erfc")
+_LIBM2 = ("atan2", "hypot", "pow")
+# libm functions whose libmvec variants the loop vectoriser may call (glibc >= 2.35 has all
+# of them for x86_64; each is tested to stay within 4 ulp of libm in tests/test_llvm_backend.py)
+LIBMVEC_FUNCTIONS = frozenset(_LIBM1 + _LIBM2)
+# glibc's x86_64 vector ABI: ISA letter -> register width in bits (b: SSE4, d: AVX2, e: AVX-512)
+VECTOR_ISA_BITS = {"b": 128, "d": 256, "e": 512}
+ALL_VECTOR_ISAS = ("b", "d", "e")
+
+_INTRINSIC1 = {"fabs": "fabs", "sqrt": "sqrt", "floor": "floor", "ceil": "ceil", "trunc": "trunc"}
+# C names a kernel's own function must not take
+_RESERVED = set(_LIBM1 + _LIBM2) | {"fmod", "fabs", "sqrt", "floor", "ceil", "trunc", "round",
+                                     "copysign", "roundeven", "memset", "memcpy", "memmove",
+                                     "abort", "malloc", "free", "ldexp", "frexp", "sincos"}
+_RESERVED |= {n + "f" for n in list(_RESERVED)}
+
+_BINOPS = {gast.Add: ("fadd", "add"), gast.Sub: ("fsub", "sub"), gast.Mult: ("fmul", "mul"),
+           gast.Div: ("fdiv", "div")}
+_FCMP = {gast.Lt: ("olt", "lt"), gast.LtE: ("ole", "le"), gast.Gt: ("ogt", "gt"),
+         gast.GtE: ("oge", "ge"), gast.Eq: ("oeq", "eq"), gast.NotEq: ("une", "ne")}
+_MATH_CONSTANTS = {"pi": math.pi, "e": math.e, "tau": math.tau, "inf": math.inf, "nan": math.nan}
+
+
+def _const_value(node) -> float | None:
+    """The value of a literal (possibly signed) constant expression, else None."""
+    if isinstance(node, gast.Constant) and isinstance(node.value, (int, float)):
+        return float(node.value)
+    if isinstance(node, gast.UnaryOp) and isinstance(node.op, (gast.USub, gast.UAdd)):
+        v = _const_value(node.operand)
+        if v is not None:
+            return -v if isinstance(node.op, gast.USub) else v
+    return None
+
+
+def _walk_stmts(body):
+    for s in body:
+        yield s
+        for field in ("body", "orelse"):
+            yield from _walk_stmts(getattr(s, field, []) or [])
+
+
+# ---------------------------------------------------------------------------------
+# a function body under construction
+
+class _Body:
+    """Blocks of instructions with unique names; the parts functions and drivers share."""
+
+    def __init__(self, ty: _Ty) -> None:
+        self.ty = ty
+        self.T = ty.name
+        self.counters: dict[str, int] = {}
+        self.used: set[str] = set()
+        self.blocks: list[tuple[str, list[str]]] = []
+        self.cur: list[str] | None = None
+        self.label = ""
+        self.preds: dict[str, int] = {}
+
+    def fresh(self, base: str) -> str:
+        base = _sanitize(base)
+        if base not in self.used:
+            self.used.add(base)
+            return base
+        k = self.counters.get(base, 0)
+        while True:
+            k += 1
+            name = f"{base}.{k}"
+            if name not in self.used:
+                self.counters[base] = k
+                self.used.add(name)
+                return name
+
+    def local(self, base: str) -> str:
+        return _ref("%", self.fresh(base))
+
+    def new_block(self, base: str) -> str:
+        name = self.fresh(base)
+        self.preds.setdefault(name, 0)
+        return name
+
+    def start(self, label: str) -> None:
+        assert self.cur is None, "previous block not terminated"
+        self.cur = []
+        self.label = label
+        self.blocks.append((label, self.cur))
+
+    def emit(self, text: str) -> None:
+        assert self.cur is not None, "emitting into a terminated block"
+        self.cur.append("  " + text)
+
+    def inst(self, hint: str, text: str) -> str:
+        ref = self.local(hint)
+        self.emit(f"{ref} = {text}")
+        return ref
+
+    def terminate(self, text: str, *targets: str) -> None:
+        self.emit(text)
+        for t in targets:
+            self.preds[t] = self.preds.get(t, 0) + 1
+        self.cur = None
+
+    def br(self, target: str) -> None:
+        self.terminate(f"br label {_ref('%', target)}", target)
+
+    def cbr(self, cond: str, then: str, other: str) -> None:
+        self.terminate(f"br i1 {cond}, label {_ref('%', then)}, label {_ref('%', other)}", then, other)
+
+    def render_blocks(self) -> str:
+        out = []
+        for k, (label, lines) in enumerate(self.blocks):
+            if k:
+                out.append("")
+            out.append(f"{label}:")
+            out.extend(lines)
+        return "\n".join(out)
+
+
+# ---------------------------------------------------------------------------------
+# the module
+
+class _Module:
+    def __init__(self, kmod: KernelModule, spec: LoopSpec, dtype, vector_isas: Iterable[str],
+                 available: Callable[[str], bool] | None) -> None:
+        self.kmod = kmod
+        self.spec = spec
+        self.ty = _Ty(dtype)
+        self.isas = tuple(i for i in ALL_VECTOR_ISAS if i in tuple(vector_isas))
+        self.available = available or (lambda name: True)
+        self.decls: dict[str, str] = {}          # symbol -> declare line
+        self.vector_decls: dict[str, str] = {}   # vector variant -> declare line
+        self.vfabi: dict[str, int] = {}          # libm symbol -> attribute group number
+        self.vfabi_text: dict[int, str] = {}
+        self.runtime: dict[str, str] = {}        # s2sad.* helper -> definition
+        self.arity_memo: dict[str, int] = {}
+        self.driver = driver_name(kmod, spec, dtype)
+        self.fns = {fn.name: fn for fn in kmod.functions.values()}
+        self.llnames: dict[str, str] = {}
+        for name in self.fns:
+            ll = _sanitize(name)
+            if ll in _RESERVED or ll == self.driver or ll.startswith("llvm.") or ll.startswith("_ZGV"):
+                ll = ll + ".fn"
+            self.llnames[name] = ll
+
+    # -- declarations
+
+    def intrinsic(self, base: str, nargs: int) -> str:
+        sym = f"llvm.{base}.{self.ty.tag}"
+        if sym not in self.decls:
+            args = ", ".join([self.ty.name] * nargs)
+            self.decls[sym] = f"declare {self.ty.name} @{sym}({args})"
+        return "@" + sym
+
+    def libm(self, fname: str, nargs: int) -> tuple[str, str]:
+        """The libm symbol for `fname` and the call-site attribute suffix (" #N" or "")."""
+        T = self.ty.name
+        sym = fname + self.ty.libm
+        if sym not in self.decls:
+            self.decls[sym] = f"declare {T} @{sym}({', '.join([T] * nargs)}) #2"
+        if fname not in LIBMVEC_FUNCTIONS or not self.isas:
+            return "@" + sym, ""
+        if sym not in self.vfabi:
+            mappings = []
+            for isa in self.isas:
+                width = VECTOR_ISA_BITS[isa] // self.ty.bits
+                vname = f"_ZGV{isa}N{width}{'v' * nargs}_{sym}"
+                if not self.available(vname):
+                    continue
+                vt = f"<{width} x {T}>"
+                self.vector_decls[vname] = f"declare {vt} @{vname}({', '.join([vt] * nargs)})"
+                mappings.append(f"{vname}({vname})")
+            if not mappings:
+                self.vfabi[sym] = -1
+            else:
+                group = 3 + len(self.vfabi_text)
+                self.vfabi[sym] = group
+                self.vfabi_text[group] = f'"vector-function-abi-variant"="{",".join(mappings)}"'
+        group = self.vfabi[sym]
+        return "@" + sym, (f" #{group}" if group >= 0 else "")
+
+    def runtime_helper(self, which: str) -> str:
+        """Python's float `//` or `%` as an internal function; returns its symbol."""
+        T = self.ty.name
+        sym = f"s2sad.{which}"
+        if sym in self.runtime:
+            return "@" + sym
+        cs = self.intrinsic("copysign", 2)
+        if which == "mod":
+            body = f"""\
+; Python's a % b: fmod, moved to the sign of b; a zero result takes b's sign
+define internal {T} @s2sad.mod({T} %a, {T} %b) #0 {{
+entry:
+  %fmod = frem {T} %a, %b
+  %nonzero = fcmp une {T} %fmod, 0.0
+  %b.neg = fcmp olt {T} %b, 0.0
+  %fmod.neg = fcmp olt {T} %fmod, 0.0
+  %signs.differ = xor i1 %b.neg, %fmod.neg
+  %adjust = and i1 %nonzero, %signs.differ
+  %shifted = fadd {T} %fmod, %b
+  %mod = select i1 %adjust, {T} %shifted, {T} %fmod
+  %zero = call {T} {cs}({T} 0.0, {T} %b)
+  %result = select i1 %nonzero, {T} %mod, {T} %zero
+  ret {T} %result
+}}"""
+        else:
+            fl = self.intrinsic("floor", 1)
+            body = f"""\
+; Python's a // b (CPython's float_floor_div); a / b when b == 0 (numpy's answer)
+define internal {T} @s2sad.floordiv({T} %a, {T} %b) #0 {{
+entry:
+  %fmod = frem {T} %a, %b
+  %diff = fsub {T} %a, %fmod
+  %div = fdiv {T} %diff, %b
+  %nonzero = fcmp une {T} %fmod, 0.0
+  %b.neg = fcmp olt {T} %b, 0.0
+  %fmod.neg = fcmp olt {T} %fmod, 0.0
+  %signs.differ = xor i1 %b.neg, %fmod.neg
+  %adjust = and i1 %nonzero, %signs.differ
+  %div.down = fsub {T} %div, 1.0
+  %div.1 = select i1 %adjust, {T} %div.down, {T} %div
+  %floor = call {T} {fl}({T} %div.1)
+  %frac = fsub {T} %div.1, %floor
+  %round.up = fcmp ogt {T} %frac, 0.5
+  %floor.up = fadd {T} %floor, 1.0
+  %floordiv = select i1 %round.up, {T} %floor.up, {T} %floor
+  %quot = fdiv {T} %a, %b
+  %zero = call {T} {cs}({T} 0.0, {T} %quot)
+  %div.nonzero = fcmp une {T} %div.1, 0.0
+  %result = select i1 %div.nonzero, {T} %floordiv, {T} %zero
+  %b.zero = fcmp oeq {T} %b, 0.0
+  %result.1 = select i1 %b.zero, {T} %quot, {T} %result
+  ret {T} %result.1
+}}"""
+        self.runtime[sym] = body
+        return "@" + sym
+
+    # -- functions
+
+    def arity(self, fname: str, stack: tuple = ()) -> int:
+        """How many values `fname` returns (1, or the length of its tuples)."""
+        if fname in self.arity_memo:
+            return self.arity_memo[fname]
+        if fname in stack:
+            raise LoweringError(f"recursive helper {fname!r}")
+        found = set()
+        for s in _walk_stmts(self.fns[fname].body):
+            if isinstance(s, gast.Return):
+                v = s.value
+                if isinstance(v, gast.Tuple):
+                    found.add(len(v.elts))
+                elif (isinstance(v, gast.Call) and isinstance(v.func, gast.Name)
+                      and v.func.id in self.fns):
+                    found.add(self.arity(v.func.id, stack + (fname,)))
+                else:
+                    found.add(1)
+        if len(found) > 1:
+            raise LoweringError(f"{fname!r} returns tuples of different lengths: {sorted(found)}")
+        n = found.pop() if found else 1
+        self.arity_memo[fname] = n
+        return n
+
+    def ret_type(self, fname: str) -> str:
+        n = self.arity(fname)
+        return self.ty.name if n == 1 else "{ " + ", ".join([self.ty.name] * n) + " }"
+
+    def reachable(self) -> list[str]:
+        roots = [self.kmod.entry]
+        if self.spec.needs_dual:
+            if not self.kmod.dual_entry:
+                raise LoweringError(f"spec {self.spec.tag()} needs a dual function; {self.kmod.name} has none")
+            roots.append(self.kmod.dual_entry)
+        seen: set[str] = set()
+        todo = list(roots)
+        while todo:
+            name = todo.pop()
+            if name in seen:
+                continue
+            if name not in self.fns:
+                raise LoweringError(f"no function {name!r} in kernel module {self.kmod.name!r}")
+            seen.add(name)
+            for node in gast.walk(self.fns[name]):
+                if (isinstance(node, gast.Call) and isinstance(node.func, gast.Name)
+                        and node.func.id in self.fns):
+                    todo.append(node.func.id)
+        return [n for n in self.fns if n in seen]
+
+    def render(self) -> str:
+        names = self.reachable()
+        bodies = [_FnEmitter(self, self.fns[n]).render() for n in names]
+        driver = _emit_driver(self)
+        parts = [f"; s2sad kernel module {self.kmod.name!r}: driver @{self.driver} (T = {self.ty.name})"]
+        if self.decls:
+            parts.append("\n".join(self.decls.values()))
+        if self.vector_decls:
+            parts.append("; SIMD variants from glibc's libmvec, for the loop vectoriser\n"
+                         + "\n".join(self.vector_decls.values()))
+        parts.extend(self.runtime.values())
+        parts.extend(bodies)
+        parts.append(driver)
+        if self.vector_decls:
+            used = ", ".join(f"ptr @{v}" for v in self.vector_decls)
+            parts.append(f"@llvm.compiler.used = appending global [{len(self.vector_decls)} x ptr] "
+                         f'[{used}], section "llvm.metadata"')
+        attrs = ["attributes #0 = { alwaysinline nounwind }", "attributes #1 = { nounwind }"]
+        if any(line.endswith("#2") for line in self.decls.values()):
+            attrs.append("attributes #2 = { nounwind willreturn memory(none) }")
+        for group, text in self.vfabi_text.items():
+            attrs.append(f"attributes #{group} = {{ {text} }}")
+        parts.append("\n".join(attrs))
+        return "\n\n".join(parts) + "\n"
+
+
+# ---------------------------------------------------------------------------------
+# scalar functions
+
+class _FnEmitter(_Body):
+    def __init__(self, module: _Module, fn: gast.FunctionDef) -> None:
+        super().__init__(module.ty)
+        self.m = module
+        self.fn = fn
+        self.arity = module.arity(fn.name)
+        self.rtype = module.ret_type(fn.name)
+        self.vars: dict[str, tuple[str, str]] = {}   # name -> ("ssa"|"ptr", ref)
+        self.allocas: list[str] = []
+        self.loops: list[tuple[str, str]] = []       # (break target, continue target)
+
+    # -- setup
+
+    def render(self) -> str:
+        fn, T = self.fn, self.T
+        params = []
+        for a in fn.args.args:
+            if not isinstance(a, gast.Name):
+                raise LoweringError(f"{fn.name}: parameters must be plain names")
+            params.append(a.id)
+        # names assigned only by top-level statements are SSA values, rebound at each
+        # assignment (top-level statements run once, in order); the others live in allocas
+        assigned: list[str] = []
+
+        def visit(body, nested: bool) -> None:
+            for s in body:
+                targets = []
+                if isinstance(s, gast.Assign):
+                    for t in s.targets:
+                        targets.extend(t.elts if isinstance(t, gast.Tuple) else [t])
+                elif isinstance(s, gast.For):
+                    targets.append(s.target)
+                for t in targets:
+                    if not isinstance(t, gast.Name):
+                        raise LoweringError(f"{fn.name}: assignment target {type(t).__name__} is not a name")
+                    if (nested or isinstance(s, gast.For)) and t.id not in assigned:
+                        assigned.append(t.id)
+                for field in ("body", "orelse"):
+                    visit(getattr(s, field, []) or [], True)
+
+        visit(fn.body, False)
+        sig = []
+        for p in params:                      # parameter names first: they are the signature
+            ref = self.local(p)
+            sig.append(f"{T} {ref}")
+            self.vars[p] = ("ssa", ref)
+        self.start(self.fresh("entry"))
+        for name in assigned:
+            slot = self.local(name + ".addr")
+            self.allocas.append(f"  {slot} = alloca {T}")
+            if name in params:
+                self.emit(f"store {T} {self.vars[name][1]}, ptr {slot}")
+            self.vars[name] = ("ptr", slot)
+        returns = [s for s in _walk_stmts(fn.body) if isinstance(s, gast.Return)]
+        self.direct = len(returns) == 1 and fn.body and fn.body[-1] is returns[0]
+        if not self.direct:
+            self.retslot = self.local("retval")
+            self.allocas.insert(0, f"  {self.retslot} = alloca {self.rtype}")
+            self.exit = self.new_block("return")
+        self.stmts(fn.body)
+        if self.cur is not None:              # fell off the end: Python would return None
+            nan = self.nan_result()
+            if self.direct:
+                self.terminate(f"ret {self.rtype} {nan}")
+            else:
+                self.emit(f"store {self.rtype} {nan}, ptr {self.retslot}")
+                self.br(self.exit)
+        if not self.direct and self.preds.get(self.exit):
+            self.start(self.exit)
+            v = self.inst("retval.v", f"load {self.rtype}, ptr {self.retslot}")
+            self.terminate(f"ret {self.rtype} {v}")
+        self.blocks[0][1][0:0] = self.allocas
+        llname = _ref("@", self.m.llnames[fn.name])
+        text = f"define internal {self.rtype} {llname}({', '.join(sig)}) #0 {{\n"
+        origin = self.m.kmod.origins.get(fn.name)
+        if origin:
+            text = f"; {origin}\n" + text
+        return text + self.render_blocks() + "\n}"
+
+    def nan_result(self) -> str:
+        nan = fconst(math.nan, self.ty)
+        if self.arity == 1:
+            return nan
+        return "{ " + ", ".join(f"{self.T} {nan}" for _ in range(self.arity)) + " }"
+
+    def where(self, node) -> str:
+        line = getattr(node, "lineno", None)
+        return f"{self.fn.name}" + (f" line {line}" if line else "")
+
+    # -- statements
+
+    def stmts(self, body) -> None:
+        for s in body:
+            if self.cur is None:              # after return/break/continue: dead code
+                return
+            method = getattr(self, "_s_" + type(s).__name__, None)
+            if method is None:
+                raise LoweringError(f"{self.where(s)}: {type(s).__name__} is not in the core language")
+            method(s)
+
+    def store(self, name: str, value: str) -> None:
+        kind, ref = self.vars.get(name, ("ssa", None))
+        if kind == "ssa":
+            self.vars[name] = ("ssa", value)
+        else:
+            self.emit(f"store {self.T} {value}, ptr {ref}")
+
+    def _s_Pass(self, node) -> None:
+        pass
+
+    def _s_Expr(self, node) -> None:
+        pass  # a docstring or a call for nothing: the core language has no side effects
+
+    def _s_Assign(self, node) -> None:
+        if len(node.targets) != 1:
+            raise LoweringError(f"{self.where(node)}: chained assignment")
+        target = node.targets[0]
+        if isinstance(target, gast.Name):
+            self.store(target.id, self.expr(node.value, target.id))
+            return
+        if not isinstance(target, gast.Tuple):
+            raise LoweringError(f"{self.where(node)}: assignment to {type(target).__name__}")
+        call = node.value
+        if not (isinstance(call, gast.Call) and isinstance(call.func, gast.Name)
+                and call.func.id in self.m.fns):
+            raise LoweringError(f"{self.where(node)}: only a helper call can be unpacked")
+        n = self.m.arity(call.func.id)
+        if n != len(target.elts):
+            raise LoweringError(f"{self.where(node)}: unpacking {n} values into {len(target.elts)} names")
+        agg = self.call_helper(call, call.func.id + ".ret", allow_tuple=True)
+        rtype = self.m.ret_type(call.func.id)
+        for k, elt in enumerate(target.elts):
+            v = self.inst(elt.id, f"extractvalue {rtype} {agg}, {k}")
+            self.store(elt.id, v)
+
+    def _s_Return(self, node) -> None:
+        value = node.value
+        if isinstance(value, gast.Tuple):
+            if len(value.elts) != self.arity:
+                raise LoweringError(f"{self.where(node)}: returns {len(value.elts)} values, not {self.arity}")
+            parts = [self.expr(e) for e in value.elts]
+            agg = "poison"
+            for k, p in enumerate(parts):
+                agg = self.inst("ret.tuple" if k < len(parts) - 1 else "ret",
+                                f"insertvalue {self.rtype} {agg}, {self.T} {p}, {k}")
+            result = agg
+        elif (isinstance(value, gast.Call) and isinstance(value.func, gast.Name)
+              and value.func.id in self.m.fns and self.m.arity(value.func.id) > 1):
+            if self.m.arity(value.func.id) != self.arity:
+                raise LoweringError(f"{self.where(node)}: returns a tuple of the wrong length")
+            result = self.call_helper(value, "ret", allow_tuple=True)
+        else:
+            if value is None or self.arity != 1:
+                raise LoweringError(f"{self.where(node)}: returns one value where {self.arity} are due")
+            result = self.expr(value, "ret")
+        if self.direct:
+            self.terminate(f"ret {self.rtype} {result}")
+        else:
+            self.emit(f"store {self.rtype} {result}, ptr {self.retslot}")
+            self.br(self.exit)
+
+    def _s_If(self, node) -> None:
+        cond = self.cond(node.test)
+        then = self.new_block("if.then")
+        other = self.new_block("if.else") if node.orelse else None
+        end = self.new_block("if.end")
+        self.cbr(cond, then, other or end)
+        self.start(then)
+        self.stmts(node.body)
+        if self.cur is not None:
+            self.br(end)
+        if other:
+            self.start(other)
+            self.stmts(node.orelse)
+            if self.cur is not None:
+                self.br(end)
+        if self.preds[end]:
+            self.start(end)
+
+    def _s_While(self, node) -> None:
+        if node.orelse:
+            raise LoweringError(f"{self.where(node)}: while ... else")
+        head = self.new_block("while.cond")
+        body = self.new_block("while.body")
+        end = self.new_block("while.end")
+        self.br(head)
+        self.start(head)
+        self.cbr(self.cond(node.test), body, end)
+        self.start(body)
+        self.loops.append((end, head))
+        self.stmts(node.body)
+        self.loops.pop()
+        if self.cur is not None:
+            self.br(head)
+        self.start(end)
+
+    def _s_For(self, node) -> None:
+        it = node.iter
+        if node.orelse:
+            raise LoweringError(f"{self.where(node)}: for ... else")
+        if not (isinstance(it, gast.Call) and isinstance(it.func, gast.Name) and it.func.id == "range"
+                and 1 <= len(it.args) <= 3 and not it.keywords):
+            raise LoweringError(f"{self.where(node)}: for loops run over range(start, stop, step)")
+        var = node.target.id
+        args = list(it.args)
+        if len(args) == 1:
+            args = [gast.Constant(value=0, kind=None)] + args
+        if len(args) == 2:
+            args.append(gast.Constant(value=1, kind=None))
+        start = self.expr(args[0], var + ".start")
+        stop = self.expr(args[1], var + ".stop")
+        step_c = _const_value(args[2])
+        if step_c is None or step_c == 0 or step_c != int(step_c):
+            raise LoweringError(f"{self.where(node)}: range() needs a nonzero integer constant step")
+        step = fconst(step_c, self.ty)
+        counter = self.local(var + ".iter")
+        self.allocas.append(f"  {counter} = alloca {self.T}")
+        self.emit(f"store {self.T} {start}, ptr {counter}")
+        head = self.new_block("for.cond")
+        body = self.new_block("for.body")
+        inc = self.new_block("for.inc")
+        end = self.new_block("for.end")
+        self.br(head)
+        self.start(head)
+        cur = self.inst(var + ".cur", f"load {self.T}, ptr {counter}")
+        pred = "olt" if step_c > 0 else "ogt"
+        more = self.inst("for.more", f"fcmp {pred} {self.T} {cur}, {stop}")
+        self.cbr(more, body, end)
+        self.start(body)
+        self.store(var, cur)
+        self.loops.append((end, inc))
+        self.stmts(node.body)
+        self.loops.pop()
+        if self.cur is not None:
+            self.br(inc)
+        if self.preds[inc]:
+            self.start(inc)
+            nxt = self.inst(var + ".next", f"fadd {self.T} {cur}, {step}")
+            self.emit(f"store {self.T} {nxt}, ptr {counter}")
+            self.br(head)
+        self.start(end)
+
+    def _s_Break(self, node) -> None:
+        if not self.loops:
+            raise LoweringError(f"{self.where(node)}: break outside a loop")
+        self.br(self.loops[-1][0])
+
+    def _s_Continue(self, node) -> None:
+        if not self.loops:
+            raise LoweringError(f"{self.where(node)}: continue outside a loop")
+        self.br(self.loops[-1][1])
+
+    # -- conditions (i1)
+
+    def cond(self, node) -> str:
+        T = self.T
+        if isinstance(node, gast.Compare):
+            return self.compare(node)
+        if isinstance(node, gast.UnaryOp) and isinstance(node.op, gast.Not):
+            return self.inst("not", f"xor i1 {self.cond(node.operand)}, true")
+        if isinstance(node, gast.Constant) and isinstance(node.value, (bool, int, float)):
+            return "true" if node.value else "false"
+        if isinstance(node, gast.BoolOp):
+            return self.boolop(node, as_cond=True)
+        v = self.expr(node)
+        return self.inst("tobool", f"fcmp une {T} {v}, 0.0")
+
+    def compare(self, node) -> str:
+        if len(node.ops) != 1 or len(node.comparators) != 1:
+            raise LoweringError(f"{self.where(node)}: chained comparison")
+        pred, name = _FCMP.get(type(node.ops[0]), (None, None))
+        if pred is None:
+            raise LoweringError(f"{self.where(node)}: comparison {type(node.ops[0]).__name__}")
+        a = self.expr(node.left)
+        b = self.expr(node.comparators[0])
+        return self.inst(name, f"fcmp {pred} {self.T} {a}, {b}")
+
+    def boolop(self, node, as_cond: bool, hint: str | None = None) -> str:
+        is_and = isinstance(node.op, gast.And)
+        kind = "and" if is_and else "or"
+        end = self.new_block(kind + ".end")
+        incoming = []
+        values = node.values
+        for k, v in enumerate(values):
+            if k == len(values) - 1:
+                x = self.cond(v) if as_cond else self.expr(v)
+                incoming.append((x, self.label))
+                self.br(end)
+                break
+            nxt = self.new_block(kind + ".rhs")
+            if as_cond:
+                c = self.cond(v)
+                incoming.append(("false" if is_and else "true", self.label))
+            else:
+                x = self.expr(v)
+                c = self.inst("tobool", f"fcmp une {self.T} {x}, 0.0")
+                incoming.append((x, self.label))
+            if is_and:
+                self.cbr(c, nxt, end)
+            else:
+                self.cbr(c, end, nxt)
+            self.start(nxt)
+        self.start(end)
+        ty = "i1" if as_cond else self.T
+        arms = ", ".join(f"[ {x}, {_ref('%', lab)} ]" for x, lab in incoming)
+        return self.inst(hint or kind, f"phi {ty} {arms}")
+
+    # -- expressions (T)
+
+    def expr(self, node, hint: str | None = None) -> str:
+        method = getattr(self, "_e_" + type(node).__name__, None)
+        if method is None:
+            raise LoweringError(f"{self.where(node)}: {type(node).__name__} is not in the core language")
+        return method(node, hint)
+
+    def _e_Constant(self, node, hint) -> str:
+        v = node.value
+        if isinstance(v, bool):
+            return fconst(1.0 if v else 0.0, self.ty)
+        if isinstance(v, (int, float)):
+            try:
+                return fconst(float(v), self.ty)
+            except OverflowError:
+                return fconst(math.inf if v > 0 else -math.inf, self.ty)
+        raise LoweringError(f"{self.where(node)}: constant {v!r} is not a number")
+
+    def _e_Name(self, node, hint) -> str:
+        if node.id not in self.vars:
+            raise LoweringError(f"{self.where(node)}: unknown name {node.id!r}")
+        kind, ref = self.vars[node.id]
+        if kind == "ssa":
+            return ref
+        return self.inst(hint or node.id, f"load {self.T}, ptr {ref}")
+
+    def _e_Attribute(self, node, hint) -> str:
+        if (isinstance(node.value, gast.Name) and node.value.id == "math"
+                and node.attr in _MATH_CONSTANTS):
+            return fconst(_MATH_CONSTANTS[node.attr], self.ty)
+        raise LoweringError(f"{self.where(node)}: attribute {node.attr!r}")
+
+    def _e_BinOp(self, node, hint) -> str:
+        T, op = self.T, type(node.op)
+        if op is gast.Pow and _const_value(node.right) == 2.0:
+            a = self.expr(node.left)
+            return self.inst(hint or "square", f"fmul {T} {a}, {a}")
+        a = self.expr(node.left)
+        b = self.expr(node.right)
+        if op in _BINOPS:
+            instr, name = _BINOPS[op]
+            return self.inst(hint or name, f"{instr} {T} {a}, {b}")
+        if op is gast.Pow:
+            return self.call_libm("pow", [a, b], hint)
+        if op is gast.FloorDiv:
+            fn = self.m.runtime_helper("floordiv")
+            return self.inst(hint or "floordiv", f"call {T} {fn}({T} {a}, {T} {b})")
+        if op is gast.Mod:
+            fn = self.m.runtime_helper("mod")
+            return self.inst(hint or "mod", f"call {T} {fn}({T} {a}, {T} {b})")
+        raise LoweringError(f"{self.where(node)}: operator {op.__name__}")
+
+    def _e_UnaryOp(self, node, hint) -> str:
+        op = type(node.op)
+        if op is gast.UAdd:
+            return self.expr(node.operand, hint)
+        if op is gast.USub:
+            a = self.expr(node.operand)
+            return self.inst(hint or "neg", f"fneg {self.T} {a}")
+        if op is gast.Not:
+            c = self.inst("not", f"xor i1 {self.cond(node.operand)}, true")
+            return self.inst(hint or "not.f", f"uitofp i1 {c} to {self.T}")
+        raise LoweringError(f"{self.where(node)}: unary {op.__name__}")
+
+    def _e_Compare(self, node, hint) -> str:
+        c = self.compare(node)
+        return self.inst(hint or c.lstrip("%") + ".f", f"uitofp i1 {c} to {self.T}")
+
+    def _e_BoolOp(self, node, hint) -> str:
+        return self.boolop(node, as_cond=False, hint=hint)
+
+    def _e_IfExp(self, node, hint) -> str:
+        c = self.cond(node.test)
+        then = self.new_block("cond.true")
+        other = self.new_block("cond.false")
+        end = self.new_block("cond.end")
+        self.cbr(c, then, other)
+        self.start(then)
+        a = self.expr(node.body)
+        a_from = self.label
+        self.br(end)
+        self.start(other)
+        b = self.expr(node.orelse)
+        b_from = self.label
+        self.br(end)
+        self.start(end)
+        return self.inst(hint or "cond", f"phi {self.T} [ {a}, {_ref('%', a_from)} ], "
+                                         f"[ {b}, {_ref('%', b_from)} ]")
+
+    def _e_Call(self, node, hint) -> str:
+        if node.keywords:
+            raise LoweringError(f"{self.where(node)}: keyword arguments")
+        f = node.func
+        if isinstance(f, gast.Name):
+            if f.id in self.m.fns:
+                return self.call_helper(node, hint or f.id, allow_tuple=False)
+            return self.builtin(f.id, node, hint)
+        if isinstance(f, gast.Attribute) and isinstance(f.value, gast.Name) and f.value.id == "math":
+            return self.math(f.attr, node, hint)
+        raise LoweringError(f"{self.where(node)}: call of {type(f).__name__}")
+
+    # -- calls
+
+    def nargs(self, node, *counts: int) -> list:
+        if len(node.args) not in counts:
+            raise LoweringError(f"{self.where(node)}: wrong number of arguments ({len(node.args)})")
+        return node.args
+
+    def call_helper(self, node, hint: str, allow_tuple: bool) -> str:
+        name = node.func.id
+        fn = self.m.fns[name]
+        if len(node.args) != len(fn.args.args):
+            raise LoweringError(f"{self.where(node)}: {name} takes {len(fn.args.args)} arguments")
+        if self.m.arity(name) != 1 and not allow_tuple:
+            raise LoweringError(f"{self.where(node)}: the tuple {name} returns must be unpacked")
+        args = [self.expr(a) for a in node.args]
+        argstr = ", ".join(f"{self.T} {a}" for a in args)
+        return self.inst(hint, f"call {self.m.ret_type(name)} {_ref('@', self.m.llnames[name])}({argstr})")
+
+    def call_intrinsic(self, base: str, args: list[str], hint: str) -> str:
+        fn = self.m.intrinsic(base, len(args))
+        argstr = ", ".join(f"{self.T} {a}" for a in args)
+        return self.inst(hint, f"call {self.T} {fn}({argstr})")
+
+    def call_libm(self, fname: str, args: list[str], hint: str | None) -> str:
+        sym, attr = self.m.libm(fname, len(args))
+        argstr = ", ".join(f"{self.T} {a}" for a in args)
+        return self.inst(hint or fname, f"call {self.T} {sym}({argstr}){attr}")
+
+    def builtin(self, name: str, node, hint) -> str:
+        T = self.T
+        if name == "abs":
+            (a,) = self.nargs(node, 1)
+            return self.call_intrinsic("fabs", [self.expr(a)], hint or "abs")
+        if name in ("min", "max"):
+            if len(node.args) < 2:
+                raise LoweringError(f"{self.where(node)}: {name} of fewer than two numbers")
+            pred = "olt" if name == "min" else "ogt"
+            best = self.expr(node.args[0])
+            for k, arg in enumerate(node.args[1:]):
+                b = self.expr(arg)
+                c = self.inst(name + ".cmp", f"fcmp {pred} {T} {b}, {best}")
+                last = k == len(node.args) - 2
+                best = self.inst((hint or name) if last else name, f"select i1 {c}, {T} {b}, {T} {best}")
+            return best
+        if name == "float":
+            (a,) = self.nargs(node, 1)
+            if isinstance(a, gast.Constant) and isinstance(a.value, str):
+                return fconst(float(a.value), self.ty)
+            return self.expr(a, hint)
+        if name == "int":
+            (a,) = self.nargs(node, 1)
+            return self.call_intrinsic("trunc", [self.expr(a)], hint or "int")
+        if name == "round":
+            (a,) = self.nargs(node, 1)
+            return self.call_intrinsic("roundeven", [self.expr(a)], hint or "round")
+        raise BackendUnavailableError(
+            f"the llvm backend has no implementation of {name}() (in {self.where(node)})",
+            hint="use the python backend for this kernel")
+
+    def math(self, name: str, node, hint) -> str:
+        T = self.T
+        if name in _INTRINSIC1:
+            (a,) = self.nargs(node, 1)
+            return self.call_intrinsic(_INTRINSIC1[name], [self.expr(a)], hint or name)
+        if name == "copysign":
+            a, b = self.nargs(node, 2)
+            return self.call_intrinsic("copysign", [self.expr(a), self.expr(b)], hint or name)
+        if name == "sign":
+            (a,) = self.nargs(node, 1)
+            x = self.expr(a)
+            pos = self.inst("sign.pos", f"fcmp ogt {T} {x}, 0.0")
+            neg = self.inst("sign.neg", f"fcmp olt {T} {x}, 0.0")
+            s = self.inst("sign.lo", f"select i1 {neg}, {T} -1.0, {T} {x}")
+            return self.inst(hint or "sign", f"select i1 {pos}, {T} 1.0, {T} {s}")
+        if name == "square":
+            (a,) = self.nargs(node, 1)
+            x = self.expr(a)
+            return self.inst(hint or "square", f"fmul {T} {x}, {x}")
+        if name == "reciprocal":
+            (a,) = self.nargs(node, 1)
+            return self.inst(hint or "reciprocal", f"fdiv {T} 1.0, {self.expr(a)}")
+        if name == "fmod":
+            a, b = self.nargs(node, 2)
+            x, y = self.expr(a), self.expr(b)
+            return self.inst(hint or "fmod", f"frem {T} {x}, {y}")
+        if name in _LIBM1:
+            (a,) = self.nargs(node, 1)
+            return self.call_libm(name, [self.expr(a)], hint)
+        if name in _LIBM2 and name != "pow":
+            a, b = self.nargs(node, 2)
+            return self.call_libm(name, [self.expr(a), self.expr(b)], hint)
+        if name == "pow":
+            a, b = self.nargs(node, 2)
+            return self.call_libm("pow", [self.expr(a), self.expr(b)], hint)
+        raise BackendUnavailableError(
+            f"the llvm backend has no implementation of math.{name} (in {self.where(node)})",
+            hint="a rule registered with s2sad.defrule runs on the python backend only")
+
+
+# ---------------------------------------------------------------------------------
+# the driver
+
+def driver_name(kmod: KernelModule, spec: LoopSpec, dtype) -> str:
+    """The driver's symbol: f"{kmod.name}__{spec.tag()}_{f64|f32}" (made a C identifier)."""
+    return _sanitize(f"{kmod.name}__{spec.tag()}_{_Ty(dtype).tag}").replace(".", "_").replace("$", "_")
+
+
+def _emit_driver(m: _Module) -> str:
+    kmod, spec, ty = m.kmod, m.spec, m.ty
+    T = ty.name
+    d = _Body(ty)
+    sig: list[str] = []
+
+    def arg(kind: str, base: str) -> str:
+        ref = d.local(base)
+        sig.append(f"{kind} {ref}")
+        return ref
+
+    def layout_args(base: str, layout: str) -> tuple:
+        if layout == "scalar":
+            return ("scalar", arg(T, base))
+        ptr = arg("ptr noalias", base)
+        if layout == "contig":
+            return ("contig", ptr, base)
+        return ("strided", ptr, base, arg("i64", base + ".so"), arg("i64", base + ".si"))
+
+    if len(spec.layouts) != len(kmod.params):
+        raise LoweringError(f"spec has {len(spec.layouts)} layouts for {len(kmod.params)} parameters")
+    n_outer = arg("i64", "n_outer")
+    n_inner = arg("i64", "n_inner")
+    params = [layout_args(p, lay) for p, lay in zip(kmod.params, spec.layouts)]
+    out = arg("ptr noalias", "out") if spec.value == "store" else None
+    acc = arg("ptr noalias", "acc") if spec.value == "sum" else None
+    seed = None
+    if spec.partials:
+        seed = arg(T if spec.seed == "scalar" else "ptr noalias", "seed")
+    active_idx = []
+    for a in kmod.active if spec.needs_dual else ():
+        if a not in kmod.params:
+            raise LoweringError(f"active parameter {a!r} is not a parameter of {kmod.entry!r}")
+        active_idx.append(kmod.params.index(a))
+    grad_layouts = [spec.layouts[k] for k in active_idx]
+    grads = []
+    if spec.partials:
+        for k, lay in zip(active_idx, grad_layouts):
+            base = kmod.params[k] + "_bar"
+            if lay == "scalar":          # g[0] += sum of partial * seed
+                grads.append(("sum", arg("ptr noalias", base), base))
+            else:
+                grads.append(layout_args(base, lay))
+    tangents = ([layout_args(kmod.params[k] + "_dot", spec.layouts[k]) for k in active_idx]
+                if spec.tangents else [])
+    out_dot = arg("ptr noalias", "out_dot") if spec.tangents else None
+
+    callee = kmod.dual_entry if spec.needs_dual else kmod.entry
+    arity = m.arity(callee)
+    if spec.needs_dual and arity != 1 + len(active_idx):
+        raise LoweringError(f"{callee} returns {arity} values; the value and {len(active_idx)} partials are due")
+    if not spec.needs_dual and arity != 1:
+        raise LoweringError(f"{callee} returns {arity} values where one is due")
+
+    # sums carried in registers and added into memory once, at the end: (base name, pointer)
+    accs: list[tuple[str, str]] = []
+    if acc:
+        accs.append(("value", acc))
+    accs.extend((g[2], g[1]) for g in grads if g[0] == "sum")
+    acc_names = {ptr: d.fresh(name + ".sum") for name, ptr in accs}
+
+    entry = d.new_block("entry")
+    o_cond = d.new_block("outer.cond")
+    o_body = d.new_block("outer.body")
+    i_cond = d.new_block("inner.cond")
+    i_body = d.new_block("inner.body")
+    o_latch = d.new_block("outer.latch")
+    exit_ = d.new_block("exit")
+    lab = lambda name: _ref("%", name)  # noqa: E731
+    o = d.local("o")
+    o_next = d.local("o.next")
+    i = d.local("i")
+    i_next = d.local("i.next")
+    phis = {}
+    for _, ptr in accs:
+        base = acc_names[ptr]
+        phis[ptr] = (d.local(base + ".o"), d.local(base + ".i"), d.local(base + ".next"))
+    zero = "0.0"
+
+    d.start(entry)
+    d.br(o_cond)
+
+    d.start(o_cond)
+    d.emit(f"{o} = phi i64 [ 0, {lab(entry)} ], [ {o_next}, {lab(o_latch)} ]")
+    for _, ptr in accs:
+        po, pi, _n = phis[ptr]
+        d.emit(f"{po} = phi {T} [ {zero}, {lab(entry)} ], [ {pi}, {lab(o_latch)} ]")
+    more = d.inst("outer.more", f"icmp slt i64 {o}, {n_outer}")
+    d.cbr(more, o_body, exit_)
+
+    d.start(o_body)
+    row = d.inst("row", f"mul nsw i64 {o}, {n_inner}")
+    rows = {}
+    for group in params + grads + tangents:
+        if group[0] == "strided":
+            rows[group[1]] = d.inst(group[2] + ".row", f"mul nsw i64 {o}, {group[3]}")
+    d.br(i_cond)
+
+    d.start(i_cond)
+    d.emit(f"{i} = phi i64 [ 0, {lab(o_body)} ], [ {i_next}, {lab(i_body)} ]")
+    for _, ptr in accs:
+        po, pi, pn = phis[ptr]
+        d.emit(f"{pi} = phi {T} [ {po}, {lab(o_body)} ], [ {pn}, {lab(i_body)} ]")
+    more = d.inst("inner.more", f"icmp slt i64 {i}, {n_inner}")
+    d.cbr(more, i_body, o_latch)
+
+    d.start(i_body)
+    flat = d.inst("flat", f"add nsw i64 {row}, {i}")
+
+    def address(group) -> str:
+        if group[0] == "contig":
+            return d.inst(group[2] + ".ptr", f"getelementptr inbounds {T}, ptr {group[1]}, i64 {flat}")
+        col = d.inst(group[2] + ".col", f"mul nsw i64 {i}, {group[4]}")
+        idx = d.inst(group[2] + ".idx", f"add nsw i64 {rows[group[1]]}, {col}")
+        return d.inst(group[2] + ".ptr", f"getelementptr inbounds {T}, ptr {group[1]}, i64 {idx}")
+
+    def read(group, base: str) -> str:
+        if group[0] == "scalar":
+            return group[1]
+        return d.inst(base + ".v", f"load {T}, ptr {address(group)}")
+
+    args = [read(g, p) for g, p in zip(params, kmod.params)]
+    argstr = ", ".join(f"{T} {a}" for a in args)
+    rtype = m.ret_type(callee)
+    fn = _ref("@", m.llnames[callee])
+    if arity == 1:
+        value = d.inst("value", f"call {T} {fn}({argstr})")
+        partials = []
+    else:
+        res = d.inst("dual", f"call {rtype} {fn}({argstr})")
+        value = d.inst("value", f"extractvalue {rtype} {res}, 0")
+        partials = [d.inst(kmod.params[k] + ".partial", f"extractvalue {rtype} {res}, {n + 1}")
+                    for n, k in enumerate(active_idx)]
+
+    def flat_ptr(ptr: str, base: str) -> str:
+        return d.inst(base + ".ptr", f"getelementptr inbounds {T}, ptr {ptr}, i64 {flat}")
+
+    if out:
+        d.emit(f"store {T} {value}, ptr {flat_ptr(out, 'out')}")
+    if acc:
+        _po, pi, pn = phis[acc]
+        d.emit(f"{pn} = fadd reassoc nsz {T} {pi}, {value}")
+    if spec.partials:
+        s = seed if spec.seed == "scalar" else d.inst("seed.v", f"load {T}, ptr {flat_ptr(seed, 'seed')}")
+        for k, g, lay, dv in zip(active_idx, grads, grad_layouts, partials):
+            base = kmod.params[k] + "_bar"
+            contrib = d.inst(base + ".c", f"fmul {T} {dv}, {s}")
+            if g[0] == "sum":
+                _po, pi, pn = phis[g[1]]
+                d.emit(f"{pn} = fadd reassoc nsz {T} {pi}, {contrib}")
+            elif lay == "contig":
+                d.emit(f"store {T} {contrib}, ptr {flat_ptr(g[1], base)}")
+            else:
+                p = address(g)
+                old = d.inst(base + ".old", f"load {T}, ptr {p}")
+                new = d.inst(base + ".new", f"fadd {T} {old}, {contrib}")
+                d.emit(f"store {T} {new}, ptr {p}")
+    if spec.tangents:
+        total = "0.0"
+        for k, t, dv in zip(active_idx, tangents, partials):
+            tv = read(t, kmod.params[k] + "_dot")
+            prod = d.inst(kmod.params[k] + ".jvp", f"fmul {T} {dv}, {tv}")
+            total = d.inst("out_dot.sum", f"fadd {T} {total}, {prod}")
+        d.emit(f"store {T} {total}, ptr {flat_ptr(out_dot, 'out_dot')}")
+    d.emit(f"{i_next} = add nsw i64 {i}, 1")
+    d.br(i_cond)
+
+    d.start(o_latch)
+    d.emit(f"{o_next} = add nsw i64 {o}, 1")
+    d.br(o_cond)
+
+    d.start(exit_)
+    for name, ptr in accs:
+        po = phis[ptr][0]
+        old = d.inst(name + ".old", f"load {T}, ptr {ptr}")
+        new = d.inst(name + ".new", f"fadd {T} {old}, {po}")
+        d.emit(f"store {T} {new}, ptr {ptr}")
+    d.terminate("ret void")
+
+    head = f"define void {_ref('@', m.driver)}({', '.join(sig)}) #1 {{\n"
+    return head + d.render_blocks() + "\n}"
+
+
+def lower_module(kmod: KernelModule, spec: LoopSpec, dtype, *,
+                 vector_isas: Iterable[str] = ALL_VECTOR_ISAS,
+                 available: Callable[[str], bool] | None = None) -> str:
+    """LLVM IR text of the module for (kmod, spec, dtype); see the module docstring.
+
+    `vector_isas` are the libmvec ISAs (of "b", "d", "e") whose variants calls may name;
+    `available(symbol)` filters the variants (the JIT passes what this host can run).
+    """
+    return _Module(kmod, spec, dtype, vector_isas, available).render()

@@ -1,0 +1,724 @@
+"""The llvm backend against the python backend's `run_driver`, the oracle.
+
+Kernels are written by hand in the core scalar language (kernel.py), compiled with
+`s2sad.codegen.llvm.compile_driver`, called through ctypes with `arr.ctypes.data`,
+and compared element by element with `run_driver` on the same inputs.
+"""
+from __future__ import annotations
+
+import ctypes
+import math
+import re
+import textwrap
+
+import gast
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from s2sad import rules
+from s2sad.codegen import llvm as L
+from s2sad.codegen.python import compile_module, run_driver
+from s2sad.kernel import KernelModule, LoopSpec
+
+F64, F32 = np.float64, np.float32
+RTOL = {F64: 1e-13, F32: 1e-5}
+HYPO = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def kernel(src: str, entry: str, dual: str | None = None, active: tuple = ()) -> KernelModule:
+    tree = gast.parse(textwrap.dedent(src))
+    fns = {f.name: f for f in tree.body}
+    params = tuple(a.id for a in fns[entry].args.args)
+    return KernelModule(name=entry, functions=fns, entry=entry, params=params, dual_entry=dual,
+                        active=tuple(active))
+
+
+# ---------------------------------------------------------------------------------
+# operands: one flat buffer per pointer argument, addressed like the C ABI does
+
+class Flat:
+    """`buf[off + k]` for any integer k: the python oracle's view of a pointer argument."""
+
+    def __init__(self, buf: np.ndarray, off: int = 0) -> None:
+        self.buf, self.off = buf, off
+
+    def __getitem__(self, k):
+        return self.buf[self.off + k]
+
+    def __setitem__(self, k, v):
+        self.buf[self.off + k] = v
+
+    def address(self) -> int:
+        return self.buf.ctypes.data + self.off * self.buf.itemsize
+
+
+STRIDED_KINDS = ("padded", "transposed", "bcast_outer", "bcast_inner", "bcast_all", "reversed")
+
+
+def strided_geometry(kind: str, no: int, ni: int) -> tuple[int, int, int, int]:
+    """(buffer size, offset, so, si) of a strided operand over the (no, ni) index space."""
+    if kind == "padded":
+        return max(1, no * (2 * ni + 1)), 0, 2 * ni + 1, 2
+    if kind == "transposed":
+        return max(1, no * ni), 0, 1, no
+    if kind == "bcast_outer":      # one row, broadcast over o
+        return max(1, ni), 0, 0, 1
+    if kind == "bcast_inner":      # one column, broadcast over i
+        return max(1, no), 0, 1, 0
+    if kind == "bcast_all":
+        return 1, 0, 0, 0
+    if kind == "reversed":         # negative strides, as a reversed numpy view has
+        n = max(1, no * ni)
+        return n, n - 1, -ni, -1
+    raise ValueError(kind)
+
+
+class Operand:
+    """A kernel operand in some layout: what ctypes gets and what run_driver gets."""
+
+    def __init__(self, layout: str, dtype, no: int, ni: int, fill, kind: str = "padded") -> None:
+        self.layout = layout
+        if layout == "scalar":
+            self.value = float(dtype(fill(1)[0]))
+            return
+        if layout == "contig":
+            size, off, so, si = max(1, no * ni), 0, ni, 1
+        else:
+            size, off, so, si = strided_geometry(kind, no, ni)
+        with np.errstate(over="ignore"):
+            self.buf = np.asarray(fill(size), dtype=dtype)
+        self.off, self.so, self.si = off, so, si
+
+    def c_args(self, buf=None) -> list:
+        if self.layout == "scalar":
+            return [self.value]
+        b = self.buf if buf is None else buf
+        ptr = b.ctypes.data + self.off * b.itemsize
+        return [ptr] if self.layout == "contig" else [ptr, self.so, self.si]
+
+    def py_arg(self, buf=None):
+        if self.layout == "scalar":
+            return self.value
+        b = self.buf if buf is None else buf
+        return (Flat(b, self.off), self.so, self.si)
+
+
+def run_both(kmod: KernelModule, spec: LoopSpec, dtype, no: int, ni: int, seed: int = 0,
+             params=None, vector_math=None):
+    """Run the compiled driver and the oracle on the same inputs; return both result dicts."""
+    rng = np.random.default_rng(seed)
+    layouts = spec.layouts
+    active_idx = tuple(kmod.params.index(a) for a in kmod.active) if spec.needs_dual else ()
+    kinds = [STRIDED_KINDS[(seed + k) % len(STRIDED_KINDS)] for k in range(3 * len(layouts) + 3)]
+    if params is None:
+        params = [Operand(lay, dtype, no, ni, lambda n: rng.uniform(-1.0, 1.0, n) if k == 0
+                          else rng.uniform(0.5, 2.0, n), kinds[k])
+                  for k, lay in enumerate(layouts)]
+    n = no * ni
+    outs: dict[str, Operand | None] = {}
+    acc0 = np.array([0.25], dtype=dtype)
+    seed_op = None
+    if spec.partials:
+        seed_op = (Operand("scalar", dtype, no, ni, lambda n: [0.75]) if spec.seed == "scalar"
+                   else Operand("contig", dtype, no, ni, lambda n: rng.uniform(0.5, 1.5, n)))
+    grads = []
+    for j, k in enumerate(active_idx):
+        lay = layouts[k]
+        if not spec.partials:
+            break
+        if lay == "scalar":
+            g = Operand("contig", dtype, 1, 1, lambda n: [0.5])
+            g.layout = "gsum"
+        else:
+            g = Operand(lay, dtype, no, ni, lambda n: rng.uniform(0.0, 1.0, n),
+                        kinds[len(layouts) + j])
+        grads.append(g)
+    tangents = [Operand(layouts[k], dtype, no, ni, lambda n: rng.uniform(0.5, 1.5, n),
+                        kinds[2 * len(layouts) + j]) for j, k in enumerate(active_idx)] if spec.tangents else []
+
+    def fresh_buffers():
+        out = np.full(max(1, n), -7.0, dtype=dtype)
+        out_dot = np.full(max(1, n), -7.0, dtype=dtype)
+        acc = acc0.copy()
+        gbufs = [g.buf.copy() for g in grads]
+        return out, out_dot, acc, gbufs
+
+    # compiled
+    drv = L.compile_driver(kmod, spec, dtype, vector_math=vector_math)
+    out, out_dot, acc, gbufs = fresh_buffers()
+    args: list = [no, ni]
+    for p in params:
+        args += p.c_args()
+    if spec.value == "store":
+        args.append(out.ctypes.data)
+    elif spec.value == "sum":
+        args.append(acc.ctypes.data)
+    if spec.partials:
+        args += seed_op.c_args()
+    for g, b in zip(grads, gbufs):
+        args += [b.ctypes.data] if g.layout == "gsum" else g.c_args(b)
+    for t in tangents:
+        args += t.c_args()
+    if spec.tangents:
+        args.append(out_dot.ctypes.data)
+    assert len(args) == len(drv.argtypes)
+    drv.cfunc(*args)
+    got = dict(out=out, out_dot=out_dot, acc=acc, grads=gbufs)
+
+    # oracle
+    fn = compile_module(kmod)[kmod.dual_entry if spec.needs_dual else kmod.entry]
+    out, out_dot, acc, gbufs = fresh_buffers()
+    py_grads = [Flat(b) if g.layout == "gsum" else g.py_arg(b) for g, b in zip(grads, gbufs)]
+    seed_arg = None
+    if spec.partials:
+        seed_arg = seed_op.value if spec.seed == "scalar" else Flat(seed_op.buf)
+    run_driver(fn, spec, active_idx, no, ni, [p.py_arg() for p in params], out=out, acc=Flat(acc),
+               seed=seed_arg, grads=py_grads, tangents=[t.py_arg() for t in tangents], out_dot=out_dot)
+    want = dict(out=out, out_dot=out_dot, acc=acc, grads=gbufs)
+    return got, want
+
+
+def assert_close(got, want, rtol, what="", signed_zeros=False):
+    got, want = np.asarray(got, dtype=np.float64), np.asarray(want, dtype=np.float64)
+    np.testing.assert_allclose(got, want, rtol=rtol, atol=0, equal_nan=True, err_msg=what)
+    if signed_zeros:
+        z = want == 0
+        np.testing.assert_array_equal(np.signbit(got[z]), np.signbit(want[z]), err_msg=what + " (sign of zero)")
+
+
+def assert_same_results(got, want, dtype, what=""):
+    """Values here are O(1): an absolute floor of rtol covers sums that nearly cancel."""
+    rtol = RTOL[dtype]
+    for key in ("out", "out_dot", "acc"):
+        np.testing.assert_allclose(got[key], want[key], rtol=rtol, atol=rtol, err_msg=f"{what} {key}")
+    for k, (a, b) in enumerate(zip(got["grads"], want["grads"])):
+        np.testing.assert_allclose(a, b, rtol=rtol, atol=rtol, err_msg=f"{what} grad {k}")
+
+
+# ---------------------------------------------------------------------------------
+# every driver flavour
+
+TANH = kernel('''
+def f(x, y):
+    t = math.tanh(x)
+    return (t + 2.0) * y
+def f__dual(x, y):
+    t = math.tanh(x)
+    return ((t + 2.0) * y, (1.0 - t * t) * y, t + 2.0)
+''', "f", dual="f__dual", active=("x", "y"))
+
+FLAVOURS = [
+    dict(value="store"),
+    dict(value="sum"),
+    dict(value="sum", partials=True, seed="scalar"),
+    dict(value="store", partials=True, seed="array", tangents=True),
+    dict(value="none", tangents=True),
+    dict(value="none", partials=True, seed="scalar", tangents=True),
+    dict(value="sum", partials=True, seed="array"),
+]
+LAYOUT_PAIRS = [(a, b) for a in ("scalar", "contig", "strided") for b in ("scalar", "contig", "strided")]
+
+
+@pytest.mark.parametrize("dtype", [F64, F32], ids=["f64", "f32"])
+@pytest.mark.parametrize("layouts", LAYOUT_PAIRS, ids=lambda p: "".join(x[0] for x in p))
+def test_driver_flavours(layouts, dtype):
+    for k, fl in enumerate(FLAVOURS):
+        spec = LoopSpec(layouts=layouts, **fl)
+        for seed, (no, ni) in enumerate([(3, 13), (2, 37)]):
+            got, want = run_both(TANH, spec, dtype, no, ni, seed=seed + 7 * k)
+            assert_same_results(got, want, dtype, spec.tag())
+
+
+@pytest.mark.parametrize("shape", [(0, 5), (4, 0), (1, 1), (1, 67), (67, 1)])
+def test_driver_edge_sizes(shape):
+    for layouts in [("strided", "contig"), ("contig", "scalar")]:
+        spec = LoopSpec(layouts=layouts, value="sum", partials=True, seed="array")
+        got, want = run_both(TANH, spec, F64, *shape, seed=3)
+        assert_same_results(got, want, F64, str(shape))
+
+
+def test_stride_zero_grads_accumulate():
+    """A broadcast (stride-0) gradient receives the sum over the broadcast dimension."""
+    no, ni = 4, 5
+    spec = LoopSpec(layouts=("strided", "contig"), value="none", partials=True, seed="scalar")
+    x = Operand("strided", F64, no, ni, lambda n: np.linspace(-0.5, 0.5, n), "bcast_outer")
+    y = Operand("contig", F64, no, ni, lambda n: np.full(n, 2.0))
+    drv = L.compile_driver(TANH, spec, F64)
+    g_x = np.zeros(ni)          # stride-0 over o: one row of partial sums
+    g_y = np.zeros(no * ni)
+    drv.cfunc(no, ni, *x.c_args(), *y.c_args(), 1.0, g_x.ctypes.data, 0, 1, g_y.ctypes.data)
+    t = np.tanh(np.linspace(-0.5, 0.5, ni))
+    np.testing.assert_allclose(g_x, no * (1 - t * t) * 2.0, rtol=1e-14)
+    np.testing.assert_allclose(g_y, np.tile(t + 2.0, no), rtol=1e-14)
+
+
+def test_active_subset_in_its_own_order():
+    """Partials follow kmod.active (not the parameter order); inactive params are plain inputs."""
+    k = kernel('''
+    def g(x, y, z):
+        return x * y + z * z * y
+    def g__dual(x, y, z):
+        return (x * y + z * z * y, 2.0 * z * y, y)
+    ''', "g", dual="g__dual", active=("z", "x"))
+    for layouts in [("contig", "scalar", "strided"), ("strided", "contig", "scalar")]:
+        for fl in [dict(value="sum", partials=True, seed="array", tangents=True),
+                   dict(value="store", partials=True, seed="scalar")]:
+            spec = LoopSpec(layouts=layouts, **fl)
+            for dtype in (F64, F32):
+                got, want = run_both(k, spec, dtype, 3, 11, seed=5)
+                assert_same_results(got, want, dtype, spec.tag())
+
+
+def test_dual_returns_a_helpers_tuple():
+    """`return helper(...)` of a tuple-returning helper, with returns in branches and a loop."""
+    k = kernel('''
+    def parts(x, y):
+        if x > y:
+            return (x * y, y, x)
+        for j in range(3):
+            if x + j > y:
+                return (x * y, y + j, x)
+        return (x * y, 2.0 * y, 3.0 * x)
+    def h(x, y):
+        return x * y
+    def h__dual(x, y):
+        return parts(x, y)
+    ''', "h", dual="h__dual", active=("x", "y"))
+    for dtype in (F64, F32):
+        spec = LoopSpec(layouts=("contig", "strided"), value="store", partials=True, seed="array",
+                        tangents=True)
+        got, want = run_both(k, spec, dtype, 4, 9, seed=11)
+        assert_same_results(got, want, dtype)
+
+
+# ---------------------------------------------------------------------------------
+# control flow and the semantics of the core language
+
+def check_elementwise(kmod: KernelModule, dtype, columns: list, signed_zeros=True, rtol=None):
+    """Store driver over contig inputs `columns` (one array per param) against the oracle."""
+    n = len(columns[0])
+    spec = LoopSpec(layouts=("contig",) * len(columns), value="store")
+    params = []
+    for col in columns:
+        op = Operand("contig", dtype, 1, n, lambda m, col=col: np.asarray(col, dtype=np.float64))
+        params.append(op)
+    got, want = run_both(kmod, spec, dtype, 1, n, params=params)
+    assert_close(got["out"][:n], want["out"][:n], RTOL[dtype] if rtol is None else rtol,
+                 kmod.name, signed_zeros=signed_zeros)
+
+
+IF_ELIF = kernel('''
+def k(x, y):
+    if x > y:
+        r = x - y
+    elif x < -y:
+        r = x * y
+    elif x == y:
+        return 0.5
+    else:
+        r = y
+        if r > 1.0:
+            r = r + 100.0
+    return r
+''', "k")
+
+WHILE_BREAK_CONTINUE = kernel('''
+def k(x, n):
+    s = 0.0
+    i = 0.0
+    while i < n:
+        i = i + 1.0
+        if i == 3.0:
+            continue
+        if s > 10.0:
+            break
+        s = s + x * i
+    return s + i * 1000.0
+''', "k")
+
+FOR_NEGATIVE_STEP = kernel('''
+def k(x, n):
+    s = 0.0
+    for j in range(9, -3, -2):
+        if j < n:
+            s = s * x + j
+    return s + 10.0 * j
+''', "k")
+
+FOR_RETURN_BREAK = kernel('''
+def k(x, n):
+    t = 0.0
+    for j in range(0, 10, 1):
+        if j * x > n:
+            return j + t
+        if j > 7:
+            break
+        t = t + 0.5
+        if t > 2.0:
+            continue
+        t = t + 0.25
+    return -1.0 - t - j
+''', "k")
+
+FOR_VAR_KEEPS_VALUE = kernel('''
+def k(x, n):
+    j = x
+    for j in range(3, 8, 1):
+        if j > n:
+            break
+        j = j * 10.0
+    i = x + 1.0
+    for i in range(5, 2, 1):
+        i = 7.0
+    s = 0.0
+    for a in range(4):
+        for b in range(a, 3):
+            s = s + a * x - b
+    return j + 1000.0 * i + s
+''', "k")
+
+WHILE_RETURN = kernel('''
+def k(x):
+    y = abs(x)
+    n = 0.0
+    while True:
+        n = n + 1.0
+        if y > 100.0:
+            return y + n
+        y = y * 2.0 + 1.0
+''', "k")
+
+NESTED_LOOPS = kernel('''
+def k(x, n):
+    s = 0.0
+    for a in range(0, 8, 1):
+        if a >= n:
+            break
+        b = 0.0
+        while b < a:
+            b = b + 1.0
+            if b == 2.0:
+                continue
+            s = s + x * b
+            if s > 50.0:
+                break
+        if s > 80.0:
+            break
+    return s
+''', "k")
+
+HELPERS = kernel('''
+def polar(a, b):
+    r = math.hypot(a, b)
+    return (r, math.atan2(b, a))
+def order(a, b):
+    if a < b:
+        return (a, b)
+    return (b, a)
+def scale(v, s):
+    return v * s
+def k(x, y):
+    r, th = polar(x, y)
+    lo, hi = order(x, y)
+    q = scale(r, 2.0)
+    return q + th * 10.0 + lo * 100.0 + hi * 1000.0
+''', "k")
+
+
+def _grid(values, n_params):
+    mesh = np.meshgrid(*[np.asarray(values, dtype=np.float64)] * n_params, indexing="ij")
+    return [m.ravel() for m in mesh]
+
+
+@pytest.mark.parametrize("dtype", [F64, F32], ids=["f64", "f32"])
+def test_control_flow(dtype):
+    vals = [-3.0, -1.5, -1.0, -0.0, 0.0, 0.5, 1.0, 2.0, 3.0, 7.0]
+    check_elementwise(IF_ELIF, dtype, _grid(vals + [math.inf, -math.inf], 2))
+    ns = [-1.0, 0.0, 1.0, 2.0, 3.0, 4.0, 6.0, 9.0]
+    xs = [-2.0, -0.5, 0.0, 0.5, 1.0, 3.0]
+    cols = [np.repeat(xs, len(ns)), np.tile(ns, len(xs))]
+    for km in (WHILE_BREAK_CONTINUE, FOR_NEGATIVE_STEP, FOR_RETURN_BREAK, FOR_VAR_KEEPS_VALUE,
+               NESTED_LOOPS):
+        check_elementwise(km, dtype, cols)
+    check_elementwise(WHILE_RETURN, dtype, [np.array(vals + [1e300, math.inf, 5e-324])])
+    check_elementwise(HELPERS, dtype, _grid(vals, 2))
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.floats(-1e3, 1e3), st.integers(-4, 12).map(float)), min_size=1, max_size=40))
+def test_loops_hypothesis(pairs):
+    cols = [np.array([p[0] for p in pairs]), np.array([p[1] for p in pairs])]
+    for km in (WHILE_BREAK_CONTINUE, FOR_NEGATIVE_STEP, FOR_RETURN_BREAK, NESTED_LOOPS):
+        check_elementwise(km, F64, cols)
+
+
+# expression kernels: (expression in x and y, domain); "any" has non-finite values,
+# zeros of both signs and NaN; "finite" leaves out what a Python int would not survive
+EXPRESSIONS = [
+    ("x and y", "any"), ("x or y", "any"), ("not x", "any"), ("x and y or 2.5", "any"),
+    ("(x > 0.0 and y > 0.0) or not (x < y)", "any"),
+    ("1.0 if x > 1.0 else (2.0 if x > 0.0 else (3.0 if x == 0.0 else 4.0))", "any"),
+    ("x if x > y else y", "any"),
+    ("(x > y) + (x >= y) * 2.0 + (x == y) * 4.0 + (x != y) * 8.0 + (x <= y) * 16.0 + (x < y) * 32.0", "any"),
+    ("x // y", "any"), ("x % y", "any"), ("(x // y) * y + x % y", "any"),
+    ("-x // y", "any"), ("x % -y", "any"), ("x // 3.0 + x % 3.0", "any"),
+    ("round(x)", "any"), ("round(x * 0.5)", "any"), ("int(x)", "any"), ("int(x * 0.3)", "any"),
+    ("min(x, y)", "any"), ("max(x, y)", "any"), ("min(x, y, 0.25)", "any"), ("max(x, -y, 0.5)", "any"),
+    ("abs(x)", "any"), ("float(x)", "any"), ("-x", "any"), ("+x", "any"), ("x ** 2", "any"),
+    ("x - y * 2.0 / 3.0", "any"), ("x / y", "any"), ("x ** y", "any"), ("math.pi * x + math.e", "any"),
+]
+
+
+def _domain(kind: str, dtype):
+    big = 1e10 if dtype == F64 else 1e4     # exact sums of big and small numbers in T
+    base = [-3.5, -2.5, -2.0, -1.5, -1.0, -0.5, -0.0, 0.0, 0.3, 0.5, 1.0, 1.5, 2.0, 2.5, 3.5, 7.0, big]
+    if kind == "any":
+        base += [math.inf, -math.inf, math.nan]
+    return _grid(base, 2)
+
+
+@pytest.mark.parametrize("dtype", [F64, F32], ids=["f64", "f32"])
+@pytest.mark.parametrize("expr,domain", EXPRESSIONS, ids=[e for e, _ in EXPRESSIONS])
+def test_expressions(expr, domain, dtype):
+    km = kernel(f"def k(x, y):\n    return {expr}\n", "k")
+    rtol = RTOL[dtype] if "**" not in expr else (1e-13 if dtype == F64 else 1e-4)
+    check_elementwise(km, dtype, _domain(domain, dtype), rtol=rtol)
+
+
+# ---------------------------------------------------------------------------------
+# every primitive spelled math.f(...) or as a builtin
+
+def _prims():
+    out = []
+    for name, rule in rules.RULES.items():
+        if rule.spelling in ("math", "builtin"):
+            out.append(name)
+    return out
+
+
+# domains chosen where the oracle (Python's math, via s2sad.smath) is defined the IEEE way
+_DOMAIN = {
+    "acosh": (1.0, 50.0), "atanh": (-0.99, 0.99), "log1p": (-0.99, 50.0), "asin": (-1.0, 1.0),
+    "acos": (-1.0, 1.0), "sinh": (-30.0, 30.0), "cosh": (-30.0, 30.0), "exp": (-50.0, 50.0),
+    "exp2": (-50.0, 50.0), "expm1": (-20.0, 20.0), "tan": (-1.5, 1.5),
+}
+_NONFINITE_OK = {"fabs", "sign", "copysign", "sqrt", "cbrt", "exp", "exp2", "expm1", "log", "log2",
+                 "log10", "sin", "cos", "tan", "atan", "atan2", "tanh", "asinh", "erf", "erfc",
+                 "hypot", "square", "reciprocal", "abs", "min", "max", "float", "asin", "acos",
+                 "fmod", "int", "round"}
+
+
+@pytest.mark.parametrize("dtype", [F64, F32], ids=["f64", "f32"])
+@pytest.mark.parametrize("name", _prims())
+def test_primitive(name, dtype):
+    rule = rules.RULES[name]
+    args = ", ".join(("x", "y")[: rule.arity])
+    call = f"math.{name}({args})" if rule.spelling == "math" else f"{name}({args})"
+    km = kernel(f"def k(x, y):\n    return {call}\n", "k")
+    lo, hi = _DOMAIN.get(name, (-8.0, 8.0))
+    rng = np.random.default_rng(abs(hash(name)) % 2**32)
+    xs = list(rng.uniform(lo, hi, 120)) + [lo, hi, 0.0, -0.0 if lo < 0 else 0.0, 0.5 * (lo + hi)]
+    if name in _NONFINITE_OK:
+        xs += [math.inf, -math.inf, math.nan]
+    xs = np.array(xs)
+    ys = rng.uniform(-8.0, 8.0, len(xs))
+    if name == "fmod":
+        ys[ys == 0] = 1.0
+    if name in ("min", "max", "copysign", "atan2", "hypot"):
+        ys[:4] = [0.0, -0.0, 3.0, -3.0]
+    # the oracle's math.floor/ceil/trunc return Python ints, which have no -0.0
+    check_elementwise(km, dtype, [xs, ys], signed_zeros=name not in ("floor", "ceil", "trunc"))
+
+
+def test_every_primitive_is_lowered():
+    """No math/builtin primitive in the rules table is missing from the backend."""
+    for name in _prims():
+        rule = rules.RULES[name]
+        args = ", ".join(("x", "y")[: rule.arity])
+        call = f"math.{name}({args})" if rule.spelling == "math" else f"{name}({args})"
+        km = kernel(f"def k(x, y):\n    return {call}\n", "k")
+        L.lower(km, LoopSpec(layouts=("contig", "contig")), F32)
+
+
+# ---------------------------------------------------------------------------------
+# libmvec: vectorised transcendental functions stay within 4 ulp of libm
+
+VECTOR_ISAS, _AVAILABLE = L.vector_math_support()
+HAS_LIBMVEC = bool(VECTOR_ISAS)
+
+
+def ulp_distance(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Distance in units in the last place between same-dtype arrays (0 for NaN vs NaN)."""
+    itype = np.int64 if a.dtype == np.float64 else np.int32
+    lowest = np.int64(np.iinfo(itype).min)
+
+    def ordered(v):                 # monotone map of floats to integers; -0.0 and 0.0 -> 0
+        i = v.view(itype).astype(np.int64)
+        return np.where(i < 0, lowest - i, i)
+
+    oa, ob = ordered(a), ordered(b)
+    same_side = (oa >= 0) == (ob >= 0)
+    d = np.where(same_side, np.abs(np.where(same_side, oa - ob, 0)).astype(np.float64),
+                 np.abs(oa).astype(np.float64) + np.abs(ob).astype(np.float64))
+    d[np.isnan(a) & np.isnan(b)] = 0
+    d[np.isnan(a) != np.isnan(b)] = np.inf
+    return d
+
+
+_VEC_DOMAINS = {
+    "acosh": st.floats(1.0, 1e300), "atanh": st.floats(-1.0, 1.0), "log1p": st.floats(-1.0, 1e300),
+    "asin": st.floats(-1.0, 1.0), "acos": st.floats(-1.0, 1.0), "log": st.floats(0.0, 1e300),
+    "log2": st.floats(0.0, 1e300), "log10": st.floats(0.0, 1e300),
+}
+
+
+def _vec_values(name: str, width: int):
+    general = st.floats(allow_nan=True, allow_infinity=True, allow_subnormal=True, width=width)
+    small = st.floats(-20.0, 20.0, width=width)
+    t = 1e-300 if width == 64 else float(np.float32(1e-37))
+    tiny = st.floats(-t, t, width=width)
+    parts = [general, small, tiny, st.sampled_from([0.0, -0.0, math.inf, -math.inf, math.nan])]
+    if name in _VEC_DOMAINS:
+        d = _VEC_DOMAINS[name]
+        if width == 32:
+            d = d.map(lambda v: float(np.float32(min(v, 3e38))))
+        parts.append(d)
+    return st.one_of(*parts)
+
+
+def _vec_kernel(name: str) -> KernelModule:
+    args = "x, y" if name in ("atan2", "hypot", "pow") else "x"
+    return kernel(f"def v_{name}(x, y):\n    return math.{name}({args})\n", f"v_{name}")
+
+
+@pytest.mark.skipif(not HAS_LIBMVEC, reason="glibc's libmvec is not available")
+@pytest.mark.parametrize("dtype", [F64, F32], ids=["f64", "f32"])
+@pytest.mark.parametrize("name", sorted(L.LIBMVEC_FUNCTIONS))
+def test_libmvec_within_4ulp(name, dtype):
+    km = _vec_kernel(name)
+    spec = LoopSpec(layouts=("contig", "contig"), value="store")
+    vec = L.compile_driver(km, spec, dtype, vector_math=True)
+    ref = L.compile_driver(km, spec, dtype, vector_math=False)
+    assert "_ZGV" in vec.optimized_ir, f"{name} did not vectorise"
+    assert "_ZGV" not in ref.optimized_ir
+    width = 64 if dtype == F64 else 32
+    values = st.lists(_vec_values(name, width), min_size=1, max_size=64)
+
+    @HYPO
+    @given(values, values)
+    def check(xs, ys):
+        n = 128                     # whole vector iterations cover every value
+        x = np.resize(np.array(xs, dtype=dtype), n)
+        y = np.resize(np.array(ys, dtype=dtype), n)
+        if name == "pow":           # keep pow's result finite often enough to matter
+            with np.errstate(invalid="ignore"):
+                y = np.where(np.abs(y) > 50, np.float64(y) % 7, y).astype(dtype)
+        a, b = np.empty(n, dtype), np.empty(n, dtype)
+        vec.cfunc(1, n, x.ctypes.data, y.ctypes.data, a.ctypes.data)
+        ref.cfunc(1, n, x.ctypes.data, y.ctypes.data, b.ctypes.data)
+        d = ulp_distance(a, b)
+        bad = d > 4
+        assert not bad.any(), (name, x[bad][:4], y[bad][:4], a[bad][:4], b[bad][:4])
+        z = b == 0
+        assert (np.signbit(a[z]) == np.signbit(b[z])).all(), (name, "sign of zero", x[z], a[z], b[z])
+
+    check()
+
+
+# ---------------------------------------------------------------------------------
+# the IR: deterministic, readable, vectorised
+
+def test_ir_is_deterministic_and_host_independent():
+    spec = LoopSpec(layouts=("contig", "strided"), value="sum", partials=True, seed="array",
+                    tangents=True)
+    a = L.lower(TANH, spec, F64)
+    b = L.lower(TANH, spec, F64)
+    assert a == b
+    assert "target triple" not in a and "datalayout" not in a
+    name = L.driver_name(TANH, spec, F64)
+    assert name == "f__cs_sum_grada_jvp_f64"
+    sig = re.search(rf"define void @{name}\((.*)\) #1", a).group(1)
+    assert sig == ("i64 %n_outer, i64 %n_inner, ptr noalias %x, ptr noalias %y, i64 %y.so, i64 %y.si, "
+                   "ptr noalias %acc, ptr noalias %seed, ptr noalias %x_bar, ptr noalias %y_bar, "
+                   "i64 %y_bar.so, i64 %y_bar.si, ptr noalias %x_dot, ptr noalias %y_dot, "
+                   "i64 %y_dot.so, i64 %y_dot.si, ptr noalias %out_dot")
+    # the user's names name the SSA values; helper functions are internal and alwaysinline
+    assert "%t = call double @tanh(double %x)" in a
+    assert "define internal double @f(double %x, double %y) #0" in a
+    assert "attributes #0 = { alwaysinline nounwind }" in a
+    # fast-math flags on the accumulators only
+    assert len(re.findall(r"reassoc", a)) == 1
+    assert "fadd reassoc nsz double %value.sum.i, %value" in a
+    f32 = L.lower(TANH, spec, F32)
+    assert "call float @tanhf(float %x)" in f32 and "_ZGVdN8v_tanhf" in f32
+
+
+def test_compile_cache_and_abi():
+    spec = LoopSpec(layouts=("contig", "scalar"), value="store")
+    d1 = L.compile_driver(TANH, spec, F64)
+    d2 = L.compile_driver(TANH, spec, F64)
+    assert d1 is d2
+    assert d1.address == ctypes.cast(d1.cfunc, ctypes.c_void_p).value
+    assert d1.argtypes == (ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p, ctypes.c_double, ctypes.c_void_p)
+    assert d1.ir == L.lower_module(TANH, spec, F64, vector_isas=VECTOR_ISAS, available=_AVAILABLE)
+    d3 = L.compile_driver(TANH, spec, F32)
+    assert d3 is not d1 and d3.argtypes[3] is ctypes.c_float
+    x = np.linspace(-1, 1, 1000)
+    out = np.empty_like(x)
+    d1.cfunc(1, 1000, x.ctypes.data, 1.5, out.ctypes.data)
+    np.testing.assert_allclose(out, (np.tanh(x) + 2.0) * 1.5, rtol=1e-15)
+
+
+def _has_avx2() -> bool:
+    import llvmlite.binding as llvm
+    return bool(llvm.get_host_cpu_features().get("avx2"))
+
+
+@pytest.mark.skipif(not _has_avx2(), reason="no AVX2 on this CPU")
+@pytest.mark.parametrize("body,dual", [
+    ("abs(x)", "(abs(x), math.sign(x))"),
+    ("x * x * 3.0 + x * 2.0 - 1.0", "(x * x * 3.0 + x * 2.0 - 1.0, 6.0 * x + 2.0)"),
+])
+def test_contig_dual_sum_vectorises(body, dual):
+    km = kernel(f"def p(x):\n    return {body}\ndef p__dual(x):\n    return {dual}\n", "p",
+                dual="p__dual", active=("x",))
+    spec = LoopSpec(layouts=("contig",), value="sum", partials=True, seed="scalar")
+    ir = L.compile_driver(km, spec, F64).optimized_ir
+    assert re.search(r"<(4|8) x double>", ir), ir
+    got, want = run_both(km, spec, F64, 3, 101)
+    assert_same_results(got, want, F64)
+
+
+@pytest.mark.skipif(not (HAS_LIBMVEC and "d" in VECTOR_ISAS), reason="no libmvec AVX2 variants here")
+def test_tanh_dual_sum_calls_libmvec():
+    spec = LoopSpec(layouts=("contig", "scalar"), value="sum", partials=True, seed="scalar")
+    ir = L.compile_driver(TANH, spec, F64).optimized_ir
+    assert re.search(r"call <(4|8) x double> @_ZGV[de]N(4|8)v_tanh", ir)
+    ir32 = L.compile_driver(TANH, spec, F32).optimized_ir
+    assert re.search(r"call <(8|16) x float> @_ZGV[de]N(8|16)v_tanhf", ir32)
+
+
+def test_unsupported_call_is_reported():
+    from s2sad.errors import BackendUnavailableError
+    km = kernel("def k(x):\n    return math.gamma(x)\n", "k")
+    with pytest.raises(BackendUnavailableError):
+        L.lower(km, LoopSpec(layouts=("contig",)), F64)
+
+
+def test_names_that_clash():
+    """User names equal to libm symbols, LLVM words or non-ASCII identifiers still compile."""
+    km = kernel('''
+    def exp(x, y):
+        return x + y
+    def tanh(α, β):
+        i = exp(α, β)
+        o = i * 2.0
+        if o > 1.0:
+            o = o - 1.0
+        return math.exp(o) + math.tanh(α)
+    ''', "tanh")
+    spec = LoopSpec(layouts=("contig", "scalar"), value="store")
+    check_elementwise(km, F64, [np.linspace(-1, 1, 17), np.full(17, 0.25)])
+    L.compile_driver(km, spec, F32)
