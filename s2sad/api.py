@@ -42,19 +42,64 @@ class Compiled:
         return self.kernel.name
 
     def kernel_args(self, args: Sequence[Any]) -> list[Any]:
-        resolver = self.resolver
+        """The value of each kernel parameter for a call with `args`."""
         vals = []
         for kind, ref in self.plan.inputs:
-            vals.append(args[ref] if kind == "arg" else resolver.lookup(ref))
+            if kind == "arg":
+                vals.append(args[ref])
+            elif kind == "free":
+                vals.append(self.resolver.lookup(ref))
+            elif ref.origin == "param":
+                vals.append(ref.read(args[self.params.index(ref.base)]))
+            else:
+                vals.append(ref.read())
         return vals
 
-    def active_pairs(self, argnums: tuple[int, ...]) -> list[tuple[str, int]]:
-        """(kernel parameter, index of the function's argument) for each differentiated input."""
-        return [(self.kernel.params[j], ref) for j, (kind, ref) in enumerate(self.plan.inputs)
-                if kind == "arg" and ref in argnums]
+    def input_text(self, kind: str, ref) -> str:
+        """The expression, in generated code, that gives a kernel parameter's value."""
+        if kind == "arg":
+            return self.params[ref]
+        if kind == "free":
+            return ref
+        if ref.origin == "free":
+            return ref.param
+        return ref.base + "[" + ", ".join(map(str, ref.index)) + "]"
+
+    def free_values(self) -> dict[str, Any]:
+        """Keyword arguments of the derivative: free data arrays and captured free
+        elements, read now (at call time), as Python reads globals."""
+        out = {}
+        for kind, ref in self.plan.inputs:
+            if kind == "free":
+                out[ref] = self.resolver.lookup(ref)
+            elif kind == "capture" and ref.origin == "free":
+                out[ref.param] = ref.read()
+        return out
+
+    def active_pairs(self, argnums: tuple[int, ...]) -> list[tuple[str, int, tuple | None]]:
+        """(kernel parameter, index of the function's argument, element index or None) for
+        each differentiated kernel input: an argument, or an element captured from one."""
+        out = []
+        for j, (kind, ref) in enumerate(self.plan.inputs):
+            if kind == "arg" and ref in argnums:
+                out.append((self.kernel.params[j], ref, None))
+            elif kind == "capture" and ref.origin == "param" and self.params.index(ref.base) in argnums:
+                out.append((self.kernel.params[j], self.params.index(ref.base), ref.index))
+        return out
 
     def active_for(self, argnums: tuple[int, ...]) -> tuple[str, ...]:
-        return tuple(k for k, _ in self.active_pairs(argnums))
+        return tuple(k for k, _, _ in self.active_pairs(argnums))
+
+    def per_argument(self, pairs, grads, args, argnums) -> list:
+        """Kernel-parameter gradients -> one gradient per argument in argnums, captured
+        elements scattered back to where they were read."""
+        out = {i: g for (_, i, index), g in zip(pairs, grads) if index is None}
+        for (_, i, index), g in zip(pairs, grads):
+            if index is not None:
+                if i not in out:
+                    out[i] = _zeros_like(args[i])
+                out[i][index] += g
+        return [out[i] if i in out else _zeros_like(args[i]) for i in argnums]
 
 
 def compiled(fun: Callable) -> Compiled:
@@ -133,9 +178,9 @@ class Derivative:
         c = self.c
         argnums = [i % len(c.params) for i in self.argnums]
         pairs = c.active_pairs(tuple(argnums))
-        active = tuple(k for k, _ in pairs)
-        kargs = [c.params[ref] if kind == "arg" else ref for kind, ref in c.plan.inputs]
-        free = [ref for kind, ref in c.plan.inputs if kind == "free"]
+        active = tuple(k for k, _, _ in pairs)
+        kargs = [c.input_text(kind, ref) for kind, ref in c.plan.inputs]
+        free = list(c.free_values())
         sig = ", ".join(c.params) + (", *, " + ", ".join(free) if free else "")
         bars = [f"{c.params[i]}_bar" for i in argnums]
         fname = c.fun.__name__ if c.fun.__name__.isidentifier() else "loss"
@@ -144,7 +189,7 @@ class Derivative:
         k = c.kernel.name
         karg_tuple = "(" + ", ".join(kargs) + ("," if len(kargs) == 1 else "") + ")"
         active_tuple = "(" + ", ".join(repr(a) for a in active) + ("," if len(active) == 1 else "") + ")"
-        got = [f"{c.params[i]}_bar" for _, i in pairs]
+        got = [f"{c.params[i]}_bar" if index is None else f"{kp}_bar" for kp, i, index in pairs]
         got_tuple = "(" + ", ".join(got) + ("," if len(got) == 1 else "") + ")"
         if c.plan.reduction == "mean":
             lines.append(f"    scale = 1.0 / broadcast_size({', '.join(kargs)})")
@@ -154,9 +199,15 @@ class Derivative:
             if c.plan.reduction == "none":
                 lines.append(f"    check_scalar_loss(broadcast_size({', '.join(kargs)}))")
         lines.append(f"    value, {got_tuple} = sum_dual({k}, {karg_tuple}, active={active_tuple}, scale={scale})")
+        direct = {i for _, i, index in pairs if index is None}
         for i in argnums:
-            if i not in [j for _, j in pairs]:
-                lines.append(f"    {c.params[i]}_bar = zeros_like({c.params[i]})  # the loss does not read it")
+            if i not in direct:
+                note = "" if any(j == i for _, j, _ in pairs) else "  # the loss does not read it"
+                lines.append(f"    {c.params[i]}_bar = zeros_like({c.params[i]}){note}")
+        for kp, i, index in pairs:
+            if index is not None:
+                lines.append(f"    {c.params[i]}_bar[{', '.join(map(str, index))}] += {kp}_bar"
+                             f"  # captured at {c.plan.capture_location(kp)}")
         lines.append(f"    return value, ({', '.join(bars)}{',' if len(bars) == 1 else ''})")
         kmod = c.kernel.module(active)
         return ("\n".join(lines) + "\n\n\n"
@@ -171,7 +222,7 @@ class Derivative:
                 "sum_dual": functools.partial(runtime.sum_dual, backend=self.backend),
                 "broadcast_size": _broadcast_size,
                 "check_scalar_loss": functools.partial(_check_scalar_loss, c),
-                "zeros_like": lambda a: np.zeros_like(np.asarray(a, dtype=float)),
+                "zeros_like": _zeros_like,
             }
             text = self.source().split("\n\n\n# Kernel")[0]
             exec(compile(text, f"<s2sad derivative of {c.name}>", "exec"), namespace)
@@ -183,7 +234,7 @@ class Derivative:
         if fast is None:
             c = self.c
             kind = c.kernel.module(()).result_kind
-            has_free = any(k == "free" for k, _ in c.plan.inputs)
+            has_free = bool(c.free_values())
             fast = self._fast = (c, self.implementation(), kind == "float", has_free,
                                  isinstance(self.argnums_spec, (tuple, list)))
         c, impl, float_result, has_free, many = fast
@@ -195,8 +246,7 @@ class Derivative:
         if len(args) != len(c.params):
             _check_args(c, args, self.argnums)
         if has_free:
-            free = {ref: v for (kind, ref), v in zip(c.plan.inputs, c.kernel_args(args)) if kind == "free"}
-            value, grads = impl(*args, **free)
+            value, grads = impl(*args, **c.free_values())
         else:
             value, grads = impl(*args)
         if not float_result:
@@ -204,6 +254,11 @@ class Derivative:
         if not many:
             return value, _as_result(grads[0], args[self.argnums[0]])
         return value, tuple([_as_result(g, args[i]) for g, i in zip(grads, self.argnums)])
+
+
+def _zeros_like(a):
+    a = np.asarray(a)
+    return np.zeros(a.shape, a.dtype if a.dtype.kind == "f" else np.float64)
 
 
 def _broadcast_size(*args) -> int:
@@ -255,8 +310,9 @@ def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], *, backe
     argnums = tuple(i for i, p in enumerate(primals) if np.asarray(p).dtype.kind == "f")
     _check_args(c, primals, argnums)
     pairs = c.active_pairs(argnums)
-    active = tuple(k for k, _ in pairs)
-    out, out_dot = runtime.jvp(c.kernel, c.kernel_args(primals), active, [tangents[i] for _, i in pairs],
+    active = tuple(k for k, _, _ in pairs)
+    tans = [tangents[i] if index is None else np.asarray(tangents[i])[index] for _, i, index in pairs]
+    out, out_dot = runtime.jvp(c.kernel, c.kernel_args(primals), active, tans,
                                backend=backend)
     if c.plan.reduction in ("sum", "mean"):
         scale = 1.0 / max(out.size, 1) if c.plan.reduction == "mean" else 1.0
@@ -273,7 +329,7 @@ def vjp(fun: Callable, *primals, backend: str = "auto"):
     float_nums = tuple(i for i in argnums if np.asarray(primals[i]).dtype.kind == "f")
     _check_args(c, primals, float_nums)
     pairs = c.active_pairs(float_nums)
-    active = tuple(k for k, _ in pairs)
+    active = tuple(k for k, _, _ in pairs)
     kargs = c.kernel_args(primals)
     if c.plan.reduction in ("sum", "mean"):
         value, grads = runtime.sum_dual(c.kernel, kargs, active, backend=backend)
@@ -283,22 +339,18 @@ def vjp(fun: Callable, *primals, backend: str = "auto"):
 
         def pullback(out_bar):
             ob = float(np.asarray(out_bar)) * scale
-            return _per_primal(primals, pairs, [g * ob for g in grads])
+            return _per_primal(c, primals, pairs, [g * ob for g in grads])
     else:
         out = runtime.apply(c.kernel, kargs, backend=backend)
 
         def pullback(out_bar):
-            return _per_primal(primals, pairs, runtime.vjp(c.kernel, kargs, active, out_bar, backend=backend))
+            return _per_primal(c, primals, pairs, runtime.vjp(c.kernel, kargs, active, out_bar, backend=backend))
     return out, pullback
 
 
-def _per_primal(primals, pairs, grads) -> tuple:
-    by_index = {i: g for (_, i), g in zip(pairs, grads)}
-    res = []
-    for i, p in enumerate(primals):
-        g = by_index.get(i)
-        res.append(_as_result(g, p) if g is not None else _as_result(np.zeros(np.shape(p)), p))
-    return tuple(res)
+def _per_primal(c: Compiled, primals, pairs, grads) -> tuple:
+    nums = tuple(range(len(primals)))
+    return tuple(_as_result(g, p) for g, p in zip(c.per_argument(pairs, grads, primals, nums), primals))
 
 
 # ---------------------------------------------------------------- broadcast

@@ -43,7 +43,7 @@ def uses_del(z):
 
 
 def reads_array(z):
-    return z * DATA[0]
+    return z * DATA[int(z)]
 
 
 def calls_opaque(z):

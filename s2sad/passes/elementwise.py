@@ -16,7 +16,7 @@ with its location, for `explain`.
 from __future__ import annotations
 
 import copy
-import types
+import dataclasses
 from dataclasses import dataclass, field
 
 import gast
@@ -49,6 +49,12 @@ class LossPlan:
     return_line: str = ""
     return_location: str = ""
 
+    def capture_location(self, param: str) -> str:
+        for kind, ref in self.inputs:
+            if kind == "capture" and ref.param == param:
+                return str(ref.location)
+        return "?"
+
 
 REDUCTIONS = {"sum": "sum", "mean": "mean"}
 
@@ -80,7 +86,7 @@ class _Planner:
         if rules.user_rule(self.pf.fn) is not None or not all(_array_level_statement(s) for s in body):
             # control flow: the whole function is one scalar function of scalars
             program = Normalizer().program(self.pf)
-            return LossPlan(program, "none", [("arg", i) for i in range(len(self.params))],
+            return LossPlan(program, "none", _inputs(program, self.params),
                             [Site(self.loc(node), self.pf.name, "dual", "a scalar function: differentiated as a whole"
                                   if rules.user_rule(self.pf.fn) is None else "its rule registered with s2sad.defrule",
                                   _line(self.pf.filename, node))],
@@ -113,12 +119,13 @@ class _Planner:
         used = {n.id for n in gast.walk(expr) if isinstance(n, gast.Name)}
         used |= {n.id for s in self.prelude for n in gast.walk(s) if isinstance(n, gast.Name)}
         kparams = [p for p in self.params if p in used] + self.free_arrays
-        inputs = [("arg", self.params.index(p)) for p in self.params if p in used] + \
-                 [("free", n) for n in self.free_arrays]
         fname = f"{self._name()}__elementwise"
         fn = function_def(fname, kparams, copy.deepcopy(self.prelude) + [gast.Return(value=expr)])
         gast.copy_location(fn, node)
-        program = _unwrap_single_call(Normalizer().program_from_node(fn, self.pf, fname))
+        program = _drop_unread_params(Normalizer().program_from_node(fn, self.pf, fname))
+        inputs = _inputs(program, self.params)
+        program = _unwrap_single_call(program)
+        _mark_closures(self.sites, program)
         return LossPlan(program, reduction, inputs, self.sites,
                         return_line=_line(self.pf.filename, ret), return_location=self.loc(ret))
 
@@ -280,6 +287,48 @@ class _Planner:
         return gast.Call(func=name(lam_name), args=[array], keywords=[])
 
 
+def _mark_closures(sites: list[Site], p: ScalarProgram) -> None:
+    """Sites of a kernel that reads captured values take the dual+closure path."""
+    if not p.captures:
+        return
+    reads = ", ".join(f"{c.base}[{', '.join(map(str, c.index))}] "
+                      f"({'differentiated' if c.origin == 'param' else 'data'}, read at {c.location})"
+                      for c in p.captures)
+    for s in sites:
+        if s.path == "dual":
+            s.path = "dual+closure"
+            s.reason = f"closure: captured values become kernel arguments with their own partials: {reads}"
+
+
+def _inputs(p: ScalarProgram, params: list[str]) -> list[tuple]:
+    """Where each kernel parameter's value comes from: ("arg", index of the loss's
+    argument), ("free", name of a free array) or ("capture", Capture)."""
+    caps = {c.param: c for c in p.captures}
+    out = []
+    for kp in p.params:
+        if kp in caps:
+            out.append(("capture", caps[kp]))
+        elif kp in params:
+            out.append(("arg", params.index(kp)))
+        else:
+            out.append(("free", kp))
+    return out
+
+
+def _drop_unread_params(p: ScalarProgram) -> ScalarProgram:
+    """Parameters the kernel never reads (arrays read only through captured elements,
+    `y` in `lambda z: z + y[0]`) are not broadcast with the others."""
+    fn = p.functions[p.entry]
+    read = {n.id for st in fn.body for n in gast.walk(st) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load)}
+    caps = {c.param for c in p.captures}
+    keep = [a for a in fn.args.args if a.id in read or a.id in caps]
+    if len(keep) == len(fn.args.args):
+        return p
+    fn.args.args = keep
+    p.params = tuple(a.id for a in keep)
+    return p
+
+
 def _unwrap_single_call(p: ScalarProgram) -> ScalarProgram:
     """`def loss__elementwise(x): return f(x)` -> f itself is the entry (reads better)."""
     fn = p.functions[p.entry]
@@ -291,8 +340,10 @@ def _unwrap_single_call(p: ScalarProgram) -> ScalarProgram:
             helper = p.functions[call.func.id]
             functions = {k: v for k, v in p.functions.items() if k != p.entry}
             functions[call.func.id] = functions.pop(call.func.id)
-            return ScalarProgram(functions, call.func.id, tuple(a.id for a in helper.args.args), p.origins,
-                                 p.custom_rules)
+            hparams = tuple(a.id for a in helper.args.args)
+            by_position = {c.param: hparams[p.params.index(c.param)] for c in p.captures}
+            captures = [dataclasses.replace(c, param=by_position[c.param]) for c in p.captures]
+            return ScalarProgram(functions, call.func.id, hparams, p.origins, p.custom_rules, captures)
     return p
 
 

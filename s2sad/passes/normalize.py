@@ -29,7 +29,35 @@ import numpy as np
 from .. import rules
 from ..errors import (FreeVariableError, NoSourceError, RecursionNotSupportedError,
                       StatefulError, UnsupportedSyntaxError)
+from ..errors import SourceLocation
 from ..frontend import MISSING, ParsedFunction, Resolver, attribute_value, classify, location_of, parse_function
+
+
+@dataclass(frozen=True)
+class Capture:
+    """A value a scalar function reads from outside its arguments: `base[index]` (or
+    `base` itself when index is ()), evaluated before the kernel runs and passed in as
+    the extra parameter `param`. origin "param": `base` is a parameter of the entry
+    (a differentiated value, whose gradient is scattered back to where it was read);
+    "free": a free name holding data (an array, list or number)."""
+
+    origin: str
+    base: str
+    index: tuple[int, ...]
+    param: str
+    location: SourceLocation
+    resolver: Resolver | None = field(default=None, compare=False, repr=False)  # for "free"
+
+    def key(self) -> tuple:
+        return (self.origin, self.base, self.index)
+
+    def read(self, value=None):
+        """The captured number, from the base's value (looked up now for "free")."""
+        if value is None:
+            value = self.resolver.lookup(self.base)
+        for i in self.index:
+            value = value[i]
+        return value
 
 
 @dataclass
@@ -42,6 +70,8 @@ class ScalarProgram:
     origins: dict[str, str] = field(default_factory=dict)
     # helpers whose derivative is a user rule: name -> (params, partial trees or None)
     custom_rules: dict[str, tuple[tuple[str, ...], list]] = field(default_factory=dict)
+    # the entry's trailing parameters that carry captured values, in order
+    captures: list[Capture] = field(default_factory=list)
 
 
 def name(id_: str, ctx=None) -> gast.Name:
@@ -144,6 +174,9 @@ class _Scope:
     local_functions: dict[str, _LocalFunction]
     parent: "_Scope | None" = None
     temps: int = 0
+    # names whose elements may be captured (`y[0]`): lifted locals and synthesized entries' params
+    capturable: set[str] = field(default_factory=set)
+    captures: list[Capture] = field(default_factory=list)
 
     def temp(self) -> str:
         while True:
@@ -173,6 +206,7 @@ class Normalizer:
         self._helper_of: dict[int, str] = {}
         self._stack: list[int] = []
         self.custom_rules: dict[str, tuple[tuple[str, ...], list]] = {}
+        self.captures: dict[str, list[Capture]] = {}   # helper -> its capture params
 
     # ------------------------------------------------------------ functions
 
@@ -185,18 +219,21 @@ class Normalizer:
             self.functions[entry] = function_def(entry, list(rule.params), [gast.Return(value=call)])
             return ScalarProgram(self.functions, entry, rule.params, self.origins, self.custom_rules)
         entry = self.user_function(pf.fn, pf)
-        fn = self.functions[entry]
         # the entry goes last so helpers print first
         self.functions[entry] = self.functions.pop(entry)
-        return ScalarProgram(self.functions, entry, tuple(a.id for a in fn.args.args), self.origins,
-                             self.custom_rules)
+        return self._program(entry)
+
+    def _program(self, entry: str) -> ScalarProgram:
+        caps = self.captures.get(entry, [])
+        params = tuple(a.id for a in self.functions[entry].args.args)
+        return ScalarProgram(self.functions, entry, params, self.origins, self.custom_rules, list(caps))
 
     def program_from_node(self, node: gast.FunctionDef, pf: ParsedFunction, fname: str) -> ScalarProgram:
-        """Normalize a function tree synthesized from `pf`'s code (same resolver and file)."""
-        self._emit(fname, node, pf.filename, pf.resolver, None, captured=())
+        """Normalize a function tree synthesized from `pf`'s code (same resolver and file);
+        elements of its parameters may be captured by the local functions it defines."""
+        self._emit(fname, node, pf.filename, pf.resolver, None, captured=(), entry=True)
         self.functions[fname] = self.functions.pop(fname)
-        return ScalarProgram(self.functions, fname, tuple(a.id for a in self.functions[fname].args.args),
-                             self.origins, self.custom_rules)
+        return self._program(fname)
 
     def user_function(self, fn, pf: ParsedFunction | None = None, at=None) -> str:
         key = id(fn)
@@ -240,7 +277,8 @@ class Normalizer:
         return cand
 
     def _emit(self, helper: str, node, filename: str, resolver: Resolver, parent: _Scope | None,
-              captured: tuple[str, ...]) -> None:
+              captured: tuple[str, ...], entry: bool = False) -> tuple[str, ...]:
+        """Emit `helper`; returns the lifted locals it really reads (the rest are dropped)."""
         args = node.args
         loc = location_of(filename, node)
         if args.vararg or args.kwarg or args.kwonlyargs or args.defaults or args.posonlyargs:
@@ -256,7 +294,8 @@ class Normalizer:
                 raise UnsupportedSyntaxError(
                     f"'{kw}' is not supported: generators and coroutines cannot be differentiated (Yield)",
                     location_of(filename, n), hint="Return a number instead.")
-        scope = _Scope(filename, resolver, set(params) | set(captured) | _assigned_names(body), {}, parent)
+        scope = _Scope(filename, resolver, set(params) | set(captured) | _assigned_names(body), {}, parent,
+                       capturable=set(captured) | (set(params) if entry else set()))
         if isinstance(node, gast.FunctionDef) and node.decorator_list and parent is not None:
             raise UnsupportedSyntaxError("decorated local functions are not supported", loc,
                                          hint="Remove the decorator.")
@@ -265,7 +304,11 @@ class Normalizer:
             raise UnsupportedSyntaxError(
                 f"'{getattr(node, 'name', 'lambda')}' can reach its end without returning a number", loc,
                 hint="Add a return statement on every path.")
-        self.functions[helper] = function_def(helper, list(captured) + params, core)
+        read = {n.id for st in core for n in gast.walk(st) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load)}
+        used_lifted = tuple(c for c in captured if c in read)
+        self.functions[helper] = function_def(helper, list(used_lifted) + params + [c.param for c in scope.captures], core)
+        self.captures[helper] = list(scope.captures)
+        return used_lifted
 
     # ------------------------------------------------------------ statements
 
@@ -490,6 +533,10 @@ class Normalizer:
                        "outside a scalar function.", FreeVariableError)
 
     def subscript(self, e: gast.Subscript, scope: _Scope) -> gast.expr:
+        if isinstance(e.value, gast.Name):
+            captured = self.captured_element(e, e.value.id, scope)
+            if captured is not None:
+                return captured
         values = self.constant_tuple(e.value, scope)
         if values is None:
             raise self.err(scope, e, "indexing is only supported on tuples of constant numbers here",
@@ -508,6 +555,33 @@ class Normalizer:
             test = gast.Compare(left=index, ops=[gast.Eq()], comparators=[const(i)])
             result = gast.IfExp(test=test, body=const(values[i]), orelse=result)
         return result
+
+    def captured_element(self, e: gast.Subscript, base: str, scope: _Scope) -> gast.expr | None:
+        """`y[0]` of a differentiated value or of data outside the function, as a capture."""
+        if base in scope.locals:
+            if base not in scope.capturable:
+                return None
+            origin = "param"
+        else:
+            r = scope.resolver.resolve(base)
+            if r is None or r.kind not in ("array", "container"):
+                return None
+            origin = "free"
+        index = _constant_index(e.slice)
+        if index is None:
+            raise self.err(scope, e, f"'{base}' is indexed with a value computed per element",
+                           "Read elements of captured arrays at constant positions (y[0]); pass arrays "
+                           "that vary per element as arguments of s2sad.broadcast.", FreeVariableError)
+        if origin == "free":
+            try:
+                v = Capture(origin, base, index, "", None).read(scope.resolver.lookup(base))
+                ok = isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool)
+            except (IndexError, KeyError, TypeError):
+                ok = False
+            if not ok:
+                raise self.err(scope, e, f"'{_dotted(e.value)}{list(index)}' is not a number",
+                               "Index down to a single number.", FreeVariableError)
+        return name(self.capture(scope, origin, base, index, e))
 
     def call(self, e: gast.Call, scope: _Scope) -> gast.expr:
         if e.keywords or any(isinstance(a, gast.Starred) for a in e.args):
@@ -537,10 +611,11 @@ class Normalizer:
             return gast.Call(func=name(helper), args=args, keywords=[])
         if r.kind == "function":
             helper = self.user_function(value, at=location_of(scope.filename, e))
-            nparams = len(self.functions[helper].args.args)
+            caps = self.captures.get(helper, [])
+            nparams = len(self.functions[helper].args.args) - len(caps)
             if nparams != len(args):
                 raise self.err(scope, e, f"'{label}' takes {nparams} arguments, {len(args)} given", "Fix the call.")
-            return gast.Call(func=name(helper), args=args, keywords=[])
+            return gast.Call(func=name(helper), args=args + self.pass_captures(caps, scope, e, {}), keywords=[])
         raise self.err(scope, e, f"'{label}' has no Python source s2sad can read and no derivative rule",
                        f"Register a rule for it: s2sad.defrule({label}, \"<d out/d x>\", impl=<a Python "
                        f"function computing it>), or call a function written in Python.", NoSourceError)
@@ -568,14 +643,46 @@ class Normalizer:
             captured = tuple(sorted(n for n in used - own if n in owner.locals and n not in owner.local_functions))
             base = node.name if isinstance(node, gast.FunctionDef) else f"lambda_{node.lineno}"
             lf.helper = self._fresh(base)
-            lf.captured = captured
-            self._emit(lf.helper, node, owner.filename, owner.resolver, owner, captured)
+            lf.captured = self._emit(lf.helper, node, owner.filename, owner.resolver, owner, captured)
             self.origins[lf.helper] = f"local function at {owner.filename}:{node.lineno}"
-        if scope is not owner and lf.captured:
+        caps = self.captures.get(lf.helper, [])
+        if scope is not owner and (lf.captured or any(c.origin == "param" for c in caps)):
             raise self.err(scope, e, "a local function that captures variables can only be called "
                            "from the function that defines it", "Pass the values as arguments.")
         args = [name(c) for c in lf.captured] + [self.expr(a, scope) for a in e.args]
-        return gast.Call(func=name(lf.helper), args=args, keywords=[])
+        return gast.Call(func=name(lf.helper), args=args + self.pass_captures(caps, scope, e, {}), keywords=[])
+
+    # ------------------------------------------------------------ captured values
+
+    def capture(self, scope: _Scope, origin: str, base: str, index: tuple[int, ...], node,
+                location: SourceLocation | None = None, resolver: Resolver | None = None) -> str:
+        """The parameter of this function that carries `base[index]`, added once;
+        `location` is where the user's code reads it (kept as captures pass upwards)."""
+        for c in scope.captures:
+            if c.key() == (origin, base, index):
+                return c.param
+        suffix = "_".join(str(i) if i >= 0 else f"m{-i}" for i in index)
+        param = f"{base}_{suffix}" if suffix else base
+        while param in scope.locals:
+            param += "_"
+        scope.locals.add(param)
+        scope.captures.append(Capture(origin, base, index, param, location or location_of(scope.filename, node),
+                                      resolver or scope.resolver))
+        return param
+
+    def pass_captures(self, caps: list[Capture], scope: _Scope, node, _unused) -> list[gast.expr]:
+        """Arguments for a callee's capture params: the caller captures the same values."""
+        args = []
+        for c in caps:
+            if c.origin == "free":
+                args.append(name(self.capture(scope, "free", c.base, c.index, node, c.location, c.resolver)))
+            elif c.base in scope.capturable:
+                args.append(name(self.capture(scope, "param", c.base, c.index, node, c.location)))
+            else:
+                raise self.err(scope, node, f"'{c.base}{list(c.index)}' is read from a local variable of "
+                               "an enclosing scalar function", "Pass the value as an argument.",
+                               FreeVariableError)
+        return args
 
 
 def _literal(e) -> float | None:
@@ -589,6 +696,18 @@ def _literal(e) -> float | None:
 
 def _constant_value(e) -> float | None:
     return _literal(e)
+
+
+def _constant_index(e) -> tuple[int, ...] | None:
+    """(i, j, ...) of a constant integer subscript, else None."""
+    elts = e.elts if isinstance(e, gast.Tuple) else [e]
+    out = []
+    for x in elts:
+        v = _literal(x)
+        if v is None or isinstance(v, float):
+            return None
+        out.append(int(v))
+    return tuple(out)
 
 
 def _dotted(node) -> str:
