@@ -145,6 +145,8 @@ def _as_result(g: np.ndarray, like: Any):
         return np.asarray(g, dtype=like.dtype).reshape(like.shape)
     if isinstance(like, np.ndarray):
         return np.asarray(g, dtype=like.dtype).reshape(like.shape)
+    if isinstance(like, (list, tuple)):
+        return np.asarray(g, dtype=float).reshape(np.shape(like))
     if isinstance(like, np.floating):
         return type(like)(np.asarray(g).item())
     return float(np.asarray(g).item())

@@ -295,7 +295,7 @@ def _mark_closures(sites: list[Site], p: ScalarProgram) -> None:
                       f"({'differentiated' if c.origin == 'param' else 'data'}, read at {c.location})"
                       for c in p.captures)
     for s in sites:
-        if s.path == "dual":
+        if s.path in ("dual", "dual+closure"):
             s.path = "dual+closure"
             s.reason = f"closure: captured values become kernel arguments with their own partials: {reads}"
 
