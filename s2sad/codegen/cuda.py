@@ -6,7 +6,7 @@ returns are tuples returns a small struct `<fn>_ret { T r0, r1, ...; }`), follow
 an `extern "C" __global__` driver named `driver_name(kmod, spec, dtype)` and, when the
 driver reduces anything, a second kernel `<driver>__finish`. The text is
 deterministic and has no `#include`: NVRTC compiles it as is, and so does g++ with
-`cuda_shim.h` in front (see `cuda_host`).
+the shim header `cuda_host.SHIM` in front (see `cuda_host`).
 
 Per-element semantics are exactly those of the `LoopSpec` contract in `kernel.py`
 (the python backend's `run_driver` is the reference). What is specific to the GPU:
@@ -33,17 +33,19 @@ over 64-bit indices; any 1-D grid and block shape computes the same result.
 - Then `<driver>__finish(long long n_parts, const T* partials, <dest_0>, <dest_1>, ...)`
   is launched with one block of one thread, n_parts being the driver's gridDim.x; it
   adds sum_b partials[q * n_parts + b] into dest_q[0] (dest_q is acc or the grad),
-  so that `acc[0] += sum` and `g[0] += sum` hold as in the contract. Summation is
-  deterministic for a fixed launch shape; it differs from the serial order of the
-  reference by rounding only.
+  so that `acc[0] += sum` and `g[0] += sum` hold as in the contract. These sums are
+  deterministic for a fixed launch shape (atomicAdd'ed strided grads are not); they
+  differ from the serial order of the reference by rounding only.
 
 `launch` (cupy) and `cuda_host.launch` (g++ host emulation) both go through
-`execute`, which owns the launch configuration, the partials buffer and the finish
-step; only the way a kernel is called differs.
+`execute`, which owns the launch configuration (`launch_config`: block 256, enough
+blocks for one element per thread, at most a full device's worth), the partials
+buffer and the finish step; only the way a kernel is called differs.
 
 Math: CUDA's double functions (`tanh`, `cbrt`, `log1p`, `erf`, `hypot`...) and their
 `f`-suffixed float twins; `sign` is built with `copysign`; `//`, `%`, `min`, `max`,
-`round` (`rint`, half to even) and `int` (`trunc`) have Python's semantics; `and`/`or`
+`round` (`rint`, half to even) and `int` (`trunc`) have Python's semantics (`x // 0.0`
+is `x / 0.0`, as numpy has it, where Python raises); `and`/`or`
 return an operand; `IfExp` and the right operand of `and`/`or` are evaluated only when
 chosen (as C ternaries, or as if-statements when they need statements of their own).
 """
@@ -85,7 +87,7 @@ _CTYPES = {"f64": ("double", ""), "f32": ("float", "f")}
 
 def dtype_tag(dtype: Any) -> str:
     """'f64' or 'f32' for anything numpy reads as float64/float32 (or 'f64'/'f32')."""
-    if dtype in ("f64", "f32"):
+    if isinstance(dtype, str) and dtype in ("f64", "f32"):
         return dtype
     dt = np.dtype(dtype)
     if dt == np.float64:
@@ -152,7 +154,7 @@ _RESERVED = (_CXX_KEYWORDS | _MATH_FNS | set(_MATH.values()) | {v + "f" for v in
 
 # names used by the driver's own code
 _DRIVER_NAMES = {"n_outer", "n_inner", "n", "stride", "k", "o", "i", "r", "value", "s", "red",
-                 "out", "acc", "seed", "out_dot", "partials", "n_parts", "b", "t"}
+                 "out", "acc", "seed", "out_dot", "partials", "n_parts", "b", "t", "sum_acc"}
 
 
 def _mangle(name: str, taken: set[str]) -> str:
@@ -185,9 +187,25 @@ class Arg:
                 "cptr": f"const {T}* "}[self.kind] + self.name
 
 
+def _function_cnames(kmod: KernelModule) -> dict[str, str]:
+    """C names of the module's functions (a tuple-returning f also takes f_ret)."""
+    fnames: dict[str, str] = {}
+    taken: set[str] = set(_DRIVER_NAMES)
+    for n in kmod.functions:
+        c = _mangle(n, taken)
+        while c + "_ret" in taken or c + "_ret" in _RESERVED:
+            c = _mangle(c + "_", taken)
+        fnames[n] = c
+        taken |= {c, c + "_ret"}
+    return fnames
+
+
 def _param_cnames(kmod: KernelModule, spec: LoopSpec) -> list[str]:
-    """C base names of the entry params, distinct once suffixed with _so/_bar/_dot..."""
+    """C base names of the entry params in drivers, distinct once suffixed with
+    _so/_bar/_dot..., and from the driver's locals and the module's functions."""
     taken = set(_DRIVER_NAMES)
+    for c in _function_cnames(kmod).values():
+        taken |= {c, c + "_ret"}
     bases: list[str] = []
     for p in kmod.params:
         c = _mangle(p, taken)
@@ -401,7 +419,7 @@ class _Expr:
             b = self.value(e.body, pb)
             o = self.value(e.orelse, pc)
             if not pb and not pc:
-                return f"{_par(test, _COND + 1)} ? {_par(b, _COND)} : {_par(o, _COND)}", _COND
+                return f"{_par(test, _LAND + 1)} ? {_par(b, _COND + 1)} : {_par(o, _COND + 1)}", _COND
             t = c.temp("t")
             pre.append(f"{c.T} {t};")
             pre.append(f"if ({test[0]}) {{")
@@ -434,7 +452,7 @@ class _Expr:
         z = f"0.0{self.c.sfx}"
         test = f"{a[0]} != {z}" if is_and else f"{a[0]} == {z}"  # NaN is true, as in Python
         if not pb:
-            return f"{test} ? {_par(b, _COND)} : {a[0]}", _COND
+            return f"{test} ? {_par(b, _COND + 1)} : {a[0]}", _COND
         t = self.c.temp("t")
         pre.append(f"{self.c.T} {t} = {a[0]};")
         pre.append(f"if ({test}) {{")
@@ -493,7 +511,8 @@ class _Expr:
                     val = self.value(e, pre)
                     return f"{_par(val, _EQ + 1)} != 0.0{self.c.sfx}", _EQ
             pre.extend(first)
-            return f" {sym} ".join(_par(x, p + 1) for x in parts), p
+            # parenthesize && inside || (as -Wparentheses asks)
+            return f" {sym} ".join(_par(x, _LAND + 1) for x in parts), p
         if isinstance(e, gast.Constant) and isinstance(e.value, (bool, int, float)):
             return ("true" if e.value else "false"), _PRIMARY
         v = self.value(e, pre)
@@ -624,6 +643,21 @@ class _Stmts:
                       f"    {target} = ({c.T}){k};", *_ind(self.block(s.body)), "}"]
 
 
+def _wrap(head: str, items: list[str], end: str, width: int = 96) -> list[str]:
+    """`head item, item, ...end` broken into lines of at most `width` characters."""
+    lines: list[str] = []
+    cur = head
+    for k, item in enumerate(items):
+        piece = item + (end if k + 1 == len(items) else ",")
+        if cur.strip() and len(cur) + 1 + len(piece) > width and cur != head:
+            lines.append(cur)
+            cur = " " * len(head) + piece
+        else:
+            cur = cur + ("" if cur == head else " ") + piece
+    lines.append(cur)
+    return lines
+
+
 def _ind(lines: list[str], n: int = 1) -> list[str]:
     return [("    " * n + line) if line else line for line in lines]
 
@@ -683,9 +717,10 @@ def _order(kmod: KernelModule, roots: list[str]) -> list[str]:
 
 _HELPERS = {
     "s2sad_floordiv": """\
-// Python's float floor division (CPython's float_floor_div)
+// Python's float floor division (CPython's float_floor_div; x // 0 is x / 0, as in numpy)
 __device__ inline T s2sad_floordiv(T a, T b)
 {
+    if (b == 0.0S) return a / b;
     T m = fmodF(a, b);
     T d = (a - m) / b;
     if (m != 0.0S) {
@@ -760,11 +795,7 @@ def lower(kmod: KernelModule, spec: LoopSpec, dtype: Any) -> str:
     entry = kmod.dual_entry if spec.needs_dual else kmod.entry
     order = _order(kmod, [entry])
 
-    fnames: dict[str, str] = {}
-    taken: set[str] = set(_DRIVER_NAMES)
-    for n in kmod.functions:
-        fnames[n] = _mangle(n, taken)
-        taken |= {fnames[n], fnames[n] + "_ret"}
+    fnames = _function_cnames(kmod)
     tuple_fns = {fnames[n]: _returns_tuple(kmod.functions[n]) for n in kmod.functions
                  if _returns_tuple(kmod.functions[n])}
     helpers: set[str] = set()
@@ -789,7 +820,7 @@ def lower(kmod: KernelModule, spec: LoopSpec, dtype: Any) -> str:
         rtype = ret_struct or T
         decl = [f"__device__ {rtype} {cname}({', '.join(f'{T} {p}' for p in params)})", "{"]
         if locals_:
-            decl.append("    " + f"{T} " + ", ".join(f"{v} = 0.0{sfx}" for v in locals_) + ";")
+            decl += _ind(_wrap(f"{T} ", [f"{v} = 0.0{sfx}" for v in locals_], ";"))
         chunks.append("\n".join(head + decl + _ind(body) + ["}"]))
 
     driver = _driver_text(kmod, spec, tag, fnames, tuple_fns)
