@@ -52,7 +52,8 @@ struct three__dual_ret { double r0, r1, r2, r3; };
 
 __device__ three__dual_ret three__dual(double x, double y, double w)
 {
-    double _d1 = 0.0, _d2 = 0.0, s_dot_x = 0.0, s_dot_y = 0.0, s_dot_w = 0.0, s = 0.0, _d7 = 0.0, _d4 = 0.0, _d5 = 0.0, _d6 = 0.0, _d3 = 0.0;
+    double _d1 = 0.0, _d2 = 0.0, s_dot_x = 0.0, s_dot_y = 0.0, s_dot_w = 0.0, s = 0.0, _d7 = 0.0,
+           _d4 = 0.0, _d5 = 0.0, _d6 = 0.0, _d3 = 0.0;
     _d1 = x * y;
     _d2 = pow(w, 2.0);
     s_dot_x = y;

@@ -16,7 +16,7 @@ import numpy as np
 
 from . import rules, runtime
 from .codegen.python import unparse
-from .errors import NonDifferentiableInputError, NonScalarLossError, S2SADError
+from .errors import NonDifferentiableInputError, NonScalarLossError, S2SADError, StatefulError
 from .frontend import parse_function
 from .passes.elementwise import LossPlan, plan_loss
 from .passes.normalize import normalize
@@ -200,7 +200,16 @@ class Derivative:
             scale = "1.0"
             if c.plan.reduction == "none":
                 lines.append(f"    check_scalar_loss(broadcast_size({', '.join(kargs)}))")
-        lines.append(f"    value, {got_tuple} = sum_dual({k}, {karg_tuple}, active={active_tuple}, scale={scale})")
+        if c.plan.program.state:
+            cells = ", ".join(cell.describe() for cell in c.plan.program.state)
+            lines.append(f"    # {k} writes state ({cells}): its elements run in order, threading the state,")
+            lines.append("    # then a reverse sweep; the state is written back once, as a plain call would")
+            lines.append("    state = read_state()")
+            lines.append(f"    value, {got_tuple}, state = scan_grads({k}, {karg_tuple}, active={active_tuple}, "
+                         f"state=state, seed={scale})")
+            lines.append("    write_state(state)")
+        else:
+            lines.append(f"    value, {got_tuple} = sum_dual({k}, {karg_tuple}, active={active_tuple}, scale={scale})")
         direct = {i for _, i, index in pairs if index is None}
         for i in argnums:
             if i not in direct:
@@ -211,7 +220,8 @@ class Derivative:
                 lines.append(f"    {c.params[i]}_bar[{', '.join(map(str, index))}] += {kp}_bar"
                              f"  # captured at {c.plan.capture_location(kp)}")
         lines.append(f"    return value, ({', '.join(bars)}{',' if len(bars) == 1 else ''})")
-        kmod = c.kernel.module(active)
+        state_params = c.kernel.params[len(c.kernel.params) - len(c.plan.program.state):] if c.plan.program.state else ()
+        kmod = c.kernel.module(active + tuple(state_params))
         return ("\n".join(lines) + "\n\n\n"
                 f"# Kernel {k}: the loss's elementwise part, fused with its reduction.\n"
                 f"# Its dual returns the value and one partial per active argument.\n" + kmod.source())
@@ -225,6 +235,9 @@ class Derivative:
                 "broadcast_size": _broadcast_size,
                 "check_scalar_loss": functools.partial(_check_scalar_loss, c),
                 "zeros_like": _zeros_like,
+                "scan_grads": _scan_value_and_grads(self.backend),
+                "read_state": functools.partial(_read_state, c),
+                "write_state": functools.partial(_write_state, c),
             }
             text = self.source().split("\n\n\n# Kernel")[0]
             exec(compile(text, f"<s2sad derivative of {c.name}>", "exec"), namespace)
@@ -256,6 +269,23 @@ class Derivative:
         if not many:
             return value, _as_result(grads[0], args[self.argnums[0]])
         return value, tuple([_as_result(g, args[i]) for g, i in zip(grads, self.argnums)])
+
+
+def _read_state(c: Compiled) -> list[float]:
+    return [float(cell.get()) for cell in c.plan.program.state]
+
+
+def _write_state(c: Compiled, values) -> None:
+    for cell, v in zip(c.plan.program.state, values):
+        cell.set(v)
+
+
+def _scan_value_and_grads(backend: str):
+    """scan_grads for generated code: (seed * sum of values, grads, final state)."""
+    def scan_grads(kernel, args, active, state, seed):
+        value, grads, final = runtime.scan_grads(kernel, args, active, state, seed=seed, backend=backend)
+        return value * seed, grads, final
+    return scan_grads
 
 
 def _zeros_like(a):
@@ -314,6 +344,8 @@ def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], *, backe
     pairs = c.active_pairs(argnums)
     active = tuple(k for k, _, _ in pairs)
     tans = [tangents[i] if index is None else np.asarray(tangents[i])[index] for _, i, index in pairs]
+    if c.plan.program.state:
+        return _stateful_jvp(c, primals, active, tans, backend)
     out, out_dot = runtime.jvp(c.kernel, c.kernel_args(primals), active, tans,
                                backend=backend)
     if c.plan.reduction in ("sum", "mean"):
@@ -333,6 +365,8 @@ def vjp(fun: Callable, *primals, backend: str = "auto"):
     pairs = c.active_pairs(float_nums)
     active = tuple(k for k, _, _ in pairs)
     kargs = c.kernel_args(primals)
+    if c.plan.program.state:
+        return _stateful_vjp(c, primals, pairs, active, kargs, backend)
     if c.plan.reduction in ("sum", "mean"):
         value, grads = runtime.sum_dual(c.kernel, kargs, active, backend=backend)
         n = _broadcast_size(*kargs)
@@ -347,6 +381,42 @@ def vjp(fun: Callable, *primals, backend: str = "auto"):
 
         def pullback(out_bar):
             return _per_primal(c, primals, pairs, runtime.vjp(c.kernel, kargs, active, out_bar, backend=backend))
+    return out, pullback
+
+
+def _stateful_jvp(c: Compiled, primals, active, tans, backend):
+    """A scan's jvp for a scalar loss: the reverse sweep's gradients dotted with the tangents."""
+    if c.plan.reduction not in ("sum", "mean"):
+        raise StatefulError(f"jvp of {c.fun.__name__}, which returns an array computed by a function that "
+                            "writes state, is not supported", _return_location(c),
+                            hint="Reduce it to a scalar (np.sum) or use s2sad.vjp.")
+    kargs = c.kernel_args(primals)
+    scale = 1.0 / _broadcast_size(*kargs) if c.plan.reduction == "mean" else 1.0
+    value, grads, final = runtime.scan_grads(c.kernel, kargs, active, _read_state(c), seed=scale, backend=backend)
+    _write_state(c, final)
+    return value * scale, float(sum(np.sum(np.asarray(g) * np.asarray(t)) for g, t in zip(grads, tans)))
+
+
+def _stateful_vjp(c: Compiled, primals, pairs, active, kargs, backend):
+    """A scan's vjp: the primal runs (and writes its state) once; the pullback sweeps
+    again from the saved initial state without writing it."""
+    initial = _read_state(c)
+    if c.plan.reduction in ("sum", "mean"):
+        scale = 1.0 / _broadcast_size(*kargs) if c.plan.reduction == "mean" else 1.0
+        value, grads, final = runtime.scan_grads(c.kernel, kargs, active, initial, seed=1.0, backend=backend)
+        _write_state(c, final)
+
+        def pullback(out_bar):
+            ob = float(np.asarray(out_bar)) * scale
+            return _per_primal(c, primals, pairs, [g * ob for g in grads])
+        return value * scale, pullback
+    out, final = runtime.scan_apply(c.kernel, kargs, initial, backend=backend)
+    _write_state(c, final)
+
+    def pullback(out_bar):
+        _, grads, _ = runtime.scan_grads(c.kernel, kargs, active, initial, seed=np.asarray(out_bar),
+                                         value="none", backend=backend)
+        return _per_primal(c, primals, pairs, grads)
     return out, pullback
 
 
@@ -370,6 +440,12 @@ def broadcast(f: Callable, *args, backend: str = "auto"):
         program = normalize(parse_function(f))
         kernel = Kernel(program, program.entry)
         _BROADCAST[f] = kernel
+    state = kernel.program.state
+    if state:  # a scan: elements in order, the state written back once
+        out, final = runtime.scan_apply(kernel, args, [float(c.get()) for c in state], backend=backend)
+        for cell, v in zip(state, final):
+            cell.set(v)
+        return out
     return runtime.apply(kernel, args, backend=backend)
 
 

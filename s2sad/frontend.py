@@ -154,12 +154,18 @@ class Resolver:
     def __init__(self, fn: types.FunctionType, extra: dict[str, Any] | None = None):
         self.fn = fn
         self.cells: dict[str, Any] = dict(extra or {})
+        self._cell_objects: dict[str, Any] = {}
         if fn.__closure__:
             for name, cell in zip(fn.__code__.co_freevars, fn.__closure__):
+                self._cell_objects[name] = cell
                 try:
                     self.cells[name] = cell.cell_contents
                 except ValueError:  # empty cell
                     pass
+
+    def cell(self, name: str):
+        """The closure cell of a free variable (for nonlocal state), or None."""
+        return self._cell_objects.get(name)
 
     def lookup(self, name: str) -> Any:
         if name in self.cells:

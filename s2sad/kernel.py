@@ -69,6 +69,47 @@ dtype's C type (double or float), is, in this order:
 The entry's dual function (`forward.dual_name`) returns the value and one partial
 per active parameter; drivers with partials or tangents call it, drivers without
 call the primal entry.
+
+Scan drivers (stateful functions)
+---------------------------------
+A function that writes state (a global, a nonlocal, an item of a captured container)
+is normalized to a *state-passing* entry with k state parameters last:
+
+    f(p1, ..., pn, s1, ..., sk) -> (value, s1', ..., sk')
+
+and its dual, differentiating w.r.t. the active params a1..aA and then every state
+param (the KernelModule's `active` = actives, then states), returns, flattened:
+
+    (value, s1', ..., sk',
+     d value/d w for w in active,
+     d s1'/d w for w in active, ..., d sk'/d w for w in active)
+
+A scan driver runs the elements *in order* (row-major: o outer, i inner), threading
+the state through, exactly as a Python loop over the elements would. Its C ABI:
+
+    void name(int64 n_outer, int64 n_inner,
+              for each param p:     LAYOUT(p)                       (as for LoopSpec)
+              T* state                                              k values: in, the state
+                                                                    before the first element;
+                                                                    out, after the last
+              value output:         T* out (value == "store") | T* acc (value == "sum")
+    and, when ScanSpec.grads:
+              seed:                 T seed | T* seed                (scalar | array, as LoopSpec)
+              for each active param a: GRAD(a)                     (as LoopSpec: scalar
+                                                                    accumulates, contig stores,
+                                                                    strided accumulates)
+              T* state_bar                                          k values: in, the adjoint of
+                                                                    the final state (0 for a loss
+                                                                    that does not read it); out,
+                                                                    the adjoint of the initial state
+              T* tape)                                              n_outer*n_inner*k scratch
+
+With grads, the forward sweep stores the state before each element on the tape (and
+computes values as above); the reverse sweep then walks the elements backwards with
+lambda = state_bar: at element e, with partials from the dual at (p(e), tape[e]),
+    grad(a) += seed(e) * d value/d a + sum_j lambda_j * d sj'/d a
+    lambda_l  = seed(e) * d value/d sl + sum_j lambda_j * d sj'/d sl
+and finally writes lambda to state_bar. `state` ends holding the final state.
 """
 from __future__ import annotations
 
@@ -131,4 +172,32 @@ class LoopSpec:
             parts.append("grad" + self.seed[0])
         if self.tangents:
             parts.append("jvp")
+        return "_".join(parts)
+
+
+@dataclass(frozen=True)
+class ScanSpec:
+    """A sequential driver for a state-passing entry; see "Scan drivers" above."""
+
+    layouts: tuple[str, ...]            # one of LAYOUTS per non-state entry parameter
+    n_state: int                        # k: the entry's last k parameters are state
+    value: str = "sum"                  # "store" | "sum" | "none"
+    grads: bool = False                 # forward sweep + reverse sweep
+    seed: str = "none"                  # "none" | "scalar" | "array" (with grads)
+
+    def __post_init__(self) -> None:
+        assert all(l in LAYOUTS for l in self.layouts), self.layouts
+        assert self.value in ("store", "sum", "none")
+        assert self.seed in ("none", "scalar", "array")
+        assert self.grads == (self.seed != "none"), "grads need a seed"
+
+    @property
+    def needs_dual(self) -> bool:
+        return self.grads
+
+    def tag(self) -> str:
+        lay = "".join(l[0] for l in self.layouts)
+        parts = ["scan", lay, f"s{self.n_state}", self.value]
+        if self.grads:
+            parts.append("grad" + self.seed[0])
         return "_".join(parts)

@@ -577,6 +577,37 @@ def jvp(kernel: Kernel, args: Sequence[Any], active: tuple[str, ...], tangents: 
     return out, out_dot
 
 
+def store_partials(kernel: Kernel, args: Sequence[Any], active: tuple[str, ...], backend: str = "auto"):
+    """(values, [d value / d a for each active param a]) at every element of the
+    broadcast shape, in one pass: the "store" pullback of an elementwise site (the
+    reverse pass then multiplies by the adjoint of the values and sums each back to its
+    argument's shape). Active inputs are materialized at the broadcast shape, so each
+    partial is a full-shape store: partial * seed with seed 1.0, bit for bit what
+    `vjp` multiplies by its seed."""
+    arrays = [a if isinstance(a, np.ndarray) else np.asarray(a) for a in args]
+    dtype = compute_dtype(arrays)
+    prep = prepare(arrays, kernel.params, dtype)
+    if active:
+        mat = list(arrays)
+        for a in active:
+            i = kernel.params.index(a)
+            if prep.layouts[i] != "contig" and prep.shape != ():
+                mat[i] = np.ascontiguousarray(np.broadcast_to(np.asarray(mat[i], dtype), prep.shape))
+        prep = prepare(mat, kernel.params, dtype)
+    backend = _backend_for(backend, args)
+    out = np.empty(prep.shape, prep.dtype)
+    if not active:
+        launch(kernel, backend, LoopSpec(prep.layouts, value="store"), (), prep, out=out)
+        return out, []
+    grads = _grad_buffers(prep, kernel, active)
+    spec = LoopSpec(prep.layouts, value="store", partials=True, seed="scalar")
+    launch(kernel, backend, spec, active, prep, out=out, seed=1.0, grads=grads)
+    odt = _out_dtype(kernel, prep.dtype)
+    if odt != prep.dtype:
+        out = out != 0 if odt == np.dtype(bool) else out.astype(odt)
+    return out, [g.reshape(prep.shape) for g in grads]
+
+
 def vjp(kernel: Kernel, args: Sequence[Any], active: tuple[str, ...], out_bar: Any, backend: str = "auto"):
     """Grads of sum(out_bar * values) w.r.t. the active params."""
     prep = prepare(args, kernel.params)
@@ -593,3 +624,123 @@ def vjp(kernel: Kernel, args: Sequence[Any], active: tuple[str, ...], out_bar: A
         spec = LoopSpec(prep.layouts, value="none", partials=True, seed="array")
         launch(kernel, backend, spec, active, prep, seed=ob, grads=grads)
     return [_shape_grad(g, prep, kernel.params.index(a)) for g, a in zip(grads, active)]
+
+
+# ------------------------------------------------------------------ scans (stateful functions)
+#
+# A state-passing kernel (see kernel.py, "Scan drivers") runs its elements in order.
+# Inputs are materialized at the broadcast shape (one row-major run); gradients of
+# broadcast inputs are summed back to their shapes afterwards.
+
+def _scan_inputs(kernel: Kernel, args: Sequence[Any], n_state: int):
+    names = kernel.params[: len(kernel.params) - n_state]
+    prep = prepare(args, names)
+    values, layouts = [], []
+    for v, l in zip(prep.values, prep.layouts):
+        if l == "scalar":
+            values.append(v)
+            layouts.append("scalar")
+        else:
+            values.append(np.ascontiguousarray(np.broadcast_to(v, prep.shape)).reshape(-1))
+            layouts.append("contig")
+    return prep, values, tuple(layouts)
+
+
+def _scan_driver(kernel: Kernel, backend: str, active: tuple[str, ...], spec, dtype):
+    key = ("scan", backend, active, spec, dtype)
+    d = kernel._drivers.get(key)
+    if d is not None:
+        return d
+    kmod = kernel.module(active + kernel.params[len(kernel.params) - spec.n_state:]) if spec.grads \
+        else kernel.module(())
+    if backend == "python":
+        fns = kernel.python_functions(kmod.active)
+        primal, dual = fns[kmod.entry], fns.get(kmod.dual_entry) if kmod.dual_entry else None
+        active_idx = tuple(kernel.params.index(a) for a in active)
+
+        def d(n, params, state, out=None, acc=None, seed=None, grads=None, state_bar=None):
+            p = [v if l == "scalar" else (v, n, 1) for v, l in zip(params, spec.layouts)]
+            g = None if grads is None else [gr if spec.layouts[i] == "scalar" else (gr, n, 1)
+                                           for i, gr in zip(active_idx, grads)]
+            pybackend.run_scan(primal, dual, spec, active_idx, 1, n, p, state, out=out, acc=acc, seed=seed,
+                               grads=g, state_bar=state_bar)
+    elif backend == "llvm":
+        from .codegen import llvm
+
+        cfunc = llvm.compile_driver(kmod, spec, dtype.type).cfunc
+
+        def d(n, params, state, out=None, acc=None, seed=None, grads=None, state_bar=None):
+            argv = [1, n] + [v if l == "scalar" else _ptr(v) for v, l in zip(params, spec.layouts)]
+            argv.append(_ptr(state))
+            if spec.value == "store":
+                argv.append(_ptr(out))
+            elif spec.value == "sum":
+                argv.append(_ptr(acc))
+            if spec.grads:
+                argv.append(seed if spec.seed == "scalar" else _ptr(seed))
+                argv += [_ptr(g) for g in grads]
+                argv += [_ptr(state_bar), _ptr(np.empty(max(1, n * spec.n_state), dtype))]
+            cfunc(*argv)
+    else:
+        raise BackendUnavailableError(f"stateful functions cannot run on the {backend!r} backend",
+                                      hint="Use backend='llvm' or 'python'.")
+    kernel._drivers[key] = d
+    return d
+
+
+def scan_apply(kernel: Kernel, args: Sequence[Any], state: Sequence[float], backend: str = "auto",
+               value: str = "store"):
+    """The primal of a state-passing kernel, elements in order: (values, final state)."""
+    n_state = len(state)
+    prep, values, layouts = _scan_inputs(kernel, args, n_state)
+    backend = _backend_for(backend, args)
+    from .kernel import ScanSpec
+
+    spec = ScanSpec(layouts, n_state, value=value)
+    st = np.array(state, dtype=prep.dtype)
+    n = int(np.prod(prep.shape, dtype=np.int64))
+    out = np.empty(prep.shape, prep.dtype) if value == "store" else None
+    acc = np.zeros(1, prep.dtype)
+    _scan_driver(kernel, backend, (), spec, prep.dtype)(n, values, st, out=None if out is None else out.reshape(-1),
+                                                         acc=acc)
+    return (out if value == "store" else float(acc[0])), [float(v) for v in st]
+
+
+def scan_grads(kernel: Kernel, args: Sequence[Any], active: tuple[str, ...], state: Sequence[float],
+               seed: Any = 1.0, value: str = "sum", backend: str = "auto"):
+    """Forward sweep and reverse sweep of a state-passing kernel: (values or their sum,
+    grads of sum(seed * values) w.r.t. the active params, final state)."""
+    from .kernel import ScanSpec
+
+    n_state = len(state)
+    prep, values, layouts = _scan_inputs(kernel, args, n_state)
+    backend = _backend_for(backend, args)
+    seed_kind = "scalar" if np.ndim(seed) == 0 else "array"
+    spec = ScanSpec(layouts, n_state, value=value, grads=True, seed=seed_kind)
+    n = int(np.prod(prep.shape, dtype=np.int64))
+    st = np.array(state, dtype=prep.dtype)
+    st_bar = np.zeros(n_state, prep.dtype)
+    acc = np.zeros(1, prep.dtype)
+    out = np.empty(n, prep.dtype) if value == "store" else None
+    grads = [np.zeros(1, prep.dtype) if layouts[kernel.params.index(a)] == "scalar" else np.empty(n, prep.dtype)
+             for a in active]
+    s = float(seed) if seed_kind == "scalar" else np.ascontiguousarray(np.broadcast_to(seed, prep.shape),
+                                                                      prep.dtype).reshape(-1)
+    _scan_driver(kernel, backend, active, spec, prep.dtype)(n, values, st, out=out, acc=acc, seed=s, grads=grads,
+                                                            state_bar=st_bar)
+    shaped = []
+    for a, g in zip(active, grads):
+        i = kernel.params.index(a)
+        if layouts[i] == "scalar":
+            shaped.append(g.reshape(prep.shapes[i]) if prep.shapes[i] != () else g.reshape(()))
+        else:
+            shaped.append(_unbroadcast(g.reshape(prep.shape), prep.shapes[i]))
+    vals = out.reshape(prep.shape) if value == "store" else float(acc[0])
+    return vals, shaped, [float(v) for v in st]
+
+
+def _unbroadcast(g: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """Sum a full-shape gradient over the dimensions broadcasting added to `shape`."""
+    extra = g.ndim - len(shape)
+    axes = tuple(range(extra)) + tuple(extra + d for d, n in enumerate(shape) if n == 1 and g.shape[extra + d] != 1)
+    return g.sum(axis=axes).reshape(shape) if axes else g

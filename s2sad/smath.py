@@ -1,17 +1,18 @@
-"""The `math` that generated Python kernels run with.
+"""The `math` (and the numbers) that generated Python kernels run with.
 
-Everything in the standard `math` module, plus `cbrt`, `exp2` (also on Python 3.10),
-`sign` and `square`/`reciprocal`, with IEEE results (NaN, inf) where the standard
-module raises, so that the python backend agrees with compiled kernels. Results are
-numpy float64 scalars, so that arithmetic on them also follows IEEE (x / 0 is inf).
+The python backend executes kernels as plain Python, but kernels have IEEE float
+semantics (kernel.py): `x / 0.0` is inf, `math.log(-1.0)` is NaN, a comparison is a
+number. So values are `Real`s, a float whose arithmetic gives IEEE results instead of
+raising, and the functions here (everything in `math`, plus `cbrt`, `exp2`, `sign`,
+`square`, `reciprocal`) fall back to numpy's IEEE answers where `math` raises. The
+python backend then agrees with compiled kernels, and stays readable.
 """
 from __future__ import annotations
 
+import builtins
 import math as _m
 
 import numpy as _np
-
-_f64 = _np.float64
 
 pi = _m.pi
 e = _m.e
@@ -19,96 +20,105 @@ inf = _m.inf
 nan = _m.nan
 
 
-def _ieee(fn):
+class Real(float):
+    """A float with IEEE arithmetic: no ZeroDivisionError, no OverflowError."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return float.__repr__(self)
+
+
+def _ieee_binop(name: str, np_op):
+    py_op = getattr(float, name)
+
+    def op(a, b):
+        if isinstance(b, bool):
+            b = float(b)
+        try:
+            r = py_op(a, b)
+        except (ZeroDivisionError, OverflowError, ValueError):
+            with _np.errstate(all="ignore"):
+                x, y = (_np.float64(b), _np.float64(a)) if name.startswith("__r") else (_np.float64(a), _np.float64(b))
+                r = np_op(x, y)
+        if r is NotImplemented:
+            return r
+        if isinstance(r, complex):  # (-8.0) ** (1/3) in Python; NaN in C
+            return Real(_m.nan)
+        return Real(r)
+
+    op.__name__ = name
+    return op
+
+
+for _name, _np_op in [("__add__", _np.add), ("__radd__", _np.add), ("__sub__", _np.subtract),
+                      ("__rsub__", _np.subtract), ("__mul__", _np.multiply), ("__rmul__", _np.multiply),
+                      ("__truediv__", _np.divide), ("__rtruediv__", _np.divide),
+                      ("__floordiv__", _np.floor_divide), ("__rfloordiv__", _np.floor_divide),
+                      ("__mod__", _np.remainder), ("__rmod__", _np.remainder),
+                      ("__pow__", _np.power), ("__rpow__", _np.power)]:
+    setattr(Real, _name, _ieee_binop(_name, _np_op))
+Real.__neg__ = lambda a: Real(-float(a))
+Real.__pos__ = lambda a: a
+Real.__abs__ = lambda a: Real(abs(float(a)))
+del _name, _np_op
+
+
+def _ieee(fn, np_fn):
+    """`fn` from math, with numpy's IEEE result where math raises."""
     def wrapped(*args):
         try:
-            return _f64(fn(*args))
-        except ValueError:
-            return _f64(_m.nan)
-        except OverflowError:
-            return _f64(_m.inf)
-        except ZeroDivisionError:
-            return _f64(_m.nan)
+            return Real(fn(*args))
+        except (ValueError, OverflowError, ZeroDivisionError):
+            with _np.errstate(all="ignore"):
+                return Real(np_fn(*(_np.float64(a) for a in args)))
 
-    wrapped.__name__ = fn.__name__
+    wrapped.__name__ = getattr(fn, "__name__", "f")
     return wrapped
 
 
-def _log(x):
-    if x == 0.0:
-        return -_m.inf
-    return _m.log(x) if x > 0 else _m.nan
+def _np_only(np_fn):
+    def wrapped(*args):
+        with _np.errstate(all="ignore"):
+            return Real(np_fn(*(_np.float64(a) for a in args)))
+    wrapped.__name__ = np_fn.__name__
+    return wrapped
 
 
-def _log_base(f):
-    def g(x):
-        if x == 0.0:
-            return -_m.inf
-        return f(x) if x > 0 else _m.nan
-    return g
+def _sign(x):
+    x = float(x)
+    return Real(1.0 if x > 0 else -1.0 if x < 0 else x)  # keeps +-0 and NaN
 
 
-def _exp(x):
-    try:
-        return _m.exp(x)
-    except OverflowError:
-        return _m.inf
+_MATH_TO_NUMPY = {
+    "sqrt": _np.sqrt, "exp": _np.exp, "expm1": _np.expm1, "log": _np.log, "log2": _np.log2,
+    "log10": _np.log10, "log1p": _np.log1p, "sin": _np.sin, "cos": _np.cos, "tan": _np.tan,
+    "asin": _np.arcsin, "acos": _np.arccos, "atan": _np.arctan, "atan2": _np.arctan2,
+    "sinh": _np.sinh, "cosh": _np.cosh, "tanh": _np.tanh, "asinh": _np.arcsinh,
+    "acosh": _np.arccosh, "atanh": _np.arctanh, "hypot": _np.hypot, "fmod": _np.fmod,
+    "fabs": _np.fabs, "copysign": _np.copysign, "pow": _np.power,
+}
+for _name, _np_fn in _MATH_TO_NUMPY.items():
+    globals()[_name] = _ieee(getattr(_m, _name), _np_fn)
+erf = _ieee(_m.erf, lambda x: _np.float64(_m.erf(float(x))))
+erfc = _ieee(_m.erfc, lambda x: _np.float64(_m.erfc(float(x))))
+# numpy keeps the sign of zero and maps +-inf to themselves, as compiled code does
+floor = _np_only(_np.floor)
+ceil = _np_only(_np.ceil)
+trunc = _np_only(_np.trunc)
+cbrt = _np_only(_np.cbrt)
+exp2 = _np_only(_np.exp2)
+square = _np_only(_np.square)
+reciprocal = _np_only(lambda x: 1.0 / x)
+sign = _sign
+isnan, isinf, isfinite = _m.isnan, _m.isinf, _m.isfinite
+del _name, _np_fn
 
 
-def cbrt(x):
-    if x != x or x in (_m.inf, -_m.inf) or x == 0.0:
-        return x
-    return _m.copysign(abs(x) ** (1.0 / 3.0), x) if not hasattr(_m, "cbrt") else _m.cbrt(x)
-
-
-def sign(x):
-    if x > 0:
-        return 1.0
-    if x < 0:
-        return -1.0
-    return x * 0.0 if x == x else x  # keeps NaN, maps +-0 to +-0
-
-
-def exp2(x):
-    try:
-        return 2.0 ** x
-    except OverflowError:
-        return _m.inf
-
-
-def square(x):
-    return x * x
-
-
-def reciprocal(x):
-    return 1.0 / x if x != 0 else _m.copysign(_m.inf, x)
-
-
-def pow(x, y):  # noqa: A001 - mirrors math.pow
-    try:
-        r = x ** y
-    except ZeroDivisionError:
-        return _m.inf
-    except OverflowError:
-        return _m.inf
-    return _m.nan if isinstance(r, complex) else r
-
-
-exp = _ieee(_exp)
-log = _ieee(_log)
-log2 = _ieee(_log_base(_m.log2))
-log10 = _ieee(_log_base(_m.log10))
-cbrt = _ieee(cbrt)
-sign = _ieee(sign)
-exp2 = _ieee(exp2)
-square = _ieee(square)
-reciprocal = _ieee(reciprocal)
-pow = _ieee(pow)  # noqa: A001
-log1p = _ieee(_m.log1p)
-sqrt = _ieee(_m.sqrt)
-expm1 = _ieee(_m.expm1)
-for _name in ("fabs", "copysign", "floor", "ceil", "trunc", "sin", "cos", "tan", "asin",
-              "acos", "atan", "atan2", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh",
-              "erf", "erfc", "hypot", "fmod", "isnan", "isinf", "isfinite"):
-    globals()[_name] = _ieee(getattr(_m, _name))
-del _name
+# Builtins as compiled kernels define them on floats (see kernel.py).
+BUILTINS = {
+    "float": Real,
+    "int": lambda x: Real(_np.trunc(_np.float64(x))),
+    "round": lambda x: Real(_np.round(_np.float64(x))),
+    "range": lambda *a: builtins.range(*(int(x) for x in a)),
+}

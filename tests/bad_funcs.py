@@ -61,9 +61,15 @@ def no_return(z):
         return z
 
 
-def writes_global(z):
-    global COUNTER
-    COUNTER = z
+class Box:
+    value = 0.0
+
+
+BOX = Box()
+
+
+def writes_attribute(z):
+    BOX.value = z
     return z
 
 

@@ -84,10 +84,10 @@ def test_missing_return():
     check(e, s2sad.UnsupportedSyntaxError, "no_return", "def no_return", ["without returning"])
 
 
-def test_global_write_is_refused_until_state_is_supported():
+def test_state_that_cannot_be_carried_is_refused():
     with pytest.raises(s2sad.StatefulError) as e:
-        grad_of(bad.writes_global)(X)
-    check(e, s2sad.StatefulError, "writes_global", "global COUNTER", ["COUNTER"])
+        grad_of(bad.writes_attribute)(X)
+    check(e, s2sad.StatefulError, "writes_attribute", "BOX.value = z", ["attribute"])
 
 
 @pytest.mark.parametrize("arg", [np.arange(3), np.array([True, False]), 3, True])

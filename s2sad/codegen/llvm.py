@@ -1,24 +1,29 @@
 """The llvm backend: kernel modules -> LLVM IR -> machine code in this process.
 
+`spec` is a `LoopSpec` (elementwise drivers) or a `ScanSpec` (sequential drivers of a
+state-passing entry); kernel.py defines the C ABI of both.
+
     lower(kmod, spec, dtype) -> str             the IR text (deterministic, before optimisation)
     driver_name(kmod, spec, dtype) -> str       the driver's symbol
     compile_driver(kmod, spec, dtype) -> CompiledDriver
         .address, .cfunc (ctypes, C ABI of kernel.py; pointers as ints from arr.ctypes.data),
         .ir, .optimized_ir
 
-`llvm_lower` writes the text; `llvm_jit` optimises, JIT-compiles and caches it.
+`llvm_lower` writes the functions' text, `llvm_drivers` the driver's; `llvm_jit`
+optimises, JIT-compiles and caches it.
 """
 from __future__ import annotations
 
-from ..kernel import KernelModule, LoopSpec
+from ..kernel import KernelModule, LoopSpec, ScanSpec
+from .llvm_drivers import lower_module
 from .llvm_jit import CompiledDriver, argtypes_for, compile_driver, vector_math_support
-from .llvm_lower import LIBMVEC_FUNCTIONS, LoweringError, driver_name, lower_module
+from .llvm_lower import LIBMVEC_FUNCTIONS, LoweringError, driver_name
 
 __all__ = ["lower", "driver_name", "compile_driver", "CompiledDriver", "LoweringError",
            "argtypes_for", "vector_math_support", "LIBMVEC_FUNCTIONS"]
 
 
-def lower(kmod: KernelModule, spec: LoopSpec, dtype) -> str:
+def lower(kmod: KernelModule, spec: LoopSpec | ScanSpec, dtype) -> str:
     """LLVM IR text of every scalar function the driver needs, and the driver (see kernel.py).
 
     The text does not depend on the host: calls to libm functions name their libmvec

@@ -18,8 +18,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..kernel import KernelModule, LoopSpec
-from .llvm_lower import driver_name, lower_module
+from ..kernel import KernelModule, LoopSpec, ScanSpec
+from .llvm_drivers import lower_module
+from .llvm_lower import driver_name
 
 _lock = threading.RLock()
 _cache: dict[tuple, "CompiledDriver"] = {}
@@ -37,7 +38,7 @@ class CompiledDriver:
     argtypes: tuple
     ir: str                       # the module as lowered, before optimisation
     optimized_ir: str
-    spec: LoopSpec
+    spec: LoopSpec | ScanSpec
     dtype: np.dtype
     _keepalive: object = field(default=None, repr=False)
 
@@ -95,7 +96,7 @@ def vector_math_support() -> tuple[tuple[str, ...], object]:
     return result
 
 
-def argtypes_for(kmod: KernelModule, spec: LoopSpec, dtype) -> tuple:
+def argtypes_for(kmod: KernelModule, spec: LoopSpec | ScanSpec, dtype) -> tuple:
     """ctypes argument types of the driver ABI (pointers as c_void_p: pass `arr.ctypes.data`)."""
     T = ctypes.c_double if np.dtype(dtype) == np.float64 else ctypes.c_float
     i64, ptr = ctypes.c_int64, ctypes.c_void_p
@@ -103,9 +104,23 @@ def argtypes_for(kmod: KernelModule, spec: LoopSpec, dtype) -> tuple:
     def layout(lay: str) -> list:
         return {"scalar": [T], "contig": [ptr], "strided": [ptr, i64, i64]}[lay]
 
+    def grad(lay: str) -> list:
+        return [ptr] if lay != "strided" else [ptr, i64, i64]
+
     types: list = [i64, i64]
     for lay in spec.layouts:
         types += layout(lay)
+    if isinstance(spec, ScanSpec):
+        types.append(ptr)                                   # state
+        if spec.value in ("store", "sum"):
+            types.append(ptr)
+        if spec.grads:
+            types.append(T if spec.seed == "scalar" else ptr)
+            n_active = len(kmod.active) - spec.n_state
+            for a in kmod.active[:n_active]:
+                types += grad(spec.layouts[kmod.params.index(a)])
+            types += [ptr, ptr]                             # state_bar, tape
+        return tuple(types)
     if spec.value in ("store", "sum"):
         types.append(ptr)
     if spec.partials:
@@ -113,7 +128,7 @@ def argtypes_for(kmod: KernelModule, spec: LoopSpec, dtype) -> tuple:
     active_layouts = [spec.layouts[kmod.params.index(a)] for a in kmod.active] if spec.needs_dual else []
     if spec.partials:
         for lay in active_layouts:
-            types += [ptr] if lay != "strided" else [ptr, i64, i64]
+            types += grad(lay)
     if spec.tangents:
         for lay in active_layouts:
             types += layout(lay)
@@ -137,7 +152,7 @@ def optimize(ir: str) -> tuple[object, str]:
     return mod, str(mod)
 
 
-def compile_driver(kmod: KernelModule, spec: LoopSpec, dtype, *,
+def compile_driver(kmod: KernelModule, spec: LoopSpec | ScanSpec, dtype, *,
                    vector_math: bool | None = None) -> CompiledDriver:
     """The driver for (kmod, spec, dtype), compiled once per signature and cached.
 

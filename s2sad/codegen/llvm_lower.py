@@ -1,8 +1,9 @@
-"""Kernel -> LLVM IR text: the scalar functions of a `KernelModule` and one driver.
+"""Kernel -> LLVM IR text: the scalar functions of a `KernelModule`.
 
-`lower_module` prints, deterministically and without consulting the host, a module
+`_Module.render` prints, deterministically and without consulting the host, a module
 holding the scalar functions a driver needs (entry, dual entry, helpers) as internal
-`alwaysinline` functions, and the driver whose C ABI `kernel.py` defines. Locals are
+`alwaysinline` functions, and the driver (whose C ABI `kernel.py` defines) that
+`llvm_drivers` writes; `llvm_drivers.lower_module` is the entry point. Locals are
 allocas in the entry block (mem2reg promotes them); values and blocks are named after
 the user's variables. `llvm_jit` optimises and JIT-compiles the text.
 
@@ -27,7 +28,7 @@ import gast
 import numpy as np
 
 from ..errors import BackendUnavailableError
-from ..kernel import KernelModule, LoopSpec
+from ..kernel import KernelModule, LoopSpec, ScanSpec
 
 
 class LoweringError(ValueError):
@@ -205,7 +206,7 @@ class _Body:
 # the module
 
 class _Module:
-    def __init__(self, kmod: KernelModule, spec: LoopSpec, dtype, vector_isas: Iterable[str],
+    def __init__(self, kmod: KernelModule, spec: LoopSpec | ScanSpec, dtype, vector_isas: Iterable[str],
                  available: Callable[[str], bool] | None) -> None:
         self.kmod = kmod
         self.spec = spec
@@ -369,10 +370,12 @@ entry:
                     todo.append(node.func.id)
         return [n for n in self.fns if n in seen]
 
-    def render(self) -> str:
+    def render(self, emit_driver: Callable[["_Module"], str]) -> str:
+        """The module's text: declarations, the reachable functions and the driver that
+        `emit_driver(self)` writes (see `llvm_drivers`)."""
         names = self.reachable()
         bodies = [_FnEmitter(self, self.fns[n]).render() for n in names]
-        driver = _emit_driver(self)
+        driver = emit_driver(self)
         parts = [f"; s2sad kernel module {self.kmod.name!r}: driver @{self.driver} (T = {self.ty.name})"]
         if self.decls:
             parts.append("\n".join(self.decls.values()))
@@ -907,202 +910,8 @@ class _FnEmitter(_Body):
 
 
 # ---------------------------------------------------------------------------------
-# the driver
+# the driver's name (`llvm_drivers` writes the driver)
 
-def driver_name(kmod: KernelModule, spec: LoopSpec, dtype) -> str:
+def driver_name(kmod: KernelModule, spec: LoopSpec | ScanSpec, dtype) -> str:
     """The driver's symbol: f"{kmod.name}__{spec.tag()}_{f64|f32}" (made a C identifier)."""
     return _sanitize(f"{kmod.name}__{spec.tag()}_{_Ty(dtype).tag}").replace(".", "_").replace("$", "_")
-
-
-def _emit_driver(m: _Module) -> str:
-    kmod, spec, ty = m.kmod, m.spec, m.ty
-    T = ty.name
-    d = _Body(ty)
-    sig: list[str] = []
-
-    def arg(kind: str, base: str) -> str:
-        ref = d.local(base)
-        sig.append(f"{kind} {ref}")
-        return ref
-
-    def layout_args(base: str, layout: str) -> tuple:
-        if layout == "scalar":
-            return ("scalar", arg(T, base))
-        ptr = arg("ptr noalias", base)
-        if layout == "contig":
-            return ("contig", ptr, base)
-        return ("strided", ptr, base, arg("i64", base + ".so"), arg("i64", base + ".si"))
-
-    if len(spec.layouts) != len(kmod.params):
-        raise LoweringError(f"spec has {len(spec.layouts)} layouts for {len(kmod.params)} parameters")
-    n_outer = arg("i64", "n_outer")
-    n_inner = arg("i64", "n_inner")
-    params = [layout_args(p, lay) for p, lay in zip(kmod.params, spec.layouts)]
-    out = arg("ptr noalias", "out") if spec.value == "store" else None
-    acc = arg("ptr noalias", "acc") if spec.value == "sum" else None
-    seed = None
-    if spec.partials:
-        seed = arg(T if spec.seed == "scalar" else "ptr noalias", "seed")
-    active_idx = []
-    for a in kmod.active if spec.needs_dual else ():
-        if a not in kmod.params:
-            raise LoweringError(f"active parameter {a!r} is not a parameter of {kmod.entry!r}")
-        active_idx.append(kmod.params.index(a))
-    grad_layouts = [spec.layouts[k] for k in active_idx]
-    grads = []
-    if spec.partials:
-        for k, lay in zip(active_idx, grad_layouts):
-            base = kmod.params[k] + "_bar"
-            if lay == "scalar":          # g[0] += sum of partial * seed
-                grads.append(("sum", arg("ptr noalias", base), base))
-            else:
-                grads.append(layout_args(base, lay))
-    tangents = ([layout_args(kmod.params[k] + "_dot", spec.layouts[k]) for k in active_idx]
-                if spec.tangents else [])
-    out_dot = arg("ptr noalias", "out_dot") if spec.tangents else None
-
-    callee = kmod.dual_entry if spec.needs_dual else kmod.entry
-    arity = m.arity(callee)
-    if spec.needs_dual and arity != 1 + len(active_idx):
-        raise LoweringError(f"{callee} returns {arity} values; the value and {len(active_idx)} partials are due")
-    if not spec.needs_dual and arity != 1:
-        raise LoweringError(f"{callee} returns {arity} values where one is due")
-
-    # sums carried in registers and added into memory once, at the end: (base name, pointer)
-    accs: list[tuple[str, str]] = []
-    if acc:
-        accs.append(("value", acc))
-    accs.extend((g[2], g[1]) for g in grads if g[0] == "sum")
-    acc_names = {ptr: d.fresh(name + ".sum") for name, ptr in accs}
-
-    entry = d.new_block("entry")
-    o_cond = d.new_block("outer.cond")
-    o_body = d.new_block("outer.body")
-    i_cond = d.new_block("inner.cond")
-    i_body = d.new_block("inner.body")
-    o_latch = d.new_block("outer.latch")
-    exit_ = d.new_block("exit")
-    lab = lambda name: _ref("%", name)  # noqa: E731
-    o = d.local("o")
-    o_next = d.local("o.next")
-    i = d.local("i")
-    i_next = d.local("i.next")
-    phis = {}
-    for _, ptr in accs:
-        base = acc_names[ptr]
-        phis[ptr] = (d.local(base + ".o"), d.local(base + ".i"), d.local(base + ".next"))
-    zero = "0.0"
-
-    d.start(entry)
-    d.br(o_cond)
-
-    d.start(o_cond)
-    d.emit(f"{o} = phi i64 [ 0, {lab(entry)} ], [ {o_next}, {lab(o_latch)} ]")
-    for _, ptr in accs:
-        po, pi, _n = phis[ptr]
-        d.emit(f"{po} = phi {T} [ {zero}, {lab(entry)} ], [ {pi}, {lab(o_latch)} ]")
-    more = d.inst("outer.more", f"icmp slt i64 {o}, {n_outer}")
-    d.cbr(more, o_body, exit_)
-
-    d.start(o_body)
-    row = d.inst("row", f"mul nsw i64 {o}, {n_inner}")
-    rows = {}
-    for group in params + grads + tangents:
-        if group[0] == "strided":
-            rows[group[1]] = d.inst(group[2] + ".row", f"mul nsw i64 {o}, {group[3]}")
-    d.br(i_cond)
-
-    d.start(i_cond)
-    d.emit(f"{i} = phi i64 [ 0, {lab(o_body)} ], [ {i_next}, {lab(i_body)} ]")
-    for _, ptr in accs:
-        po, pi, pn = phis[ptr]
-        d.emit(f"{pi} = phi {T} [ {po}, {lab(o_body)} ], [ {pn}, {lab(i_body)} ]")
-    more = d.inst("inner.more", f"icmp slt i64 {i}, {n_inner}")
-    d.cbr(more, i_body, o_latch)
-
-    d.start(i_body)
-    flat = d.inst("flat", f"add nsw i64 {row}, {i}")
-
-    def address(group) -> str:
-        if group[0] == "contig":
-            return d.inst(group[2] + ".ptr", f"getelementptr inbounds {T}, ptr {group[1]}, i64 {flat}")
-        col = d.inst(group[2] + ".col", f"mul nsw i64 {i}, {group[4]}")
-        idx = d.inst(group[2] + ".idx", f"add nsw i64 {rows[group[1]]}, {col}")
-        return d.inst(group[2] + ".ptr", f"getelementptr inbounds {T}, ptr {group[1]}, i64 {idx}")
-
-    def read(group, base: str) -> str:
-        if group[0] == "scalar":
-            return group[1]
-        return d.inst(base + ".v", f"load {T}, ptr {address(group)}")
-
-    args = [read(g, p) for g, p in zip(params, kmod.params)]
-    argstr = ", ".join(f"{T} {a}" for a in args)
-    rtype = m.ret_type(callee)
-    fn = _ref("@", m.llnames[callee])
-    if arity == 1:
-        value = d.inst("value", f"call {T} {fn}({argstr})")
-        partials = []
-    else:
-        res = d.inst("dual", f"call {rtype} {fn}({argstr})")
-        value = d.inst("value", f"extractvalue {rtype} {res}, 0")
-        partials = [d.inst(kmod.params[k] + ".partial", f"extractvalue {rtype} {res}, {n + 1}")
-                    for n, k in enumerate(active_idx)]
-
-    def flat_ptr(ptr: str, base: str) -> str:
-        return d.inst(base + ".ptr", f"getelementptr inbounds {T}, ptr {ptr}, i64 {flat}")
-
-    if out:
-        d.emit(f"store {T} {value}, ptr {flat_ptr(out, 'out')}")
-    if acc:
-        _po, pi, pn = phis[acc]
-        d.emit(f"{pn} = fadd reassoc nsz {T} {pi}, {value}")
-    if spec.partials:
-        s = seed if spec.seed == "scalar" else d.inst("seed.v", f"load {T}, ptr {flat_ptr(seed, 'seed')}")
-        for k, g, lay, dv in zip(active_idx, grads, grad_layouts, partials):
-            base = kmod.params[k] + "_bar"
-            contrib = d.inst(base + ".c", f"fmul {T} {dv}, {s}")
-            if g[0] == "sum":
-                _po, pi, pn = phis[g[1]]
-                d.emit(f"{pn} = fadd reassoc nsz {T} {pi}, {contrib}")
-            elif lay == "contig":
-                d.emit(f"store {T} {contrib}, ptr {flat_ptr(g[1], base)}")
-            else:
-                p = address(g)
-                old = d.inst(base + ".old", f"load {T}, ptr {p}")
-                new = d.inst(base + ".new", f"fadd {T} {old}, {contrib}")
-                d.emit(f"store {T} {new}, ptr {p}")
-    if spec.tangents:
-        total = "0.0"
-        for k, t, dv in zip(active_idx, tangents, partials):
-            tv = read(t, kmod.params[k] + "_dot")
-            prod = d.inst(kmod.params[k] + ".jvp", f"fmul {T} {dv}, {tv}")
-            total = d.inst("out_dot.sum", f"fadd {T} {total}, {prod}")
-        d.emit(f"store {T} {total}, ptr {flat_ptr(out_dot, 'out_dot')}")
-    d.emit(f"{i_next} = add nsw i64 {i}, 1")
-    d.br(i_cond)
-
-    d.start(o_latch)
-    d.emit(f"{o_next} = add nsw i64 {o}, 1")
-    d.br(o_cond)
-
-    d.start(exit_)
-    for name, ptr in accs:
-        po = phis[ptr][0]
-        old = d.inst(name + ".old", f"load {T}, ptr {ptr}")
-        new = d.inst(name + ".new", f"fadd {T} {old}, {po}")
-        d.emit(f"store {T} {new}, ptr {ptr}")
-    d.terminate("ret void")
-
-    head = f"define void {_ref('@', m.driver)}({', '.join(sig)}) #1 {{\n"
-    return head + d.render_blocks() + "\n}"
-
-
-def lower_module(kmod: KernelModule, spec: LoopSpec, dtype, *,
-                 vector_isas: Iterable[str] = ALL_VECTOR_ISAS,
-                 available: Callable[[str], bool] | None = None) -> str:
-    """LLVM IR text of the module for (kmod, spec, dtype); see the module docstring.
-
-    `vector_isas` are the libmvec ISAs (of "b", "d", "e") whose variants calls may name;
-    `available(symbol)` filters the variants (the JIT passes what this host can run).
-    """
-    return _Module(kmod, spec, dtype, vector_isas, available).render()

@@ -3,8 +3,9 @@
 `module_source` prints a `KernelModule` as Python text; `compile_module` executes it
 (with `math` bound to `s2sad.smath`, so that domain errors give NaN like compiled
 code). `run_driver` applies the entry element by element with exactly the semantics
-of a compiled driver for a `LoopSpec` (see `kernel.py`): it is the oracle the tests
-compare the llvm and cuda backends against, so it is written for clarity, not speed.
+of a compiled driver for a `LoopSpec` (see `kernel.py`), and `run_scan` those of a scan
+driver for a `ScanSpec`: they are the oracles the tests compare the llvm and cuda
+backends against, so they are written for clarity, not speed.
 """
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import gast
 import numpy as np
 
 from .. import smath
-from ..kernel import KernelModule, LoopSpec
+from ..kernel import KernelModule, LoopSpec, ScanSpec
 
 
 def unparse(node: gast.AST) -> str:
@@ -39,18 +40,10 @@ def module_source(kmod: KernelModule) -> str:
 
 def compile_module(kmod: KernelModule) -> dict[str, Callable]:
     """Execute the module's source; returns its namespace (function name -> callable)."""
-    namespace: dict = {"math": smath, **SCALAR_BUILTINS}
+    namespace: dict = {"math": smath, **smath.BUILTINS}
     code = compile(module_source(kmod), f"<s2sad kernel {kmod.name}>", "exec")
     exec(code, namespace)
     return namespace
-
-
-# Builtins as the compiled backends define them on floats (see kernel.py).
-SCALAR_BUILTINS = {
-    "float": np.float64,
-    "int": lambda x: np.float64(np.trunc(x)),
-    "round": lambda x: np.float64(np.round(x)),
-}
 
 
 def run_driver(fn: Callable, spec: LoopSpec, active_idx: tuple[int, ...], n_outer: int, n_inner: int,
@@ -65,9 +58,9 @@ def run_driver(fn: Callable, spec: LoopSpec, active_idx: tuple[int, ...], n_oute
     """
     def read(p, layout, o, i):
         if layout == "scalar":
-            return np.float64(p)
+            return smath.Real(p)
         arr, so, si = p
-        return np.float64(arr[o * so + i * si])
+        return smath.Real(arr[o * so + i * si])
 
     active_layouts = [spec.layouts[k] for k in active_idx]
     with np.errstate(all="ignore"):
@@ -101,3 +94,91 @@ def run_driver(fn: Callable, spec: LoopSpec, active_idx: tuple[int, ...], n_oute
                         total += d * read(t, layout, o, i)
                     out_dot[flat] = total
 
+
+def _read(p, layout: str, o: int, i: int) -> smath.Real:
+    """Element (o, i) of a param given as a scalar or an (array, so, si) tuple."""
+    if layout == "scalar":
+        return smath.Real(p)
+    arr, so, si = p
+    return smath.Real(arr[o * so + i * si])
+
+
+def _add_to_grad(g, layout: str, o: int, i: int, flat: int, contrib) -> None:
+    """GRAD(a) += contrib at element (o, i), by the param's layout (contig stores)."""
+    if layout == "scalar":
+        g[0] += contrib
+    elif layout == "contig":
+        g[0][flat] = contrib
+    else:
+        arr, so, si = g
+        arr[o * so + i * si] += contrib
+
+
+def run_scan(primal_fn: Callable, dual_fn: Callable | None, spec: ScanSpec, active_idx: tuple[int, ...],
+             n_outer: int, n_inner: int, params: list, state, out=None, acc=None, seed=None,
+             grads=None, state_bar=None) -> None:
+    """Run a state-passing entry over the elements in order, as a compiled scan driver would.
+
+    `primal_fn(*params(e), *s) -> (value, s1', ..., sk')` and `dual_fn` (see kernel.py,
+    "Scan drivers") are the entry and its dual w.r.t. the active params, then the k
+    states. Argument conventions are those of `run_driver`: `params[n]` (one per
+    non-state param) is a scalar or (flat array, so, si); `active_idx` are the positions
+    of the active params among them; `grads` follow their param's layout; `seed` is a
+    scalar or a flat array. `state` (k values) is read, then overwritten with the final
+    state; with grads, `state_bar` (k values) holds the adjoint of the final state on
+    entry and of the initial state on return. Every number read (params, state, seed,
+    state_bar) becomes an `smath.Real`, so the state is threaded in float64 with IEEE
+    arithmetic whatever the arrays' dtype.
+    """
+    k = spec.n_state
+    n_wrt = len(active_idx) + k
+    active_layouts = [spec.layouts[a] for a in active_idx]
+
+    def args(o: int, i: int) -> list:
+        return [_read(p, lay, o, i) for p, lay in zip(params, spec.layouts)]
+
+    s = [smath.Real(state[j]) for j in range(k)]
+    tape = []
+    with np.errstate(all="ignore"):
+        # forward sweep: values, and the state before each element on the tape
+        for o in range(n_outer):
+            for i in range(n_inner):
+                flat = o * n_inner + i
+                if spec.grads:
+                    tape.append(tuple(s))
+                res = primal_fn(*args(o, i), *s)
+                if k:
+                    value, s = res[0], list(res[1:1 + k])
+                else:
+                    value = res[0] if isinstance(res, tuple) else res
+                if spec.value == "store":
+                    out[flat] = value
+                elif spec.value == "sum":
+                    acc[0] += value
+        for j in range(k):
+            state[j] = s[j]
+        if not spec.grads:
+            return
+
+        # reverse sweep: lam is the adjoint of the state after element e
+        lam = [smath.Real(state_bar[j]) for j in range(k)]
+        for o in reversed(range(n_outer)):
+            for i in reversed(range(n_inner)):
+                flat = o * n_inner + i
+                res = dual_fn(*args(o, i), *tape[flat])
+                assert len(res) == (1 + k) * (1 + n_wrt), "a scan's dual returns (1+k)*(1+|dual_wrt|) values"
+                d_value = res[1 + k:1 + k + n_wrt]
+                d_state = [res[1 + k + (1 + j) * n_wrt:1 + k + (2 + j) * n_wrt] for j in range(k)]
+                sd = smath.Real(seed if spec.seed == "scalar" else seed[flat])
+
+                def adjoint(w: int):
+                    total = sd * d_value[w]
+                    for j in range(k):
+                        total += lam[j] * d_state[j][w]
+                    return total
+
+                for n, (g, layout) in enumerate(zip(grads, active_layouts)):
+                    _add_to_grad(g, layout, o, i, flat, adjoint(n))
+                lam = [adjoint(len(active_idx) + j) for j in range(k)]
+        for j in range(k):
+            state_bar[j] = lam[j]

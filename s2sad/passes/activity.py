@@ -74,7 +74,8 @@ def result_kind(functions: dict[str, gast.FunctionDef], fname: str) -> str:
                         env[n], changed = new, True
             if not changed:
                 break
-        rets = [kind(r.value, env) for r in gast.walk(fn) if isinstance(r, gast.Return)]
+        rets = [kind(r.value.elts[0] if isinstance(r.value, gast.Tuple) else r.value, env)
+                for r in gast.walk(fn) if isinstance(r, gast.Return)]
         memo[name] = _join(*rets)
         return memo[name]
 
@@ -128,7 +129,8 @@ class Activity:
             ret: set[str] = set()
             for r in gast.walk(fn):
                 if isinstance(r, gast.Return):
-                    ret |= self.expr_deps(r.value, deps, set(params))
+                    for v in (r.value.elts if isinstance(r.value, gast.Tuple) else [r.value]):
+                        ret |= self.expr_deps(v, deps, set(params))
             self._diff_params[fname] = frozenset(i for i, p in enumerate(params) if p in ret)
         return self._diff_params[fname]
 

@@ -69,6 +69,7 @@ class _Planner:
         self.free_arrays: list[str] = []
         self.sites: list[Site] = []
         self.comp_count = 0
+        self.local_data: dict[str, list] = {}  # local lists/tuples of numbers (state of nested defs)
 
     def err(self, node, msg, hint, cls=UnsupportedSyntaxError):
         return cls(msg, location_of(self.pf.filename, node), hint=hint)
@@ -86,6 +87,7 @@ class _Planner:
         if rules.user_rule(self.pf.fn) is not None or not all(_array_level_statement(s) for s in body):
             # control flow: the whole function is one scalar function of scalars
             program = Normalizer().program(self.pf)
+            _mark_state(self.sites, program)
             return LossPlan(program, "none", _inputs(program, self.params),
                             [Site(self.loc(node), self.pf.name, "dual", "a scalar function: differentiated as a whole"
                                   if rules.user_rule(self.pf.fn) is None else "its rule registered with s2sad.defrule",
@@ -100,6 +102,8 @@ class _Planner:
             if isinstance(s, gast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], gast.Name):
                 if isinstance(s.value, gast.Lambda):
                     self.prelude.append(s)
+                elif _number_list(s.value) is not None:
+                    self.local_data[s.targets[0].id] = _number_list(s.value)
                 else:
                     self.env[s.targets[0].id] = self.subst(s.value)
                 continue
@@ -115,6 +119,11 @@ class _Planner:
         if ret is None:
             raise self.err(node, "the differentiated function does not return a value", "Return the loss.")
         reduction, inner = self.reduction(ret.value)
+        for n in gast.walk(inner):
+            if isinstance(n, gast.Name) and n.id in self.local_data:
+                raise self.err(n, f"the local container '{n.id}' is read at the array level",
+                               "Local lists may only be used as state by the scalar functions the loss "
+                               "applies elementwise.", UnsupportedOperationError)
         expr = self.elementwise(inner)
         used = {n.id for n in gast.walk(expr) if isinstance(n, gast.Name)}
         used |= {n.id for s in self.prelude for n in gast.walk(s) if isinstance(n, gast.Name)}
@@ -122,10 +131,11 @@ class _Planner:
         fname = f"{self._name()}__elementwise"
         fn = function_def(fname, kparams, copy.deepcopy(self.prelude) + [gast.Return(value=expr)])
         gast.copy_location(fn, node)
-        program = _drop_unread_params(Normalizer().program_from_node(fn, self.pf, fname))
+        program = _drop_unread_params(Normalizer(self.local_data).program_from_node(fn, self.pf, fname))
         inputs = _inputs(program, self.params)
         program = _unwrap_single_call(program)
         _mark_closures(self.sites, program)
+        _mark_state(self.sites, program)
         return LossPlan(program, reduction, inputs, self.sites,
                         return_line=_line(self.pf.filename, ret), return_location=self.loc(ret))
 
@@ -300,12 +310,34 @@ def _mark_closures(sites: list[Site], p: ScalarProgram) -> None:
             s.reason = f"closure: captured values become kernel arguments with their own partials: {reads}"
 
 
+def _mark_state(sites: list[Site], p: ScalarProgram) -> None:
+    """Sites of a kernel that threads state take the scan path."""
+    if not p.state:
+        return
+    writes = ", ".join(f"{c.describe()} (written at {c.location})" for c in p.state)
+    for s in sites:
+        if s.path != "rule":
+            s.path = "scan"
+            s.reason = (f"stateful: writes {writes}; the elements run in order with the state threaded "
+                        f"through, then a reverse sweep")
+
+
+def _number_list(e) -> list | None:
+    """The values of a list/tuple literal of numbers, else None."""
+    from .normalize import _literal
+    if isinstance(e, (gast.List, gast.Tuple)) and e.elts:
+        vals = [_literal(x) for x in e.elts]
+        if all(v is not None for v in vals):
+            return [float(v) for v in vals]
+    return None
+
+
 def _inputs(p: ScalarProgram, params: list[str]) -> list[tuple]:
-    """Where each kernel parameter's value comes from: ("arg", index of the loss's
-    argument), ("free", name of a free array) or ("capture", Capture)."""
+    """Where each non-state kernel parameter's value comes from: ("arg", index of the
+    loss's argument), ("free", name of a free array) or ("capture", Capture)."""
     caps = {c.param: c for c in p.captures}
     out = []
-    for kp in p.params:
+    for kp in p.params[: len(p.params) - len(p.state)]:
         if kp in caps:
             out.append(("capture", caps[kp]))
         elif kp in params:
@@ -320,7 +352,7 @@ def _drop_unread_params(p: ScalarProgram) -> ScalarProgram:
     `y` in `lambda z: z + y[0]`) are not broadcast with the others."""
     fn = p.functions[p.entry]
     read = {n.id for st in fn.body for n in gast.walk(st) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load)}
-    caps = {c.param for c in p.captures}
+    caps = {c.param for c in p.captures} | {c.param for c in p.state}
     keep = [a for a in fn.args.args if a.id in read or a.id in caps]
     if len(keep) == len(fn.args.args):
         return p
@@ -343,7 +375,7 @@ def _unwrap_single_call(p: ScalarProgram) -> ScalarProgram:
             hparams = tuple(a.id for a in helper.args.args)
             by_position = {c.param: hparams[p.params.index(c.param)] for c in p.captures}
             captures = [dataclasses.replace(c, param=by_position[c.param]) for c in p.captures]
-            return ScalarProgram(functions, call.func.id, hparams, p.origins, p.custom_rules, captures)
+            return ScalarProgram(functions, call.func.id, hparams, p.origins, p.custom_rules, captures, p.state)
     return p
 
 
@@ -368,3 +400,14 @@ def _dotted(node) -> str:
 
 def plan_loss(pf: ParsedFunction) -> LossPlan:
     return _Planner(pf).plan()
+
+
+def translate_elementwise(pf: ParsedFunction, expr: gast.expr, params, prelude=()):
+    """The planner's translation of one elementwise user expression, shared with the
+    array level (passes/arrayprog.py): `expr` over the names `params` (and numbers) ->
+    (kernel expression, prelude of lambdas/defs it calls, its Sites, free arrays read)."""
+    t = _Planner(pf)
+    t.params = list(params)
+    t.prelude = list(prelude)
+    out = t.elementwise(expr)
+    return out, t.prelude, t.sites, t.free_arrays

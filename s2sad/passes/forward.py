@@ -166,6 +166,8 @@ class _FunctionDual:
     def stmt(self, s: gast.stmt) -> list[gast.stmt]:
         if isinstance(s, gast.Assign):
             t = s.targets[0]
+            if isinstance(t, gast.Tuple):
+                return self.unpack_call([n.id for n in t.elts], s.value)
             out: list[gast.stmt] = []
             value, tans = self.expr(s.value, out, bind_to=t.id)
             self.bind(out, t.id, value, tans, sorted(self.deps.get(t.id, ()), key=self.active.index))
@@ -178,9 +180,15 @@ class _FunctionDual:
             return [gast.For(target=s.target, iter=s.iter, body=self.block(s.body) or [gast.Pass()], orelse=[],
                              type_comment=None)]
         if isinstance(s, gast.Return):
+            # one output, or several (a state-passing function): values first, then
+            # each output's partials in the order of the active params
             out = []
-            value, tans = self.expr(s.value, out)
-            elts = [value] + [tans.get(a) or const(0.0) for a in self.active]
+            values, tangents = [], []
+            for e in (s.value.elts if isinstance(s.value, gast.Tuple) else [s.value]):
+                v, t = self.expr(e, out)
+                values.append(v)
+                tangents.append(t)
+            elts = values + [t.get(a) or const(0.0) for t in tangents for a in self.active]
             out.append(gast.Return(value=gast.Tuple(elts=elts, ctx=gast.Load())))
             return out
         return [s]
@@ -269,10 +277,33 @@ class _FunctionDual:
         return value_ref, tans
 
     def helper_call(self, e: gast.Call, out, bind_to):
-        fname = e.func.id
-        callee = self.b.functions[fname]
-        cparams = [a.id for a in callee.args.args]
-        diff = self.b.activity.differentiable_params(fname)
+        """`helper(args)` with active args: its dual's partials, chained."""
+        atoms, arg_tans = self._call_args(e, out)
+        if bind_to in {n.id for a in atoms for n in gast.walk(a) if isinstance(n, gast.Name)}:
+            bind_to = None
+        target = bind_to or self.temp()
+        (tans,) = self._dual_call(e.func.id, atoms, arg_tans, [target], out)
+        return (None if bind_to else name(target)), tans
+
+    def unpack_call(self, targets: list[str], e: gast.Call) -> list[gast.stmt]:
+        """`t1, t2 = helper(args)` (a state-passing helper): each output chained."""
+        out: list[gast.stmt] = []
+        atoms, arg_tans = self._call_args(e, out)
+        if not any(arg_tans):
+            out.append(gast.Assign(targets=[gast.Tuple(elts=[name(t, gast.Store()) for t in targets], ctx=gast.Store())],
+                                   value=e, type_comment=None))
+            for t in targets:
+                self.bind(out, t, None, {}, sorted(self.deps.get(t, ()), key=self.active.index))
+            return out
+        results = [self.temp() for _ in targets]
+        per_target = self._dual_call(e.func.id, atoms, arg_tans, results, out)
+        for t, r, tans in zip(targets, results, per_target):
+            # the outputs may overwrite arguments: every tangent reads the old ones first
+            self.bind(out, t, name(r), tans, sorted(self.deps.get(t, ()), key=self.active.index))
+        return out
+
+    def _call_args(self, e: gast.Call, out) -> tuple[list, list[dict]]:
+        diff = self.b.activity.differentiable_params(e.func.id)
         atoms, arg_tans = [], []
         for i, arg in enumerate(e.args):
             v, t = self.expr(arg, out)
@@ -284,30 +315,39 @@ class _FunctionDual:
                 v = name(tmp)
             atoms.append(v)
             arg_tans.append(t)
+        return atoms, arg_tans
+
+    def _dual_call(self, fname: str, atoms, arg_tans, targets: list[str], out) -> list[dict]:
+        """Call the helper's dual, binding its outputs to `targets` and their partials
+        to `d<target>_d<param>`; returns each target's tangents."""
+        cparams = [a.id for a in self.b.functions[fname].args.args]
         active_idx = [i for i, t in enumerate(arg_tans) if t]
-        cactive = tuple(cparams[i] for i in active_idx)
-        dname = self.b.dual(fname, cactive)
-        if bind_to in {n.id for a in atoms for n in gast.walk(a) if isinstance(n, gast.Name)}:
-            bind_to = None
-        target = bind_to or self.temp()
+        dname = self.b.dual(fname, tuple(cparams[i] for i in active_idx))
         pnames = []
-        for i in active_idx:
-            pn = f"d{target}_d{cparams[i]}"
-            while pn in self.names:
-                pn += "_"
-            self.names.add(pn)
-            pnames.append(pn)
-        out.append(gast.Assign(targets=[gast.Tuple(elts=[name(n, gast.Store()) for n in [target] + pnames], ctx=gast.Store())],
+        for t in targets:
+            row = []
+            for i in active_idx:
+                pn = f"d{t}_d{cparams[i]}"
+                while pn in self.names:
+                    pn += "_"
+                self.names.add(pn)
+                row.append(pn)
+            pnames.append(row)
+        elts = [name(n, gast.Store()) for n in targets + [p for row in pnames for p in row]]
+        out.append(gast.Assign(targets=[gast.Tuple(elts=elts, ctx=gast.Store())],
                                value=gast.Call(func=name(dname), args=atoms, keywords=[]), type_comment=None))
-        tans = {}
-        for a in self.active:
-            total = None
-            for i, pn in zip(active_idx, pnames):
-                if a in arg_tans[i]:
-                    total = add(total, mul(name(pn), arg_tans[i][a]))
-            if total is not None:
-                tans[a] = total
-        return (None if bind_to else name(target)), tans
+        result = []
+        for row in pnames:
+            tans = {}
+            for a in self.active:
+                total = None
+                for i, pn in zip(active_idx, row):
+                    if a in arg_tans[i]:
+                        total = add(total, mul(name(pn), arg_tans[i][a]))
+                if total is not None:
+                    tans[a] = total
+            result.append(tans)
+        return result
 
     def branching(self, e, out, bind_to):
         """An active IfExp or BoolOp as an if statement, evaluating only what Python would."""

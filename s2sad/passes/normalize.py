@@ -20,13 +20,16 @@ like the user's code.
 from __future__ import annotations
 
 import builtins
+import copy
 import math
 from dataclasses import dataclass, field
+from typing import Any
 
 import gast
 import numpy as np
 
 from .. import rules
+from .state import MUTATING_METHODS, StateCell, written_items
 from ..errors import (FreeVariableError, NoSourceError, RecursionNotSupportedError,
                       StatefulError, UnsupportedSyntaxError)
 from ..errors import SourceLocation
@@ -72,6 +75,8 @@ class ScalarProgram:
     custom_rules: dict[str, tuple[tuple[str, ...], list]] = field(default_factory=dict)
     # the entry's trailing parameters that carry captured values, in order
     captures: list[Capture] = field(default_factory=list)
+    # the entry's last parameters (and returned values after the first) that carry state
+    state: list[StateCell] = field(default_factory=list)
 
 
 def name(id_: str, ctx=None) -> gast.Name:
@@ -177,6 +182,14 @@ class _Scope:
     # names whose elements may be captured (`y[0]`): lifted locals and synthesized entries' params
     capturable: set[str] = field(default_factory=set)
     captures: list[Capture] = field(default_factory=list)
+    state: list[StateCell] = field(default_factory=list)
+    stateful_call_ok: bool = False   # set while normalizing `v = f(...)`, `return f(...)`, `f(...)`
+
+    def state_cell(self, kind: str, base: str, index: tuple) -> StateCell | None:
+        for c in self.state:
+            if c.kind == kind and c.base == base and c.index == index:
+                return c
+        return None
 
     def temp(self) -> str:
         while True:
@@ -200,13 +213,15 @@ class _Scope:
 class Normalizer:
     """Builds a ScalarProgram; one instance per kernel, shared by all functions it reaches."""
 
-    def __init__(self) -> None:
+    def __init__(self, local_data: dict[str, Any] | None = None) -> None:
         self.functions: dict[str, gast.FunctionDef] = {}
         self.origins: dict[str, str] = {}
         self._helper_of: dict[int, str] = {}
         self._stack: list[int] = []
         self.custom_rules: dict[str, tuple[tuple[str, ...], list]] = {}
         self.captures: dict[str, list[Capture]] = {}   # helper -> its capture params
+        self.state_of: dict[str, list[StateCell]] = {}  # helper -> the state it threads
+        self.local_data: dict[str, Any] = local_data or {}  # a loss's local containers
 
     # ------------------------------------------------------------ functions
 
@@ -226,7 +241,8 @@ class Normalizer:
     def _program(self, entry: str) -> ScalarProgram:
         caps = self.captures.get(entry, [])
         params = tuple(a.id for a in self.functions[entry].args.args)
-        return ScalarProgram(self.functions, entry, params, self.origins, self.custom_rules, list(caps))
+        return ScalarProgram(self.functions, entry, params, self.origins, self.custom_rules, list(caps),
+                             list(self.state_of.get(entry, [])))
 
     def program_from_node(self, node: gast.FunctionDef, pf: ParsedFunction, fname: str) -> ScalarProgram:
         """Normalize a function tree synthesized from `pf`'s code (same resolver and file);
@@ -299,15 +315,22 @@ class Normalizer:
         if isinstance(node, gast.FunctionDef) and node.decorator_list and parent is not None:
             raise UnsupportedSyntaxError("decorated local functions are not supported", loc,
                                          hint="Remove the decorator.")
+        self.declare_state(body, scope, node)
         core = self.block(body, scope)
+        if scope.state:  # state-passing: every return also gives back the state
+            for r in (n for st in core for n in gast.walk(st)):
+                if isinstance(r, gast.Return):
+                    r.value = gast.Tuple(elts=[r.value] + [name(c.param) for c in scope.state], ctx=gast.Load())
         if not _definitely_returns(core):
             raise UnsupportedSyntaxError(
                 f"'{getattr(node, 'name', 'lambda')}' can reach its end without returning a number", loc,
                 hint="Add a return statement on every path.")
         read = {n.id for st in core for n in gast.walk(st) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load)}
         used_lifted = tuple(c for c in captured if c in read)
-        self.functions[helper] = function_def(helper, list(used_lifted) + params + [c.param for c in scope.captures], core)
+        self.functions[helper] = function_def(
+            helper, list(used_lifted) + params + [c.param for c in scope.captures] + [c.param for c in scope.state], core)
         self.captures[helper] = list(scope.captures)
+        self.state_of[helper] = list(scope.state)
         return used_lifted
 
     # ------------------------------------------------------------ statements
@@ -327,21 +350,20 @@ class Normalizer:
             raise self.err(scope, s, f"'{kw}' is not supported in a differentiated scalar function",
                            "Move it out of the function s2sad differentiates.")
         if isinstance(s, (gast.Global, gast.Nonlocal)):
-            kw = "global" if isinstance(s, gast.Global) else "nonlocal"
-            raise self.err(scope, s, f"'{kw} {', '.join(s.names)}': this function writes state outside itself",
-                           "Stateful functions are not supported here yet: return the value instead "
-                           "of storing it.", StatefulError)
+            return []  # declared as state cells before the body (declare_state)
         if isinstance(s, gast.FunctionDef):
             scope.local_functions[s.name] = _LocalFunction(s)
             return []
         if isinstance(s, gast.Assign):
             return self.assign_stmt(s, scope)
         if isinstance(s, gast.AugAssign):
-            if not isinstance(s.target, gast.Name):
-                raise self.err(scope, s, "assignment into an item or attribute writes state",
-                               "Stateful functions are not supported here yet: use a local variable.",
+            if not isinstance(s.target, (gast.Name, gast.Subscript)):
+                raise self.err(scope, s, "assignment into an attribute writes state s2sad cannot carry",
+                               "Keep state in a global number or an item of a list, array or dict.",
                                StatefulError)
-            value = gast.BinOp(left=name(s.target.id), op=s.op, right=s.value)
+            value = gast.BinOp(left=copy.deepcopy(s.target), op=s.op, right=s.value)
+            if isinstance(s.target, gast.Subscript):
+                value.left.ctx = gast.Load()
             gast.copy_location(value, s)
             return self.assign_to(s.target, value, scope, s)
         if isinstance(s, gast.AnnAssign):
@@ -363,10 +385,21 @@ class Normalizer:
             if isinstance(s.value, gast.Tuple):
                 raise self.err(scope, s, "a scalar function used elementwise must return one number",
                                "Return a single number.")
-            return [gast.Return(value=self.expr(s.value, scope))]
+            pre, value = self.maybe_stateful_call(s.value, scope)
+            return pre + [gast.Return(value=value)]
         if isinstance(s, gast.Expr):
             if isinstance(s.value, gast.Constant) and isinstance(s.value.value, str):
                 return []  # docstring
+            v = s.value
+            if isinstance(v, gast.Call) and isinstance(v.func, gast.Attribute) and v.func.attr in MUTATING_METHODS \
+                    and isinstance(v.func.value, gast.Name):
+                raise self.err(scope, s, f"calls the mutating method '{v.func.attr}' on '{v.func.value.id}'",
+                               "s2sad carries numbers as state: a global number, or an item of a list, "
+                               "array or dict assigned with `S[0] = ...`.", StatefulError)
+            if isinstance(v, gast.Call):
+                pre, value = self.maybe_stateful_call(v, scope)
+                if pre:
+                    return pre
             raise self.err(scope, s, "an expression whose value is unused (a call for its side effects?)",
                            "Remove it, or assign its value to a variable you use.")
         if isinstance(s, (gast.Pass, gast.Break, gast.Continue)):
@@ -390,7 +423,10 @@ class Normalizer:
         if isinstance(target, gast.Name):
             if target.id in scope.local_functions:
                 del scope.local_functions[target.id]
-            return [assign(target.id, value if normalized else self.expr(value, scope))]
+            if normalized:
+                return [assign(target.id, value)]
+            pre, v = self.maybe_stateful_call(value, scope)
+            return pre + [assign(target.id, v)]
         if isinstance(target, (gast.Tuple, gast.List)):
             names = target.elts
             if not all(isinstance(n, gast.Name) for n in names):
@@ -404,10 +440,14 @@ class Normalizer:
                 return [assign(n.id, const(v)) for n, v in zip(names, tup)]
             raise self.err(scope, s, "tuple unpacking needs a tuple of the same length on the right",
                            "Assign each variable separately.")
+        if isinstance(target, gast.Subscript) and isinstance(target.value, gast.Name):
+            cell = scope.state_cell("item", target.value.id, _item_key(target.slice))
+            if cell is not None:
+                return [assign(cell.param, value if normalized else self.expr(value, scope))]
         if isinstance(target, (gast.Subscript, gast.Attribute)):
-            raise self.err(scope, s, "assignment into an item or attribute writes state",
-                           "Stateful functions are not supported here yet: use a local variable.",
-                           StatefulError)
+            raise self.err(scope, s, "assignment into an item or attribute that s2sad cannot carry as state",
+                           "Keep state in a global number or an item (constant key) of a list, array or "
+                           "dict defined outside the function.", StatefulError)
         raise self.err(scope, s, "unsupported assignment target", "Assign to a plain variable.")
 
     def for_stmt(self, s: gast.For, scope: _Scope) -> list[gast.stmt]:
@@ -534,6 +574,9 @@ class Normalizer:
 
     def subscript(self, e: gast.Subscript, scope: _Scope) -> gast.expr:
         if isinstance(e.value, gast.Name):
+            cell = scope.state_cell("item", e.value.id, _item_key(e.slice))
+            if cell is not None:
+                return name(cell.param)
             captured = self.captured_element(e, e.value.id, scope)
             if captured is not None:
                 return captured
@@ -562,6 +605,9 @@ class Normalizer:
             if base not in scope.capturable:
                 return None
             origin = "param"
+        elif base in self.local_data:
+            raise self.err(scope, e, f"'{base}' is a local container of the loss that is read but never "
+                           "written here", "Pass its values as arguments instead.", FreeVariableError)
         else:
             r = scope.resolver.resolve(base)
             if r is None or r.kind not in ("array", "container"):
@@ -584,6 +630,13 @@ class Normalizer:
         return name(self.capture(scope, origin, base, index, e))
 
     def call(self, e: gast.Call, scope: _Scope) -> gast.expr:
+        scope.call_depth = getattr(scope, "call_depth", 0) + 1
+        try:
+            return self._call(e, scope)
+        finally:
+            scope.call_depth -= 1
+
+    def _call(self, e: gast.Call, scope: _Scope) -> gast.expr:
         if e.keywords or any(isinstance(a, gast.Starred) for a in e.args):
             raise self.err(scope, e, "calls in scalar functions take positional arguments only",
                            "Pass arguments by position.")
@@ -612,10 +665,11 @@ class Normalizer:
         if r.kind == "function":
             helper = self.user_function(value, at=location_of(scope.filename, e))
             caps = self.captures.get(helper, [])
-            nparams = len(self.functions[helper].args.args) - len(caps)
+            nparams = len(self.functions[helper].args.args) - len(caps) - len(self.state_of.get(helper, []))
             if nparams != len(args):
                 raise self.err(scope, e, f"'{label}' takes {nparams} arguments, {len(args)} given", "Fix the call.")
-            return gast.Call(func=name(helper), args=args + self.pass_captures(caps, scope, e, {}), keywords=[])
+            call = gast.Call(func=name(helper), args=args + self.pass_captures(caps, scope, e, {}), keywords=[])
+            return self.check_stateful(call, helper, scope, e)
         raise self.err(scope, e, f"'{label}' has no Python source s2sad can read and no derivative rule",
                        f"Register a rule for it: s2sad.defrule({label}, \"<d out/d x>\", impl=<a Python "
                        f"function computing it>), or call a function written in Python.", NoSourceError)
@@ -650,7 +704,8 @@ class Normalizer:
             raise self.err(scope, e, "a local function that captures variables can only be called "
                            "from the function that defines it", "Pass the values as arguments.")
         args = [name(c) for c in lf.captured] + [self.expr(a, scope) for a in e.args]
-        return gast.Call(func=name(lf.helper), args=args + self.pass_captures(caps, scope, e, {}), keywords=[])
+        call = gast.Call(func=name(lf.helper), args=args + self.pass_captures(caps, scope, e, {}), keywords=[])
+        return self.check_stateful(call, lf.helper, scope, e)
 
     # ------------------------------------------------------------ captured values
 
@@ -683,6 +738,100 @@ class Normalizer:
                                "an enclosing scalar function", "Pass the value as an argument.",
                                FreeVariableError)
         return args
+
+    # ------------------------------------------------------------ state
+
+    def declare_state(self, body: list[gast.stmt], scope: _Scope, fnode) -> None:
+        """Every global/nonlocal name and every written item of an outside container
+        becomes a state cell of this function (see passes/state.py)."""
+        for n in (x for st in body for x in _walk_no_nested(st)):
+            if isinstance(n, (gast.Global, gast.Nonlocal)):
+                for nm in n.names:
+                    if isinstance(n, gast.Nonlocal) and scope.resolver.cell(nm) is None:
+                        raise self.err(scope, n, f"'nonlocal {nm}' refers to a variable of an enclosing "
+                                       "scalar function", "Return the value instead.", StatefulError)
+                    kind = "global" if isinstance(n, gast.Global) else "nonlocal"
+                    if scope.state_cell(kind, nm, ()) is None:
+                        scope.state.append(StateCell(kind, nm, (), nm, location_of(scope.filename, n), scope.resolver))
+                        scope.locals.add(nm)
+        for target, base, index_node in written_items(body):
+            key = _item_key(index_node)
+            if base in scope.locals:
+                raise self.err(scope, target, f"'{base}' is written by item, but it is a local number",
+                               "Keep state in a container defined outside the function.", StatefulError)
+            if key is None:
+                raise self.err(scope, target, f"'{base}' is written at a position computed per element",
+                               "Write state at constant positions (S[0]).", StatefulError)
+            container = self.local_data.get(base, MISSING)
+            local = container is not MISSING
+            if not local:
+                container = scope.resolver.lookup(base)
+            if container is MISSING or not isinstance(container, (list, dict, np.ndarray)):
+                raise self.err(scope, target, f"'{base}' is not a list, array or dict s2sad can carry as state",
+                               "Keep state in a global number or an item of a list, array or dict.",
+                               StatefulError)
+            if scope.state_cell("item", base, key) is None:
+                param = self._cell_param(scope, base + "_" + "_".join(str(k) for k in key))
+                scope.state.append(StateCell("item", base, key, param, location_of(scope.filename, target),
+                                             scope.resolver, container if local else None))
+
+    def _cell_param(self, scope: _Scope, base: str) -> str:
+        param = "".join(ch if ch.isalnum() or ch == "_" else "_" for ch in base)
+        while param in scope.locals:
+            param += "_"
+        scope.locals.add(param)
+        return param
+
+    def check_stateful(self, call: gast.Call, helper: str, scope: _Scope, node) -> gast.expr:
+        """A call of a function that threads state: allowed only as a whole statement
+        (`v = f(...)`, `return f(...)`, `f(...)`), where the state is unpacked after it."""
+        cells = self.state_of.get(helper)
+        if not cells:
+            return call
+        if not (scope.stateful_call_ok and scope.call_depth == 1):
+            raise self.err(scope, node, f"'{helper}' writes state, so it must be called as a statement "
+                           "(`v = f(...)`, `return f(...)` or `f(...)`)",
+                           "Assign its result to a variable first.", StatefulError)
+        call.args += [name(self.caller_cell(scope, c).param) for c in cells]
+        call._s2sad_state = [self.caller_cell(scope, c).param for c in cells]
+        return call
+
+    def caller_cell(self, scope: _Scope, c: StateCell) -> StateCell:
+        mine = scope.state_cell(c.kind, c.base, c.index)
+        if mine is None:
+            param = c.param if c.kind != "item" and c.param not in scope.locals else self._cell_param(scope, c.param)
+            scope.locals.add(param)
+            mine = StateCell(c.kind, c.base, c.index, param, c.location, c.resolver, c.local_value)
+            scope.state.append(mine)
+        return mine
+
+    def maybe_stateful_call(self, value: gast.expr, scope: _Scope) -> tuple[list[gast.stmt], gast.expr]:
+        """Normalize a statement's value; a stateful call becomes `t, s... = f(..., s...)`."""
+        scope.stateful_call_ok = isinstance(value, gast.Call)
+        try:
+            v = self.expr(value, scope)
+        finally:
+            scope.stateful_call_ok = False
+        state = getattr(v, "_s2sad_state", None)
+        if not state:
+            return [], v
+        tmp = scope.temp()
+        target = gast.Tuple(elts=[name(t, gast.Store()) for t in [tmp] + state], ctx=gast.Store())
+        return [gast.Assign(targets=[target], value=v, type_comment=None)], name(tmp)
+
+
+def _walk_no_nested(node):
+    yield node
+    for child in gast.iter_child_nodes(node):
+        if not isinstance(child, (gast.FunctionDef, gast.Lambda)):
+            yield from _walk_no_nested(child)
+
+
+def _item_key(e) -> tuple | None:
+    """The constant key of an item: integers (S[0], A[1, 2]) or a string (D["n"])."""
+    if isinstance(e, gast.Constant) and isinstance(e.value, str):
+        return (e.value,)
+    return _constant_index(e)
 
 
 def _literal(e) -> float | None:

@@ -1,0 +1,475 @@
+"""Drivers: the loops that apply a kernel module's entry over the index space.
+
+`lower_module` renders a module's scalar functions (`llvm_lower`) and one driver with
+the C ABI of kernel.py, chosen by the type of the spec:
+
+- `LoopSpec` (`_emit_loop_driver`): every element independently, row-major; sums are
+  carried in registers with `reassoc nsz` adds so that the loop vectorises.
+- `ScanSpec` (`_emit_scan_driver`): the elements in order, threading the k state values
+  through registers (phis); with grads, the forward sweep stores the state before each
+  element on the tape and a second loop nest walks the elements backwards, calling the
+  dual at (params(e), tape[e]) and carrying lambda (the adjoint of the state) in
+  registers.
+
+Both are built from `_DriverBody`: arguments by layout, element addressing, gradient
+updates, and `nest`, two counted loops (o outer, i inner, forwards or backwards) that
+carry values in phis.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Iterable
+
+from ..kernel import KernelModule, LoopSpec, ScanSpec
+from .llvm_lower import ALL_VECTOR_ISAS, LoweringError, _Body, _Module, _ref, driver_name
+
+__all__ = ["lower_module", "driver_name"]
+
+
+def lower_module(kmod: KernelModule, spec: LoopSpec | ScanSpec, dtype, *,
+                 vector_isas: Iterable[str] = ALL_VECTOR_ISAS,
+                 available: Callable[[str], bool] | None = None) -> str:
+    """LLVM IR text of the module for (kmod, spec, dtype); see `llvm_lower`'s docstring.
+
+    `vector_isas` are the libmvec ISAs (of "b", "d", "e") whose variants calls may name;
+    `available(symbol)` filters the variants (the JIT passes what this host can run).
+    """
+    if isinstance(spec, ScanSpec):
+        emit = _emit_scan_driver
+    elif isinstance(spec, LoopSpec):
+        emit = _emit_loop_driver
+    else:
+        raise TypeError(f"a driver is made from a LoopSpec or a ScanSpec, not {type(spec).__name__}")
+    return _Module(kmod, spec, dtype, vector_isas, available).render(emit)
+
+
+# ---------------------------------------------------------------------------------
+# the parts both drivers share
+
+@dataclass
+class _Carried:
+    """A value carried through a loop nest in phis."""
+
+    init: str       # its value before the nest
+    outer: str      # phi in outer.cond: before each row, and after the nest (in exit)
+    cur: str        # phi in inner.cond: before the element the body handles
+    nxt: str        # after that element: the body defines it
+
+
+class _DriverBody(_Body):
+    """A driver function under construction: its signature and its blocks."""
+
+    def __init__(self, m: _Module) -> None:
+        super().__init__(m.ty)
+        self.m = m
+        self.sig: list[str] = []
+        # inside a nest body: the element's indices and the rows of strided operands
+        self.i = self.flat = ""
+        self.rows: dict[str, str] = {}
+
+    # -- the signature
+
+    def arg(self, kind: str, base: str) -> str:
+        ref = self.local(base)
+        self.sig.append(f"{kind} {ref}")
+        return ref
+
+    def layout_args(self, base: str, layout: str) -> tuple:
+        """("scalar", v) | ("contig", p, base) | ("strided", p, base, so, si)."""
+        if layout == "scalar":
+            return ("scalar", self.arg(self.T, base))
+        ptr = self.arg("ptr noalias", base)
+        if layout == "contig":
+            return ("contig", ptr, base)
+        return ("strided", ptr, base, self.arg("i64", base + ".so"), self.arg("i64", base + ".si"))
+
+    def grad_args(self, base: str, layout: str) -> tuple:
+        """GRAD(a) of kernel.py: a scalar param's gradient is ("sum", g, base), g[0] += sum."""
+        if layout == "scalar":
+            return ("sum", self.arg("ptr noalias", base), base)
+        return self.layout_args(base, layout)
+
+    def seed_arg(self, kind: str) -> str:
+        return self.arg(self.T if kind == "scalar" else "ptr noalias", "seed")
+
+    def render_driver(self) -> str:
+        head = f"define void {_ref('@', self.m.driver)}({', '.join(self.sig)}) #1 {{\n"
+        return head + self.render_blocks() + "\n}"
+
+    # -- the loop nest
+
+    def nest(self, n_outer: str, n_inner: str, operands: list, carried: list[tuple[str, str]],
+             body: Callable[[list[_Carried]], None], reverse: bool = False, prefix: str = "") -> list[_Carried]:
+        """Loops o over [0, n_outer), i over [0, n_inner) (both backwards when `reverse`),
+        entered from the current block. `carried` are (phi base name, initial value);
+        `body(carried)` emits the element's code (one block: self.i and self.flat are its
+        indices) and defines each `nxt`. Leaves the exit block open, where each `outer`
+        holds the value after the last element."""
+        T = self.T
+        lab = lambda name: _ref("%", name)  # noqa: E731
+        o_cond = self.new_block(prefix + "outer.cond")
+        o_body = self.new_block(prefix + "outer.body")
+        i_cond = self.new_block(prefix + "inner.cond")
+        i_body = self.new_block(prefix + "inner.body")
+        o_latch = self.new_block(prefix + "outer.latch")
+        exit_ = self.new_block(prefix + "exit")
+        if reverse:     # counters o.left, i.left run from n down to 1; the index is one less
+            o_phi, o_step, i_phi, i_step = (self.local(n) for n in ("o.left", "o", "i.left", "i"))
+        else:
+            o_phi, o_step, i_phi, i_step = (self.local(n) for n in ("o", "o.next", "i", "i.next"))
+        cs = [_Carried(init, self.local(base + ".o"), self.local(base + ".i"), self.local(base + ".next"))
+              for base, init in carried]
+        pre = self.label
+        self.br(o_cond)
+
+        self.start(o_cond)
+        self.emit(f"{o_phi} = phi i64 [ {n_outer if reverse else 0}, {lab(pre)} ], "
+                  f"[ {o_step}, {lab(o_latch)} ]")
+        for c in cs:
+            self.emit(f"{c.outer} = phi {T} [ {c.init}, {lab(pre)} ], [ {c.cur}, {lab(o_latch)} ]")
+        more = (self.inst("outer.more", f"icmp sgt i64 {o_phi}, 0") if reverse
+                else self.inst("outer.more", f"icmp slt i64 {o_phi}, {n_outer}"))
+        self.cbr(more, o_body, exit_)
+
+        self.start(o_body)
+        if reverse:
+            self.emit(f"{o_step} = add nsw i64 {o_phi}, -1")
+        o = o_step if reverse else o_phi
+        row = self.inst("row", f"mul nsw i64 {o}, {n_inner}")
+        self.rows = {}
+        for group in operands:
+            if group[0] == "strided":
+                self.rows[group[1]] = self.inst(group[2] + ".row", f"mul nsw i64 {o}, {group[3]}")
+        self.br(i_cond)
+
+        self.start(i_cond)
+        self.emit(f"{i_phi} = phi i64 [ {n_inner if reverse else 0}, {lab(o_body)} ], "
+                  f"[ {i_step}, {lab(i_body)} ]")
+        for c in cs:
+            self.emit(f"{c.cur} = phi {T} [ {c.outer}, {lab(o_body)} ], [ {c.nxt}, {lab(i_body)} ]")
+        more = (self.inst("inner.more", f"icmp sgt i64 {i_phi}, 0") if reverse
+                else self.inst("inner.more", f"icmp slt i64 {i_phi}, {n_inner}"))
+        self.cbr(more, i_body, o_latch)
+
+        self.start(i_body)
+        if reverse:
+            self.emit(f"{i_step} = add nsw i64 {i_phi}, -1")
+        self.i = i_step if reverse else i_phi
+        self.flat = self.inst("flat", f"add nsw i64 {row}, {self.i}")
+        body(cs)
+        assert self.label == i_body, "a nest body is one block"
+        if not reverse:
+            self.emit(f"{i_step} = add nsw i64 {i_phi}, 1")
+        self.br(i_cond)
+
+        self.start(o_latch)
+        if not reverse:
+            self.emit(f"{o_step} = add nsw i64 {o_phi}, 1")
+        self.br(o_cond)
+
+        self.start(exit_)
+        return cs
+
+    # -- the element (inside a nest body)
+
+    def elem_ptr(self, ptr: str, index: str, base: str) -> str:
+        return self.inst(base + ".ptr", f"getelementptr inbounds {self.T}, ptr {ptr}, i64 {index}")
+
+    def flat_ptr(self, ptr: str, base: str) -> str:
+        return self.elem_ptr(ptr, self.flat, base)
+
+    def address(self, group) -> str:
+        T = self.T
+        if group[0] == "contig":
+            return self.flat_ptr(group[1], group[2])
+        col = self.inst(group[2] + ".col", f"mul nsw i64 {self.i}, {group[4]}")
+        idx = self.inst(group[2] + ".idx", f"add nsw i64 {self.rows[group[1]]}, {col}")
+        return self.inst(group[2] + ".ptr", f"getelementptr inbounds {T}, ptr {group[1]}, i64 {idx}")
+
+    def read(self, group, base: str) -> str:
+        if group[0] == "scalar":
+            return group[1]
+        return self.inst(base + ".v", f"load {self.T}, ptr {self.address(group)}")
+
+    def seed_value(self, seed: str, kind: str) -> str:
+        if kind == "scalar":
+            return seed
+        return self.inst("seed.v", f"load {self.T}, ptr {self.flat_ptr(seed, 'seed')}")
+
+    def call(self, callee: str, args: list[str], hint: str) -> tuple[str, str]:
+        """Call a kernel function; (its return type, the result)."""
+        T = self.T
+        rtype = self.m.ret_type(callee)
+        argstr = ", ".join(f"{T} {a}" for a in args)
+        return rtype, self.inst(hint, f"call {rtype} {_ref('@', self.m.llnames[callee])}({argstr})")
+
+    def add_to_grad(self, g, base: str, contrib: str, sums: dict[str, _Carried]) -> None:
+        """GRAD(a) += contrib at this element (a contig gradient is stored)."""
+        T = self.T
+        if g[0] == "sum":
+            c = sums[g[1]]
+            self.emit(f"{c.nxt} = fadd reassoc nsz {T} {c.cur}, {contrib}")
+        elif g[0] == "contig":
+            self.emit(f"store {T} {contrib}, ptr {self.flat_ptr(g[1], base)}")
+        else:
+            p = self.address(g)
+            old = self.inst(base + ".old", f"load {T}, ptr {p}")
+            new = self.inst(base + ".new", f"fadd {T} {old}, {contrib}")
+            self.emit(f"store {T} {new}, ptr {p}")
+
+    def flush_sum(self, name: str, ptr: str, total: str) -> None:
+        """ptr[0] += total (after a nest)."""
+        T = self.T
+        old = self.inst(name + ".old", f"load {T}, ptr {ptr}")
+        new = self.inst(name + ".new", f"fadd {T} {old}, {total}")
+        self.emit(f"store {T} {new}, ptr {ptr}")
+
+
+def _active_indices(kmod: KernelModule, names: Iterable[str], params: tuple[str, ...]) -> list[int]:
+    out = []
+    for a in names:
+        if a not in params:
+            raise LoweringError(f"active parameter {a!r} is not a parameter of {kmod.entry!r}")
+        out.append(params.index(a))
+    return out
+
+
+# ---------------------------------------------------------------------------------
+# LoopSpec: every element independently
+
+def _emit_loop_driver(m: _Module) -> str:
+    kmod, spec = m.kmod, m.spec
+    T = m.ty.name
+    d = _DriverBody(m)
+
+    if len(spec.layouts) != len(kmod.params):
+        raise LoweringError(f"spec has {len(spec.layouts)} layouts for {len(kmod.params)} parameters")
+    n_outer = d.arg("i64", "n_outer")
+    n_inner = d.arg("i64", "n_inner")
+    params = [d.layout_args(p, lay) for p, lay in zip(kmod.params, spec.layouts)]
+    out = d.arg("ptr noalias", "out") if spec.value == "store" else None
+    acc = d.arg("ptr noalias", "acc") if spec.value == "sum" else None
+    seed = d.seed_arg(spec.seed) if spec.partials else None
+    active_idx = _active_indices(kmod, kmod.active if spec.needs_dual else (), kmod.params)
+    grads = ([d.grad_args(kmod.params[k] + "_bar", spec.layouts[k]) for k in active_idx]
+             if spec.partials else [])
+    tangents = ([d.layout_args(kmod.params[k] + "_dot", spec.layouts[k]) for k in active_idx]
+                if spec.tangents else [])
+    out_dot = d.arg("ptr noalias", "out_dot") if spec.tangents else None
+
+    callee = kmod.dual_entry if spec.needs_dual else kmod.entry
+    arity = m.arity(callee)
+    if spec.needs_dual and arity != 1 + len(active_idx):
+        raise LoweringError(f"{callee} returns {arity} values; the value and {len(active_idx)} partials are due")
+    if not spec.needs_dual and arity != 1:
+        raise LoweringError(f"{callee} returns {arity} values where one is due")
+
+    # sums carried in registers and added into memory once, at the end: (base name, pointer)
+    accs: list[tuple[str, str]] = []
+    if acc:
+        accs.append(("value", acc))
+    accs.extend((g[2], g[1]) for g in grads if g[0] == "sum")
+    acc_names = {ptr: d.fresh(name + ".sum") for name, ptr in accs}
+
+    d.start(d.new_block("entry"))
+
+    def element(cs: list[_Carried]) -> None:
+        sums = {ptr: c for (_, ptr), c in zip(accs, cs)}
+        args = [d.read(g, p) for g, p in zip(params, kmod.params)]
+        if arity == 1:
+            _, value = d.call(callee, args, "value")
+            partials = []
+        else:
+            rtype, res = d.call(callee, args, "dual")
+            value = d.inst("value", f"extractvalue {rtype} {res}, 0")
+            partials = [d.inst(kmod.params[k] + ".partial", f"extractvalue {rtype} {res}, {n + 1}")
+                        for n, k in enumerate(active_idx)]
+        if out:
+            d.emit(f"store {T} {value}, ptr {d.flat_ptr(out, 'out')}")
+        if acc:
+            c = sums[acc]
+            d.emit(f"{c.nxt} = fadd reassoc nsz {T} {c.cur}, {value}")
+        if spec.partials:
+            s = d.seed_value(seed, spec.seed)
+            for k, g, dv in zip(active_idx, grads, partials):
+                base = kmod.params[k] + "_bar"
+                d.add_to_grad(g, base, d.inst(base + ".c", f"fmul {T} {dv}, {s}"), sums)
+        if spec.tangents:
+            total = "0.0"
+            for k, t, dv in zip(active_idx, tangents, partials):
+                tv = d.read(t, kmod.params[k] + "_dot")
+                prod = d.inst(kmod.params[k] + ".jvp", f"fmul {T} {dv}, {tv}")
+                total = d.inst("out_dot.sum", f"fadd {T} {total}, {prod}")
+            d.emit(f"store {T} {total}, ptr {d.flat_ptr(out_dot, 'out_dot')}")
+
+    cs = d.nest(n_outer, n_inner, params + grads + tangents,
+                [(acc_names[ptr], "0.0") for _, ptr in accs], element)
+    for (name, ptr), c in zip(accs, cs):
+        d.flush_sum(name, ptr, c.outer)
+    d.terminate("ret void")
+    return d.render_driver()
+
+
+# ---------------------------------------------------------------------------------
+# ScanSpec: the elements in order, threading the state
+
+@dataclass
+class _ScanSig:
+    """The scan driver's arguments (kernel.py's C ABI) and what its sweeps need to know."""
+
+    names: tuple[str, ...]          # the non-state params
+    states: tuple[str, ...]         # the k state params
+    n_outer: str
+    n_inner: str
+    params: list                    # layout groups of the non-state params
+    state: str
+    out: str | None
+    acc: str | None
+    active_idx: list[int]           # positions in `names` of the active params
+    n_wrt: int = 0                  # len(dual_wrt): the active params, then the states
+    seed: str = ""
+    grads: list = field(default_factory=list)   # grad groups, one per active param
+    state_bar: str = ""
+    tape: str = ""
+
+
+def _emit_scan_driver(m: _Module) -> str:
+    """kernel.py's scan driver: the forward sweep, then with grads the reverse sweep."""
+    d = _DriverBody(m)
+    sig = _scan_signature(d)
+    d.start(d.new_block("entry"))
+    _scan_forward(d, sig)
+    if m.spec.grads:
+        _scan_reverse(d, sig)
+    d.terminate("ret void")
+    return d.render_driver()
+
+
+def _scan_signature(d: _DriverBody) -> _ScanSig:
+    """Declare the arguments, after checking the module against the contract."""
+    m = d.m
+    kmod, spec = m.kmod, m.spec
+    k, n_params = spec.n_state, len(spec.layouts)
+    if n_params + k != len(kmod.params):
+        raise LoweringError(f"scan spec has {n_params} layouts and {k} states for "
+                            f"{len(kmod.params)} parameters of {kmod.entry!r}")
+    names, states = kmod.params[:n_params], kmod.params[n_params:]
+    arity = m.arity(kmod.entry)
+    if arity != 1 + k:
+        raise LoweringError(f"{kmod.entry} returns {arity} values; the value and {k} states are due")
+    sig = _ScanSig(names=names, states=states, n_outer=d.arg("i64", "n_outer"),
+                   n_inner=d.arg("i64", "n_inner"),
+                   params=[d.layout_args(p, lay) for p, lay in zip(names, spec.layouts)],
+                   state=d.arg("ptr noalias", "state"),
+                   out=d.arg("ptr noalias", "out") if spec.value == "store" else None,
+                   acc=d.arg("ptr noalias", "acc") if spec.value == "sum" else None, active_idx=[])
+    if not spec.grads:
+        return sig
+    wrt = tuple(kmod.active)
+    if k and wrt[len(wrt) - k:] != states:
+        raise LoweringError(f"the dual of a scan differentiates w.r.t. the active params, then "
+                            f"the states {states}; {kmod.name} has active={wrt}")
+    sig.active_idx = _active_indices(kmod, wrt[:len(wrt) - k], names)
+    sig.n_wrt = len(wrt)
+    arity = m.arity(kmod.dual_entry)
+    if arity != (1 + k) * (1 + sig.n_wrt):
+        raise LoweringError(f"{kmod.dual_entry} returns {arity} values; a scan's dual returns "
+                            f"{(1 + k) * (1 + sig.n_wrt)}: (value, states, (1 + {k}) x {sig.n_wrt} partials)")
+    sig.seed = d.seed_arg(spec.seed)
+    sig.grads = [d.grad_args(names[a] + "_bar", spec.layouts[a]) for a in sig.active_idx]
+    sig.state_bar = d.arg("ptr noalias", "state_bar")
+    sig.tape = d.arg("ptr noalias", "tape")
+    return sig
+
+
+def _tape_slot(d: _DriverBody, sig: _ScanSig, j: int) -> str:
+    """&tape[e*k + j] at the current element e."""
+    k = len(sig.states)
+    return d.inst(sig.states[j] + ".tape.ptr",
+                  f"getelementptr inbounds [{k} x {d.T}], ptr {sig.tape}, i64 {d.flat}, i32 {j}")
+
+
+def _scan_forward(d: _DriverBody, sig: _ScanSig) -> None:
+    """The state in phis, loaded from `state` and stored back after the last element; the
+    primal entry at each element; with grads, the state before it onto the tape."""
+    spec, T, k = d.m.spec, d.T, len(sig.states)
+    entry = d.m.kmod.entry
+    init = [d.inst(s + ".in", f"load {T}, ptr {d.elem_ptr(sig.state, str(j), s + '.in')}")
+            for j, s in enumerate(sig.states)]
+
+    def step(cs: list[_Carried]) -> None:
+        args = [d.read(g, p) for g, p in zip(sig.params, sig.names)]
+        cur = [c.cur for c in cs[:k]]
+        if spec.grads:
+            for j, v in enumerate(cur):
+                d.emit(f"store {T} {v}, ptr {_tape_slot(d, sig, j)}")
+        rtype, res = d.call(entry, args + cur, "step")
+        if k == 0:
+            value = res
+        else:
+            value = d.inst("value", f"extractvalue {rtype} {res}, 0")
+            for j, c in enumerate(cs[:k]):
+                d.emit(f"{c.nxt} = extractvalue {rtype} {res}, {j + 1}")
+        if sig.out:
+            d.emit(f"store {T} {value}, ptr {d.flat_ptr(sig.out, 'out')}")
+        if sig.acc:
+            c = cs[k]
+            d.emit(f"{c.nxt} = fadd reassoc nsz {T} {c.cur}, {value}")
+
+    carried = list(zip(sig.states, init)) + ([(d.fresh("value.sum"), "0.0")] if sig.acc else [])
+    cs = d.nest(sig.n_outer, sig.n_inner, sig.params, carried, step)
+    for j, (s, c) in enumerate(zip(sig.states, cs)):
+        d.emit(f"store {T} {c.outer}, ptr {d.elem_ptr(sig.state, str(j), s + '.out')}")
+    if sig.acc:
+        d.flush_sum("value", sig.acc, cs[k].outer)
+
+
+def _scan_reverse(d: _DriverBody, sig: _ScanSig) -> None:
+    """lambda (the adjoint of the state after the element) in phis, from `state_bar` and
+    back into it; backwards over the elements, the dual at (params(e), tape[e]) gives
+        grad(a)  += seed(e) * dv/da  + sum_j lambda_j * dsj'/da
+        lambda_l  = seed(e) * dv/dsl + sum_j lambda_j * dsj'/dsl    (the old lambda on the right)
+    summed in that order, as `run_scan` does."""
+    spec, T, k = d.m.spec, d.T, len(sig.states)
+    dual = d.m.kmod.dual_entry
+    lam0 = [d.inst(s + "_bar.in", f"load {T}, ptr {d.elem_ptr(sig.state_bar, str(j), s + '_bar.in')}")
+            for j, s in enumerate(sig.states)]
+    sum_grads = [(g[2], g[1]) for g in sig.grads if g[0] == "sum"]
+
+    def adjoint(cs: list[_Carried]) -> None:
+        lam = [c.cur for c in cs[:k]]
+        sums = {ptr: c for (_, ptr), c in zip(sum_grads, cs[k:])}
+        args = [d.read(g, p) for g, p in zip(sig.params, sig.names)]
+        args += [d.inst(s + ".tape", f"load {T}, ptr {_tape_slot(d, sig, j)}") for j, s in enumerate(sig.states)]
+        rtype, res = d.call(dual, args, "dual")
+        sd = d.seed_value(sig.seed, spec.seed)
+
+        def partial(row: int, w: int, hint: str) -> str:   # row 0: d value, row 1 + j: d sj'
+            return d.inst(hint, f"extractvalue {rtype} {res}, {1 + k + row * sig.n_wrt + w}")
+
+        def combine(w: int, base: str, into: str | None = None) -> str:
+            """seed * dv/dw + sum_j lambda_j * dsj'/dw; `into` names the result (k > 0)."""
+            total = d.inst(base + ".c", f"fmul {T} {partial(0, w, base + '.dv')}, {sd}")
+            for j, s in enumerate(sig.states):
+                prod = d.inst(base + ".c", f"fmul {T} {lam[j]}, {partial(1 + j, w, base + '.d' + s)}")
+                text = f"fadd {T} {total}, {prod}"
+                if into is not None and j == k - 1:
+                    d.emit(f"{into} = {text}")
+                    return into
+                total = d.inst(base + ".c", text)
+            return total
+
+        for n, (a, g) in enumerate(zip(sig.active_idx, sig.grads)):
+            base = sig.names[a] + "_bar"
+            d.add_to_grad(g, base, combine(n, base), sums)
+        for j, (s, c) in enumerate(zip(sig.states, cs[:k])):
+            combine(len(sig.active_idx) + j, s + "_bar", into=c.nxt)
+
+    carried = list(zip((s + "_bar" for s in sig.states), lam0))
+    carried += [(d.fresh(name + ".sum"), "0.0") for name, _ in sum_grads]
+    cs = d.nest(sig.n_outer, sig.n_inner, sig.params + sig.grads, carried, adjoint,
+                reverse=True, prefix="rev.")
+    for j, (s, c) in enumerate(zip(sig.states, cs[:k])):
+        d.emit(f"store {T} {c.outer}, ptr {d.elem_ptr(sig.state_bar, str(j), s + '_bar.out')}")
+    for (name, ptr), c in zip(sum_grads, cs[k:]):
+        d.flush_sum(name, ptr, c.outer)
