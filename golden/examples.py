@@ -59,6 +59,69 @@ def three_loss(x, y, w):
     return np.sum(s2sad.broadcast(three, x, y, w))
 
 
+def closure_loss(x, y):
+    return np.sum(s2sad.broadcast(lambda z: z ** 2 + y[0], x))
+
+
+total = 0.0
+STORE = [0.0]
+BUFFER = np.zeros(1)
+
+
+def running_global(x):
+    global total
+    total += x
+    return total
+
+
+def running_item(x):
+    STORE[0] += x
+    return STORE[0] * x
+
+
+def running_array(x):
+    BUFFER[0] = 0.5 * BUFFER[0] + math.tanh(x)
+    return BUFFER[0]
+
+
+def make_counter():
+    count = 0.0
+
+    def counter(x):
+        nonlocal count
+        count += x
+        return count
+    return counter
+
+
+counter = make_counter()
+
+
+def global_loss(x):
+    return sum(map(running_global, x))
+
+
+def item_loss(x):
+    return sum(map(running_item, x))
+
+
+def array_loss(x):
+    return sum(running_array(z) for z in x)
+
+
+def nonlocal_loss(x):
+    return sum(map(counter, x))
+
+
+def local_list_loss(x):
+    acc = [0.0]
+
+    def step(z):
+        acc[0] += z
+        return acc[0]
+    return sum(map(step, x))
+
+
 # name -> (loss, argnums)
 CASES = {
     "abs": (abs_loss, 0),
@@ -67,4 +130,10 @@ CASES = {
     "softplus": (softplus_loss, 0),
     "newton": (newton_loss, 0),
     "three": (three_loss, (0, 1, 2)),
+    "closure": (closure_loss, (0, 1)),
+    "state_global": (global_loss, 0),
+    "state_item": (item_loss, 0),
+    "state_array": (array_loss, 0),
+    "state_nonlocal": (nonlocal_loss, 0),
+    "state_local_list": (local_list_loss, 0),
 }

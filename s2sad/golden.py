@@ -31,7 +31,8 @@ def _examples():
 def artifacts() -> dict[str, str]:
     """file name -> text, for every golden case."""
     from . import api
-    from .kernel import LoopSpec
+    from .codegen import cuda, llvm
+    from .kernel import LoopSpec, ScanSpec
 
     out: dict[str, str] = {}
     for case, (loss, argnums) in _examples().CASES.items():
@@ -40,11 +41,17 @@ def artifacts() -> dict[str, str]:
         out[f"{case}.explain.txt"] = str(api.explain(loss, argnums))
         c = d.c
         active = c.active_for(d.argnums)
+        state = c.plan.program.state
+        if state:  # a scan: the LLVM driver only (the cuda scan is not written yet)
+            params = c.kernel.params
+            kmod = c.kernel.module(active + params[len(params) - len(state):])
+            spec = ScanSpec(tuple("contig" for _ in params[: len(params) - len(state)]), len(state),
+                            value="sum", grads=True, seed="scalar")
+            out[f"{case}.ll"] = llvm.lower(kmod, spec, np.float64)
+            continue
         kmod = c.kernel.module(active)
         spec = LoopSpec(tuple("contig" for _ in c.kernel.params), value="sum", partials=True, seed="scalar")
-        from .codegen import llvm
         out[f"{case}.ll"] = llvm.lower(kmod, spec, np.float64)
-        from .codegen import cuda
         out[f"{case}.cu"] = cuda.lower(kmod, spec, np.float64)
     root = str(ROOT) + "/"
     return {k: v.replace(root, "") for k, v in out.items()}
