@@ -22,7 +22,7 @@ from typing import Any, Callable
 import gast
 import numpy as np
 
-from .errors import FreeVariableError, NoSourceError, SourceLocation, UnsupportedSyntaxError
+from .errors import NoSourceError, SourceLocation, UnsupportedSyntaxError
 
 
 @dataclass

@@ -25,7 +25,8 @@ import numpy as np
 from .. import rules
 from ..errors import FreeVariableError, UnsupportedOperationError, UnsupportedSyntaxError
 from ..frontend import MISSING, ParsedFunction, attribute_value, classify, location_of
-from .normalize import Normalizer, ScalarProgram, function_def, name
+from .normalize import Normalizer, ScalarProgram
+from .trees import dotted, function_def, literal, name
 from .purity import classify_function
 
 
@@ -220,7 +221,7 @@ class _Planner:
             raise self.err(e, "keyword arguments are not supported here", "Pass arguments by position.",
                            UnsupportedOperationError)
         value = attribute_value(self.pf.resolver, e.func)
-        label = _dotted(e.func)
+        label = dotted(e.func)
         if value in (list, np.array, np.asarray, np.fromiter, tuple) and len(e.args) >= 1:
             return self.elementwise(e.args[0])
         if value is api.broadcast or value is map:
@@ -259,20 +260,20 @@ class _Planner:
             return gast.Call(func=fnode, args=arrays, keywords=[])
         value = attribute_value(self.pf.resolver, fnode)
         if value is MISSING:
-            raise self.err(site, f"cannot tell which function '{_dotted(fnode)}' is",
+            raise self.err(site, f"cannot tell which function '{dotted(fnode)}' is",
                            "Pass a function s2sad can name: a def, a lambda, or a variable holding one.",
                            FreeVariableError)
         r = classify(value)
         if r.kind == "primitive":
-            self.sites.append(Site(self.loc(site), f"{label}({_dotted(fnode)})", "rule",
-                                   f"{_dotted(fnode)} has a derivative rule ({r.value})", _line(self.pf.filename, site)))
+            self.sites.append(Site(self.loc(site), f"{label}({dotted(fnode)})", "rule",
+                                   f"{dotted(fnode)} has a derivative rule ({r.value})", _line(self.pf.filename, site)))
         elif r.kind == "user_rule":
-            self.sites.append(Site(self.loc(site), f"{label}({_dotted(fnode)})", "rule",
-                                   f"{_dotted(fnode)} has a rule registered with s2sad.defrule",
+            self.sites.append(Site(self.loc(site), f"{label}({dotted(fnode)})", "rule",
+                                   f"{dotted(fnode)} has a rule registered with s2sad.defrule",
                                    _line(self.pf.filename, site)))
         else:
             verdict = classify_function(value, location_of(self.pf.filename, site))
-            self.sites.append(Site(self.loc(site), f"{label}({_dotted(fnode)})" if label in ("map", "broadcast", "s2sad.broadcast") else _dotted(fnode),
+            self.sites.append(Site(self.loc(site), f"{label}({dotted(fnode)})" if label in ("map", "broadcast", "s2sad.broadcast") else dotted(fnode),
                                    verdict.path, verdict.reason, _line(self.pf.filename, site)))
         return gast.Call(func=fnode, args=arrays, keywords=[])
 
@@ -324,9 +325,8 @@ def _mark_state(sites: list[Site], p: ScalarProgram) -> None:
 
 def _number_list(e) -> list | None:
     """The values of a list/tuple literal of numbers, else None."""
-    from .normalize import _literal
     if isinstance(e, (gast.List, gast.Tuple)) and e.elts:
-        vals = [_literal(x) for x in e.elts]
+        vals = [literal(x) for x in e.elts]
         if all(v is not None for v in vals):
             return [float(v) for v in vals]
     return None
@@ -391,11 +391,6 @@ def _array_level_statement(s: gast.stmt) -> bool:
 def _line(filename: str, node) -> str:
     import linecache
     return linecache.getline(filename, getattr(node, "lineno", 0) or 0).strip()
-
-
-def _dotted(node) -> str:
-    from .normalize import _dotted as d
-    return d(node)
 
 
 def plan_loss(pf: ParsedFunction) -> LossPlan:

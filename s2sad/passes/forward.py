@@ -26,7 +26,7 @@ import gast
 
 from .. import rules
 from .activity import Activity, expr_primitive, operands, primitive_of
-from .normalize import _literal, assign, const, function_def, name
+from .trees import assign, const, function_def, literal, name
 
 
 def dual_name(fname: str, params: list[str], active: tuple[str, ...]) -> str:
@@ -83,7 +83,7 @@ def _fold(e: gast.expr) -> gast.expr:
     """Fold constant arithmetic left by substitution (`2.0 - 1.0` in a power rule)."""
     if isinstance(e, gast.BinOp):
         e.left, e.right = _fold(e.left), _fold(e.right)
-        lv, rv = _literal(e.left), _literal(e.right)
+        lv, rv = literal(e.left), literal(e.right)
         if lv is not None and rv is not None and isinstance(e.op, (gast.Add, gast.Sub, gast.Mult)):
             v = {gast.Add: lv + rv, gast.Sub: lv - rv, gast.Mult: lv * rv}[type(e.op)]
             return const(float(v))
@@ -260,7 +260,7 @@ class _FunctionDual:
         for i, p in enumerate(partials):
             # a partial used in several directions is computed once
             if p is not None and len(op_tans[i]) > 1 and not isinstance(p, (gast.Name, gast.Constant)) \
-                    and _literal(p) is None:
+                    and literal(p) is None:
                 tmp = self.temp()
                 out.append(assign(tmp, p))
                 partials[i] = name(tmp)

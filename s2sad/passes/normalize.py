@@ -29,38 +29,13 @@ import gast
 import numpy as np
 
 from .. import rules
-from .state import MUTATING_METHODS, StateCell, written_items
 from ..errors import (FreeVariableError, NoSourceError, RecursionNotSupportedError,
                       StatefulError, UnsupportedSyntaxError)
-from ..errors import SourceLocation
 from ..frontend import MISSING, ParsedFunction, Resolver, attribute_value, classify, location_of, parse_function
-
-
-@dataclass(frozen=True)
-class Capture:
-    """A value a scalar function reads from outside its arguments: `base[index]` (or
-    `base` itself when index is ()), evaluated before the kernel runs and passed in as
-    the extra parameter `param`. origin "param": `base` is a parameter of the entry
-    (a differentiated value, whose gradient is scattered back to where it was read);
-    "free": a free name holding data (an array, list or number)."""
-
-    origin: str
-    base: str
-    index: tuple[int, ...]
-    param: str
-    location: SourceLocation
-    resolver: Resolver | None = field(default=None, compare=False, repr=False)  # for "free"
-
-    def key(self) -> tuple:
-        return (self.origin, self.base, self.index)
-
-    def read(self, value=None):
-        """The captured number, from the base's value (looked up now for "free")."""
-        if value is None:
-            value = self.resolver.lookup(self.base)
-        for i in self.index:
-            value = value[i]
-        return value
+from .captures import Capture, CaptureMixin
+from .state import MUTATING_METHODS, StateCell, StateMixin, item_key
+from .trees import (assign, assigned_names, const, constant_value, definitely_returns, dotted, function_def,
+                    literal, name, primitive_call)
 
 
 @dataclass
@@ -79,89 +54,11 @@ class ScalarProgram:
     state: list[StateCell] = field(default_factory=list)
 
 
-def name(id_: str, ctx=None) -> gast.Name:
-    return gast.Name(id=id_, ctx=ctx or gast.Load(), annotation=None, type_comment=None)
-
-
-def const(value) -> gast.expr:
-    """A numeric literal; negative numbers as unary minus (printers mangle -2.0 ** 2)."""
-    if isinstance(value, (bool, np.bool_)):
-        return gast.Constant(value=bool(value), kind=None)
-    if isinstance(value, (np.integer,)):
-        value = int(value)
-    if isinstance(value, np.floating):
-        value = float(value)
-    if value < 0 or (isinstance(value, float) and math.copysign(1.0, value) < 0 and value == 0):
-        return gast.UnaryOp(op=gast.USub(), operand=gast.Constant(value=-value, kind=None))
-    return gast.Constant(value=value, kind=None)
-
-
-def assign(target: str, value: gast.expr) -> gast.Assign:
-    return gast.Assign(targets=[name(target, gast.Store())], value=value, type_comment=None)
-
-
-def function_def(fname: str, params: list[str], body: list[gast.stmt]) -> gast.FunctionDef:
-    args = gast.arguments(args=[name(p, gast.Param()) for p in params], posonlyargs=[], vararg=None,
-                          kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[])
-    return gast.FunctionDef(name=fname, args=args, body=body, decorator_list=[], returns=None,
-                            type_comment=None, type_params=[])
-
-
-def primitive_call(prim: str, args: list[gast.expr]) -> gast.expr:
-    """The core-language spelling of primitive `prim` applied to `args`."""
-    rule = rules.RULES[prim]
-    if rule.spelling == "op":
-        if prim in ("neg", "pos", "not"):
-            op = {"neg": gast.USub, "pos": gast.UAdd, "not": gast.Not}[prim]()
-            return gast.UnaryOp(op=op, operand=args[0])
-        for cls, p in rules.BINOPS.items():
-            if p == prim:
-                return gast.BinOp(left=args[0], op=cls(), right=args[1])
-        for cls, p in rules.CMPOPS.items():
-            if p == prim:
-                return gast.Compare(left=args[0], ops=[cls()], comparators=[args[1]])
-        raise AssertionError(prim)
-    if rule.spelling == "builtin":
-        return gast.Call(func=name(prim), args=args, keywords=[])
-    return gast.Call(func=gast.Attribute(value=name("math"), attr=prim, ctx=gast.Load()), args=args, keywords=[])
-
-
 _UNSUPPORTED_STMTS = {
     gast.Try: "try", gast.With: "with", gast.AsyncWith: "async with", gast.ClassDef: "class",
     gast.Import: "import", gast.ImportFrom: "import", gast.Delete: "del", gast.Raise: "raise",
     gast.Assert: "assert", gast.AsyncFor: "async for", gast.AsyncFunctionDef: "async def",
 }
-
-
-def _assigned_names(body: list[gast.stmt]) -> set[str]:
-    """Names a function body binds (its locals), not looking into nested functions."""
-    out: set[str] = set()
-
-    def visit(node):
-        if isinstance(node, (gast.FunctionDef, gast.Lambda)):
-            if isinstance(node, gast.FunctionDef):
-                out.add(node.name)
-            return
-        if isinstance(node, gast.Name) and isinstance(node.ctx, gast.Store):
-            out.add(node.id)
-        for child in gast.iter_child_nodes(node):
-            visit(child)
-
-    for s in body:
-        visit(s)
-    return out
-
-
-def _definitely_returns(body: list[gast.stmt]) -> bool:
-    for s in body:
-        if isinstance(s, gast.Return):
-            return True
-        if isinstance(s, gast.If) and _definitely_returns(s.body) and _definitely_returns(s.orelse):
-            return True
-        if isinstance(s, gast.While) and isinstance(s.test, gast.Constant) and s.test.value is True \
-                and not any(isinstance(n, gast.Break) for n in gast.walk(s)):
-            return True
-    return False
 
 
 @dataclass
@@ -210,7 +107,7 @@ class _Scope:
         return None
 
 
-class Normalizer:
+class Normalizer(CaptureMixin, StateMixin):
     """Builds a ScalarProgram; one instance per kernel, shared by all functions it reaches."""
 
     def __init__(self, local_data: dict[str, Any] | None = None) -> None:
@@ -310,7 +207,7 @@ class Normalizer:
                 raise UnsupportedSyntaxError(
                     f"'{kw}' is not supported: generators and coroutines cannot be differentiated (Yield)",
                     location_of(filename, n), hint="Return a number instead.")
-        scope = _Scope(filename, resolver, set(params) | set(captured) | _assigned_names(body), {}, parent,
+        scope = _Scope(filename, resolver, set(params) | set(captured) | assigned_names(body), {}, parent,
                        capturable=set(captured) | (set(params) if entry else set()))
         if isinstance(node, gast.FunctionDef) and node.decorator_list and parent is not None:
             raise UnsupportedSyntaxError("decorated local functions are not supported", loc,
@@ -321,7 +218,7 @@ class Normalizer:
             for r in (n for st in core for n in gast.walk(st)):
                 if isinstance(r, gast.Return):
                     r.value = gast.Tuple(elts=[r.value] + [name(c.param) for c in scope.state], ctx=gast.Load())
-        if not _definitely_returns(core):
+        if not definitely_returns(core):
             raise UnsupportedSyntaxError(
                 f"'{getattr(node, 'name', 'lambda')}' can reach its end without returning a number", loc,
                 hint="Add a return statement on every path.")
@@ -441,7 +338,7 @@ class Normalizer:
             raise self.err(scope, s, "tuple unpacking needs a tuple of the same length on the right",
                            "Assign each variable separately.")
         if isinstance(target, gast.Subscript) and isinstance(target.value, gast.Name):
-            cell = scope.state_cell("item", target.value.id, _item_key(target.slice))
+            cell = scope.state_cell("item", target.value.id, item_key(target.slice))
             if cell is not None:
                 return [assign(cell.param, value if normalized else self.expr(value, scope))]
         if isinstance(target, (gast.Subscript, gast.Attribute)):
@@ -466,7 +363,7 @@ class Normalizer:
                 args = [const(0), args[0], const(1)]
             elif len(args) == 2:
                 args.append(const(1))
-            step = _constant_value(args[2])
+            step = constant_value(args[2])
             if step is None or step == 0:
                 raise self.err(scope, it, "the step of range() in a scalar function must be a nonzero constant",
                                "Use a while loop for a variable step.")
@@ -488,7 +385,7 @@ class Normalizer:
 
     def constant_tuple(self, node, scope: _Scope) -> tuple | None:
         if isinstance(node, (gast.Tuple, gast.List)):
-            vals = [_literal(e) for e in node.elts]
+            vals = [literal(e) for e in node.elts]
             return tuple(vals) if all(v is not None for v in vals) else None
         if isinstance(node, gast.Name) and node.id not in scope.locals:
             r = scope.resolver.resolve(node.id)
@@ -537,7 +434,7 @@ class Normalizer:
             value = attribute_value(scope.resolver, e)
             if value is not MISSING and classify(value).kind == "constant":
                 return const(value)
-            raise self.err(scope, e, f"'{_dotted(e)}' is not a number s2sad can use here",
+            raise self.err(scope, e, f"'{dotted(e)}' is not a number s2sad can use here",
                            "Only numbers, and calls of math/numpy functions, can be read from modules.",
                            FreeVariableError)
         if isinstance(e, gast.Subscript):
@@ -574,7 +471,7 @@ class Normalizer:
 
     def subscript(self, e: gast.Subscript, scope: _Scope) -> gast.expr:
         if isinstance(e.value, gast.Name):
-            cell = scope.state_cell("item", e.value.id, _item_key(e.slice))
+            cell = scope.state_cell("item", e.value.id, item_key(e.slice))
             if cell is not None:
                 return name(cell.param)
             captured = self.captured_element(e, e.value.id, scope)
@@ -585,7 +482,7 @@ class Normalizer:
             raise self.err(scope, e, "indexing is only supported on tuples of constant numbers here",
                            "Pass array elements as arguments of s2sad.broadcast.", FreeVariableError)
         index = self.expr(e.slice, scope)
-        k = _constant_value(index)
+        k = constant_value(index)
         if k is not None:
             try:
                 return const(values[int(k)])
@@ -598,36 +495,6 @@ class Normalizer:
             test = gast.Compare(left=index, ops=[gast.Eq()], comparators=[const(i)])
             result = gast.IfExp(test=test, body=const(values[i]), orelse=result)
         return result
-
-    def captured_element(self, e: gast.Subscript, base: str, scope: _Scope) -> gast.expr | None:
-        """`y[0]` of a differentiated value or of data outside the function, as a capture."""
-        if base in scope.locals:
-            if base not in scope.capturable:
-                return None
-            origin = "param"
-        elif base in self.local_data:
-            raise self.err(scope, e, f"'{base}' is a local container of the loss that is read but never "
-                           "written here", "Pass its values as arguments instead.", FreeVariableError)
-        else:
-            r = scope.resolver.resolve(base)
-            if r is None or r.kind not in ("array", "container"):
-                return None
-            origin = "free"
-        index = _constant_index(e.slice)
-        if index is None:
-            raise self.err(scope, e, f"'{base}' is indexed with a value computed per element",
-                           "Read elements of captured arrays at constant positions (y[0]); pass arrays "
-                           "that vary per element as arguments of s2sad.broadcast.", FreeVariableError)
-        if origin == "free":
-            try:
-                v = Capture(origin, base, index, "", None).read(scope.resolver.lookup(base))
-                ok = isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool)
-            except (IndexError, KeyError, TypeError):
-                ok = False
-            if not ok:
-                raise self.err(scope, e, f"'{_dotted(e.value)}{list(index)}' is not a number",
-                               "Index down to a single number.", FreeVariableError)
-        return name(self.capture(scope, origin, base, index, e))
 
     def call(self, e: gast.Call, scope: _Scope) -> gast.expr:
         scope.call_depth = getattr(scope, "call_depth", 0) + 1
@@ -648,7 +515,7 @@ class Normalizer:
             if f.id in scope.locals:
                 raise self.err(scope, e, f"'{f.id}' is a local variable, not a function", "Call a function.")
         value = attribute_value(scope.resolver, f)
-        label = _dotted(f)
+        label = dotted(f)
         if value is MISSING:
             raise self.err(scope, e, f"cannot resolve the function '{label}'",
                            "Call a function defined in Python or one of math/numpy's.", NoSourceError)
@@ -692,7 +559,7 @@ class Normalizer:
             node = lf.node
             body = [gast.Return(value=node.body)] if isinstance(node, gast.Lambda) else node.body
             params = {a.id for a in node.args.args}
-            own = params | _assigned_names(body)
+            own = params | assigned_names(body)
             used = {n.id for n in gast.walk(node) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load)}
             captured = tuple(sorted(n for n in used - own if n in owner.locals and n not in owner.local_functions))
             base = node.name if isinstance(node, gast.FunctionDef) else f"lambda_{node.lineno}"
@@ -706,168 +573,6 @@ class Normalizer:
         args = [name(c) for c in lf.captured] + [self.expr(a, scope) for a in e.args]
         call = gast.Call(func=name(lf.helper), args=args + self.pass_captures(caps, scope, e, {}), keywords=[])
         return self.check_stateful(call, lf.helper, scope, e)
-
-    # ------------------------------------------------------------ captured values
-
-    def capture(self, scope: _Scope, origin: str, base: str, index: tuple[int, ...], node,
-                location: SourceLocation | None = None, resolver: Resolver | None = None) -> str:
-        """The parameter of this function that carries `base[index]`, added once;
-        `location` is where the user's code reads it (kept as captures pass upwards)."""
-        for c in scope.captures:
-            if c.key() == (origin, base, index):
-                return c.param
-        suffix = "_".join(str(i) if i >= 0 else f"m{-i}" for i in index)
-        param = f"{base}_{suffix}" if suffix else base
-        while param in scope.locals:
-            param += "_"
-        scope.locals.add(param)
-        scope.captures.append(Capture(origin, base, index, param, location or location_of(scope.filename, node),
-                                      resolver or scope.resolver))
-        return param
-
-    def pass_captures(self, caps: list[Capture], scope: _Scope, node, _unused) -> list[gast.expr]:
-        """Arguments for a callee's capture params: the caller captures the same values."""
-        args = []
-        for c in caps:
-            if c.origin == "free":
-                args.append(name(self.capture(scope, "free", c.base, c.index, node, c.location, c.resolver)))
-            elif c.base in scope.capturable:
-                args.append(name(self.capture(scope, "param", c.base, c.index, node, c.location)))
-            else:
-                raise self.err(scope, node, f"'{c.base}{list(c.index)}' is read from a local variable of "
-                               "an enclosing scalar function", "Pass the value as an argument.",
-                               FreeVariableError)
-        return args
-
-    # ------------------------------------------------------------ state
-
-    def declare_state(self, body: list[gast.stmt], scope: _Scope, fnode) -> None:
-        """Every global/nonlocal name and every written item of an outside container
-        becomes a state cell of this function (see passes/state.py)."""
-        for n in (x for st in body for x in _walk_no_nested(st)):
-            if isinstance(n, (gast.Global, gast.Nonlocal)):
-                for nm in n.names:
-                    if isinstance(n, gast.Nonlocal) and scope.resolver.cell(nm) is None:
-                        raise self.err(scope, n, f"'nonlocal {nm}' refers to a variable of an enclosing "
-                                       "scalar function", "Return the value instead.", StatefulError)
-                    kind = "global" if isinstance(n, gast.Global) else "nonlocal"
-                    if scope.state_cell(kind, nm, ()) is None:
-                        scope.state.append(StateCell(kind, nm, (), nm, location_of(scope.filename, n), scope.resolver))
-                        scope.locals.add(nm)
-        for target, base, index_node in written_items(body):
-            key = _item_key(index_node)
-            if base in scope.locals:
-                raise self.err(scope, target, f"'{base}' is written by item, but it is a local number",
-                               "Keep state in a container defined outside the function.", StatefulError)
-            if key is None:
-                raise self.err(scope, target, f"'{base}' is written at a position computed per element",
-                               "Write state at constant positions (S[0]).", StatefulError)
-            container = self.local_data.get(base, MISSING)
-            local = container is not MISSING
-            if not local:
-                container = scope.resolver.lookup(base)
-            if container is MISSING or not isinstance(container, (list, dict, np.ndarray)):
-                raise self.err(scope, target, f"'{base}' is not a list, array or dict s2sad can carry as state",
-                               "Keep state in a global number or an item of a list, array or dict.",
-                               StatefulError)
-            if scope.state_cell("item", base, key) is None:
-                param = self._cell_param(scope, base + "_" + "_".join(str(k) for k in key))
-                scope.state.append(StateCell("item", base, key, param, location_of(scope.filename, target),
-                                             scope.resolver, container if local else None))
-
-    def _cell_param(self, scope: _Scope, base: str) -> str:
-        param = "".join(ch if ch.isalnum() or ch == "_" else "_" for ch in base)
-        while param in scope.locals:
-            param += "_"
-        scope.locals.add(param)
-        return param
-
-    def check_stateful(self, call: gast.Call, helper: str, scope: _Scope, node) -> gast.expr:
-        """A call of a function that threads state: allowed only as a whole statement
-        (`v = f(...)`, `return f(...)`, `f(...)`), where the state is unpacked after it."""
-        cells = self.state_of.get(helper)
-        if not cells:
-            return call
-        if not (scope.stateful_call_ok and scope.call_depth == 1):
-            raise self.err(scope, node, f"'{helper}' writes state, so it must be called as a statement "
-                           "(`v = f(...)`, `return f(...)` or `f(...)`)",
-                           "Assign its result to a variable first.", StatefulError)
-        call.args += [name(self.caller_cell(scope, c).param) for c in cells]
-        call._s2sad_state = [self.caller_cell(scope, c).param for c in cells]
-        return call
-
-    def caller_cell(self, scope: _Scope, c: StateCell) -> StateCell:
-        mine = scope.state_cell(c.kind, c.base, c.index)
-        if mine is None:
-            param = c.param if c.kind != "item" and c.param not in scope.locals else self._cell_param(scope, c.param)
-            scope.locals.add(param)
-            mine = StateCell(c.kind, c.base, c.index, param, c.location, c.resolver, c.local_value)
-            scope.state.append(mine)
-        return mine
-
-    def maybe_stateful_call(self, value: gast.expr, scope: _Scope) -> tuple[list[gast.stmt], gast.expr]:
-        """Normalize a statement's value; a stateful call becomes `t, s... = f(..., s...)`."""
-        scope.stateful_call_ok = isinstance(value, gast.Call)
-        try:
-            v = self.expr(value, scope)
-        finally:
-            scope.stateful_call_ok = False
-        state = getattr(v, "_s2sad_state", None)
-        if not state:
-            return [], v
-        tmp = scope.temp()
-        target = gast.Tuple(elts=[name(t, gast.Store()) for t in [tmp] + state], ctx=gast.Store())
-        return [gast.Assign(targets=[target], value=v, type_comment=None)], name(tmp)
-
-
-def _walk_no_nested(node):
-    yield node
-    for child in gast.iter_child_nodes(node):
-        if not isinstance(child, (gast.FunctionDef, gast.Lambda)):
-            yield from _walk_no_nested(child)
-
-
-def _item_key(e) -> tuple | None:
-    """The constant key of an item: integers (S[0], A[1, 2]) or a string (D["n"])."""
-    if isinstance(e, gast.Constant) and isinstance(e.value, str):
-        return (e.value,)
-    return _constant_index(e)
-
-
-def _literal(e) -> float | None:
-    if isinstance(e, gast.Constant) and isinstance(e.value, (int, float)) and not isinstance(e.value, bool):
-        return e.value
-    if isinstance(e, gast.UnaryOp) and isinstance(e.op, gast.USub):
-        v = _literal(e.operand)
-        return -v if v is not None else None
-    return None
-
-
-def _constant_value(e) -> float | None:
-    return _literal(e)
-
-
-def _constant_index(e) -> tuple[int, ...] | None:
-    """(i, j, ...) of a constant integer subscript, else None."""
-    elts = e.elts if isinstance(e, gast.Tuple) else [e]
-    out = []
-    for x in elts:
-        v = _literal(x)
-        if v is None or isinstance(v, float):
-            return None
-        out.append(int(v))
-    return tuple(out)
-
-
-def _dotted(node) -> str:
-    parts = []
-    while isinstance(node, gast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, gast.Name):
-        parts.append(node.id)
-        return ".".join(reversed(parts))
-    return "<expression>"
 
 
 def normalize(pf: ParsedFunction) -> ScalarProgram:

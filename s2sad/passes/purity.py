@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 
 import gast
 
-from ..errors import NoSourceError, SourceLocation
-from ..frontend import MISSING, Resolver, attribute_value, classify, location_of, parse_function
+from ..errors import SourceLocation
+from ..frontend import MISSING, classify, location_of, parse_function
 
 ORDER = {"PURE": 0, "CLOSURE": 1, "STATEFUL": 2}
 PATHS = {"PURE": "dual", "CLOSURE": "dual+closure", "STATEFUL": "scan"}
