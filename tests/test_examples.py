@@ -158,7 +158,7 @@ def test_higher_rank_broadcast(backend):
     y = rng.normal(size=(3, 1))
     gx, gy = s2sad.grad(loss_xy, argnums=(0, 1), backend=backend)(x, y)
     np.testing.assert_allclose(gx, np.broadcast_to(y, x.shape), rtol=1e-15)
-    np.testing.assert_allclose(gy, x.sum(axis=(0, 2)).reshape(3, 1), rtol=1e-13)
+    np.testing.assert_allclose(gy, x.sum(axis=(0, 2)).reshape(3, 1), rtol=1e-13, atol=1e-14)
 
 
 def loss_mean(x):
