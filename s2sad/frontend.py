@@ -82,11 +82,14 @@ def _find_node(fn: types.FunctionType) -> gast.AST | None:
                       and [a.id for a in n.args.args] == argnames]
         if len(candidates) > 1:
             col = _first_column(code)
-            if col is not None:
-                inside = [n for n in candidates if n.col_offset <= col <= (n.end_col_offset or 10**9)]
-                # the innermost lambda that contains the body's first position
-                if inside:
-                    candidates = [max(inside, key=lambda n: n.col_offset)]
+            inside = [n for n in candidates if col is not None and n.col_offset <= col <= (n.end_col_offset or 10**9)]
+            if not inside:
+                raise UnsupportedSyntaxError(
+                    f"line {first} has {len(candidates)} lambdas with the parameters ({', '.join(argnames)}), "
+                    "and this Python cannot tell which one is being differentiated",
+                    location_of(filename, candidates[0]),
+                    hint="Put each lambda on its own line, or give it a name with def.")
+            candidates = [max(inside, key=lambda n: n.col_offset)]  # the innermost one
         return candidates[0] if candidates else None
     for n in gast.walk(tree):
         if isinstance(n, (gast.FunctionDef, gast.AsyncFunctionDef)) and n.name == fn.__name__:
@@ -100,7 +103,8 @@ def _first_column(code: types.CodeType) -> int | None:
     positions = getattr(code, "co_positions", None)
     if positions is None:
         return None
-    cols = [p[2] for p in positions() if p[2] is not None]
+    # the body's first column (the RESUME instruction at column 0 says nothing)
+    cols = [p[2] for p in positions() if p[2] is not None and p[3] is not None and p[3] > p[2]]
     return min(cols) if cols else None
 
 
