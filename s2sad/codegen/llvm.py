@@ -10,7 +10,9 @@ state-passing entry); kernel.py defines the C ABI of both.
         .ir, .optimized_ir
 
 `llvm_lower` writes the functions' text, `llvm_drivers` the driver's; `llvm_jit`
-optimises, JIT-compiles and caches it.
+optimises and compiles it to object code, and caches it in memory and on disk
+(`objcache`: S2SAD_CACHE_DIR, default ~/.cache/s2sad); `objload` maps object code into
+the process, so that a kernel found on disk runs without importing llvmlite.
 """
 from __future__ import annotations
 

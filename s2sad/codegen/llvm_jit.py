@@ -1,83 +1,210 @@
-"""LLVM IR text -> optimised machine code in this process, with a ctypes entry point.
+"""LLVM IR text -> optimised machine code in this process, with a ctypes entry point;
+compiled kernels cached in memory and on disk.
 
-One LLJIT instance serves the process; each compiled driver lives in its own JIT
-library, kept alive by the `CompiledDriver` (and by the in-memory cache, keyed by the
-kernel's source and the driver signature, so a kernel compiles once per signature and
-never per array length). The optimiser runs O3 with loop and SLP vectorisation for the
-host CPU. When glibc's libmvec can be loaded, calls to libm functions name their SIMD
+A driver is compiled once per signature, never per array length: both the in-memory
+cache and the disk cache (`objcache`) are keyed by a digest of the module's IR text
+(which holds the kernel's functions and every helper it calls, as lowered), the spec
+and dtype, the s2sad version, the optimisation pipeline, llvmlite's and LLVM's
+versions, the host's triple, CPU name and features, and whether libmvec is used
+(`disk_key`). The optimiser runs O3 with loop and SLP vectorisation for
+the host CPU; `TargetMachine.emit_object` writes relocatable object code, which is stored
+on disk and mapped into the process by `objload` (LLVM's JIT links it where `objload`
+cannot). When glibc's libmvec can be loaded, calls to libm functions name their SIMD
 variants for the ISAs this CPU has (SSE4/AVX2/AVX-512); without it they stay scalar.
+
+A warm start does not import llvmlite: the host's LLVM-side description is stored in
+the cache directory under a fingerprint of the host (`objcache.host_fingerprint`), the
+IR is lowered, its key computed, and the object loaded, checked, and mapped.
+
+Environment: S2SAD_CACHE_DIR, S2SAD_CACHE=0 (see objcache), S2SAD_LIBMVEC=0 (keep
+libm calls scalar), S2SAD_OBJLOAD=0 (link objects with LLVM's JIT, not `objload`).
 """
 from __future__ import annotations
 
+import _thread
 import ctypes
-import ctypes.util
+import hashlib
 import itertools
 import os
-import threading
-from dataclasses import dataclass, field
+import sys
+import time
+import warnings
 
 import numpy as np
 
 from ..kernel import KernelModule, LoopSpec, ScanSpec
+from . import objcache, objload
 from .llvm_drivers import lower_module
 from .llvm_lower import driver_name
 
-_lock = threading.RLock()
-_cache: dict[tuple, "CompiledDriver"] = {}
+_lock = _thread.RLock()        # (threading's RLock, without importing threading)
+_cache: dict[str, "CompiledDriver"] = {}     # disk key -> driver
 _libnames = itertools.count()
 _state: dict = {}
 
+# Everything besides the IR and the host that decides the machine code: change it when
+# the pipeline or the object loader changes, and old entries are no longer found.
+OPT_LEVEL = 3
+PIPELINE = "new-pm O3 +loop-vectorize +slp-vectorize; codegen O3, reloc pic, small code model; objload 1"
 
-@dataclass(eq=False)
+
 class CompiledDriver:
-    """A JIT-compiled driver: call `cfunc(*args)` with the C ABI of kernel.py."""
+    """A compiled driver: call `cfunc(*args)` with the C ABI of kernel.py.
 
-    name: str
-    address: int
-    cfunc: object                 # ctypes CFUNCTYPE instance, built once
-    argtypes: tuple
-    ir: str                       # the module as lowered, before optimisation
-    optimized_ir: str
-    spec: LoopSpec | ScanSpec
-    dtype: np.dtype
-    _keepalive: object = field(default=None, repr=False)
+    (A plain class, not a dataclass: a warm start pays for every class it creates.)"""
+
+    __slots__ = ("name", "address", "cfunc", "argtypes", "ir", "optimized_ir", "spec", "dtype", "origin",
+                 "key", "timings", "_keepalive", "__weakref__")
+
+    def __init__(self, *, name: str, address: int, cfunc, argtypes: tuple, ir: str, optimized_ir: str,
+                 spec: LoopSpec | ScanSpec, dtype: np.dtype, origin: str = "compiled", key: str = "",
+                 timings: dict | None = None, _keepalive=None) -> None:
+        self.name = name
+        self.address = address
+        self.cfunc = cfunc                  # ctypes CFUNCTYPE instance, built once
+        self.argtypes = argtypes
+        self.ir = ir                        # the module as lowered, before optimisation
+        self.optimized_ir = optimized_ir
+        self.spec = spec
+        self.dtype = dtype
+        self.origin = origin                # "compiled" (by LLVM, in this process) | "disk" (the cache)
+        self.key = key                      # the disk cache key
+        self.timings = timings or {}        # seconds per phase of the first call
+        self._keepalive = _keepalive        # the mapped code (objload) or LLJIT's resource tracker
 
     def __call__(self, *args):
         return self.cfunc(*args)
 
+    def __repr__(self) -> str:
+        return (f"CompiledDriver(name={self.name!r}, address={self.address:#x}, spec={self.spec!r}, "
+                f"dtype={self.dtype!r}, origin={self.origin!r})")
 
-def _llvm():
-    """llvmlite.binding with the native target ready, the target machine and the JIT."""
-    if not _state:
+
+# ------------------------------------------------------------------ the host
+
+class Host:
+    """LLVM's view of this machine: what the machine code is compiled for."""
+
+    FIELDS = ("triple", "cpu", "features", "llvm_version", "llvmlite_version")
+    __slots__ = FIELDS
+
+    def __init__(self, triple: str, cpu: str, features: str, llvm_version: str, llvmlite_version: str) -> None:
+        self.triple = triple
+        self.cpu = cpu
+        self.features = features                    # LLVM's "+avx2,-avx512f,..." list
+        self.llvm_version = llvm_version
+        self.llvmlite_version = llvmlite_version
+
+    def as_dict(self) -> dict[str, str]:
+        return {k: getattr(self, k) for k in self.FIELDS}
+
+    def replace(self, **changes) -> "Host":
+        return Host(**{**self.as_dict(), **changes})
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Host) and self.as_dict() == other.as_dict()
+
+    def __hash__(self) -> int:
+        return hash(tuple(self.as_dict().values()))
+
+    def __repr__(self) -> str:
+        return "Host(" + ", ".join(f"{k}={v!r}" for k, v in self.as_dict().items()) + ")"
+
+    @property
+    def feature_set(self) -> frozenset[str]:
+        return frozenset(f[1:] for f in self.features.split(",") if f.startswith("+"))
+
+
+def _binding():
+    """llvmlite.binding with the native target ready (imported on first use: 30-100 ms)."""
+    llvm = _state.get("llvm")
+    if llvm is None:
         import llvmlite.binding as llvm
 
         llvm.initialize_native_target()
         llvm.initialize_native_asmprinter()
-        target = llvm.Target.from_triple(llvm.get_process_triple())
-        features = llvm.get_host_cpu_features()
-        tm = target.create_target_machine(cpu=llvm.get_host_cpu_name(), features=features.flatten(),
-                                          opt=3, jit=True)
-        _state.update(llvm=llvm, tm=tm, features={k for k, v in features.items() if v},
-                      jit=llvm.create_lljit_compiler(tm))
+        _state["llvm"] = llvm
+    return llvm
+
+
+def _probe_host() -> Host:
+    llvm = _binding()
+    import llvmlite
+
+    return Host(triple=llvm.get_process_triple(), cpu=llvm.get_host_cpu_name(),
+                features=llvm.get_host_cpu_features().flatten(),
+                llvm_version=".".join(map(str, llvm.llvm_version_info)),
+                llvmlite_version=llvmlite.__version__)
+
+
+def host() -> Host:
+    """This machine as LLVM sees it; from the cache directory when it has been seen before."""
+    h = _state.get("host")
+    if h is not None:
+        return h
+    fp = objcache.host_fingerprint()
+    rec = objcache.read_record("host-" + fp) if fp else None
+    try:
+        h = Host(**{k: rec[k] for k in Host.FIELDS}) if rec else None
+    except KeyError:
+        h = None
+    if h is None:
+        h = _probe_host()
+        if fp:
+            objcache.write_record("host-" + fp, h.as_dict())
+    _state["host"] = h
+    return h
+
+
+def _llvm():
+    """llvmlite.binding, the target machine for this host (`host()`), and the JIT (lazily)."""
+    if "tm" not in _state:
+        llvm, h = _binding(), host()
+        target = llvm.Target.from_triple(h.triple)
+        _state["tm"] = target.create_target_machine(cpu=h.cpu, features=h.features, opt=OPT_LEVEL,
+                                                    reloc="pic", codemodel="default")
     return _state
+
+
+def _lljit():
+    if "jit" not in _state:
+        st = _llvm()
+        _state["jit"] = st["llvm"].create_lljit_compiler(st["tm"])
+    return _state["jit"]
+
+
+# ------------------------------------------------------------------ libmvec and symbols
+
+def _libmvec():
+    """(ctypes handle, path) of glibc's libmvec, or (None, None)."""
+    if "libmvec" not in _state:
+        found = (None, None)
+        for path in ("libmvec.so.1", None):
+            try:
+                if path is None:
+                    from ctypes.util import find_library     # slow: it may run ldconfig
+
+                    path = find_library("mvec")
+                    if path is None:
+                        break
+                found = (ctypes.CDLL(path), path)
+                break
+            except OSError:
+                continue
+        _state["libmvec"] = found
+    return _state["libmvec"]
 
 
 def vector_math_support() -> tuple[tuple[str, ...], object]:
     """The libmvec ISAs this host can run and a symbol-presence test; ((), None) without libmvec."""
     if "vector" in _state:
         return _state["vector"]
-    st = _llvm()
+    h = host()
     result: tuple[tuple[str, ...], object] = ((), None)
-    triple = st["llvm"].get_process_triple()
-    if triple.startswith(("x86_64", "amd64")):
-        path = ctypes.util.find_library("mvec") or "libmvec.so.1"
-        try:
-            lib = ctypes.CDLL(path)
-            st["llvm"].load_library_permanently(path)
-        except (OSError, RuntimeError):
-            lib = None
+    if h.triple.startswith(("x86_64", "amd64")):
+        lib, _ = _libmvec()
         if lib is not None:
-            feats = st["features"]
+            feats = h.feature_set
             isas = tuple(isa for isa, need in (("b", "sse4.1"), ("d", "avx2"), ("e", "avx512f"))
                          if need in feats)
             seen: dict[str, bool] = {}
@@ -95,6 +222,33 @@ def vector_math_support() -> tuple[tuple[str, ...], object]:
     _state["vector"] = result
     return result
 
+
+_symbols: dict[str, int | None] = {}
+
+
+def _resolve(name: str) -> int | None:
+    """The address of a symbol a kernel calls: libmvec, then the process (libm is there)."""
+    if name in _symbols:
+        return _symbols[name]
+    if "handles" not in _state:
+        handles = [_libmvec()[0], ctypes.CDLL(None)]
+        try:
+            handles.append(ctypes.CDLL("libm.so.6"))
+        except OSError:
+            pass
+        _state["handles"] = [h for h in handles if h is not None]
+    addr = None
+    for h in _state["handles"]:
+        try:
+            addr = ctypes.cast(h[name], ctypes.c_void_p).value
+            break
+        except AttributeError:
+            continue
+    _symbols[name] = addr
+    return addr
+
+
+# ------------------------------------------------------------------ the ABI
 
 def argtypes_for(kmod: KernelModule, spec: LoopSpec | ScanSpec, dtype) -> tuple:
     """ctypes argument types of the driver ABI (pointers as c_void_p: pass `arr.ctypes.data`)."""
@@ -136,6 +290,8 @@ def argtypes_for(kmod: KernelModule, spec: LoopSpec | ScanSpec, dtype) -> tuple:
     return tuple(types)
 
 
+# ------------------------------------------------------------------ compiling
+
 def optimize(ir: str) -> tuple[object, str]:
     """Parse, verify and optimise (O3, loop + SLP vectorisation) for the host; (module, text)."""
     st = _llvm()
@@ -144,12 +300,41 @@ def optimize(ir: str) -> tuple[object, str]:
     mod.triple = tm.triple
     mod.data_layout = str(tm.target_data)
     mod.verify()
-    pto = llvm.create_pipeline_tuning_options(speed_level=3)
+    pto = llvm.create_pipeline_tuning_options(speed_level=OPT_LEVEL)
     pto.loop_vectorization = True
     pto.slp_vectorization = True
     pb = llvm.create_pass_builder(tm, pto)
     pb.getModulePassManager().run(mod, pb)
     return mod, str(mod)
+
+
+def disk_key(ir: str, spec: LoopSpec | ScanSpec, dtype: np.dtype, vector_math: bool,
+             isas: tuple[str, ...], h: Host) -> str:
+    """The disk cache key: a digest of everything that decides the machine code."""
+    version = getattr(sys.modules.get("s2sad"), "__version__", "?")
+    parts = [f"s2sad {version}", f"cache format {objcache.FORMAT}", PIPELINE,
+             f"llvmlite {h.llvmlite_version}", f"LLVM {h.llvm_version}", h.triple, h.cpu, h.features,
+             f"libmvec {'+'.join(isas) if vector_math and isas else 'off'}", repr(spec), dtype.str, ir]
+    return hashlib.sha256("\0".join(parts).encode()).hexdigest()
+
+
+def _link(obj: bytes, name: str) -> tuple[int, object]:
+    """Map object code into the process; (the driver's address, what keeps it alive)."""
+    if objload.supported() and os.environ.get("S2SAD_OBJLOAD", "1") != "0":
+        try:
+            loaded = objload.load(obj, [name], _resolve)
+            return loaded.addresses[name], loaded
+        except objload.UnsupportedObject:
+            pass
+    st = _llvm()
+    if "libmvec_permanent" not in _state:
+        _, path = _libmvec()
+        if path is not None:
+            st["llvm"].load_library_permanently(path)
+        _state["libmvec_permanent"] = True
+    tracker = (st["llvm"].JITLibraryBuilder().add_object_img(obj).add_current_process()
+               .export_symbol(name).link(_lljit(), f"s2sad_{next(_libnames)}_{name}"))
+    return tracker[name], tracker
 
 
 def compile_driver(kmod: KernelModule, spec: LoopSpec | ScanSpec, dtype, *,
@@ -162,23 +347,63 @@ def compile_driver(kmod: KernelModule, spec: LoopSpec | ScanSpec, dtype, *,
     dt = np.dtype(dtype)
     if vector_math is None:
         vector_math = os.environ.get("S2SAD_LIBMVEC", "1") != "0"
-    key = (kmod.name, kmod.source(), kmod.entry, tuple(kmod.params), kmod.dual_entry,
-           tuple(kmod.active), spec, dt.str, bool(vector_math))
     with _lock:
-        hit = _cache.get(key)
+        clock = time.perf_counter
+        t0 = t = clock()
+        timings: dict[str, float] = {}
+
+        def lap(phase: str) -> None:
+            nonlocal t
+            now = clock()
+            timings[phase] = timings.get(phase, 0.0) + now - t
+            t = now
+
+        isas, available = vector_math_support() if vector_math else ((), None)
+        h = host()
+        lap("host")
+        # the IR holds every function the driver runs and its signature: modules that lower
+        # to the same text share one driver
+        ir = lower_module(kmod, spec, dt, vector_isas=isas, available=available)
+        name = driver_name(kmod, spec, dt)
+        dkey = disk_key(ir, spec, dt, bool(vector_math), isas, h)
+        hit = _cache.get(dkey)
         if hit is not None:
             return hit
-        st = _llvm()
-        isas, available = vector_math_support() if vector_math else ((), None)
-        ir = lower_module(kmod, spec, dt, vector_isas=isas, available=available)
-        _mod, optimized = optimize(ir)
-        name = driver_name(kmod, spec, dt)
-        tracker = (st["llvm"].JITLibraryBuilder().add_ir(optimized).add_current_process()
-                   .export_symbol(name).link(st["jit"], f"s2sad_{next(_libnames)}_{name}"))
-        address = tracker[name]
+        lap("lower")
+        address = keep = None
+        origin = "disk"
+        entry = objcache.load(dkey)
+        if entry is not None:
+            header, blobs = entry
+            try:
+                if header.get("symbol") != name or len(blobs) != 2:
+                    raise ValueError("the entry holds another kernel")
+                obj, optimized = blobs[0], blobs[1].decode()
+                address, keep = _link(obj, name)
+            except Exception as e:  # noqa: BLE001 - whatever is wrong with it: compile afresh
+                warnings.warn(f"s2sad: the cached kernel for {name} could not be loaded ({e}); "
+                              f"compiling it again", objcache.CacheWarning, stacklevel=3)
+        lap("cache")
+        if address is None:
+            origin = "compiled"
+            st = _llvm()
+            lap("llvm init")
+            mod, optimized = optimize(ir)
+            lap("optimize")
+            obj = st["tm"].emit_object(mod)
+            lap("codegen")
+            objcache.store(dkey, [obj, optimized.encode()],
+                           {"symbol": name, "s2sad": getattr(sys.modules.get("s2sad"), "__version__", "?"),
+                            "llvm": h.llvm_version, "cpu": h.cpu})
+            lap("store")
+            address, keep = _link(obj, name)
         argtypes = argtypes_for(kmod, spec, dt)
         cfunc = ctypes.CFUNCTYPE(None, *argtypes)(address)
+        cfunc._s2sad_code = keep        # whoever holds the entry point holds the code
+        lap("load")
+        timings["total"] = clock() - t0
         compiled = CompiledDriver(name=name, address=address, cfunc=cfunc, argtypes=argtypes, ir=ir,
-                                  optimized_ir=optimized, spec=spec, dtype=dt, _keepalive=tracker)
-        _cache[key] = compiled
+                                  optimized_ir=optimized, spec=spec, dtype=dt, origin=origin, key=dkey,
+                                  timings=timings, _keepalive=keep)
+        _cache[dkey] = compiled
         return compiled

@@ -1,0 +1,368 @@
+"""The disk cache of compiled kernels (codegen/objcache.py, codegen/llvm_jit.py).
+
+A new process finds the kernel an earlier one compiled, without importing llvmlite;
+keys separate what must be separate; a damaged entry is never loaded (it is compiled
+again, with a warning); the directory is private; writers racing on one entry leave a
+whole one.
+"""
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import sys
+import textwrap
+import time
+import warnings
+
+import gast
+import numpy as np
+import pytest
+
+from s2sad.codegen import llvm_jit, objcache, objload
+from s2sad.kernel import KernelModule, LoopSpec
+
+F64, F32 = np.float64, np.float32
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def kernel(src: str, entry: str) -> KernelModule:
+    tree = gast.parse(textwrap.dedent(src))
+    fns = {f.name: f for f in tree.body}
+    params = tuple(a.id for a in fns[entry].args.args)
+    return KernelModule(name=entry, functions=fns, entry=entry, params=params)
+
+
+STORE = LoopSpec(layouts=("contig",), value="store")
+SUM = LoopSpec(layouts=("contig",), value="sum")
+
+
+def run_store(drv, x: np.ndarray) -> np.ndarray:
+    out = np.empty_like(x)
+    drv.cfunc(1, x.size, x.ctypes.data, out.ctypes.data)
+    return out
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    """A private cache directory and an empty in-memory cache for this test."""
+    d = tmp_path / "cache"
+    monkeypatch.setenv("S2SAD_CACHE_DIR", str(d))
+    monkeypatch.delenv("S2SAD_CACHE", raising=False)
+    monkeypatch.setattr(llvm_jit, "_cache", {})
+    return d
+
+
+def entries(d) -> list[str]:
+    return sorted(p.name for p in d.iterdir() if p.suffix == ".s2o" and not p.name.startswith("rec-"))
+
+
+def child_env(cache_dir) -> dict:
+    env = dict(os.environ, S2SAD_CACHE_DIR=str(cache_dir), PYTHONPATH=REPO)
+    env.pop("S2SAD_CACHE", None)
+    return env
+
+
+# ---------------------------------------------------------------------------------
+# a new process
+
+USER = """\
+import json, sys, time
+import numpy as np
+import s2sad
+at_import = sorted(m for m in sys.modules if m.startswith("llvmlite"))
+
+
+def f(x):
+    return np.sum(np.tanh(x) * x / (1.0 + x * x))
+
+
+x = np.linspace(-1.0, 1.0, 10)
+t = time.perf_counter()
+v, g = s2sad.value_and_grad(f)(x)
+t = time.perf_counter() - t
+from s2sad.codegen import llvm_jit
+d = list(llvm_jit._cache.values())
+print(json.dumps({"value": v, "grad": g.tolist(), "origins": [c.origin for c in d],
+                  "keys": [c.key for c in d], "ms": 1e3 * t, "at_import": at_import,
+                  "binding": "llvmlite.binding" in sys.modules}))
+"""
+
+
+def test_new_process_hits_the_cache_without_llvm(tmp_path):
+    script = tmp_path / "user.py"
+    script.write_text(USER)
+    d = tmp_path / "cache"
+    runs = []
+    for _ in range(2):
+        p = subprocess.run([sys.executable, str(script)], env=child_env(d), capture_output=True, text=True,
+                           timeout=120)
+        assert p.returncode == 0, p.stderr
+        assert "Warning" not in p.stderr, p.stderr
+        runs.append(json.loads(p.stdout))
+    cold, warm = runs
+    assert cold["origins"] == ["compiled"] and warm["origins"] == ["disk"]
+    assert cold["keys"] == warm["keys"] and entries(d) == [cold["keys"][0] + ".s2o"]
+    assert cold["at_import"] == [] and warm["at_import"] == []      # `import s2sad` stays light
+    if objload.supported():
+        assert not warm["binding"], "a warm start imported llvmlite.binding"
+    assert warm["value"] == cold["value"] and warm["grad"] == cold["grad"]
+    x = np.linspace(-1.0, 1.0, 10)
+    np.testing.assert_allclose(warm["value"], np.sum(np.tanh(x) * x / (1 + x * x)), rtol=1e-13)
+
+
+# ---------------------------------------------------------------------------------
+# keys
+
+def test_keys_separate_sources_dependencies_dtypes_specs(cache):
+    a = kernel("def f(x):\n    return math.tanh(x) * 2.0\n", "f")
+    b = kernel("def f(x):\n    return math.tanh(x) * 3.0\n", "f")
+    helper1 = kernel("def g(x):\n    return x + 1.0\ndef f(x):\n    return g(x) * 2.0\n", "f")
+    helper2 = kernel("def g(x):\n    return x + 2.0\ndef f(x):\n    return g(x) * 2.0\n", "f")
+    drivers = [llvm_jit.compile_driver(a, STORE, F64), llvm_jit.compile_driver(b, STORE, F64),
+               llvm_jit.compile_driver(a, STORE, F32), llvm_jit.compile_driver(a, SUM, F64),
+               llvm_jit.compile_driver(a, STORE, F64, vector_math=False),
+               llvm_jit.compile_driver(helper1, STORE, F64), llvm_jit.compile_driver(helper2, STORE, F64)]
+    keys = [d.key for d in drivers]
+    assert len(set(keys)) == len(keys)
+    assert entries(cache) == sorted(k + ".s2o" for k in keys)
+    # the same source (another object) is the same kernel
+    again = kernel("def f(x):\n    return math.tanh(x) * 2.0\n", "f")
+    assert llvm_jit.compile_driver(again, STORE, F64) is drivers[0]
+    x = np.linspace(-2, 2, 37)
+    np.testing.assert_allclose(run_store(drivers[1], x), np.tanh(x) * 3.0, rtol=1e-15)
+    np.testing.assert_allclose(run_store(drivers[6], x), (x + 2.0) * 2.0, rtol=1e-15)
+
+
+def test_key_covers_host_versions_and_pipeline(cache, monkeypatch):
+    h = llvm_jit.host()
+    isas, _ = llvm_jit.vector_math_support()
+    ir = llvm_jit.compile_driver(kernel("def f(x):\n    return x * x\n", "f"), STORE, F64).ir
+    base = llvm_jit.disk_key(ir, STORE, np.dtype(F64), True, isas, h)
+    variants = [h.replace(cpu=h.cpu + "x"), h.replace(features=h.features + ",+x"),
+                h.replace(llvm_version="0.0.0"), h.replace(llvmlite_version="0.0"),
+                h.replace(triple="aarch64-unknown-linux-gnu")]
+    keys = {llvm_jit.disk_key(ir, STORE, np.dtype(F64), True, isas, v) for v in variants}
+    keys.add(llvm_jit.disk_key(ir, STORE, np.dtype(F64), False, isas, h))
+    keys.add(llvm_jit.disk_key(ir + " ", STORE, np.dtype(F64), True, isas, h))
+    monkeypatch.setattr(llvm_jit, "PIPELINE", llvm_jit.PIPELINE + " changed")
+    keys.add(llvm_jit.disk_key(ir, STORE, np.dtype(F64), True, isas, h))
+    monkeypatch.setattr(sys.modules["s2sad"], "__version__", "999")
+    keys.add(llvm_jit.disk_key(ir, STORE, np.dtype(F64), True, isas, h))
+    assert base not in keys and len(keys) == len(variants) + 4
+
+
+# ---------------------------------------------------------------------------------
+# damaged entries
+
+def _flip(path):
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0x40
+    path.write_bytes(bytes(data))
+
+
+def _truncate(path):
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 3])
+
+
+def _empty(path):
+    path.write_bytes(b"")
+
+
+def _garbage_object(path, key, name):
+    objcache.store(key, [b"\x7fELF" + os.urandom(300), b"; not IR"], {"symbol": name})
+
+
+@pytest.mark.parametrize("damage", ["flip", "truncate", "empty", "garbage_object", "stale"])
+def test_damaged_entry_is_rebuilt_with_a_warning(cache, monkeypatch, damage):
+    km = kernel(f"def f(x):\n    return math.exp(x) * 0.5 + {len(damage)}.0\n", "f")
+    other = kernel("def f(x):\n    return x - 1.0\n", "f")
+    x = np.linspace(-3, 3, 101)
+    want = np.exp(x) * 0.5 + len(damage)
+    d0 = llvm_jit.compile_driver(km, STORE, F64)
+    path = objcache.entry_path(d0.key)
+    assert d0.origin == "compiled" and path.exists()
+    if damage == "flip":
+        _flip(path)
+    elif damage == "truncate":
+        _truncate(path)
+    elif damage == "empty":
+        _empty(path)
+    elif damage == "garbage_object":
+        _garbage_object(path, d0.key, d0.name)
+    else:                       # a whole entry, for another kernel, under this one's name
+        path.write_bytes(objcache.entry_path(llvm_jit.compile_driver(other, STORE, F64).key).read_bytes())
+
+    monkeypatch.setattr(llvm_jit, "_cache", {})
+    with pytest.warns(objcache.CacheWarning, match="compil"):
+        d1 = llvm_jit.compile_driver(km, STORE, F64)
+    assert d1.origin == "compiled"
+    np.testing.assert_allclose(run_store(d1, x), want, rtol=1e-15)
+
+    monkeypatch.setattr(llvm_jit, "_cache", {})          # the rebuilt entry is whole again
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        d2 = llvm_jit.compile_driver(km, STORE, F64)
+    assert d2.origin == "disk"
+    np.testing.assert_allclose(run_store(d2, x), want, rtol=1e-15)
+
+
+# ---------------------------------------------------------------------------------
+# the directory
+
+def test_directory_is_created_private(tmp_path, monkeypatch):
+    d = tmp_path / "deep" / "er" / "s2sad"
+    monkeypatch.setenv("S2SAD_CACHE_DIR", str(d))
+    monkeypatch.delenv("S2SAD_CACHE", raising=False)
+    old = os.umask(0)                       # even under a permissive umask
+    try:
+        assert objcache.directory() == d
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(os.stat(d).st_mode) == 0o700
+
+
+def test_default_directory_is_under_home(tmp_path, monkeypatch):
+    monkeypatch.delenv("S2SAD_CACHE_DIR", raising=False)
+    monkeypatch.delenv("S2SAD_CACHE", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    d = objcache.directory()
+    assert d == tmp_path / ".cache" / "s2sad"
+    assert stat.S_IMODE(os.stat(d).st_mode) == 0o700
+
+
+def test_shared_directory_is_refused(tmp_path, monkeypatch):
+    d = tmp_path / "open"
+    d.mkdir()
+    os.chmod(d, 0o777)
+    monkeypatch.setenv("S2SAD_CACHE_DIR", str(d))
+    monkeypatch.delenv("S2SAD_CACHE", raising=False)
+    monkeypatch.setattr(llvm_jit, "_cache", {})
+    with pytest.warns(objcache.CacheWarning, match="writable by group or others"):
+        assert objcache.directory() is None
+    drv = llvm_jit.compile_driver(kernel("def f(x):\n    return x * 7.0\n", "f"), STORE, F64)
+    assert drv.origin == "compiled" and list(d.iterdir()) == []
+    np.testing.assert_allclose(run_store(drv, np.arange(3.0)), [0.0, 7.0, 14.0])
+
+
+def test_cache_can_be_turned_off(cache, monkeypatch):
+    monkeypatch.setenv("S2SAD_CACHE", "0")
+    drv = llvm_jit.compile_driver(kernel("def f(x):\n    return x * 5.0\n", "f"), STORE, F64)
+    assert drv.origin == "compiled" and not cache.exists()
+
+
+# ---------------------------------------------------------------------------------
+# concurrent writers
+
+WRITER = """\
+import os, sys, time
+from s2sad.codegen import objcache
+key, fill, go = sys.argv[1], sys.argv[2].encode(), sys.argv[3]
+blob = fill * (1 << 20)
+while not os.path.exists(go):
+    time.sleep(0.001)
+for _ in range(40):
+    objcache.store(key, [blob, fill * 1000], {"writer": sys.argv[2]})
+"""
+
+
+def test_concurrent_writers_leave_a_whole_entry(cache):
+    cache.mkdir(mode=0o700)
+    key = "c" * 64
+    go = cache.parent / "go"
+    procs = [subprocess.Popen([sys.executable, "-c", WRITER, key, fill, str(go)], env=child_env(cache),
+                              stderr=subprocess.PIPE, text=True) for fill in ("A", "B")]
+    seen = set()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")              # a torn or mixed entry would warn
+        go.write_text("")
+        deadline = time.monotonic() + 60
+        while any(p.poll() is None for p in procs) and time.monotonic() < deadline:
+            got = objcache.load(key)
+            if got is not None:
+                header, (big, small) = got
+                fill = header["writer"].encode()
+                assert big == fill * (1 << 20) and small == fill * 1000
+                seen.add(header["writer"])
+        for p in procs:
+            _, err = p.communicate(timeout=60)
+            assert p.returncode == 0 and "Warning" not in err, err
+        header, _ = objcache.load(key)
+    assert header["writer"] in ("A", "B")
+    assert [p.name for p in cache.iterdir()] == [key + ".s2o"]          # no temporary files left
+
+
+RACE = """\
+import json, os, sys, time
+import numpy as np
+import s2sad
+
+
+def f(x):
+    return np.sum(np.sin(x) * x)
+
+
+go = sys.argv[1]
+while not os.path.exists(go):
+    time.sleep(0.001)
+v, g = s2sad.value_and_grad(f)(np.linspace(0.0, 1.0, 10))
+from s2sad.codegen import llvm_jit
+print(json.dumps({"value": v, "grad": g.tolist(), "origins": [c.origin for c in llvm_jit._cache.values()]}))
+"""
+
+
+def test_two_processes_compiling_one_kernel(tmp_path):
+    script = tmp_path / "race.py"
+    script.write_text(RACE)
+    d, go = tmp_path / "cache", tmp_path / "go"
+    procs = [subprocess.Popen([sys.executable, str(script), str(go)], env=child_env(d), stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    time.sleep(0.2)
+    go.write_text("")
+    outs = []
+    for p in procs:
+        out, err = p.communicate(timeout=120)
+        assert p.returncode == 0 and "Warning" not in err, err
+        outs.append(json.loads(out))
+    assert outs[0]["value"] == outs[1]["value"] and outs[0]["grad"] == outs[1]["grad"]
+    (name,) = entries(d)
+    third = subprocess.run([sys.executable, str(script), str(go)], env=child_env(d), capture_output=True,
+                           text=True, timeout=120)
+    assert third.returncode == 0 and "Warning" not in third.stderr, third.stderr
+    res = json.loads(third.stdout)
+    assert res["origins"] == ["disk"] and res["value"] == outs[0]["value"]
+
+
+def test_objects_link_with_llvm_where_objload_is_not_used(cache, monkeypatch):
+    """S2SAD_OBJLOAD=0 (and hosts objload does not know) link the same objects with LLJIT."""
+    monkeypatch.setenv("S2SAD_OBJLOAD", "0")
+    km = kernel("def f(x):\n    return math.tanh(x) * math.cbrt(x) + 0.1\n", "f")
+    x = np.linspace(-3, 3, 257)
+    want = np.tanh(x) * np.cbrt(x) + 0.1
+    d1 = llvm_jit.compile_driver(km, STORE, F64)
+    monkeypatch.setattr(llvm_jit, "_cache", {})
+    d2 = llvm_jit.compile_driver(km, STORE, F64)
+    assert (d1.origin, d2.origin) == ("compiled", "disk")
+    assert type(d1._keepalive).__name__ == type(d2._keepalive).__name__ == "ResourceTracker"
+    for d in (d1, d2):
+        np.testing.assert_allclose(run_store(d, x), want, rtol=1e-14)
+    monkeypatch.setenv("S2SAD_OBJLOAD", "1")              # and the same entry maps with objload
+    monkeypatch.setattr(llvm_jit, "_cache", {})
+    d3 = llvm_jit.compile_driver(km, STORE, F64)
+    assert d3.origin == "disk" and (not objload.supported() or isinstance(d3._keepalive, objload.LoadedObject))
+    np.testing.assert_allclose(run_store(d3, x), run_store(d1, x), rtol=0)
+
+
+def test_entry_point_keeps_its_code_alive(cache, monkeypatch):
+    import gc
+
+    drv = llvm_jit.compile_driver(kernel("def f(x):\n    return x * 9.0 + 1.0\n", "f"), STORE, F64)
+    cfunc = drv.cfunc
+    del drv
+    monkeypatch.setattr(llvm_jit, "_cache", {})
+    gc.collect()
+    x, out = np.arange(5.0), np.empty(5)
+    cfunc(1, 5, x.ctypes.data, out.ctypes.data)
+    np.testing.assert_array_equal(out, x * 9.0 + 1.0)

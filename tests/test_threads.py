@@ -1,0 +1,108 @@
+"""Threads on the fast path (runtime.py): above THREAD_MIN elements the index space is
+split across S2SAD_NUM_THREADS threads, each with its own accumulators; the answer is
+the one-thread answer up to the order of summation. No timing here (see bench/)."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import s2sad
+from s2sad import runtime
+
+N = 1_000_000
+
+
+def user(x):
+    return np.sum(np.tanh(x) * x / (1.0 + x * x))
+
+
+def scaled(x, a):
+    return np.sum(np.tanh(a * x) + a * x)
+
+
+def elementwise(z):
+    return z * math.tanh(z) + 1.0
+
+
+@pytest.fixture
+def spy(monkeypatch):
+    """Counts threaded launches and records how each launch was split."""
+    calls = {"threaded": 0, "splits": []}
+    split, threaded = runtime._split, runtime._threaded_sum_dual
+
+    def counting_split(n):
+        chunks = split(n)
+        calls["splits"].append(chunks)
+        return chunks
+
+    def counting_threaded(*args, **kw):
+        calls["threaded"] += 1
+        return threaded(*args, **kw)
+
+    monkeypatch.setattr(runtime, "_split", counting_split)
+    monkeypatch.setattr(runtime, "_threaded_sum_dual", counting_threaded)
+    return calls
+
+
+def _with_threads(monkeypatch, n: int, fn):
+    monkeypatch.setenv("S2SAD_NUM_THREADS", str(n))
+    return fn()
+
+
+def test_one_and_two_threads_agree(monkeypatch, spy):
+    x = np.random.default_rng(1).uniform(-3.0, 3.0, N)
+    vg = s2sad.value_and_grad(user)
+    v1, g1 = _with_threads(monkeypatch, 1, lambda: vg(x))
+    assert spy["threaded"] == 1 and [len(c) for c in spy["splits"]] == [1]
+    v2, g2 = _with_threads(monkeypatch, 2, lambda: vg(x))
+    assert spy["threaded"] == 2 and [len(c) for c in spy["splits"]] == [1, 2]
+    assert spy["splits"][1] == [(0, N // 2), (N // 2, N)]
+    np.testing.assert_allclose(v2, v1, rtol=1e-12)
+    np.testing.assert_allclose(g2, g1, rtol=1e-12)
+    t = np.tanh(x)
+    np.testing.assert_allclose(v1, np.sum(t * x / (1 + x * x)), rtol=1e-12)
+    d = ((1 - t * t) * x + t) / (1 + x * x) - t * x * 2 * x / (1 + x * x) ** 2
+    np.testing.assert_allclose(g1, d, rtol=1e-12, atol=1e-15)
+
+
+def test_scalar_gradients_are_summed_across_threads(monkeypatch, spy):
+    x = np.random.default_rng(2).uniform(-2.0, 2.0, N)
+    vg = s2sad.value_and_grad(scaled, argnums=(0, 1))
+    v1, (gx1, ga1) = _with_threads(monkeypatch, 1, lambda: vg(x, 0.7))
+    v2, (gx2, ga2) = _with_threads(monkeypatch, 2, lambda: vg(x, 0.7))
+    assert spy["threaded"] == 2 and [len(c) for c in spy["splits"]] == [1, 2]
+    np.testing.assert_allclose(v2, v1, rtol=1e-12)
+    np.testing.assert_allclose(gx2, gx1, rtol=1e-12)
+    np.testing.assert_allclose(ga2, ga1, rtol=1e-12)
+    sech2 = 1 - np.tanh(0.7 * x) ** 2
+    np.testing.assert_allclose(ga1, np.sum(sech2 * x + x), rtol=1e-10)
+
+
+def test_elementwise_apply_splits_too(monkeypatch, spy):
+    x = np.random.default_rng(3).uniform(-4.0, 4.0, N)
+    y1 = _with_threads(monkeypatch, 1, lambda: s2sad.broadcast(elementwise, x))
+    y2 = _with_threads(monkeypatch, 2, lambda: s2sad.broadcast(elementwise, x))
+    assert [len(c) for c in spy["splits"]] == [1, 2]
+    np.testing.assert_allclose(y2, y1, rtol=1e-12)
+    np.testing.assert_allclose(y1, x * np.tanh(x) + 1.0, rtol=1e-12)
+
+
+def test_small_arrays_stay_on_the_calling_thread(monkeypatch, spy):
+    monkeypatch.setenv("S2SAD_NUM_THREADS", "2")
+    x = np.linspace(-1.0, 1.0, runtime.THREAD_MIN - 1)
+    v, g = s2sad.value_and_grad(user)(x)
+    assert spy["threaded"] == 0
+    np.testing.assert_allclose(v, np.sum(np.tanh(x) * x / (1 + x * x)), rtol=1e-12)
+    assert g.shape == x.shape
+
+
+def test_thread_count_from_the_environment(monkeypatch):
+    monkeypatch.setenv("S2SAD_NUM_THREADS", "3")
+    assert runtime.num_threads() == 3
+    monkeypatch.setenv("S2SAD_NUM_THREADS", "0")
+    assert runtime.num_threads() == 1
+    monkeypatch.delenv("S2SAD_NUM_THREADS")
+    import os
+    assert runtime.num_threads() == (os.cpu_count() or 1)
