@@ -3,7 +3,7 @@
 The gradient of sum(f(x)) for a plain scalar Python function f, computed with dual
 numbers in one compiled pass. See docs/design.md for the pipeline.
 """
-from .api import (broadcast, defrule, differentiate, explain, grad, jvp, source, value_and_grad, vjp)
+from .api import (broadcast, defrule, defvjp, differentiate, explain, grad, jvp, source, value_and_grad, vjp)
 from .errors import (BackendUnavailableError, FreeVariableError, NonDifferentiableInputError,
                      NonScalarLossError, NoSourceError, RecursionNotSupportedError, S2SADError,
                      ShapeError, StatefulError, UnsupportedOperationError, UnsupportedSyntaxError)
@@ -11,7 +11,7 @@ from .errors import (BackendUnavailableError, FreeVariableError, NonDifferentiab
 __version__ = "0.1.0"
 
 __all__ = [
-    "grad", "value_and_grad", "jvp", "vjp", "broadcast", "differentiate", "explain", "source", "defrule",
+    "grad", "value_and_grad", "jvp", "vjp", "broadcast", "differentiate", "explain", "source", "defrule", "defvjp",
     "S2SADError", "UnsupportedSyntaxError", "NoSourceError", "RecursionNotSupportedError",
     "FreeVariableError", "NonDifferentiableInputError", "NonScalarLossError", "ShapeError",
     "StatefulError", "BackendUnavailableError", "UnsupportedOperationError",

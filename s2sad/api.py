@@ -107,11 +107,46 @@ def compiled(fun: Callable) -> Compiled:
     c = _PLANS.get(fun)
     if c is None:
         pf = parse_function(fun)
-        plan = plan_loss(pf)
-        kernel = Kernel(plan.program, plan.program.entry)
-        c = Compiled(fun, plan, kernel, [a.id for a in pf.node.args.args], pf.resolver)
+        try:
+            plan = plan_loss(pf)
+        except S2SADError as e:
+            # not `R(elementwise)`: the whole function as an array program (passes/reverse.py)
+            c = _array_compiled(fun, pf, e)
+        else:
+            kernel = Kernel(plan.program, plan.program.entry)
+            c = Compiled(fun, plan, kernel, [a.id for a in pf.node.args.args], pf.resolver)
         _PLANS[fun] = c
     return c
+
+
+def _array_compiled(fun: Callable, pf, planner_error: S2SADError):
+    """The array-level plan of a function the fused planner does not take; when neither
+    takes it, the error that points at the problem (the planner's when both found the
+    same place)."""
+    from .passes.arrayprog import build_program
+    from .passes.elementwise import plan_scalar
+    from .passes.reverse import ArrayCompiled
+    try:
+        return ArrayCompiled(fun, pf, build_program(pf))
+    except S2SADError as e:
+        array_error = e
+    try:  # a straight-line scalar function, e.g. with `and`: one scalar kernel, as with control flow
+        plan = plan_scalar(pf)
+    except S2SADError:
+        pass
+    else:
+        return Compiled(fun, plan, Kernel(plan.program, plan.program.entry), [a.id for a in pf.node.args.args],
+                        pf.resolver)
+    e = array_error
+    if getattr(e, "in_scalar_code", False) and e.location is not None and planner_error.location is not None \
+            and (e.location.filename, e.location.lineno) == (planner_error.location.filename,
+                                                             planner_error.location.lineno):
+        raise planner_error from None
+    raise e from None
+
+
+def _is_array(c) -> bool:
+    return type(c) is not Compiled
 
 
 def _argnums_tuple(argnums) -> tuple[int, ...]:
@@ -157,7 +192,8 @@ def _as_result(g: np.ndarray, like: Any):
 class Derivative:
     """The generated value-and-gradient function of one (fun, argnums, backend)."""
 
-    def __init__(self, fun: Callable, argnums, backend: str, what: str):
+    def __init__(self, fun: Callable, argnums, backend: str, what: str, mode: str = "auto"):
+        self.mode = mode
         self.fun = getattr(fun, "__wrapped_fun__", fun)
         self.argnums_spec = argnums
         self.argnums = _argnums_tuple(argnums)
@@ -178,6 +214,8 @@ class Derivative:
 
     def _generate(self) -> str:
         c = self.c
+        if _is_array(c):
+            return c.source(tuple(i % len(c.params) for i in self.argnums), self.mode)
         argnums = [i % len(c.params) for i in self.argnums]
         pairs = c.active_pairs(tuple(argnums))
         active = tuple(k for k, _, _ in pairs)
@@ -248,6 +286,8 @@ class Derivative:
         fast = self._fast
         if fast is None:
             c = self.c
+            if _is_array(c):
+                return self._array_call(c, args)
             kind = c.kernel.module(()).result_kind
             has_free = bool(c.free_values())
             fast = self._fast = (c, self.implementation(), kind == "float", has_free,
@@ -269,6 +309,28 @@ class Derivative:
         if not many:
             return value, _as_result(grads[0], args[self.argnums[0]])
         return value, tuple([_as_result(g, args[i]) for g, i in zip(grads, self.argnums)])
+
+
+    def _array_call(self, c, args):
+        """The derivative of an array program (passes/reverse.py): generated once per
+        (argnums, mode, backend), checked and shaped like the fused path's."""
+        _check_args(c, args, self.argnums)
+        argnums = tuple(i % len(c.params) for i in self.argnums)
+        value, grads = c.value_and_grad(args, argnums, self.mode, self.backend)
+        value = _as_value(value)
+        if not isinstance(self.argnums_spec, (tuple, list)):
+            return value, _as_result(grads[0], args[argnums[0]])
+        return value, tuple([_as_result(g, args[i]) for g, i in zip(grads, argnums)])
+
+
+def _as_value(v):
+    """A loss as a Python number (a float, or an int for a count)."""
+    if isinstance(v, (float, int)):
+        return v
+    a = np.asarray(v)
+    if a.size == 1:
+        return a.reshape(()).item()
+    return v
 
 
 def _read_state(c: Compiled) -> list[float]:
@@ -311,8 +373,12 @@ def _return_location(c: Compiled):
     return SourceLocation(fname, int(line), int(col) - 1)
 
 
-def value_and_grad(fun: Callable, argnums=0, *, backend: str = "auto") -> Callable:
-    d = Derivative(fun, argnums, backend, "value_and_grad")
+def value_and_grad(fun: Callable, argnums=0, *, backend: str = "auto", mode: str = "auto") -> Callable:
+    """`mode`: how elementwise sites that are not summed get their pullback: "store"
+    their partials in the forward pass, "recompute" them in the reverse pass, or "auto"
+    (s2sad.explain says which); both give identical results."""
+    _check_mode(mode)
+    d = Derivative(fun, argnums, backend, "value_and_grad", mode)
 
     @functools.wraps(fun)
     def value_and_grad_fun(*args):
@@ -322,8 +388,10 @@ def value_and_grad(fun: Callable, argnums=0, *, backend: str = "auto") -> Callab
     return value_and_grad_fun
 
 
-def grad(fun: Callable, argnums=0, *, backend: str = "auto") -> Callable:
-    d = Derivative(fun, argnums, backend, "grad")
+def grad(fun: Callable, argnums=0, *, backend: str = "auto", mode: str = "auto") -> Callable:
+    """The gradient of a scalar loss; `mode` as for value_and_grad."""
+    _check_mode(mode)
+    d = Derivative(fun, argnums, backend, "grad", mode)
 
     @functools.wraps(fun)
     def grad_fun(*args):
@@ -331,6 +399,11 @@ def grad(fun: Callable, argnums=0, *, backend: str = "auto") -> Callable:
 
     grad_fun.__s2sad__ = d
     return grad_fun
+
+
+def _check_mode(mode: str) -> None:
+    if mode not in ("auto", "store", "recompute"):
+        raise S2SADError(f"unknown mode {mode!r}", hint="Use mode='auto', 'store' or 'recompute'.")
 
 
 def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], *, backend: str = "auto"):
@@ -341,6 +414,8 @@ def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], *, backe
         raise S2SADError("jvp needs one tangent per primal", hint="Pass tangents of the same structure.")
     argnums = tuple(i for i, p in enumerate(primals) if np.asarray(p).dtype.kind == "f")
     _check_args(c, primals, argnums)
+    if _is_array(c):
+        return _array_jvp(c, primals, tangents, argnums, backend)
     pairs = c.active_pairs(argnums)
     active = tuple(k for k, _, _ in pairs)
     tans = [tangents[i] if index is None else np.asarray(tangents[i])[index] for _, i, index in pairs]
@@ -356,12 +431,19 @@ def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], *, backe
     return out, out_dot
 
 
-def vjp(fun: Callable, *primals, backend: str = "auto"):
-    """(fun(*primals), pullback) with pullback(out_bar) -> one adjoint per primal."""
+def vjp(fun: Callable, *primals, backend: str = "auto", mode: str = "auto"):
+    """(fun(*primals), pullback) with pullback(out_bar) -> one adjoint per primal.
+    `mode`: "store" the partials of elementwise sites in the forward pass, "recompute"
+    them in the pullback, or "auto"; both give identical results."""
+    _check_mode(mode)
     c = compiled(fun)
     argnums = tuple(range(len(primals)))
     float_nums = tuple(i for i in argnums if np.asarray(primals[i]).dtype.kind == "f")
     _check_args(c, primals, float_nums)
+    if _is_array(c):
+        out, pull = c.vjp(primals, float_nums, mode, backend)
+        return _as_value(out) if np.ndim(out) == 0 else out, \
+            lambda out_bar: _array_per_primal(primals, float_nums, pull(out_bar))
     pairs = c.active_pairs(float_nums)
     active = tuple(k for k, _, _ in pairs)
     kargs = c.kernel_args(primals)
@@ -377,11 +459,43 @@ def vjp(fun: Callable, *primals, backend: str = "auto"):
             ob = float(np.asarray(out_bar)) * scale
             return _per_primal(c, primals, pairs, [g * ob for g in grads])
     else:
-        out = runtime.apply(c.kernel, kargs, backend=backend)
+        from .passes.reverse import choose_mode, kernel_vjp
+        how, _ = choose_mode(c.kernel, mode)
+        if how == "store" and active:
+            out, partials = runtime.store_partials(c.kernel, kargs, active, backend=backend)
 
-        def pullback(out_bar):
-            return _per_primal(c, primals, pairs, runtime.vjp(c.kernel, kargs, active, out_bar, backend=backend))
+            def pullback(out_bar):
+                from .array_rules import unbroadcast
+                ob = np.asarray(out_bar)
+                return _per_primal(c, primals, pairs, [unbroadcast(p * ob, kargs[c.kernel.params.index(a)])
+                                                       for p, a in zip(partials, active)])
+        else:
+            out = runtime.apply(c.kernel, kargs, backend=backend)
+
+            def pullback(out_bar):
+                from .array_rules import unbroadcast
+                grads = kernel_vjp(c.kernel, kargs, active, out_bar, backend=backend)
+                return _per_primal(c, primals, pairs, [unbroadcast(g, kargs[c.kernel.params.index(a)])
+                                                       for g, a in zip(grads, active)])
     return out, pullback
+
+
+def _array_per_primal(primals, float_nums, grads) -> tuple:
+    by = dict(zip(float_nums, grads))
+    return tuple(_as_result(by[i], p) if i in by else _as_result(np.zeros(np.shape(p)), p)
+                 for i, p in enumerate(primals))
+
+
+def _array_jvp(c, primals, tangents, argnums, backend):
+    """jvp of an array program with a scalar result: its gradient dotted with the tangents."""
+    value, grads = c.value_and_grad(primals, argnums, "auto", backend)
+    if np.size(value) != 1:
+        from .errors import UnsupportedOperationError
+        raise UnsupportedOperationError(
+            f"jvp of {c.fun.__name__}, an array program with an array result, is not supported yet",
+            parse_function(c.fun).location(), hint="Use s2sad.vjp, or reduce the result to a scalar.")
+    dot = sum(float(np.sum(np.asarray(g) * np.asarray(tangents[i]))) for g, i in zip(grads, argnums))
+    return _as_value(value), dot
 
 
 def _stateful_jvp(c: Compiled, primals, active, tans, backend):
@@ -470,15 +584,20 @@ class Explanation:
     __repr__ = __str__
 
 
-def explain(fun: Callable, argnums=0) -> Explanation:
-    """Every elementwise site of `fun`, the path chosen for it, and why."""
+def explain(fun: Callable, argnums=0, *, mode: str = "auto") -> Explanation:
+    """Every elementwise site of `fun`, the path chosen for it, and why; for an array
+    program also each primitive's rule, what was fused into each kernel, and whether
+    its partials are stored or recomputed (`mode`, as for grad)."""
     fun = getattr(fun, "__wrapped_fun__", fun)
     d = getattr(fun, "__s2sad__", None)
     if d is not None:
-        fun, argnums = d.fun, d.argnums_spec
+        fun, argnums, mode = d.fun, d.argnums_spec, getattr(d, "mode", mode)
     c = compiled(fun)
     pf = parse_function(c.fun)
     lines = [f"s2sad.explain: {c.fun.__qualname__} ({pf.location()})"]
+    if _is_array(c):
+        nums = tuple(i % len(c.params) for i in _argnums_tuple(argnums))
+        return Explanation(c.fun.__qualname__, lines + c.explain(nums, mode))
     for s in c.plan.sites:
         lines.append(f"  {s.location}: {s.applied} -> {s.path}: {s.reason}")
         if s.source_line:
@@ -537,6 +656,23 @@ def differentiate(fun: Callable | None = None, *, argnums=0, backend: str = "aut
 
 
 # ---------------------------------------------------------------- user rules
+
+def defvjp(fn: Callable, *vjps: Callable) -> Callable:
+    """Register the reverse-mode rule of an array function (np.sort, np.cumsum, one of
+    your own...) for array programs: `vjps[i](g, out, *args)` returns the adjoint of its
+    i-th argument (that argument's shape) given the adjoint `g` of its output `out`.
+    Returns `fn`.
+
+        s2sad.defvjp(np.cumsum, lambda g, out, x: np.cumsum(g[::-1])[::-1])
+    """
+    from .array_rules import register_vjp
+    if not callable(fn) or not all(callable(v) for v in vjps) or not vjps:
+        raise S2SADError(f"defvjp({getattr(fn, '__name__', fn)!r}, ...) needs a function and one vjp function "
+                         "per argument", hint="Pass vjp_i(g, out, *args) for each argument i.")
+    register_vjp(fn, vjps)
+    _PLANS.clear()
+    return fn
+
 
 def defrule(fn: Callable, *partials: str | None, impl: Callable | None = None) -> Callable:
     """Register the derivative of a scalar function of your own; it wins everywhere,

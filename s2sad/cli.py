@@ -47,10 +47,12 @@ def compile_module(path: Path, out: Path) -> int:
             return 1
         (out / f"{name}.grad.py").write_text(text)
         (out / f"{name}.explain.txt").write_text(report)
-        kernel = fn._vg.c.kernel
-        sites = len(fn._vg.c.plan.sites)
-        print(f"{name}: {sites} elementwise site(s) -> kernel {kernel.name}, "
-              f"wrote {out / (name + '.grad.py')}")
+        c = fn._vg.c
+        sites = len(c.plan.sites)
+        kernels = [k.name for k in c.program.kernels] if hasattr(c, "program") else [c.kernel.name]
+        what = f"kernel {kernels[0]}" if len(kernels) == 1 else \
+            f"array program with {len(kernels)} kernel(s){': ' + ', '.join(kernels) if kernels else ''}"
+        print(f"{name}: {sites} elementwise site(s) -> {what}, wrote {out / (name + '.grad.py')}")
     return 0
 
 

@@ -3,7 +3,8 @@
 `python -m s2sad.golden --write` rewrites golden/; `--check` (the test) compares.
 For each case in golden/examples.py: `<case>.grad.py` (the derivative source with its
 kernels), `<case>.ll` (LLVM IR of the fused value+gradient driver, before
-optimisation), `<case>.cu` (its CUDA C) and `<case>.explain.txt`. Absolute paths are
+optimisation; for a stateful case, its scan driver), `<case>.cu` (its CUDA C) and
+`<case>.explain.txt`. Absolute paths are
 written relative to the repository so the files are the same on every machine.
 """
 from __future__ import annotations
@@ -42,12 +43,13 @@ def artifacts() -> dict[str, str]:
         c = d.c
         active = c.active_for(d.argnums)
         state = c.plan.program.state
-        if state:  # a scan: the LLVM driver only (the cuda scan is not written yet)
+        if state:  # a scan: its sequential driver (one thread on the GPU)
             params = c.kernel.params
             kmod = c.kernel.module(active + params[len(params) - len(state):])
             spec = ScanSpec(tuple("contig" for _ in params[: len(params) - len(state)]), len(state),
                             value="sum", grads=True, seed="scalar")
             out[f"{case}.ll"] = llvm.lower(kmod, spec, np.float64)
+            out[f"{case}.cu"] = cuda.lower(kmod, spec, np.float64)
             continue
         kmod = c.kernel.module(active)
         spec = LoopSpec(tuple("contig" for _ in c.kernel.params), value="sum", partials=True, seed="scalar")

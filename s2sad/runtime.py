@@ -20,6 +20,7 @@ from __future__ import annotations
 import ctypes
 import os
 import re
+import sys
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
@@ -145,15 +146,56 @@ def _index_space(prep: Prepared) -> list[tuple[int, list[int]]]:
 
 # ------------------------------------------------------------------ launching
 
+def _is_cupy(a: Any) -> bool:
+    """A cupy array? (cupy is in sys.modules once one exists; this never imports it)"""
+    cp = sys.modules.get("cupy")
+    nd = getattr(cp, "ndarray", None) if cp is not None else None
+    return isinstance(nd, type) and nd is not np.ndarray and isinstance(a, nd)
+
+
+def _is_array(a: Any) -> bool:
+    return isinstance(a, np.ndarray) or _is_cupy(a)
+
+
 def _backend_for(backend: str, args: Sequence[Any]) -> str:
+    """"auto" is llvm for numpy arrays and numbers, cuda when a cupy array is among the
+    arguments. "cuda" needs cupy and a device: BackendUnavailableError says which is
+    missing."""
     if backend == "auto":
-        if any(type(a).__module__.startswith("cupy") for a in args):
-            return "cuda"
-        return "llvm"
+        if not any(_is_cupy(a) for a in args):
+            return "llvm"
+        backend = "cuda"
     if backend not in BACKENDS:
         raise BackendUnavailableError(f"unknown backend {backend!r}",
                                       hint=f"Use one of {', '.join(BACKENDS)}.")
+    if backend == "cuda":
+        from . import cuda_runtime
+
+        cuda_runtime.require()
+    elif any(_is_cupy(a) for a in args):
+        raise BackendUnavailableError(f"cupy arrays cannot run on the {backend!r} backend",
+                                      hint="Use backend='cuda' (or 'auto'), or pass numpy arrays "
+                                           "(cupy.asnumpy).")
     return backend
+
+
+def _prepared(backend: str, args: Sequence[Any], names: Sequence[str], dtype: np.dtype | None = None):
+    """(array module, Prepared): numpy, or cupy with the inputs on the device (cuda)."""
+    if backend == "cuda":
+        from . import cuda_runtime
+
+        return cuda_runtime.xp(), cuda_runtime.prepare(args, names, dtype)
+    return np, prepare(args, names, dtype)
+
+
+def _results(backend: str, inputs: Sequence[Any], result):
+    """On the cuda backend, results stay on the device when an input was a cupy array,
+    and come back as numpy arrays when none was (cuda_runtime.like_inputs)."""
+    if backend == "cuda":
+        from . import cuda_runtime
+
+        return cuda_runtime.like_inputs(inputs, result)
+    return result
 
 
 def launch(kernel: Kernel, backend: str, spec: LoopSpec, active: tuple[str, ...], prep: Prepared,
@@ -187,7 +229,7 @@ def launch(kernel: Kernel, backend: str, spec: LoopSpec, active: tuple[str, ...]
             return res
 
         params = per_param(prep.values, range(len(prep.values)))
-        seed_arg = view(seed, 0) if isinstance(seed, np.ndarray) else seed
+        seed_arg = view(seed, 0) if _is_array(seed) else seed
         driver(spec, active_idx, n_outer, n_inner, params,
                None if out is None else view(out, 0), acc, seed_arg,
                None if grads is None else per_param(grads, active_idx),
@@ -206,8 +248,9 @@ def _driver(kernel: Kernel, backend: str, kmod: KernelModule, spec: LoopSpec, dt
         compiled = llvm.compile_driver(kmod, spec, dtype.type)
         return _llvm_driver(compiled)
     if backend == "cuda":
-        raise BackendUnavailableError("the cuda backend is not available in this build",
-                                      hint="Use backend='llvm' or 'python'.")
+        from . import cuda_runtime
+
+        return cuda_runtime.loop_driver(kmod, spec, dtype)
     raise BackendUnavailableError(f"unknown backend {backend!r}", hint=f"Use one of {', '.join(BACKENDS)}.")
 
 
@@ -463,7 +506,10 @@ def _threaded_sum_dual(fp: _FastPlan, args, layouts, dtype, grads, scale, n):
             v += [g + lo * itemsize if g is not None else acc + (1 + k) * itemsize for k, g in enumerate(gbase)]
         fp.cfunc(*v)
 
-    list(_pool(len(chunks)).map(run, range(len(chunks))))
+    if len(chunks) == 1:        # one thread: no hand-off to the pool
+        run(0)
+    else:
+        list(_pool(len(chunks)).map(run, range(len(chunks))))
     return accs.reshape(len(chunks), width).sum(axis=0)
 
 
@@ -506,29 +552,29 @@ def apply(kernel: Kernel, args: Sequence[Any], backend: str = "auto"):
             if odt != fast[2]:
                 out = out != 0 if odt == np.dtype(bool) else out.astype(odt)
             return out
-    prep = prepare(args, kernel.params)
     backend = _backend_for(backend, args)
-    out = np.empty(prep.shape, prep.dtype)
+    xp, prep = _prepared(backend, args, kernel.params)
+    out = xp.empty(prep.shape, prep.dtype)
     launch(kernel, backend, LoopSpec(prep.layouts, value="store"), (), prep, out=out)
     odt = _out_dtype(kernel, prep.dtype)
     if odt != prep.dtype:
         out = out != 0 if odt == np.dtype(bool) else out.astype(odt)
-    if out.shape == () and not any(isinstance(a, np.ndarray) for a in args):
+    if out.shape == () and not any(_is_array(a) for a in args):
         return out.item()
-    return out
+    return _results(backend, args, out)
 
 
-def _grad_buffers(prep: Prepared, kernel: Kernel, active: tuple[str, ...]) -> list[np.ndarray]:
+def _grad_buffers(prep: Prepared, kernel: Kernel, active: tuple[str, ...], xp=np) -> list[np.ndarray]:
     bufs = []
     for a in active:
         i = kernel.params.index(a)
         l = prep.layouts[i]
         if l == "scalar":
-            bufs.append(np.zeros(1, prep.dtype))
+            bufs.append(xp.zeros(1, prep.dtype))
         elif l == "contig":
-            bufs.append(np.empty(prep.shape, prep.dtype))
+            bufs.append(xp.empty(prep.shape, prep.dtype))
         else:
-            bufs.append(np.zeros(prep.shapes[i], prep.dtype))
+            bufs.append(xp.zeros(prep.shapes[i], prep.dtype))
     return bufs
 
 
@@ -539,16 +585,17 @@ def sum_dual(kernel: Kernel, args: Sequence[Any], active: tuple[str, ...], scale
         fast = _fast_layouts(args)
         if fast is not None:
             return _fast_sum_dual(kernel, args, active if with_grads else (), scale, fast)
-    prep = prepare(args, kernel.params)
     backend = _backend_for(backend, args)
-    acc = np.zeros(1, prep.dtype)
+    xp, prep = _prepared(backend, args, kernel.params)
+    acc = xp.zeros(1, prep.dtype)
     if not with_grads or not active:
         launch(kernel, backend, LoopSpec(prep.layouts, value="sum"), (), prep, acc=acc)
         return float(acc[0]) * scale, []
-    grads = _grad_buffers(prep, kernel, active)
+    grads = _grad_buffers(prep, kernel, active, xp)
     spec = LoopSpec(prep.layouts, value="sum", partials=True, seed="scalar")
     launch(kernel, backend, spec, active, prep, acc=acc, seed=scale, grads=grads)
-    return float(acc[0]) * scale, [_shape_grad(g, prep, kernel.params.index(a)) for g, a in zip(grads, active)]
+    return float(acc[0]) * scale, _results(backend, args, [_shape_grad(g, prep, kernel.params.index(a))
+                                                            for g, a in zip(grads, active)])
 
 
 def _shape_grad(g: np.ndarray, prep: Prepared, i: int):
@@ -560,21 +607,22 @@ def _shape_grad(g: np.ndarray, prep: Prepared, i: int):
 def jvp(kernel: Kernel, args: Sequence[Any], active: tuple[str, ...], tangents: Sequence[Any],
         backend: str = "auto"):
     """(values, tangents of the values) for tangents of the active params."""
-    prep = prepare(args, kernel.params)
-    backend = _backend_for(backend, args)
+    inputs = list(args) + list(tangents)
+    backend = _backend_for(backend, inputs)
+    xp, prep = _prepared(backend, args, kernel.params)
     tans = []
     for a, t in zip(active, tangents):
         i = kernel.params.index(a)
-        t = np.asarray(t, dtype=prep.dtype)
-        if t.shape != prep.shapes[i]:
+        t = xp.asarray(t, dtype=prep.dtype)
+        if tuple(t.shape) != tuple(prep.shapes[i]):
             raise ShapeError(f"the tangent of '{a}' has shape {t.shape}, its primal {prep.shapes[i]}",
                              hint="Give each tangent its primal's shape.")
-        tans.append(t.reshape(()).item() if prep.layouts[i] == "scalar" else np.ascontiguousarray(t))
-    out = np.empty(prep.shape, prep.dtype)
-    out_dot = np.empty(prep.shape, prep.dtype)
+        tans.append(t.reshape(()).item() if prep.layouts[i] == "scalar" else xp.ascontiguousarray(t))
+    out = xp.empty(prep.shape, prep.dtype)
+    out_dot = xp.empty(prep.shape, prep.dtype)
     spec = LoopSpec(prep.layouts, value="store", tangents=True)
     launch(kernel, backend, spec, active, prep, out=out, tangents=tans, out_dot=out_dot)
-    return out, out_dot
+    return _results(backend, inputs, (out, out_dot))
 
 
 def store_partials(kernel: Kernel, args: Sequence[Any], active: tuple[str, ...], backend: str = "auto"):
@@ -610,20 +658,21 @@ def store_partials(kernel: Kernel, args: Sequence[Any], active: tuple[str, ...],
 
 def vjp(kernel: Kernel, args: Sequence[Any], active: tuple[str, ...], out_bar: Any, backend: str = "auto"):
     """Grads of sum(out_bar * values) w.r.t. the active params."""
-    prep = prepare(args, kernel.params)
-    backend = _backend_for(backend, args)
-    ob = np.asarray(out_bar, dtype=prep.dtype)
-    if ob.shape != prep.shape:
-        ob = np.broadcast_to(ob, prep.shape)
-    grads = _grad_buffers(prep, kernel, active)
+    inputs = list(args) + [out_bar]
+    backend = _backend_for(backend, inputs)
+    xp, prep = _prepared(backend, args, kernel.params)
+    ob = xp.asarray(out_bar, dtype=prep.dtype)
+    if tuple(ob.shape) != tuple(prep.shape):
+        ob = xp.broadcast_to(ob, prep.shape)
+    grads = _grad_buffers(prep, kernel, active, xp)
     if ob.size == 1 and prep.shape == ():
         spec = LoopSpec(prep.layouts, value="none", partials=True, seed="scalar")
         launch(kernel, backend, spec, active, prep, seed=ob.item(), grads=grads)
     else:
-        ob = np.ascontiguousarray(ob)
+        ob = xp.ascontiguousarray(ob)
         spec = LoopSpec(prep.layouts, value="none", partials=True, seed="array")
         launch(kernel, backend, spec, active, prep, seed=ob, grads=grads)
-    return [_shape_grad(g, prep, kernel.params.index(a)) for g, a in zip(grads, active)]
+    return _results(backend, inputs, [_shape_grad(g, prep, kernel.params.index(a)) for g, a in zip(grads, active)])
 
 
 # ------------------------------------------------------------------ scans (stateful functions)
@@ -632,18 +681,18 @@ def vjp(kernel: Kernel, args: Sequence[Any], active: tuple[str, ...], out_bar: A
 # Inputs are materialized at the broadcast shape (one row-major run); gradients of
 # broadcast inputs are summed back to their shapes afterwards.
 
-def _scan_inputs(kernel: Kernel, args: Sequence[Any], n_state: int):
+def _scan_inputs(kernel: Kernel, args: Sequence[Any], n_state: int, backend: str = "llvm"):
     names = kernel.params[: len(kernel.params) - n_state]
-    prep = prepare(args, names)
+    xp, prep = _prepared(backend, args, names)
     values, layouts = [], []
     for v, l in zip(prep.values, prep.layouts):
         if l == "scalar":
             values.append(v)
             layouts.append("scalar")
         else:
-            values.append(np.ascontiguousarray(np.broadcast_to(v, prep.shape)).reshape(-1))
+            values.append(xp.ascontiguousarray(xp.broadcast_to(v, prep.shape)).reshape(-1))
             layouts.append("contig")
-    return prep, values, tuple(layouts)
+    return xp, prep, values, tuple(layouts)
 
 
 def _scan_driver(kernel: Kernel, backend: str, active: tuple[str, ...], spec, dtype):
@@ -679,11 +728,16 @@ def _scan_driver(kernel: Kernel, backend: str, active: tuple[str, ...], spec, dt
             if spec.grads:
                 argv.append(seed if spec.seed == "scalar" else _ptr(seed))
                 argv += [_ptr(g) for g in grads]
-                argv += [_ptr(state_bar), _ptr(np.empty(max(1, n * spec.n_state), dtype))]
+                tape = np.empty(max(1, n * spec.n_state), dtype)   # alive until cfunc returns
+                argv += [_ptr(state_bar), _ptr(tape)]
             cfunc(*argv)
+    elif backend == "cuda":   # sequential: one GPU thread
+        from . import cuda_runtime
+
+        d = cuda_runtime.scan_driver(kmod, spec, dtype)
     else:
         raise BackendUnavailableError(f"stateful functions cannot run on the {backend!r} backend",
-                                      hint="Use backend='llvm' or 'python'.")
+                                      hint="Use backend='llvm', 'python' or 'cuda'.")
     kernel._drivers[key] = d
     return d
 
@@ -692,18 +746,18 @@ def scan_apply(kernel: Kernel, args: Sequence[Any], state: Sequence[float], back
                value: str = "store"):
     """The primal of a state-passing kernel, elements in order: (values, final state)."""
     n_state = len(state)
-    prep, values, layouts = _scan_inputs(kernel, args, n_state)
     backend = _backend_for(backend, args)
+    xp, prep, values, layouts = _scan_inputs(kernel, args, n_state, backend)
     from .kernel import ScanSpec
 
     spec = ScanSpec(layouts, n_state, value=value)
-    st = np.array(state, dtype=prep.dtype)
+    st = xp.array(state, dtype=prep.dtype)
     n = int(np.prod(prep.shape, dtype=np.int64))
-    out = np.empty(prep.shape, prep.dtype) if value == "store" else None
-    acc = np.zeros(1, prep.dtype)
+    out = xp.empty(prep.shape, prep.dtype) if value == "store" else None
+    acc = xp.zeros(1, prep.dtype)
     _scan_driver(kernel, backend, (), spec, prep.dtype)(n, values, st, out=None if out is None else out.reshape(-1),
                                                          acc=acc)
-    return (out if value == "store" else float(acc[0])), [float(v) for v in st]
+    return (_results(backend, args, out) if value == "store" else float(acc[0])), [float(v) for v in st.tolist()]
 
 
 def scan_grads(kernel: Kernel, args: Sequence[Any], active: tuple[str, ...], state: Sequence[float],
@@ -713,19 +767,20 @@ def scan_grads(kernel: Kernel, args: Sequence[Any], active: tuple[str, ...], sta
     from .kernel import ScanSpec
 
     n_state = len(state)
-    prep, values, layouts = _scan_inputs(kernel, args, n_state)
-    backend = _backend_for(backend, args)
+    inputs = list(args) + [seed]
+    backend = _backend_for(backend, inputs)
+    xp, prep, values, layouts = _scan_inputs(kernel, args, n_state, backend)
     seed_kind = "scalar" if np.ndim(seed) == 0 else "array"
     spec = ScanSpec(layouts, n_state, value=value, grads=True, seed=seed_kind)
     n = int(np.prod(prep.shape, dtype=np.int64))
-    st = np.array(state, dtype=prep.dtype)
-    st_bar = np.zeros(n_state, prep.dtype)
-    acc = np.zeros(1, prep.dtype)
-    out = np.empty(n, prep.dtype) if value == "store" else None
-    grads = [np.zeros(1, prep.dtype) if layouts[kernel.params.index(a)] == "scalar" else np.empty(n, prep.dtype)
+    st = xp.array(state, dtype=prep.dtype)
+    st_bar = xp.zeros(n_state, prep.dtype)
+    acc = xp.zeros(1, prep.dtype)
+    out = xp.empty(n, prep.dtype) if value == "store" else None
+    grads = [xp.zeros(1, prep.dtype) if layouts[kernel.params.index(a)] == "scalar" else xp.empty(n, prep.dtype)
              for a in active]
-    s = float(seed) if seed_kind == "scalar" else np.ascontiguousarray(np.broadcast_to(seed, prep.shape),
-                                                                      prep.dtype).reshape(-1)
+    s = float(seed) if seed_kind == "scalar" else xp.ascontiguousarray(
+        xp.broadcast_to(xp.asarray(seed, dtype=prep.dtype), prep.shape)).reshape(-1)
     _scan_driver(kernel, backend, active, spec, prep.dtype)(n, values, st, out=out, acc=acc, seed=s, grads=grads,
                                                             state_bar=st_bar)
     shaped = []
@@ -735,8 +790,8 @@ def scan_grads(kernel: Kernel, args: Sequence[Any], active: tuple[str, ...], sta
             shaped.append(g.reshape(prep.shapes[i]) if prep.shapes[i] != () else g.reshape(()))
         else:
             shaped.append(_unbroadcast(g.reshape(prep.shape), prep.shapes[i]))
-    vals = out.reshape(prep.shape) if value == "store" else float(acc[0])
-    return vals, shaped, [float(v) for v in st]
+    vals = _results(backend, inputs, out.reshape(prep.shape)) if value == "store" else float(acc[0])
+    return vals, _results(backend, inputs, shaped), [float(v) for v in st.tolist()]
 
 
 def _unbroadcast(g: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:

@@ -81,8 +81,8 @@ def loss_vector(x):
     return s2sad.broadcast(math.tanh, x) * 2.0
 
 
-def loss_matmul(x):
-    return np.sum(x @ x)
+def loss_unsupported(x):
+    return np.sum(np.fft.fft(x).real)
 
 
 def loss_ok(x):

@@ -1,6 +1,7 @@
 """The CUDA backend: generated source compiles (NVRTC + ptxas) and computes what the
-python backend's `run_driver` computes, run on the CPU through g++ host emulation over
-several grid shapes. Kernel modules are written by hand in the core scalar language."""
+python backend's `run_driver` computes (`run_scan` for scan drivers), run on the CPU
+through g++ host emulation over several grid shapes. Kernel modules are written by hand
+in the core scalar language (and, for scans, also made by s2sad's passes)."""
 from __future__ import annotations
 
 import functools
@@ -15,7 +16,7 @@ from hypothesis import strategies as st
 from s2sad.codegen import cuda, cuda_host
 from s2sad.codegen import python as pyback
 from s2sad.errors import BackendUnavailableError
-from s2sad.kernel import KernelModule, LoopSpec
+from s2sad.kernel import KernelModule, LoopSpec, ScanSpec
 
 SHAPES = [(1, 1), (3, 32), (7, 64)]     # (grid, block)
 N_OUTER, N_INNER = 5, 101               # 505 elements > 7 * 64 threads: the grid-stride loop wraps
@@ -880,6 +881,276 @@ def test_cuda_launch_code_path_with_stand_in_cupy(gxx, fake_cupy, tag):
 
 
 # ------------------------------------------------------------------------------------
+# scan drivers (ScanSpec, stateful functions): one thread, against python.run_scan
+
+def _scan_kernels() -> dict:
+    """The hand-written state-passing kernels of test_scan_drivers (name -> (kmod,
+    ranges of the non-state params, range of the initial state))."""
+    from test_scan_drivers import SCANS
+
+    return SCANS
+
+
+SCAN_FLAVOURS = [
+    dict(value="store"),
+    dict(value="sum"),
+    dict(value="none"),
+    dict(value="sum", grads=True, seed="scalar"),
+    dict(value="store", grads=True, seed="array"),
+    dict(value="none", grads=True, seed="array"),
+    dict(value="none", grads=True, seed="scalar"),
+]
+
+
+def scan_specs(name: str) -> list[ScanSpec]:
+    kmod, ranges, _ = _scan_kernels()[name]
+    p, k = len(ranges), len(kmod.params) - len(ranges)
+    return [ScanSpec(tuple(_CYCLE[(r + j) % 3] for j in range(p)), k, **fl)
+            for r in range(3) for fl in SCAN_FLAVOURS]
+
+
+SCAN_NAMES = ["runsum", "two", "tanh", "clip"]
+SCAN_CASES = [(m, s, tag) for m in SCAN_NAMES for s in scan_specs(m) for tag in ("f64", "f32")]
+SCAN_SIZES = [(3, 13), (2, 37), (1, 1), (0, 5)]
+
+
+def scan_case_id(case) -> str:
+    m, s, tag = case
+    return f"{m}-{s.tag()}-{tag}"
+
+
+def make_scan_data(name: str, spec: ScanSpec, seed: int, no: int, ni: int):
+    """Inputs and initial outputs in run_scan's conventions (float64)."""
+    kmod, ranges, s_range = _scan_kernels()[name]
+    rng = np.random.default_rng(seed)
+    n, k = no * ni, spec.n_state
+    pats = _strided_patterns(no, ni)
+    params, geometry = [], []
+    for j, (lay, r) in enumerate(zip(spec.layouts, ranges)):
+        if lay == "scalar":
+            params.append(float(rng.uniform(*r)))
+            geometry.append(None)
+        elif lay == "contig":
+            params.append((rng.uniform(*r, n), ni, 1))
+            geometry.append((ni, 1, n))
+        else:
+            so, si, length = pats[(j + seed) % len(pats)]
+            params.append((rng.uniform(*r, length), so, si))
+            geometry.append((so, si, length))
+    data = {"params": params, "state": rng.uniform(*s_range, k)}
+    if spec.value == "store":
+        data["out"] = np.full(n, np.nan)
+    elif spec.value == "sum":
+        data["acc"] = rng.normal(size=1)
+    if spec.grads:
+        data["seed"] = float(rng.uniform(0.5, 1.5)) if spec.seed == "scalar" else rng.uniform(0.5, 1.5, n)
+        grads = []
+        for a in cuda._scan_active_idx(kmod, spec):
+            if spec.layouts[a] == "scalar":
+                grads.append(rng.normal(size=1))
+            elif spec.layouts[a] == "contig":
+                grads.append((np.full(n, np.nan), ni, 1))
+            else:
+                so, si, length = geometry[a]
+                grads.append((rng.normal(size=length), so, si))
+        data["grads"] = grads
+        data["state_bar"] = rng.uniform(-1.0, 1.0, k)
+    return data
+
+
+def _scan_outputs(data) -> dict[str, np.ndarray]:
+    outs = _flat_outputs(data)
+    for key in ("state", "state_bar"):
+        if key in data:
+            outs[key] = data[key]
+    return outs
+
+
+def scan_reference(kmod: KernelModule, spec: ScanSpec, data, no: int, ni: int) -> dict:
+    fns = pyback.compile_module(kmod)
+    ref = _map_arrays(data, np.copy)
+    pyback.run_scan(fns[kmod.entry], fns[kmod.dual_entry] if spec.grads else None, spec,
+                    cuda._scan_active_idx(kmod, spec), no, ni, ref["params"], ref["state"],
+                    out=ref.get("out"), acc=ref.get("acc"), seed=ref.get("seed"),
+                    grads=ref.get("grads"), state_bar=ref.get("state_bar"))
+    return _scan_outputs(ref)
+
+
+def run_scan_host(kmod: KernelModule, spec: ScanSpec, tag: str, data, no: int, ni: int,
+                  grid=None, block=None) -> dict:
+    dt = np.float64 if tag == "f64" else np.float32
+    mine = _map_arrays(data, lambda a: a.astype(dt))
+    cuda_host.launch(kmod, spec, tag, no, ni, mine["params"], out=mine.get("out"), acc=mine.get("acc"),
+                     seed=mine.get("seed"), grads=mine.get("grads"), state=mine["state"],
+                     state_bar=mine.get("state_bar"), grid=grid, block=block)
+    return _scan_outputs(mine)
+
+
+def assert_scan_matches(got, ref, tag, what=""):
+    """The one thread sums the value and scalar grads in a local, as the llvm driver
+    does (run_scan adds each term to acc/g): agreement to rounding; float32 kernels also
+    thread the state in float32 (run_scan in float64)."""
+    rtol = 1e-12 if tag == "f64" else 2e-5
+    for key in ref:
+        r = np.asarray(ref[key], dtype=np.float64)
+        g = np.asarray(got[key], dtype=np.float64)
+        scale = max(1.0, float(np.nanmax(np.abs(r)))) if r.size else 1.0
+        np.testing.assert_allclose(g, r, rtol=rtol, atol=rtol * scale, err_msg=f"{what} {key}")
+
+
+@pytest.fixture(scope="module")
+def built_scans():
+    if cuda_host.available() is not None:
+        pytest.skip(cuda_host.available())
+    scans = _scan_kernels()
+    cuda_host.build((scans[m][0], s, tag) for m, s, tag in SCAN_CASES)
+    return True
+
+
+@pytest.mark.parametrize("case", SCAN_CASES, ids=scan_case_id)
+def test_scan_host_matches_run_scan(built_scans, case):
+    name, spec, tag = case
+    kmod = _scan_kernels()[name][0]
+    for s, (no, ni) in enumerate(SCAN_SIZES):
+        data = _round(make_scan_data(name, spec, seed=s + 7 * SCAN_CASES.index(case), no=no, ni=ni), tag)
+        ref = scan_reference(kmod, spec, data, no, ni)
+        got = run_scan_host(kmod, spec, tag, data, no, ni)
+        assert_scan_matches(got, ref, tag, f"{scan_case_id(case)} {(no, ni)}")
+        if no * ni == 0:   # no elements: the state and its adjoint pass through
+            np.testing.assert_array_equal(got["state"], data["state"].astype(got["state"].dtype))
+
+
+# NVRTC + ptxas: every flavour for one kernel with one state and one with two, in both
+# dtypes; two specs for the others
+_SCAN_NVRTC = [c for c in SCAN_CASES
+               if c[0] in ("runsum", "two") or c[1] in (scan_specs(c[0])[0], scan_specs(c[0])[4])]
+
+
+@pytest.mark.parametrize("case", _SCAN_NVRTC, ids=scan_case_id)
+def test_scan_nvrtc_and_ptxas(case):
+    name, spec, tag = case
+    kmod = _scan_kernels()[name][0]
+    source = cuda.lower(kmod, spec, tag)
+    dname = cuda.driver_name(kmod, spec, tag)
+    ptx = cuda.compile_ptx(source, dname, arch="sm_90")
+    assert f".entry {dname}(" in ptx and "__finish" not in ptx
+    cuda.check_ptxas(ptx, arch="sm_90")
+
+
+def test_scan_any_launch_shape_runs_one_thread(built_scans):
+    """Launched wider than one thread, the scan still runs once, in thread 0 of block 0."""
+    name = "two"
+    kmod = _scan_kernels()[name][0]
+    spec = scan_specs(name)[4 + 7]   # strided/scalar/contig rotation, store + grads, array seed
+    data = make_scan_data(name, spec, seed=11, no=3, ni=13)
+    one = run_scan_host(kmod, spec, "f64", data, 3, 13, grid=1, block=1)
+    for grid, block in [(2, 1), (1, 5), (3, 4)]:
+        got = run_scan_host(kmod, spec, "f64", data, 3, 13, grid=grid, block=block)
+        for key in one:
+            np.testing.assert_array_equal(got[key], one[key], err_msg=f"{key} grid={grid} block={block}")
+
+
+def test_scan_source_and_abi():
+    kmod = _scan_kernels()["two"][0]
+    spec = ScanSpec(("strided", "scalar", "contig"), 2, value="sum", grads=True, seed="array")
+    src = cuda.lower(kmod, spec, "f64")
+    assert src == cuda.lower(kmod, spec, np.float64)
+    name = cuda.driver_name(kmod, spec, "f64")
+    assert name == "g__scan_ssc_s2_sum_grada_f64"
+    head = src[src.index(f'extern "C" __global__ void {name}('):]
+    params = [p.strip() for p in head[head.index("(") + 1:head.index(")")].split(",")]
+    # kernel.py's scan ABI, parameter for parameter (llvm: test_scan_drivers.test_scan_abi_and_ir)
+    assert params == [
+        "long long n_outer", "long long n_inner", "const double* x", "long long x_so", "long long x_si",
+        "double y", "const double* c", "double* state", "double* acc", "const double* seed",
+        "double* y_bar", "double* x_bar", "long long x_bar_so", "long long x_bar_si",
+        "double* state_bar", "double* tape"]
+    assert [a.role for a in cuda.driver_args(kmod, spec)][-2:] == ["state_bar", "tape"]
+    assert cuda.reduced(kmod, spec) == []
+    assert "if (blockIdx.x != 0 || threadIdx.x != 0) return;" in src
+    assert "atomicAdd" not in src and "__shared__" not in src and "__finish" not in src
+    # the state is a local named after its param ("n" is the driver's own: n_)
+    assert "double n_ = state[0];" in src and "tape[k * 2 + 1] = p;" in src
+    assert "for (long long k = n - 1; k >= 0; --k) {" in src
+    f32 = cuda.lower(kmod, ScanSpec(("contig", "contig", "scalar"), 2, value="store"), "f32")
+    assert "double" not in f32 and "tape" not in f32 and "g__dual" not in f32
+
+
+def test_scan_names_clash_with_the_scan_drivers_own():
+    """Params and functions named like the scan driver's locals are renamed."""
+    src = ("def state(tape, sd):\n    sd = sd + tape\n    return (sd * 2.0, sd)\n\n"
+           "def state__dual(tape, sd):\n    s2 = sd + tape\n    return (s2 * 2.0, s2, 2.0, 2.0, 1.0, 1.0)\n")
+    fns = {f.name: f for f in gast.parse(src).body}
+    kmod = KernelModule(name="clash", functions=fns, entry="state", params=("tape", "sd"),
+                        dual_entry="state__dual", active=("tape", "sd"))
+    spec = ScanSpec(("contig",), 1, value="sum", grads=True, seed="scalar")
+    source = cuda.lower(kmod, spec, "f64")
+    cuda.compile_ptx(source, cuda.driver_name(kmod, spec, "f64"))
+    if cuda_host.available() is None:
+        x = np.linspace(0.1, 1.0, 9)
+        data = {"params": [(x, 9, 1)], "state": np.array([0.5]), "acc": np.zeros(1), "seed": 1.5,
+                "grads": [(np.full(9, np.nan), 9, 1)], "state_bar": np.array([0.25])}
+        ref = scan_reference(kmod, spec, data, 1, 9)
+        assert_scan_matches(run_scan_host(kmod, spec, "f64", data, 1, 9), ref, "f64")
+
+
+def test_scan_contract_errors():
+    scans = _scan_kernels()
+    runsum = scans["runsum"][0]
+    with pytest.raises(ValueError, match="layouts"):
+        cuda.lower(runsum, ScanSpec(("contig", "contig"), 1), "f64")
+    bad = KernelModule(name="bad", functions=runsum.functions, entry=runsum.entry, params=runsum.params,
+                       dual_entry=runsum.dual_entry, active=("s", "x"))
+    with pytest.raises(ValueError, match="states"):
+        cuda.lower(bad, ScanSpec(("contig",), 1, grads=True, seed="scalar"), "f64")
+    plain = make_kmod("tanh")   # returns one value: no state comes back
+    with pytest.raises(ValueError, match="states are due"):
+        cuda.lower(plain, ScanSpec(("contig",), 1), "f64")
+    with pytest.raises(ValueError, match="state"):
+        cuda_host.launch(runsum, ScanSpec(("contig",), 1), "f64", 1, 3, [(np.ones(3), 3, 1)],
+                         acc=np.zeros(1), state=np.zeros(0))
+
+
+def test_stateful_functions_through_the_passes(gxx):
+    """The state-passing kernels s2sad's own passes make for stateful_funcs (a global, a
+    list item, an array item, a dict, a nonlocal): NVRTC + ptxas accept their scan
+    drivers and the host emulation agrees with run_scan."""
+    import s2sad
+    import stateful_funcs as sf
+    from s2sad.api import compiled
+
+    losses = {"global": lambda x: sum(map(sf.f_global, x)), "list": lambda x: sum(map(sf.f_list, x)),
+              "array": lambda x: sum(map(sf.f_array, x)), "dict": lambda x: sum(map(sf.f_dict, x)),
+              "nonlocal": lambda x: sum(map(sf.f_nonlocal, x))}
+    rng = np.random.default_rng(0)
+    for what, loss in losses.items():
+        s2sad.grad(loss)   # plan it
+        c = compiled(loss)
+        state = c.plan.program.state
+        params = c.kernel.params
+        n_p = len(params) - len(state)
+        kmod = c.kernel.module(c.active_for((0,)) + params[n_p:])
+        for spec in [ScanSpec(("contig",) * n_p, len(state), value="sum", grads=True, seed="scalar"),
+                     ScanSpec(("contig",) * n_p, len(state), value="store", grads=True, seed="array"),
+                     ScanSpec(("contig",) * n_p, len(state), value="store")]:
+            source = cuda.lower(kmod, spec, "f64")
+            cuda.check_ptxas(cuda.compile_ptx(source, cuda.driver_name(kmod, spec, "f64")))
+            n = 17
+            data = {"params": [(rng.uniform(-1.0, 1.0, n), n, 1) for _ in range(n_p)],
+                    "state": rng.uniform(-0.5, 0.5, len(state))}
+            if spec.value == "store":
+                data["out"] = np.full(n, np.nan)
+            else:
+                data["acc"] = np.zeros(1)
+            if spec.grads:
+                data["seed"] = 0.75 if spec.seed == "scalar" else rng.uniform(0.5, 1.5, n)
+                data["grads"] = [(np.full(n, np.nan), n, 1)]
+                data["state_bar"] = np.zeros(len(state))
+            ref = scan_reference(kmod, spec, data, 1, n)
+            assert_scan_matches(run_scan_host(kmod, spec, "f64", data, 1, n), ref, "f64", f"{what} {spec.tag()}")
+
+
+# ------------------------------------------------------------------------------------
 # a real device
 
 @pytest.mark.gpu
@@ -903,3 +1174,24 @@ def test_launch_on_cupy_matches_numpy_reference(name):
             got = {k: cupy.asnumpy(v) for k, v in _flat_outputs(dev).items()}
             # the GPU contracts a * b + c into FMAs and has its own libm: 1e-12 / 1e-5
             assert_matches(got, ref, mag, tag, f"{name} {spec.tag()} {tag}")
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(cuda.available() is not None, reason=str(cuda.available()))
+@pytest.mark.parametrize("name", SCAN_NAMES)
+def test_scan_launch_on_cupy_matches_run_scan(name):
+    import cupy
+
+    kmod = _scan_kernels()[name][0]
+    for spec in scan_specs(name):
+        for tag in ("f64", "f32"):
+            no, ni = 3, 41
+            data = _round(make_scan_data(name, spec, seed=5, no=no, ni=ni), tag)
+            ref = scan_reference(kmod, spec, data, no, ni)
+            dt = np.float64 if tag == "f64" else np.float32
+            d = _map_arrays(data, lambda a: cupy.asarray(a.astype(dt)))
+            cuda.launch(kmod, spec, tag, no, ni, d["params"], out=d.get("out"), acc=d.get("acc"),
+                        seed=d.get("seed"), grads=d.get("grads"), state=d["state"], state_bar=d.get("state_bar"))
+            got = {k: cupy.asnumpy(v) for k, v in _scan_outputs(d).items()}
+            # the GPU contracts a * b + c into FMAs and has its own libm
+            assert_scan_matches(got, ref, tag, f"{name} {spec.tag()} {tag}")

@@ -37,6 +37,21 @@ over 64-bit indices; any 1-D grid and block shape computes the same result.
   deterministic for a fixed launch shape (atomicAdd'ed strided grads are not); they
   differ from the serial order of the reference by rounding only.
 
+Scan drivers (`ScanSpec`, stateful functions)
+---------------------------------------------
+    driver(<the scan ABI of kernel.py, parameter for parameter>)      (no finish kernel)
+
+A scan is sequential: the driver is launched as ONE thread (grid 1, block 1; in any
+other shape, every thread but thread 0 of block 0 returns at once) and does exactly
+what `python.run_scan` does: the forward sweep over k = 0..n-1 (row-major, o outer)
+with the state in locals, storing the state before each element at tape[k * n_state + j]
+when there are grads; then the reverse sweep over k = n-1..0 with the adjoint of the
+state in locals, summing `seed * d value/d w + sum_j lambda_j * d s_j'/d w` in that
+order. Contig grads are stored, strided grads added (no atomics: one thread), scalar
+grads and the value sum are summed in a local and added to g[0] / acc[0] at the end.
+The tape (n * n_state values) is allocated by `execute`. Correct, but one thread of a
+GPU is slow: `explain` says so for scan sites.
+
 `launch` (cupy) and `cuda_host.launch` (g++ host emulation) both go through
 `execute`, which owns the launch configuration (`launch_config`: block 256, enough
 blocks for one element per thread, at most a full device's worth), the partials
@@ -63,7 +78,7 @@ import gast
 import numpy as np
 
 from ..errors import BackendUnavailableError, S2SADError
-from ..kernel import KernelModule, LoopSpec
+from ..kernel import KernelModule, LoopSpec, ScanSpec
 
 MAX_BLOCK = 256          # largest blockDim.x a reducing driver accepts (shared memory size)
 DEFAULT_BLOCK = 256
@@ -104,7 +119,7 @@ def _c_ident(name: str) -> str:
     return out
 
 
-def driver_name(kmod: KernelModule, spec: LoopSpec, dtype: Any) -> str:
+def driver_name(kmod: KernelModule, spec: LoopSpec | ScanSpec, dtype: Any) -> str:
     return f"{_c_ident(kmod.name)}__{spec.tag()}_{dtype_tag(dtype)}"
 
 
@@ -155,6 +170,12 @@ _RESERVED = (_CXX_KEYWORDS | _MATH_FNS | set(_MATH.values()) | {v + "f" for v in
 # names used by the driver's own code
 _DRIVER_NAMES = {"n_outer", "n_inner", "n", "stride", "k", "o", "i", "r", "value", "s", "red",
                  "out", "acc", "seed", "out_dot", "partials", "n_parts", "b", "t", "sum_acc"}
+# ... and by a scan driver's (reserved for scans only, so loop drivers keep their names)
+_SCAN_NAMES = {"state", "state_bar", "tape", "sd"}
+
+
+def _driver_names(spec: LoopSpec | ScanSpec | None) -> set[str]:
+    return _DRIVER_NAMES | _SCAN_NAMES if isinstance(spec, ScanSpec) else set(_DRIVER_NAMES)
 
 
 def _mangle(name: str, taken: set[str]) -> str:
@@ -187,10 +208,10 @@ class Arg:
                 "cptr": f"const {T}* "}[self.kind] + self.name
 
 
-def _function_cnames(kmod: KernelModule) -> dict[str, str]:
+def _function_cnames(kmod: KernelModule, spec: LoopSpec | ScanSpec | None = None) -> dict[str, str]:
     """C names of the module's functions (a tuple-returning f also takes f_ret)."""
     fnames: dict[str, str] = {}
-    taken: set[str] = set(_DRIVER_NAMES)
+    taken: set[str] = _driver_names(spec)
     for n in kmod.functions:
         c = _mangle(n, taken)
         while c + "_ret" in taken or c + "_ret" in _RESERVED:
@@ -200,11 +221,14 @@ def _function_cnames(kmod: KernelModule) -> dict[str, str]:
     return fnames
 
 
-def _param_cnames(kmod: KernelModule, spec: LoopSpec) -> list[str]:
+def _param_cnames(kmod: KernelModule, spec: LoopSpec | ScanSpec) -> list[str]:
     """C base names of the entry params in drivers, distinct once suffixed with
-    _so/_bar/_dot..., and from the driver's locals and the module's functions."""
-    taken = set(_DRIVER_NAMES)
-    for c in _function_cnames(kmod).values():
+    _so/_bar/_dot..., and from the driver's locals and the module's functions. (In a
+    scan driver, a state param's name is the local holding the state, and _bar its
+    adjoint.)"""
+    scan = isinstance(spec, ScanSpec)
+    taken = _driver_names(spec)
+    for c in _function_cnames(kmod, spec).values():
         taken |= {c, c + "_ret"}
     bases: list[str] = []
     for p in kmod.params:
@@ -212,6 +236,8 @@ def _param_cnames(kmod: KernelModule, spec: LoopSpec) -> list[str]:
         while True:
             derived = {c, c + "_so", c + "_si", c + "_bar", c + "_bar_so", c + "_bar_si",
                        c + "_dot", c + "_dot_so", c + "_dot_si", "sum_" + c + "_bar"}
+            if scan:
+                derived.add(c + "_bar_next")
             if not (derived & taken) and not (derived & _RESERVED):
                 break
             c += "_"
@@ -224,10 +250,20 @@ def _active_idx(kmod: KernelModule) -> tuple[int, ...]:
     return tuple(kmod.params.index(a) for a in kmod.active)
 
 
-def reduced(kmod: KernelModule, spec: LoopSpec) -> list[tuple[str, int | None]]:
+def _scan_active_idx(kmod: KernelModule, spec: ScanSpec) -> tuple[int, ...]:
+    """Positions of a scan's active params (kmod.active without its trailing states)."""
+    if not spec.grads:
+        return ()
+    return tuple(kmod.params.index(a) for a in kmod.active[: len(kmod.active) - spec.n_state])
+
+
+def reduced(kmod: KernelModule, spec: LoopSpec | ScanSpec) -> list[tuple[str, int | None]]:
     """The reduced quantities q = 0, 1, ... as (role, param index): ('acc', None) and
-    ('grad', j) for scalar-layout active params."""
+    ('grad', j) for scalar-layout active params. A scan reduces nothing across threads
+    (its one thread sums as it goes): []."""
     q: list[tuple[str, int | None]] = []
+    if isinstance(spec, ScanSpec):
+        return q
     if spec.value == "sum":
         q.append(("acc", None))
     if spec.partials:
@@ -237,7 +273,7 @@ def reduced(kmod: KernelModule, spec: LoopSpec) -> list[tuple[str, int | None]]:
     return q
 
 
-def driver_args(kmod: KernelModule, spec: LoopSpec) -> list[Arg]:
+def driver_args(kmod: KernelModule, spec: LoopSpec | ScanSpec) -> list[Arg]:
     """The driver's C parameters, in ABI order (see the module docstring)."""
     _check_spec(kmod, spec)
     names = _param_cnames(kmod, spec)
@@ -254,6 +290,21 @@ def driver_args(kmod: KernelModule, spec: LoopSpec) -> list[Arg]:
                 args.append(Arg(c + "_so", "index", role, j, "so"))
                 args.append(Arg(c + "_si", "index", role, j, "si"))
 
+    if isinstance(spec, ScanSpec):
+        for j in range(len(spec.layouts)):
+            layout_args("param", j, "", True)
+        args.append(Arg("state", "ptr", "state"))
+        if spec.value == "store":
+            args.append(Arg("out", "ptr", "out"))
+        elif spec.value == "sum":
+            args.append(Arg("acc", "ptr", "acc"))
+        if spec.grads:
+            args.append(Arg("seed", "value" if spec.seed == "scalar" else "cptr", "seed"))
+            for j in _scan_active_idx(kmod, spec):
+                layout_args("grad", j, "_bar", False, grad=True)
+            args.append(Arg("state_bar", "ptr", "state_bar"))
+            args.append(Arg("tape", "ptr", "tape"))
+        return args
     for j in range(len(kmod.params)):
         layout_args("param", j, "", True)
     if spec.value == "store":
@@ -282,11 +333,42 @@ def finish_args(kmod: KernelModule, spec: LoopSpec) -> list[Arg]:
     return args
 
 
-def _check_spec(kmod: KernelModule, spec: LoopSpec) -> None:
+def _check_spec(kmod: KernelModule, spec: LoopSpec | ScanSpec) -> None:
+    if isinstance(spec, ScanSpec):
+        _check_scan(kmod, spec)
+        return
+    if not isinstance(spec, LoopSpec):
+        raise TypeError(f"a driver is made from a LoopSpec or a ScanSpec, not {type(spec).__name__}")
     if len(spec.layouts) != len(kmod.params):
         raise ValueError(f"LoopSpec has {len(spec.layouts)} layouts for {len(kmod.params)} params")
     if spec.needs_dual and not kmod.dual_entry:
         raise ValueError(f"kernel module {kmod.name!r} has no dual entry; {spec} needs one")
+
+
+def _check_scan(kmod: KernelModule, spec: ScanSpec) -> None:
+    """The module against kernel.py's scan contract (as the llvm backend checks it)."""
+    k, n_params = spec.n_state, len(spec.layouts)
+    if n_params + k != len(kmod.params):
+        raise ValueError(f"scan spec has {n_params} layouts and {k} states for "
+                         f"{len(kmod.params)} parameters of {kmod.entry!r}")
+    arity = _arities(kmod)[kmod.entry]
+    if arity not in ((1 + k,) if k else (0, 1)):
+        raise ValueError(f"{kmod.entry} returns {arity or 1} values; the value and {k} states are due")
+    if not spec.grads:
+        return
+    if not kmod.dual_entry:
+        raise ValueError(f"kernel module {kmod.name!r} has no dual entry; {spec} needs one")
+    states = kmod.params[n_params:]
+    wrt = tuple(kmod.active)
+    if k and wrt[len(wrt) - k:] != states:
+        raise ValueError(f"the dual of a scan differentiates w.r.t. the active params, then "
+                         f"the states {states}; {kmod.name} has active={wrt}")
+    if any(kmod.params.index(a) >= n_params for a in wrt[:len(wrt) - k]):
+        raise ValueError(f"{kmod.name}: active params {wrt} list a state before the others")
+    arity = _arities(kmod)[kmod.dual_entry]
+    if arity != (1 + k) * (1 + len(wrt)):
+        raise ValueError(f"{kmod.dual_entry} returns {arity or 1} values; a scan's dual returns "
+                         f"{(1 + k) * (1 + len(wrt))}: (value, states, (1 + {k}) x {len(wrt)} partials)")
 
 
 # ---------------------------------------------------------------------------------
@@ -565,6 +647,20 @@ class _Stmts:
                     raise _unsupported(s, "returns of one arity")
                 vals = [x.value(v, pre) for v in s.value.elts]
                 return pre + [f"return {self.ret_struct}{{{', '.join(v[0] for v in vals)}}};"]
+            call = s.value
+            if (self.ret_struct is not None and isinstance(call, gast.Call)
+                    and isinstance(call.func, gast.Name) and call.func.id in c.fnames
+                    and c.fnames[call.func.id] in c.tuple_fns):
+                # `return helper(...)` of a tuple-returning helper: its fields, repacked
+                cname = c.fnames[call.func.id]
+                arity = c.tuple_fns[cname]
+                if arity != c.tuple_fns[self.ret_struct[:-len("_ret")]]:
+                    raise _unsupported(s, "returns of one arity")
+                args = [x.value(a, pre) for a in call.args]
+                t = c.temp("r")
+                fields = ", ".join(f"{t}.r{k}" for k in range(arity))
+                return pre + [f"const {cname}_ret {t} = {cname}({', '.join(a[0] for a in args)});",
+                              f"return {self.ret_struct}{{{fields}}};"]
             if s.value is None or self.ret_struct is not None:
                 raise _unsupported(s, "returns of one arity")
             v = x.value(s.value, pre)
@@ -679,12 +775,36 @@ def _assigned(fn: gast.FunctionDef) -> list[str]:
     return out
 
 
-def _returns_tuple(fn: gast.FunctionDef) -> int:
-    """Arity of the function's tuple returns, 0 when it returns one value."""
-    for node in gast.walk(fn):
-        if isinstance(node, gast.Return) and isinstance(node.value, gast.Tuple):
-            return len(node.value.elts)
-    return 0
+def _arities(kmod: KernelModule) -> dict[str, int]:
+    """Arity of each function's tuple returns, 0 for one value; `return helper(...)`
+    has the helper's arity."""
+    memo: dict[str, int] = {}
+
+    def arity(name: str, stack: tuple[str, ...]) -> int:
+        if name in memo:
+            return memo[name]
+        if name in stack:
+            raise BackendUnavailableError(f"kernel function {name!r} is recursive")
+        found = set()
+        for node in gast.walk(kmod.functions[name]):
+            if isinstance(node, gast.Return):
+                v = node.value
+                if isinstance(v, gast.Tuple):
+                    found.add(len(v.elts))
+                elif (isinstance(v, gast.Call) and isinstance(v.func, gast.Name)
+                      and v.func.id in kmod.functions):
+                    found.add(arity(v.func.id, stack + (name,)))
+                else:
+                    found.add(0)
+        if len(found) > 1:
+            raise BackendUnavailableError(f"kernel function {name!r} returns tuples of different "
+                                          f"lengths: {sorted(found)}")
+        memo[name] = found.pop() if found else 0
+        return memo[name]
+
+    for n in kmod.functions:
+        arity(n, ())
+    return memo
 
 
 def _calls(fn: gast.FunctionDef, names: set[str]) -> list[str]:
@@ -787,17 +907,21 @@ def _helper_text(text: str, T: str, sfx: str) -> str:
     return re.sub(r"(\d\.\d+)S\b", lambda m: m.group(1) + sfx, text)
 
 
-def lower(kmod: KernelModule, spec: LoopSpec, dtype: Any) -> str:
-    """CUDA C++ source of the module's functions, the driver and its finish kernel."""
+def lower(kmod: KernelModule, spec: LoopSpec | ScanSpec, dtype: Any) -> str:
+    """CUDA C++ source of the module's functions, the driver and its finish kernel (a
+    scan driver has none)."""
     tag = dtype_tag(dtype)
     T, sfx = _CTYPES[tag]
     _check_spec(kmod, spec)
-    entry = kmod.dual_entry if spec.needs_dual else kmod.entry
-    order = _order(kmod, [entry])
+    if isinstance(spec, ScanSpec):   # the forward sweep calls the entry, the reverse its dual
+        roots = [kmod.entry] + ([kmod.dual_entry] if spec.grads else [])
+    else:
+        roots = [kmod.dual_entry if spec.needs_dual else kmod.entry]
+    order = _order(kmod, roots)
 
-    fnames = _function_cnames(kmod)
-    tuple_fns = {fnames[n]: _returns_tuple(kmod.functions[n]) for n in kmod.functions
-                 if _returns_tuple(kmod.functions[n])}
+    fnames = _function_cnames(kmod, spec)
+    arities = _arities(kmod)
+    tuple_fns = {fnames[n]: arities[n] for n in kmod.functions if arities[n]}
     helpers: set[str] = set()
 
     chunks: list[str] = []
@@ -823,7 +947,10 @@ def lower(kmod: KernelModule, spec: LoopSpec, dtype: Any) -> str:
             decl += _ind(_wrap(f"{T} ", [f"{v} = 0.0{sfx}" for v in locals_], ";"))
         chunks.append("\n".join(head + decl + _ind(body) + ["}"]))
 
-    driver = _driver_text(kmod, spec, tag, fnames, tuple_fns)
+    if isinstance(spec, ScanSpec):
+        driver = _scan_driver_text(kmod, spec, tag, fnames, tuple_fns)
+    else:
+        driver = _driver_text(kmod, spec, tag, fnames, tuple_fns)
     red = reduced(kmod, spec)
     pre = [f"// s2sad kernel module {kmod.name!r}: {spec.tag()}, "
            f"{'float64' if tag == 'f64' else 'float32'} (generated; see s2sad/codegen/cuda.py for the ABI)"]
@@ -935,6 +1062,103 @@ def _driver_text(kmod: KernelModule, spec: LoopSpec, tag: str, fnames: dict[str,
     return out
 
 
+def _scan_driver_text(kmod: KernelModule, spec: ScanSpec, tag: str, fnames: dict[str, str],
+                      tuple_fns: dict[str, int]) -> list[str]:
+    """kernel.py's scan driver, run by one thread: the forward sweep (state in locals,
+    the state before each element onto the tape when there are grads), then the reverse
+    sweep backwards over the elements, summing as `run_scan` does."""
+    T, sfx = _CTYPES[tag]
+    name = driver_name(kmod, spec, tag)
+    args = driver_args(kmod, spec)
+    cnames = _param_cnames(kmod, spec)
+    k, n_p = spec.n_state, len(spec.layouts)
+    states = cnames[n_p:]
+    active = _scan_active_idx(kmod, spec)
+    n_wrt = len(kmod.active) if spec.grads else 0
+    zero = f"0.0{sfx}"
+
+    def elem(base: str, j: int) -> str:
+        lay = spec.layouts[j]
+        if lay == "scalar":
+            return base
+        if lay == "contig":
+            return f"{base}[k]"
+        return f"{base}[o * {base}_so + i * {base}_si]"
+
+    def call(fn: str, extra: list[str]) -> str:
+        return f"{fn}({', '.join([elem(cnames[j], j) for j in range(n_p)] + extra)})"
+
+    index = (["const long long o = k / n_inner;", "const long long i = k - o * n_inner;"]
+             if "strided" in spec.layouts else [])
+    entry = fnames[kmod.entry]
+    fwd = list(index)
+    if spec.grads:
+        fwd += [f"tape[k * {k} + {j}] = {s};" for j, s in enumerate(states)]
+    if k or entry in tuple_fns:
+        fwd.append(f"const {entry}_ret r = {call(entry, list(states))};")
+        value = "r.r0"
+        fwd += [f"{s} = r.r{j + 1};" for j, s in enumerate(states)]
+    else:
+        fwd.append(f"const {T} value = {call(entry, [])};")
+        value = "value"
+    if spec.value == "store":
+        fwd.append(f"out[k] = {value};")
+    elif spec.value == "sum":
+        fwd.append(f"sum_acc += {value};")
+
+    lines = [f'extern "C" __global__ void {name}(']
+    lines += [f"    {a.decl(T)}{',' if n + 1 < len(args) else ')'}" for n, a in enumerate(args)]
+    lines += ["{",
+              "    // a scan: the elements in order, threading the state, in one thread (grid 1, block 1)",
+              "    if (blockIdx.x != 0 || threadIdx.x != 0) return;",
+              "    const long long n = n_outer * n_inner;"]
+    lines += [f"    {T} {s} = state[{j}];" for j, s in enumerate(states)]
+    if spec.value == "sum":
+        lines.append(f"    {T} sum_acc = {zero};")
+    lines += ["    for (long long k = 0; k < n; ++k) {", *_ind(fwd, 2), "    }"]
+    lines += [f"    state[{j}] = {s};" for j, s in enumerate(states)]
+    if spec.value == "sum":
+        lines.append("    acc[0] += sum_acc;")
+
+    if spec.grads:
+        dual = fnames[kmod.dual_entry]
+        rev = list(index)
+        rev.append(f"const {dual}_ret r = {call(dual, [f'tape[k * {k} + {j}]' for j in range(k)])};")
+        if spec.seed == "array":
+            rev.append(f"const {T} sd = seed[k];")
+            sd = "sd"
+        else:
+            sd = "seed"
+
+        def combine(w: int) -> str:
+            """seed * d value/d w + sum_j lambda_j * d sj'/d w (run_scan's order)."""
+            terms = [f"r.r{1 + k + w} * {sd}"]
+            terms += [f"{s}_bar * r.r{1 + k + (1 + j) * n_wrt + w}" for j, s in enumerate(states)]
+            return " + ".join(terms)
+
+        sums = []
+        for m, j in enumerate(active):
+            g = cnames[j] + "_bar"
+            lay = spec.layouts[j]
+            if lay == "scalar":
+                rev.append(f"sum_{g} += {combine(m)};")
+                sums.append(g)
+            elif lay == "contig":
+                rev.append(f"{g}[k] = {combine(m)};")
+            else:
+                rev.append(f"{g}[o * {g}_so + i * {g}_si] += {combine(m)};")
+        rev += [f"const {T} {s}_bar_next = {combine(len(active) + j)};" for j, s in enumerate(states)]
+        rev += [f"{s}_bar = {s}_bar_next;" for s in states]
+        lines.append("    // reverse sweep: <state>_bar is the adjoint of the state after element k")
+        lines += [f"    {T} {s}_bar = state_bar[{j}];" for j, s in enumerate(states)]
+        lines += [f"    {T} sum_{g} = {zero};" for g in sums]
+        lines += ["    for (long long k = n - 1; k >= 0; --k) {", *_ind(rev, 2), "    }"]
+        lines += [f"    state_bar[{j}] = {s}_bar;" for j, s in enumerate(states)]
+        lines += [f"    {g}[0] += sum_{g};" for g in sums]
+    lines.append("}")
+    return ["\n".join(lines)]
+
+
 # ---------------------------------------------------------------------------------
 # NVRTC and ptxas
 
@@ -1029,32 +1253,42 @@ def _values(args: list[Arg], get: Callable[[Arg], Any]) -> list[tuple[Arg, Any]]
     return [(a, get(a)) for a in args]
 
 
-def execute(backend: Any, kmod: KernelModule, spec: LoopSpec, dtype: Any, n_outer: int,
+def execute(backend: Any, kmod: KernelModule, spec: LoopSpec | ScanSpec, dtype: Any, n_outer: int,
             n_inner: int, params: Sequence[Any], out: Any = None, acc: Any = None,
             seed: Any = None, grads: Sequence[Any] | None = None,
             tangents: Sequence[Any] | None = None, out_dot: Any = None,
-            grid: int | None = None, block: int | None = None) -> None:
+            grid: int | None = None, block: int | None = None, state: Any = None,
+            state_bar: Any = None, source: str | None = None) -> None:
     """Run a driver and its finish step through `backend`, which provides
     `max_grid(block)`, `empty(n, tag)`, `check(array, tag, what)` and
     `call(source, kernel_name, tag, grid, block, [(Arg, value), ...])`; argument conventions
-    are those of `python.run_driver`."""
+    are those of `python.run_driver`, and for a `ScanSpec` those of `python.run_scan`
+    (`state`, `state_bar`; the tape is allocated here). A scan runs as one thread: grid
+    and block default to 1 (any other shape computes the same: only thread 0 of block 0
+    works). `source` is `lower(kmod, spec, dtype)` when the caller has it already."""
     tag = dtype_tag(dtype)
-    source = lower(kmod, spec, tag)
+    if source is None:
+        source = lower(kmod, spec, tag)
     name = driver_name(kmod, spec, tag)
     n_outer, n_inner = int(n_outer), int(n_inner)
     n = n_outer * n_inner
+    scan = isinstance(spec, ScanSpec)
     red = reduced(kmod, spec)
-    block = int(block or DEFAULT_BLOCK)
-    if grid is None:
-        grid, block = launch_config(n, block, backend.max_grid(block))
+    if scan:
+        grid, block = int(grid or 1), int(block or 1)
+    else:
+        block = int(block or DEFAULT_BLOCK)
+        if grid is None:
+            grid, block = launch_config(n, block, backend.max_grid(block))
     grid = int(grid)
     if grid < 1 or block < 1:
         raise ValueError(f"bad launch shape grid={grid} block={block}")
     if red and block > MAX_BLOCK:
         raise ValueError(f"a reducing driver takes at most {MAX_BLOCK} threads per block, not {block}")
-    active = _active_idx(kmod)
+    active = _scan_active_idx(kmod, spec) if scan else _active_idx(kmod)
     act_pos = {j: m for m, j in enumerate(active)}
     partials = backend.empty(len(red) * grid, tag) if red else None
+    tape = backend.empty(max(1, n * spec.n_state), tag) if scan and spec.grads else None
 
     def get(a: Arg) -> Any:
         if a.role == "n_outer":
@@ -1063,9 +1297,16 @@ def execute(backend: Any, kmod: KernelModule, spec: LoopSpec, dtype: Any, n_oute
             return n_inner
         if a.role == "partials":
             return partials
-        if a.role in ("out", "acc", "out_dot"):
-            arr = {"out": out, "acc": acc, "out_dot": out_dot}[a.role]
+        if a.role == "tape":
+            return tape
+        if a.role in ("out", "acc", "out_dot", "state", "state_bar"):
+            arr = {"out": out, "acc": acc, "out_dot": out_dot, "state": state,
+                   "state_bar": state_bar}[a.role]
+            if arr is None:
+                raise ValueError(f"{a.name}: needed for {spec}")
             backend.check(arr, tag, a.role)
+            if a.role in ("state", "state_bar") and arr.size < spec.n_state:
+                raise ValueError(f"{a.role}: {spec.n_state} values needed, got {arr.size}")
             return arr
         if a.role == "seed":
             if a.kind == "value":
@@ -1099,6 +1340,7 @@ def execute(backend: Any, kmod: KernelModule, spec: LoopSpec, dtype: Any, n_oute
 
 
 _RAW_KERNELS: dict[tuple[str, str], Any] = {}
+_MAX_GRID: dict[tuple, int] = {}
 
 
 class _CupyBackend:
@@ -1109,8 +1351,12 @@ class _CupyBackend:
 
     def max_grid(self, block: int) -> int:
         dev = self.cp.cuda.Device()
-        sms = dev.attributes.get("MultiProcessorCount", 80)
-        return sms * max(1, 2048 // block)
+        key = (self.cp, getattr(dev, "id", 0), block)
+        grid = _MAX_GRID.get(key)
+        if grid is None:   # Device.attributes queries every attribute: once per device
+            sms = dev.attributes.get("MultiProcessorCount", 80)
+            grid = _MAX_GRID[key] = sms * max(1, 2048 // block)
+        return grid
 
     def empty(self, n: int, tag: str) -> Any:
         return self.cp.empty(n, dtype=np.float64 if tag == "f64" else np.float32)
@@ -1141,17 +1387,20 @@ class _CupyBackend:
         kern((grid,), (block,), tuple(conv))
 
 
-def launch(kmod: KernelModule, spec: LoopSpec, dtype: Any, n_outer: int, n_inner: int,
+def launch(kmod: KernelModule, spec: LoopSpec | ScanSpec, dtype: Any, n_outer: int, n_inner: int,
            params: Sequence[Any], out: Any = None, acc: Any = None, seed: Any = None,
            grads: Sequence[Any] | None = None, tangents: Sequence[Any] | None = None,
-           out_dot: Any = None, grid: int | None = None, block: int | None = None) -> None:
-    """Run the driver on cupy arrays (same conventions as `python.run_driver`), then its
-    finish kernel; asynchronous on the current stream, like any cupy kernel."""
+           out_dot: Any = None, grid: int | None = None, block: int | None = None,
+           state: Any = None, state_bar: Any = None, source: str | None = None) -> None:
+    """Run the driver on cupy arrays (same conventions as `python.run_driver`; for a
+    `ScanSpec`, as `python.run_scan`, in one GPU thread), then its finish kernel;
+    asynchronous on the current stream, like any cupy kernel."""
     msg = available()
     if msg is not None:
         raise BackendUnavailableError(msg)
     execute(_CupyBackend(), kmod, spec, dtype, n_outer, n_inner, params, out=out, acc=acc,
-            seed=seed, grads=grads, tangents=tangents, out_dot=out_dot, grid=grid, block=block)
+            seed=seed, grads=grads, tangents=tangents, out_dot=out_dot, grid=grid, block=block,
+            state=state, state_bar=state_bar, source=source)
 
 
 def available() -> str | None:

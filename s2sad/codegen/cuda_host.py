@@ -18,7 +18,8 @@ Everything is deterministic for a given launch shape.
 
 `launch` has the signature and argument conventions of `cuda.launch` (numpy arrays in
 place of cupy arrays) plus an explicit `grid`/`block`, and goes through the same
-`cuda.execute` (launch configuration, partials buffer, finish kernel). `build` compiles
+`cuda.execute` (launch configuration, partials buffer, finish kernel; for a `ScanSpec`,
+the one-thread launch and the tape). `build` compiles
 many drivers into one shared library with a single g++ run; libraries are cached in a
 temporary directory keyed by the hash of their text.
 """
@@ -38,7 +39,7 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 
 from ..errors import BackendUnavailableError
-from ..kernel import KernelModule, LoopSpec
+from ..kernel import KernelModule, LoopSpec, ScanSpec
 from . import cuda
 
 SHIM = r"""// s2sad: host emulation of the CUDA subset used by generated kernels (g++ -std=c++17)
@@ -168,7 +169,7 @@ def _write(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-def _kernels(kmod: KernelModule, spec: LoopSpec, tag: str) -> list[tuple[str, list[cuda.Arg]]]:
+def _kernels(kmod: KernelModule, spec: LoopSpec | ScanSpec, tag: str) -> list[tuple[str, list[cuda.Arg]]]:
     kernels = [(cuda.driver_name(kmod, spec, tag), cuda.driver_args(kmod, spec))]
     if cuda.reduced(kmod, spec):
         kernels.append((cuda.finish_name(kmod, spec, tag), cuda.finish_args(kmod, spec)))
@@ -289,7 +290,7 @@ def call(source: str, name: str, tag: str, grid: int, block: int,
 
 
 class _HostBackend:
-    def __init__(self, kmod: KernelModule, spec: LoopSpec):
+    def __init__(self, kmod: KernelModule, spec: LoopSpec | ScanSpec):
         self.kmod, self.spec = kmod, spec
 
     def max_grid(self, block: int) -> int:
@@ -312,13 +313,17 @@ class _HostBackend:
         call(source, name, tag, grid, block, args)
 
 
-def launch(kmod: KernelModule, spec: LoopSpec, dtype: Any, n_outer: int, n_inner: int,
+def launch(kmod: KernelModule, spec: LoopSpec | ScanSpec, dtype: Any, n_outer: int, n_inner: int,
            params: Sequence[Any], out: Any = None, acc: Any = None, seed: Any = None,
            grads: Sequence[Any] | None = None, tangents: Sequence[Any] | None = None,
-           out_dot: Any = None, grid: int | None = None, block: int | None = None) -> None:
+           out_dot: Any = None, grid: int | None = None, block: int | None = None,
+           state: Any = None, state_bar: Any = None) -> None:
     """Run the driver (and its finish kernel) on numpy arrays on the CPU, as `cuda.launch`
     runs it on cupy arrays; `grid`/`block` choose the emulated launch shape (block
-    defaults to 32 here, grid to what `cuda.launch_config` gives)."""
+    defaults to 32 here, grid to what `cuda.launch_config` gives; a scan driver, with
+    `state`/`state_bar` as in `python.run_scan`, defaults to grid 1, block 1)."""
+    if block is None and not isinstance(spec, ScanSpec):
+        block = 32
     cuda.execute(_HostBackend(kmod, spec), kmod, spec, dtype, n_outer, n_inner, params,
                  out=out, acc=acc, seed=seed, grads=grads, tangents=tangents, out_dot=out_dot,
-                 grid=grid, block=block or 32)
+                 grid=grid, block=block, state=state, state_bar=state_bar)

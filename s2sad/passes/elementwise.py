@@ -87,13 +87,7 @@ class _Planner:
         body = [gast.Return(value=node.body)] if isinstance(node, gast.Lambda) else node.body
         if rules.user_rule(self.pf.fn) is not None or not all(_array_level_statement(s) for s in body):
             # control flow: the whole function is one scalar function of scalars
-            program = Normalizer().program(self.pf)
-            _mark_state(self.sites, program)
-            return LossPlan(program, "none", _inputs(program, self.params),
-                            [Site(self.loc(node), self.pf.name, "dual", "a scalar function: differentiated as a whole"
-                                  if rules.user_rule(self.pf.fn) is None else "its rule registered with s2sad.defrule",
-                                  _line(self.pf.filename, node))],
-                            return_line=_line(self.pf.filename, node), return_location=self.loc(node))
+            return self.plan_scalar()
         ret = None
         for s in body:
             if isinstance(s, gast.Expr) and isinstance(s.value, gast.Constant) and isinstance(s.value.value, str):
@@ -139,6 +133,17 @@ class _Planner:
         _mark_state(self.sites, program)
         return LossPlan(program, reduction, inputs, self.sites,
                         return_line=_line(self.pf.filename, ret), return_location=self.loc(ret))
+
+    def plan_scalar(self) -> LossPlan:
+        """The whole function as one scalar function of scalars."""
+        node = self.node
+        program = Normalizer().program(self.pf)
+        _mark_state(self.sites, program)
+        return LossPlan(program, "none", _inputs(program, self.params),
+                        [Site(self.loc(node), self.pf.name, "dual", "a scalar function: differentiated as a whole"
+                              if rules.user_rule(self.pf.fn) is None else "its rule registered with s2sad.defrule",
+                              _line(self.pf.filename, node))],
+                        return_line=_line(self.pf.filename, node), return_location=self.loc(node))
 
     def _name(self) -> str:
         n = self.pf.name
@@ -320,7 +325,8 @@ def _mark_state(sites: list[Site], p: ScalarProgram) -> None:
         if s.path != "rule":
             s.path = "scan"
             s.reason = (f"stateful: writes {writes}; the elements run in order with the state threaded "
-                        f"through, then a reverse sweep")
+                        f"through, then a reverse sweep; on the GPU (cupy arrays) it runs in one thread, "
+                        f"so it is slow there")
 
 
 def _number_list(e) -> list | None:
@@ -395,6 +401,13 @@ def _line(filename: str, node) -> str:
 
 def plan_loss(pf: ParsedFunction) -> LossPlan:
     return _Planner(pf).plan()
+
+
+def plan_scalar(pf: ParsedFunction) -> LossPlan:
+    """`pf` as one scalar function of scalars (what plan_loss does for a function with
+    control flow): the last resort for a straight-line function neither plan_loss's
+    array-level form nor the array program takes."""
+    return _Planner(pf).plan_scalar()
 
 
 def translate_elementwise(pf: ParsedFunction, expr: gast.expr, params, prelude=()):

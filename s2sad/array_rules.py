@@ -1,0 +1,380 @@
+"""The reverse-mode rule of each array primitive: one small function each, one registry.
+
+An array primitive is a numpy operation that is not elementwise: `@`, reductions,
+reshapes, indexing, joins. Its rule writes, as Python source, the adjoint
+contribution to one of its array operands given the adjoint `g` of its output:
+
+    rule.vjp(i, g, args, out, p) -> source text of d loss / d args[i]
+
+`args` are the names of the operands in the generated code, `out` the name of the
+output, and `p` the source text of each static parameter (`axis`, `keepdims`, the
+index of a subscript...). The text has exactly the shape of `args[i]`; it may call
+the helpers below (`HELPERS` is the namespace generated code runs with).
+
+Elementwise operations (arithmetic, ufuncs, `np.where`, `np.maximum`, `np.clip`,
+`s2sad.broadcast`) have no rule here: they run as kernels, whose derivatives come
+from `rules.RULES`, the one table of partials.
+
+A user registers the rule of an array function of their own choice with
+`s2sad.defvjp(fn, vjp_0, vjp_1, ...)`, each `vjp_i(g, out, *args)` returning the
+adjoint of the i-th argument; it then works wherever that function is called at the
+array level.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class ArrayRule:
+    name: str
+    vjp: Callable[..., str]
+
+
+RULES: dict[str, ArrayRule] = {}
+
+
+def rule(name: str):
+    def register(fn):
+        RULES[name] = ArrayRule(name, fn)
+        return fn
+    return register
+
+
+def _kw(p: dict, *names: str) -> str:
+    return "".join(f", {n}={p[n]}" for n in names if n in p)
+
+
+# ------------------------------------------------------------------ rules
+
+@rule("sum")
+def _sum(i, g, args, out, p):
+    return f"sum_bar({g}, {args[0]}{_kw(p, 'axis', 'keepdims')})"
+
+
+@rule("mean")
+def _mean(i, g, args, out, p):
+    return f"mean_bar({g}, {args[0]}{_kw(p, 'axis', 'keepdims')})"
+
+
+@rule("max")
+def _max(i, g, args, out, p):
+    return f"maxmin_bar({g}, {args[0]}, {out}{_kw(p, 'axis', 'keepdims')})"
+
+
+RULES["min"] = ArrayRule("min", _max)
+
+
+@rule("prod")
+def _prod(i, g, args, out, p):
+    return f"prod_bar({g}, {args[0]}{_kw(p, 'axis', 'keepdims')})"
+
+
+@rule("matmul")
+def _matmul(i, g, args, out, p):
+    a, b = args
+    return f"matmul_lhs_bar({g}, {a}, {b})" if i == 0 else f"matmul_rhs_bar({g}, {a}, {b})"
+
+
+@rule("dot")
+def _dot(i, g, args, out, p):
+    a, b = args
+    return f"dot_lhs_bar({g}, {a}, {b})" if i == 0 else f"dot_rhs_bar({g}, {a}, {b})"
+
+
+@rule("outer")
+def _outer(i, g, args, out, p):
+    a, b = args
+    return (f"np.reshape({g} @ np.ravel({b}), np.shape({a}))" if i == 0
+            else f"np.reshape(np.ravel({a}) @ {g}, np.shape({b}))")
+
+
+@rule("transpose")
+def _transpose(i, g, args, out, p):
+    axes = p.get("axes", "None")
+    return f"np.transpose({g})" if axes == "None" else f"np.transpose({g}, np.argsort({axes}))"
+
+
+@rule("reshape")
+def _reshape(i, g, args, out, p):
+    """reshape, ravel, flatten, squeeze, expand_dims, x[None]...: the adjoint takes the
+    operand's shape back."""
+    return f"np.reshape({g}, np.shape({args[0]}))"
+
+
+@rule("copy")
+def _copy(i, g, args, out, p):
+    return g
+
+
+@rule("repeat")
+def _repeat(i, g, args, out, p):
+    return f"repeat_bar({g}, {args[0]}, {p['repeats']}{_kw(p, 'axis')})"
+
+
+@rule("tile")
+def _tile(i, g, args, out, p):
+    return f"tile_bar({g}, {args[0]}, {p['reps']})"
+
+
+@rule("concatenate")
+def _concatenate(i, g, args, out, p):
+    return f"concatenate_bar({g}, {i}, ({', '.join(args)}{',' if len(args) == 1 else ''}){_kw(p, 'axis')})"
+
+
+@rule("stack")
+def _stack(i, g, args, out, p):
+    return f"np.take({g}, {i}, axis={p.get('axis', '0')})"
+
+
+@rule("index")
+def _index(i, g, args, out, p):
+    return f"index_bar({g}, {args[0]}, {p['index']})"
+
+
+@rule("user")
+def _user(i, g, args, out, p):
+    return f"{p['vjp']}[{i}]({g}, {out}, {', '.join(args)})"
+
+
+# ------------------------------------------------------------------ user rules
+
+# numpy (or other array) function -> one vjp per argument: vjp_i(g, out, *args)
+USER_VJPS: dict[Callable, tuple[Callable, ...]] = {}
+
+
+def register_vjp(fn: Callable, vjps: tuple[Callable, ...]) -> None:
+    """Record the rule `s2sad.defvjp` was given (see there)."""
+    USER_VJPS[fn] = tuple(vjps)
+
+
+def user_vjp(value) -> tuple[Callable, ...] | None:
+    try:
+        return USER_VJPS.get(value)
+    except TypeError:
+        return None
+
+
+# ------------------------------------------------------------------ helpers
+#
+# What generated adjoint code calls. Each returns a new array (never a view of its
+# input), of the operand's shape and dtype.
+
+def _float_dtype(x):
+    dt = np.asarray(x).dtype
+    return dt if dt.kind == "f" else np.dtype(np.float64)
+
+
+def zeros_bar(x):
+    """The zero adjoint of a value: 0.0 for a Python number, else zeros of its shape."""
+    if isinstance(x, (float, int, bool)):
+        return 0.0
+    return np.zeros(np.shape(x), _float_dtype(x))
+
+
+def unbroadcast(g, x):
+    """`g` (the shape numpy broadcasting gave) summed back to the shape of `x`."""
+    shape = np.shape(x)
+    gs = np.shape(g)
+    if gs == shape:
+        return g
+    if gs == ():
+        return np.full(shape, g, _float_dtype(x)) if shape != () else g
+    lead = len(gs) - len(shape)
+    axes = tuple(range(lead)) + tuple(lead + k for k, n in enumerate(shape) if n == 1 and gs[lead + k] != 1)
+    r = np.sum(g, axis=axes, keepdims=True) if axes else g
+    if lead:
+        r = r.reshape(r.shape[lead:])
+    if shape == () and not isinstance(x, np.ndarray):
+        return float(r.reshape(()))
+    return r.reshape(shape)
+
+
+def _expand(g, x, axis, keepdims):
+    """The adjoint of a reduction's output, with the reduced axes back as size 1."""
+    g = np.asarray(g)
+    nd = np.ndim(x)
+    if axis is None:
+        return g.reshape((1,) * nd) if nd else g
+    if not keepdims:
+        axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+        axes = sorted(a % nd for a in axes)
+        for a in axes:
+            g = np.expand_dims(g, a)
+    return g
+
+
+def sum_bar(g, x, axis=None, keepdims=False):
+    return np.array(np.broadcast_to(_expand(g, x, axis, keepdims), np.shape(x)), dtype=_float_dtype(x))
+
+
+def _count(x, axis):
+    shape = np.shape(x)
+    if axis is None:
+        return int(np.prod(shape, dtype=np.int64))
+    axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    return int(np.prod([shape[a] for a in axes], dtype=np.int64))
+
+
+def mean_bar(g, x, axis=None, keepdims=False):
+    return sum_bar(np.asarray(g) / _count(x, axis), x, axis, keepdims)
+
+
+def maxmin_bar(g, x, out, axis=None, keepdims=False):
+    """The adjoint of max/min: shared equally among the elements that attain it."""
+    x = np.asarray(x)
+    hit = (x == _expand(out, x, axis, keepdims))
+    n = np.sum(hit, axis=axis, keepdims=True)
+    return (hit * (_expand(g, x, axis, keepdims) / n)).astype(_float_dtype(x))
+
+
+def prod_bar(g, x, axis=None, keepdims=False):
+    """The adjoint of prod: the product of the other elements (exact with zeros)."""
+    x = np.asarray(x, dtype=_float_dtype(x))
+    shape = x.shape
+    if axis is None:
+        flat = x.reshape(-1)
+        others = _exclusive_products(flat, 0)
+        return (others * np.asarray(g).reshape(())).reshape(shape)
+    axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    axes = tuple(sorted(a % x.ndim for a in axes))
+    rest = [a for a in range(x.ndim) if a not in axes]
+    moved = np.transpose(x, rest + list(axes))
+    lead = moved.shape[:len(rest)]
+    flat = moved.reshape(lead + (-1,))
+    others = _exclusive_products(flat, -1).reshape(moved.shape)
+    res = np.transpose(others, np.argsort(rest + list(axes)))
+    return res * _expand(g, x, axis, keepdims)
+
+
+def _exclusive_products(a, axis):
+    a = np.moveaxis(a, axis, -1)
+    ones = np.ones(a.shape[:-1] + (1,), a.dtype)
+    left = np.cumprod(np.concatenate([ones, a[..., :-1]], axis=-1), axis=-1)
+    right = np.cumprod(np.concatenate([ones, a[..., :0:-1]], axis=-1), axis=-1)[..., ::-1]
+    return np.moveaxis(left * right, -1, axis)
+
+
+def matmul_lhs_bar(g, a, b):
+    a, b, g = np.asarray(a), np.asarray(b), np.asarray(g)
+    if a.ndim == 1 and b.ndim == 1:
+        return g * b
+    if b.ndim == 1:
+        return unbroadcast(g[..., :, None] * b, a) if a.ndim > 2 else np.outer(g, b)
+    if a.ndim == 1:
+        return unbroadcast(g[..., None, :] @ np.swapaxes(b, -1, -2), a[None, :]).reshape(a.shape) \
+            if b.ndim > 2 else b @ g
+    return unbroadcast(g @ np.swapaxes(b, -1, -2), a)
+
+
+def matmul_rhs_bar(g, a, b):
+    a, b, g = np.asarray(a), np.asarray(b), np.asarray(g)
+    if a.ndim == 1 and b.ndim == 1:
+        return g * a
+    if a.ndim == 1:
+        return unbroadcast(a[:, None] * g[..., None, :], b) if b.ndim > 2 else np.outer(a, g)
+    if b.ndim == 1:
+        return unbroadcast(np.swapaxes(a, -1, -2) @ g[..., :, None], b[:, None]).reshape(b.shape) \
+            if a.ndim > 2 else a.T @ g
+    return unbroadcast(np.swapaxes(a, -1, -2) @ g, b)
+
+
+def _dot_check(a, b):
+    if np.ndim(a) > 2 or np.ndim(b) > 2:
+        from .errors import UnsupportedOperationError
+        raise UnsupportedOperationError(
+            "the adjoint of np.dot of arrays with more than 2 dimensions is not supported",
+            hint="Use @ (np.matmul) or np.einsum-free reshapes to 2-D.")
+
+
+def dot_lhs_bar(g, a, b):
+    _dot_check(a, b)
+    if np.ndim(a) == 0 or np.ndim(b) == 0:
+        return unbroadcast(np.asarray(g) * b, a)
+    return matmul_lhs_bar(g, a, b)
+
+
+def dot_rhs_bar(g, a, b):
+    _dot_check(a, b)
+    if np.ndim(a) == 0 or np.ndim(b) == 0:
+        return unbroadcast(np.asarray(g) * a, b)
+    return matmul_rhs_bar(g, a, b)
+
+
+def repeat_bar(g, x, repeats, axis=None):
+    x = np.asarray(x)
+    g = np.asarray(g)
+    if axis is None:
+        flat = x.reshape(-1)
+        n = flat.size
+        ax, shape = 0, x.shape
+    else:
+        ax = axis % max(x.ndim, 1)
+        n = x.shape[ax]
+        shape = x.shape
+    if np.ndim(repeats) == 0 or np.size(repeats) == 1:
+        r = int(np.reshape(repeats, -1)[0]) if np.ndim(repeats) else int(repeats)
+        split = g.reshape(g.shape[:ax] + (n, r) + g.shape[ax + 1:])
+        res = split.sum(axis=ax + 1)
+    else:
+        starts = np.concatenate([[0], np.cumsum(repeats)[:-1]]).astype(np.intp)
+        res = np.add.reduceat(g, starts, axis=ax) if g.shape[ax] else np.zeros_like(g)
+        res = np.where(np.reshape(np.asarray(repeats) == 0, [-1 if a == ax else 1 for a in range(g.ndim)]), 0.0, res)
+    return np.asarray(res, dtype=_float_dtype(x)).reshape(shape)
+
+
+def tile_bar(g, x, reps):
+    x = np.asarray(x)
+    g = np.asarray(g)
+    reps = (reps,) if np.ndim(reps) == 0 else tuple(reps)
+    d = max(x.ndim, len(reps))
+    xs = (1,) * (d - x.ndim) + x.shape
+    rs = (1,) * (d - len(reps)) + reps
+    split = g.reshape(tuple(v for pair in zip(rs, xs) for v in pair))
+    res = split.sum(axis=tuple(range(0, 2 * d, 2)))
+    return np.asarray(res, dtype=_float_dtype(x)).reshape(x.shape)
+
+
+def concatenate_bar(g, i, arrays, axis=0):
+    g = np.asarray(g)
+    if axis is None:
+        sizes = [np.size(a) for a in arrays]
+        start = sum(sizes[:i])
+        return g[start:start + sizes[i]].reshape(np.shape(arrays[i]))
+    sizes = [np.shape(a)[axis] for a in arrays]
+    start = sum(sizes[:i])
+    index = [slice(None)] * g.ndim
+    index[axis] = slice(start, start + sizes[i])
+    return np.array(g[tuple(index)])
+
+
+def _is_basic(index) -> bool:
+    items = index if isinstance(index, tuple) else (index,)
+    return all(i is None or i is Ellipsis or isinstance(i, (slice, int, np.integer)) for i in items)
+
+
+def index_bar(g, x, index):
+    """The adjoint of x[index]: g scattered into zeros of x's shape; repeated integer
+    indices accumulate (np.add.at)."""
+    z = np.zeros(np.shape(x), _float_dtype(x))
+    if isinstance(index, list):
+        index = np.asarray(index)
+    if _is_basic(index):
+        z[index] = g
+    elif isinstance(index, np.ndarray) and index.dtype == bool:
+        z[index] = g
+    else:
+        np.add.at(z, index, g)
+    return z
+
+
+HELPERS = {
+    "np": np, "zeros_bar": zeros_bar, "unbroadcast": unbroadcast, "sum_bar": sum_bar,
+    "mean_bar": mean_bar, "maxmin_bar": maxmin_bar, "prod_bar": prod_bar,
+    "matmul_lhs_bar": matmul_lhs_bar, "matmul_rhs_bar": matmul_rhs_bar, "dot_lhs_bar": dot_lhs_bar,
+    "dot_rhs_bar": dot_rhs_bar, "repeat_bar": repeat_bar, "tile_bar": tile_bar,
+    "concatenate_bar": concatenate_bar, "index_bar": index_bar,
+}

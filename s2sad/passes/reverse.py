@@ -1,0 +1,745 @@
+"""Array program -> its adjoint program, as Python source that runs.
+
+Input: an `ArrayProgram` (passes/arrayprog.py), the differentiated arguments and the
+pullback mode of elementwise kernels. Output: generated Python source (what
+`s2sad.source(g)` prints and what runs, exec'd with the namespace `namespace()` gives):
+
+    def loss__value_and_grad(w, b, X, y):     # free data arrays are keyword arguments
+        <forward sweep: the user's statements in ANF, kernels called through the runtime>
+        loss_bar = 1.0
+        <reverse sweep, statements in reverse order, each under `# Grad of: <user line>`>
+        return loss, (w_bar, b_bar)
+
+followed by the source of every kernel it calls (as comments name them).
+
+- `x_bar` is the adjoint of `x`; adjoints are only ever rebound (`x_bar = x_bar + g`),
+  never updated in place, so no adjoint aliases another.
+- Adjoints of elementwise kernels: "kernel_sum" statements got the gradients of their
+  inputs in the forward pass (`runtime.sum_dual`) and scale them by their output's
+  adjoint; "kernel" statements either store per-element partials in the forward pass
+  (`runtime.store_partials`, mode "store") or recompute them from the inputs in the
+  reverse pass (`runtime.vjp`, mode "recompute"). Both multiply the same partial by the
+  same seed and sum back to each input's shape with the same `unbroadcast`, so they
+  give identical results. Kernels whose inputs are all known scalars run as plain
+  Python calls of the kernel's python form (its dual gives the partials).
+- Other primitives take their adjoint text from `array_rules.RULES`.
+- `for` loops push what their reverse needs (found by reading the reverse body's
+  source) on a Python list, the tape, one tuple per iteration; the reverse loop walks
+  the tape backwards. `if` statements branch on the same (saved) condition.
+"""
+from __future__ import annotations
+
+import ast
+import functools
+from dataclasses import dataclass
+from typing import Any
+
+import gast
+import numpy as np
+
+from .. import array_rules, runtime
+from ..codegen.python import unparse
+from ..errors import NonScalarLossError, S2SADError, UnsupportedOperationError
+from ..frontend import location_of
+from .arrayprog import (ArrayProgram, ArrayStmt, Const, ForStmt, IfStmt, Namer, _line, _REGISTER_HINT, walk_stmts)
+
+MODES = ("auto", "store", "recompute")
+_CHEAP_MATH = {"fabs", "sign", "copysign", "floor", "ceil", "trunc"}
+
+
+def choose_mode(kernel, mode: str) -> tuple[str, str]:
+    """(store | recompute, why) for an elementwise kernel whose pullback is needed."""
+    if mode in ("store", "recompute"):
+        return mode, f"mode={mode!r} was asked for"
+    if mode != "auto":
+        raise S2SADError(f"unknown mode {mode!r}", hint="Use mode='auto', 'store' or 'recompute'.")
+    why = None
+    for fname, fn in kernel.program.functions.items():
+        for n in gast.walk(fn):
+            if isinstance(n, (gast.For, gast.While)):
+                why = f"{fname} has a loop"
+                break
+            if isinstance(n, gast.Call) and isinstance(n.func, gast.Attribute) and n.func.attr not in _CHEAP_MATH:
+                why = f"{fname} calls math.{n.func.attr}"
+                break
+            if isinstance(n, gast.BinOp) and isinstance(n.op, gast.Pow) and not (
+                    isinstance(n.right, gast.Constant) and n.right.value in (2, 2.0, 3, 3.0)):
+                why = f"{fname} raises to a power"
+                break
+        if why:
+            break
+    if why:
+        return "store", f"auto: {why}, so its partials are stored in the forward pass rather than recomputed"
+    return "recompute", "auto: cheap to evaluate (no loops, no transcendental calls), so recomputed in the reverse pass"
+
+
+@dataclass
+class _Nones:
+    gen: "Generator"
+    indent: str
+    names: list
+
+
+@dataclass
+class _Push:
+    gen: "Generator"
+    loop: ForStmt
+    indent: str
+    init: bool = False
+
+
+class Generator:
+    def __init__(self, prog: ArrayProgram, argnums: tuple[int, ...], mode: str = "auto"):
+        self.p = prog
+        self.argnums = argnums
+        self.mode = mode
+        self.namer = Namer()                      # a copy: generation adds names of its own
+        self.namer.used = set(prog.namer.used)
+        self.namer.temps = prog.namer.temps
+        self.tape: dict[int, str] = {}            # id(loop) -> its tape's name
+        self.body_defined: dict[int, set] = {}    # id(loop) -> names its body defines
+        self.tape_names: dict[int, list] = {}     # id(loop) -> names each iteration pushes
+        self.active: set[str] = set()
+        self.bars: dict[str, str] = {}
+        self.kernel_names: dict[int, str] = {}
+        self.kernel_modes: dict[str, tuple[str, str]] = {}
+        self.partials: dict[int, list] = {}       # id(stmt) -> names of its partials/grads (per active input)
+        self.ns: dict[str, Any] = {}
+        self.kernel_sources: list[str] = []
+        self.scalar_fns: dict[int, tuple[str, str | None]] = {}
+        self.rev_defined: set[str] = set()
+        self.line_of: dict = {}
+        self.params = {}
+        self._compute_activity()
+
+    # -------------------------------------------------------------- activity
+
+    def _compute_activity(self):
+        p = self.p
+        act = {p.params[i] for i in self.argnums}
+        while True:
+            before = len(act)
+            for st in walk_stmts(p.body):
+                if isinstance(st, ArrayStmt):
+                    if st.target and st.target not in act and self._stmt_active(st, act):
+                        act.add(st.target)
+                else:
+                    for ph in st.phis:
+                        if any(isinstance(v, str) and v in act for v in (ph.first, ph.second)):
+                            act.add(ph.name)
+            if len(act) == before:
+                break
+        self.active = act
+
+    def _stmt_active(self, st: ArrayStmt, act: set) -> bool:
+        ins = [a for a in (st.attrs["inputs"] if st.op in ("kernel", "kernel_sum") else st.args)
+               if isinstance(a, str) and a in act]
+        if not ins:
+            return False
+        if st.op == "py":
+            if st.attrs["why"] == "nograd":
+                return False
+            label = st.attrs["label"]
+            raise UnsupportedOperationError(
+                f"'{label}' is applied to '{ins[0]}', which depends on the differentiated arguments, and has no "
+                f"derivative rule at the array level", location_of(st.ctx.filename, st.node),
+                hint=_REGISTER_HINT.format(label=label.strip(".()") if not label.startswith(".") else label))
+        if st.op in ("kernel", "kernel_sum"):
+            return st.attrs["kernel"].module(()).result_kind == "float"
+        return True
+
+    def is_active(self, op) -> bool:
+        return isinstance(op, str) and op in self.active
+
+    # -------------------------------------------------------------- names
+
+    def bar(self, name: str) -> str:
+        b = self.bars.get(name)
+        if b is None:
+            b = self.bars[name] = self.namer.fresh(f"{name}_bar")
+        return b
+
+    def kernel_name(self, st: ArrayStmt) -> str:
+        k = st.attrs["kernel"]
+        nm = self.kernel_names.get(id(k))
+        if nm is None:
+            nm = self.kernel_names[id(k)] = k.name
+            self.ns[nm] = k
+        return nm
+
+    def kernel_active(self, st: ArrayStmt) -> list[tuple[int, str, str]]:
+        """(position, kernel parameter, operand) of each active input."""
+        k = st.attrs["kernel"]
+        return [(i, k.params[i], a) for i, a in enumerate(st.attrs["inputs"]) if self.is_active(a)]
+
+    # -------------------------------------------------------------- forward
+
+    def forward(self, body, ind: str, out: list, defined: list):
+        last = None
+        for st in body:
+            if isinstance(st, ArrayStmt):
+                node = st.stmt if st.stmt is not None else st.node
+                if node is not last and node is not None:
+                    out.append(f"{ind}# {_line(st.ctx.filename, node)}")
+                    last = node
+                self.forward_stmt(st, ind, out, defined)
+            elif isinstance(st, ForStmt):
+                last = None
+                self.forward_for(st, ind, out, defined)
+            else:
+                last = None
+                self.forward_if(st, ind, out, defined)
+
+    def forward_stmt(self, st: ArrayStmt, ind: str, out: list, defined: list):
+        t = st.target
+        defined.append(t)
+        if st.op in ("kernel", "kernel_sum"):
+            k = st.attrs["kernel"]
+            args = [_text(a) for a in st.attrs["inputs"]]
+            tup = _tuple(args)
+            act = self.kernel_active(st) if self.is_active(t) else []
+            if st.op == "kernel_sum":
+                kn = self.kernel_name(st)
+                scale = "1.0" if st.attrs["reduction"] == "sum" else f"1.0 / broadcast_size({', '.join(args)})"
+                self._add_source(k, k.module(tuple(p for _, p, _ in act)), how="fused with its reduction")
+                if act:
+                    names = [self.partial_name(t, a) for _, _, a in act]
+                    defined.extend(names)
+                    self.partials[id(st)] = names
+                    out.append(f"{ind}{t}, {_tuple(names)} = sum_dual({kn}, {tup}, "
+                               f"active={_tuple([repr(p) for _, p, _ in act])}, scale={scale})")
+                else:
+                    out.append(f"{ind}{t} = sum_dual({kn}, {tup}, active=(), scale={scale})[0]")
+                return
+            if st.attrs["scalar"]:
+                kmod = k.module(tuple(p for _, p, _ in act))
+                fns = k.python_functions(kmod.active)
+                if act:
+                    fname = self._bind_fn(kmod.dual_entry, fns[kmod.dual_entry])
+                    names = [self.partial_name(t, a) for _, _, a in act]
+                    defined.extend(names)
+                    self.partials[id(st)] = names
+                    out.append(f"{ind}{t}, {', '.join(names)} = {fname}({', '.join(args)})")
+                else:
+                    fname = self._bind_fn(kmod.entry, fns[kmod.entry])
+                    out.append(f"{ind}{t} = {fname}({', '.join(args)})")
+                self._add_source(k, kmod, scalar=True)
+                return
+            kn = self.kernel_name(st)
+            if act:
+                mode, why = choose_mode(k, self.mode)
+                self.kernel_modes[kn] = (mode, why)
+                active = tuple(p for _, p, _ in act)
+                self._add_source(k, k.module(active))
+                if mode == "store":
+                    names = [self.partial_name(t, a) for _, _, a in act]
+                    defined.extend(names)
+                    self.partials[id(st)] = names
+                    out.append(f"{ind}{t}, {_tuple(names)} = store_partials({kn}, {tup}, "
+                               f"{_tuple([repr(p) for p in active])})")
+                    return
+            else:
+                self._add_source(k, k.module(()))
+            out.append(f"{ind}{t} = apply({kn}, {tup})")
+            return
+        out.append(f"{ind}{t} = {unparse(st.forward)}")
+
+    def _bind_fn(self, name: str, fn) -> str:
+        if self.ns.get(name) is fn:
+            return name
+        taken = name in self.ns or name in self.p.bound or name in self.p.free or name in self.p.params
+        nm = name if not taken else self.namer.fresh(name)
+        self.namer.used.add(nm)
+        self.ns[nm] = fn
+        return nm
+
+    def partial_name(self, t: str, a: str) -> str:
+        return self.namer.fresh(f"d{t.lstrip('_')}_d{a.lstrip('_')}")
+
+    def _add_source(self, k, kmod, scalar=False, how=None):
+        key = (id(k), kmod.active)
+        if key in self.line_of:
+            return
+        self.line_of[key] = True
+        how = how or ("called as Python on scalars" if scalar else "applied elementwise by the runtime")
+        self.kernel_sources.append(f"# Kernel {k.name} ({how}; partials for {', '.join(kmod.active) or 'none'}).\n"
+                                   + kmod.source())
+
+    def forward_for(self, st: ForStmt, ind: str, out: list, defined: list):
+        for ph in st.phis:
+            out.append(f"{ind}{ph.name} = {_text(ph.first)}")
+            defined.append(ph.name)
+        needs_tape = any(self.is_active(ph.name) for ph in st.phis) or any(
+            isinstance(s, ArrayStmt) and s.target and self.is_active(s.target) for s in walk_stmts(st.body))
+        if needs_tape:
+            self.tape[id(st)] = self.namer.fresh("tape")
+            out.append(_Push(self, st, ind, init=True))
+            defined.append(self.tape[id(st)])
+        out.append(f"{ind}for {st.var} in range({', '.join(unparse(a) for a in st.range_args)}):")
+        defined.append(st.var)
+        inner: list = []
+        body_lines: list = []
+        self.forward(st.body, ind + "    ", body_lines, inner)
+        self.body_defined[id(st)] = set(inner) | {ph.name for ph in st.phis}
+        defined.extend(inner)
+        out.extend(body_lines)
+        if needs_tape:
+            out.append(_Push(self, st, ind + "    "))
+        updates = [(ph.name, _text(ph.second)) for ph in st.phis if _text(ph.second) != ph.name]
+        if updates:
+            out.append(f"{ind}    {', '.join(u[0] for u in updates)} = {', '.join(u[1] for u in updates)}")
+        if not body_lines and not updates and not needs_tape:
+            out.append(f"{ind}    pass")
+
+    def forward_if(self, st: IfStmt, ind: str, out: list, defined: list):
+        out.append(f"{ind}if {_text(st.test)}:  # {_line(st.ctx.filename, st.node)}")
+        defs = []
+        blocks = []
+        for branch in (st.body, st.orelse):
+            lines: list = []
+            mine: list = []
+            self.forward(branch, ind + "    ", lines, mine)
+            defs.append(mine)
+            blocks.append(lines)
+            defined.extend(mine)
+        for k in (0, 1):
+            if k == 1:
+                out.append(f"{ind}else:")
+            lines = blocks[k]
+            # what only the other branch defines, as None: a tape or the residuals may list it
+            lines.append(_Nones(self, ind + "    ", sorted(set(defs[1 - k]) - set(defs[k]))))
+            for ph in st.phis:
+                v = ph.first if k == 0 else ph.second
+                lines.append(f"{ind}    {ph.name} = {_text(v)}")
+                defined.append(ph.name)
+            if not any(isinstance(l, str) for l in lines):
+                lines.append(f"{ind}    pass")
+            out.extend(lines)
+
+    # -------------------------------------------------------------- reverse
+
+    def contribute(self, name, text: str, ind: str, out: list, init: set):
+        if not self.is_active(name):
+            return
+        b = self.bar(name)
+        if name in init:
+            out.append(f"{ind}{b} = {b} + {text}")
+        else:
+            out.append(f"{ind}{b} = {text}")
+            init.add(name)
+        self.unit.discard(name)
+
+    def g(self, name: str) -> str:
+        return "1.0" if name in self.unit else self.bar(name)
+
+    def reverse(self, body, ind: str, out: list, init: set):
+        last = None
+        for st in reversed(body):
+            if isinstance(st, ArrayStmt):
+                if not (st.target and self.is_active(st.target) and st.target in init):
+                    continue
+                node = st.stmt if st.stmt is not None else st.node
+                if node is not last:
+                    loc = location_of(st.ctx.filename, node)
+                    out.append(f"{ind}# Grad of: {_line(st.ctx.filename, node)}    [{_short(loc)}]")
+                    last = node
+                self.reverse_stmt(st, ind, out, init)
+            elif isinstance(st, ForStmt):
+                last = None
+                self.reverse_for(st, ind, out, init)
+            else:
+                last = None
+                self.reverse_if(st, ind, out, init)
+
+    def reverse_stmt(self, st: ArrayStmt, ind: str, out: list, init: set):
+        t = st.target
+        g = self.g(t)
+        if st.op == "kernel_sum" or (st.op == "kernel" and st.attrs["scalar"]):
+            for (_, _, a), d in zip(self.kernel_active(st), self.partials.get(id(st), [])):
+                self.contribute(a, d if g == "1.0" else f"{d} * {g}", ind, out, init)
+            return
+        if st.op == "kernel":
+            act = self.kernel_active(st)
+            kn = self.kernel_name(st)
+            mode, _ = self.kernel_modes[kn]
+            if mode == "store":
+                for (_, _, a), d in zip(act, self.partials[id(st)]):
+                    self.contribute(a, f"unbroadcast({d if g == '1.0' else f'{d} * {g}'}, {a})", ind, out, init)
+                return
+            tmps = [self.namer.fresh(f"_{a}_g") for _, _, a in act]
+            args = _tuple([_text(a) for a in st.attrs["inputs"]])
+            out.append(f"{ind}{_tuple(tmps)} = vjp({kn}, {args}, {_tuple([repr(p) for _, p, _ in act])}, {g})")
+            for (_, _, a), tm in zip(act, tmps):
+                self.contribute(a, f"unbroadcast({tm}, {a})", ind, out, init)
+            return
+        rule = array_rules.RULES.get(st.op)
+        if rule is None:
+            raise UnsupportedOperationError(f"no reverse-mode rule for '{st.op}'", location_of(st.ctx.filename, st.node),
+                                            hint=_REGISTER_HINT.format(label=st.op))
+        args = [_text(a) for a in st.args]
+        params = {k: unparse(v) for k, v in st.params.items()}
+        for i, a in enumerate(st.args):
+            if self.is_active(a):
+                self.contribute(a, rule.vjp(i, g, args, t, params), ind, out, init)
+
+    def _contributed(self, body) -> set:
+        """Names defined outside `body` whose adjoints its reverse may add to."""
+        inside = set()
+        names = set()
+        for st in walk_stmts(body):
+            if isinstance(st, ArrayStmt):
+                if st.target:
+                    inside.add(st.target)
+                if st.target and self.is_active(st.target):
+                    ins = st.attrs["inputs"] if st.op in ("kernel", "kernel_sum") else st.args
+                    names |= {a for a in ins if self.is_active(a)}
+            elif isinstance(st, ForStmt):
+                inside |= {ph.name for ph in st.phis}
+                names |= {ph.first for ph in st.phis if self.is_active(ph.first)}
+                names |= {ph.second for ph in st.phis if self.is_active(ph.second)}
+            else:
+                inside |= {ph.name for ph in st.phis}
+                names |= {v for ph in st.phis for v in (ph.first, ph.second) if self.is_active(v)}
+        return names - inside
+
+    def _preinit(self, names, ind, out, init):
+        for nm in sorted(names):
+            if nm not in init and self.is_active(nm):
+                out.append(f"{ind}{self.bar(nm)} = zeros_bar({nm})")
+                init.add(nm)
+
+    def reverse_for(self, st: ForStmt, ind: str, out: list, init: set):
+        phis = [ph for ph in st.phis if self.is_active(ph.name)]
+        if id(st) not in self.tape:
+            return
+        tape, body_defined = self.tape[id(st)], self.body_defined[id(st)]
+        self._preinit(self._contributed(st.body) | {ph.name for ph in phis}, ind, out, init)
+        body_init = set(init)
+        lines: list = []
+        i2 = ind + "    "
+        # the end-of-body update `phi = out`: its adjoint flows back first
+        simple = all(isinstance(ph.second, str) and ph.second in body_defined and ph.second not in
+                     {q.name for q in st.phis} for ph in phis) and len({ph.second for ph in phis}) == len(phis)
+        if simple:
+            for ph in phis:
+                if self.is_active(ph.second):
+                    lines.append(f"{i2}{self.bar(ph.second)} = {self.bar(ph.name)}")
+                    body_init.add(ph.second)
+                body_init.discard(ph.name)
+        else:
+            tmps = {}
+            for ph in phis:
+                tmps[ph.name] = self.namer.fresh(f"_{ph.name}_next_bar")
+                lines.append(f"{i2}{tmps[ph.name]} = {self.bar(ph.name)}")
+            for ph in phis:
+                body_init.discard(ph.name)
+            for ph in phis:
+                self.contribute(ph.second, tmps[ph.name], i2, lines, body_init)
+        self.reverse(st.body, i2, lines, body_init)
+        for ph in phis:
+            if ph.name not in body_init:
+                lines.append(f"{i2}{self.bar(ph.name)} = zeros_bar({ph.name})")
+        text = "\n".join(l for l in lines)
+        need = sorted((_names_read(text) & body_defined) - {st.var})
+        self.tape_names[id(st)] = need
+        rng = f"range({', '.join(unparse(a) for a in st.range_args)})"
+        if need:
+            out.append(f"{ind}for {st.var}, {_tuple(need)} in zip(reversed({rng}), reversed({tape})):  "
+                       f"# Grad of: {_line(st.ctx.filename, st.node)}")
+        else:
+            out.append(f"{ind}for {st.var} in reversed({rng}):  # Grad of: {_line(st.ctx.filename, st.node)}")
+        out.extend(lines or [f"{i2}pass"])
+        for ph in phis:
+            self.contribute(ph.first, self.bar(ph.name), ind, out, init)
+
+    def reverse_if(self, st: IfStmt, ind: str, out: list, init: set):
+        phis = [ph for ph in st.phis if self.is_active(ph.name) and ph.name in init]
+        has = phis or any(isinstance(s, ArrayStmt) and s.target and self.is_active(s.target)
+                          for s in walk_stmts(st.body + st.orelse))
+        if not has:
+            return
+        self._preinit(self._contributed(st.body + st.orelse), ind, out, init)
+        out.append(f"{ind}if {_text(st.test)}:  # Grad of: {_line(st.ctx.filename, st.node)}")
+        for branch, k in ((st.body, 0), (st.orelse, 1)):
+            if k == 1:
+                out.append(f"{ind}else:")
+            lines: list = []
+            binit = set(init)
+            for ph in phis:
+                self.contribute(ph.first if k == 0 else ph.second, self.bar(ph.name), ind + "    ", lines, binit)
+            self.reverse(branch, ind + "    ", lines, binit)
+            out.extend(lines or [f"{ind}    pass"])
+
+    # -------------------------------------------------------------- the whole
+
+    def generate(self, variant: str = "value_and_grad") -> str:
+        """variant "value_and_grad": one function returning (value, grads) for the seed
+        1.0; "vjp": `<name>__forward(...) -> (value, residuals)` and
+        `<name>__pullback(residuals, <result>_bar) -> grads`."""
+        p = self.p
+        fwd: list = []
+        defined: list = list(p.params) + list(p.free)
+        self.forward(p.body, "    ", fwd, defined)
+        res = p.result
+        rtext = _text(res)
+        rev: list = []
+        init: set = set()
+        self.unit = set()
+        seed = self.bar(res) if isinstance(res, str) else None
+        if isinstance(res, str) and self.is_active(res):
+            if variant == "value_and_grad":
+                rev.append(f"    {seed} = 1.0")
+                self.unit.add(res)
+            init.add(res)
+            self.reverse(p.body, "    ", rev, init)
+        gnames = []
+        for i in self.argnums:
+            x = p.params[i]
+            if x in init:
+                gnames.append(self.bar(x))
+            else:
+                gnames.append(self.bar(x))
+                rev.append(f"    {self.bar(x)} = zeros_bar({x})  # the result does not depend on it")
+        if variant == "value_and_grad" and isinstance(res, str) and any(res in names for names in
+                                                                        self.tape_names.values()):
+            # the reverse sweep restores loop values from the tape: keep the result aside
+            keep = self.namer.fresh("value")
+            fwd.append(f"    {keep} = {rtext}")
+            rtext = keep
+        rev_text = "\n".join(rev)
+        fwd_text = "\n".join(_render(fwd, _names_read(rev_text)))
+        sig = ", ".join(p.params) + (", *, " + ", ".join(p.free) if p.free else "")
+        head = f"# Grad of: {_line(p.pf.filename, p.return_node)}    [{_short(location_of(p.pf.filename, p.return_node))}]"
+        check = "" if (not isinstance(res, str) or res in p.known_scalar) else f"    check_scalar_loss({rtext})\n"
+        if variant == "value_and_grad":
+            text = (f"def {p.name}__value_and_grad({sig}):\n    {head}\n{fwd_text}\n{check}"
+                    f"    # reverse sweep\n{rev_text}\n    return {rtext}, {_tuple(gnames)}\n")
+        else:
+            fwd_names = set(defined)
+            residuals = sorted(_names_read(rev_text) & fwd_names)
+            ob = seed or "_out_bar"
+            text = (f"def {p.name}__forward({sig}):\n    {head}\n{fwd_text}\n"
+                    f"    return {rtext}, {_tuple(residuals)}\n\n\n"
+                    f"def {p.name}__pullback(_residuals, {ob}):\n"
+                    f"    {_tuple(residuals)} = _residuals\n{rev_text}\n    return {_tuple(gnames)}\n")
+        ast.parse(text)  # the generated code is Python (a failure here is a bug of s2sad)
+        return text
+
+    def kernels_text(self) -> str:
+        return "\n\n".join(self.kernel_sources)
+
+    def namespace(self, backend: str, check_scalar) -> dict:
+        ns = dict(array_rules.HELPERS)
+        ns.update(self.p.bound)
+        ns.update(self.ns)
+        ns.update({
+            "apply": functools.partial(runtime.apply, backend=backend),
+            "sum_dual": functools.partial(runtime.sum_dual, backend=backend),
+            "store_partials": functools.partial(runtime.store_partials, backend=backend),
+            "vjp": functools.partial(kernel_vjp, backend=backend),
+            "broadcast_size": _broadcast_size,
+            "check_scalar_loss": check_scalar,
+        })
+        return ns
+
+
+# ------------------------------------------------------------------ runtime helpers
+
+def kernel_vjp(kernel, args, active, out_bar, backend="auto"):
+    """runtime.vjp with every active input materialized at the broadcast shape, so each
+    gradient is the full-shape partial * out_bar (as in store mode), summed back to
+    its input's shape by the generated code's `unbroadcast`."""
+    shapes = [np.shape(a) for a in args]
+    shape = np.broadcast_shapes(*shapes)
+    dtype = runtime.compute_dtype(args)
+    mat = list(args)
+    for a in active:
+        i = kernel.params.index(a)
+        if shapes[i] != shape:
+            mat[i] = np.ascontiguousarray(np.broadcast_to(np.asarray(args[i], dtype), shape))
+    grads = runtime.vjp(kernel, mat, active, out_bar, backend=backend)
+    return grads
+
+
+def _broadcast_size(*args) -> int:
+    return int(np.prod(np.broadcast_shapes(*(np.shape(a) for a in args)), dtype=np.int64))
+
+
+# ------------------------------------------------------------------ text helpers
+
+def _text(op) -> str:
+    if isinstance(op, Const):
+        return repr(op.value)
+    return op
+
+
+def _tuple(items) -> str:
+    items = list(items)
+    return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
+
+
+def _names_read(text: str) -> set[str]:
+    tree = ast.parse(_dedent_lines(text))
+    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+
+
+def _dedent_lines(text: str) -> str:
+    import textwrap
+    t = textwrap.dedent(text)
+    return t if t.strip() else "pass"
+
+
+def _render(lines, read: set) -> list[str]:
+    out = []
+    for l in lines:
+        if isinstance(l, _Nones):
+            names = [n for n in l.names if n in read]
+            if names:
+                out.append(f"{l.indent}{' = '.join(names)} = None")
+            continue
+        if isinstance(l, _Push):
+            names = l.gen.tape_names.get(id(l.loop), [])
+            tape = l.gen.tape[id(l.loop)]
+            if names:
+                out.append(f"{l.indent}{tape} = []" if l.init else f"{l.indent}{tape}.append({_tuple(names)})")
+        else:
+            out.append(l)
+    return out
+
+
+def _short(loc) -> str:
+    from ..golden import ROOT
+    s = str(loc)
+    root = str(ROOT) + "/"
+    return s[len(root):] if s.startswith(root) else s
+
+
+# ------------------------------------------------------------------ the compiled function
+
+
+class ArrayCompiled:
+    """A differentiated function planned at the array level: its program, and its
+    generated derivatives per (argnums, mode), compiled once each."""
+
+    def __init__(self, fun, pf, program: ArrayProgram):
+        self.fun = fun
+        self.pf = pf
+        self.program = program
+        self.params = [a.id for a in pf.node.args.args]
+        self.resolver = pf.resolver
+        self._gens: dict = {}
+        self._impls: dict = {}
+
+    # what code written for the fused planner's `Compiled` reads (cli, explain)
+    @property
+    def name(self) -> str:
+        return self.program.name
+
+    @property
+    def kernel(self):
+        ks = self.program.kernels
+        return ks[-1].kernel if ks else None
+
+    @property
+    def plan(self):
+        return self
+
+    @property
+    def sites(self):
+        return self.program.sites
+
+    def free_values(self) -> dict[str, Any]:
+        """The free data arrays, read now (at call time), as Python reads globals."""
+        return {g: r.lookup(n) for g, (r, n) in self.program.free.items()}
+
+    def _generator(self, argnums: tuple[int, ...], mode: str, variant: str):
+        key = (argnums, mode, variant)
+        got = self._gens.get(key)
+        if got is None:
+            gen = Generator(self.program, argnums, mode)
+            text = gen.generate(variant)
+            got = self._gens[key] = (text, gen)
+        return got
+
+    def source(self, argnums: tuple[int, ...], mode: str = "auto") -> str:
+        text, gen = self._generator(argnums, mode, "value_and_grad")
+        kt = gen.kernels_text()
+        return text + ("\n\n" + kt if kt else "")
+
+    def implementation(self, argnums: tuple[int, ...], mode: str, backend: str, variant: str = "value_and_grad"):
+        key = (argnums, mode, backend, variant)
+        fn = self._impls.get(key)
+        if fn is None:
+            text, gen = self._generator(argnums, mode, variant)
+            ns = gen.namespace(backend, self._check_scalar)
+            exec(compile(text, f"<s2sad derivative of {self.program.name}>", "exec"), ns)
+            if variant == "value_and_grad":
+                fn = ns[f"{self.program.name}__value_and_grad"]
+            else:
+                fn = (ns[f"{self.program.name}__forward"], ns[f"{self.program.name}__pullback"])
+            self._impls[key] = fn
+        return fn
+
+    def _check_scalar(self, value) -> None:
+        size = int(np.size(value))
+        if size != 1:
+            rn = self.program.return_node
+            raise NonScalarLossError(
+                f"{self.fun.__name__} returns an array of {size} elements, not a scalar loss",
+                location_of(self.pf.filename, rn),
+                hint="grad needs a real scalar: reduce the result, e.g. return np.sum(...), or use s2sad.vjp.")
+
+    def value_and_grad(self, args, argnums: tuple[int, ...], mode: str, backend: str):
+        fn = self.implementation(argnums, mode, backend)
+        free = self.free_values()
+        return fn(*args, **free) if free else fn(*args)
+
+    def vjp(self, primals, argnums: tuple[int, ...], mode: str, backend: str):
+        fwd, pull = self.implementation(argnums, mode, backend, "vjp")
+        free = self.free_values()
+        out, res = fwd(*primals, **free) if free else fwd(*primals)
+        return out, (lambda out_bar: pull(res, out_bar))
+
+    # -------------------------------------------------------------- explain
+
+    def explain(self, argnums: tuple[int, ...], mode: str = "auto") -> list[str]:
+        text, gen = self._generator(argnums, mode, "value_and_grad")
+        prog = gen.p
+        lines = []
+        stmts = [s for s in walk_stmts(prog.body)]
+        nloops = sum(isinstance(s, ForStmt) for s in stmts)
+        nifs = sum(isinstance(s, IfStmt) for s in stmts)
+        lines.append(f"  array program: {sum(isinstance(s, ArrayStmt) for s in stmts)} operation(s)"
+                     + (f", {nloops} loop(s) (taped for the reverse pass)" if nloops else "")
+                     + (f", {nifs} branch(es)" if nifs else "")
+                     + f"; differentiated w.r.t. {', '.join(prog.params[i] for i in argnums)}")
+        for st in stmts:
+            if isinstance(st, ArrayStmt) and st.op not in ("kernel", "kernel_sum", "py"):
+                loc = _short(location_of(st.ctx.filename, st.node))
+                what = "no adjoint needed (not differentiated)" if not gen.is_active(st.target) else \
+                    f"rule {st.op} (s2sad.array_rules)"
+                lines.append(f"  {loc}: {unparse(st.forward)} -> {what}")
+            elif isinstance(st, ArrayStmt) and st.op == "py":
+                loc = _short(location_of(st.ctx.filename, st.node))
+                lines.append(f"  {loc}: {unparse(st.forward)} -> evaluated as is (no derivative flows through it)")
+        for info in prog.kernels:
+            st = info.stmt
+            k = info.kernel
+            inputs = ", ".join(_text(a) for a in st.attrs["inputs"])
+            n = len(info.lines)
+            if st.op == "kernel_sum":
+                how = (f"fused with its np.{st.attrs['reduction']}: one pass (runtime.sum_dual), the gradients of "
+                       f"its inputs computed in the same pass")
+            elif st.attrs["scalar"]:
+                how = "on scalars: called as plain Python, its dual gives the partials"
+            elif not gen.is_active(st.target):
+                how = "applied elementwise (not differentiated)"
+            else:
+                mode_, why = gen.kernel_modes.get(gen.kernel_names.get(id(k), k.name), choose_mode(k, mode))
+                how = f"applied elementwise; pullback: {mode_} ({why})"
+            lines.append(f"  fused: {n} line(s) into one kernel {k.name}({inputs}), {how}")
+            for loc, src in info.lines:
+                lines.append(f"      {_short(loc)}: {src}")
+            for s in info.sites:
+                lines.append(f"    {_short(s.location)}: {s.applied} -> {s.path}: {s.reason}")
+        return lines
