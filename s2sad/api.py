@@ -17,7 +17,7 @@ import numpy as np
 from . import rules, runtime
 from .codegen.python import unparse
 from .errors import NonDifferentiableInputError, NonScalarLossError, S2SADError, StatefulError
-from .frontend import parse_function
+from .frontend import Assumptions, parse_function, recording
 from .passes.elementwise import LossPlan, plan_loss
 from .passes.normalize import normalize
 from .runtime import Kernel
@@ -36,6 +36,7 @@ class Compiled:
     kernel: Kernel
     params: list[str]
     resolver: Any = None
+    assumptions: Any = None   # frontend.Assumptions: what the plan compiled in
 
     @property
     def name(self) -> str:
@@ -103,18 +104,22 @@ class Compiled:
 
 
 def compiled(fun: Callable) -> Compiled:
+    """The plan of `fun`, made once and reused while the free names it compiled in
+    (constants, functions) still hold the same values."""
     fun = getattr(fun, "__wrapped_fun__", fun)
     c = _PLANS.get(fun)
-    if c is None:
+    if c is None or not c.assumptions.hold():
         pf = parse_function(fun)
-        try:
-            plan = plan_loss(pf)
-        except S2SADError as e:
-            # not `R(elementwise)`: the whole function as an array program (passes/reverse.py)
-            c = _array_compiled(fun, pf, e)
-        else:
-            kernel = Kernel(plan.program, plan.program.entry)
-            c = Compiled(fun, plan, kernel, [a.id for a in pf.node.args.args], pf.resolver)
+        with recording() as log:
+            try:
+                plan = plan_loss(pf)
+            except S2SADError as e:
+                # not `R(elementwise)`: the whole function as an array program (passes/reverse.py)
+                c = _array_compiled(fun, pf, e)
+            else:
+                kernel = Kernel(plan.program, plan.program.entry)
+                c = Compiled(fun, plan, kernel, [a.id for a in pf.node.args.args], pf.resolver)
+        c.assumptions = Assumptions(log)
         _PLANS[fun] = c
     return c
 
@@ -202,10 +207,14 @@ class Derivative:
         self._impl = None
         self._text = None
         self._fast = None
+        self._plan = None
 
     @property
     def c(self) -> Compiled:
-        return compiled(self.fun)
+        c = compiled(self.fun)
+        if c is not self._plan:  # planned (again): generated code and call state follow
+            self._plan, self._impl, self._text, self._fast = c, None, None, None
+        return c
 
     def source(self) -> str:
         if self._text is None:
@@ -284,7 +293,7 @@ class Derivative:
 
     def __call__(self, *args):
         fast = self._fast
-        if fast is None:
+        if fast is None or not fast[0].assumptions.hold():
             c = self.c
             if _is_array(c):
                 return self._array_call(c, args)
@@ -546,15 +555,23 @@ _BROADCAST: "weakref.WeakKeyDictionary[Callable, Kernel]" = weakref.WeakKeyDicti
 
 def broadcast(f: Callable, *args, backend: str = "auto"):
     """f applied elementwise with numpy broadcasting (scalars broadcast), compiled."""
-    kernel = _BROADCAST.get(f)
-    if kernel is None:
+    entry = _BROADCAST.get(f)
+    if entry is None or not entry[1].hold():
         prim = rules.python_callables().get(f) if _hashable(f) else None
         if prim is not None:
             return f(*args)  # a numpy/math primitive: numpy already applies it
-        program = normalize(parse_function(f))
-        kernel = Kernel(program, program.entry)
-        _BROADCAST[f] = kernel
-    state = kernel.program.state
+        pf = parse_function(f)
+        with recording() as log:
+            program = normalize(pf)
+        entry = _BROADCAST[f] = (Kernel(program, program.entry), Assumptions(log))
+    kernel = entry[0]
+    program = kernel.program
+    n_args = len(program.params) - len(program.captures) - len(program.state)
+    if len(args) != n_args:
+        raise S2SADError(f"s2sad.broadcast: {getattr(f, '__name__', f)} takes {n_args} argument(s), "
+                         f"{len(args)} given", hint="Pass one array or number per parameter.")
+    args = list(args) + [c.read() for c in program.captures]  # free data, read now
+    state = program.state
     if state:  # a scan: elements in order, the state written back once
         out, final = runtime.scan_apply(kernel, args, [float(c.get()) for c in state], backend=backend)
         for cell, v in zip(state, final):

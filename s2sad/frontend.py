@@ -135,6 +135,41 @@ def parse_function(fn: Callable, used_at: SourceLocation | None = None) -> Parse
 
 # ---------------------------------------------------------------- free names
 
+# ---------------------------------------------------------------- assumptions
+
+_RECORDING: list[list] = []
+
+
+class Assumptions:
+    """The free names a plan compiled in (numbers, tuples, functions), with the values
+    they had: a plan is reused only while every one still holds the same object, so
+    rebinding a global constant or function makes s2sad plan again instead of silently
+    using the old value. Modules and containers are not recorded (containers are read
+    at every call)."""
+
+    def __init__(self, log: list) -> None:
+        seen, self.entries = set(), []
+        for resolver, name, value in log:
+            if isinstance(value, (types.ModuleType, np.ndarray, list, dict)) or (id(resolver), name) in seen:
+                continue
+            seen.add((id(resolver), name))
+            self.entries.append((resolver, name, value))
+
+    def hold(self) -> bool:
+        return all(r.current(n) is v for r, n, v in self.entries)
+
+
+class recording:
+    """`with recording() as log:` collects every free-name lookup made inside."""
+
+    def __enter__(self) -> list:
+        _RECORDING.append([])
+        return _RECORDING[-1]
+
+    def __exit__(self, *exc) -> None:
+        _RECORDING.pop()
+
+
 @dataclass(frozen=True)
 class Resolved:
     """A free name's value and what s2sad makes of it.
@@ -173,10 +208,26 @@ class Resolver:
 
     def lookup(self, name: str) -> Any:
         if name in self.cells:
+            value = self.cells[name]
+        elif name in self.fn.__globals__:
+            value = self.fn.__globals__[name]
+        else:
+            return getattr(builtins, name, _MISSING)
+        if _RECORDING:
+            _RECORDING[-1].append((self, name, value))
+        return value
+
+    def current(self, name: str) -> Any:
+        """The name's value now (closure cells are read afresh), without recording."""
+        cell = self._cell_objects.get(name)
+        if cell is not None:
+            try:
+                return cell.cell_contents
+            except ValueError:
+                return _MISSING
+        if name in self.cells:
             return self.cells[name]
-        if name in self.fn.__globals__:
-            return self.fn.__globals__[name]
-        return getattr(builtins, name, _MISSING)
+        return self.fn.__globals__.get(name, getattr(builtins, name, _MISSING))
 
     def is_closure(self, name: str) -> bool:
         return name in self.cells

@@ -115,3 +115,11 @@ def test_closure_gradients_in_jvp_and_vjp(backend):
 def test_generated_source_scatters_back():
     text = s2sad.source(s2sad.grad(via_map, argnums=(0, 1)))
     assert "y_bar[0] += y_0_bar" in text and "captured at" in text
+
+
+def test_broadcast_of_a_closure_outside_differentiation(backend):
+    w = np.array([3.0, 4.0])
+    out = s2sad.broadcast(lambda z: z * w[0] + DATA[0], np.arange(3.0), backend=backend)
+    np.testing.assert_array_equal(out, np.arange(3.0) * 3.0 + 0.5)
+    with pytest.raises(s2sad.S2SADError, match="takes 1 argument"):
+        s2sad.broadcast(lambda z: z * w[0], np.ones(2), np.ones(2))
