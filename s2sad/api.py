@@ -8,6 +8,7 @@ plan is cached on the function; the derivative that runs is generated Python sou
 from __future__ import annotations
 
 import functools
+import sys
 import weakref
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
@@ -166,7 +167,7 @@ def _check_args(c: Compiled, args: Sequence[Any], argnums: tuple[int, ...]) -> N
             raise S2SADError(f"argnums {i} is out of range for {c.fun.__name__}, which has {len(args)} arguments",
                              hint="Pick argnums among the function's positional parameters.")
         a = args[i]
-        dtype = np.asarray(a).dtype
+        dtype = _dtype_of(a)
         if dtype.kind != "f" or isinstance(a, (bool, int, np.integer, np.bool_)):
             what = f"dtype {dtype}" if isinstance(a, np.ndarray) else f"type {type(a).__name__}"
             raise NonDifferentiableInputError(
@@ -177,8 +178,19 @@ def _check_args(c: Compiled, args: Sequence[Any], argnums: tuple[int, ...]) -> N
                      f"'{c.params[i]}' out of argnums.")
 
 
+def _dtype_of(a: Any) -> np.dtype:
+    """The dtype of a numpy or cupy array, or of what numpy makes of a Python value."""
+    if runtime._is_cupy(a):
+        return a.dtype
+    return np.asarray(a).dtype
+
+
 def _as_result(g: np.ndarray, like: Any):
-    """A gradient shaped and typed like its argument (a float for a Python float)."""
+    """A gradient shaped and typed like its argument (a float for a Python float; on
+    the device for a cupy argument)."""
+    if runtime._is_cupy(like):
+        xp = sys.modules["cupy"]
+        return xp.asarray(g, dtype=like.dtype).reshape(like.shape)
     if type(like) is np.ndarray:
         if type(g) is np.ndarray and g.dtype == like.dtype and g.shape == like.shape:
             return g
@@ -360,8 +372,9 @@ def _scan_value_and_grads(backend: str):
 
 
 def _zeros_like(a):
-    a = np.asarray(a)
-    return np.zeros(a.shape, a.dtype if a.dtype.kind == "f" else np.float64)
+    xp = sys.modules["cupy"] if runtime._is_cupy(a) else np
+    a = xp.asarray(a)
+    return xp.zeros(a.shape, a.dtype if a.dtype.kind == "f" else np.float64)
 
 
 def _broadcast_size(*args) -> int:
@@ -421,7 +434,7 @@ def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], *, backe
     primals, tangents = tuple(primals), tuple(tangents)
     if len(primals) != len(tangents):
         raise S2SADError("jvp needs one tangent per primal", hint="Pass tangents of the same structure.")
-    argnums = tuple(i for i, p in enumerate(primals) if np.asarray(p).dtype.kind == "f")
+    argnums = tuple(i for i, p in enumerate(primals) if _dtype_of(p).kind == "f")
     _check_args(c, primals, argnums)
     if _is_array(c):
         return _array_jvp(c, primals, tangents, argnums, backend)
@@ -447,7 +460,7 @@ def vjp(fun: Callable, *primals, backend: str = "auto", mode: str = "auto"):
     _check_mode(mode)
     c = compiled(fun)
     argnums = tuple(range(len(primals)))
-    float_nums = tuple(i for i in argnums if np.asarray(primals[i]).dtype.kind == "f")
+    float_nums = tuple(i for i in argnums if _dtype_of(primals[i]).kind == "f")
     _check_args(c, primals, float_nums)
     if _is_array(c):
         out, pull = c.vjp(primals, float_nums, mode, backend)
@@ -517,7 +530,7 @@ def _stateful_jvp(c: Compiled, primals, active, tans, backend):
     scale = 1.0 / _broadcast_size(*kargs) if c.plan.reduction == "mean" else 1.0
     value, grads, final = runtime.scan_grads(c.kernel, kargs, active, _read_state(c), seed=scale, backend=backend)
     _write_state(c, final)
-    return value * scale, float(sum(np.sum(np.asarray(g) * np.asarray(t)) for g, t in zip(grads, tans)))
+    return value * scale, float(sum((g * t).sum() for g, t in zip(grads, tans)))
 
 
 def _stateful_vjp(c: Compiled, primals, pairs, active, kargs, backend):

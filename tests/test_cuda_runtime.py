@@ -339,11 +339,14 @@ def test_stateful_running_sum_on_the_gpu(fake_cupy):
     assert total == 5.0
 
 
-@pytest.mark.xfail(strict=True, reason="api.py converts gradients with np.asarray (_as_result, "
-                                       "_check_args, _zeros_like): cupy arrays need handling there")
 def test_api_gradients_of_cupy_arguments_are_cupy(fake_cupy):
     g = s2sad.grad(user_loss)(dev(X))
     assert isinstance(g, FakeArray)
+    v, (gx, gy) = s2sad.value_and_grad(lambda x, y: np.sum(s2sad.broadcast(lambda z: z * z + y[0], x)),
+                                       argnums=(0, 1))(dev(X), dev(np.array([1.0, 2.0])))
+    assert isinstance(gx, FakeArray) and isinstance(gy, FakeArray)
+    np.testing.assert_allclose(np.asarray(gx), 2 * X)
+    np.testing.assert_array_equal(np.asarray(gy), [X.size, 0.0])
 
 
 # ------------------------------------------------------------------------------------
