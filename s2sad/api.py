@@ -237,6 +237,17 @@ class Derivative:
         c = self.c
         if _is_array(c):
             return c.source(tuple(i % len(c.params) for i in self.argnums), self.mode)
+        text, active = self._array_level()
+        k = c.kernel.name
+        return (text + "\n\n"
+                f"# Kernel {k}: the loss's elementwise part, fused with its reduction.\n"
+                f"# Its dual returns the value and one partial per active argument.\n"
+                + c.kernel.module(active).source())
+
+    def _array_level(self) -> tuple[str, tuple[str, ...]]:
+        """The array-level derivative (the code that runs) and the kernel's active params
+        (states included) whose dual it calls."""
+        c = self.c
         argnums = [i % len(c.params) for i in self.argnums]
         pairs = c.active_pairs(tuple(argnums))
         active = tuple(k for k, _, _ in pairs)
@@ -280,10 +291,7 @@ class Derivative:
                              f"  # captured at {c.plan.capture_location(kp)}")
         lines.append(f"    return value, ({', '.join(bars)}{',' if len(bars) == 1 else ''})")
         state_params = c.kernel.params[len(c.kernel.params) - len(c.plan.program.state):] if c.plan.program.state else ()
-        kmod = c.kernel.module(active + tuple(state_params))
-        return ("\n".join(lines) + "\n\n\n"
-                f"# Kernel {k}: the loss's elementwise part, fused with its reduction.\n"
-                f"# Its dual returns the value and one partial per active argument.\n" + kmod.source())
+        return "\n".join(lines) + "\n", active + tuple(state_params)
 
     def implementation(self) -> Callable:
         if self._impl is None:
@@ -298,7 +306,7 @@ class Derivative:
                 "read_state": functools.partial(_read_state, c),
                 "write_state": functools.partial(_write_state, c),
             }
-            text = self.source().split("\n\n\n# Kernel")[0]
+            text = self._array_level()[0]
             exec(compile(text, f"<s2sad derivative of {c.name}>", "exec"), namespace)
             self._impl = next(v for k, v in namespace.items() if k.endswith("__value_and_grad"))
         return self._impl

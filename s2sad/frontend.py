@@ -10,6 +10,7 @@ Invariants of what this module hands on:
 """
 from __future__ import annotations
 
+import ast
 import builtins
 import hashlib
 import inspect
@@ -46,10 +47,13 @@ def location_of(filename: str, node: gast.AST) -> SourceLocation:
     return SourceLocation(filename, getattr(node, "lineno", 0) or 0, getattr(node, "col_offset", 0) or 0)
 
 
-_FILE_TREES: dict[tuple[str, str], gast.Module] = {}
+_FILE_TREES: dict[tuple[str, str], ast.Module] = {}
+_NODES: dict[tuple[int, int], gast.AST] = {}  # (id of the file's tree, id of the ast node) -> gast
 
 
-def _file_tree(filename: str) -> gast.Module | None:
+def _file_tree(filename: str) -> ast.Module | None:
+    """The file's tree, parsed once per content with the (fast, C) ast parser; only the
+    functions s2sad differentiates are converted to gast (see _find_node)."""
     lines = linecache.getlines(filename)
     if not lines:
         return None
@@ -58,7 +62,7 @@ def _file_tree(filename: str) -> gast.Module | None:
     tree = _FILE_TREES.get(key)
     if tree is None:
         try:
-            tree = gast.parse(text)
+            tree = ast.parse(text)
         except SyntaxError:
             return None
         _FILE_TREES[key] = tree
@@ -75,11 +79,22 @@ def _find_node(fn: types.FunctionType) -> gast.AST | None:
     tree = _file_tree(filename)
     if tree is None:
         return None
+    node = _find_ast_node(fn, tree)
+    if node is None:
+        return None
+    key = (id(tree), id(node))
+    if key not in _NODES:
+        _NODES[key] = gast.ast_to_gast(node)
+    return _NODES[key]
+
+
+def _find_ast_node(fn: types.FunctionType, tree: ast.Module) -> ast.AST | None:
+    code = fn.__code__
     first = code.co_firstlineno
     argnames = list(code.co_varnames[: code.co_argcount])
     if fn.__name__ == "<lambda>":
-        candidates = [n for n in gast.walk(tree) if isinstance(n, gast.Lambda) and n.lineno == first
-                      and [a.id for a in n.args.args] == argnames]
+        candidates = [n for n in ast.walk(tree) if isinstance(n, ast.Lambda) and n.lineno == first
+                      and [a.arg for a in n.args.args] == argnames]
         if len(candidates) > 1:
             col = _first_column(code)
             inside = [n for n in candidates if col is not None and n.col_offset <= col <= (n.end_col_offset or 10**9)]
@@ -87,12 +102,12 @@ def _find_node(fn: types.FunctionType) -> gast.AST | None:
                 raise UnsupportedSyntaxError(
                     f"line {first} has {len(candidates)} lambdas with the parameters ({', '.join(argnames)}), "
                     "and this Python cannot tell which one is being differentiated",
-                    location_of(filename, candidates[0]),
+                    location_of(code.co_filename, candidates[0]),
                     hint="Put each lambda on its own line, or give it a name with def.")
             candidates = [max(inside, key=lambda n: n.col_offset)]  # the innermost one
         return candidates[0] if candidates else None
-    for n in gast.walk(tree):
-        if isinstance(n, (gast.FunctionDef, gast.AsyncFunctionDef)) and n.name == fn.__name__:
+    for n in ast.walk(tree):
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == fn.__name__:
             start = min([n.lineno] + [d.lineno for d in n.decorator_list])
             if start == first:
                 return n
