@@ -30,7 +30,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from .errors import BackendUnavailableError, ShapeError
+from .errors import BackendUnavailableError
 from .kernel import KernelModule, LoopSpec, ScanSpec
 
 
@@ -86,7 +86,7 @@ def prepare(args: Sequence[Any], names: Sequence[str], dtype: np.dtype | None = 
     """runtime.prepare for the device: one-element inputs become scalars (read back to
     the host), the others C-contiguous cupy arrays of the compute dtype (no copy when
     they already are; numpy arrays are copied to the device)."""
-    from .runtime import Prepared
+    from .runtime import Prepared, broadcast_shape
 
     cp = xp()
     arrays = []
@@ -97,12 +97,7 @@ def prepare(args: Sequence[Any], names: Sequence[str], dtype: np.dtype | None = 
         h = np.asarray(a)
         arrays.append(h if h.size == 1 else cp.asarray(h))
     dtype = np.dtype(dtype) if dtype is not None else compute_dtype(arrays)
-    try:
-        shape = np.broadcast_shapes(*(tuple(a.shape) for a in arrays))
-    except ValueError:
-        desc = ", ".join(f"{n}: {tuple(a.shape)}" for n, a in zip(names, arrays))
-        raise ShapeError(f"the arguments' shapes do not broadcast together ({desc})",
-                         hint="Make the shapes compatible under numpy broadcasting rules.") from None
+    shape = broadcast_shape(arrays, names)
     layouts, values = [], []
     for a in arrays:
         if a.size == 1:

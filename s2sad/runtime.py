@@ -92,15 +92,20 @@ def compute_dtype(args: Sequence[Any]) -> np.dtype:
     return np.dtype(np.float64)
 
 
+def broadcast_shape(arrays: Sequence[Any], names: Sequence[str]) -> tuple[int, ...]:
+    """The shape the arguments broadcast to; a ShapeError naming each one's if none."""
+    try:
+        return np.broadcast_shapes(*(tuple(a.shape) for a in arrays))
+    except ValueError:
+        desc = ", ".join(f"{n}: {tuple(a.shape)}" for n, a in zip(names, arrays))
+        raise ShapeError(f"the arguments' shapes do not broadcast together ({desc})",
+                         hint="Make the shapes compatible under numpy broadcasting rules.") from None
+
+
 def prepare(args: Sequence[Any], names: Sequence[str], dtype: np.dtype | None = None) -> Prepared:
     arrays = [a if isinstance(a, np.ndarray) else np.asarray(a) for a in args]
     dtype = dtype or compute_dtype(arrays)
-    try:
-        shape = np.broadcast_shapes(*(a.shape for a in arrays))
-    except ValueError:
-        desc = ", ".join(f"{n}: {a.shape}" for n, a in zip(names, arrays))
-        raise ShapeError(f"the arguments' shapes do not broadcast together ({desc})",
-                         hint="Make the shapes compatible under numpy broadcasting rules.") from None
+    shape = broadcast_shape(arrays, names)
     layouts, values = [], []
     for a in arrays:
         if a.size == 1:

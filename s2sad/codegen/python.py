@@ -56,18 +56,12 @@ def run_driver(fn: Callable, spec: LoopSpec, active_idx: tuple[int, ...], n_oute
     flat array and element strides; grads and tangents likewise follow their param's
     layout; out, acc, seed (array) and out_dot are flat arrays.
     """
-    def read(p, layout, o, i):
-        if layout == "scalar":
-            return smath.Real(p)
-        arr, so, si = p
-        return smath.Real(arr[o * so + i * si])
-
     active_layouts = [spec.layouts[k] for k in active_idx]
     with np.errstate(all="ignore"):
         for o in range(n_outer):
             for i in range(n_inner):
                 flat = o * n_inner + i
-                args = [read(p, l, o, i) for p, l in zip(params, spec.layouts)]
+                args = [_read(p, l, o, i) for p, l in zip(params, spec.layouts)]
                 res = fn(*args)
                 if isinstance(res, tuple):
                     value, partials = res[0], res[1:]
@@ -80,18 +74,11 @@ def run_driver(fn: Callable, spec: LoopSpec, active_idx: tuple[int, ...], n_oute
                 if spec.partials:
                     s = seed if spec.seed == "scalar" else seed[flat]
                     for g, layout, d in zip(grads, active_layouts, partials):
-                        contrib = d * s
-                        if layout == "scalar":
-                            g[0] += contrib
-                        elif layout == "contig":
-                            g[0][flat] = contrib
-                        else:
-                            arr, so, si = g
-                            arr[o * so + i * si] += contrib
+                        _add_to_grad(g, layout, o, i, flat, d * s)
                 if spec.tangents:
                     total = 0.0
                     for t, layout, d in zip(tangents, active_layouts, partials):
-                        total += d * read(t, layout, o, i)
+                        total += d * _read(t, layout, o, i)
                     out_dot[flat] = total
 
 
