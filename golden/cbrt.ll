@@ -1,21 +1,48 @@
 ; s2sad kernel module 'cbrt_loss__elementwise': driver @cbrt_loss__elementwise__c_sum_grads_f64 (T = double)
 
-declare double @cbrt(double) #2
+; glibc's libmvec: one variant per function (the widest ISA). Scalar code calls
+; lane 0 of it, remainder loops a few lanes of it, and each call's
+; vector-function-abi-variant attribute lets the loop vectoriser call it itself:
+; an element gets the same bits wherever it falls
+declare <8 x double> @_ZGVeN8v_cbrt(<8 x double>) #2
 
-; SIMD variants from glibc's libmvec, for the loop vectoriser
-declare <2 x double> @_ZGVbN2v_cbrt(<2 x double>)
-declare <4 x double> @_ZGVdN4v_cbrt(<4 x double>)
-declare <8 x double> @_ZGVeN8v_cbrt(<8 x double>)
+; cbrt as libmvec computes it: lane 0 of _ZGVeN8v_cbrt on a splat
+define internal double @libmvec.cbrt(double %x) #3 {
+entry:
+  %x.v = insertelement <8 x double> poison, double %x, i64 0
+  %x.wide = shufflevector <8 x double> %x.v, <8 x double> poison, <8 x i32> zeroinitializer
+  %cbrt.wide = call <8 x double> @_ZGVeN8v_cbrt(<8 x double> %x.wide)
+  %cbrt = extractelement <8 x double> %cbrt.wide, i64 0
+  ret double %cbrt
+}
+
+; 4 lanes of the same: the vectoriser's remainder loops
+define internal <4 x double> @libmvec.cbrt.v4(<4 x double> %x) #3 {
+entry:
+  %x.wide = shufflevector <4 x double> %x, <4 x double> poison, <8 x i32> <i32 0, i32 1, i32 2, i32 3, i32 0, i32 1, i32 2, i32 3>
+  %cbrt.wide = call <8 x double> @_ZGVeN8v_cbrt(<8 x double> %x.wide)
+  %cbrt = shufflevector <8 x double> %cbrt.wide, <8 x double> poison, <4 x i32> <i32 0, i32 1, i32 2, i32 3>
+  ret <4 x double> %cbrt
+}
+
+; 2 lanes of the same: the vectoriser's remainder loops
+define internal <2 x double> @libmvec.cbrt.v2(<2 x double> %x) #3 {
+entry:
+  %x.wide = shufflevector <2 x double> %x, <2 x double> poison, <8 x i32> <i32 0, i32 1, i32 0, i32 1, i32 0, i32 1, i32 0, i32 1>
+  %cbrt.wide = call <8 x double> @_ZGVeN8v_cbrt(<8 x double> %x.wide)
+  %cbrt = shufflevector <8 x double> %cbrt.wide, <8 x double> poison, <2 x i32> <i32 0, i32 1>
+  ret <2 x double> %cbrt
+}
 
 define internal double @cbrt_loss__elementwise(double %x) #0 {
 entry:
-  %ret = call double @cbrt(double %x) #3
+  %ret = call double @libmvec.cbrt(double %x) #4
   ret double %ret
 }
 
 define internal { double, double } @cbrt_loss__elementwise__dual(double %x) #0 {
 entry:
-  %_d1 = call double @cbrt(double %x) #3
+  %_d1 = call double @libmvec.cbrt(double %x) #4
   %mul = fmul double 3.0, %_d1
   %mul.1 = fmul double %mul, %_d1
   %div = fdiv double 1.0, %mul.1
@@ -69,9 +96,10 @@ exit:
   ret void
 }
 
-@llvm.compiler.used = appending global [3 x ptr] [ptr @_ZGVbN2v_cbrt, ptr @_ZGVdN4v_cbrt, ptr @_ZGVeN8v_cbrt], section "llvm.metadata"
+@llvm.compiler.used = appending global [2 x ptr] [ptr @libmvec.cbrt.v4, ptr @libmvec.cbrt.v2], section "llvm.metadata"
 
 attributes #0 = { alwaysinline nounwind }
-attributes #1 = { nounwind }
+attributes #1 = { nounwind "prefer-vector-width"="512" }
 attributes #2 = { nounwind willreturn memory(none) }
-attributes #3 = { "vector-function-abi-variant"="_ZGVbN2v_cbrt(_ZGVbN2v_cbrt),_ZGVdN4v_cbrt(_ZGVdN4v_cbrt),_ZGVeN8v_cbrt(_ZGVeN8v_cbrt)" }
+attributes #3 = { noinline nounwind willreturn memory(none) }
+attributes #4 = { "vector-function-abi-variant"="_ZGVeN8v_libmvec.cbrt(_ZGVeN8v_cbrt),_ZGV_LLVM_N4v_libmvec.cbrt(libmvec.cbrt.v4),_ZGV_LLVM_N2v_libmvec.cbrt(libmvec.cbrt.v2)" }

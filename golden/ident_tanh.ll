@@ -1,11 +1,38 @@
 ; s2sad kernel module 'ident_tanh': driver @ident_tanh__c_sum_grads_f64 (T = double)
 
-declare double @tanh(double) #2
+; glibc's libmvec: one variant per function (the widest ISA). Scalar code calls
+; lane 0 of it, remainder loops a few lanes of it, and each call's
+; vector-function-abi-variant attribute lets the loop vectoriser call it itself:
+; an element gets the same bits wherever it falls
+declare <8 x double> @_ZGVeN8v_tanh(<8 x double>) #2
 
-; SIMD variants from glibc's libmvec, for the loop vectoriser
-declare <2 x double> @_ZGVbN2v_tanh(<2 x double>)
-declare <4 x double> @_ZGVdN4v_tanh(<4 x double>)
-declare <8 x double> @_ZGVeN8v_tanh(<8 x double>)
+; tanh as libmvec computes it: lane 0 of _ZGVeN8v_tanh on a splat
+define internal double @libmvec.tanh(double %x) #3 {
+entry:
+  %x.v = insertelement <8 x double> poison, double %x, i64 0
+  %x.wide = shufflevector <8 x double> %x.v, <8 x double> poison, <8 x i32> zeroinitializer
+  %tanh.wide = call <8 x double> @_ZGVeN8v_tanh(<8 x double> %x.wide)
+  %tanh = extractelement <8 x double> %tanh.wide, i64 0
+  ret double %tanh
+}
+
+; 4 lanes of the same: the vectoriser's remainder loops
+define internal <4 x double> @libmvec.tanh.v4(<4 x double> %x) #3 {
+entry:
+  %x.wide = shufflevector <4 x double> %x, <4 x double> poison, <8 x i32> <i32 0, i32 1, i32 2, i32 3, i32 0, i32 1, i32 2, i32 3>
+  %tanh.wide = call <8 x double> @_ZGVeN8v_tanh(<8 x double> %x.wide)
+  %tanh = shufflevector <8 x double> %tanh.wide, <8 x double> poison, <4 x i32> <i32 0, i32 1, i32 2, i32 3>
+  ret <4 x double> %tanh
+}
+
+; 2 lanes of the same: the vectoriser's remainder loops
+define internal <2 x double> @libmvec.tanh.v2(<2 x double> %x) #3 {
+entry:
+  %x.wide = shufflevector <2 x double> %x, <2 x double> poison, <8 x i32> <i32 0, i32 1, i32 0, i32 1, i32 0, i32 1, i32 0, i32 1>
+  %tanh.wide = call <8 x double> @_ZGVeN8v_tanh(<8 x double> %x.wide)
+  %tanh = shufflevector <8 x double> %tanh.wide, <8 x double> poison, <2 x i32> <i32 0, i32 1>
+  ret <2 x double> %tanh
+}
 
 ; from golden/examples.py:9 (ident)
 define internal double @ident(double %z) #0 {
@@ -16,7 +43,7 @@ entry:
 ; from golden/examples.py:13 (ident_tanh)
 define internal double @ident_tanh(double %z) #0 {
 entry:
-  %tanh = call double @tanh(double %z) #3
+  %tanh = call double @libmvec.tanh(double %z) #4
   %ret = call double @ident(double %tanh)
   ret double %ret
 }
@@ -30,7 +57,7 @@ entry:
 
 define internal { double, double } @ident_tanh__dual(double %z) #0 {
 entry:
-  %_d1 = call double @tanh(double %z) #3
+  %_d1 = call double @libmvec.tanh(double %z) #4
   %ident__dual.ret = call { double, double } @ident__dual(double %_d1)
   %_d2 = extractvalue { double, double } %ident__dual.ret, 0
   %d_d2_dz = extractvalue { double, double } %ident__dual.ret, 1
@@ -87,9 +114,10 @@ exit:
   ret void
 }
 
-@llvm.compiler.used = appending global [3 x ptr] [ptr @_ZGVbN2v_tanh, ptr @_ZGVdN4v_tanh, ptr @_ZGVeN8v_tanh], section "llvm.metadata"
+@llvm.compiler.used = appending global [2 x ptr] [ptr @libmvec.tanh.v4, ptr @libmvec.tanh.v2], section "llvm.metadata"
 
 attributes #0 = { alwaysinline nounwind }
-attributes #1 = { nounwind }
+attributes #1 = { nounwind "prefer-vector-width"="512" }
 attributes #2 = { nounwind willreturn memory(none) }
-attributes #3 = { "vector-function-abi-variant"="_ZGVbN2v_tanh(_ZGVbN2v_tanh),_ZGVdN4v_tanh(_ZGVdN4v_tanh),_ZGVeN8v_tanh(_ZGVeN8v_tanh)" }
+attributes #3 = { noinline nounwind willreturn memory(none) }
+attributes #4 = { "vector-function-abi-variant"="_ZGVeN8v_libmvec.tanh(_ZGVeN8v_tanh),_ZGV_LLVM_N4v_libmvec.tanh(libmvec.tanh.v4),_ZGV_LLVM_N2v_libmvec.tanh(libmvec.tanh.v2)" }

@@ -1,15 +1,67 @@
 ; s2sad kernel module 'softplus': driver @softplus__c_sum_grads_f64 (T = double)
 
-declare double @exp(double) #2
-declare double @log1p(double) #2
+; glibc's libmvec: one variant per function (the widest ISA). Scalar code calls
+; lane 0 of it, remainder loops a few lanes of it, and each call's
+; vector-function-abi-variant attribute lets the loop vectoriser call it itself:
+; an element gets the same bits wherever it falls
+declare <8 x double> @_ZGVeN8v_exp(<8 x double>) #2
+declare <8 x double> @_ZGVeN8v_log1p(<8 x double>) #2
 
-; SIMD variants from glibc's libmvec, for the loop vectoriser
-declare <2 x double> @_ZGVbN2v_exp(<2 x double>)
-declare <4 x double> @_ZGVdN4v_exp(<4 x double>)
-declare <8 x double> @_ZGVeN8v_exp(<8 x double>)
-declare <2 x double> @_ZGVbN2v_log1p(<2 x double>)
-declare <4 x double> @_ZGVdN4v_log1p(<4 x double>)
-declare <8 x double> @_ZGVeN8v_log1p(<8 x double>)
+; exp as libmvec computes it: lane 0 of _ZGVeN8v_exp on a splat
+define internal double @libmvec.exp(double %x) #3 {
+entry:
+  %x.v = insertelement <8 x double> poison, double %x, i64 0
+  %x.wide = shufflevector <8 x double> %x.v, <8 x double> poison, <8 x i32> zeroinitializer
+  %exp.wide = call <8 x double> @_ZGVeN8v_exp(<8 x double> %x.wide)
+  %exp = extractelement <8 x double> %exp.wide, i64 0
+  ret double %exp
+}
+
+; 4 lanes of the same: the vectoriser's remainder loops
+define internal <4 x double> @libmvec.exp.v4(<4 x double> %x) #3 {
+entry:
+  %x.wide = shufflevector <4 x double> %x, <4 x double> poison, <8 x i32> <i32 0, i32 1, i32 2, i32 3, i32 0, i32 1, i32 2, i32 3>
+  %exp.wide = call <8 x double> @_ZGVeN8v_exp(<8 x double> %x.wide)
+  %exp = shufflevector <8 x double> %exp.wide, <8 x double> poison, <4 x i32> <i32 0, i32 1, i32 2, i32 3>
+  ret <4 x double> %exp
+}
+
+; 2 lanes of the same: the vectoriser's remainder loops
+define internal <2 x double> @libmvec.exp.v2(<2 x double> %x) #3 {
+entry:
+  %x.wide = shufflevector <2 x double> %x, <2 x double> poison, <8 x i32> <i32 0, i32 1, i32 0, i32 1, i32 0, i32 1, i32 0, i32 1>
+  %exp.wide = call <8 x double> @_ZGVeN8v_exp(<8 x double> %x.wide)
+  %exp = shufflevector <8 x double> %exp.wide, <8 x double> poison, <2 x i32> <i32 0, i32 1>
+  ret <2 x double> %exp
+}
+
+; log1p as libmvec computes it: lane 0 of _ZGVeN8v_log1p on a splat
+define internal double @libmvec.log1p(double %x) #3 {
+entry:
+  %x.v = insertelement <8 x double> poison, double %x, i64 0
+  %x.wide = shufflevector <8 x double> %x.v, <8 x double> poison, <8 x i32> zeroinitializer
+  %log1p.wide = call <8 x double> @_ZGVeN8v_log1p(<8 x double> %x.wide)
+  %log1p = extractelement <8 x double> %log1p.wide, i64 0
+  ret double %log1p
+}
+
+; 4 lanes of the same: the vectoriser's remainder loops
+define internal <4 x double> @libmvec.log1p.v4(<4 x double> %x) #3 {
+entry:
+  %x.wide = shufflevector <4 x double> %x, <4 x double> poison, <8 x i32> <i32 0, i32 1, i32 2, i32 3, i32 0, i32 1, i32 2, i32 3>
+  %log1p.wide = call <8 x double> @_ZGVeN8v_log1p(<8 x double> %x.wide)
+  %log1p = shufflevector <8 x double> %log1p.wide, <8 x double> poison, <4 x i32> <i32 0, i32 1, i32 2, i32 3>
+  ret <4 x double> %log1p
+}
+
+; 2 lanes of the same: the vectoriser's remainder loops
+define internal <2 x double> @libmvec.log1p.v2(<2 x double> %x) #3 {
+entry:
+  %x.wide = shufflevector <2 x double> %x, <2 x double> poison, <8 x i32> <i32 0, i32 1, i32 0, i32 1, i32 0, i32 1, i32 0, i32 1>
+  %log1p.wide = call <8 x double> @_ZGVeN8v_log1p(<8 x double> %x.wide)
+  %log1p = shufflevector <8 x double> %log1p.wide, <8 x double> poison, <2 x i32> <i32 0, i32 1>
+  ret <2 x double> %log1p
+}
 
 ; from golden/examples.py:17 (softplus)
 define internal double @softplus(double %z) #0 {
@@ -28,13 +80,13 @@ if.else:
   br i1 %lt, label %if.then.1, label %if.else.1
 
 if.then.1:
-  %ret = call double @exp(double %z) #3
+  %ret = call double @libmvec.exp(double %z) #4
   store double %ret, ptr %retval
   br label %return
 
 if.else.1:
-  %exp = call double @exp(double %z) #3
-  %ret.1 = call double @log1p(double %exp) #4
+  %exp = call double @libmvec.exp(double %z) #4
+  %ret.1 = call double @libmvec.log1p(double %exp) #5
   store double %ret.1, ptr %retval
   br label %return
 
@@ -63,7 +115,7 @@ if.else:
   br i1 %lt, label %if.then.1, label %if.else.1
 
 if.then.1:
-  %_d1 = call double @exp(double %z) #3
+  %_d1 = call double @libmvec.exp(double %z) #4
   store double %_d1, ptr %_d1.addr
   %_d1.1 = load double, ptr %_d1.addr
   %_d1.2 = load double, ptr %_d1.addr
@@ -73,10 +125,10 @@ if.then.1:
   br label %return
 
 if.else.1:
-  %_d2 = call double @exp(double %z) #3
+  %_d2 = call double @libmvec.exp(double %z) #4
   store double %_d2, ptr %_d2.addr
   %_d2.1 = load double, ptr %_d2.addr
-  %log1p = call double @log1p(double %_d2.1) #4
+  %log1p = call double @libmvec.log1p(double %_d2.1) #5
   %_d2.2 = load double, ptr %_d2.addr
   %add = fadd double 1.0, %_d2.2
   %div = fdiv double 1.0, %add
@@ -137,10 +189,11 @@ exit:
   ret void
 }
 
-@llvm.compiler.used = appending global [6 x ptr] [ptr @_ZGVbN2v_exp, ptr @_ZGVdN4v_exp, ptr @_ZGVeN8v_exp, ptr @_ZGVbN2v_log1p, ptr @_ZGVdN4v_log1p, ptr @_ZGVeN8v_log1p], section "llvm.metadata"
+@llvm.compiler.used = appending global [4 x ptr] [ptr @libmvec.exp.v4, ptr @libmvec.exp.v2, ptr @libmvec.log1p.v4, ptr @libmvec.log1p.v2], section "llvm.metadata"
 
 attributes #0 = { alwaysinline nounwind }
-attributes #1 = { nounwind }
+attributes #1 = { nounwind "prefer-vector-width"="512" }
 attributes #2 = { nounwind willreturn memory(none) }
-attributes #3 = { "vector-function-abi-variant"="_ZGVbN2v_exp(_ZGVbN2v_exp),_ZGVdN4v_exp(_ZGVdN4v_exp),_ZGVeN8v_exp(_ZGVeN8v_exp)" }
-attributes #4 = { "vector-function-abi-variant"="_ZGVbN2v_log1p(_ZGVbN2v_log1p),_ZGVdN4v_log1p(_ZGVdN4v_log1p),_ZGVeN8v_log1p(_ZGVeN8v_log1p)" }
+attributes #3 = { noinline nounwind willreturn memory(none) }
+attributes #4 = { "vector-function-abi-variant"="_ZGVeN8v_libmvec.exp(_ZGVeN8v_exp),_ZGV_LLVM_N4v_libmvec.exp(libmvec.exp.v4),_ZGV_LLVM_N2v_libmvec.exp(libmvec.exp.v2)" }
+attributes #5 = { "vector-function-abi-variant"="_ZGVeN8v_libmvec.log1p(_ZGVeN8v_log1p),_ZGV_LLVM_N4v_libmvec.log1p(libmvec.log1p.v4),_ZGV_LLVM_N2v_libmvec.log1p(libmvec.log1p.v2)" }

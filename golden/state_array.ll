@@ -1,11 +1,38 @@
 ; s2sad kernel module 'array_loss__elementwise': driver @array_loss__elementwise__scan_c_s1_sum_grads_f64 (T = double)
 
-declare double @tanh(double) #2
+; glibc's libmvec: one variant per function (the widest ISA). Scalar code calls
+; lane 0 of it, remainder loops a few lanes of it, and each call's
+; vector-function-abi-variant attribute lets the loop vectoriser call it itself:
+; an element gets the same bits wherever it falls
+declare <8 x double> @_ZGVeN8v_tanh(<8 x double>) #2
 
-; SIMD variants from glibc's libmvec, for the loop vectoriser
-declare <2 x double> @_ZGVbN2v_tanh(<2 x double>)
-declare <4 x double> @_ZGVdN4v_tanh(<4 x double>)
-declare <8 x double> @_ZGVeN8v_tanh(<8 x double>)
+; tanh as libmvec computes it: lane 0 of _ZGVeN8v_tanh on a splat
+define internal double @libmvec.tanh(double %x) #3 {
+entry:
+  %x.v = insertelement <8 x double> poison, double %x, i64 0
+  %x.wide = shufflevector <8 x double> %x.v, <8 x double> poison, <8 x i32> zeroinitializer
+  %tanh.wide = call <8 x double> @_ZGVeN8v_tanh(<8 x double> %x.wide)
+  %tanh = extractelement <8 x double> %tanh.wide, i64 0
+  ret double %tanh
+}
+
+; 4 lanes of the same: the vectoriser's remainder loops
+define internal <4 x double> @libmvec.tanh.v4(<4 x double> %x) #3 {
+entry:
+  %x.wide = shufflevector <4 x double> %x, <4 x double> poison, <8 x i32> <i32 0, i32 1, i32 2, i32 3, i32 0, i32 1, i32 2, i32 3>
+  %tanh.wide = call <8 x double> @_ZGVeN8v_tanh(<8 x double> %x.wide)
+  %tanh = shufflevector <8 x double> %tanh.wide, <8 x double> poison, <4 x i32> <i32 0, i32 1, i32 2, i32 3>
+  ret <4 x double> %tanh
+}
+
+; 2 lanes of the same: the vectoriser's remainder loops
+define internal <2 x double> @libmvec.tanh.v2(<2 x double> %x) #3 {
+entry:
+  %x.wide = shufflevector <2 x double> %x, <2 x double> poison, <8 x i32> <i32 0, i32 1, i32 0, i32 1, i32 0, i32 1, i32 0, i32 1>
+  %tanh.wide = call <8 x double> @_ZGVeN8v_tanh(<8 x double> %x.wide)
+  %tanh = shufflevector <8 x double> %tanh.wide, <8 x double> poison, <2 x i32> <i32 0, i32 1>
+  ret <2 x double> %tanh
+}
 
 ; local function at golden/examples.py:109
 define internal { double, double } @lambda_109(double %z, double %BUFFER_0) #0 {
@@ -22,7 +49,7 @@ entry:
 define internal { double, double } @running_array(double %x, double %BUFFER_0) #0 {
 entry:
   %mul = fmul double 0.5, %BUFFER_0
-  %tanh = call double @tanh(double %x) #3
+  %tanh = call double @libmvec.tanh(double %x) #4
   %BUFFER_0.1 = fadd double %mul, %tanh
   %ret.tuple = insertvalue { double, double } poison, double %BUFFER_0.1, 0
   %ret = insertvalue { double, double } %ret.tuple, double %BUFFER_0.1, 1
@@ -42,7 +69,7 @@ entry:
 define internal { double, double, double, double, double, double } @running_array__dual(double %x, double %BUFFER_0) #0 {
 entry:
   %_d1 = fmul double 0.5, %BUFFER_0
-  %_d2 = call double @tanh(double %x) #3
+  %_d2 = call double @libmvec.tanh(double %x) #4
   %mul = fmul double 0.5, 0.0
   %mul.1 = fmul double %_d2, %_d2
   %sub = fsub double 1.0, %mul.1
@@ -205,9 +232,10 @@ rev.exit:
   ret void
 }
 
-@llvm.compiler.used = appending global [3 x ptr] [ptr @_ZGVbN2v_tanh, ptr @_ZGVdN4v_tanh, ptr @_ZGVeN8v_tanh], section "llvm.metadata"
+@llvm.compiler.used = appending global [2 x ptr] [ptr @libmvec.tanh.v4, ptr @libmvec.tanh.v2], section "llvm.metadata"
 
 attributes #0 = { alwaysinline nounwind }
-attributes #1 = { nounwind }
+attributes #1 = { nounwind "prefer-vector-width"="512" }
 attributes #2 = { nounwind willreturn memory(none) }
-attributes #3 = { "vector-function-abi-variant"="_ZGVbN2v_tanh(_ZGVbN2v_tanh),_ZGVdN4v_tanh(_ZGVdN4v_tanh),_ZGVeN8v_tanh(_ZGVeN8v_tanh)" }
+attributes #3 = { noinline nounwind willreturn memory(none) }
+attributes #4 = { "vector-function-abi-variant"="_ZGVeN8v_libmvec.tanh(_ZGVeN8v_tanh),_ZGV_LLVM_N4v_libmvec.tanh(libmvec.tanh.v4),_ZGV_LLVM_N2v_libmvec.tanh(libmvec.tanh.v2)" }

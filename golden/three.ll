@@ -1,15 +1,67 @@
 ; s2sad kernel module 'three': driver @three__ccc_sum_grads_f64 (T = double)
 
-declare double @sin(double) #2
-declare double @cos(double) #2
+; glibc's libmvec: one variant per function (the widest ISA). Scalar code calls
+; lane 0 of it, remainder loops a few lanes of it, and each call's
+; vector-function-abi-variant attribute lets the loop vectoriser call it itself:
+; an element gets the same bits wherever it falls
+declare <8 x double> @_ZGVeN8v_sin(<8 x double>) #2
+declare <8 x double> @_ZGVeN8v_cos(<8 x double>) #2
 
-; SIMD variants from glibc's libmvec, for the loop vectoriser
-declare <2 x double> @_ZGVbN2v_sin(<2 x double>)
-declare <4 x double> @_ZGVdN4v_sin(<4 x double>)
-declare <8 x double> @_ZGVeN8v_sin(<8 x double>)
-declare <2 x double> @_ZGVbN2v_cos(<2 x double>)
-declare <4 x double> @_ZGVdN4v_cos(<4 x double>)
-declare <8 x double> @_ZGVeN8v_cos(<8 x double>)
+; sin as libmvec computes it: lane 0 of _ZGVeN8v_sin on a splat
+define internal double @libmvec.sin(double %x) #3 {
+entry:
+  %x.v = insertelement <8 x double> poison, double %x, i64 0
+  %x.wide = shufflevector <8 x double> %x.v, <8 x double> poison, <8 x i32> zeroinitializer
+  %sin.wide = call <8 x double> @_ZGVeN8v_sin(<8 x double> %x.wide)
+  %sin = extractelement <8 x double> %sin.wide, i64 0
+  ret double %sin
+}
+
+; 4 lanes of the same: the vectoriser's remainder loops
+define internal <4 x double> @libmvec.sin.v4(<4 x double> %x) #3 {
+entry:
+  %x.wide = shufflevector <4 x double> %x, <4 x double> poison, <8 x i32> <i32 0, i32 1, i32 2, i32 3, i32 0, i32 1, i32 2, i32 3>
+  %sin.wide = call <8 x double> @_ZGVeN8v_sin(<8 x double> %x.wide)
+  %sin = shufflevector <8 x double> %sin.wide, <8 x double> poison, <4 x i32> <i32 0, i32 1, i32 2, i32 3>
+  ret <4 x double> %sin
+}
+
+; 2 lanes of the same: the vectoriser's remainder loops
+define internal <2 x double> @libmvec.sin.v2(<2 x double> %x) #3 {
+entry:
+  %x.wide = shufflevector <2 x double> %x, <2 x double> poison, <8 x i32> <i32 0, i32 1, i32 0, i32 1, i32 0, i32 1, i32 0, i32 1>
+  %sin.wide = call <8 x double> @_ZGVeN8v_sin(<8 x double> %x.wide)
+  %sin = shufflevector <8 x double> %sin.wide, <8 x double> poison, <2 x i32> <i32 0, i32 1>
+  ret <2 x double> %sin
+}
+
+; cos as libmvec computes it: lane 0 of _ZGVeN8v_cos on a splat
+define internal double @libmvec.cos(double %x) #3 {
+entry:
+  %x.v = insertelement <8 x double> poison, double %x, i64 0
+  %x.wide = shufflevector <8 x double> %x.v, <8 x double> poison, <8 x i32> zeroinitializer
+  %cos.wide = call <8 x double> @_ZGVeN8v_cos(<8 x double> %x.wide)
+  %cos = extractelement <8 x double> %cos.wide, i64 0
+  ret double %cos
+}
+
+; 4 lanes of the same: the vectoriser's remainder loops
+define internal <4 x double> @libmvec.cos.v4(<4 x double> %x) #3 {
+entry:
+  %x.wide = shufflevector <4 x double> %x, <4 x double> poison, <8 x i32> <i32 0, i32 1, i32 2, i32 3, i32 0, i32 1, i32 2, i32 3>
+  %cos.wide = call <8 x double> @_ZGVeN8v_cos(<8 x double> %x.wide)
+  %cos = shufflevector <8 x double> %cos.wide, <8 x double> poison, <4 x i32> <i32 0, i32 1, i32 2, i32 3>
+  ret <4 x double> %cos
+}
+
+; 2 lanes of the same: the vectoriser's remainder loops
+define internal <2 x double> @libmvec.cos.v2(<2 x double> %x) #3 {
+entry:
+  %x.wide = shufflevector <2 x double> %x, <2 x double> poison, <8 x i32> <i32 0, i32 1, i32 0, i32 1, i32 0, i32 1, i32 0, i32 1>
+  %cos.wide = call <8 x double> @_ZGVeN8v_cos(<8 x double> %x.wide)
+  %cos = shufflevector <8 x double> %cos.wide, <8 x double> poison, <2 x i32> <i32 0, i32 1>
+  ret <2 x double> %cos
+}
 
 ; from golden/examples.py:33 (three)
 define internal double @three(double %x, double %y, double %w) #0 {
@@ -21,7 +73,7 @@ entry:
   br i1 %gt, label %cond.true, label %cond.false
 
 cond.true:
-  %sin = call double @sin(double %s) #3
+  %sin = call double @libmvec.sin(double %s) #4
   br label %cond.end
 
 cond.false:
@@ -48,7 +100,7 @@ entry:
   br i1 %gt, label %if.then, label %if.else
 
 if.then:
-  %_d7 = call double @cos(double %s) #4
+  %_d7 = call double @libmvec.cos(double %s) #5
   store double %_d7, ptr %_d7.addr
   %_d7.1 = load double, ptr %_d7.addr
   %_d4 = fmul double %_d7.1, %y
@@ -59,7 +111,7 @@ if.then:
   %_d7.3 = load double, ptr %_d7.addr
   %_d6 = fmul double %_d7.3, %s_dot_w
   store double %_d6, ptr %_d6.addr
-  %_d3 = call double @sin(double %s) #3
+  %_d3 = call double @libmvec.sin(double %s) #4
   store double %_d3, ptr %_d3.addr
   br label %if.end
 
@@ -143,10 +195,11 @@ exit:
   ret void
 }
 
-@llvm.compiler.used = appending global [6 x ptr] [ptr @_ZGVbN2v_sin, ptr @_ZGVdN4v_sin, ptr @_ZGVeN8v_sin, ptr @_ZGVbN2v_cos, ptr @_ZGVdN4v_cos, ptr @_ZGVeN8v_cos], section "llvm.metadata"
+@llvm.compiler.used = appending global [4 x ptr] [ptr @libmvec.sin.v4, ptr @libmvec.sin.v2, ptr @libmvec.cos.v4, ptr @libmvec.cos.v2], section "llvm.metadata"
 
 attributes #0 = { alwaysinline nounwind }
-attributes #1 = { nounwind }
+attributes #1 = { nounwind "prefer-vector-width"="512" }
 attributes #2 = { nounwind willreturn memory(none) }
-attributes #3 = { "vector-function-abi-variant"="_ZGVbN2v_sin(_ZGVbN2v_sin),_ZGVdN4v_sin(_ZGVdN4v_sin),_ZGVeN8v_sin(_ZGVeN8v_sin)" }
-attributes #4 = { "vector-function-abi-variant"="_ZGVbN2v_cos(_ZGVbN2v_cos),_ZGVdN4v_cos(_ZGVdN4v_cos),_ZGVeN8v_cos(_ZGVeN8v_cos)" }
+attributes #3 = { noinline nounwind willreturn memory(none) }
+attributes #4 = { "vector-function-abi-variant"="_ZGVeN8v_libmvec.sin(_ZGVeN8v_sin),_ZGV_LLVM_N4v_libmvec.sin(libmvec.sin.v4),_ZGV_LLVM_N2v_libmvec.sin(libmvec.sin.v2)" }
+attributes #5 = { "vector-function-abi-variant"="_ZGVeN8v_libmvec.cos(_ZGVeN8v_cos),_ZGV_LLVM_N4v_libmvec.cos(libmvec.cos.v4),_ZGV_LLVM_N2v_libmvec.cos(libmvec.cos.v2)" }

@@ -106,9 +106,9 @@ def mlp_loss(W1, b1, W2, b2, X, y):
     return np.mean((out - y) ** 2)
 
 
-def mlp_args():
-    X = rng.normal(size=(16, 5))
-    y = rng.normal(size=(16, 2))
+def mlp_args(rows=16):
+    X = rng.normal(size=(rows, 5))
+    y = rng.normal(size=(rows, 2))
     W1 = rng.normal(size=(5, 8)) * 0.5
     b1 = rng.normal(size=(1, 8)) * 0.1   # a bias row
     W2 = rng.normal(size=(8, 2)) * 0.5
@@ -142,27 +142,54 @@ def test_tanh_rnn(backend):
     assert "# Grad of: h = np.tanh(w * h + x[t])" in text
 
 
-@pytest.mark.parametrize("fn,args", [
-    (mlp_loss, None), (rnn_loss, "rnn")], ids=["mlp", "rnn"])
-def test_store_and_recompute_are_identical(fn, args, backend):
+@pytest.mark.parametrize("fn", [mlp_loss, rnn_loss], ids=["mlp", "rnn"])
+def test_store_and_recompute_are_identical(fn, backend):
     """Both modes multiply the same partial by the same seed and sum back with the same
-    unbroadcast. (Bit for bit as long as the backend computes each element the same way
-    in every driver: the python backend always, llvm with S2SAD_LIBMVEC=0; with vector
-    libm, LLVM may vectorize the store and vjp drivers differently, and vector tanh/exp
-    can differ from scalar libm in the last ulp: see the report of issue 5.)"""
-    if args is None:
-        args, nums = mlp_args(), (0, 1, 2, 3)
-    else:
-        args, nums = [0.8, rng.normal(size=(12, 3)) * 0.5, rng.normal(size=3) * 0.1], (0, 1, 2)
-    a = s2sad.value_and_grad(fn, argnums=nums, backend=backend, mode="store")(*args)
-    b = s2sad.value_and_grad(fn, argnums=nums, backend=backend, mode="recompute")(*args)
-    c = s2sad.value_and_grad(fn, argnums=nums, backend=backend)(*args)
-    assert a[0] == b[0] == c[0]
-    for ga, gb, gc in zip(a[1], b[1], c[1]):
-        np.testing.assert_array_equal(ga, gb)
-        np.testing.assert_array_equal(ga, gc)
+    unbroadcast, and every driver gives an element's math functions the same bits
+    wherever the element falls (vector body or remainder): identical at every size."""
+    for n in (1, 2, 3, 5, 8, 13, 16, 17, 37):
+        if fn is mlp_loss:
+            args, nums = mlp_args(n), (0, 1, 2, 3)
+        else:
+            args, nums = [0.8, rng.normal(size=(12, n)) * 0.5, rng.normal(size=n) * 0.1], (0, 1, 2)
+        a = s2sad.value_and_grad(fn, argnums=nums, backend=backend, mode="store")(*args)
+        b = s2sad.value_and_grad(fn, argnums=nums, backend=backend, mode="recompute")(*args)
+        c = s2sad.value_and_grad(fn, argnums=nums, backend=backend)(*args)
+        assert a[0] == b[0] == c[0], n
+        for ga, gb, gc in zip(a[1], b[1], c[1]):
+            np.testing.assert_array_equal(ga, gb, err_msg=f"size {n}")
+            np.testing.assert_array_equal(ga, gc, err_msg=f"size {n}")
     assert "store_partials(" in s2sad.source(s2sad.grad(fn, argnums=nums, mode="store"))
     assert "vjp(" in s2sad.source(s2sad.grad(fn, argnums=nums, mode="recompute"))
+
+
+def tanh_square(x, w):
+    h = np.tanh(w * x + 0.25)
+    return h * h
+
+
+def tanh_affine(x, w):
+    return np.tanh(x) * w + x
+
+
+def _bits(a):
+    return np.ascontiguousarray(np.asarray(a, dtype=np.float64)).view(np.int64)
+
+
+@pytest.mark.parametrize("fn", [tanh_square, tanh_affine], ids=["square", "affine"])
+def test_vjp_store_and_recompute_are_bit_identical_at_every_size(fn, backend):
+    """s2sad.vjp of a tanh program: the value and both adjoints, bit for bit, at every size
+    from 1 to 40 and several offsets into the buffer. (The two modes run different
+    drivers, which the loop vectoriser splits into vector body and remainder differently.)"""
+    buf = rng.normal(size=48) * 2.0
+    for n in range(1, 41):
+        x = buf[n % 7:n % 7 + n]
+        ob = np.linspace(-1.0, 1.0, n)
+        (vs, ps), (vr, pr) = (s2sad.vjp(fn, x, 0.7, backend=backend, mode=m) for m in ("store", "recompute"))
+        np.testing.assert_array_equal(_bits(vs), _bits(vr), err_msg=f"value, size {n}")
+        for k, (gs, gr) in enumerate(zip(ps(ob), pr(ob))):
+            np.testing.assert_array_equal(_bits(gs), _bits(gr), err_msg=f"adjoint {k}, size {n}")
+    np.testing.assert_allclose(vs, fn(x, 0.7), rtol=1e-14, atol=1e-15)
 
 
 def test_explain_says_store_or_recompute():

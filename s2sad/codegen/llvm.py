@@ -5,7 +5,7 @@ state-passing entry); kernel.py defines the C ABI of both.
 
     lower(kmod, spec, dtype) -> str             the IR text (deterministic, before optimisation)
     driver_name(kmod, spec, dtype) -> str       the driver's symbol
-    compile_driver(kmod, spec, dtype) -> CompiledDriver
+    compile_driver(kmod, spec, dtype, vector_math=None) -> CompiledDriver
         .address, .cfunc (ctypes, C ABI of kernel.py; pointers as ints from arr.ctypes.data),
         .ir, .optimized_ir
 
@@ -18,17 +18,20 @@ from __future__ import annotations
 
 from ..kernel import KernelModule, LoopSpec, ScanSpec
 from .llvm_drivers import lower_module
-from .llvm_jit import CompiledDriver, argtypes_for, compile_driver, vector_math_support
+from .llvm_jit import MATH_MODES, CompiledDriver, argtypes_for, compile_driver, math_mode, vector_math_support
 from .llvm_lower import LIBMVEC_FUNCTIONS, LoweringError, driver_name
+from .vecmath import FUNCTIONS as VECMATH_FUNCTIONS
 
 __all__ = ["lower", "driver_name", "compile_driver", "CompiledDriver", "LoweringError",
-           "argtypes_for", "vector_math_support", "LIBMVEC_FUNCTIONS"]
+           "argtypes_for", "vector_math_support", "math_mode", "MATH_MODES", "LIBMVEC_FUNCTIONS",
+           "VECMATH_FUNCTIONS"]
 
 
 def lower(kmod: KernelModule, spec: LoopSpec | ScanSpec, dtype) -> str:
     """LLVM IR text of every scalar function the driver needs, and the driver (see kernel.py).
 
     The text does not depend on the host: calls to libm functions name their libmvec
-    variants for every x86_64 ISA; `compile_driver` keeps those this host can run.
+    variants for the widest x86_64 ISA (AVX-512); `compile_driver` names the widest this
+    host can run, or s2sad's own vector math (see llvm_jit.math_mode).
     """
     return lower_module(kmod, spec, dtype)

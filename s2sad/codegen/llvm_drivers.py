@@ -28,11 +28,13 @@ __all__ = ["lower_module", "driver_name"]
 
 def lower_module(kmod: KernelModule, spec: LoopSpec | ScanSpec, dtype, *,
                  vector_isas: Iterable[str] = ALL_VECTOR_ISAS,
-                 available: Callable[[str], bool] | None = None) -> str:
+                 available: Callable[[str], bool] | None = None, own_math: bool = True) -> str:
     """LLVM IR text of the module for (kmod, spec, dtype); see `llvm_lower`'s docstring.
 
-    `vector_isas` are the libmvec ISAs (of "b", "d", "e") whose variants calls may name;
-    `available(symbol)` filters the variants (the JIT passes what this host can run).
+    `vector_isas` are the libmvec ISAs (of "b", "d", "e") whose variants calls may name
+    (each function calls the widest); `available(symbol)` filters the variants (the JIT
+    passes what this host can run). `own_math`: s2sad's own vector math (`vecmath`) for
+    the functions without a variant; else those call libm.
     """
     if isinstance(spec, ScanSpec):
         emit = _emit_scan_driver
@@ -40,7 +42,7 @@ def lower_module(kmod: KernelModule, spec: LoopSpec | ScanSpec, dtype, *,
         emit = _emit_loop_driver
     else:
         raise TypeError(f"a driver is made from a LoopSpec or a ScanSpec, not {type(spec).__name__}")
-    return _Module(kmod, spec, dtype, vector_isas, available).render(emit)
+    return _Module(kmod, spec, dtype, vector_isas, available, own_math).render(emit)
 
 
 # ---------------------------------------------------------------------------------

@@ -5,19 +5,24 @@ A driver is compiled once per signature, never per array length: both the in-mem
 cache and the disk cache (`objcache`) are keyed by a digest of the module's IR text
 (which holds the kernel's functions and every helper it calls, as lowered), the spec
 and dtype, the s2sad version, the optimisation pipeline, llvmlite's and LLVM's
-versions, the host's triple, CPU name and features, and whether libmvec is used
-(`disk_key`). The optimiser runs O3 with loop and SLP vectorisation for
+versions, the host's triple, CPU name and features, and the math mode with the libmvec
+ISAs (`disk_key`). The optimiser runs O3 with loop and SLP vectorisation for
 the host CPU; `TargetMachine.emit_object` writes relocatable object code, which is stored
 on disk and mapped into the process by `objload` (LLVM's JIT links it where `objload`
-cannot). When glibc's libmvec can be loaded, calls to libm functions name their SIMD
-variants for the ISAs this CPU has (SSE4/AVX2/AVX-512); without it they stay scalar.
+cannot).
+
+Transcendental functions (`math_mode`): when glibc's libmvec can be loaded, calls name
+its variant for the widest ISA this CPU has (SSE4/AVX2/AVX-512), the same routine in
+vector loops and scalar code; functions it lacks, or all of them without libmvec, use
+s2sad's own vector math (`vecmath`) where it has them, libm's scalar functions elsewhere.
 
 A warm start does not import llvmlite: the host's LLVM-side description is stored in
 the cache directory under a fingerprint of the host (`objcache.host_fingerprint`), the
 IR is lowered, its key computed, and the object loaded, checked, and mapped.
 
-Environment: S2SAD_CACHE_DIR, S2SAD_CACHE=0 (see objcache), S2SAD_LIBMVEC=0 (keep
-libm calls scalar), S2SAD_OBJLOAD=0 (link objects with LLVM's JIT, not `objload`).
+Environment: S2SAD_CACHE_DIR, S2SAD_CACHE=0 (see objcache), S2SAD_LIBMVEC=0 (no libmvec:
+s2sad's own vector math), S2SAD_VECMATH=libmvec|s2sad|libm (see `math_mode`),
+S2SAD_OBJLOAD=0 (link objects with LLVM's JIT, not `objload`).
 """
 from __future__ import annotations
 
@@ -223,6 +228,36 @@ def vector_math_support() -> tuple[tuple[str, ...], object]:
     return result
 
 
+MATH_MODES = ("libmvec", "s2sad", "libm")
+
+
+def math_mode(vector_math: bool | str | None = None) -> str:
+    """How compiled kernels compute transcendental functions, one of MATH_MODES:
+
+    - "libmvec": glibc's libmvec variants (the widest ISA this host runs), and s2sad's
+      own vector math for the functions it has no variant of (all of them without libmvec)
+    - "s2sad": s2sad's own vector math (`vecmath`: exp, expm1, log, log1p, tanh, cbrt),
+      libm's scalar functions for the others
+    - "libm": libm's scalar functions (a loop that calls one stays scalar)
+
+    `vector_math`: a mode, True ("libmvec"), False ("libm"), or None: the environment,
+    S2SAD_VECMATH=<mode>, else S2SAD_LIBMVEC=0 for "s2sad", else "libmvec".
+    """
+    if vector_math is None:
+        env = os.environ.get("S2SAD_VECMATH", "").strip().lower()
+        if env:
+            if env not in MATH_MODES:
+                raise ValueError(f"S2SAD_VECMATH={env!r}: expected one of {', '.join(MATH_MODES)}")
+            return env
+        return "s2sad" if os.environ.get("S2SAD_LIBMVEC", "1").strip() == "0" else "libmvec"
+    if isinstance(vector_math, bool):
+        return "libmvec" if vector_math else "libm"
+    if vector_math not in MATH_MODES:
+        raise ValueError(f"vector_math={vector_math!r}: expected a bool, None or one of "
+                         f"{', '.join(MATH_MODES)}")
+    return vector_math
+
+
 _symbols: dict[str, int | None] = {}
 
 
@@ -308,13 +343,16 @@ def optimize(ir: str) -> tuple[object, str]:
     return mod, str(mod)
 
 
-def disk_key(ir: str, spec: LoopSpec | ScanSpec, dtype: np.dtype, vector_math: bool,
+def disk_key(ir: str, spec: LoopSpec | ScanSpec, dtype: np.dtype, vector_math: bool | str,
              isas: tuple[str, ...], h: Host) -> str:
-    """The disk cache key: a digest of everything that decides the machine code."""
+    """The disk cache key: a digest of everything that decides the machine code
+    (`vector_math`: the `math_mode`, or a bool as `math_mode` reads it)."""
     version = getattr(sys.modules.get("s2sad"), "__version__", "?")
+    mode = math_mode(vector_math)
     parts = [f"s2sad {version}", f"cache format {objcache.FORMAT}", PIPELINE,
              f"llvmlite {h.llvmlite_version}", f"LLVM {h.llvm_version}", h.triple, h.cpu, h.features,
-             f"libmvec {'+'.join(isas) if vector_math and isas else 'off'}", repr(spec), dtype.str, ir]
+             f"vector math {mode}" + (f" libmvec {'+'.join(isas)}" if mode == "libmvec" and isas else ""),
+             repr(spec), dtype.str, ir]
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()
 
 
@@ -338,15 +376,15 @@ def _link(obj: bytes, name: str) -> tuple[int, object]:
 
 
 def compile_driver(kmod: KernelModule, spec: LoopSpec | ScanSpec, dtype, *,
-                   vector_math: bool | None = None) -> CompiledDriver:
+                   vector_math: bool | str | None = None) -> CompiledDriver:
     """The driver for (kmod, spec, dtype), compiled once per signature and cached.
 
-    `vector_math=False` keeps every libm call scalar (None: use libmvec where it loads,
-    unless the environment sets S2SAD_LIBMVEC=0).
+    `vector_math` chooses how transcendental functions are computed (`math_mode`):
+    None reads the environment (libmvec where it loads), False keeps every libm call
+    scalar, "s2sad" uses s2sad's own vector math.
     """
     dt = np.dtype(dtype)
-    if vector_math is None:
-        vector_math = os.environ.get("S2SAD_LIBMVEC", "1") != "0"
+    mode = math_mode(vector_math)
     with _lock:
         clock = time.perf_counter
         t0 = t = clock()
@@ -358,14 +396,14 @@ def compile_driver(kmod: KernelModule, spec: LoopSpec | ScanSpec, dtype, *,
             timings[phase] = timings.get(phase, 0.0) + now - t
             t = now
 
-        isas, available = vector_math_support() if vector_math else ((), None)
+        isas, available = vector_math_support() if mode == "libmvec" else ((), None)
         h = host()
         lap("host")
         # the IR holds every function the driver runs and its signature: modules that lower
         # to the same text share one driver
-        ir = lower_module(kmod, spec, dt, vector_isas=isas, available=available)
+        ir = lower_module(kmod, spec, dt, vector_isas=isas, available=available, own_math=mode != "libm")
         name = driver_name(kmod, spec, dt)
-        dkey = disk_key(ir, spec, dt, bool(vector_math), isas, h)
+        dkey = disk_key(ir, spec, dt, mode, isas, h)
         hit = _cache.get(dkey)
         if hit is not None:
             return hit

@@ -11,10 +11,18 @@ Semantics follow the python backend (the oracle): every value is T (double or fl
 comparisons give 1.0/0.0, `and`/`or` short-circuit and return an operand, `//` and `%`
 are Python's float floor division and remainder (x // 0 is x / 0, as in numpy),
 `int`/`round`/`floor`/`ceil`/`trunc` are IEEE trunc/roundeven/floor/ceil/trunc (they
-keep the sign of a zero, as numpy's do), `min`/`max` are Python's (`b if b < a else a`),
-transcendental functions call libm. Calls to libm functions
-that glibc's libmvec has vector variants of carry the `vector-function-abi-variant`
-call-site attribute, so that the loop vectoriser can call the SIMD variant.
+keep the sign of a zero, as numpy's do), `min`/`max` are Python's (`b if b < a else a`).
+
+Transcendental functions (`_Module.libm`) give each element the same bits wherever it
+falls (vector body or scalar remainder, any array length, offset or thread split, any
+driver), and keep loops vectorisable where they can:
+- where glibc's libmvec has a variant, calls go to `@libmvec.<f>`, lane 0 of the
+  widest variant on a splat, and carry the `vector-function-abi-variant` call-site
+  attribute that lets the loop vectoriser call that same variant (and, in remainder
+  loops, `@libmvec.<f>.v4`, `.v2`: a few lanes of it);
+- else s2sad's own straight-line versions (`vecmath`: exp, expm1, log, log1p, tanh,
+  cbrt), inlined like any other code;
+- else libm's scalar function (and a loop that calls it stays scalar).
 """
 from __future__ import annotations
 
@@ -28,6 +36,7 @@ import numpy as np
 
 from ..errors import BackendUnavailableError
 from ..kernel import KernelModule, LoopSpec, ScanSpec
+from . import vecmath
 
 
 class LoweringError(ValueError):
@@ -96,8 +105,8 @@ def _sanitize(base: str) -> str:
 _LIBM1 = ("cbrt", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sin", "cos", "tan",
           "asin", "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "erf", "erfc")
 _LIBM2 = ("atan2", "hypot", "pow")
-# libm functions whose libmvec variants the loop vectoriser may call (glibc >= 2.35 has all
-# of them for x86_64; each is tested to stay within 4 ulp of libm in tests/test_llvm_backend.py)
+# libm functions whose libmvec variants kernels call (glibc >= 2.35 has all of them for
+# x86_64; each is tested to stay within 4 ulp of libm in tests/test_llvm_backend.py)
 LIBMVEC_FUNCTIONS = frozenset(_LIBM1 + _LIBM2)
 # glibc's x86_64 vector ABI: ISA letter -> register width in bits (b: SSE4, d: AVX2, e: AVX-512)
 VECTOR_ISA_BITS = {"b": 128, "d": 256, "e": 512}
@@ -215,16 +224,20 @@ class _Body:
 
 class _Module:
     def __init__(self, kmod: KernelModule, spec: LoopSpec | ScanSpec, dtype, vector_isas: Iterable[str],
-                 available: Callable[[str], bool] | None) -> None:
+                 available: Callable[[str], bool] | None, own_math: bool = True) -> None:
         self.kmod = kmod
         self.spec = spec
         self.ty = _Ty(dtype)
         self.isas = tuple(i for i in ALL_VECTOR_ISAS if i in tuple(vector_isas))
         self.available = available or (lambda name: True)
+        self.own_math = own_math
         self.decls: dict[str, str] = {}          # symbol -> declare line
         self.vector_decls: dict[str, str] = {}   # vector variant -> declare line
-        self.vfabi: dict[str, int] = {}          # libm symbol -> attribute group number
-        self.vfabi_text: dict[int, str] = {}
+        self.lane_fns: dict[str, str] = {}       # libmvec.* function -> definition
+        self.narrow_fns: list[str] = []          # those only call-site attributes name
+        self.vector_bits = 0                     # the width of the widest vector variant named
+        self.math: dict[str, tuple[str, str]] = {}   # libm symbol -> (callee, call-site attribute)
+        self.vfabi_text: dict[int, str] = {}     # attribute group number -> text
         self.runtime: dict[str, str] = {}        # s2sad.* helper -> definition
         self.arity_memo: dict[str, int] = {}
         self.driver = driver_name(kmod, spec, dtype)
@@ -246,31 +259,94 @@ class _Module:
         return "@" + sym
 
     def libm(self, fname: str, nargs: int) -> tuple[str, str]:
-        """The libm symbol for `fname` and the call-site attribute suffix (" #N" or "")."""
-        T = self.ty.name
+        """What a call of math.`fname` calls, and the call-site attribute suffix (" #N" or ""):
+
+        - where glibc's libmvec has a variant of it (the widest of `vector_isas` that
+          `available` allows: one routine per function and process), `@libmvec.<f>`, lane
+          0 of that variant on a splat, with the attribute that lets the loop vectoriser
+          call the variant itself (`lane_fn`): every element gets the same result, in a
+          vector body, a vector or scalar remainder, in any driver;
+        - else, with `own_math`, s2sad's own vectorisable version (`vecmath`) if it has one;
+        - else libm's scalar function (a loop that calls it stays scalar).
+        """
         sym = fname + self.ty.libm
-        if sym not in self.decls:
-            self.decls[sym] = f"declare {T} @{sym}({', '.join([T] * nargs)}) #2"
-        if fname not in LIBMVEC_FUNCTIONS or not self.isas:
-            return "@" + sym, ""
-        if sym not in self.vfabi:
-            mappings = []
-            for isa in self.isas:
-                width = VECTOR_ISA_BITS[isa] // self.ty.bits
-                vname = f"_ZGV{isa}N{width}{'v' * nargs}_{sym}"
-                if not self.available(vname):
-                    continue
-                vt = f"<{width} x {T}>"
-                self.vector_decls[vname] = f"declare {vt} @{vname}({', '.join([vt] * nargs)})"
-                mappings.append(f"{vname}({vname})")
-            if not mappings:
-                self.vfabi[sym] = -1
+        if sym not in self.math:
+            variant = self.libmvec_variant(fname, sym, nargs)
+            if variant is not None:
+                self.math[sym] = self.lane_fn(sym, nargs, *variant)
+            elif self.own_math and fname in vecmath.FUNCTIONS:
+                symbol, defs, decls = vecmath.define(fname, self.ty.name)
+                self.runtime.update(defs)
+                for name, line in decls:
+                    self.decls.setdefault(name, line)
+                self.math[sym] = ("@" + symbol, "")
             else:
-                group = 3 + len(self.vfabi_text)
-                self.vfabi[sym] = group
-                self.vfabi_text[group] = f'"vector-function-abi-variant"="{",".join(mappings)}"'
-        group = self.vfabi[sym]
-        return "@" + sym, (f" #{group}" if group >= 0 else "")
+                T = self.ty.name
+                self.decls[sym] = f"declare {T} @{sym}({', '.join([T] * nargs)}) #2"
+                self.math[sym] = ("@" + sym, "")
+        return self.math[sym]
+
+    def libmvec_variant(self, fname: str, sym: str, nargs: int) -> tuple[str, int] | None:
+        """(ISA letter, lanes) of the widest libmvec variant of `sym` there is, or None."""
+        if fname not in LIBMVEC_FUNCTIONS:
+            return None
+        for isa in reversed(self.isas):
+            width = VECTOR_ISA_BITS[isa] // self.ty.bits
+            if self.available(f"_ZGV{isa}N{width}{'v' * nargs}_{sym}"):
+                return isa, width
+        return None
+
+    def lane_fn(self, sym: str, nargs: int, isa: str, width: int) -> tuple[str, str]:
+        """`@libmvec.<sym>`: lane 0 of the libmvec variant on a splat of the arguments
+        (noinline), and the attribute that maps it to the variant, and to the same
+        variant on fewer lanes for the vectoriser's remainder loops (`@libmvec.<sym>.v4`)."""
+        vt = f"<{width} x {self.ty.name}>"
+        vname = f"_ZGV{isa}N{width}{'v' * nargs}_{sym}"
+        self.vector_decls[vname] = f"declare {vt} @{vname}({', '.join([vt] * nargs)}) #2"
+        self.vector_bits = max(self.vector_bits, VECTOR_ISA_BITS[isa])
+        fn = f"libmvec.{sym}"
+        mappings = [f"_ZGV{isa}N{width}{'v' * nargs}_{fn}({vname})"]
+        self.lane_fns[fn] = self.lanes_of(sym, nargs, vname, width, 1)
+        lanes = width // 2
+        while lanes > 1:
+            self.lane_fns[f"{fn}.v{lanes}"] = self.lanes_of(sym, nargs, vname, width, lanes)
+            self.narrow_fns.append(f"{fn}.v{lanes}")
+            mappings.append(f"_ZGV_LLVM_N{lanes}{'v' * nargs}_{fn}({fn}.v{lanes})")
+            lanes //= 2
+        group = 4 + len(self.vfabi_text)
+        self.vfabi_text[group] = f'"vector-function-abi-variant"="{",".join(mappings)}"'
+        return "@" + fn, f" #{group}"
+
+    def lanes_of(self, sym: str, nargs: int, vname: str, width: int, lanes: int) -> str:
+        """The definition of `@libmvec.<sym>` (lanes == 1) or `@libmvec.<sym>.v<lanes>`:
+        the variant `vname` on the arguments repeated to `width` lanes, its first lanes."""
+        T = self.ty.name
+        wide, ty = f"<{width} x {T}>", (T if lanes == 1 else f"<{lanes} x {T}>")
+
+        def mask(indices) -> str:
+            return f"<{len(indices)} x i32> <" + ", ".join(f"i32 {k}" for k in indices) + ">"
+
+        params = ("x",) if nargs == 1 else ("a", "b")
+        body = []
+        for p in params:
+            if lanes == 1:      # a splat
+                body += [f"%{p}.v = insertelement {wide} poison, {T} %{p}, i64 0",
+                         f"%{p}.wide = shufflevector {wide} %{p}.v, {wide} poison, "
+                         f"<{width} x i32> zeroinitializer"]
+            else:               # the lanes, repeated
+                body.append(f"%{p}.wide = shufflevector {ty} %{p}, {ty} poison, "
+                            f"{mask([k % lanes for k in range(width)])}")
+        body.append(f"%{sym}.wide = call {wide} @{vname}({', '.join(f'{wide} %{p}.wide' for p in params)})")
+        if lanes == 1:
+            name = f"libmvec.{sym}"
+            head = f"{sym} as libmvec computes it: lane 0 of {vname} on a splat"
+            body.append(f"%{sym} = extractelement {wide} %{sym}.wide, i64 0")
+        else:
+            name = f"libmvec.{sym}.v{lanes}"
+            head = f"{lanes} lanes of the same: the vectoriser's remainder loops"
+            body.append(f"%{sym} = shufflevector {wide} %{sym}.wide, {wide} poison, {mask(list(range(lanes)))}")
+        return (f"; {head}\ndefine internal {ty} @{name}({', '.join(f'{ty} %{p}' for p in params)}) #3 {{\n"
+                "entry:\n" + "".join(f"  {line}\n" for line in body) + f"  ret {ty} %{sym}\n}}")
 
     def runtime_helper(self, which: str) -> str:
         """Python's float `//` or `%` as an internal function; returns its symbol."""
@@ -388,18 +464,25 @@ entry:
         if self.decls:
             parts.append("\n".join(self.decls.values()))
         if self.vector_decls:
-            parts.append("; SIMD variants from glibc's libmvec, for the loop vectoriser\n"
+            parts.append("; glibc's libmvec: one variant per function (the widest ISA). Scalar code calls\n"
+                         "; lane 0 of it, remainder loops a few lanes of it, and each call's\n"
+                         "; vector-function-abi-variant attribute lets the loop vectoriser call it itself:\n"
+                         "; an element gets the same bits wherever it falls\n"
                          + "\n".join(self.vector_decls.values()))
+            parts.extend(self.lane_fns.values())
         parts.extend(self.runtime.values())
         parts.extend(bodies)
         parts.append(driver)
-        if self.vector_decls:
-            used = ", ".join(f"ptr @{v}" for v in self.vector_decls)
-            parts.append(f"@llvm.compiler.used = appending global [{len(self.vector_decls)} x ptr] "
-                         f'[{used}], section "llvm.metadata"')
-        attrs = ["attributes #0 = { alwaysinline nounwind }", "attributes #1 = { nounwind }"]
-        if any(line.endswith("#2") for line in self.decls.values()):
+        if self.narrow_fns:     # kept for the vectoriser, which finds them through the attributes
+            parts.append(f"@llvm.compiler.used = appending global [{len(self.narrow_fns)} x ptr] "
+                         f"[{', '.join('ptr @' + f for f in self.narrow_fns)}], section \"llvm.metadata\"")
+        # the driver: with libmvec variants, the vectoriser works at their width
+        width = f' "prefer-vector-width"="{self.vector_bits}"' if self.vector_bits else ""
+        attrs = ["attributes #0 = { alwaysinline nounwind }", f"attributes #1 = {{ nounwind{width} }}"]
+        if any(line.endswith("#2") for line in [*self.decls.values(), *self.vector_decls.values()]):
             attrs.append("attributes #2 = { nounwind willreturn memory(none) }")
+        if self.lane_fns:
+            attrs.append("attributes #3 = { noinline nounwind willreturn memory(none) }")
         for group, text in self.vfabi_text.items():
             attrs.append(f"attributes #{group} = {{ {text} }}")
         parts.append("\n".join(attrs))
