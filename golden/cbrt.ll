@@ -96,7 +96,7 @@ exit:
   ret void
 }
 
-@llvm.compiler.used = appending global [2 x ptr] [ptr @libmvec.cbrt.v4, ptr @libmvec.cbrt.v2], section "llvm.metadata"
+@llvm.compiler.used = appending global [3 x ptr] [ptr @libmvec.cbrt, ptr @libmvec.cbrt.v4, ptr @libmvec.cbrt.v2], section "llvm.metadata"
 
 attributes #0 = { alwaysinline nounwind }
 attributes #1 = { nounwind "prefer-vector-width"="512" }

@@ -189,7 +189,7 @@ exit:
   ret void
 }
 
-@llvm.compiler.used = appending global [4 x ptr] [ptr @libmvec.exp.v4, ptr @libmvec.exp.v2, ptr @libmvec.log1p.v4, ptr @libmvec.log1p.v2], section "llvm.metadata"
+@llvm.compiler.used = appending global [6 x ptr] [ptr @libmvec.exp, ptr @libmvec.exp.v4, ptr @libmvec.exp.v2, ptr @libmvec.log1p, ptr @libmvec.log1p.v4, ptr @libmvec.log1p.v2], section "llvm.metadata"
 
 attributes #0 = { alwaysinline nounwind }
 attributes #1 = { nounwind "prefer-vector-width"="512" }

@@ -232,7 +232,7 @@ rev.exit:
   ret void
 }
 
-@llvm.compiler.used = appending global [2 x ptr] [ptr @libmvec.tanh.v4, ptr @libmvec.tanh.v2], section "llvm.metadata"
+@llvm.compiler.used = appending global [3 x ptr] [ptr @libmvec.tanh, ptr @libmvec.tanh.v4, ptr @libmvec.tanh.v2], section "llvm.metadata"
 
 attributes #0 = { alwaysinline nounwind }
 attributes #1 = { nounwind "prefer-vector-width"="512" }

@@ -195,7 +195,7 @@ exit:
   ret void
 }
 
-@llvm.compiler.used = appending global [4 x ptr] [ptr @libmvec.sin.v4, ptr @libmvec.sin.v2, ptr @libmvec.cos.v4, ptr @libmvec.cos.v2], section "llvm.metadata"
+@llvm.compiler.used = appending global [6 x ptr] [ptr @libmvec.sin, ptr @libmvec.sin.v4, ptr @libmvec.sin.v2, ptr @libmvec.cos, ptr @libmvec.cos.v4, ptr @libmvec.cos.v2], section "llvm.metadata"
 
 attributes #0 = { alwaysinline nounwind }
 attributes #1 = { nounwind "prefer-vector-width"="512" }

@@ -831,3 +831,18 @@ def test_grad_of_memory_bound_sums_vectorises(loss, monkeypatch):
     ir = drv.optimized_ir
     assert re.search(r"load <(4|8|16) x double>", ir), ir
     assert re.search(r"fadd reassoc nsz <(4|8|16) x double>", ir), ir
+
+
+def test_math_of_a_loop_invariant_value_compiles():
+    """tanh of a value that does not depend on the element: the interprocedural passes
+    must not rewrite the libmvec lane wrapper (the vectoriser then emitted invalid IR
+    and LLVM aborted the process)."""
+    import math as _math
+    import s2sad
+
+    def const_tanh(a):
+        c = -2.0 if 1.5 > 1.0 else 0.5
+        return _math.tanh(c) + _math.exp(0.25) * 0.0
+
+    x = np.linspace(-1.0, 1.0, 37)
+    np.testing.assert_array_equal(s2sad.broadcast(const_tanh, x, backend="llvm"), np.full(37, _math.tanh(-2.0)))

@@ -307,6 +307,10 @@ class _Module:
         fn = f"libmvec.{sym}"
         mappings = [f"_ZGV{isa}N{width}{'v' * nargs}_{fn}({vname})"]
         self.lane_fns[fn] = self.lanes_of(sym, nargs, vname, width, 1)
+        # "used", so interprocedural passes never rewrite its signature: with a constant
+        # argument they would drop the parameter, and the vectoriser, still mapping the
+        # call to the variant by the attribute, would then emit invalid IR
+        self.narrow_fns.append(fn)
         lanes = width // 2
         while lanes > 1:
             self.lane_fns[f"{fn}.v{lanes}"] = self.lanes_of(sym, nargs, vname, width, lanes)
@@ -473,7 +477,7 @@ entry:
         parts.extend(self.runtime.values())
         parts.extend(bodies)
         parts.append(driver)
-        if self.narrow_fns:     # kept for the vectoriser, which finds them through the attributes
+        if self.narrow_fns:     # kept whole for the vectoriser, which finds them through the attributes
             parts.append(f"@llvm.compiler.used = appending global [{len(self.narrow_fns)} x ptr] "
                          f"[{', '.join('ptr @' + f for f in self.narrow_fns)}], section \"llvm.metadata\"")
         # the driver: with libmvec variants, the vectoriser works at their width
