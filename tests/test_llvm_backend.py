@@ -685,7 +685,7 @@ def test_libmvec_calls_one_routine_per_function():
     assert "%tanh.wide = call <8 x double> @_ZGVeN8v_tanh(<8 x double> %x.wide)" in ir
     # the narrower lane counts (remainder loops) are the same routine on repeated lanes
     assert "define internal <4 x double> @libmvec.tanh.v4(<4 x double> %x) #3" in ir
-    assert ("@llvm.compiler.used = appending global [2 x ptr] [ptr @libmvec.tanh.v4, ptr @libmvec.tanh.v2]"
+    assert ("@llvm.compiler.used = appending global [3 x ptr] [ptr @libmvec.tanh, ptr @libmvec.tanh.v4, ptr @libmvec.tanh.v2]"
             in ir)
     assert 'attributes #1 = { nounwind "prefer-vector-width"="512" }' in ir
     avx2 = L.lower_module(TANH, spec, F64, vector_isas=("b", "d"))
