@@ -22,7 +22,7 @@ import os
 import re
 import sys
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -44,7 +44,7 @@ class Kernel:
     name: str
     _modules: dict[tuple[str, ...], KernelModule] = field(default_factory=dict)
     _python: dict[tuple[str, ...], dict] = field(default_factory=dict)
-    _drivers: dict[tuple, Any] = field(default_factory=dict)
+    _drivers: dict[tuple, Any] = field(default_factory=dict)  # see `cached`
 
     @property
     def params(self) -> tuple[str, ...]:
@@ -64,6 +64,14 @@ class Kernel:
                 result_kind=result_kind(self.program.functions, self.program.entry),
                 dual_entry=dual_entry, active=active, origins=dict(self.program.origins))
         return self._modules[active]
+
+    def cached(self, key: tuple, make: Callable[[], Any]) -> Any:
+        """What this kernel compiled or generated, made once per key: compiled drivers,
+        launchers, fast-path plans and call stubs (key[0] says which)."""
+        value = self._drivers.get(key)
+        if value is None:
+            value = self._drivers[key] = make()
+        return value
 
     def python_functions(self, active: tuple[str, ...]) -> dict:
         if active not in self._python:
@@ -214,10 +222,8 @@ def launch(kernel: Kernel, backend: str, spec: LoopSpec, active: tuple[str, ...]
     leading = dims[:-2]
     if n_outer * n_inner * int(np.prod([d[0] for d in leading])) == 0:
         return
-    key = ("launch", backend, active, spec, prep.dtype)
-    driver = kernel._drivers.get(key)
-    if driver is None:
-        driver = kernel._drivers[key] = _driver(kernel, backend, kmod, spec, prep.dtype)
+    driver = kernel.cached(("launch", backend, active, spec, prep.dtype),
+                           lambda: _driver(kernel, backend, kmod, spec, prep.dtype))
 
     for run in np.ndindex(*[d[0] for d in leading]):
         def view(arr, col):
@@ -403,13 +409,10 @@ _F32 = np.dtype(np.float32)
 
 
 def _fast_driver(kernel: Kernel, active: tuple[str, ...], spec: LoopSpec, dtype: np.dtype):
-    key = ("compiled", active, spec, dtype)
-    d = kernel._drivers.get(key)
-    if d is None:
-        from .codegen import llvm
+    from .codegen import llvm
 
-        kernel._drivers[key] = d = llvm.compile_driver(kernel.module(active), spec, dtype.type)
-    return d
+    return kernel.cached(("compiled", active, spec, dtype),
+                         lambda: llvm.compile_driver(kernel.module(active), spec, dtype.type))
 
 
 def _split(n: int) -> list[tuple[int, int]]:
@@ -430,24 +433,18 @@ class _FastPlan:
 
 
 def _fast_plan(kernel: Kernel, active, layouts, dtype, value: str) -> _FastPlan:
-    key = ("fast", value, active, layouts, dtype)
-    fp = kernel._drivers.get(key)
-    if fp is None:
+    def make() -> _FastPlan:
         spec = LoopSpec(layouts, value=value, partials=bool(active), seed="scalar" if active else "none")
         cfunc = _fast_driver(kernel, active, spec, dtype).cfunc
         aidx = [kernel.params.index(a) for a in active]
-        fp = _FastPlan(cfunc, layouts.index("contig"), aidx, [layouts[i] == "contig" for i in aidx])
-        kernel._drivers[key] = fp
-    return fp
+        return _FastPlan(cfunc, layouts.index("contig"), aidx, [layouts[i] == "contig" for i in aidx])
+    return kernel.cached(("fast", value, active, layouts, dtype), make)
 
 
 def _fast_sum_dual(kernel: Kernel, args, active, scale, fast):
     layouts, shape, dtype = fast
-    key = ("stub", active, layouts, dtype.num)
-    stub = kernel._drivers.get(key)
-    if stub is None:
-        fp = _fast_plan(kernel, active, layouts, dtype, "sum")
-        stub = kernel._drivers[key] = _sum_dual_stub(fp, layouts, dtype)
+    stub = kernel.cached(("stub", active, layouts, dtype.num),
+                         lambda: _sum_dual_stub(_fast_plan(kernel, active, layouts, dtype, "sum"), layouts, dtype))
     res = stub(*args, scale)
     if res is not None:
         return res
