@@ -243,7 +243,7 @@ def jax_rows(x_host: dict[str, np.ndarray], repeat: int) -> tuple[list[dict], st
         try:
             xj = jax.device_put(x_host[CASES[key][3]], dev)
             g = jax.jit(jax.grad(lambda v, f=f: jnp.sum(f(v))))
-            med, mn = measure(lambda: g(xj), jax.block_until_ready, repeat)
+            med, mn = measure(lambda g=g, xj=xj: g(xj), jax.block_until_ready, repeat)
             rows.append(row(label, "jax jit(grad)", med, mn))
             del xj
         except Exception as exc:   # noqa: BLE001

@@ -16,7 +16,6 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from . import rules, runtime
-from .codegen.python import unparse
 from .errors import NonDifferentiableInputError, NonScalarLossError, S2SADError, StatefulError
 from .frontend import Assumptions, parse_function, recording
 from .passes.elementwise import LossPlan, plan_loss

@@ -1,6 +1,5 @@
 """Every error a user can cause: its own S2SADError subclass, naming file, line and
 column, quoting the source line, and saying what to do."""
-import math
 import os
 
 import numpy as np
