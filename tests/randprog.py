@@ -147,6 +147,7 @@ class _Gen:
         self.loops = counters.setdefault("loops", itertools.count())
         self.lambdas = counters.setdefault("lambdas", itertools.count())
         self.used_tricky: set[str] = set()
+        self.in_tuple_for = 0  # s2sad refuses break/continue anywhere inside a loop over a tuple
 
     # ---------------------------------------------------------------- draws
     def int(self, lo: int, hi: int) -> int:
@@ -376,10 +377,10 @@ class _Gen:
             if t >= 5:
                 self.features.add("early_return")
                 self.emit(indent, f"return {self.bounded_value(scope, 2)}")
-            elif t == 4 and loop is not None:
+            elif t == 4 and loop is not None and not self.in_tuple_for:
                 self.features.add("break")
                 self.emit(indent, "break")
-            elif t == 3 and loop == "for":
+            elif t == 3 and loop == "for" and not self.in_tuple_for:
                 self.features.add("continue")
                 self.emit(indent, "continue")
             elif t == 2:
@@ -513,7 +514,8 @@ class _Gen:
             scope.names[i] = "loopvar"  # the range is never empty: defined after the loop
             return
         if kind == "tuple_for":
-            # s2sad unrolls it, and refuses break/continue anywhere inside: no `loop`
+            # s2sad unrolls it, and refuses break/continue anywhere inside, even in a nested
+            # loop (see test_known_bug_break_in_loop_inside_tuple_loop)
             self.features.add("tuple_for")
             w = f"w{next(self.loops)}"
             values = [self.choice(CONSTANTS) for _ in range(self.int(1, 3))]
@@ -521,7 +523,9 @@ class _Gen:
             self.emit(indent, f"for {w} in {it}:")
             body = _Scope(scope)
             body.names[w] = "tvar"
+            self.in_tuple_for += 1
             self.block(body, indent + 1, depth - 1, self.int(1, 2), None, tail=False)
+            self.in_tuple_for -= 1
             scope.names[w] = "tvar"
             return
         if kind == "while":
@@ -562,17 +566,20 @@ def _alt_losses(ps: tuple[str, ...]):
 
 @st.composite
 def programs(draw, nparams=None, straight=None, max_helpers: int = 2, max_stmts: int = 6,
-             assign_loop_vars: bool = False):
+             assign_loop_vars: bool | None = None, depth: int = 2):
     """A random program; see the module docstring.
 
     assign_loop_vars: a for loop's variable may be assigned a value, in the loop body
-    (Python resets it at the next iteration) or after the loop. Off by default: the dual
-    does not reset the variable's tangent at each iteration (see
-    test_known_bug_assigned_loop_variable)."""
+    (Python resets it at the next iteration) or after the loop (see
+    test_regression_assigned_loop_variable); then `KS[min(i, 3)]` is not generated, since
+    i may no longer be an int. None: drawn per program.
+    depth: how deeply f's if/for/while statements nest (helpers: 1)."""
     if nparams is None:
         nparams = draw(st.integers(1, 3))
     if straight is None:
         straight = draw(st.integers(0, 5)) == 0
+    if assign_loop_vars is None:
+        assign_loop_vars = draw(st.booleans())
     counters: dict = {}
     nhelpers = draw(st.integers(0, max_helpers))
     helpers: list[tuple[str, int]] = []
@@ -589,7 +596,7 @@ def programs(draw, nparams=None, straight=None, max_helpers: int = 2, max_stmts:
         features.add("helper")
     g = _Gen(draw, straight, helpers, assign_loop_vars, counters)
     params = PARAMS[:nparams]
-    g.function("f", params, draw(st.integers(1, max_stmts)), 2)
+    g.function("f", params, draw(st.integers(1, max_stmts)), depth)
     features |= g.features
     chunks.append("\n".join(g.lines))
     ps = ", ".join(params)

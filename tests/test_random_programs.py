@@ -314,9 +314,8 @@ def test_broadcasting_shapes(program, which, seed, backend):
 
 # ------------------------------------------------------------------ minimal reproducers
 # Bugs the random programs found, cut down by hand. Fixed ones stay as regression tests;
-# open ones are strict xfails, and the generator steers around them (programs()'s
-# assign_loop_vars): when a fix lands, the xfail fails; delete its mark and lift the
-# restriction.
+# open ones are strict xfails, and the generator steers around them: when a fix lands,
+# the xfail fails; delete its mark and lift the restriction.
 
 REPRODUCERS = Program(source='''\
 import math
@@ -378,6 +377,15 @@ def loop_var_assigned_after(a):
     if a > 0.0:
         i = a
     return i
+
+
+def break_in_loop_inside_tuple_loop(a):
+    for w in (0.5, 2.0):
+        for i in range(3):
+            if i > 0:
+                break
+            a = a * w
+    return a
 ''', nparams=1, straight=True, features=frozenset())
 
 
@@ -415,16 +423,26 @@ def test_regression_grad_of_straight_line_f(rep, case, x, backend):
     assert g == pytest.approx(fd_scalar(f, x), rel=1e-6, abs=1e-7)
 
 
-@pytest.mark.xfail(strict=True, reason="the dual does not reset a for loop variable's tangent when the "
-                                       "loop or the code after it assigns the variable: python backend "
-                                       "UnboundLocalError, llvm NaN or a wrong gradient")
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("case,x,expected", [("loop_var_assigned_in_body", 0.5, (1.5, 1.0)),
                                              ("loop_var_assigned_after", -0.5, (1, 0.0))])
-def test_known_bug_assigned_loop_variable(rep, case, x, expected, backend):
+def test_regression_assigned_loop_variable(rep, case, x, expected, backend):
+    # the dual did not reset the tangent of a for loop's variable that the loop body or
+    # the code after the loop assigns: python backend UnboundLocalError, llvm NaN or a
+    # wrong gradient
     f = rep[case]
     assert f(x) == expected[0]
     assert s2sad.value_and_grad(f, backend=backend)(x) == expected
+
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_regression_break_in_loop_inside_tuple_loop(rep, backend):
+    # normalize refused break/continue anywhere inside a for loop over a tuple, also when
+    # they belonged to a loop nested in it
+    f = rep["break_in_loop_inside_tuple_loop"]
+    assert f(0.5) == 0.5
+    assert s2sad.value_and_grad(f, backend=backend)(0.5) == (0.5, 1.0)
 
 
 LLVM_INVARIANT_MATH = """\

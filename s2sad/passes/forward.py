@@ -177,8 +177,12 @@ class _FunctionDual:
         if isinstance(s, gast.While):
             return [gast.While(test=s.test, body=self.block(s.body) or [gast.Pass()], orelse=[])]
         if isinstance(s, gast.For):
-            return [gast.For(target=s.target, iter=s.iter, body=self.block(s.body) or [gast.Pass()], orelse=[],
-                             type_comment=None)]
+            # the loop assigns its variable an inactive number each iteration: if the
+            # variable is active elsewhere, its tangents restart at zero with it
+            reset: list[gast.stmt] = []
+            self.bind(reset, s.target.id, None, {}, sorted(self.deps.get(s.target.id, ()), key=self.active.index))
+            return [gast.For(target=s.target, iter=s.iter, body=reset + self.block(s.body) or [gast.Pass()],
+                             orelse=[], type_comment=None)]
         if isinstance(s, gast.Return):
             # one output, or several (a state-passing function): values first, then
             # each output's partials in the order of the active params

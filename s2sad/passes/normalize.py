@@ -374,7 +374,7 @@ class Normalizer(CaptureMixin, StateMixin):
         if values is None:
             raise self.err(scope, it, "a for loop in a scalar function must run over range(...) or a tuple of numbers",
                            "Use range(...) or a while loop.")
-        if any(isinstance(n, (gast.Break, gast.Continue)) for n in gast.walk(s)):
+        if _leaves_loop(s.body):
             raise self.err(scope, s, "break/continue in a loop over a tuple is not supported",
                            "Loop over range(len(...)) instead.")
         out: list[gast.stmt] = []
@@ -573,6 +573,20 @@ class Normalizer(CaptureMixin, StateMixin):
         args = [name(c) for c in lf.captured] + [self.expr(a, scope) for a in e.args]
         call = gast.Call(func=name(lf.helper), args=args + self.pass_captures(caps, scope, e, {}), keywords=[])
         return self.check_stateful(call, lf.helper, scope, e)
+
+
+def _leaves_loop(body: list[gast.stmt]) -> bool:
+    """Whether a break/continue in `body` belongs to the loop around it (not to a loop
+    nested inside)."""
+    for st in body:
+        if isinstance(st, (gast.Break, gast.Continue)):
+            return True
+        if isinstance(st, (gast.For, gast.While, gast.FunctionDef)):
+            continue
+        for field in ("body", "orelse"):
+            if _leaves_loop(getattr(st, field, []) or []):
+                return True
+    return False
 
 
 def normalize(pf: ParsedFunction) -> ScalarProgram:
