@@ -57,6 +57,7 @@ import numpy as np  # noqa: E402
 
 import s2sad  # noqa: E402
 import cases  # noqa: E402
+import arrays  # noqa: E402
 from cases import CASES, make_input  # noqa: E402
 
 SIZES = (10_000, 1_000_000)
@@ -640,6 +641,7 @@ def main(argv=None) -> int:
     first_calls = run_cases(systems, rows, errors, args.quick, cpu_shares)
     info["cpu_share"] = (float(np.median(cpu_shares)), float(np.min(cpu_shares))) if cpu_shares else None
     rows.extend(first_calls)
+    arrays.run_arrays(systems, rows, errors, args.quick, measure_block, LAST_USAGE, stats, log)
     call_overhead = run_call_overhead(rows)
     back_to_back = run_back_to_back(rows, args.quick)
     with tempfile.TemporaryDirectory(prefix="s2sad-bench-src-") as workdir:
