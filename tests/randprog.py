@@ -147,7 +147,6 @@ class _Gen:
         self.loops = counters.setdefault("loops", itertools.count())
         self.lambdas = counters.setdefault("lambdas", itertools.count())
         self.used_tricky: set[str] = set()
-        self.in_tuple_for = 0  # s2sad refuses break/continue anywhere inside a loop over a tuple
 
     # ---------------------------------------------------------------- draws
     def int(self, lo: int, hi: int) -> int:
@@ -377,10 +376,10 @@ class _Gen:
             if t >= 5:
                 self.features.add("early_return")
                 self.emit(indent, f"return {self.bounded_value(scope, 2)}")
-            elif t == 4 and loop is not None and not self.in_tuple_for:
+            elif t == 4 and loop is not None:
                 self.features.add("break")
                 self.emit(indent, "break")
-            elif t == 3 and loop == "for" and not self.in_tuple_for:
+            elif t == 3 and loop == "for":
                 self.features.add("continue")
                 self.emit(indent, "continue")
             elif t == 2:
@@ -393,6 +392,8 @@ class _Gen:
             kinds += ["aug", "aug", "tuple", "multi", "def"]
             if depth > 0:
                 kinds += ["if", "if", "for", "for", "while", "tuple_for"]
+            if loop is not None:
+                kinds += ["guard"]
         kind = self.choice(kinds)
         targets = scope.assignable(loopvars=self.assign_loop_vars and self.chance(4))
         if kind in ("reassign", "aug") and not targets:
@@ -488,6 +489,12 @@ class _Gen:
             self.emit(indent + 1, f"return {self.bounded_value(inner, 2)}")
             scope.funcs[name] = len(params)
             return
+        if kind == "guard":  # `if c: break` (or continue) in a loop body
+            jump = "continue" if loop == "for" and self.chance(4) else "break"
+            self.features.add(jump)
+            self.emit(indent, f"if {self.cond(scope, 1)}:")
+            self.emit(indent + 1, jump)
+            return
         if kind == "if":
             self.features.add("if")
             self.emit(indent, f"if {self.cond(scope, 2)}:")
@@ -514,8 +521,8 @@ class _Gen:
             scope.names[i] = "loopvar"  # the range is never empty: defined after the loop
             return
         if kind == "tuple_for":
-            # s2sad unrolls it, and refuses break/continue anywhere inside, even in a nested
-            # loop (see test_known_bug_break_in_loop_inside_tuple_loop)
+            # s2sad unrolls it and refuses break/continue that leave it (`loop` None); loops
+            # nested in it may break (test_regression_break_in_loop_inside_tuple_loop)
             self.features.add("tuple_for")
             w = f"w{next(self.loops)}"
             values = [self.choice(CONSTANTS) for _ in range(self.int(1, 3))]
@@ -523,9 +530,7 @@ class _Gen:
             self.emit(indent, f"for {w} in {it}:")
             body = _Scope(scope)
             body.names[w] = "tvar"
-            self.in_tuple_for += 1
             self.block(body, indent + 1, depth - 1, self.int(1, 2), None, tail=False)
-            self.in_tuple_for -= 1
             scope.names[w] = "tvar"
             return
         if kind == "while":

@@ -314,8 +314,8 @@ def test_broadcasting_shapes(program, which, seed, backend):
 
 # ------------------------------------------------------------------ minimal reproducers
 # Bugs the random programs found, cut down by hand. Fixed ones stay as regression tests;
-# open ones are strict xfails, and the generator steers around them: when a fix lands,
-# the xfail fails; delete its mark and lift the restriction.
+# open ones would be strict xfails, with the generator steering around them (when a fix
+# lands, the xfail fails: delete its mark and lift the restriction). None is open now.
 
 REPRODUCERS = Program(source='''\
 import math
