@@ -221,6 +221,15 @@ def _function_cnames(kmod: KernelModule, spec: LoopSpec | ScanSpec | None = None
     return fnames
 
 
+def _element(base: str, layout: str) -> str:
+    """C expression for element (o, i) (flat index k) of an operand with `layout`."""
+    if layout == "scalar":
+        return base
+    if layout == "contig":
+        return f"{base}[k]"
+    return f"{base}[o * {base}_so + i * {base}_si]"
+
+
 def _param_cnames(kmod: KernelModule, spec: LoopSpec | ScanSpec) -> list[str]:
     """C base names of the entry params in drivers, distinct once suffixed with
     _so/_bar/_dot..., and from the driver's locals and the module's functions. (In a
@@ -973,12 +982,7 @@ def _driver_text(kmod: KernelModule, spec: LoopSpec, tag: str, fnames: dict[str,
     strided_any = any(spec.layouts[j] == "strided" for j in range(len(kmod.params)))
 
     def elem(base: str, j: int) -> str:
-        lay = spec.layouts[j]
-        if lay == "scalar":
-            return base
-        if lay == "contig":
-            return f"{base}[k]"
-        return f"{base}[o * {base}_so + i * {base}_si]"
+        return _element(base, spec.layouts[j])
 
     body: list[str] = []
     if strided_any:
@@ -1078,12 +1082,7 @@ def _scan_driver_text(kmod: KernelModule, spec: ScanSpec, tag: str, fnames: dict
     zero = f"0.0{sfx}"
 
     def elem(base: str, j: int) -> str:
-        lay = spec.layouts[j]
-        if lay == "scalar":
-            return base
-        if lay == "contig":
-            return f"{base}[k]"
-        return f"{base}[o * {base}_so + i * {base}_si]"
+        return _element(base, spec.layouts[j])
 
     def call(fn: str, extra: list[str]) -> str:
         return f"{fn}({', '.join([elem(cnames[j], j) for j in range(n_p)] + extra)})"
