@@ -189,7 +189,8 @@ def markdown(rows, errors, missing, info, extra) -> str:
                      f"S2SAD_CACHE_DIR. In the warm processes llvmlite.binding was "
                      f"{'loaded' if w['llvmlite_loaded_at_first_result'] else 'not loaded'} at the first result; "
                      f"their import of numpy + s2sad + the module took {w['import_ms']:.0f} ms (not counted), and a "
-                     f"second `grad` object's first call {w['second_grad_object_us']:.0f} µs.")
+                     f"second `grad` object's first call {w['second_grad_object_us']:.0f} µs. The child processes "
+                     f"use Python's bytecode caches (the warming process writes them), as an installed package does.")
         else:
             L.append("The disk cache is not implemented yet: the warming process left no file in S2SAD_CACHE_DIR, "
                      "so the warm-cache row is a full compile in a new process.")

@@ -145,6 +145,17 @@ class KernelModule:
 
 
 @dataclass(frozen=True)
+class KernelSignature:
+    """What names a kernel's driver before its module is made: enough to look it up in
+    the cache (llvm_jit.driver) and to call it (the ABI needs only params and active)."""
+
+    name: str
+    params: tuple[str, ...]
+    active: tuple[str, ...]
+    digest: str                         # sha256 of the scalar program's source and user rules
+
+
+@dataclass(frozen=True)
 class LoopSpec:
     """How a driver applies the entry over the index space; see the module docstring."""
 

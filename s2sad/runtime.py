@@ -18,6 +18,7 @@ strides of a contiguous copy of itself ("strided").
 from __future__ import annotations
 
 import ctypes
+import hashlib
 import os
 import re
 import sys
@@ -28,7 +29,7 @@ import numpy as np
 
 from .codegen import python as pybackend
 from .errors import BackendUnavailableError, ShapeError
-from .kernel import KernelModule, LoopSpec
+from .kernel import KernelModule, KernelSignature, LoopSpec
 from .passes.activity import result_kind
 from .passes.forward import make_dual
 from .passes.normalize import ScalarProgram
@@ -72,6 +73,27 @@ class Kernel:
         if value is None:
             value = self._drivers[key] = make()
         return value
+
+    def signature(self, active: tuple[str, ...]) -> KernelSignature:
+        """The kernel's name, params, `active` and a digest of its scalar program's source
+        (primal functions and user rules; the dual is made from them): what finds its
+        compiled drivers on disk without making the dual."""
+        def make() -> KernelSignature:
+            text = [self.program.entry]
+            for name, fn in self.program.functions.items():
+                text += [name, self.program.origins.get(name, ""), pybackend.unparse(fn)]
+            for name, (params, partials) in sorted(self.program.custom_rules.items()):
+                text += [name, repr(params)] + ["-" if p is None else pybackend.unparse(p) for p in partials or ()]
+            digest = hashlib.sha256("\0".join(text).encode()).hexdigest()
+            return KernelSignature(self.name, self.params, active, digest)
+        return self.cached(("signature", active), make)
+
+    def llvm_driver(self, active: tuple[str, ...], spec, dtype: np.dtype):
+        """The llvm backend's compiled driver: from the disk cache by the program's source
+        when it is there (no dual made, no IR lowered), else compiled."""
+        from .codegen import llvm_jit
+
+        return llvm_jit.driver(self.signature(active), lambda: self.module(active), spec, dtype)
 
     def python_functions(self, active: tuple[str, ...]) -> dict:
         if active not in self._python:
@@ -254,10 +276,7 @@ def _driver(kernel: Kernel, backend: str, kmod: KernelModule, spec: LoopSpec, dt
         fn = fns[kmod.dual_entry if spec.needs_dual else kmod.entry]
         return _python_driver(fn)
     if backend == "llvm":
-        from .codegen import llvm
-
-        compiled = llvm.compile_driver(kmod, spec, dtype.type)
-        return _llvm_driver(compiled)
+        return _llvm_driver(kernel.llvm_driver(kmod.active, spec, dtype))
     if backend == "cuda":
         from . import cuda_runtime
 
@@ -409,10 +428,7 @@ _F32 = np.dtype(np.float32)
 
 
 def _fast_driver(kernel: Kernel, active: tuple[str, ...], spec: LoopSpec, dtype: np.dtype):
-    from .codegen import llvm
-
-    return kernel.cached(("compiled", active, spec, dtype),
-                         lambda: llvm.compile_driver(kernel.module(active), spec, dtype.type))
+    return kernel.cached(("compiled", active, spec, dtype), lambda: kernel.llvm_driver(active, spec, dtype))
 
 
 def _split(n: int) -> list[tuple[int, int]]:
@@ -716,9 +732,7 @@ def _scan_driver(kernel: Kernel, backend: str, active: tuple[str, ...], spec, dt
             pybackend.run_scan(primal, dual, spec, active_idx, 1, n, p, state, out=out, acc=acc, seed=seed,
                                grads=g, state_bar=state_bar)
     elif backend == "llvm":
-        from .codegen import llvm
-
-        cfunc = llvm.compile_driver(kmod, spec, dtype.type).cfunc
+        cfunc = kernel.llvm_driver(kmod.active, spec, dtype).cfunc
 
         def d(n, params, state, out=None, acc=None, seed=None, grads=None, state_bar=None):
             argv = [1, n] + [v if l == "scalar" else _ptr(v) for v, l in zip(params, spec.layouts)]

@@ -86,7 +86,8 @@ from s2sad.codegen import llvm_jit
 d = list(llvm_jit._cache.values())
 print(json.dumps({"value": v, "grad": g.tolist(), "origins": [c.origin for c in d],
                   "keys": [c.key for c in d], "ms": 1e3 * t, "at_import": at_import,
-                  "binding": "llvmlite.binding" in sys.modules}))
+                  "binding": "llvmlite.binding" in sys.modules,
+                  "lowered": "s2sad.codegen.llvm_lower" in sys.modules}))
 """
 
 
@@ -107,6 +108,7 @@ def test_new_process_hits_the_cache_without_llvm(tmp_path):
     assert cold["at_import"] == [] and warm["at_import"] == []      # `import s2sad` stays light
     if objload.supported():
         assert not warm["binding"], "a warm start imported llvmlite.binding"
+    assert cold["lowered"] and not warm["lowered"], "a warm start lowered IR (it is found by its source)"
     assert warm["value"] == cold["value"] and warm["grad"] == cold["grad"]
     x = np.linspace(-1.0, 1.0, 10)
     np.testing.assert_allclose(warm["value"], np.sum(np.tanh(x) * x / (1 + x * x)), rtol=1e-13)
@@ -114,6 +116,68 @@ def test_new_process_hits_the_cache_without_llvm(tmp_path):
 
 # ---------------------------------------------------------------------------------
 # keys
+
+def _site(where, const: float):
+    """A fresh loss (in a module file of its own) whose scalar function differs from
+    another's only in a constant."""
+    import importlib.util
+
+    path = where / f"site_{str(const).replace('.', '_')}.py"
+    path.write_text(f"import numpy as np\n\n\ndef loss(x):\n    return np.sum(np.tanh(x) * {const!r})\n")
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.loss
+
+
+def _drivers_of(fun, x, monkeypatch):
+    import s2sad
+    from s2sad import runtime
+
+    seen = []
+    driver = llvm_jit.driver
+    monkeypatch.setattr(llvm_jit, "driver", lambda *a, **kw: seen.append(driver(*a, **kw)) or seen[-1])
+    g = s2sad.grad(fun)(x)
+    monkeypatch.setattr(llvm_jit, "driver", driver)
+    assert runtime is not None and seen
+    return g, seen
+
+
+def test_source_keys_separate_programs_and_s2sad_versions(cache, monkeypatch, tmp_path):
+    """A driver found by its source (llvm_jit.driver, what a warm start takes) is keyed
+    by the scalar program and by s2sad's own source: change either and it is compiled."""
+    import s2sad
+
+    x = np.linspace(-2.0, 2.0, 33)
+    g1, (d1,) = _drivers_of(_site(tmp_path, 1.5), x, monkeypatch)
+    g2, (d2,) = _drivers_of(_site(tmp_path, 2.5), x, monkeypatch)
+    assert d1.origin == d2.origin == "compiled" and d1.key != d2.key
+    np.testing.assert_allclose(g2, 2.5 * (1 - np.tanh(x) ** 2), rtol=1e-14)
+    monkeypatch.setattr(llvm_jit, "_cache", {})
+    g1b, (d1b,) = _drivers_of(_site(tmp_path, 1.5), x, monkeypatch)       # a new plan, the same source
+    assert d1b.origin == "disk" and d1b.key == d1.key and d1b.ir == d1.ir
+    assert np.array_equal(g1b, g1)
+    monkeypatch.setattr(llvm_jit, "_cache", {})
+    monkeypatch.setattr(llvm_jit, "_digest", ["0" * 64])       # another s2sad
+    _, (d1c,) = _drivers_of(_site(tmp_path, 1.5), x, monkeypatch)
+    assert d1c.origin == "compiled" and d1c.key != d1.key
+    # an entry for another kernel under this key is never loaded
+    monkeypatch.setattr(llvm_jit, "_cache", {})
+    objcache.entry_path(d1c.key).write_bytes(objcache.entry_path(d2.key).read_bytes())
+    with pytest.warns(objcache.CacheWarning):
+        g1d, (d1d,) = _drivers_of(_site(tmp_path, 1.5), x, monkeypatch)
+    assert d1d.origin == "compiled" and np.array_equal(g1d, g1)
+    assert s2sad is not None
+
+
+def test_package_digest_follows_the_source(cache, monkeypatch, tmp_path):
+    """The digest of s2sad's source is remembered under the files' sizes and times, and
+    is the digest of their contents."""
+    monkeypatch.setattr(llvm_jit, "_digest", [])
+    first = llvm_jit.package_digest()
+    monkeypatch.setattr(llvm_jit, "_digest", [])
+    assert llvm_jit.package_digest() == first and len(first) == 64
+    assert any(p.name.startswith("rec-source-") for p in cache.iterdir())
 
 def test_keys_separate_sources_dependencies_dtypes_specs(cache):
     a = kernel("def f(x):\n    return math.tanh(x) * 2.0\n", "f")

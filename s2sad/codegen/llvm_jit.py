@@ -16,9 +16,13 @@ its variant for the widest ISA this CPU has (SSE4/AVX2/AVX-512), the same routin
 vector loops and scalar code; functions it lacks, or all of them without libmvec, use
 s2sad's own vector math (`vecmath`) where it has them, libm's scalar functions elsewhere.
 
-A warm start does not import llvmlite: the host's LLVM-side description is stored in
-the cache directory under a fingerprint of the host (`objcache.host_fingerprint`), the
-IR is lowered, its key computed, and the object loaded, checked, and mapped.
+A warm start does not import llvmlite, nor make the dual, nor lower IR: the runtime asks
+for a driver by its source (`driver`, keyed by `source_key`: a digest of the kernel's
+scalar program, its user rules and s2sad's own source files, with everything `disk_key`
+holds besides the IR; lowering is deterministic, so this decides the IR too). The
+host's LLVM-side description is stored in the cache directory under a fingerprint of
+the host (`objcache.host_fingerprint`), and the object is loaded, checked, and mapped.
+Only on a miss is the module made, lowered and compiled, and filed under that key.
 
 Environment: S2SAD_CACHE_DIR, S2SAD_CACHE=0 (see objcache), S2SAD_LIBMVEC=0 (no libmvec:
 s2sad's own vector math), S2SAD_VECMATH=libmvec|s2sad|libm (see `math_mode`),
@@ -34,13 +38,12 @@ import os
 import sys
 import time
 import warnings
+from typing import Callable
 
 import numpy as np
 
-from ..kernel import KernelModule, LoopSpec, ScanSpec
+from ..kernel import KernelModule, KernelSignature, LoopSpec, ScanSpec
 from . import objcache, objload
-from .llvm_drivers import lower_module
-from .llvm_lower import driver_name
 
 _lock = _thread.RLock()        # (threading's RLock, without importing threading)
 _cache: dict[str, "CompiledDriver"] = {}     # disk key -> driver
@@ -356,6 +359,52 @@ def disk_key(ir: str, spec: LoopSpec | ScanSpec, dtype: np.dtype, vector_math: b
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()
 
 
+_digest: list[str] = []
+
+
+def package_digest() -> str:
+    """sha256 of s2sad's own source files: everything that turns a program into machine
+    code. Part of `source_key`, so that a changed s2sad never maps what another compiled.
+    The digest is kept in the cache directory under the files' sizes and modification
+    times (a warm start stats them instead of reading them)."""
+    if not _digest:
+        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        files = []
+        for dirpath, dirnames, filenames in os.walk(root):
+            dirnames[:] = sorted(d for d in dirnames if not d.startswith(("_", ".")))
+            files += [os.path.join(dirpath, f) for f in sorted(filenames) if f.endswith(".py")]
+        stats = hashlib.sha256()
+        for path in files:
+            st = os.stat(path)
+            stats.update(f"{os.path.relpath(path, root)}\0{st.st_size}\0{st.st_mtime_ns}\0".encode())
+        record = "source-" + stats.hexdigest()
+        digest = (objcache.read_record(record) or {}).get("digest", "")
+        if len(digest) != 64:
+            h = hashlib.sha256()
+            for path in files:
+                h.update(os.path.relpath(path, root).encode() + b"\0")
+                with open(path, "rb") as fh:
+                    h.update(fh.read())
+            digest = h.hexdigest()
+            objcache.write_record(record, {"digest": digest})
+        _digest.append(digest)
+    return _digest[0]
+
+
+def source_key(sig: KernelSignature, spec: LoopSpec | ScanSpec, dtype: np.dtype, vector_math: bool | str,
+               isas: tuple[str, ...], h: Host) -> str:
+    """The cache key of a driver by its source: the kernel's (`sig.digest`: its scalar
+    program and user rules) and s2sad's (`package_digest`), with all that `disk_key`
+    holds besides the IR. Lowering is deterministic, so this decides the IR."""
+    version = getattr(sys.modules.get("s2sad"), "__version__", "?")
+    mode = math_mode(vector_math)
+    parts = ["source", f"s2sad {version}", package_digest(), f"cache format {objcache.FORMAT}", PIPELINE,
+             f"llvmlite {h.llvmlite_version}", f"LLVM {h.llvm_version}", h.triple, h.cpu, h.features,
+             f"vector math {mode}" + (f" libmvec {'+'.join(isas)}" if mode == "libmvec" and isas else ""),
+             repr(spec), dtype.str, sig.name, repr(sig.params), repr(sig.active), sig.digest]
+    return hashlib.sha256("\0".join(parts).encode()).hexdigest()
+
+
 def _link(obj: bytes, name: str) -> tuple[int, object]:
     """Map object code into the process; (the driver's address, what keeps it alive)."""
     if objload.supported() and os.environ.get("S2SAD_OBJLOAD", "1") != "0":
@@ -375,14 +424,47 @@ def _link(obj: bytes, name: str) -> tuple[int, object]:
     return tracker[name], tracker
 
 
+def _from_disk(key: str, spec: LoopSpec | ScanSpec, dt: np.dtype, sig, name: str | None,
+               timings: dict[str, float], ir: str = "") -> CompiledDriver | None:
+    """The driver stored under `key`, mapped into the process; None when there is none or
+    it cannot be used (a warning says why, and the caller compiles it afresh). `ir`: the
+    module's IR where the caller has it (older entries hold
+    only the object and the optimised IR)."""
+    entry = objcache.load(key)
+    if entry is None:
+        return None
+    header, blobs = entry
+    try:
+        symbol = header.get("symbol", "")
+        if (name is not None and symbol != name) or len(blobs) not in (2, 3) or not symbol.isidentifier():
+            raise ValueError("the entry holds another kernel")
+        obj, optimized = blobs[0], blobs[1].decode()
+        ir = blobs[2].decode() if len(blobs) == 3 else ir
+        address, keep = _link(obj, symbol)
+    except Exception as e:  # noqa: BLE001 - whatever is wrong with it: compile afresh
+        warnings.warn(f"s2sad: the cached kernel for {name or sig.name} could not be loaded ({e}); "
+                      f"compiling it again", objcache.CacheWarning, stacklevel=4)
+        return None
+    argtypes = argtypes_for(sig, spec, dt)
+    cfunc = ctypes.CFUNCTYPE(None, *argtypes)(address)
+    cfunc._s2sad_code = keep        # whoever holds the entry point holds the code
+    return CompiledDriver(name=symbol, address=address, cfunc=cfunc, argtypes=argtypes, ir=ir,
+                          optimized_ir=optimized, spec=spec, dtype=dt, origin="disk", key=key,
+                          timings=timings, _keepalive=keep)
+
+
 def compile_driver(kmod: KernelModule, spec: LoopSpec | ScanSpec, dtype, *,
-                   vector_math: bool | str | None = None) -> CompiledDriver:
+                   vector_math: bool | str | None = None, key: str | None = None) -> CompiledDriver:
     """The driver for (kmod, spec, dtype), compiled once per signature and cached.
 
     `vector_math` chooses how transcendental functions are computed (`math_mode`):
     None reads the environment (libmvec where it loads), False keeps every libm call
-    scalar, "s2sad" uses s2sad's own vector math.
+    scalar, "s2sad" uses s2sad's own vector math. `key`: the cache key to file it under
+    (`source_key`, see `driver`); by default the digest of its IR (`disk_key`).
     """
+    from .llvm_drivers import lower_module
+    from .llvm_lower import driver_name
+
     dt = np.dtype(dtype)
     mode = math_mode(vector_math)
     with _lock:
@@ -403,45 +485,58 @@ def compile_driver(kmod: KernelModule, spec: LoopSpec | ScanSpec, dtype, *,
         # to the same text share one driver
         ir = lower_module(kmod, spec, dt, vector_isas=isas, available=available, own_math=mode != "libm")
         name = driver_name(kmod, spec, dt)
-        dkey = disk_key(ir, spec, dt, mode, isas, h)
+        dkey = key or disk_key(ir, spec, dt, mode, isas, h)
         hit = _cache.get(dkey)
         if hit is not None:
             return hit
         lap("lower")
-        address = keep = None
-        origin = "disk"
-        entry = objcache.load(dkey)
-        if entry is not None:
-            header, blobs = entry
-            try:
-                if header.get("symbol") != name or len(blobs) != 2:
-                    raise ValueError("the entry holds another kernel")
-                obj, optimized = blobs[0], blobs[1].decode()
-                address, keep = _link(obj, name)
-            except Exception as e:  # noqa: BLE001 - whatever is wrong with it: compile afresh
-                warnings.warn(f"s2sad: the cached kernel for {name} could not be loaded ({e}); "
-                              f"compiling it again", objcache.CacheWarning, stacklevel=3)
+        compiled = None if key else _from_disk(dkey, spec, dt, kmod, name, timings, ir)
         lap("cache")
-        if address is None:
-            origin = "compiled"
+        if compiled is None:
             st = _llvm()
             lap("llvm init")
             mod, optimized = optimize(ir)
             lap("optimize")
             obj = st["tm"].emit_object(mod)
             lap("codegen")
-            objcache.store(dkey, [obj, optimized.encode()],
+            objcache.store(dkey, [obj, optimized.encode(), ir.encode()],
                            {"symbol": name, "s2sad": getattr(sys.modules.get("s2sad"), "__version__", "?"),
                             "llvm": h.llvm_version, "cpu": h.cpu})
             lap("store")
             address, keep = _link(obj, name)
-        argtypes = argtypes_for(kmod, spec, dt)
-        cfunc = ctypes.CFUNCTYPE(None, *argtypes)(address)
-        cfunc._s2sad_code = keep        # whoever holds the entry point holds the code
+            argtypes = argtypes_for(kmod, spec, dt)
+            cfunc = ctypes.CFUNCTYPE(None, *argtypes)(address)
+            cfunc._s2sad_code = keep        # whoever holds the entry point holds the code
+            compiled = CompiledDriver(name=name, address=address, cfunc=cfunc, argtypes=argtypes, ir=ir,
+                                      optimized_ir=optimized, spec=spec, dtype=dt, origin="compiled",
+                                      key=dkey, timings=timings, _keepalive=keep)
         lap("load")
         timings["total"] = clock() - t0
-        compiled = CompiledDriver(name=name, address=address, cfunc=cfunc, argtypes=argtypes, ir=ir,
-                                  optimized_ir=optimized, spec=spec, dtype=dt, origin=origin, key=dkey,
-                                  timings=timings, _keepalive=keep)
         _cache[dkey] = compiled
         return compiled
+
+
+def driver(sig: KernelSignature, make_module: Callable[[], KernelModule], spec: LoopSpec | ScanSpec, dtype,
+           *, vector_math: bool | str | None = None) -> CompiledDriver:
+    """The driver for the kernel `sig` names, found by its source before anything is made.
+
+    A warm start lands here: the key (`source_key`) is a digest of the program's source
+    and of s2sad's own, so a driver on disk is mapped without making the dual
+    (`make_module`), lowering IR or importing the lowering modules. Otherwise the module
+    is made and compiled (`compile_driver`) and filed under the same key.
+    """
+    dt = np.dtype(dtype)
+    mode = math_mode(vector_math)
+    with _lock:
+        t0 = time.perf_counter()
+        isas = vector_math_support()[0] if mode == "libmvec" else ()
+        key = source_key(sig, spec, dt, mode, isas, host())
+        hit = _cache.get(key)
+        if hit is not None:
+            return hit
+        compiled = _from_disk(key, spec, dt, sig, None, {})
+        if compiled is not None:
+            compiled.timings["total"] = time.perf_counter() - t0
+            _cache[key] = compiled
+            return compiled
+        return compile_driver(make_module(), spec, dt, vector_math=vector_math, key=key)
