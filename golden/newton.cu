@@ -31,7 +31,7 @@ __device__ newton_sqrt__dual_ret newton_sqrt__dual(double a)
         i = (double)_k1;
         _d1 = a / x;
         _d2 = x + _d1;
-        x_dot = 0.5 * (x_dot + (1.0 / x - _d1 / x * x_dot));
+        x_dot = 0.5 * (x_dot + (1.0 / x - _d1 * (1.0 / x) * x_dot));
         x = 0.5 * _d2;
     }
     return newton_sqrt__dual_ret{x, x_dot};

@@ -20,6 +20,6 @@ def newton_sqrt__dual(a):
     for i in range(0, 10, 1):
         _d1 = a / x
         _d2 = x + _d1
-        x_dot = 0.5 * (x_dot + (1.0 / x - _d1 / x * x_dot))
+        x_dot = 0.5 * (x_dot + (1.0 / x - _d1 * (1.0 / x) * x_dot))
         x = 0.5 * _d2
     return (x, x_dot)

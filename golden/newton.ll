@@ -67,10 +67,11 @@ for.body:
   %div = fdiv double 1.0, %x.2
   %_d1.2 = load double, ptr %_d1.addr
   %x.3 = load double, ptr %x.addr
-  %div.1 = fdiv double %_d1.2, %x.3
+  %div.1 = fdiv double 1.0, %x.3
+  %mul = fmul double %_d1.2, %div.1
   %x_dot.1 = load double, ptr %x_dot.addr
-  %mul = fmul double %div.1, %x_dot.1
-  %sub = fsub double %div, %mul
+  %mul.1 = fmul double %mul, %x_dot.1
+  %sub = fsub double %div, %mul.1
   %add = fadd double %x_dot, %sub
   %x_dot.2 = fmul double 0.5, %add
   store double %x_dot.2, ptr %x_dot.addr

@@ -56,7 +56,9 @@ _RULES = [
     _r("add", "x y", "1.0", "1.0", spelling="op"),
     _r("sub", "x y", "1.0", "-1.0", spelling="op"),
     _r("mul", "x y", "y", "x", spelling="op"),
-    _r("div", "x y", "1.0 / y", "-out / y", spelling="op"),
+    # written with the reciprocal twice so that a kernel divides once (LLVM merges equal
+    # divisions; a division costs as much as ten multiplications)
+    _r("div", "x y", "1.0 / y", "-out * (1.0 / y)", spelling="op"),
     _r("pow", "x y", "y * x ** (y - 1.0)", "out * math.log(x)", spelling="op"),
     _r("floordiv", "x y", None, None, spelling="op"),
     _r("mod", "x y", "1.0", "-math.floor(x / y)", spelling="op"),
@@ -94,7 +96,7 @@ _RULES = [
     _r("asin", "x", "1.0 / math.sqrt(1.0 - x * x)"),
     _r("acos", "x", "-1.0 / math.sqrt(1.0 - x * x)"),
     _r("atan", "x", "1.0 / (1.0 + x * x)"),
-    _r("atan2", "y x", "x / (x * x + y * y)", "-y / (x * x + y * y)"),
+    _r("atan2", "y x", "x * (1.0 / (x * x + y * y))", "-y * (1.0 / (x * x + y * y))"),
     _r("sinh", "x", "math.cosh(x)"),
     _r("cosh", "x", "math.sinh(x)"),
     _r("tanh", "x", "1.0 - out * out"),
@@ -103,7 +105,7 @@ _RULES = [
     _r("atanh", "x", "1.0 / (1.0 - x * x)"),
     _r("erf", "x", "1.1283791670955126 * math.exp(-x * x)"),
     _r("erfc", "x", "-1.1283791670955126 * math.exp(-x * x)"),
-    _r("hypot", "x y", "x / out", "y / out"),
+    _r("hypot", "x y", "x * (1.0 / out)", "y * (1.0 / out)"),
     _r("fmod", "x y", "1.0", "-math.trunc(x / y)"),
     _r("square", "x", "2.0 * x"),
     _r("reciprocal", "x", "-out * out"),
