@@ -876,6 +876,7 @@ def test_a_quotient_and_its_partials_divide_twice(monkeypatch):
     np.testing.assert_allclose(gx, 1.0 / y, rtol=1e-15)
     np.testing.assert_allclose(gy, -x / y ** 2, rtol=1e-14)
     (drv,) = [d for d in seen if d.spec.partials]
-    divs = re.findall(r"= fdiv [^,]*?(<[^>]*>|\S+), ", drv.optimized_ir)
+    kernel_ir = "".join(f for f in drv.optimized_ir.split("\ndefine ") if "__py(" not in f.split("\n")[0])
+    divs = re.findall(r"= fdiv [^,]*?(<[^>]*>|\S+), ", kernel_ir)
     recips = [d for d in divs if "1.000000e+00" in d or d == "1.0"]
     assert divs and len(recips) * 2 == len(divs), drv.optimized_ir

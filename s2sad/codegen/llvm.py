@@ -18,7 +18,8 @@ from __future__ import annotations
 
 from ..kernel import KernelModule, LoopSpec, ScanSpec
 from .llvm_drivers import lower_module
-from .llvm_jit import MATH_MODES, CompiledDriver, argtypes_for, compile_driver, math_mode, vector_math_support
+from .llvm_jit import (MATH_MODES, CompiledDriver, argtypes_for, compile_driver, math_mode, module_ir,
+                       vector_math_support)
 from .llvm_lower import LIBMVEC_FUNCTIONS, LoweringError, driver_name
 from .vecmath import FUNCTIONS as VECMATH_FUNCTIONS
 
@@ -34,4 +35,6 @@ def lower(kmod: KernelModule, spec: LoopSpec | ScanSpec, dtype) -> str:
     variants for the widest x86_64 ISA (AVX-512); `compile_driver` names the widest this
     host can run, or s2sad's own vector math (see llvm_jit.math_mode).
     """
-    return lower_module(kmod, spec, dtype)
+    import numpy as np
+
+    return module_ir(kmod, spec, np.dtype(dtype))

@@ -62,11 +62,11 @@ class CompiledDriver:
     (A plain class, not a dataclass: a warm start pays for every class it creates.)"""
 
     __slots__ = ("name", "address", "cfunc", "argtypes", "ir", "optimized_ir", "spec", "dtype", "origin",
-                 "key", "timings", "_keepalive", "__weakref__")
+                 "key", "timings", "entry_address", "_entry", "_keepalive", "__weakref__")
 
     def __init__(self, *, name: str, address: int, cfunc, argtypes: tuple, ir: str, optimized_ir: str,
                  spec: LoopSpec | ScanSpec, dtype: np.dtype, origin: str = "compiled", key: str = "",
-                 timings: dict | None = None, _keepalive=None) -> None:
+                 timings: dict | None = None, entry_address: int | None = None, _keepalive=None) -> None:
         self.name = name
         self.address = address
         self.cfunc = cfunc                  # ctypes CFUNCTYPE instance, built once
@@ -78,7 +78,20 @@ class CompiledDriver:
         self.origin = origin                # "compiled" (by LLVM, in this process) | "disk" (the cache)
         self.key = key                      # the disk cache key
         self.timings = timings or {}        # seconds per phase of the first call
+        self.entry_address = entry_address  # its Python entry (llvm_entry), if the spec has one
+        self._entry = None
         self._keepalive = _keepalive        # the mapped code (objload) or LLJIT's resource tracker
+
+    def python_entry(self):
+        """The driver's Python entry (`llvm_entry`: entry(*params, scale) -> (value,
+        grads...) or NotImplemented), or None when it has none or this process cannot
+        use one."""
+        if self._entry is None and self.entry_address is not None:
+            from . import llvm_entry
+
+            self._entry = llvm_entry.python_entry(self.entry_address, llvm_entry.entry_name(self.name), self.dtype,
+                                                  self._keepalive) or False
+        return self._entry or None
 
     def __call__(self, *args):
         return self.cfunc(*args)
@@ -405,12 +418,12 @@ def source_key(sig: KernelSignature, spec: LoopSpec | ScanSpec, dtype: np.dtype,
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()
 
 
-def _link(obj: bytes, name: str) -> tuple[int, object]:
-    """Map object code into the process; (the driver's address, what keeps it alive)."""
+def _link(obj: bytes, names: list[str]) -> tuple[dict[str, int], object]:
+    """Map object code into the process; (the address of each of `names`, what keeps it alive)."""
     if objload.supported() and os.environ.get("S2SAD_OBJLOAD", "1") != "0":
         try:
-            loaded = objload.load(obj, [name], _resolve)
-            return loaded.addresses[name], loaded
+            loaded = objload.load(obj, names, _resolve)
+            return {n: loaded.addresses[n] for n in names}, loaded
         except objload.UnsupportedObject:
             pass
     st = _llvm()
@@ -419,9 +432,31 @@ def _link(obj: bytes, name: str) -> tuple[int, object]:
         if path is not None:
             st["llvm"].load_library_permanently(path)
         _state["libmvec_permanent"] = True
-    tracker = (st["llvm"].JITLibraryBuilder().add_object_img(obj).add_current_process()
-               .export_symbol(name).link(_lljit(), f"s2sad_{next(_libnames)}_{name}"))
-    return tracker[name], tracker
+    builder = st["llvm"].JITLibraryBuilder().add_object_img(obj).add_current_process()
+    for name in names:
+        builder = builder.export_symbol(name)
+    tracker = builder.link(_lljit(), f"s2sad_{next(_libnames)}_{names[0]}")
+    return {name: tracker[name] for name in names}, tracker
+
+
+def module_ir(kmod: KernelModule, spec: LoopSpec | ScanSpec, dt: np.dtype, **lowering) -> str:
+    """The driver's module as lowered (`llvm_drivers.lower_module`), with its Python entry
+    (`llvm_entry`) where the spec has one."""
+    from . import llvm_entry
+    from .llvm_drivers import lower_module
+    from .llvm_lower import driver_name
+
+    ir = lower_module(kmod, spec, dt, **lowering)
+    if llvm_entry.qualifies(spec):
+        active_idx = tuple(kmod.params.index(a) for a in kmod.active)
+        ir += "\n" + llvm_entry.entry_ir(driver_name(kmod, spec, dt), spec, dt, active_idx)
+    return ir
+
+
+def _entry_symbol(spec, name: str) -> str | None:
+    from . import llvm_entry
+
+    return llvm_entry.entry_name(name) if llvm_entry.qualifies(spec) else None
 
 
 def _from_disk(key: str, spec: LoopSpec | ScanSpec, dt: np.dtype, sig, name: str | None,
@@ -440,7 +475,9 @@ def _from_disk(key: str, spec: LoopSpec | ScanSpec, dt: np.dtype, sig, name: str
             raise ValueError("the entry holds another kernel")
         obj, optimized = blobs[0], blobs[1].decode()
         ir = blobs[2].decode() if len(blobs) == 3 else ir
-        address, keep = _link(obj, symbol)
+        entry = _entry_symbol(spec, symbol)
+        addresses, keep = _link(obj, [symbol] + ([entry] if entry else []))
+        address = addresses[symbol]
     except Exception as e:  # noqa: BLE001 - whatever is wrong with it: compile afresh
         warnings.warn(f"s2sad: the cached kernel for {name or sig.name} could not be loaded ({e}); "
                       f"compiling it again", objcache.CacheWarning, stacklevel=4)
@@ -450,7 +487,8 @@ def _from_disk(key: str, spec: LoopSpec | ScanSpec, dt: np.dtype, sig, name: str
     cfunc._s2sad_code = keep        # whoever holds the entry point holds the code
     return CompiledDriver(name=symbol, address=address, cfunc=cfunc, argtypes=argtypes, ir=ir,
                           optimized_ir=optimized, spec=spec, dtype=dt, origin="disk", key=key,
-                          timings=timings, _keepalive=keep)
+                          timings=timings, entry_address=addresses.get(entry) if entry else None,
+                          _keepalive=keep)
 
 
 def compile_driver(kmod: KernelModule, spec: LoopSpec | ScanSpec, dtype, *,
@@ -462,7 +500,6 @@ def compile_driver(kmod: KernelModule, spec: LoopSpec | ScanSpec, dtype, *,
     scalar, "s2sad" uses s2sad's own vector math. `key`: the cache key to file it under
     (`source_key`, see `driver`); by default the digest of its IR (`disk_key`).
     """
-    from .llvm_drivers import lower_module
     from .llvm_lower import driver_name
 
     dt = np.dtype(dtype)
@@ -483,7 +520,7 @@ def compile_driver(kmod: KernelModule, spec: LoopSpec | ScanSpec, dtype, *,
         lap("host")
         # the IR holds every function the driver runs and its signature: modules that lower
         # to the same text share one driver
-        ir = lower_module(kmod, spec, dt, vector_isas=isas, available=available, own_math=mode != "libm")
+        ir = module_ir(kmod, spec, dt, vector_isas=isas, available=available, own_math=mode != "libm")
         name = driver_name(kmod, spec, dt)
         dkey = key or disk_key(ir, spec, dt, mode, isas, h)
         hit = _cache.get(dkey)
@@ -503,13 +540,16 @@ def compile_driver(kmod: KernelModule, spec: LoopSpec | ScanSpec, dtype, *,
                            {"symbol": name, "s2sad": getattr(sys.modules.get("s2sad"), "__version__", "?"),
                             "llvm": h.llvm_version, "cpu": h.cpu})
             lap("store")
-            address, keep = _link(obj, name)
+            entry = _entry_symbol(spec, name)
+            addresses, keep = _link(obj, [name] + ([entry] if entry else []))
+            address = addresses[name]
             argtypes = argtypes_for(kmod, spec, dt)
             cfunc = ctypes.CFUNCTYPE(None, *argtypes)(address)
             cfunc._s2sad_code = keep        # whoever holds the entry point holds the code
             compiled = CompiledDriver(name=name, address=address, cfunc=cfunc, argtypes=argtypes, ir=ir,
                                       optimized_ir=optimized, spec=spec, dtype=dt, origin="compiled",
-                                      key=dkey, timings=timings, _keepalive=keep)
+                                      key=dkey, timings=timings,
+                                      entry_address=addresses.get(entry) if entry else None, _keepalive=keep)
         lap("load")
         timings["total"] = clock() - t0
         _cache[dkey] = compiled

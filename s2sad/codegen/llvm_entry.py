@@ -1,0 +1,377 @@
+"""Python entry points in machine code for the fused gradient drivers.
+
+On a small array, a gradient call costs what happens around the kernel: checking the
+arguments, allocating the gradient, ctypes converting each argument, building the
+result. For every driver of the fused value-and-gradient sum (a `LoopSpec` with
+partials, a scalar seed and a value that is summed or dropped, over contiguous arrays
+and scalars), the driver's module also holds its *entry*: a C function with CPython's
+METH_FASTCALL signature,
+
+    <driver>__py(table, args, nargs) -> (value, grad of each active param) | NotImplemented
+
+called with the driver's parameters, a scale and whether the scale is divided by the
+number of elements (a mean): `entry(p1, ..., pn, scale, mean)`. It takes the call only
+when every argument is what the driver was compiled for: each "contig" parameter an
+exact `numpy.ndarray` of the driver's dtype, C-contiguous and aligned, all of one shape,
+with 2 to ENTRY_MAX elements; each "scalar" parameter and the scale an exact `float`;
+`mean` True or False. For anything else it returns NotImplemented, and the caller takes
+the general path. It allocates each array gradient with numpy's `PyArray_NewLikeArray`,
+runs the driver with seed = scale (or scale / n) over the elements (the GIL held: at
+most ENTRY_MAX of them, tens of microseconds), and returns `(value * seed, g1, ...)`:
+the value a float (None when the driver does not sum values), each gradient an array,
+or a float for a scalar parameter. The results are those of the runtime's general path
+to the bit (the same driver, the same seed).
+
+The machine code depends on no address in the process: everything it calls or compares
+with comes from `table` (the function's `self`: a uint64 array, see SLOTS). The object
+layouts it reads (the offsets below) are the stable ones of CPython's and numpy's C
+structs; `supported()` checks them on live objects once per process, and where they
+differ (a free-threaded or debug build), no entry is used.
+
+    qualifies(spec) -> bool
+    entry_ir(driver, spec, dtype, active_idx) -> str        the entry's IR, for the driver's module
+    python_entry(address) -> callable | None                the entry as a Python function
+"""
+from __future__ import annotations
+
+import ctypes
+import sys
+import sysconfig
+
+import numpy as np
+
+from ..kernel import LoopSpec
+
+ENTRY_MAX = 1 << 15          # elements; beyond, the runtime's path that releases the GIL
+
+# offsets in CPython's and numpy's object structs (checked by `supported`)
+OB_TYPE = 8                  # PyObject.ob_type
+FLOAT_VALUE = 16             # PyFloatObject.ob_fval
+ARRAY_DATA = 16              # PyArrayObject_fields.data
+ARRAY_ND = 24                #                      .nd (int)
+ARRAY_DIMS = 32              #                      .dimensions
+ARRAY_DESCR = 56             #                      .descr
+ARRAY_FLAGS = 64             #                      .flags (int)
+CARRAY = 0x0001 | 0x0100     # NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED
+NEW_LIKE_SLOT = 277          # PyArray_NewLikeArray in numpy's C-API table (stable since 1.6)
+
+# what the entry finds in its table, in this order
+SLOTS = ("new_like", "array_type", "descr", "float_type", "not_implemented", "none", "true", "false",
+         "incref", "decref", "float_from_double", "tuple_new", "tuple_setitem")
+
+
+def qualifies(spec) -> bool:
+    """Whether drivers of `spec` get an entry (the fused sum with partials, over
+    contiguous arrays and scalars)."""
+    return (isinstance(spec, LoopSpec) and spec.partials and spec.seed == "scalar" and not spec.tangents
+            and spec.value in ("sum", "none") and "contig" in spec.layouts
+            and all(l in ("contig", "scalar") for l in spec.layouts))
+
+
+def entry_name(driver: str) -> str:
+    return driver + "__py"
+
+
+class _Text:
+    """IR lines with fresh names."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def __call__(self, line: str) -> None:
+        self.lines.append("  " + line)
+
+    def label(self, name: str) -> None:
+        self.lines.append(f"{name}:")
+
+    def comment(self, text: str) -> None:
+        self.lines.append(f"  ; {text}")
+
+
+def entry_ir(driver: str, spec: LoopSpec, dtype, active_idx: tuple[int, ...]) -> str:
+    """The entry of `driver` (whose ABI is kernel.py's for `spec`): IR text to append to
+    the driver's module. `active_idx`: the params the driver differentiates, in order."""
+    assert qualifies(spec), spec
+    T = "double" if np.dtype(dtype) == np.float64 else "float"
+    layouts = spec.layouts
+    n = len(layouts)
+    contig = [i for i, l in enumerate(layouts) if l == "contig"]
+    first = contig[0]
+    t = _Text()
+    out = [f"; {driver}'s Python entry (METH_FASTCALL; see s2sad/codegen/llvm_entry.py):",
+           f";   {entry_name(driver)}({', '.join(f'p{i}' for i in range(n))}, scale, mean) -> (value * seed, "
+           + ", ".join(f"d/dp{i}" for i in active_idx) + "), or NotImplemented",
+           ";   params: " + ", ".join(f"p{i} {l}" for i, l in enumerate(layouts)),
+           f"define ptr @{entry_name(driver)}(ptr %table.obj, ptr %args, i64 %nargs) {{",
+           "entry:"]
+    t.comment("the table: a uint64 array (its data pointer) of what the entry calls and compares with")
+    t(f"%table.at = getelementptr inbounds i8, ptr %table.obj, i64 {ARRAY_DATA}")
+    t("%table = load ptr, ptr %table.at")
+    for k, slot in enumerate(SLOTS):
+        t(f"%{slot}.at = getelementptr inbounds ptr, ptr %table, i64 {k}")
+        t(f"%{slot} = load ptr, ptr %{slot}.at")
+    if spec.value == "sum":
+        t(f"%acc = alloca {T}")
+        t(f"store {T} 0.0, ptr %acc")
+    for a in active_idx:
+        if layouts[a] == "scalar":
+            t(f"%g{a}.acc = alloca {T}")
+            t(f"store {T} 0.0, ptr %g{a}.acc")
+    t(f"%nargs.ok = icmp eq i64 %nargs, {n + 2}")
+    t("br i1 %nargs.ok, label %check.p0, label %decline")
+
+    def obj(i: int, name: str) -> None:
+        t(f"%{name}.at = getelementptr inbounds ptr, ptr %args, i64 {i}")
+        t(f"%{name} = load ptr, ptr %{name}.at")
+        t(f"%{name}.type.at = getelementptr inbounds i8, ptr %{name}, i64 {OB_TYPE}")
+        t(f"%{name}.type = load ptr, ptr %{name}.type.at")
+
+    def field(name: str, what: str, off: int, ty: str) -> None:
+        t(f"%{name}.{what}.at = getelementptr inbounds i8, ptr %{name}, i64 {off}")
+        t(f"%{name}.{what} = load {ty}, ptr %{name}.{what}.at")
+
+    for i, lay in enumerate(layouts):
+        p = f"p{i}"
+        t.label(f"check.{p}")
+        if lay == "scalar":
+            t.comment(f"p{i}: an exact float")
+            obj(i, p)
+            t(f"%{p}.ok = icmp eq ptr %{p}.type, %float_type")
+            t(f"br i1 %{p}.ok, label %{p}.value, label %decline")
+            t.label(f"{p}.value")
+            field(p, "f64", FLOAT_VALUE, "double")
+            if T == "float":
+                t(f"%{p}.v = fptrunc double %{p}.f64 to float")
+            t(f"br label %{'check.p' + str(i + 1) if i + 1 < n else 'scale'}")
+            continue
+        t.comment(f"p{i}: an exact ndarray of the driver's dtype, C-contiguous and aligned"
+                  + (", of p{first}'s shape" if i != first else ""))
+        obj(i, p)
+        t(f"%{p}.isarray = icmp eq ptr %{p}.type, %array_type")
+        t(f"br i1 %{p}.isarray, label %{p}.fields, label %decline")
+        t.label(f"{p}.fields")
+        field(p, "descr", ARRAY_DESCR, "ptr")
+        field(p, "flags", ARRAY_FLAGS, "i32")
+        field(p, "nd", ARRAY_ND, "i32")
+        field(p, "dims", ARRAY_DIMS, "ptr")
+        field(p, "data", ARRAY_DATA, "ptr")
+        t(f"%{p}.dtype.ok = icmp eq ptr %{p}.descr, %descr")
+        t(f"%{p}.carray = and i32 %{p}.flags, {CARRAY}")
+        t(f"%{p}.carray.ok = icmp eq i32 %{p}.carray, {CARRAY}")
+        t(f"%{p}.ok = and i1 %{p}.dtype.ok, %{p}.carray.ok")
+        if i == first:
+            t(f"br i1 %{p}.ok, label %{p}.size, label %decline")
+            t.label(f"{p}.size")
+            t.comment("n: the product of the dimensions")
+            t("br label %size.loop")
+            t.label("size.loop")
+            t(f"%size.k = phi i32 [ 0, %{p}.size ], [ %size.k1, %size.body ]")
+            t(f"%size.n = phi i64 [ 1, %{p}.size ], [ %size.n1, %size.body ]")
+            t(f"%size.more = icmp slt i32 %size.k, %{p}.nd")
+            t("br i1 %size.more, label %size.body, label %size.done")
+            t.label("size.body")
+            t(f"%size.d.at = getelementptr inbounds i64, ptr %{p}.dims, i32 %size.k")
+            t("%size.d = load i64, ptr %size.d.at")
+            t("%size.n1 = mul i64 %size.n, %size.d")
+            t("%size.k1 = add i32 %size.k, 1")
+            t("br label %size.loop")
+            t.label("size.done")
+            t("%n.low = icmp slt i64 %size.n, 2")
+            t(f"%n.high = icmp sgt i64 %size.n, {ENTRY_MAX}")
+            t("%n.out = or i1 %n.low, %n.high")
+            t(f"br i1 %n.out, label %decline, label %{'check.p' + str(i + 1) if i + 1 < n else 'scale'}")
+            continue
+        t(f"%{p}.nd.ok = icmp eq i32 %{p}.nd, %p{first}.nd")
+        t(f"%{p}.ok2 = and i1 %{p}.ok, %{p}.nd.ok")
+        t(f"br i1 %{p}.ok2, label %{p}.shape, label %decline")
+        t.label(f"{p}.shape")
+        t("br label %" + f"{p}.shape.loop")
+        t.label(f"{p}.shape.loop")
+        t(f"%{p}.k = phi i32 [ 0, %{p}.shape ], [ %{p}.k1, %{p}.shape.same ]")
+        t(f"%{p}.more = icmp slt i32 %{p}.k, %{p}.nd")
+        t(f"br i1 %{p}.more, label %{p}.shape.body, label %{'check.p' + str(i + 1) if i + 1 < n else 'scale'}")
+        t.label(f"{p}.shape.body")
+        t(f"%{p}.d.at = getelementptr inbounds i64, ptr %{p}.dims, i32 %{p}.k")
+        t(f"%{p}.d = load i64, ptr %{p}.d.at")
+        t(f"%{p}.d0.at = getelementptr inbounds i64, ptr %p{first}.dims, i32 %{p}.k")
+        t(f"%{p}.d0 = load i64, ptr %{p}.d0.at")
+        t(f"%{p}.d.ok = icmp eq i64 %{p}.d, %{p}.d0")
+        t(f"%{p}.k1 = add i32 %{p}.k, 1")
+        t(f"br i1 %{p}.d.ok, label %{p}.shape.same, label %decline")
+        t.label(f"{p}.shape.same")
+        t(f"br label %{p}.shape.loop")
+
+    t.label("scale")
+    t.comment("the scale: an exact float; then `mean`: True (the seed is scale / n) or False (scale)")
+    obj(n, "s")
+    t("%s.ok = icmp eq ptr %s.type, %float_type")
+    t(f"%mean.at = getelementptr inbounds ptr, ptr %args, i64 {n + 1}")
+    t("%mean = load ptr, ptr %mean.at")
+    t("%mean.true = icmp eq ptr %mean, %true")
+    t("%mean.false = icmp eq ptr %mean, %false")
+    t("%mean.bool = or i1 %mean.true, %mean.false")
+    t("%s.mean.ok = and i1 %s.ok, %mean.bool")
+    t("br i1 %s.mean.ok, label %alloc, label %decline")
+    t.label("alloc")
+    field("s", "given", FLOAT_VALUE, "double")
+    t("%n.f64 = sitofp i64 %size.n to double")
+    t("%s.per = fdiv double %s.given, %n.f64")
+    t("%s.f64 = select i1 %mean.true, double %s.per, double %s.given")
+    if T == "float":
+        t("%seed = fptrunc double %s.f64 to float")
+    seed = "%seed" if T == "float" else "%s.f64"
+    made: list[str] = []            # new references held so far (freed on failure)
+
+    def fail_unless(value: str, label: str) -> None:
+        t(f"%{value}.null = icmp eq ptr %{value}, null")
+        t(f"br i1 %{value}.null, label %{label}.fail, label %{label}.ok")
+        failures.append((label, list(made)))
+        t.label(f"{label}.ok")
+
+    failures: list[tuple[str, list[str]]] = []
+    for a in active_idx:
+        if layouts[a] == "contig":
+            t.comment(f"d/dp{a}: a new array like p{first} (PyArray_NewLikeArray, C order)")
+            t(f"%g{a} = call ptr %new_like(ptr %p{first}, i32 0, ptr null, i32 0)")
+            fail_unless(f"g{a}", f"g{a}")
+            made.append(f"g{a}")
+            field(f"g{a}", "data", ARRAY_DATA, "ptr")
+    args = ["i64 1", "i64 %size.n"]
+    for i, lay in enumerate(layouts):
+        scalar = f"%p{i}.v" if T == "float" else f"%p{i}.f64"
+        args.append(f"{T} {scalar}" if lay == "scalar" else f"ptr %p{i}.data")
+    if spec.value == "sum":
+        args.append("ptr %acc")
+    args.append(f"{T} {seed}")
+    for a in active_idx:
+        args.append(f"ptr %g{a}.data" if layouts[a] == "contig" else f"ptr %g{a}.acc")
+    t(f"call void @{driver}({', '.join(args)})")
+    if spec.value == "sum":
+        t(f"%acc.v = load {T}, ptr %acc")
+        acc = "%acc.v"
+        if T == "float":
+            t("%acc.f64 = fpext float %acc.v to double")
+            acc = "%acc.f64"
+        t(f"%value.f64 = fmul double {acc}, %s.f64")            # as the runtime's float(acc) * scale
+        t("%value = call ptr %float_from_double(double %value.f64)")
+        fail_unless("value", "value")
+        made.append("value")
+        items = ["%value"]
+    else:
+        t("call void %incref(ptr %none)")
+        made.append("none")
+        items = ["%none"]
+    for a in active_idx:
+        if layouts[a] == "scalar":
+            t(f"%g{a}.v = load {T}, ptr %g{a}.acc")
+            gv = f"%g{a}.v"
+            if T == "float":
+                t(f"%g{a}.f64 = fpext float %g{a}.v to double")
+                gv = f"%g{a}.f64"
+            t(f"%g{a} = call ptr %float_from_double(double {gv})")
+            fail_unless(f"g{a}", f"g{a}.float")
+            made.append(f"g{a}")
+        items.append(f"%g{a}")
+    t(f"%result = call ptr %tuple_new(i64 {len(items)})")
+    fail_unless("result", "result")
+    t.comment("PyTuple_SetItem takes over each reference")
+    for k, item in enumerate(items):
+        t(f"%set{k} = call i32 %tuple_setitem(ptr %result, i64 {k}, ptr {item})")
+    t("ret ptr %result")
+    t.label("decline")
+    t("call void %incref(ptr %not_implemented)")
+    t("ret ptr %not_implemented")
+    for label, held in failures:
+        t.label(f"{label}.fail")
+        t.comment("an exception is set: drop what was made, return NULL")
+        for h in held:
+            t(f"call void %decref(ptr %{h})")
+        t("ret ptr null")
+    return "\n".join(out + t.lines + ["}", ""])
+
+
+# ------------------------------------------------------------------ the Python side
+
+class _MethodDef(ctypes.Structure):
+    _fields_ = [("ml_name", ctypes.c_char_p), ("ml_meth", ctypes.c_void_p),
+                ("ml_flags", ctypes.c_int), ("ml_doc", ctypes.c_char_p)]
+
+
+METH_FASTCALL = 0x0080
+_state: dict = {}
+
+
+def _word(address: int, offset: int, ctype=ctypes.c_uint64):
+    return ctype.from_address(address + offset).value
+
+
+def supported() -> bool:
+    """Whether this process's objects have the layout the entries read (checked once on
+    live objects) and numpy's C API table can be found."""
+    if "ok" not in _state:
+        _state["ok"] = False
+        try:
+            if sysconfig.get_config_var("Py_GIL_DISABLED") or hasattr(sys, "gettotalrefcount"):
+                return False
+            a = np.zeros((3, 5), np.float64)[1:]
+            f = 2.5
+            ok = (_word(id(a), OB_TYPE) == id(np.ndarray) and _word(id(f), OB_TYPE) == id(float)
+                  and _word(id(a), ARRAY_DATA) == a.ctypes.data
+                  and _word(id(a), ARRAY_ND, ctypes.c_int32) == 2
+                  and [_word(_word(id(a), ARRAY_DIMS), 8 * k, ctypes.c_int64) for k in range(2)] == [2, 5]
+                  and _word(id(a), ARRAY_DESCR) == id(a.dtype)
+                  and _word(id(a), ARRAY_FLAGS, ctypes.c_int32) & CARRAY == CARRAY
+                  and not _word(id(a.T), ARRAY_FLAGS, ctypes.c_int32) & 1
+                  and ctypes.c_double.from_address(id(f) + FLOAT_VALUE).value == 2.5)
+            if ok:
+                _state["new_like"] = _new_like_address()
+                _state["ok"] = _state["new_like"] is not None
+        except Exception:  # noqa: BLE001 - anything unexpected: no entries
+            _state["ok"] = False
+    return _state["ok"]
+
+
+def _new_like_address() -> int | None:
+    api = ctypes.pythonapi
+    core = getattr(np, "_core", None) or np.core
+    capsule = core._multiarray_umath._ARRAY_API
+    api.PyCapsule_GetName.restype = ctypes.c_char_p
+    api.PyCapsule_GetName.argtypes = [ctypes.py_object]
+    api.PyCapsule_GetPointer.restype = ctypes.c_void_p
+    api.PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+    table = api.PyCapsule_GetPointer(capsule, api.PyCapsule_GetName(capsule))
+    if not table:
+        return None
+    return ctypes.c_void_p.from_address(table + 8 * NEW_LIKE_SLOT).value
+
+
+def _table(dtype) -> np.ndarray:
+    api = ctypes.pythonapi
+
+    def fn(name: str) -> int:
+        return ctypes.cast(getattr(api, name), ctypes.c_void_p).value
+
+    values = {"new_like": _state["new_like"], "array_type": id(np.ndarray), "descr": id(np.dtype(dtype)),
+              "float_type": id(float), "not_implemented": id(NotImplemented), "none": id(None),
+              "true": id(True), "false": id(False),
+              "incref": fn("Py_IncRef"), "decref": fn("Py_DecRef"),
+              "float_from_double": fn("PyFloat_FromDouble"), "tuple_new": fn("PyTuple_New"),
+              "tuple_setitem": fn("PyTuple_SetItem")}
+    return np.array([values[s] for s in SLOTS], dtype=np.uint64)
+
+
+def python_entry(address: int, name: str, dtype, keepalive=None):
+    """The entry at `address` as a Python function (a builtin method whose `self` is its
+    table); None where entries are not supported."""
+    if not supported():
+        return None
+    api = ctypes.pythonapi
+    api.PyCFunction_NewEx.restype = ctypes.py_object
+    api.PyCFunction_NewEx.argtypes = [ctypes.c_void_p, ctypes.py_object, ctypes.py_object]
+    table = _table(dtype)
+    cname = name.encode()
+    mdef = _MethodDef(cname, address, METH_FASTCALL, None)
+    fn = api.PyCFunction_NewEx(ctypes.addressof(mdef), table, None)
+    # the method definition, its name and the code must outlive the function
+    _state.setdefault("keep", []).append((mdef, cname, keepalive))
+    return fn
