@@ -5,15 +5,18 @@ the C ABI of kernel.py, chosen by the type of the spec:
 
 - `LoopSpec` (`_emit_loop_driver`): every element independently, row-major; sums are
   carried in registers with `reassoc nsz` adds so that the loop vectorises.
-- `ScanSpec` (`_emit_scan_driver`): the elements in order, threading the k state values
-  through registers (phis); with grads, the forward sweep stores the state before each
-  element on the tape and a second loop nest walks the elements backwards, calling the
-  dual at (params(e), tape[e]) and carrying lambda (the adjoint of the state) in
-  registers.
+- `ScanSpec` (`_emit_scan_driver`, `_ScanSweeps`): the elements in order (flat index),
+  in blocks of BLOCK; the state-free part of the entry (`passes/scansplit.py`) runs over
+  a block as a vectorised loop into stack buffers, then the block's serial chain with
+  the k states (and lambda, the adjoint of the state) in phis. With a tape, the forward
+  sweep stores the state before each element and the reverse sweep walks the blocks
+  backwards calling the dual at (params(e), tape[e]); without one (no partial depends
+  on the state), one serial loop runs the forward chain on a block and the reverse
+  chain on its mirror block.
 
 Both are built from `_DriverBody`: arguments by layout, element addressing, gradient
-updates, and `nest`, two counted loops (o outer, i inner, forwards or backwards) that
-carry values in phis.
+updates, `nest` (the loop driver's two counted loops, o outer and i inner) and `loop`
+(one counted loop whose body may hold loops).
 """
 from __future__ import annotations
 
