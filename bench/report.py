@@ -213,6 +213,10 @@ def markdown(rows, errors, missing, info, extra) -> str:
     # ---------------------------------------------------------------- array programs (issue 5)
     import arrays
     L.extend(arrays.markdown(rows, errors))
+
+    # ---------------------------------------------------------------- closures and state (issue 4)
+    import closures_state
+    L.extend(closures_state.markdown(rows, errors))
     return "\n".join(L)
 
 

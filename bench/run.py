@@ -2,6 +2,7 @@
 
 Run with `make bench` (installs the `bench` extra first) or `.venv/bin/python bench/run.py`.
 Options: `--quick` (fewer repeats, a smoke test), `--out DIR` (default: bench/),
+`--only closures-state` (that section alone, its report printed, no files written),
 `--without jax,numba,torch` (leave systems out), `--no-pin`, `--default-malloc`.
 
 Everything runs in this one process, side by side, on one thread: S2SAD_NUM_THREADS=1,
@@ -58,6 +59,7 @@ import numpy as np  # noqa: E402
 import s2sad  # noqa: E402
 import cases  # noqa: E402
 import arrays  # noqa: E402
+import closures_state  # noqa: E402
 from cases import CASES, make_input  # noqa: E402
 
 SIZES = (10_000, 1_000_000)
@@ -609,8 +611,17 @@ def main(argv=None) -> int:
                     help="leave glibc's malloc as it is (freed arrays may come back with fresh pages)")
     ap.add_argument("--no-pin", action="store_true",
                     help="do not pin the single-thread rows to one CPU (XLA may then use several)")
+    ap.add_argument("--only", choices=["closures-state"],
+                    help="run one section and print its report (writes no results files)")
     args = ap.parse_args(argv)
     malloc_tuned = False if args.default_malloc else keep_freed_memory()
+    if args.only == "closures-state":
+        if not args.no_pin:
+            pin_one_cpu()
+        rows, errors = [], []
+        closures_state.run_state(rows, errors, args.quick, measure_block, LAST_USAGE, stats, log)
+        log("\n".join(closures_state.markdown(rows, errors)))
+        return 0
     t_start = time.perf_counter()
     info = machine_info()
     info["pinned_cpu"] = None if args.no_pin else pin_one_cpu()
@@ -646,6 +657,7 @@ def main(argv=None) -> int:
     info["cpu_share"] = (float(np.median(cpu_shares)), float(np.min(cpu_shares))) if cpu_shares else None
     rows.extend(first_calls)
     arrays.run_arrays(systems, rows, errors, args.quick, measure_block, LAST_USAGE, stats, log)
+    closures_state.run_state(rows, errors, args.quick, measure_block, LAST_USAGE, stats, log)
     call_overhead = run_call_overhead(rows)
     back_to_back = run_back_to_back(rows, args.quick)
     with tempfile.TemporaryDirectory(prefix="s2sad-bench-src-") as workdir:

@@ -133,102 +133,171 @@ entry:
   ret { double, double, double, double, double, double } %ret
 }
 
+define internal { double, double, double, double, double } @array_loss__elementwise__dual__scan_pre(double %x) #0 {
+entry:
+  %_sc25__d2 = call double @libmvec.tanh(double %x) #4
+  %mul = fmul double 0.5, 0.0
+  %mul.1 = fmul double %_sc25__d2, %_sc25__d2
+  %sub = fsub double 1.0, %mul.1
+  %_sc23_BUFFER_0_dot_x = fadd double %mul, %sub
+  %_sc22_BUFFER_0_dot_BUFFER_0 = fmul double 0.5, 1.0
+  %mul.2 = fmul double %_sc22_BUFFER_0_dot_BUFFER_0, 0.0
+  %_sc15__t1_dot_z = fadd double %_sc23_BUFFER_0_dot_x, %mul.2
+  %_sc14__t1_dot_BUFFER_0 = fmul double %_sc22_BUFFER_0_dot_BUFFER_0, 1.0
+  %mul.3 = fmul double %_sc22_BUFFER_0_dot_BUFFER_0, 0.0
+  %_sc10_BUFFER_0_dot_z = fadd double %_sc23_BUFFER_0_dot_x, %mul.3
+  %_sc9_BUFFER_0_dot_BUFFER_0 = fmul double %_sc22_BUFFER_0_dot_BUFFER_0, 1.0
+  %mul.4 = fmul double %_sc14__t1_dot_BUFFER_0, 0.0
+  %_t1_dot_x = fadd double %_sc15__t1_dot_z, %mul.4
+  %_t1_dot_BUFFER_0 = fmul double %_sc14__t1_dot_BUFFER_0, 1.0
+  %mul.5 = fmul double %_sc9_BUFFER_0_dot_BUFFER_0, 0.0
+  %BUFFER_0_dot_x = fadd double %_sc10_BUFFER_0_dot_z, %mul.5
+  %BUFFER_0_dot_BUFFER_0 = fmul double %_sc9_BUFFER_0_dot_BUFFER_0, 1.0
+  %ret.tuple = insertvalue { double, double, double, double, double } poison, double %BUFFER_0_dot_BUFFER_0, 0
+  %ret.tuple.1 = insertvalue { double, double, double, double, double } %ret.tuple, double %BUFFER_0_dot_x, 1
+  %ret.tuple.2 = insertvalue { double, double, double, double, double } %ret.tuple.1, double %_sc25__d2, 2
+  %ret.tuple.3 = insertvalue { double, double, double, double, double } %ret.tuple.2, double %_t1_dot_BUFFER_0, 3
+  %ret = insertvalue { double, double, double, double, double } %ret.tuple.3, double %_t1_dot_x, 4
+  ret { double, double, double, double, double } %ret
+}
+
+define internal { double, double, double, double, double, double } @array_loss__elementwise__dual__scan_rest(double %x, double %BUFFER_0_dot_BUFFER_0, double %BUFFER_0_dot_x, double %_sc25__d2, double %_t1_dot_BUFFER_0, double %_t1_dot_x, double %BUFFER_0) #0 {
+entry:
+  %_sc24__d1 = fmul double 0.5, %BUFFER_0
+  %_sc21_BUFFER_0 = fadd double %_sc24__d1, %_sc25__d2
+  %ret.tuple = insertvalue { double, double, double, double, double, double } poison, double %_sc21_BUFFER_0, 0
+  %ret.tuple.1 = insertvalue { double, double, double, double, double, double } %ret.tuple, double %_sc21_BUFFER_0, 1
+  %ret.tuple.2 = insertvalue { double, double, double, double, double, double } %ret.tuple.1, double %_t1_dot_x, 2
+  %ret.tuple.3 = insertvalue { double, double, double, double, double, double } %ret.tuple.2, double %_t1_dot_BUFFER_0, 3
+  %ret.tuple.4 = insertvalue { double, double, double, double, double, double } %ret.tuple.3, double %BUFFER_0_dot_x, 4
+  %ret = insertvalue { double, double, double, double, double, double } %ret.tuple.4, double %BUFFER_0_dot_BUFFER_0, 5
+  ret { double, double, double, double, double, double } %ret
+}
+
 define void @array_loss__elementwise__scan_c_s1_sum_grads_f64(i64 %n_outer, i64 %n_inner, ptr noalias %x, ptr noalias %state, ptr noalias %acc, double %seed, ptr noalias %x_bar, ptr noalias %state_bar, ptr noalias %tape) #1 {
 entry:
+  %n = mul nsw i64 %n_outer, %n_inner
+  %blocks.up = add nsw i64 %n, 255
+  %blocks = sdiv i64 %blocks.up, 256
   %BUFFER_0.in.ptr = getelementptr inbounds double, ptr %state, i64 0
   %BUFFER_0.in = load double, ptr %BUFFER_0.in.ptr
-  br label %outer.cond
-
-outer.cond:
-  %o = phi i64 [ 0, %entry ], [ %o.next, %outer.latch ]
-  %BUFFER_0.o = phi double [ %BUFFER_0.in, %entry ], [ %BUFFER_0.i, %outer.latch ]
-  %value.sum.o = phi double [ 0.0, %entry ], [ %value.sum.i, %outer.latch ]
-  %outer.more = icmp slt i64 %o, %n_outer
-  br i1 %outer.more, label %outer.body, label %exit
-
-outer.body:
-  %row = mul nsw i64 %o, %n_inner
-  br label %inner.cond
-
-inner.cond:
-  %i = phi i64 [ 0, %outer.body ], [ %i.next, %inner.body ]
-  %BUFFER_0.i = phi double [ %BUFFER_0.o, %outer.body ], [ %BUFFER_0.next, %inner.body ]
-  %value.sum.i = phi double [ %value.sum.o, %outer.body ], [ %value.sum.next, %inner.body ]
-  %inner.more = icmp slt i64 %i, %n_inner
-  br i1 %inner.more, label %inner.body, label %outer.latch
-
-inner.body:
-  %flat = add nsw i64 %row, %i
-  %x.ptr = getelementptr inbounds double, ptr %x, i64 %flat
-  %x.v = load double, ptr %x.ptr
-  %BUFFER_0.tape.ptr = getelementptr inbounds [1 x double], ptr %tape, i64 %flat, i32 0
-  store double %BUFFER_0.i, ptr %BUFFER_0.tape.ptr
-  %step = call { double, double } @array_loss__elementwise(double %x.v, double %BUFFER_0.i)
-  %value = extractvalue { double, double } %step, 0
-  %BUFFER_0.next = extractvalue { double, double } %step, 1
-  %value.sum.next = fadd reassoc nsz double %value.sum.i, %value
-  %i.next = add nsw i64 %i, 1
-  br label %inner.cond
-
-outer.latch:
-  %o.next = add nsw i64 %o, 1
-  br label %outer.cond
-
-exit:
-  %BUFFER_0.out.ptr = getelementptr inbounds double, ptr %state, i64 0
-  store double %BUFFER_0.o, ptr %BUFFER_0.out.ptr
-  %value.old = load double, ptr %acc
-  %value.new = fadd double %value.old, %value.sum.o
-  store double %value.new, ptr %acc
   %BUFFER_0_bar.in.ptr = getelementptr inbounds double, ptr %state_bar, i64 0
   %BUFFER_0_bar.in = load double, ptr %BUFFER_0_bar.in.ptr
-  br label %rev.outer.cond
+  %rev.buf = alloca [256 x double], align 64
+  %rev.buf.1 = alloca [256 x double], align 64
+  %rev.buf.2 = alloca [256 x double], align 64
+  %rev.buf.3 = alloca [256 x double], align 64
+  %rev.buf.4 = alloca [256 x double], align 64
+  br label %block.cond
 
-rev.outer.cond:
-  %o.left = phi i64 [ %n_outer, %exit ], [ %o.1, %rev.outer.latch ]
-  %BUFFER_0_bar.o = phi double [ %BUFFER_0_bar.in, %exit ], [ %BUFFER_0_bar.i, %rev.outer.latch ]
-  %outer.more.1 = icmp sgt i64 %o.left, 0
-  br i1 %outer.more.1, label %rev.outer.body, label %rev.exit
+block.cond:
+  %block.e = phi i64 [ 0, %entry ], [ %block.e.next, %scan.exit ]
+  %BUFFER_0 = phi double [ %BUFFER_0.in, %entry ], [ %BUFFER_0.1, %scan.exit ]
+  %value.sum = phi double [ 0.0, %entry ], [ %value.sum.1, %scan.exit ]
+  %BUFFER_0_bar = phi double [ %BUFFER_0_bar.in, %entry ], [ %BUFFER_0_bar.1, %scan.exit ]
+  %block.more = icmp slt i64 %block.e, %blocks
+  br i1 %block.more, label %block.body, label %block.exit
 
-rev.outer.body:
-  %o.1 = add nsw i64 %o.left, -1
-  %row.1 = mul nsw i64 %o.1, %n_inner
-  br label %rev.inner.cond
+block.body:
+  %lo = mul nsw i64 %block.e, 256
+  %end = add nsw i64 %lo, 256
+  %full = icmp slt i64 %end, %n
+  %hi = select i1 %full, i64 %end, i64 %n
+  %count = sub nsw i64 %hi, %lo
+  %mirror.lo = sub nsw i64 %n, %hi
+  %mirror.hi = sub nsw i64 %n, %lo
+  br label %rev.pre.cond
 
-rev.inner.cond:
-  %i.left = phi i64 [ %n_inner, %rev.outer.body ], [ %i.1, %rev.inner.body ]
-  %BUFFER_0_bar.i = phi double [ %BUFFER_0_bar.o, %rev.outer.body ], [ %BUFFER_0_bar.next, %rev.inner.body ]
-  %inner.more.1 = icmp sgt i64 %i.left, 0
-  br i1 %inner.more.1, label %rev.inner.body, label %rev.outer.latch
+rev.pre.cond:
+  %rev.pre.e = phi i64 [ %mirror.lo, %block.body ], [ %rev.pre.e.next, %rev.pre.body ]
+  %rev.pre.more = icmp slt i64 %rev.pre.e, %mirror.hi
+  br i1 %rev.pre.more, label %rev.pre.body, label %rev.pre.exit
 
-rev.inner.body:
-  %i.1 = add nsw i64 %i.left, -1
-  %flat.1 = add nsw i64 %row.1, %i.1
-  %x.ptr.1 = getelementptr inbounds double, ptr %x, i64 %flat.1
+rev.pre.body:
+  %x.ptr = getelementptr inbounds double, ptr %x, i64 %rev.pre.e
+  %x.v = load double, ptr %x.ptr
+  %pre = call { double, double, double, double, double } @array_loss__elementwise__dual__scan_pre(double %x.v)
+  %slot = sub nsw i64 %rev.pre.e, %mirror.lo
+  %pre.v = extractvalue { double, double, double, double, double } %pre, 0
+  %buf.ptr = getelementptr inbounds double, ptr %rev.buf, i64 %slot
+  store double %pre.v, ptr %buf.ptr
+  %pre.v.1 = extractvalue { double, double, double, double, double } %pre, 1
+  %buf.ptr.1 = getelementptr inbounds double, ptr %rev.buf.1, i64 %slot
+  store double %pre.v.1, ptr %buf.ptr.1
+  %pre.v.2 = extractvalue { double, double, double, double, double } %pre, 2
+  %buf.ptr.2 = getelementptr inbounds double, ptr %rev.buf.2, i64 %slot
+  store double %pre.v.2, ptr %buf.ptr.2
+  %pre.v.3 = extractvalue { double, double, double, double, double } %pre, 3
+  %buf.ptr.3 = getelementptr inbounds double, ptr %rev.buf.3, i64 %slot
+  store double %pre.v.3, ptr %buf.ptr.3
+  %pre.v.4 = extractvalue { double, double, double, double, double } %pre, 4
+  %buf.ptr.4 = getelementptr inbounds double, ptr %rev.buf.4, i64 %slot
+  store double %pre.v.4, ptr %buf.ptr.4
+  %rev.pre.e.next = add nsw i64 %rev.pre.e, 1
+  br label %rev.pre.cond
+
+rev.pre.exit:
+  %last = add nsw i64 %count, -1
+  br label %scan.cond
+
+scan.cond:
+  %scan.e = phi i64 [ 0, %rev.pre.exit ], [ %scan.e.next, %scan.body ]
+  %BUFFER_0.1 = phi double [ %BUFFER_0, %rev.pre.exit ], [ %BUFFER_0.next, %scan.body ]
+  %value.sum.1 = phi double [ %value.sum, %rev.pre.exit ], [ %value.sum.2, %scan.body ]
+  %BUFFER_0_bar.1 = phi double [ %BUFFER_0_bar, %rev.pre.exit ], [ %BUFFER_0_bar.c.2, %scan.body ]
+  %scan.more = icmp slt i64 %scan.e, %count
+  br i1 %scan.more, label %scan.body, label %scan.exit
+
+scan.body:
+  %e = add nsw i64 %lo, %scan.e
+  %x.ptr.1 = getelementptr inbounds double, ptr %x, i64 %e
   %x.v.1 = load double, ptr %x.ptr.1
-  %BUFFER_0.tape.ptr.1 = getelementptr inbounds [1 x double], ptr %tape, i64 %flat.1, i32 0
-  %BUFFER_0.tape = load double, ptr %BUFFER_0.tape.ptr.1
-  %dual = call { double, double, double, double, double, double } @array_loss__elementwise__dual(double %x.v.1, double %BUFFER_0.tape)
+  %step = call { double, double } @array_loss__elementwise(double %x.v.1, double %BUFFER_0.1)
+  %value = extractvalue { double, double } %step, 0
+  %BUFFER_0.next = extractvalue { double, double } %step, 1
+  %value.sum.2 = fadd reassoc nsz double %value.sum.1, %value
+  %mirror.t = sub nsw i64 %last, %scan.e
+  %mirror.e = add nsw i64 %mirror.lo, %mirror.t
+  %x.ptr.2 = getelementptr inbounds double, ptr %x, i64 %mirror.e
+  %x.v.2 = load double, ptr %x.ptr.2
+  %buf.ptr.5 = getelementptr inbounds double, ptr %rev.buf, i64 %mirror.t
+  %buf.v = load double, ptr %buf.ptr.5
+  %buf.ptr.6 = getelementptr inbounds double, ptr %rev.buf.1, i64 %mirror.t
+  %buf.v.1 = load double, ptr %buf.ptr.6
+  %buf.ptr.7 = getelementptr inbounds double, ptr %rev.buf.2, i64 %mirror.t
+  %buf.v.2 = load double, ptr %buf.ptr.7
+  %buf.ptr.8 = getelementptr inbounds double, ptr %rev.buf.3, i64 %mirror.t
+  %buf.v.3 = load double, ptr %buf.ptr.8
+  %buf.ptr.9 = getelementptr inbounds double, ptr %rev.buf.4, i64 %mirror.t
+  %buf.v.4 = load double, ptr %buf.ptr.9
+  %dual = call { double, double, double, double, double, double } @array_loss__elementwise__dual__scan_rest(double %x.v.2, double %buf.v, double %buf.v.1, double %buf.v.2, double %buf.v.3, double %buf.v.4, double 0.0)
   %x_bar.dv = extractvalue { double, double, double, double, double, double } %dual, 2
   %x_bar.c = fmul double %x_bar.dv, %seed
   %x_bar.dBUFFER_0 = extractvalue { double, double, double, double, double, double } %dual, 4
-  %x_bar.c.1 = fmul double %BUFFER_0_bar.i, %x_bar.dBUFFER_0
+  %x_bar.c.1 = fmul double %BUFFER_0_bar.1, %x_bar.dBUFFER_0
   %x_bar.c.2 = fadd double %x_bar.c, %x_bar.c.1
-  %x_bar.ptr = getelementptr inbounds double, ptr %x_bar, i64 %flat.1
+  %x_bar.ptr = getelementptr inbounds double, ptr %x_bar, i64 %mirror.e
   store double %x_bar.c.2, ptr %x_bar.ptr
   %BUFFER_0_bar.dv = extractvalue { double, double, double, double, double, double } %dual, 3
   %BUFFER_0_bar.c = fmul double %BUFFER_0_bar.dv, %seed
   %BUFFER_0_bar.dBUFFER_0 = extractvalue { double, double, double, double, double, double } %dual, 5
-  %BUFFER_0_bar.c.1 = fmul double %BUFFER_0_bar.i, %BUFFER_0_bar.dBUFFER_0
-  %BUFFER_0_bar.next = fadd double %BUFFER_0_bar.c, %BUFFER_0_bar.c.1
-  br label %rev.inner.cond
+  %BUFFER_0_bar.c.1 = fmul double %BUFFER_0_bar.1, %BUFFER_0_bar.dBUFFER_0
+  %BUFFER_0_bar.c.2 = fadd double %BUFFER_0_bar.c, %BUFFER_0_bar.c.1
+  %scan.e.next = add nsw i64 %scan.e, 1
+  br label %scan.cond
 
-rev.outer.latch:
-  br label %rev.outer.cond
+scan.exit:
+  %block.e.next = add nsw i64 %block.e, 1
+  br label %block.cond
 
-rev.exit:
+block.exit:
+  %BUFFER_0.out.ptr = getelementptr inbounds double, ptr %state, i64 0
+  store double %BUFFER_0, ptr %BUFFER_0.out.ptr
+  %value.old = load double, ptr %acc
+  %value.new = fadd double %value.old, %value.sum
+  store double %value.new, ptr %acc
   %BUFFER_0_bar.out.ptr = getelementptr inbounds double, ptr %state_bar, i64 0
-  store double %BUFFER_0_bar.o, ptr %BUFFER_0_bar.out.ptr
+  store double %BUFFER_0_bar, ptr %BUFFER_0_bar.out.ptr
   ret void
 }
 

@@ -58,100 +58,82 @@ entry:
 
 define void @global_loss__elementwise__scan_c_s1_sum_grads_f64(i64 %n_outer, i64 %n_inner, ptr noalias %x, ptr noalias %state, ptr noalias %acc, double %seed, ptr noalias %x_bar, ptr noalias %state_bar, ptr noalias %tape) #1 {
 entry:
+  %n = mul nsw i64 %n_outer, %n_inner
+  %blocks.up = add nsw i64 %n, 255
+  %blocks = sdiv i64 %blocks.up, 256
   %total.in.ptr = getelementptr inbounds double, ptr %state, i64 0
   %total.in = load double, ptr %total.in.ptr
-  br label %outer.cond
-
-outer.cond:
-  %o = phi i64 [ 0, %entry ], [ %o.next, %outer.latch ]
-  %total.o = phi double [ %total.in, %entry ], [ %total.i, %outer.latch ]
-  %value.sum.o = phi double [ 0.0, %entry ], [ %value.sum.i, %outer.latch ]
-  %outer.more = icmp slt i64 %o, %n_outer
-  br i1 %outer.more, label %outer.body, label %exit
-
-outer.body:
-  %row = mul nsw i64 %o, %n_inner
-  br label %inner.cond
-
-inner.cond:
-  %i = phi i64 [ 0, %outer.body ], [ %i.next, %inner.body ]
-  %total.i = phi double [ %total.o, %outer.body ], [ %total.next, %inner.body ]
-  %value.sum.i = phi double [ %value.sum.o, %outer.body ], [ %value.sum.next, %inner.body ]
-  %inner.more = icmp slt i64 %i, %n_inner
-  br i1 %inner.more, label %inner.body, label %outer.latch
-
-inner.body:
-  %flat = add nsw i64 %row, %i
-  %x.ptr = getelementptr inbounds double, ptr %x, i64 %flat
-  %x.v = load double, ptr %x.ptr
-  %total.tape.ptr = getelementptr inbounds [1 x double], ptr %tape, i64 %flat, i32 0
-  store double %total.i, ptr %total.tape.ptr
-  %step = call { double, double } @global_loss__elementwise(double %x.v, double %total.i)
-  %value = extractvalue { double, double } %step, 0
-  %total.next = extractvalue { double, double } %step, 1
-  %value.sum.next = fadd reassoc nsz double %value.sum.i, %value
-  %i.next = add nsw i64 %i, 1
-  br label %inner.cond
-
-outer.latch:
-  %o.next = add nsw i64 %o, 1
-  br label %outer.cond
-
-exit:
-  %total.out.ptr = getelementptr inbounds double, ptr %state, i64 0
-  store double %total.o, ptr %total.out.ptr
-  %value.old = load double, ptr %acc
-  %value.new = fadd double %value.old, %value.sum.o
-  store double %value.new, ptr %acc
   %total_bar.in.ptr = getelementptr inbounds double, ptr %state_bar, i64 0
   %total_bar.in = load double, ptr %total_bar.in.ptr
-  br label %rev.outer.cond
+  br label %block.cond
 
-rev.outer.cond:
-  %o.left = phi i64 [ %n_outer, %exit ], [ %o.1, %rev.outer.latch ]
-  %total_bar.o = phi double [ %total_bar.in, %exit ], [ %total_bar.i, %rev.outer.latch ]
-  %outer.more.1 = icmp sgt i64 %o.left, 0
-  br i1 %outer.more.1, label %rev.outer.body, label %rev.exit
+block.cond:
+  %block.e = phi i64 [ 0, %entry ], [ %block.e.next, %scan.exit ]
+  %total = phi double [ %total.in, %entry ], [ %total.1, %scan.exit ]
+  %value.sum = phi double [ 0.0, %entry ], [ %value.sum.1, %scan.exit ]
+  %total_bar = phi double [ %total_bar.in, %entry ], [ %total_bar.1, %scan.exit ]
+  %block.more = icmp slt i64 %block.e, %blocks
+  br i1 %block.more, label %block.body, label %block.exit
 
-rev.outer.body:
-  %o.1 = add nsw i64 %o.left, -1
-  %row.1 = mul nsw i64 %o.1, %n_inner
-  br label %rev.inner.cond
+block.body:
+  %lo = mul nsw i64 %block.e, 256
+  %end = add nsw i64 %lo, 256
+  %full = icmp slt i64 %end, %n
+  %hi = select i1 %full, i64 %end, i64 %n
+  %count = sub nsw i64 %hi, %lo
+  %mirror.lo = sub nsw i64 %n, %hi
+  %mirror.hi = sub nsw i64 %n, %lo
+  %last = add nsw i64 %count, -1
+  br label %scan.cond
 
-rev.inner.cond:
-  %i.left = phi i64 [ %n_inner, %rev.outer.body ], [ %i.1, %rev.inner.body ]
-  %total_bar.i = phi double [ %total_bar.o, %rev.outer.body ], [ %total_bar.next, %rev.inner.body ]
-  %inner.more.1 = icmp sgt i64 %i.left, 0
-  br i1 %inner.more.1, label %rev.inner.body, label %rev.outer.latch
+scan.cond:
+  %scan.e = phi i64 [ 0, %block.body ], [ %scan.e.next, %scan.body ]
+  %total.1 = phi double [ %total, %block.body ], [ %total.next, %scan.body ]
+  %value.sum.1 = phi double [ %value.sum, %block.body ], [ %value.sum.2, %scan.body ]
+  %total_bar.1 = phi double [ %total_bar, %block.body ], [ %total_bar.c.2, %scan.body ]
+  %scan.more = icmp slt i64 %scan.e, %count
+  br i1 %scan.more, label %scan.body, label %scan.exit
 
-rev.inner.body:
-  %i.1 = add nsw i64 %i.left, -1
-  %flat.1 = add nsw i64 %row.1, %i.1
-  %x.ptr.1 = getelementptr inbounds double, ptr %x, i64 %flat.1
+scan.body:
+  %e = add nsw i64 %lo, %scan.e
+  %x.ptr = getelementptr inbounds double, ptr %x, i64 %e
+  %x.v = load double, ptr %x.ptr
+  %step = call { double, double } @global_loss__elementwise(double %x.v, double %total.1)
+  %value = extractvalue { double, double } %step, 0
+  %total.next = extractvalue { double, double } %step, 1
+  %value.sum.2 = fadd reassoc nsz double %value.sum.1, %value
+  %mirror.t = sub nsw i64 %last, %scan.e
+  %mirror.e = add nsw i64 %mirror.lo, %mirror.t
+  %x.ptr.1 = getelementptr inbounds double, ptr %x, i64 %mirror.e
   %x.v.1 = load double, ptr %x.ptr.1
-  %total.tape.ptr.1 = getelementptr inbounds [1 x double], ptr %tape, i64 %flat.1, i32 0
-  %total.tape = load double, ptr %total.tape.ptr.1
-  %dual = call { double, double, double, double, double, double } @global_loss__elementwise__dual(double %x.v.1, double %total.tape)
+  %dual = call { double, double, double, double, double, double } @global_loss__elementwise__dual(double %x.v.1, double 0.0)
   %x_bar.dv = extractvalue { double, double, double, double, double, double } %dual, 2
   %x_bar.c = fmul double %x_bar.dv, %seed
   %x_bar.dtotal = extractvalue { double, double, double, double, double, double } %dual, 4
-  %x_bar.c.1 = fmul double %total_bar.i, %x_bar.dtotal
+  %x_bar.c.1 = fmul double %total_bar.1, %x_bar.dtotal
   %x_bar.c.2 = fadd double %x_bar.c, %x_bar.c.1
-  %x_bar.ptr = getelementptr inbounds double, ptr %x_bar, i64 %flat.1
+  %x_bar.ptr = getelementptr inbounds double, ptr %x_bar, i64 %mirror.e
   store double %x_bar.c.2, ptr %x_bar.ptr
   %total_bar.dv = extractvalue { double, double, double, double, double, double } %dual, 3
   %total_bar.c = fmul double %total_bar.dv, %seed
   %total_bar.dtotal = extractvalue { double, double, double, double, double, double } %dual, 5
-  %total_bar.c.1 = fmul double %total_bar.i, %total_bar.dtotal
-  %total_bar.next = fadd double %total_bar.c, %total_bar.c.1
-  br label %rev.inner.cond
+  %total_bar.c.1 = fmul double %total_bar.1, %total_bar.dtotal
+  %total_bar.c.2 = fadd double %total_bar.c, %total_bar.c.1
+  %scan.e.next = add nsw i64 %scan.e, 1
+  br label %scan.cond
 
-rev.outer.latch:
-  br label %rev.outer.cond
+scan.exit:
+  %block.e.next = add nsw i64 %block.e, 1
+  br label %block.cond
 
-rev.exit:
+block.exit:
+  %total.out.ptr = getelementptr inbounds double, ptr %state, i64 0
+  store double %total, ptr %total.out.ptr
+  %value.old = load double, ptr %acc
+  %value.new = fadd double %value.old, %value.sum
+  store double %value.new, ptr %acc
   %total_bar.out.ptr = getelementptr inbounds double, ptr %state_bar, i64 0
-  store double %total_bar.o, ptr %total_bar.out.ptr
+  store double %total_bar, ptr %total_bar.out.ptr
   ret void
 }
 

@@ -63,100 +63,111 @@ entry:
 
 define void @item_loss__elementwise__scan_c_s1_sum_grads_f64(i64 %n_outer, i64 %n_inner, ptr noalias %x, ptr noalias %state, ptr noalias %acc, double %seed, ptr noalias %x_bar, ptr noalias %state_bar, ptr noalias %tape) #1 {
 entry:
+  %n = mul nsw i64 %n_outer, %n_inner
+  %blocks.up = add nsw i64 %n, 255
+  %blocks = sdiv i64 %blocks.up, 256
   %STORE_0.in.ptr = getelementptr inbounds double, ptr %state, i64 0
   %STORE_0.in = load double, ptr %STORE_0.in.ptr
-  br label %outer.cond
-
-outer.cond:
-  %o = phi i64 [ 0, %entry ], [ %o.next, %outer.latch ]
-  %STORE_0.o = phi double [ %STORE_0.in, %entry ], [ %STORE_0.i, %outer.latch ]
-  %value.sum.o = phi double [ 0.0, %entry ], [ %value.sum.i, %outer.latch ]
-  %outer.more = icmp slt i64 %o, %n_outer
-  br i1 %outer.more, label %outer.body, label %exit
-
-outer.body:
-  %row = mul nsw i64 %o, %n_inner
-  br label %inner.cond
-
-inner.cond:
-  %i = phi i64 [ 0, %outer.body ], [ %i.next, %inner.body ]
-  %STORE_0.i = phi double [ %STORE_0.o, %outer.body ], [ %STORE_0.next, %inner.body ]
-  %value.sum.i = phi double [ %value.sum.o, %outer.body ], [ %value.sum.next, %inner.body ]
-  %inner.more = icmp slt i64 %i, %n_inner
-  br i1 %inner.more, label %inner.body, label %outer.latch
-
-inner.body:
-  %flat = add nsw i64 %row, %i
-  %x.ptr = getelementptr inbounds double, ptr %x, i64 %flat
-  %x.v = load double, ptr %x.ptr
-  %STORE_0.tape.ptr = getelementptr inbounds [1 x double], ptr %tape, i64 %flat, i32 0
-  store double %STORE_0.i, ptr %STORE_0.tape.ptr
-  %step = call { double, double } @item_loss__elementwise(double %x.v, double %STORE_0.i)
-  %value = extractvalue { double, double } %step, 0
-  %STORE_0.next = extractvalue { double, double } %step, 1
-  %value.sum.next = fadd reassoc nsz double %value.sum.i, %value
-  %i.next = add nsw i64 %i, 1
-  br label %inner.cond
-
-outer.latch:
-  %o.next = add nsw i64 %o, 1
-  br label %outer.cond
-
-exit:
-  %STORE_0.out.ptr = getelementptr inbounds double, ptr %state, i64 0
-  store double %STORE_0.o, ptr %STORE_0.out.ptr
-  %value.old = load double, ptr %acc
-  %value.new = fadd double %value.old, %value.sum.o
-  store double %value.new, ptr %acc
   %STORE_0_bar.in.ptr = getelementptr inbounds double, ptr %state_bar, i64 0
   %STORE_0_bar.in = load double, ptr %STORE_0_bar.in.ptr
-  br label %rev.outer.cond
+  br label %fwd.block.cond
 
-rev.outer.cond:
-  %o.left = phi i64 [ %n_outer, %exit ], [ %o.1, %rev.outer.latch ]
-  %STORE_0_bar.o = phi double [ %STORE_0_bar.in, %exit ], [ %STORE_0_bar.i, %rev.outer.latch ]
-  %outer.more.1 = icmp sgt i64 %o.left, 0
-  br i1 %outer.more.1, label %rev.outer.body, label %rev.exit
+fwd.block.cond:
+  %fwd.block.e = phi i64 [ 0, %entry ], [ %fwd.block.e.next, %fwd.exit ]
+  %STORE_0 = phi double [ %STORE_0.in, %entry ], [ %STORE_0.1, %fwd.exit ]
+  %value.sum = phi double [ 0.0, %entry ], [ %value.sum.1, %fwd.exit ]
+  %fwd.block.more = icmp slt i64 %fwd.block.e, %blocks
+  br i1 %fwd.block.more, label %fwd.block.body, label %fwd.block.exit
 
-rev.outer.body:
-  %o.1 = add nsw i64 %o.left, -1
-  %row.1 = mul nsw i64 %o.1, %n_inner
-  br label %rev.inner.cond
+fwd.block.body:
+  %lo = mul nsw i64 %fwd.block.e, 256
+  %end = add nsw i64 %lo, 256
+  %full = icmp slt i64 %end, %n
+  %hi = select i1 %full, i64 %end, i64 %n
+  %count = sub nsw i64 %hi, %lo
+  br label %fwd.cond
 
-rev.inner.cond:
-  %i.left = phi i64 [ %n_inner, %rev.outer.body ], [ %i.1, %rev.inner.body ]
-  %STORE_0_bar.i = phi double [ %STORE_0_bar.o, %rev.outer.body ], [ %STORE_0_bar.next, %rev.inner.body ]
-  %inner.more.1 = icmp sgt i64 %i.left, 0
-  br i1 %inner.more.1, label %rev.inner.body, label %rev.outer.latch
+fwd.cond:
+  %fwd.e = phi i64 [ 0, %fwd.block.body ], [ %fwd.e.next, %fwd.body ]
+  %STORE_0.1 = phi double [ %STORE_0, %fwd.block.body ], [ %STORE_0.next, %fwd.body ]
+  %value.sum.1 = phi double [ %value.sum, %fwd.block.body ], [ %value.sum.2, %fwd.body ]
+  %fwd.more = icmp slt i64 %fwd.e, %count
+  br i1 %fwd.more, label %fwd.body, label %fwd.exit
 
-rev.inner.body:
-  %i.1 = add nsw i64 %i.left, -1
-  %flat.1 = add nsw i64 %row.1, %i.1
-  %x.ptr.1 = getelementptr inbounds double, ptr %x, i64 %flat.1
-  %x.v.1 = load double, ptr %x.ptr.1
-  %STORE_0.tape.ptr.1 = getelementptr inbounds [1 x double], ptr %tape, i64 %flat.1, i32 0
+fwd.body:
+  %e = add nsw i64 %lo, %fwd.e
+  %STORE_0.tape.ptr = getelementptr inbounds [1 x double], ptr %tape, i64 %e, i32 0
+  store double %STORE_0.1, ptr %STORE_0.tape.ptr
+  %x.ptr = getelementptr inbounds double, ptr %x, i64 %e
+  %x.v = load double, ptr %x.ptr
+  %step = call { double, double } @item_loss__elementwise(double %x.v, double %STORE_0.1)
+  %value = extractvalue { double, double } %step, 0
+  %STORE_0.next = extractvalue { double, double } %step, 1
+  %value.sum.2 = fadd reassoc nsz double %value.sum.1, %value
+  %fwd.e.next = add nsw i64 %fwd.e, 1
+  br label %fwd.cond
+
+fwd.exit:
+  %fwd.block.e.next = add nsw i64 %fwd.block.e, 1
+  br label %fwd.block.cond
+
+fwd.block.exit:
+  br label %rev.block.cond
+
+rev.block.cond:
+  %rev.block.left = phi i64 [ %blocks, %fwd.block.exit ], [ %rev.block.e, %rev.exit ]
+  %STORE_0_bar = phi double [ %STORE_0_bar.in, %fwd.block.exit ], [ %STORE_0_bar.1, %rev.exit ]
+  %rev.block.more = icmp sgt i64 %rev.block.left, 0
+  br i1 %rev.block.more, label %rev.block.body, label %rev.block.exit
+
+rev.block.body:
+  %rev.block.e = add nsw i64 %rev.block.left, -1
+  %lo.1 = mul nsw i64 %rev.block.e, 256
+  %end.1 = add nsw i64 %lo.1, 256
+  %full.1 = icmp slt i64 %end.1, %n
+  %hi.1 = select i1 %full.1, i64 %end.1, i64 %n
+  %count.1 = sub nsw i64 %hi.1, %lo.1
+  br label %rev.cond
+
+rev.cond:
+  %rev.left = phi i64 [ %count.1, %rev.block.body ], [ %rev.e, %rev.body ]
+  %STORE_0_bar.1 = phi double [ %STORE_0_bar, %rev.block.body ], [ %STORE_0_bar.c.2, %rev.body ]
+  %rev.more = icmp sgt i64 %rev.left, 0
+  br i1 %rev.more, label %rev.body, label %rev.exit
+
+rev.body:
+  %rev.e = add nsw i64 %rev.left, -1
+  %e.1 = add nsw i64 %lo.1, %rev.e
+  %STORE_0.tape.ptr.1 = getelementptr inbounds [1 x double], ptr %tape, i64 %e.1, i32 0
   %STORE_0.tape = load double, ptr %STORE_0.tape.ptr.1
+  %x.ptr.1 = getelementptr inbounds double, ptr %x, i64 %e.1
+  %x.v.1 = load double, ptr %x.ptr.1
   %dual = call { double, double, double, double, double, double } @item_loss__elementwise__dual(double %x.v.1, double %STORE_0.tape)
   %x_bar.dv = extractvalue { double, double, double, double, double, double } %dual, 2
   %x_bar.c = fmul double %x_bar.dv, %seed
   %x_bar.dSTORE_0 = extractvalue { double, double, double, double, double, double } %dual, 4
-  %x_bar.c.1 = fmul double %STORE_0_bar.i, %x_bar.dSTORE_0
+  %x_bar.c.1 = fmul double %STORE_0_bar.1, %x_bar.dSTORE_0
   %x_bar.c.2 = fadd double %x_bar.c, %x_bar.c.1
-  %x_bar.ptr = getelementptr inbounds double, ptr %x_bar, i64 %flat.1
+  %x_bar.ptr = getelementptr inbounds double, ptr %x_bar, i64 %e.1
   store double %x_bar.c.2, ptr %x_bar.ptr
   %STORE_0_bar.dv = extractvalue { double, double, double, double, double, double } %dual, 3
   %STORE_0_bar.c = fmul double %STORE_0_bar.dv, %seed
   %STORE_0_bar.dSTORE_0 = extractvalue { double, double, double, double, double, double } %dual, 5
-  %STORE_0_bar.c.1 = fmul double %STORE_0_bar.i, %STORE_0_bar.dSTORE_0
-  %STORE_0_bar.next = fadd double %STORE_0_bar.c, %STORE_0_bar.c.1
-  br label %rev.inner.cond
-
-rev.outer.latch:
-  br label %rev.outer.cond
+  %STORE_0_bar.c.1 = fmul double %STORE_0_bar.1, %STORE_0_bar.dSTORE_0
+  %STORE_0_bar.c.2 = fadd double %STORE_0_bar.c, %STORE_0_bar.c.1
+  br label %rev.cond
 
 rev.exit:
+  br label %rev.block.cond
+
+rev.block.exit:
+  %STORE_0.out.ptr = getelementptr inbounds double, ptr %state, i64 0
+  store double %STORE_0, ptr %STORE_0.out.ptr
+  %value.old = load double, ptr %acc
+  %value.new = fadd double %value.old, %value.sum
+  store double %value.new, ptr %acc
   %STORE_0_bar.out.ptr = getelementptr inbounds double, ptr %state_bar, i64 0
-  store double %STORE_0_bar.o, ptr %STORE_0_bar.out.ptr
+  store double %STORE_0_bar, ptr %STORE_0_bar.out.ptr
   ret void
 }
 

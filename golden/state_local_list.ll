@@ -58,100 +58,82 @@ entry:
 
 define void @local_list_loss__elementwise__scan_c_s1_sum_grads_f64(i64 %n_outer, i64 %n_inner, ptr noalias %x, ptr noalias %state, ptr noalias %acc, double %seed, ptr noalias %x_bar, ptr noalias %state_bar, ptr noalias %tape) #1 {
 entry:
+  %n = mul nsw i64 %n_outer, %n_inner
+  %blocks.up = add nsw i64 %n, 255
+  %blocks = sdiv i64 %blocks.up, 256
   %acc_0.in.ptr = getelementptr inbounds double, ptr %state, i64 0
   %acc_0.in = load double, ptr %acc_0.in.ptr
-  br label %outer.cond
-
-outer.cond:
-  %o = phi i64 [ 0, %entry ], [ %o.next, %outer.latch ]
-  %acc_0.o = phi double [ %acc_0.in, %entry ], [ %acc_0.i, %outer.latch ]
-  %value.sum.o = phi double [ 0.0, %entry ], [ %value.sum.i, %outer.latch ]
-  %outer.more = icmp slt i64 %o, %n_outer
-  br i1 %outer.more, label %outer.body, label %exit
-
-outer.body:
-  %row = mul nsw i64 %o, %n_inner
-  br label %inner.cond
-
-inner.cond:
-  %i = phi i64 [ 0, %outer.body ], [ %i.next, %inner.body ]
-  %acc_0.i = phi double [ %acc_0.o, %outer.body ], [ %acc_0.next, %inner.body ]
-  %value.sum.i = phi double [ %value.sum.o, %outer.body ], [ %value.sum.next, %inner.body ]
-  %inner.more = icmp slt i64 %i, %n_inner
-  br i1 %inner.more, label %inner.body, label %outer.latch
-
-inner.body:
-  %flat = add nsw i64 %row, %i
-  %x.ptr = getelementptr inbounds double, ptr %x, i64 %flat
-  %x.v = load double, ptr %x.ptr
-  %acc_0.tape.ptr = getelementptr inbounds [1 x double], ptr %tape, i64 %flat, i32 0
-  store double %acc_0.i, ptr %acc_0.tape.ptr
-  %step = call { double, double } @local_list_loss__elementwise(double %x.v, double %acc_0.i)
-  %value = extractvalue { double, double } %step, 0
-  %acc_0.next = extractvalue { double, double } %step, 1
-  %value.sum.next = fadd reassoc nsz double %value.sum.i, %value
-  %i.next = add nsw i64 %i, 1
-  br label %inner.cond
-
-outer.latch:
-  %o.next = add nsw i64 %o, 1
-  br label %outer.cond
-
-exit:
-  %acc_0.out.ptr = getelementptr inbounds double, ptr %state, i64 0
-  store double %acc_0.o, ptr %acc_0.out.ptr
-  %value.old = load double, ptr %acc
-  %value.new = fadd double %value.old, %value.sum.o
-  store double %value.new, ptr %acc
   %acc_0_bar.in.ptr = getelementptr inbounds double, ptr %state_bar, i64 0
   %acc_0_bar.in = load double, ptr %acc_0_bar.in.ptr
-  br label %rev.outer.cond
+  br label %block.cond
 
-rev.outer.cond:
-  %o.left = phi i64 [ %n_outer, %exit ], [ %o.1, %rev.outer.latch ]
-  %acc_0_bar.o = phi double [ %acc_0_bar.in, %exit ], [ %acc_0_bar.i, %rev.outer.latch ]
-  %outer.more.1 = icmp sgt i64 %o.left, 0
-  br i1 %outer.more.1, label %rev.outer.body, label %rev.exit
+block.cond:
+  %block.e = phi i64 [ 0, %entry ], [ %block.e.next, %scan.exit ]
+  %acc_0 = phi double [ %acc_0.in, %entry ], [ %acc_0.1, %scan.exit ]
+  %value.sum = phi double [ 0.0, %entry ], [ %value.sum.1, %scan.exit ]
+  %acc_0_bar = phi double [ %acc_0_bar.in, %entry ], [ %acc_0_bar.1, %scan.exit ]
+  %block.more = icmp slt i64 %block.e, %blocks
+  br i1 %block.more, label %block.body, label %block.exit
 
-rev.outer.body:
-  %o.1 = add nsw i64 %o.left, -1
-  %row.1 = mul nsw i64 %o.1, %n_inner
-  br label %rev.inner.cond
+block.body:
+  %lo = mul nsw i64 %block.e, 256
+  %end = add nsw i64 %lo, 256
+  %full = icmp slt i64 %end, %n
+  %hi = select i1 %full, i64 %end, i64 %n
+  %count = sub nsw i64 %hi, %lo
+  %mirror.lo = sub nsw i64 %n, %hi
+  %mirror.hi = sub nsw i64 %n, %lo
+  %last = add nsw i64 %count, -1
+  br label %scan.cond
 
-rev.inner.cond:
-  %i.left = phi i64 [ %n_inner, %rev.outer.body ], [ %i.1, %rev.inner.body ]
-  %acc_0_bar.i = phi double [ %acc_0_bar.o, %rev.outer.body ], [ %acc_0_bar.next, %rev.inner.body ]
-  %inner.more.1 = icmp sgt i64 %i.left, 0
-  br i1 %inner.more.1, label %rev.inner.body, label %rev.outer.latch
+scan.cond:
+  %scan.e = phi i64 [ 0, %block.body ], [ %scan.e.next, %scan.body ]
+  %acc_0.1 = phi double [ %acc_0, %block.body ], [ %acc_0.next, %scan.body ]
+  %value.sum.1 = phi double [ %value.sum, %block.body ], [ %value.sum.2, %scan.body ]
+  %acc_0_bar.1 = phi double [ %acc_0_bar, %block.body ], [ %acc_0_bar.c.2, %scan.body ]
+  %scan.more = icmp slt i64 %scan.e, %count
+  br i1 %scan.more, label %scan.body, label %scan.exit
 
-rev.inner.body:
-  %i.1 = add nsw i64 %i.left, -1
-  %flat.1 = add nsw i64 %row.1, %i.1
-  %x.ptr.1 = getelementptr inbounds double, ptr %x, i64 %flat.1
+scan.body:
+  %e = add nsw i64 %lo, %scan.e
+  %x.ptr = getelementptr inbounds double, ptr %x, i64 %e
+  %x.v = load double, ptr %x.ptr
+  %step = call { double, double } @local_list_loss__elementwise(double %x.v, double %acc_0.1)
+  %value = extractvalue { double, double } %step, 0
+  %acc_0.next = extractvalue { double, double } %step, 1
+  %value.sum.2 = fadd reassoc nsz double %value.sum.1, %value
+  %mirror.t = sub nsw i64 %last, %scan.e
+  %mirror.e = add nsw i64 %mirror.lo, %mirror.t
+  %x.ptr.1 = getelementptr inbounds double, ptr %x, i64 %mirror.e
   %x.v.1 = load double, ptr %x.ptr.1
-  %acc_0.tape.ptr.1 = getelementptr inbounds [1 x double], ptr %tape, i64 %flat.1, i32 0
-  %acc_0.tape = load double, ptr %acc_0.tape.ptr.1
-  %dual = call { double, double, double, double, double, double } @local_list_loss__elementwise__dual(double %x.v.1, double %acc_0.tape)
+  %dual = call { double, double, double, double, double, double } @local_list_loss__elementwise__dual(double %x.v.1, double 0.0)
   %x_bar.dv = extractvalue { double, double, double, double, double, double } %dual, 2
   %x_bar.c = fmul double %x_bar.dv, %seed
   %x_bar.dacc_0 = extractvalue { double, double, double, double, double, double } %dual, 4
-  %x_bar.c.1 = fmul double %acc_0_bar.i, %x_bar.dacc_0
+  %x_bar.c.1 = fmul double %acc_0_bar.1, %x_bar.dacc_0
   %x_bar.c.2 = fadd double %x_bar.c, %x_bar.c.1
-  %x_bar.ptr = getelementptr inbounds double, ptr %x_bar, i64 %flat.1
+  %x_bar.ptr = getelementptr inbounds double, ptr %x_bar, i64 %mirror.e
   store double %x_bar.c.2, ptr %x_bar.ptr
   %acc_0_bar.dv = extractvalue { double, double, double, double, double, double } %dual, 3
   %acc_0_bar.c = fmul double %acc_0_bar.dv, %seed
   %acc_0_bar.dacc_0 = extractvalue { double, double, double, double, double, double } %dual, 5
-  %acc_0_bar.c.1 = fmul double %acc_0_bar.i, %acc_0_bar.dacc_0
-  %acc_0_bar.next = fadd double %acc_0_bar.c, %acc_0_bar.c.1
-  br label %rev.inner.cond
+  %acc_0_bar.c.1 = fmul double %acc_0_bar.1, %acc_0_bar.dacc_0
+  %acc_0_bar.c.2 = fadd double %acc_0_bar.c, %acc_0_bar.c.1
+  %scan.e.next = add nsw i64 %scan.e, 1
+  br label %scan.cond
 
-rev.outer.latch:
-  br label %rev.outer.cond
+scan.exit:
+  %block.e.next = add nsw i64 %block.e, 1
+  br label %block.cond
 
-rev.exit:
+block.exit:
+  %acc_0.out.ptr = getelementptr inbounds double, ptr %state, i64 0
+  store double %acc_0, ptr %acc_0.out.ptr
+  %value.old = load double, ptr %acc
+  %value.new = fadd double %value.old, %value.sum
+  store double %value.new, ptr %acc
   %acc_0_bar.out.ptr = getelementptr inbounds double, ptr %state_bar, i64 0
-  store double %acc_0_bar.o, ptr %acc_0_bar.out.ptr
+  store double %acc_0_bar, ptr %acc_0_bar.out.ptr
   ret void
 }
 

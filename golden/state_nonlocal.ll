@@ -58,100 +58,82 @@ entry:
 
 define void @nonlocal_loss__elementwise__scan_c_s1_sum_grads_f64(i64 %n_outer, i64 %n_inner, ptr noalias %x, ptr noalias %state, ptr noalias %acc, double %seed, ptr noalias %x_bar, ptr noalias %state_bar, ptr noalias %tape) #1 {
 entry:
+  %n = mul nsw i64 %n_outer, %n_inner
+  %blocks.up = add nsw i64 %n, 255
+  %blocks = sdiv i64 %blocks.up, 256
   %count.in.ptr = getelementptr inbounds double, ptr %state, i64 0
   %count.in = load double, ptr %count.in.ptr
-  br label %outer.cond
-
-outer.cond:
-  %o = phi i64 [ 0, %entry ], [ %o.next, %outer.latch ]
-  %count.o = phi double [ %count.in, %entry ], [ %count.i, %outer.latch ]
-  %value.sum.o = phi double [ 0.0, %entry ], [ %value.sum.i, %outer.latch ]
-  %outer.more = icmp slt i64 %o, %n_outer
-  br i1 %outer.more, label %outer.body, label %exit
-
-outer.body:
-  %row = mul nsw i64 %o, %n_inner
-  br label %inner.cond
-
-inner.cond:
-  %i = phi i64 [ 0, %outer.body ], [ %i.next, %inner.body ]
-  %count.i = phi double [ %count.o, %outer.body ], [ %count.next, %inner.body ]
-  %value.sum.i = phi double [ %value.sum.o, %outer.body ], [ %value.sum.next, %inner.body ]
-  %inner.more = icmp slt i64 %i, %n_inner
-  br i1 %inner.more, label %inner.body, label %outer.latch
-
-inner.body:
-  %flat = add nsw i64 %row, %i
-  %x.ptr = getelementptr inbounds double, ptr %x, i64 %flat
-  %x.v = load double, ptr %x.ptr
-  %count.tape.ptr = getelementptr inbounds [1 x double], ptr %tape, i64 %flat, i32 0
-  store double %count.i, ptr %count.tape.ptr
-  %step = call { double, double } @nonlocal_loss__elementwise(double %x.v, double %count.i)
-  %value = extractvalue { double, double } %step, 0
-  %count.next = extractvalue { double, double } %step, 1
-  %value.sum.next = fadd reassoc nsz double %value.sum.i, %value
-  %i.next = add nsw i64 %i, 1
-  br label %inner.cond
-
-outer.latch:
-  %o.next = add nsw i64 %o, 1
-  br label %outer.cond
-
-exit:
-  %count.out.ptr = getelementptr inbounds double, ptr %state, i64 0
-  store double %count.o, ptr %count.out.ptr
-  %value.old = load double, ptr %acc
-  %value.new = fadd double %value.old, %value.sum.o
-  store double %value.new, ptr %acc
   %count_bar.in.ptr = getelementptr inbounds double, ptr %state_bar, i64 0
   %count_bar.in = load double, ptr %count_bar.in.ptr
-  br label %rev.outer.cond
+  br label %block.cond
 
-rev.outer.cond:
-  %o.left = phi i64 [ %n_outer, %exit ], [ %o.1, %rev.outer.latch ]
-  %count_bar.o = phi double [ %count_bar.in, %exit ], [ %count_bar.i, %rev.outer.latch ]
-  %outer.more.1 = icmp sgt i64 %o.left, 0
-  br i1 %outer.more.1, label %rev.outer.body, label %rev.exit
+block.cond:
+  %block.e = phi i64 [ 0, %entry ], [ %block.e.next, %scan.exit ]
+  %count = phi double [ %count.in, %entry ], [ %count.2, %scan.exit ]
+  %value.sum = phi double [ 0.0, %entry ], [ %value.sum.1, %scan.exit ]
+  %count_bar = phi double [ %count_bar.in, %entry ], [ %count_bar.1, %scan.exit ]
+  %block.more = icmp slt i64 %block.e, %blocks
+  br i1 %block.more, label %block.body, label %block.exit
 
-rev.outer.body:
-  %o.1 = add nsw i64 %o.left, -1
-  %row.1 = mul nsw i64 %o.1, %n_inner
-  br label %rev.inner.cond
+block.body:
+  %lo = mul nsw i64 %block.e, 256
+  %end = add nsw i64 %lo, 256
+  %full = icmp slt i64 %end, %n
+  %hi = select i1 %full, i64 %end, i64 %n
+  %count.1 = sub nsw i64 %hi, %lo
+  %mirror.lo = sub nsw i64 %n, %hi
+  %mirror.hi = sub nsw i64 %n, %lo
+  %last = add nsw i64 %count.1, -1
+  br label %scan.cond
 
-rev.inner.cond:
-  %i.left = phi i64 [ %n_inner, %rev.outer.body ], [ %i.1, %rev.inner.body ]
-  %count_bar.i = phi double [ %count_bar.o, %rev.outer.body ], [ %count_bar.next, %rev.inner.body ]
-  %inner.more.1 = icmp sgt i64 %i.left, 0
-  br i1 %inner.more.1, label %rev.inner.body, label %rev.outer.latch
+scan.cond:
+  %scan.e = phi i64 [ 0, %block.body ], [ %scan.e.next, %scan.body ]
+  %count.2 = phi double [ %count, %block.body ], [ %count.next, %scan.body ]
+  %value.sum.1 = phi double [ %value.sum, %block.body ], [ %value.sum.2, %scan.body ]
+  %count_bar.1 = phi double [ %count_bar, %block.body ], [ %count_bar.c.2, %scan.body ]
+  %scan.more = icmp slt i64 %scan.e, %count.1
+  br i1 %scan.more, label %scan.body, label %scan.exit
 
-rev.inner.body:
-  %i.1 = add nsw i64 %i.left, -1
-  %flat.1 = add nsw i64 %row.1, %i.1
-  %x.ptr.1 = getelementptr inbounds double, ptr %x, i64 %flat.1
+scan.body:
+  %e = add nsw i64 %lo, %scan.e
+  %x.ptr = getelementptr inbounds double, ptr %x, i64 %e
+  %x.v = load double, ptr %x.ptr
+  %step = call { double, double } @nonlocal_loss__elementwise(double %x.v, double %count.2)
+  %value = extractvalue { double, double } %step, 0
+  %count.next = extractvalue { double, double } %step, 1
+  %value.sum.2 = fadd reassoc nsz double %value.sum.1, %value
+  %mirror.t = sub nsw i64 %last, %scan.e
+  %mirror.e = add nsw i64 %mirror.lo, %mirror.t
+  %x.ptr.1 = getelementptr inbounds double, ptr %x, i64 %mirror.e
   %x.v.1 = load double, ptr %x.ptr.1
-  %count.tape.ptr.1 = getelementptr inbounds [1 x double], ptr %tape, i64 %flat.1, i32 0
-  %count.tape = load double, ptr %count.tape.ptr.1
-  %dual = call { double, double, double, double, double, double } @nonlocal_loss__elementwise__dual(double %x.v.1, double %count.tape)
+  %dual = call { double, double, double, double, double, double } @nonlocal_loss__elementwise__dual(double %x.v.1, double 0.0)
   %x_bar.dv = extractvalue { double, double, double, double, double, double } %dual, 2
   %x_bar.c = fmul double %x_bar.dv, %seed
   %x_bar.dcount = extractvalue { double, double, double, double, double, double } %dual, 4
-  %x_bar.c.1 = fmul double %count_bar.i, %x_bar.dcount
+  %x_bar.c.1 = fmul double %count_bar.1, %x_bar.dcount
   %x_bar.c.2 = fadd double %x_bar.c, %x_bar.c.1
-  %x_bar.ptr = getelementptr inbounds double, ptr %x_bar, i64 %flat.1
+  %x_bar.ptr = getelementptr inbounds double, ptr %x_bar, i64 %mirror.e
   store double %x_bar.c.2, ptr %x_bar.ptr
   %count_bar.dv = extractvalue { double, double, double, double, double, double } %dual, 3
   %count_bar.c = fmul double %count_bar.dv, %seed
   %count_bar.dcount = extractvalue { double, double, double, double, double, double } %dual, 5
-  %count_bar.c.1 = fmul double %count_bar.i, %count_bar.dcount
-  %count_bar.next = fadd double %count_bar.c, %count_bar.c.1
-  br label %rev.inner.cond
+  %count_bar.c.1 = fmul double %count_bar.1, %count_bar.dcount
+  %count_bar.c.2 = fadd double %count_bar.c, %count_bar.c.1
+  %scan.e.next = add nsw i64 %scan.e, 1
+  br label %scan.cond
 
-rev.outer.latch:
-  br label %rev.outer.cond
+scan.exit:
+  %block.e.next = add nsw i64 %block.e, 1
+  br label %block.cond
 
-rev.exit:
+block.exit:
+  %count.out.ptr = getelementptr inbounds double, ptr %state, i64 0
+  store double %count, ptr %count.out.ptr
+  %value.old = load double, ptr %acc
+  %value.new = fadd double %value.old, %value.sum
+  store double %value.new, ptr %acc
   %count_bar.out.ptr = getelementptr inbounds double, ptr %state_bar, i64 0
-  store double %count_bar.o, ptr %count_bar.out.ptr
+  store double %count_bar, ptr %count_bar.out.ptr
   ret void
 }
 

@@ -102,7 +102,9 @@ the state through, exactly as a Python loop over the elements would. Its C ABI:
                                                                     the final state (0 for a loss
                                                                     that does not read it); out,
                                                                     the adjoint of the initial state
-              T* tape)                                              n_outer*n_inner*k scratch
+              T* tape)                                              n_outer*n_inner*k scratch, or
+                                                                    one element where the plan
+                                                                    has no tape (below)
 
 With grads, the forward sweep stores the state before each element on the tape (and
 computes values as above); the reverse sweep then walks the elements backwards with
@@ -110,6 +112,14 @@ lambda = state_bar: at element e, with partials from the dual at (p(e), tape[e])
     grad(a) += seed(e) * d value/d a + sum_j lambda_j * d sj'/d a
     lambda_l  = seed(e) * d value/d sl + sum_j lambda_j * d sj'/d sl
 and finally writes lambda to state_bar. `state` ends holding the final state.
+
+A backend may do less where the result is the same (`passes/scansplit.py`'s
+`scan_plan`, which the llvm driver and runtime share): when no partial of the dual
+depends on the state, the reverse sweep needs no tape (`ScanPlan.tape` is False; the
+llvm driver then neither writes nor reads it, and its caller passes one element), and
+the forward and reverse chains may run interleaved; the part of an element that reads
+no state may run ahead of the chain, vectorised. The state chain itself is never
+reassociated: `state` ends bitwise as a Python loop over the elements leaves it.
 """
 from __future__ import annotations
 

@@ -732,7 +732,12 @@ def _scan_driver(kernel: Kernel, backend: str, active: tuple[str, ...], spec, dt
             pybackend.run_scan(primal, dual, spec, active_idx, 1, n, p, state, out=out, acc=acc, seed=seed,
                                grads=g, state_bar=state_bar)
     elif backend == "llvm":
+        from .passes.scansplit import scan_plan
+
         cfunc = kernel.llvm_driver(kmod.active, spec, dtype).cfunc
+        # the driver reads the tape only when the dual's partials depend on the state
+        needs_tape = spec.grads and scan_plan(kmod, spec.n_state, spec.grads).tape
+        no_tape = np.zeros(1, dtype)
 
         def d(n, params, state, out=None, acc=None, seed=None, grads=None, state_bar=None):
             argv = [1, n] + [v if l == "scalar" else _ptr(v) for v, l in zip(params, spec.layouts)]
@@ -744,9 +749,11 @@ def _scan_driver(kernel: Kernel, backend: str, active: tuple[str, ...], spec, dt
             if spec.grads:
                 argv.append(seed if spec.seed == "scalar" else _ptr(seed))
                 argv += [_ptr(g) for g in grads]
-                tape = np.empty(max(1, n * spec.n_state), dtype)   # alive until cfunc returns
+                tape = np.empty(max(1, n * spec.n_state), dtype) if needs_tape else no_tape  # alive until cfunc returns
                 argv += [_ptr(state_bar), _ptr(tape)]
             cfunc(*argv)
+
+        d.cfunc, d.needs_tape, d.no_tape = cfunc, needs_tape, no_tape
     elif backend == "cuda":   # sequential: one GPU thread
         from . import cuda_runtime
 
@@ -783,6 +790,10 @@ def scan_grads(kernel: Kernel, args: Sequence[Any], active: tuple[str, ...], sta
     from .kernel import ScanSpec
 
     n_state = len(state)
+    if backend in ("auto", "llvm") and type(seed) is float and value == "sum":
+        fast = _fast_layouts(args)
+        if fast is not None:
+            return _fast_scan_grads(kernel, args, active, state, seed, fast)
     inputs = list(args) + [seed]
     backend = _backend_for(backend, inputs)
     xp, prep, values, layouts = _scan_inputs(kernel, args, n_state, backend)
@@ -808,6 +819,48 @@ def scan_grads(kernel: Kernel, args: Sequence[Any], active: tuple[str, ...], sta
             shaped.append(_unbroadcast(g.reshape(prep.shape), prep.shapes[i]))
     vals = _results(backend, inputs, out.reshape(prep.shape)) if value == "store" else float(acc[0])
     return vals, _results(backend, inputs, shaped), [float(v) for v in st.tolist()]
+
+
+@dataclass
+class _FastScan:
+    """What a fast scan call needs, made once per (active, layouts, dtype, k)."""
+
+    cfunc: Any
+    needs_tape: bool
+    no_tape: np.ndarray
+    contig: list[bool]         # per param: an array (else a scalar)
+    contig_grads: list[bool]   # per active param
+
+
+def _fast_scan_grads(kernel: Kernel, args, active, state, seed: float, fast):
+    """scan_grads for float scalars and C-contiguous arrays of one shape on the llvm
+    backend: the pointers straight from the arrays, no broadcasting, a cached driver."""
+    from .kernel import ScanSpec
+
+    layouts, shape, dtype = fast
+    k = len(state)
+
+    def make() -> _FastScan:
+        spec = ScanSpec(layouts, k, value="sum", grads=True, seed="scalar")
+        d = _scan_driver(kernel, "llvm", active, spec, dtype)
+        idx = [kernel.params.index(a) for a in active]
+        return _FastScan(d.cfunc, d.needs_tape, d.no_tape, [l == "contig" for l in layouts],
+                         [layouts[i] == "contig" for i in idx])
+
+    fs = kernel.cached(("scanfast", active, layouts, dtype, k), make)
+    n = 1
+    for m in shape:
+        n *= m
+    st = np.array(state, dtype)
+    st_bar = np.zeros(k, dtype)
+    acc = np.zeros(1, dtype)
+    grads = [np.empty(shape, dtype) if c else np.zeros(1, dtype) for c in fs.contig_grads]
+    tape = np.empty(n * k, dtype) if fs.needs_tape else fs.no_tape
+    argv = [1, n] + [_ptr(a) if c else a for a, c in zip(args, fs.contig)]
+    argv += [_ptr(st), _ptr(acc), seed] + [_ptr(g) for g in grads] + [_ptr(st_bar), _ptr(tape)]
+    fs.cfunc(*argv)
+    return (float(acc[0]), [g if c else g.reshape(()) for g, c in zip(grads, fs.contig_grads)],
+            [float(v) for v in st.tolist()])
 
 
 def _unbroadcast(g: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:

@@ -18,6 +18,7 @@ import pytest
 from s2sad.codegen import llvm as L
 from s2sad.codegen.python import compile_module, run_scan
 from s2sad.kernel import KernelModule, ScanSpec
+from s2sad.passes.scansplit import scan_plan
 
 from test_llvm_backend import STRIDED_KINDS, Flat, Operand, kernel
 
@@ -90,11 +91,31 @@ def r__dual(x, s):
 ''', "r", 1, ("x",))
 
 # kernel -> value ranges of its non-state params and of its initial state
+# a heavy state-free part (split into a vectorised pre-pass) and partials that do not
+# read the state (no tape), through a helper
+HEAVY = scan_kernel('''
+def part(x, c):
+    return math.tanh(x) * c
+def f(x, c, s):
+    t = part(x, c)
+    s = s + t
+    return (s * 0.5 + t, s)
+def part__dual(x, c):
+    th = math.tanh(x)
+    return (th * c, (1.0 - th * th) * c, th)
+def f__dual(x, c, s):
+    t, t_x, t_c = part__dual(x, c)
+    s2 = s + t
+    return (s2 * 0.5 + t, s2, 0.5 * t_x + t_x, 0.5 * t_c + t_c, 0.5, t_x, t_c, 1.0)
+''', "f", 1, ("x", "c"))
+
+
 SCANS = {
     "runsum": (RUNSUM, [(0.1, 1.0)], (0.5, 1.0)),
     "two": (TWO, [(0.8, 1.25), (-1.0, 1.0), (0.5, 1.5)], (0.5, 1.0)),
     "tanh": (TANH, [(-1.0, 1.0), (0.3, 0.9)], (-0.5, 0.5)),
     "clip": (CLIP, [(-0.5, 1.0)], (0.0, 1.0)),
+    "heavy": (HEAVY, [(-1.0, 1.0), (0.5, 1.5)], (-0.5, 0.5)),
 }
 
 
@@ -218,6 +239,31 @@ def test_scan_edge_sizes(shape):
             np.testing.assert_array_equal(got["state_bar"], before["state_bar"])
 
 
+@pytest.mark.parametrize("shape", [(1, 513), (3, 200), (257, 1)])
+@pytest.mark.parametrize("name", ["heavy", "tanh", "runsum"])
+def test_scan_many_blocks(name, shape):
+    """More elements than a block (and not a multiple of one): the pre-pass, the mirror
+    blocks of the tape-free sweep, the tape's blocks; without transcendentals (whose last
+    bits are libm's vs libmvec's) the state bitwise as run_scan's."""
+    kmod, ranges, s_range = SCANS[name]
+    n_state = len(kmod.params) - len(ranges)
+    for f, fl in enumerate(FLAVOURS):
+        spec = ScanSpec(layouts=("contig", "scalar", "strided")[:len(ranges)], n_state=n_state, **fl)
+        got, want, _ = run_both(kmod, spec, F64, *shape, ranges, s_range, seed=f)
+        assert_same(got, want, F64, f"{name} {spec.tag()} {shape}")
+        if name == "runsum":
+            np.testing.assert_array_equal(got["state"], want["state"])
+
+
+def test_heavy_is_split_without_tape():
+    plan = scan_plan(HEAVY, 1, True)
+    assert plan.primal.pre is not None and plan.dual.pre is not None and not plan.tape
+    assert scan_plan(SCANS["tanh"][0], 1, True).tape     # its partials read the state
+    ir = L.lower(HEAVY, ScanSpec(layouts=("contig", "scalar"), n_state=1, value="sum", grads=True,
+                                 seed="scalar"), F64)
+    assert "__scan_pre" in ir and "alloca" in ir and "tape.ptr" not in ir
+
+
 def test_runsum_closed_form():
     """s_e = s0 + x_0 + ... + x_e; the flattened dual order and the adjoint of the state."""
     n = 10
@@ -231,7 +277,9 @@ def test_runsum_closed_form():
     s = 0.5 + np.cumsum(x)
     assert state[0] == s[-1]
     assert acc[0] == s.sum()
-    np.testing.assert_array_equal(tape, np.concatenate([[0.5], s[:-1]]))
+    # the partials of a running sum do not depend on the state: no tape (scansplit.scan_plan)
+    assert not scan_plan(RUNSUM, 1, True).tape
+    np.testing.assert_array_equal(tape, np.zeros(n))
     # x_e is in the values s_e..s_{n-1} (seed 3 each) and in the final state (adjoint 2)
     np.testing.assert_array_equal(g, 3.0 * (n - np.arange(n)) + 2.0)
     assert state_bar[0] == 3.0 * n + 2.0

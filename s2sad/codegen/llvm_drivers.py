@@ -5,22 +5,27 @@ the C ABI of kernel.py, chosen by the type of the spec:
 
 - `LoopSpec` (`_emit_loop_driver`): every element independently, row-major; sums are
   carried in registers with `reassoc nsz` adds so that the loop vectorises.
-- `ScanSpec` (`_emit_scan_driver`): the elements in order, threading the k state values
-  through registers (phis); with grads, the forward sweep stores the state before each
-  element on the tape and a second loop nest walks the elements backwards, calling the
-  dual at (params(e), tape[e]) and carrying lambda (the adjoint of the state) in
-  registers.
+- `ScanSpec` (`_emit_scan_driver`, `_ScanSweeps`): the elements in order (flat index),
+  in blocks of BLOCK; the state-free part of the entry (`passes/scansplit.py`) runs over
+  a block as a vectorised loop into stack buffers, then the block's serial chain with
+  the k states (and lambda, the adjoint of the state) in phis. With a tape, the forward
+  sweep stores the state before each element and the reverse sweep walks the blocks
+  backwards calling the dual at (params(e), tape[e]); without one (no partial depends
+  on the state), one serial loop runs the forward chain on a block and the reverse
+  chain on its mirror block.
 
 Both are built from `_DriverBody`: arguments by layout, element addressing, gradient
-updates, and `nest`, two counted loops (o outer, i inner, forwards or backwards) that
-carry values in phis.
+updates, `nest` (the loop driver's two counted loops, o outer and i inner) and `loop`
+(one counted loop whose body may hold loops).
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
 from ..kernel import KernelModule, LoopSpec, ScanSpec
+from ..passes.scansplit import scan_plan
 from .llvm_lower import ALL_VECTOR_ISAS, LoweringError, _Body, _Module, _ref, driver_name
 
 __all__ = ["lower_module", "driver_name"]
@@ -36,13 +41,22 @@ def lower_module(kmod: KernelModule, spec: LoopSpec | ScanSpec, dtype, *,
     passes what this host can run). `own_math`: s2sad's own vector math (`vecmath`) for
     the functions without a variant; else those call libm.
     """
+    plan = extra = None
     if isinstance(spec, ScanSpec):
         emit = _emit_scan_driver
+        plan = scan_plan(kmod, spec.n_state, spec.grads)
+        extra = {f.name: f for part in (plan.primal, plan.dual) if part is not None and part.pre is not None
+                 for f in (part.pre, part.rest)}
+        kmod = dataclasses.replace(kmod, functions={**kmod.functions, **extra})
     elif isinstance(spec, LoopSpec):
         emit = _emit_loop_driver
     else:
         raise TypeError(f"a driver is made from a LoopSpec or a ScanSpec, not {type(spec).__name__}")
-    return _Module(kmod, spec, dtype, vector_isas, available, own_math).render(emit)
+    m = _Module(kmod, spec, dtype, vector_isas, available, own_math)
+    if plan is not None:
+        m.scan_plan = plan
+        m.extra_roots = tuple(extra)
+    return m.render(emit)
 
 
 # ---------------------------------------------------------------------------------
@@ -68,6 +82,7 @@ class _DriverBody(_Body):
         # inside a nest body: the element's indices and the rows of strided operands
         self.i = self.flat = ""
         self.rows: dict[str, str] = {}
+        self.n_inner = ""
 
     # -- the signature
 
@@ -171,6 +186,51 @@ class _DriverBody(_Body):
 
         self.start(exit_)
         return cs
+
+    def loop(self, lo: str, hi: str, inits: list[str], hints: list[str],
+             body: Callable[[str, list[str]], list[str]], reverse: bool = False, prefix: str = "") -> list[str]:
+        """A counted loop over e in [lo, hi) (from hi - 1 down to lo when `reverse`),
+        entered from the current block, carrying values in phis (`inits`, named after
+        `hints`). `body(e, values)` may emit blocks; it returns the values after element e.
+        Leaves the exit block open; returns the values after the last element."""
+        T = self.T
+        lab = lambda name: _ref("%", name)  # noqa: E731
+        enter = self.label
+        cond, body_b, exit_ = (self.new_block(prefix + n) for n in ("cond", "body", "exit"))
+        self.br(cond)
+        self.start(cond)
+        cond_lines = self.cur
+        idx = self.local(prefix + ("left" if reverse else "e"))
+        curs = [self.local(h) for h in hints]
+        test = f"icmp sgt i64 {idx}, {lo}" if reverse else f"icmp slt i64 {idx}, {hi}"
+        self.cbr(self.inst(prefix + "more", test), body_b, exit_)
+        self.start(body_b)
+        e = self.inst(prefix + "e", f"add nsw i64 {idx}, -1") if reverse else idx
+        nxts = body(e, curs)
+        step = e if reverse else self.inst(prefix + "e.next", f"add nsw i64 {idx}, 1")
+        latch = self.label
+        self.br(cond)
+        phis = [f"{idx} = phi i64 [ {hi if reverse else lo}, {lab(enter)} ], [ {step}, {lab(latch)} ]"]
+        phis += [f"{c} = phi {T} [ {i}, {lab(enter)} ], [ {x}, {lab(latch)} ]" for c, i, x in zip(curs, inits, nxts)]
+        cond_lines[0:0] = ["  " + p for p in phis]
+        self.start(exit_)
+        return curs
+
+    def strided_ptr(self, group, e: str) -> str:
+        """&p[o*so + i*si] of flat element e = o*n_inner + i."""
+        o = self.inst(group[2] + ".o", f"sdiv i64 {e}, {self.n_inner}")
+        i = self.inst(group[2] + ".i", f"srem i64 {e}, {self.n_inner}")
+        row = self.inst(group[2] + ".row", f"mul nsw i64 {o}, {group[3]}")
+        col = self.inst(group[2] + ".col", f"mul nsw i64 {i}, {group[4]}")
+        idx = self.inst(group[2] + ".idx", f"add nsw i64 {row}, {col}")
+        return self.elem_ptr(group[1], idx, group[2])
+
+    def read_at(self, group, e: str, base: str) -> str:
+        """A param's value at flat element e (scalar, contig or strided)."""
+        if group[0] == "scalar":
+            return group[1]
+        p = self.elem_ptr(group[1], e, group[2]) if group[0] == "contig" else self.strided_ptr(group, e)
+        return self.inst(base + ".v", f"load {self.T}, ptr {p}")
 
     # -- the element (inside a nest body)
 
@@ -335,14 +395,28 @@ class _ScanSig:
     tape: str = ""
 
 
+# elements per block: the state-free part of a block runs as one vectorised loop into
+# buffers on the stack (BLOCK values each), then the block's serial chain reads them
+BLOCK = 256
+
+
 def _emit_scan_driver(m: _Module) -> str:
-    """kernel.py's scan driver: the forward sweep, then with grads the reverse sweep."""
+    """kernel.py's scan driver over blocks of BLOCK elements (see `_ScanSweeps`): without
+    grads the forward sweep; with grads and a plan without tape, one pass whose serial
+    loop runs the forward chain on block b and the reverse chain on its mirror block at
+    once; with a tape, the forward sweep, then the reverse sweep."""
     d = _DriverBody(m)
     sig = _scan_signature(d)
     d.start(d.new_block("entry"))
-    _scan_forward(d, sig)
-    if m.spec.grads:
-        _scan_reverse(d, sig)
+    sw = _ScanSweeps(d, sig, m.scan_plan)
+    if not m.spec.grads:
+        sw.forward()
+    elif m.scan_plan.tape:
+        sw.forward()
+        sw.reverse()
+    else:
+        sw.fused()
+    sw.finish()
     d.terminate("ret void")
     return d.render_driver()
 
@@ -384,94 +458,233 @@ def _scan_signature(d: _DriverBody) -> _ScanSig:
     return sig
 
 
-def _tape_slot(d: _DriverBody, sig: _ScanSig, j: int) -> str:
-    """&tape[e*k + j] at the current element e."""
-    k = len(sig.states)
-    return d.inst(sig.states[j] + ".tape.ptr",
-                  f"getelementptr inbounds [{k} x {d.T}], ptr {sig.tape}, i64 {d.flat}, i32 {j}")
+class _Part:
+    """One sweep's function: the entry (or dual) itself, or its split (scansplit.py):
+    `pre` over a block into stack buffers, then `rest` per element reading them."""
+
+    def __init__(self, d: _DriverBody, fname: str, split, hint: str) -> None:
+        self.d = d
+        self.split = split
+        self.fname = split.rest.name if split is not None and split.pre is not None else fname
+        self.bufs = []
+        if split is not None and split.pre is not None:
+            self.bufs = [d.inst(f"{hint}.buf", f"alloca [{BLOCK} x {d.T}], align 64")
+                         for _ in range(split.n_iface)]
+
+    def prepass(self, sig: _ScanSig, lo: str, hi: str, hint: str) -> None:
+        """pre(params(e)) into the buffers, for e in [lo, hi): a loop the vectoriser takes."""
+        if not self.bufs:
+            return
+        d = self.d
+        pre = self.split.pre.name
+
+        def body(e: str, curs: list[str]) -> list[str]:
+            args = [d.read_at(g, e, p) for g, p in zip(sig.params, sig.names)]
+            rtype, res = d.call(pre, args, "pre")
+            slot = d.inst("slot", f"sub nsw i64 {e}, {lo}")
+            for j, buf in enumerate(self.bufs):
+                v = res if len(self.bufs) == 1 else d.inst("pre.v", f"extractvalue {rtype} {res}, {j}")
+                d.emit(f"store {d.T} {v}, ptr {d.elem_ptr(buf, slot, 'buf')}")
+            return []
+
+        d.loop(lo, hi, [], [], body, prefix=hint + ".pre.")
+
+    def args(self, sig: _ScanSig, e: str, slot: str) -> list[str]:
+        d = self.d
+        args = [d.read_at(g, e, p) for g, p in zip(sig.params, sig.names)]
+        return args + [d.inst("buf.v", f"load {d.T}, ptr {d.elem_ptr(b, slot, 'buf')}") for b in self.bufs]
 
 
-def _scan_forward(d: _DriverBody, sig: _ScanSig) -> None:
-    """The state in phis, loaded from `state` and stored back after the last element; the
-    primal entry at each element; with grads, the state before it onto the tape."""
-    spec, T, k = d.m.spec, d.T, len(sig.states)
-    entry = d.m.kmod.entry
-    init = [d.inst(s + ".in", f"load {T}, ptr {d.elem_ptr(sig.state, str(j), s + '.in')}")
-            for j, s in enumerate(sig.states)]
+class _ScanSweeps:
+    """The loops of a scan driver. The elements are taken in blocks of BLOCK; in each, the
+    state-free part (`_Part.prepass`) runs first, then the serial chain. The forward
+    chain calls the primal entry (or its `rest`), the reverse chain the dual at the state
+    before the element: read from the tape, or, when the plan has no tape (the partials
+    do not depend on the state), any state (0.0: the dual's `rest` without loops)."""
 
-    def step(cs: list[_Carried]) -> None:
-        args = [d.read(g, p) for g, p in zip(sig.params, sig.names)]
-        cur = [c.cur for c in cs[:k]]
+    def __init__(self, d: _DriverBody, sig: _ScanSig, plan) -> None:
+        self.d, self.sig, self.plan = d, sig, plan
+        spec, T, k = d.m.spec, d.T, len(sig.states)
+        d.n_inner = sig.n_inner
+        self.n = d.inst("n", f"mul nsw i64 {sig.n_outer}, {sig.n_inner}")
+        more = d.inst("blocks.up", f"add nsw i64 {self.n}, {BLOCK - 1}")
+        self.nblocks = d.inst("blocks", f"sdiv i64 {more}, {BLOCK}")
+        self.states = [d.inst(s + ".in", f"load {T}, ptr {d.elem_ptr(sig.state, str(j), s + '.in')}")
+                       for j, s in enumerate(sig.states)]
+        self.vsum = "0.0" if sig.acc else None
+        self.fwd = _Part(d, d.m.kmod.entry, plan.primal, "fwd")
+        self.lams: list[str] = []
+        self.sum_grads = [(g[2], g[1]) for g in sig.grads if g[0] == "sum"]
+        self.gsums = ["0.0"] * len(self.sum_grads)
         if spec.grads:
-            for j, v in enumerate(cur):
-                d.emit(f"store {T} {v}, ptr {_tape_slot(d, sig, j)}")
-        rtype, res = d.call(entry, args + cur, "step")
+            self.lams = [d.inst(s + "_bar.in", f"load {T}, ptr {d.elem_ptr(sig.state_bar, str(j), s + '_bar.in')}")
+                         for j, s in enumerate(sig.states)]
+            self.rev = _Part(d, d.m.kmod.dual_entry, plan.dual, "rev")
+        self.k = k
+
+    # -- one block's bounds
+
+    def bounds(self, kb: str) -> tuple[str, str, str]:
+        d = self.d
+        lo = d.inst("lo", f"mul nsw i64 {kb}, {BLOCK}")
+        end = d.inst("end", f"add nsw i64 {lo}, {BLOCK}")
+        full = d.inst("full", f"icmp slt i64 {end}, {self.n}")
+        hi = d.inst("hi", f"select i1 {full}, i64 {end}, i64 {self.n}")
+        return lo, hi, d.inst("count", f"sub nsw i64 {hi}, {lo}")
+
+    # -- one element
+
+    def forward_element(self, e: str, slot: str, states: list[str], vsum: str | None) -> tuple[list[str], str | None]:
+        d, sig, T, k = self.d, self.sig, self.d.T, self.k
+        if self.plan.tape and d.m.spec.grads:
+            for j, v in enumerate(states):
+                d.emit(f"store {T} {v}, ptr {self.tape_slot(e, j)}")
+        rtype, res = d.call(self.fwd.fname, self.fwd.args(sig, e, slot) + states, "step")
         if k == 0:
-            value = res
+            value, new = res, []
         else:
             value = d.inst("value", f"extractvalue {rtype} {res}, 0")
-            for j, c in enumerate(cs[:k]):
-                d.emit(f"{c.nxt} = extractvalue {rtype} {res}, {j + 1}")
+            new = [d.inst(s + ".next", f"extractvalue {rtype} {res}, {j + 1}") for j, s in enumerate(sig.states)]
         if sig.out:
-            d.emit(f"store {T} {value}, ptr {d.flat_ptr(sig.out, 'out')}")
+            d.emit(f"store {T} {value}, ptr {d.elem_ptr(sig.out, e, 'out')}")
         if sig.acc:
-            c = cs[k]
-            d.emit(f"{c.nxt} = fadd reassoc nsz {T} {c.cur}, {value}")
+            vsum = d.inst("value.sum", f"fadd reassoc nsz {T} {vsum}, {value}")
+        return new, vsum
 
-    carried = list(zip(sig.states, init)) + ([(d.fresh("value.sum"), "0.0")] if sig.acc else [])
-    cs = d.nest(sig.n_outer, sig.n_inner, sig.params, carried, step)
-    for j, (s, c) in enumerate(zip(sig.states, cs)):
-        d.emit(f"store {T} {c.outer}, ptr {d.elem_ptr(sig.state, str(j), s + '.out')}")
-    if sig.acc:
-        d.flush_sum("value", sig.acc, cs[k].outer)
-
-
-def _scan_reverse(d: _DriverBody, sig: _ScanSig) -> None:
-    """lambda (the adjoint of the state after the element) in phis, from `state_bar` and
-    back into it; backwards over the elements, the dual at (params(e), tape[e]) gives
-        grad(a)  += seed(e) * dv/da  + sum_j lambda_j * dsj'/da
-        lambda_l  = seed(e) * dv/dsl + sum_j lambda_j * dsj'/dsl    (the old lambda on the right)
-    summed in that order, as `run_scan` does."""
-    spec, T, k = d.m.spec, d.T, len(sig.states)
-    dual = d.m.kmod.dual_entry
-    lam0 = [d.inst(s + "_bar.in", f"load {T}, ptr {d.elem_ptr(sig.state_bar, str(j), s + '_bar.in')}")
-            for j, s in enumerate(sig.states)]
-    sum_grads = [(g[2], g[1]) for g in sig.grads if g[0] == "sum"]
-
-    def adjoint(cs: list[_Carried]) -> None:
-        lam = [c.cur for c in cs[:k]]
-        sums = {ptr: c for (_, ptr), c in zip(sum_grads, cs[k:])}
-        args = [d.read(g, p) for g, p in zip(sig.params, sig.names)]
-        args += [d.inst(s + ".tape", f"load {T}, ptr {_tape_slot(d, sig, j)}") for j, s in enumerate(sig.states)]
-        rtype, res = d.call(dual, args, "dual")
-        sd = d.seed_value(sig.seed, spec.seed)
+    def reverse_element(self, e: str, slot: str, lams: list[str], gsums: list[str]) -> tuple[list[str], list[str]]:
+        """lambda (the adjoint of the state after e) ->  the adjoint of the state before e:
+            grad(a)  += seed(e) * dv/da  + sum_j lambda_j * dsj'/da
+            lambda_l  = seed(e) * dv/dsl + sum_j lambda_j * dsj'/dsl    (the old lambda on the right)
+        summed in that order, as `run_scan` does."""
+        d, sig, T, k = self.d, self.sig, self.d.T, self.k
+        spec = d.m.spec
+        if self.plan.tape:
+            states = [d.inst(s + ".tape", f"load {T}, ptr {self.tape_slot(e, j)}") for j, s in enumerate(sig.states)]
+        else:
+            states = ["0.0"] * k
+        rtype, res = d.call(self.rev.fname, self.rev.args(sig, e, slot) + states, "dual")
+        sd = sig.seed if spec.seed == "scalar" else d.inst("seed.v", f"load {T}, ptr {d.elem_ptr(sig.seed, e, 'seed')}")
 
         def partial(row: int, w: int, hint: str) -> str:   # row 0: d value, row 1 + j: d sj'
             return d.inst(hint, f"extractvalue {rtype} {res}, {1 + k + row * sig.n_wrt + w}")
 
-        def combine(w: int, base: str, into: str | None = None) -> str:
-            """seed * dv/dw + sum_j lambda_j * dsj'/dw; `into` names the result (k > 0)."""
+        def combine(w: int, base: str) -> str:
             total = d.inst(base + ".c", f"fmul {T} {partial(0, w, base + '.dv')}, {sd}")
             for j, s in enumerate(sig.states):
-                prod = d.inst(base + ".c", f"fmul {T} {lam[j]}, {partial(1 + j, w, base + '.d' + s)}")
-                text = f"fadd {T} {total}, {prod}"
-                if into is not None and j == k - 1:
-                    d.emit(f"{into} = {text}")
-                    return into
-                total = d.inst(base + ".c", text)
+                prod = d.inst(base + ".c", f"fmul {T} {lams[j]}, {partial(1 + j, w, base + '.d' + s)}")
+                total = d.inst(base + ".c", f"fadd {T} {total}, {prod}")
             return total
 
+        gsums = list(gsums)
+        n_sum = 0
         for n, (a, g) in enumerate(zip(sig.active_idx, sig.grads)):
             base = sig.names[a] + "_bar"
-            d.add_to_grad(g, base, combine(n, base), sums)
-        for j, (s, c) in enumerate(zip(sig.states, cs[:k])):
-            combine(len(sig.active_idx) + j, s + "_bar", into=c.nxt)
+            contrib = combine(n, base)
+            if g[0] == "sum":
+                gsums[n_sum] = d.inst(base + ".sum", f"fadd reassoc nsz {T} {gsums[n_sum]}, {contrib}")
+                n_sum += 1
+            elif g[0] == "contig":
+                d.emit(f"store {T} {contrib}, ptr {d.elem_ptr(g[1], e, base)}")
+            else:
+                p = d.strided_ptr(g, e)
+                old = d.inst(base + ".old", f"load {T}, ptr {p}")
+                d.emit(f"store {T} {d.inst(base + '.new', f'fadd {T} {old}, {contrib}')}, ptr {p}")
+        new = [combine(len(sig.active_idx) + j, s + "_bar") for j, s in enumerate(sig.states)]
+        return new, gsums
 
-    carried = list(zip((s + "_bar" for s in sig.states), lam0))
-    carried += [(d.fresh(name + ".sum"), "0.0") for name, _ in sum_grads]
-    cs = d.nest(sig.n_outer, sig.n_inner, sig.params + sig.grads, carried, adjoint,
-                reverse=True, prefix="rev.")
-    for j, (s, c) in enumerate(zip(sig.states, cs[:k])):
-        d.emit(f"store {T} {c.outer}, ptr {d.elem_ptr(sig.state_bar, str(j), s + '_bar.out')}")
-    for (name, ptr), c in zip(sum_grads, cs[k:]):
-        d.flush_sum(name, ptr, c.outer)
+    def tape_slot(self, e: str, j: int) -> str:
+        """&tape[e*k + j]."""
+        return self.d.inst(self.sig.states[j] + ".tape.ptr",
+                           f"getelementptr inbounds [{self.k} x {self.d.T}], ptr {self.sig.tape}, i64 {e}, i32 {j}")
+
+    # -- the sweeps
+
+    def forward(self) -> None:
+        """Blocks in order: the primal's pre-pass, then the chain (with a tape: the state
+        before each element onto it)."""
+        d, k = self.d, self.k
+        has_sum = self.vsum is not None
+        inits = self.states + ([self.vsum] if has_sum else [])
+        hints = list(self.sig.states) + (["value.sum"] if has_sum else [])
+
+        def block(kb: str, curs: list[str]) -> list[str]:
+            lo, hi, count = self.bounds(kb)
+            self.fwd.prepass(self.sig, lo, hi, "fwd")
+
+            def step(t: str, cs: list[str]) -> list[str]:
+                e = d.inst("e", f"add nsw i64 {lo}, {t}")
+                new, vsum = self.forward_element(e, t, cs[:k], cs[k] if has_sum else None)
+                return new + ([vsum] if has_sum else [])
+
+            return d.loop("0", count, curs, hints, step, prefix="fwd.")
+
+        out = d.loop("0", self.nblocks, inits, hints, block, prefix="fwd.block.")
+        self.states = out[:k]
+        if has_sum:
+            self.vsum = out[k]
+
+    def reverse(self) -> None:
+        """Blocks backwards: the dual's pre-pass, then the chain backwards, reading the tape."""
+        d, k = self.d, self.k
+        inits = self.lams + self.gsums
+        hints = [s + "_bar" for s in self.sig.states] + [nm + ".sum" for nm, _ in self.sum_grads]
+
+        def block(kb: str, curs: list[str]) -> list[str]:
+            lo, hi, count = self.bounds(kb)
+            self.rev.prepass(self.sig, lo, hi, "rev")
+
+            def step(t: str, cs: list[str]) -> list[str]:
+                e = d.inst("e", f"add nsw i64 {lo}, {t}")
+                lams, gsums = self.reverse_element(e, t, cs[:k], cs[k:])
+                return lams + gsums
+
+            return d.loop("0", count, curs, hints, step, reverse=True, prefix="rev.")
+
+        out = d.loop("0", self.nblocks, inits, hints, block, reverse=True, prefix="rev.block.")
+        self.lams, self.gsums = out[:k], out[k:]
+
+    def fused(self) -> None:
+        """No tape: block b forwards and its mirror block (the same elements counted from
+        the end) backwards, in one serial loop: the two chains run side by side."""
+        d, k = self.d, self.k
+        has_sum = self.vsum is not None
+        n_g = len(self.gsums)
+        inits = self.states + ([self.vsum] if has_sum else []) + self.lams + self.gsums
+        hints = (list(self.sig.states) + (["value.sum"] if has_sum else [])
+                 + [s + "_bar" for s in self.sig.states] + [nm + ".sum" for nm, _ in self.sum_grads])
+        nf = k + has_sum
+
+        def block(kb: str, curs: list[str]) -> list[str]:
+            lo, hi, count = self.bounds(kb)
+            r_lo = d.inst("mirror.lo", f"sub nsw i64 {self.n}, {hi}")
+            r_hi = d.inst("mirror.hi", f"sub nsw i64 {self.n}, {lo}")
+            self.fwd.prepass(self.sig, lo, hi, "fwd")
+            self.rev.prepass(self.sig, r_lo, r_hi, "rev")
+            last = d.inst("last", f"add nsw i64 {count}, -1")
+
+            def step(t: str, cs: list[str]) -> list[str]:
+                e = d.inst("e", f"add nsw i64 {lo}, {t}")
+                new, vsum = self.forward_element(e, t, cs[:k], cs[k] if has_sum else None)
+                rt = d.inst("mirror.t", f"sub nsw i64 {last}, {t}")
+                re = d.inst("mirror.e", f"add nsw i64 {r_lo}, {rt}")
+                lams, gsums = self.reverse_element(re, rt, cs[nf:nf + k], cs[nf + k:])
+                return new + ([vsum] if has_sum else []) + lams + gsums
+
+            return d.loop("0", count, curs, hints, step, prefix="scan.")
+
+        out = d.loop("0", self.nblocks, inits, hints, block, prefix="block.")
+        self.states = out[:k]
+        if has_sum:
+            self.vsum = out[k]
+        self.lams, self.gsums = out[nf:nf + k], out[nf + k:nf + k + n_g]
+
+    def finish(self) -> None:
+        d, sig, T = self.d, self.sig, self.d.T
+        for j, (s, v) in enumerate(zip(sig.states, self.states)):
+            d.emit(f"store {T} {v}, ptr {d.elem_ptr(sig.state, str(j), s + '.out')}")
+        if sig.acc:
+            d.flush_sum("value", sig.acc, self.vsum)
+        for j, (s, v) in enumerate(zip(sig.states, self.lams)):
+            d.emit(f"store {T} {v}, ptr {d.elem_ptr(sig.state_bar, str(j), s + '_bar.out')}")
+        for (nm, ptr), v in zip(self.sum_grads, self.gsums):
+            d.flush_sum(nm, ptr, v)

@@ -240,6 +240,7 @@ class _Module:
         self.vfabi_text: dict[int, str] = {}     # attribute group number -> text
         self.runtime: dict[str, str] = {}        # s2sad.* helper -> definition
         self.arity_memo: dict[str, int] = {}
+        self.extra_roots: tuple[str, ...] = ()   # functions only the driver calls (a scan's split)
         self.driver = driver_name(kmod, spec, dtype)
         self.fns = {fn.name: fn for fn in kmod.functions.values()}
         self.llnames: dict[str, str] = {}
@@ -438,7 +439,7 @@ entry:
         return self.ty.name if n == 1 else "{ " + ", ".join([self.ty.name] * n) + " }"
 
     def reachable(self) -> list[str]:
-        roots = [self.kmod.entry]
+        roots = [self.kmod.entry, *self.extra_roots]
         if self.spec.needs_dual:
             if not self.kmod.dual_entry:
                 raise LoweringError(f"spec {self.spec.tag()} needs a dual function; {self.kmod.name} has none")
