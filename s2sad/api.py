@@ -236,7 +236,8 @@ class Derivative:
     def _generate(self) -> str:
         c = self.c
         if _is_array(c):
-            return c.source(tuple(i % len(c.params) for i in self.argnums), self.mode)
+            return c.source(tuple(i % len(c.params) for i in self.argnums), self.mode,
+                            "grad" if self.grad_only else "value_and_grad")
         text, active = self._array_level()
         k = c.kernel.name
         return (text + "\n\n"
@@ -360,8 +361,11 @@ class Derivative:
         (argnums, mode, backend), checked and shaped like the fused path's."""
         _check_args(c, args, self.argnums)
         argnums = tuple(i % len(c.params) for i in self.argnums)
-        value, grads = c.value_and_grad(args, argnums, self.mode, self.backend)
-        value = _as_value(value)
+        if self.grad_only:
+            value, grads = None, c.grad(args, argnums, self.mode, self.backend)
+        else:
+            value, grads = c.value_and_grad(args, argnums, self.mode, self.backend)
+            value = _as_value(value)
         if not isinstance(self.argnums_spec, (tuple, list)):
             return value, _as_result(grads[0], args[argnums[0]])
         return value, tuple([_as_result(g, args[i]) for g, i in zip(grads, argnums)])
