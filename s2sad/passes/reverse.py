@@ -26,6 +26,11 @@ followed by the source of every kernel it calls (as comments name them).
 - `for` loops push what their reverse needs (found by reading the reverse body's
   source) on a Python list, the tape, one tuple per iteration; the reverse loop walks
   the tape backwards. `if` statements branch on the same (saved) condition.
+- For s2sad.grad, `loss__grad` returns the gradients only, and its forward sweep
+  computes only what the reverse sweep reads (`Generator._live`): a kernel sum whose
+  value is not read runs as `runtime.sum_grads` (no value in the kernel), a scalar
+  kernel whose value is not read gives its partials only (inputs they do not read
+  passed as `not_needed`), and other pure statements nobody reads are left out.
 """
 from __future__ import annotations
 
