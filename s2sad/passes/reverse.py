@@ -668,6 +668,9 @@ def kernel_vjp(kernel, args, active, out_bar, backend="auto"):
 
 
 def _broadcast_size(*args) -> int:
+    shape = getattr(args[0], "shape", None)
+    if shape is not None and all(getattr(a, "shape", None) == shape for a in args[1:]):
+        return int(args[0].size)   # one shape (the common case): np.broadcast_shapes costs microseconds
     return int(np.prod(np.broadcast_shapes(*(np.shape(a) for a in args)), dtype=np.int64))
 
 
