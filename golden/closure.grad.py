@@ -1,9 +1,9 @@
-def closure_loss__value_and_grad(x, y):
+def closure_loss__grad(x, y):
     # Grad of: return np.sum(s2sad.broadcast(lambda z: z ** 2 + y[0], x))    [golden/examples.py:63:5]
-    value, (x_bar, y_0_bar) = sum_dual(lambda_63, (x, y[0]), active=('z', 'y_0'), scale=1.0)
+    (x_bar, y_0_bar) = sum_grads(lambda_63, (x, y[0]), active=('z', 'y_0'), scale=1.0)
     y_bar = zeros_like(y)
     y_bar[0] += y_0_bar  # captured at golden/examples.py:63:54
-    return value, (x_bar, y_bar)
+    return (x_bar, y_bar)
 
 
 # Kernel lambda_63: the loss's elementwise part, fused with its reduction.

@@ -1,7 +1,7 @@
-def ident_tanh_loss__value_and_grad(x):
+def ident_tanh_loss__grad(x):
     # Grad of: return np.sum(s2sad.broadcast(ident_tanh, x))    [golden/examples.py:47:5]
-    value, (x_bar,) = sum_dual(ident_tanh, (x,), active=('z',), scale=1.0)
-    return value, (x_bar,)
+    (x_bar,) = sum_grads(ident_tanh, (x,), active=('z',), scale=1.0)
+    return (x_bar,)
 
 
 # Kernel ident_tanh: the loss's elementwise part, fused with its reduction.

@@ -1,11 +1,11 @@
-def global_loss__value_and_grad(x):
+def global_loss__grad(x):
     # Grad of: return sum(map(running_global, x))    [golden/examples.py:101:5]
     # global_loss__elementwise writes state (global total): its elements run in order, threading the state,
     # then a reverse sweep; the state is written back once, as a plain call would
     state = read_state()
     value, (x_bar,), state = scan_grads(global_loss__elementwise, (x,), active=('x',), state=state, seed=1.0)
     write_state(state)
-    return value, (x_bar,)
+    return (x_bar,)
 
 
 # Kernel global_loss__elementwise: the loss's elementwise part, fused with its reduction.

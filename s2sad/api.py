@@ -206,7 +206,8 @@ def _as_result(g: np.ndarray, like: Any):
 # ---------------------------------------------------------------- generated derivative
 
 class Derivative:
-    """The generated value-and-gradient function of one (fun, argnums, backend)."""
+    """The generated value-and-gradient function of one (fun, argnums, backend); for
+    `what` == "grad", the generated gradient function (calling it gives (None, grads))."""
 
     def __init__(self, fun: Callable, argnums, backend: str, what: str, mode: str = "auto"):
         self.mode = mode
@@ -235,7 +236,8 @@ class Derivative:
     def _generate(self) -> str:
         c = self.c
         if _is_array(c):
-            return c.source(tuple(i % len(c.params) for i in self.argnums), self.mode)
+            return c.source(tuple(i % len(c.params) for i in self.argnums), self.mode,
+                            "grad" if self.grad_only else "value_and_grad")
         text, active = self._array_level()
         k = c.kernel.name
         return (text + "\n\n"
@@ -243,10 +245,19 @@ class Derivative:
                 f"# Its dual returns the value and one partial per active argument.\n"
                 + c.kernel.module(active).source())
 
+    @property
+    def grad_only(self) -> bool:
+        """grad: the generated function returns the gradients only, and computes the
+        loss's value only where they need it."""
+        return self.what == "grad"
+
     def _array_level(self) -> tuple[str, tuple[str, ...]]:
         """The array-level derivative (the code that runs) and the kernel's active params
-        (states included) whose dual it calls."""
+        (states included) whose dual it calls. For grad, `<f>__grad` returns the gradients
+        only and its kernel computes no value (a scan still does: its state is written
+        back as a plain call would)."""
         c = self.c
+        grad_only = self.grad_only
         argnums = [i % len(c.params) for i in self.argnums]
         pairs = c.active_pairs(tuple(argnums))
         active = tuple(k for k, _, _ in pairs)
@@ -255,7 +266,7 @@ class Derivative:
         sig = ", ".join(c.params) + (", *, " + ", ".join(free) if free else "")
         bars = [f"{c.params[i]}_bar" for i in argnums]
         fname = c.fun.__name__ if c.fun.__name__.isidentifier() else "loss"
-        lines = [f"def {fname}__value_and_grad({sig}):",
+        lines = [f"def {fname}__{'grad' if grad_only else 'value_and_grad'}({sig}):",
                  f"    # Grad of: {c.plan.return_line}    [{c.plan.return_location}]"]
         k = c.kernel.name
         karg_tuple = "(" + ", ".join(kargs) + ("," if len(kargs) == 1 else "") + ")"
@@ -277,6 +288,8 @@ class Derivative:
             lines.append(f"    value, {got_tuple}, state = scan_grads({k}, {karg_tuple}, active={active_tuple}, "
                          f"state=state, seed={scale})")
             lines.append("    write_state(state)")
+        elif grad_only:
+            lines.append(f"    {got_tuple} = sum_grads({k}, {karg_tuple}, active={active_tuple}, scale={scale})")
         else:
             lines.append(f"    value, {got_tuple} = sum_dual({k}, {karg_tuple}, active={active_tuple}, scale={scale})")
         direct = {i for _, i, index in pairs if index is None}
@@ -288,7 +301,8 @@ class Derivative:
             if index is not None:
                 lines.append(f"    {c.params[i]}_bar[{', '.join(map(str, index))}] += {kp}_bar"
                              f"  # captured at {c.plan.capture_location(kp)}")
-        lines.append(f"    return value, ({', '.join(bars)}{',' if len(bars) == 1 else ''})")
+        bars_tuple = f"({', '.join(bars)}{',' if len(bars) == 1 else ''})"
+        lines.append(f"    return {bars_tuple}" if grad_only else f"    return value, {bars_tuple}")
         state_params = c.kernel.params[len(c.kernel.params) - len(c.plan.program.state):] if c.plan.program.state else ()
         return "\n".join(lines) + "\n", active + tuple(state_params)
 
@@ -298,6 +312,7 @@ class Derivative:
             namespace = {
                 c.kernel.name: c.kernel,
                 "sum_dual": functools.partial(runtime.sum_dual, backend=self.backend),
+                "sum_grads": functools.partial(runtime.sum_grads, backend=self.backend),
                 "broadcast_size": _broadcast_size,
                 "check_scalar_loss": functools.partial(_check_scalar_loss, c),
                 "zeros_like": _zeros_like,
@@ -307,7 +322,8 @@ class Derivative:
             }
             text = self._array_level()[0]
             exec(compile(text, f"<s2sad derivative of {c.name}>", "exec"), namespace)
-            self._impl = next(v for k, v in namespace.items() if k.endswith("__value_and_grad"))
+            suffix = "__grad" if self.grad_only else "__value_and_grad"
+            self._impl = next(v for k, v in namespace.items() if k.endswith(suffix))
         return self._impl
 
     def __call__(self, *args):
@@ -319,8 +335,8 @@ class Derivative:
             kind = c.kernel.module(()).result_kind
             has_free = bool(c.free_values())
             fast = self._fast = (c, self.implementation(), kind == "float", has_free,
-                                 isinstance(self.argnums_spec, (tuple, list)))
-        c, impl, float_result, has_free, many = fast
+                                 isinstance(self.argnums_spec, (tuple, list)), self.grad_only)
+        c, impl, float_result, has_free, many, grad_only = fast
         for i in self.argnums:  # the common case is checked inline; anything else in full
             a = args[i] if i < len(args) else None
             if not (type(a) is float or (type(a) is np.ndarray and a.dtype.kind == "f")):
@@ -328,12 +344,13 @@ class Derivative:
                 break
         if len(args) != len(c.params):
             _check_args(c, args, self.argnums)
-        if has_free:
-            value, grads = impl(*args, **c.free_values())
+        res = impl(*args, **c.free_values()) if has_free else impl(*args)
+        if grad_only:   # (None, grads): the value was not computed
+            value, grads = None, res
         else:
-            value, grads = impl(*args)
-        if not float_result:
-            value = int(round(value))
+            value, grads = res
+            if not float_result:
+                value = int(round(value))
         if not many:
             return value, _as_result(grads[0], args[self.argnums[0]])
         return value, tuple([_as_result(g, args[i]) for g, i in zip(grads, self.argnums)])
@@ -344,8 +361,11 @@ class Derivative:
         (argnums, mode, backend), checked and shaped like the fused path's."""
         _check_args(c, args, self.argnums)
         argnums = tuple(i % len(c.params) for i in self.argnums)
-        value, grads = c.value_and_grad(args, argnums, self.mode, self.backend)
-        value = _as_value(value)
+        if self.grad_only:
+            value, grads = None, c.grad(args, argnums, self.mode, self.backend)
+        else:
+            value, grads = c.value_and_grad(args, argnums, self.mode, self.backend)
+            value = _as_value(value)
         if not isinstance(self.argnums_spec, (tuple, list)):
             return value, _as_result(grads[0], args[argnums[0]])
         return value, tuple([_as_result(g, args[i]) for g, i in zip(grads, argnums)])
@@ -668,13 +688,14 @@ class Differentiable:
         self.argnums = argnums
         self.backend = backend
         self._vg = Derivative(fun, argnums, backend, "value_and_grad")
+        self._g = Derivative(fun, argnums, backend, "grad")
         self.__s2sad__ = self._vg
 
     def __call__(self, *args, **kwargs):
         return self.__wrapped_fun__(*args, **kwargs)
 
     def grad(self, *args):
-        return self._vg(*args)[1]
+        return self._g(*args)[1]
 
     def value_and_grad(self, *args):
         return self._vg(*args)

@@ -5,6 +5,7 @@ over arrays. Its entry points are what generated array-level code calls:
 
     apply(k, args)                      -> primal values, broadcast shape
     sum_dual(k, args, active, scale)    -> (scale * sum of values, grads of that sum)
+    sum_grads(k, args, active, scale)   -> grads of that sum, the sum itself not computed
     jvp(k, args, active, tangents)      -> (values, tangent of values)
     vjp(k, args, active, out_bar)       -> grads of sum(out_bar * values)
 
@@ -457,30 +458,35 @@ def _fast_plan(kernel: Kernel, active, layouts, dtype, value: str) -> _FastPlan:
     return kernel.cached(("fast", value, active, layouts, dtype), make)
 
 
-def _fast_sum_dual(kernel: Kernel, args, active, scale, fast):
+def _fast_sum_dual(kernel: Kernel, args, active, scale, fast, value: str = "sum"):
     layouts, shape, dtype = fast
-    stub = kernel.cached(("stub", active, layouts, dtype.num),
-                         lambda: _sum_dual_stub(_fast_plan(kernel, active, layouts, dtype, "sum"), layouts, dtype))
+    stub = kernel.cached(("stub", value, active, layouts, dtype.num),
+                         lambda: _sum_dual_stub(_fast_plan(kernel, active, layouts, dtype, value), layouts, dtype,
+                                                value))
     res = stub(*args, scale)
     if res is not None:
         return res
-    fp = _fast_plan(kernel, active, layouts, dtype, "sum")
+    fp = _fast_plan(kernel, active, layouts, dtype, value)
     grads = [np.empty(shape, dtype) if c else None for c in fp.contig_grads]
-    totals = _threaded_sum_dual(fp, args, layouts, dtype, grads, scale, args[fp.first_contig].size)
-    return float(totals[0]) * scale, [g if g is not None else float(totals[1 + k]) for k, g in enumerate(grads)]
+    totals = _threaded_sum_dual(fp, args, layouts, dtype, grads, scale, args[fp.first_contig].size, value)
+    g0 = 1 if value == "sum" else 0   # slot of the first scalar grad: after the value sum, if any
+    return (float(totals[0]) * scale if g0 else None,
+            [g if g is not None else float(totals[g0 + k]) for k, g in enumerate(grads)])
 
 
-def _sum_dual_stub(fp: _FastPlan, layouts, dtype):
+def _sum_dual_stub(fp: _FastPlan, layouts, dtype, value: str = "sum"):
     """A small Python function, generated per signature, that makes one unthreaded call:
     straight-line argument marshalling is what keeps a 10-element gradient within a few
-    microseconds of the kernel."""
+    microseconds of the kernel. value "none": the driver gets no accumulator for the
+    value (scalar grads still sum into `accs`) and the stub returns None for it."""
     params = [f"a{i}" for i in range(len(layouts))]
     first = params[fp.first_contig]
+    g0 = 1 if value == "sum" else 0   # slot of the first scalar grad in accs
     lines = [f"def stub({', '.join(params)}, scale):",
              f"    n = {first}.size",
              "    if n >= THREAD_MIN:",
              "        return None",
-             f"    accs = zeros({1 + len(fp.grad_slots)}, dtype)",
+             f"    accs = zeros({max(1, g0 + len(fp.grad_slots))}, dtype)",
              "    acc = PTR(accs)"]
     gnames = []
     for k, (i, contig) in enumerate(zip(fp.grad_slots, fp.contig_grads)):
@@ -488,12 +494,12 @@ def _sum_dual_stub(fp: _FastPlan, layouts, dtype):
             lines.append(f"    g{k} = empty({first}.shape, dtype)")
             gnames.append((f"PTR(g{k})", f"g{k}"))
         else:
-            gnames.append((f"acc + {(1 + k) * dtype.itemsize}", f"float(accs[{1 + k}])"))
-    call = ["1", "n"] + [f"PTR({p})" if l == "contig" else p for p, l in zip(params, layouts)] + ["acc"]
+            gnames.append((f"acc + {(g0 + k) * dtype.itemsize}", f"float(accs[{g0 + k}])"))
+    call = ["1", "n"] + [f"PTR({p})" if l == "contig" else p for p, l in zip(params, layouts)] + ["acc"] * g0
     if fp.grad_slots:
         call += ["scale"] + [g[0] for g in gnames]
     lines.append(f"    cfunc({', '.join(call)})")
-    lines.append(f"    return float(accs[0]) * scale, [{', '.join(g[1] for g in gnames)}]")
+    lines.append(f"    return {'float(accs[0]) * scale' if g0 else 'None'}, [{', '.join(g[1] for g in gnames)}]")
     text = "\n".join(lines)
     if _DATA_OFFSET is not None:  # read the data pointer inline: a call less per array
         text = re.sub(r"PTR\((\w+)\)", rf"from_address(id(\1) + {_DATA_OFFSET}).value", text)
@@ -503,10 +509,12 @@ def _sum_dual_stub(fp: _FastPlan, layouts, dtype):
     return ns["stub"]
 
 
-def _threaded_sum_dual(fp: _FastPlan, args, layouts, dtype, grads, scale, n):
-    """Chunks of the index space on threads, each with its own accumulators."""
+def _threaded_sum_dual(fp: _FastPlan, args, layouts, dtype, grads, scale, n, value: str = "sum"):
+    """Chunks of the index space on threads, each with its own accumulators (the value
+    sum first when value is "sum", then each scalar grad)."""
     chunks = _split(n)
-    width = 1 + len(grads)
+    g0 = 1 if value == "sum" else 0   # slot of the first scalar grad
+    width = max(1, g0 + len(grads))
     accs = np.zeros(width * len(chunks), dtype)
     itemsize = dtype.itemsize
     base = [_ptr(a) if l == "contig" else a for a, l in zip(args, layouts)]
@@ -518,10 +526,11 @@ def _threaded_sum_dual(fp: _FastPlan, args, layouts, dtype, grads, scale, n):
         v = [1, hi - lo]
         v += [b + lo * itemsize if l == "contig" else b for b, l in zip(base, layouts)]
         acc = acc0 + c * width * itemsize
-        v.append(acc)
+        if g0:
+            v.append(acc)
         if grads:
             v.append(scale)
-            v += [g + lo * itemsize if g is not None else acc + (1 + k) * itemsize for k, g in enumerate(gbase)]
+            v += [g + lo * itemsize if g is not None else acc + (g0 + k) * itemsize for k, g in enumerate(gbase)]
         fp.cfunc(*v)
 
     if len(chunks) == 1:        # one thread: no hand-off to the pool
@@ -597,23 +606,37 @@ def _grad_buffers(prep: Prepared, kernel: Kernel, active: tuple[str, ...], xp=np
 
 
 def sum_dual(kernel: Kernel, args: Sequence[Any], active: tuple[str, ...], scale: float = 1.0,
-             backend: str = "auto", with_grads: bool = True):
-    """(scale * sum of the values, [grad of that w.r.t. each active param]) in one pass."""
+             backend: str = "auto", with_grads: bool = True, value: bool = True):
+    """(scale * sum of the values, [grad of that w.r.t. each active param]) in one pass.
+    value=False: the driver has value "none", so the compiled kernel computes only what
+    the partials need, and the first result is None."""
+    if not value and not (with_grads and active):
+        backend = _backend_for(backend, args)
+        _prepared(backend, args, kernel.params)   # the same shape checks, nothing to compute
+        return None, []
     if backend in ("auto", "llvm"):
         fast = _fast_layouts(args)
         if fast is not None:
-            return _fast_sum_dual(kernel, args, active if with_grads else (), scale, fast)
+            return _fast_sum_dual(kernel, args, active if with_grads else (), scale, fast,
+                                  "sum" if value else "none")
     backend = _backend_for(backend, args)
     xp, prep = _prepared(backend, args, kernel.params)
-    acc = xp.zeros(1, prep.dtype)
+    acc = xp.zeros(1, prep.dtype) if value else None
     if not with_grads or not active:
         launch(kernel, backend, LoopSpec(prep.layouts, value="sum"), (), prep, acc=acc)
         return float(acc[0]) * scale, []
     grads = _grad_buffers(prep, kernel, active, xp)
-    spec = LoopSpec(prep.layouts, value="sum", partials=True, seed="scalar")
+    spec = LoopSpec(prep.layouts, value="sum" if value else "none", partials=True, seed="scalar")
     launch(kernel, backend, spec, active, prep, acc=acc, seed=scale, grads=grads)
-    return float(acc[0]) * scale, _results(backend, args, [_shape_grad(g, prep, kernel.params.index(a))
-                                                            for g, a in zip(grads, active)])
+    return float(acc[0]) * scale if value else None, _results(backend, args, [
+        _shape_grad(g, prep, kernel.params.index(a)) for g, a in zip(grads, active)])
+
+
+def sum_grads(kernel: Kernel, args: Sequence[Any], active: tuple[str, ...], scale: float = 1.0,
+              backend: str = "auto"):
+    """[grad of scale * sum of the values w.r.t. each active param], the values' sum not
+    computed: `sum_dual(..., value=False)` for generated gradients that do not read it."""
+    return sum_dual(kernel, args, active, scale, backend, value=False)[1]
 
 
 def _shape_grad(g: np.ndarray, prep: Prepared, i: int):

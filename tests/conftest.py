@@ -31,3 +31,16 @@ def central_fd(f, args, i, h=1e-6):
         fm = f(*args)
         out[idx] = (fp - fm) / (2 * h)
     return out
+
+
+def assert_same_grads(got, want):
+    """grad's gradients against value_and_grad's: the same types and shapes, and the
+    same numbers to 1e-14 of the largest: bit for bit, in fact, except sums over
+    elements (scalar arguments, captured elements), which a kernel without the value may
+    vectorise differently, so add in another order."""
+    got = got if isinstance(got, tuple) else (got,)
+    want = want if isinstance(want, tuple) else (want,)
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert type(g) is type(w) and np.shape(g) == np.shape(w)
+        np.testing.assert_allclose(g, w, rtol=1e-14, atol=1e-14 * float(np.max(np.abs(w), initial=1.0)))

@@ -810,8 +810,9 @@ def _grad_sum_gt(x):
 @pytest.mark.skipif(not _has_avx2(), reason="no AVX2 on this CPU")
 @pytest.mark.parametrize("loss", [_grad_sum_abs, _grad_sum_gt], ids=["abs", "gt"])
 def test_grad_of_memory_bound_sums_vectorises(loss, monkeypatch):
-    """Through s2sad.grad: the fused value + gradient + sum driver runs SIMD, the sum
-    carried in vector registers."""
+    """Through s2sad.value_and_grad: the fused value + gradient + sum driver runs SIMD,
+    the sum carried in vector registers; through s2sad.grad, the driver has no value
+    (LoopSpec value "none") and still runs SIMD."""
     import s2sad
 
     from s2sad.codegen import llvm_jit
@@ -826,13 +827,20 @@ def test_grad_of_memory_bound_sums_vectorises(loss, monkeypatch):
     monkeypatch.setattr(llvm_jit, "driver", recording)
     fresh = type(loss)(loss.__code__, loss.__globals__, loss.__name__)    # a plan of its own
     x = np.linspace(-1.0, 1.0, 101)
-    g = s2sad.grad(fresh)(x)
+    v, g = s2sad.value_and_grad(fresh)(x)
     want = np.sign(x) if loss is _grad_sum_abs else np.zeros_like(x)
     np.testing.assert_array_equal(g, want)
     (drv,) = [d for d in seen if d.spec.value == "sum" and d.spec.partials]
     ir = drv.optimized_ir
     assert re.search(r"load <(4|8|16) x double>", ir), ir
     assert re.search(r"fadd reassoc nsz <(4|8|16) x double>", ir), ir
+    seen.clear()
+    np.testing.assert_array_equal(s2sad.grad(fresh)(x), want)
+    (drv,) = seen
+    assert drv.spec.value == "none" and drv.spec.partials
+    assert re.search(r"store <(4|8|16) x double>", drv.optimized_ir), drv.optimized_ir
+    if loss is _grad_sum_gt:   # a zero partial: without the value to sum, x is not even read
+        assert not re.search(r"load .*double", drv.optimized_ir), drv.optimized_ir
 
 
 def test_math_of_a_loop_invariant_value_compiles():

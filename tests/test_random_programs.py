@@ -38,6 +38,7 @@ from hypothesis import HealthCheck, Phase, event, given, note, settings
 from hypothesis import strategies as st
 
 import s2sad
+from conftest import assert_same_grads
 from randprog import Program, load, programs
 
 BACKENDS = ["python", "llvm"]
@@ -121,6 +122,11 @@ def check_against_fd(f, args, grads, argnums) -> None:
             f"{' at ' + str(np.argwhere(bad).tolist()) if bad.ndim else ''}:\n"
             f"  s2sad: {g[bad]}\n  fd:    {best[bad]}\n  inputs: {args}")
     event(f"fd-trusted elements: {'all' if trusted == total else 'some' if trusted else 'none'}")
+
+
+def assert_same_as_grad(loss, argnums, backend, args, grads) -> None:
+    """grad (its kernel without the value) gives value_and_grad's gradients."""
+    assert_same_grads(s2sad.grad(loss, argnums=argnums, backend=backend)(*args), tuple(grads))
 
 
 def record(program: Program) -> None:
@@ -215,6 +221,7 @@ def test_llvm_agrees_with_python(program, n, seed):
                           s2sad.broadcast(f, *args, backend="llvm"), "broadcast values")
     vp, gp = s2sad.value_and_grad(loss, argnums=argnums, backend="python")(*args)
     vl, gl = s2sad.value_and_grad(loss, argnums=argnums, backend="llvm")(*args)
+    assert_same_as_grad(loss, argnums, "llvm", args, gl)
     assert_backends_agree(vp, vl, "loss value")
     for k, (a, b) in enumerate(zip(gp, gl)):
         assert isinstance(b, np.ndarray) and b.shape == a.shape and b.dtype == a.dtype
@@ -302,6 +309,7 @@ def test_broadcasting_shapes(program, which, seed, backend):
         else:
             assert type(g) is float
     check_against_fd(f, args, grads, argnums)
+    assert_same_as_grad(loss, argnums, backend, args, grads)
 
     out = s2sad.broadcast(f, *args, backend=backend)
     expected_shape = np.broadcast_shapes(*[np.shape(a) for a in args])

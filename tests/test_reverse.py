@@ -10,13 +10,14 @@ import numpy as np
 import pytest
 
 import s2sad
-from conftest import central_fd
+from conftest import assert_same_grads, central_fd
 
 rng = np.random.default_rng(5)
 
 
 def check(f, args, argnums, backend, rtol=1e-6, atol=1e-8, mode="auto"):
-    """s2sad's value and gradients of f against f itself and central differences."""
+    """s2sad's value and gradients of f against f itself and central differences; grad
+    (which computes the value only where the gradients need it) gives the same ones."""
     nums = argnums if isinstance(argnums, tuple) else (argnums,)
     value, grads = s2sad.value_and_grad(f, argnums=nums, backend=backend, mode=mode)(*args)
     assert value == pytest.approx(float(f(*args)), rel=1e-12, abs=1e-12)
@@ -24,6 +25,7 @@ def check(f, args, argnums, backend, rtol=1e-6, atol=1e-8, mode="auto"):
         fd = central_fd(lambda *a: float(f(*a)), args, i)
         assert np.shape(g) == np.shape(args[i])
         np.testing.assert_allclose(g, fd, rtol=rtol, atol=atol, err_msg=f"d/d arg {i}")
+    assert_same_grads(s2sad.grad(f, argnums=nums, backend=backend, mode=mode)(*args), tuple(grads))
     return value, grads
 
 
@@ -89,7 +91,10 @@ def test_logistic_regression(backend):
     # the whole loss after the matmul is one kernel, fused with the mean
     g = s2sad.grad(logistic_loss, argnums=(0, 1), backend=backend)
     text = s2sad.source(g)
-    assert "sum_dual(logistic_loss__mean" in text and "# Grad of: z = X @ w + b" in text
+    assert "sum_grads(logistic_loss__mean" in text and "# Grad of: z = X @ w + b" in text
+    # the mean's value is not computed: the partial of `-mean` does not read it
+    assert "logistic_loss__loss__dual(not_needed)[1:]  # its partials do not read _3" in text
+    assert "sum_dual(logistic_loss__mean" in s2sad.source(s2sad.value_and_grad(logistic_loss, argnums=(0, 1)))
     assert "w_bar = " in text and "b_bar = " in text
     report = str(s2sad.explain(g))
     assert "fused: 3 line(s) into one kernel logistic_loss__mean" in report
@@ -121,7 +126,7 @@ def test_two_layer_mlp(backend):
     _, (gW1, gb1, gW2, gb2) = check(mlp_loss, args, (0, 1, 2, 3), backend)
     assert gb1.shape == (1, 8) and gb2.shape == (2,)
     text = s2sad.source(s2sad.grad(mlp_loss, argnums=(0, 1, 2, 3), backend=backend))
-    assert "loss, (d" in text and "= sum_dual(mlp_loss__loss, (_2, b2, y)" in text  # out, residual, square: one pass
+    assert "= sum_grads(mlp_loss__loss, (_2, b2, y)" in text  # out, residual, square: one pass, no value
     assert "leaky_relu" in text
 
 
@@ -472,7 +477,7 @@ def test_float32_and_python_floats(backend):
 
 def test_source_reads_like_the_users_code():
     text = s2sad.source(s2sad.grad(mlp_loss, argnums=(0, 1, 2, 3)))
-    assert text.startswith("def mlp_loss__value_and_grad(W1, b1, W2, b2, X, y):")
+    assert text.startswith("def mlp_loss__grad(W1, b1, W2, b2, X, y):")
     assert "# Grad of: out = h @ W2 + b2" in text and "# Grad of: h = s2sad.broadcast(leaky_relu, X @ W1 + b1)" in text
     for name in ("W1_bar", "b1_bar", "W2_bar", "b2_bar", "h_bar"):
         assert f"{name} = " in text

@@ -195,3 +195,52 @@ def _operands(e) -> list:
 
 
 operands = _operands
+
+
+def partials_read(functions: dict[str, gast.FunctionDef], fname: str) -> frozenset[int]:
+    """Positions of the params of a dual function `fname` (returning `(value, d1, ...)`)
+    that its partials d1, ... may need: those they depend on by value, and, to be safe,
+    every param that reaches a condition, a loop bound or a helper's argument (the
+    function then runs the same way, and ends, whatever the other params hold).
+    Flow-insensitive, like `Activity`, and conservative: a param not listed can be
+    given any value (NaN, say) without changing the partials."""
+    fn = functions[fname]
+    params = [a.id for a in fn.args.args]
+    deps: dict[str, set[str]] = {p: {p} for p in params}
+
+    def reads(e) -> set[str]:
+        out: set[str] = set()
+        for n in gast.walk(e):
+            if isinstance(n, gast.Name):
+                out |= deps.get(n.id, set())
+        return out
+
+    for _ in range(1000):
+        changed = False
+        for names, value in _assignments(fn):
+            d = set() if value is None else reads(value)
+            for n in names:
+                cur = deps.setdefault(n, set())
+                if not d <= cur:
+                    cur |= d
+                    changed = True
+        if not changed:
+            break
+    else:
+        raise AssertionError("dependence did not converge")
+    needed: set[str] = set()
+    for node in gast.walk(fn):
+        if isinstance(node, gast.Return):
+            elts = node.value.elts if isinstance(node.value, gast.Tuple) else [node.value]
+            for e in elts[1:]:
+                needed |= reads(e)
+        elif isinstance(node, (gast.If, gast.While, gast.IfExp)):
+            needed |= reads(node.test)
+        elif isinstance(node, gast.For):
+            needed |= reads(node.iter)
+        elif isinstance(node, gast.BoolOp):
+            needed |= reads(node)
+        elif isinstance(node, gast.Call) and isinstance(node.func, gast.Name) and node.func.id in functions:
+            for a in node.args:
+                needed |= reads(a)
+    return frozenset(i for i, p in enumerate(params) if p in needed)

@@ -174,7 +174,7 @@ class Namer:
 
 
 # Names generated code uses for its own purposes (reverse.py binds them).
-RESERVED = {"apply", "vjp", "store_partials", "sum_dual", "broadcast_size", "check_scalar_loss",
+RESERVED = {"apply", "vjp", "store_partials", "sum_dual", "sum_grads", "not_needed", "broadcast_size", "check_scalar_loss",
             "np", "range", "reversed", "zip", "len", "float", "int", "None", "True", "False",
             "math", "_residuals"} | set(array_rules.HELPERS)
 

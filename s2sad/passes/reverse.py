@@ -26,6 +26,11 @@ followed by the source of every kernel it calls (as comments name them).
 - `for` loops push what their reverse needs (found by reading the reverse body's
   source) on a Python list, the tape, one tuple per iteration; the reverse loop walks
   the tape backwards. `if` statements branch on the same (saved) condition.
+- For s2sad.grad, `loss__grad` returns the gradients only, and its forward sweep
+  computes only what the reverse sweep reads (`Generator._live`): a kernel sum whose
+  value is not read runs as `runtime.sum_grads` (no value in the kernel), a scalar
+  kernel whose value is not read gives its partials only (inputs they do not read
+  passed as `not_needed`), and other pure statements nobody reads are left out.
 """
 from __future__ import annotations
 
@@ -37,11 +42,13 @@ from typing import Any
 import gast
 import numpy as np
 
-from .. import array_rules, runtime
+from .. import array_rules, runtime, smath
 from ..codegen.python import unparse
 from ..errors import NonScalarLossError, S2SADError, UnsupportedOperationError
 from ..frontend import location_of
-from .arrayprog import (ArrayProgram, ArrayStmt, Const, ForStmt, IfStmt, Namer, _line, _REGISTER_HINT, walk_stmts)
+from .activity import partials_read
+from .arrayprog import (ArrayProgram, ArrayStmt, Const, ForStmt, IfStmt, Namer, _line, _REGISTER_HINT, stmt_reads,
+                        walk_stmts)
 
 MODES = ("auto", "store", "recompute")
 _CHEAP_MATH = {"fabs", "sign", "copysign", "floor", "ceil", "trunc"}
@@ -110,6 +117,10 @@ class Generator:
         self.rev_defined: set[str] = set()
         self.line_of: dict = {}
         self.params = {}
+        self.grads_only: dict[int, Any] = {}       # id(stmt) -> live -> its line when its value is not needed
+        self.scalar_reads: dict[int, set] = {}     # id(scalar dual stmt) -> what its partials read
+        self.live_after: dict[int, set] = {}       # id(stmt) -> names read after it (grad variant)
+        self.p_names = {n for st in walk_stmts(prog.body) for n in _defs(st)}
         self._compute_activity()
 
     # -------------------------------------------------------------- activity
@@ -176,18 +187,23 @@ class Generator:
 
     def forward(self, body, ind: str, out: list, defined: list):
         last = None
+        group = None
         for st in body:
             if isinstance(st, ArrayStmt):
                 node = st.stmt if st.stmt is not None else st.node
-                if node is not last and node is not None:
-                    out.append(f"{ind}# {_line(st.ctx.filename, node)}")
+                if group is None or (node is not last and node is not None):
+                    # the statements of one user line, under `# <the line>`
+                    group = _Group(self, f"{ind}# {_line(st.ctx.filename, node)}" if node is not None else None, [])
+                    out.append(group)
                     last = node
-                self.forward_stmt(st, ind, out, defined)
+                lines: list = []
+                self.forward_stmt(st, ind, lines, defined)
+                group.stmts.append((st, lines))
             elif isinstance(st, ForStmt):
-                last = None
+                last = group = None
                 self.forward_for(st, ind, out, defined)
             else:
-                last = None
+                last = group = None
                 self.forward_if(st, ind, out, defined)
 
     def forward_stmt(self, st: ArrayStmt, ind: str, out: list, defined: list):
@@ -206,8 +222,10 @@ class Generator:
                     names = [self.partial_name(t, a) for _, _, a in act]
                     defined.extend(names)
                     self.partials[id(st)] = names
-                    out.append(f"{ind}{t}, {_tuple(names)} = sum_dual({kn}, {tup}, "
-                               f"active={_tuple([repr(p) for _, p, _ in act])}, scale={scale})")
+                    call = f"({kn}, {tup}, active={_tuple([repr(p) for _, p, _ in act])}, scale={scale})"
+                    out.append(f"{ind}{t}, {_tuple(names)} = sum_dual{call}")
+                    # when the reverse sweep does not read the value: its kernel skips it
+                    self.grads_only[id(st)] = lambda live, text=f"{ind}{_tuple(names)} = sum_grads{call}": text
                 else:
                     out.append(f"{ind}{t} = sum_dual({kn}, {tup}, active=(), scale={scale})[0]")
                 return
@@ -220,6 +238,20 @@ class Generator:
                     defined.extend(names)
                     self.partials[id(st)] = names
                     out.append(f"{ind}{t}, {', '.join(names)} = {fname}({', '.join(args)})")
+                    # when the reverse sweep does not read the value: the partials alone, and
+                    # only the inputs they read (the others are not computed: NaN)
+                    reads = partials_read(kmod.functions, kmod.dual_entry)
+                    ins = st.attrs["inputs"]
+                    self.scalar_reads[id(st)] = {a for i, a in enumerate(ins) if isinstance(a, str)
+                                                 and (i in reads or a not in self.p_names)}
+
+                    def partials_only(live, ind=ind, fname=fname, args=args, names=names, st=st):
+                        skipped = [a for a in args if a in self.p_names and a not in self.scalar_reads[id(st)]
+                                   and a not in live]
+                        pargs = ["not_needed" if a in skipped else a for a in args]
+                        note = f"  # its partials do not read {', '.join(skipped)}" if skipped else ""
+                        return f"{ind}{_tuple(names)} = {fname}({', '.join(pargs)})[1:]{note}"
+                    self.grads_only[id(st)] = partials_only
                 else:
                     fname = self._bind_fn(kmod.entry, fns[kmod.entry])
                     out.append(f"{ind}{t} = {fname}({', '.join(args)})")
@@ -275,7 +307,7 @@ class Generator:
             self.tape[id(st)] = self.namer.fresh("tape")
             out.append(_Push(self, st, ind, init=True))
             defined.append(self.tape[id(st)])
-        out.append(f"{ind}for {st.var} in range({', '.join(unparse(a) for a in st.range_args)}):")
+        out.append(_Header(f"{ind}for {st.var} in range({', '.join(unparse(a) for a in st.range_args)}):"))
         defined.append(st.var)
         inner: list = []
         body_lines: list = []
@@ -292,7 +324,7 @@ class Generator:
             out.append(f"{ind}    pass")
 
     def forward_if(self, st: IfStmt, ind: str, out: list, defined: list):
-        out.append(f"{ind}if {_text(st.test)}:  # {_line(st.ctx.filename, st.node)}")
+        out.append(_Header(f"{ind}if {_text(st.test)}:  # {_line(st.ctx.filename, st.node)}"))
         defs = []
         blocks = []
         for branch in (st.body, st.orelse):
@@ -304,7 +336,7 @@ class Generator:
             defined.extend(mine)
         for k in (0, 1):
             if k == 1:
-                out.append(f"{ind}else:")
+                out.append(_Header(f"{ind}else:"))
             lines = blocks[k]
             # what only the other branch defines, as None: a tape or the residuals may list it
             lines.append(_Nones(self, ind + "    ", sorted(set(defs[1 - k]) - set(defs[k]))))
@@ -312,9 +344,68 @@ class Generator:
                 v = ph.first if k == 0 else ph.second
                 lines.append(f"{ind}    {ph.name} = {_text(v)}")
                 defined.append(ph.name)
-            if not any(isinstance(l, str) for l in lines):
+            if not any(isinstance(l, (str, _Group)) for l in lines):
                 lines.append(f"{ind}    pass")
             out.extend(lines)
+
+    # -------------------------------------------------------------- liveness (grad variant)
+
+    def _live(self, body, live: set) -> set:
+        """The names `body` needs given those needed after it (`live`), as a backward
+        dataflow over the forward sweep (a loop to its fixpoint); records for each
+        statement the names needed after it (`live_after`), which `fwd_lines` renders by."""
+        live = set(live)
+        for st in reversed(body):
+            if isinstance(st, ArrayStmt):
+                self.live_after[id(st)] = set(live)
+                defs = _defs(st) | set(self.partials.get(id(st), ()))
+                live = (live - defs) | self._needs(st, live)
+            elif isinstance(st, ForStmt):
+                # `phi = first` before the loop and `phi = second` at the end of the body
+                # are always written, so every first and second is needed
+                phis = {ph.name for ph in st.phis}
+                ends = {ph.second for ph in st.phis if isinstance(ph.second, str)}
+                ends |= set(self.tape_names.get(id(st), ()))  # pushed on the tape
+                head = set(live)
+                while True:
+                    inner = self._live(st.body, (head - phis) | ends)
+                    if inner - {st.var} <= head:
+                        break
+                    head |= inner - {st.var}
+                live = (head - phis) | stmt_reads(st) | _names_read("\n".join(unparse(a) for a in st.range_args))
+            else:
+                phis = {ph.name for ph in st.phis}
+                live = (self._live(st.body, (live - phis) | {ph.first for ph in st.phis if isinstance(ph.first, str)})
+                        | self._live(st.orelse, (live - phis) | {ph.second for ph in st.phis
+                                                                  if isinstance(ph.second, str)})
+                        | stmt_reads(st))
+        return live
+
+    def _needs(self, st: ArrayStmt, live: set) -> set:
+        """What a statement reads, given what is needed after it: nothing when it is dead
+        (and pure), only its partials' inputs for a scalar dual whose value is not needed."""
+        reads = stmt_reads(st)
+        if st.forward is not None:
+            reads |= _names_read(unparse(st.forward))
+        if st.op == "py" or not st.target:   # may have effects: always runs
+            return reads
+        if not (_defs(st) | set(self.partials.get(id(st), ()))) & live:
+            return set()
+        if id(st) in self.scalar_reads and st.target not in live:
+            return self.scalar_reads[id(st)] | set(st.reads)
+        return reads
+
+    def fwd_lines(self, st: ArrayStmt, lines: list) -> list:
+        """A forward statement's lines, by liveness in the grad variant (else as they
+        are): none when dead, the gradient-only call when its value is not needed."""
+        live = self.live_after.get(id(st))
+        if live is None or st.op == "py" or not st.target:
+            return lines
+        if not (_defs(st) | set(self.partials.get(id(st), ()))) & live:
+            return []
+        if st.target not in live and id(st) in self.grads_only:
+            return [self.grads_only[id(st)](live)]
+        return lines
 
     # -------------------------------------------------------------- reverse
 
@@ -474,7 +565,8 @@ class Generator:
 
     def generate(self, variant: str = "value_and_grad") -> str:
         """variant "value_and_grad": one function returning (value, grads) for the seed
-        1.0; "vjp": `<name>__forward(...) -> (value, residuals)` and
+        1.0; "grad": `<name>__grad(...) -> grads`, its forward sweep only what the
+        reverse sweep reads (liveness: `_live`); "vjp": `<name>__forward(...) -> (value, residuals)` and
         `<name>__pullback(residuals, <result>_bar) -> grads`."""
         p = self.p
         fwd: list = []
@@ -487,7 +579,7 @@ class Generator:
         self.unit = set()
         seed = self.bar(res) if isinstance(res, str) else None
         if isinstance(res, str) and self.is_active(res):
-            if variant == "value_and_grad":
+            if variant in ("value_and_grad", "grad"):
                 rev.append(f"    {seed} = 1.0")
                 self.unit.add(res)
             init.add(res)
@@ -507,13 +599,20 @@ class Generator:
             fwd.append(f"    {keep} = {rtext}")
             rtext = keep
         rev_text = "\n".join(rev)
+        check = "" if (not isinstance(res, str) or res in p.known_scalar) else f"    check_scalar_loss({rtext})\n"
+        if variant == "grad":
+            # the forward sweep computes what the reverse sweep reads (and the result only
+            # to check that it is a scalar); the rest is not computed
+            self._live(p.body, _names_read(rev_text + "\n" + check))
         fwd_text = "\n".join(_render(fwd, _names_read(rev_text)))
         sig = ", ".join(p.params) + (", *, " + ", ".join(p.free) if p.free else "")
         head = f"# Grad of: {_line(p.pf.filename, p.return_node)}    [{_short(location_of(p.pf.filename, p.return_node))}]"
-        check = "" if (not isinstance(res, str) or res in p.known_scalar) else f"    check_scalar_loss({rtext})\n"
         if variant == "value_and_grad":
             text = (f"def {p.name}__value_and_grad({sig}):\n    {head}\n{fwd_text}\n{check}"
                     f"    # reverse sweep\n{rev_text}\n    return {rtext}, {_tuple(gnames)}\n")
+        elif variant == "grad":
+            text = (f"def {p.name}__grad({sig}):\n    {head}\n{fwd_text}\n{check}"
+                    f"    # reverse sweep\n{rev_text}\n    return {_tuple(gnames)}\n")
         else:
             fwd_names = set(defined)
             residuals = sorted(_names_read(rev_text) & fwd_names)
@@ -535,6 +634,8 @@ class Generator:
         ns.update({
             "apply": functools.partial(runtime.apply, backend=backend),
             "sum_dual": functools.partial(runtime.sum_dual, backend=backend),
+            "sum_grads": functools.partial(runtime.sum_grads, backend=backend),
+            "not_needed": NOT_NEEDED,
             "store_partials": functools.partial(runtime.store_partials, backend=backend),
             "vjp": functools.partial(kernel_vjp, backend=backend),
             "broadcast_size": _broadcast_size,
@@ -544,6 +645,11 @@ class Generator:
 
 
 # ------------------------------------------------------------------ runtime helpers
+
+# what a scalar dual gets for an input its partials do not read, in a gradient that does
+# not compute that input: NaN with IEEE arithmetic (never an exception), so that a value
+# computed from it by mistake shows
+NOT_NEEDED = smath.Real(float("nan"))
 
 def kernel_vjp(kernel, args, active, out_bar, backend="auto"):
     """runtime.vjp with every active input materialized at the broadcast shape, so each
@@ -562,6 +668,9 @@ def kernel_vjp(kernel, args, active, out_bar, backend="auto"):
 
 
 def _broadcast_size(*args) -> int:
+    shape = getattr(args[0], "shape", None)
+    if shape is not None and all(getattr(a, "shape", None) == shape for a in args[1:]):
+        return int(args[0].size)   # one shape (the common case): np.broadcast_shapes costs microseconds
     return int(np.prod(np.broadcast_shapes(*(np.shape(a) for a in args)), dtype=np.int64))
 
 
@@ -589,9 +698,51 @@ def _dedent_lines(text: str) -> str:
     return t if t.strip() else "pass"
 
 
+@dataclass
+class _Group:
+    """The forward statements of one user line, each with its lines, under the line as a
+    comment; the generator picks each statement's lines by liveness, and the comment
+    goes when none is left."""
+    gen: "Generator"
+    comment: str | None
+    stmts: list                      # (ArrayStmt, its lines)
+
+
+class _Header(str):
+    """An `if`, `else` or `for` line of the forward sweep: its block gets `pass` when
+    everything in it was dropped."""
+
+
+def _defs(st) -> set:
+    """The names an ArrayStmt binds (its target and the names it adds)."""
+    if not isinstance(st, ArrayStmt):
+        return set()
+    return ({st.target} if st.target else set()) | set(st.attrs.get("extra_targets", ()))
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip(" "))
+
+
 def _render(lines, read: set) -> list[str]:
+    out = _render_items(lines, read)
+    final = []
+    for i, l in enumerate(out):   # a block whose statements were all dropped gets `pass`
+        final.append(l)
+        if isinstance(l, _Header) and (i + 1 == len(out) or _indent(out[i + 1]) <= _indent(l)):
+            final.append(" " * (_indent(l) + 4) + "pass")
+    return [str(l) for l in final]
+
+
+def _render_items(lines, read: set) -> list[str]:
     out = []
     for l in lines:
+        if isinstance(l, _Group):
+            body = [t for st, ls in l.stmts for t in _render_items(l.gen.fwd_lines(st, ls), read)]
+            if body and l.comment is not None:
+                out.append(l.comment)
+            out.extend(body)
+            continue
         if isinstance(l, _Nones):
             names = [n for n in l.names if n in read]
             if names:
@@ -661,8 +812,8 @@ class ArrayCompiled:
             got = self._gens[key] = (text, gen)
         return got
 
-    def source(self, argnums: tuple[int, ...], mode: str = "auto") -> str:
-        text, gen = self._generator(argnums, mode, "value_and_grad")
+    def source(self, argnums: tuple[int, ...], mode: str = "auto", variant: str = "value_and_grad") -> str:
+        text, gen = self._generator(argnums, mode, variant)
         kt = gen.kernels_text()
         return text + ("\n\n" + kt if kt else "")
 
@@ -673,8 +824,8 @@ class ArrayCompiled:
             text, gen = self._generator(argnums, mode, variant)
             ns = gen.namespace(backend, self._check_scalar)
             exec(compile(text, f"<s2sad derivative of {self.program.name}>", "exec"), ns)
-            if variant == "value_and_grad":
-                fn = ns[f"{self.program.name}__value_and_grad"]
+            if variant in ("value_and_grad", "grad"):
+                fn = ns[f"{self.program.name}__{variant}"]
             else:
                 fn = (ns[f"{self.program.name}__forward"], ns[f"{self.program.name}__pullback"])
             self._impls[key] = fn
@@ -691,6 +842,12 @@ class ArrayCompiled:
 
     def value_and_grad(self, args, argnums: tuple[int, ...], mode: str, backend: str):
         fn = self.implementation(argnums, mode, backend)
+        free = self.free_values()
+        return fn(*args, **free) if free else fn(*args)
+
+    def grad(self, args, argnums: tuple[int, ...], mode: str, backend: str):
+        """The gradients alone: the loss's value is computed only where they need it."""
+        fn = self.implementation(argnums, mode, backend, "grad")
         free = self.free_values()
         return fn(*args, **free) if free else fn(*args)
 
