@@ -205,6 +205,11 @@ def _as_result(g: np.ndarray, like: Any):
 
 # ---------------------------------------------------------------- generated derivative
 
+def _decline(*args):
+    """A hot path that takes no call (Derivative._hot_path)."""
+    return NotImplemented
+
+
 class Derivative:
     """The generated value-and-gradient function of one (fun, argnums, backend); for
     `what` == "grad", the generated gradient function (calling it gives (None, grads))."""
@@ -220,12 +225,13 @@ class Derivative:
         self._text = None
         self._fast = None
         self._plan = None
+        self.hot = _decline     # see _hot_path
 
     @property
     def c(self) -> Compiled:
         c = compiled(self.fun)
         if c is not self._plan:  # planned (again): generated code and call state follow
-            self._plan, self._impl, self._text, self._fast = c, None, None, None
+            self._plan, self._impl, self._text, self._fast, self.hot = c, None, None, None, _decline
         return c
 
     def source(self) -> str:
@@ -336,6 +342,7 @@ class Derivative:
             has_free = bool(c.free_values())
             fast = self._fast = (c, self.implementation(), kind == "float", has_free,
                                  isinstance(self.argnums_spec, (tuple, list)), self.grad_only)
+            self.hot = self._hot_path(c, kind == "float", has_free)
         c, impl, float_result, has_free, many, grad_only = fast
         for i in self.argnums:  # the common case is checked inline; anything else in full
             a = args[i] if i < len(args) else None
@@ -355,6 +362,42 @@ class Derivative:
             return value, _as_result(grads[0], args[self.argnums[0]])
         return value, tuple([_as_result(g, args[i]) for g, i in zip(grads, self.argnums)])
 
+
+    def _hot_path(self, c, float_result: bool, has_free: bool) -> Callable:
+        """What grad and value_and_grad try first: `hot(*args)`, the fused driver's Python
+        entry (codegen/llvm_entry.py) called with the user's arguments and the result
+        picked from what it returns; one call into machine code from the user's call to
+        the result. For the plain fused sum (the kernel's inputs are the loss's
+        parameters in order, no captures, no state, a sum or a mean; a float value).
+        It declines (NotImplemented) whatever its entry declines, when the entry is not
+        made yet (the first call), and when the plan's assumptions fail; the full path
+        then runs, and checks."""
+        argnums = [i % len(c.params) for i in self.argnums]
+        pairs = c.active_pairs(tuple(argnums))
+        plain = (self.backend in ("auto", "llvm") and not has_free and not c.plan.program.state
+                 and c.plan.reduction in ("sum", "mean") and (float_result or self.grad_only)
+                 and list(c.plan.inputs) == [("arg", j) for j in range(len(c.params))]
+                 and all(index is None for _, _, index in pairs))
+        if not plain:
+            return _decline
+        active = tuple(k for k, _, _ in pairs)
+        slot = {i: 1 + j for j, (_, i, _) in enumerate(pairs)}
+        grads = [f"r[{slot[i]}]" for i in argnums]
+        grads_text = grads[0] if not isinstance(self.argnums_spec, (tuple, list)) else \
+            "(" + ", ".join(grads) + ("," if len(grads) == 1 else "") + ")"
+        checks = "entry is None" + (" or not hold()" if c.assumptions.entries else "")
+        text = (f"def hot(*args):\n"
+                f"    entry = entries.get(KEY)\n"
+                f"    if {checks}:\n"
+                f"        return NotImplemented\n"
+                f"    r = entry(*args, 1.0, {c.plan.reduction == 'mean'})\n"
+                f"    if r is NotImplemented:\n"
+                f"        return r\n"
+                f"    return {grads_text if self.grad_only else f'(r[0], {grads_text})'}\n")
+        ns = {"entries": c.kernel.entries, "KEY": ("none" if self.grad_only else "sum", active),
+              "hold": c.assumptions.hold}
+        exec(compile(text, f"<s2sad hot path of {c.name}>", "exec"), ns)
+        return ns["hot"]
 
     def _array_call(self, c, args):
         """The derivative of an array program (passes/reverse.py): generated once per
@@ -431,7 +474,8 @@ def value_and_grad(fun: Callable, argnums=0, *, backend: str = "auto", mode: str
 
     @functools.wraps(fun)
     def value_and_grad_fun(*args):
-        return d(*args)
+        r = d.hot(*args)
+        return d(*args) if r is NotImplemented else r
 
     value_and_grad_fun.__s2sad__ = d
     return value_and_grad_fun
@@ -444,7 +488,8 @@ def grad(fun: Callable, argnums=0, *, backend: str = "auto", mode: str = "auto")
 
     @functools.wraps(fun)
     def grad_fun(*args):
-        return d(*args)[1]
+        r = d.hot(*args)
+        return d(*args)[1] if r is NotImplemented else r
 
     grad_fun.__s2sad__ = d
     return grad_fun
@@ -695,10 +740,12 @@ class Differentiable:
         return self.__wrapped_fun__(*args, **kwargs)
 
     def grad(self, *args):
-        return self._g(*args)[1]
+        r = self._g.hot(*args)
+        return self._g(*args)[1] if r is NotImplemented else r
 
     def value_and_grad(self, *args):
-        return self._vg(*args)
+        r = self._vg.hot(*args)
+        return self._vg(*args) if r is NotImplemented else r
 
     def explain(self) -> Explanation:
         return explain(self.__wrapped_fun__, self.argnums)

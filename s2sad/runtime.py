@@ -47,6 +47,9 @@ class Kernel:
     _modules: dict[tuple[str, ...], KernelModule] = field(default_factory=dict)
     _python: dict[tuple[str, ...], dict] = field(default_factory=dict)
     _drivers: dict[tuple, Any] = field(default_factory=dict)  # see `cached`
+    # (value, active) -> the Python entry of the fused driver last made for them (see
+    # llvm_entry): what api's hot path calls with the user's arguments
+    entries: dict[tuple, Any] = field(default_factory=dict)
 
     @property
     def params(self) -> tuple[str, ...]:
@@ -447,19 +450,27 @@ class _FastPlan:
     first_contig: int
     grad_slots: list[int]      # per active param: index in layouts
     contig_grads: list[bool]
+    entry: Any = None          # the driver's Python entry (codegen/llvm_entry.py), if any
 
 
 def _fast_plan(kernel: Kernel, active, layouts, dtype, value: str) -> _FastPlan:
     def make() -> _FastPlan:
         spec = LoopSpec(layouts, value=value, partials=bool(active), seed="scalar" if active else "none")
-        cfunc = _fast_driver(kernel, active, spec, dtype).cfunc
+        driver = _fast_driver(kernel, active, spec, dtype)
         aidx = [kernel.params.index(a) for a in active]
-        return _FastPlan(cfunc, layouts.index("contig"), aidx, [layouts[i] == "contig" for i in aidx])
+        entry = driver.python_entry() if active else None
+        return _FastPlan(driver.cfunc, layouts.index("contig"), aidx, [layouts[i] == "contig" for i in aidx], entry)
     return kernel.cached(("fast", value, active, layouts, dtype), make)
 
 
 def _fast_sum_dual(kernel: Kernel, args, active, scale, fast, value: str = "sum"):
     layouts, shape, dtype = fast
+    entry = _fast_plan(kernel, active, layouts, dtype, value).entry
+    if entry is not None:   # one call into machine code, up to llvm_entry.ENTRY_MAX elements
+        res = entry(*args, scale, False)
+        if res is not NotImplemented:
+            kernel.entries[(value, active)] = entry     # the signature in use, for api's hot path
+            return res[0], list(res[1:])
     stub = kernel.cached(("stub", value, active, layouts, dtype.num),
                          lambda: _sum_dual_stub(_fast_plan(kernel, active, layouts, dtype, value), layouts, dtype,
                                                 value))

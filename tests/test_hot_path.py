@@ -1,0 +1,158 @@
+"""The hot path of grad and value_and_grad (api.Derivative._hot_path): the fused
+driver's Python entry called with the user's arguments.
+
+It gives the full path's results to the bit, is taken for the plain fused sum, and
+hands everything else to the full path, whose checks and errors stay what they were.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import s2sad
+from s2sad import api
+from s2sad.codegen import llvm_entry
+
+pytestmark = pytest.mark.skipif(not llvm_entry.supported(), reason="entries are not supported in this process")
+
+K = 1.5
+
+
+def user(z, w):
+    return math.tanh(w * z) * z / (1.0 + z * z)
+
+
+def sum_loss(x, w):
+    return np.sum(s2sad.broadcast(user, x, w))
+
+
+def mean_loss(x, w):
+    return np.mean(np.tanh(w * x) * x / (1.0 + x * x))
+
+
+def const_loss(x):
+    return np.sum(np.sin(x) * K)
+
+
+def count_loss(x):
+    return np.sum(x > 0.1)
+
+
+def full_path(fun, args):
+    """What the full path returns (the hot path bypassed)."""
+    return fun.__s2sad__(*args)
+
+
+def same(a, b):
+    if isinstance(a, tuple):
+        assert isinstance(b, tuple) and len(a) == len(b)
+        for u, v in zip(a, b):
+            same(u, v)
+    elif isinstance(a, np.ndarray):
+        assert type(b) is np.ndarray and a.dtype == b.dtype and a.shape == b.shape
+        assert np.array_equal(a, b)
+    else:
+        assert type(a) is type(b) and (a == b or (math.isnan(a) and math.isnan(b))), (a, b)
+
+
+@pytest.mark.parametrize("loss", [sum_loss, mean_loss], ids=["sum", "mean"])
+@pytest.mark.parametrize("argnums", [0, 1, (0,), (1, 0)])
+@pytest.mark.parametrize("what", ["grad", "value_and_grad"])
+@pytest.mark.parametrize("dtype,shape", [(np.float64, (7,)), (np.float64, (3, 5)), (np.float32, (40,))])
+def test_hot_path_gives_the_full_paths_results(loss, argnums, what, dtype, shape):
+    rng = np.random.default_rng(3)
+    x = rng.uniform(-2, 2, shape).astype(dtype)
+    for w in (0.7, rng.uniform(0.5, 1.5, shape).astype(dtype)):
+        f = getattr(s2sad, what)(loss, argnums=argnums)
+        first = f(x, w)                        # the full path; makes the entry
+        d = f.__s2sad__
+        assert d.hot is not api._decline
+        hot = d.hot(x, w)
+        assert hot is not NotImplemented        # taken
+        same(hot, first)
+        same(f(x, w), full_path(f, (x, w)) if what == "value_and_grad" else full_path(f, (x, w))[1])
+
+
+def test_hot_path_checks_against_finite_differences():
+    x = np.linspace(-1.5, 1.5, 11)
+    g = s2sad.grad(sum_loss, argnums=(0, 1))
+    g(x, 0.8)
+    gx, gw = g(x, 0.8)
+    h = 1e-6
+    fd_w = (np.sum([user(z, 0.8 + h) for z in x]) - np.sum([user(z, 0.8 - h) for z in x])) / (2 * h)
+    fd_x = np.array([(user(z + h, 0.8) - user(z - h, 0.8)) / (2 * h) for z in x])
+    np.testing.assert_allclose(gx, fd_x, atol=1e-8)
+    assert abs(gw - fd_w) < 1e-7 and type(gw) is float
+
+
+def test_hot_path_declines_to_the_full_path():
+    g = s2sad.grad(sum_loss)
+    x = np.linspace(-1, 1, 12)
+    g(x, 0.5)
+    d = g.__s2sad__
+    for args in [(list(x), 0.5), (x[::2], 0.5), (x.astype(np.float32), 0.5), (x, np.float64(0.5)),
+                 (x.reshape(3, 4).T, 0.5), (x[:1], 0.5), (np.linspace(-1, 1, llvm_entry.ENTRY_MAX + 3), 0.5)]:
+        assert d.hot(*args) is NotImplemented
+        got = g(*args)
+        want = full_path(g, args)[1]
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+    with pytest.raises(s2sad.S2SADError):
+        g(np.arange(12), 0.5)                                  # an int array: the full path's error
+    with pytest.raises(s2sad.S2SADError):
+        g(x, np.linspace(0, 1, 5))                             # shapes that do not broadcast
+    with pytest.raises((TypeError, s2sad.S2SADError)):
+        g(x)                                                    # an argument missing
+    two = s2sad.grad(sum_loss, argnums=(0, 1))
+    two(x, x)
+    assert two.__s2sad__.hot(x, x.reshape(3, 4)) is NotImplemented
+
+
+def test_hot_path_leaves_inputs_alone_and_returns_fresh_arrays():
+    x = np.linspace(-1, 1, 20)
+    keep = x.copy()
+    g = s2sad.grad(sum_loss)
+    a = g(x, 0.3)
+    b = g(x, 0.3)
+    assert np.array_equal(x, keep) and a is not b and not np.shares_memory(a, x)
+    assert np.array_equal(a, b)
+
+
+def test_hot_path_follows_a_rebound_global():
+    global K
+    x = np.linspace(-1, 1, 9)
+    g = s2sad.grad(const_loss)
+    g(x)
+    np.testing.assert_allclose(g(x), np.cos(x) * 1.5, rtol=1e-15)
+    try:
+        K = 2.5
+        np.testing.assert_allclose(g(x), np.cos(x) * 2.5, rtol=1e-15)
+    finally:
+        K = 1.5
+    np.testing.assert_allclose(g(x), np.cos(x) * 1.5, rtol=1e-15)
+
+
+def test_an_integer_valued_loss_keeps_its_int_value():
+    x = np.linspace(-1, 1, 9)
+    vg = s2sad.value_and_grad(count_loss)
+    for _ in range(3):
+        v, g = vg(x)
+        assert type(v) is int and v == int(np.sum(x > 0.1)) and np.array_equal(g, np.zeros_like(x))
+    g = s2sad.grad(count_loss)
+    g(x)
+    assert g.__s2sad__.hot(x) is not NotImplemented and np.array_equal(g(x), np.zeros_like(x))
+
+
+def test_differentiate_decorator_takes_the_hot_path():
+    @s2sad.differentiate
+    def loss(x):
+        return np.sum(np.sin(x) ** 2)
+
+    x = np.linspace(-1, 1, 16)
+    g0 = loss.grad(x)
+    np.testing.assert_allclose(loss.grad(x), np.sin(2 * x), rtol=1e-14)
+    assert loss._g.hot(x) is not NotImplemented and np.array_equal(loss.grad(x), g0)
+    v, g = loss.value_and_grad(x)
+    v2, g2 = loss.value_and_grad(x)
+    assert v == v2 and np.array_equal(g, g2)
