@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 import s2sad
+from report import fmt_us
 
 HAND = "numpy hand-written"
 S2 = "s2sad grad"
@@ -183,7 +184,7 @@ def rel_err(got, ref) -> float:
     return worst
 
 
-def run_arrays(systems, rows, errors, quick, measure_block, last_usage, stats, log):
+def run_arrays(systems, rows, errors, quick, measure_block, timing_row, log):
     """Time every array program at every size; rows/errors as in run.py's main table.
     Raises GradientMismatch if the hand-written gradient and s2sad's disagree."""
     jax_table = prepare = block = None
@@ -236,25 +237,12 @@ def run_arrays(systems, rows, errors, quick, measure_block, last_usage, stats, l
             line = []
             for name in ARRAY_SYSTEMS:
                 if name in res:
-                    ts, number = res[name]
-                    med, mn = stats(ts)
-                    rows.append({"case": label, "n": n, "system": name, "median_us": med, "min_us": mn,
-                                 "batches": len(ts), "calls_per_batch": number,
-                                 "cores": last_usage[name]["cores"],
-                                 "page_faults_per_call": last_usage[name]["faults_per_call"]})
-                    line.append(f"{name}={med:.0f}")
+                    rows.append(timing_row(label, n, name, res[name]))
+                    line.append(f"{name}={rows[-1]['median_us']:.0f}")
             log(f"{key:8s} n={n:>9,d}  " + "  ".join(line))
 
 
 # ---------------------------------------------------------------- report
-
-def _fmt_us(us):
-    if us >= 10_000:
-        return f"{us / 1e3:.1f} ms"
-    if us >= 100:
-        return f"{us:.0f} µs"
-    return f"{us:.1f} µs"
-
 
 def markdown(rows, errors) -> list:
     idx = {(r["case"], r["n"], r["system"]): r["median_us"] for r in rows if r.get("median_us") is not None}
@@ -282,7 +270,7 @@ def markdown(rows, errors) -> list:
             cells = []
             for s in present:
                 v = idx.get((label, n, s))
-                cells.append("—" if v is None else f"{_fmt_us(v)} ({v / h:.2f}x)" if h else _fmt_us(v))
+                cells.append("—" if v is None else f"{fmt_us(v)} ({v / h:.2f}x)" if h else fmt_us(v))
             L.append(f"| {label} | {n:,} | " + " | ".join(cells) + " |")
     L.append("")
     mine = [e for e in errors if e["case"] in ARRAY_LABEL.values()]
@@ -316,7 +304,7 @@ def markdown(rows, errors) -> list:
             if not exempt:
                 judged += 1
                 ok &= good
-            parts.append(f"{key} n={n:,}: {_fmt_us(s)} vs {_fmt_us(j)}, {s / j:.3f}x"
+            parts.append(f"{key} n={n:,}: {fmt_us(s)} vs {fmt_us(j)}, {s / j:.3f}x"
                          + (f", BLAS {share:.0%} of the floor" if share is not None else "")
                          + (" (BLAS-bound: not judged)" if exempt else "" if good else " MISSED"))
     if any_j:

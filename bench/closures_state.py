@@ -21,6 +21,7 @@ import math
 import numpy as np
 
 import s2sad
+from report import fmt_us
 
 S2 = "s2sad grad"
 PURE, OTHER = "pure function", "closure or state"
@@ -139,7 +140,7 @@ def rel_err(got, ref) -> float:
     return float(np.max(np.abs(got - ref) / np.maximum(1.0, np.abs(ref)))) if ref.size else 0.0
 
 
-def run_state(rows, errors, quick, measure_block, last_usage, stats, log):
+def run_state(rows, errors, quick, measure_block, timing_row, log):
     """Time every pair at both sizes; rows/errors as in run.py's main table."""
     rng = np.random.default_rng(4)
     w = 0.7
@@ -180,25 +181,12 @@ def run_state(rows, errors, quick, measure_block, last_usage, stats, log):
             line = []
             for name in (PURE, OTHER):
                 if name in res:
-                    ts, number = res[name]
-                    med, mn = stats(ts)
-                    rows.append({"case": label, "n": n, "system": f"{S2}: {name}", "median_us": med, "min_us": mn,
-                                 "batches": len(ts), "calls_per_batch": number,
-                                 "cores": last_usage[name]["cores"],
-                                 "page_faults_per_call": last_usage[name]["faults_per_call"]})
-                    line.append(f"{name}={med:.1f}")
+                    rows.append(timing_row(label, n, f"{S2}: {name}", res[name], name))
+                    line.append(f"{name}={rows[-1]['median_us']:.1f}")
             log(f"{key:8s} n={n:>9,d}  " + "  ".join(line))
 
 
 # ---------------------------------------------------------------- report
-
-def _fmt_us(us):
-    if us >= 10_000:
-        return f"{us / 1e3:.1f} ms"
-    if us >= 100:
-        return f"{us:.0f} µs"
-    return f"{us:.1f} µs"
-
 
 def markdown(rows, errors) -> list:
     idx = {(r["case"], r["n"], r["system"]): r["median_us"] for r in rows if r.get("median_us") is not None}
@@ -221,11 +209,11 @@ def markdown(rows, errors) -> list:
         for n in SIZES:
             p, o = idx.get((label, n, f"{S2}: {PURE}")), idx.get((label, n, f"{S2}: {OTHER}"))
             if p is None or o is None:
-                L.append(f"| {label} | {n:,} | {'—' if p is None else _fmt_us(p)} | "
-                         f"{'—' if o is None else _fmt_us(o)} | — |")
+                L.append(f"| {label} | {n:,} | {'—' if p is None else fmt_us(p)} | "
+                         f"{'—' if o is None else fmt_us(o)} | — |")
                 continue
             ratios[(key, n)] = o / p
-            L.append(f"| {label} | {n:,} | {_fmt_us(p)} | {_fmt_us(o)} | {o / p:.2f}x |")
+            L.append(f"| {label} | {n:,} | {fmt_us(p)} | {fmt_us(o)} | {o / p:.2f}x |")
     L.append("")
     mine = [e for e in errors if e["case"] in STATE_LABEL.values()]
     errs = [e["max_rel_err"] for e in mine if "max_rel_err" in e]

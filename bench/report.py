@@ -34,7 +34,7 @@ def copy_floor(rows):
     return out
 
 
-def _fmt_us(us):
+def fmt_us(us):
     if us >= 10_000:
         return f"{us / 1e3:.1f} ms"
     if us >= 100:
@@ -110,8 +110,8 @@ def markdown(rows, errors, missing, info, extra) -> str:
             cells = []
             for s in present:
                 r = idx.get((label, n, s))
-                cells.append(f"{_fmt_us(r['median_us'])} ({_fmt_x(r['median_us'] / c)})" if r else "—")
-            L.append(f"| {label} | {n:,} | {_fmt_us(c)} | " + " | ".join(cells) + " |")
+                cells.append(f"{fmt_us(r['median_us'])} ({_fmt_x(r['median_us'] / c)})" if r else "—")
+            L.append(f"| {label} | {n:,} | {fmt_us(c)} | " + " | ".join(cells) + " |")
     L.append("")
     main_errors = [e for e in errors if e["case"] in LABEL.values()]   # the array programs report their own
     failed = [e for e in main_errors if "error" in e]
@@ -284,7 +284,7 @@ def targets(rows, idx, floor, extra):
             continue
         r = a / b
         ok &= r <= 1.05
-        parts.append(f"N={n:,}: {r:.2f}x ({_fmt_us(a)} vs {_fmt_us(b)})")
+        parts.append(f"N={n:,}: {r:.2f}x ({fmt_us(a)} vs {fmt_us(b)})")
     L.append(f"- `ident(tanh(z))` at most 1.05x the np.tanh row: {_met(ok)}. " + "; ".join(parts) + ".")
 
     # 4. Newton
@@ -300,7 +300,7 @@ def targets(rows, idx, floor, extra):
                     continue
                 good = s <= j
                 ok &= good
-                parts.append(f"N={n:,}: {_fmt_us(s)} vs {sysname} {_fmt_us(j)}{'' if good else ' MISSED'}")
+                parts.append(f"N={n:,}: {fmt_us(s)} vs {sysname} {fmt_us(j)}{'' if good else ' MISSED'}")
         n = SIZES[1]
         s = t("newton", n, S2)
         sp = []
@@ -377,7 +377,7 @@ def targets(rows, idx, floor, extra):
                 compared += 1
                 b = min(others)
                 if b[0] < s:
-                    lose.append(f"{LABEL[key]} N={n:,} ({b[1]} {_fmt_us(b[0])} vs {_fmt_us(s)})")
+                    lose.append(f"{LABEL[key]} N={n:,} ({b[1]} {fmt_us(b[0])} vs {fmt_us(s)})")
     if not compared:
         L.append("- s2sad the fastest system on every row: **not evaluated** (no other system installed).")
     else:

@@ -230,6 +230,17 @@ def stats(ts):
     return float(np.median(ts)) * 1e6, float(np.min(ts)) * 1e6
 
 
+def timing_row(case: str, n: int, system: str, measured, name: str | None = None, **extra) -> dict:
+    """A results.json row from measure_block's (times, calls per batch) of the function
+    `name` (default: `system`), with the cores and page faults its last block took."""
+    ts, number = measured
+    med, mn = stats(ts)
+    usage = LAST_USAGE[name or system]
+    return {"case": case, "n": n, "system": system, "median_us": med, "min_us": mn, "batches": len(ts),
+            "calls_per_batch": number, **extra, "cores": usage["cores"],
+            "page_faults_per_call": usage["faults_per_call"]}
+
+
 # ----------------------------------------------------------------------------- systems
 
 class _Skip(Exception):
@@ -346,13 +357,8 @@ def run_cases(systems, rows, errors, quick, cpu_shares):
             line = []
             for name in SYSTEM_ORDER:
                 if name in res:
-                    ts, number = res[name]
-                    med, mn = stats(ts)
-                    rows.append({"case": label, "n": n, "system": name, "median_us": med, "min_us": mn,
-                                 "batches": len(ts), "calls_per_batch": number, "block_cpu_share": share,
-                                 "cores": LAST_USAGE[name]["cores"],
-                                 "page_faults_per_call": LAST_USAGE[name]["faults_per_call"]})
-                    line.append(f"{name}={med:.1f}")
+                    rows.append(timing_row(label, n, name, res[name], block_cpu_share=share))
+                    line.append(f"{name}={rows[-1]['median_us']:.1f}")
             log(f"{label:36s} n={n:>9,d}  " + "  ".join(line) + f"  (cpu share {share:.2f})")
     return first_calls
 
@@ -619,7 +625,7 @@ def main(argv=None) -> int:
         if not args.no_pin:
             pin_one_cpu()
         rows, errors = [], []
-        closures_state.run_state(rows, errors, args.quick, measure_block, LAST_USAGE, stats, log)
+        closures_state.run_state(rows, errors, args.quick, measure_block, timing_row, log)
         log("\n".join(closures_state.markdown(rows, errors)))
         return 0
     t_start = time.perf_counter()
@@ -656,8 +662,8 @@ def main(argv=None) -> int:
     first_calls = run_cases(systems, rows, errors, args.quick, cpu_shares)
     info["cpu_share"] = (float(np.median(cpu_shares)), float(np.min(cpu_shares))) if cpu_shares else None
     rows.extend(first_calls)
-    arrays.run_arrays(systems, rows, errors, args.quick, measure_block, LAST_USAGE, stats, log)
-    closures_state.run_state(rows, errors, args.quick, measure_block, LAST_USAGE, stats, log)
+    arrays.run_arrays(systems, rows, errors, args.quick, measure_block, timing_row, log)
+    closures_state.run_state(rows, errors, args.quick, measure_block, timing_row, log)
     call_overhead = run_call_overhead(rows)
     back_to_back = run_back_to_back(rows, args.quick)
     with tempfile.TemporaryDirectory(prefix="s2sad-bench-src-") as workdir:

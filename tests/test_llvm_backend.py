@@ -799,6 +799,21 @@ def test_names_that_clash():
     L.compile_driver(km, spec, F32)
 
 
+def _record_drivers(monkeypatch) -> list:
+    """The drivers the runtime asks llvm_jit for from now on (in this test), in order."""
+    from s2sad.codegen import llvm_jit
+
+    seen = []
+    driver = llvm_jit.driver
+
+    def recording(*args, **kw):
+        seen.append(driver(*args, **kw))
+        return seen[-1]
+
+    monkeypatch.setattr(llvm_jit, "driver", recording)
+    return seen
+
+
 def _without_python_entry(ir: str) -> str:
     """The module's IR without the driver's Python entry (llvm_entry), which reads
     Python objects, not the kernel's data."""
@@ -821,16 +836,7 @@ def test_grad_of_memory_bound_sums_vectorises(loss, monkeypatch):
     (LoopSpec value "none") and still runs SIMD."""
     import s2sad
 
-    from s2sad.codegen import llvm_jit
-
-    seen = []
-    driver = llvm_jit.driver
-
-    def recording(*args, **kw):
-        seen.append(driver(*args, **kw))
-        return seen[-1]
-
-    monkeypatch.setattr(llvm_jit, "driver", recording)
+    seen = _record_drivers(monkeypatch)
     fresh = type(loss)(loss.__code__, loss.__globals__, loss.__name__)    # a plan of its own
     x = np.linspace(-1.0, 1.0, 101)
     v, g = s2sad.value_and_grad(fresh)(x)
@@ -873,16 +879,8 @@ def test_a_quotient_and_its_partials_divide_twice(monkeypatch):
     partials, so the optimised kernel has one reciprocal per quotient (divisions are
     what a Newton iteration spends its time on)."""
     import s2sad
-    from s2sad.codegen import llvm_jit
 
-    seen = []
-    driver = llvm_jit.driver
-
-    def recording(*args, **kw):
-        seen.append(driver(*args, **kw))
-        return seen[-1]
-
-    monkeypatch.setattr(llvm_jit, "driver", recording)
+    seen = _record_drivers(monkeypatch)
     fresh = type(_grad_sum_quotient)(_grad_sum_quotient.__code__, _grad_sum_quotient.__globals__,
                                       _grad_sum_quotient.__name__)
     x, y = np.linspace(-1.0, 1.0, 101), np.linspace(0.5, 2.0, 101)
