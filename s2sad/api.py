@@ -368,14 +368,17 @@ class Derivative:
         entry (codegen/llvm_entry.py) called with the user's arguments and the result
         picked from what it returns; one call into machine code from the user's call to
         the result. For the plain fused sum (the kernel's inputs are the loss's
-        parameters in order, no captures, no state, a sum or a mean; a float value).
+        parameters in order, no captures, a sum or a mean; a float value), and the plain
+        scan whose reverse sweep reads no tape (its state read before, written after).
         It declines (NotImplemented) whatever its entry declines, when the entry is not
         made yet (the first call), and when the plan's assumptions fail; the full path
         then runs, and checks."""
         argnums = [i % len(c.params) for i in self.argnums]
         pairs = c.active_pairs(tuple(argnums))
-        plain = (self.backend in ("auto", "llvm") and not has_free and not c.plan.program.state
+        scan = bool(c.plan.program.state)
+        plain = (self.backend in ("auto", "llvm") and not has_free
                  and c.plan.reduction in ("sum", "mean") and (float_result or self.grad_only)
+                 and not (scan and c.plan.reduction == "mean" and not self.grad_only)
                  and list(c.plan.inputs) == [("arg", j) for j in range(len(c.params))]
                  and all(index is None for _, _, index in pairs))
         if not plain:
@@ -386,16 +389,21 @@ class Derivative:
         grads_text = grads[0] if not isinstance(self.argnums_spec, (tuple, list)) else \
             "(" + ", ".join(grads) + ("," if len(grads) == 1 else "") + ")"
         checks = "entry is None" + (" or not hold()" if c.assumptions.entries else "")
+        # a scan's entry takes the state's values after the arguments and returns the final
+        # state after the gradients; the state is written back once, as the full path does
+        state_in = ", *read_state()" if scan else ""
         text = (f"def hot(*args):\n"
                 f"    entry = entries.get(KEY)\n"
                 f"    if {checks}:\n"
                 f"        return NotImplemented\n"
-                f"    r = entry(*args, 1.0, {c.plan.reduction == 'mean'})\n"
+                f"    r = entry(*args{state_in}, 1.0, {c.plan.reduction == 'mean'})\n"
                 f"    if r is NotImplemented:\n"
                 f"        return r\n"
-                f"    return {grads_text if self.grad_only else f'(r[0], {grads_text})'}\n")
-        ns = {"entries": c.kernel.entries, "KEY": ("none" if self.grad_only else "sum", active),
-              "hold": c.assumptions.hold}
+                + (f"    write_state(r[{1 + len(active)}:])\n" if scan else "")
+                + f"    return {grads_text if self.grad_only else f'(r[0], {grads_text})'}\n")
+        ns = {"entries": c.kernel.entries, "KEY": ("scan" if scan else "none" if self.grad_only else "sum", active),
+              "hold": c.assumptions.hold, "read_state": functools.partial(_read_state, c),
+              "write_state": functools.partial(_write_state, c)}
         exec(compile(text, f"<s2sad hot path of {c.name}>", "exec"), ns)
         return ns["hot"]
 

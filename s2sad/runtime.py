@@ -768,7 +768,8 @@ def _scan_driver(kernel: Kernel, backend: str, active: tuple[str, ...], spec, dt
     elif backend == "llvm":
         from .passes.scansplit import scan_plan
 
-        cfunc = kernel.llvm_driver(kmod.active, spec, dtype).cfunc
+        compiled = kernel.llvm_driver(kmod.active, spec, dtype)
+        cfunc = compiled.cfunc
         # the driver reads the tape only when the dual's partials depend on the state
         needs_tape = spec.grads and scan_plan(kmod, spec.n_state, spec.grads).tape
         no_tape = np.zeros(1, dtype)
@@ -787,7 +788,7 @@ def _scan_driver(kernel: Kernel, backend: str, active: tuple[str, ...], spec, dt
                 argv += [_ptr(state_bar), _ptr(tape)]
             cfunc(*argv)
 
-        d.cfunc, d.needs_tape, d.no_tape = cfunc, needs_tape, no_tape
+        d.cfunc, d.needs_tape, d.no_tape, d.compiled = cfunc, needs_tape, no_tape, compiled
     elif backend == "cuda":   # sequential: one GPU thread
         from . import cuda_runtime
 
@@ -864,6 +865,7 @@ class _FastScan:
     no_tape: np.ndarray
     contig: list[bool]         # per param: an array (else a scalar)
     contig_grads: list[bool]   # per active param
+    entry: Any = None          # the driver's Python entry (llvm_entry), for scans that need no tape
 
 
 def _fast_scan_grads(kernel: Kernel, args, active, state, seed: float, fast):
@@ -878,10 +880,16 @@ def _fast_scan_grads(kernel: Kernel, args, active, state, seed: float, fast):
         spec = ScanSpec(layouts, k, value="sum", grads=True, seed="scalar")
         d = _scan_driver(kernel, "llvm", active, spec, dtype)
         idx = [kernel.params.index(a) for a in active]
+        entry = None if d.needs_tape else d.compiled.python_entry()
         return _FastScan(d.cfunc, d.needs_tape, d.no_tape, [l == "contig" for l in layouts],
-                         [layouts[i] == "contig" for i in idx])
+                         [layouts[i] == "contig" for i in idx], entry)
 
     fs = kernel.cached(("scanfast", active, layouts, dtype, k), make)
+    if fs.entry is not None:   # one call into machine code, up to llvm_entry.ENTRY_MAX elements
+        res = fs.entry(*args, *state, seed, False)
+        if res is not NotImplemented:
+            kernel.entries[("scan", active)] = fs.entry     # the signature in use, for api's hot path
+            return res[0], list(res[1:1 + len(active)]), list(res[1 + len(active):])
     n = 1
     for m in shape:
         n *= m

@@ -156,3 +156,83 @@ def test_differentiate_decorator_takes_the_hot_path():
     v, g = loss.value_and_grad(x)
     v2, g2 = loss.value_and_grad(x)
     assert v == v2 and np.array_equal(g, g2)
+
+
+# ---------------------------------------------------------------- scans
+
+s_total = 0.0
+S_list = [0.0]
+
+
+def accumulate(x):
+    global s_total
+    s_total += x
+    return s_total
+
+
+def item_state(x):
+    S_list[0] += x * x
+    return S_list[0] * 0.5
+
+
+def product_state(x):            # d state'/d x reads the state: the reverse sweep needs a tape
+    global s_total
+    s_total = s_total * 0.5 + x * s_total + x
+    return s_total
+
+
+def scan_sum(x):
+    return sum(map(accumulate, x))
+
+
+def scan_item_mean(x):
+    return np.mean(np.array(list(map(item_state, x))))
+
+
+def scan_product(x):
+    return sum(map(product_state, x))
+
+
+def plain_loop(f, x):
+    return [f(float(v)) for v in x]
+
+
+@pytest.mark.parametrize("loss,f,reset", [
+    (scan_sum, accumulate, lambda: globals().__setitem__("s_total", 0.0)),
+    (scan_item_mean, item_state, lambda: S_list.__setitem__(0, 0.0)),
+    (scan_product, product_state, lambda: globals().__setitem__("s_total", 0.0)),
+], ids=["global", "item-mean", "tape"])
+@pytest.mark.parametrize("what", ["grad", "value_and_grad"])
+def test_scan_hot_path_matches_the_full_path_and_the_state(loss, f, reset, what):
+    x = np.linspace(-0.9, 0.8, 23)
+    fun = getattr(s2sad, what)(loss)
+    reset()
+    fun(x)                                    # the full path; makes the entry
+    reset()
+    plain_loop(f, x)
+    want_state = (s_total, S_list[0])
+    reset()
+    hot = fun.__s2sad__.hot(x)
+    taken = hot is not NotImplemented
+    assert taken == (loss is not scan_product and not (loss is scan_item_mean and what == "value_and_grad"))
+    if taken:
+        assert (s_total, S_list[0]) == want_state             # written back once, as a loop leaves it
+        reset()
+        full = full_path(fun, (x,))
+        same(hot, full if what == "value_and_grad" else full[1])
+    reset()
+    got = fun(x)
+    assert (s_total, S_list[0]) == want_state
+    g = got[1] if what == "value_and_grad" else got
+    h = 1e-6
+    fd = []
+    for i in range(x.size):
+        e = np.zeros_like(x)
+        e[i] = h
+        reset()
+        up = loss(x + e)
+        reset()
+        down = loss(x - e)
+        fd.append((up - down) / (2 * h))
+    np.testing.assert_allclose(g, fd, atol=1e-6)
+    reset()

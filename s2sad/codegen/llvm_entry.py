@@ -22,6 +22,12 @@ the value a float (None when the driver does not sum values), each gradient an a
 or a float for a scalar parameter. The results are those of the runtime's general path
 to the bit (the same driver, the same seed).
 
+A scan driver (ScanSpec with grads and a summed value) gets an entry too:
+`entry(p1, ..., pn, s1, ..., sk, scale, mean) -> (sum of values, grads..., s1', ..., sk')`,
+the state's values in and out as floats (the caller reads and writes the state cells),
+the value unscaled as runtime.scan_grads returns it, and a one-element tape: the runtime
+calls it only for scans whose reverse sweep reads no tape.
+
 The machine code depends on no address in the process: everything it calls or compares
 with comes from `table` (the function's `self`: a uint64 array, see SLOTS). The object
 layouts it reads (the offsets below) are the stable ones of CPython's and numpy's C
@@ -40,7 +46,7 @@ import sysconfig
 
 import numpy as np
 
-from ..kernel import LoopSpec
+from ..kernel import LoopSpec, ScanSpec
 
 ENTRY_MAX = 1 << 15          # elements; beyond, the runtime's path that releases the GIL
 
@@ -61,11 +67,13 @@ SLOTS = ("new_like", "array_type", "descr", "float_type", "not_implemented", "no
 
 
 def qualifies(spec) -> bool:
-    """Whether drivers of `spec` get an entry (the fused sum with partials, over
-    contiguous arrays and scalars)."""
-    return (isinstance(spec, LoopSpec) and spec.partials and spec.seed == "scalar" and not spec.tangents
-            and spec.value in ("sum", "none") and "contig" in spec.layouts
-            and all(l in ("contig", "scalar") for l in spec.layouts))
+    """Whether drivers of `spec` get an entry: the fused sum with partials, and the scan
+    with grads and a summed value, over contiguous arrays and scalars."""
+    plain = "contig" in spec.layouts and all(l in ("contig", "scalar") for l in spec.layouts)
+    if isinstance(spec, ScanSpec):
+        return plain and spec.grads and spec.seed == "scalar" and spec.value == "sum"
+    return (isinstance(spec, LoopSpec) and plain and spec.partials and spec.seed == "scalar" and not spec.tangents
+            and spec.value in ("sum", "none"))
 
 
 def entry_name(driver: str) -> str:
@@ -88,19 +96,24 @@ class _Text:
         self.lines.append(f"  ; {text}")
 
 
-def entry_ir(driver: str, spec: LoopSpec, dtype, active_idx: tuple[int, ...]) -> str:
+def entry_ir(driver: str, spec: LoopSpec | ScanSpec, dtype, active_idx: tuple[int, ...]) -> str:
     """The entry of `driver` (whose ABI is kernel.py's for `spec`): IR text to append to
-    the driver's module. `active_idx`: the params the driver differentiates, in order."""
+    the driver's module. `active_idx`: the params the driver differentiates, in order
+    (for a scan, not its states)."""
     assert qualifies(spec), spec
     T = "double" if np.dtype(dtype) == np.float64 else "float"
     layouts = spec.layouts
     n = len(layouts)
+    k_state = spec.n_state if isinstance(spec, ScanSpec) else 0
+    states = [f"s{j}" for j in range(k_state)]
+    after_params = "check.state" if k_state else "scale"
     contig = [i for i, l in enumerate(layouts) if l == "contig"]
     first = contig[0]
     t = _Text()
     out = [f"; {driver}'s Python entry (METH_FASTCALL; see s2sad/codegen/llvm_entry.py):",
-           f";   {entry_name(driver)}({', '.join(f'p{i}' for i in range(n))}, scale, mean) -> (value * seed, "
-           + ", ".join(f"d/dp{i}" for i in active_idx) + "), or NotImplemented",
+           f";   {entry_name(driver)}({', '.join([f'p{i}' for i in range(n)] + states)}, scale, mean) -> "
+           f"(value * seed, " + ", ".join([f"d/dp{i}" for i in active_idx] + [f"{s}'" for s in states])
+           + "), or NotImplemented",
            ";   params: " + ", ".join(f"p{i} {l}" for i, l in enumerate(layouts)),
            f"define ptr @{entry_name(driver)}(ptr %table.obj, ptr %args, i64 %nargs) {{",
            "entry:"]
@@ -117,7 +130,15 @@ def entry_ir(driver: str, spec: LoopSpec, dtype, active_idx: tuple[int, ...]) ->
         if layouts[a] == "scalar":
             t(f"%g{a}.acc = alloca {T}")
             t(f"store {T} 0.0, ptr %g{a}.acc")
-    t(f"%nargs.ok = icmp eq i64 %nargs, {n + 2}")
+    if k_state:
+        t.comment("the scan's state (in: before the first element; out: after the last), the adjoint")
+        t.comment("of the final state (0: the loss does not read it) and a one-element tape (the")
+        t.comment("runtime calls the entry only for scans whose reverse sweep reads no tape)")
+        t(f"%state = alloca [{k_state} x {T}]")
+        t(f"%state_bar = alloca [{k_state} x {T}]")
+        t(f"store [{k_state} x {T}] zeroinitializer, ptr %state_bar")
+        t(f"%tape = alloca {T}")
+    t(f"%nargs.ok = icmp eq i64 %nargs, {n + k_state + 2}")
     t("br i1 %nargs.ok, label %check.p0, label %decline")
 
     def obj(i: int, name: str) -> None:
@@ -142,7 +163,7 @@ def entry_ir(driver: str, spec: LoopSpec, dtype, active_idx: tuple[int, ...]) ->
             field(p, "f64", FLOAT_VALUE, "double")
             if T == "float":
                 t(f"%{p}.v = fptrunc double %{p}.f64 to float")
-            t(f"br label %{'check.p' + str(i + 1) if i + 1 < n else 'scale'}")
+            t(f"br label %{'check.p' + str(i + 1) if i + 1 < n else after_params}")
             continue
         t.comment(f"p{i}: an exact ndarray of the driver's dtype, C-contiguous and aligned"
                   + (", of p{first}'s shape" if i != first else ""))
@@ -179,7 +200,7 @@ def entry_ir(driver: str, spec: LoopSpec, dtype, active_idx: tuple[int, ...]) ->
             t("%n.low = icmp slt i64 %size.n, 2")
             t(f"%n.high = icmp sgt i64 %size.n, {ENTRY_MAX}")
             t("%n.out = or i1 %n.low, %n.high")
-            t(f"br i1 %n.out, label %decline, label %{'check.p' + str(i + 1) if i + 1 < n else 'scale'}")
+            t(f"br i1 %n.out, label %decline, label %{'check.p' + str(i + 1) if i + 1 < n else after_params}")
             continue
         t(f"%{p}.nd.ok = icmp eq i32 %{p}.nd, %p{first}.nd")
         t(f"%{p}.ok2 = and i1 %{p}.ok, %{p}.nd.ok")
@@ -189,7 +210,7 @@ def entry_ir(driver: str, spec: LoopSpec, dtype, active_idx: tuple[int, ...]) ->
         t.label(f"{p}.shape.loop")
         t(f"%{p}.k = phi i32 [ 0, %{p}.shape ], [ %{p}.k1, %{p}.shape.same ]")
         t(f"%{p}.more = icmp slt i32 %{p}.k, %{p}.nd")
-        t(f"br i1 %{p}.more, label %{p}.shape.body, label %{'check.p' + str(i + 1) if i + 1 < n else 'scale'}")
+        t(f"br i1 %{p}.more, label %{p}.shape.body, label %{'check.p' + str(i + 1) if i + 1 < n else after_params}")
         t.label(f"{p}.shape.body")
         t(f"%{p}.d.at = getelementptr inbounds i64, ptr %{p}.dims, i32 %{p}.k")
         t(f"%{p}.d = load i64, ptr %{p}.d.at")
@@ -201,11 +222,28 @@ def entry_ir(driver: str, spec: LoopSpec, dtype, active_idx: tuple[int, ...]) ->
         t.label(f"{p}.shape.same")
         t(f"br label %{p}.shape.loop")
 
+    if k_state:
+        t.label("check.state")
+    for j, st in enumerate(states):
+        t.comment(f"{st}: the state's value, an exact float")
+        obj(n + j, st)
+        t(f"%{st}.ok = icmp eq ptr %{st}.type, %float_type")
+        t(f"br i1 %{st}.ok, label %{st}.value, label %decline")
+        t.label(f"{st}.value")
+        field(st, "f64", FLOAT_VALUE, "double")
+        v = f"%{st}.f64"
+        if T == "float":
+            t(f"%{st}.v = fptrunc double %{st}.f64 to float")
+            v = f"%{st}.v"
+        t(f"%{st}.slot = getelementptr inbounds {T}, ptr %state, i64 {j}")
+        t(f"store {T} {v}, ptr %{st}.slot")
+    if k_state:
+        t("br label %scale")
     t.label("scale")
     t.comment("the scale: an exact float; then `mean`: True (the seed is scale / n) or False (scale)")
-    obj(n, "s")
+    obj(n + k_state, "s")
     t("%s.ok = icmp eq ptr %s.type, %float_type")
-    t(f"%mean.at = getelementptr inbounds ptr, ptr %args, i64 {n + 1}")
+    t(f"%mean.at = getelementptr inbounds ptr, ptr %args, i64 {n + k_state + 1}")
     t("%mean = load ptr, ptr %mean.at")
     t("%mean.true = icmp eq ptr %mean, %true")
     t("%mean.false = icmp eq ptr %mean, %false")
@@ -240,11 +278,15 @@ def entry_ir(driver: str, spec: LoopSpec, dtype, active_idx: tuple[int, ...]) ->
     for i, lay in enumerate(layouts):
         scalar = f"%p{i}.v" if T == "float" else f"%p{i}.f64"
         args.append(f"{T} {scalar}" if lay == "scalar" else f"ptr %p{i}.data")
+    if k_state:
+        args.append("ptr %state")
     if spec.value == "sum":
         args.append("ptr %acc")
     args.append(f"{T} {seed}")
     for a in active_idx:
         args.append(f"ptr %g{a}.data" if layouts[a] == "contig" else f"ptr %g{a}.acc")
+    if k_state:
+        args += ["ptr %state_bar", "ptr %tape"]
     t(f"call void @{driver}({', '.join(args)})")
     if spec.value == "sum":
         t(f"%acc.v = load {T}, ptr %acc")
@@ -252,8 +294,11 @@ def entry_ir(driver: str, spec: LoopSpec, dtype, active_idx: tuple[int, ...]) ->
         if T == "float":
             t("%acc.f64 = fpext float %acc.v to double")
             acc = "%acc.f64"
-        t(f"%value.f64 = fmul double {acc}, %s.f64")            # as the runtime's float(acc) * scale
-        t("%value = call ptr %float_from_double(double %value.f64)")
+        value = acc     # a scan's value is its sum, unscaled (as runtime.scan_grads returns it)
+        if not k_state:
+            t(f"%value.f64 = fmul double {acc}, %s.f64")            # as the runtime's float(acc) * scale
+            value = "%value.f64"
+        t(f"%value = call ptr %float_from_double(double {value})")
         fail_unless("value", "value")
         made.append("value")
         items = ["%value"]
@@ -272,6 +317,17 @@ def entry_ir(driver: str, spec: LoopSpec, dtype, active_idx: tuple[int, ...]) ->
             fail_unless(f"g{a}", f"g{a}.float")
             made.append(f"g{a}")
         items.append(f"%g{a}")
+    for j, st in enumerate(states):
+        t(f"%{st}.out.at = getelementptr inbounds {T}, ptr %state, i64 {j}")
+        t(f"%{st}.out.v = load {T}, ptr %{st}.out.at")
+        sv = f"%{st}.out.v"
+        if T == "float":
+            t(f"%{st}.out.f64 = fpext float %{st}.out.v to double")
+            sv = f"%{st}.out.f64"
+        t(f"%{st}.out = call ptr %float_from_double(double {sv})")
+        fail_unless(f"{st}.out", f"{st}.out")
+        made.append(f"{st}.out")
+        items.append(f"%{st}.out")
     t(f"%result = call ptr %tuple_new(i64 {len(items)})")
     fail_unless("result", "result")
     t.comment("PyTuple_SetItem takes over each reference")

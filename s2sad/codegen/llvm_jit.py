@@ -448,7 +448,8 @@ def module_ir(kmod: KernelModule, spec: LoopSpec | ScanSpec, dt: np.dtype, **low
 
     ir = lower_module(kmod, spec, dt, **lowering)
     if llvm_entry.qualifies(spec):
-        active_idx = tuple(kmod.params.index(a) for a in kmod.active)
+        active = kmod.active[:len(kmod.active) - spec.n_state] if isinstance(spec, ScanSpec) else kmod.active
+        active_idx = tuple(kmod.params.index(a) for a in active)
         ir += "\n" + llvm_entry.entry_ir(driver_name(kmod, spec, dt), spec, dt, active_idx)
     return ir
 
