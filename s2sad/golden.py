@@ -4,7 +4,8 @@
 For each case in golden/examples.py: `<case>.grad.py` (the derivative source with its
 kernels), `<case>.ll` (LLVM IR of the fused value+gradient driver, before
 optimisation; for a stateful case, its scan driver), `<case>.cu` (its CUDA C) and
-`<case>.explain.txt`. Absolute paths are
+`<case>.explain.txt`; for ENTRY_CASES also `<case>.entry.ll`, the Python entry of the
+driver's shape. Absolute paths are
 written relative to the repository so the files are the same on every machine.
 """
 from __future__ import annotations
@@ -19,6 +20,8 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = ROOT / "golden"
+# cases whose driver's Python entry (codegen/llvm_entry.py) is pinned too: one per kind
+ENTRY_CASES = ("three", "state_global")
 
 
 def _examples():
@@ -32,7 +35,7 @@ def _examples():
 def artifacts() -> dict[str, str]:
     """file name -> text, for every golden case."""
     from . import api
-    from .codegen import cuda, llvm
+    from .codegen import cuda, llvm, llvm_entry, llvm_jit
     from .kernel import LoopSpec, ScanSpec
 
     out: dict[str, str] = {}
@@ -50,11 +53,15 @@ def artifacts() -> dict[str, str]:
                             value="sum", grads=True, seed="scalar")
             out[f"{case}.ll"] = llvm.lower(kmod, spec, np.float64)
             out[f"{case}.cu"] = cuda.lower(kmod, spec, np.float64)
+            if case in ENTRY_CASES:
+                out[f"{case}.entry.ll"] = llvm_entry.entry_ir(spec, np.float64, llvm_jit._active_idx(kmod, spec))
             continue
         kmod = c.kernel.module(active)
         spec = LoopSpec(tuple("contig" for _ in c.kernel.params), value="sum", partials=True, seed="scalar")
         out[f"{case}.ll"] = llvm.lower(kmod, spec, np.float64)
         out[f"{case}.cu"] = cuda.lower(kmod, spec, np.float64)
+        if case in ENTRY_CASES:
+            out[f"{case}.entry.ll"] = llvm_entry.entry_ir(spec, np.float64, llvm_jit._active_idx(kmod, spec))
     root = str(ROOT) + "/"
     return {k: v.replace(root, "") for k, v in out.items()}
 

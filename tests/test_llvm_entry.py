@@ -145,19 +145,43 @@ def test_entry_keeps_reference_counts():
     assert all(abs(a - b) < 50 for a, b in zip(after[2:], before[2:])), (before, after)
 
 
-def test_entry_is_in_the_module_ir_and_found_again_on_disk(tmp_path, monkeypatch):
+def test_one_entry_serves_every_driver_of_a_shape_and_is_found_on_disk(tmp_path, monkeypatch):
     monkeypatch.setenv("S2SAD_CACHE_DIR", str(tmp_path))
     monkeypatch.delenv("S2SAD_CACHE", raising=False)
     monkeypatch.setattr(llvm_jit, "_cache", {})
+    monkeypatch.setattr(llvm_jit, "_entries", {})
     d = driver(("contig", "contig"))
-    assert d.origin == "compiled" and "__py(ptr %table.obj, ptr %args, i64 %nargs)" in d.ir
-    monkeypatch.setattr(llvm_jit, "_cache", {})
-    again = driver(("contig", "contig"))
-    assert again.origin == "disk" and again.entry_address is not None
+    k2 = K.replace("math.sin(x), 2.0 * x * y + math.cos(x)", "math.cos(x), 2.0 * x * y - math.sin(x)")
+    k2 = k2.replace("x * x * y + math.sin(x)\n", "x * x * y + math.cos(x)\n")
+    other = llvm_jit.compile_driver(kernel(k2, "f", "f__dual", ("x", "y")), d.spec, np.float64)
+    assert other.address != d.address
     x, y = np.linspace(-1, 1, 9), np.linspace(0, 2, 9)
-    a, b = d.python_entry()(x, y, 1.0, False), again.python_entry()(x, y, 1.0, False)
-    assert a[0] == b[0] and np.array_equal(a[1], b[1]) and np.array_equal(a[2], b[2])
-    store = driver(("contig", "contig")).spec
-    assert llvm_entry.qualifies(store)
+    a, b = d.python_entry()(x, y, 1.0, False), other.python_entry()(x, y, 1.0, False)
+    assert len(llvm_jit._entries) == 1                       # one entry module for both
+    np.testing.assert_allclose(a[1], 2 * x * y + np.cos(x), atol=1e-15)
+    np.testing.assert_allclose(b[1], 2 * x * y - np.sin(x), atol=1e-15)
+    entry_files = [p for p in tmp_path.iterdir() if not p.name.startswith("rec-")]
+    monkeypatch.setattr(llvm_jit, "_cache", {})
+    monkeypatch.setattr(llvm_jit, "_entries", {})
+    again = driver(("contig", "contig"))
+    assert again.origin == "disk"
+    c = again.python_entry()(x, y, 1.0, False)
+    assert [p for p in tmp_path.iterdir() if not p.name.startswith("rec-")] == entry_files   # nothing new
+    assert a[0] == c[0] and np.array_equal(a[1], c[1]) and np.array_equal(a[2], c[2])
+    assert llvm_entry.qualifies(d.spec)
     assert not llvm_entry.qualifies(LoopSpec(("contig",), value="store"))
     assert not llvm_entry.qualifies(LoopSpec(("strided", "contig"), value="sum", partials=True, seed="scalar"))
+
+
+def test_entry_module_is_valid_for_every_shape():
+    """Every shape an entry is made for compiles (the IR is checked by LLVM's verifier)."""
+    from s2sad.kernel import ScanSpec
+
+    specs = [LoopSpec(l, value=v, partials=True, seed="scalar")
+             for l in [("contig",), ("scalar", "contig"), ("contig", "contig", "scalar")] for v in ("sum", "none")]
+    specs += [ScanSpec(("contig", "scalar"), k, value="sum", grads=True, seed="scalar") for k in (1, 2)]
+    for spec in specs:
+        for dt in (np.float64, np.float32):
+            for active in [(0,), tuple(range(len(spec.layouts)))]:
+                address, _, name = llvm_jit.entry_code(spec, dt, active)
+                assert address and name == llvm_entry.entry_name(spec, dt, active)

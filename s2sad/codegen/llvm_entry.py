@@ -2,41 +2,43 @@
 
 On a small array, a gradient call costs what happens around the kernel: checking the
 arguments, allocating the gradient, ctypes converting each argument, building the
-result. For every driver of the fused value-and-gradient sum (a `LoopSpec` with
+result. For the drivers of the fused value-and-gradient sum (a `LoopSpec` with
 partials, a scalar seed and a value that is summed or dropped, over contiguous arrays
-and scalars), the driver's module also holds its *entry*: a C function with CPython's
-METH_FASTCALL signature,
+and scalars) there is an *entry*: a C function with CPython's METH_FASTCALL signature,
 
-    <driver>__py(table, args, nargs) -> (value, grad of each active param) | NotImplemented
+    entry(table, args, nargs) -> (value, grad of each active param) | NotImplemented
 
-called with the driver's parameters, a scale and whether the scale is divided by the
-number of elements (a mean): `entry(p1, ..., pn, scale, mean)`. It takes the call only
-when every argument is what the driver was compiled for: each "contig" parameter an
-exact `numpy.ndarray` of the driver's dtype, C-contiguous and aligned, all of one shape,
-with 2 to ENTRY_MAX elements; each "scalar" parameter and the scale an exact `float`;
-`mean` True or False. For anything else it returns NotImplemented, and the caller takes
-the general path. It allocates each array gradient with numpy's `PyArray_NewLikeArray`,
-runs the driver with seed = scale (or scale / n) over the elements (the GIL held: at
-most ENTRY_MAX of them, tens of microseconds), and returns `(value * seed, g1, ...)`:
-the value a float (None when the driver does not sum values), each gradient an array,
-or a float for a scalar parameter. The results are those of the runtime's general path
-to the bit (the same driver, the same seed).
+one per driver shape (spec, dtype, active params; `entry_name`), compiled once and
+shared by every kernel of that shape: the driver it runs is the first slot of its
+`table`. It is called with the driver's parameters, a scale and whether the scale is
+divided by the number of elements (a mean): `entry(p1, ..., pn, scale, mean)`. It takes
+the call only when every argument is what the driver was compiled for: each "contig"
+parameter an exact `numpy.ndarray` of the driver's dtype, C-contiguous and aligned, all
+of one shape, with 2 to ENTRY_MAX elements; each "scalar" parameter and the scale an
+exact `float`; `mean` True or False. For anything else it returns NotImplemented, and
+the caller takes the general path. It allocates each array gradient with numpy's
+`PyArray_NewLikeArray`, runs the driver with seed = scale (or scale / n) over the
+elements (the GIL held: at most ENTRY_MAX of them, tens of microseconds), and returns
+`(value * seed, g1, ...)`: the value a float (None when the driver does not sum values),
+each gradient an array, or a float for a scalar parameter. The results are those of the
+runtime's general path to the bit (the same driver, the same seed).
 
-A scan driver (ScanSpec with grads and a summed value) gets an entry too:
+A scan driver (ScanSpec with grads and a summed value) has an entry too:
 `entry(p1, ..., pn, s1, ..., sk, scale, mean) -> (sum of values, grads..., s1', ..., sk')`,
 the state's values in and out as floats (the caller reads and writes the state cells),
 the value unscaled as runtime.scan_grads returns it, and a one-element tape: the runtime
 calls it only for scans whose reverse sweep reads no tape.
 
 The machine code depends on no address in the process: everything it calls or compares
-with comes from `table` (the function's `self`: a uint64 array, see SLOTS). The object
-layouts it reads (the offsets below) are the stable ones of CPython's and numpy's C
-structs; `supported()` checks them on live objects once per process, and where they
-differ (a free-threaded or debug build), no entry is used.
+with comes from `table` (the function's `self`: a uint64 array, see SLOTS), so it is
+cached on disk like a driver. The object layouts it reads (the offsets below) are the
+stable ones of CPython's and numpy's C structs; `supported()` checks them on live objects
+once per process, and where they differ (a free-threaded or debug build), no entry is
+used.
 
     qualifies(spec) -> bool
-    entry_ir(driver, spec, dtype, active_idx) -> str        the entry's IR, for the driver's module
-    python_entry(address) -> callable | None                the entry as a Python function
+    entry_ir(spec, dtype, active_idx) -> str              the entry's module
+    python_entry(driver, entry, dtype) -> callable | None  an entry bound to a driver
 """
 from __future__ import annotations
 
@@ -62,7 +64,7 @@ CARRAY = 0x0001 | 0x0100     # NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED
 NEW_LIKE_SLOT = 277          # PyArray_NewLikeArray in numpy's C-API table (stable since 1.6)
 
 # what the entry finds in its table, in this order
-SLOTS = ("new_like", "array_type", "descr", "float_type", "not_implemented", "none", "true", "false",
+SLOTS = ("driver", "new_like", "array_type", "descr", "float_type", "not_implemented", "none", "true", "false",
          "incref", "decref", "float_from_double", "tuple_new", "tuple_setitem")
 
 
@@ -76,8 +78,13 @@ def qualifies(spec) -> bool:
             and spec.value in ("sum", "none"))
 
 
-def entry_name(driver: str) -> str:
-    return driver + "__py"
+def entry_name(spec: LoopSpec | ScanSpec, dtype, active_idx: tuple[int, ...]) -> str:
+    """The symbol of the entry for drivers of this shape: one per (spec, dtype, active
+    params), shared by every kernel with that shape (the driver comes from the table)."""
+    kind = "scan" if isinstance(spec, ScanSpec) else "sum"
+    states = f"_s{spec.n_state}" if isinstance(spec, ScanSpec) else ""
+    return (f"s2sad_entry_{kind}_{''.join(l[0] for l in spec.layouts)}_{spec.value}{states}"
+            f"_{np.dtype(dtype).name}_a{''.join(map(str, active_idx))}")
 
 
 class _Text:
@@ -96,10 +103,10 @@ class _Text:
         self.lines.append(f"  ; {text}")
 
 
-def entry_ir(driver: str, spec: LoopSpec | ScanSpec, dtype, active_idx: tuple[int, ...]) -> str:
-    """The entry of `driver` (whose ABI is kernel.py's for `spec`): IR text to append to
-    the driver's module. `active_idx`: the params the driver differentiates, in order
-    (for a scan, not its states)."""
+def entry_ir(spec: LoopSpec | ScanSpec, dtype, active_idx: tuple[int, ...]) -> str:
+    """The module of the entry for drivers of this shape (ABI: kernel.py's for `spec`),
+    calling the driver found in its table. `active_idx`: the params the drivers
+    differentiate, in order (for a scan, not its states)."""
     assert qualifies(spec), spec
     T = "double" if np.dtype(dtype) == np.float64 else "float"
     layouts = spec.layouts
@@ -110,12 +117,13 @@ def entry_ir(driver: str, spec: LoopSpec | ScanSpec, dtype, active_idx: tuple[in
     contig = [i for i, l in enumerate(layouts) if l == "contig"]
     first = contig[0]
     t = _Text()
-    out = [f"; {driver}'s Python entry (METH_FASTCALL; see s2sad/codegen/llvm_entry.py):",
-           f";   {entry_name(driver)}({', '.join([f'p{i}' for i in range(n)] + states)}, scale, mean) -> "
+    name = entry_name(spec, dtype, active_idx)
+    out = [f"; The Python entry (METH_FASTCALL; see s2sad/codegen/llvm_entry.py) of drivers with {spec}, {T}:",
+           f";   {name}({', '.join([f'p{i}' for i in range(n)] + states)}, scale, mean) -> "
            f"(value * seed, " + ", ".join([f"d/dp{i}" for i in active_idx] + [f"{s}'" for s in states])
            + "), or NotImplemented",
            ";   params: " + ", ".join(f"p{i} {l}" for i, l in enumerate(layouts)),
-           f"define ptr @{entry_name(driver)}(ptr %table.obj, ptr %args, i64 %nargs) {{",
+           f"define ptr @{name}(ptr %table.obj, ptr %args, i64 %nargs) {{",
            "entry:"]
     t.comment("the table: a uint64 array (its data pointer) of what the entry calls and compares with")
     t(f"%table.at = getelementptr inbounds i8, ptr %table.obj, i64 {ARRAY_DATA}")
@@ -287,7 +295,7 @@ def entry_ir(driver: str, spec: LoopSpec | ScanSpec, dtype, active_idx: tuple[in
         args.append(f"ptr %g{a}.data" if layouts[a] == "contig" else f"ptr %g{a}.acc")
     if k_state:
         args += ["ptr %state_bar", "ptr %tape"]
-    t(f"call void @{driver}({', '.join(args)})")
+    t(f"call void %driver({', '.join(args)})")
     if spec.value == "sum":
         t(f"%acc.v = load {T}, ptr %acc")
         acc = "%acc.v"
@@ -401,13 +409,13 @@ def _new_like_address() -> int | None:
     return ctypes.c_void_p.from_address(table + 8 * NEW_LIKE_SLOT).value
 
 
-def _table(dtype) -> np.ndarray:
+def _table(dtype, driver_address: int) -> np.ndarray:
     api = ctypes.pythonapi
 
     def fn(name: str) -> int:
         return ctypes.cast(getattr(api, name), ctypes.c_void_p).value
 
-    values = {"new_like": _state["new_like"], "array_type": id(np.ndarray), "descr": id(np.dtype(dtype)),
+    values = {"driver": driver_address, "new_like": _state["new_like"], "array_type": id(np.ndarray), "descr": id(np.dtype(dtype)),
               "float_type": id(float), "not_implemented": id(NotImplemented), "none": id(None),
               "true": id(True), "false": id(False),
               "incref": fn("Py_IncRef"), "decref": fn("Py_DecRef"),
@@ -416,17 +424,18 @@ def _table(dtype) -> np.ndarray:
     return np.array([values[s] for s in SLOTS], dtype=np.uint64)
 
 
-def python_entry(address: int, name: str, dtype, keepalive=None):
-    """The entry at `address` as a Python function (a builtin method whose `self` is its
-    table); None where entries are not supported."""
+def python_entry(driver_address: int, entry_address: int, name: str, dtype, keepalive=None):
+    """The entry at `entry_address`, bound to the driver at `driver_address`, as a Python
+    function (a builtin method whose `self` is its table); None where entries are not
+    supported."""
     if not supported():
         return None
     api = ctypes.pythonapi
     api.PyCFunction_NewEx.restype = ctypes.py_object
     api.PyCFunction_NewEx.argtypes = [ctypes.c_void_p, ctypes.py_object, ctypes.py_object]
-    table = _table(dtype)
+    table = _table(dtype, driver_address)
     cname = name.encode()
-    mdef = _MethodDef(cname, address, METH_FASTCALL, None)
+    mdef = _MethodDef(cname, entry_address, METH_FASTCALL, None)
     fn = api.PyCFunction_NewEx(ctypes.addressof(mdef), table, None)
     # the method definition, its name and the code must outlive the function
     _state.setdefault("keep", []).append((mdef, cname, keepalive))

@@ -62,11 +62,11 @@ class CompiledDriver:
     (A plain class, not a dataclass: a warm start pays for every class it creates.)"""
 
     __slots__ = ("name", "address", "cfunc", "argtypes", "ir", "optimized_ir", "spec", "dtype", "origin",
-                 "key", "timings", "entry_address", "_entry", "_keepalive", "__weakref__")
+                 "key", "timings", "active_idx", "_entry", "_keepalive", "__weakref__")
 
     def __init__(self, *, name: str, address: int, cfunc, argtypes: tuple, ir: str, optimized_ir: str,
                  spec: LoopSpec | ScanSpec, dtype: np.dtype, origin: str = "compiled", key: str = "",
-                 timings: dict | None = None, entry_address: int | None = None, _keepalive=None) -> None:
+                 timings: dict | None = None, active_idx: tuple[int, ...] = (), _keepalive=None) -> None:
         self.name = name
         self.address = address
         self.cfunc = cfunc                  # ctypes CFUNCTYPE instance, built once
@@ -78,7 +78,7 @@ class CompiledDriver:
         self.origin = origin                # "compiled" (by LLVM, in this process) | "disk" (the cache)
         self.key = key                      # the disk cache key
         self.timings = timings or {}        # seconds per phase of the first call
-        self.entry_address = entry_address  # its Python entry (llvm_entry), if the spec has one
+        self.active_idx = active_idx        # the params it differentiates (a scan's states not)
         self._entry = None
         self._keepalive = _keepalive        # the mapped code (objload) or LLJIT's resource tracker
 
@@ -86,11 +86,14 @@ class CompiledDriver:
         """The driver's Python entry (`llvm_entry`: entry(*params, scale) -> (value,
         grads...) or NotImplemented), or None when it has none or this process cannot
         use one."""
-        if self._entry is None and self.entry_address is not None:
+        if self._entry is None:
             from . import llvm_entry
 
-            self._entry = llvm_entry.python_entry(self.entry_address, llvm_entry.entry_name(self.name), self.dtype,
-                                                  self._keepalive) or False
+            self._entry = False
+            if llvm_entry.qualifies(self.spec) and llvm_entry.supported():
+                address, keep, name = entry_code(self.spec, self.dtype, self.active_idx)
+                self._entry = llvm_entry.python_entry(self.address, address, name, self.dtype,
+                                                      (keep, self._keepalive)) or False
         return self._entry or None
 
     def __call__(self, *args):
@@ -440,32 +443,24 @@ def _link(obj: bytes, names: list[str]) -> tuple[dict[str, int], object]:
 
 
 def module_ir(kmod: KernelModule, spec: LoopSpec | ScanSpec, dt: np.dtype, **lowering) -> str:
-    """The driver's module as lowered (`llvm_drivers.lower_module`), with its Python entry
-    (`llvm_entry`) where the spec has one."""
-    from . import llvm_entry
+    """The driver's module as lowered (`llvm_drivers.lower_module`)."""
     from .llvm_drivers import lower_module
-    from .llvm_lower import driver_name
 
-    ir = lower_module(kmod, spec, dt, **lowering)
-    if llvm_entry.qualifies(spec):
-        active = kmod.active[:len(kmod.active) - spec.n_state] if isinstance(spec, ScanSpec) else kmod.active
-        active_idx = tuple(kmod.params.index(a) for a in active)
-        ir += "\n" + llvm_entry.entry_ir(driver_name(kmod, spec, dt), spec, dt, active_idx)
-    return ir
+    return lower_module(kmod, spec, dt, **lowering)
 
 
-def _entry_symbol(spec, name: str) -> str | None:
-    from . import llvm_entry
-
-    return llvm_entry.entry_name(name) if llvm_entry.qualifies(spec) else None
+def _active_idx(kmod, spec) -> tuple[int, ...]:
+    """The params a driver differentiates (for a scan, not its states), by index."""
+    active = kmod.active[:len(kmod.active) - spec.n_state] if isinstance(spec, ScanSpec) else kmod.active
+    return tuple(kmod.params.index(a) for a in active)
 
 
 def _from_disk(key: str, spec: LoopSpec | ScanSpec, dt: np.dtype, sig, name: str | None,
                timings: dict[str, float], ir: str = "") -> CompiledDriver | None:
     """The driver stored under `key`, mapped into the process; None when there is none or
     it cannot be used (a warning says why, and the caller compiles it afresh). `ir`: the
-    module's IR where the caller has it (older entries hold
-    only the object and the optimised IR)."""
+    module's IR where the caller has it (older entries hold only the object and the
+    optimised IR)."""
     entry = objcache.load(key)
     if entry is None:
         return None
@@ -476,20 +471,57 @@ def _from_disk(key: str, spec: LoopSpec | ScanSpec, dt: np.dtype, sig, name: str
             raise ValueError("the entry holds another kernel")
         obj, optimized = blobs[0], blobs[1].decode()
         ir = blobs[2].decode() if len(blobs) == 3 else ir
-        entry = _entry_symbol(spec, symbol)
-        addresses, keep = _link(obj, [symbol] + ([entry] if entry else []))
-        address = addresses[symbol]
+        addresses, keep = _link(obj, [symbol])
     except Exception as e:  # noqa: BLE001 - whatever is wrong with it: compile afresh
         warnings.warn(f"s2sad: the cached kernel for {name or sig.name} could not be loaded ({e}); "
                       f"compiling it again", objcache.CacheWarning, stacklevel=4)
         return None
-    argtypes = argtypes_for(sig, spec, dt)
+    return _driver_at(symbol, addresses[symbol], keep, sig, spec, dt, ir, optimized, "disk", key, timings)
+
+
+def _driver_at(name: str, address: int, keep, kmod, spec, dt: np.dtype, ir: str, optimized: str, origin: str,
+               key: str, timings: dict) -> CompiledDriver:
+    argtypes = argtypes_for(kmod, spec, dt)
     cfunc = ctypes.CFUNCTYPE(None, *argtypes)(address)
     cfunc._s2sad_code = keep        # whoever holds the entry point holds the code
-    return CompiledDriver(name=symbol, address=address, cfunc=cfunc, argtypes=argtypes, ir=ir,
-                          optimized_ir=optimized, spec=spec, dtype=dt, origin="disk", key=key,
-                          timings=timings, entry_address=addresses.get(entry) if entry else None,
-                          _keepalive=keep)
+    return CompiledDriver(name=name, address=address, cfunc=cfunc, argtypes=argtypes, ir=ir, optimized_ir=optimized,
+                          spec=spec, dtype=dt, origin=origin, key=key, timings=timings,
+                          active_idx=_active_idx(kmod, spec), _keepalive=keep)
+
+
+_entries: dict[str, tuple[int, object]] = {}     # entry key -> (address, what keeps it alive)
+
+
+def entry_code(spec: LoopSpec | ScanSpec, dtype, active_idx: tuple[int, ...]) -> tuple[int, object, str]:
+    """The Python entry for drivers of this shape (`llvm_entry`), compiled once per
+    shape and cached in memory and on disk like a driver: (address, keepalive, symbol)."""
+    from . import llvm_entry
+
+    dt = np.dtype(dtype)
+    name = llvm_entry.entry_name(spec, dt, active_idx)
+    with _lock:
+        ir = llvm_entry.entry_ir(spec, dt, active_idx)
+        key = disk_key(ir, spec, dt, "libm", (), host())
+        hit = _entries.get(key)
+        if hit is None:
+            got = objcache.load(key)
+            if got is not None:
+                try:
+                    if got[0].get("symbol") != name or len(got[1]) < 1:
+                        raise ValueError("the entry holds another function")
+                    addresses, keep = _link(got[1][0], [name])
+                    hit = (addresses[name], keep)
+                except Exception as e:  # noqa: BLE001 - compile afresh
+                    warnings.warn(f"s2sad: the cached entry {name} could not be loaded ({e}); compiling it again",
+                                  objcache.CacheWarning, stacklevel=3)
+            if hit is None:
+                mod, _ = optimize(ir)
+                obj = _llvm()["tm"].emit_object(mod)
+                objcache.store(key, [obj], {"symbol": name})
+                addresses, keep = _link(obj, [name])
+                hit = (addresses[name], keep)
+            _entries[key] = hit
+        return hit[0], hit[1], name
 
 
 def compile_driver(kmod: KernelModule, spec: LoopSpec | ScanSpec, dtype, *,
@@ -541,16 +573,9 @@ def compile_driver(kmod: KernelModule, spec: LoopSpec | ScanSpec, dtype, *,
                            {"symbol": name, "s2sad": getattr(sys.modules.get("s2sad"), "__version__", "?"),
                             "llvm": h.llvm_version, "cpu": h.cpu})
             lap("store")
-            entry = _entry_symbol(spec, name)
-            addresses, keep = _link(obj, [name] + ([entry] if entry else []))
-            address = addresses[name]
-            argtypes = argtypes_for(kmod, spec, dt)
-            cfunc = ctypes.CFUNCTYPE(None, *argtypes)(address)
-            cfunc._s2sad_code = keep        # whoever holds the entry point holds the code
-            compiled = CompiledDriver(name=name, address=address, cfunc=cfunc, argtypes=argtypes, ir=ir,
-                                      optimized_ir=optimized, spec=spec, dtype=dt, origin="compiled",
-                                      key=dkey, timings=timings,
-                                      entry_address=addresses.get(entry) if entry else None, _keepalive=keep)
+            addresses, keep = _link(obj, [name])
+            compiled = _driver_at(name, addresses[name], keep, kmod, spec, dt, ir, optimized, "compiled", dkey,
+                                  timings)
         lap("load")
         timings["total"] = clock() - t0
         _cache[dkey] = compiled
