@@ -34,6 +34,18 @@ Algorithms (the classic ones of fdlibm, without its branches):
 - cbrt: an estimate from the exponent bits (integer division by 3), a polynomial to 23
   bits, rounded to 23 bits, and one Newton step (FreeBSD's s_cbrt.c).
 
+Inlined bodies are deep expressions that reuse their values (tanh's r feeds eleven
+operations). Where one's argument is loop-invariant but stays in a loop the vectoriser
+takes on (after a phi of the kernel's control flow, which LICM leaves and VPlan hoists),
+LLVM 22 tests it for uniformity by a recursion without memoisation
+(vputils::isUniformAcrossVFsAndUFs) that walks every path through the expression, about a
+thousand per body, so a few nested bodies put it past any budget. Seen when libmvec mode
+used these for float64 tanh, exp and log next to libmvec calls: a random program of
+test_broadcasting_shapes with only scalar operands was still compiling after 40 minutes (with
+S2SAD_VECMATH=s2sad its other functions are libm calls, the loop stays scalar, and it
+compiles in a second). Hence libmvec mode keeps libmvec's variants, whose calls stop the
+recursion, though this tanh is twice as fast as glibc's.
+
 `python -m s2sad.codegen.vecmath` refits the polynomials (needs mpmath) and prints them.
 """
 from __future__ import annotations
