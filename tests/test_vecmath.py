@@ -116,6 +116,9 @@ def _edges(name: str, dtype) -> np.ndarray:
               -708.4, -709.0, -744.0, -745.1332191019411, -745.1332191019412, -746.0, 88.72283, 88.7229,
               -87.33655, -103.97208, -103.9721, 22.0, -22.0, 0.999999, 1.000001, 18.4, 19.0, -37.5, -40.0,
               -0.9999999, -0.5, -0.29, 0.41, 1e300, math.sqrt(0.5), math.sqrt(2.0), 8.0, 27.0, -27.0]
+    if name == "tanh":          # its clamp, where it rounds to 1, its switch, its reduction's steps
+        points += [20.0, -20.0, 19.06, 19.07, 0.4, -0.4, 0.1733, 0.5199]
+        points += [(k + 0.5) * math.log(2) / 2 for k in range(60)]
     with np.errstate(all="ignore"):
         x = np.array(points, dtype=np.float64).astype(dtype)
         near = [np.nextafter(x, np.array(np.inf, dtype)), np.nextafter(x, np.array(-np.inf, dtype))]
@@ -146,6 +149,8 @@ def _values(name: str, width: int):
              st.sampled_from([0.0, -0.0, math.inf, -math.inf, math.nan])]
     if name in ("log", "log1p"):
         parts.append(floats(-1.0, 1e300 if width == 64 else 3e38))
+    if name == "tanh":
+        parts += [floats(-1.0, 1.0), floats(-21.0, 21.0)]
     if name in ("exp", "expm1"):
         parts.append(floats(-746.0, -700.0) if width == 64 else floats(-104.0, -87.0))
         parts.append(floats(700.0, 710.0) if width == 64 else floats(85.0, 89.0))
@@ -173,6 +178,14 @@ def test_hypothesis_within_4ulp(name, dtype, monkeypatch):
         check(name, dtype, np.array(xs, dtype=np.float64), monkeypatch)
 
     within()
+
+
+@pytest.mark.parametrize("dtype", [F64, F32], ids=["f64", "f32"])
+def test_tanh_dense_within_4ulp(dtype, monkeypatch):
+    """tanh's worst stretch (|x| < 0.7, where its errors and libm's are largest), densely."""
+    rng = np.random.default_rng(11)
+    check("tanh", dtype, np.concatenate([rng.uniform(-0.7, 0.7, 200_000), rng.uniform(-21.0, 21.0, 50_000)]),
+          monkeypatch)
 
 
 def test_vectorised_lanes_equal_scalar_calls(monkeypatch):

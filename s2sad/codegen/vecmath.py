@@ -24,9 +24,27 @@ Algorithms (the classic ones of fdlibm, without its branches):
 - log, log1p: x = 2^k m, m in [sqrt(2)/2, sqrt(2)), f = m - 1, s = f / (2 + f),
   log(1 + f) = f - f^2/2 + s (f^2/2 + R(s^2)), R a degree-7 fit; log1p adds the
   rounding error of 1 + x back, (x - (u - 1)) / u.
-- tanh: -t / (t + 2) with t = expm1(-2|x|) below 1, 1 - 2 / (expm1(2|x|) + 2) above.
+- tanh: t / (t + 2) with t = expm1(2|x|), |x| clamped to 20, one division: 2|x| = n ln2 + r
+  as for expm1 (n in [0, 58]: 2^n is a shift of k's bits and needs no halves), t =
+  (2^n - 1) + 2^n (r + r^2 G(r)), G one term shorter than EXPM1_P's, no compensated sums;
+  below 0.4, h - h z with h = t/2 (z's rounding errors scaled by h). About 25 operations
+  and the division (fdlibm's expm1-based tanh with its corrections was ~55 and the
+  division). Measured against exact results it errs by up to 2 ulp (glibc's tanh by up to
+  2 as well), against glibc by up to 3 (2 million values below 0.7, its worst stretch).
 - cbrt: an estimate from the exponent bits (integer division by 3), a polynomial to 23
   bits, rounded to 23 bits, and one Newton step (FreeBSD's s_cbrt.c).
+
+Inlined bodies are deep expressions that reuse their values (tanh's r feeds eleven
+operations). Where one's argument is loop-invariant but stays in a loop the vectoriser
+takes on (after a phi of the kernel's control flow, which LICM leaves and VPlan hoists),
+LLVM 22 tests it for uniformity by a recursion without memoisation
+(vputils::isUniformAcrossVFsAndUFs) that walks every path through the expression, about a
+thousand per body, so a few nested bodies put it past any budget. Seen when libmvec mode
+used these for float64 tanh, exp and log next to libmvec calls: a random program of
+test_broadcasting_shapes with only scalar operands was still compiling after 40 minutes (with
+S2SAD_VECMATH=s2sad its other functions are libm calls, the loop stays scalar, and it
+compiles in a second). Hence libmvec mode keeps libmvec's variants, whose calls stop the
+recursion, though this tanh is twice as fast as glibc's.
 
 `python -m s2sad.codegen.vecmath` refits the polynomials (needs mpmath) and prints them.
 """
@@ -51,6 +69,14 @@ EXPM1_P = ("0x1.5555555555556p-3", "0x1.5555555555555p-5", "0x1.1111111110871p-7
            "0x1.6c16c16c16729p-10", "0x1.a01a01a8ba744p-13", "0x1.a01a01a507c0ep-16",
            "0x1.71de0a0471800p-19", "0x1.27e4dfdcad3dep-22", "0x1.af4134720f354p-26",
            "0x1.1f6bc0c6e8122p-29")
+# (e^r - 1 - r) / r^2 on |r| <= 1.01 ln2/2, a Chebyshev fit (error 5e-17 relative to
+# e^r - 1), from r^0 up: tanh's expm1, one term shorter than EXPM1_P's
+TANH_G = ("0x1.0000000000001p-1", "0x1.5555555555556p-3", "0x1.5555555553b6cp-5",
+          "0x1.1111111110918p-7", "0x1.6c16c1794e1dcp-10", "0x1.a01a01a83ba17p-13",
+          "0x1.a019b621f9d08p-16", "0x1.71de0be2b5e96p-19", "0x1.2894f52583578p-22",
+          "0x1.af3ce42b12b24p-26")
+TANH_CLAMP = 20.0              # tanh(x) rounds to 1 from 19.07 on
+TANH_SMALL = 0.4               # below: h - h z, above: z (see _def_tanh)
 # (2 atanh(s) / s - 2) / s^2 as a polynomial in z = s^2, 0 <= z <= 1.01 (3 - 2 sqrt(2))^2
 # (error 3e-16), from z^0 up
 LOG_R = ("0x1.5555555555558p-1", "0x1.9999999994e76p-2", "0x1.2492492e6dfddp-2",
@@ -324,31 +350,27 @@ def _def_log1p() -> _Fn:
 def _def_tanh() -> _Fn:
     f = _Fn("s2sad.tanh")
     ax = f.call("ax", "fabs", "%x")
-    below1 = f.fcmp("below1", "olt", ax, 1.0)
-    two_ax = f.mul("two.ax", f.clamp("ax.c", ax, 0.0, 22.0), 2.0)     # tanh(22) = 1
-    arg = f.select("arg", below1, f.neg("two.ax.neg", two_ax), two_ax)
-    few, s, tail, big = _expm1_parts(f, arg)
-    small = f.add("em1.small", s, tail)
-    t = f.select("t", few, small, big)
-    t_lo = f.select("t.lo", few, f.add("em1.err", f.sub("em1.s", s, small), tail), 0.0)
-    # q = t + 2 (and, below 1 where |t| < 2, its rounding error); one division, 1 / q
-    q = f.add("q", t, 2.0)
-    q_lo = f.add("q.lo", f.add("q.err", f.sub("q.2", 2.0, q), t), t_lo)
-    inv = f.div("inv", 1.0, q)
-    # |x| < 1: -t / (t + 2) with t = expm1(-2|x|), corrected by the residual of the quotient
-    t_neg = f.neg("t.neg", t)
-    z0 = f.mul("z0", t_neg, inv)
-    rem = f.fma("rem", f.neg("z0.neg", z0), q, t_neg)
-    corr = f.sub("corr", f.sub("rem.lo", rem, t_lo), f.mul("z0.q.lo", z0, q_lo))
-    z_small = f.fma("z.small", corr, inv, z0)
-    # else 1 - 2 / (t + 2) with t = expm1(2|x|)
-    z_big = f.fma("z.big", -2.0, inv, 1.0)
-    z = f.select("z", below1, z_small, z_big)
-    y = f.call("th", "copysign", z, "%x")
-    f.result = f.select("tanh", f.fcmp("x.nan", "uno", "%x", 0.0), "%x", y)
-    f.doc = ("tanh(x): with t = expm1(-2|x|), -t / (t + 2) for |x| < 1; with t = expm1(2|x|),\n"
-             "1 - 2 / (t + 2) above (fdlibm's s_tanh.c), t and the quotient to more than double\n"
-             "precision; the sign of x")
+    # |x| <= 20 (tanh(20) rounds to 1, and 2^n below stays normal); NaN stays NaN
+    a = f.select("a", f.fcmp("ax.big", "ogt", ax, TANH_CLAMP), TANH_CLAMP, ax)
+    y = f.add("y", a, a)
+    # y = n ln2 + r, |r| <= ln2/2 (n in [0, 58]); expm1(r) = r + r^2 G(r)
+    k = f.fma("k", y, 1 / math.log(2), SHIFTER)
+    nf = f.sub("n.f", k, SHIFTER)
+    r = f.fma("r", nf, -LN2_LO, f.fma("hi", nf, -LN2_HI, y))
+    q = f.fma("q", f.mul("r2", r, r), f.horner("g", r, TANH_G), r)
+    # expm1(y) = (2^n - 1) + 2^n expm1(r), 2^n from k's low bits (2^n - 1 and 2^n q exact)
+    s = f.double("s", f.int("s.bits", "add", f.int("n.sh", "shl", f.bits("k.bits", k), 52),
+                            0x3FF0000000000000))
+    t = f.fma("t", s, q, f.sub("s.m1", s, 1.0))
+    # the one division; below 0.4, h - h z with h = t/2 (the same value, its error mostly
+    # that of h: z's rounding errors are scaled by h)
+    z = f.div("z", t, f.add("t.2", t, 2.0))
+    h = f.mul("h", t, 0.5)
+    z = f.select("z.s", f.fcmp("small", "olt", a, TANH_SMALL), f.fma("z.h", f.neg("h.neg", h), z, h), z)
+    f.result = f.call("tanh", "copysign", z, "%x")
+    f.doc = ("tanh(x): t / (t + 2) with t = expm1(2|x|) (|x| clamped to 20), the sign of x;\n"
+             "expm1 from y = n ln2 + r, |r| <= ln2/2: (2^n - 1) + 2^n (r + r^2 G(r));\n"
+             "below 0.4, h - h z with h = t/2 and z = t / (t + 2)")
     return f
 
 
@@ -437,6 +459,13 @@ def _refit() -> None:            # pragma: no cover - a maintenance tool
 
     half = mp.log(2) / 2 * mp.mpf("1.02")
     print("EXPM1_P", fit(p_expm1, -half, half, 9))
+
+    def g_tanh(r):
+        if abs(r) < mp.mpf("1e-8"):
+            return mp.mpf(1) / 2 + r / 6 + r * r / 24
+        return (mp.exp(r) - 1 - r) / r ** 2
+
+    print("TANH_G", fit(g_tanh, -mp.log(2) / 2 * mp.mpf("1.01"), mp.log(2) / 2 * mp.mpf("1.01"), 9))
     print("LOG_R", fit(r_log, 0, ((mp.sqrt(2) - 1) / (mp.sqrt(2) + 1)) ** 2 * mp.mpf("1.01"), 6))
 
 
