@@ -1,37 +1,77 @@
 ; s2sad kernel module 'array_loss__elementwise': driver @array_loss__elementwise__scan_c_s1_sum_grads_f64 (T = double)
 
-; glibc's libmvec: one variant per function (the widest ISA). Scalar code calls
-; lane 0 of it, remainder loops a few lanes of it, and each call's
-; vector-function-abi-variant attribute lets the loop vectoriser call it itself:
-; an element gets the same bits wherever it falls
-declare <8 x double> @_ZGVeN8v_tanh(<8 x double>) #2
+declare <8 x double> @llvm.copysign.v8f64(<8 x double>, <8 x double>)
+declare <8 x double> @llvm.fabs.v8f64(<8 x double>)
+declare <8 x double> @llvm.fma.v8f64(<8 x double>, <8 x double>, <8 x double>)
 
-; tanh as libmvec computes it: lane 0 of _ZGVeN8v_tanh on a splat
-define internal double @libmvec.tanh(double %x) #3 {
+; tanh as vecmath computes it: lane 0 of s2sad.tanh.v8 on a splat
+define internal double @vecmath.tanh(double %x) #3 {
 entry:
   %x.v = insertelement <8 x double> poison, double %x, i64 0
   %x.wide = shufflevector <8 x double> %x.v, <8 x double> poison, <8 x i32> zeroinitializer
-  %tanh.wide = call <8 x double> @_ZGVeN8v_tanh(<8 x double> %x.wide)
+  %tanh.wide = call <8 x double> @s2sad.tanh.v8(<8 x double> %x.wide)
   %tanh = extractelement <8 x double> %tanh.wide, i64 0
   ret double %tanh
 }
 
 ; 4 lanes of the same: the vectoriser's remainder loops
-define internal <4 x double> @libmvec.tanh.v4(<4 x double> %x) #3 {
+define internal <4 x double> @vecmath.tanh.v4(<4 x double> %x) #3 {
 entry:
   %x.wide = shufflevector <4 x double> %x, <4 x double> poison, <8 x i32> <i32 0, i32 1, i32 2, i32 3, i32 0, i32 1, i32 2, i32 3>
-  %tanh.wide = call <8 x double> @_ZGVeN8v_tanh(<8 x double> %x.wide)
+  %tanh.wide = call <8 x double> @s2sad.tanh.v8(<8 x double> %x.wide)
   %tanh = shufflevector <8 x double> %tanh.wide, <8 x double> poison, <4 x i32> <i32 0, i32 1, i32 2, i32 3>
   ret <4 x double> %tanh
 }
 
 ; 2 lanes of the same: the vectoriser's remainder loops
-define internal <2 x double> @libmvec.tanh.v2(<2 x double> %x) #3 {
+define internal <2 x double> @vecmath.tanh.v2(<2 x double> %x) #3 {
 entry:
   %x.wide = shufflevector <2 x double> %x, <2 x double> poison, <8 x i32> <i32 0, i32 1, i32 0, i32 1, i32 0, i32 1, i32 0, i32 1>
-  %tanh.wide = call <8 x double> @_ZGVeN8v_tanh(<8 x double> %x.wide)
+  %tanh.wide = call <8 x double> @s2sad.tanh.v8(<8 x double> %x.wide)
   %tanh = shufflevector <8 x double> %tanh.wide, <8 x double> poison, <2 x i32> <i32 0, i32 1>
   ret <2 x double> %tanh
+}
+
+; tanh(x): t / (t + 2) with t = expm1(2|x|) (|x| clamped to 20), the sign of x;
+; expm1 from y = n ln2 + r, |r| <= ln2/2: (2^n - 1) + 2^n (r + r^2 G(r));
+; below 0.4, h - h z with h = t/2 and z = t / (t + 2)
+; (s2sad's vector math on 8 lanes, each lane as the scalar function)
+define internal <8 x double> @s2sad.tanh.v8(<8 x double> %x) #0 {
+entry:
+  %ax = call <8 x double> @llvm.fabs.v8f64(<8 x double> %x)
+  %ax.big = fcmp ogt <8 x double> %ax, splat (double 20.0)
+  %a = select <8 x i1> %ax.big, <8 x double> splat (double 20.0), <8 x double> %ax
+  %y = fadd <8 x double> %a, %a
+  %k = call <8 x double> @llvm.fma.v8f64(<8 x double> %y, <8 x double> splat (double 0x3FF71547652B82FE), <8 x double> splat (double 6755399441055744.0))
+  %n.f = fsub <8 x double> %k, splat (double 6755399441055744.0)
+  %hi = call <8 x double> @llvm.fma.v8f64(<8 x double> %n.f, <8 x double> splat (double 0xBFE62E42FEE00000), <8 x double> %y)
+  %r = call <8 x double> @llvm.fma.v8f64(<8 x double> %n.f, <8 x double> splat (double 0xBDEA39EF35793C76), <8 x double> %hi)
+  %r2 = fmul <8 x double> %r, %r
+  %g = call <8 x double> @llvm.fma.v8f64(<8 x double> splat (double 0x3E5AF3CE42B12B24), <8 x double> %r, <8 x double> splat (double 0x3E92894F52583578))
+  %g.1 = call <8 x double> @llvm.fma.v8f64(<8 x double> %g, <8 x double> %r, <8 x double> splat (double 0x3EC71DE0BE2B5E96))
+  %g.2 = call <8 x double> @llvm.fma.v8f64(<8 x double> %g.1, <8 x double> %r, <8 x double> splat (double 0x3EFA019B621F9D08))
+  %g.3 = call <8 x double> @llvm.fma.v8f64(<8 x double> %g.2, <8 x double> %r, <8 x double> splat (double 0x3F2A01A01A83BA17))
+  %g.4 = call <8 x double> @llvm.fma.v8f64(<8 x double> %g.3, <8 x double> %r, <8 x double> splat (double 0x3F56C16C1794E1DC))
+  %g.5 = call <8 x double> @llvm.fma.v8f64(<8 x double> %g.4, <8 x double> %r, <8 x double> splat (double 0x3F81111111110918))
+  %g.6 = call <8 x double> @llvm.fma.v8f64(<8 x double> %g.5, <8 x double> %r, <8 x double> splat (double 0x3FA5555555553B6C))
+  %g.7 = call <8 x double> @llvm.fma.v8f64(<8 x double> %g.6, <8 x double> %r, <8 x double> splat (double 0x3FC5555555555556))
+  %g.8 = call <8 x double> @llvm.fma.v8f64(<8 x double> %g.7, <8 x double> %r, <8 x double> splat (double 0x3FE0000000000001))
+  %q = call <8 x double> @llvm.fma.v8f64(<8 x double> %r2, <8 x double> %g.8, <8 x double> %r)
+  %k.bits = bitcast <8 x double> %k to <8 x i64>
+  %n.sh = shl <8 x i64> %k.bits, splat (i64 52)
+  %s.bits = add <8 x i64> %n.sh, splat (i64 4607182418800017408)
+  %s = bitcast <8 x i64> %s.bits to <8 x double>
+  %s.m1 = fsub <8 x double> %s, splat (double 1.0)
+  %t = call <8 x double> @llvm.fma.v8f64(<8 x double> %s, <8 x double> %q, <8 x double> %s.m1)
+  %t.2 = fadd <8 x double> %t, splat (double 2.0)
+  %z = fdiv <8 x double> %t, %t.2
+  %h = fmul <8 x double> %t, splat (double 0.5)
+  %small = fcmp olt <8 x double> %a, splat (double 0x3FD999999999999A)
+  %h.neg = fneg <8 x double> %h
+  %z.h = call <8 x double> @llvm.fma.v8f64(<8 x double> %h.neg, <8 x double> %z, <8 x double> %h)
+  %z.s = select <8 x i1> %small, <8 x double> %z.h, <8 x double> %z
+  %tanh = call <8 x double> @llvm.copysign.v8f64(<8 x double> %z.s, <8 x double> %x)
+  ret <8 x double> %tanh
 }
 
 ; local function at golden/examples.py:109
@@ -49,7 +89,7 @@ entry:
 define internal { double, double } @running_array(double %x, double %BUFFER_0) #0 {
 entry:
   %mul = fmul double 0.5, %BUFFER_0
-  %tanh = call double @libmvec.tanh(double %x) #4
+  %tanh = call double @vecmath.tanh(double %x) #4
   %BUFFER_0.1 = fadd double %mul, %tanh
   %ret.tuple = insertvalue { double, double } poison, double %BUFFER_0.1, 0
   %ret = insertvalue { double, double } %ret.tuple, double %BUFFER_0.1, 1
@@ -69,7 +109,7 @@ entry:
 define internal { double, double, double, double, double, double } @running_array__dual(double %x, double %BUFFER_0) #0 {
 entry:
   %_d1 = fmul double 0.5, %BUFFER_0
-  %_d2 = call double @libmvec.tanh(double %x) #4
+  %_d2 = call double @vecmath.tanh(double %x) #4
   %mul = fmul double 0.5, 0.0
   %mul.1 = fmul double %_d2, %_d2
   %sub = fsub double 1.0, %mul.1
@@ -135,7 +175,7 @@ entry:
 
 define internal { double, double, double, double, double } @array_loss__elementwise__dual__scan_pre(double %x) #0 {
 entry:
-  %_sc25__d2 = call double @libmvec.tanh(double %x) #4
+  %_sc25__d2 = call double @vecmath.tanh(double %x) #4
   %mul = fmul double 0.5, 0.0
   %mul.1 = fmul double %_sc25__d2, %_sc25__d2
   %sub = fsub double 1.0, %mul.1
@@ -301,10 +341,9 @@ block.exit:
   ret void
 }
 
-@llvm.compiler.used = appending global [3 x ptr] [ptr @libmvec.tanh, ptr @libmvec.tanh.v4, ptr @libmvec.tanh.v2], section "llvm.metadata"
+@llvm.compiler.used = appending global [4 x ptr] [ptr @s2sad.tanh.v8, ptr @vecmath.tanh, ptr @vecmath.tanh.v4, ptr @vecmath.tanh.v2], section "llvm.metadata"
 
 attributes #0 = { alwaysinline nounwind }
 attributes #1 = { nounwind "prefer-vector-width"="512" }
-attributes #2 = { nounwind willreturn memory(none) }
 attributes #3 = { noinline nounwind willreturn memory(none) }
-attributes #4 = { "vector-function-abi-variant"="_ZGVeN8v_libmvec.tanh(_ZGVeN8v_tanh),_ZGV_LLVM_N4v_libmvec.tanh(libmvec.tanh.v4),_ZGV_LLVM_N2v_libmvec.tanh(libmvec.tanh.v2)" }
+attributes #4 = { "vector-function-abi-variant"="_ZGV_LLVM_N8v_vecmath.tanh(s2sad.tanh.v8),_ZGV_LLVM_N4v_vecmath.tanh(vecmath.tanh.v4),_ZGV_LLVM_N2v_vecmath.tanh(vecmath.tanh.v2)" }

@@ -208,6 +208,15 @@ def f__dual(x, y):
     t = math.tanh(x)
     return ((t + 2.0) * y, (1.0 - t * t) * y, t + 2.0)
 ''', "f", dual="f__dual", active=("x", "y"))
+# the same shape with a function that libmvec computes (tanh is s2sad's own: OWN_BEFORE_LIBMVEC)
+SIN = kernel('''
+def f(x, y):
+    t = math.sin(x)
+    return (t + 2.0) * y
+def f__dual(x, y):
+    t = math.sin(x)
+    return ((t + 2.0) * y, math.sin(x + 1.5707963267948966) * y, t + 2.0)    # cos, through sin
+''', "f", dual="f__dual", active=("x", "y"))
 
 FLAVOURS = [
     dict(value="store"),
@@ -601,7 +610,11 @@ def test_libmvec_within_4ulp(name, dtype):
     spec = LoopSpec(layouts=("contig", "contig"), value="store")
     vec = L.compile_driver(km, spec, dtype, vector_math=True)
     ref = L.compile_driver(km, spec, dtype, vector_math=False)
-    assert re.search(r"call <\d+ x \w+> @_ZGV", vec.optimized_ir), f"{name} did not vectorise"
+    if (name, "double" if dtype == F64 else "float") in L.OWN_BEFORE_LIBMVEC:   # s2sad's own, vectorised
+        assert re.search(r"<\d+ x double>", vec.optimized_ir), f"{name} did not vectorise"
+        assert not re.search(rf"call \w+ @{name}f?\(", vec.optimized_ir), f"{name} calls libm"
+    else:
+        assert re.search(r"call <\d+ x \w+> @_ZGV", vec.optimized_ir), f"{name} did not vectorise"
     assert "_ZGV" not in ref.optimized_ir
     width = 64 if dtype == F64 else 32
     values = st.lists(_vec_values(name, width), min_size=1, max_size=64)
@@ -676,20 +689,20 @@ def test_each_element_gets_the_same_bits_wherever_it_falls(name, mode, dtype):
 def test_libmvec_calls_one_routine_per_function():
     """One ISA per function: scalar code calls lane 0 of the variant the loop calls."""
     spec = LoopSpec(layouts=("contig", "scalar"), value="sum", partials=True, seed="scalar")
-    ir = L.lower(TANH, spec, F64)
-    assert ir.count("declare <8 x double> @_ZGVeN8v_tanh(<8 x double>) #2") == 1
-    assert "_ZGVdN4v_tanh" not in ir and "_ZGVbN2v_tanh" not in ir and "@tanh(" not in ir
-    assert "%t = call double @libmvec.tanh(double %x) #4" in ir
-    assert ('#4 = { "vector-function-abi-variant"="_ZGVeN8v_libmvec.tanh(_ZGVeN8v_tanh),'
-            '_ZGV_LLVM_N4v_libmvec.tanh(libmvec.tanh.v4),_ZGV_LLVM_N2v_libmvec.tanh(libmvec.tanh.v2)" }') in ir
-    assert "%tanh.wide = call <8 x double> @_ZGVeN8v_tanh(<8 x double> %x.wide)" in ir
+    ir = L.lower(SIN, spec, F64)
+    assert ir.count("declare <8 x double> @_ZGVeN8v_sin(<8 x double>) #2") == 1
+    assert "_ZGVdN4v_sin" not in ir and "_ZGVbN2v_sin" not in ir and "@sin(" not in ir
+    assert "%t = call double @libmvec.sin(double %x) #4" in ir
+    assert ('#4 = { "vector-function-abi-variant"="_ZGVeN8v_libmvec.sin(_ZGVeN8v_sin),'
+            '_ZGV_LLVM_N4v_libmvec.sin(libmvec.sin.v4),_ZGV_LLVM_N2v_libmvec.sin(libmvec.sin.v2)" }') in ir
+    assert "%sin.wide = call <8 x double> @_ZGVeN8v_sin(<8 x double> %x.wide)" in ir
     # the narrower lane counts (remainder loops) are the same routine on repeated lanes
-    assert "define internal <4 x double> @libmvec.tanh.v4(<4 x double> %x) #3" in ir
-    assert ("@llvm.compiler.used = appending global [3 x ptr] [ptr @libmvec.tanh, ptr @libmvec.tanh.v4, ptr @libmvec.tanh.v2]"
+    assert "define internal <4 x double> @libmvec.sin.v4(<4 x double> %x) #3" in ir
+    assert ("@llvm.compiler.used = appending global [3 x ptr] [ptr @libmvec.sin, ptr @libmvec.sin.v4, ptr @libmvec.sin.v2]"
             in ir)
     assert 'attributes #1 = { nounwind "prefer-vector-width"="512" }' in ir
-    avx2 = L.lower_module(TANH, spec, F64, vector_isas=("b", "d"))
-    assert "_ZGVdN4v_libmvec.tanh(_ZGVdN4v_tanh)" in avx2 and "_ZGVe" not in avx2
+    avx2 = L.lower_module(SIN, spec, F64, vector_isas=("b", "d"))
+    assert "_ZGVdN4v_libmvec.sin(_ZGVdN4v_sin)" in avx2 and "_ZGVe" not in avx2
     # without libmvec: s2sad's own tanh, inlined; libm only where it has none
     own = L.lower_module(TANH, spec, F64, vector_isas=())
     assert "define internal double @s2sad.tanh(double %x) #0" in own
@@ -698,8 +711,33 @@ def test_libmvec_calls_one_routine_per_function():
     scalar = L.lower_module(TANH, spec, F64, vector_isas=(), own_math=False)
     assert "%t = call double @tanh(double %x)" in scalar and "s2sad.tanh" not in scalar
     if HAS_LIBMVEC:
-        opt = L.compile_driver(TANH, spec, F64, vector_math=True).optimized_ir
+        opt = L.compile_driver(SIN, spec, F64, vector_math=True).optimized_ir
         assert len(set(re.findall(r"@_ZGV\w+", opt))) == 1, "one routine, in the loop and in scalar code"
+
+
+def test_own_vector_math_is_wired_like_a_libmvec_variant():
+    """float64 tanh (OWN_BEFORE_LIBMVEC): s2sad's own vector function on the widest lanes,
+    called by the vectoriser, lane 0 of it in scalar code, inlined into the loop after
+    the vectoriser ran; the same routine everywhere."""
+    assert ("tanh", "double") in L.OWN_BEFORE_LIBMVEC
+    spec = LoopSpec(layouts=("contig", "scalar"), value="sum", partials=True, seed="scalar")
+    ir = L.lower(TANH, spec, F64)
+    assert "%t = call double @vecmath.tanh(double %x) #4" in ir
+    assert ('"vector-function-abi-variant"="_ZGV_LLVM_N8v_vecmath.tanh(s2sad.tanh.v8),'
+            '_ZGV_LLVM_N4v_vecmath.tanh(vecmath.tanh.v4),_ZGV_LLVM_N2v_vecmath.tanh(vecmath.tanh.v2)"') in ir
+    assert "define internal <8 x double> @s2sad.tanh.v8(<8 x double> %x) #0" in ir
+    assert "%tanh.wide = call <8 x double> @s2sad.tanh.v8(<8 x double> %x.wide)" in ir
+    assert "ptr @s2sad.tanh.v8" in ir.split("@llvm.compiler.used")[1].split("\n")[0]
+    assert "_ZGVeN8v_tanh" not in ir
+    avx2 = L.lower_module(TANH, spec, F64, vector_isas=("b", "d"))
+    assert "@s2sad.tanh.v4(" in avx2 and "s2sad.tanh.v8" not in avx2
+    if HAS_LIBMVEC:
+        opt = L.compile_driver(TANH, spec, F64, vector_math=True).optimized_ir
+        driver = opt[opt.index("define void @"):]
+        loop = driver[driver.index("vector.body:"):]
+        assert "llvm.fma.v8f64" in loop and "call <8 x double> @s2sad.tanh" not in driver, driver
+        got, want = run_both(TANH, spec, F64, 3, 101)
+        assert_same_results(got, want, F64)
 
 
 # ---------------------------------------------------------------------------------
@@ -720,7 +758,7 @@ def test_ir_is_deterministic_and_host_independent():
                    "i64 %y_bar.so, i64 %y_bar.si, ptr noalias %x_dot, ptr noalias %y_dot, "
                    "i64 %y_dot.so, i64 %y_dot.si, ptr noalias %out_dot")
     # the user's names name the SSA values; helper functions are internal and alwaysinline
-    assert "%t = call double @libmvec.tanh(double %x) #4" in a
+    assert "%t = call double @vecmath.tanh(double %x) #4" in a
     assert "define internal double @f(double %x, double %y) #0" in a
     assert "attributes #0 = { alwaysinline nounwind }" in a
     # fast-math flags on the accumulators only
@@ -767,10 +805,11 @@ def test_contig_dual_sum_vectorises(body, dual):
 
 
 @pytest.mark.skipif(not (HAS_LIBMVEC and "d" in VECTOR_ISAS), reason="no libmvec AVX2 variants here")
-def test_tanh_dual_sum_calls_libmvec():
+def test_tanh_dual_sum_vectorises():
+    """float64 tanh is s2sad's own (inlined into the vector loop), float32 libmvec's tanhf."""
     spec = LoopSpec(layouts=("contig", "scalar"), value="sum", partials=True, seed="scalar")
     ir = L.compile_driver(TANH, spec, F64).optimized_ir
-    assert re.search(r"call <(4|8) x double> @_ZGV[de]N(4|8)v_tanh", ir)
+    assert re.search(r"<(4|8) x double>", ir) and not re.search(r"call \w+ @tanh\(", ir)
     ir32 = L.compile_driver(TANH, spec, F32).optimized_ir
     assert re.search(r"call <(8|16) x float> @_ZGV[de]N(8|16)v_tanhf", ir32)
 

@@ -20,19 +20,20 @@ from ..kernel import KernelModule, LoopSpec, ScanSpec
 from .llvm_drivers import lower_module
 from .llvm_jit import (MATH_MODES, CompiledDriver, argtypes_for, compile_driver, math_mode, module_ir,
                        vector_math_support)
-from .llvm_lower import LIBMVEC_FUNCTIONS, LoweringError, driver_name
+from .llvm_lower import LIBMVEC_FUNCTIONS, OWN_BEFORE_LIBMVEC, LoweringError, driver_name
 from .vecmath import FUNCTIONS as VECMATH_FUNCTIONS
 
 __all__ = ["lower", "driver_name", "compile_driver", "CompiledDriver", "LoweringError",
            "argtypes_for", "vector_math_support", "math_mode", "MATH_MODES", "LIBMVEC_FUNCTIONS",
-           "VECMATH_FUNCTIONS"]
+           "VECMATH_FUNCTIONS", "OWN_BEFORE_LIBMVEC"]
 
 
 def lower(kmod: KernelModule, spec: LoopSpec | ScanSpec, dtype) -> str:
     """LLVM IR text of every scalar function the driver needs, and the driver (see kernel.py).
 
     The text does not depend on the host: calls to libm functions name their libmvec
-    variants for the widest x86_64 ISA (AVX-512); `compile_driver` names the widest this
+    variants for the widest x86_64 ISA (AVX-512), or s2sad's own vector math on as many
+    lanes for those of OWN_BEFORE_LIBMVEC; `compile_driver` names the widest this
     host can run, or s2sad's own vector math (see llvm_jit.math_mode).
     """
     import numpy as np

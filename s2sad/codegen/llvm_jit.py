@@ -359,6 +359,11 @@ def optimize(ir: str) -> tuple[object, str]:
     pto.slp_vectorization = True
     pb = llvm.create_pass_builder(tm, pto)
     pb.getModulePassManager().run(mod, pb)
+    # the vector functions the vectoriser called (s2sad's own vector math) are inlined
+    # into the vector loops now; inlining ran before the vectoriser made those calls
+    after = llvm.create_new_module_pass_manager()
+    after.add_always_inliner_pass()
+    after.run(mod, pb)
     return mod, str(mod)
 
 

@@ -16,6 +16,10 @@ keep the sign of a zero, as numpy's do), `min`/`max` are Python's (`b if b < a e
 Transcendental functions (`_Module.libm`) give each element the same bits wherever it
 falls (vector body or scalar remainder, any array length, offset or thread split, any
 driver), and keep loops vectorisable where they can:
+- float64 tanh, exp and log (OWN_BEFORE_LIBMVEC), where the host has vector ISAs:
+  s2sad's own vector function (`vecmath.define_vector`, `@s2sad.<f>.v8` for AVX-512)
+  wired exactly like a libmvec variant below (`@vecmath.<f>`: lane 0 of it); after the
+  vectoriser has called it, `llvm_jit.optimize` inlines it into the vector loop;
 - where glibc's libmvec has a variant, calls go to `@libmvec.<f>`, lane 0 of the
   widest variant on a splat, and carry the `vector-function-abi-variant` call-site
   attribute that lets the loop vectoriser call that same variant (and, in remainder
@@ -23,6 +27,14 @@ driver), and keep loops vectorisable where they can:
 - else s2sad's own straight-line versions (`vecmath`: exp, expm1, log, log1p, tanh,
   cbrt), inlined like any other code;
 - else libm's scalar function (and a loop that calls it stays scalar).
+
+Why the first: the gradient of sum(f(x)) at 1M float64, one thread, AMD EPYC znver4
+(ms; x.copy() 0.21): tanh 2.1-2.6 with libmvec, 1.0 with s2sad's own; exp 1.0-1.7 and
+1.1; log 1.25-2.0 and 1.2; expm1, log1p and cbrt are faster with libmvec, and float32
+keeps libmvec throughout (16 lanes). Wired as a vector function, not inlined before the
+vectoriser: LLVM's vectoriser can take exponential time analysing several inlined
+copies of a long straight-line body on loop-invariant operands (a random-program test
+never finished compiling).
 """
 from __future__ import annotations
 
@@ -108,6 +120,11 @@ _LIBM2 = ("atan2", "hypot", "pow")
 # libm functions whose libmvec variants kernels call (glibc >= 2.35 has all of them for
 # x86_64; each is tested to stay within 4 ulp of libm in tests/test_llvm_backend.py)
 LIBMVEC_FUNCTIONS = frozenset(_LIBM1 + _LIBM2)
+# s2sad's own versions (vecmath) that kernels call even where libmvec has a variant,
+# as (function, T), wired like a libmvec variant (`own_vector_fn`): faster where
+# measured (see the module docstring); float keeps libmvec's variants, which run twice
+# the lanes of vecmath's float versions (the double one, rounded)
+OWN_BEFORE_LIBMVEC = frozenset({("tanh", "double"), ("exp", "double"), ("log", "double")})
 # glibc's x86_64 vector ABI: ISA letter -> register width in bits (b: SSE4, d: AVX2, e: AVX-512)
 VECTOR_ISA_BITS = {"b": 128, "d": 256, "e": 512}
 ALL_VECTOR_ISAS = ("b", "d", "e")
@@ -273,7 +290,9 @@ class _Module:
         sym = fname + self.ty.libm
         if sym not in self.math:
             variant = self.libmvec_variant(fname, sym, nargs)
-            if variant is not None:
+            if self.own_math and self.isas and (fname, self.ty.name) in OWN_BEFORE_LIBMVEC:
+                self.math[sym] = self.own_vector_fn(fname, sym)
+            elif variant is not None:
                 self.math[sym] = self.lane_fn(sym, nargs, *variant)
             elif self.own_math and fname in vecmath.FUNCTIONS:
                 symbol, defs, decls = vecmath.define(fname, self.ty.name)
@@ -297,24 +316,43 @@ class _Module:
                 return isa, width
         return None
 
-    def lane_fn(self, sym: str, nargs: int, isa: str, width: int) -> tuple[str, str]:
+    def own_vector_fn(self, fname: str, sym: str) -> tuple[str, str]:
+        """s2sad's own `fname` (vecmath) wired like a libmvec variant (`lane_fn`): its
+        vector version on the widest lanes of `isas`, defined in the module, `@vecmath.<sym>`
+        lane 0 of it. The vectoriser calls the vector version instead of widening an
+        inlined body (which LLVM's vectoriser can take exponential time to analyse)."""
+        width = max(VECTOR_ISA_BITS[isa] for isa in self.isas) // self.ty.bits
+        vname, text, decls = vecmath.define_vector(fname, width)
+        # kept (llvm.compiler.used) for the vectoriser's calls, and inlined into them after
+        # the vectoriser has run (alwaysinline: llvm_jit.optimize's last pass)
+        self.runtime[vname] = text
+        self.narrow_fns.append(vname)
+        for name, line in decls:
+            self.decls.setdefault(name, line)
+        return self.lane_fn(sym, 1, "_LLVM_", width, vname=vname, prefix="vecmath")
+
+    def lane_fn(self, sym: str, nargs: int, isa: str, width: int, vname: str | None = None,
+                prefix: str = "libmvec") -> tuple[str, str]:
         """`@libmvec.<sym>`: lane 0 of the libmvec variant on a splat of the arguments
         (noinline), and the attribute that maps it to the variant, and to the same
-        variant on fewer lanes for the vectoriser's remainder loops (`@libmvec.<sym>.v4`)."""
+        variant on fewer lanes for the vectoriser's remainder loops (`@libmvec.<sym>.v4`).
+        With `vname`, the vector function is that one, defined in the module (`prefix`
+        names the lane functions)."""
         vt = f"<{width} x {self.ty.name}>"
-        vname = f"_ZGV{isa}N{width}{'v' * nargs}_{sym}"
-        self.vector_decls[vname] = f"declare {vt} @{vname}({', '.join([vt] * nargs)}) #2"
-        self.vector_bits = max(self.vector_bits, VECTOR_ISA_BITS[isa])
-        fn = f"libmvec.{sym}"
+        if vname is None:
+            vname = f"_ZGV{isa}N{width}{'v' * nargs}_{sym}"
+            self.vector_decls[vname] = f"declare {vt} @{vname}({', '.join([vt] * nargs)}) #2"
+        self.vector_bits = max(self.vector_bits, width * self.ty.bits)
+        fn = f"{prefix}.{sym}"
         mappings = [f"_ZGV{isa}N{width}{'v' * nargs}_{fn}({vname})"]
-        self.lane_fns[fn] = self.lanes_of(sym, nargs, vname, width, 1)
+        self.lane_fns[fn] = self.lanes_of(sym, nargs, vname, width, 1, prefix)
         # "used", so interprocedural passes never rewrite its signature: with a constant
         # argument they would drop the parameter, and the vectoriser, still mapping the
         # call to the variant by the attribute, would then emit invalid IR
         self.narrow_fns.append(fn)
         lanes = width // 2
         while lanes > 1:
-            self.lane_fns[f"{fn}.v{lanes}"] = self.lanes_of(sym, nargs, vname, width, lanes)
+            self.lane_fns[f"{fn}.v{lanes}"] = self.lanes_of(sym, nargs, vname, width, lanes, prefix)
             self.narrow_fns.append(f"{fn}.v{lanes}")
             mappings.append(f"_ZGV_LLVM_N{lanes}{'v' * nargs}_{fn}({fn}.v{lanes})")
             lanes //= 2
@@ -322,7 +360,7 @@ class _Module:
         self.vfabi_text[group] = f'"vector-function-abi-variant"="{",".join(mappings)}"'
         return "@" + fn, f" #{group}"
 
-    def lanes_of(self, sym: str, nargs: int, vname: str, width: int, lanes: int) -> str:
+    def lanes_of(self, sym: str, nargs: int, vname: str, width: int, lanes: int, prefix: str = "libmvec") -> str:
         """The definition of `@libmvec.<sym>` (lanes == 1) or `@libmvec.<sym>.v<lanes>`:
         the variant `vname` on the arguments repeated to `width` lanes, its first lanes."""
         T = self.ty.name
@@ -343,11 +381,11 @@ class _Module:
                             f"{mask([k % lanes for k in range(width)])}")
         body.append(f"%{sym}.wide = call {wide} @{vname}({', '.join(f'{wide} %{p}.wide' for p in params)})")
         if lanes == 1:
-            name = f"libmvec.{sym}"
-            head = f"{sym} as libmvec computes it: lane 0 of {vname} on a splat"
+            name = f"{prefix}.{sym}"
+            head = f"{sym} as {prefix} computes it: lane 0 of {vname} on a splat"
             body.append(f"%{sym} = extractelement {wide} %{sym}.wide, i64 0")
         else:
-            name = f"libmvec.{sym}.v{lanes}"
+            name = f"{prefix}.{sym}.v{lanes}"
             head = f"{lanes} lanes of the same: the vectoriser's remainder loops"
             body.append(f"%{sym} = shufflevector {wide} %{sym}.wide, {wide} poison, {mask(list(range(lanes)))}")
         return (f"; {head}\ndefine internal {ty} @{name}({', '.join(f'{ty} %{p}' for p in params)}) #3 {{\n"
@@ -474,7 +512,7 @@ entry:
                          "; vector-function-abi-variant attribute lets the loop vectoriser call it itself:\n"
                          "; an element gets the same bits wherever it falls\n"
                          + "\n".join(self.vector_decls.values()))
-            parts.extend(self.lane_fns.values())
+        parts.extend(self.lane_fns.values())
         parts.extend(self.runtime.values())
         parts.extend(bodies)
         parts.append(driver)

@@ -55,6 +55,8 @@ import math
 import struct
 
 FUNCTIONS = frozenset({"cbrt", "exp", "expm1", "log", "log1p", "tanh"})
+# those `define_vector` writes on vectors too (cbrt's integer steps are written for one lane)
+VECTOR_FUNCTIONS = frozenset({"exp", "expm1", "log", "log1p", "tanh"})
 
 # -------------------------------------------------------------------------- constants
 
@@ -109,18 +111,26 @@ def _lit(v: float | str) -> str:
 # -------------------------------------------------------------------------- a function body
 
 class _Fn:
-    """One function of straight-line double arithmetic, with named values."""
+    """One function of straight-line double arithmetic, with named values; with `lanes`
+    > 1 the same function on vectors of that many doubles (each lane computes exactly
+    what the scalar function computes: the same IEEE operations in the same order)."""
 
     INTRINSICS = {"fma": 3, "fabs": 1, "copysign": 2}
 
-    def __init__(self, symbol: str, params: tuple[str, ...] = ("x",)) -> None:
+    def __init__(self, symbol: str, params: tuple[str, ...] = ("x",), lanes: int = 1) -> None:
         self.symbol = symbol
         self.params = params
+        self.lanes = lanes
         self.result = ""                # the value returned
         self.doc = ""                   # the comment above the definition
         self.lines: list[str] = []
         self.names: set[str] = set(params)
         self.intrinsics: set[str] = set()
+        self.D = self.ty("double")
+
+    def ty(self, t: str) -> str:
+        """The type of a value that is a `t` per lane."""
+        return t if self.lanes == 1 else f"<{self.lanes} x {t}>"
 
     def __call__(self, hint: str, text: str) -> str:
         name, k = hint, 0
@@ -134,34 +144,40 @@ class _Fn:
     def comment(self, text: str) -> None:
         self.lines.append(f"  ; {text}")
 
-    # double arithmetic (operands: "%name" or a number)
+    # operands: "%name", or a number (floats, hex float strings "0x1.8p52", ints)
+    def _op(self, x, t: str = "double") -> str:
+        if isinstance(x, str) and x.startswith("%"):
+            return x
+        lit = _lit(x) if t == "double" else str(int(x))
+        return lit if self.lanes == 1 else f"splat ({t} {lit})"
+
     def _ops(self, *xs) -> list[str]:
-        """Values ("%name", or a literal as printed) as they are; numbers (floats, hex
-        float strings "0x1.8p52") as literals."""
-        return [_lit(x) if not isinstance(x, str) or (x.startswith("0x") and "p" in x) else x
-                for x in xs]
+        return [self._op(x) for x in xs]
 
     def add(self, hint, a, b):
-        return self(hint, "fadd double {}, {}".format(*self._ops(a, b)))
+        return self(hint, "fadd {} {}, {}".format(self.D, *self._ops(a, b)))
 
     def sub(self, hint, a, b):
-        return self(hint, "fsub double {}, {}".format(*self._ops(a, b)))
+        return self(hint, "fsub {} {}, {}".format(self.D, *self._ops(a, b)))
 
     def mul(self, hint, a, b):
-        return self(hint, "fmul double {}, {}".format(*self._ops(a, b)))
+        return self(hint, "fmul {} {}, {}".format(self.D, *self._ops(a, b)))
 
     def div(self, hint, a, b):
-        return self(hint, "fdiv double {}, {}".format(*self._ops(a, b)))
+        return self(hint, "fdiv {} {}, {}".format(self.D, *self._ops(a, b)))
 
     def neg(self, hint, a):
-        return self(hint, f"fneg double {a}")
+        return self(hint, f"fneg {self.D} {a}")
+
+    def intrinsic_name(self, fn: str) -> str:
+        return f"llvm.{fn}.f64" if self.lanes == 1 else f"llvm.{fn}.v{self.lanes}f64"
 
     def call(self, hint, fn, *args):
         """An intrinsic (llvm.fma.f64 ...) or another function of this module."""
         if fn in self.INTRINSICS:
             self.intrinsics.add(fn)
-            fn = f"llvm.{fn}.f64"
-        return self(hint, f"call double @{fn}({', '.join('double ' + a for a in self._ops(*args))})")
+            fn = self.intrinsic_name(fn)
+        return self(hint, f"call {self.D} @{fn}({', '.join(f'{self.D} ' + a for a in self._ops(*args))})")
 
     def fma(self, hint, a, b, c):
         return self.call(hint, "fma", a, b, c)
@@ -174,12 +190,11 @@ class _Fn:
         return acc
 
     def fcmp(self, hint, pred, a, b):
-        return self(hint, "fcmp {} double {}, {}".format(pred, *self._ops(a, b)))
+        return self(hint, "fcmp {} {} {}, {}".format(pred, self.D, *self._ops(a, b)))
 
     def select(self, hint, cond, a, b, ty="double"):
-        if ty == "double":
-            a, b = self._ops(a, b)
-        return self(hint, f"select i1 {cond}, {ty} {a}, {ty} {b}")
+        return self(hint, f"select {self.ty('i1')} {cond}, {self.ty(ty)} {self._op(a, ty)}, "
+                          f"{self.ty(ty)} {self._op(b, ty)}")
 
     def clamp(self, hint, x, lo, hi):
         """lo <= x <= hi; NaN becomes lo (the caller returns NaN for it)."""
@@ -190,13 +205,17 @@ class _Fn:
 
     # bits
     def bits(self, hint, a):
-        return self(hint, f"bitcast double {a} to i64")
+        return self(hint, f"bitcast {self.D} {a} to {self.ty('i64')}")
 
     def double(self, hint, i):
-        return self(hint, f"bitcast i64 {i} to double")
+        return self(hint, f"bitcast {self.ty('i64')} {i} to {self.D}")
 
     def int(self, hint, op, a, b, ty="i64"):
-        return self(hint, f"{op} {ty} {a}, {b}")
+        return self(hint, f"{op} {self.ty(ty)} {self._op(a, ty)}, {self._op(b, ty)}")
+
+    def cast(self, hint, op, a, src: str, dst: str):
+        """A conversion (trunc, zext, sitofp...) from `src` to `dst` per lane."""
+        return self(hint, f"{op} {self.ty(src)} {a} to {self.ty(dst)}")
 
     def pow2(self, hint, n):
         """2^n as a double from the i64 n (normal range)."""
@@ -204,6 +223,7 @@ class _Fn:
         return self.double(hint, self.int(hint + ".bits", "shl", biased, 52))
 
     def render(self, doc: str, ret: str, ty: str = "double") -> str:
+        ty = self.ty(ty)
         params = ", ".join(f"{ty} %{p}" for p in self.params)
         body = "\n".join(self.lines)
         head = "".join(f"; {line}\n" if line else ";\n" for line in doc.splitlines())
@@ -245,8 +265,8 @@ def _scale(f: _Fn, y: str, n: str) -> str:
     return f.mul("e.x", y1, f.pow2("scale2", n2))
 
 
-def _def_exp() -> _Fn:
-    f = _Fn("s2sad.exp")
+def _def_exp(lanes: int = 1) -> _Fn:
+    f = _Fn("s2sad.exp" + (f".v{lanes}" if lanes > 1 else ""), lanes=lanes)
     x = f.clamp("x.c", "%x", -746.0, 710.0)
     n, hi, lo, w = _exp_reduce(f, x)
     y = _scale(f, _exp_of_r(f, hi, lo, w), n)
@@ -277,8 +297,8 @@ def _expm1_parts(f: _Fn, x: str) -> tuple[str, str, str, str]:
     return few, s, tail, big
 
 
-def _def_expm1() -> _Fn:
-    f = _Fn("s2sad.expm1")
+def _def_expm1(lanes: int = 1) -> _Fn:
+    f = _Fn("s2sad.expm1" + (f".v{lanes}" if lanes > 1 else ""), lanes=lanes)
     few, s, tail, big = _expm1_parts(f, f.clamp("x.c", "%x", -40.0, 710.0))
     y = f.select("em1", few, f.add("em1.small", s, tail), big)
     keep = f.fcmp("x.keep", "ueq", "%x", 0.0)      # NaN, and the sign of a zero
@@ -309,11 +329,11 @@ def _split(f: _Fn, ix: str) -> tuple[str, str]:
 
 
 def _to_double(f: _Fn, k: str) -> str:
-    return f(k[1:] + ".f", f"sitofp i32 {f(k[1:] + '.32', f'trunc i64 {k} to i32')} to double")
+    return f.cast(k[1:] + ".f", "sitofp", f.cast(k[1:] + ".32", "trunc", k, "i64", "i32"), "i32", "double")
 
 
-def _def_log() -> _Fn:
-    f = _Fn("s2sad.log")
+def _def_log(lanes: int = 1) -> _Fn:
+    f = _Fn("s2sad.log" + (f".v{lanes}" if lanes > 1 else ""), lanes=lanes)
     tiny = f.fcmp("subnormal", "olt", "%x", float.fromhex("0x1p-1022"))
     xs = f.select("x.s", tiny, f.mul("x.scaled", "%x", 2.0 ** 54), "%x")
     k0, m = _split(f, f.bits("ix", xs))
@@ -327,8 +347,8 @@ def _def_log() -> _Fn:
     return f
 
 
-def _def_log1p() -> _Fn:
-    f = _Fn("s2sad.log1p")
+def _def_log1p(lanes: int = 1) -> _Fn:
+    f = _Fn("s2sad.log1p" + (f".v{lanes}" if lanes > 1 else ""), lanes=lanes)
     u = f.add("u", "%x", 1.0)
     k, m = _split(f, f.bits("iu", u))
     same = f.int("k.zero", "icmp eq", k, 0)
@@ -347,8 +367,8 @@ def _def_log1p() -> _Fn:
     return f
 
 
-def _def_tanh() -> _Fn:
-    f = _Fn("s2sad.tanh")
+def _def_tanh(lanes: int = 1) -> _Fn:
+    f = _Fn("s2sad.tanh" + (f".v{lanes}" if lanes > 1 else ""), lanes=lanes)
     ax = f.call("ax", "fabs", "%x")
     # |x| <= 20 (tanh(20) rounds to 1, and 2^n below stays normal); NaN stays NaN
     a = f.select("a", f.fcmp("ax.big", "ogt", ax, TANH_CLAMP), TANH_CLAMP, ax)
@@ -374,8 +394,8 @@ def _def_tanh() -> _Fn:
     return f
 
 
-def _def_cbrt() -> _Fn:
-    f = _Fn("s2sad.cbrt")
+def _def_cbrt(lanes: int = 1) -> _Fn:
+    f = _Fn("s2sad.cbrt" + (f".v{lanes}" if lanes > 1 else ""), lanes=lanes)
     hx = f("hx", f"trunc i64 {f.int('ix.hi', 'lshr', f.bits('ix', '%x'), 32)} to i32")
     sign = f.int("sign", "and", hx, -0x80000000, ty="i32")
     ahx = f.int("ahx", "and", hx, 0x7FFFFFFF, ty="i32")
@@ -433,6 +453,19 @@ def define(fname: str, T: str) -> tuple[str, tuple[tuple[str, str], ...], tuple[
     decls = tuple((f"llvm.{i}.f64", f"declare double @llvm.{i}.f64({', '.join(['double'] * _Fn.INTRINSICS[i])})")
                   for i in sorted(f.intrinsics))
     return symbol, tuple(defs), decls
+
+
+def define_vector(fname: str, lanes: int) -> tuple[str, str, tuple[tuple[str, str], ...]]:
+    """(symbol, definition, declarations) of the double `fname` on vectors of `lanes`
+    doubles: in every lane exactly what `define`'s function computes (the same operations
+    in the same order), as a function the loop vectoriser can be told to call."""
+    if fname not in VECTOR_FUNCTIONS:
+        raise KeyError(fname)
+    f = _DEFS[fname](lanes)
+    doc = f.doc + f"\n(s2sad's vector math on {lanes} lanes, each lane as the scalar function)"
+    decls = tuple((f.intrinsic_name(i), f"declare {f.D} @{f.intrinsic_name(i)}({', '.join([f.D] * _Fn.INTRINSICS[i])})")
+                  for i in sorted(f.intrinsics))
+    return f.symbol, f.render(doc, f.result), decls
 
 
 # -------------------------------------------------------------------------- refitting
