@@ -243,3 +243,30 @@ def test_math_mode_from_the_environment(monkeypatch):
     assert "@s2sad.exp" in own and "declare double @sin(double) #2" in own     # libm where it has none
     scalar = L.lower_module(km, STORE, F64, vector_isas=(), own_math=False)
     assert "declare double @exp(double) #2" in scalar and "s2sad." not in scalar
+
+
+@pytest.mark.skipif(not L.vector_math_support()[0], reason="no vector ISAs for s2sad's own vector functions")
+@pytest.mark.parametrize("name", sorted(L.VECMATH_FUNCTIONS & {"exp", "expm1", "log", "log1p", "tanh"}))
+def test_vector_functions_equal_the_scalar_ones(name, monkeypatch):
+    """define_vector's functions, on every lane width, give the scalar function's bits;
+    and where a kernel calls one (OWN_BEFORE_LIBMVEC, libmvec mode), a driver's results
+    are those of the inlined scalar function (S2SAD_LIBMVEC=0), in the vector body, the
+    remainders and scalar calls alike."""
+    from s2sad.codegen import vecmath
+    from s2sad.codegen.llvm_lower import VECTOR_ISA_BITS
+
+    x = np.concatenate([_edges(name, F64), _sweep(F64, 300)])
+    scalar = run(driver(name, F64, monkeypatch), x)
+    monkeypatch.delenv("S2SAD_LIBMVEC", raising=False)
+    km = kernel(f"def vv_{name}(x):\n    return math.{name}(x)\n", f"vv_{name}")
+    for isas in (("b",), ("b", "d"), ("b", "d", "e")):
+        lanes = VECTOR_ISA_BITS[isas[-1]] // 64
+        sym, text, _ = vecmath.define_vector(name, lanes)
+        assert sym == f"s2sad.{name}.v{lanes}" and f"<{lanes} x double>" in text
+    own = (name, "double") in L.OWN_BEFORE_LIBMVEC
+    d = L.compile_driver(km, STORE, F64, vector_math=True)
+    assert (f"@s2sad.{name}.v" in d.ir) == own
+    for n in (x.size, 1, 3, 7, 13):       # whole vectors, remainders, scalar calls
+        got = np.concatenate([run(d, x[k:k + n]) for k in range(0, x.size, max(n, 1))]) if n < x.size else run(d, x)
+        if own:
+            np.testing.assert_array_equal(got.view(np.int64), scalar.view(np.int64))

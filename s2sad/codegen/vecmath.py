@@ -12,6 +12,8 @@ Being plain IEEE arithmetic, a vector lane and a scalar call give the same bits.
 
     FUNCTIONS                  the math functions defined here
     define(fname, T) -> (symbol, ((symbol, definition), ...), ((intrinsic, declaration), ...))
+    define_vector(fname, lanes) -> (symbol, definition, ((intrinsic, declaration), ...))
+                               the double function on <lanes x double> (VECTOR_FUNCTIONS)
 
 float versions evaluate the double one on the widened argument and round once (exact
 widening: within 1 ulp; the double one runs at half the lanes).
@@ -43,8 +45,10 @@ thousand per body, so a few nested bodies put it past any budget. Seen when libm
 used these for float64 tanh, exp and log next to libmvec calls: a random program of
 test_broadcasting_shapes with only scalar operands was still compiling after 40 minutes (with
 S2SAD_VECMATH=s2sad its other functions are libm calls, the loop stays scalar, and it
-compiles in a second). Hence libmvec mode keeps libmvec's variants, whose calls stop the
-recursion, though this tanh is twice as fast as glibc's.
+compiles in a second). Hence `define_vector`: the same function on vectors of doubles
+(each lane exactly the scalar function's operations), which `llvm_lower` wires like a
+libmvec variant for float64 tanh, exp and log (OWN_BEFORE_LIBMVEC): the vectoriser sees
+an opaque call and calls the vector version; `llvm_jit.optimize` inlines it afterwards.
 
 `python -m s2sad.codegen.vecmath` refits the polynomials (needs mpmath) and prints them.
 """
