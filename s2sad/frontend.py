@@ -171,7 +171,10 @@ class Assumptions:
             self.entries.append((resolver, name, value))
 
     def hold(self) -> bool:
-        return all(r.current(n) is v for r, n, v in self.entries)
+        for r, n, v in self.entries:    # (a loop, not all(genexpr): this runs on every call)
+            if r.current(n) is not v:
+                return False
+        return True
 
 
 class recording:
@@ -242,7 +245,10 @@ class Resolver:
                 return _MISSING
         if name in self.cells:
             return self.cells[name]
-        return self.fn.__globals__.get(name, getattr(builtins, name, _MISSING))
+        g = self.fn.__globals__
+        if name in g:       # (not g.get(name, getattr(...)): a failed getattr raises inside, ~1 us)
+            return g[name]
+        return getattr(builtins, name, _MISSING)
 
     def is_closure(self, name: str) -> bool:
         return name in self.cells

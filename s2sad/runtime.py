@@ -450,7 +450,11 @@ class _FastPlan:
     first_contig: int
     grad_slots: list[int]      # per active param: index in layouts
     contig_grads: list[bool]
-    entry: Any = None          # the driver's Python entry (codegen/llvm_entry.py), if any
+    driver: Any = None
+    # the driver's Python entry (codegen/llvm_entry.py): None until the signature's second
+    # call (a first result does not wait for it), then the entry or False (none)
+    entry: Any = None
+    called: bool = False
 
 
 def _fast_plan(kernel: Kernel, active, layouts, dtype, value: str) -> _FastPlan:
@@ -458,15 +462,25 @@ def _fast_plan(kernel: Kernel, active, layouts, dtype, value: str) -> _FastPlan:
         spec = LoopSpec(layouts, value=value, partials=bool(active), seed="scalar" if active else "none")
         driver = _fast_driver(kernel, active, spec, dtype)
         aidx = [kernel.params.index(a) for a in active]
-        entry = driver.python_entry() if active else None
-        return _FastPlan(driver.cfunc, layouts.index("contig"), aidx, [layouts[i] == "contig" for i in aidx], entry)
+        return _FastPlan(driver.cfunc, layouts.index("contig"), aidx, [layouts[i] == "contig" for i in aidx],
+                         driver, None if active else False)
     return kernel.cached(("fast", value, active, layouts, dtype), make)
+
+
+def _entry_of(plan, compiled) -> Any:
+    """`plan.entry`, made on the second call (see _FastPlan)."""
+    if plan.entry is None:
+        if plan.called:
+            plan.entry = compiled.python_entry() or False
+        plan.called = True
+    return plan.entry
 
 
 def _fast_sum_dual(kernel: Kernel, args, active, scale, fast, value: str = "sum"):
     layouts, shape, dtype = fast
-    entry = _fast_plan(kernel, active, layouts, dtype, value).entry
-    if entry is not None:   # one call into machine code, up to llvm_entry.ENTRY_MAX elements
+    fp = _fast_plan(kernel, active, layouts, dtype, value)
+    entry = fp.entry if fp.entry is not None else _entry_of(fp, fp.driver)
+    if entry:   # one call into machine code, up to llvm_entry.ENTRY_MAX elements
         res = entry(*args, scale, False)
         if res is not NotImplemented:
             kernel.entries[(value, active)] = entry     # the signature in use, for api's hot path
@@ -865,7 +879,10 @@ class _FastScan:
     no_tape: np.ndarray
     contig: list[bool]         # per param: an array (else a scalar)
     contig_grads: list[bool]   # per active param
-    entry: Any = None          # the driver's Python entry (llvm_entry), for scans that need no tape
+    compiled: Any = None
+    # the driver's Python entry (llvm_entry), for scans that need no tape: as _FastPlan's
+    entry: Any = None
+    called: bool = False
 
 
 def _fast_scan_grads(kernel: Kernel, args, active, state, seed: float, fast):
@@ -880,15 +897,15 @@ def _fast_scan_grads(kernel: Kernel, args, active, state, seed: float, fast):
         spec = ScanSpec(layouts, k, value="sum", grads=True, seed="scalar")
         d = _scan_driver(kernel, "llvm", active, spec, dtype)
         idx = [kernel.params.index(a) for a in active]
-        entry = None if d.needs_tape else d.compiled.python_entry()
         return _FastScan(d.cfunc, d.needs_tape, d.no_tape, [l == "contig" for l in layouts],
-                         [layouts[i] == "contig" for i in idx], entry)
+                         [layouts[i] == "contig" for i in idx], d.compiled, False if d.needs_tape else None)
 
     fs = kernel.cached(("scanfast", active, layouts, dtype, k), make)
-    if fs.entry is not None:   # one call into machine code, up to llvm_entry.ENTRY_MAX elements
-        res = fs.entry(*args, *state, seed, False)
+    entry = fs.entry if fs.entry is not None else _entry_of(fs, fs.compiled)
+    if entry:   # one call into machine code, up to llvm_entry.ENTRY_MAX elements
+        res = entry(*args, *state, seed, False)
         if res is not NotImplemented:
-            kernel.entries[("scan", active)] = fs.entry     # the signature in use, for api's hot path
+            kernel.entries[("scan", active)] = entry     # the signature in use, for api's hot path
             return res[0], list(res[1:1 + len(active)]), list(res[1 + len(active):])
     n = 1
     for m in shape:

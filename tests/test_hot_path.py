@@ -66,7 +66,8 @@ def test_hot_path_gives_the_full_paths_results(loss, argnums, what, dtype, shape
     x = rng.uniform(-2, 2, shape).astype(dtype)
     for w in (0.7, rng.uniform(0.5, 1.5, shape).astype(dtype)):
         f = getattr(s2sad, what)(loss, argnums=argnums)
-        first = f(x, w)                        # the full path; makes the entry
+        first = f(x, w)                        # the full path (on a signature's second call, it
+        same(f(x, w), first)                   # makes the entry, unless an earlier test did)
         d = f.__s2sad__
         assert d.hot is not api._decline
         hot = d.hot(x, w)
@@ -75,9 +76,24 @@ def test_hot_path_gives_the_full_paths_results(loss, argnums, what, dtype, shape
         same(f(x, w), full_path(f, (x, w)) if what == "value_and_grad" else full_path(f, (x, w))[1])
 
 
+def test_entry_is_made_on_a_signatures_second_call():
+    """A first result does not wait for the entry (the warm-start latency); the second
+    call makes it, and the third takes the hot path."""
+    def fresh_loss(x):
+        return np.sum(np.sin(x) * 3.0)
+
+    g = s2sad.grad(fresh_loss)
+    x = np.linspace(-1, 1, 9)
+    g(x)
+    assert g.__s2sad__.hot(x) is NotImplemented
+    g(x)
+    assert g.__s2sad__.hot(x) is not NotImplemented
+
+
 def test_hot_path_checks_against_finite_differences():
     x = np.linspace(-1.5, 1.5, 11)
     g = s2sad.grad(sum_loss, argnums=(0, 1))
+    g(x, 0.8)
     g(x, 0.8)
     gx, gw = g(x, 0.8)
     h = 1e-6
@@ -90,6 +106,7 @@ def test_hot_path_checks_against_finite_differences():
 def test_hot_path_declines_to_the_full_path():
     g = s2sad.grad(sum_loss)
     x = np.linspace(-1, 1, 12)
+    g(x, 0.5)
     g(x, 0.5)
     d = g.__s2sad__
     for args in [(list(x), 0.5), (x[::2], 0.5), (x.astype(np.float32), 0.5), (x, np.float64(0.5)),
@@ -105,6 +122,7 @@ def test_hot_path_declines_to_the_full_path():
     with pytest.raises((TypeError, s2sad.S2SADError)):
         g(x)                                                    # an argument missing
     two = s2sad.grad(sum_loss, argnums=(0, 1))
+    two(x, x)
     two(x, x)
     assert two.__s2sad__.hot(x, x.reshape(3, 4)) is NotImplemented
 
@@ -140,6 +158,7 @@ def test_an_integer_valued_loss_keeps_its_int_value():
         v, g = vg(x)
         assert type(v) is int and v == int(np.sum(x > 0.1)) and np.array_equal(g, np.zeros_like(x))
     g = s2sad.grad(count_loss)
+    g(x)
     g(x)
     assert g.__s2sad__.hot(x) is not NotImplemented and np.array_equal(g(x), np.zeros_like(x))
 
@@ -207,7 +226,9 @@ def test_scan_hot_path_matches_the_full_path_and_the_state(loss, f, reset, what)
     x = np.linspace(-0.9, 0.8, 23)
     fun = getattr(s2sad, what)(loss)
     reset()
-    fun(x)                                    # the full path; makes the entry
+    fun(x)                                    # the full path
+    reset()
+    fun(x)                                    # the full path again; makes the entry
     reset()
     plain_loop(f, x)
     want_state = (s_total, S_list[0])
