@@ -169,10 +169,29 @@ class Assumptions:
                 continue
             seen.add((id(resolver), name))
             self.entries.append((resolver, name, value))
+        # what hold() reads, once each: a module's globals dict or a closure cell (a
+        # resolver's fixed `extra` values cannot change)
+        self._globals, self._cells, where = [], [], set()
+        for r, n, v in self.entries:
+            cell = r.cell(n)
+            if cell is not None and id(cell) not in where:
+                where.add(id(cell))
+                self._cells.append((cell, v))
+            elif cell is None and n not in r.cells and (id(r.fn.__globals__), n) not in where:
+                where.add((id(r.fn.__globals__), n))
+                self._globals.append((r.fn.__globals__, n, v))
 
     def hold(self) -> bool:
-        for r, n, v in self.entries:    # (a loop, not all(genexpr): this runs on every call)
-            if r.current(n) is not v:
+        """Whether every recorded name still holds its object (as Resolver.current reads
+        it; this runs on every call, so it reads the dicts and cells directly)."""
+        for g, n, v in self._globals:
+            if g.get(n, _MISSING) is not v:
+                return False
+        for cell, v in self._cells:
+            try:
+                if cell.cell_contents is not v:
+                    return False
+            except ValueError:      # emptied
                 return False
         return True
 
