@@ -139,8 +139,8 @@ value.ok:
   %s0.out.v = load double, ptr %s0.out.at
   %s0.out = call ptr %float_from_double(double %s0.out.v)
   %s0.out.null = icmp eq ptr %s0.out, null
-  br i1 %s0.out.null, label %s0.out.fail, label %s0.out.ok
-s0.out.ok:
+  br i1 %s0.out.null, label %s0.out.float.fail, label %s0.out.float.ok
+s0.out.float.ok:
   %result = call ptr %tuple_new(i64 3)
   %result.null = icmp eq ptr %result, null
   br i1 %result.null, label %result.fail, label %result.ok
@@ -160,7 +160,7 @@ value.fail:
   ; an exception is set: drop what was made, return NULL
   call void %decref(ptr %g0)
   ret ptr null
-s0.out.fail:
+s0.out.float.fail:
   ; an exception is set: drop what was made, return NULL
   call void %decref(ptr %g0)
   call void %decref(ptr %value)

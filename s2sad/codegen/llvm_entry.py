@@ -314,28 +314,23 @@ def entry_ir(spec: LoopSpec | ScanSpec, dtype, active_idx: tuple[int, ...]) -> s
         t("call void %incref(ptr %none)")
         made.append("none")
         items = ["%none"]
+    def box(name: str, at: str) -> str:
+        """A new Python float of the T at `at`, held (and dropped if a later step fails)."""
+        t(f"%{name}.v = load {T}, ptr {at}")
+        v = f"%{name}.v"
+        if T == "float":
+            t(f"%{name}.f64 = fpext float {v} to double")
+            v = f"%{name}.f64"
+        t(f"%{name} = call ptr %float_from_double(double {v})")
+        fail_unless(name, f"{name}.float")
+        made.append(name)
+        return f"%{name}"
+
     for a in active_idx:
-        if layouts[a] == "scalar":
-            t(f"%g{a}.v = load {T}, ptr %g{a}.acc")
-            gv = f"%g{a}.v"
-            if T == "float":
-                t(f"%g{a}.f64 = fpext float %g{a}.v to double")
-                gv = f"%g{a}.f64"
-            t(f"%g{a} = call ptr %float_from_double(double {gv})")
-            fail_unless(f"g{a}", f"g{a}.float")
-            made.append(f"g{a}")
-        items.append(f"%g{a}")
+        items.append(box(f"g{a}", f"%g{a}.acc") if layouts[a] == "scalar" else f"%g{a}")
     for j, st in enumerate(states):
         t(f"%{st}.out.at = getelementptr inbounds {T}, ptr %state, i64 {j}")
-        t(f"%{st}.out.v = load {T}, ptr %{st}.out.at")
-        sv = f"%{st}.out.v"
-        if T == "float":
-            t(f"%{st}.out.f64 = fpext float %{st}.out.v to double")
-            sv = f"%{st}.out.f64"
-        t(f"%{st}.out = call ptr %float_from_double(double {sv})")
-        fail_unless(f"{st}.out", f"{st}.out")
-        made.append(f"{st}.out")
-        items.append(f"%{st}.out")
+        items.append(box(f"{st}.out", f"%{st}.out.at"))
     t(f"%result = call ptr %tuple_new(i64 {len(items)})")
     fail_unless("result", "result")
     t.comment("PyTuple_SetItem takes over each reference")
