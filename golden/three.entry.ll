@@ -82,7 +82,7 @@ size.done:
   %n.out = or i1 %n.low, %n.high
   br i1 %n.out, label %decline, label %check.p1
 check.p1:
-  ; p1: an exact ndarray of the driver's dtype, C-contiguous and aligned, of p{first}'s shape
+  ; p1: an exact ndarray of the driver's dtype, C-contiguous and aligned, of p0's shape
   %p1.at = getelementptr inbounds ptr, ptr %args, i64 1
   %p1 = load ptr, ptr %p1.at
   %p1.type.at = getelementptr inbounds i8, ptr %p1, i64 8
@@ -124,7 +124,7 @@ p1.shape.body:
 p1.shape.same:
   br label %p1.shape.loop
 check.p2:
-  ; p2: an exact ndarray of the driver's dtype, C-contiguous and aligned, of p{first}'s shape
+  ; p2: an exact ndarray of the driver's dtype, C-contiguous and aligned, of p0's shape
   %p2.at = getelementptr inbounds ptr, ptr %args, i64 2
   %p2 = load ptr, ptr %p2.at
   %p2.type.at = getelementptr inbounds i8, ptr %p2, i64 8

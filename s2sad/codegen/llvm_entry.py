@@ -108,108 +108,163 @@ def entry_ir(spec: LoopSpec | ScanSpec, dtype, active_idx: tuple[int, ...]) -> s
     calling the driver found in its table. `active_idx`: the params the drivers
     differentiate, in order (for a scan, not its states)."""
     assert qualifies(spec), spec
-    T = "double" if np.dtype(dtype) == np.float64 else "float"
-    layouts = spec.layouts
-    n = len(layouts)
-    k_state = spec.n_state if isinstance(spec, ScanSpec) else 0
-    states = [f"s{j}" for j in range(k_state)]
-    after_params = "check.state" if k_state else "scale"
-    contig = [i for i, l in enumerate(layouts) if l == "contig"]
-    first = contig[0]
-    t = _Text()
-    name = entry_name(spec, dtype, active_idx)
-    out = [f"; The Python entry (METH_FASTCALL; see s2sad/codegen/llvm_entry.py) of drivers with {spec}, {T}:",
-           f";   {name}({', '.join([f'p{i}' for i in range(n)] + states)}, scale, mean) -> "
-           f"(value * seed, " + ", ".join([f"d/dp{i}" for i in active_idx] + [f"{s}'" for s in states])
-           + "), or NotImplemented",
-           ";   params: " + ", ".join(f"p{i} {l}" for i, l in enumerate(layouts)),
-           f"define ptr @{name}(ptr %table.obj, ptr %args, i64 %nargs) {{",
-           "entry:"]
-    t.comment("the table: a uint64 array (its data pointer) of what the entry calls and compares with")
-    t(f"%table.at = getelementptr inbounds i8, ptr %table.obj, i64 {ARRAY_DATA}")
-    t("%table = load ptr, ptr %table.at")
-    for k, slot in enumerate(SLOTS):
-        t(f"%{slot}.at = getelementptr inbounds ptr, ptr %table, i64 {k}")
-        t(f"%{slot} = load ptr, ptr %{slot}.at")
-    if spec.value == "sum":
-        t(f"%acc = alloca {T}")
-        t(f"store {T} 0.0, ptr %acc")
-    for a in active_idx:
-        if layouts[a] == "scalar":
-            t(f"%g{a}.acc = alloca {T}")
-            t(f"store {T} 0.0, ptr %g{a}.acc")
-    if k_state:
-        t.comment("the scan's state (in: before the first element; out: after the last), the adjoint")
-        t.comment("of the final state (0: the loss does not read it) and a one-element tape (the")
-        t.comment("runtime calls the entry only for scans whose reverse sweep reads no tape)")
-        t(f"%state = alloca [{k_state} x {T}]")
-        t(f"%state_bar = alloca [{k_state} x {T}]")
-        t(f"store [{k_state} x {T}] zeroinitializer, ptr %state_bar")
-        t(f"%tape = alloca {T}")
-    t(f"%nargs.ok = icmp eq i64 %nargs, {n + k_state + 2}")
-    t("br i1 %nargs.ok, label %check.p0, label %decline")
+    w = _EntryWriter(spec, dtype, active_idx)
+    w.prologue()
+    for i, lay in enumerate(w.layouts):
+        (w.check_scalar if lay == "scalar" else w.check_array)(i)
+    w.check_state()
+    w.check_scale()
+    w.allocate()
+    w.call_driver()
+    w.result()
+    return w.text()
 
-    def obj(i: int, name: str) -> None:
+
+class _EntryWriter:
+    """One entry's IR, section by section (entry_ir): the table and the stack slots, the
+    checks of each argument (every failed check branches to `decline`), the gradients'
+    allocation, the driver's call, the result tuple, and the failure paths (each drops
+    the references made before it)."""
+
+    def __init__(self, spec: LoopSpec | ScanSpec, dtype, active_idx: tuple[int, ...]) -> None:
+        self.spec, self.active_idx = spec, active_idx
+        self.T = "double" if np.dtype(dtype) == np.float64 else "float"
+        self.layouts = spec.layouts
+        self.n = len(self.layouts)
+        self.k_state = spec.n_state if isinstance(spec, ScanSpec) else 0
+        self.states = [f"s{j}" for j in range(self.k_state)]
+        self.first = self.layouts.index("contig")
+        self.name = entry_name(spec, dtype, active_idx)
+        self.t = _Text()
+        self.made: list[str] = []                        # new references held so far
+        self.failures: list[tuple[str, list[str]]] = []  # (label, references to drop)
+
+    # ---- pieces
+    def obj(self, i: int, name: str) -> None:
+        """%name: args[i], and %name.type its type."""
+        t = self.t
         t(f"%{name}.at = getelementptr inbounds ptr, ptr %args, i64 {i}")
         t(f"%{name} = load ptr, ptr %{name}.at")
         t(f"%{name}.type.at = getelementptr inbounds i8, ptr %{name}, i64 {OB_TYPE}")
         t(f"%{name}.type = load ptr, ptr %{name}.type.at")
 
-    def field(name: str, what: str, off: int, ty: str) -> None:
-        t(f"%{name}.{what}.at = getelementptr inbounds i8, ptr %{name}, i64 {off}")
-        t(f"%{name}.{what} = load {ty}, ptr %{name}.{what}.at")
+    def field(self, name: str, what: str, off: int, ty: str) -> None:
+        self.t(f"%{name}.{what}.at = getelementptr inbounds i8, ptr %{name}, i64 {off}")
+        self.t(f"%{name}.{what} = load {ty}, ptr %{name}.{what}.at")
 
-    for i, lay in enumerate(layouts):
-        p = f"p{i}"
+    def after(self, i: int) -> str:
+        """The check that follows param i's."""
+        return f"check.p{i + 1}" if i + 1 < self.n else ("check.state" if self.k_state else "scale")
+
+    def fail_unless(self, value: str, label: str) -> None:
+        self.t(f"%{value}.null = icmp eq ptr %{value}, null")
+        self.t(f"br i1 %{value}.null, label %{label}.fail, label %{label}.ok")
+        self.failures.append((label, list(self.made)))
+        self.t.label(f"{label}.ok")
+
+    def box(self, name: str, at: str) -> str:
+        """A new Python float of the T at `at`, held (and dropped if a later step fails)."""
+        t = self.t
+        t(f"%{name}.v = load {self.T}, ptr {at}")
+        v = f"%{name}.v"
+        if self.T == "float":
+            t(f"%{name}.f64 = fpext float {v} to double")
+            v = f"%{name}.f64"
+        t(f"%{name} = call ptr %float_from_double(double {v})")
+        self.fail_unless(name, f"{name}.float")
+        self.made.append(name)
+        return f"%{name}"
+
+    # ---- sections
+    def prologue(self) -> None:
+        t, T, k = self.t, self.T, self.k_state
+        t.comment("the table: a uint64 array (its data pointer) of what the entry calls and compares with")
+        t(f"%table.at = getelementptr inbounds i8, ptr %table.obj, i64 {ARRAY_DATA}")
+        t("%table = load ptr, ptr %table.at")
+        for j, slot in enumerate(SLOTS):
+            t(f"%{slot}.at = getelementptr inbounds ptr, ptr %table, i64 {j}")
+            t(f"%{slot} = load ptr, ptr %{slot}.at")
+        if self.spec.value == "sum":
+            t(f"%acc = alloca {T}")
+            t(f"store {T} 0.0, ptr %acc")
+        for a in self.active_idx:
+            if self.layouts[a] == "scalar":
+                t(f"%g{a}.acc = alloca {T}")
+                t(f"store {T} 0.0, ptr %g{a}.acc")
+        if k:
+            t.comment("the scan's state (in: before the first element; out: after the last), the adjoint")
+            t.comment("of the final state (0: the loss does not read it) and a one-element tape (the")
+            t.comment("runtime calls the entry only for scans whose reverse sweep reads no tape)")
+            t(f"%state = alloca [{k} x {T}]")
+            t(f"%state_bar = alloca [{k} x {T}]")
+            t(f"store [{k} x {T}] zeroinitializer, ptr %state_bar")
+            t(f"%tape = alloca {T}")
+        t(f"%nargs.ok = icmp eq i64 %nargs, {self.n + k + 2}")
+        t("br i1 %nargs.ok, label %check.p0, label %decline")
+
+    def check_scalar(self, i: int) -> None:
+        t, p = self.t, f"p{i}"
         t.label(f"check.{p}")
-        if lay == "scalar":
-            t.comment(f"p{i}: an exact float")
-            obj(i, p)
-            t(f"%{p}.ok = icmp eq ptr %{p}.type, %float_type")
-            t(f"br i1 %{p}.ok, label %{p}.value, label %decline")
-            t.label(f"{p}.value")
-            field(p, "f64", FLOAT_VALUE, "double")
-            if T == "float":
-                t(f"%{p}.v = fptrunc double %{p}.f64 to float")
-            t(f"br label %{'check.p' + str(i + 1) if i + 1 < n else after_params}")
-            continue
+        t.comment(f"p{i}: an exact float")
+        self.obj(i, p)
+        t(f"%{p}.ok = icmp eq ptr %{p}.type, %float_type")
+        t(f"br i1 %{p}.ok, label %{p}.value, label %decline")
+        t.label(f"{p}.value")
+        self.field(p, "f64", FLOAT_VALUE, "double")
+        if self.T == "float":
+            t(f"%{p}.v = fptrunc double %{p}.f64 to float")
+        t(f"br label %{self.after(i)}")
+
+    def check_array(self, i: int) -> None:
+        t, p, first = self.t, f"p{i}", self.first
+        t.label(f"check.{p}")
         t.comment(f"p{i}: an exact ndarray of the driver's dtype, C-contiguous and aligned"
-                  + (", of p{first}'s shape" if i != first else ""))
-        obj(i, p)
+                  + (f", of p{first}'s shape" if i != first else ""))
+        self.obj(i, p)
         t(f"%{p}.isarray = icmp eq ptr %{p}.type, %array_type")
         t(f"br i1 %{p}.isarray, label %{p}.fields, label %decline")
         t.label(f"{p}.fields")
-        field(p, "descr", ARRAY_DESCR, "ptr")
-        field(p, "flags", ARRAY_FLAGS, "i32")
-        field(p, "nd", ARRAY_ND, "i32")
-        field(p, "dims", ARRAY_DIMS, "ptr")
-        field(p, "data", ARRAY_DATA, "ptr")
+        self.field(p, "descr", ARRAY_DESCR, "ptr")
+        self.field(p, "flags", ARRAY_FLAGS, "i32")
+        self.field(p, "nd", ARRAY_ND, "i32")
+        self.field(p, "dims", ARRAY_DIMS, "ptr")
+        self.field(p, "data", ARRAY_DATA, "ptr")
         t(f"%{p}.dtype.ok = icmp eq ptr %{p}.descr, %descr")
         t(f"%{p}.carray = and i32 %{p}.flags, {CARRAY}")
         t(f"%{p}.carray.ok = icmp eq i32 %{p}.carray, {CARRAY}")
         t(f"%{p}.ok = and i1 %{p}.dtype.ok, %{p}.carray.ok")
         if i == first:
-            t(f"br i1 %{p}.ok, label %{p}.size, label %decline")
-            t.label(f"{p}.size")
-            t.comment("n: the product of the dimensions")
-            t("br label %size.loop")
-            t.label("size.loop")
-            t(f"%size.k = phi i32 [ 0, %{p}.size ], [ %size.k1, %size.body ]")
-            t(f"%size.n = phi i64 [ 1, %{p}.size ], [ %size.n1, %size.body ]")
-            t(f"%size.more = icmp slt i32 %size.k, %{p}.nd")
-            t("br i1 %size.more, label %size.body, label %size.done")
-            t.label("size.body")
-            t(f"%size.d.at = getelementptr inbounds i64, ptr %{p}.dims, i32 %size.k")
-            t("%size.d = load i64, ptr %size.d.at")
-            t("%size.n1 = mul i64 %size.n, %size.d")
-            t("%size.k1 = add i32 %size.k, 1")
-            t("br label %size.loop")
-            t.label("size.done")
-            t("%n.low = icmp slt i64 %size.n, 2")
-            t(f"%n.high = icmp sgt i64 %size.n, {ENTRY_MAX}")
-            t("%n.out = or i1 %n.low, %n.high")
-            t(f"br i1 %n.out, label %decline, label %{'check.p' + str(i + 1) if i + 1 < n else after_params}")
-            continue
+            self.size(p, self.after(i))
+        else:
+            self.same_shape(p, self.after(i))
+
+    def size(self, p: str, then: str) -> None:
+        """%size.n, the product of p's dimensions, within 2..ENTRY_MAX."""
+        t = self.t
+        t(f"br i1 %{p}.ok, label %{p}.size, label %decline")
+        t.label(f"{p}.size")
+        t.comment("n: the product of the dimensions")
+        t("br label %size.loop")
+        t.label("size.loop")
+        t(f"%size.k = phi i32 [ 0, %{p}.size ], [ %size.k1, %size.body ]")
+        t(f"%size.n = phi i64 [ 1, %{p}.size ], [ %size.n1, %size.body ]")
+        t(f"%size.more = icmp slt i32 %size.k, %{p}.nd")
+        t("br i1 %size.more, label %size.body, label %size.done")
+        t.label("size.body")
+        t(f"%size.d.at = getelementptr inbounds i64, ptr %{p}.dims, i32 %size.k")
+        t("%size.d = load i64, ptr %size.d.at")
+        t("%size.n1 = mul i64 %size.n, %size.d")
+        t("%size.k1 = add i32 %size.k, 1")
+        t("br label %size.loop")
+        t.label("size.done")
+        t("%n.low = icmp slt i64 %size.n, 2")
+        t(f"%n.high = icmp sgt i64 %size.n, {ENTRY_MAX}")
+        t("%n.out = or i1 %n.low, %n.high")
+        t(f"br i1 %n.out, label %decline, label %{then}")
+
+    def same_shape(self, p: str, then: str) -> None:
+        """p's dimensions are the first array's."""
+        t, first = self.t, self.first
         t(f"%{p}.nd.ok = icmp eq i32 %{p}.nd, %p{first}.nd")
         t(f"%{p}.ok2 = and i1 %{p}.ok, %{p}.nd.ok")
         t(f"br i1 %{p}.ok2, label %{p}.shape, label %decline")
@@ -218,7 +273,7 @@ def entry_ir(spec: LoopSpec | ScanSpec, dtype, active_idx: tuple[int, ...]) -> s
         t.label(f"{p}.shape.loop")
         t(f"%{p}.k = phi i32 [ 0, %{p}.shape ], [ %{p}.k1, %{p}.shape.same ]")
         t(f"%{p}.more = icmp slt i32 %{p}.k, %{p}.nd")
-        t(f"br i1 %{p}.more, label %{p}.shape.body, label %{'check.p' + str(i + 1) if i + 1 < n else after_params}")
+        t(f"br i1 %{p}.more, label %{p}.shape.body, label %{then}")
         t.label(f"{p}.shape.body")
         t(f"%{p}.d.at = getelementptr inbounds i64, ptr %{p}.dims, i32 %{p}.k")
         t(f"%{p}.d = load i64, ptr %{p}.d.at")
@@ -230,123 +285,130 @@ def entry_ir(spec: LoopSpec | ScanSpec, dtype, active_idx: tuple[int, ...]) -> s
         t.label(f"{p}.shape.same")
         t(f"br label %{p}.shape.loop")
 
-    if k_state:
+    def check_state(self) -> None:
+        """A scan's state values, exact floats, stored in %state."""
+        t, T = self.t, self.T
+        if not self.k_state:
+            return
         t.label("check.state")
-    for j, st in enumerate(states):
-        t.comment(f"{st}: the state's value, an exact float")
-        obj(n + j, st)
-        t(f"%{st}.ok = icmp eq ptr %{st}.type, %float_type")
-        t(f"br i1 %{st}.ok, label %{st}.value, label %decline")
-        t.label(f"{st}.value")
-        field(st, "f64", FLOAT_VALUE, "double")
-        v = f"%{st}.f64"
-        if T == "float":
-            t(f"%{st}.v = fptrunc double %{st}.f64 to float")
-            v = f"%{st}.v"
-        t(f"%{st}.slot = getelementptr inbounds {T}, ptr %state, i64 {j}")
-        t(f"store {T} {v}, ptr %{st}.slot")
-    if k_state:
+        for j, st in enumerate(self.states):
+            t.comment(f"{st}: the state's value, an exact float")
+            self.obj(self.n + j, st)
+            t(f"%{st}.ok = icmp eq ptr %{st}.type, %float_type")
+            t(f"br i1 %{st}.ok, label %{st}.value, label %decline")
+            t.label(f"{st}.value")
+            self.field(st, "f64", FLOAT_VALUE, "double")
+            v = f"%{st}.f64"
+            if T == "float":
+                t(f"%{st}.v = fptrunc double %{st}.f64 to float")
+                v = f"%{st}.v"
+            t(f"%{st}.slot = getelementptr inbounds {T}, ptr %state, i64 {j}")
+            t(f"store {T} {v}, ptr %{st}.slot")
         t("br label %scale")
-    t.label("scale")
-    t.comment("the scale: an exact float; then `mean`: True (the seed is scale / n) or False (scale)")
-    obj(n + k_state, "s")
-    t("%s.ok = icmp eq ptr %s.type, %float_type")
-    t(f"%mean.at = getelementptr inbounds ptr, ptr %args, i64 {n + k_state + 1}")
-    t("%mean = load ptr, ptr %mean.at")
-    t("%mean.true = icmp eq ptr %mean, %true")
-    t("%mean.false = icmp eq ptr %mean, %false")
-    t("%mean.bool = or i1 %mean.true, %mean.false")
-    t("%s.mean.ok = and i1 %s.ok, %mean.bool")
-    t("br i1 %s.mean.ok, label %alloc, label %decline")
-    t.label("alloc")
-    field("s", "given", FLOAT_VALUE, "double")
-    t("%n.f64 = sitofp i64 %size.n to double")
-    t("%s.per = fdiv double %s.given, %n.f64")
-    t("%s.f64 = select i1 %mean.true, double %s.per, double %s.given")
-    if T == "float":
-        t("%seed = fptrunc double %s.f64 to float")
-    seed = "%seed" if T == "float" else "%s.f64"
-    made: list[str] = []            # new references held so far (freed on failure)
 
-    def fail_unless(value: str, label: str) -> None:
-        t(f"%{value}.null = icmp eq ptr %{value}, null")
-        t(f"br i1 %{value}.null, label %{label}.fail, label %{label}.ok")
-        failures.append((label, list(made)))
-        t.label(f"{label}.ok")
+    def check_scale(self) -> None:
+        """The seed: the scale, divided by n for a mean."""
+        t, n, k = self.t, self.n, self.k_state
+        t.label("scale")
+        t.comment("the scale: an exact float; then `mean`: True (the seed is scale / n) or False (scale)")
+        self.obj(n + k, "s")
+        t("%s.ok = icmp eq ptr %s.type, %float_type")
+        t(f"%mean.at = getelementptr inbounds ptr, ptr %args, i64 {n + k + 1}")
+        t("%mean = load ptr, ptr %mean.at")
+        t("%mean.true = icmp eq ptr %mean, %true")
+        t("%mean.false = icmp eq ptr %mean, %false")
+        t("%mean.bool = or i1 %mean.true, %mean.false")
+        t("%s.mean.ok = and i1 %s.ok, %mean.bool")
+        t("br i1 %s.mean.ok, label %alloc, label %decline")
+        t.label("alloc")
+        self.field("s", "given", FLOAT_VALUE, "double")
+        t("%n.f64 = sitofp i64 %size.n to double")
+        t("%s.per = fdiv double %s.given, %n.f64")
+        t("%s.f64 = select i1 %mean.true, double %s.per, double %s.given")
+        if self.T == "float":
+            t("%seed = fptrunc double %s.f64 to float")
 
-    failures: list[tuple[str, list[str]]] = []
-    for a in active_idx:
-        if layouts[a] == "contig":
-            t.comment(f"d/dp{a}: a new array like p{first} (PyArray_NewLikeArray, C order)")
-            t(f"%g{a} = call ptr %new_like(ptr %p{first}, i32 0, ptr null, i32 0)")
-            fail_unless(f"g{a}", f"g{a}")
-            made.append(f"g{a}")
-            field(f"g{a}", "data", ARRAY_DATA, "ptr")
-    args = ["i64 1", "i64 %size.n"]
-    for i, lay in enumerate(layouts):
-        scalar = f"%p{i}.v" if T == "float" else f"%p{i}.f64"
-        args.append(f"{T} {scalar}" if lay == "scalar" else f"ptr %p{i}.data")
-    if k_state:
-        args.append("ptr %state")
-    if spec.value == "sum":
-        args.append("ptr %acc")
-    args.append(f"{T} {seed}")
-    for a in active_idx:
-        args.append(f"ptr %g{a}.data" if layouts[a] == "contig" else f"ptr %g{a}.acc")
-    if k_state:
-        args += ["ptr %state_bar", "ptr %tape"]
-    t(f"call void %driver({', '.join(args)})")
-    if spec.value == "sum":
-        t(f"%acc.v = load {T}, ptr %acc")
-        acc = "%acc.v"
-        if T == "float":
-            t("%acc.f64 = fpext float %acc.v to double")
-            acc = "%acc.f64"
-        value = acc     # a scan's value is its sum, unscaled (as runtime.scan_grads returns it)
-        if not k_state:
-            t(f"%value.f64 = fmul double {acc}, %s.f64")            # as the runtime's float(acc) * scale
-            value = "%value.f64"
-        t(f"%value = call ptr %float_from_double(double {value})")
-        fail_unless("value", "value")
-        made.append("value")
-        items = ["%value"]
-    else:
-        t("call void %incref(ptr %none)")
-        made.append("none")
-        items = ["%none"]
-    def box(name: str, at: str) -> str:
-        """A new Python float of the T at `at`, held (and dropped if a later step fails)."""
-        t(f"%{name}.v = load {T}, ptr {at}")
-        v = f"%{name}.v"
-        if T == "float":
-            t(f"%{name}.f64 = fpext float {v} to double")
-            v = f"%{name}.f64"
-        t(f"%{name} = call ptr %float_from_double(double {v})")
-        fail_unless(name, f"{name}.float")
-        made.append(name)
-        return f"%{name}"
+    def allocate(self) -> None:
+        """A new array for each array parameter's gradient."""
+        t, first = self.t, self.first
+        for a in self.active_idx:
+            if self.layouts[a] == "contig":
+                t.comment(f"d/dp{a}: a new array like p{first} (PyArray_NewLikeArray, C order)")
+                t(f"%g{a} = call ptr %new_like(ptr %p{first}, i32 0, ptr null, i32 0)")
+                self.fail_unless(f"g{a}", f"g{a}")
+                self.made.append(f"g{a}")
+                self.field(f"g{a}", "data", ARRAY_DATA, "ptr")
 
-    for a in active_idx:
-        items.append(box(f"g{a}", f"%g{a}.acc") if layouts[a] == "scalar" else f"%g{a}")
-    for j, st in enumerate(states):
-        t(f"%{st}.out.at = getelementptr inbounds {T}, ptr %state, i64 {j}")
-        items.append(box(f"{st}.out", f"%{st}.out.at"))
-    t(f"%result = call ptr %tuple_new(i64 {len(items)})")
-    fail_unless("result", "result")
-    t.comment("PyTuple_SetItem takes over each reference")
-    for k, item in enumerate(items):
-        t(f"%set{k} = call i32 %tuple_setitem(ptr %result, i64 {k}, ptr {item})")
-    t("ret ptr %result")
-    t.label("decline")
-    t("call void %incref(ptr %not_implemented)")
-    t("ret ptr %not_implemented")
-    for label, held in failures:
-        t.label(f"{label}.fail")
-        t.comment("an exception is set: drop what was made, return NULL")
-        for h in held:
-            t(f"call void %decref(ptr %{h})")
-        t("ret ptr null")
-    return "\n".join(out + t.lines + ["}", ""])
+    def call_driver(self) -> None:
+        """The driver's call, kernel.py's ABI for the spec."""
+        T, layouts = self.T, self.layouts
+        args = ["i64 1", "i64 %size.n"]
+        for i, lay in enumerate(layouts):
+            scalar = f"%p{i}.v" if T == "float" else f"%p{i}.f64"
+            args.append(f"{T} {scalar}" if lay == "scalar" else f"ptr %p{i}.data")
+        if self.k_state:
+            args.append("ptr %state")
+        if self.spec.value == "sum":
+            args.append("ptr %acc")
+        args.append(f"{T} {'%seed' if T == 'float' else '%s.f64'}")
+        for a in self.active_idx:
+            args.append(f"ptr %g{a}.data" if layouts[a] == "contig" else f"ptr %g{a}.acc")
+        if self.k_state:
+            args += ["ptr %state_bar", "ptr %tape"]
+        self.t(f"call void %driver({', '.join(args)})")
+
+    def result(self) -> None:
+        """(value, gradients..., final states...), then the decline and failure paths."""
+        t, T = self.t, self.T
+        if self.spec.value == "sum":
+            t(f"%acc.v = load {T}, ptr %acc")
+            acc = "%acc.v"
+            if T == "float":
+                t("%acc.f64 = fpext float %acc.v to double")
+                acc = "%acc.f64"
+            value = acc     # a scan's value is its sum, unscaled (as runtime.scan_grads returns it)
+            if not self.k_state:
+                t(f"%value.f64 = fmul double {acc}, %s.f64")            # as the runtime's float(acc) * scale
+                value = "%value.f64"
+            t(f"%value = call ptr %float_from_double(double {value})")
+            self.fail_unless("value", "value")
+            self.made.append("value")
+            items = ["%value"]
+        else:
+            t("call void %incref(ptr %none)")
+            self.made.append("none")
+            items = ["%none"]
+        for a in self.active_idx:
+            items.append(self.box(f"g{a}", f"%g{a}.acc") if self.layouts[a] == "scalar" else f"%g{a}")
+        for j, st in enumerate(self.states):
+            t(f"%{st}.out.at = getelementptr inbounds {T}, ptr %state, i64 {j}")
+            items.append(self.box(f"{st}.out", f"%{st}.out.at"))
+        t(f"%result = call ptr %tuple_new(i64 {len(items)})")
+        self.fail_unless("result", "result")
+        t.comment("PyTuple_SetItem takes over each reference")
+        for k, item in enumerate(items):
+            t(f"%set{k} = call i32 %tuple_setitem(ptr %result, i64 {k}, ptr {item})")
+        t("ret ptr %result")
+        t.label("decline")
+        t("call void %incref(ptr %not_implemented)")
+        t("ret ptr %not_implemented")
+        for label, held in self.failures:
+            t.label(f"{label}.fail")
+            t.comment("an exception is set: drop what was made, return NULL")
+            for h in held:
+                t(f"call void %decref(ptr %{h})")
+            t("ret ptr null")
+
+    def text(self) -> str:
+        spec, T, n = self.spec, self.T, self.n
+        head = [f"; The Python entry (METH_FASTCALL; see s2sad/codegen/llvm_entry.py) of drivers with {spec}, {T}:",
+                f";   {self.name}({', '.join([f'p{i}' for i in range(n)] + self.states)}, scale, mean) -> "
+                f"(value * seed, " + ", ".join([f"d/dp{i}" for i in self.active_idx] + [f"{s}'" for s in self.states])
+                + "), or NotImplemented",
+                ";   params: " + ", ".join(f"p{i} {l}" for i, l in enumerate(self.layouts)),
+                f"define ptr @{self.name}(ptr %table.obj, ptr %args, i64 %nargs) {{",
+                "entry:"]
+        return "\n".join(head + self.t.lines + ["}", ""])
 
 
 # ------------------------------------------------------------------ the Python side
