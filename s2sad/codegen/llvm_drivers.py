@@ -33,13 +33,15 @@ __all__ = ["lower_module", "driver_name"]
 
 def lower_module(kmod: KernelModule, spec: LoopSpec | ScanSpec, dtype, *,
                  vector_isas: Iterable[str] = ALL_VECTOR_ISAS,
-                 available: Callable[[str], bool] | None = None, own_math: bool = True) -> str:
+                 available: Callable[[str], bool] | None = None, own_math: bool = True,
+                 vector_bits: int | None = None) -> str:
     """LLVM IR text of the module for (kmod, spec, dtype); see `llvm_lower`'s docstring.
 
     `vector_isas` are the libmvec ISAs (of "b", "d", "e") whose variants calls may name
     (each function calls the widest); `available(symbol)` filters the variants (the JIT
     passes what this host can run). `own_math`: s2sad's own vector math (`vecmath`) for
-    the functions without a variant; else those call libm.
+    the functions without a variant; else those call libm. `vector_bits`: the host's
+    vector width, for s2sad's own vector functions where no libmvec ISA gives it.
     """
     plan = extra = None
     if isinstance(spec, ScanSpec):
@@ -52,7 +54,7 @@ def lower_module(kmod: KernelModule, spec: LoopSpec | ScanSpec, dtype, *,
         emit = _emit_loop_driver
     else:
         raise TypeError(f"a driver is made from a LoopSpec or a ScanSpec, not {type(spec).__name__}")
-    m = _Module(kmod, spec, dtype, vector_isas, available, own_math)
+    m = _Module(kmod, spec, dtype, vector_isas, available, own_math, vector_bits)
     if plan is not None:
         m.scan_plan = plan
         m.extra_roots = tuple(extra)

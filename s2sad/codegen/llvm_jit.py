@@ -180,6 +180,17 @@ def host() -> Host:
     return h
 
 
+def host_vector_bits(h: Host) -> int | None:
+    """The widest vector register this host's code may use (for s2sad's own vector
+    functions where libmvec gives no width); None where it is not known."""
+    feats = h.feature_set
+    if h.triple.startswith(("x86_64", "amd64")):
+        return 512 if "avx512f" in feats else 256 if "avx2" in feats or "avx" in feats else 128
+    if h.triple.startswith(("aarch64", "arm64")):
+        return 128
+    return None
+
+
 def _llvm():
     """llvmlite.binding, the target machine for this host (`host()`), and the JIT (lazily)."""
     if "tm" not in _state:
@@ -558,7 +569,8 @@ def compile_driver(kmod: KernelModule, spec: LoopSpec | ScanSpec, dtype, *,
         lap("host")
         # the IR holds every function the driver runs and its signature: modules that lower
         # to the same text share one driver
-        ir = module_ir(kmod, spec, dt, vector_isas=isas, available=available, own_math=mode != "libm")
+        ir = module_ir(kmod, spec, dt, vector_isas=isas, available=available, own_math=mode != "libm",
+                       vector_bits=host_vector_bits(h))
         name = driver_name(kmod, spec, dt)
         dkey = key or disk_key(ir, spec, dt, mode, isas, h)
         hit = _cache.get(dkey)

@@ -16,10 +16,12 @@ keep the sign of a zero, as numpy's do), `min`/`max` are Python's (`b if b < a e
 Transcendental functions (`_Module.libm`) give each element the same bits wherever it
 falls (vector body or scalar remainder, any array length, offset or thread split, any
 driver), and keep loops vectorisable where they can:
-- float64 tanh, exp and log (OWN_BEFORE_LIBMVEC), where the host has vector ISAs:
-  s2sad's own vector function (`vecmath.define_vector`, `@s2sad.<f>.v8` for AVX-512)
-  wired exactly like a libmvec variant below (`@vecmath.<f>`: lane 0 of it); after the
-  vectoriser has called it, `llvm_jit.optimize` inlines it into the vector loop;
+- float64 tanh, exp and log (OWN_BEFORE_LIBMVEC), and without a libmvec variant
+  float64 expm1 and log1p too, where the vector width is known (the widest libmvec
+  ISA's, else the host's, `vector_bits`): s2sad's own vector function
+  (`vecmath.define_vector`, `@s2sad.<f>.v8` for AVX-512) wired exactly like a libmvec
+  variant below (`@vecmath.<f>`: lane 0 of it); after the vectoriser has called it,
+  `llvm_jit.optimize` inlines it into the vector loop;
 - where glibc's libmvec has a variant, calls go to `@libmvec.<f>`, lane 0 of the
   widest variant on a splat, and carry the `vector-function-abi-variant` call-site
   attribute that lets the loop vectoriser call that same variant (and, in remainder
@@ -241,13 +243,16 @@ class _Body:
 
 class _Module:
     def __init__(self, kmod: KernelModule, spec: LoopSpec | ScanSpec, dtype, vector_isas: Iterable[str],
-                 available: Callable[[str], bool] | None, own_math: bool = True) -> None:
+                 available: Callable[[str], bool] | None, own_math: bool = True,
+                 vector_bits: int | None = None) -> None:
         self.kmod = kmod
         self.spec = spec
         self.ty = _Ty(dtype)
         self.isas = tuple(i for i in ALL_VECTOR_ISAS if i in tuple(vector_isas))
         self.available = available or (lambda name: True)
         self.own_math = own_math
+        # the width of s2sad's own vector functions: the widest libmvec ISA's, else the host's
+        self.own_vector_bits = max((VECTOR_ISA_BITS[i] for i in self.isas), default=vector_bits or 0)
         self.decls: dict[str, str] = {}          # symbol -> declare line
         self.vector_decls: dict[str, str] = {}   # vector variant -> declare line
         self.lane_fns: dict[str, str] = {}       # libmvec.* function -> definition
@@ -290,7 +295,10 @@ class _Module:
         sym = fname + self.ty.libm
         if sym not in self.math:
             variant = self.libmvec_variant(fname, sym, nargs)
-            if self.own_math and self.isas and (fname, self.ty.name) in OWN_BEFORE_LIBMVEC:
+            own_vector = (self.own_math and self.own_vector_bits and self.ty.name == "double"
+                          and fname in vecmath.VECTOR_FUNCTIONS
+                          and (variant is None or (fname, "double") in OWN_BEFORE_LIBMVEC))
+            if own_vector:
                 self.math[sym] = self.own_vector_fn(fname, sym)
             elif variant is not None:
                 self.math[sym] = self.lane_fn(sym, nargs, *variant)
@@ -321,7 +329,7 @@ class _Module:
         vector version on the widest lanes of `isas`, defined in the module, `@vecmath.<sym>`
         lane 0 of it. The vectoriser calls the vector version instead of widening an
         inlined body (which LLVM's vectoriser can take exponential time to analyse)."""
-        width = max(VECTOR_ISA_BITS[isa] for isa in self.isas) // self.ty.bits
+        width = self.own_vector_bits // self.ty.bits
         vname, text, decls = vecmath.define_vector(fname, width)
         # kept (llvm.compiler.used) for the vectoriser's calls, and inlined into them after
         # the vectoriser has run (alwaysinline: llvm_jit.optimize's last pass)

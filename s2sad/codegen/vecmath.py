@@ -1,10 +1,12 @@
 """s2sad's own vector math: exp, expm1, log, log1p, tanh and cbrt as LLVM IR functions.
 
 A call of a libm function keeps a loop scalar. Where glibc's libmvec has no vector
-variant to name (no libmvec on this machine, S2SAD_LIBMVEC=0), `llvm_lower` defines
-these functions in the module instead of calling libm: internal `alwaysinline`
-functions of straight-line arithmetic (fma, bit manipulation through bitcasts,
-selects; no calls, no branches), which the loop vectoriser widens like any other code.
+variant to name (no libmvec on this machine, S2SAD_LIBMVEC=0), and for float64 tanh, exp
+and log always, `llvm_lower` defines these functions in the module instead of calling
+libm: functions of straight-line arithmetic (fma, bit manipulation through bitcasts,
+selects; no calls, no branches). The float64 ones (VECTOR_FUNCTIONS) are also written
+on vectors (`define_vector`) and called by the loop vectoriser like a libmvec variant,
+where the vector width is known; the others are inlined and widened like any other code.
 Each is within 4 ulp of glibc's libm over its whole domain, signed zeros, infinities,
 NaN, subnormals and the overflow and underflow edges included (tests/test_vecmath.py);
 measured against exact results, each errs by less than 1 ulp (glibc's cbrt by up to 3.3).
@@ -47,8 +49,9 @@ test_broadcasting_shapes with only scalar operands was still compiling after 40 
 S2SAD_VECMATH=s2sad its other functions are libm calls, the loop stays scalar, and it
 compiles in a second). Hence `define_vector`: the same function on vectors of doubles
 (each lane exactly the scalar function's operations), which `llvm_lower` wires like a
-libmvec variant for float64 tanh, exp and log (OWN_BEFORE_LIBMVEC): the vectoriser sees
-an opaque call and calls the vector version; `llvm_jit.optimize` inlines it afterwards.
+libmvec variant (float64 tanh, exp and log always; expm1 and log1p where libmvec has no
+variant): the vectoriser sees an opaque call and calls the vector version;
+`llvm_jit.optimize` inlines it afterwards. (float32 and cbrt are still inlined.)
 
 `python -m s2sad.codegen.vecmath` refits the polynomials (needs mpmath) and prints them.
 """
