@@ -42,7 +42,6 @@ from __future__ import annotations
 
 import math
 import re
-import struct
 from typing import Callable, Iterable
 
 import gast
@@ -78,24 +77,7 @@ def fconst(value: float, ty: _Ty) -> str:
     if ty.bits == 32:
         with np.errstate(over="ignore"):
             v = float(np.float32(v))
-    if v == 0.0 and math.copysign(1.0, v) > 0:
-        return "0.0"
-    if math.isfinite(v) and v != 0.0:
-        if v == int(v) and abs(v) < 2.0 ** 53:
-            return f"{v:.1f}"
-        r = repr(v)
-        if "." in r and "e" not in r and _exact(r, v):
-            return r
-    return "0x%016X" % struct.unpack("<Q", struct.pack("<d", v))[0]
-
-
-def _exact(text: str, v: float) -> bool:
-    """Does the decimal literal `text` ("-12.375": digits, one point, no exponent) denote
-    exactly the double `v`? (integer arithmetic: m / 10**k == p / q)"""
-    whole, _, frac = text.partition(".")
-    m, k = int(whole + frac), len(frac)
-    p, q = v.as_integer_ratio()
-    return p * 10 ** k == m * q
+    return vecmath.double_literal(v)
 
 
 def _ref(sigil: str, name: str) -> str:

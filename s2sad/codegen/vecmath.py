@@ -98,21 +98,27 @@ CBRT_B1 = 715094163    # (1023 - 1023/3 - 0.03306235651) * 2^20
 CBRT_B2 = 696219795    # (1023 - 1023/3 - 54/3 - 0.03306235651) * 2^20
 
 
-def _lit(v: float | str) -> str:
-    """An LLVM double literal: a short exact decimal where there is one, else hex."""
-    v = float.fromhex(v) if isinstance(v, str) else float(v)
+def double_literal(v: float) -> str:
+    """An LLVM literal for the double `v`: "0.0", a decimal where one denotes `v` exactly
+    (LLVM rejects inexact decimals), else the bits in hex. llvm_lower prints its
+    constants with it too."""
     if v == 0.0 and math.copysign(1.0, v) > 0:
         return "0.0"
     if math.isfinite(v) and v != 0.0:
         if v == int(v) and abs(v) < 2.0 ** 53:
             return f"{v:.1f}"
         r = repr(v)
-        if len(r) <= 10 and "e" not in r:
-            m, k = int(r.replace(".", "").replace("-", "")), len(r.partition(".")[2])
-            p, q = abs(v).as_integer_ratio()
-            if p * 10 ** k == m * q:
+        if "." in r and "e" not in r:
+            whole, _, frac = r.partition(".")
+            p, q = v.as_integer_ratio()
+            if p * 10 ** len(frac) == int(whole + frac) * q:     # r / 10**k == p / q, exactly
                 return r
     return "0x%016X" % struct.unpack("<Q", struct.pack("<d", v))[0]
+
+
+def _lit(v: float | str) -> str:
+    """`double_literal` of a number or a hex float string ("0x1.8p52")."""
+    return double_literal(float.fromhex(v) if isinstance(v, str) else float(v))
 
 
 # -------------------------------------------------------------------------- a function body
