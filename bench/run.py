@@ -62,17 +62,9 @@ import arrays  # noqa: E402
 import closures_state  # noqa: E402
 from cases import CASES, make_input  # noqa: E402
 
-SIZES = (10_000, 1_000_000)
-COPY = "numpy x.copy()"
-S2 = "s2sad grad"
-S2VG = "s2sad value_and_grad"
-JG = "jax jit(grad)"
-JGF = "jax jit(grad) fori_loop"
-JV = "jax jit(jvp)"
-JVF = "jax jit(jvp) fori_loop"
-NB = "numba loop"
-TO = "torch eager"
-SYSTEM_ORDER = [COPY, S2, S2VG, JG, JGF, JV, JVF, NB, TO]
+from report import COPY, JG, JV, JVF, NB, S2, S2VG, SIZES, TABLE_SYSTEMS, TO  # noqa: E402
+
+SYSTEM_ORDER = [COPY, *TABLE_SYSTEMS]
 VG_CASE = "user"     # the case that also runs s2sad.value_and_grad
 THREAD_CASE = "user"
 THREAD_N = 10_000_000
