@@ -1,5 +1,10 @@
+import textwrap
+
+import gast
 import numpy as np
 import pytest
+
+from s2sad.kernel import KernelModule
 
 BACKENDS = ["python", "llvm"]
 
@@ -44,3 +49,13 @@ def assert_same_grads(got, want):
     for g, w in zip(got, want):
         assert type(g) is type(w) and np.shape(g) == np.shape(w)
         np.testing.assert_allclose(g, w, rtol=1e-14, atol=1e-14 * float(np.max(np.abs(w), initial=1.0)))
+
+
+def kernel(src: str, entry: str, dual: str | None = None, active: tuple = ()) -> KernelModule:
+    """A kernel module from core-language source (its functions, `entry` applied per
+    element, `dual` its dual differentiating `active`), for the backends' tests."""
+    tree = gast.parse(textwrap.dedent(src))
+    fns = {f.name: f for f in tree.body}
+    params = tuple(a.id for a in fns[entry].args.args)
+    return KernelModule(name=entry, functions=fns, entry=entry, params=params, dual_entry=dual,
+                        active=tuple(active))

@@ -12,26 +12,18 @@ import os
 import stat
 import subprocess
 import sys
-import textwrap
 import time
 import warnings
 
-import gast
 import numpy as np
 import pytest
 
+from conftest import kernel
 from s2sad.codegen import llvm_jit, objcache, objload
-from s2sad.kernel import KernelModule, LoopSpec
+from s2sad.kernel import LoopSpec
 
 F64, F32 = np.float64, np.float32
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def kernel(src: str, entry: str) -> KernelModule:
-    tree = gast.parse(textwrap.dedent(src))
-    fns = {f.name: f for f in tree.body}
-    params = tuple(a.id for a in fns[entry].args.args)
-    return KernelModule(name=entry, functions=fns, entry=entry, params=params)
 
 
 STORE = LoopSpec(layouts=("contig",), value="store")

@@ -9,14 +9,13 @@ from __future__ import annotations
 import ctypes
 import math
 import re
-import textwrap
 
-import gast
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from conftest import kernel
 from s2sad import rules
 from s2sad.codegen import llvm as L
 from s2sad.codegen.python import compile_module, run_driver
@@ -25,14 +24,6 @@ from s2sad.kernel import KernelModule, LoopSpec
 F64, F32 = np.float64, np.float32
 RTOL = {F64: 1e-13, F32: 1e-5}
 HYPO = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-
-
-def kernel(src: str, entry: str, dual: str | None = None, active: tuple = ()) -> KernelModule:
-    tree = gast.parse(textwrap.dedent(src))
-    fns = {f.name: f for f in tree.body}
-    params = tuple(a.id for a in fns[entry].args.args)
-    return KernelModule(name=entry, functions=fns, entry=entry, params=params, dual_entry=dual,
-                        active=tuple(active))
 
 
 # ---------------------------------------------------------------------------------

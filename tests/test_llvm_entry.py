@@ -7,23 +7,15 @@ as they were.
 from __future__ import annotations
 
 import sys
-import textwrap
 
-import gast
 import numpy as np
 import pytest
 
+from conftest import kernel
 from s2sad.codegen import llvm_entry, llvm_jit
-from s2sad.kernel import KernelModule, LoopSpec
+from s2sad.kernel import LoopSpec
 
 pytestmark = pytest.mark.skipif(not llvm_entry.supported(), reason="entries are not supported in this process")
-
-
-def kernel(src: str, entry: str, dual: str, active: tuple) -> KernelModule:
-    tree = gast.parse(textwrap.dedent(src))
-    fns = {f.name: f for f in tree.body}
-    params = tuple(a.id for a in fns[entry].args.args)
-    return KernelModule(name=entry, functions=fns, entry=entry, params=params, dual_entry=dual, active=active)
 
 
 # value x*x*y + sin(x); partials (2xy + cos x, x*x)

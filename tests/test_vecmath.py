@@ -7,31 +7,22 @@ from __future__ import annotations
 
 import math
 import re
-import textwrap
 
-import gast
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from conftest import kernel
 from s2sad.codegen import llvm as L
 from s2sad.codegen import llvm_jit
-from s2sad.kernel import KernelModule, LoopSpec
+from s2sad.kernel import LoopSpec
 
 F64, F32 = np.float64, np.float32
 NAMES = sorted(L.VECMATH_FUNCTIONS)
 HYPO = settings(max_examples=300, deadline=None, derandomize=True, database=None,
                 suppress_health_check=[HealthCheck.too_slow])
 STORE = LoopSpec(layouts=("contig",), value="store")
-
-
-def kernel(src: str, entry: str, dual: str | None = None, active: tuple = ()) -> KernelModule:
-    tree = gast.parse(textwrap.dedent(src))
-    fns = {f.name: f for f in tree.body}
-    params = tuple(a.id for a in fns[entry].args.args)
-    return KernelModule(name=entry, functions=fns, entry=entry, params=params, dual_entry=dual,
-                        active=tuple(active))
 
 
 _drivers: dict = {}
