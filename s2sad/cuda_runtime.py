@@ -31,7 +31,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from .errors import BackendUnavailableError
-from .kernel import KernelModule, LoopSpec, ScanSpec
+from .kernel import KernelModule, LoopSpec, ScanSpec, active_indices
 
 
 def is_cupy(a: Any) -> bool:
@@ -149,7 +149,7 @@ def scan_driver(kmod: KernelModule, spec: ScanSpec, dtype: Any) -> Callable:
 
     tag = cuda.dtype_tag(dtype)
     source = cuda.lower(kmod, spec, tag)
-    active_idx = cuda._scan_active_idx(kmod, spec)
+    active_idx = active_indices(kmod, spec)
 
     def d(n, params, state, out=None, acc=None, seed=None, grads=None, state_bar=None):
         p = [v if lay == "scalar" else (v, n, 1) for v, lay in zip(params, spec.layouts)]

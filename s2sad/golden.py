@@ -35,8 +35,8 @@ def _examples():
 def artifacts() -> dict[str, str]:
     """file name -> text, for every golden case."""
     from . import api
-    from .codegen import cuda, llvm, llvm_entry, llvm_jit
-    from .kernel import LoopSpec, ScanSpec
+    from .codegen import cuda, llvm, llvm_entry
+    from .kernel import LoopSpec, ScanSpec, active_indices
 
     out: dict[str, str] = {}
     for case, (loss, argnums) in _examples().CASES.items():
@@ -54,14 +54,14 @@ def artifacts() -> dict[str, str]:
             out[f"{case}.ll"] = llvm.lower(kmod, spec, np.float64)
             out[f"{case}.cu"] = cuda.lower(kmod, spec, np.float64)
             if case in ENTRY_CASES:
-                out[f"{case}.entry.ll"] = llvm_entry.entry_ir(spec, np.float64, llvm_jit._active_idx(kmod, spec))
+                out[f"{case}.entry.ll"] = llvm_entry.entry_ir(spec, np.float64, active_indices(kmod, spec))
             continue
         kmod = c.kernel.module(active)
         spec = LoopSpec(tuple("contig" for _ in c.kernel.params), value="sum", partials=True, seed="scalar")
         out[f"{case}.ll"] = llvm.lower(kmod, spec, np.float64)
         out[f"{case}.cu"] = cuda.lower(kmod, spec, np.float64)
         if case in ENTRY_CASES:
-            out[f"{case}.entry.ll"] = llvm_entry.entry_ir(spec, np.float64, llvm_jit._active_idx(kmod, spec))
+            out[f"{case}.entry.ll"] = llvm_entry.entry_ir(spec, np.float64, active_indices(kmod, spec))
     root = str(ROOT) + "/"
     return {k: v.replace(root, "") for k, v in out.items()}
 

@@ -154,6 +154,16 @@ class KernelModule:
         return module_source(self)
 
 
+def active_indices(kmod, spec: "LoopSpec | ScanSpec | None" = None) -> tuple[int, ...]:
+    """Positions in `kmod.params` of the params a driver differentiates, in the ABI's
+    order: `kmod.active`, for a ScanSpec without its trailing states (none without grads).
+    `kmod`: a KernelModule or a KernelSignature."""
+    active = kmod.active
+    if isinstance(spec, ScanSpec):
+        active = active[:len(active) - spec.n_state] if spec.grads else ()
+    return tuple(kmod.params.index(a) for a in active)
+
+
 @dataclass(frozen=True)
 class KernelSignature:
     """What names a kernel's driver before its module is made: enough to look it up in

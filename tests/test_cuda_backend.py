@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from s2sad.codegen import cuda, cuda_host
 from s2sad.codegen import python as pyback
 from s2sad.errors import BackendUnavailableError
-from s2sad.kernel import KernelModule, LoopSpec, ScanSpec
+from s2sad.kernel import KernelModule, LoopSpec, ScanSpec, active_indices
 
 SHAPES = [(1, 1), (3, 32), (7, 64)]     # (grid, block)
 N_OUTER, N_INNER = 5, 101               # 505 elements > 7 * 64 threads: the grid-stride loop wraps
@@ -945,7 +945,7 @@ def make_scan_data(name: str, spec: ScanSpec, seed: int, no: int, ni: int):
     if spec.grads:
         data["seed"] = float(rng.uniform(0.5, 1.5)) if spec.seed == "scalar" else rng.uniform(0.5, 1.5, n)
         grads = []
-        for a in cuda._scan_active_idx(kmod, spec):
+        for a in active_indices(kmod, spec):
             if spec.layouts[a] == "scalar":
                 grads.append(rng.normal(size=1))
             elif spec.layouts[a] == "contig":
@@ -970,7 +970,7 @@ def scan_reference(kmod: KernelModule, spec: ScanSpec, data, no: int, ni: int) -
     fns = pyback.compile_module(kmod)
     ref = _map_arrays(data, np.copy)
     pyback.run_scan(fns[kmod.entry], fns[kmod.dual_entry] if spec.grads else None, spec,
-                    cuda._scan_active_idx(kmod, spec), no, ni, ref["params"], ref["state"],
+                    active_indices(kmod, spec), no, ni, ref["params"], ref["state"],
                     out=ref.get("out"), acc=ref.get("acc"), seed=ref.get("seed"),
                     grads=ref.get("grads"), state_bar=ref.get("state_bar"))
     return _scan_outputs(ref)

@@ -78,7 +78,7 @@ import gast
 import numpy as np
 
 from ..errors import BackendUnavailableError, S2SADError
-from ..kernel import KernelModule, LoopSpec, ScanSpec
+from ..kernel import KernelModule, LoopSpec, ScanSpec, active_indices
 
 MAX_BLOCK = 256          # largest blockDim.x a reducing driver accepts (shared memory size)
 DEFAULT_BLOCK = 256
@@ -255,17 +255,6 @@ def _param_cnames(kmod: KernelModule, spec: LoopSpec | ScanSpec) -> list[str]:
     return bases
 
 
-def _active_idx(kmod: KernelModule) -> tuple[int, ...]:
-    return tuple(kmod.params.index(a) for a in kmod.active)
-
-
-def _scan_active_idx(kmod: KernelModule, spec: ScanSpec) -> tuple[int, ...]:
-    """Positions of a scan's active params (kmod.active without its trailing states)."""
-    if not spec.grads:
-        return ()
-    return tuple(kmod.params.index(a) for a in kmod.active[: len(kmod.active) - spec.n_state])
-
-
 def reduced(kmod: KernelModule, spec: LoopSpec | ScanSpec) -> list[tuple[str, int | None]]:
     """The reduced quantities q = 0, 1, ... as (role, param index): ('acc', None) and
     ('grad', j) for scalar-layout active params. A scan reduces nothing across threads
@@ -276,7 +265,7 @@ def reduced(kmod: KernelModule, spec: LoopSpec | ScanSpec) -> list[tuple[str, in
     if spec.value == "sum":
         q.append(("acc", None))
     if spec.partials:
-        for j in _active_idx(kmod):
+        for j in active_indices(kmod):
             if spec.layouts[j] == "scalar":
                 q.append(("grad", j))
     return q
@@ -309,7 +298,7 @@ def driver_args(kmod: KernelModule, spec: LoopSpec | ScanSpec) -> list[Arg]:
             args.append(Arg("acc", "ptr", "acc"))
         if spec.grads:
             args.append(Arg("seed", "value" if spec.seed == "scalar" else "cptr", "seed"))
-            for j in _scan_active_idx(kmod, spec):
+            for j in active_indices(kmod, spec):
                 layout_args("grad", j, "_bar", False, grad=True)
             args.append(Arg("state_bar", "ptr", "state_bar"))
             args.append(Arg("tape", "ptr", "tape"))
@@ -322,10 +311,10 @@ def driver_args(kmod: KernelModule, spec: LoopSpec | ScanSpec) -> list[Arg]:
         args.append(Arg("acc", "ptr", "acc"))
     if spec.partials:
         args.append(Arg("seed", "value" if spec.seed == "scalar" else "cptr", "seed"))
-        for j in _active_idx(kmod):
+        for j in active_indices(kmod):
             layout_args("grad", j, "_bar", False, grad=True)
     if spec.tangents:
-        for j in _active_idx(kmod):
+        for j in active_indices(kmod):
             layout_args("tangent", j, "_dot", True)
         args.append(Arg("out_dot", "ptr", "out_dot"))
     if reduced(kmod, spec):
@@ -977,7 +966,7 @@ def _driver_text(kmod: KernelModule, spec: LoopSpec, tag: str, fnames: dict[str,
     name = driver_name(kmod, spec, tag)
     args = driver_args(kmod, spec)
     cnames = _param_cnames(kmod, spec)
-    active = _active_idx(kmod)
+    active = active_indices(kmod)
     red = reduced(kmod, spec)
     strided_any = any(spec.layouts[j] == "strided" for j in range(len(kmod.params)))
 
@@ -1077,7 +1066,7 @@ def _scan_driver_text(kmod: KernelModule, spec: ScanSpec, tag: str, fnames: dict
     cnames = _param_cnames(kmod, spec)
     k, n_p = spec.n_state, len(spec.layouts)
     states = cnames[n_p:]
-    active = _scan_active_idx(kmod, spec)
+    active = active_indices(kmod, spec)
     n_wrt = len(kmod.active) if spec.grads else 0
     zero = f"0.0{sfx}"
 
@@ -1284,7 +1273,7 @@ def execute(backend: Any, kmod: KernelModule, spec: LoopSpec | ScanSpec, dtype: 
         raise ValueError(f"bad launch shape grid={grid} block={block}")
     if red and block > MAX_BLOCK:
         raise ValueError(f"a reducing driver takes at most {MAX_BLOCK} threads per block, not {block}")
-    active = _scan_active_idx(kmod, spec) if scan else _active_idx(kmod)
+    active = active_indices(kmod, spec)
     act_pos = {j: m for m, j in enumerate(active)}
     partials = backend.empty(len(red) * grid, tag) if red else None
     tape = backend.empty(max(1, n * spec.n_state), tag) if scan and spec.grads else None

@@ -42,7 +42,7 @@ from typing import Callable
 
 import numpy as np
 
-from ..kernel import KernelModule, KernelSignature, LoopSpec, ScanSpec
+from ..kernel import KernelModule, KernelSignature, LoopSpec, ScanSpec, active_indices
 from . import objcache, objload
 
 _lock = _thread.RLock()        # (threading's RLock, without importing threading)
@@ -465,12 +465,6 @@ def module_ir(kmod: KernelModule, spec: LoopSpec | ScanSpec, dt: np.dtype, **low
     return lower_module(kmod, spec, dt, **lowering)
 
 
-def _active_idx(kmod, spec) -> tuple[int, ...]:
-    """The params a driver differentiates (for a scan, not its states), by index."""
-    active = kmod.active[:len(kmod.active) - spec.n_state] if isinstance(spec, ScanSpec) else kmod.active
-    return tuple(kmod.params.index(a) for a in active)
-
-
 def _from_disk(key: str, spec: LoopSpec | ScanSpec, dt: np.dtype, sig, name: str | None,
                timings: dict[str, float], ir: str = "") -> CompiledDriver | None:
     """The driver stored under `key`, mapped into the process; None when there is none or
@@ -502,7 +496,7 @@ def _driver_at(name: str, address: int, keep, kmod, spec, dt: np.dtype, ir: str,
     cfunc._s2sad_code = keep        # whoever holds the entry point holds the code
     return CompiledDriver(name=name, address=address, cfunc=cfunc, argtypes=argtypes, ir=ir, optimized_ir=optimized,
                           spec=spec, dtype=dt, origin=origin, key=key, timings=timings,
-                          active_idx=_active_idx(kmod, spec), _keepalive=keep)
+                          active_idx=active_indices(kmod, spec), _keepalive=keep)
 
 
 _entries: dict[str, tuple[int, object]] = {}     # entry key -> (address, what keeps it alive)
