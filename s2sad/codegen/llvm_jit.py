@@ -499,7 +499,7 @@ def _driver_at(name: str, address: int, keep, kmod, spec, dt: np.dtype, ir: str,
                           active_idx=active_indices(kmod, spec), _keepalive=keep)
 
 
-_entries: dict[str, tuple[int, object]] = {}     # entry key -> (address, what keeps it alive)
+_entries: dict[str, tuple[int, object]] = {}     # entry symbol -> (address, what keeps it alive)
 
 
 def entry_code(spec: LoopSpec | ScanSpec, dtype, active_idx: tuple[int, ...]) -> tuple[int, object, str]:
@@ -508,12 +508,12 @@ def entry_code(spec: LoopSpec | ScanSpec, dtype, active_idx: tuple[int, ...]) ->
     from . import llvm_entry
 
     dt = np.dtype(dtype)
-    name = llvm_entry.entry_name(spec, dt, active_idx)
+    name = llvm_entry.entry_name(spec, dt, active_idx)     # names the shape: one entry a process
     with _lock:
-        ir = llvm_entry.entry_ir(spec, dt, active_idx)
-        key = disk_key(ir, spec, dt, "libm", (), host())
-        hit = _entries.get(key)
+        hit = _entries.get(name)
         if hit is None:
+            ir = llvm_entry.entry_ir(spec, dt, active_idx)
+            key = disk_key(ir, spec, dt, "libm", (), host())
             got = objcache.load(key)
             if got is not None:
                 try:
@@ -530,7 +530,7 @@ def entry_code(spec: LoopSpec | ScanSpec, dtype, active_idx: tuple[int, ...]) ->
                 objcache.store(key, [obj], {"symbol": name})
                 addresses, keep = _link(obj, [name])
                 hit = (addresses[name], keep)
-            _entries[key] = hit
+            _entries[name] = hit
         return hit[0], hit[1], name
 
 
