@@ -235,45 +235,24 @@ def timing_row(case: str, n: int, system: str, measured, name: str | None = None
 
 # ----------------------------------------------------------------------------- systems
 
-class _Skip(Exception):
-    pass
-
-
 def load_systems(missing: dict, without=()):
-    out = {}
-    versions = {}
+    """{system: its table} and {system: version} of the alternatives that import;
+    `missing` gets why each other one is absent."""
+    def jax():
+        j = cases.make_jax()
+        return j, j["version"]
+
+    out, versions = {}, {}
     for name in without:
         missing[{"jax": "JAX"}.get(name, name)] = "left out with --without"
-    try:
-        if "jax" in without:
-            raise _Skip
-        j = cases.make_jax()
-        out["jax"] = j
-        versions["jax"] = j["version"]
-    except _Skip:
-        pass
-    except Exception as e:  # noqa: BLE001
-        missing["JAX"] = f"{type(e).__name__}: {e}"
-    try:
-        if "torch" in without:
-            raise _Skip
-        table, v = cases.make_torch()
-        out["torch"] = table
-        versions["torch"] = v
-    except _Skip:
-        pass
-    except Exception as e:  # noqa: BLE001
-        missing["torch"] = f"{type(e).__name__}: {e}"
-    try:
-        if "numba" in without:
-            raise _Skip
-        table, v = cases.make_numba()
-        out["numba"] = table
-        versions["numba"] = v
-    except _Skip:
-        pass
-    except Exception as e:  # noqa: BLE001
-        missing["numba"] = f"{type(e).__name__}: {e}"
+    for name, make, label in (("jax", jax, "JAX"), ("torch", cases.make_torch, "torch"),
+                              ("numba", cases.make_numba, "numba")):
+        if name in without:
+            continue
+        try:
+            out[name], versions[name] = make()
+        except Exception as e:  # noqa: BLE001
+            missing[label] = f"{type(e).__name__}: {e}"
     return out, versions
 
 
