@@ -891,15 +891,7 @@ def _scan_kernels() -> dict:
     return SCANS
 
 
-SCAN_FLAVOURS = [
-    dict(value="store"),
-    dict(value="sum"),
-    dict(value="none"),
-    dict(value="sum", grads=True, seed="scalar"),
-    dict(value="store", grads=True, seed="array"),
-    dict(value="none", grads=True, seed="array"),
-    dict(value="none", grads=True, seed="scalar"),
-]
+from test_scan_drivers import FLAVOURS as SCAN_FLAVOURS  # noqa: E402  (the llvm scan tests' flavours)
 
 
 def scan_specs(name: str) -> list[ScanSpec]:
