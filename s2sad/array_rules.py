@@ -27,11 +27,16 @@ from typing import Callable
 
 import numpy as np
 
+from .runtime import SeedProduct
+
 
 @dataclass(frozen=True)
 class ArrayRule:
     name: str
     vjp: Callable[..., str]
+    # the same adjoint for a consumer that only multiplies it elementwise (a kernel's
+    # pullback): text that may give a `runtime.SeedProduct` instead of an array
+    factors: Callable[..., str] | None = None
 
 
 RULES: dict[str, ArrayRule] = {}
@@ -83,6 +88,10 @@ def _matmul(i, g, args, out, p):
 def _dot(i, g, args, out, p):
     a, b = args
     return f"dot_lhs_bar({g}, {a}, {b})" if i == 0 else f"dot_rhs_bar({g}, {a}, {b})"
+
+
+RULES["matmul"] = ArrayRule("matmul", _matmul, lambda i, g, args, out, p: f"matmul_factors({i}, {g}, {', '.join(args)})")
+RULES["dot"] = ArrayRule("dot", _dot, lambda i, g, args, out, p: f"dot_factors({i}, {g}, {', '.join(args)})")
 
 
 @rule("outer")
@@ -258,12 +267,38 @@ def _exclusive_products(a, axis):
     return np.moveaxis(left * right, -1, axis)
 
 
+def _rank1(i, g, a, b):
+    """The two factors (left, right) whose broadcast product is the adjoint of operand i
+    of `a @ b` (2-D or 1-D operands) when that adjoint is an outer product: `b` one
+    column or a vector (i = 0), `a` one row or a vector (i = 1). None otherwise."""
+    if a.ndim > 2 or b.ndim > 2 or (a.ndim == 1 and b.ndim == 1):
+        return None
+    if i == 0 and a.ndim == 2 and (b.ndim == 1 or b.shape[1] == 1):
+        return (g[:, None], b[None, :]) if b.ndim == 1 else (g, b.T)
+    if i == 1 and b.ndim == 2 and (a.ndim == 1 or a.shape[0] == 1):
+        return (a[:, None], g[None, :]) if a.ndim == 1 else (a.T, g)
+    return None
+
+
+def matmul_factors(i, g, a, b):
+    """The adjoint of operand i of `a @ b` for a kernel's pullback: a rank-1 adjoint as
+    a runtime.SeedProduct of its two factors (never formed), else the array."""
+    a, b, g = np.asarray(a), np.asarray(b), np.asarray(g)
+    pair = _rank1(i, g, a, b)
+    if pair is not None:
+        return SeedProduct(*pair)
+    return matmul_lhs_bar(g, a, b) if i == 0 else matmul_rhs_bar(g, a, b)
+
+
 def matmul_lhs_bar(g, a, b):
     a, b, g = np.asarray(a), np.asarray(b), np.asarray(g)
+    pair = _rank1(0, g, a, b)
+    if pair is not None:
+        return np.multiply(*pair)     # an outer product: one multiply per element, no BLAS call
     if a.ndim == 1 and b.ndim == 1:
         return g * b
     if b.ndim == 1:
-        return unbroadcast(g[..., :, None] * b, a) if a.ndim > 2 else np.outer(g, b)
+        return unbroadcast(g[..., :, None] * b, a)
     if a.ndim == 1:
         return unbroadcast(g[..., None, :] @ np.swapaxes(b, -1, -2), a[None, :]).reshape(a.shape) \
             if b.ndim > 2 else b @ g
@@ -272,10 +307,13 @@ def matmul_lhs_bar(g, a, b):
 
 def matmul_rhs_bar(g, a, b):
     a, b, g = np.asarray(a), np.asarray(b), np.asarray(g)
+    pair = _rank1(1, g, a, b)
+    if pair is not None:
+        return np.multiply(*pair)
     if a.ndim == 1 and b.ndim == 1:
         return g * a
     if a.ndim == 1:
-        return unbroadcast(a[:, None] * g[..., None, :], b) if b.ndim > 2 else np.outer(a, g)
+        return unbroadcast(a[:, None] * g[..., None, :], b)
     if b.ndim == 1:
         return unbroadcast(np.swapaxes(a, -1, -2) @ g[..., :, None], b[:, None]).reshape(b.shape) \
             if a.ndim > 2 else a.T @ g
@@ -288,6 +326,13 @@ def _dot_check(a, b):
         raise UnsupportedOperationError(
             "the adjoint of np.dot of arrays with more than 2 dimensions is not supported",
             hint="Use @ (np.matmul) or np.einsum-free reshapes to 2-D.")
+
+
+def dot_factors(i, g, a, b):
+    """matmul_factors for np.dot (whose 1-D and 2-D products are matmul's)."""
+    if np.ndim(a) == 0 or np.ndim(b) == 0 or np.ndim(a) > 2 or np.ndim(b) > 2:
+        return dot_lhs_bar(g, a, b) if i == 0 else dot_rhs_bar(g, a, b)
+    return matmul_factors(i, g, a, b)
 
 
 def dot_lhs_bar(g, a, b):
@@ -374,7 +419,8 @@ def index_bar(g, x, index):
 HELPERS = {
     "np": np, "zeros_bar": zeros_bar, "unbroadcast": unbroadcast, "sum_bar": sum_bar,
     "mean_bar": mean_bar, "maxmin_bar": maxmin_bar, "prod_bar": prod_bar,
-    "matmul_lhs_bar": matmul_lhs_bar, "matmul_rhs_bar": matmul_rhs_bar, "dot_lhs_bar": dot_lhs_bar,
+    "matmul_lhs_bar": matmul_lhs_bar, "matmul_rhs_bar": matmul_rhs_bar, "matmul_factors": matmul_factors,
+    "dot_factors": dot_factors, "dot_lhs_bar": dot_lhs_bar,
     "dot_rhs_bar": dot_rhs_bar, "repeat_bar": repeat_bar, "tile_bar": tile_bar,
     "concatenate_bar": concatenate_bar, "index_bar": index_bar,
 }

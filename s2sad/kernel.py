@@ -65,6 +65,11 @@ dtype's C type (double or float), is, in this order:
     LAYOUT(scalar)  = T v
     LAYOUT(contig)  = T* p        element (o, i) at p[o*n_inner + i]
     LAYOUT(strided) = T* p, int64 so, int64 si    element at p[o*so + i*si]
+    LAYOUT(row)     = LAYOUT(strided) with si == 1: element at p[o*so + i] (a bias row: so == 0)
+    LAYOUT(column)  = LAYOUT(strided) with si == 0: element at p[o*so], one value per o
+The last two are strided operands whose inner stride the driver knows, so that it
+reads a row as a vector and a column once per o; only the llvm backend is given them
+(runtime.launch refines "strided" where the strides allow).
 
 The entry's dual function (`forward.dual_name`) returns the value and one partial
 per active parameter; drivers with partials or tangents call it, drivers without
@@ -127,7 +132,10 @@ from dataclasses import dataclass, field
 
 import gast
 
-LAYOUTS = ("scalar", "contig", "strided")
+LAYOUTS = ("scalar", "contig", "strided", "row", "column")
+# one letter per layout, for driver symbols (`LoopSpec.tag`)
+LAYOUT_LETTERS = {"scalar": "s", "contig": "c", "strided": "x", "row": "r", "column": "k"}
+STRIDED_LAYOUTS = ("strided", "row", "column")     # passed as (T* p, int64 so, int64 si)
 
 
 @dataclass
@@ -197,7 +205,7 @@ class LoopSpec:
 
     def tag(self) -> str:
         """A short stable name for this spec, used in driver symbol names."""
-        lay = "".join(l[0] for l in self.layouts)
+        lay = "".join(LAYOUT_LETTERS[l] for l in self.layouts)
         parts = [lay, self.value]
         if self.partials:
             parts.append("grad" + self.seed[0])
@@ -227,7 +235,7 @@ class ScanSpec:
         return self.grads
 
     def tag(self) -> str:
-        lay = "".join(l[0] for l in self.layouts)
+        lay = "".join(LAYOUT_LETTERS[l] for l in self.layouts)
         parts = ["scan", lay, f"s{self.n_state}", self.value]
         if self.grads:
             parts.append("grad" + self.seed[0])

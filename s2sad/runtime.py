@@ -19,6 +19,7 @@ strides of a contiguous copy of itself ("strided").
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import hashlib
 import os
 import re
@@ -26,6 +27,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
+import gast
 import numpy as np
 
 from .codegen import python as pybackend
@@ -99,10 +101,54 @@ class Kernel:
 
         return llvm_jit.driver(self.signature(active), lambda: self.module(active), spec, dtype)
 
+    def seeded(self) -> "Kernel":
+        """This kernel times a seed given as two factors, `entry__seeded(params..., a, b)
+        = a * b * entry(params...)`: its partials are (a * b) * d entry / d p, the same
+        bits as a partial times the seed a * b formed beforehand. `vjp` runs it when the
+        seed is a `SeedProduct`, reading the two factors instead of their product."""
+        def make() -> Kernel:
+            prog = self.program
+            taken = set(prog.params) | set(prog.functions)
+            a, b, name = (_fresh(base, taken) for base in ("seed_a", "seed_b", f"{prog.entry}__seeded"))
+            params = ", ".join(prog.params)
+            fn = gast.parse(f"def {name}({params}, {a}, {b}):\n    return {a} * {b} * {prog.entry}({params})\n").body[0]
+            program = ScalarProgram({**prog.functions, name: fn}, name, prog.params + (a, b),
+                                    {**prog.origins, name: f"{prog.entry} times a seed given as two factors"},
+                                    prog.custom_rules)
+            return Kernel(program, f"{self.name}__seeded")
+        return self.cached(("seeded",), make)
+
     def python_functions(self, active: tuple[str, ...]) -> dict:
         if active not in self._python:
             self._python[active] = pybackend.compile_module(self.module(active))
         return self._python[active]
+
+
+def _fresh(base: str, taken: set[str]) -> str:
+    name, k = base, 2
+    while name in taken:
+        name, k = f"{base}_{k}", k + 1
+    taken.add(name)
+    return name
+
+
+@dataclass(frozen=True)
+class SeedProduct:
+    """An adjoint not formed yet: the elementwise product of two arrays that broadcast to
+    its shape, such as the rank-1 `g @ w.T` of a matmul whose `w` has one column
+    (array_rules' `*_factors`). `vjp` multiplies the factors inside its loop instead of
+    reading an n x k array; anything else gets the product through np.asarray."""
+
+    left: Any
+    right: Any
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return np.broadcast_shapes(np.shape(self.left), np.shape(self.right))
+
+    def __array__(self, dtype=None, copy=None):
+        p = np.multiply(self.left, self.right)
+        return p if dtype is None else p.astype(dtype, copy=False)
 
 
 # ------------------------------------------------------------------ inputs
@@ -248,6 +294,8 @@ def launch(kernel: Kernel, backend: str, spec: LoopSpec, active: tuple[str, ...]
     leading = dims[:-2]
     if n_outer * n_inner * int(np.prod([d[0] for d in leading])) == 0:
         return
+    if backend == "llvm" and "strided" in spec.layouts:
+        spec = _known_strides(spec, inner)
     driver = kernel.cached(("launch", backend, active, spec, prep.dtype),
                            lambda: _driver(kernel, backend, kmod, spec, prep.dtype))
 
@@ -272,6 +320,14 @@ def launch(kernel: Kernel, backend: str, spec: LoopSpec, active: tuple[str, ...]
                None if grads is None else per_param(grads, active_idx),
                None if tangents is None else per_param(tangents, active_idx),
                None if out_dot is None else view(out_dot, 0))
+
+
+def _known_strides(spec: LoopSpec, inner: list[int]) -> LoopSpec:
+    """The spec with each strided param whose inner stride is 1 or 0 (`inner[1 + i]`)
+    given as a row or a column (kernel.py), whose driver reads it without the stride."""
+    layouts = tuple({1: "row", 0: "column"}.get(inner[1 + i], l) if l == "strided" else l
+                    for i, l in enumerate(spec.layouts))
+    return dataclasses.replace(spec, layouts=layouts) if layouts != spec.layouts else spec
 
 
 def _driver(kernel: Kernel, backend: str, kmod: KernelModule, spec: LoopSpec, dtype: np.dtype):
@@ -626,8 +682,25 @@ def _grad_buffers(prep: Prepared, kernel: Kernel, active: tuple[str, ...], xp=np
         elif l == "contig":
             bufs.append(xp.empty(prep.shape, prep.dtype))
         else:
-            bufs.append(xp.zeros(prep.shapes[i], prep.dtype))
+            # accumulated in element order from -0.0, which adds exactly as numpy's sum
+            # that starts from the first term: a leading-axes broadcast's gradient gets
+            # the bits of np.sum over those axes (see `leading_broadcast`; the cuda
+            # backend's atomic adds have no order)
+            bufs.append(np.full(prep.shapes[i], -0.0, prep.dtype) if xp is np else xp.zeros(prep.shapes[i], prep.dtype))
     return bufs
+
+
+def leading_broadcast(own: tuple[int, ...], shape: tuple[int, ...]) -> bool:
+    """Is an array of shape `own` (more than one element) broadcast to `shape` along
+    leading axes only, like a bias row? Its gradient, accumulated by a driver in
+    element order (row after row), then has the bits of numpy's sum over the leading
+    axes (`array_rules.unbroadcast`), which adds rows in order too."""
+    trail = tuple(own)
+    while trail and trail[0] == 1:
+        trail = trail[1:]
+    if not trail or int(np.prod(trail)) < 2 or len(trail) >= len(shape):
+        return False
+    return tuple(shape[len(shape) - len(trail):]) == trail
 
 
 def sum_dual(kernel: Kernel, args: Sequence[Any], active: tuple[str, ...], scale: float = 1.0,
@@ -723,7 +796,15 @@ def store_partials(kernel: Kernel, args: Sequence[Any], active: tuple[str, ...],
 
 
 def vjp(kernel: Kernel, args: Sequence[Any], active: tuple[str, ...], out_bar: Any, backend: str = "auto"):
-    """Grads of sum(out_bar * values) w.r.t. the active params."""
+    """Grads of sum(out_bar * values) w.r.t. the active params. `out_bar` may be a
+    SeedProduct: on the CPU backends the kernel's `seeded` form reads its two factors."""
+    if isinstance(out_bar, SeedProduct):
+        factors = [out_bar.left, out_bar.right]
+        backend = _backend_for(backend, list(args) + factors)
+        got = _seeded_vjp(kernel, args, active, factors, backend)
+        if got is not None:
+            return got
+        out_bar = np.asarray(out_bar)
     inputs = list(args) + [out_bar]
     backend = _backend_for(backend, inputs)
     xp, prep = _prepared(backend, args, kernel.params)
@@ -739,6 +820,27 @@ def vjp(kernel: Kernel, args: Sequence[Any], active: tuple[str, ...], out_bar: A
         spec = LoopSpec(prep.layouts, value="none", partials=True, seed="array")
         launch(kernel, backend, spec, active, prep, seed=ob, grads=grads)
     return _results(backend, inputs, [_shape_grad(g, prep, kernel.params.index(a)) for g, a in zip(grads, active)])
+
+
+def _seeded_vjp(kernel: Kernel, args: Sequence[Any], active: tuple[str, ...], factors: list, backend: str):
+    """vjp with the seed as two factors (see `Kernel.seeded`), or None where that does
+    not apply: the cuda backend, a stateful kernel, factors of another dtype than the
+    inputs' (the product would round differently), or a seed whose shape is not the
+    values' shape."""
+    if backend not in ("llvm", "python") or kernel.program.state:
+        return None
+    dtype = compute_dtype(args)
+    fs = [f if isinstance(f, np.ndarray) else np.asarray(f) for f in factors]
+    if any(f.dtype != dtype for f in fs):
+        return None
+    seeded = kernel.seeded()
+    prep = prepare(list(args) + fs, seeded.params, dtype)
+    if prep.shape != np.broadcast_shapes(*(np.shape(a) for a in args)):
+        return None
+    grads = _grad_buffers(prep, seeded, active)
+    spec = LoopSpec(prep.layouts, value="none", partials=True, seed="scalar")
+    launch(seeded, backend, spec, active, prep, seed=1.0, grads=grads)
+    return [_shape_grad(g, prep, seeded.params.index(a)) for g, a in zip(grads, active)]
 
 
 # ------------------------------------------------------------------ scans (stateful functions)

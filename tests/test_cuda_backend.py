@@ -644,7 +644,7 @@ def test_lowering_is_deterministic_and_readable():
     assert "k += stride" in a and "long long k" in a
     f32 = cuda.lower(kmod, spec, np.float32)
     assert "double" not in f32 and "tanhf(x)" in f32 and "1.0f - t * t" in f32
-    assert cuda.driver_name(kmod, spec, "float32") == "m_tanh__cs_sum_grads_jvp_f32"
+    assert cuda.driver_name(kmod, spec, "float32") == "m_tanh__cx_sum_grads_jvp_f32"
 
 
 def test_driver_abi_follows_kernel_contract():
@@ -1048,7 +1048,7 @@ def test_scan_source_and_abi():
     src = cuda.lower(kmod, spec, "f64")
     assert src == cuda.lower(kmod, spec, np.float64)
     name = cuda.driver_name(kmod, spec, "f64")
-    assert name == "g__scan_ssc_s2_sum_grada_f64"
+    assert name == "g__scan_xsc_s2_sum_grada_f64"
     head = src[src.index(f'extern "C" __global__ void {name}('):]
     params = [p.strip() for p in head[head.index("(") + 1:head.index(")")].split(",")]
     # kernel.py's scan ABI, parameter for parameter (llvm: test_scan_drivers.test_scan_abi_and_ir)

@@ -415,7 +415,7 @@ def plain_final_state(kmod, ops, layouts, s0, no, ni):
 def test_scan_abi_and_ir():
     spec = ScanSpec(layouts=("strided", "scalar", "contig"), n_state=2, value="sum", grads=True, seed="array")
     name = L.driver_name(TWO, spec, F64)
-    assert name == "g__scan_ssc_s2_sum_grada_f64"
+    assert name == "g__scan_xsc_s2_sum_grada_f64"
     ir = L.lower(TWO, spec, F64)
     assert ir == L.lower(TWO, spec, F64)
     sig = re.search(rf"define void @{name}\((.*)\) #1", ir).group(1)

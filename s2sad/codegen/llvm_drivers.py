@@ -24,7 +24,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
-from ..kernel import KernelModule, LoopSpec, ScanSpec
+from ..kernel import STRIDED_LAYOUTS, KernelModule, LoopSpec, ScanSpec
 from ..passes.scansplit import scan_plan
 from .llvm_lower import ALL_VECTOR_ISAS, LoweringError, _Body, _Module, _ref, driver_name
 
@@ -94,13 +94,14 @@ class _DriverBody(_Body):
         return ref
 
     def layout_args(self, base: str, layout: str) -> tuple:
-        """("scalar", v) | ("contig", p, base) | ("strided", p, base, so, si)."""
+        """("scalar", v) | ("contig", p, base) | (layout, p, base, so, si) for the strided
+        layouts (strided, row, column)."""
         if layout == "scalar":
             return ("scalar", self.arg(self.T, base))
         ptr = self.arg("ptr noalias", base)
         if layout == "contig":
             return ("contig", ptr, base)
-        return ("strided", ptr, base, self.arg("i64", base + ".so"), self.arg("i64", base + ".si"))
+        return (layout, ptr, base, self.arg("i64", base + ".so"), self.arg("i64", base + ".si"))
 
     def grad_args(self, base: str, layout: str) -> tuple:
         """GRAD(a) of kernel.py: a scalar param's gradient is ("sum", g, base), g[0] += sum."""
@@ -157,7 +158,7 @@ class _DriverBody(_Body):
         row = self.inst("row", f"mul nsw i64 {o}, {n_inner}")
         self.rows = {}
         for group in operands:
-            if group[0] == "strided":
+            if group[0] in STRIDED_LAYOUTS:
                 self.rows[group[1]] = self.inst(group[2] + ".row", f"mul nsw i64 {o}, {group[3]}")
         self.br(i_cond)
 
@@ -223,9 +224,15 @@ class _DriverBody(_Body):
         o = self.inst(group[2] + ".o", f"sdiv i64 {e}, {self.n_inner}")
         i = self.inst(group[2] + ".i", f"srem i64 {e}, {self.n_inner}")
         row = self.inst(group[2] + ".row", f"mul nsw i64 {o}, {group[3]}")
-        col = self.inst(group[2] + ".col", f"mul nsw i64 {i}, {group[4]}")
-        idx = self.inst(group[2] + ".idx", f"add nsw i64 {row}, {col}")
-        return self.elem_ptr(group[1], idx, group[2])
+        return self.elem_ptr(group[1], self._in_row(group, row, i), group[2])
+
+    def _in_row(self, group, row: str, i: str) -> str:
+        """The index of element i of a strided operand's row that starts at `row`: its
+        inner stride is known for a row (1) or a column (0)."""
+        if group[0] == "column":
+            return row
+        col = i if group[0] == "row" else self.inst(group[2] + ".col", f"mul nsw i64 {i}, {group[4]}")
+        return self.inst(group[2] + ".idx", f"add nsw i64 {row}, {col}")
 
     def read_at(self, group, e: str, base: str) -> str:
         """A param's value at flat element e (scalar, contig or strided)."""
@@ -246,8 +253,7 @@ class _DriverBody(_Body):
         T = self.T
         if group[0] == "contig":
             return self.flat_ptr(group[1], group[2])
-        col = self.inst(group[2] + ".col", f"mul nsw i64 {self.i}, {group[4]}")
-        idx = self.inst(group[2] + ".idx", f"add nsw i64 {self.rows[group[1]]}, {col}")
+        idx = self._in_row(group, self.rows[group[1]], self.i)
         return self.inst(group[2] + ".ptr", f"getelementptr inbounds {T}, ptr {group[1]}, i64 {idx}")
 
     def read(self, group, base: str) -> str:

@@ -321,10 +321,10 @@ def argtypes_for(kmod: KernelModule, spec: LoopSpec | ScanSpec, dtype) -> tuple:
     i64, ptr = ctypes.c_int64, ctypes.c_void_p
 
     def layout(lay: str) -> list:
-        return {"scalar": [T], "contig": [ptr], "strided": [ptr, i64, i64]}[lay]
+        return [T] if lay == "scalar" else [ptr] if lay == "contig" else [ptr, i64, i64]
 
     def grad(lay: str) -> list:
-        return [ptr] if lay != "strided" else [ptr, i64, i64]
+        return [ptr] if lay in ("scalar", "contig") else [ptr, i64, i64]
 
     types: list = [i64, i64]
     for lay in spec.layouts:

@@ -120,6 +120,8 @@ class Generator:
         self.grads_only: dict[int, Any] = {}       # id(stmt) -> live -> its line when its value is not needed
         self.scalar_reads: dict[int, set] = {}     # id(scalar dual stmt) -> what its partials read
         self.live_after: dict[int, set] = {}       # id(stmt) -> names read after it (grad variant)
+        self._readers: dict[str, int] | None = None   # name -> statements reading it (seeds_pullback_only)
+        self._made_by: dict[str, ArrayStmt] = {}
         self.p_names = {n for st in walk_stmts(prog.body) for n in _defs(st)}
         self._compute_activity()
 
@@ -471,7 +473,29 @@ class Generator:
         params = {k: unparse(v) for k, v in st.params.items()}
         for i, a in enumerate(st.args):
             if self.is_active(a):
-                self.contribute(a, rule.vjp(i, g, args, t, params), ind, out, init)
+                if rule.factors is not None and self.seeds_pullback_only(a, st):
+                    out.append(f"{ind}# {self.bar(a)} only seeds the pullback of {a}'s kernel: "
+                               f"an outer product stays two factors")
+                    self.contribute(a, rule.factors(i, g, args, t, params), ind, out, init)
+                else:
+                    self.contribute(a, rule.vjp(i, g, args, t, params), ind, out, init)
+
+    def seeds_pullback_only(self, name: str, st: ArrayStmt) -> bool:
+        """Is `st`, reading `name` once, its only reader, and `name` the output of a
+        kernel whose pullback is recomputed (`vjp`)? Then `name`'s adjoint is this one
+        contribution, read only as that pullback's seed, which takes a SeedProduct."""
+        if self._readers is None:
+            self._readers, self._made_by = {}, {}
+            for s in walk_stmts(self.p.body):
+                for r in stmt_reads(s):
+                    self._readers[r] = self._readers.get(r, 0) + 1
+                if isinstance(s, ArrayStmt) and s.target:
+                    self._made_by[s.target] = s
+        made = self._made_by.get(name)
+        if (name == self.p.result or st.args.count(name) != 1 or self._readers.get(name) != 1
+                or made is None or made.op != "kernel" or made.attrs["scalar"]):
+            return False
+        return self.kernel_modes.get(self.kernel_name(made), ("",))[0] == "recompute"
 
     def _contributed(self, body) -> set:
         """Names defined outside `body` whose adjoints its reverse may add to."""
@@ -652,16 +676,20 @@ class Generator:
 NOT_NEEDED = smath.Real(float("nan"))
 
 def kernel_vjp(kernel, args, active, out_bar, backend="auto"):
-    """runtime.vjp with every active input materialized at the broadcast shape, so each
-    gradient is the full-shape partial * out_bar (as in store mode), summed back to
-    its input's shape by the generated code's `unbroadcast`."""
+    """runtime.vjp giving each active input the bits store mode gives it: the
+    full-shape partial * out_bar, summed back to the input's shape by the generated
+    code's `unbroadcast`. An input broadcast along leading axes only (a bias row) is
+    summed inside the driver, in element order, which adds as numpy's sum over those
+    axes does (runtime.leading_broadcast); any other broadcast input is materialized
+    at the full shape, so that its gradient is full-shape too and unbroadcast sums it."""
     shapes = [np.shape(a) for a in args]
     shape = np.broadcast_shapes(*shapes)
     dtype = runtime.compute_dtype(args)
+    in_order = runtime._backend_for(backend, list(args)) in ("llvm", "python")
     mat = list(args)
     for a in active:
         i = kernel.params.index(a)
-        if shapes[i] != shape:
+        if shapes[i] != shape and not (in_order and runtime.leading_broadcast(shapes[i], shape)):
             mat[i] = np.ascontiguousarray(np.broadcast_to(np.asarray(args[i], dtype), shape))
     grads = runtime.vjp(kernel, mat, active, out_bar, backend=backend)
     return grads
@@ -875,6 +903,12 @@ class ArrayCompiled:
                 loc = _short(location_of(st.ctx.filename, st.node))
                 what = "no adjoint needed (not differentiated)" if not gen.is_active(st.target) else \
                     f"rule {st.op} (s2sad.array_rules)"
+                rule = array_rules.RULES.get(st.op)
+                seeds = [a for a in st.args if gen.is_active(a) and gen.is_active(st.target)
+                         and rule is not None and rule.factors is not None and gen.seeds_pullback_only(a, st)]
+                if seeds:
+                    what += (f"; the adjoint of {', '.join(seeds)} seeds its kernel's pullback only, as two factors "
+                             f"where it is an outer product")
                 lines.append(f"  {loc}: {unparse(st.forward)} -> {what}")
             elif isinstance(st, ArrayStmt) and st.op == "py":
                 loc = _short(location_of(st.ctx.filename, st.node))
