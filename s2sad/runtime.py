@@ -457,6 +457,30 @@ def _pool(n: int):
     return _POOL[0]
 
 
+def _run_chunks(run: Callable[[int], None], n_chunks: int, n_threads: int) -> None:
+    """run(c) for every chunk c, on n_threads threads: the calling thread and
+    n_threads - 1 of the pool's, each taking the next chunk not yet taken. A thread
+    that starts late or is descheduled takes fewer chunks instead of finishing last
+    with half the work. (Which thread runs a chunk does not change any result: each
+    chunk writes its own slice and its own accumulators.)"""
+    if n_threads <= 1 or n_chunks <= 1:
+        for c in range(n_chunks):
+            run(c)
+        return
+    taken = iter(range(n_chunks))     # next() on it is atomic under the GIL
+
+    def worker() -> None:
+        for c in taken:
+            run(c)
+
+    helpers = [_pool(n_threads - 1).submit(worker) for _ in range(n_threads - 1)]
+    try:
+        worker()
+    finally:                          # never return while a helper still writes
+        for f in helpers:
+            f.result()
+
+
 def _fast_layouts(args: Sequence[Any]):
     """(layouts, shape, dtype) when every arg is a float scalar or a C-contiguous float
     array of one common shape (at least 2 elements); else None."""
@@ -491,11 +515,18 @@ def _fast_driver(kernel: Kernel, active: tuple[str, ...], spec: LoopSpec, dtype:
     return kernel.cached(("compiled", active, spec, dtype), lambda: kernel.llvm_driver(active, spec, dtype))
 
 
-def _split(n: int) -> list[tuple[int, int]]:
+# chunks per thread: enough that the threads end together when one is held up
+CHUNKS_PER_THREAD = 8
+
+
+def _split(n: int) -> tuple[list[tuple[int, int]], int]:
+    """(chunks of [0, n), threads to run them on): one chunk below THREAD_MIN elements,
+    else up to CHUNKS_PER_THREAD per thread, none under THREAD_MIN / 4 elements."""
     t = num_threads() if n >= THREAD_MIN else 1
     t = min(t, max(1, n // (THREAD_MIN // 4)))
-    step = -(-n // t)
-    return [(lo, min(n, lo + step)) for lo in range(0, n, step)]
+    k = 1 if t == 1 else min(t * CHUNKS_PER_THREAD, max(t, n // (THREAD_MIN // 4)))
+    step = -(-n // k)
+    return [(lo, min(n, lo + step)) for lo in range(0, n, step)], t
 
 
 @dataclass
@@ -593,7 +624,7 @@ def _sum_dual_stub(fp: _FastPlan, layouts, dtype, value: str = "sum"):
 def _threaded_sum_dual(fp: _FastPlan, args, layouts, dtype, grads, scale, n, value: str = "sum"):
     """Chunks of the index space on threads, each with its own accumulators (the value
     sum first when value is "sum", then each scalar grad)."""
-    chunks = _split(n)
+    chunks, threads = _split(n)
     g0 = 1 if value == "sum" else 0   # slot of the first scalar grad
     width = max(1, g0 + len(grads))
     accs = np.zeros(width * len(chunks), dtype)
@@ -614,10 +645,7 @@ def _threaded_sum_dual(fp: _FastPlan, args, layouts, dtype, grads, scale, n, val
             v += [g + lo * itemsize if g is not None else acc + (g0 + k) * itemsize for k, g in enumerate(gbase)]
         fp.cfunc(*v)
 
-    if len(chunks) == 1:        # one thread: no hand-off to the pool
-        run(0)
-    else:
-        list(_pool(len(chunks)).map(run, range(len(chunks))))
+    _run_chunks(run, len(chunks), threads)
     return accs.reshape(len(chunks), width).sum(axis=0)
 
 
@@ -635,11 +663,8 @@ def _fast_apply(kernel: Kernel, args, fast):
         argv.append(_ptr(out) + lo * itemsize)
         cfunc(*argv)
 
-    chunks = _split(n)
-    if len(chunks) == 1:
-        run(0, n)
-    else:
-        list(_pool(len(chunks)).map(lambda c: run(*c), chunks))
+    chunks, threads = _split(n)
+    _run_chunks(lambda c: run(*chunks[c]), len(chunks), threads)
     return out
 
 

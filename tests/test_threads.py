@@ -1,6 +1,7 @@
 """Threads on the fast path (runtime.py): above THREAD_MIN elements the index space is
-split across S2SAD_NUM_THREADS threads, each with its own accumulators; the answer is
-the one-thread answer up to the order of summation. No timing here (see bench/)."""
+split into chunks that S2SAD_NUM_THREADS threads take in turn, each chunk with its own
+accumulators; the answer is the one-thread answer up to the order of summation. No
+timing here (see bench/)."""
 from __future__ import annotations
 
 import math
@@ -33,9 +34,9 @@ def spy(monkeypatch):
     split, threaded = runtime._split, runtime._threaded_sum_dual
 
     def counting_split(n):
-        chunks = split(n)
-        calls["splits"].append(chunks)
-        return chunks
+        chunks, threads = split(n)
+        calls["splits"].append((chunks, threads))
+        return chunks, threads
 
     def counting_threaded(*args, **kw):
         calls["threaded"] += 1
@@ -55,10 +56,12 @@ def test_one_and_two_threads_agree(monkeypatch, spy):
     x = np.random.default_rng(1).uniform(-3.0, 3.0, N)
     vg = s2sad.value_and_grad(user)
     v1, g1 = _with_threads(monkeypatch, 1, lambda: vg(x))
-    assert spy["threaded"] == 1 and [len(c) for c in spy["splits"]] == [1]
+    assert spy["threaded"] == 1 and spy["splits"] == [([(0, N)], 1)]
     v2, g2 = _with_threads(monkeypatch, 2, lambda: vg(x))
-    assert spy["threaded"] == 2 and [len(c) for c in spy["splits"]] == [1, 2]
-    assert spy["splits"][1] == [(0, N // 2), (N // 2, N)]
+    assert spy["threaded"] == 2 and spy["splits"][1][1] == 2
+    chunks = spy["splits"][1][0]
+    assert len(chunks) == 2 * runtime.CHUNKS_PER_THREAD
+    assert chunks[0][0] == 0 and chunks[-1][1] == N and all(a[1] == b[0] for a, b in zip(chunks, chunks[1:]))
     np.testing.assert_allclose(v2, v1, rtol=1e-12)
     np.testing.assert_allclose(g2, g1, rtol=1e-12)
     t = np.tanh(x)
@@ -72,7 +75,7 @@ def test_scalar_gradients_are_summed_across_threads(monkeypatch, spy):
     vg = s2sad.value_and_grad(scaled, argnums=(0, 1))
     v1, (gx1, ga1) = _with_threads(monkeypatch, 1, lambda: vg(x, 0.7))
     v2, (gx2, ga2) = _with_threads(monkeypatch, 2, lambda: vg(x, 0.7))
-    assert spy["threaded"] == 2 and [len(c) for c in spy["splits"]] == [1, 2]
+    assert spy["threaded"] == 2 and [t for _, t in spy["splits"]] == [1, 2]
     np.testing.assert_allclose(v2, v1, rtol=1e-12)
     np.testing.assert_allclose(gx2, gx1, rtol=1e-12)
     np.testing.assert_allclose(ga2, ga1, rtol=1e-12)
@@ -84,7 +87,7 @@ def test_elementwise_apply_splits_too(monkeypatch, spy):
     x = np.random.default_rng(3).uniform(-4.0, 4.0, N)
     y1 = _with_threads(monkeypatch, 1, lambda: s2sad.broadcast(elementwise, x))
     y2 = _with_threads(monkeypatch, 2, lambda: s2sad.broadcast(elementwise, x))
-    assert [len(c) for c in spy["splits"]] == [1, 2]
+    assert [t for _, t in spy["splits"]] == [1, 2] and len(spy["splits"][1][0]) > 2
     np.testing.assert_allclose(y2, y1, rtol=1e-12)
     np.testing.assert_allclose(y1, x * np.tanh(x) + 1.0, rtol=1e-12)
 
@@ -106,3 +109,39 @@ def test_thread_count_from_the_environment(monkeypatch):
     monkeypatch.delenv("S2SAD_NUM_THREADS")
     import os
     assert runtime.num_threads() == (os.cpu_count() or 1)
+
+
+def test_chunks_run_once_each_on_the_caller_and_the_pool():
+    import threading
+
+    ran: dict[int, str] = {}
+    lock = threading.Lock()
+
+    def run(c):
+        with lock:
+            assert c not in ran
+            ran[c] = threading.current_thread().name
+        threading.Event().wait(0.002)     # a chunk takes a while (and lets go of the GIL)
+
+    runtime._run_chunks(run, 40, 3)
+    assert sorted(ran) == list(range(40))
+    assert threading.current_thread().name in ran.values()
+    assert len(set(ran.values())) >= 2
+    # one thread: in order on the caller
+    order = []
+    runtime._run_chunks(order.append, 5, 1)
+    assert order == [0, 1, 2, 3, 4]
+
+
+def test_a_failing_chunk_waits_for_the_others(monkeypatch):
+    done = []
+
+    def run(c):
+        if c == 0:
+            raise RuntimeError("chunk 0")
+        done.append(c)
+
+    with pytest.raises(RuntimeError, match="chunk 0"):
+        runtime._run_chunks(run, 16, 2)
+    # every other chunk was taken by a thread that was waited for
+    assert len(done) >= 1
