@@ -222,6 +222,7 @@ class Derivative:
         self.backend = backend
         self.what = what
         self._impl = None
+        self._array_impl = None         # an array program's generated function, argnums
         self._text = None
         self._fast = None
         self._plan = None
@@ -232,6 +233,7 @@ class Derivative:
         c = compiled(self.fun)
         if c is not self._plan:  # planned (again): generated code and call state follow
             self._plan, self._impl, self._text, self._fast, self.hot = c, None, None, None, _decline
+            self._array_impl = None
         return c
 
     def source(self) -> str:
@@ -409,13 +411,29 @@ class Derivative:
 
     def _array_call(self, c, args):
         """The derivative of an array program (passes/reverse.py): generated once per
-        (argnums, mode, backend), checked and shaped like the fused path's."""
-        _check_args(c, args, self.argnums)
-        argnums = tuple(i % len(c.params) for i in self.argnums)
+        (argnums, mode, backend), checked and shaped like the fused path's. The
+        generated function is kept with its plan (`_array_impl`), so that a call costs
+        the plan's lookup, the argument checks and the call itself."""
+        impl = self._array_impl
+        if impl is None:
+            _check_args(c, args, self.argnums)
+            argnums = tuple(i % len(c.params) for i in self.argnums)
+            fn = c.implementation(argnums, self.mode, self.backend, "grad" if self.grad_only else "value_and_grad")
+            impl = self._array_impl = (fn, argnums)
+        fn, argnums = impl
+        for i in argnums:    # the common case is checked inline; anything else in full
+            a = args[i] if i < len(args) else None
+            if not (type(a) is float or (type(a) is np.ndarray and a.dtype.kind == "f")):
+                _check_args(c, args, self.argnums)
+                break
+        if len(args) != len(c.params):
+            _check_args(c, args, self.argnums)
+        free = c.free_values()
+        res = fn(*args, **free) if free else fn(*args)
         if self.grad_only:
-            value, grads = None, c.grad(args, argnums, self.mode, self.backend)
+            value, grads = None, res
         else:
-            value, grads = c.value_and_grad(args, argnums, self.mode, self.backend)
+            value, grads = res
             value = _as_value(value)
         if not isinstance(self.argnums_spec, (tuple, list)):
             return value, _as_result(grads[0], args[argnums[0]])
