@@ -829,7 +829,7 @@ def vjp(kernel: Kernel, args: Sequence[Any], active: tuple[str, ...], out_bar: A
         got = _seeded_vjp(kernel, args, active, factors, backend)
         if got is not None:
             return got
-        out_bar = np.asarray(out_bar)
+        out_bar = out_bar.left * out_bar.right     # formed by the factors' own array module
     inputs = list(args) + [out_bar]
     backend = _backend_for(backend, inputs)
     xp, prep = _prepared(backend, args, kernel.params)

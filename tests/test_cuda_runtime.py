@@ -285,6 +285,20 @@ def test_numpy_inputs_on_backend_cuda_come_back_as_numpy(fake_cupy):
     assert FakeRawKernel.launches
 
 
+def test_array_program_with_an_outer_product_seed_on_backend_cuda(fake_cupy):
+    """The one-output MLP in recompute mode: on the cuda backend the kernel's pullback gets
+    the outer product formed (no seeded kernel there) and the bias row materialized."""
+    from test_seed_factors import mlp_args, one_output_mlp
+
+    args = mlp_args(13)
+    got = s2sad.grad(one_output_mlp, argnums=(0, 1, 2), backend="cuda", mode="recompute")(*args)
+    want = s2sad.grad(one_output_mlp, argnums=(0, 1, 2), backend="llvm", mode="recompute")(*args)
+    for g, w in zip(got, want):
+        assert type(g) is np.ndarray
+        assert_close(g, w, 1e-13, 1e-13)
+    assert FakeRawKernel.launches
+
+
 def test_broadcast_on_cupy_returns_cupy(fake_cupy):
     x = dev(X.reshape(10, 100))
     out = s2sad.broadcast(user, x)
