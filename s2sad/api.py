@@ -177,6 +177,19 @@ def _check_args(c: Compiled, args: Sequence[Any], argnums: tuple[int, ...]) -> N
                      f"'{c.params[i]}' out of argnums.")
 
 
+def _check_call(c, args: Sequence[Any], argnums: tuple[int, ...]) -> None:
+    """`_check_args` for a compiled derivative's call: the common case (float or float
+    ndarray arguments, as many as the function takes) is checked here, quickly;
+    anything else in full."""
+    for i in argnums:
+        a = args[i] if i < len(args) else None
+        if not (type(a) is float or (type(a) is np.ndarray and a.dtype.kind == "f")):
+            _check_args(c, args, argnums)
+            return
+    if len(args) != len(c.params):
+        _check_args(c, args, argnums)
+
+
 def _dtype_of(a: Any) -> np.dtype:
     """The dtype of a numpy or cupy array, or of what numpy makes of a Python value."""
     if runtime._is_cupy(a):
@@ -346,13 +359,7 @@ class Derivative:
                                  isinstance(self.argnums_spec, (tuple, list)), self.grad_only)
             self.hot = self._hot_path(c, kind == "float", has_free)
         c, impl, float_result, has_free, many, grad_only = fast
-        for i in self.argnums:  # the common case is checked inline; anything else in full
-            a = args[i] if i < len(args) else None
-            if not (type(a) is float or (type(a) is np.ndarray and a.dtype.kind == "f")):
-                _check_args(c, args, self.argnums)
-                break
-        if len(args) != len(c.params):
-            _check_args(c, args, self.argnums)
+        _check_call(c, args, self.argnums)
         res = impl(*args, **c.free_values()) if has_free else impl(*args)
         if grad_only:   # (None, grads): the value was not computed
             value, grads = None, res
@@ -421,13 +428,7 @@ class Derivative:
             fn = c.implementation(argnums, self.mode, self.backend, "grad" if self.grad_only else "value_and_grad")
             impl = self._array_impl = (fn, argnums)
         fn, argnums = impl
-        for i in argnums:    # the common case is checked inline; anything else in full
-            a = args[i] if i < len(args) else None
-            if not (type(a) is float or (type(a) is np.ndarray and a.dtype.kind == "f")):
-                _check_args(c, args, self.argnums)
-                break
-        if len(args) != len(c.params):
-            _check_args(c, args, self.argnums)
+        _check_call(c, args, self.argnums)
         free = c.free_values()
         res = fn(*args, **free) if free else fn(*args)
         if self.grad_only:
