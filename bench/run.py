@@ -54,6 +54,13 @@ os.environ["S2SAD_CACHE_DIR"] = os.path.join(_CACHE_ROOT, "main")
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
+# the first call below imports s2sad's code generators: from bytecode, as an installed
+# package has them (pip compiles them at install), whatever PYTHONDONTWRITEBYTECODE says,
+# so that it times s2sad and not the compilation of its source
+import compileall  # noqa: E402
+
+compileall.compile_dir(os.path.join(os.path.dirname(HERE), "s2sad"), quiet=2)
+
 import numpy as np  # noqa: E402
 
 import s2sad  # noqa: E402
