@@ -77,7 +77,8 @@ _RULES = [
     # math module and its numpy twins
     _r("fabs", "x", "math.sign(x)"),
     _r("sign", "x", None),
-    _r("copysign", "x y", "math.sign(x) * math.sign(y)", None),
+    # the sign of y, not math.sign(y): copysign(x, 0.0) is |x|, whose slope is sign(x)
+    _r("copysign", "x y", "math.sign(x) * math.copysign(1.0, y)", None),
     _r("floor", "x", None),
     _r("ceil", "x", None),
     _r("trunc", "x", None),
