@@ -847,11 +847,14 @@ def vjp(kernel: Kernel, args: Sequence[Any], active: tuple[str, ...], out_bar: A
     return _results(backend, inputs, [_shape_grad(g, prep, kernel.params.index(a)) for g, a in zip(grads, active)])
 
 
-def _seeded_vjp(kernel: Kernel, args: Sequence[Any], active: tuple[str, ...], factors: list, backend: str):
+def _seeded_vjp(kernel: Kernel, args: Sequence[Any], active: tuple[str, ...], factors: list, backend: str,
+                factor_grads: tuple[int, ...] = ()):
     """vjp with the seed as two factors (see `Kernel.seeded`), or None where that does
     not apply: the cuda backend, a stateful kernel, factors of another dtype than the
     inputs' (the product would round differently), or a seed whose shape is not the
-    values' shape."""
+    values' shape. `factor_grads` (0 for the left factor, 1 for the right) adds the
+    gradients of those factors, each summed to the factor's shape by the driver, after
+    the params' ones."""
     if backend not in ("llvm", "python") or kernel.program.state:
         return None
     dtype = compute_dtype(args)
@@ -862,10 +865,61 @@ def _seeded_vjp(kernel: Kernel, args: Sequence[Any], active: tuple[str, ...], fa
     prep = prepare(list(args) + fs, seeded.params, dtype)
     if prep.shape != np.broadcast_shapes(*(np.shape(a) for a in args)):
         return None
-    grads = _grad_buffers(prep, seeded, active)
+    wrt = tuple(active) + tuple(seeded.params[len(kernel.params) + j] for j in factor_grads)
+    grads = _grad_buffers(prep, seeded, wrt)
     spec = LoopSpec(prep.layouts, value="none", partials=True, seed="scalar")
-    launch(seeded, backend, spec, active, prep, seed=1.0, grads=grads)
-    return [_shape_grad(g, prep, seeded.params.index(a)) for g, a in zip(grads, active)]
+    launch(seeded, backend, spec, wrt, prep, seed=1.0, grads=grads)
+    return [_shape_grad(g, prep, seeded.params.index(a)) for g, a in zip(grads, wrt)]
+
+
+# ------------------------------------------------------------------ a kernel times a column
+#
+# `h = kernel(args); out = h @ w` with w one column (k, 1) or a vector (k,), and h read by
+# nothing else (passes/reverse.py finds the pair): the product is the gradient of
+# sum(a * w.T * h) w.r.t. a = ones((n, 1)), a column the driver sums each row into, so h
+# is never formed; and its pullback is one seeded pass giving the kernel's params their
+# gradients (seed out_bar * w.T) and w its own (the right factor's, summed over the rows).
+# Otherwise (w of several columns, h not 2-D, the cuda backend) h is formed and numpy
+# multiplies: the same numbers up to the order of the sums.
+
+def _one_column(shape: tuple[int, ...], w: Any, dtype: np.dtype) -> bool:
+    ws = np.shape(w)
+    return (len(shape) == 2 and len(ws) in (1, 2) and ws[0] == shape[1] and (len(ws) == 1 or ws[1] == 1)
+            and isinstance(w, np.ndarray) and w.dtype == dtype)
+
+
+def kernel_matmul(kernel: Kernel, args: Sequence[Any], w: Any, backend: str = "auto"):
+    """(kernel(args) @ w, the values or None): in the kernel's pass, the values not
+    formed (None), where w is one column or a vector and the values 2-D; else the
+    values, then numpy's product."""
+    backend = _backend_for(backend, list(args) + [w])
+    shape = np.broadcast_shapes(*(np.shape(a) for a in args))
+    dtype = compute_dtype(args)
+    if _one_column(shape, w, dtype):
+        n, k = shape
+        got = _seeded_vjp(kernel, args, (), [np.ones((n, 1), dtype), w.reshape(1, k)], backend, factor_grads=(0,))
+        if got is not None:
+            return (got[0] if w.ndim == 2 else got[0].reshape(n)), None
+    values = apply(kernel, args, backend)
+    return values @ w, values
+
+
+def kernel_matmul_vjp(kernel: Kernel, args: Sequence[Any], active: tuple[str, ...], w: Any, w_grad: bool,
+                      out_bar: Any, values: Any, backend: str = "auto"):
+    """The gradients of sum(out_bar * (kernel(args) @ w)) w.r.t. the active params, then
+    w's when `w_grad`. `values` is what `kernel_matmul` returned: None, one pass of the
+    seeded kernel; else numpy's adjoints of the product and the kernel's vjp."""
+    from .array_rules import matmul_lhs_bar, matmul_rhs_bar
+
+    if values is None:
+        backend = _backend_for(backend, list(args) + [w])
+        n, k = np.broadcast_shapes(*(np.shape(a) for a in args))
+        ob = np.asarray(out_bar, compute_dtype(args)).reshape(n, 1)
+        got = _seeded_vjp(kernel, args, active, [ob, w.reshape(1, k)], backend, factor_grads=(1,) if w_grad else ())
+        assert got is not None, "kernel_matmul took this path, so the seeded kernel applies"
+        return got[:-1] + [got[-1].reshape(w.shape)] if w_grad else got
+    grads = vjp(kernel, args, active, matmul_lhs_bar(out_bar, values, w), backend=backend) if active else []
+    return list(grads) + ([matmul_rhs_bar(out_bar, values, w)] if w_grad else [])
 
 
 # ------------------------------------------------------------------ scans (stateful functions)

@@ -42,6 +42,11 @@ def row_times_matrix(Z, a):
     return np.sum((a @ B) ** 2)
 
 
+def tanh_mlp(W1, b1, W2, X, y):
+    h = np.tanh(X @ W1 + b1)          # costly to evaluate: not run again with its matmul
+    return np.mean((h @ W2 - y) ** 2)
+
+
 def two_readers(W1, b1, W2, X, y):
     h = s2sad.broadcast(leaky_relu, X @ W1 + b1)
     return np.mean((h @ W2 - y) ** 2) + np.sum(h) * 0.1
@@ -65,9 +70,13 @@ CASES = [
     (vector_output_mlp, lambda n: mlp_args(n, vector=True), (0, 1, 2)),
     (row_times_matrix, lambda n: row_args(n), (0, 1)),
     (row_times_matrix, lambda n: row_args(n, vector=True), (0, 1)),
+    (tanh_mlp, lambda n: mlp_args(n), (0, 1, 2)),
     (two_readers, lambda n: mlp_args(n), (0, 1, 2)),
 ]
-IDS = ["one-column W2", "vector w2 (np.dot)", "row @ matrix", "vector @ matrix", "h read twice"]
+IDS = ["one-column W2", "vector w2 (np.dot)", "row @ matrix", "vector @ matrix", "tanh, one-column W2", "h read twice"]
+# how each runs: the kernel with its matmul (kernel_matmul), its pullback seeded by two
+# factors (recompute mode), or neither
+HOW = ["with matmul", "with matmul", "factors", "factors", "factors", "neither"]
 
 
 @pytest.mark.parametrize("fn, make, nums", CASES, ids=IDS)
@@ -92,17 +101,20 @@ def test_store_recompute_and_auto_are_identical(fn, make, nums, backend):
                 assert np.array_equal(a, b), n
 
 
-@pytest.mark.parametrize("fn, make, nums", CASES, ids=IDS)
-def test_factors_in_the_source_only_where_they_apply(fn, make, nums):
+@pytest.mark.parametrize("case", range(len(CASES)), ids=IDS)
+def test_the_source_says_how_each_runs(case):
+    fn, _, nums = CASES[case]
     text = s2sad.source(s2sad.grad(fn, argnums=nums, mode="recompute"))
     store = s2sad.source(s2sad.grad(fn, argnums=nums, mode="store"))
     explained = str(s2sad.explain(s2sad.grad(fn, argnums=nums, mode="recompute")))
-    if fn is two_readers:      # h_bar sums two contributions: it is formed
-        assert "_factors(" not in text and "two factors" not in explained
-    else:
-        assert "_factors(" in text and "stays two factors" in text
-        assert "seeds its kernel's pullback only, as two factors" in explained
+    how = HOW[case]
+    assert ("kernel_matmul(" in text and "kernel_matmul(" in store) == (how == "with matmul")
+    assert ("_factors(" in text and "stays two factors" in text) == (how == "factors")
+    assert ("seeds its kernel's pullback only, as two factors" in explained) == (how == "factors")
     assert "_factors(" not in store
+    if how == "with matmul":
+        assert "with the matmul that alone reads it" in explained and "store_partials(" not in store
+        assert "h @ W2 in the pass of h's kernel" in text or "np.dot(h, w2)" in explained
 
 
 def test_rank1_adjoints_are_the_outer_products():
@@ -183,3 +195,47 @@ def test_the_llvm_driver_reads_rows_and_columns_without_strides():
                         np.testing.assert_allclose(x, y, rtol=1e-13, atol=1e-13)
     layouts = {lay for key in k._drivers if key[:2] == ("launch", "llvm") for lay in key[3].layouts}
     assert {"row", "column"} <= layouts and "strided" not in layouts
+
+
+# ---------------------------------------------------------------- a kernel times a column
+
+def leaky(z, b):
+    return z + b if z + b > 0 else 0.01 * (z + b)
+
+
+@pytest.mark.parametrize("w_shape", [(6, 1), (6,), (6, 3)], ids=["column", "vector", "three columns"])
+def test_kernel_matmul_against_forming_the_values(w_shape, backend):
+    """kernel_matmul forms no values where w is one column (None), and gives numpy's
+    product of the formed values up to the order of the sums; its vjp gives the
+    kernel's vjp with numpy's adjoints of the product, and w's gradient."""
+    k = _kernel(leaky)
+    z, b = rng.normal(size=(37, 6)), rng.normal(size=(1, 6))
+    w = rng.normal(size=w_shape)
+    out, values = runtime.kernel_matmul(k, (z, b), w, backend=backend)
+    formed = runtime.apply(k, (z, b), backend=backend)
+    assert (values is None) == (w_shape != (6, 3))
+    np.testing.assert_allclose(out, formed @ w, rtol=1e-14, atol=1e-14)
+    assert out.shape == (formed @ w).shape
+    ob = rng.normal(size=np.shape(out))
+    gz, gb, gw = runtime.kernel_matmul_vjp(k, (z, b), ("z", "b"), w, True, ob, values, backend=backend)
+    wz, wb = runtime.vjp(k, (z, b), ("z", "b"), np.reshape(ob, (37, -1)) @ np.reshape(w, (6, -1)).T, backend=backend)
+    np.testing.assert_allclose(gz, wz, rtol=1e-14, atol=1e-14)
+    np.testing.assert_allclose(gb, wb, rtol=1e-13, atol=1e-13)
+    np.testing.assert_allclose(gw, np.reshape(formed.T @ np.reshape(ob, (37, -1)), w_shape), rtol=1e-13, atol=1e-13)
+    assert gz.shape == z.shape and gb.shape == b.shape and gw.shape == w.shape
+    # only some of them
+    (gw_only,) = runtime.kernel_matmul_vjp(k, (z, b), (), w, True, ob, values, backend=backend)
+    np.testing.assert_array_equal(gw_only, gw)
+    (gz_only,) = runtime.kernel_matmul_vjp(k, (z, b), ("z",), w, False, ob, values, backend=backend)
+    np.testing.assert_array_equal(gz_only, gz)
+
+
+def test_kernel_matmul_forms_the_values_where_it_must():
+    k = _kernel(leaky)
+    z, b = rng.normal(size=(2, 5, 6)), rng.normal(size=6)
+    w = rng.normal(size=(6, 1))
+    out, values = runtime.kernel_matmul(k, (z, b), w)                 # values 3-D
+    assert values is not None and out.shape == (2, 5, 1)
+    out32, values32 = runtime.kernel_matmul(k, (z[0], b), w.astype(np.float32))   # w of another dtype
+    assert values32 is not None
+    np.testing.assert_allclose(out32, runtime.apply(k, (z[0], b)) @ w.astype(np.float32), rtol=1e-6)

@@ -120,10 +120,42 @@ class Generator:
         self.grads_only: dict[int, Any] = {}       # id(stmt) -> live -> its line when its value is not needed
         self.scalar_reads: dict[int, set] = {}     # id(scalar dual stmt) -> what its partials read
         self.live_after: dict[int, set] = {}       # id(stmt) -> names read after it (grad variant)
-        self._readers: dict[str, int] | None = None   # name -> statements reading it (seeds_pullback_only)
-        self._made_by: dict[str, ArrayStmt] = {}
         self.p_names = {n for st in walk_stmts(prog.body) for n in _defs(st)}
+        self.readers: dict[str, int] = {}          # name -> how many statements read it
+        self.made_by: dict[str, ArrayStmt] = {}    # name -> the statement that defines it
+        for st in walk_stmts(prog.body):
+            for r in stmt_reads(st):
+                self.readers[r] = self.readers.get(r, 0) + 1
+            if isinstance(st, ArrayStmt) and st.target:
+                self.made_by[st.target] = st
+        # kernel statement <-> the matmul that alone reads its values (kernel_matmul)
+        self.matmul_of: dict[int, ArrayStmt] = {}
+        self.kernel_of: dict[int, ArrayStmt] = {}
+        self._find_kernel_matmuls(prog.body)
         self._compute_activity()
+
+    def _find_kernel_matmuls(self, body: list) -> None:
+        """Pair each elementwise kernel whose values only `values @ w` (or np.dot) reads,
+        as its left operand, later in the same block: the pair runs as one
+        (`runtime.kernel_matmul`), which never forms the values where w is one column.
+        Only kernels cheap to evaluate (`choose_mode`'s test), which the pair evaluates
+        again in the reverse sweep whatever the mode: so store and recompute modes still
+        give the same bits."""
+        for j, st in enumerate(body):
+            if isinstance(st, ForStmt):
+                self._find_kernel_matmuls(st.body)
+            elif isinstance(st, IfStmt):
+                self._find_kernel_matmuls(st.body)
+                self._find_kernel_matmuls(st.orelse)
+            elif (st.op == "kernel" and not st.attrs["scalar"] and st.target and st.target != self.p.result
+                    and self.readers.get(st.target) == 1
+                    and st.attrs["kernel"].module(()).result_kind == "float"
+                    and choose_mode(st.attrs["kernel"], "auto")[0] == "recompute"):
+                for m in body[j + 1:]:
+                    if (isinstance(m, ArrayStmt) and m.op in ("matmul", "dot") and m.args[0] == st.target
+                            and m.args.count(st.target) == 1 and not m.params):
+                        self.matmul_of[id(st)], self.kernel_of[id(m)] = m, st
+                        break
 
     # -------------------------------------------------------------- activity
 
@@ -260,6 +292,9 @@ class Generator:
                 self._add_source(k, kmod, scalar=True)
                 return
             kn = self.kernel_name(st)
+            if id(st) in self.matmul_of:    # runs with its matmul (below)
+                self._add_source(k, k.module(tuple(p for _, p, _ in act)))
+                return
             if act:
                 mode, why = choose_mode(k, self.mode)
                 self.kernel_modes[kn] = (mode, why)
@@ -275,6 +310,13 @@ class Generator:
             else:
                 self._add_source(k, k.module(()))
             out.append(f"{ind}{t} = apply({kn}, {tup})")
+            return
+        if id(st) in self.kernel_of:
+            ks = self.kernel_of[id(st)]
+            h, w = ks.target, _text(st.args[1])
+            ins = _tuple([_text(a) for a in ks.attrs["inputs"]])
+            out.append(f"{ind}# {h} @ {w} in the pass of {h}'s kernel; {h} is not formed (None) where {w} is one column")
+            out.append(f"{ind}{t}, {h} = kernel_matmul({self.kernel_name(ks)}, {ins}, {w})")
             return
         out.append(f"{ind}{t} = {unparse(st.forward)}")
 
@@ -465,6 +507,9 @@ class Generator:
             for (_, _, a), tm in zip(act, tmps):
                 self.contribute(a, f"unbroadcast({tm}, {a})", ind, out, init)
             return
+        if id(st) in self.kernel_of:
+            self.reverse_kernel_matmul(st, g, ind, out, init)
+            return
         rule = array_rules.RULES.get(st.op)
         if rule is None:
             raise UnsupportedOperationError(f"no reverse-mode rule for '{st.op}'", location_of(st.ctx.filename, st.node),
@@ -480,19 +525,34 @@ class Generator:
                 else:
                     self.contribute(a, rule.vjp(i, g, args, t, params), ind, out, init)
 
+    def reverse_kernel_matmul(self, st: ArrayStmt, g: str, ind: str, out: list, init: set) -> None:
+        """The adjoint of `out = values @ w` and of the kernel that made the values, in
+        one call: its active inputs' gradients and w's (the kernel's own adjoint is then
+        never needed: nothing else reads its values)."""
+        ks = self.kernel_of[id(st)]
+        act = self.kernel_active(ks) if self.is_active(ks.target) else []
+        w = st.args[1]
+        w_grad = self.is_active(w)
+        tmps = [self.namer.fresh(f"_{a}_g") for _, _, a in act]
+        wtmp = [self.namer.fresh(f"_{w}_g")] if w_grad else []
+        if not tmps and not wtmp:
+            return
+        ins = _tuple([_text(a) for a in ks.attrs["inputs"]])
+        node = ks.stmt if ks.stmt is not None else ks.node
+        out.append(f"{ind}# and of: {_line(ks.ctx.filename, node)}    [{_short(location_of(ks.ctx.filename, node))}]")
+        out.append(f"{ind}{_tuple(tmps + wtmp)} = kernel_matmul_vjp({self.kernel_name(ks)}, {ins}, "
+                   f"{_tuple([repr(p) for _, p, _ in act])}, {_text(w)}, {w_grad}, {g}, {ks.target})")
+        for (_, _, a), tm in zip(act, tmps):
+            self.contribute(a, f"unbroadcast({tm}, {a})", ind, out, init)
+        if w_grad:
+            self.contribute(w, wtmp[0], ind, out, init)
+
     def seeds_pullback_only(self, name: str, st: ArrayStmt) -> bool:
         """Is `st`, reading `name` once, its only reader, and `name` the output of a
         kernel whose pullback is recomputed (`vjp`)? Then `name`'s adjoint is this one
         contribution, read only as that pullback's seed, which takes a SeedProduct."""
-        if self._readers is None:
-            self._readers, self._made_by = {}, {}
-            for s in walk_stmts(self.p.body):
-                for r in stmt_reads(s):
-                    self._readers[r] = self._readers.get(r, 0) + 1
-                if isinstance(s, ArrayStmt) and s.target:
-                    self._made_by[s.target] = s
-        made = self._made_by.get(name)
-        if (name == self.p.result or st.args.count(name) != 1 or self._readers.get(name) != 1
+        made = self.made_by.get(name)
+        if (name == self.p.result or st.args.count(name) != 1 or self.readers.get(name) != 1
                 or made is None or made.op != "kernel" or made.attrs["scalar"]):
             return False
         return self.kernel_modes.get(self.kernel_name(made), ("",))[0] == "recompute"
@@ -662,6 +722,8 @@ class Generator:
             "not_needed": NOT_NEEDED,
             "store_partials": functools.partial(runtime.store_partials, backend=backend),
             "vjp": functools.partial(kernel_vjp, backend=backend),
+            "kernel_matmul": functools.partial(runtime.kernel_matmul, backend=backend),
+            "kernel_matmul_vjp": functools.partial(runtime.kernel_matmul_vjp, backend=backend),
             "broadcast_size": _broadcast_size,
             "check_scalar_loss": check_scalar,
         })
@@ -903,6 +965,10 @@ class ArrayCompiled:
                 loc = _short(location_of(st.ctx.filename, st.node))
                 what = "no adjoint needed (not differentiated)" if not gen.is_active(st.target) else \
                     f"rule {st.op} (s2sad.array_rules)"
+                if id(st) in gen.kernel_of:
+                    what = (f"taken in the pass of {st.args[0]}'s kernel (runtime.kernel_matmul: {st.args[0]} is not "
+                            f"formed where {_text(st.args[1])} is one column); its adjoint and that kernel's in one "
+                            f"pass")
                 rule = array_rules.RULES.get(st.op)
                 seeds = [a for a in st.args if gen.is_active(a) and gen.is_active(st.target)
                          and rule is not None and rule.factors is not None and gen.seeds_pullback_only(a, st)]
@@ -923,6 +989,11 @@ class ArrayCompiled:
                        f"its inputs computed in the same pass")
             elif st.attrs["scalar"]:
                 how = "on scalars: called as plain Python, its dual gives the partials"
+            elif id(st) in gen.matmul_of:
+                m = gen.matmul_of[id(st)]
+                how = (f"with the matmul that alone reads it, {unparse(m.forward)} "
+                       f"({_short(location_of(m.ctx.filename, m.node))}); pullback: recomputed with it, in every mode (cheap to "
+                       f"evaluate)")
             elif not gen.is_active(st.target):
                 how = "applied elementwise (not differentiated)"
             else:
