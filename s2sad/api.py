@@ -353,26 +353,28 @@ class Derivative:
             c = self.c
             if _is_array(c):
                 return self._array_call(c, args)
-            kind = c.kernel.module(()).result_kind
+            # the loss is a float unless it sums an int or bool kernel (a count); the mean
+            # of one is a float, as numpy's is
+            float_value = c.kernel.module(()).result_kind == "float" or c.plan.reduction == "mean"
             has_free = bool(c.free_values())
-            fast = self._fast = (c, self.implementation(), kind == "float", has_free,
+            fast = self._fast = (c, self.implementation(), float_value, has_free,
                                  isinstance(self.argnums_spec, (tuple, list)), self.grad_only)
-            self.hot = self._hot_path(c, kind == "float", has_free)
-        c, impl, float_result, has_free, many, grad_only = fast
+            self.hot = self._hot_path(c, float_value, has_free)
+        c, impl, float_value, has_free, many, grad_only = fast
         _check_call(c, args, self.argnums)
         res = impl(*args, **c.free_values()) if has_free else impl(*args)
         if grad_only:   # (None, grads): the value was not computed
             value, grads = None, res
         else:
             value, grads = res
-            if not float_result:
+            if not float_value:
                 value = int(round(value))
         if not many:
             return value, _as_result(grads[0], args[self.argnums[0]])
         return value, tuple([_as_result(g, args[i]) for g, i in zip(grads, self.argnums)])
 
 
-    def _hot_path(self, c, float_result: bool, has_free: bool) -> Callable:
+    def _hot_path(self, c, float_value: bool, has_free: bool) -> Callable:
         """What grad and value_and_grad try first: `hot(*args)`, the fused driver's Python
         entry (codegen/llvm_entry.py) called with the user's arguments and the result
         picked from what it returns; one call into machine code from the user's call to
@@ -386,7 +388,7 @@ class Derivative:
         pairs = c.active_pairs(tuple(argnums))
         scan = bool(c.plan.program.state)
         plain = (self.backend in ("auto", "llvm") and not has_free
-                 and c.plan.reduction in ("sum", "mean") and (float_result or self.grad_only)
+                 and c.plan.reduction in ("sum", "mean") and (float_value or self.grad_only)
                  and not (scan and c.plan.reduction == "mean" and not self.grad_only)
                  and list(c.plan.inputs) == [("arg", j) for j in range(len(c.params))]
                  and all(index is None for _, _, index in pairs))

@@ -151,6 +151,31 @@ def test_hot_path_follows_a_rebound_global():
     np.testing.assert_allclose(g(x), np.cos(x) * 1.5, rtol=1e-15)
 
 
+def rounded(z):
+    return round(z * 3.0)
+
+
+def rounded_mean(x):
+    return np.mean(s2sad.broadcast(rounded, x))
+
+
+def rounded_sum(x):
+    return np.sum(s2sad.broadcast(rounded, x))
+
+
+def test_the_mean_of_an_integer_valued_function_is_a_float(backend):
+    """numpy's mean of ints is a float; only a sum of them is a count (a random-program
+    soak found the mean rounded to an int)."""
+    x = np.array([0.1, 0.5, 0.7, 1.0, 1.2])
+    counts = s2sad.broadcast(rounded, x)
+    assert counts.dtype == np.int64
+    for _ in range(3):    # the first call, then the compiled paths
+        v, g = s2sad.value_and_grad(rounded_mean, backend=backend)(x)
+        assert type(v) is float and v == np.mean(counts) == 2.2 and np.array_equal(g, np.zeros_like(x))
+        v, _ = s2sad.value_and_grad(rounded_sum, backend=backend)(x)
+        assert type(v) is int and v == 11
+
+
 def test_an_integer_valued_loss_keeps_its_int_value():
     x = np.linspace(-1, 1, 9)
     vg = s2sad.value_and_grad(count_loss)
