@@ -1,0 +1,152 @@
+"""Random array programs for the reverse mode (passes/reverse.py): a small MLP-like
+grammar of numpy operations on an n x d input, its parameters differentiated.
+
+`draw_program(draw)` (a hypothesis composite's `draw`) returns an `ArrayProgram`: the
+source of `loss(W, b, v, c, X)` and how to make its arguments. Every statement binds a new
+name from names already bound, with its shape tracked, so that the program always runs:
+
+- matrix products with the parameters (`@`, `np.dot`, one column or a vector included,
+  the shapes that make s2sad pair a kernel with its matmul or seed a pullback with factors);
+- bias rows, scalar factors, elementwise numpy functions and `s2sad.broadcast` of scalar
+  functions (smooth ones and piecewise ones), `np.where`, `np.maximum`;
+- reductions along an axis (with keepdims or not), transposes, slices, binary ops of two
+  bound names of one shape;
+- the result reduced to a scalar loss.
+"""
+from __future__ import annotations
+
+import itertools
+import linecache
+from dataclasses import dataclass
+
+import numpy as np
+
+N, D, K = 5, 3, 4
+
+HEADER = '''import math
+
+import numpy as np
+
+import s2sad
+
+
+def leaky(z):
+    return z if z > 0 else 0.1 * z
+
+
+def softplus(z):
+    return math.log(1.0 + math.exp(-abs(z))) + max(z, 0.0)
+
+
+def bump(z, s):
+    return math.tanh(z) * s + z * z * 0.25
+
+
+'''
+
+_counter = itertools.count()
+
+
+@dataclass
+class ArrayProgram:
+    source: str
+    b_shape: tuple
+    v_shape: tuple
+
+    def args(self, seed: int) -> list:
+        rng = np.random.default_rng(seed)
+        return [rng.normal(size=(D, K)) * 0.7, rng.normal(size=self.b_shape) * 0.3,
+                rng.normal(size=self.v_shape) * 0.7, float(rng.uniform(0.5, 1.5)), rng.normal(size=(N, D))]
+
+
+def load(program: ArrayProgram) -> dict:
+    """Execute the program under a pseudo file name that linecache knows (s2sad reads it)."""
+    filename = f"<s2sad-randarray-{next(_counter)}>"
+    src = program.source
+    linecache.cache[filename] = (len(src), None, src.splitlines(True), filename)
+    ns: dict = {"__name__": filename}
+    exec(compile(src, filename, "exec"), ns)
+    return ns
+
+
+def draw_program(draw, st) -> ArrayProgram:
+    b_shape = draw(st.sampled_from([(1, K), (K,)]))
+    v_shape = draw(st.sampled_from([(K, 1), (K,), (K, 2)]))
+    shapes = {"X": (N, D)}
+    lines: list[str] = []
+    names = itertools.count()
+
+    def bind(expr: str, shape: tuple) -> str:
+        name = f"t{next(names)}"
+        lines.append(f"    {name} = {expr}")
+        shapes[name] = shape
+        return name
+
+    # the first layer: always X @ W (+ b), so that every program reads W
+    h = bind("X @ W" if draw(st.booleans()) else "np.dot(X, W)", (N, K))
+    if draw(st.booleans()):
+        h = bind(f"{h} + b", (N, K))
+    for _ in range(draw(st.integers(1, 5))):
+        a = draw(st.sampled_from(sorted(shapes)))
+        s = shapes[a]
+        options = ["tanh", "square", "leaky", "softplus", "where", "maximum", "scale", "bump", "sin"]
+        if s == (N, K):
+            options += ["bias", "matmul_v", "matmul_v", "transpose_back"]
+        if len(s) == 2:
+            options += ["sum0", "mean1", "T", "slice"]
+        same = [n for n in shapes if shapes[n] == s and n != a]
+        if same:
+            options += ["mul", "add", "sub"]
+        op = draw(st.sampled_from(options))
+        if op == "tanh":
+            bind(f"np.tanh({a})", s)
+        elif op == "sin":
+            bind(f"np.sin({a}) * c", s)
+        elif op == "square":
+            bind(f"{a} * {a}", s)
+        elif op == "leaky":
+            bind(f"s2sad.broadcast(leaky, {a})", s)
+        elif op == "softplus":
+            bind(f"s2sad.broadcast(softplus, {a})", s)
+        elif op == "bump":
+            bind(f"s2sad.broadcast(bump, {a}, c)", s)
+        elif op == "where":
+            bind(f"np.where({a} > 0, {a}, 0.5 * {a})", s)
+        elif op == "maximum":
+            bind(f"np.maximum({a}, 0.2 * {a})", s)
+        elif op == "scale":
+            bind(f"c * {a}", s)
+        elif op == "bias":
+            bind(f"{a} + b", s)
+        elif op == "matmul_v":
+            out = (N,) if v_shape == (K,) else (N, v_shape[1])
+            bind(f"{a} @ v" if draw(st.booleans()) else f"np.dot({a}, v)", out)
+        elif op == "transpose_back":
+            bind(f"{a} @ W.T", (N, D))
+        elif op == "sum0":
+            keep = draw(st.booleans())
+            bind(f"np.sum({a}, axis=0{', keepdims=True' if keep else ''})", (1, s[1]) if keep else (s[1],))
+        elif op == "mean1":
+            bind(f"{a}.mean(axis=1)", (s[0],))
+        elif op == "T":
+            bind(f"{a}.T", (s[1], s[0]))
+        elif op == "slice":
+            bind(f"{a}[1:, :]", (s[0] - 1, s[1])) if s[0] > 1 else bind(f"{a}[:, :]", s)
+        else:
+            b = draw(st.sampled_from(sorted(same)))
+            bind(f"{a} {dict(mul='*', add='+', sub='-')[op]} {b}", s)
+    last = f"t{next(names) - 1}"
+    # often an output layer: an elementwise kernel that only `@ v` reads (s2sad runs a
+    # cheap one with its matmul, and seeds a costly one's pullback with two factors)
+    head = draw(st.sampled_from([None, "leaky", "where", "softplus", "tanh"]))
+    if head and shapes[last] == (N, K):
+        kern = {"leaky": f"s2sad.broadcast(leaky, {last})", "where": f"np.where({last} > 0, {last}, 0.5 * {last})",
+                "softplus": f"s2sad.broadcast(softplus, {last})", "tanh": f"np.tanh({last})"}[head]
+        k = bind(kern, (N, K))
+        out = (N,) if v_shape == (K,) else (N, v_shape[1])
+        last = bind(f"{k} @ v" if draw(st.booleans()) else f"np.dot({k}, v)", out)
+    final = draw(st.sampled_from([f"np.sum({last} ** 2)", f"np.mean(np.tanh({last}))",
+                                  f"np.sum(s2sad.broadcast(softplus, {last}))", f"np.mean({last} * {last}) * c"]))
+    body = "\n".join(lines)
+    src = HEADER + f"def loss(W, b, v, c, X):\n{body}\n    return {final}\n"
+    return ArrayProgram(src, b_shape, v_shape)

@@ -1,0 +1,70 @@
+"""Random array programs (tests/randarray.py) through the reverse mode: gradients against
+central finite differences of the plain numpy program, the three pullback modes bit for
+bit, and the llvm backend against the python one. S2SAD_RANDPROG_SCALE multiplies the
+number of programs, as for the scalar ones."""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+from hypothesis import HealthCheck, Phase, given, note, settings
+from hypothesis import strategies as st
+
+import s2sad
+
+from randarray import draw_program, load
+
+SCALE = float(os.environ.get("S2SAD_RANDPROG_SCALE", "1"))
+ARGNUMS = (0, 1, 2, 3)
+
+
+@st.composite
+def programs(draw):
+    return draw_program(draw, st)
+
+
+def central_fd(loss, args, i, h=1e-6):
+    a = args[i]
+    if np.ndim(a) == 0:
+        return (loss(*args[:i], a + h, *args[i + 1:]) - loss(*args[:i], a - h, *args[i + 1:])) / (2 * h)
+    out = np.zeros_like(a)
+    for idx in np.ndindex(a.shape):
+        ap, am = a.copy(), a.copy()
+        ap[idx] += h
+        am[idx] -= h
+        out[idx] = (loss(*args[:i], ap, *args[i + 1:]) - loss(*args[:i], am, *args[i + 1:])) / (2 * h)
+    return out
+
+
+@settings(max_examples=max(1, int(30 * SCALE)), deadline=None, derandomize=True, database=None,
+          phases=[Phase.explicit, Phase.reuse, Phase.generate], print_blob=False,
+          suppress_health_check=list(HealthCheck))
+@given(program=programs(), seed=st.integers(0, 2**16))
+def test_random_array_programs(program, seed):
+    note(program.source)
+    loss = load(program)["loss"]
+    args = program.args(seed)
+    value = loss(*args)
+    if not np.isfinite(value):
+        return
+    runs = {}
+    for backend in ("python", "llvm"):
+        for mode in ("store", "recompute", "auto"):
+            v, grads = s2sad.value_and_grad(loss, argnums=ARGNUMS, backend=backend, mode=mode)(*args)
+            assert np.isclose(v, value, rtol=1e-12, atol=1e-12), (backend, mode, v, value)
+            g_only = s2sad.grad(loss, argnums=ARGNUMS, backend=backend, mode=mode)(*args)
+            for g, go, a in zip(grads, g_only, args):
+                assert np.shape(g) == np.shape(a) and np.all(np.isfinite(g))
+                np.testing.assert_allclose(go, g, rtol=1e-12, atol=1e-12 * max(1.0, float(np.max(np.abs(g)))))
+            runs[backend, mode] = grads
+    for backend in ("python", "llvm"):       # the modes give the same bits
+        for mode in ("recompute", "auto"):
+            for a, b in zip(runs[backend, "store"], runs[backend, mode]):
+                np.testing.assert_array_equal(a, b, err_msg=f"{backend}: store vs {mode}")
+    for a, b in zip(runs["python", "store"], runs["llvm", "store"]):
+        np.testing.assert_allclose(b, a, rtol=1e-10, atol=1e-10 * max(1.0, float(np.max(np.abs(a)))))
+    for i, g in zip(ARGNUMS, runs["llvm", "auto"]):
+        fd = central_fd(loss, args, i)
+        scale = max(1.0, float(np.max(np.abs(fd))))
+        bad = np.abs(np.asarray(g) - fd) > 1e-5 * scale
+        assert not np.any(bad), f"argument {i}: s2sad {g} fd {fd}"
