@@ -201,7 +201,8 @@ def needs_value_in_loop(w, x):
 
 
 ARRAY = [  # (loss, args, argnums, in the forward sweep of grad's source, not in it)
-    (logistic, lambda: logistic_args(20), 0, ["sum_grads(", "__dual(not_needed)"], ["sum_dual("]),
+    # its mean's value is not needed: its gradient runs in the reverse sweep (after this text)
+    (logistic, lambda: logistic_args(20), 0, ["__dual(not_needed)"], ["sum_dual(", "sum_grads("]),
     (log_mean_exp, lambda: (rng.normal(size=8),), 0, ["sum_dual(", "__dual(_"], ["sum_grads(", "not_needed"]),
     (square_of_sum, lambda: (rng.normal(size=8),), 0, ["_1 = np.sum(x)", "__dual(_1)[1:]"], ["not_needed"]),
     (product_of_sums, lambda: (rng.normal(size=8) * 0.5, rng.normal(size=8)), (0, 1),
@@ -235,8 +236,12 @@ def test_array_grad_matches_value_and_grad_and_differences(case, backend):
 def test_logistic_source_skips_the_mean_and_the_loss():
     text = s2sad.source(s2sad.grad(logistic)).split("# Kernel")[0]
     assert text.startswith("def logistic__grad(w, X, y):")
-    assert "(d3_d1,) = sum_grads(logistic__mean, (_1, y), active=('_1',), scale=1.0 / broadcast_size(_1, y))" in text
     assert "(dloss_d3,) = logistic__loss__dual(not_needed)[1:]  # its partials do not read _3" in text
+    # the mean's gradient in the reverse sweep, the adjoint of its value folded into its scale
+    forward, reverse = text.split("# reverse sweep")
+    assert "sum_grads(" not in forward and "sum_dual(" not in forward
+    assert ("(__1_g,) = sum_grads(logistic__mean, (_1, y), active=('_1',), scale=_3_bar / broadcast_size(_1, y))"
+            in reverse)
     assert "return (w_bar,)" in text
     vg = s2sad.source(s2sad.value_and_grad(logistic)).split("# Kernel")[0]
     assert "_3, (d3_d1,) = sum_dual(logistic__mean" in vg and "loss, dloss_d3 = logistic__loss__dual(_3)" in vg
@@ -245,9 +250,10 @@ def test_logistic_source_skips_the_mean_and_the_loss():
 
 def test_dead_statements_are_dropped():
     """A statement only the value reads is not computed: `r = a * b` here."""
-    text = s2sad.source(s2sad.grad(dead_product)).split("# reverse sweep")[0]
+    whole = s2sad.source(s2sad.grad(dead_product))
+    text = whole.split("# reverse sweep")[0]
     assert "r = " not in text and "# r = a * b" not in text   # its comment goes with it
-    assert "sum_grads(" in text and "sum_dual(" not in text
+    assert "sum_dual(" not in text and "sum_grads(" in whole.split("# reverse sweep")[1]
     x = rng.random(5) + 0.5
     assert_same_grads(s2sad.grad(dead_product)(x), s2sad.value_and_grad(dead_product)(x)[1])
     np.testing.assert_allclose(s2sad.grad(dead_product)(x), 1.0 / x + 2.0 * x, rtol=1e-14)

@@ -96,10 +96,14 @@ class _Push:
 
 
 class Generator:
-    def __init__(self, prog: ArrayProgram, argnums: tuple[int, ...], mode: str = "auto"):
+    def __init__(self, prog: ArrayProgram, argnums: tuple[int, ...], mode: str = "auto",
+                 defer: frozenset = frozenset()):
         self.p = prog
         self.argnums = argnums
         self.mode = mode
+        # grad variant: kernel sums whose value nothing reads, run in the reverse sweep
+        # with their adjoint folded into the scale (`deferrable_sums`)
+        self.defer = defer
         self.namer = Namer()                      # a copy: generation adds names of its own
         self.namer.used = set(prog.namer.used)
         self.namer.temps = prog.namer.temps
@@ -489,6 +493,9 @@ class Generator:
     def reverse_stmt(self, st: ArrayStmt, ind: str, out: list, init: set):
         t = st.target
         g = self.g(t)
+        if id(st) in self.defer:
+            self.reverse_deferred_sum(st, g, ind, out, init)
+            return
         if st.op == "kernel_sum" or (st.op == "kernel" and st.attrs["scalar"]):
             for (_, _, a), d in zip(self.kernel_active(st), self.partials.get(id(st), [])):
                 self.contribute(a, d if g == "1.0" else f"{d} * {g}", ind, out, init)
@@ -524,6 +531,28 @@ class Generator:
                     self.contribute(a, rule.factors(i, g, args, t, params), ind, out, init)
                 else:
                     self.contribute(a, rule.vjp(i, g, args, t, params), ind, out, init)
+
+    def reverse_deferred_sum(self, st: ArrayStmt, g: str, ind: str, out: list, init: set) -> None:
+        """A kernel sum of `defer`: its gradients computed here, the adjoint of its value
+        folded into the kernel's scale, rather than in the forward sweep and multiplied
+        by that adjoint after (one pass over each gradient less)."""
+        args = [_text(a) for a in st.attrs["inputs"]]
+        act = self.kernel_active(st)
+        scale = g if st.attrs["reduction"] == "sum" else f"{g} / broadcast_size({', '.join(args)})"
+        tmps = [self.namer.fresh(f"_{a}_g") for _, _, a in act]
+        out.append(f"{ind}{_tuple(tmps)} = sum_grads({self.kernel_name(st)}, {_tuple(args)}, "
+                   f"active={_tuple([repr(p) for _, p, _ in act])}, scale={scale})")
+        for (_, _, a), tm in zip(act, tmps):
+            self.contribute(a, tm, ind, out, init)
+
+    def deferrable_sums(self) -> frozenset:
+        """After generating the grad variant: the top-level kernel sums with partials
+        whose value nothing reads (by `_live`), other than the result (whose adjoint is
+        1.0: nothing to fold)."""
+        return frozenset(id(st) for st in self.p.body
+                         if isinstance(st, ArrayStmt) and st.op == "kernel_sum" and self.partials.get(id(st))
+                         and st.target != self.p.result and id(st) in self.live_after
+                         and st.target not in self.live_after[id(st)])
 
     def reverse_kernel_matmul(self, st: ArrayStmt, g: str, ind: str, out: list, init: set) -> None:
         """The adjoint of `out = values @ w` and of the kernel that made the values, in
@@ -899,6 +928,10 @@ class ArrayCompiled:
         if got is None:
             gen = Generator(self.program, argnums, mode)
             text = gen.generate(variant)
+            defer = gen.deferrable_sums() if variant == "grad" else frozenset()
+            if defer:     # again, those sums in the reverse sweep (their value is not needed)
+                gen = Generator(self.program, argnums, mode, defer)
+                text = gen.generate(variant)
             got = self._gens[key] = (text, gen)
         return got
 
