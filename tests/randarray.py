@@ -46,6 +46,14 @@ def bump(z, s):
 
 _counter = itertools.count()
 
+# elementwise steps: the result has the operand's shape ("bias" needs (N, K))
+SAME_SHAPE = {
+    "tanh": "np.tanh({a})", "sin": "np.sin({a}) * c", "square": "{a} * {a}", "scale": "c * {a}",
+    "leaky": "s2sad.broadcast(leaky, {a})", "softplus": "s2sad.broadcast(softplus, {a})",
+    "bump": "s2sad.broadcast(bump, {a}, c)", "where": "np.where({a} > 0, {a}, 0.5 * {a})",
+    "maximum": "np.maximum({a}, 0.2 * {a})", "bias": "{a} + b",
+}
+
 
 @dataclass
 class ArrayProgram:
@@ -89,7 +97,7 @@ def draw_program(draw, st) -> ArrayProgram:
     for _ in range(draw(st.integers(1, 5))):
         a = draw(st.sampled_from(sorted(shapes)))
         s = shapes[a]
-        options = ["tanh", "square", "leaky", "softplus", "where", "maximum", "scale", "bump", "sin"]
+        options = [op for op in SAME_SHAPE if op != "bias"]
         if s == (N, K):
             options += ["bias", "matmul_v", "matmul_v", "transpose_back"]
         if len(s) == 2:
@@ -98,26 +106,8 @@ def draw_program(draw, st) -> ArrayProgram:
         if same:
             options += ["mul", "add", "sub"]
         op = draw(st.sampled_from(options))
-        if op == "tanh":
-            bind(f"np.tanh({a})", s)
-        elif op == "sin":
-            bind(f"np.sin({a}) * c", s)
-        elif op == "square":
-            bind(f"{a} * {a}", s)
-        elif op == "leaky":
-            bind(f"s2sad.broadcast(leaky, {a})", s)
-        elif op == "softplus":
-            bind(f"s2sad.broadcast(softplus, {a})", s)
-        elif op == "bump":
-            bind(f"s2sad.broadcast(bump, {a}, c)", s)
-        elif op == "where":
-            bind(f"np.where({a} > 0, {a}, 0.5 * {a})", s)
-        elif op == "maximum":
-            bind(f"np.maximum({a}, 0.2 * {a})", s)
-        elif op == "scale":
-            bind(f"c * {a}", s)
-        elif op == "bias":
-            bind(f"{a} + b", s)
+        if op in SAME_SHAPE:
+            bind(SAME_SHAPE[op].format(a=a), s)
         elif op == "matmul_v":
             out = (N,) if v_shape == (K,) else (N, v_shape[1])
             bind(f"{a} @ v" if draw(st.booleans()) else f"np.dot({a}, v)", out)
@@ -140,9 +130,7 @@ def draw_program(draw, st) -> ArrayProgram:
     # cheap one with its matmul, and seeds a costly one's pullback with two factors)
     head = draw(st.sampled_from([None, "leaky", "where", "softplus", "tanh"]))
     if head and shapes[last] == (N, K):
-        kern = {"leaky": f"s2sad.broadcast(leaky, {last})", "where": f"np.where({last} > 0, {last}, 0.5 * {last})",
-                "softplus": f"s2sad.broadcast(softplus, {last})", "tanh": f"np.tanh({last})"}[head]
-        k = bind(kern, (N, K))
+        k = bind(SAME_SHAPE[head].format(a=last), (N, K))
         out = (N,) if v_shape == (K,) else (N, v_shape[1])
         last = bind(f"{k} @ v" if draw(st.booleans()) else f"np.dot({k}, v)", out)
     final = draw(st.sampled_from([f"np.sum({last} ** 2)", f"np.mean(np.tanh({last}))",
