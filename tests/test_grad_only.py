@@ -240,7 +240,7 @@ def test_logistic_source_skips_the_mean_and_the_loss():
     # the mean's gradient in the reverse sweep, the adjoint of its value folded into its scale
     forward, reverse = text.split("# reverse sweep")
     assert "sum_grads(" not in forward and "sum_dual(" not in forward
-    assert ("(__1_g,) = sum_grads(logistic__mean, (_1, y), active=('_1',), scale=_3_bar / broadcast_size(_1, y))"
+    assert ("(_1_bar,) = sum_grads(logistic__mean, (_1, y), active=('_1',), scale=_3_bar / broadcast_size(_1, y))"
             in reverse)
     assert "return (w_bar,)" in text
     vg = s2sad.source(s2sad.value_and_grad(logistic)).split("# Kernel")[0]

@@ -468,6 +468,25 @@ class Generator:
             init.add(name)
         self.unit.discard(name)
 
+    def contribute_call(self, names: list, call: str, ind: str, out: list, init: set) -> None:
+        """`call` returns the adjoints of `names` (each already of its name's shape): an
+        adjoint not yet bound is bound by the call itself; one already bound gets a
+        temporary, added to it (and a name twice: the second one a temporary)."""
+        targets, adds, seen = [], [], set()
+        for a in names:
+            if a in init or a in seen:
+                tmp = self.namer.fresh(f"_{a}_g")
+                targets.append(tmp)
+                adds.append((a, tmp))
+            else:
+                targets.append(self.bar(a))
+                seen.add(a)
+        out.append(f"{ind}{_tuple(targets)} = {call}")
+        init.update(seen)
+        self.unit.difference_update(seen)
+        for a, tmp in adds:
+            self.contribute(a, tmp, ind, out, init)
+
     def g(self, name: str) -> str:
         return "1.0" if name in self.unit else self.bar(name)
 
@@ -539,11 +558,9 @@ class Generator:
         args = [_text(a) for a in st.attrs["inputs"]]
         act = self.kernel_active(st)
         scale = g if st.attrs["reduction"] == "sum" else f"{g} / broadcast_size({', '.join(args)})"
-        tmps = [self.namer.fresh(f"_{a}_g") for _, _, a in act]
-        out.append(f"{ind}{_tuple(tmps)} = sum_grads({self.kernel_name(st)}, {_tuple(args)}, "
-                   f"active={_tuple([repr(p) for _, p, _ in act])}, scale={scale})")
-        for (_, _, a), tm in zip(act, tmps):
-            self.contribute(a, tm, ind, out, init)
+        self.contribute_call([a for _, _, a in act],
+                             f"sum_grads({self.kernel_name(st)}, {_tuple(args)}, "
+                             f"active={_tuple([repr(p) for _, p, _ in act])}, scale={scale})", ind, out, init)
 
     def deferrable_sums(self) -> frozenset:
         """After generating the grad variant: the top-level kernel sums with partials
@@ -562,19 +579,16 @@ class Generator:
         act = self.kernel_active(ks) if self.is_active(ks.target) else []
         w = st.args[1]
         w_grad = self.is_active(w)
-        tmps = [self.namer.fresh(f"_{a}_g") for _, _, a in act]
-        wtmp = [self.namer.fresh(f"_{w}_g")] if w_grad else []
-        if not tmps and not wtmp:
+        names = [a for _, _, a in act] + ([w] if w_grad else [])
+        if not names:
             return
         ins = _tuple([_text(a) for a in ks.attrs["inputs"]])
         node = ks.stmt if ks.stmt is not None else ks.node
         out.append(f"{ind}# and of: {_line(ks.ctx.filename, node)}    [{_short(location_of(ks.ctx.filename, node))}]")
-        out.append(f"{ind}{_tuple(tmps + wtmp)} = kernel_matmul_vjp({self.kernel_name(ks)}, {ins}, "
-                   f"{_tuple([repr(p) for _, p, _ in act])}, {_text(w)}, {w_grad}, {g}, {ks.target})")
-        for (_, _, a), tm in zip(act, tmps):
-            self.contribute(a, f"unbroadcast({tm}, {a})", ind, out, init)
-        if w_grad:
-            self.contribute(w, wtmp[0], ind, out, init)
+        # the gradients come back in their arguments' shapes (runtime.kernel_matmul_vjp)
+        self.contribute_call(names, f"kernel_matmul_vjp({self.kernel_name(ks)}, {ins}, "
+                             f"{_tuple([repr(p) for _, p, _ in act])}, {_text(w)}, {w_grad}, {g}, {ks.target})",
+                             ind, out, init)
 
     def seeds_pullback_only(self, name: str, st: ArrayStmt) -> bool:
         """Is `st`, reading `name` once, its only reader, and `name` the output of a
