@@ -7,14 +7,20 @@ over arrays. Its entry points are what generated array-level code calls:
     sum_dual(k, args, active, scale)    -> (scale * sum of values, grads of that sum)
     sum_grads(k, args, active, scale)   -> grads of that sum, the sum itself not computed
     jvp(k, args, active, tangents)      -> (values, tangent of values)
-    vjp(k, args, active, out_bar)       -> grads of sum(out_bar * values)
+    vjp(k, args, active, out_bar)       -> grads of sum(out_bar * values); out_bar may be
+                                           a SeedProduct (two factors, never formed)
+    kernel_matmul(k, args, w)           -> (values @ w, the values or None: not formed
+                                           where w is one column)
+    kernel_matmul_vjp(k, args, active, w, w_grad, out_bar, values)
+                                        -> grads of sum(out_bar * (values @ w))
 
 Invariants: the user's arrays are never written; every gradient has its argument's
 shape (and float dtype), summed over the dimensions broadcasting added; a kernel is
 compiled once per (program, LoopSpec, dtype), never per array length. Each input is
 read in place when it is C-contiguous with the broadcast shape ("contig"), passed by
 value when it has one element ("scalar"), and otherwise read through broadcast
-strides of a contiguous copy of itself ("strided").
+strides of a contiguous copy of itself ("strided"; the llvm driver is told "row" or
+"column" where the inner stride is 1 or 0, `_known_strides`).
 """
 from __future__ import annotations
 
@@ -883,6 +889,8 @@ def _seeded_vjp(kernel: Kernel, args: Sequence[Any], active: tuple[str, ...], fa
 # multiplies: the same numbers up to the order of the sums.
 
 def _one_column(shape: tuple[int, ...], w: Any, dtype: np.dtype) -> bool:
+    """Do values of `shape` times w take the fused path: 2-D values, w an ndarray of the
+    values' dtype that is one column (k, 1) or a vector (k,)?"""
     ws = np.shape(w)
     return (len(shape) == 2 and len(ws) in (1, 2) and ws[0] == shape[1] and (len(ws) == 1 or ws[1] == 1)
             and isinstance(w, np.ndarray) and w.dtype == dtype)
