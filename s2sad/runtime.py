@@ -27,6 +27,7 @@ from __future__ import annotations
 import ctypes
 import dataclasses
 import hashlib
+import math
 import os
 import re
 import sys
@@ -58,6 +59,8 @@ class Kernel:
     # (value, active) -> the Python entry of the fused driver last made for them (see
     # llvm_entry): what api's hot path calls with the user's arguments
     entries: dict[tuple, Any] = field(default_factory=dict)
+    # launch's per-signature work (index space, layouts, driver), at most LAUNCH_PLANS
+    launch_plans: dict[tuple, Any] = field(default_factory=dict)
 
     @property
     def params(self) -> tuple[str, ...]:
@@ -289,23 +292,36 @@ def _results(backend: str, inputs: Sequence[Any], result):
     return result
 
 
+LAUNCH_PLANS = 256
+
+
 def launch(kernel: Kernel, backend: str, spec: LoopSpec, active: tuple[str, ...], prep: Prepared,
            out=None, acc=None, seed=None, grads=None, tangents=None, out_dot=None) -> None:
     """Run one driver over the prepared inputs. Arrays are full-shape (or own-shape for
     strided grads/tangents); the n-d index space is walked as outer x inner."""
-    kmod = kernel.module(active)
-    active_idx = tuple(kernel.params.index(a) for a in active)
-    dims = _index_space(prep)
+    def plan():
+        """What depends on the shapes and layouts only, not on the data: made once per
+        signature (a training loop's calls all share one)."""
+        dims = _index_space(prep)
+        sp = _known_strides(spec, dims[-1][1]) if backend == "llvm" and "strided" in spec.layouts else spec
+        kmod = kernel.module(active)
+        driver = kernel.cached(("launch", backend, active, sp, prep.dtype),
+                               lambda: _driver(kernel, backend, kmod, sp, prep.dtype))
+        return dims, sp, driver, tuple(kernel.params.index(a) for a in active)
+
+    key = (backend, active, spec, prep.dtype, prep.layouts, tuple(prep.shapes), tuple(prep.shape))
+    got = kernel.launch_plans.get(key)
+    if got is None:
+        if len(kernel.launch_plans) >= LAUNCH_PLANS:     # a bound, for calls of ever new shapes
+            kernel.launch_plans.clear()
+        got = kernel.launch_plans[key] = plan()
+    dims, spec, driver, active_idx = got
     (n_outer, outer), (n_inner, inner) = dims[-2], dims[-1]
     leading = dims[:-2]
-    if n_outer * n_inner * int(np.prod([d[0] for d in leading])) == 0:
+    if n_outer * n_inner * math.prod(d[0] for d in leading) == 0:
         return
-    if backend == "llvm" and "strided" in spec.layouts:
-        spec = _known_strides(spec, inner)
-    driver = kernel.cached(("launch", backend, active, spec, prep.dtype),
-                           lambda: _driver(kernel, backend, kmod, spec, prep.dtype))
 
-    for run in np.ndindex(*[d[0] for d in leading]):
+    for run in (np.ndindex(*[d[0] for d in leading]) if leading else [()]):
         def view(arr, col):
             """(flat array, offset, so, si) of an array walked with column `col`'s strides."""
             off = sum(i * leading[d][1][col] for d, i in enumerate(run))
@@ -372,7 +388,7 @@ def _llvm_driver(compiled):
 
     def call(spec, active_idx, n_outer, n_inner, params, out, acc, seed, grads, tangents, out_dot):
         def ptr(arr, off=0):
-            return arr.ctypes.data + off * arr.itemsize
+            return _ptr(arr) + off * arr.itemsize
 
         argv: list = [n_outer, n_inner]
         for p, l in zip(params, spec.layouts):
