@@ -307,7 +307,11 @@ def launch(kernel: Kernel, backend: str, spec: LoopSpec, active: tuple[str, ...]
         kmod = kernel.module(active)
         driver = kernel.cached(("launch", backend, active, sp, prep.dtype),
                                lambda: _driver(kernel, backend, kmod, sp, prep.dtype))
-        return dims, sp, driver, tuple(kernel.params.index(a) for a in active)
+        active_idx = tuple(kernel.params.index(a) for a in active)
+        stub = None
+        if backend == "llvm" and len(dims) == 2:    # one run: a call with its strides baked in
+            stub = _launch_stub(kernel.llvm_driver(active, sp, prep.dtype).cfunc, sp, active_idx, prep.layouts, dims)
+        return dims, sp, driver, active_idx, stub
 
     key = (backend, active, spec, prep.dtype, prep.layouts, tuple(prep.shapes), tuple(prep.shape))
     got = kernel.launch_plans.get(key)
@@ -315,10 +319,13 @@ def launch(kernel: Kernel, backend: str, spec: LoopSpec, active: tuple[str, ...]
         if len(kernel.launch_plans) >= LAUNCH_PLANS:     # a bound, for calls of ever new shapes
             kernel.launch_plans.clear()
         got = kernel.launch_plans[key] = plan()
-    dims, spec, driver, active_idx = got
+    dims, spec, driver, active_idx, stub = got
     (n_outer, outer), (n_inner, inner) = dims[-2], dims[-1]
     leading = dims[:-2]
     if n_outer * n_inner * math.prod(d[0] for d in leading) == 0:
+        return
+    if stub is not None:
+        stub(prep.values, out, acc, seed, grads, tangents, out_dot)
         return
 
     for run in (np.ndindex(*[d[0] for d in leading]) if leading else [()]):
@@ -342,6 +349,45 @@ def launch(kernel: Kernel, backend: str, spec: LoopSpec, active: tuple[str, ...]
                None if grads is None else per_param(grads, active_idx),
                None if tangents is None else per_param(tangents, active_idx),
                None if out_dot is None else view(out_dot, 0))
+
+
+def _launch_stub(cfunc, spec: LoopSpec, active_idx: tuple[int, ...], layouts: tuple[str, ...], dims) -> Callable:
+    """A generated function that makes launch's one llvm call for a signature whose index
+    space is one run (no leading dims): the sizes and strides are constants, each array
+    argument one data pointer (`_ptr`). The argument order is kernel.py's C ABI, as
+    `_llvm_driver` builds it for any run."""
+    (n_outer, outer), (n_inner, inner) = dims
+
+    def operand(expr: str, i: int) -> list[str]:
+        """LAYOUT(param i) of the array or value `expr` (a grad or tangent: the same)."""
+        if spec.layouts[i] == "scalar":
+            return [expr]
+        if spec.layouts[i] == "contig":
+            return [f"P({expr})"]
+        return [f"P({expr})", str(outer[1 + i]), str(inner[1 + i])]
+
+    argv = [str(n_outer), str(n_inner)]
+    for i in range(len(spec.layouts)):
+        argv += operand(f"vals[{i}]", i)
+    if spec.value == "store":
+        argv.append("P(out)")
+    elif spec.value == "sum":
+        argv.append("P(acc)")
+    if spec.seed == "scalar":
+        argv.append("seed")
+    elif spec.seed == "array":
+        argv.append("P(seed)")
+    if spec.partials:
+        for k, a in enumerate(active_idx):
+            argv += [f"P(grads[{k}])"] if spec.layouts[a] == "scalar" else operand(f"grads[{k}]", a)
+    if spec.tangents:
+        for k, a in enumerate(active_idx):
+            argv += operand(f"tangents[{k}]", a)
+        argv.append("P(out_dot)")
+    text = f"def stub(vals, out, acc, seed, grads, tangents, out_dot):\n    cfunc({', '.join(argv)})\n"
+    ns = {"cfunc": cfunc, "P": _ptr}
+    exec(compile(text, "<s2sad launch stub>", "exec"), ns)
+    return ns["stub"]
 
 
 def _known_strides(spec: LoopSpec, inner: list[int]) -> LoopSpec:

@@ -1,0 +1,71 @@
+"""runtime.launch, the path of kernels with broadcast operands: its per-signature plans
+(`Kernel.launch_plans`, bounded), the generated one-call stub for an index space of one
+run, and the generic loop over leading dims, each against the python backend for every
+entry point."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from s2sad import runtime
+from s2sad.frontend import parse_function
+from s2sad.passes.normalize import normalize
+
+rng = np.random.default_rng(3)
+
+
+def f(z, b, c):
+    return math.tanh(z * b) + c * z
+
+
+def _kernel(fn) -> runtime.Kernel:
+    p = normalize(parse_function(fn))
+    return runtime.Kernel(p, p.entry)
+
+
+SHAPES = [((7, 5), (1, 5), (7, 1)), ((7, 5), (5,), ()), ((3, 4, 5), (4, 1), (5,)), ((2, 3, 4), (1, 3, 1), (4,))]
+
+
+def _value(shape):
+    return rng.normal(size=shape) if shape else 0.7
+
+
+@pytest.mark.parametrize("shapes", SHAPES, ids=lambda s: "x".join(str(t) for t in s))
+@pytest.mark.parametrize("active", [("z",), ("b", "c"), ("z", "b", "c")], ids="".join)
+def test_entry_points_agree_with_the_python_backend(shapes, active):
+    k = _kernel(f)
+    args = [_value(s) for s in shapes]
+    tans = [_value(shapes["zbc".index(a)]) for a in active]
+    full = np.broadcast_shapes(*[np.shape(a) for a in args])
+    seed = rng.normal(size=full)
+    for _ in range(2):       # the first call makes the plan, the second uses it
+        got = [runtime.apply(k, args, backend="llvm"), runtime.jvp(k, args, active, tans, backend="llvm"),
+               runtime.vjp(k, args, active, seed, backend="llvm"), runtime.sum_dual(k, args, active, backend="llvm")]
+        want = [runtime.apply(k, args, backend="python"), runtime.jvp(k, args, active, tans, backend="python"),
+                runtime.vjp(k, args, active, seed, backend="python"),
+                runtime.sum_dual(k, args, active, backend="python")]
+        for g, w in zip(got, want):
+            for a, b in zip(*(x if isinstance(x, (tuple, list)) else [x] for x in (g, w))):
+                for p, q in zip(*(y if isinstance(y, list) else [y] for y in (a, b))):
+                    np.testing.assert_allclose(p, q, rtol=1e-12, atol=1e-12)
+    plans = [v for key, v in k.launch_plans.items() if key[0] == "llvm"]
+    assert plans and all((p[4] is not None) == (len(p[0]) == 2) for p in plans)   # a stub exactly for one run
+
+
+def test_the_shapes_above_take_both_paths():
+    """SHAPES hold index spaces of one run (the stub) and with leading dims (the loop)."""
+    runs = {len(runtime._index_space(runtime.prepare([_value(s) for s in shapes], ("z", "b", "c")))) == 2
+            for shapes in SHAPES}
+    assert runs == {True, False}
+
+
+def test_launch_plans_are_bounded(monkeypatch):
+    monkeypatch.setattr(runtime, "LAUNCH_PLANS", 4)
+    k = _kernel(f)
+    b = rng.normal(size=(1, 3))
+    for n in range(2, 12):
+        z = rng.normal(size=(n, 3))
+        np.testing.assert_allclose(runtime.apply(k, (z, b, 0.5)), np.tanh(z * b) + 0.5 * z, rtol=1e-13, atol=1e-14)
+        assert len(k.launch_plans) <= 4
