@@ -42,9 +42,9 @@ class ArrayRule:
 RULES: dict[str, ArrayRule] = {}
 
 
-def rule(name: str):
+def rule(name: str, factors: Callable[..., str] | None = None):
     def register(fn):
-        RULES[name] = ArrayRule(name, fn)
+        RULES[name] = ArrayRule(name, fn, factors)
         return fn
     return register
 
@@ -78,20 +78,16 @@ def _prod(i, g, args, out, p):
     return f"prod_bar({g}, {args[0]}{_kw(p, 'axis', 'keepdims')})"
 
 
-@rule("matmul")
+@rule("matmul", factors=lambda i, g, args, out, p: f"matmul_factors({i}, {g}, {', '.join(args)})")
 def _matmul(i, g, args, out, p):
     a, b = args
     return f"matmul_lhs_bar({g}, {a}, {b})" if i == 0 else f"matmul_rhs_bar({g}, {a}, {b})"
 
 
-@rule("dot")
+@rule("dot", factors=lambda i, g, args, out, p: f"dot_factors({i}, {g}, {', '.join(args)})")
 def _dot(i, g, args, out, p):
     a, b = args
     return f"dot_lhs_bar({g}, {a}, {b})" if i == 0 else f"dot_rhs_bar({g}, {a}, {b})"
-
-
-RULES["matmul"] = ArrayRule("matmul", _matmul, lambda i, g, args, out, p: f"matmul_factors({i}, {g}, {', '.join(args)})")
-RULES["dot"] = ArrayRule("dot", _dot, lambda i, g, args, out, p: f"dot_factors({i}, {g}, {', '.join(args)})")
 
 
 @rule("outer")
