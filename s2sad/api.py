@@ -477,7 +477,7 @@ def _zeros_like(a):
 
 
 def _broadcast_size(*args) -> int:
-    return int(np.prod(np.broadcast_shapes(*(np.shape(a) for a in args)), dtype=np.int64))
+    return int(np.prod(runtime.broadcast_shapes(*(np.shape(a) for a in args)), dtype=np.int64))
 
 
 def _check_scalar_loss(c: Compiled, size: int) -> None:

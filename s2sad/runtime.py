@@ -175,16 +175,31 @@ class Prepared:
 
 def compute_dtype(args: Sequence[Any]) -> np.dtype:
     """float32 when every floating input is float32, else float64."""
-    floats = [np.asarray(a).dtype for a in args if np.asarray(a).dtype.kind == "f"]
+    dtypes = [a.dtype if isinstance(a, np.ndarray) else np.asarray(a).dtype for a in args]
+    floats = [d for d in dtypes if d.kind == "f"]
     if floats and all(d == np.float32 for d in floats):
         return np.dtype(np.float32)
     return np.dtype(np.float64)
 
 
+def broadcast_shapes(*shapes: tuple[int, ...]) -> tuple[int, ...]:
+    """np.broadcast_shapes, in Python: numpy's makes an empty array per shape, which
+    costs more than a small kernel's whole launch. ValueError where they do not broadcast."""
+    nd = max((len(s) for s in shapes), default=0)
+    out = [1] * nd
+    for s in shapes:
+        for k, n in enumerate(s, nd - len(s)):
+            if n != 1:
+                if out[k] != 1 and out[k] != n:
+                    raise ValueError(f"shape mismatch: objects cannot be broadcast to a single shape ({shapes})")
+                out[k] = n
+    return tuple(out)
+
+
 def broadcast_shape(arrays: Sequence[Any], names: Sequence[str]) -> tuple[int, ...]:
     """The shape the arguments broadcast to; a ShapeError naming each one's if none."""
     try:
-        return np.broadcast_shapes(*(tuple(a.shape) for a in arrays))
+        return broadcast_shapes(*(tuple(a.shape) for a in arrays))
     except ValueError:
         desc = ", ".join(f"{n}: {tuple(a.shape)}" for n, a in zip(names, arrays))
         raise ShapeError(f"the arguments' shapes do not broadcast together ({desc})",
@@ -931,7 +946,7 @@ def _seeded_vjp(kernel: Kernel, args: Sequence[Any], active: tuple[str, ...], fa
         return None
     seeded = kernel.seeded()
     prep = prepare(list(args) + fs, seeded.params, dtype)
-    if prep.shape != np.broadcast_shapes(*(np.shape(a) for a in args)):
+    if prep.shape != broadcast_shapes(*(np.shape(a) for a in args)):
         return None
     wrt = tuple(active) + tuple(seeded.params[len(kernel.params) + j] for j in factor_grads)
     grads = _grad_buffers(prep, seeded, wrt)
@@ -963,7 +978,7 @@ def kernel_matmul(kernel: Kernel, args: Sequence[Any], w: Any, backend: str = "a
     formed (None), where w is one column or a vector and the values 2-D; else the
     values, then numpy's product."""
     backend = _backend_for(backend, list(args) + [w])
-    shape = np.broadcast_shapes(*(np.shape(a) for a in args))
+    shape = broadcast_shapes(*(np.shape(a) for a in args))
     dtype = compute_dtype(args)
     if _one_column(shape, w, dtype):
         n, k = shape
@@ -983,7 +998,7 @@ def kernel_matmul_vjp(kernel: Kernel, args: Sequence[Any], active: tuple[str, ..
 
     if values is None:
         backend = _backend_for(backend, list(args) + [w])
-        n, k = np.broadcast_shapes(*(np.shape(a) for a in args))
+        n, k = broadcast_shapes(*(np.shape(a) for a in args))
         ob = np.asarray(out_bar, compute_dtype(args)).reshape(n, 1)
         got = _seeded_vjp(kernel, args, active, [ob, w.reshape(1, k)], backend, factor_grads=(1,) if w_grad else ())
         assert got is not None, "kernel_matmul took this path, so the seeded kernel applies"

@@ -69,3 +69,22 @@ def test_launch_plans_are_bounded(monkeypatch):
         z = rng.normal(size=(n, 3))
         np.testing.assert_allclose(runtime.apply(k, (z, b, 0.5)), np.tanh(z * b) + 0.5 * z, rtol=1e-13, atol=1e-14)
         assert len(k.launch_plans) <= 4
+
+
+def test_broadcast_shapes_is_numpys():
+    from hypothesis import given, settings, strategies as st
+
+    dims = st.sampled_from([0, 1, 2, 3])
+    shapes = st.lists(st.lists(dims, max_size=4).map(tuple), min_size=1, max_size=4)
+
+    @settings(max_examples=300, derandomize=True, database=None, deadline=None)
+    @given(shapes)
+    def check(ss):
+        try:
+            want = np.broadcast_shapes(*ss)
+        except ValueError:
+            with pytest.raises(ValueError):
+                runtime.broadcast_shapes(*ss)
+        else:
+            assert runtime.broadcast_shapes(*ss) == want
+    check()

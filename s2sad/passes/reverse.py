@@ -788,7 +788,7 @@ def kernel_vjp(kernel, args, active, out_bar, backend="auto"):
     axes does (runtime.leading_broadcast); any other broadcast input is materialized
     at the full shape, so that its gradient is full-shape too and unbroadcast sums it."""
     shapes = [np.shape(a) for a in args]
-    shape = np.broadcast_shapes(*shapes)
+    shape = runtime.broadcast_shapes(*shapes)
     dtype = runtime.compute_dtype(args)
     in_order = runtime._backend_for(backend, list(args)) in ("llvm", "python")
     mat = list(args)
@@ -804,7 +804,7 @@ def _broadcast_size(*args) -> int:
     shape = getattr(args[0], "shape", None)
     if shape is not None and all(getattr(a, "shape", None) == shape for a in args[1:]):
         return int(args[0].size)   # one shape (the common case): np.broadcast_shapes costs microseconds
-    return int(np.prod(np.broadcast_shapes(*(np.shape(a) for a in args)), dtype=np.int64))
+    return int(np.prod(runtime.broadcast_shapes(*(np.shape(a) for a in args)), dtype=np.int64))
 
 
 # ------------------------------------------------------------------ text helpers
