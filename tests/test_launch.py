@@ -88,3 +88,33 @@ def test_broadcast_shapes_is_numpys():
         else:
             assert runtime.broadcast_shapes(*ss) == want
     check()
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_a_seeded_pullback_signature_seen_before_takes_its_stub(dtype):
+    """The second call of a signature runs `_seeded_call` (buffers and the launch stub),
+    with the first call's bits; arguments `prepare` would convert, a 1-element array or
+    a non-contiguous one, take the full path again."""
+    k = _kernel(f)
+    z = rng.normal(size=(9, 5)).astype(dtype)
+    b = rng.normal(size=(1, 5)).astype(dtype)
+    left, right = rng.normal(size=(9, 1)).astype(dtype), rng.normal(size=(1, 5)).astype(dtype)
+    c = 0.5 if dtype == np.float64 else rng.normal(size=(9, 1)).astype(dtype)   # a float, or a column
+    first = runtime.vjp(k, (z, b, c), ("z", "b", "c"), runtime.SeedProduct(left, right))
+    assert any(key[0] == "seeded" for key in k.launch_plans)
+    slow = runtime.vjp(k, (z, np.float32(0.5) if dtype == np.float32 else b[0, :1], c), ("z",),
+                       runtime.SeedProduct(left, right))     # a numpy scalar, a 1-element array: no stub
+    assert slow[0].shape == z.shape and len([key for key in k.launch_plans if key[0] == "seeded"]) == 1
+    again = runtime.vjp(k, (z, b, c), ("z", "b", "c"), runtime.SeedProduct(left, right))
+    for a, g in zip(first, again):
+        assert a.shape == g.shape and a.dtype == g.dtype
+        np.testing.assert_array_equal(a, g)
+    formed = runtime.vjp(k, (z, b, c), ("z", "b", "c"), left * right, backend="python")
+    for a, g in zip(formed, again):
+        np.testing.assert_allclose(g, a, rtol=1e-5 if dtype == np.float32 else 1e-12, atol=1e-6)
+    # the right factor's gradient too, and an argument of another layout
+    zf = np.asfortranarray(rng.normal(size=(9, 5)).astype(dtype))
+    for _ in range(2):
+        gz, gr = runtime._seeded_vjp(k, (zf, b, c), ("z",), [left, right], "llvm", factor_grads=(1,))
+        np.testing.assert_allclose(gr, np.sum(left * runtime.apply(k, (zf, b, c)), axis=0, keepdims=True),
+                                   rtol=1e-5 if dtype == np.float32 else 1e-12)
