@@ -311,44 +311,54 @@ def _results(backend: str, inputs: Sequence[Any], result):
 LAUNCH_PLANS = 256
 
 
+def _launch_key(backend: str, active: tuple[str, ...], spec: LoopSpec, prep: Prepared) -> tuple:
+    """What a launch plan depends on (`Kernel.launch_plans`)."""
+    return backend, active, spec, prep.dtype, prep.layouts, tuple(prep.shapes), tuple(prep.shape)
+
+
 def launch(kernel: Kernel, backend: str, spec: LoopSpec, active: tuple[str, ...], prep: Prepared,
            out=None, acc=None, seed=None, grads=None, tangents=None, out_dot=None) -> None:
     """Run one driver over the prepared inputs. Arrays are full-shape (or own-shape for
     strided grads/tangents); the n-d index space is walked as outer x inner."""
     def plan():
         """What depends on the shapes and layouts only, not on the data: made once per
-        signature (a training loop's calls all share one)."""
+        signature (a training loop's calls all share one). On the llvm backend the
+        driver is a generated stub (`_launch_stub`), else the backend's generic call."""
         dims = _index_space(prep)
         sp = _known_strides(spec, dims[-1][1]) if backend == "llvm" and "strided" in spec.layouts else spec
-        kmod = kernel.module(active)
-        driver = kernel.cached(("launch", backend, active, sp, prep.dtype),
-                               lambda: _driver(kernel, backend, kmod, sp, prep.dtype))
         active_idx = tuple(kernel.params.index(a) for a in active)
-        stub = None
-        if backend == "llvm" and len(dims) == 2:    # one run: a call with its strides baked in
-            stub = _launch_stub(kernel.llvm_driver(active, sp, prep.dtype).cfunc, sp, active_idx, prep.layouts, dims)
-        return dims, sp, driver, active_idx, stub
+        if backend == "llvm":
+            cfunc = kernel.llvm_driver(active, sp, prep.dtype).cfunc
+            return dims, sp, _launch_stub(cfunc, sp, active_idx, dims, prep.dtype.itemsize), active_idx
+        kmod = kernel.module(active)
+        return dims, sp, kernel.cached(("launch", backend, active, sp, prep.dtype),
+                                       lambda: _driver(kernel, backend, kmod, sp, prep.dtype)), active_idx
 
-    key = (backend, active, spec, prep.dtype, prep.layouts, tuple(prep.shapes), tuple(prep.shape))
+    key = _launch_key(backend, active, spec, prep)
     got = kernel.launch_plans.get(key)
     if got is None:
         if len(kernel.launch_plans) >= LAUNCH_PLANS:     # a bound, for calls of ever new shapes
             kernel.launch_plans.clear()
         got = kernel.launch_plans[key] = plan()
-    dims, spec, driver, active_idx, stub = got
+    dims, spec, driver, active_idx = got
     (n_outer, outer), (n_inner, inner) = dims[-2], dims[-1]
     leading = dims[:-2]
     if n_outer * n_inner * math.prod(d[0] for d in leading) == 0:
         return
-    if stub is not None:
-        stub(prep.values, out, acc, seed, grads, tangents, out_dot)
+    if backend == "llvm" and not leading:
+        driver(prep.values, out, acc, seed, grads, tangents, out_dot)
         return
 
-    for run in (np.ndindex(*[d[0] for d in leading]) if leading else [()]):
+    for run in np.ndindex(*[d[0] for d in leading]) if leading else [()]:
+        # each column's offset (in elements) at this run of the leading dims
+        offs = [sum(i * leading[d][1][col] for d, i in enumerate(run)) for col in range(len(outer))]
+        if backend == "llvm":
+            driver(prep.values, out, acc, seed, grads, tangents, out_dot, offs)
+            continue
+
         def view(arr, col):
             """(flat array, offset, so, si) of an array walked with column `col`'s strides."""
-            off = sum(i * leading[d][1][col] for d, i in enumerate(run))
-            return (arr.reshape(-1), off, outer[col], inner[col])
+            return (arr.reshape(-1), offs[col], outer[col], inner[col])
 
         def per_param(values, idx):
             """Arguments laid out like params `idx` (inputs, grads or tangents)."""
@@ -367,40 +377,45 @@ def launch(kernel: Kernel, backend: str, spec: LoopSpec, active: tuple[str, ...]
                None if out_dot is None else view(out_dot, 0))
 
 
-def _launch_stub(cfunc, spec: LoopSpec, active_idx: tuple[int, ...], layouts: tuple[str, ...], dims) -> Callable:
-    """A generated function that makes launch's one llvm call for a signature whose index
-    space is one run (no leading dims): the sizes and strides are constants, each array
-    argument one data pointer (`_ptr`). The argument order is kernel.py's C ABI, as
-    `_llvm_driver` builds it for any run."""
-    (n_outer, outer), (n_inner, inner) = dims
+def _launch_stub(cfunc, spec: LoopSpec, active_idx: tuple[int, ...], dims, itemsize: int) -> Callable:
+    """A generated function that makes launch's llvm call, in kernel.py's C ABI order: the
+    sizes and strides are constants, each array argument one data pointer (`_ptr`).
+    Where the index space has leading dims, the stub takes `offs` (each column's offset,
+    in elements, at one run of them) and launch calls it once per run."""
+    (n_outer, outer), (n_inner, inner) = dims[-2], dims[-1]
+    runs = len(dims) > 2
+
+    def ptr(expr: str, col: int) -> str:
+        return f"P({expr}) + offs[{col}] * {itemsize}" if runs else f"P({expr})"
 
     def operand(expr: str, i: int) -> list[str]:
         """LAYOUT(param i) of the array or value `expr` (a grad or tangent: the same)."""
         if spec.layouts[i] == "scalar":
             return [expr]
         if spec.layouts[i] == "contig":
-            return [f"P({expr})"]
-        return [f"P({expr})", str(outer[1 + i]), str(inner[1 + i])]
+            return [ptr(expr, 0)]
+        return [ptr(expr, 1 + i), str(outer[1 + i]), str(inner[1 + i])]
 
     argv = [str(n_outer), str(n_inner)]
     for i in range(len(spec.layouts)):
         argv += operand(f"vals[{i}]", i)
     if spec.value == "store":
-        argv.append("P(out)")
+        argv.append(ptr("out", 0))
     elif spec.value == "sum":
         argv.append("P(acc)")
     if spec.seed == "scalar":
         argv.append("seed")
     elif spec.seed == "array":
-        argv.append("P(seed)")
+        argv.append(ptr("seed", 0))
     if spec.partials:
-        for k, a in enumerate(active_idx):
+        for k, a in enumerate(active_idx):       # a scalar param's gradient: one accumulator
             argv += [f"P(grads[{k}])"] if spec.layouts[a] == "scalar" else operand(f"grads[{k}]", a)
     if spec.tangents:
         for k, a in enumerate(active_idx):
             argv += operand(f"tangents[{k}]", a)
-        argv.append("P(out_dot)")
-    text = f"def stub(vals, out, acc, seed, grads, tangents, out_dot):\n    cfunc({', '.join(argv)})\n"
+        argv.append(ptr("out_dot", 0))
+    text = (f"def stub(vals, out, acc, seed, grads, tangents, out_dot{', offs' if runs else ''}):\n"
+            f"    cfunc({', '.join(argv)})\n")
     ns = {"cfunc": cfunc, "P": _ptr}
     exec(compile(text, "<s2sad launch stub>", "exec"), ns)
     return ns["stub"]
@@ -419,8 +434,6 @@ def _driver(kernel: Kernel, backend: str, kmod: KernelModule, spec: LoopSpec, dt
         fns = kernel.python_functions(kmod.active)
         fn = fns[kmod.dual_entry if spec.needs_dual else kmod.entry]
         return _python_driver(fn)
-    if backend == "llvm":
-        return _llvm_driver(kernel.llvm_driver(kmod.active, spec, dtype))
     if backend == "cuda":
         from . import cuda_runtime
 
@@ -442,52 +455,6 @@ def _python_driver(fn):
             grads=None if grads is None else [flat(g) if isinstance(g, tuple) else g for g in grads],
             tangents=None if tangents is None else [flat(t) for t in tangents],
             out_dot=None if out_dot is None else out_dot[0][out_dot[1]:])
-    return call
-
-
-def _llvm_driver(compiled):
-    cfunc = compiled.cfunc
-
-    def call(spec, active_idx, n_outer, n_inner, params, out, acc, seed, grads, tangents, out_dot):
-        def ptr(arr, off=0):
-            return _ptr(arr) + off * arr.itemsize
-
-        argv: list = [n_outer, n_inner]
-        for p, l in zip(params, spec.layouts):
-            if l == "scalar":
-                argv.append(p)
-            elif l == "contig":
-                argv.append(ptr(p[0], p[1]))
-            else:
-                argv += [ptr(p[0], p[1]), p[2], p[3]]
-        if spec.value == "store":
-            argv.append(ptr(out[0], out[1]))
-        elif spec.value == "sum":
-            argv.append(ptr(acc))
-        if spec.seed == "scalar":
-            argv.append(seed)
-        elif spec.seed == "array":
-            argv.append(ptr(seed[0], seed[1]))
-        if spec.partials:
-            for g, a in zip(grads, active_idx):
-                l = spec.layouts[a]
-                if l == "scalar":
-                    argv.append(ptr(g))
-                elif l == "contig":
-                    argv.append(ptr(g[0], g[1]))
-                else:
-                    argv += [ptr(g[0], g[1]), g[2], g[3]]
-        if spec.tangents:
-            for t, a in zip(tangents, active_idx):
-                l = spec.layouts[a]
-                if l == "scalar":
-                    argv.append(t)
-                elif l == "contig":
-                    argv.append(ptr(t[0], t[1]))
-                else:
-                    argv += [ptr(t[0], t[1]), t[2], t[3]]
-            argv.append(ptr(out_dot[0], out_dot[1]))
-        cfunc(*argv)
     return call
 
 
@@ -959,11 +926,10 @@ def _seeded_vjp(kernel: Kernel, args: Sequence[Any], active: tuple[str, ...], fa
     grads = _grad_buffers(prep, seeded, wrt)
     spec = LoopSpec(prep.layouts, value="none", partials=True, seed="scalar")
     launch(seeded, backend, spec, wrt, prep, seed=1.0, grads=grads)
-    if sig is not None and sig[0] == prep.dtype.num:
-        stub = seeded.launch_plans.get((backend, wrt, spec, prep.dtype, prep.layouts, tuple(prep.shapes),
-                                        tuple(prep.shape)), (None,) * 5)[4]
-        if stub is not None:     # the next call with this signature: the stub alone
-            kernel.launch_plans[("seeded", backend, active, factor_grads, sig)] = _seeded_call(stub, prep, seeded, wrt)
+    plan = seeded.launch_plans.get(_launch_key(backend, wrt, spec, prep))
+    if sig is not None and sig[0] == prep.dtype.num and backend == "llvm" and plan is not None and len(plan[0]) == 2:
+        # the next call with this signature: buffers and the plan's stub (one run) alone
+        kernel.launch_plans[("seeded", backend, active, factor_grads, sig)] = _seeded_call(plan[2], prep, seeded, wrt)
     return [_shape_grad(g, prep, seeded.params.index(a)) for g, a in zip(grads, wrt)]
 
 

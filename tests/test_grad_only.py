@@ -82,7 +82,7 @@ def test_fused_grad_kernel_has_no_value():
     assert specs and all(s.value == "none" and s.partials for s in specs), specs
     g(x[:, None] + np.zeros((1, 3)))                        # contiguous, but through launch: not the fast path
     g(np.broadcast_to(x[:, None], (50, 3)))                  # strided: the general path
-    launched = [key[3] for key in kernel._drivers if key[0] == "launch"]
+    launched = [key[2] for key in kernel.launch_plans]         # runtime.launch's plans: (backend, active, spec, ...)
     assert launched and all(s.value == "none" for s in launched), launched
     s2sad.value_and_grad(fresh)(x)                           # value_and_grad: its own driver, with the value
     assert any(key[2].value == "sum" for key in kernel._drivers if key[0] == "compiled")

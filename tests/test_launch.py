@@ -1,7 +1,7 @@
 """runtime.launch, the path of kernels with broadcast operands: its per-signature plans
-(`Kernel.launch_plans`, bounded), the generated one-call stub for an index space of one
-run, and the generic loop over leading dims, each against the python backend for every
-entry point."""
+(`Kernel.launch_plans`, bounded) and the generated stub that calls the llvm driver, once
+for an index space of one run and once per run of its leading dims otherwise, against
+the python backend for every entry point."""
 from __future__ import annotations
 
 import math
@@ -51,7 +51,9 @@ def test_entry_points_agree_with_the_python_backend(shapes, active):
                 for p, q in zip(*(y if isinstance(y, list) else [y] for y in (a, b))):
                     np.testing.assert_allclose(p, q, rtol=1e-12, atol=1e-12)
     plans = [v for key, v in k.launch_plans.items() if key[0] == "llvm"]
-    assert plans and all((p[4] is not None) == (len(p[0]) == 2) for p in plans)   # a stub exactly for one run
+    # every llvm launch is a generated stub, which takes each run's offsets where there are leading dims
+    assert plans and all(p[2].__code__.co_filename == "<s2sad launch stub>" for p in plans)
+    assert all(("offs" in p[2].__code__.co_varnames) == (len(p[0]) > 2) for p in plans)
 
 
 def test_the_shapes_above_take_both_paths():

@@ -193,7 +193,7 @@ def test_the_llvm_driver_reads_rows_and_columns_without_strides():
                             np.testing.assert_allclose(gx, gy, rtol=1e-13, atol=1e-13)
                     else:
                         np.testing.assert_allclose(x, y, rtol=1e-13, atol=1e-13)
-    layouts = {lay for key in k._drivers if key[:2] == ("launch", "llvm") for lay in key[3].layouts}
+    layouts = {lay for key, plan in k.launch_plans.items() if key[0] == "llvm" for lay in plan[1].layouts}
     assert {"row", "column"} <= layouts and "strided" not in layouts
 
 
