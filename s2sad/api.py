@@ -334,7 +334,7 @@ class Derivative:
                 c.kernel.name: c.kernel,
                 "sum_dual": functools.partial(runtime.sum_dual, backend=self.backend),
                 "sum_grads": functools.partial(runtime.sum_grads, backend=self.backend),
-                "broadcast_size": _broadcast_size,
+                "broadcast_size": runtime.broadcast_size,
                 "check_scalar_loss": functools.partial(_check_scalar_loss, c),
                 "zeros_like": _zeros_like,
                 "scan_grads": _scan_value_and_grads(self.backend),
@@ -476,10 +476,6 @@ def _zeros_like(a):
     return xp.zeros(a.shape, a.dtype if a.dtype.kind == "f" else np.float64)
 
 
-def _broadcast_size(*args) -> int:
-    return int(np.prod(runtime.broadcast_shapes(*(np.shape(a) for a in args)), dtype=np.int64))
-
-
 def _check_scalar_loss(c: Compiled, size: int) -> None:
     if size != 1:
         raise NonScalarLossError(
@@ -574,7 +570,7 @@ def vjp(fun: Callable, *primals, backend: str = "auto", mode: str = "auto"):
         return _stateful_vjp(c, primals, pairs, active, kargs, backend)
     if c.plan.reduction in ("sum", "mean"):
         value, grads = runtime.sum_dual(c.kernel, kargs, active, backend=backend)
-        n = _broadcast_size(*kargs)
+        n = runtime.broadcast_size(*kargs)
         scale = 1.0 / n if c.plan.reduction == "mean" else 1.0
         out = value * scale
 
@@ -628,7 +624,7 @@ def _stateful_jvp(c: Compiled, primals, active, tans, backend):
                             "writes state, is not supported", _return_location(c),
                             hint="Reduce it to a scalar (np.sum) or use s2sad.vjp.")
     kargs = c.kernel_args(primals)
-    scale = 1.0 / _broadcast_size(*kargs) if c.plan.reduction == "mean" else 1.0
+    scale = 1.0 / runtime.broadcast_size(*kargs) if c.plan.reduction == "mean" else 1.0
     value, grads, final = runtime.scan_grads(c.kernel, kargs, active, _read_state(c), seed=scale, backend=backend)
     _write_state(c, final)
     return value * scale, float(sum((g * t).sum() for g, t in zip(grads, tans)))
@@ -639,7 +635,7 @@ def _stateful_vjp(c: Compiled, primals, pairs, active, kargs, backend):
     again from the saved initial state without writing it."""
     initial = _read_state(c)
     if c.plan.reduction in ("sum", "mean"):
-        scale = 1.0 / _broadcast_size(*kargs) if c.plan.reduction == "mean" else 1.0
+        scale = 1.0 / runtime.broadcast_size(*kargs) if c.plan.reduction == "mean" else 1.0
         value, grads, final = runtime.scan_grads(c.kernel, kargs, active, initial, seed=1.0, backend=backend)
         _write_state(c, final)
 

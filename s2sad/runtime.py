@@ -197,6 +197,15 @@ def broadcast_shapes(*shapes: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(out)
 
 
+def broadcast_size(*args) -> int:
+    """How many elements the arguments broadcast to (a kernel's mean divides by it; 1
+    for none)."""
+    shape = getattr(args[0], "shape", None) if args else None
+    if shape is not None and all(getattr(a, "shape", None) == shape for a in args[1:]):
+        return int(args[0].size)      # one shape, the common case
+    return math.prod(broadcast_shapes(*(np.shape(a) for a in args)))
+
+
 def broadcast_shape(arrays: Sequence[Any], names: Sequence[str]) -> tuple[int, ...]:
     """The shape the arguments broadcast to; a ShapeError naming each one's if none."""
     try:

@@ -767,7 +767,7 @@ class Generator:
             "vjp": functools.partial(kernel_vjp, backend=backend),
             "kernel_matmul": functools.partial(runtime.kernel_matmul, backend=backend),
             "kernel_matmul_vjp": functools.partial(runtime.kernel_matmul_vjp, backend=backend),
-            "broadcast_size": _broadcast_size,
+            "broadcast_size": runtime.broadcast_size,
             "check_scalar_loss": check_scalar,
         })
         return ns
@@ -798,13 +798,6 @@ def kernel_vjp(kernel, args, active, out_bar, backend="auto"):
             mat[i] = np.ascontiguousarray(np.broadcast_to(np.asarray(args[i], dtype), shape))
     grads = runtime.vjp(kernel, mat, active, out_bar, backend=backend)
     return grads
-
-
-def _broadcast_size(*args) -> int:
-    shape = getattr(args[0], "shape", None)
-    if shape is not None and all(getattr(a, "shape", None) == shape for a in args[1:]):
-        return int(args[0].size)   # one shape (the common case): np.broadcast_shapes costs microseconds
-    return int(np.prod(runtime.broadcast_shapes(*(np.shape(a) for a in args)), dtype=np.int64))
 
 
 # ------------------------------------------------------------------ text helpers
