@@ -45,6 +45,26 @@ def expr_primitive(e: gast.expr) -> str | None:
     return None
 
 
+def _propagate(fn, deps: dict[str, set[str]], value_deps, limit: int, what: str) -> dict[str, set[str]]:
+    """`deps` (a name -> the set it depends on) grown to a fixpoint over `fn`'s
+    assignments: each assigned name gets `value_deps(value)` of every value assigned to
+    it (a loop variable, assigned no value, gets nothing)."""
+    for _ in range(limit):
+        changed = False
+        for names, value in _assignments(fn):
+            if value is None:
+                continue
+            d = value_deps(value)
+            for n in names:
+                cur = deps.setdefault(n, set())
+                if not d <= cur:
+                    cur |= d
+                    changed = True
+        if not changed:
+            return deps
+    raise AssertionError(f"{what} did not converge")
+
+
 def _assignments(fn: gast.FunctionDef):
     """(target names, value expr or None for loop variables) for each binding in fn."""
     for node in gast.walk(fn):
@@ -136,22 +156,9 @@ class Activity:
 
     def dependencies(self, fname: str, active: list[str]) -> dict[str, set[str]]:
         """variable -> the active params it depends on differentiably."""
-        fn = self.functions[fname]
         deps: dict[str, set[str]] = {p: {p} for p in active}
-        for _ in range(100):
-            changed = False
-            for names, value in _assignments(fn):
-                if value is None:
-                    continue
-                d = self.expr_deps(value, deps, set(active))
-                for n in names:
-                    cur = deps.setdefault(n, set())
-                    if not d <= cur:
-                        cur |= d
-                        changed = True
-            if not changed:
-                return deps
-        raise AssertionError("activity did not converge")
+        return _propagate(self.functions[fname], deps, lambda value: self.expr_deps(value, deps, set(active)),
+                          100, "activity")
 
     def expr_deps(self, e, deps: dict[str, set[str]], active: set[str]) -> set[str]:
         if isinstance(e, gast.Name):
@@ -215,19 +222,7 @@ def partials_read(functions: dict[str, gast.FunctionDef], fname: str) -> frozens
                 out |= deps.get(n.id, set())
         return out
 
-    for _ in range(1000):
-        changed = False
-        for names, value in _assignments(fn):
-            d = set() if value is None else reads(value)
-            for n in names:
-                cur = deps.setdefault(n, set())
-                if not d <= cur:
-                    cur |= d
-                    changed = True
-        if not changed:
-            break
-    else:
-        raise AssertionError("dependence did not converge")
+    _propagate(fn, deps, reads, 1000, "dependence")
     needed: set[str] = set()
     for node in gast.walk(fn):
         if isinstance(node, gast.Return):
