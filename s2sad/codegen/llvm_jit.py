@@ -357,14 +357,21 @@ def argtypes_for(kmod: KernelModule, spec: LoopSpec | ScanSpec, dtype) -> tuple:
 
 # ------------------------------------------------------------------ compiling
 
+def parse(ir: str):
+    """The module of `ir`, verified, for the host's target."""
+    st = _llvm()
+    mod = st["llvm"].parse_assembly(ir)
+    mod.triple = st["tm"].triple
+    mod.data_layout = str(st["tm"].target_data)
+    mod.verify()
+    return mod
+
+
 def optimize(ir: str) -> tuple[object, str]:
     """Parse, verify and optimise (O3, loop + SLP vectorisation) for the host; (module, text)."""
     st = _llvm()
     llvm, tm = st["llvm"], st["tm"]
-    mod = llvm.parse_assembly(ir)
-    mod.triple = tm.triple
-    mod.data_layout = str(tm.target_data)
-    mod.verify()
+    mod = parse(ir)
     pto = llvm.create_pipeline_tuning_options(speed_level=OPT_LEVEL)
     pto.loop_vectorization = True
     pto.slp_vectorization = True
@@ -499,7 +506,37 @@ def _driver_at(name: str, address: int, keep, kmod, spec, dt: np.dtype, ir: str,
                           active_idx=active_indices(kmod, spec), _keepalive=keep)
 
 
-_entries: dict[str, tuple[int, object]] = {}     # entry symbol -> (address, what keeps it alive)
+_entries: dict[str, tuple[int, object]] = {}     # symbol -> (address, what keeps it alive)
+
+
+def _named_code(name: str, make_ir: Callable[[], str], spec, dt: np.dtype,
+                optimized: bool = True) -> tuple[int, object]:
+    """(address, keepalive) of the function `name` in the module `make_ir()` makes:
+    compiled once a process, and cached on disk by a digest of the IR and the host.
+    `optimized` False: the IR is as it should run (only the code generator's own
+    optimisations). Call with _lock held."""
+    hit = _entries.get(name)
+    if hit is None:
+        ir = make_ir()
+        key = disk_key(ir, spec, dt, "libm", (), host())
+        got = objcache.load(key)
+        if got is not None:
+            try:
+                if got[0].get("symbol") != name or len(got[1]) < 1:
+                    raise ValueError("the entry holds another function")
+                addresses, keep = _link(got[1][0], [name])
+                hit = (addresses[name], keep)
+            except Exception as e:  # noqa: BLE001 - compile afresh
+                warnings.warn(f"s2sad: the cached entry {name} could not be loaded ({e}); compiling it again",
+                              objcache.CacheWarning, stacklevel=4)
+        if hit is None:
+            mod = optimize(ir)[0] if optimized else parse(ir)
+            obj = _llvm()["tm"].emit_object(mod)
+            objcache.store(key, [obj], {"symbol": name})
+            addresses, keep = _link(obj, [name])
+            hit = (addresses[name], keep)
+        _entries[name] = hit
+    return hit
 
 
 def entry_code(spec: LoopSpec | ScanSpec, dtype, active_idx: tuple[int, ...]) -> tuple[int, object, str]:
@@ -510,28 +547,24 @@ def entry_code(spec: LoopSpec | ScanSpec, dtype, active_idx: tuple[int, ...]) ->
     dt = np.dtype(dtype)
     name = llvm_entry.entry_name(spec, dt, active_idx)     # names the shape: one entry a process
     with _lock:
-        hit = _entries.get(name)
-        if hit is None:
-            ir = llvm_entry.entry_ir(spec, dt, active_idx)
-            key = disk_key(ir, spec, dt, "libm", (), host())
-            got = objcache.load(key)
-            if got is not None:
-                try:
-                    if got[0].get("symbol") != name or len(got[1]) < 1:
-                        raise ValueError("the entry holds another function")
-                    addresses, keep = _link(got[1][0], [name])
-                    hit = (addresses[name], keep)
-                except Exception as e:  # noqa: BLE001 - compile afresh
-                    warnings.warn(f"s2sad: the cached entry {name} could not be loaded ({e}); compiling it again",
-                                  objcache.CacheWarning, stacklevel=3)
-            if hit is None:
-                mod, _ = optimize(ir)
-                obj = _llvm()["tm"].emit_object(mod)
-                objcache.store(key, [obj], {"symbol": name})
-                addresses, keep = _link(obj, [name])
-                hit = (addresses[name], keep)
-            _entries[name] = hit
-        return hit[0], hit[1], name
+        address, keep = _named_code(name, lambda: llvm_entry.entry_ir(spec, dt, active_idx), spec, dt)
+        return address, keep, name
+
+
+def gemm_code(dtype) -> tuple[int, object]:
+    """(address, keepalive) of s2sad's matrix product for `dtype` (`llvm_gemm`), its
+    tiles sized for this host's vector registers. Its IR is explicit vector code, which
+    runs as fast unoptimised (the register allocator keeps the tile) and compiles in
+    about 20 ms instead of 170."""
+    from . import llvm_gemm
+
+    dt = np.dtype(dtype)
+    with _lock:
+        h = host()
+        bits = host_vector_bits(h)
+        wide = "avx512f" in h.feature_set or h.triple.startswith(("aarch64", "arm64"))
+        make = lambda: llvm_gemm.gemm_ir(dt, llvm_gemm.lanes_for(bits, dt), llvm_gemm.vectors_for(32 if wide else 16))
+        return _named_code(llvm_gemm.symbol(dt), make, "gemm (not optimised)", dt, optimized=False)
 
 
 def compile_driver(kmod: KernelModule, spec: LoopSpec | ScanSpec, dtype, *,
