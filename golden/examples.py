@@ -137,3 +137,30 @@ CASES = {
     "state_nonlocal": (nonlocal_loss, 0),
     "state_local_list": (local_list_loss, 0),
 }
+
+
+# array programs (issue 5): their generated derivative and explain only; their kernels
+# are lowered as the cases above are
+def sigmoid(z):
+    return 1.0 / (1.0 + np.exp(-z))
+
+
+def logreg_loss(w, X, y):
+    p = sigmoid(X @ w)
+    return -np.mean(y * np.log(p) + (1.0 - y) * np.log(1.0 - p))
+
+
+def leaky_relu(z):
+    return z if z > 0 else 0.01 * z
+
+
+def mlp_loss(W1, b1, W2, X, y):
+    h = s2sad.broadcast(leaky_relu, X @ W1 + b1)
+    out = h @ W2
+    return np.mean((out - y) ** 2)
+
+
+ARRAY_CASES = {
+    "logreg": (logreg_loss, 0),
+    "mlp": (mlp_loss, (0, 1, 2)),
+}

@@ -27,6 +27,7 @@ from typing import Callable
 
 import numpy as np
 
+from .gemm import matmul
 from .runtime import SeedProduct
 
 
@@ -298,7 +299,7 @@ def matmul_lhs_bar(g, a, b):
     if a.ndim == 1:
         return unbroadcast(g[..., None, :] @ np.swapaxes(b, -1, -2), a[None, :]).reshape(a.shape) \
             if b.ndim > 2 else b @ g
-    return unbroadcast(g @ np.swapaxes(b, -1, -2), a)
+    return unbroadcast(matmul(g, np.swapaxes(b, -1, -2)), a)
 
 
 def matmul_rhs_bar(g, a, b):
@@ -313,7 +314,7 @@ def matmul_rhs_bar(g, a, b):
     if b.ndim == 1:
         return unbroadcast(np.swapaxes(a, -1, -2) @ g[..., :, None], b[:, None]).reshape(b.shape) \
             if a.ndim > 2 else a.T @ g
-    return unbroadcast(np.swapaxes(a, -1, -2) @ g, b)
+    return unbroadcast(matmul(np.swapaxes(a, -1, -2), g), b)
 
 
 def _dot_check(a, b):

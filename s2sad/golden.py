@@ -5,7 +5,9 @@ For each case in golden/examples.py: `<case>.grad.py` (the derivative source wit
 kernels), `<case>.ll` (LLVM IR of the fused value+gradient driver, before
 optimisation; for a stateful case, its scan driver), `<case>.cu` (its CUDA C) and
 `<case>.explain.txt`; for ENTRY_CASES also `<case>.entry.ll`, the Python entry of the
-driver's shape. Absolute paths are
+driver's shape. For each of ARRAY_CASES (array programs): `<case>.grad.py` and
+`<case>.explain.txt`. `gemm_f64.ll`: s2sad's matrix product (codegen/llvm_gemm) with
+the tile of a host with 512-bit vectors. Absolute paths are
 written relative to the repository so the files are the same on every machine.
 """
 from __future__ import annotations
@@ -35,7 +37,7 @@ def _examples():
 def artifacts() -> dict[str, str]:
     """file name -> text, for every golden case."""
     from . import api
-    from .codegen import cuda, llvm, llvm_entry
+    from .codegen import cuda, llvm, llvm_entry, llvm_gemm
     from .kernel import LoopSpec, ScanSpec, active_indices
 
     out: dict[str, str] = {}
@@ -62,6 +64,10 @@ def artifacts() -> dict[str, str]:
         out[f"{case}.cu"] = cuda.lower(kmod, spec, np.float64)
         if case in ENTRY_CASES:
             out[f"{case}.entry.ll"] = llvm_entry.entry_ir(spec, np.float64, active_indices(kmod, spec))
+    for case, (loss, argnums) in _examples().ARRAY_CASES.items():
+        out[f"{case}.grad.py"] = api.grad(loss, argnums=argnums).__s2sad__.source()
+        out[f"{case}.explain.txt"] = str(api.explain(loss, argnums))
+    out["gemm_f64.ll"] = llvm_gemm.gemm_ir(np.float64, lanes=8, vectors=4)
     root = str(ROOT) + "/"
     return {k: v.replace(root, "") for k, v in out.items()}
 

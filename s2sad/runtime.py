@@ -1015,8 +1015,10 @@ def kernel_matmul(kernel: Kernel, args: Sequence[Any], w: Any, backend: str = "a
         got = _seeded_vjp(kernel, args, (), [np.ones((n, 1), dtype), w.reshape(1, k)], backend, factor_grads=(0,))
         if got is not None:
             return (got[0] if w.ndim == 2 else got[0].reshape(n)), None
+    from .gemm import matmul
+
     values = apply(kernel, args, backend)
-    return values @ w, values
+    return matmul(values, w, backend), values
 
 
 def kernel_matmul_vjp(kernel: Kernel, args: Sequence[Any], active: tuple[str, ...], w: Any, w_grad: bool,

@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, Phase, given, note, settings
 from hypothesis import strategies as st
 
 import s2sad
+from s2sad import gemm
 
 from randarray import draw_program, load
 
@@ -41,6 +42,26 @@ def central_fd(loss, args, i, h=1e-6):
           suppress_health_check=list(HealthCheck))
 @given(program=programs(), seed=st.integers(0, 2**16))
 def test_random_array_programs(program, seed):
+    check(program, seed)
+
+
+@settings(max_examples=max(1, int(15 * SCALE)), deadline=None, derandomize=True, database=None,
+          phases=[Phase.explicit, Phase.reuse, Phase.generate], print_blob=False,
+          suppress_health_check=list(HealthCheck))
+@given(program=programs(), seed=st.integers(0, 2**16 - 1))
+def test_random_array_programs_through_gemm(program, seed):
+    """The same with every 2-D float product, however small or narrow, in s2sad.gemm's
+    loop on the llvm backend (numpy's on the python one, so the backends' comparison
+    checks the loop against BLAS)."""
+    saved = gemm.MIN_WORK, gemm.MIN_COLUMNS
+    gemm.MIN_WORK, gemm.MIN_COLUMNS = 0, 1
+    try:
+        check(program, seed + 2**16)
+    finally:
+        gemm.MIN_WORK, gemm.MIN_COLUMNS = saved
+
+
+def check(program, seed):
     note(program.source)
     loss = load(program)["loss"]
     args = program.args(seed)

@@ -42,7 +42,7 @@ from typing import Any
 import gast
 import numpy as np
 
-from .. import array_rules, runtime, smath
+from .. import array_rules, gemm, runtime, smath
 from ..codegen.python import unparse
 from ..errors import NonScalarLossError, S2SADError, UnsupportedOperationError
 from ..frontend import location_of
@@ -321,6 +321,9 @@ class Generator:
             ins = _tuple([_text(a) for a in ks.attrs["inputs"]])
             out.append(f"{ind}# {h} @ {w} in the pass of {h}'s kernel; {h} is not formed (None) where {w} is one column")
             out.append(f"{ind}{t}, {h} = kernel_matmul({self.kernel_name(ks)}, {ins}, {w})")
+            return
+        if st.op in ("matmul", "dot"):   # s2sad.gemm: its own product for thin operands, else numpy's
+            out.append(f"{ind}{t} = {st.op}({_text(st.args[0])}, {_text(st.args[1])})")
             return
         out.append(f"{ind}{t} = {unparse(st.forward)}")
 
@@ -767,6 +770,8 @@ class Generator:
             "vjp": functools.partial(kernel_vjp, backend=backend),
             "kernel_matmul": functools.partial(runtime.kernel_matmul, backend=backend),
             "kernel_matmul_vjp": functools.partial(runtime.kernel_matmul_vjp, backend=backend),
+            "matmul": functools.partial(gemm.matmul, backend=backend),
+            "dot": functools.partial(gemm.dot, backend=backend),
             "broadcast_size": runtime.broadcast_size,
             "check_scalar_loss": check_scalar,
         })
@@ -1015,6 +1020,8 @@ class ArrayCompiled:
                 if seeds:
                     what += (f"; the adjoint of {', '.join(seeds)} seeds its kernel's pullback only, as two factors "
                              f"where it is an outer product")
+                if st.op in ("matmul", "dot") and id(st) not in gen.kernel_of:
+                    what += "; the product by s2sad.gemm (its own loop where the right operand is thin, else numpy's)"
                 lines.append(f"  {loc}: {unparse(st.forward)} -> {what}")
             elif isinstance(st, ArrayStmt) and st.op == "py":
                 loc = _short(location_of(st.ctx.filename, st.node))

@@ -1,0 +1,446 @@
+declare <8 x double> @llvm.fmuladd.v8f64(<8 x double>, <8 x double>, <8 x double>)
+
+declare <8 x double> @llvm.masked.load.v8f64.p0(ptr, i32, <8 x i1>, <8 x double>)
+
+declare void @llvm.masked.store.v8f64.p0(<8 x double>, ptr, i32, <8 x i1>)
+
+define internal void @tile_4_4(ptr noalias %A, i64 %sap, i64 %saq, ptr noalias %B, i64 %sbq, ptr noalias %C, i64 %scp, i64 %qn, i1 %init, <8 x i1> %mask) {
+entry:
+  %co0 = mul i64 %scp, 0
+  %cr0 = getelementptr double, ptr %C, i64 %co0
+  %cp0_0 = getelementptr double, ptr %cr0, i64 0
+  %cp0_1 = getelementptr double, ptr %cr0, i64 8
+  %cp0_2 = getelementptr double, ptr %cr0, i64 16
+  %cp0_3 = getelementptr double, ptr %cr0, i64 24
+  %co1 = mul i64 %scp, 1
+  %cr1 = getelementptr double, ptr %C, i64 %co1
+  %cp1_0 = getelementptr double, ptr %cr1, i64 0
+  %cp1_1 = getelementptr double, ptr %cr1, i64 8
+  %cp1_2 = getelementptr double, ptr %cr1, i64 16
+  %cp1_3 = getelementptr double, ptr %cr1, i64 24
+  %co2 = mul i64 %scp, 2
+  %cr2 = getelementptr double, ptr %C, i64 %co2
+  %cp2_0 = getelementptr double, ptr %cr2, i64 0
+  %cp2_1 = getelementptr double, ptr %cr2, i64 8
+  %cp2_2 = getelementptr double, ptr %cr2, i64 16
+  %cp2_3 = getelementptr double, ptr %cr2, i64 24
+  %co3 = mul i64 %scp, 3
+  %cr3 = getelementptr double, ptr %C, i64 %co3
+  %cp3_0 = getelementptr double, ptr %cr3, i64 0
+  %cp3_1 = getelementptr double, ptr %cr3, i64 8
+  %cp3_2 = getelementptr double, ptr %cr3, i64 16
+  %cp3_3 = getelementptr double, ptr %cr3, i64 24
+  br i1 %init, label %head, label %from_c
+from_c:
+  %c0_0 = load <8 x double>, ptr %cp0_0, align 8
+  %c0_1 = load <8 x double>, ptr %cp0_1, align 8
+  %c0_2 = load <8 x double>, ptr %cp0_2, align 8
+  %c0_3 = call <8 x double> @llvm.masked.load.v8f64.p0(ptr %cp0_3, i32 8, <8 x i1> %mask, <8 x double> zeroinitializer)
+  %c1_0 = load <8 x double>, ptr %cp1_0, align 8
+  %c1_1 = load <8 x double>, ptr %cp1_1, align 8
+  %c1_2 = load <8 x double>, ptr %cp1_2, align 8
+  %c1_3 = call <8 x double> @llvm.masked.load.v8f64.p0(ptr %cp1_3, i32 8, <8 x i1> %mask, <8 x double> zeroinitializer)
+  %c2_0 = load <8 x double>, ptr %cp2_0, align 8
+  %c2_1 = load <8 x double>, ptr %cp2_1, align 8
+  %c2_2 = load <8 x double>, ptr %cp2_2, align 8
+  %c2_3 = call <8 x double> @llvm.masked.load.v8f64.p0(ptr %cp2_3, i32 8, <8 x i1> %mask, <8 x double> zeroinitializer)
+  %c3_0 = load <8 x double>, ptr %cp3_0, align 8
+  %c3_1 = load <8 x double>, ptr %cp3_1, align 8
+  %c3_2 = load <8 x double>, ptr %cp3_2, align 8
+  %c3_3 = call <8 x double> @llvm.masked.load.v8f64.p0(ptr %cp3_3, i32 8, <8 x i1> %mask, <8 x double> zeroinitializer)
+  br label %head
+head:
+  %s0_0 = phi <8 x double> [ zeroinitializer, %entry ], [ %c0_0, %from_c ]
+  %s0_1 = phi <8 x double> [ zeroinitializer, %entry ], [ %c0_1, %from_c ]
+  %s0_2 = phi <8 x double> [ zeroinitializer, %entry ], [ %c0_2, %from_c ]
+  %s0_3 = phi <8 x double> [ zeroinitializer, %entry ], [ %c0_3, %from_c ]
+  %s1_0 = phi <8 x double> [ zeroinitializer, %entry ], [ %c1_0, %from_c ]
+  %s1_1 = phi <8 x double> [ zeroinitializer, %entry ], [ %c1_1, %from_c ]
+  %s1_2 = phi <8 x double> [ zeroinitializer, %entry ], [ %c1_2, %from_c ]
+  %s1_3 = phi <8 x double> [ zeroinitializer, %entry ], [ %c1_3, %from_c ]
+  %s2_0 = phi <8 x double> [ zeroinitializer, %entry ], [ %c2_0, %from_c ]
+  %s2_1 = phi <8 x double> [ zeroinitializer, %entry ], [ %c2_1, %from_c ]
+  %s2_2 = phi <8 x double> [ zeroinitializer, %entry ], [ %c2_2, %from_c ]
+  %s2_3 = phi <8 x double> [ zeroinitializer, %entry ], [ %c2_3, %from_c ]
+  %s3_0 = phi <8 x double> [ zeroinitializer, %entry ], [ %c3_0, %from_c ]
+  %s3_1 = phi <8 x double> [ zeroinitializer, %entry ], [ %c3_1, %from_c ]
+  %s3_2 = phi <8 x double> [ zeroinitializer, %entry ], [ %c3_2, %from_c ]
+  %s3_3 = phi <8 x double> [ zeroinitializer, %entry ], [ %c3_3, %from_c ]
+  br label %loop
+loop:
+  %q = phi i64 [ 0, %head ], [ %q.next, %loop ]
+  %acc0_0 = phi <8 x double> [ %s0_0, %head ], [ %new0_0, %loop ]
+  %acc0_1 = phi <8 x double> [ %s0_1, %head ], [ %new0_1, %loop ]
+  %acc0_2 = phi <8 x double> [ %s0_2, %head ], [ %new0_2, %loop ]
+  %acc0_3 = phi <8 x double> [ %s0_3, %head ], [ %new0_3, %loop ]
+  %acc1_0 = phi <8 x double> [ %s1_0, %head ], [ %new1_0, %loop ]
+  %acc1_1 = phi <8 x double> [ %s1_1, %head ], [ %new1_1, %loop ]
+  %acc1_2 = phi <8 x double> [ %s1_2, %head ], [ %new1_2, %loop ]
+  %acc1_3 = phi <8 x double> [ %s1_3, %head ], [ %new1_3, %loop ]
+  %acc2_0 = phi <8 x double> [ %s2_0, %head ], [ %new2_0, %loop ]
+  %acc2_1 = phi <8 x double> [ %s2_1, %head ], [ %new2_1, %loop ]
+  %acc2_2 = phi <8 x double> [ %s2_2, %head ], [ %new2_2, %loop ]
+  %acc2_3 = phi <8 x double> [ %s2_3, %head ], [ %new2_3, %loop ]
+  %acc3_0 = phi <8 x double> [ %s3_0, %head ], [ %new3_0, %loop ]
+  %acc3_1 = phi <8 x double> [ %s3_1, %head ], [ %new3_1, %loop ]
+  %acc3_2 = phi <8 x double> [ %s3_2, %head ], [ %new3_2, %loop ]
+  %acc3_3 = phi <8 x double> [ %s3_3, %head ], [ %new3_3, %loop ]
+  %bo = mul i64 %q, %sbq
+  %brow = getelementptr double, ptr %B, i64 %bo
+  %bp0 = getelementptr double, ptr %brow, i64 0
+  %b0 = load <8 x double>, ptr %bp0, align 8
+  %bp1 = getelementptr double, ptr %brow, i64 8
+  %b1 = load <8 x double>, ptr %bp1, align 8
+  %bp2 = getelementptr double, ptr %brow, i64 16
+  %b2 = load <8 x double>, ptr %bp2, align 8
+  %bp3 = getelementptr double, ptr %brow, i64 24
+  %b3 = call <8 x double> @llvm.masked.load.v8f64.p0(ptr %bp3, i32 8, <8 x i1> %mask, <8 x double> zeroinitializer)
+  %aq = mul i64 %q, %saq
+  %ap.o0 = mul i64 %sap, 0
+  %ao0 = add i64 %aq, %ap.o0
+  %ap0 = getelementptr double, ptr %A, i64 %ao0
+  %a0 = load double, ptr %ap0, align 8
+  %a0.v = insertelement <8 x double> poison, double %a0, i32 0
+  %a0.s = shufflevector <8 x double> %a0.v, <8 x double> poison, <8 x i32> zeroinitializer
+  %new0_0 = call <8 x double> @llvm.fmuladd.v8f64(<8 x double> %a0.s, <8 x double> %b0, <8 x double> %acc0_0)
+  %new0_1 = call <8 x double> @llvm.fmuladd.v8f64(<8 x double> %a0.s, <8 x double> %b1, <8 x double> %acc0_1)
+  %new0_2 = call <8 x double> @llvm.fmuladd.v8f64(<8 x double> %a0.s, <8 x double> %b2, <8 x double> %acc0_2)
+  %new0_3 = call <8 x double> @llvm.fmuladd.v8f64(<8 x double> %a0.s, <8 x double> %b3, <8 x double> %acc0_3)
+  %ap.o1 = mul i64 %sap, 1
+  %ao1 = add i64 %aq, %ap.o1
+  %ap1 = getelementptr double, ptr %A, i64 %ao1
+  %a1 = load double, ptr %ap1, align 8
+  %a1.v = insertelement <8 x double> poison, double %a1, i32 0
+  %a1.s = shufflevector <8 x double> %a1.v, <8 x double> poison, <8 x i32> zeroinitializer
+  %new1_0 = call <8 x double> @llvm.fmuladd.v8f64(<8 x double> %a1.s, <8 x double> %b0, <8 x double> %acc1_0)
+  %new1_1 = call <8 x double> @llvm.fmuladd.v8f64(<8 x double> %a1.s, <8 x double> %b1, <8 x double> %acc1_1)
+  %new1_2 = call <8 x double> @llvm.fmuladd.v8f64(<8 x double> %a1.s, <8 x double> %b2, <8 x double> %acc1_2)
+  %new1_3 = call <8 x double> @llvm.fmuladd.v8f64(<8 x double> %a1.s, <8 x double> %b3, <8 x double> %acc1_3)
+  %ap.o2 = mul i64 %sap, 2
+  %ao2 = add i64 %aq, %ap.o2
+  %ap2 = getelementptr double, ptr %A, i64 %ao2
+  %a2 = load double, ptr %ap2, align 8
+  %a2.v = insertelement <8 x double> poison, double %a2, i32 0
+  %a2.s = shufflevector <8 x double> %a2.v, <8 x double> poison, <8 x i32> zeroinitializer
+  %new2_0 = call <8 x double> @llvm.fmuladd.v8f64(<8 x double> %a2.s, <8 x double> %b0, <8 x double> %acc2_0)
+  %new2_1 = call <8 x double> @llvm.fmuladd.v8f64(<8 x double> %a2.s, <8 x double> %b1, <8 x double> %acc2_1)
+  %new2_2 = call <8 x double> @llvm.fmuladd.v8f64(<8 x double> %a2.s, <8 x double> %b2, <8 x double> %acc2_2)
+  %new2_3 = call <8 x double> @llvm.fmuladd.v8f64(<8 x double> %a2.s, <8 x double> %b3, <8 x double> %acc2_3)
+  %ap.o3 = mul i64 %sap, 3
+  %ao3 = add i64 %aq, %ap.o3
+  %ap3 = getelementptr double, ptr %A, i64 %ao3
+  %a3 = load double, ptr %ap3, align 8
+  %a3.v = insertelement <8 x double> poison, double %a3, i32 0
+  %a3.s = shufflevector <8 x double> %a3.v, <8 x double> poison, <8 x i32> zeroinitializer
+  %new3_0 = call <8 x double> @llvm.fmuladd.v8f64(<8 x double> %a3.s, <8 x double> %b0, <8 x double> %acc3_0)
+  %new3_1 = call <8 x double> @llvm.fmuladd.v8f64(<8 x double> %a3.s, <8 x double> %b1, <8 x double> %acc3_1)
+  %new3_2 = call <8 x double> @llvm.fmuladd.v8f64(<8 x double> %a3.s, <8 x double> %b2, <8 x double> %acc3_2)
+  %new3_3 = call <8 x double> @llvm.fmuladd.v8f64(<8 x double> %a3.s, <8 x double> %b3, <8 x double> %acc3_3)
+  %q.next = add i64 %q, 1
+  %more = icmp slt i64 %q.next, %qn
+  br i1 %more, label %loop, label %done
+done:
+  store <8 x double> %new0_0, ptr %cp0_0, align 8
+  store <8 x double> %new0_1, ptr %cp0_1, align 8
+  store <8 x double> %new0_2, ptr %cp0_2, align 8
+  call void @llvm.masked.store.v8f64.p0(<8 x double> %new0_3, ptr %cp0_3, i32 8, <8 x i1> %mask)
+  store <8 x double> %new1_0, ptr %cp1_0, align 8
+  store <8 x double> %new1_1, ptr %cp1_1, align 8
+  store <8 x double> %new1_2, ptr %cp1_2, align 8
+  call void @llvm.masked.store.v8f64.p0(<8 x double> %new1_3, ptr %cp1_3, i32 8, <8 x i1> %mask)
+  store <8 x double> %new2_0, ptr %cp2_0, align 8
+  store <8 x double> %new2_1, ptr %cp2_1, align 8
+  store <8 x double> %new2_2, ptr %cp2_2, align 8
+  call void @llvm.masked.store.v8f64.p0(<8 x double> %new2_3, ptr %cp2_3, i32 8, <8 x i1> %mask)
+  store <8 x double> %new3_0, ptr %cp3_0, align 8
+  store <8 x double> %new3_1, ptr %cp3_1, align 8
+  store <8 x double> %new3_2, ptr %cp3_2, align 8
+  call void @llvm.masked.store.v8f64.p0(<8 x double> %new3_3, ptr %cp3_3, i32 8, <8 x i1> %mask)
+  ret void
+}
+
+define internal void @tile_4_1(ptr noalias %A, i64 %sap, i64 %saq, ptr noalias %B, i64 %sbq, ptr noalias %C, i64 %scp, i64 %qn, i1 %init, <8 x i1> %mask) {
+entry:
+  %co0 = mul i64 %scp, 0
+  %cr0 = getelementptr double, ptr %C, i64 %co0
+  %cp0_0 = getelementptr double, ptr %cr0, i64 0
+  %co1 = mul i64 %scp, 1
+  %cr1 = getelementptr double, ptr %C, i64 %co1
+  %cp1_0 = getelementptr double, ptr %cr1, i64 0
+  %co2 = mul i64 %scp, 2
+  %cr2 = getelementptr double, ptr %C, i64 %co2
+  %cp2_0 = getelementptr double, ptr %cr2, i64 0
+  %co3 = mul i64 %scp, 3
+  %cr3 = getelementptr double, ptr %C, i64 %co3
+  %cp3_0 = getelementptr double, ptr %cr3, i64 0
+  br i1 %init, label %head, label %from_c
+from_c:
+  %c0_0 = call <8 x double> @llvm.masked.load.v8f64.p0(ptr %cp0_0, i32 8, <8 x i1> %mask, <8 x double> zeroinitializer)
+  %c1_0 = call <8 x double> @llvm.masked.load.v8f64.p0(ptr %cp1_0, i32 8, <8 x i1> %mask, <8 x double> zeroinitializer)
+  %c2_0 = call <8 x double> @llvm.masked.load.v8f64.p0(ptr %cp2_0, i32 8, <8 x i1> %mask, <8 x double> zeroinitializer)
+  %c3_0 = call <8 x double> @llvm.masked.load.v8f64.p0(ptr %cp3_0, i32 8, <8 x i1> %mask, <8 x double> zeroinitializer)
+  br label %head
+head:
+  %s0_0 = phi <8 x double> [ zeroinitializer, %entry ], [ %c0_0, %from_c ]
+  %s1_0 = phi <8 x double> [ zeroinitializer, %entry ], [ %c1_0, %from_c ]
+  %s2_0 = phi <8 x double> [ zeroinitializer, %entry ], [ %c2_0, %from_c ]
+  %s3_0 = phi <8 x double> [ zeroinitializer, %entry ], [ %c3_0, %from_c ]
+  br label %loop
+loop:
+  %q = phi i64 [ 0, %head ], [ %q.next, %loop ]
+  %acc0_0 = phi <8 x double> [ %s0_0, %head ], [ %new0_0, %loop ]
+  %acc1_0 = phi <8 x double> [ %s1_0, %head ], [ %new1_0, %loop ]
+  %acc2_0 = phi <8 x double> [ %s2_0, %head ], [ %new2_0, %loop ]
+  %acc3_0 = phi <8 x double> [ %s3_0, %head ], [ %new3_0, %loop ]
+  %bo = mul i64 %q, %sbq
+  %brow = getelementptr double, ptr %B, i64 %bo
+  %bp0 = getelementptr double, ptr %brow, i64 0
+  %b0 = call <8 x double> @llvm.masked.load.v8f64.p0(ptr %bp0, i32 8, <8 x i1> %mask, <8 x double> zeroinitializer)
+  %aq = mul i64 %q, %saq
+  %ap.o0 = mul i64 %sap, 0
+  %ao0 = add i64 %aq, %ap.o0
+  %ap0 = getelementptr double, ptr %A, i64 %ao0
+  %a0 = load double, ptr %ap0, align 8
+  %a0.v = insertelement <8 x double> poison, double %a0, i32 0
+  %a0.s = shufflevector <8 x double> %a0.v, <8 x double> poison, <8 x i32> zeroinitializer
+  %new0_0 = call <8 x double> @llvm.fmuladd.v8f64(<8 x double> %a0.s, <8 x double> %b0, <8 x double> %acc0_0)
+  %ap.o1 = mul i64 %sap, 1
+  %ao1 = add i64 %aq, %ap.o1
+  %ap1 = getelementptr double, ptr %A, i64 %ao1
+  %a1 = load double, ptr %ap1, align 8
+  %a1.v = insertelement <8 x double> poison, double %a1, i32 0
+  %a1.s = shufflevector <8 x double> %a1.v, <8 x double> poison, <8 x i32> zeroinitializer
+  %new1_0 = call <8 x double> @llvm.fmuladd.v8f64(<8 x double> %a1.s, <8 x double> %b0, <8 x double> %acc1_0)
+  %ap.o2 = mul i64 %sap, 2
+  %ao2 = add i64 %aq, %ap.o2
+  %ap2 = getelementptr double, ptr %A, i64 %ao2
+  %a2 = load double, ptr %ap2, align 8
+  %a2.v = insertelement <8 x double> poison, double %a2, i32 0
+  %a2.s = shufflevector <8 x double> %a2.v, <8 x double> poison, <8 x i32> zeroinitializer
+  %new2_0 = call <8 x double> @llvm.fmuladd.v8f64(<8 x double> %a2.s, <8 x double> %b0, <8 x double> %acc2_0)
+  %ap.o3 = mul i64 %sap, 3
+  %ao3 = add i64 %aq, %ap.o3
+  %ap3 = getelementptr double, ptr %A, i64 %ao3
+  %a3 = load double, ptr %ap3, align 8
+  %a3.v = insertelement <8 x double> poison, double %a3, i32 0
+  %a3.s = shufflevector <8 x double> %a3.v, <8 x double> poison, <8 x i32> zeroinitializer
+  %new3_0 = call <8 x double> @llvm.fmuladd.v8f64(<8 x double> %a3.s, <8 x double> %b0, <8 x double> %acc3_0)
+  %q.next = add i64 %q, 1
+  %more = icmp slt i64 %q.next, %qn
+  br i1 %more, label %loop, label %done
+done:
+  call void @llvm.masked.store.v8f64.p0(<8 x double> %new0_0, ptr %cp0_0, i32 8, <8 x i1> %mask)
+  call void @llvm.masked.store.v8f64.p0(<8 x double> %new1_0, ptr %cp1_0, i32 8, <8 x i1> %mask)
+  call void @llvm.masked.store.v8f64.p0(<8 x double> %new2_0, ptr %cp2_0, i32 8, <8 x i1> %mask)
+  call void @llvm.masked.store.v8f64.p0(<8 x double> %new3_0, ptr %cp3_0, i32 8, <8 x i1> %mask)
+  ret void
+}
+
+define internal void @tile_1_4(ptr noalias %A, i64 %sap, i64 %saq, ptr noalias %B, i64 %sbq, ptr noalias %C, i64 %scp, i64 %qn, i1 %init, <8 x i1> %mask) {
+entry:
+  %co0 = mul i64 %scp, 0
+  %cr0 = getelementptr double, ptr %C, i64 %co0
+  %cp0_0 = getelementptr double, ptr %cr0, i64 0
+  %cp0_1 = getelementptr double, ptr %cr0, i64 8
+  %cp0_2 = getelementptr double, ptr %cr0, i64 16
+  %cp0_3 = getelementptr double, ptr %cr0, i64 24
+  br i1 %init, label %head, label %from_c
+from_c:
+  %c0_0 = load <8 x double>, ptr %cp0_0, align 8
+  %c0_1 = load <8 x double>, ptr %cp0_1, align 8
+  %c0_2 = load <8 x double>, ptr %cp0_2, align 8
+  %c0_3 = call <8 x double> @llvm.masked.load.v8f64.p0(ptr %cp0_3, i32 8, <8 x i1> %mask, <8 x double> zeroinitializer)
+  br label %head
+head:
+  %s0_0 = phi <8 x double> [ zeroinitializer, %entry ], [ %c0_0, %from_c ]
+  %s0_1 = phi <8 x double> [ zeroinitializer, %entry ], [ %c0_1, %from_c ]
+  %s0_2 = phi <8 x double> [ zeroinitializer, %entry ], [ %c0_2, %from_c ]
+  %s0_3 = phi <8 x double> [ zeroinitializer, %entry ], [ %c0_3, %from_c ]
+  br label %loop
+loop:
+  %q = phi i64 [ 0, %head ], [ %q.next, %loop ]
+  %acc0_0 = phi <8 x double> [ %s0_0, %head ], [ %new0_0, %loop ]
+  %acc0_1 = phi <8 x double> [ %s0_1, %head ], [ %new0_1, %loop ]
+  %acc0_2 = phi <8 x double> [ %s0_2, %head ], [ %new0_2, %loop ]
+  %acc0_3 = phi <8 x double> [ %s0_3, %head ], [ %new0_3, %loop ]
+  %bo = mul i64 %q, %sbq
+  %brow = getelementptr double, ptr %B, i64 %bo
+  %bp0 = getelementptr double, ptr %brow, i64 0
+  %b0 = load <8 x double>, ptr %bp0, align 8
+  %bp1 = getelementptr double, ptr %brow, i64 8
+  %b1 = load <8 x double>, ptr %bp1, align 8
+  %bp2 = getelementptr double, ptr %brow, i64 16
+  %b2 = load <8 x double>, ptr %bp2, align 8
+  %bp3 = getelementptr double, ptr %brow, i64 24
+  %b3 = call <8 x double> @llvm.masked.load.v8f64.p0(ptr %bp3, i32 8, <8 x i1> %mask, <8 x double> zeroinitializer)
+  %aq = mul i64 %q, %saq
+  %ap.o0 = mul i64 %sap, 0
+  %ao0 = add i64 %aq, %ap.o0
+  %ap0 = getelementptr double, ptr %A, i64 %ao0
+  %a0 = load double, ptr %ap0, align 8
+  %a0.v = insertelement <8 x double> poison, double %a0, i32 0
+  %a0.s = shufflevector <8 x double> %a0.v, <8 x double> poison, <8 x i32> zeroinitializer
+  %new0_0 = call <8 x double> @llvm.fmuladd.v8f64(<8 x double> %a0.s, <8 x double> %b0, <8 x double> %acc0_0)
+  %new0_1 = call <8 x double> @llvm.fmuladd.v8f64(<8 x double> %a0.s, <8 x double> %b1, <8 x double> %acc0_1)
+  %new0_2 = call <8 x double> @llvm.fmuladd.v8f64(<8 x double> %a0.s, <8 x double> %b2, <8 x double> %acc0_2)
+  %new0_3 = call <8 x double> @llvm.fmuladd.v8f64(<8 x double> %a0.s, <8 x double> %b3, <8 x double> %acc0_3)
+  %q.next = add i64 %q, 1
+  %more = icmp slt i64 %q.next, %qn
+  br i1 %more, label %loop, label %done
+done:
+  store <8 x double> %new0_0, ptr %cp0_0, align 8
+  store <8 x double> %new0_1, ptr %cp0_1, align 8
+  store <8 x double> %new0_2, ptr %cp0_2, align 8
+  call void @llvm.masked.store.v8f64.p0(<8 x double> %new0_3, ptr %cp0_3, i32 8, <8 x i1> %mask)
+  ret void
+}
+
+define internal void @tile_1_1(ptr noalias %A, i64 %sap, i64 %saq, ptr noalias %B, i64 %sbq, ptr noalias %C, i64 %scp, i64 %qn, i1 %init, <8 x i1> %mask) {
+entry:
+  %co0 = mul i64 %scp, 0
+  %cr0 = getelementptr double, ptr %C, i64 %co0
+  %cp0_0 = getelementptr double, ptr %cr0, i64 0
+  br i1 %init, label %head, label %from_c
+from_c:
+  %c0_0 = call <8 x double> @llvm.masked.load.v8f64.p0(ptr %cp0_0, i32 8, <8 x i1> %mask, <8 x double> zeroinitializer)
+  br label %head
+head:
+  %s0_0 = phi <8 x double> [ zeroinitializer, %entry ], [ %c0_0, %from_c ]
+  br label %loop
+loop:
+  %q = phi i64 [ 0, %head ], [ %q.next, %loop ]
+  %acc0_0 = phi <8 x double> [ %s0_0, %head ], [ %new0_0, %loop ]
+  %bo = mul i64 %q, %sbq
+  %brow = getelementptr double, ptr %B, i64 %bo
+  %bp0 = getelementptr double, ptr %brow, i64 0
+  %b0 = call <8 x double> @llvm.masked.load.v8f64.p0(ptr %bp0, i32 8, <8 x i1> %mask, <8 x double> zeroinitializer)
+  %aq = mul i64 %q, %saq
+  %ap.o0 = mul i64 %sap, 0
+  %ao0 = add i64 %aq, %ap.o0
+  %ap0 = getelementptr double, ptr %A, i64 %ao0
+  %a0 = load double, ptr %ap0, align 8
+  %a0.v = insertelement <8 x double> poison, double %a0, i32 0
+  %a0.s = shufflevector <8 x double> %a0.v, <8 x double> poison, <8 x i32> zeroinitializer
+  %new0_0 = call <8 x double> @llvm.fmuladd.v8f64(<8 x double> %a0.s, <8 x double> %b0, <8 x double> %acc0_0)
+  %q.next = add i64 %q, 1
+  %more = icmp slt i64 %q.next, %qn
+  br i1 %more, label %loop, label %done
+done:
+  call void @llvm.masked.store.v8f64.p0(<8 x double> %new0_0, ptr %cp0_0, i32 8, <8 x i1> %mask)
+  ret void
+}
+
+define internal void @rows_4(ptr %A, i64 %sap, i64 %saq, ptr %B, i64 %sbq, ptr %C, i64 %scp, i64 %qn, i1 %init, i64 %M) {
+entry:
+  %wide_end = sub i64 %M, 31
+  br label %wide
+wide:
+  %j = phi i64 [ 0, %entry ], [ %j.next, %wide.body ]
+  %wide.more = icmp slt i64 %j, %wide_end
+  br i1 %wide.more, label %wide.body, label %narrow
+wide.body:
+  %Bw = getelementptr double, ptr %B, i64 %j
+  %Cw = getelementptr double, ptr %C, i64 %j
+  call void @tile_4_4(ptr %A, i64 %sap, i64 %saq, ptr %Bw, i64 %sbq, ptr %Cw, i64 %scp, i64 %qn, i1 %init, <8 x i1> <i1 true, i1 true, i1 true, i1 true, i1 true, i1 true, i1 true, i1 true>)
+  %j.next = add i64 %j, 32
+  br label %wide
+narrow:
+  %k = phi i64 [ %j, %wide ], [ %k.next, %narrow.body ]
+  %narrow.more = icmp slt i64 %k, %M
+  br i1 %narrow.more, label %narrow.body, label %done
+narrow.body:
+  %left = sub i64 %M, %k
+  %left.v = insertelement <8 x i64> poison, i64 %left, i32 0
+  %left.s = shufflevector <8 x i64> %left.v, <8 x i64> poison, <8 x i32> zeroinitializer
+  %mask = icmp slt <8 x i64> <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7>, %left.s
+  %Bn = getelementptr double, ptr %B, i64 %k
+  %Cn = getelementptr double, ptr %C, i64 %k
+  call void @tile_4_1(ptr %A, i64 %sap, i64 %saq, ptr %Bn, i64 %sbq, ptr %Cn, i64 %scp, i64 %qn, i1 %init, <8 x i1> %mask)
+  %k.next = add i64 %k, 8
+  br label %narrow
+done:
+  ret void
+}
+
+define internal void @rows_1(ptr %A, i64 %sap, i64 %saq, ptr %B, i64 %sbq, ptr %C, i64 %scp, i64 %qn, i1 %init, i64 %M) {
+entry:
+  %wide_end = sub i64 %M, 31
+  br label %wide
+wide:
+  %j = phi i64 [ 0, %entry ], [ %j.next, %wide.body ]
+  %wide.more = icmp slt i64 %j, %wide_end
+  br i1 %wide.more, label %wide.body, label %narrow
+wide.body:
+  %Bw = getelementptr double, ptr %B, i64 %j
+  %Cw = getelementptr double, ptr %C, i64 %j
+  call void @tile_1_4(ptr %A, i64 %sap, i64 %saq, ptr %Bw, i64 %sbq, ptr %Cw, i64 %scp, i64 %qn, i1 %init, <8 x i1> <i1 true, i1 true, i1 true, i1 true, i1 true, i1 true, i1 true, i1 true>)
+  %j.next = add i64 %j, 32
+  br label %wide
+narrow:
+  %k = phi i64 [ %j, %wide ], [ %k.next, %narrow.body ]
+  %narrow.more = icmp slt i64 %k, %M
+  br i1 %narrow.more, label %narrow.body, label %done
+narrow.body:
+  %left = sub i64 %M, %k
+  %left.v = insertelement <8 x i64> poison, i64 %left, i32 0
+  %left.s = shufflevector <8 x i64> %left.v, <8 x i64> poison, <8 x i32> zeroinitializer
+  %mask = icmp slt <8 x i64> <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7>, %left.s
+  %Bn = getelementptr double, ptr %B, i64 %k
+  %Cn = getelementptr double, ptr %C, i64 %k
+  call void @tile_1_1(ptr %A, i64 %sap, i64 %saq, ptr %Bn, i64 %sbq, ptr %Cn, i64 %scp, i64 %qn, i1 %init, <8 x i1> %mask)
+  %k.next = add i64 %k, 8
+  br label %narrow
+done:
+  ret void
+}
+
+define void @s2sad_gemm_f64(ptr %A, i64 %sap, i64 %saq, ptr %B, i64 %sbq, ptr %C, i64 %scp, i64 %P, i64 %Q, i64 %M, i64 %accumulate, i64 %p_lo, i64 %p_hi) {
+entry:
+  %from_zero = icmp eq i64 %accumulate, 0
+  br label %qblock
+qblock:
+  %q0 = phi i64 [ 0, %entry ], [ %q0.next, %single.done ]
+  %q.more = icmp slt i64 %q0, %Q
+  br i1 %q.more, label %qblock.body, label %exit
+qblock.body:
+  %q.left = sub i64 %Q, %q0
+  %q.short = icmp slt i64 %q.left, 256
+  %qn = select i1 %q.short, i64 %q.left, i64 256
+  %first = icmp eq i64 %q0, 0
+  %init = and i1 %first, %from_zero
+  %ao = mul i64 %q0, %saq
+  %Aq = getelementptr double, ptr %A, i64 %ao
+  %bo = mul i64 %q0, %sbq
+  %Bq = getelementptr double, ptr %B, i64 %bo
+  %tiles_end = sub i64 %p_hi, 3
+  br label %tiles
+tiles:
+  %tiles.p = phi i64 [ %p_lo, %qblock.body ], [ %tiles.p.next, %tiles.body ]
+  %tiles.more = icmp slt i64 %tiles.p, %tiles_end
+  br i1 %tiles.more, label %tiles.body, label %single
+tiles.body:
+  %tiles.ao = mul i64 %tiles.p, %sap
+  %tiles.A = getelementptr double, ptr %Aq, i64 %tiles.ao
+  %tiles.co = mul i64 %tiles.p, %scp
+  %tiles.C = getelementptr double, ptr %C, i64 %tiles.co
+  call void @rows_4(ptr %tiles.A, i64 %sap, i64 %saq, ptr %Bq, i64 %sbq, ptr %tiles.C, i64 %scp, i64 %qn, i1 %init, i64 %M)
+  %tiles.p.next = add i64 %tiles.p, 4
+  br label %tiles
+single:
+  %single.p = phi i64 [ %tiles.p, %tiles ], [ %single.p.next, %single.body ]
+  %single.more = icmp slt i64 %single.p, %p_hi
+  br i1 %single.more, label %single.body, label %single.done
+single.body:
+  %single.ao = mul i64 %single.p, %sap
+  %single.A = getelementptr double, ptr %Aq, i64 %single.ao
+  %single.co = mul i64 %single.p, %scp
+  %single.C = getelementptr double, ptr %C, i64 %single.co
+  call void @rows_1(ptr %single.A, i64 %sap, i64 %saq, ptr %Bq, i64 %sbq, ptr %single.C, i64 %scp, i64 %qn, i1 %init, i64 %M)
+  %single.p.next = add i64 %single.p, 1
+  br label %single
+single.done:
+  %q0.next = add i64 %q0, 256
+  br label %qblock
+exit:
+  ret void
+}

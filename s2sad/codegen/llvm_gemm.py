@@ -1,0 +1,237 @@
+"""LLVM IR for s2sad's own matrix product of thin shapes: C = A @ B where B has few
+columns (a layer's weights, a gradient's right factor), as `X @ W1` and `X.T @ G` in
+an MLP's gradient.
+
+    void s2sad_gemm_<f64|f32>(A, sa_p, sa_q, B, sb_q, C, sc_p, P, Q, M, accumulate, p_lo, p_hi)
+
+computes, for p in [p_lo, p_hi) and j in [0, M):
+
+    C[p, j] (+)= sum over q in [0, Q) of A[p*sa_p + q*sa_q] * B[q*sb_q + j]
+
+(strides in elements; B's and C's rows are contiguous; `accumulate` 0 starts from zero,
+else from C). A's two strides make A and A.T the same call.
+
+Invariants:
+- Each C[p, j] is one chain of multiply-adds over q in order, from 0 (or C). Neither the
+  tiling nor the q blocks nor the row range [p_lo, p_hi) change its operations, so the
+  result does not depend on how rows are split between threads: the same bits on one
+  thread or many. (`llvm.fmuladd` fuses where the host has FMA: per host, fixed.)
+- A, B and C are read or written only inside the [p_lo, p_hi) rows and the M columns;
+  the last vector of a row is masked, never read past M.
+
+Shape of the code: a register tile of ROWS rows by VECTORS vectors of C (16 vector
+accumulators with 32 vector registers, 8 with 16) runs over a block of q, loading one
+row-vector of B per vector and broadcasting one element of A per row. q runs in blocks
+of Q_BLOCK so that B's block stays in the L2 cache while every row tile passes over it.
+Rows that do not fill a tile run one at a time; columns that do not fill a tile run a
+vector at a time, the last one masked.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+ROWS = 4
+Q_BLOCK = 256
+_TYPES = {np.dtype(np.float64): ("double", "f64"), np.dtype(np.float32): ("float", "f32")}
+
+
+def symbol(dtype) -> str:
+    return f"s2sad_gemm_{_TYPES[np.dtype(dtype)][1]}"
+
+
+def lanes_for(vector_bits: int | None, dtype) -> int:
+    """Elements per vector register on this host (128-bit vectors where it is not known)."""
+    return max(2, (vector_bits or 128) // (8 * np.dtype(dtype).itemsize))
+
+
+def vectors_for(registers: int) -> int:
+    """Vectors per tile row: a tile of ROWS x this many accumulators leaves room for B's
+    vectors and the broadcast A element in `registers` vector registers."""
+    return 4 if registers >= 32 else 2
+
+
+class _Lines:
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def __call__(self, line: str) -> None:
+        self.lines.append(line)
+
+    def text(self) -> str:
+        return "\n".join(self.lines)
+
+
+def gemm_ir(dtype, lanes: int, vectors: int, rows: int = ROWS, q_block: int = Q_BLOCK) -> str:
+    """The module: tile kernels for (rows | 1) x (vectors | 1), a row-tile driver per row
+    count, and the exported `symbol(dtype)`."""
+    ty, suffix = _TYPES[np.dtype(dtype)]
+    size = np.dtype(dtype).itemsize
+    vt, mt = f"<{lanes} x {ty}>", f"<{lanes} x i1>"
+    v = f"v{lanes}{suffix}"
+    out = [f"declare {vt} @llvm.fmuladd.{v}({vt}, {vt}, {vt})",
+           f"declare {vt} @llvm.masked.load.{v}.p0(ptr, i32, {mt}, {vt})",
+           f"declare void @llvm.masked.store.{v}.p0({vt}, ptr, i32, {mt})"]
+    tiles = sorted({(r, n) for r in (rows, 1) for n in (vectors, 1)}, reverse=True)
+    out += [_tile(ty, size, lanes, r, n, v) for r, n in tiles]
+    out += [_row_driver(ty, lanes, r, vectors) for r in sorted({rows, 1}, reverse=True)]
+    out.append(_entry(ty, suffix, rows, q_block))
+    return "\n\n".join(out) + "\n"
+
+
+def _vector_access(a: _Lines, ty: str, size: int, vt: str, mt: str, v: str, what: str, ptr: str,
+                   masked: bool, value: str | None = None) -> None:
+    """Load `what` from, or store `value` to, the vector at `ptr`: masked by %mask where it
+    is a row's last vector."""
+    if value is None:
+        a(f"  {what} = call {vt} @llvm.masked.load.{v}.p0(ptr {ptr}, i32 {size}, {mt} %mask, {vt} zeroinitializer)"
+          if masked else f"  {what} = load {vt}, ptr {ptr}, align {size}")
+    else:
+        a(f"  call void @llvm.masked.store.{v}.p0({vt} {value}, ptr {ptr}, i32 {size}, {mt} %mask)"
+          if masked else f"  store {vt} {value}, ptr {ptr}, align {size}")
+
+
+def _tile(ty: str, size: int, lanes: int, rows: int, vectors: int, v: str) -> str:
+    """@tile_R_V: C[0:R, 0:V*lanes] (+)= A[0:R, 0:qn] @ B[0:qn, 0:V*lanes], the last
+    vector masked by %mask (all true where the tile is full)."""
+    vt, mt = f"<{lanes} x {ty}>", f"<{lanes} x i1>"
+    a = _Lines()
+    cells = [(i, j) for i in range(rows) for j in range(vectors)]
+    last = vectors - 1
+    a(f"define internal void @tile_{rows}_{vectors}(ptr noalias %A, i64 %sap, i64 %saq, ptr noalias %B, i64 %sbq, "
+      f"ptr noalias %C, i64 %scp, i64 %qn, i1 %init, {mt} %mask) {{")
+    a("entry:")
+    for i in range(rows):
+        a(f"  %co{i} = mul i64 %scp, {i}")
+        a(f"  %cr{i} = getelementptr {ty}, ptr %C, i64 %co{i}")
+        for j in range(vectors):
+            a(f"  %cp{i}_{j} = getelementptr {ty}, ptr %cr{i}, i64 {j * lanes}")
+    a("  br i1 %init, label %head, label %from_c")
+    a("from_c:")
+    for i, j in cells:
+        _vector_access(a, ty, size, vt, mt, v, f"%c{i}_{j}", f"%cp{i}_{j}", j == last)
+    a("  br label %head")
+    a("head:")
+    for i, j in cells:
+        a(f"  %s{i}_{j} = phi {vt} [ zeroinitializer, %entry ], [ %c{i}_{j}, %from_c ]")
+    a("  br label %loop")
+    a("loop:")
+    a("  %q = phi i64 [ 0, %head ], [ %q.next, %loop ]")
+    for i, j in cells:
+        a(f"  %acc{i}_{j} = phi {vt} [ %s{i}_{j}, %head ], [ %new{i}_{j}, %loop ]")
+    a("  %bo = mul i64 %q, %sbq")
+    a(f"  %brow = getelementptr {ty}, ptr %B, i64 %bo")
+    for j in range(vectors):
+        a(f"  %bp{j} = getelementptr {ty}, ptr %brow, i64 {j * lanes}")
+        _vector_access(a, ty, size, vt, mt, v, f"%b{j}", f"%bp{j}", j == last)
+    a("  %aq = mul i64 %q, %saq")
+    for i in range(rows):
+        a(f"  %ap.o{i} = mul i64 %sap, {i}")
+        a(f"  %ao{i} = add i64 %aq, %ap.o{i}")
+        a(f"  %ap{i} = getelementptr {ty}, ptr %A, i64 %ao{i}")
+        a(f"  %a{i} = load {ty}, ptr %ap{i}, align {size}")
+        a(f"  %a{i}.v = insertelement {vt} poison, {ty} %a{i}, i32 0")
+        a(f"  %a{i}.s = shufflevector {vt} %a{i}.v, {vt} poison, <{lanes} x i32> zeroinitializer")
+        for j in range(vectors):
+            a(f"  %new{i}_{j} = call {vt} @llvm.fmuladd.{v}({vt} %a{i}.s, {vt} %b{j}, {vt} %acc{i}_{j})")
+    a("  %q.next = add i64 %q, 1")
+    a("  %more = icmp slt i64 %q.next, %qn")
+    a("  br i1 %more, label %loop, label %done")
+    a("done:")
+    for i, j in cells:
+        _vector_access(a, ty, size, vt, mt, v, "", f"%cp{i}_{j}", j == last, value=f"%new{i}_{j}")
+    a("  ret void")
+    a("}")
+    return a.text()
+
+
+def _row_driver(ty: str, lanes: int, rows: int, vectors: int) -> str:
+    """@rows_R: C[0:R, 0:M] over the q block: full tiles of `vectors` vectors, then one
+    vector at a time, the last one masked."""
+    mt = f"<{lanes} x i1>"
+    width = lanes * vectors
+    all_true = "<" + ", ".join(["i1 true"] * lanes) + ">"
+    iota = "<" + ", ".join(f"i64 {k}" for k in range(lanes)) + ">"
+    args = "i64 %sap, i64 %saq, ptr %B{}, i64 %sbq, ptr %C{}, i64 %scp, i64 %qn, i1 %init"
+    a = _Lines()
+    a(f"define internal void @rows_{rows}(ptr %A, i64 %sap, i64 %saq, ptr %B, i64 %sbq, ptr %C, i64 %scp, "
+      f"i64 %qn, i1 %init, i64 %M) {{")
+    a("entry:")
+    a(f"  %wide_end = sub i64 %M, {width - 1}")
+    a("  br label %wide")
+    a("wide:")
+    a("  %j = phi i64 [ 0, %entry ], [ %j.next, %wide.body ]")
+    a("  %wide.more = icmp slt i64 %j, %wide_end")
+    a("  br i1 %wide.more, label %wide.body, label %narrow")
+    a("wide.body:")
+    a(f"  %Bw = getelementptr {ty}, ptr %B, i64 %j")
+    a(f"  %Cw = getelementptr {ty}, ptr %C, i64 %j")
+    a(f"  call void @tile_{rows}_{vectors}(ptr %A, {args.format('w', 'w')}, {mt} {all_true})")
+    a(f"  %j.next = add i64 %j, {width}")
+    a("  br label %wide")
+    a("narrow:")
+    a("  %k = phi i64 [ %j, %wide ], [ %k.next, %narrow.body ]")
+    a("  %narrow.more = icmp slt i64 %k, %M")
+    a("  br i1 %narrow.more, label %narrow.body, label %done")
+    a("narrow.body:")
+    a("  %left = sub i64 %M, %k")
+    a(f"  %left.v = insertelement <{lanes} x i64> poison, i64 %left, i32 0")
+    a(f"  %left.s = shufflevector <{lanes} x i64> %left.v, <{lanes} x i64> poison, <{lanes} x i32> zeroinitializer")
+    a(f"  %mask = icmp slt <{lanes} x i64> {iota}, %left.s")
+    a(f"  %Bn = getelementptr {ty}, ptr %B, i64 %k")
+    a(f"  %Cn = getelementptr {ty}, ptr %C, i64 %k")
+    a(f"  call void @tile_{rows}_1(ptr %A, {args.format('n', 'n')}, {mt} %mask)")
+    a(f"  %k.next = add i64 %k, {lanes}")
+    a("  br label %narrow")
+    a("done:")
+    a("  ret void")
+    a("}")
+    return a.text()
+
+
+def _entry(ty: str, suffix: str, rows: int, q_block: int) -> str:
+    """The exported function: q blocks outside, row tiles of [p_lo, p_hi) inside."""
+    a = _Lines()
+    a(f"define void @s2sad_gemm_{suffix}(ptr %A, i64 %sap, i64 %saq, ptr %B, i64 %sbq, ptr %C, i64 %scp, "
+      f"i64 %P, i64 %Q, i64 %M, i64 %accumulate, i64 %p_lo, i64 %p_hi) {{")
+    a("entry:")
+    a("  %from_zero = icmp eq i64 %accumulate, 0")
+    a("  br label %qblock")
+    a("qblock:")
+    a("  %q0 = phi i64 [ 0, %entry ], [ %q0.next, %single.done ]")
+    a("  %q.more = icmp slt i64 %q0, %Q")
+    a("  br i1 %q.more, label %qblock.body, label %exit")
+    a("qblock.body:")
+    a("  %q.left = sub i64 %Q, %q0")
+    a(f"  %q.short = icmp slt i64 %q.left, {q_block}")
+    a(f"  %qn = select i1 %q.short, i64 %q.left, i64 {q_block}")
+    a("  %first = icmp eq i64 %q0, 0")
+    a("  %init = and i1 %first, %from_zero")
+    a("  %ao = mul i64 %q0, %saq")
+    a(f"  %Aq = getelementptr {ty}, ptr %A, i64 %ao")
+    a("  %bo = mul i64 %q0, %sbq")
+    a(f"  %Bq = getelementptr {ty}, ptr %B, i64 %bo")
+    a(f"  %tiles_end = sub i64 %p_hi, {rows - 1}")
+    a("  br label %tiles")
+    for label, step, nxt, test, src in (("tiles", rows, "single", "%tiles_end", "%qblock.body"),
+                                         ("single", 1, "single.done", "%p_hi", "%tiles")):
+        a(f"{label}:")
+        a(f"  %{label}.p = phi i64 [ {'%p_lo' if label == 'tiles' else '%tiles.p'}, {src} ], "
+          f"[ %{label}.p.next, %{label}.body ]")
+        a(f"  %{label}.more = icmp slt i64 %{label}.p, {test}")
+        a(f"  br i1 %{label}.more, label %{label}.body, label %{nxt}")
+        a(f"{label}.body:")
+        a(f"  %{label}.ao = mul i64 %{label}.p, %sap")
+        a(f"  %{label}.A = getelementptr {ty}, ptr %Aq, i64 %{label}.ao")
+        a(f"  %{label}.co = mul i64 %{label}.p, %scp")
+        a(f"  %{label}.C = getelementptr {ty}, ptr %C, i64 %{label}.co")
+        a(f"  call void @rows_{step}(ptr %{label}.A, i64 %sap, i64 %saq, ptr %Bq, i64 %sbq, ptr %{label}.C, "
+          f"i64 %scp, i64 %qn, i1 %init, i64 %M)")
+        a(f"  %{label}.p.next = add i64 %{label}.p, {step}")
+        a(f"  br label %{label}")
+    a("single.done:")
+    a(f"  %q0.next = add i64 %q0, {q_block}")
+    a("  br label %qblock")
+    a("exit:")
+    a("  ret void")
+    a("}")
+    return a.text()
