@@ -2,7 +2,7 @@
 
 Run with `make bench` (installs the `bench` extra first) or `.venv/bin/python bench/run.py`.
 Options: `--quick` (fewer repeats, a smoke test), `--out DIR` (default: bench/),
-`--only closures-state` (that section alone, its report printed, no files written),
+`--only closures-state` or `--only arrays` (that section alone, printed, no files written),
 `--without jax,numba,torch` (leave systems out), `--no-pin`, `--default-malloc`.
 
 Everything runs in this one process, side by side, on one thread: S2SAD_NUM_THREADS=1,
@@ -595,7 +595,7 @@ def main(argv=None) -> int:
                     help="leave glibc's malloc as it is (freed arrays may come back with fresh pages)")
     ap.add_argument("--no-pin", action="store_true",
                     help="do not pin the single-thread rows to one CPU (XLA may then use several)")
-    ap.add_argument("--only", choices=["closures-state"],
+    ap.add_argument("--only", choices=["closures-state", "arrays"],
                     help="run one section and print its report (writes no results files)")
     args = ap.parse_args(argv)
     malloc_tuned = False if args.default_malloc else keep_freed_memory()
@@ -605,6 +605,15 @@ def main(argv=None) -> int:
         rows, errors = [], []
         closures_state.run_state(rows, errors, args.quick, measure_block, timing_row, log)
         log("\n".join(closures_state.markdown(rows, errors)))
+        return 0
+    if args.only == "arrays":
+        if not args.no_pin:
+            pin_one_cpu()
+        rows, errors, missing = [], [], {}
+        systems, _ = load_systems(missing, [w for w in args.without.split(",") if w])
+        arrays.run_arrays(systems, rows, errors, args.quick, measure_block, timing_row, log)
+        for r in rows:
+            log(f"  {r['case'][:40]:40s} n={r['n']:>7} {r['system']:20s} {r['median_us']:9.1f} us")
         return 0
     t_start = time.perf_counter()
     info = machine_info()
