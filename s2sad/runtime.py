@@ -938,7 +938,7 @@ def _seeded_vjp(kernel: Kernel, args: Sequence[Any], active: tuple[str, ...], fa
     plan = seeded.launch_plans.get(_launch_key(backend, wrt, spec, prep))
     if sig is not None and sig[0] == prep.dtype.num and backend == "llvm" and plan is not None and len(plan[0]) == 2:
         # the next call with this signature: buffers and the plan's stub (one run) alone
-        kernel.launch_plans[("seeded", backend, active, factor_grads, sig)] = _seeded_call(plan[2], prep, seeded, wrt)
+        _remember(kernel, ("seeded", backend, active, factor_grads, sig), _seeded_call(plan[2], prep, seeded, wrt))
     return [_shape_grad(g, prep, seeded.params.index(a)) for g, a in zip(grads, wrt)]
 
 
@@ -1003,37 +1003,79 @@ def _one_column(shape: tuple[int, ...], w: Any, dtype: np.dtype) -> bool:
             and isinstance(w, np.ndarray) and w.dtype == dtype)
 
 
+def _remember(kernel: Kernel, key: tuple, value):
+    """kernel.launch_plans[key] = value, within the LAUNCH_PLANS bound."""
+    if len(kernel.launch_plans) >= LAUNCH_PLANS:
+        kernel.launch_plans.clear()
+    kernel.launch_plans[key] = value
+    return value
+
+
+def _seeded_plan(kernel: Kernel, values: list, backend: str, active: tuple[str, ...], factor_grads: tuple[int, ...]):
+    """The call `_seeded_vjp` kept for these values' signature, or None."""
+    sig = _plain_signature(values)
+    return None if sig is None else kernel.launch_plans.get(("seeded", backend, active, factor_grads, sig))
+
+
 def kernel_matmul(kernel: Kernel, args: Sequence[Any], w: Any, backend: str = "auto"):
     """(kernel(args) @ w, the values or None): in the kernel's pass, the values not
     formed (None), where w is one column or a vector and the values 2-D; else the
-    values, then numpy's product."""
-    backend = _backend_for(backend, list(args) + [w])
+    values, then numpy's product. A signature seen before (`_plain_signature`) runs
+    the seeded call it kept, with a column of ones kept too (read-only: a factor)."""
+    sig = _plain_signature([*args, w])
+    if sig is not None:
+        fast = kernel.launch_plans.get(("matmul", backend, sig))
+        if fast is not None:
+            return fast(args, w), None
+    resolved = _backend_for(backend, list(args) + [w])
     shape = broadcast_shapes(*(np.shape(a) for a in args))
     dtype = compute_dtype(args)
     if _one_column(shape, w, dtype):
         n, k = shape
-        got = _seeded_vjp(kernel, args, (), [np.ones((n, 1), dtype), w.reshape(1, k)], backend, factor_grads=(0,))
+        factors = [np.ones((n, 1), dtype), w.reshape(1, k)]
+        got = _seeded_vjp(kernel, args, (), factors, resolved, factor_grads=(0,))
         if got is not None:
+            seeded = _seeded_plan(kernel, [*args, *factors], resolved, (), (0,))
+            if sig is not None and seeded is not None:
+                ones = factors[0]
+                ones.flags.writeable = False
+                shaped = (n, 1) if w.ndim == 2 else (n,)
+                _remember(kernel, ("matmul", backend, sig),
+                          lambda args, w: seeded([*args, ones, w.reshape(1, k)])[0].reshape(shaped))
             return (got[0] if w.ndim == 2 else got[0].reshape(n)), None
     from .gemm import matmul
 
-    values = apply(kernel, args, backend)
-    return matmul(values, w, backend), values
+    values = apply(kernel, args, resolved)
+    return matmul(values, w, resolved), values
 
 
 def kernel_matmul_vjp(kernel: Kernel, args: Sequence[Any], active: tuple[str, ...], w: Any, w_grad: bool,
                       out_bar: Any, values: Any, backend: str = "auto"):
     """The gradients of sum(out_bar * (kernel(args) @ w)) w.r.t. the active params, then
     w's when `w_grad`. `values` is what `kernel_matmul` returned: None, one pass of the
-    seeded kernel; else numpy's adjoints of the product and the kernel's vjp."""
+    seeded kernel (a signature seen before: the seeded call kept for it); else numpy's
+    adjoints of the product and the kernel's vjp."""
     from .array_rules import matmul_lhs_bar, matmul_rhs_bar
 
     if values is None:
-        backend = _backend_for(backend, list(args) + [w])
+        sig = _plain_signature([*args, w, out_bar])
+        key = ("matmul_vjp", backend, active, w_grad, sig)
+        if sig is not None and sig[1][-1] is not None:
+            fast = kernel.launch_plans.get(key)
+            if fast is not None:
+                return fast(args, w, out_bar)
+        resolved = _backend_for(backend, list(args) + [w])
         n, k = broadcast_shapes(*(np.shape(a) for a in args))
-        ob = np.asarray(out_bar, compute_dtype(args)).reshape(n, 1)
-        got = _seeded_vjp(kernel, args, active, [ob, w.reshape(1, k)], backend, factor_grads=(1,) if w_grad else ())
+        factors = [np.asarray(out_bar, compute_dtype(args)).reshape(n, 1), w.reshape(1, k)]
+        fg = (1,) if w_grad else ()
+        got = _seeded_vjp(kernel, args, active, factors, resolved, factor_grads=fg)
         assert got is not None, "kernel_matmul took this path, so the seeded kernel applies"
+        seeded = _seeded_plan(kernel, [*args, *factors], resolved, active, fg)
+        if sig is not None and sig[1][-1] is not None and seeded is not None:
+            def fast(args, w, out_bar):
+                got = seeded([*args, out_bar.reshape(n, 1), w.reshape(1, k)])
+                return got[:-1] + [got[-1].reshape(w.shape)] if w_grad else got
+            _remember(kernel, key, fast)
         return got[:-1] + [got[-1].reshape(w.shape)] if w_grad else got
     grads = vjp(kernel, args, active, matmul_lhs_bar(out_bar, values, w), backend=backend) if active else []
     return list(grads) + ([matmul_rhs_bar(out_bar, values, w)] if w_grad else [])

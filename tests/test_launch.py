@@ -120,3 +120,35 @@ def test_a_seeded_pullback_signature_seen_before_takes_its_stub(dtype):
         gz, gr = runtime._seeded_vjp(k, (zf, b, c), ("z",), [left, right], "llvm", factor_grads=(1,))
         np.testing.assert_allclose(gr, np.sum(left * runtime.apply(k, (zf, b, c)), axis=0, keepdims=True),
                                    rtol=1e-5 if dtype == np.float32 else 1e-12)
+
+
+@pytest.mark.parametrize("vector", [False, True], ids=["column", "vector"])
+def test_kernel_matmul_signature_seen_before(vector):
+    """kernel_matmul and its vjp keep a call per signature: the second call gives the
+    first call's bits, a kept column of ones is never handed out, and a w of another
+    shape (a vector, not a column) or a non-contiguous argument takes the full path."""
+    k = _kernel(f)
+    z = rng.normal(size=(11, 6))
+    b = rng.normal(size=(1, 6))
+    w = rng.normal(size=(6,) if vector else (6, 1))
+    ob = rng.normal(size=(11,) if vector else (11, 1))
+    runs = []
+    for _ in range(3):
+        out, h = runtime.kernel_matmul(k, (z, b, 0.5), w)
+        assert h is None and out.shape == ((11,) if vector else (11, 1))
+        grads = runtime.kernel_matmul_vjp(k, (z, b, 0.5), ("z", "b"), w, True, ob, None)
+        runs.append([out, *grads])
+    assert any(key[0] == "matmul" for key in k.launch_plans) and any(key[0] == "matmul_vjp" for key in k.launch_plans)
+    for a, c in zip(runs[0], runs[2]):
+        np.testing.assert_array_equal(a, c)
+        assert a.flags.writeable and c.flags.writeable
+    values = runtime.apply(k, (z, b, 0.5), backend="python")
+    np.testing.assert_allclose(runs[2][0], values @ w, rtol=1e-12)
+    want_z, want_b = runtime.vjp(k, (z, b, 0.5), ("z", "b"), np.multiply.outer(ob.reshape(11), w.reshape(6)),
+                                 backend="python")
+    np.testing.assert_allclose(runs[2][1], want_z, rtol=1e-12)
+    np.testing.assert_allclose(runs[2][2], want_b, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(runs[2][3], values.T @ ob, rtol=1e-12)
+    zf = np.asfortranarray(z)          # not C-contiguous: no kept call, the same numbers
+    out, _ = runtime.kernel_matmul(k, (zf, b, 0.5), w)
+    np.testing.assert_allclose(out, runs[0][0], rtol=1e-12)
