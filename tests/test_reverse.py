@@ -599,3 +599,13 @@ def test_logistic_regression_example_trains():
     r = subprocess.run([sys.executable, path], capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "accuracy" in r.stdout
+
+
+def test_mlp_example_trains():
+    """examples/mlp_rings.py: an MLP reaches its stated accuracy on two rings, where a
+    logistic regression stays near chance."""
+    path = os.path.join(os.path.dirname(__file__), "..", "examples", "mlp_rings.py")
+    r = subprocess.run([sys.executable, path], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    mlp, lin = [float(t.split()[0]) for t in r.stdout.split("MLP ")[1].split("logistic regression ")]
+    assert mlp >= 0.95 and lin < 0.7, r.stdout
