@@ -33,7 +33,7 @@ from .runtime import _ptr, _run_chunks, num_threads
 MIN_COLUMNS = 32
 MAX_ROW_BYTES = 1024          # the right operand's row: 128 float64 or 256 float32
 MIN_WORK = 1 << 20            # multiply-adds below which numpy's product is as fast (its call is cheaper)
-THREAD_WORK = 1 << 21         # multiply-adds from which rows are split between threads
+THREAD_WORK = 1 << 23         # multiply-adds from which rows are split between threads (below: waking one costs more)
 _F64, _F32 = np.dtype(np.float64), np.dtype(np.float32)
 _ARGTYPES = (ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p,
              ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64,
