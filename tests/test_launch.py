@@ -152,3 +152,23 @@ def test_kernel_matmul_signature_seen_before(vector):
     zf = np.asfortranarray(z)          # not C-contiguous: no kept call, the same numbers
     out, _ = runtime.kernel_matmul(k, (zf, b, 0.5), w)
     np.testing.assert_allclose(out, runs[0][0], rtol=1e-12)
+
+
+def test_kernel_matmul_kept_call_reads_every_argument_anew():
+    """The kept call of a signature reads the arguments' values at each call: a float
+    argument or an array's contents that change give the new results."""
+    k = _kernel(f)
+    z, b, w = rng.normal(size=(8, 5)), rng.normal(size=(1, 5)), rng.normal(size=(5, 1))
+    ob = rng.normal(size=(8, 1))
+    for _ in range(2):
+        runtime.kernel_matmul(k, (z, b, 0.5), w)
+        runtime.kernel_matmul_vjp(k, (z, b, 0.5), ("z",), w, True, ob, None)
+    for c, scale in [(0.7, 1.0), (-1.5, 2.0)]:
+        z2, w2, ob2 = z * scale, w * scale, ob * scale
+        out, _ = runtime.kernel_matmul(k, (z2, b, c), w2)
+        gz, gw = runtime.kernel_matmul_vjp(k, (z2, b, c), ("z",), w2, True, ob2, None)
+        values = runtime.apply(k, (z2, b, c), backend="python")
+        np.testing.assert_allclose(out, values @ w2, rtol=1e-12)
+        np.testing.assert_allclose(gw, values.T @ ob2, rtol=1e-12)
+        (want,) = runtime.vjp(k, (z2, b, c), ("z",), ob2 * w2.T, backend="python")
+        np.testing.assert_allclose(gz, want, rtol=1e-12)
