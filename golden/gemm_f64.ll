@@ -4,6 +4,139 @@ declare <8 x double> @llvm.masked.load.v8f64.p0(ptr, i32, <8 x i1>, <8 x double>
 
 declare void @llvm.masked.store.v8f64.p0(<8 x double>, ptr, i32, <8 x i1>)
 
+define internal void @tile_8_1(ptr noalias %A, i64 %sap, i64 %saq, ptr noalias %B, i64 %sbq, ptr noalias %C, i64 %scp, i64 %qn, i1 %init, <8 x i1> %mask) {
+entry:
+  %co0 = mul i64 %scp, 0
+  %cr0 = getelementptr double, ptr %C, i64 %co0
+  %cp0_0 = getelementptr double, ptr %cr0, i64 0
+  %co1 = mul i64 %scp, 1
+  %cr1 = getelementptr double, ptr %C, i64 %co1
+  %cp1_0 = getelementptr double, ptr %cr1, i64 0
+  %co2 = mul i64 %scp, 2
+  %cr2 = getelementptr double, ptr %C, i64 %co2
+  %cp2_0 = getelementptr double, ptr %cr2, i64 0
+  %co3 = mul i64 %scp, 3
+  %cr3 = getelementptr double, ptr %C, i64 %co3
+  %cp3_0 = getelementptr double, ptr %cr3, i64 0
+  %co4 = mul i64 %scp, 4
+  %cr4 = getelementptr double, ptr %C, i64 %co4
+  %cp4_0 = getelementptr double, ptr %cr4, i64 0
+  %co5 = mul i64 %scp, 5
+  %cr5 = getelementptr double, ptr %C, i64 %co5
+  %cp5_0 = getelementptr double, ptr %cr5, i64 0
+  %co6 = mul i64 %scp, 6
+  %cr6 = getelementptr double, ptr %C, i64 %co6
+  %cp6_0 = getelementptr double, ptr %cr6, i64 0
+  %co7 = mul i64 %scp, 7
+  %cr7 = getelementptr double, ptr %C, i64 %co7
+  %cp7_0 = getelementptr double, ptr %cr7, i64 0
+  br i1 %init, label %head, label %from_c
+from_c:
+  %c0_0 = call <8 x double> @llvm.masked.load.v8f64.p0(ptr %cp0_0, i32 8, <8 x i1> %mask, <8 x double> zeroinitializer)
+  %c1_0 = call <8 x double> @llvm.masked.load.v8f64.p0(ptr %cp1_0, i32 8, <8 x i1> %mask, <8 x double> zeroinitializer)
+  %c2_0 = call <8 x double> @llvm.masked.load.v8f64.p0(ptr %cp2_0, i32 8, <8 x i1> %mask, <8 x double> zeroinitializer)
+  %c3_0 = call <8 x double> @llvm.masked.load.v8f64.p0(ptr %cp3_0, i32 8, <8 x i1> %mask, <8 x double> zeroinitializer)
+  %c4_0 = call <8 x double> @llvm.masked.load.v8f64.p0(ptr %cp4_0, i32 8, <8 x i1> %mask, <8 x double> zeroinitializer)
+  %c5_0 = call <8 x double> @llvm.masked.load.v8f64.p0(ptr %cp5_0, i32 8, <8 x i1> %mask, <8 x double> zeroinitializer)
+  %c6_0 = call <8 x double> @llvm.masked.load.v8f64.p0(ptr %cp6_0, i32 8, <8 x i1> %mask, <8 x double> zeroinitializer)
+  %c7_0 = call <8 x double> @llvm.masked.load.v8f64.p0(ptr %cp7_0, i32 8, <8 x i1> %mask, <8 x double> zeroinitializer)
+  br label %head
+head:
+  %s0_0 = phi <8 x double> [ zeroinitializer, %entry ], [ %c0_0, %from_c ]
+  %s1_0 = phi <8 x double> [ zeroinitializer, %entry ], [ %c1_0, %from_c ]
+  %s2_0 = phi <8 x double> [ zeroinitializer, %entry ], [ %c2_0, %from_c ]
+  %s3_0 = phi <8 x double> [ zeroinitializer, %entry ], [ %c3_0, %from_c ]
+  %s4_0 = phi <8 x double> [ zeroinitializer, %entry ], [ %c4_0, %from_c ]
+  %s5_0 = phi <8 x double> [ zeroinitializer, %entry ], [ %c5_0, %from_c ]
+  %s6_0 = phi <8 x double> [ zeroinitializer, %entry ], [ %c6_0, %from_c ]
+  %s7_0 = phi <8 x double> [ zeroinitializer, %entry ], [ %c7_0, %from_c ]
+  br label %loop
+loop:
+  %q = phi i64 [ 0, %head ], [ %q.next, %loop ]
+  %acc0_0 = phi <8 x double> [ %s0_0, %head ], [ %new0_0, %loop ]
+  %acc1_0 = phi <8 x double> [ %s1_0, %head ], [ %new1_0, %loop ]
+  %acc2_0 = phi <8 x double> [ %s2_0, %head ], [ %new2_0, %loop ]
+  %acc3_0 = phi <8 x double> [ %s3_0, %head ], [ %new3_0, %loop ]
+  %acc4_0 = phi <8 x double> [ %s4_0, %head ], [ %new4_0, %loop ]
+  %acc5_0 = phi <8 x double> [ %s5_0, %head ], [ %new5_0, %loop ]
+  %acc6_0 = phi <8 x double> [ %s6_0, %head ], [ %new6_0, %loop ]
+  %acc7_0 = phi <8 x double> [ %s7_0, %head ], [ %new7_0, %loop ]
+  %bo = mul i64 %q, %sbq
+  %brow = getelementptr double, ptr %B, i64 %bo
+  %bp0 = getelementptr double, ptr %brow, i64 0
+  %b0 = call <8 x double> @llvm.masked.load.v8f64.p0(ptr %bp0, i32 8, <8 x i1> %mask, <8 x double> zeroinitializer)
+  %aq = mul i64 %q, %saq
+  %ap.o0 = mul i64 %sap, 0
+  %ao0 = add i64 %aq, %ap.o0
+  %ap0 = getelementptr double, ptr %A, i64 %ao0
+  %a0 = load double, ptr %ap0, align 8
+  %a0.v = insertelement <8 x double> poison, double %a0, i32 0
+  %a0.s = shufflevector <8 x double> %a0.v, <8 x double> poison, <8 x i32> zeroinitializer
+  %new0_0 = call <8 x double> @llvm.fmuladd.v8f64(<8 x double> %a0.s, <8 x double> %b0, <8 x double> %acc0_0)
+  %ap.o1 = mul i64 %sap, 1
+  %ao1 = add i64 %aq, %ap.o1
+  %ap1 = getelementptr double, ptr %A, i64 %ao1
+  %a1 = load double, ptr %ap1, align 8
+  %a1.v = insertelement <8 x double> poison, double %a1, i32 0
+  %a1.s = shufflevector <8 x double> %a1.v, <8 x double> poison, <8 x i32> zeroinitializer
+  %new1_0 = call <8 x double> @llvm.fmuladd.v8f64(<8 x double> %a1.s, <8 x double> %b0, <8 x double> %acc1_0)
+  %ap.o2 = mul i64 %sap, 2
+  %ao2 = add i64 %aq, %ap.o2
+  %ap2 = getelementptr double, ptr %A, i64 %ao2
+  %a2 = load double, ptr %ap2, align 8
+  %a2.v = insertelement <8 x double> poison, double %a2, i32 0
+  %a2.s = shufflevector <8 x double> %a2.v, <8 x double> poison, <8 x i32> zeroinitializer
+  %new2_0 = call <8 x double> @llvm.fmuladd.v8f64(<8 x double> %a2.s, <8 x double> %b0, <8 x double> %acc2_0)
+  %ap.o3 = mul i64 %sap, 3
+  %ao3 = add i64 %aq, %ap.o3
+  %ap3 = getelementptr double, ptr %A, i64 %ao3
+  %a3 = load double, ptr %ap3, align 8
+  %a3.v = insertelement <8 x double> poison, double %a3, i32 0
+  %a3.s = shufflevector <8 x double> %a3.v, <8 x double> poison, <8 x i32> zeroinitializer
+  %new3_0 = call <8 x double> @llvm.fmuladd.v8f64(<8 x double> %a3.s, <8 x double> %b0, <8 x double> %acc3_0)
+  %ap.o4 = mul i64 %sap, 4
+  %ao4 = add i64 %aq, %ap.o4
+  %ap4 = getelementptr double, ptr %A, i64 %ao4
+  %a4 = load double, ptr %ap4, align 8
+  %a4.v = insertelement <8 x double> poison, double %a4, i32 0
+  %a4.s = shufflevector <8 x double> %a4.v, <8 x double> poison, <8 x i32> zeroinitializer
+  %new4_0 = call <8 x double> @llvm.fmuladd.v8f64(<8 x double> %a4.s, <8 x double> %b0, <8 x double> %acc4_0)
+  %ap.o5 = mul i64 %sap, 5
+  %ao5 = add i64 %aq, %ap.o5
+  %ap5 = getelementptr double, ptr %A, i64 %ao5
+  %a5 = load double, ptr %ap5, align 8
+  %a5.v = insertelement <8 x double> poison, double %a5, i32 0
+  %a5.s = shufflevector <8 x double> %a5.v, <8 x double> poison, <8 x i32> zeroinitializer
+  %new5_0 = call <8 x double> @llvm.fmuladd.v8f64(<8 x double> %a5.s, <8 x double> %b0, <8 x double> %acc5_0)
+  %ap.o6 = mul i64 %sap, 6
+  %ao6 = add i64 %aq, %ap.o6
+  %ap6 = getelementptr double, ptr %A, i64 %ao6
+  %a6 = load double, ptr %ap6, align 8
+  %a6.v = insertelement <8 x double> poison, double %a6, i32 0
+  %a6.s = shufflevector <8 x double> %a6.v, <8 x double> poison, <8 x i32> zeroinitializer
+  %new6_0 = call <8 x double> @llvm.fmuladd.v8f64(<8 x double> %a6.s, <8 x double> %b0, <8 x double> %acc6_0)
+  %ap.o7 = mul i64 %sap, 7
+  %ao7 = add i64 %aq, %ap.o7
+  %ap7 = getelementptr double, ptr %A, i64 %ao7
+  %a7 = load double, ptr %ap7, align 8
+  %a7.v = insertelement <8 x double> poison, double %a7, i32 0
+  %a7.s = shufflevector <8 x double> %a7.v, <8 x double> poison, <8 x i32> zeroinitializer
+  %new7_0 = call <8 x double> @llvm.fmuladd.v8f64(<8 x double> %a7.s, <8 x double> %b0, <8 x double> %acc7_0)
+  %q.next = add i64 %q, 1
+  %more = icmp slt i64 %q.next, %qn
+  br i1 %more, label %loop, label %done
+done:
+  call void @llvm.masked.store.v8f64.p0(<8 x double> %new0_0, ptr %cp0_0, i32 8, <8 x i1> %mask)
+  call void @llvm.masked.store.v8f64.p0(<8 x double> %new1_0, ptr %cp1_0, i32 8, <8 x i1> %mask)
+  call void @llvm.masked.store.v8f64.p0(<8 x double> %new2_0, ptr %cp2_0, i32 8, <8 x i1> %mask)
+  call void @llvm.masked.store.v8f64.p0(<8 x double> %new3_0, ptr %cp3_0, i32 8, <8 x i1> %mask)
+  call void @llvm.masked.store.v8f64.p0(<8 x double> %new4_0, ptr %cp4_0, i32 8, <8 x i1> %mask)
+  call void @llvm.masked.store.v8f64.p0(<8 x double> %new5_0, ptr %cp5_0, i32 8, <8 x i1> %mask)
+  call void @llvm.masked.store.v8f64.p0(<8 x double> %new6_0, ptr %cp6_0, i32 8, <8 x i1> %mask)
+  call void @llvm.masked.store.v8f64.p0(<8 x double> %new7_0, ptr %cp7_0, i32 8, <8 x i1> %mask)
+  ret void
+}
+
 define internal void @tile_4_4(ptr noalias %A, i64 %sap, i64 %saq, ptr noalias %B, i64 %sbq, ptr noalias %C, i64 %scp, i64 %qn, i1 %init, <8 x i1> %mask) {
 entry:
   %co0 = mul i64 %scp, 0
@@ -394,9 +527,44 @@ done:
   ret void
 }
 
+define internal void @rows_8(ptr %A, i64 %sap, i64 %saq, ptr %B, i64 %sbq, ptr %C, i64 %scp, i64 %qn, i1 %init, i64 %M) {
+entry:
+  %wide_end = sub i64 %M, 7
+  br label %wide
+wide:
+  %j = phi i64 [ 0, %entry ], [ %j.next, %wide.body ]
+  %wide.more = icmp slt i64 %j, %wide_end
+  br i1 %wide.more, label %wide.body, label %narrow
+wide.body:
+  %Bw = getelementptr double, ptr %B, i64 %j
+  %Cw = getelementptr double, ptr %C, i64 %j
+  call void @tile_8_1(ptr %A, i64 %sap, i64 %saq, ptr %Bw, i64 %sbq, ptr %Cw, i64 %scp, i64 %qn, i1 %init, <8 x i1> <i1 true, i1 true, i1 true, i1 true, i1 true, i1 true, i1 true, i1 true>)
+  %j.next = add i64 %j, 8
+  br label %wide
+narrow:
+  %k = phi i64 [ %j, %wide ], [ %k.next, %narrow.body ]
+  %narrow.more = icmp slt i64 %k, %M
+  br i1 %narrow.more, label %narrow.body, label %done
+narrow.body:
+  %left = sub i64 %M, %k
+  %left.v = insertelement <8 x i64> poison, i64 %left, i32 0
+  %left.s = shufflevector <8 x i64> %left.v, <8 x i64> poison, <8 x i32> zeroinitializer
+  %mask = icmp slt <8 x i64> <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7>, %left.s
+  %Bn = getelementptr double, ptr %B, i64 %k
+  %Cn = getelementptr double, ptr %C, i64 %k
+  call void @tile_8_1(ptr %A, i64 %sap, i64 %saq, ptr %Bn, i64 %sbq, ptr %Cn, i64 %scp, i64 %qn, i1 %init, <8 x i1> %mask)
+  %k.next = add i64 %k, 8
+  br label %narrow
+done:
+  ret void
+}
+
 define void @s2sad_gemm_f64(ptr %A, i64 %sap, i64 %saq, ptr %B, i64 %sbq, ptr %C, i64 %scp, i64 %P, i64 %Q, i64 %M, i64 %accumulate, i64 %p_lo, i64 %p_hi) {
 entry:
   %from_zero = icmp eq i64 %accumulate, 0
+  %narrow = icmp slt i64 %M, 32
+  %wide_end = sub i64 %p_hi, 3
+  %narrow_end = sub i64 %p_hi, 7
   br label %qblock
 qblock:
   %q0 = phi i64 [ 0, %entry ], [ %q0.next, %single.done ]
@@ -412,11 +580,10 @@ qblock.body:
   %Aq = getelementptr double, ptr %A, i64 %ao
   %bo = mul i64 %q0, %sbq
   %Bq = getelementptr double, ptr %B, i64 %bo
-  %tiles_end = sub i64 %p_hi, 3
-  br label %tiles
+  br i1 %narrow, label %narrow_tiles, label %tiles
 tiles:
   %tiles.p = phi i64 [ %p_lo, %qblock.body ], [ %tiles.p.next, %tiles.body ]
-  %tiles.more = icmp slt i64 %tiles.p, %tiles_end
+  %tiles.more = icmp slt i64 %tiles.p, %wide_end
   br i1 %tiles.more, label %tiles.body, label %single
 tiles.body:
   %tiles.ao = mul i64 %tiles.p, %sap
@@ -426,8 +593,20 @@ tiles.body:
   call void @rows_4(ptr %tiles.A, i64 %sap, i64 %saq, ptr %Bq, i64 %sbq, ptr %tiles.C, i64 %scp, i64 %qn, i1 %init, i64 %M)
   %tiles.p.next = add i64 %tiles.p, 4
   br label %tiles
+narrow_tiles:
+  %narrow_tiles.p = phi i64 [ %p_lo, %qblock.body ], [ %narrow_tiles.p.next, %narrow_tiles.body ]
+  %narrow_tiles.more = icmp slt i64 %narrow_tiles.p, %narrow_end
+  br i1 %narrow_tiles.more, label %narrow_tiles.body, label %single
+narrow_tiles.body:
+  %narrow_tiles.ao = mul i64 %narrow_tiles.p, %sap
+  %narrow_tiles.A = getelementptr double, ptr %Aq, i64 %narrow_tiles.ao
+  %narrow_tiles.co = mul i64 %narrow_tiles.p, %scp
+  %narrow_tiles.C = getelementptr double, ptr %C, i64 %narrow_tiles.co
+  call void @rows_8(ptr %narrow_tiles.A, i64 %sap, i64 %saq, ptr %Bq, i64 %sbq, ptr %narrow_tiles.C, i64 %scp, i64 %qn, i1 %init, i64 %M)
+  %narrow_tiles.p.next = add i64 %narrow_tiles.p, 8
+  br label %narrow_tiles
 single:
-  %single.p = phi i64 [ %tiles.p, %tiles ], [ %single.p.next, %single.body ]
+  %single.p = phi i64 [ %tiles.p, %tiles ], [ %narrow_tiles.p, %narrow_tiles ], [ %single.p.next, %single.body ]
   %single.more = icmp slt i64 %single.p, %p_hi
   br i1 %single.more, label %single.body, label %single.done
 single.body:

@@ -8,10 +8,10 @@ and `dot` take that path when
 
 - both operands are 2-D numpy arrays of one float dtype (float64 or float32), their
   inner sizes agree, and the backend is llvm ("auto" with numpy arrays);
-- the right operand has at least 32 columns and rows of at most 1 KiB (a row of it
-  stays within the registers' reach; wider products are BLAS's, narrower ones fill
-  too few tiles), and the product has at least MIN_WORK multiply-adds (below that,
-  numpy's cheaper call wins);
+- the right operand has at least 2 columns (a single one is a matrix-vector product,
+  memory-bound, BLAS's) and rows of at most 1 KiB (a row of it stays within the
+  registers' reach; wider products are BLAS's), and the product has at least MIN_WORK
+  multiply-adds (below that, numpy's cheaper call wins);
 - the right operand's rows are contiguous, or it can be copied so (it is then small
   next to the product).
 
@@ -27,10 +27,10 @@ from typing import Any
 
 import numpy as np
 
-from .codegen.llvm_gemm import ROWS
+from .codegen.llvm_gemm import NARROW_ROWS
 from .runtime import _ptr, _run_chunks, num_threads
 
-MIN_COLUMNS = 32
+MIN_COLUMNS = 2
 MAX_ROW_BYTES = 1024          # the right operand's row: 128 float64 or 256 float32
 MIN_WORK = 1 << 20            # multiply-adds below which numpy's product is as fast (its call is cheaper)
 THREAD_WORK = 1 << 23         # multiply-adds from which rows are split between threads (below: waking one costs more)
@@ -85,13 +85,13 @@ def _product(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     f = _FUNCS.get(a.dtype) or _function(a.dtype)
     args = (_ptr(a), a.strides[0] // size, a.strides[1] // size, _ptr(b), b.strides[0] // size, _ptr(c), m,
             p, q, m, 0)
-    threads = min(num_threads(), -(-p // ROWS)) if p * q * m >= THREAD_WORK else 1
+    threads = min(num_threads(), -(-p // NARROW_ROWS)) if p * q * m >= THREAD_WORK else 1
     if threads <= 1:
         f(*args, 0, p)
         return c
-    # one range of whole row tiles per thread: a range reads all of b, so more ranges
-    # than threads would read it more often (and q-long products are memory-bound)
-    step = -(-p // (threads * ROWS)) * ROWS
+    # one range of whole row tiles (of either height) per thread: a range reads all of
+    # b, so more ranges than threads would read it more often
+    step = -(-p // (threads * NARROW_ROWS)) * NARROW_ROWS
     bounds = [(lo, min(p, lo + step)) for lo in range(0, p, step)]
     _run_chunks(lambda i: f(*args, *bounds[i]), len(bounds), len(bounds))
     return c

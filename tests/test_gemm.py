@@ -36,7 +36,7 @@ def _views(rng, p, q, m, dt):
 
 @pytest.mark.parametrize("dt", [np.float64, np.float32])
 @pytest.mark.parametrize("p,q,m", [(1, 1, 1), (3, 5, 7), (4, 8, 8), (7, 11, 5), (13, 37, 37), (9, 300, 17),
-                                   (6, 600, 64), (33, 2, 129), (5, 257, 3)])
+                                   (6, 600, 64), (33, 2, 129), (5, 257, 3), (17, 40, 10), (64, 33, 3), (25, 300, 2)])
 def test_product_matches_numpy(dt, p, q, m):
     rng = np.random.default_rng(p * 1000 + q * 10 + m)
     for a, b in _views(rng, p, q, m, dt):
@@ -111,7 +111,7 @@ def test_when_numpy_multiplies(monkeypatch):
     assert calls == [((600, 32), (32, 64))]
     calls.clear()
     for a, b in [(x, rng.standard_normal((32, 300))),          # wide: BLAS's
-                 (x, w[:, :20]),                               # under MIN_COLUMNS
+                 (x, w[:, :1]),                                # one column: a matrix-vector product
                  (x[:3, :4], w[:4, :8]),                       # tiny
                  (x.astype(np.float32), w),                    # mixed dtypes
                  (x.astype(int), w.astype(int)),               # integers

@@ -24,13 +24,16 @@ accumulators with 32 vector registers, 8 with 16) runs over a block of q, loadin
 row-vector of B per vector and broadcasting one element of A per row. q runs in blocks
 of Q_BLOCK so that B's block stays in the L2 cache while every row tile passes over it.
 Rows that do not fill a tile run one at a time; columns that do not fill a tile run a
-vector at a time, the last one masked.
+vector at a time, the last one masked. A product narrower than one tile (a 10-class
+output layer) takes tiles of NARROW_ROWS rows by one vector instead: as many
+accumulators, each B vector used by twice the rows.
 """
 from __future__ import annotations
 
 import numpy as np
 
 ROWS = 4
+NARROW_ROWS = 8       # a product narrower than one wide tile: taller tiles of one vector
 Q_BLOCK = 256
 _TYPES = {np.dtype(np.float64): ("double", "f64"), np.dtype(np.float32): ("float", "f32")}
 
@@ -62,8 +65,8 @@ class _Lines:
 
 
 def gemm_ir(dtype, lanes: int, vectors: int, rows: int = ROWS, q_block: int = Q_BLOCK) -> str:
-    """The module: tile kernels for (rows | 1) x (vectors | 1), a row-tile driver per row
-    count, and the exported `symbol(dtype)`."""
+    """The module: tile kernels for (rows | 1) x (vectors | 1) and NARROW_ROWS x 1, a
+    row-tile driver per row count, and the exported `symbol(dtype)`."""
     ty, suffix = _TYPES[np.dtype(dtype)]
     size = np.dtype(dtype).itemsize
     vt, mt = f"<{lanes} x {ty}>", f"<{lanes} x i1>"
@@ -71,10 +74,11 @@ def gemm_ir(dtype, lanes: int, vectors: int, rows: int = ROWS, q_block: int = Q_
     out = [f"declare {vt} @llvm.fmuladd.{v}({vt}, {vt}, {vt})",
            f"declare {vt} @llvm.masked.load.{v}.p0(ptr, i32, {mt}, {vt})",
            f"declare void @llvm.masked.store.{v}.p0({vt}, ptr, i32, {mt})"]
-    tiles = sorted({(r, n) for r in (rows, 1) for n in (vectors, 1)}, reverse=True)
+    tiles = sorted({(r, n) for r in (rows, 1) for n in (vectors, 1)} | {(NARROW_ROWS, 1)}, reverse=True)
     out += [_tile(ty, size, lanes, r, n, v) for r, n in tiles]
     out += [_row_driver(ty, lanes, r, vectors) for r in sorted({rows, 1}, reverse=True)]
-    out.append(_entry(ty, suffix, rows, q_block))
+    out.append(_row_driver(ty, lanes, NARROW_ROWS, 1))
+    out.append(_entry(ty, suffix, rows, lanes * vectors, q_block))
     return "\n\n".join(out) + "\n"
 
 
@@ -188,13 +192,18 @@ def _row_driver(ty: str, lanes: int, rows: int, vectors: int) -> str:
     return a.text()
 
 
-def _entry(ty: str, suffix: str, rows: int, q_block: int) -> str:
-    """The exported function: q blocks outside, row tiles of [p_lo, p_hi) inside."""
+def _entry(ty: str, suffix: str, rows: int, width: int, q_block: int) -> str:
+    """The exported function: q blocks outside; inside, row tiles of [p_lo, p_hi): of
+    `rows` rows where M fills a wide tile (`width` columns), else of NARROW_ROWS rows of
+    one vector; then the rows left, one at a time."""
     a = _Lines()
     a(f"define void @s2sad_gemm_{suffix}(ptr %A, i64 %sap, i64 %saq, ptr %B, i64 %sbq, ptr %C, i64 %scp, "
       f"i64 %P, i64 %Q, i64 %M, i64 %accumulate, i64 %p_lo, i64 %p_hi) {{")
     a("entry:")
     a("  %from_zero = icmp eq i64 %accumulate, 0")
+    a(f"  %narrow = icmp slt i64 %M, {width}")
+    a(f"  %wide_end = sub i64 %p_hi, {rows - 1}")
+    a(f"  %narrow_end = sub i64 %p_hi, {NARROW_ROWS - 1}")
     a("  br label %qblock")
     a("qblock:")
     a("  %q0 = phi i64 [ 0, %entry ], [ %q0.next, %single.done ]")
@@ -210,13 +219,13 @@ def _entry(ty: str, suffix: str, rows: int, q_block: int) -> str:
     a(f"  %Aq = getelementptr {ty}, ptr %A, i64 %ao")
     a("  %bo = mul i64 %q0, %sbq")
     a(f"  %Bq = getelementptr {ty}, ptr %B, i64 %bo")
-    a(f"  %tiles_end = sub i64 %p_hi, {rows - 1}")
-    a("  br label %tiles")
-    for label, step, nxt, test, src in (("tiles", rows, "single", "%tiles_end", "%qblock.body"),
-                                         ("single", 1, "single.done", "%p_hi", "%tiles")):
+    a("  br i1 %narrow, label %narrow_tiles, label %tiles")
+    loops = (("tiles", rows, "single", "%wide_end", "[ %p_lo, %qblock.body ]"),
+             ("narrow_tiles", NARROW_ROWS, "single", "%narrow_end", "[ %p_lo, %qblock.body ]"),
+             ("single", 1, "single.done", "%p_hi", "[ %tiles.p, %tiles ], [ %narrow_tiles.p, %narrow_tiles ]"))
+    for label, step, nxt, test, incoming in loops:
         a(f"{label}:")
-        a(f"  %{label}.p = phi i64 [ {'%p_lo' if label == 'tiles' else '%tiles.p'}, {src} ], "
-          f"[ %{label}.p.next, %{label}.body ]")
+        a(f"  %{label}.p = phi i64 {incoming}, [ %{label}.p.next, %{label}.body ]")
         a(f"  %{label}.more = icmp slt i64 %{label}.p, {test}")
         a(f"  br i1 %{label}.more, label %{label}.body, label %{nxt}")
         a(f"{label}.body:")
