@@ -609,3 +609,48 @@ def test_mlp_example_trains():
     assert r.returncode == 0, r.stdout + r.stderr
     mlp, lin = [float(t.split()[0]) for t in r.stdout.split("MLP ")[1].split("logistic regression ")]
     assert mlp >= 0.95 and lin < 0.7, r.stdout
+
+
+def tanh_layer(W, b, V, X, y):
+    h = np.tanh(X @ W + b)
+    return np.mean((h @ V - y) ** 2)
+
+
+@pytest.mark.parametrize("backend", ["python", "llvm"])
+def test_a_partial_shared_by_two_inputs_is_stored_once(backend):
+    """tanh(X @ W + b) in store mode: its partials w.r.t. the product and the bias are
+    one value, stored once and multiplied by the adjoint once; the gradients against
+    central differences, and store against recompute bit for bit."""
+    X, y = rng.normal(size=(9, 4)), rng.normal(size=(9, 3))
+    args = [rng.normal(size=(4, 5)) / 2, rng.normal(size=(1, 5)) / 5, rng.normal(size=(5, 3)), X, y]
+    check(tanh_layer, args, (0, 1, 2), backend, mode="store")
+    text = s2sad.source(s2sad.grad(tanh_layer, argnums=(0, 1, 2), mode="store"))
+    assert re.search(r"h, \((\w+),\) = store_partials\(tanh_layer__h, \(\w+, b\), \('\w+',\)\)", text), text
+    assert re.search(r"b_bar = unbroadcast\(\w+_x_h_bar, b\)", text), text
+    stored = s2sad.grad(tanh_layer, argnums=(0, 1, 2), backend=backend, mode="store")(*args)
+    recomputed = s2sad.grad(tanh_layer, argnums=(0, 1, 2), backend=backend, mode="recompute")(*args)
+    for a, b in zip(stored, recomputed):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_same_partials():
+    """activity.same_partials: a partial that is the same value in every return."""
+    from s2sad.frontend import parse_function
+    from s2sad.passes.activity import same_partials
+    from s2sad.passes.normalize import normalize
+    from s2sad.runtime import Kernel
+
+    def shared(h, b):
+        return math.tanh(h + b)
+
+    def product(h, b):
+        return h * b
+
+    def branchy(h, b):
+        return h + b if h > 0 else h - b
+
+    for fn, active, want in [(shared, ("h", "b"), (0, 0)), (product, ("h", "b"), (0, 1)),
+                             (branchy, ("h", "b"), (0, 1)), (shared, ("b",), (0,))]:
+        p = normalize(parse_function(fn))
+        kmod = Kernel(p, p.entry).module(active)
+        assert same_partials(kmod.functions, kmod.dual_entry) == want, (fn.__name__, kmod.source())

@@ -239,3 +239,33 @@ def partials_read(functions: dict[str, gast.FunctionDef], fname: str) -> frozens
             for a in node.args:
                 needed |= reads(a)
     return frozenset(i for i, p in enumerate(params) if p in needed)
+
+
+def same_partials(functions: dict[str, gast.FunctionDef], fname: str) -> tuple[int, ...]:
+    """For each partial of a dual function `fname` (returning `(value, d1, ..., dk)`),
+    the position (0-based among d1..dk) of the first partial that is the same value
+    wherever the function returns: the same name (or the same constant) in every
+    `return`. `tanh(h + b)`'s dual returns `(t, d, d)`: (0, 0). Such partials are
+    equal bit for bit, so the caller may store and multiply one of them."""
+    rets = [n.value.elts for n in gast.walk(functions[fname])
+            if isinstance(n, gast.Return) and isinstance(n.value, gast.Tuple)]
+    if not rets:
+        return ()
+
+    def key(e):
+        if isinstance(e, gast.Name):
+            return ("name", e.id)
+        if isinstance(e, gast.Constant) and type(e.value) in (int, float):
+            return ("const", repr(e.value))
+        return None
+
+    k = len(rets[0]) - 1
+    if any(len(r) != k + 1 for r in rets):
+        return tuple(range(k))
+    firsts = []
+    for i in range(k):
+        keys = [key(r[1 + i]) for r in rets]
+        same = next((j for j in range(i) if None not in keys
+                     and all(key(r[1 + j]) == kk for r, kk in zip(rets, keys))), i)
+        firsts.append(same)
+    return tuple(firsts)

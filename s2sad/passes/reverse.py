@@ -46,7 +46,7 @@ from .. import array_rules, gemm, runtime, smath
 from ..codegen.python import unparse
 from ..errors import NonScalarLossError, S2SADError, UnsupportedOperationError
 from ..frontend import location_of
-from .activity import partials_read
+from .activity import partials_read, same_partials
 from .arrayprog import (ArrayProgram, ArrayStmt, Const, ForStmt, IfStmt, Namer, _line, _REGISTER_HINT, stmt_reads,
                         walk_stmts)
 
@@ -303,14 +303,19 @@ class Generator:
                 mode, why = choose_mode(k, self.mode)
                 self.kernel_modes[kn] = (mode, why)
                 active = tuple(p for _, p, _ in act)
-                self._add_source(k, k.module(active))
                 if mode == "store":
-                    names = [self.partial_name(t, a) for _, _, a in act]
-                    defined.extend(names)
-                    self.partials[id(st)] = names
-                    out.append(f"{ind}{t}, {_tuple(names)} = store_partials({kn}, {tup}, "
-                               f"{_tuple([repr(p) for p in active])})")
+                    # partials that are one value (`tanh(h + b)`: d/dh = d/db) are stored once
+                    kmod = k.module(active)
+                    firsts = same_partials(kmod.functions, kmod.dual_entry) or tuple(range(len(act)))
+                    stored = {i: self.partial_name(t, act[i][2]) for i in range(len(act)) if firsts[i] == i}
+                    defined.extend(stored.values())
+                    self.partials[id(st)] = [stored[firsts[i]] for i in range(len(act))]
+                    unique = tuple(active[i] for i in stored)
+                    self._add_source(k, k.module(unique))
+                    out.append(f"{ind}{t}, {_tuple(list(stored.values()))} = store_partials({kn}, {tup}, "
+                               f"{_tuple([repr(p) for p in unique])})")
                     return
+                self._add_source(k, k.module(active))
             else:
                 self._add_source(k, k.module(()))
             out.append(f"{ind}{t} = apply({kn}, {tup})")
@@ -527,8 +532,16 @@ class Generator:
             kn = self.kernel_name(st)
             mode, _ = self.kernel_modes[kn]
             if mode == "store":
-                for (_, _, a), d in zip(act, self.partials[id(st)]):
-                    self.contribute(a, f"unbroadcast({d if g == '1.0' else f'{d} * {g}'}, {a})", ind, out, init)
+                names = self.partials[id(st)]
+                shared: dict[str, str] = {}      # a partial several inputs share: multiplied once
+                for (_, _, a), d in zip(act, names):
+                    term = d if g == "1.0" else f"{d} * {g}"
+                    if g != "1.0" and names.count(d) > 1:
+                        if d not in shared:
+                            shared[d] = self.namer.fresh(f"{d}_x_{g}")
+                            out.append(f"{ind}{shared[d]} = {term}")
+                        term = shared[d]
+                    self.contribute(a, f"unbroadcast({term}, {a})", ind, out, init)
                 return
             tmps = [self.namer.fresh(f"_{a}_g") for _, _, a in act]
             args = _tuple([_text(a) for a in st.attrs["inputs"]])
