@@ -179,3 +179,31 @@ def test_mlp_gradient_through_gemm(outputs):
             np.testing.assert_array_equal(u, v)
     for got, ref in zip(grads["auto"], _mlp_hand(*args)):
         np.testing.assert_allclose(got, ref, rtol=1e-10, atol=1e-12)
+
+
+def test_special_values_propagate_as_numpys():
+    """NaN and infinities in either operand reach the same elements as numpy's product."""
+    rng = np.random.default_rng(6)
+    a = rng.standard_normal((37, 50))
+    b = rng.standard_normal((50, 40))
+    a[3, 7], a[20, 0], b[11, 5], b[0, 39] = np.nan, np.inf, -np.inf, np.nan
+    with np.errstate(invalid="ignore"):          # numpy warns of inf - inf; the loop does not
+        c, ref = gemm._product(a, b), a @ b
+    np.testing.assert_array_equal(np.isnan(c), np.isnan(ref))
+    np.testing.assert_array_equal(np.isposinf(c), np.isposinf(ref))
+    np.testing.assert_array_equal(np.isneginf(c), np.isneginf(ref))
+    finite = np.isfinite(ref)
+    np.testing.assert_allclose(c[finite], ref[finite], rtol=1e-12, atol=1e-12)
+
+
+def test_float32_mlp_gradient_stays_float32():
+    rng = np.random.default_rng(7)
+    n, d, hidden = 2000, 32, 48
+    args = [a.astype(np.float32) for a in (rng.standard_normal((d, hidden)) / 6, rng.standard_normal((1, hidden)) / 10,
+                                          rng.standard_normal((hidden, 1)) / 7, rng.standard_normal((n, d)),
+                                          rng.standard_normal((n, 1)))]
+    got = s2sad.grad(_mlp, argnums=(0, 1, 2))(*args)
+    ref = _mlp_hand(*[a.astype(np.float64) for a in args])
+    for g, r in zip(got, ref):
+        assert g.dtype == np.float32
+        np.testing.assert_allclose(g, r, rtol=2e-4, atol=2e-5 * float(np.abs(r).max()))
