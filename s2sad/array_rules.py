@@ -28,6 +28,7 @@ from typing import Callable
 import numpy as np
 
 from .gemm import matmul
+from .reduce import reduce
 from .runtime import SeedProduct
 
 
@@ -191,7 +192,7 @@ def unbroadcast(g, x):
         return np.full(shape, g, _float_dtype(x)) if shape != () else g
     lead = len(gs) - len(shape)
     axes = tuple(range(lead)) + tuple(lead + k for k, n in enumerate(shape) if n == 1 and gs[lead + k] != 1)
-    r = np.sum(g, axis=axes, keepdims=True) if axes else g
+    r = reduce("sum", g, axes, keepdims=True) if axes else g
     if lead:
         r = r.reshape(r.shape[lead:])
     if shape == () and not isinstance(x, np.ndarray):
@@ -233,7 +234,9 @@ def maxmin_bar(g, x, out, axis=None, keepdims=False):
     """The adjoint of max/min: shared equally among the elements that attain it."""
     x = np.asarray(x)
     hit = (x == _expand(out, x, axis, keepdims))
-    n = np.sum(hit, axis=axis, keepdims=True)
+    # the counts as float64 (exact; g / n divides as by the integer counts)
+    n = reduce("sum", hit.astype(np.float64), axis, keepdims=True) if axis is not None else \
+        np.sum(hit, axis=axis, keepdims=True)
     return (hit * (_expand(g, x, axis, keepdims) / n)).astype(_float_dtype(x))
 
 

@@ -7,7 +7,8 @@ optimisation; for a stateful case, its scan driver), `<case>.cu` (its CUDA C) an
 `<case>.explain.txt`; for ENTRY_CASES also `<case>.entry.ll`, the Python entry of the
 driver's shape. For each of ARRAY_CASES (array programs): `<case>.grad.py` and
 `<case>.explain.txt`. `gemm_f64.ll`: s2sad's matrix product (codegen/llvm_gemm) with
-the tile of a host with 512-bit vectors. Absolute paths are
+the tile of a host with 512-bit vectors; `reduce_f64.ll`: the reductions along an
+axis (codegen/llvm_reduce). Absolute paths are
 written relative to the repository so the files are the same on every machine.
 """
 from __future__ import annotations
@@ -37,7 +38,7 @@ def _examples():
 def artifacts() -> dict[str, str]:
     """file name -> text, for every golden case."""
     from . import api
-    from .codegen import cuda, llvm, llvm_entry, llvm_gemm
+    from .codegen import cuda, llvm, llvm_entry, llvm_gemm, llvm_reduce
     from .kernel import LoopSpec, ScanSpec, active_indices
 
     out: dict[str, str] = {}
@@ -68,6 +69,7 @@ def artifacts() -> dict[str, str]:
         out[f"{case}.grad.py"] = api.grad(loss, argnums=argnums).__s2sad__.source()
         out[f"{case}.explain.txt"] = str(api.explain(loss, argnums))
     out["gemm_f64.ll"] = llvm_gemm.gemm_ir(np.float64, lanes=8, vectors=4)
+    out["reduce_f64.ll"] = llvm_reduce.reduce_ir(np.float64)
     root = str(ROOT) + "/"
     return {k: v.replace(root, "") for k, v in out.items()}
 

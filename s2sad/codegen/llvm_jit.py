@@ -509,33 +509,31 @@ def _driver_at(name: str, address: int, keep, kmod, spec, dt: np.dtype, ir: str,
 _entries: dict[str, tuple[int, object]] = {}     # symbol -> (address, what keeps it alive)
 
 
-def _named_code(name: str, make_ir: Callable[[], str], spec, dt: np.dtype,
-                optimized: bool = True) -> tuple[int, object]:
-    """(address, keepalive) of the function `name` in the module `make_ir()` makes:
-    compiled once a process, and cached on disk by a digest of the IR and the host.
-    `optimized` False: the IR is as it should run (only the code generator's own
+def _named_code(names: tuple[str, ...], make_ir: Callable[[], str], spec, dt: np.dtype,
+                optimized: bool = True) -> tuple[dict[str, int], object]:
+    """({name: address}, keepalive) of the functions `names` in the module `make_ir()`
+    makes: compiled once a process, and cached on disk by a digest of the IR and the
+    host. `optimized` False: the IR is as it should run (only the code generator's own
     optimisations). Call with _lock held."""
-    hit = _entries.get(name)
+    hit = _entries.get(names[0])
     if hit is None:
         ir = make_ir()
         key = disk_key(ir, spec, dt, "libm", (), host())
         got = objcache.load(key)
         if got is not None:
             try:
-                if got[0].get("symbol") != name or len(got[1]) < 1:
-                    raise ValueError("the entry holds another function")
-                addresses, keep = _link(got[1][0], [name])
-                hit = (addresses[name], keep)
+                if got[0].get("symbol") != ",".join(names) or len(got[1]) < 1:
+                    raise ValueError("the entry holds other functions")
+                hit = _link(got[1][0], list(names))
             except Exception as e:  # noqa: BLE001 - compile afresh
-                warnings.warn(f"s2sad: the cached entry {name} could not be loaded ({e}); compiling it again",
+                warnings.warn(f"s2sad: the cached entry {names[0]} could not be loaded ({e}); compiling it again",
                               objcache.CacheWarning, stacklevel=4)
         if hit is None:
             mod = optimize(ir)[0] if optimized else parse(ir)
             obj = _llvm()["tm"].emit_object(mod)
-            objcache.store(key, [obj], {"symbol": name})
-            addresses, keep = _link(obj, [name])
-            hit = (addresses[name], keep)
-        _entries[name] = hit
+            objcache.store(key, [obj], {"symbol": ",".join(names)})
+            hit = _link(obj, list(names))
+        _entries[names[0]] = hit
     return hit
 
 
@@ -547,8 +545,8 @@ def entry_code(spec: LoopSpec | ScanSpec, dtype, active_idx: tuple[int, ...]) ->
     dt = np.dtype(dtype)
     name = llvm_entry.entry_name(spec, dt, active_idx)     # names the shape: one entry a process
     with _lock:
-        address, keep = _named_code(name, lambda: llvm_entry.entry_ir(spec, dt, active_idx), spec, dt)
-        return address, keep, name
+        addresses, keep = _named_code((name,), lambda: llvm_entry.entry_ir(spec, dt, active_idx), spec, dt)
+        return addresses[name], keep, name
 
 
 def gemm_code(dtype) -> tuple[int, object]:
@@ -564,7 +562,20 @@ def gemm_code(dtype) -> tuple[int, object]:
         bits = host_vector_bits(h)
         wide = "avx512f" in h.feature_set or h.triple.startswith(("aarch64", "arm64"))
         make = lambda: llvm_gemm.gemm_ir(dt, llvm_gemm.lanes_for(bits, dt), llvm_gemm.vectors_for(32 if wide else 16))
-        return _named_code(llvm_gemm.symbol(dt), make, "gemm (not optimised)", dt, optimized=False)
+        name = llvm_gemm.symbol(dt)
+        addresses, keep = _named_code((name,), make, "gemm (not optimised)", dt, optimized=False)
+        return addresses[name], keep
+
+
+def reduce_code(dtype) -> tuple[dict[str, int], object]:
+    """({symbol: address}, keepalive) of the reductions of `dtype` (`llvm_reduce`)."""
+    from . import llvm_reduce
+
+    dt = np.dtype(dtype)
+    names = tuple(llvm_reduce.symbol("rows", op, dt) for op in llvm_reduce.ROW_OPS) + \
+        (llvm_reduce.symbol("cols", "sum", dt),)
+    with _lock:
+        return _named_code(names, lambda: llvm_reduce.reduce_ir(dt), "reduce", dt)
 
 
 def compile_driver(kmod: KernelModule, spec: LoopSpec | ScanSpec, dtype, *,

@@ -42,7 +42,7 @@ from typing import Any
 import gast
 import numpy as np
 
-from .. import array_rules, gemm, runtime, smath
+from .. import array_rules, gemm, reduce, runtime, smath
 from ..codegen.python import unparse
 from ..errors import NonScalarLossError, S2SADError, UnsupportedOperationError
 from ..frontend import location_of
@@ -329,6 +329,11 @@ class Generator:
             return
         if st.op in ("matmul", "dot"):   # s2sad.gemm: its own product for thin operands, else numpy's
             out.append(f"{ind}{t} = {st.op}({_text(st.args[0])}, {_text(st.args[1])})")
+            return
+        if st.op in ("sum", "mean", "max", "min") and "axis" in st.params and not _is_none(st.params["axis"]):
+            # s2sad.reduce: numpy's bits, in a compiled loop where numpy's is slow (short rows)
+            kw = "".join(f", {k}={unparse(v)}" for k, v in st.params.items() if k in ("axis", "keepdims"))
+            out.append(f"{ind}{t} = reduce_{st.op}({_text(st.args[0])}{kw})")
             return
         out.append(f"{ind}{t} = {unparse(st.forward)}")
 
@@ -785,6 +790,8 @@ class Generator:
             "kernel_matmul_vjp": functools.partial(runtime.kernel_matmul_vjp, backend=backend),
             "matmul": functools.partial(gemm.matmul, backend=backend),
             "dot": functools.partial(gemm.dot, backend=backend),
+            **{f"reduce_{op}": functools.partial(getattr(reduce, f"reduce_{op}"), backend=backend)
+               for op in ("sum", "mean", "max", "min")},
             "broadcast_size": runtime.broadcast_size,
             "check_scalar_loss": check_scalar,
         })
@@ -792,6 +799,10 @@ class Generator:
 
 
 # ------------------------------------------------------------------ runtime helpers
+
+def _is_none(e) -> bool:
+    return isinstance(e, gast.Constant) and e.value is None
+
 
 # what a scalar dual gets for an input its partials do not read, in a gradient that does
 # not compute that input: NaN with IEEE arithmetic (never an exception), so that a value

@@ -1,0 +1,111 @@
+"""Reductions along one axis of a 2-D float array (np.sum / np.mean / np.max / np.min
+with axis=), with numpy's bits, in s2sad's compiled loops where numpy's are slow.
+
+numpy pays about 20 ns a row (or a column) in its reduction machinery, which for short
+rows dwarfs the arithmetic: the row sums of a 10,000 x 10 array (a 10-class softmax)
+take 200 us, a copy of the array 17. `codegen/llvm_reduce` does the same additions in
+the same order (see there) in 30. `reduce(op, x, axis, keepdims)` takes that path when
+
+- x is a 2-D numpy array of float64 or float32 whose rows are contiguous, and axis is
+  one axis (0 or 1, or -1 / -2);
+- op is sum or mean (any row length; along axis 0 with more than one column: a single
+  column is contiguous, and numpy sums it pairwise), or max or min along axis 1 with at
+  most MAX_EXTREME_ROW elements (longer rows go to numpy's SIMD loop, faster there);
+
+and is numpy's reduction otherwise. The bits are numpy's either way (the mean is the
+sum divided by the count, as numpy divides), which tests/test_reduce.py checks against
+numpy itself.
+"""
+from __future__ import annotations
+
+import ctypes
+from typing import Any
+
+import numpy as np
+
+from .runtime import _ptr
+
+MAX_EXTREME_ROW = 16
+_F64, _F32 = np.dtype(np.float64), np.dtype(np.float32)
+_PROTO = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p)
+_FUNCS: dict = {}
+
+
+def _function(kind: str, op: str, dtype: np.dtype):
+    f = _FUNCS.get((kind, op, dtype))
+    if f is None:
+        from .codegen import llvm_jit, llvm_reduce
+
+        addresses, keep = llvm_jit.reduce_code(dtype)
+        for (k, o) in [("rows", o) for o in llvm_reduce.ROW_OPS] + [("cols", "sum")]:
+            g = _PROTO(addresses[llvm_reduce.symbol(k, o, dtype)])
+            g._s2sad_code = keep
+            _FUNCS[(k, o, dtype)] = g
+        f = _FUNCS[(kind, op, dtype)]
+    return f
+
+
+def _axis(x: np.ndarray, axis: Any) -> int | None:
+    if isinstance(axis, tuple):
+        if len(axis) != 1:
+            return None
+        axis = axis[0]
+    if type(axis) is not int or not -2 <= axis <= 1:
+        return None
+    return axis % 2
+
+
+def _compiled(op: str, x: Any, axis: Any):
+    """The reduction in s2sad's loop, without keepdims, or None where numpy's is taken."""
+    if type(x) is not np.ndarray or x.ndim != 2 or (x.dtype != _F64 and x.dtype != _F32):
+        return None
+    ax = _axis(x, axis)
+    n, k = x.shape
+    size = x.dtype.itemsize
+    s0, s1 = x.strides
+    if ax is None or n == 0 or k == 0 or s1 != size or s0 < 0 or s0 % size or not x.flags.aligned:
+        return None
+    summed = op in ("sum", "mean")
+    if ax == 1:
+        if not summed and k > MAX_EXTREME_ROW:
+            return None
+        out = np.empty(n, x.dtype)
+        _function("rows", "sum" if summed else op, x.dtype)(_ptr(x), n, k, s0 // size, _ptr(out))
+        count = k
+    else:
+        if not summed or k == 1:
+            return None
+        out = np.empty(k, x.dtype)
+        _function("cols", "sum", x.dtype)(_ptr(x), n, k, s0 // size, _ptr(out))
+        count = n
+    if op == "mean":
+        np.true_divide(out, count, out=out)
+    return out, ax
+
+
+def reduce(op: str, x: Any, axis: Any = None, keepdims: bool = False, backend: str = "auto"):
+    """np.<op>(x, axis=axis, keepdims=keepdims) for op in sum, mean, max, min; numpy's
+    own on a backend other than llvm ("auto" with numpy arrays)."""
+    got = _compiled(op, x, axis) if axis is not None and backend in ("auto", "llvm") else None
+    if got is None:
+        return getattr(np, op)(x, axis=axis, keepdims=keepdims)
+    out, ax = got
+    if keepdims:
+        return out.reshape((x.shape[0], 1) if ax == 1 else (1, x.shape[1]))
+    return out
+
+
+def reduce_sum(x, axis=None, keepdims=False, backend="auto"):
+    return reduce("sum", x, axis, keepdims, backend)
+
+
+def reduce_mean(x, axis=None, keepdims=False, backend="auto"):
+    return reduce("mean", x, axis, keepdims, backend)
+
+
+def reduce_max(x, axis=None, keepdims=False, backend="auto"):
+    return reduce("max", x, axis, keepdims, backend)
+
+
+def reduce_min(x, axis=None, keepdims=False, backend="auto"):
+    return reduce("min", x, axis, keepdims, backend)
