@@ -237,7 +237,7 @@ def maxmin_bar(g, x, out, axis=None, keepdims=False):
     # the counts as float64 (exact; g / n divides as by the integer counts)
     n = reduce("sum", hit.astype(np.float64), axis, keepdims=True) if axis is not None else \
         np.sum(hit, axis=axis, keepdims=True)
-    return (hit * (_expand(g, x, axis, keepdims) / n)).astype(_float_dtype(x))
+    return (hit * (_expand(g, x, axis, keepdims) / n)).astype(_float_dtype(x), copy=False)
 
 
 def prod_bar(g, x, axis=None, keepdims=False):
