@@ -1081,6 +1081,77 @@ def kernel_matmul_vjp(kernel: Kernel, args: Sequence[Any], active: tuple[str, ..
     return list(grads) + ([matmul_rhs_bar(out_bar, values, w)] if w_grad else [])
 
 
+# ------------------------------------------------------------------ a kernel summed along its rows
+#
+# `h = kernel(args); r = np.sum(h, axis=-1)` (or np.mean, keepdims or not) with h read by
+# nothing else: r is h @ w for a column w of ones (of 1/k for a mean), which
+# `kernel_matmul` computes in the kernel's pass, h never formed, where h is 2-D; its
+# pullback is then one seeded pass. Each row is summed in the driver's order (not
+# numpy's pairwise one). That pass vectorises along a row: a kernel with transcendental
+# calls (an exp) over rows shorter than ROW_PASS_MIN would run their last elements
+# through scalar calls, so there `row_sums` declines (None) and the caller (the
+# generated code's `kernel_rowsum`, passes/reverse.py) forms the values as the site's
+# mode would. The choice depends on the shapes and the kernel only, never on the mode.
+
+_ROW_WEIGHTS: dict = {}
+ROW_PASS_MIN = 32
+
+
+def _row_weights(k: int, dtype: np.dtype, keepdims: bool, mean: bool) -> np.ndarray:
+    """The (k, 1) column (or (k,) vector, without keepdims) of ones, or of 1/k for a
+    mean; kept, read-only."""
+    key = (k, dtype.str, keepdims, mean)
+    w = _ROW_WEIGHTS.get(key)
+    if w is None:
+        if len(_ROW_WEIGHTS) >= LAUNCH_PLANS:
+            _ROW_WEIGHTS.clear()
+        w = np.full((k, 1) if keepdims else (k,), 1.0 / k if mean else 1.0, dtype)
+        w.flags.writeable = False
+        _ROW_WEIGHTS[key] = w
+    return w
+
+
+def _row_pass(kernel: Kernel, args: Sequence[Any], axis: int, backend: str):
+    """(shape, dtype) when the row reduction runs in the kernel's pass, else None."""
+    shape = broadcast_shapes(*(np.shape(a) for a in args))
+    if len(shape) != 2 or axis not in (1, -1) or shape[1] == 0 or kernel.program.state \
+            or _backend_for(backend, list(args)) not in ("llvm", "python"):
+        return None
+    if shape[1] < ROW_PASS_MIN and _calls_math(kernel):
+        return None
+    return shape, compute_dtype(args)
+
+
+def _calls_math(kernel: Kernel) -> bool:
+    got = kernel.__dict__.get("_calls_math")
+    if got is None:
+        got = kernel.__dict__["_calls_math"] = any(
+            isinstance(n, gast.Call) and isinstance(n.func, gast.Attribute)
+            for fn in kernel.program.functions.values() for n in gast.walk(fn))
+    return got
+
+
+def row_sums(kernel: Kernel, args: Sequence[Any], axis: int, keepdims: bool, mean: bool = False,
+             backend: str = "auto"):
+    """np.sum (np.mean) of kernel(args) along `axis`, in the kernel's pass with the
+    values never formed; None where that does not apply (`_row_pass`)."""
+    got = _row_pass(kernel, args, axis, backend)
+    if got is None:
+        return None
+    (n, k), dtype = got
+    out, values = kernel_matmul(kernel, args, _row_weights(k, dtype, keepdims, mean), backend)
+    return out if values is None else None
+
+
+def row_sums_vjp(kernel: Kernel, args: Sequence[Any], active: tuple[str, ...], axis: int, keepdims: bool,
+                 mean: bool, out_bar: Any, backend: str = "auto"):
+    """The gradients (in the params' shapes) of sum(out_bar * row_sums(...)), in one
+    seeded pass; only after `row_sums` gave a result."""
+    (n, k), dtype = _row_pass(kernel, args, axis, backend)
+    return kernel_matmul_vjp(kernel, args, active, _row_weights(k, dtype, keepdims, mean), False, out_bar, None,
+                             backend)
+
+
 # ------------------------------------------------------------------ scans (stateful functions)
 #
 # A state-passing kernel (see kernel.py, "Scan drivers") runs its elements in order.

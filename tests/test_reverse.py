@@ -654,3 +654,66 @@ def test_same_partials():
         p = normalize(parse_function(fn))
         kmod = Kernel(p, p.entry).module(active)
         assert same_partials(kmod.functions, kmod.dual_entry) == want, (fn.__name__, kmod.source())
+
+
+# ---------------------------------------------------------------- a kernel with its row sum
+
+def lse_rows(z, b):
+    return np.sum(np.log(np.sum(np.exp(z + b), axis=1)))
+
+
+def norm_rows(z, b):
+    return np.sum(np.sqrt(np.mean((z * b) ** 2, axis=-1, keepdims=True)))
+
+
+def rows_3d(z, b):
+    return np.sum(np.sqrt(np.sum(np.exp(z * b), axis=-1)))
+
+
+@pytest.mark.parametrize("loss", [lse_rows, norm_rows, rows_3d], ids=lambda f: f.__name__)
+@pytest.mark.parametrize("k", [5, 40], ids=["short rows", "long rows"])
+def test_a_kernel_summed_along_its_rows(loss, k):
+    """A kernel whose values only a sum or mean along the last axis reads runs with it
+    (kernel_rowsum): in the kernel's pass where the rows are long or the kernel cheap,
+    else formed as the mode would. Gradients against central differences, every mode
+    the same bits, the python backend the same numbers."""
+    shape = (3, 4, k) if loss is rows_3d else (6, k)
+    z = rng.normal(size=shape) * 0.5
+    b = rng.normal(size=(1, k)) * 0.5
+    text = s2sad.source(s2sad.grad(loss, argnums=(0, 1)))
+    assert "kernel_rowsum(" in text and "kernel_rowsum_vjp(" in text, text
+    for backend in ("llvm", "python"):
+        check(loss, [z, b], (0, 1), backend, rtol=1e-6, atol=1e-8)
+    runs = {mode: s2sad.grad(loss, argnums=(0, 1), mode=mode)(z, b) for mode in ("store", "recompute", "auto")}
+    for mode in ("recompute", "auto"):
+        for u, v in zip(runs["store"], runs[mode]):
+            np.testing.assert_array_equal(u, v)
+    ref = s2sad.grad(loss, argnums=(0, 1), backend="python")(z, b)
+    for u, v in zip(runs["auto"], ref):
+        np.testing.assert_allclose(u, v, rtol=1e-12, atol=1e-14)
+
+
+def test_kernel_rowsum_takes_the_pass_where_it_should(monkeypatch):
+    """runtime.row_sums: the kernel's pass for 2-D values with long rows or a cheap
+    kernel; None (values formed) for short rows of a kernel with math calls, 3-D values."""
+    from s2sad import runtime
+    from s2sad.frontend import parse_function
+    from s2sad.passes.normalize import normalize
+
+    def kernel(fn):
+        p = normalize(parse_function(fn))
+        return runtime.Kernel(p, p.entry)
+
+    def expo(z):
+        return math.exp(z)
+
+    def square(z):
+        return z * z
+
+    long_rows, short_rows = rng.normal(size=(7, runtime.ROW_PASS_MIN)), rng.normal(size=(7, 3))
+    for k, x, fused in [(expo, long_rows, True), (expo, short_rows, False), (square, short_rows, True),
+                        (square, rng.normal(size=(2, 3, 4)), False)]:
+        got = runtime.row_sums(kernel(k), (x,), -1, False)
+        assert (got is not None) == fused, (k.__name__, x.shape)
+        if fused:
+            np.testing.assert_allclose(got, np.sum(np.vectorize(k)(x), axis=-1), rtol=1e-13)

@@ -144,7 +144,9 @@ class Generator:
         (`runtime.kernel_matmul`), which never forms the values where w is one column.
         Only kernels cheap to evaluate (`choose_mode`'s test), which the pair evaluates
         again in the reverse sweep whatever the mode: so store and recompute modes still
-        give the same bits."""
+        give the same bits. Likewise a kernel without a loop whose values only a sum or
+        mean along the last axis reads (`row_reduction`): `runtime.kernel_rowsum`, which
+        decides at run time, from the row length, whether the values are formed."""
         for j, st in enumerate(body):
             if isinstance(st, ForStmt):
                 self._find_kernel_matmuls(st.body)
@@ -153,13 +155,17 @@ class Generator:
                 self._find_kernel_matmuls(st.orelse)
             elif (st.op == "kernel" and not st.attrs["scalar"] and st.target and st.target != self.p.result
                     and self.readers.get(st.target) == 1
-                    and st.attrs["kernel"].module(()).result_kind == "float"
-                    and choose_mode(st.attrs["kernel"], "auto")[0] == "recompute"):
+                    and st.attrs["kernel"].module(()).result_kind == "float"):
+                mode, why = choose_mode(st.attrs["kernel"], "auto")
                 for m in body[j + 1:]:
-                    if (isinstance(m, ArrayStmt) and m.op in ("matmul", "dot") and m.args[0] == st.target
-                            and m.args.count(st.target) == 1 and not m.params):
+                    if not (isinstance(m, ArrayStmt) and m.args and m.args[0] == st.target):
+                        continue
+                    if (m.op in ("matmul", "dot") and m.args.count(st.target) == 1 and not m.params
+                            and mode == "recompute"):
                         self.matmul_of[id(st)], self.kernel_of[id(m)] = m, st
-                        break
+                    elif row_reduction(m) is not None and "has a loop" not in why:
+                        self.matmul_of[id(st)], self.kernel_of[id(m)] = m, st
+                    break
 
     # -------------------------------------------------------------- activity
 
@@ -319,6 +325,19 @@ class Generator:
             else:
                 self._add_source(k, k.module(()))
             out.append(f"{ind}{t} = apply({kn}, {tup})")
+            return
+        if id(st) in self.kernel_of and row_reduction(st) is not None:
+            ks = self.kernel_of[id(st)]
+            h, ins = ks.target, _tuple([_text(a) for a in ks.attrs["inputs"]])
+            axis, keepdims = row_reduction(st)
+            act = self.kernel_active(ks) if self.is_active(ks.target) else []
+            kn = self.kernel_name(ks)
+            mode, why = choose_mode(ks.attrs["kernel"], self.mode)
+            self.kernel_modes[kn] = (mode, why)
+            out.append(f"{ind}# {unparse(st.forward)} in {h}'s kernel: {h} is not formed (None) where that pass "
+                       f"sums its rows")
+            out.append(f"{ind}{t}, {h} = kernel_rowsum({kn}, {ins}, {_tuple([repr(p) for _, p, _ in act])}, "
+                       f"{axis}, {keepdims}, {st.op == 'mean'}, {mode!r})")
             return
         if id(st) in self.kernel_of:
             ks = self.kernel_of[id(st)]
@@ -598,6 +617,18 @@ class Generator:
         never needed: nothing else reads its values)."""
         ks = self.kernel_of[id(st)]
         act = self.kernel_active(ks) if self.is_active(ks.target) else []
+        if row_reduction(st) is not None:
+            if not act:
+                return
+            axis, keepdims = row_reduction(st)
+            ins = _tuple([_text(a) for a in ks.attrs["inputs"]])
+            node = ks.stmt if ks.stmt is not None else ks.node
+            out.append(f"{ind}# and of: {_line(ks.ctx.filename, node)}    [{_short(location_of(ks.ctx.filename, node))}]")
+            self.contribute_call([a for _, _, a in act],
+                                 f"kernel_rowsum_vjp({self.kernel_name(ks)}, {ins}, "
+                                 f"{_tuple([repr(p) for _, p, _ in act])}, {axis}, {keepdims}, {st.op == 'mean'}, "
+                                 f"{g}, {ks.target})", ind, out, init)
+            return
         w = st.args[1]
         w_grad = self.is_active(w)
         names = [a for _, _, a in act] + ([w] if w_grad else [])
@@ -788,6 +819,8 @@ class Generator:
             "vjp": functools.partial(kernel_vjp, backend=backend),
             "kernel_matmul": functools.partial(runtime.kernel_matmul, backend=backend),
             "kernel_matmul_vjp": functools.partial(runtime.kernel_matmul_vjp, backend=backend),
+            "kernel_rowsum": functools.partial(kernel_rowsum, backend=backend),
+            "kernel_rowsum_vjp": functools.partial(kernel_rowsum_vjp, backend=backend),
             "matmul": functools.partial(gemm.matmul, backend=backend),
             "dot": functools.partial(gemm.dot, backend=backend),
             **{f"reduce_{op}": functools.partial(getattr(reduce, f"reduce_{op}"), backend=backend)
@@ -802,6 +835,22 @@ class Generator:
 
 def _is_none(e) -> bool:
     return isinstance(e, gast.Constant) and e.value is None
+
+
+def row_reduction(st) -> tuple[int, bool] | None:
+    """(axis, keepdims) of a sum or mean along the last axis of a 2-D array (axis 1 or
+    -1, written as a constant; keepdims a constant or absent), else None."""
+    if not isinstance(st, ArrayStmt) or st.op not in ("sum", "mean") or set(st.params) - {"axis", "keepdims"}:
+        return None
+    axis, keep = st.params.get("axis"), st.params.get("keepdims", gast.Constant(value=False, kind=None))
+    if isinstance(axis, gast.UnaryOp) and isinstance(axis.op, gast.USub) and isinstance(axis.operand, gast.Constant) \
+            and type(axis.operand.value) is int:
+        axis = gast.Constant(value=-axis.operand.value, kind=None)       # -1 is parsed as -(1)
+    if not (isinstance(axis, gast.Constant) and type(axis.value) is int and axis.value in (1, -1)):
+        return None
+    if not (isinstance(keep, gast.Constant) and type(keep.value) is bool):
+        return None
+    return axis.value, keep.value
 
 
 # what a scalar dual gets for an input its partials do not read, in a gradient that does
@@ -827,6 +876,35 @@ def kernel_vjp(kernel, args, active, out_bar, backend="auto"):
             mat[i] = np.ascontiguousarray(np.broadcast_to(np.asarray(args[i], dtype), shape))
     grads = runtime.vjp(kernel, mat, active, out_bar, backend=backend)
     return grads
+
+
+def kernel_rowsum(kernel, args, active, axis, keepdims, mean, mode, backend="auto"):
+    """(the sum or mean of kernel(args) along `axis`, what `kernel_rowsum_vjp` needs).
+    In the kernel's pass where `runtime.row_sums` takes it (the values never formed:
+    None); else as the site's `mode` would without the pairing: the values stored with
+    their partials ("store") or formed alone ("recompute"), then reduced with numpy's
+    bits. Store and recompute agree bit for bit either way, as for any kernel."""
+    out = runtime.row_sums(kernel, args, axis, keepdims, mean, backend)
+    if out is not None:
+        return out, None
+    op = "mean" if mean else "sum"
+    if mode == "store" and active:
+        values, partials = runtime.store_partials(kernel, args, active, backend=backend)
+        return reduce.reduce(op, values, axis, keepdims, backend), ("store", values, partials)
+    values = runtime.apply(kernel, args, backend)
+    return reduce.reduce(op, values, axis, keepdims, backend), ("recompute", values, None)
+
+
+def kernel_rowsum_vjp(kernel, args, active, axis, keepdims, mean, out_bar, state, backend="auto"):
+    """The active params' gradients, in their shapes, of sum(out_bar * kernel_rowsum(...))."""
+    if state is None:
+        return runtime.row_sums_vjp(kernel, args, active, axis, keepdims, mean, out_bar, backend)
+    how, values, partials = state
+    bar = (array_rules.mean_bar if mean else array_rules.sum_bar)(out_bar, values, axis, keepdims)
+    if how == "recompute":
+        partials, bar = kernel_vjp(kernel, args, active, bar, backend), 1.0
+    return [array_rules.unbroadcast(p * bar if how == "store" else p, args[kernel.params.index(a)])
+            for p, a in zip(partials, active)]
 
 
 # ------------------------------------------------------------------ text helpers
@@ -1034,7 +1112,10 @@ class ArrayCompiled:
                 loc = _short(location_of(st.ctx.filename, st.node))
                 what = "no adjoint needed (not differentiated)" if not gen.is_active(st.target) else \
                     f"rule {st.op} (s2sad.array_rules)"
-                if id(st) in gen.kernel_of:
+                if id(st) in gen.kernel_of and row_reduction(st) is not None:
+                    what = (f"taken with {st.args[0]}'s kernel (runtime.kernel_rowsum: {st.args[0]} is not formed "
+                            f"where the rows are summed in its pass); its adjoint and that kernel's in one call")
+                elif id(st) in gen.kernel_of:
                     what = (f"taken in the pass of {st.args[0]}'s kernel (runtime.kernel_matmul: {st.args[0]} is not "
                             f"formed where {_text(st.args[1])} is one column); its adjoint and that kernel's in one "
                             f"pass")
@@ -1062,9 +1143,15 @@ class ArrayCompiled:
                 how = "on scalars: called as plain Python, its dual gives the partials"
             elif id(st) in gen.matmul_of:
                 m = gen.matmul_of[id(st)]
-                how = (f"with the matmul that alone reads it, {unparse(m.forward)} "
-                       f"({_short(location_of(m.ctx.filename, m.node))}); pullback: recomputed with it, in every mode (cheap to "
-                       f"evaluate)")
+                where = f"{unparse(m.forward)} ({_short(location_of(m.ctx.filename, m.node))})"
+                if row_reduction(m) is not None:
+                    mode_, _ = gen.kernel_modes.get(gen.kernel_names.get(id(k), k.name), choose_mode(k, mode))
+                    how = (f"with the row reduction that alone reads it, {where}, its rows summed in the kernel's "
+                           f"pass where they are long enough (or it is cheap); pullback: one seeded pass with it "
+                           f"there, else {mode_}")
+                else:
+                    how = (f"with the matmul that alone reads it, {where}; pullback: recomputed with it, in every "
+                           f"mode (cheap to evaluate)")
             elif not gen.is_active(st.target):
                 how = "applied elementwise (not differentiated)"
             else:
