@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pytest
 
-from s2sad import runtime
+from s2sad import column_products, runtime
 from s2sad.frontend import parse_function
 from s2sad.passes.normalize import normalize
 
@@ -134,9 +134,9 @@ def test_kernel_matmul_signature_seen_before(vector):
     ob = rng.normal(size=(11,) if vector else (11, 1))
     runs = []
     for _ in range(3):
-        out, h = runtime.kernel_matmul(k, (z, b, 0.5), w)
+        out, h = column_products.kernel_matmul(k, (z, b, 0.5), w)
         assert h is None and out.shape == ((11,) if vector else (11, 1))
-        grads = runtime.kernel_matmul_vjp(k, (z, b, 0.5), ("z", "b"), w, True, ob, None)
+        grads = column_products.kernel_matmul_vjp(k, (z, b, 0.5), ("z", "b"), w, True, ob, None)
         runs.append([out, *grads])
     assert any(key[0] == "matmul" for key in k.launch_plans) and any(key[0] == "matmul_vjp" for key in k.launch_plans)
     for a, c in zip(runs[0], runs[2]):
@@ -150,7 +150,7 @@ def test_kernel_matmul_signature_seen_before(vector):
     np.testing.assert_allclose(runs[2][2], want_b, rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(runs[2][3], values.T @ ob, rtol=1e-12)
     zf = np.asfortranarray(z)          # not C-contiguous: no kept call, the same numbers
-    out, _ = runtime.kernel_matmul(k, (zf, b, 0.5), w)
+    out, _ = column_products.kernel_matmul(k, (zf, b, 0.5), w)
     np.testing.assert_allclose(out, runs[0][0], rtol=1e-12)
 
 
@@ -161,12 +161,12 @@ def test_kernel_matmul_kept_call_reads_every_argument_anew():
     z, b, w = rng.normal(size=(8, 5)), rng.normal(size=(1, 5)), rng.normal(size=(5, 1))
     ob = rng.normal(size=(8, 1))
     for _ in range(2):
-        runtime.kernel_matmul(k, (z, b, 0.5), w)
-        runtime.kernel_matmul_vjp(k, (z, b, 0.5), ("z",), w, True, ob, None)
+        column_products.kernel_matmul(k, (z, b, 0.5), w)
+        column_products.kernel_matmul_vjp(k, (z, b, 0.5), ("z",), w, True, ob, None)
     for c, scale in [(0.7, 1.0), (-1.5, 2.0)]:
         z2, w2, ob2 = z * scale, w * scale, ob * scale
-        out, _ = runtime.kernel_matmul(k, (z2, b, c), w2)
-        gz, gw = runtime.kernel_matmul_vjp(k, (z2, b, c), ("z",), w2, True, ob2, None)
+        out, _ = column_products.kernel_matmul(k, (z2, b, c), w2)
+        gz, gw = column_products.kernel_matmul_vjp(k, (z2, b, c), ("z",), w2, True, ob2, None)
         values = runtime.apply(k, (z2, b, c), backend="python")
         np.testing.assert_allclose(out, values @ w2, rtol=1e-12)
         np.testing.assert_allclose(gw, values.T @ ob2, rtol=1e-12)

@@ -694,9 +694,9 @@ def test_a_kernel_summed_along_its_rows(loss, k):
 
 
 def test_kernel_rowsum_takes_the_pass_where_it_should(monkeypatch):
-    """runtime.row_sums: the kernel's pass for 2-D values with long rows or a cheap
+    """column_products.row_sums: the kernel's pass for 2-D values with long rows or a cheap
     kernel; None (values formed) for short rows of a kernel with math calls, 3-D values."""
-    from s2sad import runtime
+    from s2sad import column_products, runtime
     from s2sad.frontend import parse_function
     from s2sad.passes.normalize import normalize
 
@@ -710,10 +710,10 @@ def test_kernel_rowsum_takes_the_pass_where_it_should(monkeypatch):
     def square(z):
         return z * z
 
-    long_rows, short_rows = rng.normal(size=(7, runtime.ROW_PASS_MIN)), rng.normal(size=(7, 3))
+    long_rows, short_rows = rng.normal(size=(7, column_products.ROW_PASS_MIN)), rng.normal(size=(7, 3))
     for k, x, fused in [(expo, long_rows, True), (expo, short_rows, False), (square, short_rows, True),
                         (square, rng.normal(size=(2, 3, 4)), False)]:
-        got = runtime.row_sums(kernel(k), (x,), -1, False)
+        got = column_products.row_sums(kernel(k), (x,), -1, False)
         assert (got is not None) == fused, (k.__name__, x.shape)
         if fused:
             np.testing.assert_allclose(got, np.sum(np.vectorize(k)(x), axis=-1), rtol=1e-13)

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import s2sad
-from s2sad import runtime
+from s2sad import column_products, runtime
 from s2sad.array_rules import unbroadcast
 from s2sad.frontend import parse_function
 from s2sad.passes.normalize import normalize
@@ -211,22 +211,22 @@ def test_kernel_matmul_against_forming_the_values(w_shape, backend):
     k = _kernel(leaky)
     z, b = rng.normal(size=(37, 6)), rng.normal(size=(1, 6))
     w = rng.normal(size=w_shape)
-    out, values = runtime.kernel_matmul(k, (z, b), w, backend=backend)
+    out, values = column_products.kernel_matmul(k, (z, b), w, backend=backend)
     formed = runtime.apply(k, (z, b), backend=backend)
     assert (values is None) == (w_shape != (6, 3))
     np.testing.assert_allclose(out, formed @ w, rtol=1e-14, atol=1e-14)
     assert out.shape == (formed @ w).shape
     ob = rng.normal(size=np.shape(out))
-    gz, gb, gw = runtime.kernel_matmul_vjp(k, (z, b), ("z", "b"), w, True, ob, values, backend=backend)
+    gz, gb, gw = column_products.kernel_matmul_vjp(k, (z, b), ("z", "b"), w, True, ob, values, backend=backend)
     wz, wb = runtime.vjp(k, (z, b), ("z", "b"), np.reshape(ob, (37, -1)) @ np.reshape(w, (6, -1)).T, backend=backend)
     np.testing.assert_allclose(gz, wz, rtol=1e-14, atol=1e-14)
     np.testing.assert_allclose(gb, wb, rtol=1e-13, atol=1e-13)
     np.testing.assert_allclose(gw, np.reshape(formed.T @ np.reshape(ob, (37, -1)), w_shape), rtol=1e-13, atol=1e-13)
     assert gz.shape == z.shape and gb.shape == b.shape and gw.shape == w.shape
     # only some of them
-    (gw_only,) = runtime.kernel_matmul_vjp(k, (z, b), (), w, True, ob, values, backend=backend)
+    (gw_only,) = column_products.kernel_matmul_vjp(k, (z, b), (), w, True, ob, values, backend=backend)
     np.testing.assert_array_equal(gw_only, gw)
-    (gz_only,) = runtime.kernel_matmul_vjp(k, (z, b), ("z",), w, False, ob, values, backend=backend)
+    (gz_only,) = column_products.kernel_matmul_vjp(k, (z, b), ("z",), w, False, ob, values, backend=backend)
     np.testing.assert_array_equal(gz_only, gz)
 
 
@@ -234,8 +234,8 @@ def test_kernel_matmul_forms_the_values_where_it_must():
     k = _kernel(leaky)
     z, b = rng.normal(size=(2, 5, 6)), rng.normal(size=6)
     w = rng.normal(size=(6, 1))
-    out, values = runtime.kernel_matmul(k, (z, b), w)                 # values 3-D
+    out, values = column_products.kernel_matmul(k, (z, b), w)                 # values 3-D
     assert values is not None and out.shape == (2, 5, 1)
-    out32, values32 = runtime.kernel_matmul(k, (z[0], b), w.astype(np.float32))   # w of another dtype
+    out32, values32 = column_products.kernel_matmul(k, (z[0], b), w.astype(np.float32))   # w of another dtype
     assert values32 is not None
     np.testing.assert_allclose(out32, runtime.apply(k, (z[0], b)) @ w.astype(np.float32), rtol=1e-6)

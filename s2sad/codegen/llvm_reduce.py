@@ -47,7 +47,7 @@ def _pairwise(ty: str) -> str:
              "  %small = icmp slt i64 %n, 8",
              "  br i1 %small, label %seq, label %mid.check",
              "seq:",
-             f"  %s.i = phi i64 [ 0, %entry ], [ %s.i1, %seq.body ]",
+             "  %s.i = phi i64 [ 0, %entry ], [ %s.i1, %seq.body ]",
              f"  %s.r = phi {ty} [ 0.0, %entry ], [ %s.r1, %seq.body ]",
              "  %s.more = icmp slt i64 %s.i, %n",
              "  br i1 %s.more, label %seq.body, label %seq.done",

@@ -42,7 +42,7 @@ from typing import Any
 import gast
 import numpy as np
 
-from .. import array_rules, gemm, reduce, runtime, smath
+from .. import array_rules, column_products, gemm, reduce, runtime, smath
 from ..codegen.python import unparse
 from ..errors import NonScalarLossError, S2SADError, UnsupportedOperationError
 from ..frontend import location_of
@@ -141,7 +141,7 @@ class Generator:
     def _find_kernel_matmuls(self, body: list) -> None:
         """Pair each elementwise kernel whose values only `values @ w` (or np.dot) reads,
         as its left operand, later in the same block: the pair runs as one
-        (`runtime.kernel_matmul`), which never forms the values where w is one column.
+        (`column_products.kernel_matmul`), which never forms the values where w is one column.
         Only kernels cheap to evaluate (`choose_mode`'s test), which the pair evaluates
         again in the reverse sweep whatever the mode: so store and recompute modes still
         give the same bits. Likewise a kernel without a loop whose values only a sum or
@@ -637,7 +637,7 @@ class Generator:
         ins = _tuple([_text(a) for a in ks.attrs["inputs"]])
         node = ks.stmt if ks.stmt is not None else ks.node
         out.append(f"{ind}# and of: {_line(ks.ctx.filename, node)}    [{_short(location_of(ks.ctx.filename, node))}]")
-        # the gradients come back in their arguments' shapes (runtime.kernel_matmul_vjp)
+        # the gradients come back in their arguments' shapes (column_products.kernel_matmul_vjp)
         self.contribute_call(names, f"kernel_matmul_vjp({self.kernel_name(ks)}, {ins}, "
                              f"{_tuple([repr(p) for _, p, _ in act])}, {_text(w)}, {w_grad}, {g}, {ks.target})",
                              ind, out, init)
@@ -817,8 +817,8 @@ class Generator:
             "not_needed": NOT_NEEDED,
             "store_partials": functools.partial(runtime.store_partials, backend=backend),
             "vjp": functools.partial(kernel_vjp, backend=backend),
-            "kernel_matmul": functools.partial(runtime.kernel_matmul, backend=backend),
-            "kernel_matmul_vjp": functools.partial(runtime.kernel_matmul_vjp, backend=backend),
+            "kernel_matmul": functools.partial(column_products.kernel_matmul, backend=backend),
+            "kernel_matmul_vjp": functools.partial(column_products.kernel_matmul_vjp, backend=backend),
             "kernel_rowsum": functools.partial(kernel_rowsum, backend=backend),
             "kernel_rowsum_vjp": functools.partial(kernel_rowsum_vjp, backend=backend),
             "matmul": functools.partial(gemm.matmul, backend=backend),
@@ -880,11 +880,11 @@ def kernel_vjp(kernel, args, active, out_bar, backend="auto"):
 
 def kernel_rowsum(kernel, args, active, axis, keepdims, mean, mode, backend="auto"):
     """(the sum or mean of kernel(args) along `axis`, what `kernel_rowsum_vjp` needs).
-    In the kernel's pass where `runtime.row_sums` takes it (the values never formed:
+    In the kernel's pass where `column_products.row_sums` takes it (the values never formed:
     None); else as the site's `mode` would without the pairing: the values stored with
     their partials ("store") or formed alone ("recompute"), then reduced with numpy's
     bits. Store and recompute agree bit for bit either way, as for any kernel."""
-    out = runtime.row_sums(kernel, args, axis, keepdims, mean, backend)
+    out = column_products.row_sums(kernel, args, axis, keepdims, mean, backend)
     if out is not None:
         return out, None
     op = "mean" if mean else "sum"
@@ -898,7 +898,7 @@ def kernel_rowsum(kernel, args, active, axis, keepdims, mean, mode, backend="aut
 def kernel_rowsum_vjp(kernel, args, active, axis, keepdims, mean, out_bar, state, backend="auto"):
     """The active params' gradients, in their shapes, of sum(out_bar * kernel_rowsum(...))."""
     if state is None:
-        return runtime.row_sums_vjp(kernel, args, active, axis, keepdims, mean, out_bar, backend)
+        return column_products.row_sums_vjp(kernel, args, active, axis, keepdims, mean, out_bar, backend)
     how, values, partials = state
     bar = (array_rules.mean_bar if mean else array_rules.sum_bar)(out_bar, values, axis, keepdims)
     if how == "recompute":
@@ -1113,10 +1113,10 @@ class ArrayCompiled:
                 what = "no adjoint needed (not differentiated)" if not gen.is_active(st.target) else \
                     f"rule {st.op} (s2sad.array_rules)"
                 if id(st) in gen.kernel_of and row_reduction(st) is not None:
-                    what = (f"taken with {st.args[0]}'s kernel (runtime.kernel_rowsum: {st.args[0]} is not formed "
+                    what = (f"taken with {st.args[0]}'s kernel (kernel_rowsum: {st.args[0]} is not formed "
                             f"where the rows are summed in its pass); its adjoint and that kernel's in one call")
                 elif id(st) in gen.kernel_of:
-                    what = (f"taken in the pass of {st.args[0]}'s kernel (runtime.kernel_matmul: {st.args[0]} is not "
+                    what = (f"taken in the pass of {st.args[0]}'s kernel (column_products.kernel_matmul: {st.args[0]} is not "
                             f"formed where {_text(st.args[1])} is one column); its adjoint and that kernel's in one "
                             f"pass")
                 rule = array_rules.RULES.get(st.op)
