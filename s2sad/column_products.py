@@ -1,11 +1,8 @@
-"""A kernel's values times one column, and their sums along rows, in the kernel's pass.
-
-`h = kernel(args); out = h @ w` with w one column (k, 1) or a vector (k,), and h read by
-nothing else (passes/reverse.py pairs them): the product is the gradient of
-sum(a * w.T * h) w.r.t. a = ones((n, 1)), a column the driver sums each row into, so h
-is never formed; the pullback is one seeded pass (runtime._seeded_vjp). A row sum (or
-mean) of h is h times a column of ones (of 1/k), the same pass. Signatures seen before
-run the seeded call kept for them.
+"""A kernel's values reduced against a column in the kernel's own pass: `h @ w` for one
+column w (`kernel_matmul`), and the sums or means of h along its rows (`row_sums`, h
+times a column of ones), h never formed; their pullbacks are one seeded pass each
+(runtime._seeded_vjp). passes/reverse.py pairs a kernel with the one statement that
+reads its values. Signatures seen before run the seeded call kept for them.
 """
 from __future__ import annotations
 
