@@ -160,7 +160,15 @@ def mlp_loss(W1, b1, W2, X, y):
     return np.mean((out - y) ** 2)
 
 
+def softmax_loss(W, b, X, Y):
+    z = X @ W + b
+    z = z - np.max(z, axis=1, keepdims=True)
+    logp = z - np.log(np.sum(np.exp(z), axis=1, keepdims=True))
+    return -np.mean(np.sum(Y * logp, axis=1))
+
+
 ARRAY_CASES = {
     "logreg": (logreg_loss, 0),
     "mlp": (mlp_loss, (0, 1, 2)),
+    "softmax": (softmax_loss, (0, 1)),
 }

@@ -623,7 +623,10 @@ class Generator:
             axis, keepdims = row_reduction(st)
             ins = _tuple([_text(a) for a in ks.attrs["inputs"]])
             node = ks.stmt if ks.stmt is not None else ks.node
-            out.append(f"{ind}# and of: {_line(ks.ctx.filename, node)}    [{_short(location_of(ks.ctx.filename, node))}]")
+            mine = st.stmt if st.stmt is not None else st.node
+            if _line(ks.ctx.filename, node) != _line(st.ctx.filename, mine):    # else the Grad of: line says it
+                out.append(f"{ind}# and of: {_line(ks.ctx.filename, node)}    "
+                           f"[{_short(location_of(ks.ctx.filename, node))}]")
             self.contribute_call([a for _, _, a in act],
                                  f"kernel_rowsum_vjp({self.kernel_name(ks)}, {ins}, "
                                  f"{_tuple([repr(p) for _, p, _ in act])}, {axis}, {keepdims}, {st.op == 'mean'}, "
