@@ -145,7 +145,7 @@ class Generator:
         Only kernels cheap to evaluate (`choose_mode`'s test), which the pair evaluates
         again in the reverse sweep whatever the mode: so store and recompute modes still
         give the same bits. Likewise a kernel without a loop whose values only a sum or
-        mean along the last axis reads (`row_reduction`): `runtime.kernel_rowsum`, which
+        mean along the last axis reads (`row_reduction`): `kernel_rowsum` (below), which
         decides at run time, from the row length, whether the values are formed."""
         for j, st in enumerate(body):
             if isinstance(st, ForStmt):
@@ -617,33 +617,26 @@ class Generator:
         never needed: nothing else reads its values)."""
         ks = self.kernel_of[id(st)]
         act = self.kernel_active(ks) if self.is_active(ks.target) else []
-        if row_reduction(st) is not None:
-            if not act:
-                return
-            axis, keepdims = row_reduction(st)
-            ins = _tuple([_text(a) for a in ks.attrs["inputs"]])
-            node = ks.stmt if ks.stmt is not None else ks.node
-            mine = st.stmt if st.stmt is not None else st.node
-            if _line(ks.ctx.filename, node) != _line(st.ctx.filename, mine):    # else the Grad of: line says it
-                out.append(f"{ind}# and of: {_line(ks.ctx.filename, node)}    "
-                           f"[{_short(location_of(ks.ctx.filename, node))}]")
-            self.contribute_call([a for _, _, a in act],
-                                 f"kernel_rowsum_vjp({self.kernel_name(ks)}, {ins}, "
-                                 f"{_tuple([repr(p) for _, p, _ in act])}, {axis}, {keepdims}, {st.op == 'mean'}, "
-                                 f"{g}, {ks.target})", ind, out, init)
-            return
-        w = st.args[1]
-        w_grad = self.is_active(w)
+        rows = row_reduction(st)
+        w = None if rows else st.args[1]
+        w_grad = w is not None and self.is_active(w)
         names = [a for _, _, a in act] + ([w] if w_grad else [])
         if not names:
             return
         ins = _tuple([_text(a) for a in ks.attrs["inputs"]])
+        active = _tuple([repr(p) for _, p, _ in act])
         node = ks.stmt if ks.stmt is not None else ks.node
-        out.append(f"{ind}# and of: {_line(ks.ctx.filename, node)}    [{_short(location_of(ks.ctx.filename, node))}]")
-        # the gradients come back in their arguments' shapes (column_products.kernel_matmul_vjp)
-        self.contribute_call(names, f"kernel_matmul_vjp({self.kernel_name(ks)}, {ins}, "
-                             f"{_tuple([repr(p) for _, p, _ in act])}, {_text(w)}, {w_grad}, {g}, {ks.target})",
-                             ind, out, init)
+        mine = st.stmt if st.stmt is not None else st.node
+        if _line(ks.ctx.filename, node) != _line(st.ctx.filename, mine):    # else the Grad of: line says it
+            out.append(f"{ind}# and of: {_line(ks.ctx.filename, node)}    "
+                       f"[{_short(location_of(ks.ctx.filename, node))}]")
+        # the gradients come back in their arguments' shapes
+        if rows:
+            call = (f"kernel_rowsum_vjp({self.kernel_name(ks)}, {ins}, {active}, {rows[0]}, {rows[1]}, "
+                    f"{st.op == 'mean'}, ")
+        else:
+            call = f"kernel_matmul_vjp({self.kernel_name(ks)}, {ins}, {active}, {_text(w)}, {w_grad}, "
+        self.contribute_call(names, f"{call}{g}, {ks.target})", ind, out, init)
 
     def seeds_pullback_only(self, name: str, st: ArrayStmt) -> bool:
         """Is `st`, reading `name` once, its only reader, and `name` the output of a
@@ -904,10 +897,8 @@ def kernel_rowsum_vjp(kernel, args, active, axis, keepdims, mean, out_bar, state
         return column_products.row_sums_vjp(kernel, args, active, axis, keepdims, mean, out_bar, backend)
     how, values, partials = state
     bar = (array_rules.mean_bar if mean else array_rules.sum_bar)(out_bar, values, axis, keepdims)
-    if how == "recompute":
-        partials, bar = kernel_vjp(kernel, args, active, bar, backend), 1.0
-    return [array_rules.unbroadcast(p * bar if how == "store" else p, args[kernel.params.index(a)])
-            for p, a in zip(partials, active)]
+    grads = [p * bar for p in partials] if how == "store" else kernel_vjp(kernel, args, active, bar, backend)
+    return [array_rules.unbroadcast(g, args[kernel.params.index(a)]) for g, a in zip(grads, active)]
 
 
 # ------------------------------------------------------------------ text helpers
