@@ -145,12 +145,9 @@ def _row_pass(kernel: Kernel, args: Sequence[Any], axis: int, backend: str):
 
 
 def _calls_math(kernel: Kernel) -> bool:
-    got = kernel.__dict__.get("_calls_math")
-    if got is None:
-        got = kernel.__dict__["_calls_math"] = any(
-            isinstance(n, gast.Call) and isinstance(n.func, gast.Attribute)
-            for fn in kernel.program.functions.values() for n in gast.walk(fn))
-    return got
+    return kernel.cached(("calls math",), lambda: any(
+        isinstance(n, gast.Call) and isinstance(n.func, gast.Attribute)
+        for fn in kernel.program.functions.values() for n in gast.walk(fn)))
 
 
 def row_sums(kernel: Kernel, args: Sequence[Any], axis: int, keepdims: bool, mean: bool = False,

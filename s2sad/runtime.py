@@ -345,9 +345,7 @@ def launch(kernel: Kernel, backend: str, spec: LoopSpec, active: tuple[str, ...]
     key = _launch_key(backend, active, spec, prep)
     got = kernel.launch_plans.get(key)
     if got is None:
-        if len(kernel.launch_plans) >= LAUNCH_PLANS:     # a bound, for calls of ever new shapes
-            kernel.launch_plans.clear()
-        got = kernel.launch_plans[key] = plan()
+        got = _remember(kernel, key, plan())
     dims, spec, driver, active_idx = got
     (n_outer, outer), (n_inner, inner) = dims[-2], dims[-1]
     leading = dims[:-2]
@@ -985,7 +983,8 @@ def _seeded_call(stub, prep: Prepared, kernel: Kernel, wrt: tuple[str, ...]) -> 
 
 
 def _remember(kernel: Kernel, key: tuple, value):
-    """kernel.launch_plans[key] = value, within the LAUNCH_PLANS bound."""
+    """kernel.launch_plans[key] = value, within the LAUNCH_PLANS bound (for calls of
+    ever new shapes)."""
     if len(kernel.launch_plans) >= LAUNCH_PLANS:
         kernel.launch_plans.clear()
     kernel.launch_plans[key] = value
