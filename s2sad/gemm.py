@@ -47,9 +47,7 @@ def _function(dtype: np.dtype):
         from .codegen import llvm_jit
 
         address, keep = llvm_jit.gemm_code(dtype)
-        f = ctypes.CFUNCTYPE(None, *_ARGTYPES)(address)
-        f._s2sad_code = keep            # whoever holds the function holds the code
-        _FUNCS[dtype] = f
+        f = _FUNCS[dtype] = llvm_jit.callable_at(address, _ARGTYPES, keep)
     return f
 
 

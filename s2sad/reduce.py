@@ -27,7 +27,7 @@ from .runtime import _ptr
 
 MAX_EXTREME_ROW = 16
 _F64, _F32 = np.dtype(np.float64), np.dtype(np.float32)
-_PROTO = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p)
+_ARGTYPES = (ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p)
 _FUNCS: dict = {}
 
 
@@ -38,9 +38,7 @@ def _function(kind: str, op: str, dtype: np.dtype):
 
         addresses, keep = llvm_jit.reduce_code(dtype)
         for (k, o) in [("rows", o) for o in llvm_reduce.ROW_OPS] + [("cols", "sum")]:
-            g = _PROTO(addresses[llvm_reduce.symbol(k, o, dtype)])
-            g._s2sad_code = keep
-            _FUNCS[(k, o, dtype)] = g
+            _FUNCS[(k, o, dtype)] = llvm_jit.callable_at(addresses[llvm_reduce.symbol(k, o, dtype)], _ARGTYPES, keep)
         f = _FUNCS[(kind, op, dtype)]
     return f
 

@@ -496,11 +496,18 @@ def _from_disk(key: str, spec: LoopSpec | ScanSpec, dt: np.dtype, sig, name: str
     return _driver_at(symbol, addresses[symbol], keep, sig, spec, dt, ir, optimized, "disk", key, timings)
 
 
+def callable_at(address: int, argtypes, keep):
+    """A ctypes function of `argtypes` (returning nothing) at `address`, holding `keep`:
+    whoever holds the entry point holds the code."""
+    cfunc = ctypes.CFUNCTYPE(None, *argtypes)(address)
+    cfunc._s2sad_code = keep
+    return cfunc
+
+
 def _driver_at(name: str, address: int, keep, kmod, spec, dt: np.dtype, ir: str, optimized: str, origin: str,
                key: str, timings: dict) -> CompiledDriver:
     argtypes = argtypes_for(kmod, spec, dt)
-    cfunc = ctypes.CFUNCTYPE(None, *argtypes)(address)
-    cfunc._s2sad_code = keep        # whoever holds the entry point holds the code
+    cfunc = callable_at(address, argtypes, keep)
     return CompiledDriver(name=name, address=address, cfunc=cfunc, argtypes=argtypes, ir=ir, optimized_ir=optimized,
                           spec=spec, dtype=dt, origin=origin, key=key, timings=timings,
                           active_idx=active_indices(kmod, spec), _keepalive=keep)
