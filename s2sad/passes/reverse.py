@@ -326,25 +326,23 @@ class Generator:
                 self._add_source(k, k.module(()))
             out.append(f"{ind}{t} = apply({kn}, {tup})")
             return
-        if id(st) in self.kernel_of and row_reduction(st) is not None:
+        if id(st) in self.kernel_of:     # with the kernel that made its operand (reverse_kernel_matmul)
             ks = self.kernel_of[id(st)]
-            h, ins = ks.target, _tuple([_text(a) for a in ks.attrs["inputs"]])
-            axis, keepdims = row_reduction(st)
-            act = self.kernel_active(ks) if self.is_active(ks.target) else []
-            kn = self.kernel_name(ks)
-            mode, why = choose_mode(ks.attrs["kernel"], self.mode)
-            self.kernel_modes[kn] = (mode, why)
-            out.append(f"{ind}# {unparse(st.forward)} in {h}'s kernel: {h} is not formed (None) where that pass "
-                       f"sums its rows")
-            out.append(f"{ind}{t}, {h} = kernel_rowsum({kn}, {ins}, {_tuple([repr(p) for _, p, _ in act])}, "
-                       f"{axis}, {keepdims}, {st.op == 'mean'}, {mode!r})")
-            return
-        if id(st) in self.kernel_of:
-            ks = self.kernel_of[id(st)]
-            h, w = ks.target, _text(st.args[1])
-            ins = _tuple([_text(a) for a in ks.attrs["inputs"]])
-            out.append(f"{ind}# {h} @ {w} in the pass of {h}'s kernel; {h} is not formed (None) where {w} is one column")
-            out.append(f"{ind}{t}, {h} = kernel_matmul({self.kernel_name(ks)}, {ins}, {w})")
+            h, kn, ins = ks.target, self.kernel_name(ks), _tuple([_text(a) for a in ks.attrs["inputs"]])
+            rows = row_reduction(st)
+            if rows:
+                act = self.kernel_active(ks) if self.is_active(ks.target) else []
+                mode, why = choose_mode(ks.attrs["kernel"], self.mode)
+                self.kernel_modes[kn] = (mode, why)
+                out.append(f"{ind}# {unparse(st.forward)} in {h}'s kernel: {h} is not formed (None) where that "
+                           f"pass sums its rows")
+                out.append(f"{ind}{t}, {h} = kernel_rowsum({kn}, {ins}, {_tuple([repr(p) for _, p, _ in act])}, "
+                           f"{rows[0]}, {rows[1]}, {st.op == 'mean'}, {mode!r})")
+            else:
+                w = _text(st.args[1])
+                out.append(f"{ind}# {h} @ {w} in the pass of {h}'s kernel; {h} is not formed (None) where {w} is "
+                           f"one column")
+                out.append(f"{ind}{t}, {h} = kernel_matmul({kn}, {ins}, {w})")
             return
         if st.op in ("matmul", "dot"):   # s2sad.gemm: its own product for thin operands, else numpy's
             out.append(f"{ind}{t} = {st.op}({_text(st.args[0])}, {_text(st.args[1])})")
