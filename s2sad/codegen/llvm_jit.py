@@ -513,7 +513,7 @@ def _driver_at(name: str, address: int, keep, kmod, spec, dt: np.dtype, ir: str,
                           active_idx=active_indices(kmod, spec), _keepalive=keep)
 
 
-_entries: dict[str, tuple[int, object]] = {}     # symbol -> (address, what keeps it alive)
+_entries: dict[str, tuple[dict[str, int], object]] = {}   # first symbol -> ({symbol: address}, keepalive)
 
 
 def _named_code(names: tuple[str, ...], make_ir: Callable[[], str], spec, dt: np.dtype,
