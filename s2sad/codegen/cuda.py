@@ -60,7 +60,8 @@ buffer and the finish step; only the way a kernel is called differs.
 Math: CUDA's double functions (`tanh`, `cbrt`, `log1p`, `erf`, `hypot`...) and their
 `f`-suffixed float twins; `sign` is built with `copysign`; `//`, `%`, `min`, `max`,
 `round` (`rint`, half to even) and `int` (`trunc`) have Python's semantics (`x // 0.0`
-is `x / 0.0`, as numpy has it, where Python raises); `and`/`or`
+is `x / 0.0`, as numpy has it, where Python raises), `maximum`/`minimum` numpy's (NaN
+if either is); `and`/`or`
 return an operand; `IfExp` and the right operand of `and`/`or` are evaluated only when
 chosen (as C ternaries, or as if-statements when they need statements of their own).
 """
@@ -159,12 +160,14 @@ _MATH = {
     "cosh": "cosh", "tanh": "tanh", "asinh": "asinh", "acosh": "acosh", "atanh": "atanh",
     "erf": "erf", "erfc": "erfc", "hypot": "hypot", "fmod": "fmod", "pow": "pow",
     "sign": "s2sad_sign", "square": "s2sad_square", "reciprocal": "s2sad_reciprocal",
+    "maximum": "s2sad_maximum", "minimum": "s2sad_minimum",
 }
 _BUILTINS = {"abs": "fabs", "min": "s2sad_min", "max": "s2sad_max", "int": "trunc",
              "round": "rint", "float": None}
 
 _RESERVED = (_CXX_KEYWORDS | _MATH_FNS | set(_MATH.values()) | {v + "f" for v in _MATH.values()}
-             | {"s2sad_floordiv", "s2sad_mod", "s2sad_min", "s2sad_max", "s2sad_block_sum",
+             | {"s2sad_floordiv", "s2sad_mod", "s2sad_min", "s2sad_max", "s2sad_maximum", "s2sad_minimum",
+                "s2sad_block_sum",
                 "S2SAD_MAX_BLOCK"})
 
 # names used by the driver's own code
@@ -868,6 +871,12 @@ __device__ inline T s2sad_min(T a, T b) { return b < a ? b : a; }""",
     "s2sad_max": """\
 // Python's max(a, b): a unless b > a
 __device__ inline T s2sad_max(T a, T b) { return b > a ? b : a; }""",
+    "s2sad_maximum": """\
+// numpy's maximum(a, b): a if it wins or is NaN, else b (NaN if either is; b on a tie)
+__device__ inline T s2sad_maximum(T a, T b) { return (a > b || a != a) ? a : b; }""",
+    "s2sad_minimum": """\
+// numpy's minimum(a, b): a if it wins or is NaN, else b
+__device__ inline T s2sad_minimum(T a, T b) { return (a < b || a != a) ? a : b; }""",
     "s2sad_sign": """\
 // sign(x): -1, +1, or x itself for +-0 and NaN
 __device__ inline T s2sad_sign(T x) { return (x != x || x == 0.0S) ? x : copysignF(1.0S, x); }""",

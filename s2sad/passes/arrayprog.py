@@ -951,8 +951,10 @@ class Builder:
         holders = [f"__h{i}" for i in range(3)]
         h = [_n(x) if isinstance(o, str) else _const_node(o.value) for x, o in zip(holders, ops)]
         if clip:
-            inner = gast.Call(func=_n("__builtin_max"), args=[h[0], h[1]], keywords=[])
-            expr = gast.Call(func=_n("__builtin_min"), args=[inner, h[2]], keywords=[])
+            # numpy's own definition, minimum(hi, maximum(lo, x)): NaN from any operand, x on
+            # a tie (its sign of zero), and the slope JAX gives at a bound (0.5)
+            inner = gast.Call(func=_n("__np_maximum"), args=[h[1], h[0]], keywords=[])
+            expr = gast.Call(func=_n("__np_minimum"), args=[h[2], inner], keywords=[])
         else:
             expr = gast.IfExp(test=h[0], body=h[1], orelse=h[2])
         gast.copy_location(expr, e)
@@ -963,7 +965,7 @@ class Builder:
                     if not clip else "elementwise min/max: derivatives from the rules table",
                     _line(scope.ctx.filename, e))
         return self.emit_ew(expr, [x for x, _ in keep], [o for _, o in keep], [], [site],
-                            {"__builtin_min": builtins.min, "__builtin_max": builtins.max}, False, e, scope, want)
+                            {"__np_minimum": np.minimum, "__np_maximum": np.maximum}, False, e, scope, want)
 
     # -------------------------------------------------------------- other operations
 
