@@ -1637,7 +1637,7 @@ def make_kernel(prog: ArrayProgram, b: Builder, region: list, red) -> tuple[Arra
                 inputs.append(a)
     root = region[-1]
     ctx = next((s.ctx for s in region if s.attrs["ctx_bound"]), root.ctx)
-    bindings: dict[str, Any] = {"__builtin_min": builtins.min, "__builtin_max": builtins.max}
+    bindings: dict[str, Any] = {}
     body: list = []
     for s in region:
         bindings.update(s.attrs["bindings"])
