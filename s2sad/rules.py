@@ -120,8 +120,9 @@ _RULES = [
     _r("atanh", "x", "1.0 / (1.0 - x * x)"),
     _r("erf", "x", "1.1283791670955126 * math.exp(-x * x)"),
     _r("erfc", "x", "-1.1283791670955126 * math.exp(-x * x)"),
-    # at (0, 0), a cone's tip, 0.5 to each, as JAX gives (0 * inf otherwise)
-    _r("hypot", "x y", "x * (1.0 / out) if out != 0.0 else 0.5", "y * (1.0 / out) if out != 0.0 else 0.5"),
+    # at (0, 0), a cone's tip, 0.5 to each, as JAX gives (0 / 0 otherwise); x / out, not
+    # x * (1 / out), which is inf where out is subnormal (hypot(1e-310, 0))
+    _r("hypot", "x y", "x / out if out != 0.0 else 0.5", "y / out if out != 0.0 else 0.5"),
     _r("fmod", "x y", "1.0", "-math.trunc(x / y)"),
     _r("square", "x", "2.0 * x"),
     _r("reciprocal", "x", "-out * out"),

@@ -17,8 +17,9 @@ import numpy as np
 import pytest
 
 import s2sad
-from s2sad.codegen import cuda_host
+from s2sad.codegen import cuda, cuda_host
 from s2sad.codegen import python as pyback
+from s2sad.errors import BackendUnavailableError
 from s2sad.kernel import LoopSpec
 
 NAN, INF = math.nan, math.inf
@@ -228,6 +229,9 @@ def test_hypot_at_the_origin(backend):
     y = np.array([0.0, 0.0, 2.0, 0.0, 4.0])
     for got in grads_three_ways(lambda a, b: math.hypot(a, b), [x, y], backend, np.hypot):
         np.testing.assert_allclose(got, [[0.5, 0.5, 0.0, -1.0, 0.6], [0.5, 0.5, 1.0, 0.0, 0.8]], rtol=1e-15)
+    tiny = np.array([1e-310, -5e-324, 3e-320])         # subnormal: 1 / hypot overflows
+    for got in grads_three_ways(lambda a, b: math.hypot(a, b), [tiny, np.zeros(3)], backend, np.hypot):
+        np.testing.assert_array_equal(got, [[1.0, -1.0, 1.0], [0.0, 0.0, 0.0]])
 
 
 def test_copysign_and_sign_at_zero(backend):
@@ -346,3 +350,19 @@ def test_cuda_c_of_the_changed_rules_computes_what_the_python_backend_does():
     for what, mine, want in [("value", got["out"], ref["out"]), ("d/dx", got["grads"][0][0], ref["grads"][0][0]),
                              ("d/dy", got["grads"][1][0], ref["grads"][1][0])]:
         assert_same_bits(mine, want, what)
+
+
+@pytest.mark.parametrize("tag", ["f64", "f32"])
+def test_cuda_c_of_the_changed_rules_compiles_with_nvrtc(tag):
+    """The same kernel's CUDA C, value + gradient driver, through NVRTC (and ptxas where
+    installed), in both dtypes."""
+    d = s2sad.grad(rules_mix, argnums=(0, 1)).__s2sad__
+    kmod = d.c.kernel.module(d.c.active_for(d.argnums))
+    spec = LoopSpec(("contig", "contig"), "sum", partials=True, seed="scalar")
+    source = cuda.lower(kmod, spec, tag)
+    assert "s2sad_maximum" in source and "s2sad_minimum" in source
+    try:
+        ptx = cuda.compile_ptx(source, cuda.driver_name(kmod, spec, tag), arch="sm_90")
+    except BackendUnavailableError as e:
+        pytest.skip(str(e))
+    cuda.check_ptxas(ptx, arch="sm_90")
