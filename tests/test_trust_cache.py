@@ -557,3 +557,21 @@ def test_key_of_another_user_is_refused(cache, tmp_path, monkeypatch):
 def test_key_inside_the_cache_directory_is_refused(cache, monkeypatch):
     monkeypatch.setenv("S2SAD_CACHE_KEY", str(cache / "cache.key"))
     off_with("inside the cache directory")
+
+
+# ---------------------------------------------------------------------------------
+# the CUDA host emulation's libraries (loaded into the process like the cache's code)
+
+def test_cuda_host_directory_is_checked(tmp_path, monkeypatch):
+    from s2sad.codegen import cuda_host
+
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    os.chmod(shared, 0o777)                           # anyone could plant a library here
+    monkeypatch.setenv("S2SAD_CUDA_HOST_CACHE", str(shared))
+    with pytest.warns(objcache.CacheWarning, match="writable by group or others"):
+        got = cuda_host.cache_dir()
+    assert got != shared and stat.S_IMODE(os.stat(got).st_mode) == 0o700 and os.stat(got).st_uid == os.getuid()
+    monkeypatch.setenv("S2SAD_CUDA_HOST_CACHE", str(tmp_path / "mine"))
+    assert cuda_host.cache_dir() == tmp_path / "mine"
+    assert stat.S_IMODE(os.stat(tmp_path / "mine").st_mode) == 0o700
