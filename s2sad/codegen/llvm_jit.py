@@ -21,10 +21,14 @@ for a driver by its source (`driver`, keyed by `source_key`: a digest of the ker
 scalar program, its user rules and s2sad's own source files, with everything `disk_key`
 holds besides the IR; lowering is deterministic, so this decides the IR too). The
 host's LLVM-side description is stored in the cache directory under a fingerprint of
-the host (`objcache.host_fingerprint`), and the object is loaded, checked, and mapped.
-Only on a miss is the module made, lowered and compiled, and filed under that key.
+the host (`objcache.host_fingerprint`), and the object is loaded, authenticated (an
+HMAC under the user's key: `objcache`), and mapped. A host record that does not
+describe this machine is probed again (`host`: cheap checks on a warm start;
+`verified_host`: LLVM's own probe whenever something is compiled), so LLVM is never
+given another machine's triple or features. Only on a miss is the module made, lowered
+and compiled, and filed under that key.
 
-Environment: S2SAD_CACHE_DIR, S2SAD_CACHE=0 (see objcache), S2SAD_LIBMVEC=0 (no libmvec:
+Environment: S2SAD_CACHE_DIR, S2SAD_CACHE=0, S2SAD_CACHE_KEY (see objcache), S2SAD_LIBMVEC=0 (no libmvec:
 s2sad's own vector math), S2SAD_VECMATH=libmvec|s2sad|libm (see `math_mode`),
 S2SAD_OBJLOAD=0 (link objects with LLVM's JIT, not `objload`).
 """
