@@ -251,6 +251,19 @@ def test_authenticated_but_wrong_host_record_is_replaced(cache, monkeypatch):
     assert {k: rec[k] for k in llvm_jit.Host.FIELDS} == real.as_dict()
 
 
+def test_host_record_for_another_architecture_is_probed_on_a_warm_start(cache, monkeypatch):
+    """Authenticated, but for another machine: caught without compiling anything."""
+    real = llvm_jit.verified_host()
+    fp = objcache.host_fingerprint()
+    if fp is None:
+        pytest.skip("no host fingerprint on this platform")
+    other = "aarch64-unknown-linux-gnu" if os.uname().machine == "x86_64" else "x86_64-pc-linux-gnu"
+    objcache.write_record("host-" + fp, real.replace(triple=other).as_dict())
+    monkeypatch.setattr(llvm_jit, "_state", {"llvm": llvm_jit._binding()})
+    with pytest.warns(objcache.CacheWarning, match="does not describe this machine"):
+        assert llvm_jit.host() == real
+
+
 def test_implausible_host_record_is_probed(monkeypatch):
     h = llvm_jit.verified_host().as_dict()
     assert llvm_jit._implausible(h) is None
@@ -419,6 +432,14 @@ def test_parent_of_another_user_is_refused(tmp_path, monkeypatch, cache):
     os.chmod(parent, 0o755)
     monkeypatch.setenv("S2SAD_CACHE_DIR", str(parent / "mine"))
     off_with("belongs to another user")
+
+
+def test_a_file_named_as_the_directory(tmp_path, monkeypatch, cache):
+    (tmp_path / "file").write_bytes(b"not a directory")
+    monkeypatch.setenv("S2SAD_CACHE_DIR", str(tmp_path / "file"))
+    off_with("not a directory")
+    monkeypatch.setenv("S2SAD_CACHE_DIR", str(tmp_path / "file" / "below"))
+    off_with("not a directory")
 
 
 def test_link_to_a_private_directory_is_followed(tmp_path, monkeypatch, cache):

@@ -44,7 +44,10 @@ def load(where: str, cache_real: str) -> bytes:
     if key is None:
         import secrets                            # (1-2 ms to import: only on first use)
 
-        d.create(name, secrets.token_bytes(KEY_BYTES))
+        try:
+            d.create(name, secrets.token_bytes(KEY_BYTES))
+        except OSError as e:
+            raise safedir.Unsafe("key", f"the key file {where} could not be created ({e.strerror})") from None
         key = d.read(name, KEY_BYTES, secret=True)
     if key is None or len(key) != KEY_BYTES:
         raise safedir.Unsafe("key", f"the key file {where} is {0 if key is None else len(key)} bytes, "

@@ -100,14 +100,14 @@ def _open(where: str, key_path: str) -> _Open | None:
         return None                   # (not POSIX: no way to check; compile in memory, quietly)
     try:
         held = safedir.open_private(where)
-    except safedir.Unsafe as e:
+    except (safedir.Unsafe, OSError) as e:
         report(("directory", where), f"s2sad: not using the kernel cache directory: {e}. Kernels are "
                f"compiled in memory only. Set S2SAD_CACHE_DIR to a private directory (yours, mode 0700, "
                f"under parents only you or root can write), or S2SAD_CACHE=0.", stacklevel=5)
         return None
     try:
         secret = cachekey.load(key_path, held.real)
-    except safedir.Unsafe as e:
+    except (safedir.Unsafe, OSError) as e:
         report(("key", key_path), f"s2sad: not using the kernel cache: its key cannot be trusted ({e}). "
                f"Kernels are compiled in memory only. Remove the key file (s2sad makes a new one, "
                f"mode 0600) or set {cachekey.ENV} to a file of yours outside the cache directory.",
@@ -151,18 +151,18 @@ def entry_path(key: str, where: Path | None = None) -> Path | None:
 
 _REMEDY = {
     "unauthenticated": "it was not written by s2sad with your key (it may be forged or damaged)",
-    "symlink": "something other than s2sad put it there",
-    "not a regular file": "something other than s2sad put it there",
-    "owner": "something other than s2sad put it there",
-    "mode": "something other than s2sad changed it",
+    "symlink": "s2sad never writes links: check who else writes this directory",
+    "not a regular file": "s2sad writes only regular files: check who else writes this directory",
+    "owner": "check who else writes this directory",
+    "mode": "s2sad writes entries 0600: check who changed it",
     "size": "it is larger than any entry s2sad writes",
 }
 
 
-def _refuse(path: str, cause: str, what: str) -> None:
+def _refuse(cause: str, what: str) -> None:
     why = _REMEDY.get(cause)
     report(("entry", cause), f"s2sad: the cached kernel {what}; it is not loaded and the kernel is compiled "
-           f"again{f' ({why}; remove it if it stays)' if why else ''}. Other entries with this problem "
+           f"again{f' ({why})' if why else ''}. Other entries with this problem "
            f"are not reported again.", stacklevel=5)
 
 
@@ -183,16 +183,16 @@ def load(key: str) -> tuple[dict[str, str], list[bytes]] | None:
     try:
         data = got.dir.read(name, MAX_ENTRY)
     except safedir.Unsafe as e:
-        _refuse(path, e.cause, str(e))
+        _refuse(e.cause, str(e))
         return None
     if data is None:
         return None
     if len(data) < _HEAD or data[:8] != MAGIC:
-        _refuse(path, "corrupt", f"{path} is not an s2sad cache entry of this format")
+        _refuse("corrupt", f"{path} is not an s2sad cache entry of this format")
         return None
     body = memoryview(data)[8 + _MAC:]
     if not hmac.compare_digest(_mac(got.secret, body), data[8:8 + _MAC]):
-        _refuse(path, "unauthenticated", f"{path} fails its authentication (HMAC)")
+        _refuse("unauthenticated", f"{path} fails its authentication (HMAC)")
         return None
     return _parse(key, path, body)
 
@@ -203,13 +203,13 @@ def _parse(key: str, path: str, body: memoryview) -> tuple[dict[str, str], list[
         header = dict(line.split("=", 1) for line in bytes(body[4:4 + n]).decode().splitlines())
         sizes = [int(s) for s in header["blobs"].split(",") if s]
     except (UnicodeDecodeError, ValueError, KeyError):
-        _refuse(path, "corrupt", f"{path} has an unreadable header")
+        _refuse("corrupt", f"{path} has an unreadable header")
         return None
     if header.get("key") != key or header.get("format") != str(FORMAT):
-        _refuse(path, "stale", f"{path} was written for another key or format")
+        _refuse("stale", f"{path} was written for another key or format")
         return None
     if 4 + n + sum(sizes) != len(body) or min(sizes, default=0) < 0:
-        _refuse(path, "corrupt", f"{path} has the wrong length")
+        _refuse("corrupt", f"{path} has the wrong length")
         return None
     blobs, pos = [], 4 + n
     for s in sizes:

@@ -114,8 +114,12 @@ def _step(parent: int, name: str, where: str, create: bool) -> tuple[int, bool]:
                 raise Unsafe("create", f"{where} could not be created ({e.strerror})") from None
         except OSError as e:
             if e.errno in (errno.ELOOP, errno.EMLINK, errno.ENOTDIR):
-                raise Unsafe("parent", f"{where} is a symbolic link or not a directory (it changed while "
-                                       f"s2sad opened it)") from None
+                try:
+                    kind = _kind(os.stat(name, dir_fd=parent, follow_symlinks=False).st_mode)
+                except OSError:
+                    kind = "not a directory"
+                raced = " (it changed while s2sad opened it)" if kind == "a symbolic link" else ""
+                raise Unsafe("parent", f"{where} is {kind}, not a directory{raced}") from None
             raise Unsafe("parent", f"{where} could not be opened ({e.strerror})") from None
 
 
@@ -124,8 +128,11 @@ def open_private(path: str, create: bool = True) -> "PrivateDir":
     `create`), held open after every component of its real path passed the checks."""
     real = os.path.realpath(os.path.abspath(path))
     parts = [p for p in real.split(os.sep) if p]
-    fd = os.open(os.sep, _DIR_FLAGS & ~getattr(os, "O_NOFOLLOW", 0))
     where = os.sep
+    try:
+        fd = os.open(os.sep, _DIR_FLAGS & ~getattr(os, "O_NOFOLLOW", 0))
+    except OSError as e:
+        raise Unsafe("directory", f"/ could not be opened ({e.strerror})") from None
     try:
         for name in parts:
             _check_parent(os.fstat(fd), where)
