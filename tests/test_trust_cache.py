@@ -21,6 +21,7 @@ import stat
 import subprocess
 import sys
 import threading
+import time
 import warnings
 
 import numpy as np
@@ -596,3 +597,30 @@ def test_cuda_host_directory_is_checked(tmp_path, monkeypatch):
     monkeypatch.setenv("S2SAD_CUDA_HOST_CACHE", str(tmp_path / "mine"))
     assert cuda_host.cache_dir() == tmp_path / "mine"
     assert stat.S_IMODE(os.stat(tmp_path / "mine").st_mode) == 0o700
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_child_forked_while_the_cache_is_busy_does_not_hang(cache):
+    """A fork while another thread holds the cache's lock (for microseconds, but it
+    happens): the child gets its own lock and the held directory still works."""
+    key, _ = stored(cache)
+    objcache._lock.acquire()
+    try:
+        pid = os.fork()
+        if pid == 0:
+            ok = objcache.load(key) is not None and objcache.store("b" * 64, [b"z"]) is not None
+            os._exit(0 if ok else 3)
+    finally:
+        objcache._lock.release()
+    deadline = time.monotonic() + 30
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        if time.monotonic() > deadline:
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+            pytest.fail("the forked child hung on the cache's lock")
+        time.sleep(0.01)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+    assert objcache.load("b" * 64)[1] == [b"z"]

@@ -87,6 +87,16 @@ _lock = _thread.allocate_lock()
 _current: list = [None, None]     # [(cache path, key path), _Open or None]
 
 
+def _new_lock_in_child() -> None:
+    """A child forked while another thread held the lock would wait for it forever."""
+    global _lock
+    _lock = _thread.allocate_lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_new_lock_in_child)
+
+
 def _requested() -> tuple[str, str] | None:
     if os.environ.get("S2SAD_CACHE", "1").strip().lower() in ("0", "off", "no", "false"):
         return None
