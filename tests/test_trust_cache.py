@@ -58,11 +58,21 @@ def cache(tmp_path, monkeypatch):
 def within(seconds: float, fn):
     """fn(), or a failure if it does not return in time (a hang must fail, not hang)."""
     box: list = []
-    t = threading.Thread(target=lambda: box.append(fn()), daemon=True)
+
+    def run():
+        try:
+            box.append(("ok", fn()))
+        except BaseException as e:  # noqa: BLE001 - handed to the test's thread
+            box.append(("raised", e))
+
+    t = threading.Thread(target=run, daemon=True)
     t.start()
     t.join(seconds)
     assert not t.is_alive(), f"{fn} hung"
-    return box[0] if box else None
+    how, value = box[0]
+    if how == "raised":
+        raise value
+    return value
 
 
 def cache_warnings(record) -> list[str]:
