@@ -40,7 +40,7 @@ import numpy as np
 
 from ..errors import BackendUnavailableError
 from ..kernel import KernelModule, LoopSpec, ScanSpec
-from . import cuda
+from . import cuda, objcache, safedir
 
 SHIM = r"""// s2sad: host emulation of the CUDA subset used by generated kernels (g++ -std=c++17)
 #pragma once
@@ -150,11 +150,29 @@ def available() -> str | None:
     return None if shutil.which("g++") else "g++ is not installed"
 
 
+_PRIVATE: list[Path] = []       # this process's own directory, where the shared one is refused
+
+
 def cache_dir() -> Path:
+    """Where sources and libraries are kept: `$S2SAD_CUDA_HOST_CACHE`, else a directory
+    in the temporary directory named for the user. The libraries are loaded into this
+    process, so it is checked as the kernel cache is (`safedir`: this user's, written by
+    nobody else, under parents only this user or root can write) every time; a directory
+    that fails is not used (a warning, and a private temporary directory instead)."""
     d = os.environ.get("S2SAD_CUDA_HOST_CACHE")
     path = Path(d) if d else Path(tempfile.gettempdir()) / f"s2sad-cuda-host-{os.getuid()}"
-    path.mkdir(parents=True, exist_ok=True)
-    return path
+    if not safedir.supported():
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+    try:
+        return Path(safedir.open_private(str(path)).real)
+    except safedir.Unsafe as e:
+        objcache.report(("cuda host directory", str(path)), f"s2sad: not using {path} for the CUDA host "
+                        f"emulation's libraries: {e}. A private temporary directory is used instead; set "
+                        f"S2SAD_CUDA_HOST_CACHE to a private directory to keep them.", stacklevel=3)
+    if not _PRIVATE:
+        _PRIVATE.append(Path(tempfile.mkdtemp(prefix="s2sad-cuda-host-")))
+    return _PRIVATE[0]
 
 
 def _hash(text: str) -> str:
