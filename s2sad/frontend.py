@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import ast
 import builtins
+import copy
 import hashlib
-import inspect
 import linecache
 import math
 import types
@@ -23,7 +23,8 @@ from typing import Any, Callable
 import gast
 import numpy as np
 
-from .errors import NoSourceError, SourceLocation, UnsupportedSyntaxError
+from . import marks
+from .errors import HigherOrderNotSupportedError, NoSourceError, SourceLocation, UnsupportedSyntaxError
 
 
 @dataclass
@@ -92,7 +93,8 @@ def _find_ast_node(fn: types.FunctionType, tree: ast.Module) -> ast.AST | None:
     code = fn.__code__
     first = code.co_firstlineno
     argnames = list(code.co_varnames[: code.co_argcount])
-    if fn.__name__ == "<lambda>":
+    # the code's own name: functools.wraps rewrites __name__, never co_name
+    if code.co_name == "<lambda>":
         candidates = [n for n in ast.walk(tree) if isinstance(n, ast.Lambda) and n.lineno == first
                       and [a.arg for a in n.args.args] == argnames]
         if len(candidates) > 1:
@@ -107,7 +109,7 @@ def _find_ast_node(fn: types.FunctionType, tree: ast.Module) -> ast.AST | None:
             candidates = [max(inside, key=lambda n: n.col_offset)]  # the innermost one
         return candidates[0] if candidates else None
     for n in ast.walk(tree):
-        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == fn.__name__:
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == code.co_name:
             start = min([n.lineno] + [d.lineno for d in n.decorator_list])
             if start == first:
                 return n
@@ -124,8 +126,14 @@ def _first_column(code: types.CodeType) -> int | None:
 
 
 def parse_function(fn: Callable, used_at: SourceLocation | None = None) -> ParsedFunction:
-    """Find and parse `fn`'s source; NoSourceError (OPAQUE) when there is none."""
-    fn = inspect.unwrap(fn)
+    """Find and parse `fn`'s source; NoSourceError (OPAQUE) when there is none.
+    The source is `fn`'s own code, never what a decorator wraps (no inspect.unwrap: a
+    user's decorator is code to differentiate); an @s2sad.differentiate object stands
+    for its function; a derivative s2sad made is refused (HigherOrderNotSupportedError)."""
+    mark = marks.derivative_mark(fn)
+    if mark is not None:
+        raise higher_order_error(fn, mark, used_at)
+    fn = marks.user_function_of(fn) or fn
     if not isinstance(fn, types.FunctionType):
         name = getattr(fn, "__name__", repr(fn))
         raise NoSourceError(
@@ -146,6 +154,39 @@ def parse_function(fn: Callable, used_at: SourceLocation | None = None) -> Parse
                                      location_of(fn.__code__.co_filename, node),
                                      hint="Write it as a plain def.")
     return ParsedFunction(fn, node, fn.__code__.co_filename, Resolver(fn))
+
+
+def entry_function(pf: ParsedFunction) -> ParsedFunction:
+    """The function s2sad differentiates as its passes see it: every parameter a call can
+    bind (positional-only, positional, keyword-only, in that order) is a plain parameter;
+    defaults are gone, since the entry points bind every argument before a call (api).
+    *args and **kwargs stay, for the passes to refuse. The parsed tree is not changed."""
+    a = pf.node.args
+    if not (a.posonlyargs or a.kwonlyargs or a.defaults or a.kw_defaults):
+        return pf
+    args = copy.copy(a)
+    args.args, args.posonlyargs, args.kwonlyargs = list(a.posonlyargs) + list(a.args) + list(a.kwonlyargs), [], []
+    args.defaults, args.kw_defaults = [], []
+    node = copy.copy(pf.node)
+    node.args = args
+    return ParsedFunction(pf.fn, node, pf.filename, pf.resolver)
+
+
+def higher_order_error(fn, mark: "marks.DerivativeMark", used_at: SourceLocation | None) -> HigherOrderNotSupportedError:
+    """The refusal of a derivative s2sad made, met where a function to differentiate was
+    expected: located where it is used, else at the function it is the derivative of."""
+    of = mark.of
+    of_name = getattr(of, "__qualname__", None) or getattr(of, "__name__", None) or repr(of)
+    where = used_at
+    if where is None and isinstance(of, types.FunctionType):
+        code = of.__code__
+        where = SourceLocation(code.co_filename, code.co_firstlineno, 0)
+    name = getattr(fn, "__name__", "the function")
+    return HigherOrderNotSupportedError(
+        f"'{name}' is s2sad.{mark.made_by}({of_name}), a derivative made by s2sad; differentiating it "
+        "again (a higher-order derivative) is not supported yet", where,
+        hint="Until higher-order derivatives land, write the derivative by hand as a Python function "
+             "and differentiate that, or register its derivative with s2sad.defrule.")
 
 
 # ---------------------------------------------------------------- free names
@@ -299,6 +340,13 @@ def classify(value: Any) -> Resolved:
         prim = None
     if prim is not None:
         return Resolved("primitive", prim)
+    # s2sad's own functions by its marks (functools.wraps copies __module__): a derivative
+    # is a "function" whose parse refuses it; a @differentiate object is its user function
+    if marks.derivative_mark(value) is not None:
+        return Resolved("function", value)
+    inner = marks.user_function_of(value)
+    if inner is not None:
+        return Resolved("function", inner)
     if getattr(value, "__module__", "") and str(getattr(value, "__module__", "")).startswith("s2sad"):
         return Resolved("s2sad", value)
     if isinstance(value, types.FunctionType):

@@ -1,0 +1,58 @@
+"""The functions s2sad itself made, recognised by s2sad's own marks, never by
+`__wrapped__` or `__module__` (functools.wraps copies those onto any user's decorator).
+
+Invariants:
+- `derivative_mark(value)` is the `DerivativeMark` of a function s2sad returned as a
+  derivative (grad, value_and_grad, a vjp pullback), else None. Only a function whose
+  code is one of s2sad's own wrapper codes counts: a user's function that copied a
+  derivative's `__dict__` (functools.wraps(grad_f)) is the user's code, differentiated
+  as written.
+- `user_function_of(value)` is the user's function inside an object s2sad made with
+  @s2sad.differentiate (an instance of `HoldsUserFunction`), else None.
+- Nothing here runs user code: no getattr that could reach a user's __getattr__.
+"""
+from __future__ import annotations
+
+import types
+from dataclasses import dataclass
+from typing import Any, Callable
+
+DERIVATIVE_MARK = "__s2sad_derivative__"
+
+_WRAPPER_CODES: dict[int, types.CodeType] = {}   # id -> the code object (kept, so ids stay unique)
+
+
+@dataclass(frozen=True)
+class DerivativeMark:
+    """What s2sad put on a derivative it returned: which entry point made it, of what."""
+
+    made_by: str            # "grad", "value_and_grad", "vjp"
+    of: Callable            # the function it is the derivative of (the user's, as given)
+    derivative: Any = None  # api.Derivative, where there is one
+
+
+def mark_derivative(fn: types.FunctionType, made_by: str, of: Callable, derivative: Any = None):
+    """Mark `fn`, a function s2sad made, as a derivative; returns `fn`."""
+    _WRAPPER_CODES[id(fn.__code__)] = fn.__code__
+    fn.__dict__[DERIVATIVE_MARK] = DerivativeMark(made_by, of, derivative)
+    return fn
+
+
+def derivative_mark(value: Any) -> DerivativeMark | None:
+    if type(value) is not types.FunctionType or _WRAPPER_CODES.get(id(value.__code__)) is not value.__code__:
+        return None
+    mark = value.__dict__.get(DERIVATIVE_MARK)
+    return mark if isinstance(mark, DerivativeMark) else None
+
+
+class HoldsUserFunction:
+    """Base of s2sad's objects that stand for a user's function (Differentiable): the
+    function in `__wrapped_fun__` is what s2sad differentiates."""
+
+    __wrapped_fun__: Callable
+
+
+def user_function_of(value: Any) -> Callable | None:
+    if isinstance(value, HoldsUserFunction):
+        return value.__dict__.get("__wrapped_fun__")
+    return None
