@@ -19,7 +19,7 @@ import numpy as np
 
 from . import marks, rules, runtime
 from .callables import as_python_function
-from .errors import NonDifferentiableInputError, NonScalarLossError, S2SADError, StatefulError
+from .errors import NonDifferentiableInputError, NonScalarLossError, NoSourceError, S2SADError, StatefulError
 from .frontend import Assumptions, entry_function, higher_order_error, parse_function, recording
 from .passes.elementwise import LossPlan, plan_loss
 from .passes.normalize import normalize
@@ -173,6 +173,10 @@ def _target(fun: Any, entry: str) -> Callable:
         made = as_python_function(fun)
         if made is not None:
             return made
+        if isinstance(fun, functools.partial):
+            raise NoSourceError(f"s2sad.{entry} of a functools.partial object is not supported",
+                                hint="Write the call as a lambda instead: lambda x: f(x, <the bound arguments>).")
+        parse_function(fun)     # no source: NoSourceError, with what to do
     return fun
 
 

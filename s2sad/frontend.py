@@ -181,10 +181,9 @@ def higher_order_error(fn, mark: "marks.DerivativeMark", used_at: SourceLocation
     if where is None and isinstance(of, types.FunctionType):
         code = of.__code__
         where = SourceLocation(code.co_filename, code.co_firstlineno, 0)
-    name = getattr(fn, "__name__", "the function")
     return HigherOrderNotSupportedError(
-        f"'{name}' is s2sad.{mark.made_by}({of_name}), a derivative made by s2sad; differentiating it "
-        "again (a higher-order derivative) is not supported yet", where,
+        f"this function is s2sad.{mark.made_by}({of_name}), a derivative made by s2sad; differentiating "
+        "it again (a higher-order derivative) is not supported yet", where,
         hint="Until higher-order derivatives land, write the derivative by hand as a Python function "
              "and differentiate that, or register its derivative with s2sad.defrule.")
 
