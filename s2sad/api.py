@@ -20,7 +20,7 @@ import numpy as np
 from . import marks, rules, runtime
 from .callables import as_python_function
 from .errors import NonDifferentiableInputError, NonScalarLossError, NoSourceError, S2SADError, StatefulError
-from .frontend import Assumptions, entry_function, higher_order_error, parse_function, recording
+from .frontend import Assumptions, entry_function, forwarded, higher_order_error, parse_function, recording
 from .passes.elementwise import LossPlan, plan_loss
 from .passes.normalize import normalize
 from .runtime import Kernel
@@ -163,7 +163,7 @@ def _target(fun: Any, entry: str) -> Callable:
     mark = marks.derivative_mark(fun)
     if mark is not None:
         raise higher_order_error(fun, mark, None)
-    inner = marks.user_function_of(fun)
+    inner = marks.user_function_of(fun) or forwarded(fun)
     if inner is not None:
         return inner
     if type(fun) is not types.FunctionType:

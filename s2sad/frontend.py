@@ -17,13 +17,14 @@ import hashlib
 import linecache
 import math
 import types
+import weakref
 from dataclasses import dataclass
 from typing import Any, Callable
 
 import gast
 import numpy as np
 
-from . import marks
+from . import forwarders, marks
 from .errors import HigherOrderNotSupportedError, NoSourceError, SourceLocation, UnsupportedSyntaxError
 
 
@@ -133,7 +134,7 @@ def parse_function(fn: Callable, used_at: SourceLocation | None = None) -> Parse
     mark = marks.derivative_mark(fn)
     if mark is not None:
         raise higher_order_error(fn, mark, used_at)
-    fn = marks.user_function_of(fn) or fn
+    fn = marks.user_function_of(fn) or forwarded(fn) or fn
     if not isinstance(fn, types.FunctionType):
         name = getattr(fn, "__name__", repr(fn))
         raise NoSourceError(
@@ -154,6 +155,26 @@ def parse_function(fn: Callable, used_at: SourceLocation | None = None) -> Parse
                                      location_of(fn.__code__.co_filename, node),
                                      hint="Write it as a plain def.")
     return ParsedFunction(fn, node, fn.__code__.co_filename, Resolver(fn))
+
+
+_FORWARDED: "weakref.WeakKeyDictionary[types.FunctionType, tuple]" = weakref.WeakKeyDictionary()
+
+
+def forwarded(fn: Any) -> types.FunctionType | None:
+    """A decorator's forwarding wrapper (`def wrapper(*args, **kwargs): return
+    fn(*args, **kwargs)`) spelled out with its callee's parameters (forwarders.py), or
+    None. Made again when the callee's name holds another function."""
+    if type(fn) is not types.FunctionType or not fn.__code__.co_flags & (0x04 | 0x08):  # *args, **kwargs
+        return None
+    got = _FORWARDED.get(fn)
+    resolver = Resolver(fn)
+    if got is None or resolver.current(got[0]) is not got[1]:
+        node = _find_node(fn)
+        got = forwarders.expand(fn, node, resolver.current, forwarded) if node is not None else None
+        if got is None:
+            return None
+        _FORWARDED[fn] = got
+    return got[2]
 
 
 def entry_function(pf: ParsedFunction) -> ParsedFunction:
@@ -343,7 +364,7 @@ def classify(value: Any) -> Resolved:
     # is a "function" whose parse refuses it; a @differentiate object is its user function
     if marks.derivative_mark(value) is not None:
         return Resolved("function", value)
-    inner = marks.user_function_of(value)
+    inner = marks.user_function_of(value) or forwarded(value)
     if inner is not None:
         return Resolved("function", inner)
     if getattr(value, "__module__", "") and str(getattr(value, "__module__", "")).startswith("s2sad"):

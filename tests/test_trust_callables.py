@@ -235,17 +235,80 @@ def forwarding(fn):
     return wrapper
 
 
+def forwarding_times_ten(fn):
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        s = 10.0
+        return s * fn(*args, **kwargs)
+    return wrapper
+
+
+def doubling_args_only(fn):
+    def wrapper(*a):
+        return fn(*a) * 2.0
+    return wrapper
+
+
+def peeking(fn):
+    def wrapper(*args):
+        return fn(*args) + args[0]
+    return wrapper
+
+
 @forwarding
 def forwarded(x):
     return np.sum(x * x)
 
 
-def test_a_forwarding_decorator_is_refused_where_it_is_defined():
-    with pytest.raises(s2sad.UnsupportedSyntaxError) as err:
-        s2sad.grad(forwarded)(X)
-    assert err.value.location.lineno == _line_of(forwarding) + 2
+@forwarding_times_ten
+def forwarded_with_default(x, k=2.0, *, p=2.0):
+    return np.sum(k * x**p)
+
+
+@doubling_args_only
+def doubled_product(x, y):
+    return x * y
+
+
+@forwarding
+@forwarding_times_ten
+def twice_wrapped(x):
+    return x**3
+
+
+@peeking
+def peeked(x):
+    return x * x
+
+
+def test_a_forwarding_decorator_is_differentiated_as_written(backend):
+    np.testing.assert_allclose(s2sad.grad(forwarded, backend=backend)(X), 2 * X, rtol=1e-15)
+    np.testing.assert_allclose(s2sad.grad(lambda a: 3.0 * forwarded(a), backend=backend)(X), 6 * X, rtol=1e-15)
+    g = s2sad.grad(forwarded_with_default, backend=backend)
+    np.testing.assert_allclose(g(X), 40 * X, rtol=1e-15)
+    np.testing.assert_allclose(g(X, k=3.0), 60 * X, rtol=1e-15)
+    np.testing.assert_allclose(g(X, 1.0, p=3.0), 30 * X**2, rtol=1e-14)
+    assert s2sad.grad(forwarded_with_default, argnums=1, backend=backend)(X) == pytest.approx(10 * np.sum(X * X))
+    got = s2sad.grad(doubled_product, argnums=(0, 1), backend=backend)(2.0, 3.0)
+    assert got == (pytest.approx(6.0, rel=1e-15), pytest.approx(4.0, rel=1e-15))
+    got = s2sad.grad(lambda a: np.sum(s2sad.broadcast(doubled_product, a, 3.0)), backend=backend)(X)
+    np.testing.assert_allclose(got, 6.0, rtol=1e-15)
+    assert s2sad.grad(twice_wrapped, backend=backend)(2.0) == pytest.approx(120.0, rel=1e-15)
+    value, tangent = s2sad.jvp(forwarded_with_default, (X,), (V,), backend=backend)
+    assert value == pytest.approx(forwarded_with_default(X)) and tangent == pytest.approx(np.sum(40 * X * V))
+
+
+def test_a_wrapper_that_reads_its_args_otherwise_is_refused_where_it_is_defined():
+    with pytest.raises(s2sad.UnsupportedSyntaxError, match=r"\*args") as err:
+        s2sad.grad(peeked)(2.0)
+    assert err.value.location.lineno == _line_of(peeking) + 1
     with pytest.raises(s2sad.UnsupportedSyntaxError):
-        s2sad.grad(lambda a: forwarded(a) * 2.0)(X)
+        s2sad.grad(lambda a: np.sum(peeked(a) @ np.eye(3)))(X)
+
+
+def test_a_forwarding_wrapper_of_a_derivative_is_refused():
+    with pytest.raises(s2sad.HigherOrderNotSupportedError):
+        s2sad.grad(forwarding(dc))(0.7)
 
 
 # ---------------------------------------------------------------- defaults and keywords

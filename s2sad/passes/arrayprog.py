@@ -290,8 +290,9 @@ class Builder:
         node = self.pf.node
         a = node.args
         if a.vararg or a.kwarg or a.kwonlyargs or a.posonlyargs:
-            raise self.err(self.root, node, "the differentiated function must take plain positional parameters",
-                           "Remove *args/**kwargs and keyword-only parameters.")
+            raise self.err(self.root, node, "the differentiated function cannot take *args or **kwargs",
+                           "Name its parameters (def f(x, y, k=1.0)); a decorator's wrapper that only forwards them, "
+                           "fn(*args, **kwargs), is taken.")
         body = [gast.Return(value=node.body)] if isinstance(node, gast.Lambda) else node.body
         if isinstance(node, gast.Lambda):
             gast.copy_location(body[0], node.body)
@@ -1298,8 +1299,9 @@ class Builder:
                                              hint="Write the recursion as a for loop.")
         a = node.args
         if a.vararg or a.kwarg:
-            raise self.err(ctx, node, f"'{label}' must take plain parameters to be used at the "
-                           "array level", "Remove *args/**kwargs.")
+            raise self.err(ctx, node, f"'{label}' cannot take *args or **kwargs to be used at the array level",
+                           "Name its parameters (def f(x, y, k=1.0)); a decorator's wrapper that only forwards them, "
+                           "fn(*args, **kwargs), is taken.")
         if fn is not None:    # a function object: its defaults are the values its `def` computed
             vals = self._bind_function(fn, node, ctx, e, scope)
         else:
