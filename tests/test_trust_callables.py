@@ -431,6 +431,38 @@ def test_helpers_called_with_keywords(backend):
         s2sad.grad(lambda a: np.sum(helper_kw(a, q=3.0) @ np.eye(3)))(X)
 
 
+W_HELPER = np.array([1.0, 2.0, 3.0])
+
+
+def helper_array_default(z, w=W_HELPER):
+    return w * np.sin(z)
+
+
+def helper_function_default(z, act=np.tanh):
+    return act(z)
+
+
+def test_a_helpers_array_default_is_data_read_when_the_derivative_runs(backend):
+    fused = s2sad.grad(lambda a: np.sum(helper_array_default(a)), backend=backend)
+    program = s2sad.grad(lambda a: np.sum(helper_array_default(a) @ np.eye(3)), backend=backend)
+    for g in (fused, program):
+        np.testing.assert_allclose(g(X), W_HELPER * np.cos(X), rtol=1e-14)
+    W_HELPER[0] = 10.0      # the default's object, mutated: read at the next call, as Python reads it
+    try:
+        for g in (fused, program):
+            np.testing.assert_allclose(g(X), W_HELPER * np.cos(X), rtol=1e-14)
+    finally:
+        W_HELPER[0] = 1.0
+
+
+def test_a_helpers_function_default_is_refused_where_it_is_called():
+    for loss in (lambda a: np.sum(helper_function_default(a) @ np.eye(3)),
+                 lambda a: np.sum(helper_function_default(a))):
+        with pytest.raises(s2sad.S2SADError) as err:
+            s2sad.grad(loss)(X)
+        assert err.value.location.lineno == _line_of(helper_function_default) + 1
+
+
 def test_a_local_functions_computed_default_is_refused_not_guessed():
     k = 3.0   # noqa: F841  (the default below reads it when the def runs)
 
