@@ -8,7 +8,6 @@ plan is cached on the function; the derivative that runs is generated Python sou
 from __future__ import annotations
 
 import functools
-import inspect
 import sys
 import types
 import weakref
@@ -18,12 +17,12 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from . import marks, rules, runtime
-from .callables import as_python_function
-from .errors import NonDifferentiableInputError, NonScalarLossError, NoSourceError, S2SADError, StatefulError
-from .frontend import Assumptions, entry_function, forwarded, higher_order_error, parse_function, recording
+from .errors import NonDifferentiableInputError, NonScalarLossError, S2SADError, StatefulError
+from .frontend import Assumptions, parse_function, recording
 from .passes.elementwise import LossPlan, plan_loss
 from .passes.normalize import normalize
 from .runtime import Kernel
+from .targets import arity, bind, entry_function, target
 
 # ---------------------------------------------------------------- planning
 
@@ -152,61 +151,6 @@ def _array_compiled(fun: Callable, pf, planner_error: S2SADError):
     raise e from None
 
 
-# ---------------------------------------------------------------- what the entry points take
-
-def _target(fun: Any, entry: str) -> Callable:
-    """The function s2sad plans for `fun` given to an entry point: the user's function
-    itself (its own code: a decorator's wrapper is differentiated as written), the
-    function of an @s2sad.differentiate object, or a generated caller of a numpy or
-    math callable (callables.py). A derivative s2sad made is refused: differentiating
-    it again is not supported yet, and must never be read as the function it came from."""
-    mark = marks.derivative_mark(fun)
-    if mark is not None:
-        raise higher_order_error(fun, mark, None)
-    inner = marks.user_function_of(fun) or forwarded(fun)
-    if inner is not None:
-        return inner
-    if type(fun) is not types.FunctionType:
-        if not callable(fun):
-            raise S2SADError(f"s2sad.{entry} needs a function, not a {type(fun).__name__}",
-                             hint="Pass a Python function (a def or a lambda).")
-        made = as_python_function(fun)
-        if made is not None:
-            return made
-        if isinstance(fun, functools.partial):
-            raise NoSourceError(f"s2sad.{entry} of a functools.partial object is not supported",
-                                hint="Write the call as a lambda instead: lambda x: f(x, <the bound arguments>).")
-        parse_function(fun)     # no source: NoSourceError, with what to do
-    return fun
-
-
-def _arity(fun: Callable) -> int:
-    """How many arguments a positional call of `fun` passes when it binds each of its
-    parameters (keyword-only ones included); -1 when that is not a fixed number."""
-    code = getattr(fun, "__code__", None)
-    if code is None or code.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS):
-        return -1
-    return code.co_argcount + code.co_kwonlyargcount
-
-
-def _bind(fun: Callable, args: Sequence[Any], kwargs: dict) -> tuple:
-    """A call's arguments as one value per parameter of `fun` (positional, then
-    keyword-only), in order, defaults filled in: as Python binds them (the plan's
-    parameters are these). TypeError, as Python's, for a call `fun` would not take."""
-    try:
-        sig = inspect.signature(fun, follow_wrapped=False)
-    except (TypeError, ValueError):
-        return tuple(args)
-    if any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in sig.parameters.values()):
-        return tuple(args)      # the plan refuses *args/**kwargs, located
-    try:
-        bound = sig.bind(*args, **kwargs)
-    except TypeError as e:
-        raise TypeError(f"{getattr(fun, '__qualname__', fun)}(): {e}") from None
-    bound.apply_defaults()
-    return tuple(bound.arguments.values())
-
-
 def _is_array(c) -> bool:
     return type(c) is not Compiled
 
@@ -244,8 +188,13 @@ def _check_data(c: Compiled, i: int, a: Any) -> None:
         return
     if isinstance(a, complex):
         dtype = np.dtype(complex)
-    elif isinstance(a, (np.ndarray, np.generic, list, tuple)):
-        dtype = np.asarray(a).dtype if not isinstance(a, (np.ndarray, np.generic)) else a.dtype
+    elif isinstance(a, (np.ndarray, np.generic)):
+        dtype = a.dtype
+    elif isinstance(a, (list, tuple)):
+        try:
+            dtype = np.asarray(a).dtype
+        except (TypeError, ValueError):     # ragged, or not numbers: not numeric data
+            return
     else:
         return
     if dtype.kind == "c" or (dtype.kind == "f" and dtype.itemsize > 8):
@@ -315,8 +264,8 @@ class Derivative:
 
     def __init__(self, fun: Callable, argnums, backend: str, what: str, mode: str = "auto"):
         self.mode = mode
-        self.fun = fun      # what _target gave
-        self.arity = _arity(fun)
+        self.fun = fun      # what targets.target gave
+        self.arity = arity(fun)
         self.argnums_spec = argnums
         self.argnums = _argnums_tuple(argnums)
         self.backend = backend
@@ -436,11 +385,11 @@ class Derivative:
 
     def bind(self, args: Sequence[Any], kwargs: dict) -> tuple:
         """The arguments of a call with keywords or defaults, one per parameter in order."""
-        return _bind(self.fun, args, kwargs)
+        return bind(self.fun, args, kwargs)
 
     def __call__(self, *args):
         if len(args) != self.arity:     # defaults to fill in (grad_fun binds keywords)
-            args = _bind(self.fun, args, {})
+            args = bind(self.fun, args, {})
         fast = self._fast
         if fast is None or not fast[0].assumptions.hold():
             c = self.c
@@ -588,7 +537,7 @@ def value_and_grad(fun: Callable, argnums=0, *, backend: str = "auto", mode: str
     their partials in the forward pass, "recompute" them in the reverse pass, or "auto"
     (s2sad.explain says which); both give identical results."""
     _check_mode(mode)
-    d = Derivative(_target(fun, "value_and_grad"), argnums, backend, "value_and_grad", mode)
+    d = Derivative(target(fun, "value_and_grad"), argnums, backend, "value_and_grad", mode)
 
     @functools.wraps(fun)
     def value_and_grad_fun(*args, **kwargs):
@@ -604,7 +553,7 @@ def value_and_grad(fun: Callable, argnums=0, *, backend: str = "auto", mode: str
 def grad(fun: Callable, argnums=0, *, backend: str = "auto", mode: str = "auto") -> Callable:
     """The gradient of a scalar loss; `mode` as for value_and_grad."""
     _check_mode(mode)
-    d = Derivative(_target(fun, "grad"), argnums, backend, "grad", mode)
+    d = Derivative(target(fun, "grad"), argnums, backend, "grad", mode)
 
     @functools.wraps(fun)
     def grad_fun(*args, **kwargs):
@@ -625,13 +574,13 @@ def _check_mode(mode: str) -> None:
 def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], *, backend: str = "auto"):
     """(fun(*primals), its directional derivative along tangents); parameters not given
     take their defaults (and no tangent)."""
-    fun = _target(fun, "jvp")
+    fun = target(fun, "jvp")
     c = compiled(fun)
     primals, tangents = tuple(primals), tuple(tangents)
     if len(primals) != len(tangents):
         raise S2SADError("jvp needs one tangent per primal", hint="Pass tangents of the same structure.")
     argnums = tuple(i for i, p in enumerate(primals) if _dtype_of(p).kind == "f")
-    primals = _bind(fun, primals, {}) if len(primals) != len(c.params) else primals
+    primals = bind(fun, primals, {}) if len(primals) != len(c.params) else primals
     _check_args(c, primals, argnums)
     if _is_array(c):
         return _array_jvp(c, primals, tangents, argnums, backend)
@@ -655,7 +604,7 @@ def vjp(fun: Callable, *primals, backend: str = "auto", mode: str = "auto"):
     `mode`: "store" the partials of elementwise sites in the forward pass, "recompute"
     them in the pullback, or "auto"; both give identical results."""
     _check_mode(mode)
-    fun = _target(fun, "vjp")
+    fun = target(fun, "vjp")
     out, pullback = _vjp(compiled(fun), fun, primals, backend, mode)
     return out, marks.mark_derivative(_pullback_of(pullback, len(primals)), "vjp", fun)
 
@@ -669,7 +618,7 @@ def _pullback_of(pullback: Callable, given: int) -> Callable:
 
 def _vjp(c, fun: Callable, primals, backend: str, mode: str):
     float_nums = tuple(i for i in range(len(primals)) if _dtype_of(primals[i]).kind == "f")
-    primals = _bind(fun, primals, {}) if len(primals) != len(c.params) else tuple(primals)
+    primals = bind(fun, primals, {}) if len(primals) != len(c.params) else tuple(primals)
     _check_args(c, primals, float_nums)
     if _is_array(c):
         out, pull = c.vjp(primals, float_nums, mode, backend)
@@ -789,7 +738,7 @@ def broadcast(f: Callable, *args, backend: str = "auto"):
         prim = rules.python_callables().get(f) if _hashable(f) else None
         if prim is not None:
             return f(*args)  # a numpy/math primitive: numpy already applies it
-        fun = _target(f, "broadcast")
+        fun = target(f, "broadcast")
         pf = entry_function(parse_function(fun))
         with recording() as log:
             program = normalize(pf)
@@ -799,9 +748,9 @@ def broadcast(f: Callable, *args, backend: str = "auto"):
     kernel, fun = entry[0], entry[2] or f
     program = kernel.program
     n_args = len(program.params) - len(program.captures) - len(program.state)
-    if len(args) < n_args and _arity(fun) == n_args:    # defaults to fill in
+    if len(args) < n_args and arity(fun) == n_args:    # defaults to fill in
         try:
-            args = _bind(fun, args, {})
+            args = bind(fun, args, {})
         except TypeError:
             pass
     if len(args) != n_args:
@@ -847,7 +796,7 @@ def explain(fun: Callable, argnums=0, *, mode: str = "auto") -> Explanation:
         d = mark.derivative
         fun, argnums, mode = d.fun, d.argnums_spec, d.mode
     else:
-        fun = _target(fun, "explain")
+        fun = target(fun, "explain")
     c = compiled(fun)
     pf = parse_function(c.fun)
     lines = [f"s2sad.explain: {c.fun.__qualname__} ({pf.location()})"]
@@ -884,14 +833,14 @@ class Differentiable(marks.HoldsUserFunction):
     called inside a differentiated function, its function is what is differentiated."""
 
     def __init__(self, fun: Callable, argnums=0, backend: str = "auto"):
-        target = _target(fun, "differentiate")
+        planned = target(fun, "differentiate")
         functools.update_wrapper(self, fun)
-        self.__wrapped_fun__ = target
+        self.__wrapped_fun__ = planned
         self._call = fun
         self.argnums = argnums
         self.backend = backend
-        self._vg = Derivative(target, argnums, backend, "value_and_grad")
-        self._g = Derivative(target, argnums, backend, "grad")
+        self._vg = Derivative(planned, argnums, backend, "value_and_grad")
+        self._g = Derivative(planned, argnums, backend, "grad")
         self.__s2sad__ = self._vg
 
     def __call__(self, *args, **kwargs):

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import ast
 import builtins
-import copy
 import hashlib
 import linecache
 import math
@@ -25,7 +24,7 @@ import gast
 import numpy as np
 
 from . import forwarders, marks
-from .errors import HigherOrderNotSupportedError, NoSourceError, SourceLocation, UnsupportedSyntaxError
+from .errors import NoSourceError, SourceLocation, UnsupportedSyntaxError
 
 
 @dataclass
@@ -133,7 +132,7 @@ def parse_function(fn: Callable, used_at: SourceLocation | None = None) -> Parse
     for its function; a derivative s2sad made is refused (HigherOrderNotSupportedError)."""
     mark = marks.derivative_mark(fn)
     if mark is not None:
-        raise higher_order_error(fn, mark, used_at)
+        raise marks.higher_order_error(mark, used_at)
     fn = marks.user_function_of(fn) or forwarded(fn) or fn
     if not isinstance(fn, types.FunctionType):
         name = getattr(fn, "__name__", repr(fn))
@@ -175,38 +174,6 @@ def forwarded(fn: Any) -> types.FunctionType | None:
             return None
         _FORWARDED[fn] = got
     return got[2]
-
-
-def entry_function(pf: ParsedFunction) -> ParsedFunction:
-    """The function s2sad differentiates as its passes see it: every parameter a call can
-    bind (positional-only, positional, keyword-only, in that order) is a plain parameter;
-    defaults are gone, since the entry points bind every argument before a call (api).
-    *args and **kwargs stay, for the passes to refuse. The parsed tree is not changed."""
-    a = pf.node.args
-    if not (a.posonlyargs or a.kwonlyargs or a.defaults or a.kw_defaults):
-        return pf
-    args = copy.copy(a)
-    args.args, args.posonlyargs, args.kwonlyargs = list(a.posonlyargs) + list(a.args) + list(a.kwonlyargs), [], []
-    args.defaults, args.kw_defaults = [], []
-    node = copy.copy(pf.node)
-    node.args = args
-    return ParsedFunction(pf.fn, node, pf.filename, pf.resolver)
-
-
-def higher_order_error(fn, mark: "marks.DerivativeMark", used_at: SourceLocation | None) -> HigherOrderNotSupportedError:
-    """The refusal of a derivative s2sad made, met where a function to differentiate was
-    expected: located where it is used, else at the function it is the derivative of."""
-    of = mark.of
-    of_name = getattr(of, "__qualname__", None) or getattr(of, "__name__", None) or repr(of)
-    where = used_at
-    if where is None and isinstance(of, types.FunctionType):
-        code = of.__code__
-        where = SourceLocation(code.co_filename, code.co_firstlineno, 0)
-    return HigherOrderNotSupportedError(
-        f"this function is s2sad.{mark.made_by}({of_name}), a derivative made by s2sad; differentiating "
-        "it again (a higher-order derivative) is not supported yet", where,
-        hint="Until higher-order derivatives land, write the derivative by hand as a Python function "
-             "and differentiate that, or register its derivative with s2sad.defrule.")
 
 
 # ---------------------------------------------------------------- free names

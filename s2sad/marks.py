@@ -9,13 +9,17 @@ Invariants:
   as written.
 - `user_function_of(value)` is the user's function inside an object s2sad made with
   @s2sad.differentiate (an instance of `HoldsUserFunction`), else None.
-- Nothing here runs user code: no getattr that could reach a user's __getattr__.
+- `higher_order_error` is the one refusal of a derivative met where a function to
+  differentiate was expected (parse_function, the entry points).
+- The recognisers run no user code: no getattr that could reach a user's __getattr__.
 """
 from __future__ import annotations
 
 import types
 from dataclasses import dataclass
 from typing import Any, Callable
+
+from .errors import HigherOrderNotSupportedError, SourceLocation
 
 DERIVATIVE_MARK = "__s2sad_derivative__"
 
@@ -43,6 +47,22 @@ def derivative_mark(value: Any) -> DerivativeMark | None:
         return None
     mark = value.__dict__.get(DERIVATIVE_MARK)
     return mark if isinstance(mark, DerivativeMark) else None
+
+
+def higher_order_error(mark: DerivativeMark, used_at: SourceLocation | None) -> HigherOrderNotSupportedError:
+    """The refusal of a derivative s2sad made, met where a function to differentiate was
+    expected: located where it is used, else at the function it is the derivative of."""
+    of = mark.of
+    of_name = getattr(of, "__qualname__", None) or getattr(of, "__name__", None) or repr(of)
+    where = used_at
+    if where is None and isinstance(of, types.FunctionType):
+        code = of.__code__
+        where = SourceLocation(code.co_filename, code.co_firstlineno, 0)
+    return HigherOrderNotSupportedError(
+        f"this function is s2sad.{mark.made_by}({of_name}), a derivative made by s2sad; differentiating "
+        "it again (a higher-order derivative) is not supported yet", where,
+        hint="Until higher-order derivatives land, write the derivative by hand as a Python function "
+             "and differentiate that, or register its derivative with s2sad.defrule.")
 
 
 class HoldsUserFunction:
