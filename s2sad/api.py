@@ -390,6 +390,9 @@ class Derivative:
     def __call__(self, *args):
         if len(args) != self.arity:     # defaults to fill in (grad_fun binds keywords)
             args = bind(self.fun, args, {})
+            r = self.hot(*args)
+            if r is not NotImplemented:
+                return (None, r) if self.grad_only else r
         fast = self._fast
         if fast is None or not fast[0].assumptions.hold():
             c = self.c

@@ -49,15 +49,19 @@ def derivative_mark(value: Any) -> DerivativeMark | None:
     return mark if isinstance(mark, DerivativeMark) else None
 
 
+def location_of_function(fn: Any) -> SourceLocation | None:
+    """Where a Python function's `def` (or lambda) starts; None for anything else."""
+    if type(fn) is not types.FunctionType:
+        return None
+    return SourceLocation(fn.__code__.co_filename, fn.__code__.co_firstlineno, 0)
+
+
 def higher_order_error(mark: DerivativeMark, used_at: SourceLocation | None) -> HigherOrderNotSupportedError:
     """The refusal of a derivative s2sad made, met where a function to differentiate was
     expected: located where it is used, else at the function it is the derivative of."""
     of = mark.of
     of_name = getattr(of, "__qualname__", None) or getattr(of, "__name__", None) or repr(of)
-    where = used_at
-    if where is None and isinstance(of, types.FunctionType):
-        code = of.__code__
-        where = SourceLocation(code.co_filename, code.co_firstlineno, 0)
+    where = used_at or location_of_function(of)
     return HigherOrderNotSupportedError(
         f"this function is s2sad.{mark.made_by}({of_name}), a derivative made by s2sad; differentiating "
         "it again (a higher-order derivative) is not supported yet", where,

@@ -510,6 +510,10 @@ def test_callables_without_source_or_rule_are_refused_with_what_to_do():
     assert err.value.location is not None and "np.sort" in err.value.location.source_line()
     with pytest.raises(s2sad.S2SADError, match="needs a function"):
         s2sad.grad(3.0)
+    cached = functools.lru_cache(cubic)     # a C wrapper: not seen through, whatever __wrapped__ says
+    with pytest.raises(s2sad.NoSourceError, match="__wrapped__") as err:
+        s2sad.grad(cached)
+    assert err.value.location.lineno == _line_of(cubic)
 
 
 def test_a_c_function_with_a_user_rule_passed_directly(backend):
@@ -584,3 +588,37 @@ def test_float32_and_float64_are_still_fine(backend):
     got = g(x32, V.astype(np.float32))
     assert got.dtype == np.float32 and np.allclose(got, V, rtol=1e-6)
     np.testing.assert_array_equal(g(X, V), V)
+
+
+# ---------------------------------------------------------------- binding, against Python's
+
+def _plain(x, k=2.0):
+    return x
+
+
+def _mixed(x, /, y, *, k=1.0, m):
+    return x
+
+
+def _kw_defaults(x, y=1.0, *, z=2.0):
+    return x
+
+
+CALLS = [((1.0,), {}), ((1.0, 2.0), {}), ((1.0, 2.0, 3.0), {}), ((), {"x": 1.0}), ((1.0,), {"k": 3.0}),
+         ((1.0,), {"y": 2.0, "m": 4.0}), ((1.0, 2.0), {"m": 4.0}), ((1.0,), {"x": 2.0}), ((1.0, 2.0), {"y": 3.0}),
+         ((1.0,), {"z": 5.0}), ((1.0,), {"q": 1.0}), ((), {}), ((1.0, 2.0), {"k": 1.0, "m": 2.0})]
+
+
+@pytest.mark.parametrize("fun", [_plain, _mixed, _kw_defaults])
+@pytest.mark.parametrize("args, kwargs", CALLS)
+def test_binding_is_pythons(fun, args, kwargs):
+    import inspect
+    from s2sad.targets import bind
+    try:
+        bound = inspect.signature(fun).bind(*args, **kwargs)
+    except TypeError:
+        with pytest.raises(TypeError, match=fun.__name__):
+            bind(fun, args, kwargs)
+        return
+    bound.apply_defaults()
+    assert bind(fun, args, kwargs) == tuple(bound.arguments.values())
