@@ -188,7 +188,7 @@ def _check_data(c: Compiled, i: int, a: Any) -> None:
         return
     if isinstance(a, complex):
         dtype = np.dtype(complex)
-    elif isinstance(a, (np.ndarray, np.generic)):
+    elif isinstance(a, (np.ndarray, np.generic)) or runtime._is_cupy(a):
         dtype = a.dtype
     elif isinstance(a, (list, tuple)):
         try:

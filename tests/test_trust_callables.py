@@ -298,6 +298,22 @@ def test_a_forwarding_decorator_is_differentiated_as_written(backend):
     assert value == pytest.approx(forwarded_with_default(X)) and tangent == pytest.approx(np.sum(40 * X * V))
 
 
+def lambda_forwarding(fn):
+    return functools.wraps(fn)(lambda *a, **k: 3.0 * fn(*a, **k))
+
+
+@lambda_forwarding
+def lambda_forwarded(x, k=2.0):
+    return k * x * x
+
+
+def test_a_lambda_forwarder(backend):
+    g = s2sad.grad(lambda_forwarded, backend=backend)
+    assert (g(1.5), g(1.5, k=1.0)) == (pytest.approx(18.0, rel=1e-15), pytest.approx(9.0, rel=1e-15))
+    got = s2sad.grad(lambda a: np.sum(s2sad.broadcast(lambda_forwarded, a)), backend=backend)(X)
+    np.testing.assert_allclose(got, 12 * X, rtol=1e-15)
+
+
 def test_a_wrapper_that_reads_its_args_otherwise_is_refused_where_it_is_defined():
     with pytest.raises(s2sad.UnsupportedSyntaxError, match=r"\*args") as err:
         s2sad.grad(peeked)(2.0)
