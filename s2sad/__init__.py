@@ -7,6 +7,7 @@ from .api import (broadcast, defrule, defvjp, differentiate, explain, grad, jvp,
 from .errors import (BackendUnavailableError, FreeVariableError, NonDifferentiableInputError,
                      NonScalarLossError, NoSourceError, RecursionNotSupportedError, S2SADError,
                      ShapeError, StatefulError, UnsupportedOperationError, UnsupportedSyntaxError)
+from .errors import HigherOrderNotSupportedError
 
 __version__ = "0.1.0"
 
@@ -15,4 +16,5 @@ __all__ = [
     "S2SADError", "UnsupportedSyntaxError", "NoSourceError", "RecursionNotSupportedError",
     "FreeVariableError", "NonDifferentiableInputError", "NonScalarLossError", "ShapeError",
     "StatefulError", "BackendUnavailableError", "UnsupportedOperationError",
+    "HigherOrderNotSupportedError",
 ]

@@ -86,3 +86,8 @@ class BackendUnavailableError(S2SADError):
 
 class UnsupportedOperationError(S2SADError):
     """A numpy function or method s2sad has no rule for."""
+
+
+class HigherOrderNotSupportedError(S2SADError):
+    """A derivative made by s2sad (grad, value_and_grad, a vjp pullback) given to s2sad
+    to differentiate again, or called inside a function s2sad differentiates."""
