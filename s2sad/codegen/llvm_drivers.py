@@ -17,6 +17,12 @@ the C ABI of kernel.py, chosen by the type of the spec:
 Both are built from `_DriverBody`: arguments by layout, element addressing, gradient
 updates, `nest` (the loop driver's two counted loops, o outer and i inner) and `loop`
 (one counted loop whose body may hold loops).
+
+Sums (the value's and each scalar param's gradient, kernel.py's `acc` and GRAD(scalar))
+are carried and stored as double whatever the dtype (`ACC`): a float32 term is widened
+before it is added, so that 10^7 float32 terms sum with float64's error, not float32's
+(a float32 sum of 2e7 x 0.1 is 0.3% off). The caller rounds the total to the dtype.
+For float64 nothing is widened: the float64 drivers are what they were.
 """
 from __future__ import annotations
 
@@ -28,7 +34,10 @@ from ..kernel import STRIDED_LAYOUTS, KernelModule, LoopSpec, ScanSpec
 from ..passes.scansplit import scan_plan
 from .llvm_lower import ALL_VECTOR_ISAS, LoweringError, _Body, _Module, _ref, driver_name
 
-__all__ = ["lower_module", "driver_name"]
+__all__ = ["lower_module", "driver_name", "ACC"]
+
+# the type of every sum a driver carries and of the memory it adds them into
+ACC = "double"
 
 
 def lower_module(kmod: KernelModule, spec: LoopSpec | ScanSpec, dtype, *,
@@ -85,6 +94,17 @@ class _DriverBody(_Body):
         self.i = self.flat = ""
         self.rows: dict[str, str] = {}
         self.n_inner = ""
+        self.A = ACC
+
+    def widen(self, v: str, hint: str) -> str:
+        """v (of the dtype) as an ACC term: fpext for float32, v itself for float64."""
+        if self.T == self.A:
+            return v
+        return self.inst(hint + ".wide", f"fpext {self.T} {v} to {self.A}")
+
+    def accumulate(self, into: str, cur: str, v: str, hint: str) -> None:
+        """into = cur + v in ACC, reassociable so that the loop vectorises."""
+        self.emit(f"{into} = fadd reassoc nsz {self.A} {cur}, {self.widen(v, hint)}")
 
     # -- the signature
 
@@ -121,11 +141,11 @@ class _DriverBody(_Body):
     def nest(self, n_outer: str, n_inner: str, operands: list, carried: list[tuple[str, str]],
              body: Callable[[list[_Carried]], None], reverse: bool = False, prefix: str = "") -> list[_Carried]:
         """Loops o over [0, n_outer), i over [0, n_inner) (both backwards when `reverse`),
-        entered from the current block. `carried` are (phi base name, initial value);
+        entered from the current block. `carried` are (phi base name, initial value), sums
+        of type ACC;
         `body(carried)` emits the element's code (one block: self.i and self.flat are its
         indices) and defines each `nxt`. Leaves the exit block open, where each `outer`
         holds the value after the last element."""
-        T = self.T
         lab = lambda name: _ref("%", name)  # noqa: E731
         o_cond = self.new_block(prefix + "outer.cond")
         o_body = self.new_block(prefix + "outer.body")
@@ -146,7 +166,7 @@ class _DriverBody(_Body):
         self.emit(f"{o_phi} = phi i64 [ {n_outer if reverse else 0}, {lab(pre)} ], "
                   f"[ {o_step}, {lab(o_latch)} ]")
         for c in cs:
-            self.emit(f"{c.outer} = phi {T} [ {c.init}, {lab(pre)} ], [ {c.cur}, {lab(o_latch)} ]")
+            self.emit(f"{c.outer} = phi {self.A} [ {c.init}, {lab(pre)} ], [ {c.cur}, {lab(o_latch)} ]")
         more = (self.inst("outer.more", f"icmp sgt i64 {o_phi}, 0") if reverse
                 else self.inst("outer.more", f"icmp slt i64 {o_phi}, {n_outer}"))
         self.cbr(more, o_body, exit_)
@@ -166,7 +186,7 @@ class _DriverBody(_Body):
         self.emit(f"{i_phi} = phi i64 [ {n_inner if reverse else 0}, {lab(o_body)} ], "
                   f"[ {i_step}, {lab(i_body)} ]")
         for c in cs:
-            self.emit(f"{c.cur} = phi {T} [ {c.outer}, {lab(o_body)} ], [ {c.nxt}, {lab(i_body)} ]")
+            self.emit(f"{c.cur} = phi {self.A} [ {c.outer}, {lab(o_body)} ], [ {c.nxt}, {lab(i_body)} ]")
         more = (self.inst("inner.more", f"icmp sgt i64 {i_phi}, 0") if reverse
                 else self.inst("inner.more", f"icmp slt i64 {i_phi}, {n_inner}"))
         self.cbr(more, i_body, o_latch)
@@ -191,12 +211,14 @@ class _DriverBody(_Body):
         return cs
 
     def loop(self, lo: str, hi: str, inits: list[str], hints: list[str],
-             body: Callable[[str, list[str]], list[str]], reverse: bool = False, prefix: str = "") -> list[str]:
+             body: Callable[[str, list[str]], list[str]], reverse: bool = False, prefix: str = "",
+             types: list[str] | None = None) -> list[str]:
         """A counted loop over e in [lo, hi) (from hi - 1 down to lo when `reverse`),
         entered from the current block, carrying values in phis (`inits`, named after
-        `hints`). `body(e, values)` may emit blocks; it returns the values after element e.
-        Leaves the exit block open; returns the values after the last element."""
-        T = self.T
+        `hints`, of `types`: the dtype's when not given). `body(e, values)` may emit blocks;
+        it returns the values after element e. Leaves the exit block open; returns the
+        values after the last element."""
+        types = types or [self.T] * len(inits)
         lab = lambda name: _ref("%", name)  # noqa: E731
         enter = self.label
         cond, body_b, exit_ = (self.new_block(prefix + n) for n in ("cond", "body", "exit"))
@@ -214,7 +236,8 @@ class _DriverBody(_Body):
         latch = self.label
         self.br(cond)
         phis = [f"{idx} = phi i64 [ {hi if reverse else lo}, {lab(enter)} ], [ {step}, {lab(latch)} ]"]
-        phis += [f"{c} = phi {T} [ {i}, {lab(enter)} ], [ {x}, {lab(latch)} ]" for c, i, x in zip(curs, inits, nxts)]
+        phis += [f"{c} = phi {t} [ {i}, {lab(enter)} ], [ {x}, {lab(latch)} ]"
+                 for c, t, i, x in zip(curs, types, inits, nxts)]
         cond_lines[0:0] = ["  " + p for p in phis]
         self.start(exit_)
         return curs
@@ -278,7 +301,7 @@ class _DriverBody(_Body):
         T = self.T
         if g[0] == "sum":
             c = sums[g[1]]
-            self.emit(f"{c.nxt} = fadd reassoc nsz {T} {c.cur}, {contrib}")
+            self.accumulate(c.nxt, c.cur, contrib, base)
         elif g[0] == "contig":
             self.emit(f"store {T} {contrib}, ptr {self.flat_ptr(g[1], base)}")
         else:
@@ -292,11 +315,11 @@ class _DriverBody(_Body):
             self.emit(f"store {T} {new}, ptr {p}")
 
     def flush_sum(self, name: str, ptr: str, total: str) -> None:
-        """ptr[0] += total (after a nest)."""
-        T = self.T
-        old = self.inst(name + ".old", f"load {T}, ptr {ptr}")
-        new = self.inst(name + ".new", f"fadd {T} {old}, {total}")
-        self.emit(f"store {T} {new}, ptr {ptr}")
+        """ptr[0] += total (after a nest), both ACC."""
+        A = self.A
+        old = self.inst(name + ".old", f"load {A}, ptr {ptr}")
+        new = self.inst(name + ".new", f"fadd {A} {old}, {total}")
+        self.emit(f"store {A} {new}, ptr {ptr}")
 
 
 def _active_indices(kmod: KernelModule, names: Iterable[str], params: tuple[str, ...]) -> list[int]:
@@ -362,7 +385,7 @@ def _emit_loop_driver(m: _Module) -> str:
             d.emit(f"store {T} {value}, ptr {d.flat_ptr(out, 'out')}")
         if acc:
             c = sums[acc]
-            d.emit(f"{c.nxt} = fadd reassoc nsz {T} {c.cur}, {value}")
+            d.accumulate(c.nxt, c.cur, value, "value")
         if spec.partials:
             s = d.seed_value(seed, spec.seed)
             for k, g, dv in zip(active_idx, grads, partials):
@@ -560,7 +583,9 @@ class _ScanSweeps:
         if sig.out:
             d.emit(f"store {T} {value}, ptr {d.elem_ptr(sig.out, e, 'out')}")
         if sig.acc:
-            vsum = d.inst("value.sum", f"fadd reassoc nsz {T} {vsum}, {value}")
+            nxt = d.local("value.sum")
+            d.accumulate(nxt, vsum, value, "value")
+            vsum = nxt
         return new, vsum
 
     def reverse_element(self, e: str, slot: str, lams: list[str], gsums: list[str]) -> tuple[list[str], list[str]]:
@@ -593,7 +618,9 @@ class _ScanSweeps:
             base = sig.names[a] + "_bar"
             contrib = combine(n, base)
             if g[0] == "sum":
-                gsums[n_sum] = d.inst(base + ".sum", f"fadd reassoc nsz {T} {gsums[n_sum]}, {contrib}")
+                nxt = d.local(base + ".sum")
+                d.accumulate(nxt, gsums[n_sum], contrib, base)
+                gsums[n_sum] = nxt
                 n_sum += 1
             elif g[0] == "contig":
                 d.emit(f"store {T} {contrib}, ptr {d.elem_ptr(g[1], e, base)}")
@@ -618,6 +645,7 @@ class _ScanSweeps:
         has_sum = self.vsum is not None
         inits = self.states + ([self.vsum] if has_sum else [])
         hints = list(self.sig.states) + (["value.sum"] if has_sum else [])
+        types = [d.T] * k + [d.A] * has_sum
 
         def block(kb: str, curs: list[str]) -> list[str]:
             lo, hi, count = self.bounds(kb)
@@ -628,9 +656,9 @@ class _ScanSweeps:
                 new, vsum = self.forward_element(e, t, cs[:k], cs[k] if has_sum else None)
                 return new + ([vsum] if has_sum else [])
 
-            return d.loop("0", count, curs, hints, step, prefix="fwd.")
+            return d.loop("0", count, curs, hints, step, prefix="fwd.", types=types)
 
-        out = d.loop("0", self.nblocks, inits, hints, block, prefix="fwd.block.")
+        out = d.loop("0", self.nblocks, inits, hints, block, prefix="fwd.block.", types=types)
         self.states = out[:k]
         if has_sum:
             self.vsum = out[k]
@@ -640,6 +668,7 @@ class _ScanSweeps:
         d, k = self.d, self.k
         inits = self.lams + self.gsums
         hints = [s + "_bar" for s in self.sig.states] + [nm + ".sum" for nm, _ in self.sum_grads]
+        types = [d.T] * k + [d.A] * len(self.gsums)
 
         def block(kb: str, curs: list[str]) -> list[str]:
             lo, hi, count = self.bounds(kb)
@@ -650,9 +679,9 @@ class _ScanSweeps:
                 lams, gsums = self.reverse_element(e, t, cs[:k], cs[k:])
                 return lams + gsums
 
-            return d.loop("0", count, curs, hints, step, reverse=True, prefix="rev.")
+            return d.loop("0", count, curs, hints, step, reverse=True, prefix="rev.", types=types)
 
-        out = d.loop("0", self.nblocks, inits, hints, block, reverse=True, prefix="rev.block.")
+        out = d.loop("0", self.nblocks, inits, hints, block, reverse=True, prefix="rev.block.", types=types)
         self.lams, self.gsums = out[:k], out[k:]
 
     def fused(self) -> None:
@@ -665,6 +694,7 @@ class _ScanSweeps:
         hints = (list(self.sig.states) + (["value.sum"] if has_sum else [])
                  + [s + "_bar" for s in self.sig.states] + [nm + ".sum" for nm, _ in self.sum_grads])
         nf = k + has_sum
+        types = [d.T] * k + [d.A] * has_sum + [d.T] * k + [d.A] * n_g
 
         def block(kb: str, curs: list[str]) -> list[str]:
             lo, hi, count = self.bounds(kb)
@@ -682,9 +712,9 @@ class _ScanSweeps:
                 lams, gsums = self.reverse_element(re, rt, cs[nf:nf + k], cs[nf + k:])
                 return new + ([vsum] if has_sum else []) + lams + gsums
 
-            return d.loop("0", count, curs, hints, step, prefix="scan.")
+            return d.loop("0", count, curs, hints, step, prefix="scan.", types=types)
 
-        out = d.loop("0", self.nblocks, inits, hints, block, prefix="block.")
+        out = d.loop("0", self.nblocks, inits, hints, block, prefix="block.", types=types)
         self.states = out[:k]
         if has_sum:
             self.vsum = out[k]
