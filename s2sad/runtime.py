@@ -50,6 +50,7 @@ from .kernel import KernelModule, KernelSignature, LoopSpec
 from .passes.activity import result_kind
 from .passes.forward import make_dual
 from .passes.normalize import ScalarProgram
+from .threads import num_threads, run_chunks
 
 BACKENDS = ("auto", "python", "llvm", "cuda")
 
@@ -514,50 +515,6 @@ def _ptr(a: np.ndarray) -> int:
 THREAD_MIN = 200_000
 
 
-def num_threads() -> int:
-    env = os.environ.get("S2SAD_NUM_THREADS")
-    if env:
-        try:
-            return max(1, int(env))
-        except ValueError:
-            pass
-    return os.cpu_count() or 1
-
-
-_POOL: list = []
-
-
-def _pool(n: int):
-    if not _POOL or _POOL[0]._max_workers < n:
-        from concurrent.futures import ThreadPoolExecutor
-        _POOL[:] = [ThreadPoolExecutor(max_workers=n, thread_name_prefix="s2sad")]
-    return _POOL[0]
-
-
-def _run_chunks(run: Callable[[int], None], n_chunks: int, n_threads: int) -> None:
-    """run(c) for every chunk c, on n_threads threads: the calling thread and
-    n_threads - 1 of the pool's, each taking the next chunk not yet taken. A thread
-    that starts late or is descheduled takes fewer chunks instead of finishing last
-    with half the work. (Which thread runs a chunk does not change any result: each
-    chunk writes its own slice and its own accumulators.)"""
-    if n_threads <= 1 or n_chunks <= 1:
-        for c in range(n_chunks):
-            run(c)
-        return
-    taken = iter(range(n_chunks))     # next() on it is atomic under the GIL
-
-    def worker() -> None:
-        for c in taken:
-            run(c)
-
-    helpers = [_pool(n_threads - 1).submit(worker) for _ in range(n_threads - 1)]
-    try:
-        worker()
-    finally:                          # never return while a helper still writes
-        for f in helpers:
-            f.result()
-
-
 def _fast_layouts(args: Sequence[Any]):
     """(layouts, shape, dtype) when every arg is a float scalar or a C-contiguous float
     array of one common shape (at least 2 elements); else None."""
@@ -724,7 +681,7 @@ def _threaded_sum_dual(fp: _FastPlan, args, layouts, dtype, grads, scale, n, val
             v += [g + lo * itemsize if g is not None else acc + (g0 + k) * accsize for k, g in enumerate(gbase)]
         fp.cfunc(*v)
 
-    _run_chunks(run, len(chunks), threads)
+    run_chunks(run, len(chunks), threads)
     return accs.reshape(len(chunks), width).sum(axis=0)
 
 
@@ -743,7 +700,7 @@ def _fast_apply(kernel: Kernel, args, fast):
         cfunc(*argv)
 
     chunks, threads = _split(n)
-    _run_chunks(lambda c: run(*chunks[c]), len(chunks), threads)
+    run_chunks(lambda c: run(*chunks[c]), len(chunks), threads)
     return out
 
 
