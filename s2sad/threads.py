@@ -26,8 +26,11 @@ ENV = "S2SAD_NUM_THREADS"
 MAX_PER_CORE = 4
 
 
+_CORES = os.cpu_count() or 1      # read once: os.cpu_count costs tens of microseconds a call
+
+
 def default_threads() -> int:
-    return os.cpu_count() or 1
+    return _CORES
 
 
 def max_threads() -> int:

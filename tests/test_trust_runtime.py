@@ -259,3 +259,29 @@ def test_an_empty_value_means_the_default(monkeypatch, recwarn):
     monkeypatch.setenv("S2SAD_NUM_THREADS", "")
     assert threads.num_threads() == (os.cpu_count() or 1)
     assert not recwarn.list
+
+
+# ------------------------------------------------------------------ what the float32 drivers are
+
+def _sum_driver(dtype):
+    from s2sad.codegen import llvm_jit
+    from s2sad.kernel import LoopSpec
+
+    p = normalize(parse_function(child.square))
+    k = runtime.Kernel(p, p.entry)
+    spec = LoopSpec(("contig",), value="sum", partials=True, seed="scalar")
+    return llvm_jit.compile_driver(k.module(("z",)), spec, dtype)
+
+
+def test_float32_sums_are_double_in_a_loop_vectorised_at_float32_width():
+    """Each float32 term is widened and added in double; the inner loop asks for float32's
+    lanes (double's would halve the vector width). float64 drivers carry no such hint."""
+    import re
+
+    d = _sum_driver(np.float32)
+    hint = re.search(r'"llvm.loop.vectorize.width", i32 (\d+)', d.ir)
+    assert hint is not None and "fadd reassoc nsz double" in d.ir
+    lanes = int(hint.group(1))
+    assert re.search(rf"fpext <{lanes} x float> \S+ to <{lanes} x double>", d.optimized_ir)
+    assert f"load <{lanes} x float>" in d.optimized_ir
+    assert "llvm.loop.vectorize.width" not in _sum_driver(np.float64).ir

@@ -22,7 +22,9 @@ Sums (the value's and each scalar param's gradient, kernel.py's `acc` and GRAD(s
 are carried and stored as double whatever the dtype (`ACC`): a float32 term is widened
 before it is added, so that 10^7 float32 terms sum with float64's error, not float32's
 (a float32 sum of 2e7 x 0.1 is 0.3% off). The caller rounds the total to the dtype.
-For float64 nothing is widened: the float64 drivers are what they were.
+For float64 nothing is widened: the float64 drivers are what they were. A float32 loop
+with double sums would be vectorised at double's width (half the lanes, and libmvec's
+float variants not called): its inner loop is given float32's width (`LOOP_HINT`).
 """
 from __future__ import annotations
 
@@ -38,6 +40,8 @@ __all__ = ["lower_module", "driver_name", "ACC"]
 
 # the type of every sum a driver carries and of the memory it adds them into
 ACC = "double"
+# the loop metadata that asks the vectoriser for a width (in lanes): !{n} and !{n + 1}
+LOOP_HINT = 100
 
 
 def lower_module(kmod: KernelModule, spec: LoopSpec | ScanSpec, dtype, *,
@@ -95,6 +99,7 @@ class _DriverBody(_Body):
         self.rows: dict[str, str] = {}
         self.n_inner = ""
         self.A = ACC
+        self.lanes = 0      # > 0: the inner loop asks the vectoriser for this many lanes
 
     def widen(self, v: str, hint: str) -> str:
         """v (of the dtype) as an ACC term: fpext for float32, v itself for float64."""
@@ -134,7 +139,17 @@ class _DriverBody(_Body):
 
     def render_driver(self) -> str:
         head = f"define void {_ref('@', self.m.driver)}({', '.join(self.sig)}) #1 {{\n"
-        return head + self.render_blocks() + "\n}"
+        text = head + self.render_blocks() + "\n}"
+        if self.lanes:
+            text += (f"\n\n!{LOOP_HINT} = distinct !{{!{LOOP_HINT}, !{LOOP_HINT + 1}}}\n"
+                     f"!{LOOP_HINT + 1} = !{{!\"llvm.loop.vectorize.width\", i32 {self.lanes}}}")
+        return text
+
+    def dtype_lanes(self) -> int:
+        """The vector width in lanes of the dtype: the widest libmvec variant's, else
+        s2sad's own vector math's or the host's (0: not known)."""
+        bits = self.m.vector_bits or self.m.own_vector_bits
+        return bits // self.m.ty.bits if bits else 0
 
     # -- the loop nest
 
@@ -200,7 +215,10 @@ class _DriverBody(_Body):
         assert self.label == i_body, "a nest body is one block"
         if not reverse:
             self.emit(f"{i_step} = add nsw i64 {i_phi}, 1")
-        self.br(i_cond)
+        if self.lanes:
+            self.terminate(f"br label {lab(i_cond)}, !llvm.loop !{LOOP_HINT}", i_cond)
+        else:
+            self.br(i_cond)
 
         self.start(o_latch)
         if not reverse:
@@ -367,6 +385,8 @@ def _emit_loop_driver(m: _Module) -> str:
         accs.append(("value", acc))
     accs.extend((g[2], g[1]) for g in grads if g[0] == "sum")
     acc_names = {ptr: d.fresh(name + ".sum") for name, ptr in accs}
+    if accs and d.T != d.A:     # double sums in a float32 loop: vectorise at float32's width
+        d.lanes = d.dtype_lanes()
 
     d.start(d.new_block("entry"))
 
