@@ -101,6 +101,20 @@ def test_general_path_strided_input(monkeypatch):
     assert_at_numpys_error(v[1], x)
 
 
+def test_gradient_wrt_a_column_and_row_sums():
+    """A float32 (n, 1) param broadcast along long rows: each row's gradient is a double
+    sum (float32 in-register sums were 0.006% off), and so is a fused row sum."""
+    x = tenths().reshape(4, -1)
+    g = s2sad.grad(lambda c, x: np.sum(c * x))(np.ones((4, 1), F32), x)
+    assert g.dtype == F32 and g.shape == (4, 1)
+    for row, gr in zip(x, g[:, 0]):
+        assert_at_numpys_error(gr, row)
+    rows = lambda x: np.sum(np.sum(s2sad.broadcast(lambda z: z * 1.0, x), axis=1) ** 2)  # noqa: E731
+    v = s2sad.value_and_grad(rows)(x)[0]
+    exact = float(np.sum(np.sum(x.astype(np.float64), axis=1) ** 2))
+    assert abs(v - exact) <= 4 * np.spacing(F32(exact))
+
+
 def test_vjp_of_a_broadcast_scalar():
     x = tenths()
     _, pullback = s2sad.vjp(lambda a: a * x, np.ones(1, F32))

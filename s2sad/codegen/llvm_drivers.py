@@ -22,6 +22,8 @@ Sums (the value's and each scalar param's gradient, kernel.py's `acc` and GRAD(s
 are carried and stored as double whatever the dtype (`ACC`): a float32 term is widened
 before it is added, so that 10^7 float32 terms sum with float64's error, not float32's
 (a float32 sum of 2e7 x 0.1 is 0.3% off). The caller rounds the total to the dtype.
+Likewise a float32 column's gradient (a param broadcast along the inner axis) is summed
+over each row in a double, added into its float cell once per row (`nest`'s row sums).
 For float64 nothing is widened: the float64 drivers are what they were. A float32 loop
 with double sums would be vectorised at double's width (half the lanes, and libmvec's
 float variants not called): its inner loop is given float32's width (`LOOP_HINT`).
@@ -100,6 +102,7 @@ class _DriverBody(_Body):
         self.n_inner = ""
         self.A = ACC
         self.lanes = 0      # > 0: the inner loop asks the vectoriser for this many lanes
+        self.row_carried: dict[str, _Carried] = {}    # column grads' row sums (`nest`)
 
     def widen(self, v: str, hint: str) -> str:
         """v (of the dtype) as an ACC term: fpext for float32, v itself for float64."""
@@ -154,13 +157,17 @@ class _DriverBody(_Body):
     # -- the loop nest
 
     def nest(self, n_outer: str, n_inner: str, operands: list, carried: list[tuple[str, str]],
-             body: Callable[[list[_Carried]], None], reverse: bool = False, prefix: str = "") -> list[_Carried]:
+             body: Callable[[list[_Carried]], None], reverse: bool = False, prefix: str = "",
+             row_sums: list[tuple[str, tuple]] = ()) -> list[_Carried]:
         """Loops o over [0, n_outer), i over [0, n_inner) (both backwards when `reverse`),
         entered from the current block. `carried` are (phi base name, initial value), sums
         of type ACC;
         `body(carried)` emits the element's code (one block: self.i and self.flat are its
         indices) and defines each `nxt`. Leaves the exit block open, where each `outer`
-        holds the value after the last element."""
+        holds the value after the last element. `row_sums` are (base name, column grad
+        group): ACC sums from 0.0 at each row (in `self.row_carried` by pointer while the
+        body is emitted; the body defines each `nxt`), added into the column's T cell
+        after the row."""
         lab = lambda name: _ref("%", name)  # noqa: E731
         o_cond = self.new_block(prefix + "outer.cond")
         o_body = self.new_block(prefix + "outer.body")
@@ -174,6 +181,8 @@ class _DriverBody(_Body):
             o_phi, o_step, i_phi, i_step = (self.local(n) for n in ("o", "o.next", "i", "i.next"))
         cs = [_Carried(init, self.local(base + ".o"), self.local(base + ".i"), self.local(base + ".next"))
               for base, init in carried]
+        rs = [_Carried("0.0", "", self.local(base + ".row"), self.local(base + ".row.next")) for base, _ in row_sums]
+        self.row_carried = {g[1]: c for (_, g), c in zip(row_sums, rs)}
         pre = self.label
         self.br(o_cond)
 
@@ -202,6 +211,8 @@ class _DriverBody(_Body):
                   f"[ {i_step}, {lab(i_body)} ]")
         for c in cs:
             self.emit(f"{c.cur} = phi {self.A} [ {c.outer}, {lab(o_body)} ], [ {c.nxt}, {lab(i_body)} ]")
+        for c in rs:
+            self.emit(f"{c.cur} = phi {self.A} [ 0.0, {lab(o_body)} ], [ {c.nxt}, {lab(i_body)} ]")
         more = (self.inst("inner.more", f"icmp sgt i64 {i_phi}, 0") if reverse
                 else self.inst("inner.more", f"icmp slt i64 {i_phi}, {n_inner}"))
         self.cbr(more, i_body, o_latch)
@@ -221,6 +232,11 @@ class _DriverBody(_Body):
             self.br(i_cond)
 
         self.start(o_latch)
+        for (base, g), c in zip(row_sums, rs):     # the row's sum into the column's cell
+            p = self.inst(base + ".ptr", f"getelementptr inbounds {self.T}, ptr {g[1]}, i64 {self.rows[g[1]]}")
+            old = self.widen(self.inst(base + ".old", f"load {self.T}, ptr {p}"), base + ".old")
+            new = self.inst(base + ".new", f"fadd {self.A} {old}, {c.cur}")
+            self.emit(f"store {self.T} {self.inst(base + '.new.t', f'fptrunc {self.A} {new} to {self.T}')}, ptr {p}")
         if not reverse:
             self.emit(f"{o_step} = add nsw i64 {o_phi}, 1")
         self.br(o_cond)
@@ -322,6 +338,9 @@ class _DriverBody(_Body):
             self.accumulate(c.nxt, c.cur, contrib, base)
         elif g[0] == "contig":
             self.emit(f"store {T} {contrib}, ptr {self.flat_ptr(g[1], base)}")
+        elif g[0] == "column" and g[1] in self.row_carried:
+            c = self.row_carried[g[1]]
+            self.accumulate(c.nxt, c.cur, contrib, base)
         else:
             # a column's element is summed over the inner loop: reassociated, so that the
             # loop vectorises; anything else in element order (a row's sum then has
@@ -385,7 +404,9 @@ def _emit_loop_driver(m: _Module) -> str:
         accs.append(("value", acc))
     accs.extend((g[2], g[1]) for g in grads if g[0] == "sum")
     acc_names = {ptr: d.fresh(name + ".sum") for name, ptr in accs}
-    if accs and d.T != d.A:     # double sums in a float32 loop: vectorise at float32's width
+    # a float32 column's gradient: a double sum per row (`nest`)
+    row_sums = [(g[2] + ".col", g) for g in grads if g[0] == "column"] if d.T != d.A else []
+    if (accs or row_sums) and d.T != d.A:     # double sums in a float32 loop: vectorise at float32's width
         d.lanes = d.dtype_lanes()
 
     d.start(d.new_block("entry"))
@@ -420,7 +441,7 @@ def _emit_loop_driver(m: _Module) -> str:
             d.emit(f"store {T} {total}, ptr {d.flat_ptr(out_dot, 'out_dot')}")
 
     cs = d.nest(n_outer, n_inner, params + grads + tangents,
-                [(acc_names[ptr], "0.0") for _, ptr in accs], element)
+                [(acc_names[ptr], "0.0") for _, ptr in accs], element, row_sums=row_sums)
     for (name, ptr), c in zip(accs, cs):
         d.flush_sum(name, ptr, c.outer)
     d.terminate("ret void")
