@@ -35,7 +35,6 @@ import dataclasses
 import functools
 import hashlib
 import math
-import os
 import re
 import sys
 from dataclasses import dataclass, field
