@@ -109,7 +109,7 @@ def run_both(kmod: KernelModule, spec: LoopSpec, dtype, no: int, ni: int, seed: 
                   for k, lay in enumerate(layouts)]
     n = no * ni
     outs: dict[str, Operand | None] = {}
-    acc0 = np.array([0.25], dtype=dtype)
+    acc0 = np.array([0.25], dtype=np.float64)     # sums are double for every dtype (kernel.py)
     seed_op = None
     if spec.partials:
         seed_op = (Operand("scalar", dtype, no, ni, lambda n: [0.75]) if spec.seed == "scalar"
@@ -120,7 +120,7 @@ def run_both(kmod: KernelModule, spec: LoopSpec, dtype, no: int, ni: int, seed: 
         if not spec.partials:
             break
         if lay == "scalar":
-            g = Operand("contig", dtype, 1, 1, lambda n: [0.5])
+            g = Operand("contig", np.float64, 1, 1, lambda n: [0.5])
             g.layout = "gsum"
         else:
             g = Operand(lay, dtype, no, ni, lambda n: rng.uniform(0.0, 1.0, n),

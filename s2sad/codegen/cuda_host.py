@@ -288,7 +288,8 @@ def _function(source: str, name: str, tag: str, args: Sequence[cuda.Arg]) -> Any
     lib = _LIBS[h]
     fn = getattr(lib, name + "__host")
     real = ctypes.c_double if tag == "f64" else ctypes.c_float
-    kinds = {"index": ctypes.c_longlong, "value": real, "ptr": ctypes.c_void_p, "cptr": ctypes.c_void_p}
+    kinds = {"index": ctypes.c_longlong, "value": real, "ptr": ctypes.c_void_p, "cptr": ctypes.c_void_p,
+             "sums": ctypes.c_void_p, "csums": ctypes.c_void_p}
     fn.argtypes = [ctypes.c_uint, ctypes.c_uint] + [kinds[a.kind] for a in args]
     fn.restype = None
     _FUNCS[(h, name)] = fn
@@ -300,7 +301,7 @@ def call(source: str, name: str, tag: str, grid: int, block: int,
     """Launch kernel `name` of an already built `source` over grid x block emulated
     threads; args are (Arg, value) with numpy arrays for pointers."""
     fn = _function(source, name, tag, [a for a, _ in args])
-    conv = [v.ctypes.data if a.kind in ("ptr", "cptr") else v for a, v in args]
+    conv = [v.ctypes.data if a.kind in ("ptr", "cptr", "sums", "csums") else v for a, v in args]
     fn(int(grid), int(block), *conv)
     if _LIBS[_hash(source)].s2sad_host_take_error():
         raise RuntimeError(f"{name}: threads of a block diverged at __syncthreads "

@@ -99,7 +99,9 @@ def run_driver(fn: Callable, spec: LoopSpec, active_idx: tuple[int, ...], n_oute
     `active_idx` are the positions of the active params (those with partials);
     `params[i]` is a scalar, or for contig/strided layouts a tuple (array, so, si) of a
     flat array and element strides; grads and tangents likewise follow their param's
-    layout; out, acc, seed (array) and out_dot are flat arrays.
+    layout; out, acc, seed (array) and out_dot are flat arrays. `acc` and a scalar
+    param's gradient cell are float64 whatever the dtype (kernel.py's A): sums are
+    accumulated in float64, as the compiled drivers do, and rounded by the caller.
     """
     active_layouts = [spec.layouts[k] for k in active_idx]
     with np.errstate(all="ignore"):
