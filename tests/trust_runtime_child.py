@@ -42,3 +42,8 @@ def large_gradient(n: int) -> tuple[float, float, float]:
 
 def square(z):
     return z * z
+
+
+def forked_compile(x):
+    """Compiled fresh in a forked child (test_trust_runtime)."""
+    return np.sum(x * x * x + x)

@@ -50,6 +50,18 @@ from ..kernel import KernelModule, KernelSignature, LoopSpec, ScanSpec, active_i
 from . import objcache, objload
 
 _lock = _thread.RLock()        # (threading's RLock, without importing threading)
+
+
+def _new_lock_in_child() -> None:
+    """A child forked while another thread compiled would wait for `_lock` forever: it
+    gets its own. (LLVM objects a compile was building in the parent are not touched
+    again by the child: that compile's thread does not exist there.)"""
+    global _lock
+    _lock = _thread.RLock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_new_lock_in_child)
 _cache: dict[str, "CompiledDriver"] = {}     # disk key -> driver
 _libnames = itertools.count()
 _state: dict = {}
