@@ -2,14 +2,16 @@
 explain, source, defrule.
 
 A function to differentiate is planned once (source -> `LossPlan` -> `Kernel`) and the
-plan is cached on the function; the derivative that runs is generated Python source
-(`source(g)` prints it) calling the runtime's kernel entry points.
+plan is cached by the function's code (plancache.PlanCache): it serves every function of
+that code whose free names pass its Assumptions, and holds none of them; each call binds
+the function called (frontend.bound), whose cells and globals the plan reads. The
+derivative that runs is generated Python source (`source(g)` prints it) calling the
+runtime's kernel entry points.
 """
 from __future__ import annotations
 
 import functools
 import sys
-import weakref
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
@@ -17,26 +19,29 @@ import numpy as np
 
 from . import rules, runtime
 from .errors import NonDifferentiableInputError, NonScalarLossError, S2SADError, StatefulError
-from .frontend import Assumptions, parse_function, recording
+from .frontend import Assumptions, Resolver, bound, parse_function, recording
+from .plancache import PlanCache
 from .passes.elementwise import LossPlan, plan_loss
 from .passes.normalize import normalize
 from .runtime import Kernel
 
 # ---------------------------------------------------------------- planning
 
-_PLANS: "weakref.WeakKeyDictionary[Callable, Compiled]" = weakref.WeakKeyDictionary()
+_PLANS = PlanCache()
 
 
-@dataclass
 class Compiled:
-    """A differentiated function's plan: its fused kernel and how the loss reduces it."""
+    """A differentiated function's plan: its fused kernel and how the loss reduces it.
+    `fun` is the function called now (bound) or the one planned, held weakly."""
 
-    fun: Callable
-    plan: LossPlan
-    kernel: Kernel
-    params: list[str]
-    resolver: Any = None
-    assumptions: Any = None   # frontend.Assumptions: what the plan compiled in
+    def __init__(self, fun: Callable, plan: LossPlan, kernel: Kernel, params: list[str], resolver: Any = None):
+        self._handle = Resolver(fun)
+        self.plan, self.kernel, self.params, self.resolver = plan, kernel, params, resolver
+        self.assumptions: Any = None   # frontend.Assumptions: what the plan compiled in
+
+    @property
+    def fun(self) -> Callable:
+        return self._handle.fn
 
     @property
     def name(self) -> str:
@@ -104,24 +109,39 @@ class Compiled:
 
 
 def compiled(fun: Callable) -> Compiled:
-    """The plan of `fun`, made once and reused while the free names it compiled in
-    (constants, functions) still hold the same values."""
+    """The plan serving `fun`: one made for its code whose compiled-in free names
+    (constants, functions) hold the same values and whose data names the same kinds;
+    else a new one, made once whatever the threads."""
     fun = getattr(fun, "__wrapped_fun__", fun)
-    c = _PLANS.get(fun)
-    if c is None or not c.assumptions.hold():
-        pf = parse_function(fun)
-        with recording() as log:
-            try:
-                plan = plan_loss(pf)
-            except S2SADError as e:
-                # not `R(elementwise)`: the whole function as an array program (passes/reverse.py)
-                c = _array_compiled(fun, pf, e)
-            else:
-                kernel = Kernel(plan.program, plan.program.entry)
-                c = Compiled(fun, plan, kernel, [a.id for a in pf.node.args.args], pf.resolver)
-        c.assumptions = Assumptions(log)
-        _PLANS[fun] = c
+    return _PLANS.get(fun, _serves, lambda: _plan(fun))
+
+
+def _serves(c, fun: Callable) -> bool:
+    return c.assumptions.hold(fun)
+
+
+def _plan(fun: Callable):
+    pf = parse_function(fun)
+    with recording() as log:
+        try:
+            plan = plan_loss(pf)
+        except S2SADError as e:
+            # not `R(elementwise)`: the whole function as an array program (passes/reverse.py)
+            c = _array_compiled(fun, pf, e)
+        else:
+            kernel = Kernel(plan.program, plan.program.entry)
+            c = Compiled(fun, plan, kernel, [a.id for a in pf.node.args.args], pf.resolver)
+    c.assumptions = Assumptions(log, PlanCache.key_of(fun))
     return c
+
+
+def calls_bound(api: Callable) -> Callable:
+    """`api(fun, ...)` run with fun bound (frontend.bound): the plan reads fun's values."""
+    @functools.wraps(api)
+    def run(fun, *args, **kwargs):
+        with bound(getattr(fun, "__wrapped_fun__", fun)):
+            return api(fun, *args, **kwargs)
+    return run
 
 
 def _array_compiled(fun: Callable, pf, planner_error: S2SADError):
@@ -251,7 +271,8 @@ class Derivative:
 
     def source(self) -> str:
         if self._text is None:
-            self._text = self._generate()
+            with bound(self.fun):
+                self._text = self._generate()
         return self._text
 
     def _generate(self) -> str:
@@ -348,8 +369,12 @@ class Derivative:
         return self._impl
 
     def __call__(self, *args):
+        with bound(self.fun):   # the plan reads this function's cells and globals
+            return self._call(args)
+
+    def _call(self, args):
         fast = self._fast
-        if fast is None or not fast[0].assumptions.hold():
+        if fast is None or not fast[0].assumptions.hold(self.fun):
             c = self.c
             if _is_array(c):
                 return self._array_call(c, args)
@@ -399,7 +424,9 @@ class Derivative:
         grads = [f"r[{slot[i]}]" for i in argnums]
         grads_text = grads[0] if not isinstance(self.argnums_spec, (tuple, list)) else \
             "(" + ", ".join(grads) + ("," if len(grads) == 1 else "") + ")"
-        checks = "entry is None" + (" or not hold()" if c.assumptions.entries else "")
+        # a swapped __code__ or a failed assumption: the full path plans again
+        checks = "entry is None" + (" or FUN.__code__ is not CODE" if hasattr(self.fun, "__code__") else "") \
+            + (" or not hold(FUN)" if c.assumptions.entries else "")
         # a scan's entry takes the state's values after the arguments and returns the final
         # state after the gradients; the state is written back once, as the full path does
         state_in = ", *read_state()" if scan else ""
@@ -413,8 +440,9 @@ class Derivative:
                 + (f"    write_state(r[{1 + len(active)}:])\n" if scan else "")
                 + f"    return {grads_text if self.grad_only else f'(r[0], {grads_text})'}\n")
         ns = {"entries": c.kernel.entries, "KEY": ("scan" if scan else "none" if self.grad_only else "sum", active),
-              "hold": c.assumptions.hold, "read_state": functools.partial(_read_state, c),
-              "write_state": functools.partial(_write_state, c)}
+              "hold": c.assumptions.hold, "FUN": self.fun, "CODE": c.assumptions.code,
+              "read_state": functools.partial(_read_state, c, self.fun),
+              "write_state": functools.partial(_write_state, c, fun=self.fun)}
         exec(compile(text, f"<s2sad hot path of {c.name}>", "exec"), ns)
         return ns["hot"]
 
@@ -453,11 +481,18 @@ def _as_value(v):
     return v
 
 
-def _read_state(c: Compiled) -> list[float]:
+def _read_state(c: Compiled, fun: Callable | None = None) -> list[float]:
+    """The state's values now (read through `fun`, bound, when given: the hot path)."""
+    if fun is not None:
+        with bound(fun):
+            return _read_state(c)
     return [float(cell.get()) for cell in c.plan.program.state]
 
 
-def _write_state(c: Compiled, values) -> None:
+def _write_state(c: Compiled, values, fun: Callable | None = None) -> None:
+    if fun is not None:
+        with bound(fun):
+            return _write_state(c, values)
     for cell, v in zip(c.plan.program.state, values):
         cell.set(v)
 
@@ -525,6 +560,7 @@ def _check_mode(mode: str) -> None:
         raise S2SADError(f"unknown mode {mode!r}", hint="Use mode='auto', 'store' or 'recompute'.")
 
 
+@calls_bound
 def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], *, backend: str = "auto"):
     """(fun(*primals), its directional derivative along tangents)."""
     c = compiled(fun)
@@ -550,6 +586,7 @@ def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], *, backe
     return out, out_dot
 
 
+@calls_bound
 def vjp(fun: Callable, *primals, backend: str = "auto", mode: str = "auto"):
     """(fun(*primals), pullback) with pullback(out_bar) -> one adjoint per primal.
     `mode`: "store" the partials of elementwise sites in the forward pass, "recompute"
@@ -660,21 +697,33 @@ def _per_primal(c: Compiled, primals, pairs, grads) -> tuple:
 
 # ---------------------------------------------------------------- broadcast
 
-_BROADCAST: "weakref.WeakKeyDictionary[Callable, Kernel]" = weakref.WeakKeyDictionary()
+_BROADCAST = PlanCache()   # code -> BroadcastPlan
+
+
+@dataclass
+class BroadcastPlan:
+    kernel: Kernel
+    assumptions: Any
 
 
 def broadcast(f: Callable, *args, backend: str = "auto"):
     """f applied elementwise with numpy broadcasting (scalars broadcast), compiled."""
-    entry = _BROADCAST.get(f)
-    if entry is None or not entry[1].hold():
-        prim = rules.python_callables().get(f) if _hashable(f) else None
-        if prim is not None:
-            return f(*args)  # a numpy/math primitive: numpy already applies it
-        pf = parse_function(f)
-        with recording() as log:
-            program = normalize(pf)
-        entry = _BROADCAST[f] = (Kernel(program, program.entry), Assumptions(log))
-    kernel = entry[0]
+    prim = rules.python_callables().get(f) if _hashable(f) else None
+    if prim is not None:
+        return f(*args)  # a numpy/math primitive: numpy already applies it
+    with bound(f):      # the plan reads f's cells and globals
+        return _broadcast(f, args, backend)
+
+
+def _broadcast_plan(f: Callable) -> BroadcastPlan:
+    pf = parse_function(f)
+    with recording() as log:
+        program = normalize(pf)
+    return BroadcastPlan(Kernel(program, program.entry), Assumptions(log, PlanCache.key_of(f)))
+
+
+def _broadcast(f: Callable, args, backend: str):
+    kernel = _BROADCAST.get(f, _serves, lambda: _broadcast_plan(f)).kernel
     program = kernel.program
     n_args = len(program.params) - len(program.captures) - len(program.state)
     if len(args) != n_args:
@@ -719,6 +768,11 @@ def explain(fun: Callable, argnums=0, *, mode: str = "auto") -> Explanation:
     d = getattr(fun, "__s2sad__", None)
     if d is not None:
         fun, argnums, mode = d.fun, d.argnums_spec, getattr(d, "mode", mode)
+    with bound(fun):
+        return _explain(fun, argnums, mode)
+
+
+def _explain(fun: Callable, argnums, mode: str) -> Explanation:
     c = compiled(fun)
     pf = parse_function(c.fun)
     lines = [f"s2sad.explain: {c.fun.__qualname__} ({pf.location()})"]

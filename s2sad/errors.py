@@ -86,3 +86,8 @@ class BackendUnavailableError(S2SADError):
 
 class UnsupportedOperationError(S2SADError):
     """A numpy function or method s2sad has no rule for."""
+
+
+class StaleSourceError(S2SADError):
+    """The source s2sad reads for a function is not the code Python runs (the file was
+    edited after the module was imported)."""
