@@ -131,7 +131,9 @@ def _find_ast_node(fn: types.FunctionType, tree: ast.Module) -> ast.AST | None:
     code = fn.__code__
     first = code.co_firstlineno
     argnames = list(code.co_varnames[: code.co_argcount])
-    if fn.__name__ == "<lambda>":
+    # the code's own name and line, not fn.__name__: the code is what runs (a swapped
+    # __code__ keeps the function's old name)
+    if code.co_name == "<lambda>":
         candidates = [n for n in ast.walk(tree) if isinstance(n, ast.Lambda) and n.lineno == first
                       and [a.arg for a in n.args.args] == argnames]
         if len(candidates) > 1:
@@ -146,7 +148,7 @@ def _find_ast_node(fn: types.FunctionType, tree: ast.Module) -> ast.AST | None:
             candidates = [max(inside, key=lambda n: n.col_offset)]  # the innermost one
         return candidates[0] if candidates else None
     for n in ast.walk(tree):
-        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == fn.__name__:
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == code.co_name:
             start = min([n.lineno] + [d.lineno for d in n.decorator_list])
             if start == first:
                 return n
