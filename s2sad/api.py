@@ -38,6 +38,9 @@ class Compiled:
         self._handle = Resolver(fun)
         self.plan, self.kernel, self.params, self.resolver = plan, kernel, params, resolver
         self.assumptions: Any = None   # frontend.Assumptions: what the plan compiled in
+        # generated derivatives and hot-path makers, shared by every grad object (and
+        # closure) this plan serves: a new closure per step generates nothing
+        self.generated: dict[tuple, Callable] = {}
 
     @property
     def fun(self) -> Callable:
@@ -348,25 +351,35 @@ class Derivative:
         state_params = c.kernel.params[len(c.kernel.params) - len(c.plan.program.state):] if c.plan.program.state else ()
         return "\n".join(lines) + "\n", active + tuple(state_params)
 
+    def _key(self, c, what: str) -> tuple:
+        return (what, self.what, self.backend, tuple(i % len(c.params) for i in self.argnums),
+                isinstance(self.argnums_spec, (tuple, list)))
+
     def implementation(self) -> Callable:
         if self._impl is None:
             c = self.c
-            namespace = {
-                c.kernel.name: c.kernel,
-                "sum_dual": functools.partial(runtime.sum_dual, backend=self.backend),
-                "sum_grads": functools.partial(runtime.sum_grads, backend=self.backend),
-                "broadcast_size": runtime.broadcast_size,
-                "check_scalar_loss": functools.partial(_check_scalar_loss, c),
-                "zeros_like": _zeros_like,
-                "scan_grads": _scan_value_and_grads(self.backend),
-                "read_state": functools.partial(_read_state, c),
-                "write_state": functools.partial(_write_state, c),
-            }
-            text = self._array_level()[0]
-            exec(compile(text, f"<s2sad derivative of {c.name}>", "exec"), namespace)
-            suffix = "__grad" if self.grad_only else "__value_and_grad"
-            self._impl = next(v for k, v in namespace.items() if k.endswith(suffix))
+            key = self._key(c, "impl")
+            if key not in c.generated:
+                c.generated[key] = self._generated_implementation(c)
+            self._impl = c.generated[key]
         return self._impl
+
+    def _generated_implementation(self, c) -> Callable:
+        namespace = {
+            c.kernel.name: c.kernel,
+            "sum_dual": functools.partial(runtime.sum_dual, backend=self.backend),
+            "sum_grads": functools.partial(runtime.sum_grads, backend=self.backend),
+            "broadcast_size": runtime.broadcast_size,
+            "check_scalar_loss": functools.partial(_check_scalar_loss, c),
+            "zeros_like": _zeros_like,
+            "scan_grads": _scan_value_and_grads(self.backend),
+            "read_state": functools.partial(_read_state, c),
+            "write_state": functools.partial(_write_state, c),
+        }
+        text = self._array_level()[0]
+        exec(compile(text, f"<s2sad derivative of {c.name}>", "exec"), namespace)
+        suffix = "__grad" if self.grad_only else "__value_and_grad"
+        return next(v for k, v in namespace.items() if k.endswith(suffix))
 
     def __call__(self, *args):
         with bound(self.fun):   # the plan reads this function's cells and globals
@@ -408,7 +421,14 @@ class Derivative:
         scan whose reverse sweep reads no tape (its state read before, written after).
         It declines (NotImplemented) whatever its entry declines, when the entry is not
         made yet (the first call), and when the plan's assumptions fail; the full path
-        then runs, and checks."""
+        then runs, and checks. Made once per plan (as `make(FUN)`, FUN the function
+        whose code it checks) and shared by the grad objects the plan serves."""
+        key = self._key(c, "hot")
+        if key not in c.generated:
+            c.generated[key] = self._hot_path_maker(c, float_value, has_free)
+        return c.generated[key](self.fun)
+
+    def _hot_path_maker(self, c, float_value: bool, has_free: bool) -> Callable:
         argnums = [i % len(c.params) for i in self.argnums]
         pairs = c.active_pairs(tuple(argnums))
         scan = bool(c.plan.program.state)
@@ -418,7 +438,7 @@ class Derivative:
                  and list(c.plan.inputs) == [("arg", j) for j in range(len(c.params))]
                  and all(index is None for _, _, index in pairs))
         if not plain:
-            return _decline
+            return lambda fun: _decline
         active = tuple(k for k, _, _ in pairs)
         slot = {i: 1 + j for j, (_, i, _) in enumerate(pairs)}
         grads = [f"r[{slot[i]}]" for i in argnums]
@@ -429,7 +449,7 @@ class Derivative:
             + (" or not hold(FUN)" if c.assumptions.entries else "")
         # a scan's entry takes the state's values after the arguments and returns the final
         # state after the gradients; the state is written back once, as the full path does
-        state_in = ", *read_state()" if scan else ""
+        state_in = ", *read_state(C, FUN)" if scan else ""
         text = (f"def hot(*args):\n"
                 f"    entry = entries.get(KEY)\n"
                 f"    if {checks}:\n"
@@ -437,14 +457,14 @@ class Derivative:
                 f"    r = entry(*args{state_in}, 1.0, {c.plan.reduction == 'mean'})\n"
                 f"    if r is NotImplemented:\n"
                 f"        return r\n"
-                + (f"    write_state(r[{1 + len(active)}:])\n" if scan else "")
+                + (f"    write_state(C, r[{1 + len(active)}:], FUN)\n" if scan else "")
                 + f"    return {grads_text if self.grad_only else f'(r[0], {grads_text})'}\n")
+        text = "def make(FUN):\n" + "".join("    " + line + "\n" for line in text.splitlines()) + "    return hot\n"
         ns = {"entries": c.kernel.entries, "KEY": ("scan" if scan else "none" if self.grad_only else "sum", active),
-              "hold": c.assumptions.hold, "FUN": self.fun, "CODE": c.assumptions.code,
-              "read_state": functools.partial(_read_state, c, self.fun),
-              "write_state": functools.partial(_write_state, c, fun=self.fun)}
+              "hold": c.assumptions.hold, "CODE": c.assumptions.code, "C": c,
+              "read_state": _read_state, "write_state": _write_state}
         exec(compile(text, f"<s2sad hot path of {c.name}>", "exec"), ns)
-        return ns["hot"]
+        return ns["make"]
 
     def _array_call(self, c, args):
         """The derivative of an array program (passes/reverse.py): generated once per
@@ -453,7 +473,7 @@ class Derivative:
         the plan's lookup, the argument checks and the call itself."""
         impl = self._array_impl
         if impl is None:
-            _check_args(c, args, self.argnums)
+            _check_call(c, args, self.argnums)    # (in full where the arguments are not plain)
             argnums = tuple(i % len(c.params) for i in self.argnums)
             fn = c.implementation(argnums, self.mode, self.backend, "grad" if self.grad_only else "value_and_grad")
             impl = self._array_impl = (fn, argnums)
@@ -708,11 +728,14 @@ class BroadcastPlan:
 
 def broadcast(f: Callable, *args, backend: str = "auto"):
     """f applied elementwise with numpy broadcasting (scalars broadcast), compiled."""
-    prim = rules.python_callables().get(f) if _hashable(f) else None
-    if prim is not None:
-        return f(*args)  # a numpy/math primitive: numpy already applies it
     with bound(f):      # the plan reads f's cells and globals
-        return _broadcast(f, args, backend)
+        plan = _BROADCAST.find(f, _serves)
+        if plan is None:
+            prim = rules.python_callables().get(f) if _hashable(f) else None
+            if prim is not None:
+                return f(*args)  # a numpy/math primitive: numpy already applies it
+            plan = _BROADCAST.get(f, _serves, lambda: _broadcast_plan(f))
+        return _broadcast(plan.kernel, f, args, backend)
 
 
 def _broadcast_plan(f: Callable) -> BroadcastPlan:
@@ -722,8 +745,7 @@ def _broadcast_plan(f: Callable) -> BroadcastPlan:
     return BroadcastPlan(Kernel(program, program.entry), Assumptions(log, PlanCache.key_of(f)))
 
 
-def _broadcast(f: Callable, args, backend: str):
-    kernel = _BROADCAST.get(f, _serves, lambda: _broadcast_plan(f)).kernel
+def _broadcast(kernel: Kernel, f: Callable, args, backend: str):
     program = kernel.program
     n_args = len(program.params) - len(program.captures) - len(program.state)
     if len(args) != n_args:

@@ -576,3 +576,15 @@ def test_closures_of_one_code_in_threads_read_their_own_values():
     for t in ts:
         t.join()
     assert not errors, errors[0]
+
+
+def test_assert_in_a_pytest_module_is_unsupported_syntax_not_stale():
+    """pytest rewrites asserts, so this function's code is not its text's: it is still
+    refused for what it is (assert is not differentiated)."""
+    def with_assert(x):
+        assert x.size > 0
+        return np.sum(x * x)
+    with pytest.raises(S2SADError) as info:
+        s2sad.grad(with_assert)(np.array([1.0, 2.0]))
+    assert not isinstance(info.value, StaleSourceError)
+    assert "assert" in str(info.value)
