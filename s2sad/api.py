@@ -20,7 +20,7 @@ import numpy as np
 from . import rules, runtime
 from .errors import NonDifferentiableInputError, NonScalarLossError, S2SADError, StatefulError
 from .frontend import Assumptions, Resolver, bound, parse_function, recording
-from .plancache import PlanCache
+from .plancache import PLANNING, PlanCache
 from .passes.elementwise import LossPlan, plan_loss
 from .passes.normalize import normalize
 from .runtime import Kernel
@@ -134,7 +134,7 @@ def _plan(fun: Callable):
         else:
             kernel = Kernel(plan.program, plan.program.entry)
             c = Compiled(fun, plan, kernel, [a.id for a in pf.node.args.args], pf.resolver)
-    c.assumptions = Assumptions(log, PlanCache.key_of(fun))
+    c.assumptions = Assumptions(log, PlanCache.key_of(fun), fun)
     return c
 
 
@@ -274,7 +274,7 @@ class Derivative:
 
     def source(self) -> str:
         if self._text is None:
-            with bound(self.fun):
+            with bound(self.fun), PLANNING:
                 self._text = self._generate()
         return self._text
 
@@ -359,8 +359,9 @@ class Derivative:
         if self._impl is None:
             c = self.c
             key = self._key(c, "impl")
-            if key not in c.generated:
-                c.generated[key] = self._generated_implementation(c)
+            with PLANNING:
+                if key not in c.generated:
+                    c.generated[key] = self._generated_implementation(c)
             self._impl = c.generated[key]
         return self._impl
 
@@ -424,8 +425,9 @@ class Derivative:
         then runs, and checks. Made once per plan (as `make(FUN)`, FUN the function
         whose code it checks) and shared by the grad objects the plan serves."""
         key = self._key(c, "hot")
-        if key not in c.generated:
-            c.generated[key] = self._hot_path_maker(c, float_value, has_free)
+        with PLANNING:
+            if key not in c.generated:
+                c.generated[key] = self._hot_path_maker(c, float_value, has_free)
         return c.generated[key](self.fun)
 
     def _hot_path_maker(self, c, float_value: bool, has_free: bool) -> Callable:
@@ -475,7 +477,8 @@ class Derivative:
         if impl is None:
             _check_call(c, args, self.argnums)    # (in full where the arguments are not plain)
             argnums = tuple(i % len(c.params) for i in self.argnums)
-            fn = c.implementation(argnums, self.mode, self.backend, "grad" if self.grad_only else "value_and_grad")
+            with PLANNING:   # (generates the derivative's code once)
+                fn = c.implementation(argnums, self.mode, self.backend, "grad" if self.grad_only else "value_and_grad")
             impl = self._array_impl = (fn, argnums)
         fn, argnums = impl
         _check_call(c, args, self.argnums)
@@ -742,7 +745,7 @@ def _broadcast_plan(f: Callable) -> BroadcastPlan:
     pf = parse_function(f)
     with recording() as log:
         program = normalize(pf)
-    return BroadcastPlan(Kernel(program, program.entry), Assumptions(log, PlanCache.key_of(f)))
+    return BroadcastPlan(Kernel(program, program.entry), Assumptions(log, PlanCache.key_of(f), f))
 
 
 def _broadcast(kernel: Kernel, f: Callable, args, backend: str):
@@ -795,6 +798,11 @@ def explain(fun: Callable, argnums=0, *, mode: str = "auto") -> Explanation:
 
 
 def _explain(fun: Callable, argnums, mode: str) -> Explanation:
+    with PLANNING:
+        return _explain_planned(fun, argnums, mode)
+
+
+def _explain_planned(fun: Callable, argnums, mode: str) -> Explanation:
     c = compiled(fun)
     pf = parse_function(c.fun)
     lines = [f"s2sad.explain: {c.fun.__qualname__} ({pf.location()})"]

@@ -10,10 +10,14 @@ Invariants:
 - The cache holds code objects and plans only; plans hold no user function, globals
   dict or closure value (frontend.Resolver reads them through a weak reference or the
   function bound for the call).
-- At most PER_CODE plans per code (the most recently used first) and MAX_CODES codes:
-  a program that makes functions without end (exec) keeps a bounded cache.
-- A first call from several threads plans once: planning runs under a lock per code,
-  and looks again once it holds it. `made` counts the plans made (tests read it).
+- At most PER_CODE plans per code (the newest first) and MAX_CODES codes: a program
+  that makes functions without end (exec) keeps a bounded cache.
+- A first call from several threads plans once: planning runs under PLANNING, and looks
+  again once it holds it. `made` counts the plans made (tests read it).
+- PLANNING is one lock for all of s2sad's planning and code generation, not one per
+  code: CPython 3.11's ast module keeps its recursion depth per interpreter, so parses
+  in two threads at once can fail ("AST constructor recursion depth mismatch"), and
+  planning is Python under the GIL anyway (one lock costs no parallelism).
 """
 from __future__ import annotations
 
@@ -22,13 +26,15 @@ from collections import OrderedDict
 from typing import Any, Callable
 
 
+PLANNING = threading.RLock()
+
+
 class PlanCache:
     PER_CODE = 8
     MAX_CODES = 1024
 
     def __init__(self) -> None:
         self._plans: "OrderedDict[Any, list]" = OrderedDict()
-        self._locks: dict[Any, threading.RLock] = {}
         self._guard = threading.Lock()
         self.made = 0
 
@@ -49,20 +55,12 @@ class PlanCache:
         plan = self.find(fun, serves)
         if plan is not None:
             return plan
-        key = self.key_of(fun)
-        with self._lock_of(key):
+        with PLANNING:
             plan = self.find(fun, serves)
             if plan is None:
                 plan = make()
-                self._add(key, plan)
+                self._add(self.key_of(fun), plan)
         return plan
-
-    def _lock_of(self, key) -> threading.RLock:
-        with self._guard:
-            lock = self._locks.get(key)
-            if lock is None:
-                lock = self._locks[key] = threading.RLock()
-            return lock
 
     def _add(self, key, plan) -> None:
         with self._guard:
@@ -70,8 +68,7 @@ class PlanCache:
             self._plans[key] = [plan] + list(self._plans.get(key, ()))[: self.PER_CODE - 1]
             self._plans.move_to_end(key)
             while len(self._plans) > self.MAX_CODES:
-                old, _ = self._plans.popitem(last=False)
-                self._locks.pop(old, None)
+                self._plans.popitem(last=False)
 
     def clear(self) -> None:
         with self._guard:
