@@ -155,7 +155,9 @@ def _array_compiled(fun: Callable, pf, planner_error: S2SADError):
     from .passes.elementwise import plan_scalar
     from .passes.reverse import ArrayCompiled
     try:
-        return ArrayCompiled(fun, pf, build_program(pf))
+        c = ArrayCompiled(fun, pf, build_program(pf))
+        c.generated = {}    # as Compiled.generated
+        return c
     except S2SADError as e:
         array_error = e
     try:  # a straight-line scalar function, e.g. with `and`: one scalar kernel, as with control flow
@@ -474,12 +476,17 @@ class Derivative:
         generated function is kept with its plan (`_array_impl`), so that a call costs
         the plan's lookup, the argument checks and the call itself."""
         impl = self._array_impl
-        if impl is None:
-            _check_call(c, args, self.argnums)    # (in full where the arguments are not plain)
-            argnums = tuple(i % len(c.params) for i in self.argnums)
-            with PLANNING:   # (generates the derivative's code once)
-                fn = c.implementation(argnums, self.mode, self.backend, "grad" if self.grad_only else "value_and_grad")
-            impl = self._array_impl = (fn, argnums)
+        if impl is None:   # (kept with the plan too: a new grad object of a known plan generates nothing)
+            key = (self.argnums, self.mode, self.backend, self.what)
+            impl = c.generated.get(key)
+            if impl is None:
+                _check_args(c, args, self.argnums)
+                argnums = tuple(i % len(c.params) for i in self.argnums)
+                with PLANNING:   # (generates the derivative's code once)
+                    fn = c.implementation(argnums, self.mode, self.backend,
+                                          "grad" if self.grad_only else "value_and_grad")
+                impl = c.generated[key] = (fn, argnums)
+            self._array_impl = impl
         fn, argnums = impl
         _check_call(c, args, self.argnums)
         free = c.free_values()
