@@ -134,7 +134,7 @@ def _plan(fun: Callable):
         else:
             kernel = Kernel(plan.program, plan.program.entry)
             c = Compiled(fun, plan, kernel, [a.id for a in pf.node.args.args], pf.resolver)
-    c.assumptions = Assumptions(log, PlanCache.key_of(fun), fun)
+    c.assumptions = Assumptions(log, PlanCache.key_of(fun))
     return c
 
 
@@ -752,7 +752,7 @@ def _broadcast_plan(f: Callable) -> BroadcastPlan:
     pf = parse_function(f)
     with recording() as log:
         program = normalize(pf)
-    return BroadcastPlan(Kernel(program, program.entry), Assumptions(log, PlanCache.key_of(f), f))
+    return BroadcastPlan(Kernel(program, program.entry), Assumptions(log, PlanCache.key_of(f)))
 
 
 def _broadcast(kernel: Kernel, f: Callable, args, backend: str):

@@ -213,8 +213,7 @@ class Assumptions:
     """What a plan took from outside its function, and the test each must pass for the
     plan to serve a call of a function `fun` (`hold(fun)`):
 
-    - fun's code is the planned code (a swapped `__code__` is planned again), and its
-      default values pass the tests below as the planned function's did;
+    - fun's code is the planned code (a swapped `__code__` is planned again);
     - a name whose value was compiled in holds an equal number or tuple (by type and
       value) or the same object (a function, held weakly);
     - a name read at call time (an array, list, dict) holds the same kind (for arrays,
@@ -224,16 +223,9 @@ class Assumptions:
     array: names are read from `fun` (the planned code's own names, directly from its
     globals and closure) or through their resolver (other functions', weakly held)."""
 
-    def __init__(self, log: list, code: types.CodeType, fun: Any = None) -> None:
+    def __init__(self, log: list, code: types.CodeType) -> None:
         self.code = code
         self._globals, self._cells, self._others, self.entries = [], [], [], []
-        defaults = getattr(fun, "__defaults__", None) or ()
-        kwdefaults = getattr(fun, "__kwdefaults__", None) or {}
-        self._defaults = None
-        if defaults or kwdefaults:
-            self._defaults = ([_expectation(v) for v in defaults],
-                              {k: _expectation(v) for k, v in kwdefaults.items()})
-            self.entries.append(("__defaults__", None))
         seen = set()
         for resolver, name, value in log:
             if isinstance(value, types.ModuleType) or (id(resolver), name) in seen:
@@ -255,8 +247,6 @@ class Assumptions:
         and cells directly)."""
         if getattr(fun, "__code__", fun) is not self.code:
             return False
-        if self._defaults is not None and not self._same_defaults(fun):
-            return False
         if self._globals:
             g = fun.__globals__
             for n, test, want in self._globals:
@@ -275,14 +265,6 @@ class Assumptions:
             if not test(r.current(n), want):
                 return False
         return True
-
-
-    def _same_defaults(self, fun) -> bool:
-        positional, keywords = self._defaults
-        d, kd = fun.__defaults__ or (), fun.__kwdefaults__ or {}
-        return (len(d) == len(positional) and kd.keys() == keywords.keys()
-                and all(test(v, want) for v, (test, want) in zip(d, positional))
-                and all(test(kd[k], want) for k, (test, want) in keywords.items()))
 
 
 def _expectation(value) -> tuple[Callable, Any]:

@@ -589,15 +589,3 @@ def test_assert_in_a_pytest_module_is_unsupported_syntax_not_stale():
     assert not isinstance(info.value, StaleSourceError)
     assert "assert" in str(info.value)
 
-
-def test_default_values_are_part_of_the_plans_key():
-    """Functions of one code with other default values never share a plan that may
-    have compiled a default in (default arguments themselves: see the callables work)."""
-    def make(k):
-        def f(x, k=k):
-            return x
-        return f
-    a, b = make(1.0), make(2.0)
-    c = api.compiled(a)
-    assert c.assumptions.hold(a) and not c.assumptions.hold(b)
-    assert api.compiled(make(1.0)) is c
