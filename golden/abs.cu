@@ -27,7 +27,7 @@ struct abs_loss__elementwise__dual_ret { double r0, r1; };
 
 __device__ abs_loss__elementwise__dual_ret abs_loss__elementwise__dual(double x)
 {
-    return abs_loss__elementwise__dual_ret{fabs(x), s2sad_sign(x)};
+    return abs_loss__elementwise__dual_ret{fabs(x), x >= 0.0 ? 1.0 : s2sad_sign(x)};
 }
 
 extern "C" __global__ void abs_loss__elementwise__c_sum_grads_f64(

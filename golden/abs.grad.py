@@ -11,4 +11,4 @@ def abs_loss__elementwise(x):
 
 
 def abs_loss__elementwise__dual(x):
-    return (abs(x), math.sign(x))
+    return (abs(x), 1.0 if x >= 0.0 else math.sign(x))

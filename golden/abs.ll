@@ -11,12 +11,23 @@ entry:
 define internal { double, double } @abs_loss__elementwise__dual(double %x) #0 {
 entry:
   %abs = call double @llvm.fabs.f64(double %x)
+  %ge = fcmp oge double %x, 0.0
+  br i1 %ge, label %cond.true, label %cond.false
+
+cond.true:
+  br label %cond.end
+
+cond.false:
   %sign.pos = fcmp ogt double %x, 0.0
   %sign.neg = fcmp olt double %x, 0.0
   %sign.lo = select i1 %sign.neg, double -1.0, double %x
   %sign = select i1 %sign.pos, double 1.0, double %sign.lo
+  br label %cond.end
+
+cond.end:
+  %cond = phi double [ 1.0, %cond.true ], [ %sign, %cond.false ]
   %ret.tuple = insertvalue { double, double } poison, double %abs, 0
-  %ret = insertvalue { double, double } %ret.tuple, double %sign, 1
+  %ret = insertvalue { double, double } %ret.tuple, double %cond, 1
   ret { double, double } %ret
 }
 

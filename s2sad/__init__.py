@@ -8,6 +8,7 @@ from .errors import (BackendUnavailableError, FreeVariableError, NonDifferentiab
                      NonScalarLossError, NoSourceError, RecursionNotSupportedError, S2SADError,
                      ShapeError, StaleSourceError, StatefulError, UnsupportedOperationError,
                      UnsupportedSyntaxError)
+from .errors import HigherOrderNotSupportedError
 
 __version__ = "0.1.0"
 
@@ -16,4 +17,5 @@ __all__ = [
     "S2SADError", "UnsupportedSyntaxError", "NoSourceError", "RecursionNotSupportedError",
     "FreeVariableError", "NonDifferentiableInputError", "NonScalarLossError", "ShapeError",
     "StatefulError", "StaleSourceError", "BackendUnavailableError", "UnsupportedOperationError",
+    "HigherOrderNotSupportedError",
 ]

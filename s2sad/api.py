@@ -12,18 +12,20 @@ from __future__ import annotations
 
 import functools
 import sys
+import types
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from . import rules, runtime
+from . import marks, rules, runtime
 from .errors import NonDifferentiableInputError, NonScalarLossError, S2SADError, StatefulError
 from .frontend import Assumptions, Resolver, bound, parse_function, recording
 from .plancache import PLANNING, PlanCache
 from .passes.elementwise import LossPlan, plan_loss
 from .passes.normalize import normalize
 from .runtime import Kernel
+from .targets import arity, bind, entry_function, target
 
 # ---------------------------------------------------------------- planning
 
@@ -115,7 +117,6 @@ def compiled(fun: Callable) -> Compiled:
     """The plan serving `fun`: one made for its code whose compiled-in free names
     (constants, functions) hold the same values and whose data names the same kinds;
     else a new one, made once whatever the threads."""
-    fun = getattr(fun, "__wrapped_fun__", fun)
     return _PLANS.get(fun, _serves, lambda: _plan(fun))
 
 
@@ -124,7 +125,7 @@ def _serves(c, fun: Callable) -> bool:
 
 
 def _plan(fun: Callable):
-    pf = parse_function(fun)
+    pf = entry_function(parse_function(fun))
     with recording() as log:
         try:
             plan = plan_loss(pf)
@@ -142,7 +143,11 @@ def calls_bound(api: Callable) -> Callable:
     """`api(fun, ...)` run with fun bound (frontend.bound): the plan reads fun's values."""
     @functools.wraps(api)
     def run(fun, *args, **kwargs):
-        with bound(getattr(fun, "__wrapped_fun__", fun)):
+        try:
+            planned = target(fun, api.__name__)   # what api plans (and binds)
+        except S2SADError:
+            planned = fun       # api raises it
+        with bound(planned):
             return api(fun, *args, **kwargs)
     return run
 
@@ -192,27 +197,61 @@ def _check_args(c: Compiled, args: Sequence[Any], argnums: tuple[int, ...]) -> N
                              hint="Pick argnums among the function's positional parameters.")
         a = args[i]
         dtype = _dtype_of(a)
-        if dtype.kind != "f" or isinstance(a, (bool, int, np.integer, np.bool_)):
+        if dtype.kind != "f" or dtype.itemsize > 8 or isinstance(a, (bool, int, np.integer, np.bool_)):
             what = f"dtype {dtype}" if isinstance(a, np.ndarray) else f"type {type(a).__name__}"
             raise NonDifferentiableInputError(
                 f"argument '{c.params[i]}' of {c.fun.__name__} has {what}; only float arguments "
                 f"(float32, float64) can be differentiated",
                 parse_function(c.fun).location(),
-                hint=f"Pass floats (e.g. np.asarray({c.params[i]}, dtype=float)), or leave "
+                hint=f"Pass floats (e.g. np.asarray({c.params[i]}, dtype=np.float64)), or leave "
                      f"'{c.params[i]}' out of argnums.")
+    for i, a in enumerate(args):
+        _check_data(c, i, a)
+
+
+def _check_data(c: Compiled, i: int, a: Any) -> None:
+    """Refuse an argument whose numbers s2sad would change: complex (the kernels are
+    real: the imaginary part would be dropped) or wider than float64 (long double: the
+    kernels compute in float64)."""
+    if type(a) is float or type(a) is int:
+        return
+    if isinstance(a, complex):
+        dtype = np.dtype(complex)
+    elif isinstance(a, (np.ndarray, np.generic)) or runtime._is_cupy(a):
+        dtype = a.dtype
+    elif isinstance(a, (list, tuple)):
+        try:
+            dtype = np.asarray(a).dtype
+        except (TypeError, ValueError):     # ragged, or not numbers: not numeric data
+            return
+    else:
+        return
+    if dtype.kind == "c" or (dtype.kind == "f" and dtype.itemsize > 8):
+        why = ("s2sad differentiates real code and would drop the imaginary part" if dtype.kind == "c" else
+               "s2sad computes in float64 or float32 and would silently lose the extra precision")
+        raise NonDifferentiableInputError(
+            f"argument '{c.params[i]}' of {c.fun.__name__} has dtype {dtype}: {why}",
+            parse_function(c.fun).location(),
+            hint="Pass float64 or float32 values (e.g. np.asarray(..., dtype=np.float64))"
+                 + ("; split complex numbers into their real and imaginary parts." if dtype.kind == "c" else "."))
 
 
 def _check_call(c, args: Sequence[Any], argnums: tuple[int, ...]) -> None:
-    """`_check_args` for a compiled derivative's call: the common case (float or float
-    ndarray arguments, as many as the function takes) is checked here, quickly;
+    """`_check_args` for a compiled derivative's call: the common case (float64/float32
+    or float ndarray arguments, as many as the function takes) is checked here, quickly;
     anything else in full."""
     for i in argnums:
         a = args[i] if i < len(args) else None
-        if not (type(a) is float or (type(a) is np.ndarray and a.dtype.kind == "f")):
+        if not (type(a) is float or (type(a) is np.ndarray and a.dtype.kind == "f" and a.dtype.itemsize <= 8)):
             _check_args(c, args, argnums)
             return
     if len(args) != len(c.params):
         _check_args(c, args, argnums)
+        return
+    if len(args) > len(argnums):    # data arguments: nothing complex or long double
+        for i, a in enumerate(args):
+            if type(a) is not float:
+                _check_data(c, i, a)
 
 
 def _dtype_of(a: Any) -> np.dtype:
@@ -254,7 +293,8 @@ class Derivative:
 
     def __init__(self, fun: Callable, argnums, backend: str, what: str, mode: str = "auto"):
         self.mode = mode
-        self.fun = getattr(fun, "__wrapped_fun__", fun)
+        self.fun = fun      # what targets.target gave
+        self.arity = arity(fun)
         self.argnums_spec = argnums
         self.argnums = _argnums_tuple(argnums)
         self.backend = backend
@@ -384,7 +424,16 @@ class Derivative:
         suffix = "__grad" if self.grad_only else "__value_and_grad"
         return next(v for k, v in namespace.items() if k.endswith(suffix))
 
+    def bind(self, args: Sequence[Any], kwargs: dict) -> tuple:
+        """The arguments of a call with keywords or defaults, one per parameter in order."""
+        return bind(self.fun, args, kwargs)
+
     def __call__(self, *args):
+        if len(args) != self.arity:     # defaults to fill in (grad_fun binds keywords)
+            args = bind(self.fun, args, {})
+            r = self.hot(*args)
+            if r is not NotImplemented:
+                return (None, r) if self.grad_only else r
         with bound(self.fun):   # the plan reads this function's cells and globals
             return self._call(args)
 
@@ -560,29 +609,33 @@ def value_and_grad(fun: Callable, argnums=0, *, backend: str = "auto", mode: str
     their partials in the forward pass, "recompute" them in the reverse pass, or "auto"
     (s2sad.explain says which); both give identical results."""
     _check_mode(mode)
-    d = Derivative(fun, argnums, backend, "value_and_grad", mode)
+    d = Derivative(target(fun, "value_and_grad"), argnums, backend, "value_and_grad", mode)
 
     @functools.wraps(fun)
-    def value_and_grad_fun(*args):
+    def value_and_grad_fun(*args, **kwargs):
+        if kwargs:
+            args = d.bind(args, kwargs)
         r = d.hot(*args)
         return d(*args) if r is NotImplemented else r
 
     value_and_grad_fun.__s2sad__ = d
-    return value_and_grad_fun
+    return marks.mark_derivative(value_and_grad_fun, "value_and_grad", fun, d)
 
 
 def grad(fun: Callable, argnums=0, *, backend: str = "auto", mode: str = "auto") -> Callable:
     """The gradient of a scalar loss; `mode` as for value_and_grad."""
     _check_mode(mode)
-    d = Derivative(fun, argnums, backend, "grad", mode)
+    d = Derivative(target(fun, "grad"), argnums, backend, "grad", mode)
 
     @functools.wraps(fun)
-    def grad_fun(*args):
+    def grad_fun(*args, **kwargs):
+        if kwargs:     # (keywords to positions; a positional call pays for nothing more)
+            args = d.bind(args, kwargs)
         r = d.hot(*args)
         return d(*args)[1] if r is NotImplemented else r
 
     grad_fun.__s2sad__ = d
-    return grad_fun
+    return marks.mark_derivative(grad_fun, "grad", fun, d)
 
 
 def _check_mode(mode: str) -> None:
@@ -592,12 +645,15 @@ def _check_mode(mode: str) -> None:
 
 @calls_bound
 def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], *, backend: str = "auto"):
-    """(fun(*primals), its directional derivative along tangents)."""
+    """(fun(*primals), its directional derivative along tangents); parameters not given
+    take their defaults (and no tangent)."""
+    fun = target(fun, "jvp")
     c = compiled(fun)
     primals, tangents = tuple(primals), tuple(tangents)
     if len(primals) != len(tangents):
         raise S2SADError("jvp needs one tangent per primal", hint="Pass tangents of the same structure.")
     argnums = tuple(i for i, p in enumerate(primals) if _dtype_of(p).kind == "f")
+    primals = bind(fun, primals, {}) if len(primals) != len(c.params) else primals
     _check_args(c, primals, argnums)
     if _is_array(c):
         return _array_jvp(c, primals, tangents, argnums, backend)
@@ -622,9 +678,21 @@ def vjp(fun: Callable, *primals, backend: str = "auto", mode: str = "auto"):
     `mode`: "store" the partials of elementwise sites in the forward pass, "recompute"
     them in the pullback, or "auto"; both give identical results."""
     _check_mode(mode)
-    c = compiled(fun)
-    argnums = tuple(range(len(primals)))
-    float_nums = tuple(i for i in argnums if _dtype_of(primals[i]).kind == "f")
+    fun = target(fun, "vjp")
+    out, pullback = _vjp(compiled(fun), fun, primals, backend, mode)
+    return out, marks.mark_derivative(_pullback_of(pullback, len(primals)), "vjp", fun)
+
+
+def _pullback_of(pullback: Callable, given: int) -> Callable:
+    """The pullback vjp returns: one adjoint per primal given (none for defaults)."""
+    def vjp_pullback(out_bar):
+        return pullback(out_bar)[:given]
+    return vjp_pullback
+
+
+def _vjp(c, fun: Callable, primals, backend: str, mode: str):
+    float_nums = tuple(i for i in range(len(primals)) if _dtype_of(primals[i]).kind == "f")
+    primals = bind(fun, primals, {}) if len(primals) != len(c.params) else tuple(primals)
     _check_args(c, primals, float_nums)
     if _is_array(c):
         out, pull = c.vjp(primals, float_nums, mode, backend)
@@ -673,13 +741,19 @@ def _array_per_primal(primals, float_nums, grads) -> tuple:
 
 
 def _array_jvp(c, primals, tangents, argnums, backend):
-    """jvp of an array program with a scalar result: its gradient dotted with the tangents."""
-    value, grads = c.value_and_grad(primals, argnums, "auto", backend)
+    """jvp of an array program with a scalar result: its gradient (the pullback of 1)
+    dotted with the tangents. Forward mode through array operations (an array result)
+    is not supported yet: refused, after the forward pass says the result's shape."""
+    value, pull = c.vjp(primals, argnums, "auto", backend)
     if np.size(value) != 1:
         from .errors import UnsupportedOperationError
         raise UnsupportedOperationError(
-            f"jvp of {c.fun.__name__}, an array program with an array result, is not supported yet",
-            parse_function(c.fun).location(), hint="Use s2sad.vjp, or reduce the result to a scalar.")
+            f"jvp of {c.fun.__name__}, whose result is an array of shape {np.shape(value)} computed with "
+            "array operations (not only elementwise ones), is not supported yet: forward mode through array "
+            "operations is not implemented", c.pf.location(c.program.return_node),
+            hint="Use s2sad.vjp (its pullback gives J^T v), or jvp of a function that reduces the result "
+                 "to a scalar.")
+    grads = pull(np.ones_like(value) if np.ndim(value) else 1.0)
     dot = sum(float(np.sum(np.asarray(g) * np.asarray(tangents[i]))) for g, i in zip(grads, argnums))
     return _as_value(value), dot
 
@@ -737,29 +811,38 @@ class BroadcastPlan:
 
 
 def broadcast(f: Callable, *args, backend: str = "auto"):
-    """f applied elementwise with numpy broadcasting (scalars broadcast), compiled."""
-    with bound(f):      # the plan reads f's cells and globals
-        plan = _BROADCAST.find(f, _serves)
-        if plan is None:
-            prim = rules.python_callables().get(f) if _hashable(f) else None
-            if prim is not None:
-                return f(*args)  # a numpy/math primitive: numpy already applies it
-            plan = _BROADCAST.get(f, _serves, lambda: _broadcast_plan(f))
-        return _broadcast(plan.kernel, f, args, backend)
+    """f applied elementwise with numpy broadcasting (scalars broadcast), compiled;
+    parameters not given take their defaults."""
+    plan = _BROADCAST.find(f, _serves) if type(f) is types.FunctionType else None
+    fun = f
+    if plan is None:
+        prim = rules.python_callables().get(f) if _hashable(f) else None
+        if prim is not None:
+            return f(*args)  # a numpy/math primitive: numpy already applies it
+        fun = target(f, "broadcast")
+        with bound(fun):
+            plan = _BROADCAST.get(fun, _serves, lambda: _broadcast_plan(fun))
+    with bound(fun):      # the plan reads fun's cells and globals
+        return _broadcast(plan.kernel, fun, args, backend)
 
 
 def _broadcast_plan(f: Callable) -> BroadcastPlan:
-    pf = parse_function(f)
+    pf = entry_function(parse_function(f))
     with recording() as log:
         program = normalize(pf)
     return BroadcastPlan(Kernel(program, program.entry), Assumptions(log, PlanCache.key_of(f)))
 
 
-def _broadcast(kernel: Kernel, f: Callable, args, backend: str):
+def _broadcast(kernel: Kernel, fun: Callable, args, backend: str):
     program = kernel.program
     n_args = len(program.params) - len(program.captures) - len(program.state)
+    if len(args) < n_args and arity(fun) == n_args:    # defaults to fill in
+        try:
+            args = bind(fun, args, {})
+        except TypeError:
+            pass
     if len(args) != n_args:
-        raise S2SADError(f"s2sad.broadcast: {getattr(f, '__name__', f)} takes {n_args} argument(s), "
+        raise S2SADError(f"s2sad.broadcast: {getattr(fun, '__name__', fun)} takes {n_args} argument(s), "
                          f"{len(args)} given", hint="Pass one array or number per parameter.")
     args = list(args) + [c.read() for c in program.captures]  # free data, read now
     state = program.state
@@ -796,10 +879,12 @@ def explain(fun: Callable, argnums=0, *, mode: str = "auto") -> Explanation:
     """Every elementwise site of `fun`, the path chosen for it, and why; for an array
     program also each primitive's rule, what was fused into each kernel, and whether
     its partials are stored or recomputed (`mode`, as for grad)."""
-    fun = getattr(fun, "__wrapped_fun__", fun)
-    d = getattr(fun, "__s2sad__", None)
-    if d is not None:
-        fun, argnums, mode = d.fun, d.argnums_spec, getattr(d, "mode", mode)
+    mark = marks.derivative_mark(fun)
+    if mark is not None and mark.derivative is not None:   # explain(grad(f)): f's plan, as that grad uses it
+        d = mark.derivative
+        fun, argnums, mode = d.fun, d.argnums_spec, d.mode
+    else:
+        fun = target(fun, "explain")
     with bound(fun):
         return _explain(fun, argnums, mode)
 
@@ -840,26 +925,34 @@ def source(g: Callable) -> str:
 
 # ---------------------------------------------------------------- differentiate
 
-class Differentiable:
-    """A function decorated with @s2sad.differentiate: callable as before, plus derivatives."""
+class Differentiable(marks.HoldsUserFunction):
+    """A function decorated with @s2sad.differentiate: callable as before, plus
+    derivatives. It is the user's function (marks.HoldsUserFunction): passed to grad or
+    called inside a differentiated function, its function is what is differentiated."""
 
     def __init__(self, fun: Callable, argnums=0, backend: str = "auto"):
+        planned = target(fun, "differentiate")
         functools.update_wrapper(self, fun)
-        self.__wrapped_fun__ = fun
+        self.__wrapped_fun__ = planned
+        self._call = fun
         self.argnums = argnums
         self.backend = backend
-        self._vg = Derivative(fun, argnums, backend, "value_and_grad")
-        self._g = Derivative(fun, argnums, backend, "grad")
+        self._vg = Derivative(planned, argnums, backend, "value_and_grad")
+        self._g = Derivative(planned, argnums, backend, "grad")
         self.__s2sad__ = self._vg
 
     def __call__(self, *args, **kwargs):
-        return self.__wrapped_fun__(*args, **kwargs)
+        return self._call(*args, **kwargs)
 
-    def grad(self, *args):
+    def grad(self, *args, **kwargs):
+        if kwargs:
+            args = self._g.bind(args, kwargs)
         r = self._g.hot(*args)
         return self._g(*args)[1] if r is NotImplemented else r
 
-    def value_and_grad(self, *args):
+    def value_and_grad(self, *args, **kwargs):
+        if kwargs:
+            args = self._vg.bind(args, kwargs)
         r = self._vg.hot(*args)
         return self._vg(*args) if r is NotImplemented else r
 

@@ -22,7 +22,6 @@ from __future__ import annotations
 import ast
 import builtins
 import hashlib
-import inspect
 import linecache
 import math
 import threading
@@ -34,7 +33,7 @@ from typing import Any, Callable
 import gast
 import numpy as np
 
-from . import sourcecheck
+from . import forwarders, marks, sourcecheck
 from .errors import NoSourceError, S2SADError, SourceLocation, StaleSourceError, UnsupportedSyntaxError
 
 
@@ -137,8 +136,8 @@ def _find_ast_node(fn: types.FunctionType, tree: ast.Module) -> ast.AST | None:
     code = fn.__code__
     first = code.co_firstlineno
     argnames = list(code.co_varnames[: code.co_argcount])
-    # the code's own name and line, not fn.__name__: the code is what runs (a swapped
-    # __code__ keeps the function's old name)
+    # the code's own name and line, not fn.__name__: the code is what runs (functools.wraps
+    # rewrites __name__; a swapped __code__ keeps the function's old name)
     if code.co_name == "<lambda>":
         candidates = [n for n in ast.walk(tree) if isinstance(n, ast.Lambda) and n.lineno == first
                       and [a.arg for a in n.args.args] == argnames]
@@ -171,8 +170,14 @@ def _first_column(code: types.CodeType) -> int | None:
 
 
 def parse_function(fn: Callable, used_at: SourceLocation | None = None) -> ParsedFunction:
-    """Find and parse `fn`'s source; NoSourceError (OPAQUE) when there is none."""
-    fn = inspect.unwrap(fn)
+    """Find and parse `fn`'s source; NoSourceError (OPAQUE) when there is none.
+    The source is `fn`'s own code, never what a decorator wraps (no inspect.unwrap: a
+    user's decorator is code to differentiate); an @s2sad.differentiate object stands
+    for its function; a derivative s2sad made is refused (HigherOrderNotSupportedError)."""
+    mark = marks.derivative_mark(fn)
+    if mark is not None:
+        raise marks.higher_order_error(mark, used_at)
+    fn = marks.user_function_of(fn) or forwarded(fn) or fn
     if not isinstance(fn, types.FunctionType):
         name = getattr(fn, "__name__", repr(fn))
         raise NoSourceError(
@@ -193,6 +198,26 @@ def parse_function(fn: Callable, used_at: SourceLocation | None = None) -> Parse
                                      location_of(fn.__code__.co_filename, node),
                                      hint="Write it as a plain def.")
     return ParsedFunction(fn, node, fn.__code__.co_filename, Resolver(fn))
+
+
+_FORWARDED: "weakref.WeakKeyDictionary[types.FunctionType, tuple]" = weakref.WeakKeyDictionary()
+
+
+def forwarded(fn: Any) -> types.FunctionType | None:
+    """A decorator's forwarding wrapper (`def wrapper(*args, **kwargs): return
+    fn(*args, **kwargs)`) spelled out with its callee's parameters (forwarders.py), or
+    None. Made again when the callee's name holds another function."""
+    if type(fn) is not types.FunctionType or not fn.__code__.co_flags & (0x04 | 0x08):  # *args, **kwargs
+        return None
+    got = _FORWARDED.get(fn)
+    resolver = Resolver(fn)
+    if got is None or resolver.current(got[0]) is not got[1]:
+        node = _find_node(fn)
+        got = forwarders.expand(fn, node, resolver.current, forwarded) if node is not None else None
+        if got is None:
+            return None
+        _FORWARDED[fn] = got
+    return got[2]
 
 
 # ---------------------------------------------------------------- free names
@@ -478,6 +503,13 @@ def classify(value: Any) -> Resolved:
         prim = None
     if prim is not None:
         return Resolved("primitive", prim)
+    # s2sad's own functions by its marks (functools.wraps copies __module__): a derivative
+    # is a "function" whose parse refuses it; a @differentiate object is its user function
+    if marks.derivative_mark(value) is not None:
+        return Resolved("function", value)
+    inner = marks.user_function_of(value) or forwarded(value)
+    if inner is not None:
+        return Resolved("function", inner)
     if getattr(value, "__module__", "") and str(getattr(value, "__module__", "")).startswith("s2sad"):
         return Resolved("s2sad", value)
     if isinstance(value, types.FunctionType):

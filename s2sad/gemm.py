@@ -28,7 +28,8 @@ from typing import Any
 import numpy as np
 
 from .codegen.llvm_gemm import NARROW_ROWS
-from .runtime import _ptr, _run_chunks, num_threads
+from .runtime import _ptr
+from .threads import num_threads, run_chunks
 
 MIN_COLUMNS = 2
 MAX_ROW_BYTES = 1024          # the right operand's row: 128 float64 or 256 float32
@@ -91,7 +92,7 @@ def _product(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     # b, so more ranges than threads would read it more often
     step = -(-p // (threads * NARROW_ROWS)) * NARROW_ROWS
     bounds = [(lo, min(p, lo + step)) for lo in range(0, p, step)]
-    _run_chunks(lambda i: f(*args, *bounds[i]), len(bounds), len(bounds))
+    run_chunks(lambda i: f(*args, *bounds[i]), len(bounds), len(bounds))
     return c
 
 

@@ -51,11 +51,11 @@ dtype's C type (double or float), is, in this order:
     void name(int64 n_outer, int64 n_inner,
               for each param p:     LAYOUT(p),
               value output:         T* out            if value == "store"  (contiguous, n_outer*n_inner)
-                                    T* acc            if value == "sum"    (acc[0] += sum of values)
+                                    A* acc            if value == "sum"    (acc[0] += sum of values)
               seed:                 T seed            if seed == "scalar"  (partials are multiplied by it)
                                     T* seed           if seed == "array"   (contiguous, one per element)
               for each active param a (partials == "reduce"):
-                                    GRAD(a)           layout of a: scalar -> T* g (g[0] += sum),
+                                    GRAD(a)           layout of a: scalar -> A* g (g[0] += sum),
                                                       contig -> T* g (g[i] = partial * seed),
                                                       strided -> T* g, int64 so, int64 si
                                                       (g[o*so + i*si] += partial * seed)
@@ -69,7 +69,9 @@ dtype's C type (double or float), is, in this order:
     LAYOUT(column)  = LAYOUT(strided) with si == 0: element at p[o*so], one value per o
 The last two are strided operands whose inner stride the driver knows, so that it
 reads a row as a vector and a column once per o; only the llvm backend is given them
-(runtime.launch refines "strided" where the strides allow).
+(runtime.launch refines "strided" where the strides allow). A, the type of the sums,
+is double for every dtype on the llvm and python backends (a float32 sum of 10^7
+terms keeps float64's error; the runtime rounds it to T once), T on the cuda backend.
 
 The entry's dual function (`forward.dual_name`) returns the value and one partial
 per active parameter; drivers with partials or tangents call it, drivers without
@@ -97,7 +99,7 @@ the state through, exactly as a Python loop over the elements would. Its C ABI:
               T* state                                              k values: in, the state
                                                                     before the first element;
                                                                     out, after the last
-              value output:         T* out (value == "store") | T* acc (value == "sum")
+              value output:         T* out (value == "store") | A* acc (value == "sum")
     and, when ScanSpec.grads:
               seed:                 T seed | T* seed                (scalar | array, as LoopSpec)
               for each active param a: GRAD(a)                     (as LoopSpec: scalar

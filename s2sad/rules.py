@@ -8,8 +8,11 @@ forms `in_i_bar += partial_i * out_bar`. Nothing else in s2sad knows a derivativ
 
 Every primitive call in a kernel is written `math.<name>(...)` (or as the operator
 for `+ - * / ** // %`, and `abs`/`min`/`max`/`int`/`float` as builtins). Generated
-Python runs with `math` bound to `s2sad.smath`, which adds `cbrt` and `sign` and
-gives IEEE results (NaN, inf) where the standard module raises.
+Python runs with `math` bound to `s2sad.smath`, which adds `cbrt`, `sign`, numpy's
+`maximum`/`minimum`, and gives IEEE results (NaN, inf) where the standard module raises.
+
+Where mathematics leaves the derivative a choice (a kink, a tie, 0 ** 0), a rule takes
+JAX's (README, "Numerical conventions"); a select in a rule says why in a comment.
 """
 from __future__ import annotations
 
@@ -59,7 +62,11 @@ _RULES = [
     # written with the reciprocal twice so that a kernel divides once (LLVM merges equal
     # divisions; a division costs as much as ten multiplications)
     _r("div", "x y", "1.0 / y", "-out * (1.0 / y)", spelling="op"),
-    _r("pow", "x y", "y * x ** (y - 1.0)", "out * math.log(x)", spelling="op"),
+    # the selects swap an argument, not a result (no branch around pow or log, which
+    # LLVM would not speculate): d/dx x**0 is 0 even at x = 0 (pow(x, 0.0) is 1, not
+    # 0 * inf); d/dy at x = 0 takes log(1) = 0 there, as JAX does
+    _r("pow", "x y", "y * x ** (y - 1.0 if y != 0.0 else 0.0)", "out * math.log(x if x != 0.0 else 1.0)",
+       spelling="op"),
     _r("floordiv", "x y", None, None, spelling="op"),
     _r("mod", "x y", "1.0", "-math.floor(x / y)", spelling="op"),
     _r("neg", "x", "-1.0", spelling="op"),
@@ -68,17 +75,24 @@ _RULES = [
     *[_r(c, "x y", None, None, spelling="op") for c in ("lt", "le", "gt", "ge", "eq", "ne")],
     _r("not", "x", None, spelling="op"),
     # builtins
-    _r("abs", "x", "math.sign(x)", spelling="builtin"),
+    # abs'(+-0) = 1, as JAX has it (a subgradient; not sign's 0); NaN stays NaN
+    _r("abs", "x", "1.0 if x >= 0.0 else math.sign(x)", spelling="builtin"),
+    # the argument Python returns takes the whole slope (max(a, b) is a on a tie)
     _r("min", "x y", "0.0 if y < x else 1.0", "1.0 if y < x else 0.0", spelling="builtin"),
     _r("max", "x y", "0.0 if y > x else 1.0", "1.0 if y > x else 0.0", spelling="builtin"),
     _r("float", "x", "1.0", spelling="builtin"),
     _r("int", "x", None, spelling="builtin"),
     _r("round", "x", None, spelling="builtin"),
     # math module and its numpy twins
-    _r("fabs", "x", "math.sign(x)"),
+    _r("fabs", "x", "1.0 if x >= 0.0 else math.sign(x)"),
     _r("sign", "x", None),
-    # the sign of y, not math.sign(y): copysign(x, 0.0) is |x|, whose slope is sign(x)
-    _r("copysign", "x y", "math.sign(x) * math.copysign(1.0, y)", None),
+    # numpy's maximum/minimum: NaN if either is NaN (slope 0 to both, as JAX); a tie
+    # splits the slope 0.5/0.5, as JAX does (np.clip is built from these)
+    _r("maximum", "x y", "0.5 if x == y else (1.0 if x > y else 0.0)", "0.5 if x == y else (1.0 if y > x else 0.0)"),
+    _r("minimum", "x y", "0.5 if x == y else (1.0 if x < y else 0.0)", "0.5 if x == y else (1.0 if y < x else 0.0)"),
+    # copysign(x, y) is +-|x| by the sign bit of y (not math.sign(y): copysign(x, 0.0)
+    # is |x|), so its slope is abs's, signed
+    _r("copysign", "x y", "(1.0 if x >= 0.0 else math.sign(x)) * math.copysign(1.0, y)", None),
     _r("floor", "x", None),
     _r("ceil", "x", None),
     _r("trunc", "x", None),
@@ -106,7 +120,9 @@ _RULES = [
     _r("atanh", "x", "1.0 / (1.0 - x * x)"),
     _r("erf", "x", "1.1283791670955126 * math.exp(-x * x)"),
     _r("erfc", "x", "-1.1283791670955126 * math.exp(-x * x)"),
-    _r("hypot", "x y", "x * (1.0 / out)", "y * (1.0 / out)"),
+    # at (0, 0), a cone's tip, 0.5 to each, as JAX gives (0 / 0 otherwise); x / out, not
+    # x * (1 / out), which is inf where out is subnormal (hypot(1e-310, 0))
+    _r("hypot", "x y", "x / out if out != 0.0 else 0.5", "y / out if out != 0.0 else 0.5"),
     _r("fmod", "x y", "1.0", "-math.trunc(x / y)"),
     _r("square", "x", "2.0 * x"),
     _r("reciprocal", "x", "-out * out"),
@@ -137,7 +153,7 @@ NUMPY_UFUNC_NAMES = {
     "tan": "tan", "arcsin": "asin", "arccos": "acos", "arctan": "atan", "arctan2": "atan2",
     "sinh": "sinh", "cosh": "cosh", "tanh": "tanh", "arcsinh": "asinh", "arccosh": "acosh",
     "arctanh": "atanh", "hypot": "hypot", "fmod": "fmod", "square": "square",
-    "reciprocal": "reciprocal", "maximum": "max", "minimum": "min", "power": "pow",
+    "reciprocal": "reciprocal", "maximum": "maximum", "minimum": "minimum", "power": "pow",
     "add": "add", "subtract": "sub", "multiply": "mul", "divide": "div",
     "true_divide": "div", "negative": "neg", "floor_divide": "floordiv", "mod": "mod",
     "remainder": "mod", "greater": "gt", "greater_equal": "ge", "less": "lt",

@@ -20,6 +20,13 @@ read in place when it is C-contiguous with the broadcast shape ("contig"), passe
 value when it has one element ("scalar"), and otherwise read through broadcast
 strides of a contiguous copy of itself ("strided"; the llvm driver is told "row" or
 "column" where the inner stride is 1 or 0, `_known_strides`).
+
+Sums (the value's, and the gradient of each param that is one element) are accumulated
+in float64 for every dtype on the CPU backends (`ACC_DTYPE`: the llvm drivers add in
+double, the python reference into float64 cells, threads' partial sums are combined
+in float64) and rounded to the dtype once, at the end (`rounded`): a float32 sum of
+10^7 terms has float64's error, then float32's last rounding, whatever the thread
+count. The cuda backend sums in the dtype (its block sums are a tree already).
 """
 from __future__ import annotations
 
@@ -28,7 +35,6 @@ import dataclasses
 import functools
 import hashlib
 import math
-import os
 import re
 import sys
 from dataclasses import dataclass, field
@@ -43,6 +49,7 @@ from .kernel import KernelModule, KernelSignature, LoopSpec
 from .passes.activity import result_kind
 from .passes.forward import make_dual
 from .passes.normalize import ScalarProgram
+from .threads import num_threads, run_chunks
 
 BACKENDS = ("auto", "python", "llvm", "cuda")
 
@@ -180,6 +187,19 @@ def compute_dtype(args: Sequence[Any]) -> np.dtype:
     if floats and all(d == np.float32 for d in floats):
         return np.dtype(np.float32)
     return np.dtype(np.float64)
+
+
+ACC_DTYPE = np.dtype(np.float64)
+
+
+def acc_dtype(backend: str, dtype: np.dtype) -> np.dtype:
+    """The dtype of a driver's sums (kernel.py's `acc` and scalar GRAD) on `backend`."""
+    return dtype if backend == "cuda" else ACC_DTYPE
+
+
+def rounded(total, dtype: np.dtype) -> float:
+    """A sum accumulated in float64, rounded to `dtype` (as a Python float)."""
+    return float(total) if dtype == ACC_DTYPE else float(dtype.type(total))
 
 
 def broadcast_shapes(*shapes: tuple[int, ...]) -> tuple[int, ...]:
@@ -494,50 +514,6 @@ def _ptr(a: np.ndarray) -> int:
 THREAD_MIN = 200_000
 
 
-def num_threads() -> int:
-    env = os.environ.get("S2SAD_NUM_THREADS")
-    if env:
-        try:
-            return max(1, int(env))
-        except ValueError:
-            pass
-    return os.cpu_count() or 1
-
-
-_POOL: list = []
-
-
-def _pool(n: int):
-    if not _POOL or _POOL[0]._max_workers < n:
-        from concurrent.futures import ThreadPoolExecutor
-        _POOL[:] = [ThreadPoolExecutor(max_workers=n, thread_name_prefix="s2sad")]
-    return _POOL[0]
-
-
-def _run_chunks(run: Callable[[int], None], n_chunks: int, n_threads: int) -> None:
-    """run(c) for every chunk c, on n_threads threads: the calling thread and
-    n_threads - 1 of the pool's, each taking the next chunk not yet taken. A thread
-    that starts late or is descheduled takes fewer chunks instead of finishing last
-    with half the work. (Which thread runs a chunk does not change any result: each
-    chunk writes its own slice and its own accumulators.)"""
-    if n_threads <= 1 or n_chunks <= 1:
-        for c in range(n_chunks):
-            run(c)
-        return
-    taken = iter(range(n_chunks))     # next() on it is atomic under the GIL
-
-    def worker() -> None:
-        for c in taken:
-            run(c)
-
-    helpers = [_pool(n_threads - 1).submit(worker) for _ in range(n_threads - 1)]
-    try:
-        worker()
-    finally:                          # never return while a helper still writes
-        for f in helpers:
-            f.result()
-
-
 def _fast_layouts(args: Sequence[Any]):
     """(layouts, shape, dtype) when every arg is a float scalar or a C-contiguous float
     array of one common shape (at least 2 elements); else None."""
@@ -639,8 +615,8 @@ def _fast_sum_dual(kernel: Kernel, args, active, scale, fast, value: str = "sum"
     grads = [np.empty(shape, dtype) if c else None for c in fp.contig_grads]
     totals = _threaded_sum_dual(fp, args, layouts, dtype, grads, scale, args[fp.first_contig].size, value)
     g0 = 1 if value == "sum" else 0   # slot of the first scalar grad: after the value sum, if any
-    return (float(totals[0]) * scale if g0 else None,
-            [g if g is not None else float(totals[g0 + k]) for k, g in enumerate(grads)])
+    return (rounded(totals[0], dtype) * scale if g0 else None,
+            [g if g is not None else rounded(totals[g0 + k], dtype) for k, g in enumerate(grads)])
 
 
 def _sum_dual_stub(fp: _FastPlan, layouts, dtype, value: str = "sum"):
@@ -655,37 +631,39 @@ def _sum_dual_stub(fp: _FastPlan, layouts, dtype, value: str = "sum"):
              f"    n = {first}.size",
              "    if n >= THREAD_MIN:",
              "        return None",
-             f"    accs = zeros({max(1, g0 + len(fp.grad_slots))}, dtype)",
+             f"    accs = zeros({max(1, g0 + len(fp.grad_slots))}, ACC_DTYPE)",
              "    acc = PTR(accs)"]
     gnames = []
+    total = "float" if dtype == ACC_DTYPE else "float32_total"   # `rounded`, inline for float64
     for k, (i, contig) in enumerate(zip(fp.grad_slots, fp.contig_grads)):
         if contig:
             lines.append(f"    g{k} = empty({first}.shape, dtype)")
             gnames.append((f"PTR(g{k})", f"g{k}"))
         else:
-            gnames.append((f"acc + {(g0 + k) * dtype.itemsize}", f"float(accs[{g0 + k}])"))
+            gnames.append((f"acc + {(g0 + k) * ACC_DTYPE.itemsize}", f"{total}(accs[{g0 + k}])"))
     call = ["1", "n"] + [f"PTR({p})" if l == "contig" else p for p, l in zip(params, layouts)] + ["acc"] * g0
     if fp.grad_slots:
         call += ["scale"] + [g[0] for g in gnames]
     lines.append(f"    cfunc({', '.join(call)})")
-    lines.append(f"    return {'float(accs[0]) * scale' if g0 else 'None'}, [{', '.join(g[1] for g in gnames)}]")
+    lines.append(f"    return {f'{total}(accs[0]) * scale' if g0 else 'None'}, [{', '.join(g[1] for g in gnames)}]")
     text = "\n".join(lines)
     if _DATA_OFFSET is not None:  # read the data pointer inline: a call less per array
         text = re.sub(r"PTR\((\w+)\)", rf"from_address(id(\1) + {_DATA_OFFSET}).value", text)
     ns = {"cfunc": fp.cfunc, "PTR": _ptr, "from_address": _from_address, "zeros": np.zeros,
-          "empty": np.empty, "dtype": dtype, "THREAD_MIN": THREAD_MIN}
+          "empty": np.empty, "dtype": dtype, "THREAD_MIN": THREAD_MIN, "ACC_DTYPE": ACC_DTYPE,
+          "float32_total": lambda v: float(np.float32(v))}
     exec(compile(text, "<s2sad call stub>", "exec"), ns)
     return ns["stub"]
 
 
 def _threaded_sum_dual(fp: _FastPlan, args, layouts, dtype, grads, scale, n, value: str = "sum"):
-    """Chunks of the index space on threads, each with its own accumulators (the value
-    sum first when value is "sum", then each scalar grad)."""
+    """Chunks of the index space on threads, each with its own float64 accumulators (the
+    value sum first when value is "sum", then each scalar grad), summed in float64."""
     chunks, threads = _split(n)
     g0 = 1 if value == "sum" else 0   # slot of the first scalar grad
     width = max(1, g0 + len(grads))
-    accs = np.zeros(width * len(chunks), dtype)
-    itemsize = dtype.itemsize
+    accs = np.zeros(width * len(chunks), ACC_DTYPE)
+    itemsize, accsize = dtype.itemsize, ACC_DTYPE.itemsize
     base = [_ptr(a) if l == "contig" else a for a, l in zip(args, layouts)]
     gbase = [_ptr(g) if g is not None else None for g in grads]
     acc0 = _ptr(accs)
@@ -694,15 +672,15 @@ def _threaded_sum_dual(fp: _FastPlan, args, layouts, dtype, grads, scale, n, val
         lo, hi = chunks[c]
         v = [1, hi - lo]
         v += [b + lo * itemsize if l == "contig" else b for b, l in zip(base, layouts)]
-        acc = acc0 + c * width * itemsize
+        acc = acc0 + c * width * accsize
         if g0:
             v.append(acc)
         if grads:
             v.append(scale)
-            v += [g + lo * itemsize if g is not None else acc + (g0 + k) * itemsize for k, g in enumerate(gbase)]
+            v += [g + lo * itemsize if g is not None else acc + (g0 + k) * accsize for k, g in enumerate(gbase)]
         fp.cfunc(*v)
 
-    _run_chunks(run, len(chunks), threads)
+    run_chunks(run, len(chunks), threads)
     return accs.reshape(len(chunks), width).sum(axis=0)
 
 
@@ -721,7 +699,7 @@ def _fast_apply(kernel: Kernel, args, fast):
         cfunc(*argv)
 
     chunks, threads = _split(n)
-    _run_chunks(lambda c: run(*chunks[c]), len(chunks), threads)
+    run_chunks(lambda c: run(*chunks[c]), len(chunks), threads)
     return out
 
 
@@ -754,13 +732,16 @@ def apply(kernel: Kernel, args: Sequence[Any], backend: str = "auto"):
     return _results(backend, args, out)
 
 
-def _grad_buffers(prep: Prepared, kernel: Kernel, active: tuple[str, ...], xp=np) -> list[np.ndarray]:
+def _grad_buffers(prep: Prepared, kernel: Kernel, active: tuple[str, ...], backend: str,
+                  xp=np) -> list[np.ndarray]:
+    """The gradient buffers a driver writes: a param of one element gets a sum, in
+    `acc_dtype` (`_shape_grad` rounds it to the dtype), any other an array of the dtype."""
     bufs = []
     for a in active:
         i = kernel.params.index(a)
         l = prep.layouts[i]
         if l == "scalar":
-            bufs.append(xp.zeros(1, prep.dtype))
+            bufs.append(xp.zeros(1, acc_dtype(backend, prep.dtype)))
         elif l == "contig":
             bufs.append(xp.empty(prep.shape, prep.dtype))
         else:
@@ -801,14 +782,14 @@ def sum_dual(kernel: Kernel, args: Sequence[Any], active: tuple[str, ...], scale
                                   "sum" if value else "none")
     backend = _backend_for(backend, args)
     xp, prep = _prepared(backend, args, kernel.params)
-    acc = xp.zeros(1, prep.dtype) if value else None
+    acc = xp.zeros(1, acc_dtype(backend, prep.dtype)) if value else None
     if not with_grads or not active:
         launch(kernel, backend, LoopSpec(prep.layouts, value="sum"), (), prep, acc=acc)
-        return float(acc[0]) * scale, []
-    grads = _grad_buffers(prep, kernel, active, xp)
+        return rounded(acc[0], prep.dtype) * scale, []
+    grads = _grad_buffers(prep, kernel, active, backend, xp)
     spec = LoopSpec(prep.layouts, value="sum" if value else "none", partials=True, seed="scalar")
     launch(kernel, backend, spec, active, prep, acc=acc, seed=scale, grads=grads)
-    return float(acc[0]) * scale if value else None, _results(backend, args, [
+    return rounded(acc[0], prep.dtype) * scale if value else None, _results(backend, args, [
         _shape_grad(g, prep, kernel.params.index(a)) for g, a in zip(grads, active)])
 
 
@@ -821,6 +802,7 @@ def sum_grads(kernel: Kernel, args: Sequence[Any], active: tuple[str, ...], scal
 
 def _shape_grad(g: np.ndarray, prep: Prepared, i: int):
     if prep.layouts[i] == "scalar":
+        g = g.astype(prep.dtype, copy=False)    # a sum in float64: rounded once
         return g.reshape(prep.shapes[i]) if prep.shapes[i] != () else g.reshape(())
     return g.reshape(prep.shapes[i]) if g.shape != prep.shapes[i] else g
 
@@ -868,13 +850,13 @@ def store_partials(kernel: Kernel, args: Sequence[Any], active: tuple[str, ...],
     if not active:
         launch(kernel, backend, LoopSpec(prep.layouts, value="store"), (), prep, out=out)
         return out, []
-    grads = _grad_buffers(prep, kernel, active)
+    grads = _grad_buffers(prep, kernel, active, backend)
     spec = LoopSpec(prep.layouts, value="store", partials=True, seed="scalar")
     launch(kernel, backend, spec, active, prep, out=out, seed=1.0, grads=grads)
     odt = _out_dtype(kernel, prep.dtype)
     if odt != prep.dtype:
         out = out != 0 if odt == np.dtype(bool) else out.astype(odt)
-    return out, [g.reshape(prep.shape) for g in grads]
+    return out, [g.astype(prep.dtype, copy=False).reshape(prep.shape) for g in grads]
 
 
 def vjp(kernel: Kernel, args: Sequence[Any], active: tuple[str, ...], out_bar: Any, backend: str = "auto"):
@@ -893,7 +875,7 @@ def vjp(kernel: Kernel, args: Sequence[Any], active: tuple[str, ...], out_bar: A
     ob = xp.asarray(out_bar, dtype=prep.dtype)
     if tuple(ob.shape) != tuple(prep.shape):
         ob = xp.broadcast_to(ob, prep.shape)
-    grads = _grad_buffers(prep, kernel, active, xp)
+    grads = _grad_buffers(prep, kernel, active, backend, xp)
     if ob.size == 1 and prep.shape == ():
         spec = LoopSpec(prep.layouts, value="none", partials=True, seed="scalar")
         launch(kernel, backend, spec, active, prep, seed=ob.item(), grads=grads)
@@ -929,7 +911,7 @@ def _seeded_vjp(kernel: Kernel, args: Sequence[Any], active: tuple[str, ...], fa
     if prep.shape != broadcast_shapes(*(np.shape(a) for a in args)):
         return None
     wrt = tuple(active) + tuple(seeded.params[len(kernel.params) + j] for j in factor_grads)
-    grads = _grad_buffers(prep, seeded, wrt)
+    grads = _grad_buffers(prep, seeded, wrt, backend)
     spec = LoopSpec(prep.layouts, value="none", partials=True, seed="scalar")
     launch(seeded, backend, spec, wrt, prep, seed=1.0, grads=grads)
     plan = seeded.launch_plans.get(_launch_key(backend, wrt, spec, prep))
@@ -969,7 +951,7 @@ def _seeded_call(stub, prep: Prepared, kernel: Kernel, wrt: tuple[str, ...]) -> 
         i = kernel.params.index(a)
         lay, own = prep.layouts[i], prep.shapes[i]
         if lay == "scalar":
-            made.append((functools.partial(np.zeros, 1, prep.dtype), own))
+            made.append((functools.partial(np.zeros, 1, ACC_DTYPE), own))
         elif lay == "contig":
             made.append((functools.partial(np.empty, prep.shape, prep.dtype), own))
         else:
@@ -978,6 +960,7 @@ def _seeded_call(stub, prep: Prepared, kernel: Kernel, wrt: tuple[str, ...]) -> 
     def call(values: list) -> list:
         grads = [make() for make, _ in made]
         stub(values, None, None, 1.0, grads, None, None)
+        grads = [g.astype(prep.dtype, copy=False) for g in grads]     # float64 sums rounded once
         return [g.reshape(own) if g.shape != own else g for g, (_, own) in zip(grads, made)]
     return call
 
@@ -1076,10 +1059,11 @@ def scan_apply(kernel: Kernel, args: Sequence[Any], state: Sequence[float], back
     st = xp.array(state, dtype=prep.dtype)
     n = int(np.prod(prep.shape, dtype=np.int64))
     out = xp.empty(prep.shape, prep.dtype) if value == "store" else None
-    acc = xp.zeros(1, prep.dtype)
+    acc = xp.zeros(1, acc_dtype(backend, prep.dtype))
     _scan_driver(kernel, backend, (), spec, prep.dtype)(n, values, st, out=None if out is None else out.reshape(-1),
                                                          acc=acc)
-    return (_results(backend, args, out) if value == "store" else float(acc[0])), [float(v) for v in st.tolist()]
+    return ((_results(backend, args, out) if value == "store" else rounded(acc[0], prep.dtype)),
+            [float(v) for v in st.tolist()])
 
 
 def scan_grads(kernel: Kernel, args: Sequence[Any], active: tuple[str, ...], state: Sequence[float],
@@ -1101,9 +1085,10 @@ def scan_grads(kernel: Kernel, args: Sequence[Any], active: tuple[str, ...], sta
     n = int(np.prod(prep.shape, dtype=np.int64))
     st = xp.array(state, dtype=prep.dtype)
     st_bar = xp.zeros(n_state, prep.dtype)
-    acc = xp.zeros(1, prep.dtype)
+    acc = xp.zeros(1, acc_dtype(backend, prep.dtype))
     out = xp.empty(n, prep.dtype) if value == "store" else None
-    grads = [xp.zeros(1, prep.dtype) if layouts[kernel.params.index(a)] == "scalar" else xp.empty(n, prep.dtype)
+    grads = [xp.zeros(1, acc_dtype(backend, prep.dtype)) if layouts[kernel.params.index(a)] == "scalar"
+             else xp.empty(n, prep.dtype)
              for a in active]
     s = float(seed) if seed_kind == "scalar" else xp.ascontiguousarray(
         xp.broadcast_to(xp.asarray(seed, dtype=prep.dtype), prep.shape)).reshape(-1)
@@ -1113,10 +1098,11 @@ def scan_grads(kernel: Kernel, args: Sequence[Any], active: tuple[str, ...], sta
     for a, g in zip(active, grads):
         i = kernel.params.index(a)
         if layouts[i] == "scalar":
+            g = g.astype(prep.dtype, copy=False)     # a sum in float64: rounded once
             shaped.append(g.reshape(prep.shapes[i]) if prep.shapes[i] != () else g.reshape(()))
         else:
             shaped.append(_unbroadcast(g.reshape(prep.shape), prep.shapes[i]))
-    vals = _results(backend, inputs, out.reshape(prep.shape)) if value == "store" else float(acc[0])
+    vals = _results(backend, inputs, out.reshape(prep.shape)) if value == "store" else rounded(acc[0], prep.dtype)
     return vals, _results(backend, inputs, shaped), [float(v) for v in st.tolist()]
 
 
@@ -1162,13 +1148,13 @@ def _fast_scan_grads(kernel: Kernel, args, active, state, seed: float, fast):
         n *= m
     st = np.array(state, dtype)
     st_bar = np.zeros(k, dtype)
-    acc = np.zeros(1, dtype)
-    grads = [np.empty(shape, dtype) if c else np.zeros(1, dtype) for c in fs.contig_grads]
+    acc = np.zeros(1, ACC_DTYPE)
+    grads = [np.empty(shape, dtype) if c else np.zeros(1, ACC_DTYPE) for c in fs.contig_grads]
     tape = np.empty(n * k, dtype) if fs.needs_tape else fs.no_tape
     argv = [1, n] + [_ptr(a) if c else a for a, c in zip(args, fs.contig)]
     argv += [_ptr(st), _ptr(acc), seed] + [_ptr(g) for g in grads] + [_ptr(st_bar), _ptr(tape)]
     fs.cfunc(*argv)
-    return (float(acc[0]), [g if c else g.reshape(()) for g, c in zip(grads, fs.contig_grads)],
+    return (rounded(acc[0], dtype), [g if c else g.astype(dtype).reshape(()) for g, c in zip(grads, fs.contig_grads)],
             [float(v) for v in st.tolist()])
 
 

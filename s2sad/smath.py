@@ -4,8 +4,11 @@ The python backend executes kernels as plain Python, but kernels have IEEE float
 semantics (kernel.py): `x / 0.0` is inf, `math.log(-1.0)` is NaN, a comparison is a
 number. So values are `Real`s, a float whose arithmetic gives IEEE results instead of
 raising, and the functions here (everything in `math`, plus `cbrt`, `exp2`, `sign`,
-`square`, `reciprocal`) fall back to numpy's IEEE answers where `math` raises. The
-python backend then agrees with compiled kernels, and stays readable.
+`square`, `reciprocal`, numpy's `maximum`/`minimum`) fall back to numpy's IEEE
+answers where `math` raises. `codegen.python.compile_module` makes every number a
+kernel meets a `Real` (constants, comparisons, `not`, loop counters), so no operation
+falls back to Python's raising float or int arithmetic. The python backend then agrees
+with compiled kernels, bit for bit, and stays readable.
 """
 from __future__ import annotations
 
@@ -85,6 +88,18 @@ def _np_only(np_fn):
     return wrapped
 
 
+def maximum(x, y):
+    """numpy's maximum, spelled as the compiled backends spell it (so that the sign of a
+    zero on a tie is the same everywhere, whatever numpy version): NaN if either is."""
+    x, y = float(x), float(y)
+    return Real(x if x > y or x != x else y)
+
+
+def minimum(x, y):
+    x, y = float(x), float(y)
+    return Real(x if x < y or x != x else y)
+
+
 def _sign(x):
     x = float(x)
     return Real(1.0 if x > 0 else -1.0 if x < 0 else x)  # keeps +-0 and NaN
@@ -120,5 +135,6 @@ BUILTINS = {
     "float": Real,
     "int": lambda x: Real(_np.trunc(_np.float64(x))),
     "round": lambda x: Real(_np.round(_np.float64(x))),
-    "range": lambda *a: builtins.range(*(int(x) for x in a)),
+    # the counter is a number like any other (i / 0.0 is inf, i ** 400 overflows to inf)
+    "range": lambda *a: builtins.map(Real, builtins.range(*(int(x) for x in a))),
 }

@@ -36,11 +36,18 @@ def run_store(drv, x: np.ndarray) -> np.ndarray:
     return out
 
 
+@pytest.fixture(autouse=True)
+def fresh_reports(monkeypatch):
+    """Each test sees the cache's warnings afresh (they are given once per process)."""
+    monkeypatch.setattr(objcache, "reported", set())
+
+
 @pytest.fixture
 def cache(tmp_path, monkeypatch):
-    """A private cache directory and an empty in-memory cache for this test."""
+    """A private cache directory and key, and an empty in-memory cache for this test."""
     d = tmp_path / "cache"
     monkeypatch.setenv("S2SAD_CACHE_DIR", str(d))
+    monkeypatch.setenv("S2SAD_CACHE_KEY", str(tmp_path / "key" / "cache.key"))
     monkeypatch.delenv("S2SAD_CACHE", raising=False)
     monkeypatch.setattr(llvm_jit, "_cache", {})
     return d
@@ -56,7 +63,8 @@ def entries(d) -> list[str]:
 
 
 def child_env(cache_dir) -> dict:
-    env = dict(os.environ, S2SAD_CACHE_DIR=str(cache_dir), PYTHONPATH=REPO)
+    env = dict(os.environ, S2SAD_CACHE_DIR=str(cache_dir), PYTHONPATH=REPO,
+               S2SAD_CACHE_KEY=os.path.join(os.path.dirname(cache_dir), "key", "cache.key"))
     env.pop("S2SAD_CACHE", None)
     return env
 
@@ -276,6 +284,7 @@ def test_damaged_entry_is_rebuilt_with_a_warning(cache, monkeypatch, damage):
 def test_directory_is_created_private(tmp_path, monkeypatch):
     d = tmp_path / "deep" / "er" / "s2sad"
     monkeypatch.setenv("S2SAD_CACHE_DIR", str(d))
+    monkeypatch.setenv("S2SAD_CACHE_KEY", str(tmp_path / "key" / "cache.key"))
     monkeypatch.delenv("S2SAD_CACHE", raising=False)
     old = os.umask(0)                       # even under a permissive umask
     try:
@@ -286,12 +295,15 @@ def test_directory_is_created_private(tmp_path, monkeypatch):
 
 
 def test_default_directory_is_under_home(tmp_path, monkeypatch):
-    monkeypatch.delenv("S2SAD_CACHE_DIR", raising=False)
-    monkeypatch.delenv("S2SAD_CACHE", raising=False)
+    for var in ("S2SAD_CACHE_DIR", "S2SAD_CACHE", "S2SAD_CACHE_KEY", "XDG_CONFIG_HOME"):
+        monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("HOME", str(tmp_path))
     d = objcache.directory()
     assert d == tmp_path / ".cache" / "s2sad"
     assert stat.S_IMODE(os.stat(d).st_mode) == 0o700
+    key = tmp_path / ".config" / "s2sad" / "cache.key"          # the key: outside it, private
+    assert stat.S_IMODE(os.stat(key).st_mode) == 0o600 and len(key.read_bytes()) == 32
+    assert stat.S_IMODE(os.stat(key.parent).st_mode) == 0o700
 
 
 def test_shared_directory_is_refused(tmp_path, monkeypatch):
@@ -299,6 +311,7 @@ def test_shared_directory_is_refused(tmp_path, monkeypatch):
     d.mkdir()
     os.chmod(d, 0o777)
     monkeypatch.setenv("S2SAD_CACHE_DIR", str(d))
+    monkeypatch.setenv("S2SAD_CACHE_KEY", str(tmp_path / "key" / "cache.key"))
     monkeypatch.delenv("S2SAD_CACHE", raising=False)
     monkeypatch.setattr(llvm_jit, "_cache", {})
     with pytest.warns(objcache.CacheWarning, match="writable by group or others"):

@@ -46,7 +46,8 @@ _KERNEL_DECL = re.compile(r'extern "C" __global__ void (\w+)\(\n(.*?)\)\n\{', re
 
 def _parse_kernels(source: str) -> dict[str, list]:
     """The kernels of a generated source and their parameters as cuda.Arg (kind and name)."""
-    kinds = [(r"long long (\w+)", "index"), (r"const \w+\* (\w+)", "cptr"), (r"\w+\* (\w+)", "ptr"),
+    kinds = [(r"long long (\w+)", "index"), (r"const double\* (partials)", "csums"), (r"double\* (partials)", "sums"),
+             (r"const \w+\* (\w+)", "cptr"), (r"\w+\* (\w+)", "ptr"),
              (r"\w+ (\w+)", "value")]
     kernels = {}
     for name, params in _KERNEL_DECL.findall(source):

@@ -38,7 +38,7 @@ def through_cfunc(d, args, mean, scale=1.0):
     arrays = [a for a, l in zip(args, layouts) if l == "contig"]
     n = arrays[0].size
     seed = scale / n if mean else scale
-    accs = np.zeros(3, dt)
+    accs = np.zeros(3, np.float64)      # sums are double for every dtype, rounded to it after
     grads = []
     call = [1, n] + [a.ctypes.data if l == "contig" else a for a, l in zip(args, layouts)]
     if d.spec.value == "sum":
@@ -51,8 +51,9 @@ def through_cfunc(d, args, mean, scale=1.0):
             call.append(grads[-1].ctypes.data)
         else:
             grads.append(None)
-            call.append(accs.ctypes.data + (1 + k) * dt.itemsize)
+            call.append(accs.ctypes.data + (1 + k) * accs.itemsize)
     d.cfunc(*call)
+    accs = accs.astype(dt).astype(np.float64)
     out = [float(accs[1 + k]) if g is None else g for k, g in enumerate(grads)]
     return (float(accs[0]) * seed if d.spec.value == "sum" else None), out
 

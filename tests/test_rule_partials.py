@@ -1,7 +1,10 @@
 """Each rule's partials against central finite differences of its own function, at
 random points and where the other argument is a signed zero or has either sign (a
 random-program soak found copysign's slope taken as sign(x) * sign(y): zero where
-y = 0.0, whose copysign(x, 0.0) is |x|)."""
+y = 0.0, whose copysign(x, 0.0) is |x|); at the points where a derivative is 0 or
+infinite but a naive rule gives NaN (x ** 0 at 0, 0 ** y); and at the points where
+mathematics leaves a choice, the convention (JAX's, README "Numerical conventions") as
+explicit values."""
 from __future__ import annotations
 
 import math
@@ -53,7 +56,16 @@ def _fmod(z, y):
     return math.fmod(z, y)
 
 
-TWO = {"copysign": _copysign, "atan2": _atan2, "hypot": _hypot, "fmod": _fmod}
+def _maximum(z, y):
+    return np.maximum(z, y)
+
+
+def _minimum(z, y):
+    return np.minimum(z, y)
+
+
+TWO = {"copysign": _copysign, "atan2": _atan2, "hypot": _hypot, "fmod": _fmod,
+       "maximum": _maximum, "minimum": _minimum}
 
 
 def test_every_two_argument_math_rule_is_checked_here():
@@ -66,7 +78,7 @@ def test_partials_where_the_other_argument_is_zero_or_signed(name, backend):
     against central differences of the function itself (smath, the python backend's
     arithmetic)."""
     f = TWO[name]
-    ref = getattr(smath, name, None) or getattr(math, name)
+    ref = getattr(smath, name)
 
     def loss(v, y):
         return np.sum(s2sad.broadcast(f, v, y))
@@ -81,3 +93,209 @@ def test_partials_where_the_other_argument_is_zero_or_signed(name, backend):
         if y != 0.0:     # f is not differentiable in y at 0 for copysign/atan2 (a jump or a kink)
             fdy = sum((float(ref(x, y + h)) - float(ref(x, y - h))) / (2 * h) for x in xs)
             assert gy == pytest.approx(fdy, rel=1e-6, abs=1e-6), f"d/dy {name}(x, {y!r})"
+
+
+# ---------------------------------------------------------------- every rule
+# One function per primitive of the table, and the interval its arguments are drawn
+# from (inside the domain, away from kinks and jumps).
+
+def _add(x, y): return x + y
+def _sub(x, y): return x - y
+def _mul(x, y): return x * y
+def _div(x, y): return x / y
+def _pow(x, y): return x ** y
+def _floordiv(x, y): return x // y
+def _mod(x, y): return x % y
+def _neg(x): return -x
+def _pos(x): return +x
+def _lt(x, y): return 1.0 * (x < y)
+def _le(x, y): return 1.0 * (x <= y)
+def _gt(x, y): return 1.0 * (x > y)
+def _ge(x, y): return 1.0 * (x >= y)
+def _eq(x, y): return 1.0 * (x == y)
+def _ne(x, y): return 1.0 * (x != y)
+def _not(x): return 1.0 * (not x)
+def _abs(x): return abs(x)
+def _min(x, y): return min(x, y)
+def _max(x, y): return max(x, y)
+def _float(x): return float(x)
+def _int(x): return int(x)
+def _round(x): return round(x)
+def _fabs(x): return math.fabs(x)
+def _sign(x): return np.sign(x)
+def _floor(x): return math.floor(x)
+def _ceil(x): return math.ceil(x)
+def _trunc(x): return math.trunc(x)
+def _sqrt(x): return math.sqrt(x)
+def _cbrt(x): return np.cbrt(x)
+def _exp(x): return math.exp(x)
+def _exp2(x): return np.exp2(x)
+def _expm1(x): return math.expm1(x)
+def _log(x): return math.log(x)
+def _log2(x): return math.log2(x)
+def _log10(x): return math.log10(x)
+def _log1p(x): return math.log1p(x)
+def _sin(x): return math.sin(x)
+def _cos(x): return math.cos(x)
+def _tan(x): return math.tan(x)
+def _asin(x): return math.asin(x)
+def _acos(x): return math.acos(x)
+def _atan(x): return math.atan(x)
+def _sinh(x): return math.sinh(x)
+def _cosh(x): return math.cosh(x)
+def _tanh(x): return math.tanh(x)
+def _asinh(x): return math.asinh(x)
+def _acosh(x): return math.acosh(x)
+def _atanh(x): return math.atanh(x)
+def _erf(x): return math.erf(x)
+def _erfc(x): return math.erfc(x)
+def _square(x): return np.square(x)
+def _reciprocal(x): return np.reciprocal(x)
+
+
+ANY, POS, UNIT, NONINT = (-3.0, 3.0), (0.2, 3.0), (-0.9, 0.9), (0.1, 0.4)
+EVERY = {
+    "add": (_add, ANY, ANY), "sub": (_sub, ANY, ANY), "mul": (_mul, ANY, ANY), "div": (_div, ANY, POS),
+    "pow": (_pow, POS, ANY), "floordiv": (_floordiv, NONINT, (1.1, 1.3)), "mod": (_mod, (2.1, 2.9), (0.9, 1.0)),
+    "neg": (_neg, ANY), "pos": (_pos, ANY), "lt": (_lt, ANY, ANY), "le": (_le, ANY, ANY),
+    "gt": (_gt, ANY, ANY), "ge": (_ge, ANY, ANY), "eq": (_eq, ANY, ANY), "ne": (_ne, ANY, ANY),
+    "not": (_not, ANY), "abs": (_abs, ANY), "min": (_min, ANY, ANY), "max": (_max, ANY, ANY),
+    "float": (_float, ANY), "int": (_int, NONINT), "round": (_round, NONINT), "fabs": (_fabs, ANY),
+    "sign": (_sign, ANY), "floor": (_floor, NONINT), "ceil": (_ceil, NONINT), "trunc": (_trunc, NONINT),
+    "sqrt": (_sqrt, POS), "cbrt": (_cbrt, ANY), "exp": (_exp, ANY), "exp2": (_exp2, ANY),
+    "expm1": (_expm1, ANY), "log": (_log, POS), "log2": (_log2, POS), "log10": (_log10, POS),
+    "log1p": (_log1p, POS), "sin": (_sin, ANY), "cos": (_cos, ANY), "tan": (_tan, (-1.2, 1.2)),
+    "asin": (_asin, UNIT), "acos": (_acos, UNIT), "atan": (_atan, ANY), "sinh": (_sinh, ANY),
+    "cosh": (_cosh, ANY), "tanh": (_tanh, ANY), "asinh": (_asinh, ANY), "acosh": (_acosh, (1.2, 3.0)),
+    "atanh": (_atanh, UNIT), "erf": (_erf, ANY), "erfc": (_erfc, ANY), "square": (_square, ANY),
+    "reciprocal": (_reciprocal, POS),
+    **{name: (f, ANY, ANY) for name, f in TWO.items()},
+}
+
+
+def test_every_rule_is_checked_here():
+    assert set(EVERY) == set(rules.RULES)
+
+
+def _central(f, args, i, h=1e-6):
+    up, down = list(args), list(args)
+    up[i] += h
+    down[i] -= h
+    with np.errstate(all="ignore"):
+        return (float(f(*up)) - float(f(*down))) / (2 * h)
+
+
+def _sum_of(f, arity):
+    if arity == 1:
+        return lambda v: np.sum(s2sad.broadcast(f, v))
+    return lambda v, w: np.sum(s2sad.broadcast(f, v, w))
+
+
+@pytest.mark.parametrize("name", sorted(EVERY))
+def test_every_rule_against_central_differences(name, backend):
+    """Every primitive's partials, in a scalar function (grad(f)(x, y)) and in a fused
+    elementwise sum, against central differences of the plain Python function."""
+    f, *domains = EVERY[name]
+    arity = len(domains)
+    points = np.array([rng.uniform(lo, hi, 5) for lo, hi in domains])   # (arity, 5)
+    want = np.array([[_central(f, list(p), i) for p in points.T] for i in range(arity)])
+    argnums = tuple(range(arity))
+    scalar = np.array([s2sad.grad(f, argnums=argnums, backend=backend)(*p) for p in points.T]).T
+    np.testing.assert_allclose(scalar, want, rtol=1e-6, atol=1e-6, err_msg=f"grad({name})")
+    fused = s2sad.grad(_sum_of(f, arity), argnums=argnums, backend=backend)(*points)
+    np.testing.assert_allclose(np.array(fused), want, rtol=1e-6, atol=1e-6, err_msg=f"sum of {name}")
+
+
+# ---------------------------------------------------------------- special points
+# Where a derivative exists but a naive rule meets 0 * inf or log(0): each against
+# central differences (only the arguments listed, in whose direction f is smooth there).
+SPECIAL = [
+    ("x ** 0 at 0", _pow, (0.0, 0.0), (0,)),
+    ("0 ** y, y > 1", _pow, (0.0, 2.0), (0, 1)),
+    ("-0.0 ** 2", _pow, (-0.0, 2.0), (0, 1)),
+    ("0 ** 3", _pow, (0.0, 3.0), (0, 1)),
+    ("0 ** 1", _pow, (0.0, 1.0), (0, 1)),
+    ("0 ** y, 0 < y < 1: d/dy", _pow, (0.0, 0.5), (1,)),
+    ("0 ** y, non-integer y > 1: d/dy", _pow, (0.0, 2.5), (1,)),
+    ("2 ** 0", _pow, (2.0, 0.0), (0, 1)),
+    ("(-2) ** 2: d/dx", _pow, (-2.0, 2.0), (0,)),
+    ("(-2) ** -2: d/dx", _pow, (-2.0, -2.0), (0,)),
+    ("hypot(0, 2)", _hypot, (0.0, 2.0), (0, 1)),
+    ("hypot(-2, 0): d/dx", _hypot, (-2.0, 0.0), (0,)),
+    ("copysign(2, 0)", _copysign, (2.0, 0.0), (0,)),
+    ("abs(-2)", _abs, (-2.0,), (0,)),
+]
+
+
+def _grads(f, args, backend):
+    """f's partials at args: (from grad of f, from grad of its fused elementwise sum)."""
+    argnums = tuple(range(len(args)))
+    scalar = s2sad.grad(f, argnums=argnums, backend=backend)(*args)
+    fused = s2sad.grad(_sum_of(f, len(args)), argnums=argnums, backend=backend)(*(np.array([a]) for a in args))
+    return np.array(scalar, dtype=float).reshape(-1), np.array([float(g[0]) for g in fused])
+
+
+@pytest.mark.parametrize("label, f, args, smooth", SPECIAL, ids=[c[0] for c in SPECIAL])
+def test_zero_and_limit_points_against_central_differences(label, f, args, smooth, backend):
+    for got in _grads(f, args, backend):
+        for i in smooth:
+            assert got[i] == pytest.approx(_central(f, list(args), i), abs=1e-6), f"d/d{'xy'[i]} {label}"
+
+
+# ---------------------------------------------------------------- conventions
+# Where mathematics leaves a choice (a kink, a tie, a pole) or the derivative is infinite:
+# the values s2sad gives, each compared with JAX (0.10.2, float64, jax.grad of the jnp
+# function; builtin max/min on concrete values), README "Numerical conventions".
+NAN, INF = math.nan, math.inf
+CONVENTIONS = [
+    # JAX 0.10.2 gives d/dx x**0 = 0.0 for an int exponent, nan for a float 0.0; s2sad
+    # gives 0 for both (x ** 0 is the constant 1); d/dy 0 ** y at y = 0: JAX 0.0
+    ("x ** 0 at 0", _pow, (0.0, 0.0), (0.0, 0.0)),
+    ("NaN ** 0", _pow, (NAN, 0.0), (0.0, NAN)),                      # JAX int 0: 0.0
+    ("x ** 0.5 at 0", _pow, (0.0, 0.5), (INF, 0.0)),                 # JAX inf, 0.0
+    ("x ** 0.5 at -0.0", _pow, (-0.0, 0.5), (INF, 0.0)),             # JAX inf
+    ("x ** 2.5 at 0", _pow, (0.0, 2.5), (0.0, 0.0)),                 # JAX 0.0, 0.0
+    ("x ** -1 at 0", _pow, (0.0, -1.0), (-INF, NAN)),                # JAX -inf, nan (0 ** y = inf for y < 0)
+    ("x ** -1 at -0.0", _pow, (-0.0, -1.0), (-INF, NAN)),            # JAX -inf
+    ("x ** -2 at 0", _pow, (0.0, -2.0), (-INF, NAN)),                # JAX -inf
+    ("abs at 0", _abs, (0.0,), (1.0,)),                              # JAX grad(jnp.abs)(0.) = 1.0
+    ("abs at -0.0", _abs, (-0.0,), (1.0,)),                          # JAX 1.0
+    ("abs at NaN", _abs, (NAN,), (NAN,)),                            # JAX -1.0; s2sad keeps NaN
+    ("fabs at 0", _fabs, (0.0,), (1.0,)),                            # JAX 1.0
+    ("sign at 0", _sign, (0.0,), (0.0,)),                            # JAX 0.0
+    ("copysign(0, 1)", _copysign, (0.0, 1.0), (1.0, 0.0)),           # JAX 1.0, 0.0
+    ("copysign(0, -1)", _copysign, (0.0, -1.0), (-1.0, 0.0)),        # JAX -1.0
+    ("copysign(0, 0)", _copysign, (0.0, 0.0), (1.0, 0.0)),           # JAX 1.0, 0.0
+    ("copysign(0, -0.0)", _copysign, (0.0, -0.0), (-1.0, 0.0)),      # JAX -1.0
+    ("copysign(-0.0, 1)", _copysign, (-0.0, 1.0), (1.0, 0.0)),       # JAX 1.0
+    # builtin max/min: the argument Python returns (the first on a tie) takes the slope;
+    # JAX on concrete values: max(x, 1.) at 1 -> 1.0, max(1., x) -> 0.0, min alike
+    ("max tie", _max, (1.0, 1.0), (1.0, 0.0)),
+    ("min tie", _min, (1.0, 1.0), (1.0, 0.0)),
+    ("max(NaN, 1)", _max, (NAN, 1.0), (1.0, 0.0)),                   # Python returns the NaN
+    ("max(1, NaN)", _max, (1.0, NAN), (1.0, 0.0)),                   # Python returns the 1
+    # np.maximum/np.minimum: JAX splits a tie 0.5/0.5, and gives 0 to both where the
+    # result is NaN
+    ("maximum tie", _maximum, (1.0, 1.0), (0.5, 0.5)),               # JAX 0.5, 0.5
+    ("minimum tie", _minimum, (1.0, 1.0), (0.5, 0.5)),               # JAX 0.5, 0.5
+    ("maximum(-0.0, 0)", _maximum, (-0.0, 0.0), (0.5, 0.5)),         # JAX 0.5
+    ("maximum(NaN, 1)", _maximum, (NAN, 1.0), (0.0, 0.0)),           # JAX 0.0, 0.0
+    ("maximum(1, NaN)", _maximum, (1.0, NAN), (0.0, 0.0)),           # JAX 0.0, 0.0
+    ("minimum(NaN, 1)", _minimum, (NAN, 1.0), (0.0, 0.0)),           # JAX 0.0, 0.0
+    ("hypot(0, 0)", _hypot, (0.0, 0.0), (0.5, 0.5)),                 # JAX 0.5, 0.5
+    ("hypot(-0.0, 0)", _hypot, (-0.0, 0.0), (0.5, 0.5)),             # JAX 0.5
+    ("sqrt at 0", _sqrt, (0.0,), (INF,)),                            # JAX inf
+    ("cbrt at 0", _cbrt, (0.0,), (INF,)),                            # JAX inf
+    ("x / 0", _div, (1.0, 0.0), (INF, -INF)),                        # JAX inf, -inf
+    ("x % 0", _mod, (1.0, 0.0), (1.0, -INF)),                        # JAX 1.0, -inf
+    ("x // 0", _floordiv, (1.0, 0.0), (0.0, 0.0)),                   # JAX 0.0
+    ("reciprocal at 0", _reciprocal, (0.0,), (-INF,)),               # JAX -inf
+    ("atan2(0, 0)", _atan2, (0.0, 0.0), (NAN, NAN)),                 # JAX nan, nan
+]
+
+
+@pytest.mark.parametrize("label, f, args, want", CONVENTIONS, ids=[c[0] for c in CONVENTIONS])
+def test_conventions(label, f, args, want, backend):
+    scalar, fused = _grads(f, args, backend)
+    np.testing.assert_array_equal(scalar, want, err_msg=f"grad: {label}")
+    np.testing.assert_array_equal(fused, want, err_msg=f"fused sum: {label}")

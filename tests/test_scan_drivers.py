@@ -143,15 +143,15 @@ def run_both(kmod: KernelModule, spec: ScanSpec, dtype, no: int, ni: int, ranges
     grads = []
     for j, a in enumerate(active_idx):
         lay = spec.layouts[a]
-        if lay == "scalar":
-            g = Operand("contig", dtype, 1, 1, lambda m: [0.5])
+        if lay == "scalar":     # a sum: double for every dtype (kernel.py)
+            g = Operand("contig", np.float64, 1, 1, lambda m: [0.5])
             g.layout = "gsum"
         else:
             g = Operand(lay, dtype, no, ni, lambda m: rng.uniform(0.0, 1.0, m), kinds[len(names) + j])
         grads.append(g)
 
     def fresh():
-        return dict(out=np.full(max(1, n), -7.0, dtype=dtype), acc=np.array([0.25], dtype=dtype),
+        return dict(out=np.full(max(1, n), -7.0, dtype=dtype), acc=np.array([0.25], dtype=np.float64),
                     state=state0.copy(), state_bar=sbar0.copy(), grads=[g.buf.copy() for g in grads],
                     tape=np.full(max(1, n * k), -7.0, dtype=dtype))
 

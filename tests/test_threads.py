@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import s2sad
-from s2sad import runtime
+from s2sad import runtime, threads
 
 N = 1_000_000
 
@@ -103,12 +103,11 @@ def test_small_arrays_stay_on_the_calling_thread(monkeypatch, spy):
 
 def test_thread_count_from_the_environment(monkeypatch):
     monkeypatch.setenv("S2SAD_NUM_THREADS", "3")
-    assert runtime.num_threads() == 3
-    monkeypatch.setenv("S2SAD_NUM_THREADS", "0")
-    assert runtime.num_threads() == 1
+    assert threads.num_threads() == 3
     monkeypatch.delenv("S2SAD_NUM_THREADS")
     import os
-    assert runtime.num_threads() == (os.cpu_count() or 1)
+    assert threads.num_threads() == (os.cpu_count() or 1)
+    # bad values (warned about and replaced): tests/test_trust_runtime.py
 
 
 def test_chunks_run_once_each_on_the_caller_and_the_pool():
@@ -123,13 +122,13 @@ def test_chunks_run_once_each_on_the_caller_and_the_pool():
             ran[c] = threading.current_thread().name
         threading.Event().wait(0.002)     # a chunk takes a while (and lets go of the GIL)
 
-    runtime._run_chunks(run, 40, 3)
+    threads.run_chunks(run, 40, 3)
     assert sorted(ran) == list(range(40))
     assert threading.current_thread().name in ran.values()
     assert len(set(ran.values())) >= 2
     # one thread: in order on the caller
     order = []
-    runtime._run_chunks(order.append, 5, 1)
+    threads.run_chunks(order.append, 5, 1)
     assert order == [0, 1, 2, 3, 4]
 
 
@@ -142,6 +141,6 @@ def test_a_failing_chunk_waits_for_the_others(monkeypatch):
         done.append(c)
 
     with pytest.raises(RuntimeError, match="chunk 0"):
-        runtime._run_chunks(run, 16, 2)
+        threads.run_chunks(run, 16, 2)
     # every other chunk was taken by a thread that was waited for
     assert len(done) >= 1

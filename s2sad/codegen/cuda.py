@@ -27,10 +27,12 @@ over 64-bit indices; any 1-D grid and block shape computes the same result.
   active param in `kmod.active` order (if partials). Each thread sums its elements;
   each block sums its threads in shared memory (any blockDim.x up to
   `MAX_BLOCK` = 256) and thread 0 writes one partial per block:
-      partials[q * gridDim.x + blockIdx.x]        (partials has n_red * gridDim.x T)
+      partials[q * gridDim.x + blockIdx.x]        (partials has n_red * gridDim.x double)
+  Every one of these sums is a double for float32 too (`ACC`), so that a float32 sum
+  of 10^7 terms is rounded to float once, when the finish step adds it into T* dest.
   The driver never touches acc or the scalar grads. The argument `partials` is
   present exactly when n_red > 0.
-- Then `<driver>__finish(long long n_parts, const T* partials, <dest_0>, <dest_1>, ...)`
+- Then `<driver>__finish(long long n_parts, const double* partials, <dest_0>, <dest_1>, ...)`
   is launched with one block of one thread, n_parts being the driver's gridDim.x; it
   adds sum_b partials[q * n_parts + b] into dest_q[0] (dest_q is acc or the grad),
   so that `acc[0] += sum` and `g[0] += sum` hold as in the contract. These sums are
@@ -48,7 +50,7 @@ with the state in locals, storing the state before each element at tape[k * n_st
 when there are grads; then the reverse sweep over k = n-1..0 with the adjoint of the
 state in locals, summing `seed * d value/d w + sum_j lambda_j * d s_j'/d w` in that
 order. Contig grads are stored, strided grads added (no atomics: one thread), scalar
-grads and the value sum are summed in a local and added to g[0] / acc[0] at the end.
+grads and the value sum are summed in a double local and added to g[0] / acc[0] at the end.
 The tape (n * n_state values) is allocated by `execute`. Correct, but one thread of a
 GPU is slow: `explain` says so for scan sites.
 
@@ -60,7 +62,8 @@ buffer and the finish step; only the way a kernel is called differs.
 Math: CUDA's double functions (`tanh`, `cbrt`, `log1p`, `erf`, `hypot`...) and their
 `f`-suffixed float twins; `sign` is built with `copysign`; `//`, `%`, `min`, `max`,
 `round` (`rint`, half to even) and `int` (`trunc`) have Python's semantics (`x // 0.0`
-is `x / 0.0`, as numpy has it, where Python raises); `and`/`or`
+is `x / 0.0`, as numpy has it, where Python raises), `maximum`/`minimum` numpy's (NaN
+if either is); `and`/`or`
 return an operand; `IfExp` and the right operand of `and`/`or` are evaluated only when
 chosen (as C ternaries, or as if-statements when they need statements of their own).
 """
@@ -81,6 +84,7 @@ from ..errors import BackendUnavailableError, S2SADError
 from ..kernel import KernelModule, LoopSpec, ScanSpec, active_indices
 
 MAX_BLOCK = 256          # largest blockDim.x a reducing driver accepts (shared memory size)
+ACC = "double"           # the type of every sum a driver carries (float32 included)
 DEFAULT_BLOCK = 256
 
 __all__ = [
@@ -159,12 +163,14 @@ _MATH = {
     "cosh": "cosh", "tanh": "tanh", "asinh": "asinh", "acosh": "acosh", "atanh": "atanh",
     "erf": "erf", "erfc": "erfc", "hypot": "hypot", "fmod": "fmod", "pow": "pow",
     "sign": "s2sad_sign", "square": "s2sad_square", "reciprocal": "s2sad_reciprocal",
+    "maximum": "s2sad_maximum", "minimum": "s2sad_minimum",
 }
 _BUILTINS = {"abs": "fabs", "min": "s2sad_min", "max": "s2sad_max", "int": "trunc",
              "round": "rint", "float": None}
 
 _RESERVED = (_CXX_KEYWORDS | _MATH_FNS | set(_MATH.values()) | {v + "f" for v in _MATH.values()}
-             | {"s2sad_floordiv", "s2sad_mod", "s2sad_min", "s2sad_max", "s2sad_block_sum",
+             | {"s2sad_floordiv", "s2sad_mod", "s2sad_min", "s2sad_max", "s2sad_maximum", "s2sad_minimum",
+                "s2sad_block_sum",
                 "S2SAD_MAX_BLOCK"})
 
 # names used by the driver's own code
@@ -193,7 +199,7 @@ def _mangle(name: str, taken: set[str]) -> str:
 @dataclass(frozen=True)
 class Arg:
     """One C parameter of a kernel. kind: 'index' (long long), 'value' (T), 'ptr' (T*),
-    'cptr' (const T*). role says what it carries, for the launchers:
+    'cptr' (const T*), 'sums' / 'csums' (ACC* / const ACC*: the per-block partial sums). role says what it carries, for the launchers:
     ('n_outer'|'n_inner'|'n_parts'|'out'|'acc'|'seed'|'out_dot'|'partials', None) or
     ('param'|'grad'|'tangent', index of the param) with part 'base'|'so'|'si'."""
 
@@ -204,8 +210,8 @@ class Arg:
     part: str = "base"
 
     def decl(self, T: str) -> str:
-        return {"index": "long long ", "value": f"{T} ", "ptr": f"{T}* ",
-                "cptr": f"const {T}* "}[self.kind] + self.name
+        return {"index": "long long ", "value": f"{T} ", "ptr": f"{T}* ", "cptr": f"const {T}* ",
+                "sums": f"{ACC}* ", "csums": f"const {ACC}* "}[self.kind] + self.name
 
 
 def _function_cnames(kmod: KernelModule, spec: LoopSpec | ScanSpec | None = None) -> dict[str, str]:
@@ -318,14 +324,14 @@ def driver_args(kmod: KernelModule, spec: LoopSpec | ScanSpec) -> list[Arg]:
             layout_args("tangent", j, "_dot", True)
         args.append(Arg("out_dot", "ptr", "out_dot"))
     if reduced(kmod, spec):
-        args.append(Arg("partials", "ptr", "partials"))
+        args.append(Arg("partials", "sums", "partials"))
     return args
 
 
 def finish_args(kmod: KernelModule, spec: LoopSpec) -> list[Arg]:
     """The finish kernel's C parameters: n_parts, partials, then one T* per reduced quantity."""
     names = _param_cnames(kmod, spec)
-    args = [Arg("n_parts", "index", "n_parts"), Arg("partials", "cptr", "partials")]
+    args = [Arg("n_parts", "index", "n_parts"), Arg("partials", "csums", "partials")]
     for role, j in reduced(kmod, spec):
         args.append(Arg("acc", "ptr", "acc") if role == "acc" else Arg(names[j] + "_bar", "ptr", "grad", j))
     return args
@@ -868,6 +874,12 @@ __device__ inline T s2sad_min(T a, T b) { return b < a ? b : a; }""",
     "s2sad_max": """\
 // Python's max(a, b): a unless b > a
 __device__ inline T s2sad_max(T a, T b) { return b > a ? b : a; }""",
+    "s2sad_maximum": """\
+// numpy's maximum(a, b): a if it wins or is NaN, else b (NaN if either is; b on a tie)
+__device__ inline T s2sad_maximum(T a, T b) { return (a > b || a != a) ? a : b; }""",
+    "s2sad_minimum": """\
+// numpy's minimum(a, b): a if it wins or is NaN, else b
+__device__ inline T s2sad_minimum(T a, T b) { return (a < b || a != a) ? a : b; }""",
     "s2sad_sign": """\
 // sign(x): -1, +1, or x itself for +-0 and NaN
 __device__ inline T s2sad_sign(T x) { return (x != x || x == 0.0S) ? x : copysignF(1.0S, x); }""",
@@ -884,7 +896,7 @@ _BLOCK_SUM = """\
 
 // Sums s[q * S2SAD_MAX_BLOCK + t] over the block's threads t into s[q * S2SAD_MAX_BLOCK]
 // for q < nq. Any blockDim.x <= S2SAD_MAX_BLOCK; every thread of the block must call it.
-__device__ void s2sad_block_sum(T* s, int nq)
+__device__ void s2sad_block_sum(double* s, int nq)
 {
     const unsigned int t = threadIdx.x;
     unsigned int h = 1;
@@ -1025,13 +1037,13 @@ def _driver_text(kmod: KernelModule, spec: LoopSpec, tag: str, fnames: dict[str,
               "    const long long n = n_outer * n_inner;",
               "    const long long stride = (long long)gridDim.x * blockDim.x;"]
     if red:
-        lines.append(f"    {T} " + ", ".join(f"{sums[r]} = 0.0{sfx}" for r in red) + ";")
+        lines.append(f"    {ACC} " + ", ".join(f"{sums[r]} = 0.0" for r in red) + ";")
     lines += ["    for (long long k = (long long)blockIdx.x * blockDim.x + threadIdx.x; k < n; k += stride) {",
               *_ind(body, 2), "    }"]
     if red:
         nq = len(red)
         lines += [f"    // block sums of the {nq} reduced quantit{'y' if nq == 1 else 'ies'} -> one partial per block",
-                  f"    __shared__ {T} red[{nq} * S2SAD_MAX_BLOCK];"]
+                  f"    __shared__ {ACC} red[{nq} * S2SAD_MAX_BLOCK];"]
         lines += [f"    red[{q} * S2SAD_MAX_BLOCK + threadIdx.x] = {sums[r]};" for q, r in enumerate(red)]
         lines += [f"    s2sad_block_sum(red, {nq});", "    if (threadIdx.x == 0) {"]
         lines += [f"        partials[{q} * gridDim.x + blockIdx.x] = red[{q} * S2SAD_MAX_BLOCK];"
@@ -1047,7 +1059,7 @@ def _driver_text(kmod: KernelModule, spec: LoopSpec, tag: str, fnames: dict[str,
         fl += ["{", "    // one thread adds the per-block partials into their destinations",
                "    if (blockIdx.x != 0 || threadIdx.x != 0) return;"]
         for q, a in enumerate(fargs[2:]):
-            fl += [f"    {T} t{q} = 0.0{sfx};",
+            fl += [f"    {ACC} t{q} = 0.0;",
                    f"    for (long long b = 0; b < n_parts; ++b) t{q} += partials[{q} * n_parts + b];",
                    f"    {a.name}[0] += t{q};"]
         fl.append("}")
@@ -1060,7 +1072,7 @@ def _scan_driver_text(kmod: KernelModule, spec: ScanSpec, tag: str, fnames: dict
     """kernel.py's scan driver, run by one thread: the forward sweep (state in locals,
     the state before each element onto the tape when there are grads), then the reverse
     sweep backwards over the elements, summing as `run_scan` does."""
-    T, sfx = _CTYPES[tag]
+    T = _CTYPES[tag][0]
     name = driver_name(kmod, spec, tag)
     args = driver_args(kmod, spec)
     cnames = _param_cnames(kmod, spec)
@@ -1068,7 +1080,6 @@ def _scan_driver_text(kmod: KernelModule, spec: ScanSpec, tag: str, fnames: dict
     states = cnames[n_p:]
     active = active_indices(kmod, spec)
     n_wrt = len(kmod.active) if spec.grads else 0
-    zero = f"0.0{sfx}"
 
     def elem(base: str, j: int) -> str:
         return _element(base, spec.layouts[j])
@@ -1102,7 +1113,7 @@ def _scan_driver_text(kmod: KernelModule, spec: ScanSpec, tag: str, fnames: dict
               "    const long long n = n_outer * n_inner;"]
     lines += [f"    {T} {s} = state[{j}];" for j, s in enumerate(states)]
     if spec.value == "sum":
-        lines.append(f"    {T} sum_acc = {zero};")
+        lines.append(f"    {ACC} sum_acc = 0.0;")
     lines += ["    for (long long k = 0; k < n; ++k) {", *_ind(fwd, 2), "    }"]
     lines += [f"    state[{j}] = {s};" for j, s in enumerate(states)]
     if spec.value == "sum":
@@ -1139,7 +1150,7 @@ def _scan_driver_text(kmod: KernelModule, spec: ScanSpec, tag: str, fnames: dict
         rev += [f"{s}_bar = {s}_bar_next;" for s in states]
         lines.append("    // reverse sweep: <state>_bar is the adjoint of the state after element k")
         lines += [f"    {T} {s}_bar = state_bar[{j}];" for j, s in enumerate(states)]
-        lines += [f"    {T} sum_{g} = {zero};" for g in sums]
+        lines += [f"    {ACC} sum_{g} = 0.0;" for g in sums]
         lines += ["    for (long long k = n - 1; k >= 0; --k) {", *_ind(rev, 2), "    }"]
         lines += [f"    state_bar[{j}] = {s}_bar;" for j, s in enumerate(states)]
         lines += [f"    {g}[0] += sum_{g};" for g in sums]
@@ -1275,7 +1286,7 @@ def execute(backend: Any, kmod: KernelModule, spec: LoopSpec | ScanSpec, dtype: 
         raise ValueError(f"a reducing driver takes at most {MAX_BLOCK} threads per block, not {block}")
     active = active_indices(kmod, spec)
     act_pos = {j: m for m, j in enumerate(active)}
-    partials = backend.empty(len(red) * grid, tag) if red else None
+    partials = backend.empty(len(red) * grid, "f64") if red else None     # ACC
     tape = backend.empty(max(1, n * spec.n_state), tag) if scan and spec.grads else None
 
     def get(a: Arg) -> Any:

@@ -40,7 +40,7 @@ import numpy as np
 
 from ..errors import BackendUnavailableError
 from ..kernel import KernelModule, LoopSpec, ScanSpec
-from . import cuda
+from . import cuda, objcache, safedir
 
 SHIM = r"""// s2sad: host emulation of the CUDA subset used by generated kernels (g++ -std=c++17)
 #pragma once
@@ -150,11 +150,29 @@ def available() -> str | None:
     return None if shutil.which("g++") else "g++ is not installed"
 
 
+_PRIVATE: list[Path] = []       # this process's own directory, where the shared one is refused
+
+
 def cache_dir() -> Path:
+    """Where sources and libraries are kept: `$S2SAD_CUDA_HOST_CACHE`, else a directory
+    in the temporary directory named for the user. The libraries are loaded into this
+    process, so it is checked as the kernel cache is (`safedir`: this user's, written by
+    nobody else, under parents only this user or root can write) every time; a directory
+    that fails is not used (a warning, and a private temporary directory instead)."""
     d = os.environ.get("S2SAD_CUDA_HOST_CACHE")
     path = Path(d) if d else Path(tempfile.gettempdir()) / f"s2sad-cuda-host-{os.getuid()}"
-    path.mkdir(parents=True, exist_ok=True)
-    return path
+    if not safedir.supported():
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+    try:
+        return Path(safedir.open_private(str(path)).real)
+    except safedir.Unsafe as e:
+        objcache.report(("cuda host directory", str(path)), f"s2sad: not using {path} for the CUDA host "
+                        f"emulation's libraries: {e}. A private temporary directory is used instead; set "
+                        f"S2SAD_CUDA_HOST_CACHE to a private directory to keep them.", stacklevel=3)
+    if not _PRIVATE:
+        _PRIVATE.append(Path(tempfile.mkdtemp(prefix="s2sad-cuda-host-")))
+    return _PRIVATE[0]
 
 
 def _hash(text: str) -> str:
@@ -270,7 +288,8 @@ def _function(source: str, name: str, tag: str, args: Sequence[cuda.Arg]) -> Any
     lib = _LIBS[h]
     fn = getattr(lib, name + "__host")
     real = ctypes.c_double if tag == "f64" else ctypes.c_float
-    kinds = {"index": ctypes.c_longlong, "value": real, "ptr": ctypes.c_void_p, "cptr": ctypes.c_void_p}
+    kinds = {"index": ctypes.c_longlong, "value": real, "ptr": ctypes.c_void_p, "cptr": ctypes.c_void_p,
+             "sums": ctypes.c_void_p, "csums": ctypes.c_void_p}
     fn.argtypes = [ctypes.c_uint, ctypes.c_uint] + [kinds[a.kind] for a in args]
     fn.restype = None
     _FUNCS[(h, name)] = fn
@@ -282,7 +301,7 @@ def call(source: str, name: str, tag: str, grid: int, block: int,
     """Launch kernel `name` of an already built `source` over grid x block emulated
     threads; args are (Arg, value) with numpy arrays for pointers."""
     fn = _function(source, name, tag, [a for a, _ in args])
-    conv = [v.ctypes.data if a.kind in ("ptr", "cptr") else v for a, v in args]
+    conv = [v.ctypes.data if a.kind in ("ptr", "cptr", "sums", "csums") else v for a, v in args]
     fn(int(grid), int(block), *conv)
     if _LIBS[_hash(source)].s2sad_host_take_error():
         raise RuntimeError(f"{name}: threads of a block diverged at __syncthreads "

@@ -17,6 +17,16 @@ the C ABI of kernel.py, chosen by the type of the spec:
 Both are built from `_DriverBody`: arguments by layout, element addressing, gradient
 updates, `nest` (the loop driver's two counted loops, o outer and i inner) and `loop`
 (one counted loop whose body may hold loops).
+
+Sums (the value's and each scalar param's gradient, kernel.py's `acc` and GRAD(scalar))
+are carried and stored as double whatever the dtype (`ACC`): a float32 term is widened
+before it is added, so that 10^7 float32 terms sum with float64's error, not float32's
+(a float32 sum of 2e7 x 0.1 is 0.3% off). The caller rounds the total to the dtype.
+Likewise a float32 column's gradient (a param broadcast along the inner axis) is summed
+over each row in a double, added into its float cell once per row (`nest`'s row sums).
+For float64 nothing is widened: the float64 drivers are what they were. A float32 loop
+with double sums would be vectorised at double's width (half the lanes, and libmvec's
+float variants not called): its inner loop is given float32's width (`LOOP_HINT`).
 """
 from __future__ import annotations
 
@@ -28,7 +38,12 @@ from ..kernel import STRIDED_LAYOUTS, KernelModule, LoopSpec, ScanSpec
 from ..passes.scansplit import scan_plan
 from .llvm_lower import ALL_VECTOR_ISAS, LoweringError, _Body, _Module, _ref, driver_name
 
-__all__ = ["lower_module", "driver_name"]
+__all__ = ["lower_module", "driver_name", "ACC"]
+
+# the type of every sum a driver carries and of the memory it adds them into
+ACC = "double"
+# the loop metadata that asks the vectoriser for a width (in lanes): !{n} and !{n + 1}
+LOOP_HINT = 100
 
 
 def lower_module(kmod: KernelModule, spec: LoopSpec | ScanSpec, dtype, *,
@@ -85,6 +100,19 @@ class _DriverBody(_Body):
         self.i = self.flat = ""
         self.rows: dict[str, str] = {}
         self.n_inner = ""
+        self.A = ACC
+        self.lanes = 0      # > 0: the inner loop asks the vectoriser for this many lanes
+        self.row_carried: dict[str, _Carried] = {}    # column grads' row sums (`nest`)
+
+    def widen(self, v: str, hint: str) -> str:
+        """v (of the dtype) as an ACC term: fpext for float32, v itself for float64."""
+        if self.T == self.A:
+            return v
+        return self.inst(hint + ".wide", f"fpext {self.T} {v} to {self.A}")
+
+    def accumulate(self, into: str, cur: str, v: str, hint: str) -> None:
+        """into = cur + v in ACC, reassociable so that the loop vectorises."""
+        self.emit(f"{into} = fadd reassoc nsz {self.A} {cur}, {self.widen(v, hint)}")
 
     # -- the signature
 
@@ -114,18 +142,32 @@ class _DriverBody(_Body):
 
     def render_driver(self) -> str:
         head = f"define void {_ref('@', self.m.driver)}({', '.join(self.sig)}) #1 {{\n"
-        return head + self.render_blocks() + "\n}"
+        text = head + self.render_blocks() + "\n}"
+        if self.lanes:
+            text += (f"\n\n!{LOOP_HINT} = distinct !{{!{LOOP_HINT}, !{LOOP_HINT + 1}}}\n"
+                     f"!{LOOP_HINT + 1} = !{{!\"llvm.loop.vectorize.width\", i32 {self.lanes}}}")
+        return text
+
+    def dtype_lanes(self) -> int:
+        """The vector width in lanes of the dtype: the widest libmvec variant's, else
+        s2sad's own vector math's or the host's (0: not known)."""
+        bits = self.m.vector_bits or self.m.own_vector_bits
+        return bits // self.m.ty.bits if bits else 0
 
     # -- the loop nest
 
     def nest(self, n_outer: str, n_inner: str, operands: list, carried: list[tuple[str, str]],
-             body: Callable[[list[_Carried]], None], reverse: bool = False, prefix: str = "") -> list[_Carried]:
+             body: Callable[[list[_Carried]], None], reverse: bool = False, prefix: str = "",
+             row_sums: list[tuple[str, tuple]] = ()) -> list[_Carried]:
         """Loops o over [0, n_outer), i over [0, n_inner) (both backwards when `reverse`),
-        entered from the current block. `carried` are (phi base name, initial value);
+        entered from the current block. `carried` are (phi base name, initial value), sums
+        of type ACC;
         `body(carried)` emits the element's code (one block: self.i and self.flat are its
         indices) and defines each `nxt`. Leaves the exit block open, where each `outer`
-        holds the value after the last element."""
-        T = self.T
+        holds the value after the last element. `row_sums` are (base name, column grad
+        group): ACC sums from 0.0 at each row (in `self.row_carried` by pointer while the
+        body is emitted; the body defines each `nxt`), added into the column's T cell
+        after the row."""
         lab = lambda name: _ref("%", name)  # noqa: E731
         o_cond = self.new_block(prefix + "outer.cond")
         o_body = self.new_block(prefix + "outer.body")
@@ -139,6 +181,8 @@ class _DriverBody(_Body):
             o_phi, o_step, i_phi, i_step = (self.local(n) for n in ("o", "o.next", "i", "i.next"))
         cs = [_Carried(init, self.local(base + ".o"), self.local(base + ".i"), self.local(base + ".next"))
               for base, init in carried]
+        rs = [_Carried("0.0", "", self.local(base + ".row"), self.local(base + ".row.next")) for base, _ in row_sums]
+        self.row_carried = {g[1]: c for (_, g), c in zip(row_sums, rs)}
         pre = self.label
         self.br(o_cond)
 
@@ -146,7 +190,7 @@ class _DriverBody(_Body):
         self.emit(f"{o_phi} = phi i64 [ {n_outer if reverse else 0}, {lab(pre)} ], "
                   f"[ {o_step}, {lab(o_latch)} ]")
         for c in cs:
-            self.emit(f"{c.outer} = phi {T} [ {c.init}, {lab(pre)} ], [ {c.cur}, {lab(o_latch)} ]")
+            self.emit(f"{c.outer} = phi {self.A} [ {c.init}, {lab(pre)} ], [ {c.cur}, {lab(o_latch)} ]")
         more = (self.inst("outer.more", f"icmp sgt i64 {o_phi}, 0") if reverse
                 else self.inst("outer.more", f"icmp slt i64 {o_phi}, {n_outer}"))
         self.cbr(more, o_body, exit_)
@@ -166,7 +210,9 @@ class _DriverBody(_Body):
         self.emit(f"{i_phi} = phi i64 [ {n_inner if reverse else 0}, {lab(o_body)} ], "
                   f"[ {i_step}, {lab(i_body)} ]")
         for c in cs:
-            self.emit(f"{c.cur} = phi {T} [ {c.outer}, {lab(o_body)} ], [ {c.nxt}, {lab(i_body)} ]")
+            self.emit(f"{c.cur} = phi {self.A} [ {c.outer}, {lab(o_body)} ], [ {c.nxt}, {lab(i_body)} ]")
+        for c in rs:
+            self.emit(f"{c.cur} = phi {self.A} [ 0.0, {lab(o_body)} ], [ {c.nxt}, {lab(i_body)} ]")
         more = (self.inst("inner.more", f"icmp sgt i64 {i_phi}, 0") if reverse
                 else self.inst("inner.more", f"icmp slt i64 {i_phi}, {n_inner}"))
         self.cbr(more, i_body, o_latch)
@@ -180,9 +226,17 @@ class _DriverBody(_Body):
         assert self.label == i_body, "a nest body is one block"
         if not reverse:
             self.emit(f"{i_step} = add nsw i64 {i_phi}, 1")
-        self.br(i_cond)
+        if self.lanes:
+            self.terminate(f"br label {lab(i_cond)}, !llvm.loop !{LOOP_HINT}", i_cond)
+        else:
+            self.br(i_cond)
 
         self.start(o_latch)
+        for (base, g), c in zip(row_sums, rs):     # the row's sum into the column's cell
+            p = self.inst(base + ".ptr", f"getelementptr inbounds {self.T}, ptr {g[1]}, i64 {self.rows[g[1]]}")
+            old = self.widen(self.inst(base + ".old", f"load {self.T}, ptr {p}"), base + ".old")
+            new = self.inst(base + ".new", f"fadd {self.A} {old}, {c.cur}")
+            self.emit(f"store {self.T} {self.inst(base + '.new.t', f'fptrunc {self.A} {new} to {self.T}')}, ptr {p}")
         if not reverse:
             self.emit(f"{o_step} = add nsw i64 {o_phi}, 1")
         self.br(o_cond)
@@ -191,12 +245,14 @@ class _DriverBody(_Body):
         return cs
 
     def loop(self, lo: str, hi: str, inits: list[str], hints: list[str],
-             body: Callable[[str, list[str]], list[str]], reverse: bool = False, prefix: str = "") -> list[str]:
+             body: Callable[[str, list[str]], list[str]], reverse: bool = False, prefix: str = "",
+             types: list[str] | None = None) -> list[str]:
         """A counted loop over e in [lo, hi) (from hi - 1 down to lo when `reverse`),
         entered from the current block, carrying values in phis (`inits`, named after
-        `hints`). `body(e, values)` may emit blocks; it returns the values after element e.
-        Leaves the exit block open; returns the values after the last element."""
-        T = self.T
+        `hints`, of `types`: the dtype's when not given). `body(e, values)` may emit blocks;
+        it returns the values after element e. Leaves the exit block open; returns the
+        values after the last element."""
+        types = types or [self.T] * len(inits)
         lab = lambda name: _ref("%", name)  # noqa: E731
         enter = self.label
         cond, body_b, exit_ = (self.new_block(prefix + n) for n in ("cond", "body", "exit"))
@@ -214,7 +270,8 @@ class _DriverBody(_Body):
         latch = self.label
         self.br(cond)
         phis = [f"{idx} = phi i64 [ {hi if reverse else lo}, {lab(enter)} ], [ {step}, {lab(latch)} ]"]
-        phis += [f"{c} = phi {T} [ {i}, {lab(enter)} ], [ {x}, {lab(latch)} ]" for c, i, x in zip(curs, inits, nxts)]
+        phis += [f"{c} = phi {t} [ {i}, {lab(enter)} ], [ {x}, {lab(latch)} ]"
+                 for c, t, i, x in zip(curs, types, inits, nxts)]
         cond_lines[0:0] = ["  " + p for p in phis]
         self.start(exit_)
         return curs
@@ -278,9 +335,12 @@ class _DriverBody(_Body):
         T = self.T
         if g[0] == "sum":
             c = sums[g[1]]
-            self.emit(f"{c.nxt} = fadd reassoc nsz {T} {c.cur}, {contrib}")
+            self.accumulate(c.nxt, c.cur, contrib, base)
         elif g[0] == "contig":
             self.emit(f"store {T} {contrib}, ptr {self.flat_ptr(g[1], base)}")
+        elif g[0] == "column" and g[1] in self.row_carried:
+            c = self.row_carried[g[1]]
+            self.accumulate(c.nxt, c.cur, contrib, base)
         else:
             # a column's element is summed over the inner loop: reassociated, so that the
             # loop vectorises; anything else in element order (a row's sum then has
@@ -292,11 +352,11 @@ class _DriverBody(_Body):
             self.emit(f"store {T} {new}, ptr {p}")
 
     def flush_sum(self, name: str, ptr: str, total: str) -> None:
-        """ptr[0] += total (after a nest)."""
-        T = self.T
-        old = self.inst(name + ".old", f"load {T}, ptr {ptr}")
-        new = self.inst(name + ".new", f"fadd {T} {old}, {total}")
-        self.emit(f"store {T} {new}, ptr {ptr}")
+        """ptr[0] += total (after a nest), both ACC."""
+        A = self.A
+        old = self.inst(name + ".old", f"load {A}, ptr {ptr}")
+        new = self.inst(name + ".new", f"fadd {A} {old}, {total}")
+        self.emit(f"store {A} {new}, ptr {ptr}")
 
 
 def _active_indices(kmod: KernelModule, names: Iterable[str], params: tuple[str, ...]) -> list[int]:
@@ -344,6 +404,10 @@ def _emit_loop_driver(m: _Module) -> str:
         accs.append(("value", acc))
     accs.extend((g[2], g[1]) for g in grads if g[0] == "sum")
     acc_names = {ptr: d.fresh(name + ".sum") for name, ptr in accs}
+    # a float32 column's gradient: a double sum per row (`nest`)
+    row_sums = [(g[2] + ".col", g) for g in grads if g[0] == "column"] if d.T != d.A else []
+    if (accs or row_sums) and d.T != d.A:     # double sums in a float32 loop: vectorise at float32's width
+        d.lanes = d.dtype_lanes()
 
     d.start(d.new_block("entry"))
 
@@ -362,7 +426,7 @@ def _emit_loop_driver(m: _Module) -> str:
             d.emit(f"store {T} {value}, ptr {d.flat_ptr(out, 'out')}")
         if acc:
             c = sums[acc]
-            d.emit(f"{c.nxt} = fadd reassoc nsz {T} {c.cur}, {value}")
+            d.accumulate(c.nxt, c.cur, value, "value")
         if spec.partials:
             s = d.seed_value(seed, spec.seed)
             for k, g, dv in zip(active_idx, grads, partials):
@@ -377,7 +441,7 @@ def _emit_loop_driver(m: _Module) -> str:
             d.emit(f"store {T} {total}, ptr {d.flat_ptr(out_dot, 'out_dot')}")
 
     cs = d.nest(n_outer, n_inner, params + grads + tangents,
-                [(acc_names[ptr], "0.0") for _, ptr in accs], element)
+                [(acc_names[ptr], "0.0") for _, ptr in accs], element, row_sums=row_sums)
     for (name, ptr), c in zip(accs, cs):
         d.flush_sum(name, ptr, c.outer)
     d.terminate("ret void")
@@ -560,7 +624,9 @@ class _ScanSweeps:
         if sig.out:
             d.emit(f"store {T} {value}, ptr {d.elem_ptr(sig.out, e, 'out')}")
         if sig.acc:
-            vsum = d.inst("value.sum", f"fadd reassoc nsz {T} {vsum}, {value}")
+            nxt = d.local("value.sum")
+            d.accumulate(nxt, vsum, value, "value")
+            vsum = nxt
         return new, vsum
 
     def reverse_element(self, e: str, slot: str, lams: list[str], gsums: list[str]) -> tuple[list[str], list[str]]:
@@ -593,7 +659,9 @@ class _ScanSweeps:
             base = sig.names[a] + "_bar"
             contrib = combine(n, base)
             if g[0] == "sum":
-                gsums[n_sum] = d.inst(base + ".sum", f"fadd reassoc nsz {T} {gsums[n_sum]}, {contrib}")
+                nxt = d.local(base + ".sum")
+                d.accumulate(nxt, gsums[n_sum], contrib, base)
+                gsums[n_sum] = nxt
                 n_sum += 1
             elif g[0] == "contig":
                 d.emit(f"store {T} {contrib}, ptr {d.elem_ptr(g[1], e, base)}")
@@ -618,6 +686,7 @@ class _ScanSweeps:
         has_sum = self.vsum is not None
         inits = self.states + ([self.vsum] if has_sum else [])
         hints = list(self.sig.states) + (["value.sum"] if has_sum else [])
+        types = [d.T] * k + [d.A] * has_sum
 
         def block(kb: str, curs: list[str]) -> list[str]:
             lo, hi, count = self.bounds(kb)
@@ -628,9 +697,9 @@ class _ScanSweeps:
                 new, vsum = self.forward_element(e, t, cs[:k], cs[k] if has_sum else None)
                 return new + ([vsum] if has_sum else [])
 
-            return d.loop("0", count, curs, hints, step, prefix="fwd.")
+            return d.loop("0", count, curs, hints, step, prefix="fwd.", types=types)
 
-        out = d.loop("0", self.nblocks, inits, hints, block, prefix="fwd.block.")
+        out = d.loop("0", self.nblocks, inits, hints, block, prefix="fwd.block.", types=types)
         self.states = out[:k]
         if has_sum:
             self.vsum = out[k]
@@ -640,6 +709,7 @@ class _ScanSweeps:
         d, k = self.d, self.k
         inits = self.lams + self.gsums
         hints = [s + "_bar" for s in self.sig.states] + [nm + ".sum" for nm, _ in self.sum_grads]
+        types = [d.T] * k + [d.A] * len(self.gsums)
 
         def block(kb: str, curs: list[str]) -> list[str]:
             lo, hi, count = self.bounds(kb)
@@ -650,9 +720,9 @@ class _ScanSweeps:
                 lams, gsums = self.reverse_element(e, t, cs[:k], cs[k:])
                 return lams + gsums
 
-            return d.loop("0", count, curs, hints, step, reverse=True, prefix="rev.")
+            return d.loop("0", count, curs, hints, step, reverse=True, prefix="rev.", types=types)
 
-        out = d.loop("0", self.nblocks, inits, hints, block, reverse=True, prefix="rev.block.")
+        out = d.loop("0", self.nblocks, inits, hints, block, reverse=True, prefix="rev.block.", types=types)
         self.lams, self.gsums = out[:k], out[k:]
 
     def fused(self) -> None:
@@ -665,6 +735,7 @@ class _ScanSweeps:
         hints = (list(self.sig.states) + (["value.sum"] if has_sum else [])
                  + [s + "_bar" for s in self.sig.states] + [nm + ".sum" for nm, _ in self.sum_grads])
         nf = k + has_sum
+        types = [d.T] * k + [d.A] * has_sum + [d.T] * k + [d.A] * n_g
 
         def block(kb: str, curs: list[str]) -> list[str]:
             lo, hi, count = self.bounds(kb)
@@ -682,9 +753,9 @@ class _ScanSweeps:
                 lams, gsums = self.reverse_element(re, rt, cs[nf:nf + k], cs[nf + k:])
                 return new + ([vsum] if has_sum else []) + lams + gsums
 
-            return d.loop("0", count, curs, hints, step, prefix="scan.")
+            return d.loop("0", count, curs, hints, step, prefix="scan.", types=types)
 
-        out = d.loop("0", self.nblocks, inits, hints, block, prefix="block.")
+        out = d.loop("0", self.nblocks, inits, hints, block, prefix="block.", types=types)
         self.states = out[:k]
         if has_sum:
             self.vsum = out[k]

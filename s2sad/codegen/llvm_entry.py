@@ -21,7 +21,9 @@ the caller takes the general path. It allocates each array gradient with numpy's
 elements (the GIL held: at most ENTRY_MAX of them, tens of microseconds), and returns
 `(value * seed, g1, ...)`: the value a float (None when the driver does not sum values),
 each gradient an array, or a float for a scalar parameter. The results are those of the
-runtime's general path to the bit (the same driver, the same seed).
+runtime's general path to the bit (the same driver, the same seed). The driver's sums
+are double for every dtype (llvm_drivers.ACC); a float32 driver's are rounded to float32
+before they are boxed, as the runtime rounds them (runtime.rounded).
 
 A scan driver (ScanSpec with grads and a summed value) has an entry too:
 `entry(p1, ..., pn, s1, ..., sk, scale, mean) -> (sum of values, grads..., s1', ..., sk')`,
@@ -49,6 +51,7 @@ import sysconfig
 import numpy as np
 
 from ..kernel import LoopSpec, ScanSpec
+from .llvm_drivers import ACC
 
 ENTRY_MAX = 1 << 15          # elements; beyond, the runtime's path that releases the GIL
 
@@ -162,18 +165,28 @@ class _EntryWriter:
         self.failures.append((label, list(self.made)))
         self.t.label(f"{label}.ok")
 
-    def box(self, name: str, at: str) -> str:
-        """A new Python float of the T at `at`, held (and dropped if a later step fails)."""
+    def box(self, name: str, at: str, ty: str) -> str:
+        """A new Python float of the `ty` (T, or ACC for a sum) at `at`, held (and dropped
+        if a later step fails)."""
         t = self.t
-        t(f"%{name}.v = load {self.T}, ptr {at}")
-        v = f"%{name}.v"
-        if self.T == "float":
+        t(f"%{name}.v = load {ty}, ptr {at}")
+        v = self.as_dtype_value(f"%{name}.v", name) if ty == ACC else f"%{name}.v"
+        if ty == "float":
             t(f"%{name}.f64 = fpext float {v} to double")
             v = f"%{name}.f64"
         t(f"%{name} = call ptr %float_from_double(double {v})")
         self.fail_unless(name, f"{name}.float")
         self.made.append(name)
         return f"%{name}"
+
+    def as_dtype_value(self, v: str, name: str) -> str:
+        """A sum `v` (ACC, double) rounded to the driver's dtype and back to double: the
+        float32 total of a float32 driver, as runtime.rounded gives it."""
+        if self.T == ACC:
+            return v
+        self.t(f"%{name}.t = fptrunc {ACC} {v} to {self.T}")
+        self.t(f"%{name}.r = fpext {self.T} %{name}.t to {ACC}")
+        return f"%{name}.r"
 
     # ---- sections
     def prologue(self) -> None:
@@ -185,12 +198,12 @@ class _EntryWriter:
             t(f"%{slot}.at = getelementptr inbounds ptr, ptr %table, i64 {j}")
             t(f"%{slot} = load ptr, ptr %{slot}.at")
         if self.spec.value == "sum":
-            t(f"%acc = alloca {T}")
-            t(f"store {T} 0.0, ptr %acc")
+            t(f"%acc = alloca {ACC}")
+            t(f"store {ACC} 0.0, ptr %acc")
         for a in self.active_idx:
             if self.layouts[a] == "scalar":
-                t(f"%g{a}.acc = alloca {T}")
-                t(f"store {T} 0.0, ptr %g{a}.acc")
+                t(f"%g{a}.acc = alloca {ACC}")
+                t(f"store {ACC} 0.0, ptr %g{a}.acc")
         if k:
             t.comment("the scan's state (in: before the first element; out: after the last), the adjoint")
             t.comment("of the final state (0: the loss does not read it) and a one-element tape (the")
@@ -361,11 +374,8 @@ class _EntryWriter:
         """(value, gradients..., final states...), then the decline and failure paths."""
         t, T = self.t, self.T
         if self.spec.value == "sum":
-            t(f"%acc.v = load {T}, ptr %acc")
-            acc = "%acc.v"
-            if T == "float":
-                t("%acc.f64 = fpext float %acc.v to double")
-                acc = "%acc.f64"
+            t(f"%acc.v = load {ACC}, ptr %acc")
+            acc = self.as_dtype_value("%acc.v", "acc")
             value = acc     # a scan's value is its sum, unscaled (as runtime.scan_grads returns it)
             if not self.k_state:
                 t(f"%value.f64 = fmul double {acc}, %s.f64")            # as the runtime's float(acc) * scale
@@ -379,10 +389,10 @@ class _EntryWriter:
             self.made.append("none")
             items = ["%none"]
         for a in self.active_idx:
-            items.append(self.box(f"g{a}", f"%g{a}.acc") if self.layouts[a] == "scalar" else f"%g{a}")
+            items.append(self.box(f"g{a}", f"%g{a}.acc", ACC) if self.layouts[a] == "scalar" else f"%g{a}")
         for j, st in enumerate(self.states):
             t(f"%{st}.out.at = getelementptr inbounds {T}, ptr %state, i64 {j}")
-            items.append(self.box(f"{st}.out", f"%{st}.out.at"))
+            items.append(self.box(f"{st}.out", f"%{st}.out.at", T))
         t(f"%result = call ptr %tuple_new(i64 {len(items)})")
         self.fail_unless("result", "result")
         t.comment("PyTuple_SetItem takes over each reference")

@@ -21,10 +21,14 @@ for a driver by its source (`driver`, keyed by `source_key`: a digest of the ker
 scalar program, its user rules and s2sad's own source files, with everything `disk_key`
 holds besides the IR; lowering is deterministic, so this decides the IR too). The
 host's LLVM-side description is stored in the cache directory under a fingerprint of
-the host (`objcache.host_fingerprint`), and the object is loaded, checked, and mapped.
-Only on a miss is the module made, lowered and compiled, and filed under that key.
+the host (`objcache.host_fingerprint`), and the object is loaded, authenticated (an
+HMAC under the user's key: `objcache`), and mapped. A host record that does not
+describe this machine is probed again (`host`: cheap checks on a warm start;
+`verified_host`: LLVM's own probe whenever something is compiled), so LLVM is never
+given another machine's triple or features. Only on a miss is the module made, lowered
+and compiled, and filed under that key.
 
-Environment: S2SAD_CACHE_DIR, S2SAD_CACHE=0 (see objcache), S2SAD_LIBMVEC=0 (no libmvec:
+Environment: S2SAD_CACHE_DIR, S2SAD_CACHE=0, S2SAD_CACHE_KEY (see objcache), S2SAD_LIBMVEC=0 (no libmvec:
 s2sad's own vector math), S2SAD_VECMATH=libmvec|s2sad|libm (see `math_mode`),
 S2SAD_OBJLOAD=0 (link objects with LLVM's JIT, not `objload`).
 """
@@ -162,22 +166,71 @@ def _probe_host() -> Host:
 
 
 def host() -> Host:
-    """This machine as LLVM sees it; from the cache directory when it has been seen before."""
+    """This machine as LLVM sees it; from the cache directory when it has been seen before
+    and the record is plausible (`_implausible`), else probed (and checked against the
+    record: `verified_host`)."""
     h = _state.get("host")
     if h is not None:
         return h
     fp = objcache.host_fingerprint()
     rec = objcache.read_record("host-" + fp) if fp else None
-    try:
-        h = Host(**{k: rec[k] for k in Host.FIELDS}) if rec else None
-    except KeyError:
-        h = None
-    if h is None:
+    if rec is None:
         h = _probe_host()
+        _state["probed"] = h
         if fp:
             objcache.write_record("host-" + fp, h.as_dict())
-    _state["host"] = h
-    return h
+        _state["host"] = h
+        return h
+    why = _implausible(rec)
+    _state["host"] = Host(**{k: rec.get(k, "") for k in Host.FIELDS})
+    return verified_host() if why else _state["host"]
+
+
+_X86_FLAGS = {"avx512f": "avx512f", "avx2": "avx2", "avx": "avx", "fma": "fma", "sse4.1": "sse4_1",
+              "sse4.2": "sse4_2"}
+
+
+def _implausible(rec: dict[str, str]) -> str | None:
+    """Why a host record cannot describe this machine (None: it may). Cheap: no LLVM.
+    A record is authenticated (objcache), so this guards against s2sad's own mistakes
+    and a key that leaked; the x86 features checked are those that choose libmvec's
+    variants, which would not run on a CPU without them."""
+    missing = [k for k in Host.FIELDS if not rec.get(k)]
+    if missing:
+        return f"it lacks {', '.join(missing)}"
+    arch = rec["triple"].split("-", 1)[0]
+    machine = os.uname().machine if hasattr(os, "uname") else arch
+    same = {"amd64": "x86_64", "arm64": "aarch64"}
+    if same.get(arch, arch) != same.get(machine, machine):
+        return f"its triple {rec['triple']!r} is not for this {machine} machine"
+    feats = [f for f in rec["features"].split(",") if f]
+    if any(f[:1] not in "+-" or not f[1:].replace(".", "").replace("-", "").replace("_", "").isalnum()
+           for f in feats):
+        return "its feature list is malformed"
+    flags = objcache.cpu_flags()
+    if arch in ("x86_64", "amd64") and flags:
+        claimed = [f[1:] for f in feats if f[0] == "+" and f[1:] in _X86_FLAGS and _X86_FLAGS[f[1:]] not in flags]
+        if claimed:
+            return f"it claims {', '.join(claimed)}, which this CPU does not have"
+    return None
+
+
+def verified_host() -> Host:
+    """`host()`, checked once a process against LLVM's probe of this machine (imports
+    llvmlite): a record that disagrees is reported, replaced, and not used again, so
+    code is never compiled for another CPU, nor LLVM given a triple it cannot use."""
+    if "probed" not in _state:
+        recorded, real = host(), _probe_host()
+        if recorded != real:
+            objcache.report(("record", "host"), f"s2sad: the host record in the kernel cache ({recorded!r}) "
+                            f"does not describe this machine ({real!r}); it is replaced and kernels are "
+                            f"compiled for this machine", stacklevel=4)
+            fp = objcache.host_fingerprint()
+            if fp:
+                objcache.write_record("host-" + fp, real.as_dict())
+            _state.pop("vector", None)            # (chosen from the record's features)
+        _state["host"] = _state["probed"] = real
+    return _state["host"]
 
 
 def host_vector_bits(h: Host) -> int | None:
@@ -194,7 +247,7 @@ def host_vector_bits(h: Host) -> int | None:
 def _llvm():
     """llvmlite.binding, the target machine for this host (`host()`), and the JIT (lazily)."""
     if "tm" not in _state:
-        llvm, h = _binding(), host()
+        llvm, h = _binding(), verified_host()
         target = llvm.Target.from_triple(h.triple)
         _state["tm"] = target.create_target_machine(cpu=h.cpu, features=h.features, opt=OPT_LEVEL,
                                                     reloc="pic", codemodel="default")
@@ -609,8 +662,8 @@ def compile_driver(kmod: KernelModule, spec: LoopSpec | ScanSpec, dtype, *,
             timings[phase] = timings.get(phase, 0.0) + now - t
             t = now
 
+        h = verified_host()                      # (it compiles: LLVM is needed anyway)
         isas, available = vector_math_support() if mode == "libmvec" else ((), None)
-        h = host()
         lap("host")
         # the IR holds every function the driver runs and its signature: modules that lower
         # to the same text share one driver

@@ -11,7 +11,8 @@ Semantics follow the python backend (the oracle): every value is T (double or fl
 comparisons give 1.0/0.0, `and`/`or` short-circuit and return an operand, `//` and `%`
 are Python's float floor division and remainder (x // 0 is x / 0, as in numpy),
 `int`/`round`/`floor`/`ceil`/`trunc` are IEEE trunc/roundeven/floor/ceil/trunc (they
-keep the sign of a zero, as numpy's do), `min`/`max` are Python's (`b if b < a else a`).
+keep the sign of a zero, as numpy's do), `min`/`max` are Python's (`b if b < a else a`), `math.maximum`/`math.minimum` numpy's
+(`a if a > b or a is NaN else b`: NaN if either is).
 
 Transcendental functions (`_Module.libm`) give each element the same bits wherever it
 falls (vector body or scalar remainder, any array length, offset or thread split, any
@@ -1008,6 +1009,14 @@ class _FnEmitter(_Body):
             neg = self.inst("sign.neg", f"fcmp olt {T} {x}, 0.0")
             s = self.inst("sign.lo", f"select i1 {neg}, {T} -1.0, {T} {x}")
             return self.inst(hint or "sign", f"select i1 {pos}, {T} 1.0, {T} {s}")
+        if name in ("maximum", "minimum"):
+            # numpy's: x when it wins or is NaN, else y (so NaN if either is; y on a tie)
+            a, b = self.nargs(node, 2)
+            x, y = self.expr(a), self.expr(b)
+            wins = self.inst(name + ".wins", f"fcmp {'ogt' if name == 'maximum' else 'olt'} {T} {x}, {y}")
+            nan = self.inst(name + ".nan", f"fcmp uno {T} {x}, 0.0")
+            pick = self.inst(name + ".pick", f"or i1 {wins}, {nan}")
+            return self.inst(hint or name, f"select i1 {pick}, {T} {x}, {T} {y}")
         if name == "square":
             (a,) = self.nargs(node, 1)
             x = self.expr(a)

@@ -1,86 +1,157 @@
-"""The disk cache of compiled kernels: one file per kernel, written atomically, checked
-before use.
+"""The disk cache of compiled kernels: one file per kernel, written atomically,
+authenticated before use.
 
-Where: `$S2SAD_CACHE_DIR`, else `~/.cache/s2sad`, created mode 0700. A directory that
-another user owns, or that group or others may write, is not used (the cache holds
-machine code this process will run): s2sad warns once and compiles in memory.
-`S2SAD_CACHE=0` turns the disk cache off.
+Where: `$S2SAD_CACHE_DIR`, else `~/.cache/s2sad`, created mode 0700. `S2SAD_CACHE=0`
+turns the disk cache off. The cache holds machine code this process will run, so:
+
+- the directory is opened once (`safedir.open_private`: its real path walked without
+  following links, every parent checked as ssh does, the directory itself this user's
+  and written by nobody else) and held open; entries are read and written relative to
+  that descriptor, never through the path again;
+- before each use the held directory is checked again (`PrivateDir.verify`: still this
+  user's, still private, and still what the path names); if it changed, s2sad warns
+  once and compiles in memory for the rest of the process, and never writes elsewhere;
+- an entry is opened with O_NOFOLLOW | O_NONBLOCK and must be a regular file of this
+  user's, not writable by group or others, at most MAX_ENTRY bytes (a symlink, a FIFO, a
+  device, a huge file is a warning and a rebuild, never a hang);
+- an entry is authenticated with HMAC-SHA256 under a per-user secret key kept outside
+  the cache directory (`cachekey`); one that does not verify is never handed to the
+  loader. A key that cannot be trusted turns the disk cache off, with a warning.
 
 An entry is named by its key (a sha256 the caller computes over everything that decides
 the machine code: see `llvm_jit.disk_key`) and holds
 
-    MAGIC (8 bytes) | sha256 of the body (32 bytes) | body
+    MAGIC (8 bytes) | HMAC-SHA256(secret, MAGIC | body) (32 bytes) | body
     body = header length (4 bytes, little-endian) | header | blob | blob | ...
 
 where the header is "name=value" lines (UTF-8) that repeat the key and the format and
-give each blob's length. An entry that fails any check (short, wrong magic, wrong
-checksum, another key or format) is reported with a `CacheWarning` and never used;
-the caller compiles the kernel again and overwrites it. Writers write a private
-temporary file in the directory and `os.replace` it into place, so readers see a whole
-entry or none, and two processes writing the same entry leave one whole copy.
+give each blob's length. An entry that fails any check is reported with a
+`CacheWarning` (once per kind of failure per process: `report`) and never used; the
+caller compiles the kernel again and overwrites it. Writers write a private temporary
+file in the directory and rename it into place, so readers see a whole entry or none.
 
 The host description (`host_fingerprint`) lets a warm process key its kernels without
 importing llvmlite: it is cheap to compute and names what LLVM's view of the host
-depends on; the LLVM-side facts it maps to are stored next to the entries.
+depends on; the LLVM-side facts it maps to are stored next to the entries, as records
+authenticated like entries.
 """
 from __future__ import annotations
 
+import _thread
 import hashlib
+import hmac
 import os
 import sys
 import warnings
 from pathlib import Path
 
-__all__ = ["CacheWarning", "FORMAT", "directory", "entry_path", "load", "store", "read_record",
-           "write_record", "host_fingerprint"]
+from . import cachekey, safedir
 
-FORMAT = 1
-MAGIC = b"S2SADOB\x01"
+__all__ = ["CacheWarning", "FORMAT", "MAX_ENTRY", "directory", "entry_path", "load", "store", "read_record",
+           "write_record", "host_fingerprint", "cpu_flags", "report", "reported"]
+
+FORMAT = 2
+MAGIC = b"S2SADOB\x02"
 SUFFIX = ".s2o"
-_HEAD = 8 + 32 + 4
+MAX_ENTRY = 64 << 20          # the largest entry s2sad writes or reads (kernels are ~10-300 KB)
+_MAC = 32
+_HEAD = 8 + _MAC + 4
 
 
 class CacheWarning(RuntimeWarning):
-    """A disk cache entry (or the cache directory) could not be used."""
+    """A disk cache entry (or the cache directory, or its key) could not be used."""
 
 
-_checked: dict[str, Path | None] = {}
+reported: set = set()         # the causes already warned about in this process
+
+
+def report(cause, message: str, stacklevel: int = 4) -> None:
+    """Warn about `cause` once per process (a test may clear `reported`)."""
+    if cause in reported:
+        return
+    reported.add(cause)
+    warnings.warn(message, CacheWarning, stacklevel=stacklevel + 1)
+
+
+class _Open:
+    """The cache in use: the held directory and the key that authenticates its entries."""
+
+    __slots__ = ("dir", "secret")
+
+    def __init__(self, held: safedir.PrivateDir, secret: bytes) -> None:
+        self.dir = held
+        self.secret = secret
+
+
+_lock = _thread.allocate_lock()
+_current: list = [None, None]     # [(cache path, key path), _Open or None]
+
+
+def _new_lock_in_child() -> None:
+    """A child forked while another thread held the lock would wait for it forever."""
+    global _lock
+    _lock = _thread.allocate_lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_new_lock_in_child)
+
+
+def _requested() -> tuple[str, str] | None:
+    if os.environ.get("S2SAD_CACHE", "1").strip().lower() in ("0", "off", "no", "false"):
+        return None
+    env = os.environ.get("S2SAD_CACHE_DIR", "").strip()
+    return (os.path.abspath(os.path.expanduser(env or os.path.join("~", ".cache", "s2sad"))),
+            cachekey.path())
+
+
+def _open(where: str, key_path: str) -> _Open | None:
+    if not safedir.supported():
+        return None                   # (not POSIX: no way to check; compile in memory, quietly)
+    try:
+        held = safedir.open_private(where)
+    except (safedir.Unsafe, OSError) as e:
+        report(("directory", where), f"s2sad: not using the kernel cache directory: {e}. Kernels are "
+               f"compiled in memory only. Set S2SAD_CACHE_DIR to a private directory (yours, mode 0700, "
+               f"under parents only you or root can write), or S2SAD_CACHE=0.", stacklevel=5)
+        return None
+    try:
+        secret = cachekey.load(key_path, held.real)
+    except (safedir.Unsafe, OSError) as e:
+        report(("key", key_path), f"s2sad: not using the kernel cache: its key cannot be trusted ({e}). "
+               f"Kernels are compiled in memory only. Remove the key file (s2sad makes a new one, "
+               f"mode 0600) or set {cachekey.ENV} to a file of yours outside the cache directory.",
+               stacklevel=5)
+        return None
+    return _Open(held, secret)
+
+
+def _cache() -> _Open | None:
+    """The cache in use, checked again; None when it is off or cannot be trusted."""
+    wanted = _requested()
+    if wanted is None:
+        return None
+    with _lock:
+        if _current[0] != wanted:
+            _current[:] = [wanted, _open(*wanted)]
+        got = _current[1]
+        if got is None:
+            return None
+        try:
+            got.dir.verify()
+        except (safedir.Unsafe, OSError) as e:
+            report(("changed", wanted[0]), f"s2sad: stopped using the kernel cache directory: {e}. Kernels "
+                   f"are compiled in memory until this process ends; the next process checks the "
+                   f"directory afresh.", stacklevel=5)
+            _current[1] = None
+            return None
+        return got
 
 
 def directory() -> Path | None:
     """The cache directory, created 0700 if missing; None when the cache is off or unusable."""
-    if os.environ.get("S2SAD_CACHE", "1").strip() in ("0", "off", "no", "false"):
-        return None
-    env = os.environ.get("S2SAD_CACHE_DIR", "").strip()
-    raw = os.path.abspath(os.path.expanduser(env or os.path.join("~", ".cache", "s2sad")))
-    if raw in _checked:
-        known = _checked[raw]
-        if known is None or os.path.isdir(known):
-            return known
-    path = Path(raw)
-    result: Path | None = path
-    try:
-        if not path.is_dir():
-            path.parent.mkdir(parents=True, exist_ok=True)
-            try:
-                path.mkdir(mode=0o700)
-                os.chmod(path, 0o700)             # whatever the umask took away
-            except FileExistsError:
-                pass
-        st = os.stat(path)
-        if not path.is_dir():
-            raise NotADirectoryError(f"{path} is not a directory")
-        if hasattr(os, "getuid") and st.st_uid != os.getuid():
-            raise PermissionError(f"{path} belongs to another user")
-        if os.name == "posix" and st.st_mode & 0o022:
-            raise PermissionError(f"{path} is writable by group or others (mode {st.st_mode & 0o777:o})")
-    except OSError as e:
-        warnings.warn(f"s2sad: not using the kernel cache directory ({e}); kernels are compiled in "
-                      f"memory only. Set S2SAD_CACHE_DIR to a private directory, or S2SAD_CACHE=0.",
-                      CacheWarning, stacklevel=4)
-        result = None
-    _checked[raw] = result
-    return result
+    got = _cache()
+    return None if got is None else Path(got.dir.path)
 
 
 def entry_path(key: str, where: Path | None = None) -> Path | None:
@@ -88,45 +159,67 @@ def entry_path(key: str, where: Path | None = None) -> Path | None:
     return None if d is None else d / (key + SUFFIX)
 
 
-def _warn(path: Path, why: str) -> None:
-    warnings.warn(f"s2sad: the cached kernel {path} is {why}; it is not loaded and will be "
-                  f"compiled again", CacheWarning, stacklevel=4)
+_REMEDY = {
+    "unauthenticated": "it was not written by s2sad with your key (it may be forged or damaged)",
+    "symlink": "s2sad never writes links: check who else writes this directory",
+    "not a regular file": "s2sad writes only regular files: check who else writes this directory",
+    "owner": "check who else writes this directory",
+    "mode": "s2sad writes entries 0600: check who changed it",
+    "size": "it is larger than any entry s2sad writes",
+}
+
+
+def _refuse(cause: str, what: str) -> None:
+    why = _REMEDY.get(cause)
+    report(("entry", cause), f"s2sad: the cached kernel {what}; it is not loaded and the kernel is compiled "
+           f"again{f' ({why})' if why else ''}. Other entries with this problem "
+           f"are not reported again.", stacklevel=5)
+
+
+def _mac(secret: bytes, body) -> bytes:
+    h = hmac.new(secret, MAGIC, hashlib.sha256)
+    h.update(body)
+    return h.digest()
 
 
 def load(key: str) -> tuple[dict[str, str], list[bytes]] | None:
     """(header, blobs) of the entry for `key`; None if there is none or it fails a check
-    (then with a CacheWarning)."""
-    path = entry_path(key)
-    if path is None:
+    (then with a CacheWarning). Nothing is returned that the MAC does not cover."""
+    got = _cache()
+    if got is None:
         return None
+    name = key + SUFFIX
+    path = os.path.join(got.dir.path, name)
     try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except FileNotFoundError:
+        data = got.dir.read(name, MAX_ENTRY)
+    except safedir.Unsafe as e:
+        _refuse(e.cause, str(e))
         return None
-    except OSError as e:
-        _warn(path, f"unreadable ({e})")
+    if data is None:
         return None
     if len(data) < _HEAD or data[:8] != MAGIC:
-        _warn(path, "corrupt (bad header)" if data[:7] == MAGIC[:7] or len(data) < _HEAD
-              else "not an s2sad cache entry of this format")
+        _refuse("corrupt", f"{path} is not an s2sad cache entry of this format")
         return None
-    body = memoryview(data)[40:]
-    if hashlib.sha256(body).digest() != data[8:40]:
-        _warn(path, "corrupt (checksum mismatch)")
+    body = memoryview(data)[8 + _MAC:]
+    if not hmac.compare_digest(_mac(got.secret, body), data[8:8 + _MAC]):
+        _refuse("unauthenticated", f"{path} fails its authentication (HMAC)")
         return None
+    return _parse(key, path, body)
+
+
+def _parse(key: str, path: str, body: memoryview) -> tuple[dict[str, str], list[bytes]] | None:
     n = int.from_bytes(body[:4], "little")
     try:
         header = dict(line.split("=", 1) for line in bytes(body[4:4 + n]).decode().splitlines())
         sizes = [int(s) for s in header["blobs"].split(",") if s]
     except (UnicodeDecodeError, ValueError, KeyError):
-        _warn(path, "corrupt (unreadable header)")
+        _refuse("corrupt", f"{path} has an unreadable header")
         return None
     if header.get("key") != key or header.get("format") != str(FORMAT):
-        _warn(path, "stale (it was written for another key or format)")
+        _refuse("stale", f"{path} was written for another key or format")
         return None
-    if 4 + n + sum(sizes) != len(body):
-        _warn(path, "corrupt (wrong length)")
+    if 4 + n + sum(sizes) != len(body) or min(sizes, default=0) < 0:
+        _refuse("corrupt", f"{path} has the wrong length")
         return None
     blobs, pos = [], 4 + n
     for s in sizes:
@@ -135,45 +228,29 @@ def load(key: str) -> tuple[dict[str, str], list[bytes]] | None:
     return header, blobs
 
 
-_write_failed: set[Path] = set()
-
-
-def _atomic_write(path: Path, data: bytes) -> bool:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(6).hex()}.tmp")
-    try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o600)
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view):]
-        finally:
-            os.close(fd)
-        os.replace(tmp, path)
-        return True
-    except OSError as e:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        if path.parent not in _write_failed:       # once per directory, not once per kernel
-            _write_failed.add(path.parent)
-            warnings.warn(f"s2sad: could not write the kernel cache entry {path} ({e}); kernels "
-                          f"are compiled in memory only", CacheWarning, stacklevel=4)
-        return False
-
-
 def store(key: str, blobs: list[bytes], meta: dict[str, str] | None = None) -> Path | None:
-    """Write the entry for `key` atomically; its path, or None (cache off, or the write failed)."""
-    path = entry_path(key)
-    if path is None:
+    """Write the entry for `key` atomically; its path, or None (cache off, too large, or
+    the write failed: then with a CacheWarning, once)."""
+    got = _cache()
+    if got is None:
         return None
     fields = {"format": str(FORMAT), "key": key, "blobs": ",".join(str(len(b)) for b in blobs)}
     for k, v in (meta or {}).items():
         fields.setdefault(k, str(v).replace("\n", " "))
     header = "".join(f"{k}={v}\n" for k, v in fields.items()).encode()
     body = len(header).to_bytes(4, "little") + header + b"".join(blobs)
-    data = MAGIC + hashlib.sha256(body).digest() + body
-    return path if _atomic_write(path, data) else None
+    data = MAGIC + _mac(got.secret, body) + body
+    if len(data) > MAX_ENTRY:
+        return None                   # (never read back: not worth the disk)
+    name = key + SUFFIX
+    try:
+        got.dir.write(name, data)
+    except OSError as e:
+        report(("write", got.dir.path), f"s2sad: could not write the kernel cache entry "
+               f"{os.path.join(got.dir.path, name)} ({e.strerror}); kernels are compiled in memory only",
+               stacklevel=5)
+        return None
+    return Path(got.dir.path) / name
 
 
 # ------------------------------------------------------------------ small records
@@ -198,8 +275,26 @@ _CPU_KEYS = ("vendor_id", "cpu family", "model", "model name", "stepping", "flag
              "features", "isa", "uarch")
 
 
+_cpu: list = []
+
+
 def _cpuinfo() -> str | None:
-    """The first processor's identity and feature flags from /proc/cpuinfo."""
+    """The first processor's identity and feature flags from /proc/cpuinfo (read once)."""
+    if not _cpu:
+        _cpu.append(_read_cpuinfo())
+    return _cpu[0]
+
+
+def cpu_flags() -> frozenset[str]:
+    """The CPU's feature flags as /proc/cpuinfo lists them; empty where unknown."""
+    for line in (_cpuinfo() or "").splitlines():
+        k, _, v = line.partition("=")
+        if k in ("flags", "features"):
+            return frozenset(v.split())
+    return frozenset()
+
+
+def _read_cpuinfo() -> str | None:
     try:
         with open("/proc/cpuinfo", "rb") as f:
             text = f.read(1 << 16).decode("utf-8", "replace")

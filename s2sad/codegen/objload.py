@@ -11,6 +11,10 @@ read-only and executable before anything runs. Anything else (another machine,
 writable data, TLS, static constructors, a relocation type not listed in `_apply`)
 raises `UnsupportedObject`, and the caller loads the object with LLVM's JIT instead.
 
+This module checks an object's structure, not its origin: the code it maps runs. Its
+callers hand it only objects LLVM emitted in this process or entries whose HMAC
+`objcache` verified under the user's key.
+
     load(obj, exports, resolve) -> LoadedObject     .addresses[name] for each export
     supported() -> bool                             this host can use `load`
 """

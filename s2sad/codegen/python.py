@@ -10,6 +10,7 @@ backends against, so they are written for clarity, not speed.
 from __future__ import annotations
 
 import ast
+import math
 from typing import Callable
 
 import gast
@@ -39,11 +40,55 @@ def module_source(kmod: KernelModule) -> str:
 
 
 def compile_module(kmod: KernelModule) -> dict[str, Callable]:
-    """Execute the module's source; returns its namespace (function name -> callable)."""
+    """Execute the module's source; returns its namespace (function name -> callable).
+
+    The source runs with every number it makes an `smath.Real` (`_AllReal`), so that
+    `1.0 / 0.0`, `0.0 ** -1.0`, `(x < y) % 0.0` or a loop counter divided by zero give
+    IEEE results (inf, NaN), as compiled kernels do, never a ZeroDivisionError."""
     namespace: dict = {"math": smath, **smath.BUILTINS}
-    code = compile(module_source(kmod), f"<s2sad kernel {kmod.name}>", "exec")
+    tree = ast.parse(module_source(kmod))
+    tree = ast.fix_missing_locations(_AllReal(namespace).visit(tree))
+    code = compile(tree, f"<s2sad kernel {kmod.name}>", "exec")
     exec(code, namespace)
     return namespace
+
+
+class _AllReal(ast.NodeTransformer):
+    """Numeric constants -> names bound to `smath.Real`s in `namespace` (loaded, not
+    built, at each use); comparisons and `not` (Python bools) -> `Real(...)` of them.
+    Every other value a kernel makes comes from a Real, an smath function, or a
+    builtin of `smath.BUILTINS` (range counts in Reals), so is a Real too."""
+
+    REAL = "__s2sad_Real"
+
+    def __init__(self, namespace: dict):
+        self.namespace = namespace
+        namespace[self.REAL] = smath.Real
+        self.names: dict[str, str] = {}
+
+    def visit_Constant(self, node):
+        v = node.value
+        if not isinstance(v, (bool, int, float)):
+            return node             # float("inf")'s string
+        try:
+            v = float(v)
+        except OverflowError:       # an int literal past float's range, as llvm reads it
+            v = math.inf if v > 0 else -math.inf
+        key = repr(v)               # 0.0 and -0.0 apart; True, 1 and 1.0 the same Real
+        if key not in self.names:
+            self.names[key] = f"__s2sad_k{len(self.names)}"
+            self.namespace[self.names[key]] = smath.Real(v)
+        return ast.copy_location(ast.Name(self.names[key], ast.Load()), node)
+
+    def _real(self, node):
+        return ast.copy_location(ast.Call(ast.Name(self.REAL, ast.Load()), [node], []), node)
+
+    def visit_Compare(self, node):
+        return self._real(self.generic_visit(node))
+
+    def visit_UnaryOp(self, node):
+        node = self.generic_visit(node)
+        return self._real(node) if isinstance(node.op, ast.Not) else node
 
 
 def run_driver(fn: Callable, spec: LoopSpec, active_idx: tuple[int, ...], n_outer: int, n_inner: int,
@@ -54,7 +99,9 @@ def run_driver(fn: Callable, spec: LoopSpec, active_idx: tuple[int, ...], n_oute
     `active_idx` are the positions of the active params (those with partials);
     `params[i]` is a scalar, or for contig/strided layouts a tuple (array, so, si) of a
     flat array and element strides; grads and tangents likewise follow their param's
-    layout; out, acc, seed (array) and out_dot are flat arrays.
+    layout; out, acc, seed (array) and out_dot are flat arrays. `acc` and a scalar
+    param's gradient cell are float64 whatever the dtype (kernel.py's A): sums are
+    accumulated in float64, as the compiled drivers do, and rounded by the caller.
     """
     active_layouts = [spec.layouts[k] for k in active_idx]
     with np.errstate(all="ignore"):

@@ -122,7 +122,7 @@ def result_kind(functions: dict[str, gast.FunctionDef], fname: str) -> str:
                 return fn_kind(e.func.id)
             if prim in ("floor", "ceil", "trunc", "int", "round"):
                 return "int"
-            if prim in ("abs", "min", "max"):
+            if prim in ("abs", "min", "max", "maximum", "minimum"):
                 return _join("int", *(kind(a, env) for a in e.args)) if prim == "abs" else _join(*(kind(a, env) for a in e.args))
             return "float"
         return "float"

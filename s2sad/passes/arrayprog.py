@@ -46,6 +46,7 @@ import numpy as np
 
 from .. import array_rules
 from ..errors import FreeVariableError, S2SADError, UnsupportedOperationError, UnsupportedSyntaxError
+from ..defaults import DefaultValues, bind_call
 from ..frontend import MISSING, ParsedFunction, Resolver, attribute_value, classify, location_of, parse_function
 from .elementwise import Site, _drop_unread_params, _unwrap_single_call, translate_elementwise
 from .normalize import Normalizer
@@ -289,8 +290,9 @@ class Builder:
         node = self.pf.node
         a = node.args
         if a.vararg or a.kwarg or a.kwonlyargs or a.posonlyargs:
-            raise self.err(self.root, node, "the differentiated function must take plain positional parameters",
-                           "Remove *args/**kwargs and keyword-only parameters.")
+            raise self.err(self.root, node, "the differentiated function cannot take *args or **kwargs",
+                           "Name its parameters (def f(x, y, k=1.0)); a decorator's wrapper that only forwards them, "
+                           "fn(*args, **kwargs), is taken.")
         body = [gast.Return(value=node.body)] if isinstance(node, gast.Lambda) else node.body
         if isinstance(node, gast.Lambda):
             gast.copy_location(body[0], node.body)
@@ -951,8 +953,10 @@ class Builder:
         holders = [f"__h{i}" for i in range(3)]
         h = [_n(x) if isinstance(o, str) else _const_node(o.value) for x, o in zip(holders, ops)]
         if clip:
-            inner = gast.Call(func=_n("__builtin_max"), args=[h[0], h[1]], keywords=[])
-            expr = gast.Call(func=_n("__builtin_min"), args=[inner, h[2]], keywords=[])
+            # numpy's own definition, minimum(hi, maximum(lo, x)): NaN from any operand, x on
+            # a tie (its sign of zero), and the slope JAX gives at a bound (0.5)
+            inner = gast.Call(func=_n("__np_maximum"), args=[h[1], h[0]], keywords=[])
+            expr = gast.Call(func=_n("__np_minimum"), args=[h[2], inner], keywords=[])
         else:
             expr = gast.IfExp(test=h[0], body=h[1], orelse=h[2])
         gast.copy_location(expr, e)
@@ -963,7 +967,7 @@ class Builder:
                     if not clip else "elementwise min/max: derivatives from the rules table",
                     _line(scope.ctx.filename, e))
         return self.emit_ew(expr, [x for x, _ in keep], [o for _, o in keep], [], [site],
-                            {"__builtin_min": builtins.min, "__builtin_max": builtins.max}, False, e, scope, want)
+                            {"__np_minimum": np.minimum, "__np_maximum": np.maximum}, False, e, scope, want)
 
     # -------------------------------------------------------------- other operations
 
@@ -1123,8 +1127,8 @@ class Builder:
                 self.scalar.add(t)
             return t
         r = classify(value)
-        if r.kind == "function" and isinstance(value, types.FunctionType):
-            return self.inline_function(value, e, scope, want)
+        if r.kind == "function" and isinstance(r.value, types.FunctionType):   # (an @differentiate's function)
+            return self.inline_function(r.value, e, scope, want)
         if r.kind == "s2sad":
             raise _unsupported(label, self.loc(ctx, e), "cannot be called inside a function s2sad differentiates")
         # anything else: evaluated as is; an error if it reads a differentiated value
@@ -1288,17 +1292,48 @@ class Builder:
 
     def inline_function(self, fn, e: gast.Call, scope: Scope, want=None):
         pf = parse_function(fn, self.loc(scope.ctx, e))
-        return self._inline(pf.node, Ctx(pf), None, e, scope, want, key=id(fn), label=fn.__qualname__)
+        return self._inline(pf.node, Ctx(pf), None, e, scope, want, key=id(fn), label=fn.__qualname__, fn=pf.fn)
 
-    def _inline(self, node, ctx: Ctx, parent: Scope | None, e: gast.Call, scope: Scope, want, key, label):
+    def _inline(self, node, ctx: Ctx, parent: Scope | None, e: gast.Call, scope: Scope, want, key, label, fn=None):
         from ..errors import RecursionNotSupportedError
         if key in self.stack:
             raise RecursionNotSupportedError(f"'{label}' calls itself (recursion)", self.loc(scope.ctx, e),
                                              hint="Write the recursion as a for loop.")
         a = node.args
-        if a.vararg or a.kwarg or a.kwonlyargs or a.posonlyargs:
+        if a.vararg or a.kwarg:
+            raise self.err(ctx, node, f"'{label}' cannot take *args or **kwargs to be used at the array level",
+                           "Name its parameters (def f(x, y, k=1.0)); a decorator's wrapper that only forwards them, "
+                           "fn(*args, **kwargs), is taken.")
+        if fn is not None:    # a function object: its defaults are the values its `def` computed
+            vals = self._bind_function(fn, node, ctx, e, scope)
+        else:
+            vals = self._bind_local(node, ctx, e, scope, label)
+        params = list(vals)
+        body = [gast.Return(value=node.body)] if isinstance(node, gast.Lambda) else node.body
+        if isinstance(node, gast.Lambda):
+            gast.copy_location(body[0], node.body)
+        inner = Scope(ctx, dict(vals), set(params) | _assigned_names(body), parent)
+        for v in vals.values():
+            if isinstance(v, str):
+                if v in self.named:
+                    self.aliased.add(v)
+                self.named.add(v)
+        self.stack.append(key)
+        saved_stmt = self.cur_stmt
+        try:
+            result, _ = self.function_body(body, inner, node, want)
+        finally:
+            self.stack.pop()
+            self.cur_stmt = saved_stmt
+        return result
+
+    def _bind_local(self, node, ctx: Ctx, e: gast.Call, scope: Scope, label: str) -> dict:
+        """A call's parameter values for a local function (a def or lambda of the code
+        being differentiated): positional parameters, constant defaults."""
+        a = node.args
+        if a.kwonlyargs or a.posonlyargs:
             raise self.err(ctx, node, f"'{label}' must take plain positional parameters to be used at the "
-                           "array level", "Remove *args/**kwargs and keyword-only parameters.")
+                           "array level", "Remove keyword-only parameters.")
         params = [p.id for p in a.args]
         vals = {}
         for p, arg in zip(params, e.args):
@@ -1317,25 +1352,39 @@ class Builder:
                 if j < 0:
                     raise self.err(scope.ctx, e, f"'{label}' is missing the argument '{p}'", "Fix the call.")
                 d = defaults[j]
-                vals[p] = self.expr(d, Scope(ctx, {}, set(), None)) if not isinstance(d, gast.Constant) \
-                    else Const(d.value)
-        body = [gast.Return(value=node.body)] if isinstance(node, gast.Lambda) else node.body
-        if isinstance(node, gast.Lambda):
-            gast.copy_location(body[0], node.body)
-        inner = Scope(ctx, dict(vals), set(params) | _assigned_names(body), parent)
-        for v in vals.values():
-            if isinstance(v, str):
-                if v in self.named:
-                    self.aliased.add(v)
-                self.named.add(v)
-        self.stack.append(key)
-        saved_stmt = self.cur_stmt
-        try:
-            result, _ = self.function_body(body, inner, node, want)
-        finally:
-            self.stack.pop()
-            self.cur_stmt = saved_stmt
-        return result
+                if not isinstance(d, gast.Constant):   # computed when the `def` ran, in its scope
+                    raise self.err(ctx, d, f"the default of '{p}' of the local function '{label}' is not a "
+                                   "constant", f"Pass '{p}' in the call, or make its default a number.")
+                vals[p] = Const(d.value)
+        return vals
+
+    def _bind_function(self, fn, node, ctx: Ctx, e: gast.Call, scope: Scope) -> dict:
+        """A call's parameter values (SSA names, constants) for a function object,
+        bound as Python binds them (defaults.bind_call)."""
+        positional, filled = bind_call(fn, len(e.args), [k.arg for k in e.keywords],
+                                       lambda msg: self.err(scope.ctx, e, msg, "Fix the call."))
+        given = dict(zip(positional, e.args))
+        given.update((k.arg, k.value) for k in e.keywords)
+        order = [p.id for p in node.args.posonlyargs + node.args.args + node.args.kwonlyargs]
+        vals = {}
+        for p in order:
+            vals[p] = self.expr(given[p], scope) if p in given else self.default_value(fn, p, filled[p], ctx)
+        return vals
+
+    def default_value(self, fn, p: str, value, ctx: Ctx):
+        """A default as an operand: a number or tuple compiled in; an array read when
+        the derivative runs (defaults.DefaultValues), as a free array is."""
+        kind = classify(value).kind
+        if kind in ("constant", "tuple") or value is None:
+            return Const(value)
+        if isinstance(value, (np.ndarray, list)):
+            key = (id(fn), "default " + p)
+            g = self._free_key.get(key)
+            if g is None:
+                g = self._free_key[key] = self.namer.fresh(p)
+                self.free[g] = (DefaultValues(fn), p)
+            return g
+        return _Bound(value, p)
 
 
 class _Bound:
@@ -1635,7 +1684,7 @@ def make_kernel(prog: ArrayProgram, b: Builder, region: list, red) -> tuple[Arra
                 inputs.append(a)
     root = region[-1]
     ctx = next((s.ctx for s in region if s.attrs["ctx_bound"]), root.ctx)
-    bindings: dict[str, Any] = {"__builtin_min": builtins.min, "__builtin_max": builtins.max}
+    bindings: dict[str, Any] = {}
     body: list = []
     for s in region:
         bindings.update(s.attrs["bindings"])

@@ -82,8 +82,9 @@ class _Planner:
         node = self.node
         args = node.args
         if args.vararg or args.kwarg or args.kwonlyargs or args.posonlyargs:
-            raise self.err(node, "the differentiated function must take plain positional parameters",
-                           "Remove *args/**kwargs and keyword-only parameters.")
+            raise self.err(node, "the differentiated function cannot take *args or **kwargs",
+                           "Name its parameters (def f(x, y, k=1.0)); a decorator's wrapper that only forwards them, "
+                           "fn(*args, **kwargs), is taken.")
         body = [gast.Return(value=node.body)] if isinstance(node, gast.Lambda) else node.body
         if rules.user_rule(self.pf.fn) is not None or not all(_array_level_statement(s) for s in body):
             # control flow: the whole function is one scalar function of scalars

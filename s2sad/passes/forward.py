@@ -79,8 +79,23 @@ def _substitute(tree: gast.expr, mapping: dict[str, gast.expr]) -> gast.expr:
     return _fold(Sub().visit(tree))
 
 
+_LITERAL_TESTS = {gast.Eq: lambda a, b: a == b, gast.NotEq: lambda a, b: a != b}
+
+
 def _fold(e: gast.expr) -> gast.expr:
-    """Fold constant arithmetic left by substitution (`2.0 - 1.0` in a power rule)."""
+    """Fold constant arithmetic left by substitution (`2.0 - 1.0` in a power rule), and
+    a rule's select on a literal (`y - 1.0 if y != 0.0 else 0.0` with y = 3)."""
+    if isinstance(e, gast.IfExp):
+        e.test, e.body, e.orelse = _fold(e.test), _fold(e.body), _fold(e.orelse)
+        t = e.test
+        if isinstance(t, gast.Compare) and type(t.ops[0]) in _LITERAL_TESTS:
+            lv, rv = literal(t.left), literal(t.comparators[0])
+            if lv is not None and rv is not None:
+                return e.body if _LITERAL_TESTS[type(t.ops[0])](lv, rv) else e.orelse
+        return e
+    if isinstance(e, gast.Call):
+        e.args = [_fold(a) for a in e.args]
+        return e
     if isinstance(e, gast.BinOp):
         e.left, e.right = _fold(e.left), _fold(e.right)
         lv, rv = literal(e.left), literal(e.right)
@@ -89,6 +104,8 @@ def _fold(e: gast.expr) -> gast.expr:
             return const(float(v))
         if isinstance(e.op, gast.Pow) and rv == 1.0:
             return e.left
+        if isinstance(e.op, gast.Pow) and rv == 0.0:
+            return const(1.0)        # pow(x, 0) is 1 for every x, NaN and inf included
         if isinstance(e.op, gast.Mult):
             return mul(e.left, e.right)
     return e

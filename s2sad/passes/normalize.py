@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import builtins
 import copy
+import inspect
 import math
+import types
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,6 +31,7 @@ import gast
 import numpy as np
 
 from .. import rules
+from ..defaults import bind_call
 from ..errors import (FreeVariableError, NoSourceError, RecursionNotSupportedError,
                       StatefulError, UnsupportedSyntaxError)
 from ..frontend import MISSING, ParsedFunction, Resolver, attribute_value, classify, location_of, parse_function
@@ -194,7 +197,9 @@ class Normalizer(CaptureMixin, StateMixin):
         """Emit `helper`; returns the lifted locals it really reads (the rest are dropped)."""
         args = node.args
         loc = location_of(filename, node)
-        if args.vararg or args.kwarg or args.kwonlyargs or args.defaults or args.posonlyargs:
+        # a function object's defaults are filled in at its calls (call_args); a local
+        # function's would be evaluated where its `def` runs: refused
+        if args.vararg or args.kwarg or args.kwonlyargs or args.posonlyargs or (args.defaults and parent is not None):
             raise UnsupportedSyntaxError(
                 "scalar functions take plain positional parameters only (no *args, **kwargs, "
                 "defaults or keyword-only parameters)", loc,
@@ -504,9 +509,16 @@ class Normalizer(CaptureMixin, StateMixin):
             scope.call_depth -= 1
 
     def _call(self, e: gast.Call, scope: _Scope) -> gast.expr:
-        if e.keywords or any(isinstance(a, gast.Starred) for a in e.args):
+        if any(isinstance(a, gast.Starred) for a in e.args):
             raise self.err(scope, e, "calls in scalar functions take positional arguments only",
                            "Pass arguments by position.")
+        if e.keywords:    # only a Python function's parameters can be named (call_args)
+            f = e.func
+            value = MISSING if isinstance(f, gast.Name) and (scope.find_local_function(f.id) or f.id in scope.locals) \
+                else attribute_value(scope.resolver, f)
+            if value is MISSING or classify(value).kind != "function":
+                raise self.err(scope, e, "calls in scalar functions take positional arguments only",
+                               "Pass arguments by position.")
         f = e.func
         if isinstance(f, gast.Name):
             found = scope.find_local_function(f.id)
@@ -519,8 +531,11 @@ class Normalizer(CaptureMixin, StateMixin):
         if value is MISSING:
             raise self.err(scope, e, f"cannot resolve the function '{label}'",
                            "Call a function defined in Python or one of math/numpy's.", NoSourceError)
-        args = [self.expr(a, scope) for a in e.args]
         r = classify(value)
+        if r.kind == "function":
+            args = self.call_args(r.value, e, scope, label)
+        else:
+            args = [self.expr(a, scope) for a in e.args]
         if r.kind == "primitive":
             return self.primitive(r.value, args, e, scope, label)
         if r.kind == "user_rule":
@@ -540,6 +555,29 @@ class Normalizer(CaptureMixin, StateMixin):
         raise self.err(scope, e, f"'{label}' has no Python source s2sad can read and no derivative rule",
                        f"Register a rule for it: s2sad.defrule({label}, \"<d out/d x>\", impl=<a Python "
                        f"function computing it>), or call a function written in Python.", NoSourceError)
+
+    def call_args(self, fn, e: gast.Call, scope: _Scope, label: str) -> list[gast.expr]:
+        """The arguments of a call of a Python function, one per parameter in order:
+        keywords placed, defaults (the values its `def` computed) filled in as constants."""
+        if not isinstance(fn, types.FunctionType) or fn.__code__.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS):
+            return [self.expr(a, scope) for a in e.args]   # (refused where it is parsed)
+        positional, filled = bind_call(fn, len(e.args), [k.arg for k in e.keywords],
+                                       lambda msg: self.err(scope, e, msg, "Fix the call."))
+        given = dict(zip(positional, e.args))
+        given.update((k.arg, k.value) for k in e.keywords)
+        code = fn.__code__
+        out = []
+        for p in code.co_varnames[:code.co_argcount]:
+            if p in given:
+                out.append(self.expr(given[p], scope))
+                continue
+            value = filled[p]
+            if classify(value).kind != "constant":
+                raise self.err(scope, e, f"the default of '{p}' of '{label}' is a {type(value).__name__}, which a "
+                               "scalar function cannot use as a number", f"Pass '{p}' in the call.",
+                               FreeVariableError)
+            out.append(const(value))
+        return out
 
     def primitive(self, prim: str, args, e, scope: _Scope, label: str) -> gast.expr:
         rule = rules.RULES[prim]

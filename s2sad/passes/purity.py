@@ -76,7 +76,8 @@ def classify_function(fn, used_at: SourceLocation | None = None, _seen: set | No
             value = pf.resolver.lookup(n.id)
             if value is MISSING:
                 continue
-            kind = classify(value).kind
+            r = classify(value)
+            kind, value = r.kind, (r.value if r.kind == "function" else value)  # (an @differentiate's function)
             if kind in ("array", "container"):
                 if verdict.kind == "PURE":
                     verdict = Verdict("CLOSURE", "", loc)

@@ -1,0 +1,94 @@
+"""Callables with no Python source given to s2sad directly (`grad(np.sin)`,
+`grad(math.sin)`, `vjp(np.tanh, x)`, `grad(np.sum)`, a C function with a
+s2sad.defrule rule) -> a small generated Python function that calls them, so that the
+one pipeline (source -> plan) differentiates them as it would a call in user code.
+
+Invariants:
+- `as_python_function(f)` is None unless `f` is a primitive with a rule (math, numpy
+  ufuncs, builtins), a function with a user rule, or a function of numpy's namespace
+  (np.sum, np.dot...); anything else keeps going to parse_function, which says there
+  is no source (NoSourceError, with the defrule hint).
+- The generated source is registered with linecache under `<s2sad: call of NAME>`, so
+  errors located in it quote it; it calls `f` by the spelling numpy's and math's
+  users write (np.sin, math.sin), which resolves to `f` itself.
+- One function per callable, made once: these are module-level objects (or registered
+  with a rule), so keeping them costs nothing and plans are reused.
+"""
+from __future__ import annotations
+
+import inspect
+import linecache
+import math
+import threading
+from typing import Any, Callable
+
+import numpy as np
+
+from . import rules
+
+_MADE: dict[Any, Callable] = {}
+_LOCK = threading.Lock()
+
+
+def as_python_function(f: Any) -> Callable | None:
+    """A Python function of known source computing `f`, or None (see the module doc)."""
+    try:
+        made = _MADE.get(f)
+    except TypeError:   # unhashable: not a module-level callable
+        return None
+    if made is not None:
+        return made
+    spelled = _spelling(f)
+    if spelled is None:
+        return None
+    callee, params, namespace = spelled
+    with _LOCK:
+        made = _MADE.get(f)
+        if made is None:
+            made = _MADE[f] = _generate(f, callee, params, namespace)
+    return made
+
+
+def _spelling(f: Any) -> tuple[str, tuple[str, ...], dict] | None:
+    """(how the generated code calls f, its parameters, the names it needs) or None."""
+    name = getattr(f, "__name__", None)
+    if not isinstance(name, str) or not name.isidentifier():
+        return None
+    user = rules.user_rule(f)
+    if user is not None:
+        return "fn", tuple(user.params), {"fn": f}
+    prim = rules.python_callables().get(f)
+    for module, label in ((np, "np"), (math, "math")):
+        if getattr(module, name, None) is f:
+            if prim is not None:
+                return f"{label}.{name}", rules.RULES[prim].params, {label: module}
+            params = _required_positional(f) if module is np else None
+            return (f"{label}.{name}", params, {label: module}) if params else None
+    if prim is not None:   # a builtin (abs, min, max...)
+        return "fn", rules.RULES[prim].params, {"fn": f}
+    return None
+
+
+def _required_positional(f: Any) -> tuple[str, ...] | None:
+    """The parameters of a numpy function that a call must pass (np.sum: a)."""
+    try:
+        sig = inspect.signature(f)
+    except (TypeError, ValueError):
+        return None
+    params = [p for p in sig.parameters.values()
+              if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty]
+    return tuple(p.name for p in params) or None
+
+
+def _generate(f: Any, callee: str, params: tuple[str, ...], namespace: dict) -> Callable:
+    label = callee if callee != "fn" else f.__name__
+    filename = f"<s2sad: call of {label}>"
+    fname = f.__name__ if f.__name__ not in namespace else f"{f.__name__}_"
+    text = f"def {fname}({', '.join(params)}):\n    return {callee}({', '.join(params)})\n"
+    lines = text.splitlines(keepends=True)
+    linecache.cache[filename] = (len(text), None, lines, filename)   # mtime None: never checked on disk
+    env = dict(namespace)
+    exec(compile(text, filename, "exec"), env)
+    fn = env[fname]
+    fn.__qualname__ = label
+    return fn

@@ -1,0 +1,116 @@
+"""The threads the runtime splits a large call across (runtime._split, _threaded_sum_dual).
+
+Invariants:
+- `num_threads()` is always in 1..max_threads(): S2SAD_NUM_THREADS when it is such an
+  integer; otherwise (not an integer, 0, negative) a warning naming the variable, the
+  bad value and the value used, and the default (the number of cores); above
+  max_threads() (MAX_PER_CORE threads a core: more only adds switching) a warning and
+  that cap.
+- At most max_threads() - 1 pool threads exist at a time (the calling thread is the
+  other): a larger pool replaces a smaller one, whose idle threads end once it is
+  dropped (concurrent.futures' own weakref callback).
+- A forked child never uses its parent's pool: the pool's threads do not exist in the
+  child, and a task queued to it would wait forever. `os.register_at_fork` drops the
+  pool and renews the lock in the child, which makes its own pool on its first large
+  call.
+"""
+from __future__ import annotations
+
+import os
+import threading
+import warnings
+from concurrent.futures import ThreadPoolExecutor
+from typing import Callable
+
+ENV = "S2SAD_NUM_THREADS"
+MAX_PER_CORE = 4
+
+
+_CORES = os.cpu_count() or 1      # read once: os.cpu_count costs tens of microseconds a call
+
+
+def default_threads() -> int:
+    return _CORES
+
+
+def max_threads() -> int:
+    """The most threads a call is split across (MAX_PER_CORE per core)."""
+    return MAX_PER_CORE * default_threads()
+
+
+def num_threads() -> int:
+    """Threads for a large call: S2SAD_NUM_THREADS within 1..max_threads(), else the
+    default or the cap, with a warning (see the module docstring)."""
+    env = os.environ.get(ENV)
+    if not env:
+        return default_threads()
+    try:
+        n = int(env)
+    except ValueError:
+        return _bad(env, "is not an integer", default_threads())
+    if n < 1:
+        return _bad(env, "is not a positive integer", default_threads())
+    cap = max_threads()
+    if n > cap:
+        return _bad(env, f"is more than {MAX_PER_CORE} threads per core ({default_threads()} cores)", cap)
+    return n
+
+
+def _bad(value: str, why: str, used: int) -> int:
+    warnings.warn(f"s2sad: {ENV}={value!r} {why}; using {used} threads", RuntimeWarning, stacklevel=4)
+    return used
+
+
+class _Pool:
+    """The process's worker pool, made on first use (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.executor: ThreadPoolExecutor | None = None
+        self.size = 0
+
+    def get(self, n: int) -> ThreadPoolExecutor:
+        with self.lock:
+            if self.executor is None or self.size < n:
+                self.executor = ThreadPoolExecutor(max_workers=n, thread_name_prefix="s2sad")
+                self.size = n
+            return self.executor
+
+    def forget(self) -> None:
+        """In a forked child: the parent's pool and lock are not this process's."""
+        self.lock = threading.Lock()
+        self.executor, self.size = None, 0
+
+
+_POOL = _Pool()
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_POOL.forget)
+
+
+def pool_size() -> int:
+    """How many threads the pool may run now (0: none made in this process)."""
+    return _POOL.size
+
+
+def run_chunks(run: Callable[[int], None], n_chunks: int, n_threads: int) -> None:
+    """run(c) for every chunk c, on n_threads threads: the calling thread and
+    n_threads - 1 of the pool's, each taking the next chunk not yet taken. A thread
+    that starts late or is descheduled takes fewer chunks instead of finishing last
+    with half the work. (Which thread runs a chunk does not change any result: each
+    chunk writes its own slice and its own accumulators.)"""
+    if n_threads <= 1 or n_chunks <= 1:
+        for c in range(n_chunks):
+            run(c)
+        return
+    taken = iter(range(n_chunks))     # next() on it is atomic under the GIL
+
+    def worker() -> None:
+        for c in taken:
+            run(c)
+
+    helpers = [_POOL.get(n_threads - 1).submit(worker) for _ in range(n_threads - 1)]
+    try:
+        worker()
+    finally:                          # never return while a helper still writes
+        for f in helpers:
+            f.result()
