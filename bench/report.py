@@ -217,6 +217,8 @@ def markdown(rows, errors, missing, info, extra) -> str:
     # ---------------------------------------------------------------- closures and state (issue 4)
     import closures_state
     L.extend(closures_state.markdown(rows, errors))
+    import closure_steps
+    L.extend(closure_steps.markdown(rows))
     return "\n".join(L)
 
 

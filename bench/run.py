@@ -2,7 +2,8 @@
 
 Run with `make bench` (installs the `bench` extra first) or `.venv/bin/python bench/run.py`.
 Options: `--quick` (fewer repeats, a smoke test), `--out DIR` (default: bench/),
-`--only closures-state` or `--only arrays` (that section alone, printed, no files written),
+`--only closures-state`, `--only arrays` or `--only closure-steps` (that section alone,
+printed, no files written),
 `--without jax,numba,torch` (leave systems out), `--no-pin`, `--default-malloc`.
 
 Everything runs in this one process, side by side, on one thread: S2SAD_NUM_THREADS=1,
@@ -67,6 +68,7 @@ import s2sad  # noqa: E402
 import cases  # noqa: E402
 import arrays  # noqa: E402
 import closures_state  # noqa: E402
+import closure_steps  # noqa: E402
 from cases import CASES, make_input  # noqa: E402
 
 from report import COPY, JG, JV, JVF, NB, S2, S2VG, SIZES, TABLE_SYSTEMS, TO  # noqa: E402
@@ -595,7 +597,7 @@ def main(argv=None) -> int:
                     help="leave glibc's malloc as it is (freed arrays may come back with fresh pages)")
     ap.add_argument("--no-pin", action="store_true",
                     help="do not pin the single-thread rows to one CPU (XLA may then use several)")
-    ap.add_argument("--only", choices=["closures-state", "arrays"],
+    ap.add_argument("--only", choices=["closures-state", "arrays", "closure-steps"],
                     help="run one section and print its report (writes no results files)")
     args = ap.parse_args(argv)
     malloc_tuned = False if args.default_malloc else keep_freed_memory()
@@ -605,6 +607,13 @@ def main(argv=None) -> int:
         rows, errors = [], []
         closures_state.run_state(rows, errors, args.quick, measure_block, timing_row, log)
         log("\n".join(closures_state.markdown(rows, errors)))
+        return 0
+    if args.only == "closure-steps":
+        if not args.no_pin:
+            pin_one_cpu()
+        rows, errors = [], []
+        closure_steps.run_closure_steps(rows, errors, args.quick, log)
+        log("\n".join(closure_steps.markdown(rows) + [f"error: {e}" for e in errors]))
         return 0
     if args.only == "arrays":
         if not args.no_pin:
@@ -651,6 +660,7 @@ def main(argv=None) -> int:
     rows.extend(first_calls)
     arrays.run_arrays(systems, rows, errors, args.quick, measure_block, timing_row, log)
     closures_state.run_state(rows, errors, args.quick, measure_block, timing_row, log)
+    closure_steps.run_closure_steps(rows, errors, args.quick, log)
     call_overhead = run_call_overhead(rows)
     back_to_back = run_back_to_back(rows, args.quick)
     with tempfile.TemporaryDirectory(prefix="s2sad-bench-src-") as workdir:

@@ -6,7 +6,8 @@ numbers in one compiled pass. See docs/design.md for the pipeline.
 from .api import (broadcast, defrule, defvjp, differentiate, explain, grad, jvp, source, value_and_grad, vjp)
 from .errors import (BackendUnavailableError, FreeVariableError, NonDifferentiableInputError,
                      NonScalarLossError, NoSourceError, RecursionNotSupportedError, S2SADError,
-                     ShapeError, StatefulError, UnsupportedOperationError, UnsupportedSyntaxError)
+                     ShapeError, StaleSourceError, StatefulError, UnsupportedOperationError,
+                     UnsupportedSyntaxError)
 from .errors import HigherOrderNotSupportedError
 
 __version__ = "0.1.0"
@@ -15,6 +16,6 @@ __all__ = [
     "grad", "value_and_grad", "jvp", "vjp", "broadcast", "differentiate", "explain", "source", "defrule", "defvjp",
     "S2SADError", "UnsupportedSyntaxError", "NoSourceError", "RecursionNotSupportedError",
     "FreeVariableError", "NonDifferentiableInputError", "NonScalarLossError", "ShapeError",
-    "StatefulError", "BackendUnavailableError", "UnsupportedOperationError",
+    "StatefulError", "StaleSourceError", "BackendUnavailableError", "UnsupportedOperationError",
     "HigherOrderNotSupportedError",
 ]

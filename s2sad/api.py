@@ -2,15 +2,17 @@
 explain, source, defrule.
 
 A function to differentiate is planned once (source -> `LossPlan` -> `Kernel`) and the
-plan is cached on the function; the derivative that runs is generated Python source
-(`source(g)` prints it) calling the runtime's kernel entry points.
+plan is cached by the function's code (plancache.PlanCache): it serves every function of
+that code whose free names pass its Assumptions, and holds none of them; each call binds
+the function called (frontend.bound), whose cells and globals the plan reads. The
+derivative that runs is generated Python source (`source(g)` prints it) calling the
+runtime's kernel entry points.
 """
 from __future__ import annotations
 
 import functools
 import sys
 import types
-import weakref
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
@@ -18,7 +20,8 @@ import numpy as np
 
 from . import marks, rules, runtime
 from .errors import NonDifferentiableInputError, NonScalarLossError, S2SADError, StatefulError
-from .frontend import Assumptions, parse_function, recording
+from .frontend import Assumptions, Resolver, bound, parse_function, recording
+from .plancache import PLANNING, PlanCache
 from .passes.elementwise import LossPlan, plan_loss
 from .passes.normalize import normalize
 from .runtime import Kernel
@@ -26,19 +29,24 @@ from .targets import arity, bind, entry_function, target
 
 # ---------------------------------------------------------------- planning
 
-_PLANS: "weakref.WeakKeyDictionary[Callable, Compiled]" = weakref.WeakKeyDictionary()
+_PLANS = PlanCache()
 
 
-@dataclass
 class Compiled:
-    """A differentiated function's plan: its fused kernel and how the loss reduces it."""
+    """A differentiated function's plan: its fused kernel and how the loss reduces it.
+    `fun` is the function called now (bound) or the one planned, held weakly."""
 
-    fun: Callable
-    plan: LossPlan
-    kernel: Kernel
-    params: list[str]
-    resolver: Any = None
-    assumptions: Any = None   # frontend.Assumptions: what the plan compiled in
+    def __init__(self, fun: Callable, plan: LossPlan, kernel: Kernel, params: list[str], resolver: Any = None):
+        self._handle = Resolver(fun)
+        self.plan, self.kernel, self.params, self.resolver = plan, kernel, params, resolver
+        self.assumptions: Any = None   # frontend.Assumptions: what the plan compiled in
+        # generated derivatives and hot-path makers, shared by every grad object (and
+        # closure) this plan serves: a new closure per step generates nothing
+        self.generated: dict[tuple, Callable] = {}
+
+    @property
+    def fun(self) -> Callable:
+        return self._handle.fn
 
     @property
     def name(self) -> str:
@@ -106,23 +114,42 @@ class Compiled:
 
 
 def compiled(fun: Callable) -> Compiled:
-    """The plan of `fun`, made once and reused while the free names it compiled in
-    (constants, functions) still hold the same values."""
-    c = _PLANS.get(fun)
-    if c is None or not c.assumptions.hold():
-        pf = entry_function(parse_function(fun))
-        with recording() as log:
-            try:
-                plan = plan_loss(pf)
-            except S2SADError as e:
-                # not `R(elementwise)`: the whole function as an array program (passes/reverse.py)
-                c = _array_compiled(fun, pf, e)
-            else:
-                kernel = Kernel(plan.program, plan.program.entry)
-                c = Compiled(fun, plan, kernel, [a.id for a in pf.node.args.args], pf.resolver)
-        c.assumptions = Assumptions(log)
-        _PLANS[fun] = c
+    """The plan serving `fun`: one made for its code whose compiled-in free names
+    (constants, functions) hold the same values and whose data names the same kinds;
+    else a new one, made once whatever the threads."""
+    return _PLANS.get(fun, _serves, lambda: _plan(fun))
+
+
+def _serves(c, fun: Callable) -> bool:
+    return c.assumptions.hold(fun)
+
+
+def _plan(fun: Callable):
+    pf = entry_function(parse_function(fun))
+    with recording() as log:
+        try:
+            plan = plan_loss(pf)
+        except S2SADError as e:
+            # not `R(elementwise)`: the whole function as an array program (passes/reverse.py)
+            c = _array_compiled(fun, pf, e)
+        else:
+            kernel = Kernel(plan.program, plan.program.entry)
+            c = Compiled(fun, plan, kernel, [a.id for a in pf.node.args.args], pf.resolver)
+    c.assumptions = Assumptions(log, PlanCache.key_of(fun))
     return c
+
+
+def calls_bound(api: Callable) -> Callable:
+    """`api(fun, ...)` run with fun bound (frontend.bound): the plan reads fun's values."""
+    @functools.wraps(api)
+    def run(fun, *args, **kwargs):
+        try:
+            planned = target(fun, api.__name__)   # what api plans (and binds)
+        except S2SADError:
+            planned = fun       # api raises it
+        with bound(planned):
+            return api(fun, *args, **kwargs)
+    return run
 
 
 def _array_compiled(fun: Callable, pf, planner_error: S2SADError):
@@ -133,7 +160,9 @@ def _array_compiled(fun: Callable, pf, planner_error: S2SADError):
     from .passes.elementwise import plan_scalar
     from .passes.reverse import ArrayCompiled
     try:
-        return ArrayCompiled(fun, pf, build_program(pf))
+        c = ArrayCompiled(fun, pf, build_program(pf))
+        c.generated = {}    # as Compiled.generated
+        return c
     except S2SADError as e:
         array_error = e
     try:  # a straight-line scalar function, e.g. with `and`: one scalar kernel, as with control flow
@@ -287,7 +316,8 @@ class Derivative:
 
     def source(self) -> str:
         if self._text is None:
-            self._text = self._generate()
+            with bound(self.fun), PLANNING:
+                self._text = self._generate()
         return self._text
 
     def _generate(self) -> str:
@@ -363,25 +393,36 @@ class Derivative:
         state_params = c.kernel.params[len(c.kernel.params) - len(c.plan.program.state):] if c.plan.program.state else ()
         return "\n".join(lines) + "\n", active + tuple(state_params)
 
+    def _key(self, c, what: str) -> tuple:
+        return (what, self.what, self.backend, tuple(i % len(c.params) for i in self.argnums),
+                isinstance(self.argnums_spec, (tuple, list)))
+
     def implementation(self) -> Callable:
         if self._impl is None:
             c = self.c
-            namespace = {
-                c.kernel.name: c.kernel,
-                "sum_dual": functools.partial(runtime.sum_dual, backend=self.backend),
-                "sum_grads": functools.partial(runtime.sum_grads, backend=self.backend),
-                "broadcast_size": runtime.broadcast_size,
-                "check_scalar_loss": functools.partial(_check_scalar_loss, c),
-                "zeros_like": _zeros_like,
-                "scan_grads": _scan_value_and_grads(self.backend),
-                "read_state": functools.partial(_read_state, c),
-                "write_state": functools.partial(_write_state, c),
-            }
-            text = self._array_level()[0]
-            exec(compile(text, f"<s2sad derivative of {c.name}>", "exec"), namespace)
-            suffix = "__grad" if self.grad_only else "__value_and_grad"
-            self._impl = next(v for k, v in namespace.items() if k.endswith(suffix))
+            key = self._key(c, "impl")
+            with PLANNING:
+                if key not in c.generated:
+                    c.generated[key] = self._generated_implementation(c)
+            self._impl = c.generated[key]
         return self._impl
+
+    def _generated_implementation(self, c) -> Callable:
+        namespace = {
+            c.kernel.name: c.kernel,
+            "sum_dual": functools.partial(runtime.sum_dual, backend=self.backend),
+            "sum_grads": functools.partial(runtime.sum_grads, backend=self.backend),
+            "broadcast_size": runtime.broadcast_size,
+            "check_scalar_loss": functools.partial(_check_scalar_loss, c),
+            "zeros_like": _zeros_like,
+            "scan_grads": _scan_value_and_grads(self.backend),
+            "read_state": functools.partial(_read_state, c),
+            "write_state": functools.partial(_write_state, c),
+        }
+        text = self._array_level()[0]
+        exec(compile(text, f"<s2sad derivative of {c.name}>", "exec"), namespace)
+        suffix = "__grad" if self.grad_only else "__value_and_grad"
+        return next(v for k, v in namespace.items() if k.endswith(suffix))
 
     def bind(self, args: Sequence[Any], kwargs: dict) -> tuple:
         """The arguments of a call with keywords or defaults, one per parameter in order."""
@@ -393,8 +434,12 @@ class Derivative:
             r = self.hot(*args)
             if r is not NotImplemented:
                 return (None, r) if self.grad_only else r
+        with bound(self.fun):   # the plan reads this function's cells and globals
+            return self._call(args)
+
+    def _call(self, args):
         fast = self._fast
-        if fast is None or not fast[0].assumptions.hold():
+        if fast is None or not fast[0].assumptions.hold(self.fun):
             c = self.c
             if _is_array(c):
                 return self._array_call(c, args)
@@ -428,7 +473,15 @@ class Derivative:
         scan whose reverse sweep reads no tape (its state read before, written after).
         It declines (NotImplemented) whatever its entry declines, when the entry is not
         made yet (the first call), and when the plan's assumptions fail; the full path
-        then runs, and checks."""
+        then runs, and checks. Made once per plan (as `make(FUN)`, FUN the function
+        whose code it checks) and shared by the grad objects the plan serves."""
+        key = self._key(c, "hot")
+        with PLANNING:
+            if key not in c.generated:
+                c.generated[key] = self._hot_path_maker(c, float_value, has_free)
+        return c.generated[key](self.fun)
+
+    def _hot_path_maker(self, c, float_value: bool, has_free: bool) -> Callable:
         argnums = [i % len(c.params) for i in self.argnums]
         pairs = c.active_pairs(tuple(argnums))
         scan = bool(c.plan.program.state)
@@ -438,16 +491,18 @@ class Derivative:
                  and list(c.plan.inputs) == [("arg", j) for j in range(len(c.params))]
                  and all(index is None for _, _, index in pairs))
         if not plain:
-            return _decline
+            return lambda fun: _decline
         active = tuple(k for k, _, _ in pairs)
         slot = {i: 1 + j for j, (_, i, _) in enumerate(pairs)}
         grads = [f"r[{slot[i]}]" for i in argnums]
         grads_text = grads[0] if not isinstance(self.argnums_spec, (tuple, list)) else \
             "(" + ", ".join(grads) + ("," if len(grads) == 1 else "") + ")"
-        checks = "entry is None" + (" or not hold()" if c.assumptions.entries else "")
+        # a swapped __code__ or a failed assumption: the full path plans again
+        checks = "entry is None" + (" or FUN.__code__ is not CODE" if hasattr(self.fun, "__code__") else "") \
+            + (" or not hold(FUN)" if c.assumptions.entries else "")
         # a scan's entry takes the state's values after the arguments and returns the final
         # state after the gradients; the state is written back once, as the full path does
-        state_in = ", *read_state()" if scan else ""
+        state_in = ", *read_state(C, FUN)" if scan else ""
         text = (f"def hot(*args):\n"
                 f"    entry = entries.get(KEY)\n"
                 f"    if {checks}:\n"
@@ -455,13 +510,14 @@ class Derivative:
                 f"    r = entry(*args{state_in}, 1.0, {c.plan.reduction == 'mean'})\n"
                 f"    if r is NotImplemented:\n"
                 f"        return r\n"
-                + (f"    write_state(r[{1 + len(active)}:])\n" if scan else "")
+                + (f"    write_state(C, r[{1 + len(active)}:], FUN)\n" if scan else "")
                 + f"    return {grads_text if self.grad_only else f'(r[0], {grads_text})'}\n")
+        text = "def make(FUN):\n" + "".join("    " + line + "\n" for line in text.splitlines()) + "    return hot\n"
         ns = {"entries": c.kernel.entries, "KEY": ("scan" if scan else "none" if self.grad_only else "sum", active),
-              "hold": c.assumptions.hold, "read_state": functools.partial(_read_state, c),
-              "write_state": functools.partial(_write_state, c)}
+              "hold": c.assumptions.hold, "CODE": c.assumptions.code, "C": c,
+              "read_state": _read_state, "write_state": _write_state}
         exec(compile(text, f"<s2sad hot path of {c.name}>", "exec"), ns)
-        return ns["hot"]
+        return ns["make"]
 
     def _array_call(self, c, args):
         """The derivative of an array program (passes/reverse.py): generated once per
@@ -469,11 +525,17 @@ class Derivative:
         generated function is kept with its plan (`_array_impl`), so that a call costs
         the plan's lookup, the argument checks and the call itself."""
         impl = self._array_impl
-        if impl is None:
-            _check_args(c, args, self.argnums)
-            argnums = tuple(i % len(c.params) for i in self.argnums)
-            fn = c.implementation(argnums, self.mode, self.backend, "grad" if self.grad_only else "value_and_grad")
-            impl = self._array_impl = (fn, argnums)
+        if impl is None:   # (kept with the plan too: a new grad object of a known plan generates nothing)
+            key = (self.argnums, self.mode, self.backend, self.what)
+            impl = c.generated.get(key)
+            if impl is None:
+                _check_args(c, args, self.argnums)
+                argnums = tuple(i % len(c.params) for i in self.argnums)
+                with PLANNING:   # (generates the derivative's code once)
+                    fn = c.implementation(argnums, self.mode, self.backend,
+                                          "grad" if self.grad_only else "value_and_grad")
+                impl = c.generated[key] = (fn, argnums)
+            self._array_impl = impl
         fn, argnums = impl
         _check_call(c, args, self.argnums)
         free = c.free_values()
@@ -498,11 +560,18 @@ def _as_value(v):
     return v
 
 
-def _read_state(c: Compiled) -> list[float]:
+def _read_state(c: Compiled, fun: Callable | None = None) -> list[float]:
+    """The state's values now (read through `fun`, bound, when given: the hot path)."""
+    if fun is not None:
+        with bound(fun):
+            return _read_state(c)
     return [float(cell.get()) for cell in c.plan.program.state]
 
 
-def _write_state(c: Compiled, values) -> None:
+def _write_state(c: Compiled, values, fun: Callable | None = None) -> None:
+    if fun is not None:
+        with bound(fun):
+            return _write_state(c, values)
     for cell, v in zip(c.plan.program.state, values):
         cell.set(v)
 
@@ -574,6 +643,7 @@ def _check_mode(mode: str) -> None:
         raise S2SADError(f"unknown mode {mode!r}", hint="Use mode='auto', 'store' or 'recompute'.")
 
 
+@calls_bound
 def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], *, backend: str = "auto"):
     """(fun(*primals), its directional derivative along tangents); parameters not given
     take their defaults (and no tangent)."""
@@ -602,6 +672,7 @@ def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], *, backe
     return out, out_dot
 
 
+@calls_bound
 def vjp(fun: Callable, *primals, backend: str = "auto", mode: str = "auto"):
     """(fun(*primals), pullback) with pullback(out_bar) -> one adjoint per primal.
     `mode`: "store" the partials of elementwise sites in the forward pass, "recompute"
@@ -730,25 +801,39 @@ def _per_primal(c: Compiled, primals, pairs, grads) -> tuple:
 
 # ---------------------------------------------------------------- broadcast
 
-_BROADCAST: "weakref.WeakKeyDictionary[Callable, Kernel]" = weakref.WeakKeyDictionary()
+_BROADCAST = PlanCache()   # code -> BroadcastPlan
+
+
+@dataclass
+class BroadcastPlan:
+    kernel: Kernel
+    assumptions: Any
 
 
 def broadcast(f: Callable, *args, backend: str = "auto"):
     """f applied elementwise with numpy broadcasting (scalars broadcast), compiled;
     parameters not given take their defaults."""
-    entry = _BROADCAST.get(f) if type(f) is types.FunctionType else None
-    if entry is None or not entry[1].hold():
+    plan = _BROADCAST.find(f, _serves) if type(f) is types.FunctionType else None
+    fun = f
+    if plan is None:
         prim = rules.python_callables().get(f) if _hashable(f) else None
         if prim is not None:
             return f(*args)  # a numpy/math primitive: numpy already applies it
         fun = target(f, "broadcast")
-        pf = entry_function(parse_function(fun))
-        with recording() as log:
-            program = normalize(pf)
-        entry = (Kernel(program, program.entry), Assumptions(log), None if fun is f else fun)
-        if type(f) is types.FunctionType:
-            _BROADCAST[f] = entry
-    kernel, fun = entry[0], entry[2] or f
+        with bound(fun):
+            plan = _BROADCAST.get(fun, _serves, lambda: _broadcast_plan(fun))
+    with bound(fun):      # the plan reads fun's cells and globals
+        return _broadcast(plan.kernel, fun, args, backend)
+
+
+def _broadcast_plan(f: Callable) -> BroadcastPlan:
+    pf = entry_function(parse_function(f))
+    with recording() as log:
+        program = normalize(pf)
+    return BroadcastPlan(Kernel(program, program.entry), Assumptions(log, PlanCache.key_of(f)))
+
+
+def _broadcast(kernel: Kernel, fun: Callable, args, backend: str):
     program = kernel.program
     n_args = len(program.params) - len(program.captures) - len(program.state)
     if len(args) < n_args and arity(fun) == n_args:    # defaults to fill in
@@ -757,7 +842,7 @@ def broadcast(f: Callable, *args, backend: str = "auto"):
         except TypeError:
             pass
     if len(args) != n_args:
-        raise S2SADError(f"s2sad.broadcast: {getattr(f, '__name__', f)} takes {n_args} argument(s), "
+        raise S2SADError(f"s2sad.broadcast: {getattr(fun, '__name__', fun)} takes {n_args} argument(s), "
                          f"{len(args)} given", hint="Pass one array or number per parameter.")
     args = list(args) + [c.read() for c in program.captures]  # free data, read now
     state = program.state
@@ -800,6 +885,16 @@ def explain(fun: Callable, argnums=0, *, mode: str = "auto") -> Explanation:
         fun, argnums, mode = d.fun, d.argnums_spec, d.mode
     else:
         fun = target(fun, "explain")
+    with bound(fun):
+        return _explain(fun, argnums, mode)
+
+
+def _explain(fun: Callable, argnums, mode: str) -> Explanation:
+    with PLANNING:
+        return _explain_planned(fun, argnums, mode)
+
+
+def _explain_planned(fun: Callable, argnums, mode: str) -> Explanation:
     c = compiled(fun)
     pf = parse_function(c.fun)
     lines = [f"s2sad.explain: {c.fun.__qualname__} ({pf.location()})"]

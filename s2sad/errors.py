@@ -88,6 +88,11 @@ class UnsupportedOperationError(S2SADError):
     """A numpy function or method s2sad has no rule for."""
 
 
+class StaleSourceError(S2SADError):
+    """The source s2sad reads for a function is not the code Python runs (the file was
+    edited after the module was imported)."""
+
+
 class HigherOrderNotSupportedError(S2SADError):
     """A derivative made by s2sad (grad, value_and_grad, a vjp pullback) given to s2sad
     to differentiate again, or called inside a function s2sad differentiates."""

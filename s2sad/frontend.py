@@ -4,9 +4,18 @@ Invariants of what this module hands on:
 - `parse_function(fn)` returns a `ParsedFunction` whose `node` is the function's own
   `FunctionDef` or `Lambda`, taken from a parse of the *whole* file, so every node's
   lineno/col_offset are the file's (errors quote them directly).
+- The node is the source of the code Python runs: `sourcecheck.matches` compares the
+  text's compiled code with `fn.__code__` (once per code object); a text that is not the
+  running code is refused with StaleSourceError, never differentiated.
 - `Resolver.resolve(name)` looks a free name up the way Python would at call time
   (closure cells, then globals, then builtins) and classifies its value; it never
   evaluates user code.
+- Nothing here keeps a user's function, its globals or its closure's values alive: a
+  Resolver holds its function by a weak reference and reads cells and globals when
+  asked. While `bound(fn)` is active in a thread, the resolvers of fn's code read fn
+  (a new closure of planned code, the training-loop pattern, reuses its plan).
+- Free-name recording is per thread (`recording`), so plans made in parallel threads
+  each record their own names.
 """
 from __future__ import annotations
 
@@ -15,6 +24,7 @@ import builtins
 import hashlib
 import linecache
 import math
+import threading
 import types
 import weakref
 from dataclasses import dataclass
@@ -23,16 +33,21 @@ from typing import Any, Callable
 import gast
 import numpy as np
 
-from . import forwarders, marks
-from .errors import NoSourceError, SourceLocation, UnsupportedSyntaxError
+from . import forwarders, marks, sourcecheck
+from .errors import NoSourceError, S2SADError, SourceLocation, StaleSourceError, UnsupportedSyntaxError
 
 
-@dataclass
 class ParsedFunction:
-    fn: Callable
-    node: gast.FunctionDef | gast.Lambda
-    filename: str
-    resolver: "Resolver"
+    """A function's tree, file and resolver; `fn` is read through the resolver (weakly
+    held, or the function bound in this thread), never kept."""
+
+    def __init__(self, fn: Callable, node: gast.FunctionDef | gast.Lambda, filename: str,
+                 resolver: "Resolver") -> None:
+        self.node, self.filename, self.resolver = node, filename, resolver
+
+    @property
+    def fn(self) -> Callable:
+        return self.resolver.fn
 
     @property
     def name(self) -> str:
@@ -52,9 +67,9 @@ _FILE_TREES: dict[tuple[str, str], ast.Module] = {}
 _NODES: dict[tuple[int, int], gast.AST] = {}  # (id of the file's tree, id of the ast node) -> gast
 
 
-def _file_tree(filename: str) -> ast.Module | None:
-    """The file's tree, parsed once per content with the (fast, C) ast parser; only the
-    functions s2sad differentiates are converted to gast (see _find_node)."""
+def _file_tree(filename: str) -> tuple[ast.Module, str] | None:
+    """The file's tree and text, parsed once per content with the (fast, C) ast parser;
+    only the functions s2sad differentiates are converted to gast (see _find_node)."""
     lines = linecache.getlines(filename)
     if not lines:
         return None
@@ -67,33 +82,62 @@ def _file_tree(filename: str) -> ast.Module | None:
         except SyntaxError:
             return None
         _FILE_TREES[key] = tree
-    return tree
+    return tree, text
 
 
 def has_source(fn: Callable) -> bool:
     return isinstance(fn, types.FunctionType) and _find_node(fn) is not None
 
 
+# code object -> its checked gast node: the check and the search run once per code
+_NODE_OF: "weakref.WeakKeyDictionary[types.CodeType, gast.AST]" = weakref.WeakKeyDictionary()
+
+
 def _find_node(fn: types.FunctionType) -> gast.AST | None:
+    """fn's node in its file's text, checked to be the code that runs; None when the
+    file has no text or no such node; StaleSourceError when the text is not fn's code
+    (linecache's text refreshed from disk first, in case only it was old)."""
     code = fn.__code__
+    node = _NODE_OF.get(code)
+    if node is not None:
+        return node
     filename = code.co_filename
-    tree = _file_tree(filename)
-    if tree is None:
+    found = None
+    for attempt in range(2):
+        got = _file_tree(filename)
+        if got is not None:
+            tree, text = got
+            found = _find_ast_node(fn, tree)
+            if found is not None and (sourcecheck.matches(code, text, filename) or _has_assert(found)):
+                key = (id(tree), id(found))
+                if key not in _NODES:
+                    _NODES[key] = gast.ast_to_gast(found)
+                _NODE_OF[code] = _NODES[key]
+                return _NODES[key]
+        if attempt == 0:
+            linecache.checkcache(filename)
+    if found is None:
         return None
-    node = _find_ast_node(fn, tree)
-    if node is None:
-        return None
-    key = (id(tree), id(node))
-    if key not in _NODES:
-        _NODES[key] = gast.ast_to_gast(node)
-    return _NODES[key]
+    raise StaleSourceError(
+        f"the source of '{fn.__qualname__}' in {filename} is not the code Python runs: the file "
+        "changed after it was imported (or the function's code was replaced), and s2sad will not "
+        "differentiate text that does not run",
+        SourceLocation(filename, code.co_firstlineno, 0),
+        hint="Reload the module (importlib.reload) or restart, so that Python runs what the file says.")
+
+
+def _has_assert(node: ast.AST) -> bool:
+    """An `assert` in the function: pytest rewrites asserts in the modules it imports, so
+    their code is not the text's; such a function is refused as unsupported syntax later."""
+    return any(isinstance(n, ast.Assert) for n in ast.walk(node))
 
 
 def _find_ast_node(fn: types.FunctionType, tree: ast.Module) -> ast.AST | None:
     code = fn.__code__
     first = code.co_firstlineno
     argnames = list(code.co_varnames[: code.co_argcount])
-    # the code's own name: functools.wraps rewrites __name__, never co_name
+    # the code's own name and line, not fn.__name__: the code is what runs (functools.wraps
+    # rewrites __name__; a swapped __code__ keeps the function's old name)
     if code.co_name == "<lambda>":
         candidates = [n for n in ast.walk(tree) if isinstance(n, ast.Lambda) and n.lineno == first
                       and [a.arg for a in n.args.args] == argnames]
@@ -180,59 +224,152 @@ def forwarded(fn: Any) -> types.FunctionType | None:
 
 # ---------------------------------------------------------------- assumptions
 
-_RECORDING: list[list] = []
+_LOCAL = threading.local()   # .recording: this thread's stack of logs; .root: (code, fn) bound
+
+
+def _recording_stack() -> list:
+    stack = getattr(_LOCAL, "recording", None)
+    if stack is None:
+        stack = _LOCAL.recording = []
+    return stack
 
 
 class Assumptions:
-    """The free names a plan compiled in (numbers, tuples, functions), with the values
-    they had: a plan is reused only while every one still holds the same object, so
-    rebinding a global constant or function makes s2sad plan again instead of silently
-    using the old value. Modules and containers are not recorded (containers are read
-    at every call)."""
+    """What a plan took from outside its function, and the test each must pass for the
+    plan to serve a call of a function `fun` (`hold(fun)`):
 
-    def __init__(self, log: list) -> None:
-        seen, self.entries = set(), []
+    - fun's code is the planned code (a swapped `__code__` is planned again);
+    - a name whose value was compiled in holds an equal number or tuple (by type and
+      value) or the same object (a function, held weakly);
+    - a name read at call time (an array, list, dict) holds the same kind (for arrays,
+      dtype and ndim): a new closure of known code over a new batch reuses the plan.
+
+    Modules are not recorded. Nothing here holds a user's function, globals dict or
+    array: names are read from `fun` (the planned code's own names, directly from its
+    globals and closure) or through their resolver (other functions', weakly held)."""
+
+    def __init__(self, log: list, code: types.CodeType) -> None:
+        self.code = code
+        self._globals, self._cells, self._others, self.entries = [], [], [], []
+        seen = set()
         for resolver, name, value in log:
-            if isinstance(value, (types.ModuleType, np.ndarray, list, dict)) or (id(resolver), name) in seen:
+            if isinstance(value, types.ModuleType) or (id(resolver), name) in seen:
                 continue
             seen.add((id(resolver), name))
-            self.entries.append((resolver, name, value))
-        # what hold() reads, once each: a module's globals dict or a closure cell (a
-        # resolver's fixed `extra` values cannot change)
-        self._globals, self._cells, where = [], [], set()
-        for r, n, v in self.entries:
-            cell = r.cell(n)
-            if cell is not None and id(cell) not in where:
-                where.add(id(cell))
-                self._cells.append((cell, v))
-            elif cell is None and n not in r.cells and (id(r.fn.__globals__), n) not in where:
-                where.add((id(r.fn.__globals__), n))
-                self._globals.append((r.fn.__globals__, n, v))
+            if name in resolver.extra and name not in resolver.freevars:
+                continue        # a resolver's fixed `extra` value cannot change
+            test, want = _expectation(value)
+            self.entries.append((name, test))
+            if resolver.code is not code:
+                self._others.append((resolver, name, test, want))
+            elif name in resolver.freevars:
+                self._cells.append((resolver.freevars.index(name), test, want))
+            else:
+                self._globals.append((name, test, want))
 
-    def hold(self) -> bool:
-        """Whether every recorded name still holds its object (as Resolver.current reads
-        it; this runs on every call, so it reads the dicts and cells directly)."""
-        for g, n, v in self._globals:
-            if g.get(n, _MISSING) is not v:
-                return False
-        for cell, v in self._cells:
-            try:
-                if cell.cell_contents is not v:
+    def hold(self, fun) -> bool:
+        """Whether this plan serves a call of `fun` (runs on every call: reads fun's dicts
+        and cells directly)."""
+        if getattr(fun, "__code__", fun) is not self.code:
+            return False
+        if self._globals:
+            g = fun.__globals__
+            for n, test, want in self._globals:
+                if not test(g.get(n, _MISSING), want):
                     return False
-            except ValueError:      # emptied
+        if self._cells:
+            closure = fun.__closure__
+            for i, test, want in self._cells:
+                try:
+                    v = closure[i].cell_contents
+                except ValueError:      # emptied
+                    return False
+                if not test(v, want):
+                    return False
+        for r, n, test, want in self._others:
+            if not test(r.current(n), want):
                 return False
         return True
+
+
+def _expectation(value) -> tuple[Callable, Any]:
+    """(test(current, want), want) for a recorded value: its kind where it is read at
+    call time, its value where it was compiled in."""
+    if isinstance(value, np.ndarray):
+        return _same_kind, ("array", value.dtype, value.ndim)
+    if isinstance(value, (list, dict, set)):
+        return _same_kind, (type(value),)
+    if isinstance(value, (bool, int, float, complex, np.bool_, np.number, tuple)) or value is None:
+        return _same_value, value
+    try:
+        return _same_referent, weakref.ref(value)
+    except TypeError:       # a builtin or C object: long-lived, held as is
+        return _same_object, value
+
+
+def _kind(v) -> tuple:
+    if isinstance(v, np.ndarray):
+        return ("array", v.dtype, v.ndim)
+    return (type(v),)
+
+
+def _same_kind(v, want) -> bool:
+    return _kind(v) == want
+
+
+def _same_object(v, want) -> bool:
+    return v is want
+
+
+def _same_referent(v, ref) -> bool:
+    return v is ref()
+
+
+def _same_value(v, want) -> bool:
+    """Equal numbers of one type (0.0 is not -0.0; nan is nan), tuples of them."""
+    if v is want:
+        return True
+    if type(v) is not type(want):
+        return False
+    if isinstance(v, tuple):
+        return len(v) == len(want) and all(_same_value(a, b) for a, b in zip(v, want))
+    if isinstance(v, (float, complex, np.floating, np.complexfloating)):
+        return repr(v) == repr(want)
+    try:
+        return bool(v == want)
+    except Exception:       # noqa: BLE001 (an object whose == is not a truth value)
+        return False
 
 
 class recording:
     """`with recording() as log:` collects every free-name lookup made inside."""
 
     def __enter__(self) -> list:
-        _RECORDING.append([])
-        return _RECORDING[-1]
+        stack = _recording_stack()
+        stack.append([])
+        return stack[-1]
 
     def __exit__(self, *exc) -> None:
-        _RECORDING.pop()
+        _recording_stack().pop()
+
+
+class bound:
+    """`with bound(fn):` the resolvers of fn's code read fn in this thread (its closure
+    cells and globals): a plan made for another closure of the same code runs on fn's
+    values. Holds fn only while active."""
+
+    __slots__ = ("fn", "prev")
+
+    def __init__(self, fn) -> None:
+        self.fn = fn
+
+    def __enter__(self):
+        self.prev = getattr(_LOCAL, "root", None)
+        _LOCAL.root = (getattr(self.fn, "__code__", None), self.fn)
+        return self.fn
+
+    def __exit__(self, *exc) -> None:
+        _LOCAL.root = self.prev
 
 
 @dataclass(frozen=True)
@@ -253,46 +390,85 @@ _MISSING = object()
 
 
 class Resolver:
-    """Looks up free names of one Python function as Python would when it runs."""
+    """Looks up free names of one Python function as Python would when it runs.
+
+    The function is held weakly; while `bound(g)` is active for a function g of the same
+    code, g is read instead (its cells and globals), so a plan made for one closure runs
+    on another's values."""
 
     def __init__(self, fn: types.FunctionType, extra: dict[str, Any] | None = None):
-        self.fn = fn
-        self.cells: dict[str, Any] = dict(extra or {})
-        self._cell_objects: dict[str, Any] = {}
-        if fn.__closure__:
-            for name, cell in zip(fn.__code__.co_freevars, fn.__closure__):
-                self._cell_objects[name] = cell
-                try:
-                    self.cells[name] = cell.cell_contents
-                except ValueError:  # empty cell
-                    pass
+        self.code = fn.__code__
+        self.freevars = fn.__code__.co_freevars
+        self.extra: dict[str, Any] = dict(extra or {})
+        self._ref = weakref.ref(fn)
+
+    @property
+    def fn(self) -> types.FunctionType:
+        root = getattr(_LOCAL, "root", None)
+        if root is not None and root[0] is self.code:
+            return root[1]
+        fn = self._ref()
+        if fn is None:
+            raise S2SADError(f"s2sad lost the function '{self.code.co_name}' a plan reads",
+                             hint="This is a bug in s2sad: please report it with the code that called it.")
+        return fn
+
+    @property
+    def cells(self) -> dict[str, Any]:
+        """The closure's values now (and the fixed `extra` ones), by name."""
+        out = dict(self.extra)
+        fn = self.fn
+        for name, cell in zip(self.freevars, fn.__closure__ or ()):
+            try:
+                out[name] = cell.cell_contents
+            except ValueError:  # empty cell
+                pass
+        return out
 
     def cell(self, name: str):
         """The closure cell of a free variable (for nonlocal state), or None."""
-        return self._cell_objects.get(name)
+        if name not in self.freevars:
+            return None
+        closure = self.fn.__closure__
+        return closure[self.freevars.index(name)] if closure else None
+
+    def _cell_value(self, fn, name: str) -> Any:
+        if name in self.freevars and fn.__closure__:
+            try:
+                return fn.__closure__[self.freevars.index(name)].cell_contents
+            except ValueError:
+                pass
+        return _MISSING
 
     def lookup(self, name: str) -> Any:
-        if name in self.cells:
-            value = self.cells[name]
-        elif name in self.fn.__globals__:
-            value = self.fn.__globals__[name]
-        else:
-            return getattr(builtins, name, _MISSING)
-        if _RECORDING:
-            _RECORDING[-1].append((self, name, value))
+        fn = self.fn
+        value = self._cell_value(fn, name)
+        if value is _MISSING:
+            if name in self.extra:
+                value = self.extra[name]
+            elif name in fn.__globals__:
+                value = fn.__globals__[name]
+            else:
+                return getattr(builtins, name, _MISSING)
+        stack = getattr(_LOCAL, "recording", None)
+        if stack:
+            stack[-1].append((self, name, value))
         return value
 
     def current(self, name: str) -> Any:
-        """The name's value now (closure cells are read afresh), without recording."""
-        cell = self._cell_objects.get(name)
-        if cell is not None:
+        """The name's value now, without recording (_MISSING when its function is gone)."""
+        root = getattr(_LOCAL, "root", None)
+        fn = root[1] if root is not None and root[0] is self.code else self._ref()
+        if fn is None:
+            return _MISSING
+        if name in self.freevars and fn.__closure__:
             try:
-                return cell.cell_contents
+                return fn.__closure__[self.freevars.index(name)].cell_contents
             except ValueError:
                 return _MISSING
-        if name in self.cells:
-            return self.cells[name]
-        g = self.fn.__globals__
+        if name in self.extra:
+            return self.extra[name]
+        g = fn.__globals__
         if name in g:       # (not g.get(name, getattr(...)): a failed getattr raises inside, ~1 us)
             return g[name]
         return getattr(builtins, name, _MISSING)

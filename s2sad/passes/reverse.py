@@ -998,8 +998,7 @@ class ArrayCompiled:
     generated derivatives per (argnums, mode), compiled once each."""
 
     def __init__(self, fun, pf, program: ArrayProgram):
-        self.fun = fun
-        self.pf = pf
+        self.pf = pf  # (its function is read through pf's resolver: never held)
         self.program = program
         self.params = [a.id for a in pf.node.args.args]
         self.resolver = pf.resolver
@@ -1007,6 +1006,10 @@ class ArrayCompiled:
         self._impls: dict = {}
 
     # what code written for the fused planner's `Compiled` reads (cli, explain)
+    @property
+    def fun(self):
+        return self.pf.fn
+
     @property
     def name(self) -> str:
         return self.program.name
