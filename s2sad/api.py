@@ -16,6 +16,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from . import rules, runtime
+from .deep import deeply
 from .errors import NonDifferentiableInputError, NonScalarLossError, S2SADError, StatefulError
 from .frontend import Assumptions, parse_function, recording
 from .passes.elementwise import LossPlan, plan_loss
@@ -103,6 +104,7 @@ class Compiled:
         return [out[i] if i in out else _zeros_like(args[i]) for i in argnums]
 
 
+@deeply
 def compiled(fun: Callable) -> Compiled:
     """The plan of `fun`, made once and reused while the free names it compiled in
     (constants, functions) still hold the same values."""
@@ -249,6 +251,7 @@ class Derivative:
             self._array_impl = None
         return c
 
+    @deeply
     def source(self) -> str:
         if self._text is None:
             self._text = self._generate()
@@ -347,6 +350,7 @@ class Derivative:
             self._impl = next(v for k, v in namespace.items() if k.endswith(suffix))
         return self._impl
 
+    @deeply
     def __call__(self, *args):
         fast = self._fast
         if fast is None or not fast[0].assumptions.hold():
@@ -525,6 +529,7 @@ def _check_mode(mode: str) -> None:
         raise S2SADError(f"unknown mode {mode!r}", hint="Use mode='auto', 'store' or 'recompute'.")
 
 
+@deeply
 def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], *, backend: str = "auto"):
     """(fun(*primals), its directional derivative along tangents)."""
     c = compiled(fun)
@@ -550,10 +555,16 @@ def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], *, backe
     return out, out_dot
 
 
+@deeply
 def vjp(fun: Callable, *primals, backend: str = "auto", mode: str = "auto"):
     """(fun(*primals), pullback) with pullback(out_bar) -> one adjoint per primal.
     `mode`: "store" the partials of elementwise sites in the forward pass, "recompute"
     them in the pullback, or "auto"; both give identical results."""
+    out, pullback = _vjp(fun, *primals, backend=backend, mode=mode)
+    return out, deeply(pullback)   # a pullback may plan and compile kernels too
+
+
+def _vjp(fun: Callable, *primals, backend: str = "auto", mode: str = "auto"):
     _check_mode(mode)
     c = compiled(fun)
     argnums = tuple(range(len(primals)))
@@ -663,6 +674,7 @@ def _per_primal(c: Compiled, primals, pairs, grads) -> tuple:
 _BROADCAST: "weakref.WeakKeyDictionary[Callable, Kernel]" = weakref.WeakKeyDictionary()
 
 
+@deeply
 def broadcast(f: Callable, *args, backend: str = "auto"):
     """f applied elementwise with numpy broadcasting (scalars broadcast), compiled."""
     entry = _BROADCAST.get(f)
@@ -711,6 +723,7 @@ class Explanation:
     __repr__ = __str__
 
 
+@deeply
 def explain(fun: Callable, argnums=0, *, mode: str = "auto") -> Explanation:
     """Every elementwise site of `fun`, the path chosen for it, and why; for an array
     program also each primitive's rule, what was fused into each kernel, and whether

@@ -23,6 +23,7 @@ from typing import Any, Callable
 import gast
 import numpy as np
 
+from .deep import check_nesting, deep_recursion
 from .errors import NoSourceError, SourceLocation, UnsupportedSyntaxError
 
 
@@ -62,7 +63,8 @@ def _file_tree(filename: str) -> ast.Module | None:
     tree = _FILE_TREES.get(key)
     if tree is None:
         try:
-            tree = ast.parse(text)
+            with deep_recursion():  # a long sum is a deep tree
+                tree = ast.parse(text)
         except SyntaxError:
             return None
         _FILE_TREES[key] = tree
@@ -84,7 +86,9 @@ def _find_node(fn: types.FunctionType) -> gast.AST | None:
         return None
     key = (id(tree), id(node))
     if key not in _NODES:
-        _NODES[key] = gast.ast_to_gast(node)
+        check_nesting(node, filename)
+        with deep_recursion():
+            _NODES[key] = gast.ast_to_gast(node)
     return _NODES[key]
 
 

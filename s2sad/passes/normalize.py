@@ -22,6 +22,7 @@ from __future__ import annotations
 import builtins
 import copy
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -126,7 +127,7 @@ class Normalizer(CaptureMixin, StateMixin):
         rule = rules.user_rule(pf.fn)
         if rule is not None:  # the function itself has a user rule: an entry that calls it
             helper = self.rule_helper(rule, pf.location())
-            entry = self._fresh(f"{helper}__ruled")
+            entry = self._fresh(f"{helper}__ruled", derived=True)
             call = gast.Call(func=name(helper), args=[name(p) for p in rule.params], keywords=[])
             self.functions[entry] = function_def(entry, list(rule.params), [gast.Return(value=call)])
             return ScalarProgram(self.functions, entry, rule.params, self.origins, self.custom_rules)
@@ -180,10 +181,13 @@ class Normalizer(CaptureMixin, StateMixin):
             self.origins[helper] = (self.origins.get(helper, "") + "; derivative from s2sad.defrule").lstrip("; ")
         return helper
 
-    def _fresh(self, base: str) -> str:
-        base = base.replace("<", "").replace(">", "")
+    def _fresh(self, base: str, derived: bool = False) -> str:
+        """A new helper name. A user's function name is made safe first (`_helper_base`),
+        so that helpers never take a builtin's or primitive's spelling and never
+        contain `__`, which only names the passes derive (`h__dual`, `f__ruled`) have."""
+        base = base if derived else _helper_base(base)
         cand, k = base, 1
-        while cand in self.functions or cand in self._helper_of.values() or cand == "math":
+        while cand in self.functions or cand in self._helper_of.values() or cand in _TAKEN_NAMES:
             k += 1
             cand = f"{base}_{k}"
         self.functions[cand] = None  # reserve
@@ -573,6 +577,20 @@ class Normalizer(CaptureMixin, StateMixin):
         args = [name(c) for c in lf.captured] + [self.expr(a, scope) for a in e.args]
         call = gast.Call(func=name(lf.helper), args=args + self.pass_captures(caps, scope, e, {}), keywords=[])
         return self.check_stateful(call, lf.helper, scope, e)
+
+
+# names a helper must not take: a call of one of these in the core language means the
+# builtin (abs, min, max, float, int, round, range) or the math module, whatever the
+# user's function was called
+_TAKEN_NAMES = frozenset(dir(builtins)) | {"math"}
+
+
+def _helper_base(user_name: str) -> str:
+    """A user's function name as a helper's base name: `<lambda>` -> `lambda`, runs of
+    underscores made one (`h__dual` -> `h_dual`), a builtin's name suffixed (`max` ->
+    `max_fn`)."""
+    base = re.sub(r"__+", "_", user_name.replace("<", "").replace(">", "")) or "fn"
+    return base + "_fn" if base in _TAKEN_NAMES else base
 
 
 def _leaves_loop(body: list[gast.stmt]) -> bool:

@@ -1,0 +1,105 @@
+"""Deep trees: Python's recursion limit raised, with a bound, while s2sad walks them.
+
+Python's parser, gast's conversion, s2sad's passes and code generators all walk trees
+recursively, a few Python frames per level. A sum of 250 terms `a + b + ...` is a chain
+of BinOps 250 deep and an `if`/`elif` chain of 500 arms nests 500 Ifs: past Python's
+default limit of 1,000 frames. So:
+
+- `deep_recursion()` raises the limit to at least FRAME_LIMIT for the code inside it (the
+  limit is process-wide, as Python's is: it is raised when the first thread enters and
+  put back when the last one leaves, unless someone else changed it meanwhile). Python
+  >= 3.11 keeps Python-to-Python calls off the C stack, so the frames cost heap memory,
+  not C stack.
+- `check_nesting(tree, filename)` refuses, with a located UnsupportedSyntaxError, a
+  function nested deeper than MAX_NESTING levels (a 6,000-term sum written as one
+  expression), before any recursive walk; it walks iteratively.
+- `refuse_recursion(fun)` is the located refusal for a RecursionError that escapes all
+  the same (a pass that spends more frames per level than budgeted).
+
+Invariant: no RecursionError leaves s2sad; within MAX_NESTING a program is planned.
+"""
+from __future__ import annotations
+
+import ast
+import functools
+import sys
+import threading
+from contextlib import contextmanager
+from typing import Any
+
+from .errors import SourceLocation, UnsupportedSyntaxError
+
+MAX_NESTING = 6_000       # levels of nested expressions/statements s2sad plans
+FRAME_LIMIT = 200_000     # Python frames allowed while planning (about 30 per level)
+
+_lock = threading.Lock()
+_inside = 0               # threads inside deep_recursion()
+_saved: int | None = None  # the limit before the first of them entered
+
+
+@contextmanager
+def deep_recursion():
+    global _inside, _saved
+    with _lock:
+        if _inside == 0 and sys.getrecursionlimit() < FRAME_LIMIT:
+            _saved = sys.getrecursionlimit()
+            sys.setrecursionlimit(FRAME_LIMIT)
+        _inside += 1
+    try:
+        yield
+    finally:
+        with _lock:
+            _inside -= 1
+            if _inside == 0 and _saved is not None:
+                if sys.getrecursionlimit() == FRAME_LIMIT:  # nobody else changed it meanwhile
+                    sys.setrecursionlimit(_saved)
+                _saved = None
+
+
+def nesting_depth(tree: ast.AST) -> tuple[int, ast.AST]:
+    """The deepest nesting in `tree` and a node at that depth (iterative)."""
+    deepest, at = 0, tree
+    stack = [(tree, 1)]
+    while stack:
+        node, d = stack.pop()
+        if d > deepest:
+            deepest, at = d, node
+        stack.extend((c, d + 1) for c in ast.iter_child_nodes(node))
+    return deepest, at
+
+
+def check_nesting(tree: ast.AST, filename: str) -> None:
+    depth, node = nesting_depth(tree)
+    if depth > MAX_NESTING:
+        where = SourceLocation(filename, getattr(node, "lineno", 0) or getattr(tree, "lineno", 0) or 0,
+                               getattr(node, "col_offset", 0) or 0)
+        raise UnsupportedSyntaxError(
+            f"this function nests {depth} levels deep (a sum of that many terms, or an if/elif "
+            f"chain of that many arms); s2sad plans up to {MAX_NESTING}", where,
+            hint="Split the expression into partial sums assigned to variables (s = a + b; "
+                 "s = s + c ...), or the chain into a loop over a tuple of constants.")
+
+
+def refuse_recursion(fun: Any) -> UnsupportedSyntaxError:
+    """The located refusal for a RecursionError escaping the planning of `fun`."""
+    code = getattr(getattr(fun, "fun", fun), "__code__", None)
+    where = SourceLocation(code.co_filename, code.co_firstlineno, 0) if code is not None else None
+    return UnsupportedSyntaxError(
+        "this function is nested too deeply for s2sad to plan (Python's recursion limit was reached "
+        f"at {FRAME_LIMIT} frames)", where,
+        hint="Split long expressions into partial sums assigned to variables, and long if/elif "
+             "chains into loops.")
+
+
+def deeply(fn):
+    """`fn` run inside deep_recursion(), a RecursionError turned into the located refusal
+    (located at the first function among its arguments, or at `self.fun`)."""
+    @functools.wraps(fn)
+    def run(*args, **kwargs):
+        with deep_recursion():
+            try:
+                return fn(*args, **kwargs)
+            except RecursionError:
+                fun = next((a for a in args if callable(a) or hasattr(a, "fun")), None)
+                raise refuse_recursion(fun) from None
+    return run
