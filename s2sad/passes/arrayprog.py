@@ -968,6 +968,9 @@ class Builder:
     # -------------------------------------------------------------- other operations
 
     def subscript(self, e: gast.Subscript, scope: Scope, want=None):
+        joined = self.index_trick(e, scope)
+        if joined is not None:
+            return self.joined(joined, e, scope, want)
         x = self.array(e.value, scope)
         if isinstance(x, Const):
             idx, reads = self.static(e.slice, scope)
@@ -979,6 +982,36 @@ class Builder:
                             ctx=gast.Load())
         t = self.emit("index", [x], e, scope, want, forward=fwd, params={"index": s_}, reads=reads)
         self.aliased.add(x) if isinstance(x, str) else None
+        return t
+
+    def index_trick(self, e: gast.Subscript, scope: Scope) -> str | None:
+        """"r_" or "c_" when `e` is np.r_[...] or np.c_[...] (by the object, not the name)."""
+        root = _root_name(e.value)
+        if root is None or self.lookup_local(root, scope) is not None:
+            return None
+        value = attribute_value(scope.ctx.resolver, e.value)
+        if value is np.r_:
+            return "r_"
+        if value is np.c_:
+            return "c_"
+        return None
+
+    def joined(self, op: str, e: gast.Subscript, scope: Scope, want=None):
+        """np.r_[a, b, ...] (pieces joined along axis 0) and np.c_[a, b, ...] (as columns,
+        along the last axis) of arrays and numbers; slices and string directives refused."""
+        items = e.slice.elts if isinstance(e.slice, gast.Tuple) else [e.slice]
+        for it in items:
+            if isinstance(it, gast.Slice) or (isinstance(it, gast.Constant) and isinstance(it.value, str)):
+                alt = "np.concatenate([...])" if op == "r_" else "np.column_stack([...]) or np.concatenate([...], axis=1)"
+                raise self.err(scope.ctx, it, f"np.{op}[...] with a slice or a string directive is not supported",
+                               f"Build the pieces (np.arange(...)) and join them with {alt}.",
+                               UnsupportedOperationError)
+        xs = [self.array(it, scope) for it in items]
+        pieces = gast.Tuple(elts=[_n(x) for x in xs], ctx=gast.Load()) if len(xs) > 1 else _n(xs[0])
+        fwd = gast.Subscript(value=gast.Attribute(value=_n("np"), attr=op, ctx=gast.Load()), slice=pieces,
+                             ctx=gast.Load())
+        t = self.emit(op, xs, e, scope, want, forward=fwd)
+        self.fresh.add(t)
         return t
 
     def attribute(self, e: gast.Attribute, scope: Scope, want=None):

@@ -859,6 +859,8 @@ def kernel_vjp(kernel, args, active, out_bar, backend="auto"):
     summed inside the driver, in element order, which adds as numpy's sum over those
     axes does (runtime.leading_broadcast); any other broadcast input is materialized
     at the full shape, so that its gradient is full-shape too and unbroadcast sums it."""
+    if not active:   # the kernel reads no differentiated value: nothing to pull back
+        return []
     shapes = [np.shape(a) for a in args]
     shape = runtime.broadcast_shapes(*shapes)
     dtype = runtime.compute_dtype(args)
