@@ -192,6 +192,25 @@ def _check_call(c, args: Sequence[Any], argnums: tuple[int, ...]) -> None:
         _check_args(c, args, argnums)
 
 
+def _array_like(a: Any) -> bool:
+    """An object numpy converts through `__array__` (not an array, number, list or cupy array)."""
+    return (hasattr(type(a), "__array__") and not isinstance(a, (np.ndarray, np.generic))
+            and not runtime._is_cupy(a))
+
+
+def _converted(args: Sequence[Any], positions) -> tuple:
+    """`args` with each array-like object (one with `__array__`, not an ndarray) at
+    `positions` converted once, up front, by np.asarray: its gradient is an ndarray of
+    the converted array's shape and dtype."""
+    if not any(_array_like(args[i]) for i in positions if -len(args) <= i < len(args)):
+        return tuple(args)
+    out = list(args)
+    for i in positions:
+        if -len(args) <= i < len(args) and _array_like(out[i]):
+            out[i] = np.asarray(out[i])
+    return tuple(out)
+
+
 def _dtype_of(a: Any) -> np.dtype:
     """The dtype of a numpy or cupy array, or of what numpy makes of a Python value."""
     if runtime._is_cupy(a):
@@ -352,6 +371,7 @@ class Derivative:
 
     @deeply
     def __call__(self, *args):
+        args = _converted(args, self.argnums)
         fast = self._fast
         if fast is None or not fast[0].assumptions.hold():
             c = self.c
@@ -533,7 +553,7 @@ def _check_mode(mode: str) -> None:
 def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], *, backend: str = "auto"):
     """(fun(*primals), its directional derivative along tangents)."""
     c = compiled(fun)
-    primals, tangents = tuple(primals), tuple(tangents)
+    primals, tangents = _converted(tuple(primals), range(len(primals))), _converted(tuple(tangents), range(len(tangents)))
     if len(primals) != len(tangents):
         raise S2SADError("jvp needs one tangent per primal", hint="Pass tangents of the same structure.")
     argnums = tuple(i for i, p in enumerate(primals) if _dtype_of(p).kind == "f")
@@ -567,6 +587,7 @@ def vjp(fun: Callable, *primals, backend: str = "auto", mode: str = "auto"):
 def _vjp(fun: Callable, *primals, backend: str = "auto", mode: str = "auto"):
     _check_mode(mode)
     c = compiled(fun)
+    primals = _converted(primals, range(len(primals)))
     argnums = tuple(range(len(primals)))
     float_nums = tuple(i for i in argnums if _dtype_of(primals[i]).kind == "f")
     _check_args(c, primals, float_nums)

@@ -237,15 +237,30 @@ _SIGS = {  # positional parameters after the array, for static arguments
     "sum": ("axis",), "mean": ("axis",), "max": ("axis",), "min": ("axis",), "prod": ("axis",),
     "repeat": ("repeats", "axis"), "tile": ("reps",), "concatenate": ("axis",), "stack": ("axis",),
 }
-_REGISTER_HINT = ("Register its reverse-mode rule with s2sad.defvjp({label}, lambda g, out, x: ...) "
-                  "(one function per argument, returning the adjoint of that argument), or write the "
-                  "computation with supported numpy operations.")
+_RULE_TAIL = ("lambda g, out, x: ...) (one function per argument, returning the adjoint of that "
+              "argument), or write the computation with supported numpy operations.")
+
+
+def register_hint(label: str) -> str:
+    """What to do about a call with no rule, as valid Python naming the real function:
+    `np.cumsum` -> s2sad.defvjp(np.cumsum, ...); a method `.cumsum()` -> its function
+    form np.cumsum(x, ...) and that function's rule (defvjp takes functions, not
+    methods); anything else -> rewrite it."""
+    if label.startswith("."):
+        m = label.strip(".()")
+        if callable(getattr(np, m, None)):
+            return (f"Call the function form np.{m}(x, ...) instead of the method, and register its "
+                    f"reverse-mode rule with s2sad.defvjp(np.{m}, " + _RULE_TAIL)
+        return (f"'{label}' is a method or attribute s2sad has no derivative for (s2sad.defvjp takes "
+                "functions, not methods): write the computation with supported numpy operations.")
+    if all(part.isidentifier() for part in label.split(".")):
+        return f"Register its reverse-mode rule with s2sad.defvjp({label}, " + _RULE_TAIL
+    return "Write the computation with supported numpy operations."
 
 
 def _unsupported(label: str, loc, what: str = "") -> UnsupportedOperationError:
     return UnsupportedOperationError(
-        f"'{label}' {what or 'has no derivative rule at the array level'}", loc,
-        hint=_REGISTER_HINT.format(label=label))
+        f"'{label}' {what or 'has no derivative rule at the array level'}", loc, hint=register_hint(label))
 
 
 # ------------------------------------------------------------------ the builder
