@@ -57,13 +57,15 @@ def deep_recursion():
 
 
 def nesting_depth(tree: ast.AST) -> tuple[int, ast.AST]:
-    """The deepest nesting in `tree` and a node at that depth (iterative)."""
-    deepest, at = 0, tree
+    """The deepest nesting in `tree` and the deepest node with a source position
+    (operators and contexts have none) (iterative)."""
+    deepest, at, at_depth = 0, tree, 0
     stack = [(tree, 1)]
     while stack:
         node, d = stack.pop()
-        if d > deepest:
-            deepest, at = d, node
+        deepest = max(deepest, d)
+        if d > at_depth and hasattr(node, "lineno"):
+            at, at_depth = node, d
         stack.extend((c, d + 1) for c in ast.iter_child_nodes(node))
     return deepest, at
 
