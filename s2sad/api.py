@@ -104,7 +104,6 @@ class Compiled:
         return [out[i] if i in out else _zeros_like(args[i]) for i in argnums]
 
 
-@deeply
 def compiled(fun: Callable) -> Compiled:
     """The plan of `fun`, made once and reused while the free names it compiled in
     (constants, functions) still hold the same values."""
@@ -202,8 +201,13 @@ def _converted(args: Sequence[Any], positions) -> tuple:
     """`args` with each array-like object (one with `__array__`, not an ndarray) at
     `positions` converted once, up front, by np.asarray: its gradient is an ndarray of
     the converted array's shape and dtype."""
-    if not any(_array_like(args[i]) for i in positions if -len(args) <= i < len(args)):
-        return tuple(args)
+    n = len(args)
+    for i in positions:   # the common case, floats and ndarrays, quickly
+        a = args[i] if -n <= i < n else None
+        if type(a) is not np.ndarray and type(a) is not float and _array_like(a):
+            break
+    else:
+        return args
     out = list(args)
     for i in positions:
         if -len(args) <= i < len(args) and _array_like(out[i]):

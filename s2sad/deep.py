@@ -13,8 +13,9 @@ default limit of 1,000 frames. So:
 - `check_nesting(tree, filename)` refuses, with a located UnsupportedSyntaxError, a
   function nested deeper than MAX_NESTING levels (a 6,000-term sum written as one
   expression), before any recursive walk; it walks iteratively.
-- `refuse_recursion(fun)` is the located refusal for a RecursionError that escapes all
-  the same (a pass that spends more frames per level than budgeted).
+- `deeply(fn)` wraps s2sad's entry points: a call that hits the limit is run again
+  inside deep_recursion(); `refuse_recursion(fun)` is the located refusal for a
+  RecursionError that escapes even then.
 
 Invariant: no RecursionError leaves s2sad; within MAX_NESTING a program is planned.
 """
@@ -93,15 +94,34 @@ def refuse_recursion(fun: Any) -> UnsupportedSyntaxError:
              "chains into loops.")
 
 
+class _Local(threading.local):
+    deep = False   # this thread runs inside deeply's second try (a class default: no AttributeError)
+
+
+_local = _Local()
+
+
 def deeply(fn):
-    """`fn` run inside deep_recursion(), a RecursionError turned into the located refusal
-    (located at the first function among its arguments, or at `self.fun`)."""
+    """`fn` run as is, and if a deep tree made it hit the recursion limit, once more
+    inside deep_recursion() (planning writes its caches only when it succeeds, so the
+    first try leaves nothing behind); a RecursionError then is the located refusal
+    (located at the first function among the arguments, or at `self.fun`). The common
+    call, planned already, costs a try block: no lock, no change of the limit."""
     @functools.wraps(fn)
     def run(*args, **kwargs):
-        with deep_recursion():
-            try:
+        if _local.deep:
+            return fn(*args, **kwargs)
+        try:
+            return fn(*args, **kwargs)
+        except RecursionError:
+            pass
+        _local.deep = True
+        try:
+            with deep_recursion():
                 return fn(*args, **kwargs)
-            except RecursionError:
-                fun = next((a for a in args if callable(a) or hasattr(a, "fun")), None)
-                raise refuse_recursion(fun) from None
+        except RecursionError:
+            fun = next((a for a in args if callable(a) or hasattr(a, "fun")), None)
+            raise refuse_recursion(fun) from None
+        finally:
+            _local.deep = False
     return run
