@@ -607,6 +607,37 @@ def test_tuples_in_scalar_functions(tuples, case, backend):
     np.testing.assert_allclose(s2sad.grad(loss, backend=backend)(X), [fd(f, v) for v in X], rtol=1e-6, atol=1e-8)
 
 
+ARRAY_TUPLES = '''
+KS = (0.5, -1.0)
+
+def horner(x):
+    coeffs = (1.0, -0.5, 0.25)
+    acc = 0.0
+    for c in coeffs:
+        acc = acc * x + c
+    return acc
+
+def layer(W, x):
+    h = np.tanh(x @ W)
+    s = 0.0
+    for v in (h, h * h):
+        s = s + np.sum(v)
+    for k in KS:
+        s = s + k * np.sum(horner(h))
+    return s
+'''
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_tuple_loops_at_the_array_level(backend):
+    ns = load(ARRAY_TUPLES)
+    layer = ns["layer"]
+    W = np.arange(6.0).reshape(3, 2) / 5.0 - 0.4
+    x = np.array([[0.5, -1.0, 2.0], [0.1, 0.2, -0.3]])
+    g = s2sad.grad(layer, backend=backend)(W, x)
+    np.testing.assert_allclose(g, fd_array(lambda w: layer(w, x), W), rtol=1e-6, atol=1e-9)
+
+
 BAD_TUPLES = '''
 def reassigned(x):
     t = (1.0, 2.0)

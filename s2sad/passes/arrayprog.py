@@ -458,6 +458,29 @@ class Builder:
         op = self.expr(value, scope, want=nm)
         self.bind(scope, nm, op)
 
+    def tuple_items(self, it, scope: Scope) -> list | None:
+        """The operands of a tuple a loop runs over (a display, a local bound to one, or a
+        module-level tuple of numbers), else None."""
+        if isinstance(it, (gast.Tuple, gast.List)):
+            return self.expr(it, scope)
+        if isinstance(it, gast.Name):
+            v = self.lookup(it.id, scope, it)
+            if isinstance(v, list):
+                return v
+            if isinstance(v, Const) and isinstance(v.value, tuple):
+                return [Const(x) for x in v.value]
+        return None
+
+    def unrolled_for(self, s: gast.For, items: list, scope: Scope) -> None:
+        """`for c in coeffs:` over a tuple: the body once per item, c bound to it."""
+        for n in (x for st in s.body for x in gast.walk(st)):
+            if isinstance(n, (gast.Break, gast.Continue)):
+                raise self.err(scope.ctx, n, "break/continue in a loop over a tuple is not supported at the "
+                               "array level", "Loop over range(len(...)) instead.", UnsupportedOperationError)
+        for item in items:
+            self.bind(scope, s.target.id, item)
+            self.block(s.body, scope)
+
     def for_stmt(self, s: gast.For, scope: Scope):
         ctx = scope.ctx
         it = s.iter
@@ -465,11 +488,15 @@ class Builder:
             raise self.err(ctx, s, "'for ... else' is not supported", "Use a flag variable.")
         if not isinstance(s.target, gast.Name):
             raise self.err(ctx, s, "an array-level loop needs a plain loop variable", "Write `for i in range(n):`.")
+        items = self.tuple_items(it, scope)
+        if items is not None:
+            self.unrolled_for(s, items, scope)
+            return
         is_range = (isinstance(it, gast.Call) and isinstance(it.func, gast.Name)
                     and self.lookup_local(it.func.id, scope) is None
                     and scope.ctx.resolver.lookup(it.func.id) is builtins.range)
         if not is_range or it.keywords or not 1 <= len(it.args) <= 3:
-            raise self.err(ctx, it, "an array-level `for` must loop over range(...)",
+            raise self.err(ctx, it, "an array-level `for` must loop over range(...) or a tuple",
                            "Write `for i in range(n):` and index arrays with i (x[i]).",
                            UnsupportedOperationError)
         rargs, reads = [], set()
