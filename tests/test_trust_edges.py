@@ -538,6 +538,41 @@ def test_cuda_c_compiles_and_agrees_on_user_names(names):
     np.testing.assert_allclose(grad, [names["df"](v) for v in xs], rtol=1e-12)
 
 
+KEYWORDS_AS_VARIABLES = '''
+def max(a, b):
+    return a + b
+
+def local_math(x):
+    math = 3.0
+    return abs(x) * math
+
+def param_math(math):
+    return abs(math) * 2.0
+
+def calls_param_math(x):
+    return param_math(x)
+
+def local_like_helper(x):
+    max_fn = 2.0
+    abs = 0.5
+    return max(x, max_fn * x) * abs
+
+def loss(x):
+    return np.sum(s2sad.broadcast(local_math, x) + s2sad.broadcast(calls_param_math, x)
+                  + s2sad.broadcast(local_like_helper, x))
+'''
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_variables_named_like_the_module_builtins_and_helpers(backend):
+    # the dual calls math.sign for abs: a variable called math must not hide the module
+    ns = load(KEYWORDS_AS_VARIABLES)
+    assert s2sad.grad(ns["local_math"], backend=backend)(0.7) == 3.0
+    assert s2sad.grad(ns["calls_param_math"], backend=backend)(-0.7) == -2.0
+    assert s2sad.grad(ns["local_like_helper"], backend=backend)(0.7) == 1.5
+    np.testing.assert_array_equal(s2sad.grad(ns["loss"], backend=backend)(X), 3.0 * np.sign(X) + 2.0 * np.sign(X) + 1.5)
+
+
 # ------------------------------------------------------------------ tuples in scalar functions
 
 TUPLES = '''
