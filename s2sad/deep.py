@@ -9,7 +9,7 @@ default limit of 1,000 frames. So:
   limit is process-wide, as Python's is: it is raised when the first thread enters and
   put back when the last one leaves, unless someone else changed it meanwhile). Python
   >= 3.11 keeps Python-to-Python calls off the C stack, so the frames cost heap memory,
-  not C stack.
+  not C stack; on 3.10 they take C stack, and both bounds are lower.
 - `check_nesting(tree, filename)` refuses, with a located UnsupportedSyntaxError, a
   function nested deeper than MAX_NESTING levels (a 6,000-term sum written as one
   expression), before any recursive walk; it walks iteratively.
@@ -30,8 +30,12 @@ from typing import Any
 
 from .errors import SourceLocation, UnsupportedSyntaxError
 
-MAX_NESTING = 6_000       # levels of nested expressions/statements s2sad plans
-FRAME_LIMIT = 200_000     # Python frames allowed while planning (about 30 per level)
+if sys.version_info >= (3, 11):
+    MAX_NESTING = 6_000       # levels of nested expressions/statements s2sad plans
+    FRAME_LIMIT = 200_000     # Python frames allowed while planning (about 30 per level)
+else:   # before 3.11 every Python frame also takes C stack: stay well inside 8 MB
+    MAX_NESTING = 1_000
+    FRAME_LIMIT = 16_000
 
 _lock = threading.Lock()
 _inside = 0               # threads inside deep_recursion()

@@ -417,6 +417,7 @@ def test_250_term_sum_and_500_arm_if_chain(deep_250_500, backend):
     assert sys.getrecursionlimit() == limit     # raised while planning, put back after
 
 
+@pytest.mark.skipif(deep.MAX_NESTING < 5_000, reason="Python < 3.11 plans trees up to deep.MAX_NESTING")
 def test_5000_terms_plan_in_seconds():
     ns = load_deep(long_sum_source(5000))
     slope = math.fsum(_coefficient(k) for k in range(5000))
@@ -557,6 +558,13 @@ def local_like_helper(x):
     abs = 0.5
     return max(x, max_fn * x) * abs
 
+def square(x):
+    return x * x
+
+def local_like_dual(x):
+    square__dual = 2.0     # the dual of this function calls square's dual, square__dual
+    return square(x) * square__dual
+
 def loss(x):
     return np.sum(s2sad.broadcast(local_math, x) + s2sad.broadcast(calls_param_math, x)
                   + s2sad.broadcast(local_like_helper, x))
@@ -570,6 +578,9 @@ def test_variables_named_like_the_module_builtins_and_helpers(backend):
     assert s2sad.grad(ns["local_math"], backend=backend)(0.7) == 3.0
     assert s2sad.grad(ns["calls_param_math"], backend=backend)(-0.7) == -2.0
     assert s2sad.grad(ns["local_like_helper"], backend=backend)(0.7) == 1.5
+    assert s2sad.grad(ns["local_like_dual"], backend=backend)(0.7) == pytest.approx(2.8, rel=1e-15)
+    lf = ns["local_like_dual"]
+    np.testing.assert_allclose(s2sad.grad(lambda x: np.sum(s2sad.broadcast(lf, x)), backend=backend)(X), 4.0 * X)
     np.testing.assert_array_equal(s2sad.grad(ns["loss"], backend=backend)(X), 3.0 * np.sign(X) + 2.0 * np.sign(X) + 1.5)
 
 
