@@ -628,6 +628,13 @@ def of_values(x):
         s = s + v
     return a * b + c * s + t[1]
 
+def negative_index(x):
+    t = (1.0, 2.0, 3.0)
+    acc = 0.0
+    for i in range(-3, 3):
+        acc = acc + t[i] * x * (i + 4)
+    return acc
+
 def swapped(x):
     y = 3.0 * x
     t = (y, x)
@@ -642,7 +649,8 @@ def tuples():
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-@pytest.mark.parametrize("case", ["horner", "powers", "zipped", "indexed", "of_values", "swapped"])
+@pytest.mark.parametrize("case", ["horner", "powers", "zipped", "indexed", "of_values", "negative_index",
+                                  "swapped"])
 def test_tuples_in_scalar_functions(tuples, case, backend):
     f = tuples[case]
     value, g = s2sad.value_and_grad(f, backend=backend)(0.7)

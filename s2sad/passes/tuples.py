@@ -173,10 +173,13 @@ class TupleMixin:
                 raise self.err(scope, e, f"index {k} is out of range for a tuple of {len(elts)}",
                                "Fix the index.")
             return elts[int(k)]
+        # a chain of selects: i == 0, 1, ..., n - 2, then -n, ..., -2 (negative indices count
+        # from the end, as in Python); the last element otherwise (i == n - 1 or -1)
+        n = len(elts)
         result: gast.expr = elts[-1]
-        for i in range(len(elts) - 2, -1, -1):
+        for i in reversed(list(range(n - 1)) + list(range(-n, -1))):
             test = gast.Compare(left=copy.deepcopy(index), ops=[gast.Eq()], comparators=[const(i)])
-            result = gast.IfExp(test=test, body=elts[i], orelse=result)
+            result = gast.IfExp(test=test, body=copy.deepcopy(elts[i]), orelse=result)
         return result
 
     def tuple_unpack(self, names, value, scope, s) -> list[gast.stmt] | None:
