@@ -19,6 +19,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from . import marks, rules, runtime
+from .deep import deeply
 from .errors import NonDifferentiableInputError, NonScalarLossError, S2SADError, StatefulError
 from .frontend import Assumptions, Resolver, bound, parse_function, recording
 from .plancache import PLANNING, PlanCache
@@ -254,6 +255,30 @@ def _check_call(c, args: Sequence[Any], argnums: tuple[int, ...]) -> None:
                 _check_data(c, i, a)
 
 
+def _array_like(a: Any) -> bool:
+    """An object numpy converts through `__array__` (not an array, number, list or cupy array)."""
+    return (hasattr(type(a), "__array__") and not isinstance(a, (np.ndarray, np.generic))
+            and not runtime._is_cupy(a))
+
+
+def _converted(args: Sequence[Any], positions) -> tuple:
+    """`args` with each array-like object (one with `__array__`, not an ndarray) at
+    `positions` converted once, up front, by np.asarray: its gradient is an ndarray of
+    the converted array's shape and dtype."""
+    n = len(args)
+    for i in positions:   # the common case, floats and ndarrays, quickly
+        a = args[i] if -n <= i < n else None
+        if type(a) is not np.ndarray and type(a) is not float and _array_like(a):
+            break
+    else:
+        return args
+    out = list(args)
+    for i in positions:
+        if -len(args) <= i < len(args) and _array_like(out[i]):
+            out[i] = np.asarray(out[i])
+    return tuple(out)
+
+
 def _dtype_of(a: Any) -> np.dtype:
     """The dtype of a numpy or cupy array, or of what numpy makes of a Python value."""
     if runtime._is_cupy(a):
@@ -314,6 +339,7 @@ class Derivative:
             self._array_impl = None
         return c
 
+    @deeply
     def source(self) -> str:
         if self._text is None:
             with bound(self.fun), PLANNING:
@@ -428,6 +454,7 @@ class Derivative:
         """The arguments of a call with keywords or defaults, one per parameter in order."""
         return bind(self.fun, args, kwargs)
 
+    @deeply
     def __call__(self, *args):
         if len(args) != self.arity:     # defaults to fill in (grad_fun binds keywords)
             args = bind(self.fun, args, {})
@@ -438,6 +465,7 @@ class Derivative:
             return self._call(args)
 
     def _call(self, args):
+        args = _converted(args, self.argnums)
         fast = self._fast
         if fast is None or not fast[0].assumptions.hold(self.fun):
             c = self.c
@@ -643,13 +671,14 @@ def _check_mode(mode: str) -> None:
         raise S2SADError(f"unknown mode {mode!r}", hint="Use mode='auto', 'store' or 'recompute'.")
 
 
+@deeply
 @calls_bound
 def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], *, backend: str = "auto"):
     """(fun(*primals), its directional derivative along tangents); parameters not given
     take their defaults (and no tangent)."""
     fun = target(fun, "jvp")
     c = compiled(fun)
-    primals, tangents = tuple(primals), tuple(tangents)
+    primals, tangents = _converted(tuple(primals), range(len(primals))), _converted(tuple(tangents), range(len(tangents)))
     if len(primals) != len(tangents):
         raise S2SADError("jvp needs one tangent per primal", hint="Pass tangents of the same structure.")
     argnums = tuple(i for i, p in enumerate(primals) if _dtype_of(p).kind == "f")
@@ -672,6 +701,7 @@ def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], *, backe
     return out, out_dot
 
 
+@deeply
 @calls_bound
 def vjp(fun: Callable, *primals, backend: str = "auto", mode: str = "auto"):
     """(fun(*primals), pullback) with pullback(out_bar) -> one adjoint per primal.
@@ -679,8 +709,10 @@ def vjp(fun: Callable, *primals, backend: str = "auto", mode: str = "auto"):
     them in the pullback, or "auto"; both give identical results."""
     _check_mode(mode)
     fun = target(fun, "vjp")
+    primals = _converted(primals, range(len(primals)))
     out, pullback = _vjp(compiled(fun), fun, primals, backend, mode)
-    return out, marks.mark_derivative(_pullback_of(pullback, len(primals)), "vjp", fun)
+    # a pullback may plan and compile kernels too (deeply)
+    return out, marks.mark_derivative(_pullback_of(deeply(pullback), len(primals)), "vjp", fun)
 
 
 def _pullback_of(pullback: Callable, given: int) -> Callable:
@@ -810,6 +842,7 @@ class BroadcastPlan:
     assumptions: Any
 
 
+@deeply
 def broadcast(f: Callable, *args, backend: str = "auto"):
     """f applied elementwise with numpy broadcasting (scalars broadcast), compiled;
     parameters not given take their defaults."""
@@ -875,6 +908,7 @@ class Explanation:
     __repr__ = __str__
 
 
+@deeply
 def explain(fun: Callable, argnums=0, *, mode: str = "auto") -> Explanation:
     """Every elementwise site of `fun`, the path chosen for it, and why; for an array
     program also each primitive's rule, what was fused into each kernel, and whether

@@ -132,6 +132,16 @@ def _concatenate(i, g, args, out, p):
     return f"concatenate_bar({g}, {i}, ({', '.join(args)}{',' if len(args) == 1 else ''}){_kw(p, 'axis')})"
 
 
+@rule("r_")
+def _r_(i, g, args, out, p):
+    return f"r_bar({g}, {i}, ({', '.join(args)}{',' if len(args) == 1 else ''}))"
+
+
+@rule("c_")
+def _c_(i, g, args, out, p):
+    return f"c_bar({g}, {i}, ({', '.join(args)}{',' if len(args) == 1 else ''}))"
+
+
 @rule("stack")
 def _stack(i, g, args, out, p):
     return f"np.take({g}, {i}, axis={p.get('axis', '0')})"
@@ -396,6 +406,22 @@ def concatenate_bar(g, i, arrays, axis=0):
     return np.array(g[tuple(index)])
 
 
+def r_bar(g, i, arrays):
+    """The adjoint of piece i of np.r_[a, b, ...]: along axis 0, a number counting as one
+    element (r_ makes it a 1-element array)."""
+    sizes = [np.shape(a)[0] if np.ndim(a) else 1 for a in arrays]
+    start = sum(sizes[:i])
+    return np.array(np.asarray(g)[start:start + sizes[i]]).reshape(np.shape(arrays[i]))
+
+
+def c_bar(g, i, arrays):
+    """The adjoint of piece i of np.c_[a, b, ...]: along the last axis, a vector or a
+    number counting as one column (c_ makes it a column)."""
+    widths = [np.shape(a)[-1] if np.ndim(a) >= 2 else 1 for a in arrays]
+    start = sum(widths[:i])
+    return np.array(np.asarray(g)[..., start:start + widths[i]]).reshape(np.shape(arrays[i]))
+
+
 def _is_basic(index) -> bool:
     items = index if isinstance(index, tuple) else (index,)
     return all(i is None or i is Ellipsis or isinstance(i, (slice, int, np.integer)) for i in items)
@@ -422,5 +448,5 @@ HELPERS = {
     "matmul_lhs_bar": matmul_lhs_bar, "matmul_rhs_bar": matmul_rhs_bar, "matmul_factors": matmul_factors,
     "dot_factors": dot_factors, "dot_lhs_bar": dot_lhs_bar,
     "dot_rhs_bar": dot_rhs_bar, "repeat_bar": repeat_bar, "tile_bar": tile_bar,
-    "concatenate_bar": concatenate_bar, "index_bar": index_bar,
+    "concatenate_bar": concatenate_bar, "index_bar": index_bar, "r_bar": r_bar, "c_bar": c_bar,
 }

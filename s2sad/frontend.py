@@ -34,6 +34,7 @@ import gast
 import numpy as np
 
 from . import forwarders, marks, sourcecheck
+from .deep import check_nesting, deep_recursion
 from .errors import NoSourceError, S2SADError, SourceLocation, StaleSourceError, UnsupportedSyntaxError
 
 
@@ -78,7 +79,8 @@ def _file_tree(filename: str) -> tuple[ast.Module, str] | None:
     tree = _FILE_TREES.get(key)
     if tree is None:
         try:
-            tree = ast.parse(text)
+            with deep_recursion():  # a long sum is a deep tree
+                tree = ast.parse(text)
         except SyntaxError:
             return None
         _FILE_TREES[key] = tree
@@ -111,7 +113,9 @@ def _find_node(fn: types.FunctionType) -> gast.AST | None:
             if found is not None and (sourcecheck.matches(code, text, filename) or _has_assert(found)):
                 key = (id(tree), id(found))
                 if key not in _NODES:
-                    _NODES[key] = gast.ast_to_gast(found)
+                    check_nesting(found, filename)
+                    with deep_recursion():
+                        _NODES[key] = gast.ast_to_gast(found)
                 _NODE_OF[code] = _NODES[key]
                 return _NODES[key]
         if attempt == 0:

@@ -34,6 +34,13 @@ subexpression is bounded by EMAX (larger ones are squashed with tanh), divisions
 arguments, exp takes tanh/sin/-e*e, and hypot is kept off the origin. Bounds are
 tracked interval-style.
 
+Some programs redefine abs, max or min at module level (SHADOWS: smooth versions with the
+builtins' bounds), name helpers like rules or like generated code (HELPER_NAMES: `exp`,
+`h__dual`, `hσ`...), and bind tuples to locals (constants or values) to loop over them
+(plainly, with enumerate, zip or range(len(t)) and t[i]) or unpack them.
+`long_programs()` makes functions of hundreds to thousands of terms (one long sum, or an
+if/elif chain of hundreds of arms).
+
 `straight=True` programs have only plain `name = expr` statements (and local lambdas)
 in f: grad(f) then plans f at the array level instead of as "a scalar function
 differentiated as a whole".
@@ -46,6 +53,8 @@ import math
 from dataclasses import dataclass, field
 
 from hypothesis import strategies as st
+
+from s2sad import rules
 
 VMAX = 4.0
 EMAX = 30.0
@@ -65,6 +74,17 @@ K0 = 1.5
 KS = (0.5, -1.25, 2.0, 0.75)
 """
 K0, KS = 1.5, (0.5, -1.25, 2.0, 0.75)
+# user functions that shadow builtins, each keeping the builtin's bounds (|abs(x)| <= |x|,
+# max/min within 0.05 of the builtin's) but with other derivatives, so that a call
+# resolved by its spelling instead of its object gives a wrong gradient
+SHADOWS = {
+    "abs": "def abs(x):\n    return x * math.tanh(3.0 * x)",
+    "max": "def max(x, y):\n    return 0.5 * (x + y + math.sqrt((x - y) * (x - y) + 0.01))",
+    "min": "def min(x, y):\n    return 0.5 * (x + y - math.sqrt((x - y) * (x - y) + 0.01))",
+}
+# helper names besides h0, h1: rule names, and names that look generated (`h` and
+# `h__dual`, `hσ` and `h_3c3` are spelt alike by naive manglers)
+HELPER_NAMES = (("h0", "h", "hσ", "exp", "tanh", "pow"), ("h1", "h__dual", "h_3c3", "sqrt", "sign", "x_dot"))
 
 
 @dataclass(frozen=True)
@@ -136,8 +156,9 @@ class _Scope:
 
 class _Gen:
     def __init__(self, draw, straight: bool, helpers: list[tuple[str, int]], assign_loop_vars: bool,
-                 counters: dict):
+                 counters: dict, shadowed: frozenset = frozenset()):
         self.draw = draw
+        self.shadowed = shadowed   # builtins the module redefines (SHADOWS)
         self.assign_loop_vars = assign_loop_vars
         self.straight = straight
         self.helpers = helpers
@@ -185,7 +206,7 @@ class _Gen:
         if r == 5:
             self.features.add("module_constant")
             loopvars = [n for n, k in scope.all().items() if k == "loopvar"]
-            if loopvars and not self.assign_loop_vars and self.chance(4):
+            if loopvars and not self.assign_loop_vars and "min" not in self.shadowed and self.chance(4):
                 self.features.add("tuple_index_by_loop_var")
                 return f"KS[min({self.choice(sorted(loopvars))}, 3)]", 2.0
             if self.chance(4):
@@ -247,7 +268,7 @@ class _Gen:
             return f"abs({l})", bl
         if kind in ("min", "max"):
             (l, bl), (r, br) = sub(), sub()
-            if self.chance(1):
+            if kind not in self.shadowed and self.chance(1):
                 self.features.add("minmax3")
                 m, bm = sub()
                 return f"{kind}({l}, {r}, {m})", max(bl, br, bm)
@@ -392,6 +413,8 @@ class _Gen:
             kinds += ["aug", "aug", "tuple", "multi", "def"]
             if depth > 0:
                 kinds += ["if", "if", "for", "for", "while", "tuple_for"]
+                if indent == 1:   # a tuple local is assigned once, at its function's top level
+                    kinds += ["tuple_local", "tuple_local"]
             if loop is not None:
                 kinds += ["guard"]
         kind = self.choice(kinds)
@@ -533,6 +556,9 @@ class _Gen:
             self.block(body, indent + 1, depth - 1, self.int(1, 2), None, tail=False)
             scope.names[w] = "tvar"
             return
+        if kind == "tuple_local":
+            self.tuple_local(scope, indent, depth)
+            return
         if kind == "while":
             self.features.add("while")
             n = f"n{next(self.loops)}"
@@ -544,6 +570,47 @@ class _Gen:
             self.emit(indent + 1, f"{n} += 1")
             return
         raise AssertionError(kind)
+
+    def tuple_local(self, scope: _Scope, indent: int, depth: int) -> None:
+        """`c = (...)` (constants, or values of the function), then a loop over it: plain,
+        enumerate, zip with KS, range(len(c)) with c[i], or unpacking."""
+        c = f"c{next(self.loops)}"
+        n = self.int(2, 4)
+        if self.chance(2):
+            self.features.add("tuple_of_values")
+            elts = [self.bounded_value(scope, 1) for _ in range(n)]
+        else:
+            self.features.add("tuple_local")
+            elts = [self.choice(CONSTANTS) for _ in range(n)]
+        self.emit(indent, f"{c} = ({', '.join(elts)},)")
+        form = self.choice(["plain", "enumerate", "zip", "len", "unpack"])
+        self.features.add("tuple_" + form)
+        if form == "unpack":
+            names = [self.new_name() for _ in range(n)]
+            self.emit(indent, f"{', '.join(names)} = {c}")
+            for nm in names:
+                scope.names[nm] = "local"
+            return
+        w, body = f"w{next(self.loops)}", _Scope(scope)
+        extra: dict[str, str] = {}
+        if form == "plain":
+            self.emit(indent, f"for {w} in {c}:")
+        elif form == "enumerate":
+            i = f"i{next(self.loops)}"
+            self.emit(indent, f"for {i}, {w} in enumerate({c}):")
+            extra[i] = "loopvar"
+        elif form == "zip":
+            u = f"u{next(self.loops)}"
+            self.emit(indent, f"for {w}, {u} in zip({c}, KS):")
+            extra[u] = "tvar"
+        else:
+            i = f"i{next(self.loops)}"
+            self.emit(indent, f"for {i} in range(len({c})):")
+            self.emit(indent + 1, f"{w} = {c}[{i}]")
+            extra[i] = "loopvar"
+        body.names.update(extra, **{w: "tvar"})
+        self.block(body, indent + 1, depth - 1, self.int(1, 2), None, tail=False)
+        scope.names.update(extra, **{w: "tvar"})   # the tuple is never empty
 
     def function(self, fname: str, params: tuple[str, ...], nstmts: int, depth: int) -> None:
         scope = _Scope()
@@ -590,16 +657,23 @@ def programs(draw, nparams=None, straight=None, max_helpers: int = 2, max_stmts:
     helpers: list[tuple[str, int]] = []
     chunks: list[str] = []
     features: set[str] = set()
+    shadowed = frozenset(n for n in SHADOWS if draw(st.integers(0, 7)) == 0)
+    for n in sorted(shadowed):
+        chunks.append(SHADOWS[n])
+        features.add("shadow_" + n)
     for j in range(nhelpers):
-        g = _Gen(draw, False, list(helpers), assign_loop_vars, counters)
+        g = _Gen(draw, False, list(helpers), assign_loop_vars, counters, shadowed)
         nargs = draw(st.integers(1, 2))
-        g.function(f"h{j}", HELPER_PARAMS[:nargs], draw(st.integers(0, 3)), 1)
+        hname = HELPER_NAMES[j][0] if draw(st.integers(0, 3)) else draw(st.sampled_from(HELPER_NAMES[j][1:]))
+        g.function(hname, HELPER_PARAMS[:nargs], draw(st.integers(0, 3)), 1)
         chunks.append("\n".join(g.lines))
         features |= g.features
-        helpers.append((f"h{j}", nargs))
+        helpers.append((hname, nargs))
+        if hname != f"h{j}":
+            features.add("helper_named_like_" + ("rule" if hname in rules.RULES else "generated"))
     if helpers:
         features.add("helper")
-    g = _Gen(draw, straight, helpers, assign_loop_vars, counters)
+    g = _Gen(draw, straight, helpers, assign_loop_vars, counters, shadowed)
     params = PARAMS[:nparams]
     g.function("f", params, draw(st.integers(1, max_stmts)), depth)
     features |= g.features
@@ -611,3 +685,44 @@ def programs(draw, nparams=None, straight=None, max_helpers: int = 2, max_stmts:
     chunks.append(f"ALT_SCALE = {scale!r}\n\n\ndef loss_alt({ps}):\n    return {alt}")
     source = MODULE_HEADER + "\n\n" + "\n\n\n".join(chunks) + "\n"
     return Program(source, nparams, bool(straight), frozenset(features))
+
+
+# ---------------------------------------------------------------- programs of many terms
+
+def _long_term(rng, k: int) -> str:
+    c = rng.choice(CONSTANTS)
+    c = f"({c})" if c.startswith("-") else c
+    form = rng.randrange(5)
+    if form == 0:
+        return f"{c} * a"
+    if form == 1:
+        return f"{c} * math.sin({0.25 * (k % 9)} * a)"
+    if form == 2:
+        return f"{c} * math.tanh(a - {0.125 * (k % 17)})"
+    if form == 3:
+        return f"{c} * (a * a)"
+    return f"{c} * KS[{k % 4}] * a"
+
+
+@st.composite
+def long_programs(draw, min_terms: int = 200, max_terms: int = 1000):
+    """`f(a)`: a sum of hundreds to thousands of terms written as one expression, or an
+    if/elif chain of hundreds of arms (one deep tree either way), with `loss` and
+    `fmap` as in `programs`. The terms come from a seeded generator (one draw each
+    would make hypothesis slow), so they do not shrink."""
+    import random
+    n = draw(st.integers(min_terms, max_terms))
+    rng = random.Random(draw(st.integers(0, 2**32 - 1)))
+    if draw(st.booleans()):
+        body = "    return " + " + ".join(_long_term(rng, k) for k in range(n))
+        features = {"long_sum"}
+    else:
+        n = min(n, 600)
+        cuts = sorted(rng.uniform(-2.0, 2.0) for _ in range(n))
+        lines = [f"    {'if' if k == 0 else 'elif'} a < {cut!r}:\n        return {_long_term(rng, k)}"
+                 for k, cut in enumerate(cuts)]
+        body = "\n".join(lines) + f"\n    return {_long_term(rng, n)}"
+        features = {"long_elif"}
+    source = (MODULE_HEADER + "\n\ndef f(a):\n" + body + "\n\n\ndef loss(a):\n    return np.sum(s2sad.broadcast(f, a))"
+              "\n\n\ndef fmap(a):\n    return s2sad.broadcast(f, a)\n")
+    return Program(source, 1, False, frozenset(features))

@@ -11,6 +11,7 @@ For each generated program `f` and its loss `np.sum(s2sad.broadcast(f, ...))`:
   around f) has the same value and gradients, scaled;
 - the llvm backend agrees with the python backend (values, gradients, jvp, broadcast);
 - grad of f itself on Python floats returns Python floats equal to finite differences;
+- programs of hundreds to thousands of terms (randprog.long_programs) plan and agree;
 - with broadcasting shapes ((3,1) and (1,4) and a Python float, non-contiguous arrays),
   gradients have their argument's shape and type and match finite differences.
 
@@ -39,7 +40,7 @@ from hypothesis import strategies as st
 
 import s2sad
 from conftest import assert_same_grads
-from randprog import Program, load, programs
+from randprog import Program, load, long_programs, programs
 
 BACKENDS = ["python", "llvm"]
 
@@ -318,6 +319,30 @@ def test_broadcasting_shapes(program, which, seed, backend):
     else:
         assert out.shape == expected_shape
     np.testing.assert_allclose(out, ref, rtol=1e-12, atol=0)
+
+
+# ------------------------------------------------------------------ programs of many terms
+
+@_settings(3)
+@given(program=long_programs(), seed=seeds)
+def test_long_programs(program, seed):
+    """Hundreds to thousands of terms in one expression, or hundreds of elif arms: planned
+    (no RecursionError), right on both backends, the backends agree."""
+    record(program)
+    ns = load(program)
+    f = ns["f"]
+    rng = np.random.default_rng(seed)
+    x = rng.uniform(-2.0, 2.0, 4)
+    ref = reference(f, [x])
+    grads = {}
+    for backend in BACKENDS:
+        value, g = s2sad.value_and_grad(ns["loss"], backend=backend)(x)
+        assert close(value, math.fsum(ref), 1e-12, scale=float(np.abs(ref).sum()))
+        check_against_fd(f, [x], (g,), (0,))
+        grads[backend] = g
+        s = s2sad.grad(f, backend=backend)(float(x[0]))
+        assert close(s, float(grads[backend][0]), 1e-12, scale=1.0)
+    assert_backends_agree(grads["python"], grads["llvm"], "gradient")
 
 
 # ------------------------------------------------------------------ minimal reproducers

@@ -95,6 +95,20 @@ def _sanitize(base: str) -> str:
     return out
 
 
+def _function_symbol(name: str, taken: set[str], driver: str) -> str:
+    """The LLVM symbol of the module's function `name`, distinct from `taken`: `_sanitize`
+    maps `hσ` and `h_3c3` alike, so a clash (or a reserved symbol) takes a `.fn` suffix,
+    which no sanitized Python name has (they never contain a dot)."""
+    base = _sanitize(name)
+    if not (base in taken or base in _RESERVED or base == driver or base.startswith(("llvm.", "_ZGV"))):
+        return base
+    ll, k = base + ".fn", 1
+    while ll in taken:
+        k += 1
+        ll = f"{base}.fn{k}"
+    return ll
+
+
 # ---------------------------------------------------------------------------------
 # the math library
 
@@ -249,10 +263,10 @@ class _Module:
         self.driver = driver_name(kmod, spec, dtype)
         self.fns = {fn.name: fn for fn in kmod.functions.values()}
         self.llnames: dict[str, str] = {}
+        taken: set[str] = set()
         for name in self.fns:
-            ll = _sanitize(name)
-            if ll in _RESERVED or ll == self.driver or ll.startswith("llvm.") or ll.startswith("_ZGV"):
-                ll = ll + ".fn"
+            ll = _function_symbol(name, taken, self.driver)
+            taken.add(ll)
             self.llnames[name] = ll
 
     # -- declarations

@@ -160,24 +160,37 @@ class Activity:
         return _propagate(self.functions[fname], deps, lambda value: self.expr_deps(value, deps, set(active)),
                           100, "activity")
 
-    def expr_deps(self, e, deps: dict[str, set[str]], active: set[str]) -> set[str]:
+    def expr_deps(self, e, deps: dict[str, set[str]], active: set[str], memo: dict | None = None) -> set[str]:
+        """The active params `e` depends on differentiably. With `memo` (kept by the caller
+        for one fixed `deps`), each node's answer is kept, so asking at every level of a
+        deep expression stays linear; the node is held with it, so its id is not reused."""
+        if memo is None:
+            return self._expr_deps(e, deps, active, None)
+        hit = memo.get(id(e))
+        if hit is not None and hit[0] is e:
+            return set(hit[1])
+        out = self._expr_deps(e, deps, active, memo)
+        memo[id(e)] = (e, frozenset(out))
+        return out
+
+    def _expr_deps(self, e, deps: dict[str, set[str]], active: set[str], memo: dict | None) -> set[str]:
         if isinstance(e, gast.Name):
             return set(deps.get(e.id, ()))
         if isinstance(e, gast.Constant):
             return set()
         if isinstance(e, gast.IfExp):
-            return self.expr_deps(e.body, deps, active) | self.expr_deps(e.orelse, deps, active)
+            return self.expr_deps(e.body, deps, active, memo) | self.expr_deps(e.orelse, deps, active, memo)
         if isinstance(e, gast.BoolOp):
             out: set[str] = set()
             for v in e.values:
-                out |= self.expr_deps(v, deps, active)
+                out |= self.expr_deps(v, deps, active, memo)
             return out
         if isinstance(e, gast.Call) and primitive_of(e) is None:
             diff = self.differentiable_params(e.func.id)
             out = set()
             for i, a in enumerate(e.args):
                 if i in diff:
-                    out |= self.expr_deps(a, deps, active)
+                    out |= self.expr_deps(a, deps, active, memo)
             return out
         prim = expr_primitive(e)
         operands = _operands(e)
@@ -185,7 +198,7 @@ class Activity:
         out = set()
         for i, a in enumerate(operands):
             if rule.partials[i] is not None:
-                out |= self.expr_deps(a, deps, active)
+                out |= self.expr_deps(a, deps, active, memo)
         return out
 
 

@@ -238,15 +238,30 @@ _SIGS = {  # positional parameters after the array, for static arguments
     "sum": ("axis",), "mean": ("axis",), "max": ("axis",), "min": ("axis",), "prod": ("axis",),
     "repeat": ("repeats", "axis"), "tile": ("reps",), "concatenate": ("axis",), "stack": ("axis",),
 }
-_REGISTER_HINT = ("Register its reverse-mode rule with s2sad.defvjp({label}, lambda g, out, x: ...) "
-                  "(one function per argument, returning the adjoint of that argument), or write the "
-                  "computation with supported numpy operations.")
+_RULE_TAIL = ("lambda g, out, x: ...) (one function per argument, returning the adjoint of that "
+              "argument), or write the computation with supported numpy operations.")
+
+
+def register_hint(label: str) -> str:
+    """What to do about a call with no rule, as valid Python naming the real function:
+    `np.cumsum` -> s2sad.defvjp(np.cumsum, ...); a method `.cumsum()` -> its function
+    form np.cumsum(x, ...) and that function's rule (defvjp takes functions, not
+    methods); anything else -> rewrite it."""
+    if label.startswith("."):
+        m = label.strip(".()")
+        if callable(getattr(np, m, None)):
+            return (f"Call the function form np.{m}(x, ...) instead of the method, and register its "
+                    f"reverse-mode rule with s2sad.defvjp(np.{m}, " + _RULE_TAIL)
+        return (f"'{label}' is a method or attribute s2sad has no derivative for (s2sad.defvjp takes "
+                "functions, not methods): write the computation with supported numpy operations.")
+    if all(part.isidentifier() for part in label.split(".")):
+        return f"Register its reverse-mode rule with s2sad.defvjp({label}, " + _RULE_TAIL
+    return "Write the computation with supported numpy operations."
 
 
 def _unsupported(label: str, loc, what: str = "") -> UnsupportedOperationError:
     return UnsupportedOperationError(
-        f"'{label}' {what or 'has no derivative rule at the array level'}", loc,
-        hint=_REGISTER_HINT.format(label=label))
+        f"'{label}' {what or 'has no derivative rule at the array level'}", loc, hint=register_hint(label))
 
 
 # ------------------------------------------------------------------ the builder
@@ -445,6 +460,29 @@ class Builder:
         op = self.expr(value, scope, want=nm)
         self.bind(scope, nm, op)
 
+    def tuple_items(self, it, scope: Scope) -> list | None:
+        """The operands of a tuple a loop runs over (a display, a local bound to one, or a
+        module-level tuple of numbers), else None."""
+        if isinstance(it, (gast.Tuple, gast.List)):
+            return self.expr(it, scope)
+        if isinstance(it, gast.Name):
+            v = self.lookup(it.id, scope, it)
+            if isinstance(v, list):
+                return v
+            if isinstance(v, Const) and isinstance(v.value, tuple):
+                return [Const(x) for x in v.value]
+        return None
+
+    def unrolled_for(self, s: gast.For, items: list, scope: Scope) -> None:
+        """`for c in coeffs:` over a tuple: the body once per item, c bound to it."""
+        for n in (x for st in s.body for x in gast.walk(st)):
+            if isinstance(n, (gast.Break, gast.Continue)):
+                raise self.err(scope.ctx, n, "break/continue in a loop over a tuple is not supported at the "
+                               "array level", "Loop over range(len(...)) instead.", UnsupportedOperationError)
+        for item in items:
+            self.bind(scope, s.target.id, item)
+            self.block(s.body, scope)
+
     def for_stmt(self, s: gast.For, scope: Scope):
         ctx = scope.ctx
         it = s.iter
@@ -452,11 +490,15 @@ class Builder:
             raise self.err(ctx, s, "'for ... else' is not supported", "Use a flag variable.")
         if not isinstance(s.target, gast.Name):
             raise self.err(ctx, s, "an array-level loop needs a plain loop variable", "Write `for i in range(n):`.")
+        items = self.tuple_items(it, scope)
+        if items is not None:
+            self.unrolled_for(s, items, scope)
+            return
         is_range = (isinstance(it, gast.Call) and isinstance(it.func, gast.Name)
                     and self.lookup_local(it.func.id, scope) is None
                     and scope.ctx.resolver.lookup(it.func.id) is builtins.range)
         if not is_range or it.keywords or not 1 <= len(it.args) <= 3:
-            raise self.err(ctx, it, "an array-level `for` must loop over range(...)",
+            raise self.err(ctx, it, "an array-level `for` must loop over range(...) or a tuple",
                            "Write `for i in range(n):` and index arrays with i (x[i]).",
                            UnsupportedOperationError)
         rargs, reads = [], set()
@@ -972,6 +1014,9 @@ class Builder:
     # -------------------------------------------------------------- other operations
 
     def subscript(self, e: gast.Subscript, scope: Scope, want=None):
+        joined = self.index_trick(e, scope)
+        if joined is not None:
+            return self.joined(joined, e, scope, want)
         x = self.array(e.value, scope)
         if isinstance(x, Const):
             idx, reads = self.static(e.slice, scope)
@@ -983,6 +1028,36 @@ class Builder:
                             ctx=gast.Load())
         t = self.emit("index", [x], e, scope, want, forward=fwd, params={"index": s_}, reads=reads)
         self.aliased.add(x) if isinstance(x, str) else None
+        return t
+
+    def index_trick(self, e: gast.Subscript, scope: Scope) -> str | None:
+        """"r_" or "c_" when `e` is np.r_[...] or np.c_[...] (by the object, not the name)."""
+        root = _root_name(e.value)
+        if root is None or self.lookup_local(root, scope) is not None:
+            return None
+        value = attribute_value(scope.ctx.resolver, e.value)
+        if value is np.r_:
+            return "r_"
+        if value is np.c_:
+            return "c_"
+        return None
+
+    def joined(self, op: str, e: gast.Subscript, scope: Scope, want=None):
+        """np.r_[a, b, ...] (pieces joined along axis 0) and np.c_[a, b, ...] (as columns,
+        along the last axis) of arrays and numbers; slices and string directives refused."""
+        items = e.slice.elts if isinstance(e.slice, gast.Tuple) else [e.slice]
+        for it in items:
+            if isinstance(it, gast.Slice) or (isinstance(it, gast.Constant) and isinstance(it.value, str)):
+                alt = "np.concatenate([...])" if op == "r_" else "np.column_stack([...]) or np.concatenate([...], axis=1)"
+                raise self.err(scope.ctx, it, f"np.{op}[...] with a slice or a string directive is not supported",
+                               f"Build the pieces (np.arange(...)) and join them with {alt}.",
+                               UnsupportedOperationError)
+        xs = [self.array(it, scope) for it in items]
+        pieces = gast.Tuple(elts=[_n(x) for x in xs], ctx=gast.Load()) if len(xs) > 1 else _n(xs[0])
+        fwd = gast.Subscript(value=gast.Attribute(value=_n("np"), attr=op, ctx=gast.Load()), slice=pieces,
+                             ctx=gast.Load())
+        t = self.emit(op, xs, e, scope, want, forward=fwd)
+        self.fresh.add(t)
         return t
 
     def attribute(self, e: gast.Attribute, scope: Scope, want=None):

@@ -35,6 +35,18 @@ def dual_name(fname: str, params: list[str], active: tuple[str, ...]) -> str:
     return f"{fname}__dual_" + "_".join(active)
 
 
+_PARTIAL_TREES: dict = {}
+
+
+def _partial_trees(rule: rules.Rule) -> list:
+    """A primitive's partials as trees, parsed once per rule (apply_rule copies a tree
+    before it substitutes into it)."""
+    trees = _PARTIAL_TREES.get(rule)
+    if trees is None:
+        trees = _PARTIAL_TREES[rule] = [rule.partial_tree(i) for i in range(rule.arity)]
+    return trees
+
+
 def _is_const(e, value: float) -> bool:
     return isinstance(e, gast.Constant) and not isinstance(e.value, bool) and e.value == value
 
@@ -142,6 +154,7 @@ class _FunctionDual:
         self.names = {n.id for n in gast.walk(fn) if isinstance(n, gast.Name)}
         self.assigned = {n.id for n in gast.walk(fn) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)}
         self.temps = 0
+        self.active_memo: dict = {}
 
     # naming
     def tname(self, v: str, a: str) -> str:
@@ -225,7 +238,8 @@ class _FunctionDual:
             out.append(assign(target, value))
 
     def is_active(self, e: gast.expr) -> bool:
-        return bool(self.b.activity.expr_deps(e, self.deps, set(self.active)))
+        # memoised per node: expr() asks at every level of a 5,000-term sum
+        return bool(self.b.activity.expr_deps(e, self.deps, set(self.active), self.active_memo))
 
     def expr(self, e: gast.expr, out: list[gast.stmt], bind_to: str | None = None):
         """(value expression, {direction: tangent}) of e; statements it needs go to `out`.
@@ -246,7 +260,7 @@ class _FunctionDual:
         else:
             rule = rules.RULES[expr_primitive(e)]
             params = rule.params
-            trees = [rule.partial_tree(i) for i in range(rule.arity)]
+            trees = _partial_trees(rule)
         return self.apply_rule(e, params, trees, out, bind_to)
 
     def apply_rule(self, e: gast.expr, params, trees: list, out: list[gast.stmt], bind_to: str | None):
@@ -265,8 +279,7 @@ class _FunctionDual:
         value = _rebuild(e, atoms)
         uses_out = any(t is not None and op_tans[i] and any(isinstance(n, gast.Name) and n.id == "out" for n in gast.walk(t))
                        for i, t in enumerate(trees))
-        reads = {n.id for n in gast.walk(e) if isinstance(n, gast.Name)}
-        if bind_to in reads:
+        if bind_to is not None and bind_to in {n.id for n in gast.walk(e) if isinstance(n, gast.Name)}:
             bind_to = None  # `x = x ** y`: the partials still need the old x
         if uses_out:
             target = bind_to or self.temp()

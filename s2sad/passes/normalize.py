@@ -8,7 +8,7 @@ What this pass does:
 - resolves every free name: numbers and `math.pi` become constants, calls become
   primitive calls (`math.tanh`, `abs`, operators) or calls of helper functions;
 - desugars: augmented and multiple assignment, tuple unpacking of tuple literals,
-  chained comparisons, `for` over a tuple of constants (unrolled), `range` with its
+  chained comparisons, tuples (passes/tuples.py: loops over them unrolled), `range` with its
   defaults filled in, lambdas and local defs lifted to helpers whose captured locals
   become leading parameters (late binding, as in Python);
 - refuses, with the file, line and column, everything outside the language:
@@ -23,6 +23,7 @@ import builtins
 import copy
 import inspect
 import math
+import re
 import types
 from dataclasses import dataclass, field
 from typing import Any
@@ -37,8 +38,9 @@ from ..errors import (FreeVariableError, NoSourceError, RecursionNotSupportedErr
 from ..frontend import MISSING, ParsedFunction, Resolver, attribute_value, classify, location_of, parse_function
 from .captures import Capture, CaptureMixin
 from .state import MUTATING_METHODS, StateCell, StateMixin, item_key
+from .tuples import TupleMixin
 from .trees import (assign, assigned_names, const, constant_value, definitely_returns, dotted, function_def,
-                    literal, name, primitive_call)
+                    name, primitive_call)
 
 
 @dataclass
@@ -84,6 +86,7 @@ class _Scope:
     captures: list[Capture] = field(default_factory=list)
     state: list[StateCell] = field(default_factory=list)
     stateful_call_ok: bool = False   # set while normalizing `v = f(...)`, `return f(...)`, `f(...)`
+    tuples: dict = field(default_factory=dict)   # tuple locals -> their elements (passes/tuples.py)
 
     def state_cell(self, kind: str, base: str, index: tuple) -> StateCell | None:
         for c in self.state:
@@ -110,7 +113,7 @@ class _Scope:
         return None
 
 
-class Normalizer(CaptureMixin, StateMixin):
+class Normalizer(CaptureMixin, StateMixin, TupleMixin):
     """Builds a ScalarProgram; one instance per kernel, shared by all functions it reaches."""
 
     def __init__(self, local_data: dict[str, Any] | None = None) -> None:
@@ -129,7 +132,7 @@ class Normalizer(CaptureMixin, StateMixin):
         rule = rules.user_rule(pf.fn)
         if rule is not None:  # the function itself has a user rule: an entry that calls it
             helper = self.rule_helper(rule, pf.location())
-            entry = self._fresh(f"{helper}__ruled")
+            entry = self._fresh(f"{helper}__ruled", derived=True)
             call = gast.Call(func=name(helper), args=[name(p) for p in rule.params], keywords=[])
             self.functions[entry] = function_def(entry, list(rule.params), [gast.Return(value=call)])
             return ScalarProgram(self.functions, entry, rule.params, self.origins, self.custom_rules)
@@ -183,10 +186,13 @@ class Normalizer(CaptureMixin, StateMixin):
             self.origins[helper] = (self.origins.get(helper, "") + "; derivative from s2sad.defrule").lstrip("; ")
         return helper
 
-    def _fresh(self, base: str) -> str:
-        base = base.replace("<", "").replace(">", "")
+    def _fresh(self, base: str, derived: bool = False) -> str:
+        """A new helper name. A user's function name is made safe first (`_helper_base`),
+        so that helpers never take a builtin's or primitive's spelling and never
+        contain `__`, which only names the passes derive (`h__dual`, `f__ruled`) have."""
+        base = base if derived else _helper_base(base)
         cand, k = base, 1
-        while cand in self.functions or cand in self._helper_of.values() or cand == "math":
+        while cand in self.functions or cand in self._helper_of.values() or cand in _TAKEN_NAMES:
             k += 1
             cand = f"{base}_{k}"
         self.functions[cand] = None  # reserve
@@ -218,6 +224,7 @@ class Normalizer(CaptureMixin, StateMixin):
             raise UnsupportedSyntaxError("decorated local functions are not supported", loc,
                                          hint="Remove the decorator.")
         self.declare_state(body, scope, node)
+        self.declare_tuples(body, scope, params)
         core = self.block(body, scope)
         if scope.state:  # state-passing: every return also gives back the state
             for r in (n for st in core for n in gast.walk(st)):
@@ -310,6 +317,9 @@ class Normalizer(CaptureMixin, StateMixin):
                        "Rewrite it with assignments, if, while and for-range.")
 
     def assign_stmt(self, s: gast.Assign, scope: _Scope) -> list[gast.stmt]:
+        pre = self.tuple_assign(s, scope) if len(s.targets) == 1 else None
+        if pre is not None:
+            return pre
         if len(s.targets) == 1 and isinstance(s.value, gast.Lambda) and isinstance(s.targets[0], gast.Name):
             scope.local_functions[s.targets[0].id] = _LocalFunction(s.value)
             return []
@@ -337,9 +347,9 @@ class Normalizer(CaptureMixin, StateMixin):
                 temps = [scope.temp() for _ in names]
                 out = [assign(t, self.expr(v, scope)) for t, v in zip(temps, value.elts)]
                 return out + [assign(n.id, name(t)) for n, t in zip(names, temps)]
-            tup = self.constant_tuple(value, scope) if not normalized else None
-            if tup is not None and len(tup) == len(names):
-                return [assign(n.id, const(v)) for n, v in zip(names, tup)]
+            unpacked = self.tuple_unpack(names, value, scope, s) if not normalized else None
+            if unpacked is not None:
+                return unpacked
             raise self.err(scope, s, "tuple unpacking needs a tuple of the same length on the right",
                            "Assign each variable separately.")
         if isinstance(target, gast.Subscript) and isinstance(target.value, gast.Name):
@@ -355,12 +365,12 @@ class Normalizer(CaptureMixin, StateMixin):
     def for_stmt(self, s: gast.For, scope: _Scope) -> list[gast.stmt]:
         if s.orelse:
             raise self.err(scope, s, "'for ... else' is not supported", "Use a flag variable.")
-        if not isinstance(s.target, gast.Name):
-            raise self.err(scope, s, "a for loop in a scalar function needs a plain loop variable",
-                           "Write `for i in range(n):`.")
         it = s.iter
         if isinstance(it, gast.Call) and isinstance(it.func, gast.Name) and it.func.id not in scope.locals \
                 and scope.resolver.lookup(it.func.id) is builtins.range:
+            if not isinstance(s.target, gast.Name):
+                raise self.err(scope, s, "a for loop over range() needs a plain loop variable",
+                               "Write `for i in range(n):`.")
             if it.keywords or not 1 <= len(it.args) <= 3:
                 raise self.err(scope, it, "range() takes one to three positional arguments", "Fix the call.")
             args = [self.expr(a, scope) for a in it.args]
@@ -375,28 +385,14 @@ class Normalizer(CaptureMixin, StateMixin):
             rng = gast.Call(func=name("range"), args=args, keywords=[])
             return [gast.For(target=name(s.target.id, gast.Store()), iter=rng,
                              body=self.block(s.body, scope) or [gast.Pass()], orelse=[], type_comment=None)]
-        values = self.constant_tuple(it, scope)
-        if values is None:
-            raise self.err(scope, it, "a for loop in a scalar function must run over range(...) or a tuple of numbers",
-                           "Use range(...) or a while loop.")
         if _leaves_loop(s.body):
             raise self.err(scope, s, "break/continue in a loop over a tuple is not supported",
                            "Loop over range(len(...)) instead.")
-        out: list[gast.stmt] = []
-        for v in values:
-            out.append(assign(s.target.id, const(v)))
-            out.extend(self.block(s.body, scope))
-        return out
-
-    def constant_tuple(self, node, scope: _Scope) -> tuple | None:
-        if isinstance(node, (gast.Tuple, gast.List)):
-            vals = [literal(e) for e in node.elts]
-            return tuple(vals) if all(v is not None for v in vals) else None
-        if isinstance(node, gast.Name) and node.id not in scope.locals:
-            r = scope.resolver.resolve(node.id)
-            if r is not None and r.kind == "tuple":
-                return r.value
-        return None
+        unrolled = self.unrolled_for(s, scope)
+        if unrolled is None:
+            raise self.err(scope, it, "a for loop in a scalar function must run over range(...) or a tuple "
+                           "(also through enumerate or zip)", "Use range(...) or a while loop.")
+        return unrolled
 
     # ------------------------------------------------------------ expressions
 
@@ -451,6 +447,7 @@ class Normalizer(CaptureMixin, StateMixin):
                        "Use arithmetic, comparisons, conditional expressions and calls.")
 
     def name_expr(self, e: gast.Name, scope: _Scope) -> gast.expr:
+        self.tuple_as_value(e, scope)
         # a local of this function, or of an enclosing scalar function (captured when lifted)
         s: _Scope | None = scope
         while s is not None:
@@ -482,24 +479,11 @@ class Normalizer(CaptureMixin, StateMixin):
             captured = self.captured_element(e, e.value.id, scope)
             if captured is not None:
                 return captured
-        values = self.constant_tuple(e.value, scope)
-        if values is None:
-            raise self.err(scope, e, "indexing is only supported on tuples of constant numbers here",
+        item = self.tuple_item(e, scope)
+        if item is None:
+            raise self.err(scope, e, "indexing is only supported on tuples here",
                            "Pass array elements as arguments of s2sad.broadcast.", FreeVariableError)
-        index = self.expr(e.slice, scope)
-        k = constant_value(index)
-        if k is not None:
-            try:
-                return const(values[int(k)])
-            except IndexError:
-                raise self.err(scope, e, f"index {k} is out of range for a tuple of {len(values)}",
-                               "Fix the index.") from None
-        # a variable index into a constant tuple: a chain of selects
-        result: gast.expr = const(values[-1])
-        for i in range(len(values) - 2, -1, -1):
-            test = gast.Compare(left=index, ops=[gast.Eq()], comparators=[const(i)])
-            result = gast.IfExp(test=test, body=const(values[i]), orelse=result)
-        return result
+        return item
 
     def call(self, e: gast.Call, scope: _Scope) -> gast.expr:
         scope.call_depth = getattr(scope, "call_depth", 0) + 1
@@ -520,6 +504,9 @@ class Normalizer(CaptureMixin, StateMixin):
                 raise self.err(scope, e, "calls in scalar functions take positional arguments only",
                                "Pass arguments by position.")
         f = e.func
+        n = self.tuple_len(e, scope)
+        if n is not None:
+            return n
         if isinstance(f, gast.Name):
             found = scope.find_local_function(f.id)
             if found is not None:
@@ -599,7 +586,8 @@ class Normalizer(CaptureMixin, StateMixin):
             params = {a.id for a in node.args.args}
             own = params | assigned_names(body)
             used = {n.id for n in gast.walk(node) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load)}
-            captured = tuple(sorted(n for n in used - own if n in owner.locals and n not in owner.local_functions))
+            captured = tuple(sorted(n for n in used - own if n in owner.locals and n not in owner.local_functions
+                                    and n not in owner.tuples))
             base = node.name if isinstance(node, gast.FunctionDef) else f"lambda_{node.lineno}"
             lf.helper = self._fresh(base)
             lf.captured = self._emit(lf.helper, node, owner.filename, owner.resolver, owner, captured)
@@ -611,6 +599,20 @@ class Normalizer(CaptureMixin, StateMixin):
         args = [name(c) for c in lf.captured] + [self.expr(a, scope) for a in e.args]
         call = gast.Call(func=name(lf.helper), args=args + self.pass_captures(caps, scope, e, {}), keywords=[])
         return self.check_stateful(call, lf.helper, scope, e)
+
+
+# names a helper must not take: a call of one of these in the core language means the
+# builtin (abs, min, max, float, int, round, range) or the math module, whatever the
+# user's function was called
+_TAKEN_NAMES = frozenset(dir(builtins)) | {"math"}
+
+
+def _helper_base(user_name: str) -> str:
+    """A user's function name as a helper's base name: `<lambda>` -> `lambda`, runs of
+    underscores made one (`h__dual` -> `h_dual`), a builtin's name suffixed (`max` ->
+    `max_fn`)."""
+    base = re.sub(r"__+", "_", user_name.replace("<", "").replace(">", "")) or "fn"
+    return base + "_fn" if base in _TAKEN_NAMES else base
 
 
 def _leaves_loop(body: list[gast.stmt]) -> bool:

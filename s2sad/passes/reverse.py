@@ -47,7 +47,7 @@ from ..codegen.python import unparse
 from ..errors import NonScalarLossError, S2SADError, UnsupportedOperationError
 from ..frontend import location_of
 from .activity import partials_read, same_partials
-from .arrayprog import (ArrayProgram, ArrayStmt, Const, ForStmt, IfStmt, Namer, _line, _REGISTER_HINT, stmt_reads,
+from .arrayprog import (ArrayProgram, ArrayStmt, Const, ForStmt, IfStmt, Namer, _line, register_hint, stmt_reads,
                         walk_stmts)
 
 MODES = ("auto", "store", "recompute")
@@ -198,7 +198,7 @@ class Generator:
             raise UnsupportedOperationError(
                 f"'{label}' is applied to '{ins[0]}', which depends on the differentiated arguments, and has no "
                 f"derivative rule at the array level", location_of(st.ctx.filename, st.node),
-                hint=_REGISTER_HINT.format(label=label.strip(".()") if not label.startswith(".") else label))
+                hint=register_hint(label))
         if st.op in ("kernel", "kernel_sum"):
             return st.attrs["kernel"].module(()).result_kind == "float"
         return True
@@ -577,7 +577,7 @@ class Generator:
         rule = array_rules.RULES.get(st.op)
         if rule is None:
             raise UnsupportedOperationError(f"no reverse-mode rule for '{st.op}'", location_of(st.ctx.filename, st.node),
-                                            hint=_REGISTER_HINT.format(label=st.op))
+                                            hint=register_hint(st.attrs.get("label") or st.op))
         args = [_text(a) for a in st.args]
         params = {k: unparse(v) for k, v in st.params.items()}
         for i, a in enumerate(st.args):
@@ -859,6 +859,8 @@ def kernel_vjp(kernel, args, active, out_bar, backend="auto"):
     summed inside the driver, in element order, which adds as numpy's sum over those
     axes does (runtime.leading_broadcast); any other broadcast input is materialized
     at the full shape, so that its gradient is full-shape too and unbroadcast sums it."""
+    if not active:   # the kernel reads no differentiated value: nothing to pull back
+        return []
     shapes = [np.shape(a) for a in args]
     shape = runtime.broadcast_shapes(*shapes)
     dtype = runtime.compute_dtype(args)

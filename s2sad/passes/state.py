@@ -105,6 +105,15 @@ MUTATING_METHODS = {"append", "extend", "insert", "pop", "remove", "clear", "upd
                     "popitem", "add", "discard", "fill", "sort", "reverse", "resize", "itemset", "put"}
 
 
+def _first_write(body: list[gast.stmt], nm: str):
+    """The first target (in source order) that assigns the name `nm`, or None."""
+    for st in body:
+        for x in walk_no_nested(st):
+            if isinstance(x, gast.Name) and x.id == nm and isinstance(x.ctx, gast.Store):
+                return x
+    return None
+
+
 class StateMixin:
     """Normalizer methods that make stateful functions state-passing."""
 
@@ -119,7 +128,9 @@ class StateMixin:
                                        "scalar function", "Return the value instead.", StatefulError)
                     kind = "global" if isinstance(n, gast.Global) else "nonlocal"
                     if scope.state_cell(kind, nm, ()) is None:
-                        scope.state.append(StateCell(kind, nm, (), nm, location_of(scope.filename, n), scope.resolver))
+                        where = _first_write(body, nm) or n   # the line that writes, not `global s`
+                        scope.state.append(StateCell(kind, nm, (), nm, location_of(scope.filename, where),
+                                                     scope.resolver))
                         scope.locals.add(nm)
         for target, base, index_node in written_items(body):
             key = item_key(index_node)

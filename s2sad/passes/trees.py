@@ -63,19 +63,16 @@ def primitive_call(prim: str, args: list[gast.expr]) -> gast.expr:
 def assigned_names(body: list[gast.stmt]) -> set[str]:
     """Names a function body binds (its locals), not looking into nested functions."""
     out: set[str] = set()
-
-    def visit(node):
+    stack = list(body)   # iterative: a long sum is a deep tree
+    while stack:
+        node = stack.pop()
         if isinstance(node, (gast.FunctionDef, gast.Lambda)):
             if isinstance(node, gast.FunctionDef):
                 out.add(node.name)
-            return
+            continue
         if isinstance(node, gast.Name) and isinstance(node.ctx, gast.Store):
             out.add(node.id)
-        for child in gast.iter_child_nodes(node):
-            visit(child)
-
-    for s in body:
-        visit(s)
+        stack.extend(gast.iter_child_nodes(node))
     return out
 
 
@@ -92,10 +89,14 @@ def definitely_returns(body: list[gast.stmt]) -> bool:
 
 
 def walk_no_nested(node):
-    yield node
-    for child in gast.iter_child_nodes(node):
-        if not isinstance(child, (gast.FunctionDef, gast.Lambda)):
-            yield from walk_no_nested(child)
+    """`node` and its descendants in preorder, leaving out nested functions and lambdas;
+    iterative, since a long sum is a deep tree."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        yield n
+        stack.extend(reversed([c for c in gast.iter_child_nodes(n)
+                               if not isinstance(c, (gast.FunctionDef, gast.Lambda))]))
 
 
 def literal(e) -> float | None:
