@@ -19,15 +19,15 @@ from __future__ import annotations
 import inspect
 import linecache
 import math
-import threading
 from typing import Any, Callable
 
 import numpy as np
 
 from . import rules
+from .locks import ForkSafeLock
 
 _MADE: dict[Any, Callable] = {}
-_LOCK = threading.Lock()
+_LOCK = ForkSafeLock()
 
 
 def as_python_function(f: Any) -> Callable | None:

@@ -29,6 +29,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from .errors import SourceLocation, UnsupportedSyntaxError
+from .locks import ForkSafeLock
 
 if sys.version_info >= (3, 11):
     MAX_NESTING = 6_000       # levels of nested expressions/statements s2sad plans
@@ -37,7 +38,7 @@ else:   # before 3.11 every Python frame also takes C stack: stay well inside 8 
     MAX_NESTING = 1_000
     FRAME_LIMIT = 16_000
 
-_lock = threading.Lock()
+_lock = ForkSafeLock()
 _inside = 0               # threads inside deep_recursion()
 _saved: int | None = None  # the limit before the first of them entered
 

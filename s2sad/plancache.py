@@ -21,12 +21,13 @@ Invariants:
 """
 from __future__ import annotations
 
-import threading
 from collections import OrderedDict
 from typing import Any, Callable
 
+from .locks import ForkSafeLock
 
-PLANNING = threading.RLock()
+
+PLANNING = ForkSafeLock(reentrant=True)
 
 
 class PlanCache:
@@ -35,7 +36,7 @@ class PlanCache:
 
     def __init__(self) -> None:
         self._plans: "OrderedDict[Any, list]" = OrderedDict()
-        self._guard = threading.Lock()
+        self._guard = ForkSafeLock()
         self.made = 0
 
     @staticmethod

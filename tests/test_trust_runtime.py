@@ -275,6 +275,53 @@ def test_a_child_forked_during_another_threads_compile_can_compile():
     assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
 
 
+def _fork_while_held(lock, run_in_child) -> None:
+    """Fork while another thread holds `lock`; the child runs `run_in_child()` (true on
+    success) and must finish within 60 s."""
+    import time
+    held, release = threading.Event(), threading.Event()
+
+    def holder():
+        with lock:
+            held.set()
+            release.wait(60)
+    t = threading.Thread(target=holder)
+    t.start()
+    held.wait(60)
+    try:
+        pid = os.fork()
+        if pid == 0:
+            try:
+                ok = run_in_child()
+            except BaseException:
+                ok = False
+            os._exit(0 if ok else 3)
+    finally:
+        release.set()
+        t.join()
+    deadline = time.monotonic() + 60
+    while True:
+        ended, status = os.waitpid(pid, os.WNOHANG)
+        if ended:
+            break
+        if time.monotonic() > deadline:
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+            pytest.fail("the forked child hung on a lock its parent's other thread held")
+        time.sleep(0.01)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+
+
+def test_a_child_forked_while_another_thread_plans_can_plan():
+    """s2sad's planning lock (and the locks of deep recursion and of generated callers)
+    are renewed in a forked child."""
+    from s2sad import callables, deep, plancache
+    x = np.linspace(-1.0, 1.0, 100)
+    for lock in (plancache.PLANNING, deep._lock, callables._LOCK):
+        _fork_while_held(lock, lambda: np.allclose(s2sad.grad(child.planned_in_child)(x), 2 * x + np.cos(x))
+                         and s2sad.grad(np.sin)(0.3) == pytest.approx(np.cos(0.3)))
+
+
 # ------------------------------------------------------------------ S2SAD_NUM_THREADS
 
 @pytest.mark.parametrize("value, why", [("abc", "not an integer"), ("2.5", "not an integer"),

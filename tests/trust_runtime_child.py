@@ -47,3 +47,8 @@ def square(z):
 def forked_compile(x):
     """Compiled fresh in a forked child (test_trust_runtime)."""
     return np.sum(x * x * x + x)
+
+
+def planned_in_child(x):
+    """Planned for the first time in a forked child (test_trust_runtime)."""
+    return np.sum(x * x + np.sin(x))
