@@ -316,20 +316,23 @@ class Derivative:
     """The generated value-and-gradient function of one (fun, argnums, backend); for
     `what` == "grad", the generated gradient function (calling it gives (None, grads))."""
 
+    # what a new Derivative starts with (class attributes: a training loop that makes a new
+    # grad object per step pays for each attribute set in __init__)
+    _impl = None
+    _array_impl = None      # an array program's generated function, argnums
+    _text = None
+    _fast = None
+    _plan = None
+    hot = staticmethod(_decline)     # see _hot_path
+
     def __init__(self, fun: Callable, argnums, backend: str, what: str, mode: str = "auto"):
         self.mode = mode
         self.fun = fun      # what targets.target gave
         self.arity = arity(fun)
         self.argnums_spec = argnums
-        self.argnums = _argnums_tuple(argnums)
+        self.argnums = argnums if type(argnums) is tuple else _argnums_tuple(argnums)
         self.backend = backend
         self.what = what
-        self._impl = None
-        self._array_impl = None         # an array program's generated function, argnums
-        self._text = None
-        self._fast = None
-        self._plan = None
-        self.hot = _decline     # see _hot_path
 
     @property
     def c(self) -> Compiled:
@@ -639,13 +642,13 @@ def value_and_grad(fun: Callable, argnums=0, *, backend: str = "auto", mode: str
     _check_mode(mode)
     d = Derivative(target(fun, "value_and_grad"), argnums, backend, "value_and_grad", mode)
 
-    @functools.wraps(fun)
     def value_and_grad_fun(*args, **kwargs):
         if kwargs:
             args = d.bind(args, kwargs)
         r = d.hot(*args)
         return d(*args) if r is NotImplemented else r
 
+    _named_like(value_and_grad_fun, fun)
     value_and_grad_fun.__s2sad__ = d
     return marks.mark_derivative(value_and_grad_fun, "value_and_grad", fun, d)
 
@@ -655,15 +658,28 @@ def grad(fun: Callable, argnums=0, *, backend: str = "auto", mode: str = "auto")
     _check_mode(mode)
     d = Derivative(target(fun, "grad"), argnums, backend, "grad", mode)
 
-    @functools.wraps(fun)
     def grad_fun(*args, **kwargs):
         if kwargs:     # (keywords to positions; a positional call pays for nothing more)
             args = d.bind(args, kwargs)
         r = d.hot(*args)
         return d(*args)[1] if r is NotImplemented else r
 
+    _named_like(grad_fun, fun)
     grad_fun.__s2sad__ = d
     return marks.mark_derivative(grad_fun, "grad", fun, d)
+
+
+def _named_like(wrapper: Callable, fun: Callable) -> None:
+    """functools.wraps(fun)(wrapper), for a plain function in a third of its time (a
+    training loop that makes a new grad object per step pays for it)."""
+    if type(fun) is not types.FunctionType:
+        functools.update_wrapper(wrapper, fun)
+        return
+    wrapper.__module__, wrapper.__name__, wrapper.__qualname__ = fun.__module__, fun.__name__, fun.__qualname__
+    wrapper.__doc__, wrapper.__annotations__ = fun.__doc__, fun.__annotations__
+    if fun.__dict__:
+        wrapper.__dict__.update(fun.__dict__)
+    wrapper.__wrapped__ = fun
 
 
 def _check_mode(mode: str) -> None:
