@@ -34,7 +34,8 @@ subexpression is bounded by EMAX (larger ones are squashed with tanh), divisions
 arguments, exp takes tanh/sin/-e*e, and hypot is kept off the origin. Bounds are
 tracked interval-style.
 
-Some programs redefine abs, max or min at module level (SHADOWS: smooth versions with the
+Some helpers and some f carry a user decorator (DECORATORS: functools.wraps
+forwarders, one that scales the result). Some programs redefine abs, max or min at module level (SHADOWS: smooth versions with the
 builtins' bounds), name helpers like rules or like generated code (HELPER_NAMES: `exp`,
 `h__dual`, `hσ`...), and bind tuples to locals (constants or values) to loop over them
 (plainly, with enumerate, zip or range(len(t)) and t[i]) or unpack them.
@@ -64,6 +65,7 @@ HELPER_PARAMS = ("x", "y", "z")
 TRICKY_NAMES = ("_t1", "_d1", "_d2", "a_dot", "v0_dot", "b_dot_a", "d_d1_dx", "out", "a_bar", "_f1")
 CONSTANTS = ("1.0", "0.5", "2.0", "-0.75", "1.5", "0.25", "3.0", "-2.0", "0.0")
 MODULE_HEADER = """\
+import functools
 import math
 
 import numpy as np
@@ -72,7 +74,28 @@ import s2sad
 
 K0 = 1.5
 KS = (0.5, -1.25, 2.0, 0.75)
+
+
+def scaled(k):
+    def decorator(fn):
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            return k * fn(*args, **kwargs)
+        return wrapper
+    return decorator
+
+
+def traced(fn):
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        return fn(*args, **kwargs)
+    return wrapper
 """
+# user decorators put on helpers and on f (functools.wraps forwarders, as users write
+# them): s2sad differentiates the wrapper's code, so a decorator seen through (the
+# wrapped function differentiated instead) gives a gradient off by the scale. Scales
+# stay within [-1, 1], so that the bounds the generator tracks still hold.
+DECORATORS = ("@scaled(0.5)", "@scaled(-1.0)", "@scaled(0.75)", "@traced")
 K0, KS = 1.5, (0.5, -1.25, 2.0, 0.75)
 # user functions that shadow builtins, each keeping the builtin's bounds (|abs(x)| <= |x|,
 # max/min within 0.05 of the builtin's) but with other derivatives, so that a call
@@ -666,7 +689,7 @@ def programs(draw, nparams=None, straight=None, max_helpers: int = 2, max_stmts:
         nargs = draw(st.integers(1, 2))
         hname = HELPER_NAMES[j][0] if draw(st.integers(0, 3)) else draw(st.sampled_from(HELPER_NAMES[j][1:]))
         g.function(hname, HELPER_PARAMS[:nargs], draw(st.integers(0, 3)), 1)
-        chunks.append("\n".join(g.lines))
+        chunks.append(_decorated(draw, g.lines, features))
         features |= g.features
         helpers.append((hname, nargs))
         if hname != f"h{j}":
@@ -677,7 +700,7 @@ def programs(draw, nparams=None, straight=None, max_helpers: int = 2, max_stmts:
     params = PARAMS[:nparams]
     g.function("f", params, draw(st.integers(1, max_stmts)), depth)
     features |= g.features
-    chunks.append("\n".join(g.lines))
+    chunks.append(_decorated(draw, g.lines, features))
     ps = ", ".join(params)
     chunks.append(f"def loss({ps}):\n    return np.sum(s2sad.broadcast(f, {ps}))")
     chunks.append(f"def fmap({ps}):\n    return s2sad.broadcast(f, {ps})")
@@ -685,6 +708,16 @@ def programs(draw, nparams=None, straight=None, max_helpers: int = 2, max_stmts:
     chunks.append(f"ALT_SCALE = {scale!r}\n\n\ndef loss_alt({ps}):\n    return {alt}")
     source = MODULE_HEADER + "\n\n" + "\n\n\n".join(chunks) + "\n"
     return Program(source, nparams, bool(straight), frozenset(features))
+
+
+def _decorated(draw, lines: list[str], features: set[str]) -> str:
+    """A function's text, with one of DECORATORS above it one time in six."""
+    text = "\n".join(lines)
+    if draw(st.integers(0, 5)):
+        return text
+    deco = draw(st.sampled_from(DECORATORS))
+    features.add("decorated_" + ("traced" if deco == "@traced" else "scaled"))
+    return deco + "\n" + text
 
 
 # ---------------------------------------------------------------- programs of many terms

@@ -12,6 +12,8 @@ For each generated program `f` and its loss `np.sum(s2sad.broadcast(f, ...))`:
 - the llvm backend agrees with the python backend (values, gradients, jvp, broadcast);
 - grad of f itself on Python floats returns Python floats equal to finite differences;
 - programs of hundreds to thousands of terms (randprog.long_programs) plan and agree;
+- with float32 arguments over 300,001 elements, the loss and a float32 scalar's gradient
+  are their terms' sums rounded once, on one thread and on three;
 - with broadcasting shapes ((3,1) and (1,4) and a Python float, non-contiguous arrays),
   gradients have their argument's shape and type and match finite differences.
 
@@ -343,6 +345,45 @@ def test_long_programs(program, seed):
         s = s2sad.grad(f, backend=backend)(float(x[0]))
         assert close(s, float(grads[backend][0]), 1e-12, scale=1.0)
     assert_backends_agree(grads["python"], grads["llvm"], "gradient")
+
+
+# ------------------------------------------------------------------ float32 sums
+
+F32_N = 300_001        # above the size at which threads split the elements (and odd)
+
+
+def ulps32(x) -> float:
+    return float(np.spacing(np.float32(abs(x))))
+
+
+@_settings(6)
+@given(program=programs(nparams=2), seed=seeds)
+def test_float32_sums_are_rounded_once(program, seed):
+    """float32 arguments: the loss is the sum of the float32 element values added in
+    float64 and rounded once (within an ulp or two of their exact sum, where float32
+    accumulation would be off by hundreds), and a float32 scalar's gradient is the
+    same sum of its per-element partials; on one thread and on three."""
+    record(program)
+    ns = load(program)
+    f, loss = ns["f"], ns["loss"]
+    rng = np.random.default_rng(seed)
+    a = rng.uniform(-2.0, 2.0, F32_N).astype(np.float32)
+    b = np.float32(rng.uniform(-2.0, 2.0))
+    note(f"b = {b!r}")
+    values = s2sad.broadcast(f, a, b)
+    assert values.dtype == np.float32
+    exact_value = math.fsum(values.astype(np.float64))
+    partials = s2sad.grad(loss, argnums=1)(a, np.full(F32_N, b))   # each element's d/db
+    assert partials.dtype == np.float32
+    exact_grad = math.fsum(partials.astype(np.float64))
+    for threads in ("1", "3"):
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setenv("S2SAD_NUM_THREADS", threads)
+            value, (ga, gb) = s2sad.value_and_grad(loss, argnums=(0, 1))(a, b)
+        assert type(gb) is np.float32 and ga.dtype == np.float32
+        assert abs(value - exact_value) <= 2 * ulps32(exact_value) + 1e-30, (threads, value, exact_value)
+        assert abs(gb - exact_grad) <= 2 * ulps32(exact_grad) + 1e-30, (threads, gb, exact_grad)
+        np.testing.assert_array_equal(ga, s2sad.grad(loss, argnums=0)(a, np.full(F32_N, b)))
 
 
 # ------------------------------------------------------------------ minimal reproducers
