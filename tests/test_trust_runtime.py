@@ -235,46 +235,6 @@ def test_the_fork_handler_drops_the_parents_pool():
         os.waitpid(pid, 0)
 
 
-def test_a_child_forked_during_another_threads_compile_can_compile():
-    """A fork while another thread holds llvm_jit's compile lock: the child gets its own
-    lock and compiles a new kernel (with the disk cache off: a real compile)."""
-    import time
-    from s2sad.codegen import llvm_jit
-    held, done = threading.Event(), threading.Event()
-
-    def compiling():                     # another thread, in the middle of a compile
-        with llvm_jit._lock:
-            held.set()
-            done.wait(60)
-    t = threading.Thread(target=compiling)
-    t.start()
-    held.wait(60)
-    try:
-        pid = os.fork()
-        if pid == 0:
-            os.environ["S2SAD_CACHE"] = "0"
-            try:
-                x = np.linspace(-1.0, 1.0, 1000)
-                ok = np.allclose(s2sad.grad(child.forked_compile)(x), 3 * x * x + 1.0)
-            except BaseException:
-                ok = False
-            os._exit(0 if ok else 3)
-    finally:
-        done.set()
-        t.join()
-    deadline = time.monotonic() + 60
-    while True:
-        ended, status = os.waitpid(pid, os.WNOHANG)
-        if ended:
-            break
-        if time.monotonic() > deadline:
-            os.kill(pid, 9)
-            os.waitpid(pid, 0)
-            pytest.fail("the forked child hung on llvm_jit's lock")
-        time.sleep(0.01)
-    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
-
-
 def _fork_while_held(lock, run_in_child) -> None:
     """Fork while another thread holds `lock`; the child runs `run_in_child()` (true on
     success) and must finish within 60 s."""
@@ -310,6 +270,18 @@ def _fork_while_held(lock, run_in_child) -> None:
             pytest.fail("the forked child hung on a lock its parent's other thread held")
         time.sleep(0.01)
     assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+
+
+def test_a_child_forked_during_another_threads_compile_can_compile():
+    """A fork while another thread holds llvm_jit's compile lock: the child gets its own
+    lock and compiles a new kernel (with the disk cache off: a real compile)."""
+    from s2sad.codegen import llvm_jit
+
+    def compile_in_child():
+        os.environ["S2SAD_CACHE"] = "0"
+        x = np.linspace(-1.0, 1.0, 1000)
+        return np.allclose(s2sad.grad(child.forked_compile)(x), 3 * x * x + 1.0)
+    _fork_while_held(llvm_jit._lock, compile_in_child)
 
 
 def test_a_child_forked_while_another_thread_plans_can_plan():
