@@ -721,6 +721,48 @@ def test_tuples_outside_the_language_are_refused_where_they_are(case, line):
     assert e.value.location is not None and e.value.location.lineno == line, str(e.value)
 
 
+VARIABLE_INDEX = '''
+def past_the_end(x):
+    t = (1.0, 2.0, 3.0)
+    acc = 0.0
+    for i in range(5):          # t[3] and t[4]: Python raises IndexError
+        acc = acc + t[i] * x
+    return acc
+
+def before_the_start(x):
+    t = (1.0, 2.0, 3.0)
+    acc = 0.0
+    for i in range(-4, 0):      # t[-4]: Python raises IndexError
+        acc = acc + t[i] * x
+    return acc
+
+def in_range(x):
+    t = (1.0, 2.0, 3.0)
+    acc = 0.0
+    for i in range(-3, 3):
+        acc = acc + t[i] * x
+    return acc
+'''
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_variable_tuple_index_out_of_range_gives_nan_never_an_element(backend):
+    """Where Python raises IndexError, a kernel cannot raise per element: the value and
+    the gradient are NaN (the last element used to stand in for any index past it)."""
+    ns = load(VARIABLE_INDEX)
+    for case in ("past_the_end", "before_the_start"):
+        f = ns[case]
+        with pytest.raises(IndexError):
+            f(0.5)
+        value, g = s2sad.value_and_grad(f, backend=backend)(0.5)
+        assert math.isnan(value) and math.isnan(g), (case, value, g)
+        loss = lambda x: np.sum(s2sad.broadcast(f, x))  # noqa: E731
+        value, g = s2sad.value_and_grad(loss, backend=backend)(X)
+        assert math.isnan(value) and np.isnan(g).all()
+    value, g = s2sad.value_and_grad(ns["in_range"], backend=backend)(0.5)
+    assert value == ns["in_range"](0.5) and g == 12.0
+
+
 # ------------------------------------------------------------------ hints and explain
 
 @pytest.mark.parametrize("label", [".astype()", ".cumsum()", ".real", "np.cumsum", "mod.fn", "<expression>"])

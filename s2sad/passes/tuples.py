@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import builtins
 import copy
+import math
 
 import gast
 
@@ -173,11 +174,13 @@ class TupleMixin:
                 raise self.err(scope, e, f"index {k} is out of range for a tuple of {len(elts)}",
                                "Fix the index.")
             return elts[int(k)]
-        # a chain of selects: i == 0, 1, ..., n - 2, then -n, ..., -2 (negative indices count
-        # from the end, as in Python); the last element otherwise (i == n - 1 or -1)
+        # a chain of selects: i == 0, ..., n - 1, then -n, ..., -1 (negative indices count
+        # from the end, as in Python); NaN for an index out of range, where Python raises
+        # IndexError: a kernel cannot raise per element, and a NaN is never taken for a
+        # right number (the last element was, before)
         n = len(elts)
-        result: gast.expr = elts[-1]
-        for i in reversed(list(range(n - 1)) + list(range(-n, -1))):
+        result: gast.expr = const(math.nan)
+        for i in reversed(list(range(n)) + list(range(-n, 0))):
             test = gast.Compare(left=copy.deepcopy(index), ops=[gast.Eq()], comparators=[const(i)])
             result = gast.IfExp(test=test, body=copy.deepcopy(elts[i]), orelse=result)
         return result
