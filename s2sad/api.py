@@ -322,7 +322,7 @@ class Derivative:
         self.arity = arity(fun)
         self.argnums_spec = argnums
         self.argnums = _argnums_tuple(argnums)
-        self.backend = backend     # the name (or object) given: what the plan's keys hold
+        self.backend = backend     # the name (or object) given
         self._chosen = None        # backends.choose(backend), on the first call (see `chosen`)
         self.what = what
         self._impl = None
@@ -429,7 +429,7 @@ class Derivative:
         return "\n".join(lines) + "\n", active + tuple(state_params)
 
     def _key(self, c, what: str) -> tuple:
-        return (what, self.what, self.backend, tuple(i % len(c.params) for i in self.argnums),
+        return (what, self.what, self.chosen, tuple(i % len(c.params) for i in self.argnums),
                 isinstance(self.argnums_spec, (tuple, list)))
 
     def implementation(self) -> Callable:
@@ -563,7 +563,7 @@ class Derivative:
         the plan's lookup, the argument checks and the call itself."""
         impl = self._array_impl
         if impl is None:   # (kept with the plan too: a new grad object of a known plan generates nothing)
-            key = (self.argnums, self.mode, self.backend, self.what)
+            key = (self.argnums, self.mode, self.chosen, self.what)
             impl = c.generated.get(key)
             if impl is None:
                 _check_args(c, args, self.argnums)
