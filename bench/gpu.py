@@ -258,9 +258,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--no-jax", action="store_true")
     args = p.parse_args(argv)
 
-    from s2sad.codegen import cuda
+    from s2sad.backends import cuda_launch
 
-    missing = cuda.available()
+    missing = cuda_launch.available()
     if missing is not None:
         print(f"bench/gpu.py: no GPU to measure on ({missing}); nothing to do.")
         return 0

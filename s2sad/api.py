@@ -18,7 +18,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from . import marks, rules, runtime
+from . import backends, marks, rules, runtime
 from .deep import deeply
 from .errors import NonDifferentiableInputError, NonScalarLossError, S2SADError, StatefulError
 from .frontend import Assumptions, Resolver, bound, parse_function, recording
@@ -323,6 +323,7 @@ class Derivative:
     _text = None
     _fast = None
     _plan = None
+    _chosen = None          # backends.choose(backend), on the first call (see `chosen`)
     hot = staticmethod(_decline)     # see _hot_path
 
     def __init__(self, fun: Callable, argnums, backend: str, what: str, mode: str = "auto"):
@@ -331,8 +332,16 @@ class Derivative:
         self.arity = arity(fun)
         self.argnums_spec = argnums
         self.argnums = argnums if type(argnums) is tuple else _argnums_tuple(argnums)
-        self.backend = backend
+        self.backend = backend     # the name (or object) given
         self.what = what
+
+    @property
+    def chosen(self) -> backends.Choice:
+        """The backend chosen for this derivative: one registry lookup, at its first call
+        (an unknown name is refused then, as a call with it always was)."""
+        if self._chosen is None:
+            self._chosen = backends.choose(self.backend)
+        return self._chosen
 
     @property
     def c(self) -> Compiled:
@@ -423,7 +432,7 @@ class Derivative:
         return "\n".join(lines) + "\n", active + tuple(state_params)
 
     def _key(self, c, what: str) -> tuple:
-        return (what, self.what, self.backend, tuple(i % len(c.params) for i in self.argnums),
+        return (what, self.what, self.chosen, tuple(i % len(c.params) for i in self.argnums),
                 isinstance(self.argnums_spec, (tuple, list)))
 
     def implementation(self) -> Callable:
@@ -439,12 +448,12 @@ class Derivative:
     def _generated_implementation(self, c) -> Callable:
         namespace = {
             c.kernel.name: c.kernel,
-            "sum_dual": functools.partial(runtime.sum_dual, backend=self.backend),
-            "sum_grads": functools.partial(runtime.sum_grads, backend=self.backend),
+            "sum_dual": functools.partial(runtime.sum_dual, backend=self.chosen),
+            "sum_grads": functools.partial(runtime.sum_grads, backend=self.chosen),
             "broadcast_size": runtime.broadcast_size,
             "check_scalar_loss": functools.partial(_check_scalar_loss, c),
             "zeros_like": _zeros_like,
-            "scan_grads": _scan_value_and_grads(self.backend),
+            "scan_grads": _scan_value_and_grads(self.chosen),
             "read_state": functools.partial(_read_state, c),
             "write_state": functools.partial(_write_state, c),
         }
@@ -516,7 +525,7 @@ class Derivative:
         argnums = [i % len(c.params) for i in self.argnums]
         pairs = c.active_pairs(tuple(argnums))
         scan = bool(c.plan.program.state)
-        plain = (self.backend in ("auto", "llvm") and not has_free
+        plain = (self.chosen.fast_path and not has_free
                  and c.plan.reduction in ("sum", "mean") and (float_value or self.grad_only)
                  and not (scan and c.plan.reduction == "mean" and not self.grad_only)
                  and list(c.plan.inputs) == [("arg", j) for j in range(len(c.params))]
@@ -557,13 +566,13 @@ class Derivative:
         the plan's lookup, the argument checks and the call itself."""
         impl = self._array_impl
         if impl is None:   # (kept with the plan too: a new grad object of a known plan generates nothing)
-            key = (self.argnums, self.mode, self.backend, self.what)
+            key = (self.argnums, self.mode, self.chosen, self.what)
             impl = c.generated.get(key)
             if impl is None:
                 _check_args(c, args, self.argnums)
                 argnums = tuple(i % len(c.params) for i in self.argnums)
                 with PLANNING:   # (generates the derivative's code once)
-                    fn = c.implementation(argnums, self.mode, self.backend,
+                    fn = c.implementation(argnums, self.mode, self.chosen,
                                           "grad" if self.grad_only else "value_and_grad")
                 impl = c.generated[key] = (fn, argnums)
             self._array_impl = impl
@@ -607,7 +616,7 @@ def _write_state(c: Compiled, values, fun: Callable | None = None) -> None:
         cell.set(v)
 
 
-def _scan_value_and_grads(backend: str):
+def _scan_value_and_grads(backend: backends.Choice):
     """scan_grads for generated code: (seed * sum of values, grads, final state)."""
     def scan_grads(kernel, args, active, state, seed):
         value, grads, final = runtime.scan_grads(kernel, args, active, state, seed=seed, backend=backend)

@@ -11,7 +11,8 @@ from typing import Any, Sequence
 import gast
 import numpy as np
 
-from .runtime import (LAUNCH_PLANS, Kernel, _backend_for, _plain_signature, _remember, _seeded_vjp, apply,
+from .backends import backend_for
+from .runtime import (LAUNCH_PLANS, Kernel, _plain_signature, _remember, _seeded_vjp, apply,
                       broadcast_shapes, compute_dtype, vjp)
 
 
@@ -49,7 +50,7 @@ def kernel_matmul(kernel: Kernel, args: Sequence[Any], w: Any, backend: str = "a
         fast = kernel.launch_plans.get(("matmul", backend, sig))
         if fast is not None:
             return fast(args, w), None
-    resolved = _backend_for(backend, list(args) + [w])
+    resolved = backend_for(backend, list(args) + [w])
     shape = broadcast_shapes(*(np.shape(a) for a in args))
     dtype = compute_dtype(args)
     if _one_column(shape, w, dtype):
@@ -86,7 +87,7 @@ def kernel_matmul_vjp(kernel: Kernel, args: Sequence[Any], active: tuple[str, ..
             fast = kernel.launch_plans.get(key)
             if fast is not None:
                 return fast(args, w, out_bar)
-        resolved = _backend_for(backend, list(args) + [w])
+        resolved = backend_for(backend, list(args) + [w])
         n, k = broadcast_shapes(*(np.shape(a) for a in args))
         factors = [np.asarray(out_bar, compute_dtype(args)).reshape(n, 1), w.reshape(1, k)]
         fg = (1,) if w_grad else ()
@@ -137,7 +138,7 @@ def _row_pass(kernel: Kernel, args: Sequence[Any], axis: int, backend: str):
     """(shape, dtype) when the row reduction runs in the kernel's pass, else None."""
     shape = broadcast_shapes(*(np.shape(a) for a in args))
     if len(shape) != 2 or axis not in (1, -1) or shape[1] == 0 or kernel.program.state \
-            or _backend_for(backend, list(args)) not in ("llvm", "python"):
+            or not backend_for(backend, list(args)).ordered_sums:
         return None
     if shape[1] < ROW_PASS_MIN and _calls_math(kernel):
         return None

@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from .backends import choose
 from .codegen.llvm_gemm import NARROW_ROWS
 from .runtime import _ptr
 from .threads import num_threads, run_chunks
@@ -97,7 +98,7 @@ def _product(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def _own(a: Any, b: Any, backend: str) -> np.ndarray | None:
-    ops = _operands(a, b) if backend in ("auto", "llvm") else None
+    ops = _operands(a, b) if choose(backend).fast_path else None
     return None if ops is None else _product(*ops)
 
 

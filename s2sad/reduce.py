@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from .backends import choose
 from .runtime import _ptr
 
 MAX_EXTREME_ROW = 16
@@ -84,7 +85,7 @@ def _compiled(op: str, x: Any, axis: Any):
 def reduce(op: str, x: Any, axis: Any = None, keepdims: bool = False, backend: str = "auto"):
     """np.<op>(x, axis=axis, keepdims=keepdims) for op in sum, mean, max, min; numpy's
     own on a backend other than llvm ("auto" with numpy arrays)."""
-    got = _compiled(op, x, axis) if axis is not None and backend in ("auto", "llvm") else None
+    got = _compiled(op, x, axis) if axis is not None and choose(backend).fast_path else None
     if got is None:
         return getattr(np, op)(x, axis=axis, keepdims=keepdims)
     out, ax = got

@@ -1,4 +1,4 @@
-"""Launching kernels: broadcasting, layouts, output allocation, backend dispatch.
+"""Launching kernels: broadcasting, layouts, output allocation, the lean llvm paths.
 
 A `Kernel` is a scalar program (primal entry plus its dual) that the runtime applies
 over arrays. Its entry points are what generated array-level code calls:
@@ -12,6 +12,13 @@ over arrays. Its entry points are what generated array-level code calls:
 
 (`column_products` adds a kernel's values times one column, and their row sums, in
 the kernel's pass.)
+
+`backend` is a name ("auto", "python", "llvm", "cuda") or the object `backends.choose`
+gave for one; each entry point resolves it once (`Choice.resolve`, for its arguments)
+and hands the resulting `backends.Backend` down: what differs between backends
+(memory, drivers, how a driver is called) is behind that object, never a name compared
+here. Where the choice allows it (`fast_path`: "auto" or "llvm") and the arguments are
+plain numpy, the lean paths below call the llvm backend's machine code directly.
 
 Invariants: the user's arrays are never written; every gradient has its argument's
 shape (and float dtype), summed over the dimensions broadcasting added; a kernel is
@@ -30,8 +37,6 @@ count. The cuda backend sums in the dtype (its block sums are a tree already).
 """
 from __future__ import annotations
 
-import ctypes
-import dataclasses
 import functools
 import hashlib
 import math
@@ -43,15 +48,23 @@ from typing import Any, Callable, Sequence
 import gast
 import numpy as np
 
+from . import backends
+from .backends import LLVM, Backend
+from .backends.arrays import Prepared, broadcast_shape, broadcast_shapes, compute_dtype, prepare  # noqa: F401
+from .backends.host import ACC_DTYPE
+from .backends.llvm import DATA_OFFSET as _DATA_OFFSET
+from .backends.llvm import compiled_driver
+from .backends.llvm import from_address as _from_address
+from .backends.llvm import ptr as _ptr
 from .codegen import python as pybackend
-from .errors import BackendUnavailableError, ShapeError
-from .kernel import KernelModule, KernelSignature, LoopSpec
+from .errors import ShapeError
+from .kernel import KernelModule, KernelSignature, LoopSpec, ScanSpec
 from .passes.activity import result_kind
 from .passes.forward import make_dual
 from .passes.normalize import ScalarProgram
 from .threads import num_threads, run_chunks
 
-BACKENDS = ("auto", "python", "llvm", "cuda")
+BACKENDS = backends.NAMES
 
 
 @dataclass
@@ -110,13 +123,6 @@ class Kernel:
             return KernelSignature(self.name, self.params, active, digest)
         return self.cached(("signature", active), make)
 
-    def llvm_driver(self, active: tuple[str, ...], spec, dtype: np.dtype):
-        """The llvm backend's compiled driver: from the disk cache by the program's source
-        when it is there (no dual made, no IR lowered), else compiled."""
-        from .codegen import llvm_jit
-
-        return llvm_jit.driver(self.signature(active), lambda: self.module(active), spec, dtype)
-
     def seeded(self) -> "Kernel":
         """This kernel times a seed given as two factors, `entry__seeded(params..., a, b)
         = a * b * entry(params...)`: its partials are (a * b) * d entry / d p, the same
@@ -167,53 +173,9 @@ class SeedProduct:
         return p if dtype is None else p.astype(dtype, copy=False)
 
 
-# ------------------------------------------------------------------ inputs
-
-@dataclass
-class Prepared:
-    """Inputs broadcast and laid out for one launch."""
-
-    shape: tuple[int, ...]
-    dtype: np.dtype
-    layouts: tuple[str, ...]
-    values: list[Any]          # scalar: python float; else a C-contiguous array of its own shape
-    shapes: list[tuple[int, ...]]
-
-
-def compute_dtype(args: Sequence[Any]) -> np.dtype:
-    """float32 when every floating input is float32, else float64."""
-    dtypes = [a.dtype if isinstance(a, np.ndarray) else np.asarray(a).dtype for a in args]
-    floats = [d for d in dtypes if d.kind == "f"]
-    if floats and all(d == np.float32 for d in floats):
-        return np.dtype(np.float32)
-    return np.dtype(np.float64)
-
-
-ACC_DTYPE = np.dtype(np.float64)
-
-
-def acc_dtype(backend: str, dtype: np.dtype) -> np.dtype:
-    """The dtype of a driver's sums (kernel.py's `acc` and scalar GRAD) on `backend`."""
-    return dtype if backend == "cuda" else ACC_DTYPE
-
-
 def rounded(total, dtype: np.dtype) -> float:
     """A sum accumulated in float64, rounded to `dtype` (as a Python float)."""
     return float(total) if dtype == ACC_DTYPE else float(dtype.type(total))
-
-
-def broadcast_shapes(*shapes: tuple[int, ...]) -> tuple[int, ...]:
-    """np.broadcast_shapes, in Python: numpy's makes an empty array per shape, which
-    costs more than a small kernel's whole launch. ValueError where they do not broadcast."""
-    nd = max((len(s) for s in shapes), default=0)
-    out = [1] * nd
-    for s in shapes:
-        for k, n in enumerate(s, nd - len(s)):
-            if n != 1:
-                if out[k] != 1 and out[k] != n:
-                    raise ValueError(f"shape mismatch: objects cannot be broadcast to a single shape ({shapes})")
-                out[k] = n
-    return tuple(out)
 
 
 def broadcast_size(*args) -> int:
@@ -223,32 +185,6 @@ def broadcast_size(*args) -> int:
     if shape is not None and all(getattr(a, "shape", None) == shape for a in args[1:]):
         return int(args[0].size)      # one shape, the common case
     return math.prod(broadcast_shapes(*(np.shape(a) for a in args)))
-
-
-def broadcast_shape(arrays: Sequence[Any], names: Sequence[str]) -> tuple[int, ...]:
-    """The shape the arguments broadcast to; a ShapeError naming each one's if none."""
-    try:
-        return broadcast_shapes(*(tuple(a.shape) for a in arrays))
-    except ValueError:
-        desc = ", ".join(f"{n}: {tuple(a.shape)}" for n, a in zip(names, arrays))
-        raise ShapeError(f"the arguments' shapes do not broadcast together ({desc})",
-                         hint="Make the shapes compatible under numpy broadcasting rules.") from None
-
-
-def prepare(args: Sequence[Any], names: Sequence[str], dtype: np.dtype | None = None) -> Prepared:
-    arrays = [a if isinstance(a, np.ndarray) else np.asarray(a) for a in args]
-    dtype = dtype or compute_dtype(arrays)
-    shape = broadcast_shape(arrays, names)
-    layouts, values = [], []
-    for a in arrays:
-        if a.size == 1:
-            layouts.append("scalar")
-            values.append(a.reshape(()).astype(dtype).item() if a.dtype != dtype else a.reshape(()).item())
-        else:
-            c = np.ascontiguousarray(a, dtype=dtype)  # no copy when already so
-            layouts.append("contig" if c.shape == shape else "strided")
-            values.append(c)
-    return Prepared(shape, dtype, tuple(layouts), values, [a.shape for a in arrays])
 
 
 def _broadcast_strides(shape: tuple[int, ...], own: tuple[int, ...]) -> list[int]:
@@ -295,193 +231,42 @@ def _is_array(a: Any) -> bool:
     return isinstance(a, np.ndarray) or _is_cupy(a)
 
 
-def _backend_for(backend: str, args: Sequence[Any]) -> str:
-    """"auto" is llvm for numpy arrays and numbers, cuda when a cupy array is among the
-    arguments. "cuda" needs cupy and a device: BackendUnavailableError says which is
-    missing."""
-    if backend == "auto":
-        if not any(_is_cupy(a) for a in args):
-            return "llvm"
-        backend = "cuda"
-    if backend not in BACKENDS:
-        raise BackendUnavailableError(f"unknown backend {backend!r}",
-                                      hint=f"Use one of {', '.join(BACKENDS)}.")
-    if backend == "cuda":
-        from . import cuda_runtime
-
-        cuda_runtime.require()
-    elif any(_is_cupy(a) for a in args):
-        raise BackendUnavailableError(f"cupy arrays cannot run on the {backend!r} backend",
-                                      hint="Use backend='cuda' (or 'auto'), or pass numpy arrays "
-                                           "(cupy.asnumpy).")
-    return backend
-
-
-def _prepared(backend: str, args: Sequence[Any], names: Sequence[str], dtype: np.dtype | None = None):
-    """(array module, Prepared): numpy, or cupy with the inputs on the device (cuda)."""
-    if backend == "cuda":
-        from . import cuda_runtime
-
-        return cuda_runtime.xp(), cuda_runtime.prepare(args, names, dtype)
-    return np, prepare(args, names, dtype)
-
-
-def _results(backend: str, inputs: Sequence[Any], result):
-    """On the cuda backend, results stay on the device when an input was a cupy array,
-    and come back as numpy arrays when none was (cuda_runtime.like_inputs)."""
-    if backend == "cuda":
-        from . import cuda_runtime
-
-        return cuda_runtime.like_inputs(inputs, result)
-    return result
-
-
 LAUNCH_PLANS = 256
 
 
-def _launch_key(backend: str, active: tuple[str, ...], spec: LoopSpec, prep: Prepared) -> tuple:
+def _launch_key(backend: Backend, active: tuple[str, ...], spec: LoopSpec, prep: Prepared) -> tuple:
     """What a launch plan depends on (`Kernel.launch_plans`)."""
-    return backend, active, spec, prep.dtype, prep.layouts, tuple(prep.shapes), tuple(prep.shape)
+    return backend.name, active, spec, prep.dtype, prep.layouts, tuple(prep.shapes), tuple(prep.shape)
 
 
-def launch(kernel: Kernel, backend: str, spec: LoopSpec, active: tuple[str, ...], prep: Prepared,
+def launch(kernel: Kernel, backend: Backend, spec: LoopSpec, active: tuple[str, ...], prep: Prepared,
            out=None, acc=None, seed=None, grads=None, tangents=None, out_dot=None) -> None:
     """Run one driver over the prepared inputs. Arrays are full-shape (or own-shape for
     strided grads/tangents); the n-d index space is walked as outer x inner."""
     def plan():
         """What depends on the shapes and layouts only, not on the data: made once per
-        signature (a training loop's calls all share one). On the llvm backend the
-        driver is a generated stub (`_launch_stub`), else the backend's generic call."""
+        signature (a training loop's calls all share one): the index space, and the
+        backend's call of its driver over it (`Backend.plan_launch`)."""
         dims = _index_space(prep)
-        sp = _known_strides(spec, dims[-1][1]) if backend == "llvm" and "strided" in spec.layouts else spec
-        active_idx = tuple(kernel.params.index(a) for a in active)
-        if backend == "llvm":
-            cfunc = kernel.llvm_driver(active, sp, prep.dtype).cfunc
-            return dims, sp, _launch_stub(cfunc, sp, active_idx, dims, prep.dtype.itemsize), active_idx
-        kmod = kernel.module(active)
-        return dims, sp, kernel.cached(("launch", backend, active, sp, prep.dtype),
-                                       lambda: _driver(kernel, backend, kmod, sp, prep.dtype)), active_idx
+        sp, run = backend.plan_launch(kernel, spec, active, prep.dtype, dims)
+        return dims, sp, run, tuple(kernel.params.index(a) for a in active)
 
     key = _launch_key(backend, active, spec, prep)
     got = kernel.launch_plans.get(key)
     if got is None:
         got = _remember(kernel, key, plan())
-    dims, spec, driver, active_idx = got
-    (n_outer, outer), (n_inner, inner) = dims[-2], dims[-1]
+    dims, _, run, _ = got
+    (n_outer, outer), (n_inner, _) = dims[-2], dims[-1]
     leading = dims[:-2]
     if n_outer * n_inner * math.prod(d[0] for d in leading) == 0:
         return
-    if backend == "llvm" and not leading:
-        driver(prep.values, out, acc, seed, grads, tangents, out_dot)
+    if not leading:
+        run(prep.values, out, acc, seed, grads, tangents, out_dot)
         return
-
-    for run in np.ndindex(*[d[0] for d in leading]) if leading else [()]:
+    for at in np.ndindex(*[d[0] for d in leading]):
         # each column's offset (in elements) at this run of the leading dims
-        offs = [sum(i * leading[d][1][col] for d, i in enumerate(run)) for col in range(len(outer))]
-        if backend == "llvm":
-            driver(prep.values, out, acc, seed, grads, tangents, out_dot, offs)
-            continue
-
-        def view(arr, col):
-            """(flat array, offset, so, si) of an array walked with column `col`'s strides."""
-            return (arr.reshape(-1), offs[col], outer[col], inner[col])
-
-        def per_param(values, idx):
-            """Arguments laid out like params `idx` (inputs, grads or tangents)."""
-            res = []
-            for i, v in zip(idx, values):
-                l = prep.layouts[i]
-                res.append(v if l == "scalar" else view(v, 0 if l == "contig" else 1 + i))
-            return res
-
-        params = per_param(prep.values, range(len(prep.values)))
-        seed_arg = view(seed, 0) if _is_array(seed) else seed
-        driver(spec, active_idx, n_outer, n_inner, params,
-               None if out is None else view(out, 0), acc, seed_arg,
-               None if grads is None else per_param(grads, active_idx),
-               None if tangents is None else per_param(tangents, active_idx),
-               None if out_dot is None else view(out_dot, 0))
-
-
-def _launch_stub(cfunc, spec: LoopSpec, active_idx: tuple[int, ...], dims, itemsize: int) -> Callable:
-    """A generated function that makes launch's llvm call, in kernel.py's C ABI order: the
-    sizes and strides are constants, each array argument one data pointer (`_ptr`).
-    Where the index space has leading dims, the stub takes `offs` (each column's offset,
-    in elements, at one run of them) and launch calls it once per run."""
-    (n_outer, outer), (n_inner, inner) = dims[-2], dims[-1]
-    runs = len(dims) > 2
-
-    def ptr(expr: str, col: int) -> str:
-        return f"P({expr}) + offs[{col}] * {itemsize}" if runs else f"P({expr})"
-
-    def operand(expr: str, i: int) -> list[str]:
-        """LAYOUT(param i) of the array or value `expr` (a grad or tangent: the same)."""
-        if spec.layouts[i] == "scalar":
-            return [expr]
-        if spec.layouts[i] == "contig":
-            return [ptr(expr, 0)]
-        return [ptr(expr, 1 + i), str(outer[1 + i]), str(inner[1 + i])]
-
-    argv = [str(n_outer), str(n_inner)]
-    for i in range(len(spec.layouts)):
-        argv += operand(f"vals[{i}]", i)
-    if spec.value == "store":
-        argv.append(ptr("out", 0))
-    elif spec.value == "sum":
-        argv.append("P(acc)")
-    if spec.seed == "scalar":
-        argv.append("seed")
-    elif spec.seed == "array":
-        argv.append(ptr("seed", 0))
-    if spec.partials:
-        for k, a in enumerate(active_idx):       # a scalar param's gradient: one accumulator
-            argv += [f"P(grads[{k}])"] if spec.layouts[a] == "scalar" else operand(f"grads[{k}]", a)
-    if spec.tangents:
-        for k, a in enumerate(active_idx):
-            argv += operand(f"tangents[{k}]", a)
-        argv.append(ptr("out_dot", 0))
-    text = (f"def stub(vals, out, acc, seed, grads, tangents, out_dot{', offs' if runs else ''}):\n"
-            f"    cfunc({', '.join(argv)})\n")
-    ns = {"cfunc": cfunc, "P": _ptr}
-    exec(compile(text, "<s2sad launch stub>", "exec"), ns)
-    return ns["stub"]
-
-
-def _known_strides(spec: LoopSpec, inner: list[int]) -> LoopSpec:
-    """The spec with each strided param whose inner stride is 1 or 0 (`inner[1 + i]`)
-    given as a row or a column (kernel.py), whose driver reads it without the stride."""
-    layouts = tuple({1: "row", 0: "column"}.get(inner[1 + i], l) if l == "strided" else l
-                    for i, l in enumerate(spec.layouts))
-    return dataclasses.replace(spec, layouts=layouts) if layouts != spec.layouts else spec
-
-
-def _driver(kernel: Kernel, backend: str, kmod: KernelModule, spec: LoopSpec, dtype: np.dtype):
-    if backend == "python":
-        fns = kernel.python_functions(kmod.active)
-        fn = fns[kmod.dual_entry if spec.needs_dual else kmod.entry]
-        return _python_driver(fn)
-    if backend == "cuda":
-        from . import cuda_runtime
-
-        return cuda_runtime.loop_driver(kmod, spec, dtype)
-    raise BackendUnavailableError(f"unknown backend {backend!r}", hint=f"Use one of {', '.join(BACKENDS)}.")
-
-
-def _python_driver(fn):
-    def call(spec, active_idx, n_outer, n_inner, params, out, acc, seed, grads, tangents, out_dot):
-        def flat(p):  # (array, offset, so, si) -> (view from offset, so, si)
-            if isinstance(p, tuple):
-                arr, off, so, si = p
-                return (arr[off:], so, si)
-            return p
-        pybackend.run_driver(
-            fn, spec, active_idx, n_outer, n_inner, [flat(p) for p in params],
-            out=None if out is None else out[0][out[1]:], acc=acc,
-            seed=seed[0][seed[1]:] if isinstance(seed, tuple) else seed,
-            grads=None if grads is None else [flat(g) if isinstance(g, tuple) else g for g in grads],
-            tangents=None if tangents is None else [flat(t) for t in tangents],
-            out_dot=None if out_dot is None else out_dot[0][out_dot[1]:])
-    return call
+        offs = [sum(i * leading[d][1][col] for d, i in enumerate(at)) for col in range(len(outer))]
+        run(prep.values, out, acc, seed, grads, tangents, out_dot, offs)
 
 
 # ------------------------------------------------------------------ the fast path
@@ -490,26 +275,6 @@ def _python_driver(fn):
 # backend. It skips `prepare`/`launch`: one layout check per argument, a cached
 # driver, data pointers read straight from the array objects, and the index space
 # split across threads above THREAD_MIN elements (ctypes releases the GIL).
-
-def _probe_data_offset() -> int | None:
-    """Offset of `data` in numpy's array struct (after the object header), if we can
-    verify it on this interpreter; None means use arr.ctypes.data."""
-    probe = np.arange(3.0)
-    for off in (16,):
-        if ctypes.c_void_p.from_address(id(probe) + off).value == probe.ctypes.data:
-            return off
-    return None
-
-
-_DATA_OFFSET = _probe_data_offset()
-_from_address = ctypes.c_void_p.from_address
-
-
-def _ptr(a: np.ndarray) -> int:
-    if _DATA_OFFSET is not None:
-        return _from_address(id(a) + _DATA_OFFSET).value
-    return a.ctypes.data
-
 
 THREAD_MIN = 200_000
 
@@ -545,7 +310,7 @@ _F32 = np.dtype(np.float32)
 
 
 def _fast_driver(kernel: Kernel, active: tuple[str, ...], spec: LoopSpec, dtype: np.dtype):
-    return kernel.cached(("compiled", active, spec, dtype), lambda: kernel.llvm_driver(active, spec, dtype))
+    return kernel.cached(("compiled", active, spec, dtype), lambda: compiled_driver(kernel, active, spec, dtype))
 
 
 # chunks per thread: enough that the threads end together when one is held up
@@ -710,9 +475,10 @@ def _out_dtype(kernel: Kernel, dtype: np.dtype) -> np.dtype:
     return {"bool": np.dtype(bool), "int": np.dtype(np.int64)}.get(kind, dtype)
 
 
-def apply(kernel: Kernel, args: Sequence[Any], backend: str = "auto"):
+def apply(kernel: Kernel, args: Sequence[Any], backend: str | backends.Choice = "auto"):
     """The primal applied elementwise: an array of the broadcast shape (a float for scalars)."""
-    if backend in ("auto", "llvm"):
+    choice = backends.choose(backend)
+    if choice.fast_path:
         fast = _fast_layouts(args)
         if fast is not None:
             out = _fast_apply(kernel, args, fast)
@@ -720,8 +486,8 @@ def apply(kernel: Kernel, args: Sequence[Any], backend: str = "auto"):
             if odt != fast[2]:
                 out = out != 0 if odt == np.dtype(bool) else out.astype(odt)
             return out
-    backend = _backend_for(backend, args)
-    xp, prep = _prepared(backend, args, kernel.params)
+    backend = choice.resolve(args)
+    xp, prep = backend.xp, backend.prepare(args, kernel.params)
     out = xp.empty(prep.shape, prep.dtype)
     launch(kernel, backend, LoopSpec(prep.layouts, value="store"), (), prep, out=out)
     odt = _out_dtype(kernel, prep.dtype)
@@ -729,10 +495,10 @@ def apply(kernel: Kernel, args: Sequence[Any], backend: str = "auto"):
         out = out != 0 if odt == np.dtype(bool) else out.astype(odt)
     if out.shape == () and not any(_is_array(a) for a in args):
         return out.item()
-    return _results(backend, args, out)
+    return backend.results(args, out)
 
 
-def _grad_buffers(prep: Prepared, kernel: Kernel, active: tuple[str, ...], backend: str,
+def _grad_buffers(prep: Prepared, kernel: Kernel, active: tuple[str, ...], backend: Backend,
                   xp=np) -> list[np.ndarray]:
     """The gradient buffers a driver writes: a param of one element gets a sum, in
     `acc_dtype` (`_shape_grad` rounds it to the dtype), any other an array of the dtype."""
@@ -741,7 +507,7 @@ def _grad_buffers(prep: Prepared, kernel: Kernel, active: tuple[str, ...], backe
         i = kernel.params.index(a)
         l = prep.layouts[i]
         if l == "scalar":
-            bufs.append(xp.zeros(1, acc_dtype(backend, prep.dtype)))
+            bufs.append(xp.zeros(1, backend.acc_dtype(prep.dtype)))
         elif l == "contig":
             bufs.append(xp.empty(prep.shape, prep.dtype))
         else:
@@ -767,34 +533,34 @@ def leading_broadcast(own: tuple[int, ...], shape: tuple[int, ...]) -> bool:
 
 
 def sum_dual(kernel: Kernel, args: Sequence[Any], active: tuple[str, ...], scale: float = 1.0,
-             backend: str = "auto", with_grads: bool = True, value: bool = True):
+             backend: str | backends.Choice = "auto", with_grads: bool = True, value: bool = True):
     """(scale * sum of the values, [grad of that w.r.t. each active param]) in one pass.
     value=False: the driver has value "none", so the compiled kernel computes only what
     the partials need, and the first result is None."""
+    choice = backends.choose(backend)
     if not value and not (with_grads and active):
-        backend = _backend_for(backend, args)
-        _prepared(backend, args, kernel.params)   # the same shape checks, nothing to compute
+        choice.resolve(args).prepare(args, kernel.params)   # the same shape checks, nothing to compute
         return None, []
-    if backend in ("auto", "llvm"):
+    if choice.fast_path:
         fast = _fast_layouts(args)
         if fast is not None:
             return _fast_sum_dual(kernel, args, active if with_grads else (), scale, fast,
                                   "sum" if value else "none")
-    backend = _backend_for(backend, args)
-    xp, prep = _prepared(backend, args, kernel.params)
-    acc = xp.zeros(1, acc_dtype(backend, prep.dtype)) if value else None
+    backend = choice.resolve(args)
+    xp, prep = backend.xp, backend.prepare(args, kernel.params)
+    acc = xp.zeros(1, backend.acc_dtype(prep.dtype)) if value else None
     if not with_grads or not active:
         launch(kernel, backend, LoopSpec(prep.layouts, value="sum"), (), prep, acc=acc)
         return rounded(acc[0], prep.dtype) * scale, []
     grads = _grad_buffers(prep, kernel, active, backend, xp)
     spec = LoopSpec(prep.layouts, value="sum" if value else "none", partials=True, seed="scalar")
     launch(kernel, backend, spec, active, prep, acc=acc, seed=scale, grads=grads)
-    return rounded(acc[0], prep.dtype) * scale if value else None, _results(backend, args, [
+    return rounded(acc[0], prep.dtype) * scale if value else None, backend.results(args, [
         _shape_grad(g, prep, kernel.params.index(a)) for g, a in zip(grads, active)])
 
 
 def sum_grads(kernel: Kernel, args: Sequence[Any], active: tuple[str, ...], scale: float = 1.0,
-              backend: str = "auto"):
+              backend: str | backends.Choice = "auto"):
     """[grad of scale * sum of the values w.r.t. each active param], the values' sum not
     computed: `sum_dual(..., value=False)` for generated gradients that do not read it."""
     return sum_dual(kernel, args, active, scale, backend, value=False)[1]
@@ -808,11 +574,11 @@ def _shape_grad(g: np.ndarray, prep: Prepared, i: int):
 
 
 def jvp(kernel: Kernel, args: Sequence[Any], active: tuple[str, ...], tangents: Sequence[Any],
-        backend: str = "auto"):
+        backend: str | backends.Choice = "auto"):
     """(values, tangents of the values) for tangents of the active params."""
     inputs = list(args) + list(tangents)
-    backend = _backend_for(backend, inputs)
-    xp, prep = _prepared(backend, args, kernel.params)
+    backend = backends.backend_for(backend, inputs)
+    xp, prep = backend.xp, backend.prepare(args, kernel.params)
     tans = []
     for a, t in zip(active, tangents):
         i = kernel.params.index(a)
@@ -824,14 +590,15 @@ def jvp(kernel: Kernel, args: Sequence[Any], active: tuple[str, ...], tangents: 
     out = xp.empty(prep.shape, prep.dtype)
     if not active:   # nothing differentiated reaches the kernel (it reads free data only)
         launch(kernel, backend, LoopSpec(prep.layouts, value="store"), (), prep, out=out)
-        return _results(backend, inputs, (out, xp.zeros(prep.shape, prep.dtype)))
+        return backend.results(inputs, (out, xp.zeros(prep.shape, prep.dtype)))
     out_dot = xp.empty(prep.shape, prep.dtype)
     spec = LoopSpec(prep.layouts, value="store", tangents=True)
     launch(kernel, backend, spec, active, prep, out=out, tangents=tans, out_dot=out_dot)
-    return _results(backend, inputs, (out, out_dot))
+    return backend.results(inputs, (out, out_dot))
 
 
-def store_partials(kernel: Kernel, args: Sequence[Any], active: tuple[str, ...], backend: str = "auto"):
+def store_partials(kernel: Kernel, args: Sequence[Any], active: tuple[str, ...],
+                   backend: str | backends.Choice = "auto"):
     """(values, [d value / d a for each active param a]) at every element of the
     broadcast shape, in one pass: the "store" pullback of an elementwise site (the
     reverse pass then multiplies by the adjoint of the values and sums each back to its
@@ -848,7 +615,7 @@ def store_partials(kernel: Kernel, args: Sequence[Any], active: tuple[str, ...],
             if prep.layouts[i] != "contig" and prep.shape != ():
                 mat[i] = np.ascontiguousarray(np.broadcast_to(np.asarray(mat[i], dtype), prep.shape))
         prep = prepare(mat, kernel.params, dtype)
-    backend = _backend_for(backend, args)
+    backend = backends.backend_for(backend, args)
     out = np.empty(prep.shape, prep.dtype)
     if not active:
         launch(kernel, backend, LoopSpec(prep.layouts, value="store"), (), prep, out=out)
@@ -862,19 +629,20 @@ def store_partials(kernel: Kernel, args: Sequence[Any], active: tuple[str, ...],
     return out, [g.astype(prep.dtype, copy=False).reshape(prep.shape) for g in grads]
 
 
-def vjp(kernel: Kernel, args: Sequence[Any], active: tuple[str, ...], out_bar: Any, backend: str = "auto"):
+def vjp(kernel: Kernel, args: Sequence[Any], active: tuple[str, ...], out_bar: Any,
+        backend: str | backends.Choice = "auto"):
     """Grads of sum(out_bar * values) w.r.t. the active params. `out_bar` may be a
     SeedProduct: on the CPU backends the kernel's `seeded` form reads its two factors."""
     if isinstance(out_bar, SeedProduct):
         factors = [out_bar.left, out_bar.right]
-        backend = _backend_for(backend, list(args) + factors)
+        backend = backends.backend_for(backend, list(args) + factors)
         got = _seeded_vjp(kernel, args, active, factors, backend)
         if got is not None:
             return got
         out_bar = out_bar.left * out_bar.right     # formed by the factors' own array module
     inputs = list(args) + [out_bar]
-    backend = _backend_for(backend, inputs)
-    xp, prep = _prepared(backend, args, kernel.params)
+    backend = backends.backend_for(backend, inputs)
+    xp, prep = backend.xp, backend.prepare(args, kernel.params)
     ob = xp.asarray(out_bar, dtype=prep.dtype)
     if tuple(ob.shape) != tuple(prep.shape):
         ob = xp.broadcast_to(ob, prep.shape)
@@ -886,10 +654,10 @@ def vjp(kernel: Kernel, args: Sequence[Any], active: tuple[str, ...], out_bar: A
         ob = xp.ascontiguousarray(ob)
         spec = LoopSpec(prep.layouts, value="none", partials=True, seed="array")
         launch(kernel, backend, spec, active, prep, seed=ob, grads=grads)
-    return _results(backend, inputs, [_shape_grad(g, prep, kernel.params.index(a)) for g, a in zip(grads, active)])
+    return backend.results(inputs, [_shape_grad(g, prep, kernel.params.index(a)) for g, a in zip(grads, active)])
 
 
-def _seeded_vjp(kernel: Kernel, args: Sequence[Any], active: tuple[str, ...], factors: list, backend: str,
+def _seeded_vjp(kernel: Kernel, args: Sequence[Any], active: tuple[str, ...], factors: list, backend: Backend,
                 factor_grads: tuple[int, ...] = ()):
     """vjp with the seed as two factors (see `Kernel.seeded`), or None where that does
     not apply: the cuda backend, a stateful kernel, factors of another dtype than the
@@ -897,7 +665,7 @@ def _seeded_vjp(kernel: Kernel, args: Sequence[Any], active: tuple[str, ...], fa
     values' shape. `factor_grads` (0 for the left factor, 1 for the right) adds the
     gradients of those factors, each summed to the factor's shape by the driver, after
     the params' ones."""
-    if backend not in ("llvm", "python") or kernel.program.state:
+    if not backend.ordered_sums or kernel.program.state:
         return None
     values = list(args) + list(factors)
     sig = _plain_signature(values)
@@ -918,8 +686,9 @@ def _seeded_vjp(kernel: Kernel, args: Sequence[Any], active: tuple[str, ...], fa
     spec = LoopSpec(prep.layouts, value="none", partials=True, seed="scalar")
     launch(seeded, backend, spec, wrt, prep, seed=1.0, grads=grads)
     plan = seeded.launch_plans.get(_launch_key(backend, wrt, spec, prep))
-    if sig is not None and sig[0] == prep.dtype.num and backend == "llvm" and plan is not None and len(plan[0]) == 2:
+    if sig is not None and sig[0] == prep.dtype.num and backend.fast_path and plan is not None and len(plan[0]) == 2:
         # the next call with this signature: buffers and the plan's stub (one run) alone
+        # (the fast path's backend, whose launch plans call machine code)
         _remember(kernel, ("seeded", backend, active, factor_grads, sig), _seeded_call(plan[2], prep, seeded, wrt))
     return [_shape_grad(g, prep, seeded.params.index(a)) for g, a in zip(grads, wrt)]
 
@@ -983,9 +752,9 @@ def _remember(kernel: Kernel, key: tuple, value):
 # Inputs are materialized at the broadcast shape (one row-major run); gradients of
 # broadcast inputs are summed back to their shapes afterwards.
 
-def _scan_inputs(kernel: Kernel, args: Sequence[Any], n_state: int, backend: str = "llvm"):
+def _scan_inputs(kernel: Kernel, args: Sequence[Any], n_state: int, backend: Backend):
     names = kernel.params[: len(kernel.params) - n_state]
-    xp, prep = _prepared(backend, args, names)
+    xp, prep = backend.xp, backend.prepare(args, names)
     values, layouts = [], []
     for v, l in zip(prep.values, prep.layouts):
         if l == "scalar":
@@ -997,100 +766,54 @@ def _scan_inputs(kernel: Kernel, args: Sequence[Any], n_state: int, backend: str
     return xp, prep, values, tuple(layouts)
 
 
-def _scan_driver(kernel: Kernel, backend: str, active: tuple[str, ...], spec, dtype):
-    key = ("scan", backend, active, spec, dtype)
-    d = kernel._drivers.get(key)
-    if d is not None:
-        return d
-    kmod = kernel.module(active + kernel.params[len(kernel.params) - spec.n_state:]) if spec.grads \
-        else kernel.module(())
-    if backend == "python":
-        fns = kernel.python_functions(kmod.active)
-        primal, dual = fns[kmod.entry], fns.get(kmod.dual_entry) if kmod.dual_entry else None
-        active_idx = tuple(kernel.params.index(a) for a in active)
-
-        def d(n, params, state, out=None, acc=None, seed=None, grads=None, state_bar=None):
-            p = [v if l == "scalar" else (v, n, 1) for v, l in zip(params, spec.layouts)]
-            g = None if grads is None else [gr if spec.layouts[i] == "scalar" else (gr, n, 1)
-                                           for i, gr in zip(active_idx, grads)]
-            pybackend.run_scan(primal, dual, spec, active_idx, 1, n, p, state, out=out, acc=acc, seed=seed,
-                               grads=g, state_bar=state_bar)
-    elif backend == "llvm":
-        from .passes.scansplit import scan_plan
-
-        compiled = kernel.llvm_driver(kmod.active, spec, dtype)
-        cfunc = compiled.cfunc
-        # the driver reads the tape only when the dual's partials depend on the state
-        needs_tape = spec.grads and scan_plan(kmod, spec.n_state, spec.grads).tape
-        no_tape = np.zeros(1, dtype)
-
-        def d(n, params, state, out=None, acc=None, seed=None, grads=None, state_bar=None):
-            argv = [1, n] + [v if l == "scalar" else _ptr(v) for v, l in zip(params, spec.layouts)]
-            argv.append(_ptr(state))
-            if spec.value == "store":
-                argv.append(_ptr(out))
-            elif spec.value == "sum":
-                argv.append(_ptr(acc))
-            if spec.grads:
-                argv.append(seed if spec.seed == "scalar" else _ptr(seed))
-                argv += [_ptr(g) for g in grads]
-                tape = np.empty(max(1, n * spec.n_state), dtype) if needs_tape else no_tape  # alive until cfunc returns
-                argv += [_ptr(state_bar), _ptr(tape)]
-            cfunc(*argv)
-
-        d.cfunc, d.needs_tape, d.no_tape, d.compiled = cfunc, needs_tape, no_tape, compiled
-    elif backend == "cuda":   # sequential: one GPU thread
-        from . import cuda_runtime
-
-        d = cuda_runtime.scan_driver(kmod, spec, dtype)
-    else:
-        raise BackendUnavailableError(f"stateful functions cannot run on the {backend!r} backend",
-                                      hint="Use backend='llvm', 'python' or 'cuda'.")
-    kernel._drivers[key] = d
-    return d
+def _scan_driver(kernel: Kernel, backend: Backend, active: tuple[str, ...], spec: ScanSpec, dtype: np.dtype):
+    """The backend's scan driver for the kernel's dual w.r.t. `active` and the state
+    (primal only without grads), made once per (backend, active, spec, dtype)."""
+    def make():
+        kmod = kernel.module(active + kernel.params[len(kernel.params) - spec.n_state:]) if spec.grads \
+            else kernel.module(())
+        return backend.compile_scan(kernel, kmod, active, spec, dtype)
+    return kernel.cached(("scan", backend.name, active, spec, dtype), make)
 
 
-def scan_apply(kernel: Kernel, args: Sequence[Any], state: Sequence[float], backend: str = "auto",
-               value: str = "store"):
+def scan_apply(kernel: Kernel, args: Sequence[Any], state: Sequence[float],
+               backend: str | backends.Choice = "auto", value: str = "store"):
     """The primal of a state-passing kernel, elements in order: (values, final state)."""
     n_state = len(state)
-    backend = _backend_for(backend, args)
+    backend = backends.backend_for(backend, args)
     xp, prep, values, layouts = _scan_inputs(kernel, args, n_state, backend)
-    from .kernel import ScanSpec
-
     spec = ScanSpec(layouts, n_state, value=value)
     st = xp.array(state, dtype=prep.dtype)
     n = int(np.prod(prep.shape, dtype=np.int64))
     out = xp.empty(prep.shape, prep.dtype) if value == "store" else None
-    acc = xp.zeros(1, acc_dtype(backend, prep.dtype))
+    acc = xp.zeros(1, backend.acc_dtype(prep.dtype))
     _scan_driver(kernel, backend, (), spec, prep.dtype)(n, values, st, out=None if out is None else out.reshape(-1),
                                                          acc=acc)
-    return ((_results(backend, args, out) if value == "store" else rounded(acc[0], prep.dtype)),
+    return ((backend.results(args, out) if value == "store" else rounded(acc[0], prep.dtype)),
             [float(v) for v in st.tolist()])
 
 
 def scan_grads(kernel: Kernel, args: Sequence[Any], active: tuple[str, ...], state: Sequence[float],
-               seed: Any = 1.0, value: str = "sum", backend: str = "auto"):
+               seed: Any = 1.0, value: str = "sum", backend: str | backends.Choice = "auto"):
     """Forward sweep and reverse sweep of a state-passing kernel: (values or their sum,
     grads of sum(seed * values) w.r.t. the active params, final state)."""
-    from .kernel import ScanSpec
-
     n_state = len(state)
-    if backend in ("auto", "llvm") and type(seed) is float and value == "sum":
+    choice = backends.choose(backend)
+    if choice.fast_path and type(seed) is float and value == "sum":
         fast = _fast_layouts(args)
         if fast is not None:
             return _fast_scan_grads(kernel, args, active, state, seed, fast)
     inputs = list(args) + [seed]
-    backend = _backend_for(backend, inputs)
+    backend = choice.resolve(inputs)
     xp, prep, values, layouts = _scan_inputs(kernel, args, n_state, backend)
     seed_kind = "scalar" if np.ndim(seed) == 0 else "array"
     spec = ScanSpec(layouts, n_state, value=value, grads=True, seed=seed_kind)
     n = int(np.prod(prep.shape, dtype=np.int64))
     st = xp.array(state, dtype=prep.dtype)
     st_bar = xp.zeros(n_state, prep.dtype)
-    acc = xp.zeros(1, acc_dtype(backend, prep.dtype))
+    acc = xp.zeros(1, backend.acc_dtype(prep.dtype))
     out = xp.empty(n, prep.dtype) if value == "store" else None
-    grads = [xp.zeros(1, acc_dtype(backend, prep.dtype)) if layouts[kernel.params.index(a)] == "scalar"
+    grads = [xp.zeros(1, backend.acc_dtype(prep.dtype)) if layouts[kernel.params.index(a)] == "scalar"
              else xp.empty(n, prep.dtype)
              for a in active]
     s = float(seed) if seed_kind == "scalar" else xp.ascontiguousarray(
@@ -1105,8 +828,8 @@ def scan_grads(kernel: Kernel, args: Sequence[Any], active: tuple[str, ...], sta
             shaped.append(g.reshape(prep.shapes[i]) if prep.shapes[i] != () else g.reshape(()))
         else:
             shaped.append(_unbroadcast(g.reshape(prep.shape), prep.shapes[i]))
-    vals = _results(backend, inputs, out.reshape(prep.shape)) if value == "store" else rounded(acc[0], prep.dtype)
-    return vals, _results(backend, inputs, shaped), [float(v) for v in st.tolist()]
+    vals = backend.results(inputs, out.reshape(prep.shape)) if value == "store" else rounded(acc[0], prep.dtype)
+    return vals, backend.results(inputs, shaped), [float(v) for v in st.tolist()]
 
 
 @dataclass
@@ -1127,14 +850,12 @@ class _FastScan:
 def _fast_scan_grads(kernel: Kernel, args, active, state, seed: float, fast):
     """scan_grads for float scalars and C-contiguous arrays of one shape on the llvm
     backend: the pointers straight from the arrays, no broadcasting, a cached driver."""
-    from .kernel import ScanSpec
-
     layouts, shape, dtype = fast
     k = len(state)
 
     def make() -> _FastScan:
         spec = ScanSpec(layouts, k, value="sum", grads=True, seed="scalar")
-        d = _scan_driver(kernel, "llvm", active, spec, dtype)
+        d = _scan_driver(kernel, LLVM, active, spec, dtype)
         idx = [kernel.params.index(a) for a in active]
         return _FastScan(d.cfunc, d.needs_tape, d.no_tape, [l == "contig" for l in layouts],
                          [layouts[i] == "contig" for i in idx], d.compiled, False if d.needs_tape else None)

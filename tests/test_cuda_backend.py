@@ -13,7 +13,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from s2sad.codegen import cuda, cuda_host
+from s2sad.backends import cuda_host, cuda_launch
+from s2sad.codegen import cuda
 from s2sad.codegen import python as pyback
 from s2sad.errors import BackendUnavailableError
 from s2sad.kernel import KernelModule, LoopSpec, ScanSpec, active_indices
@@ -774,9 +775,9 @@ def test_emulator_shared_memory_is_per_block_and_barriers_order_it(gxx):
 
 
 def test_launch_config():
-    assert cuda.launch_config(0) == (1, 256)
-    assert cuda.launch_config(1000, 256, 1024) == (4, 256)
-    assert cuda.launch_config(10**9, 256, 1056) == (1056, 256)
+    assert cuda_launch.launch_config(0) == (1, 256)
+    assert cuda_launch.launch_config(1000, 256, 1024) == (4, 256)
+    assert cuda_launch.launch_config(10**9, 256, 1056) == (1056, 256)
 
 
 def test_reducing_driver_refuses_oversized_block(gxx):
@@ -798,16 +799,16 @@ def test_host_default_launch_shape_and_dtype_checks(gxx):
 
 
 def test_available_says_what_is_missing():
-    msg = cuda.available()
+    msg = cuda_launch.available()
     assert msg is None or "cupy" in msg or "device" in msg
     if msg is not None:
         with pytest.raises(BackendUnavailableError):
-            cuda.launch(kmod_of("tanh"), LoopSpec(("scalar", "scalar")), "f64", 1, 1, [0.0, 0.0],
+            cuda_launch.launch(kmod_of("tanh"), LoopSpec(("scalar", "scalar")), "f64", 1, 1, [0.0, 0.0],
                         out=None)
 
 
 # ------------------------------------------------------------------------------------
-# cuda.launch's own code path, with a stand-in for cupy that runs kernels on the host
+# cuda_launch.launch's own code path, with a stand-in for cupy that runs kernels on the host
 
 _KERNEL_DECL = re.compile(r'extern "C" __global__ void (\w+)\(\n(.*?)\)\n\{', re.S)
 
@@ -859,14 +860,14 @@ def fake_cupy(monkeypatch):
         runtime=types.SimpleNamespace(getDeviceCount=lambda: 1),
         Device=lambda: types.SimpleNamespace(attributes={"MultiProcessorCount": 2}))
     monkeypatch.setitem(sys.modules, "cupy", fake)
-    monkeypatch.setattr(cuda, "_RAW_KERNELS", {})
+    monkeypatch.setattr(cuda_launch, "_RAW_KERNELS", {})
     _FakeRawKernel.launches = []
     return fake
 
 
 @pytest.mark.parametrize("tag", ["f64", "f32"])
 def test_cuda_launch_code_path_with_stand_in_cupy(gxx, fake_cupy, tag):
-    assert cuda.available() is None
+    assert cuda_launch.available() is None
     name = "three"
     spec = LoopSpec(("strided", "scalar", "contig"), "sum", partials=True, seed="array", tangents=True)
     no, ni = 9, 500
@@ -874,14 +875,14 @@ def test_cuda_launch_code_path_with_stand_in_cupy(gxx, fake_cupy, tag):
     ref, mag = reference(name, spec, data, no, ni)
     dt = np.float64 if tag == "f64" else np.float32
     mine = _map_arrays(data, lambda a: a.astype(dt))
-    cuda.launch(kmod_of(name), spec, tag, no, ni, mine["params"], acc=mine["acc"], seed=mine["seed"],
+    cuda_launch.launch(kmod_of(name), spec, tag, no, ni, mine["params"], acc=mine["acc"], seed=mine["seed"],
                 grads=mine["grads"], tangents=mine["tangents"], out_dot=mine["out_dot"])
-    assert_matches(_flat_outputs(mine), ref, mag, tag, "cuda.launch")
+    assert_matches(_flat_outputs(mine), ref, mag, tag, "cuda_launch.launch")
     driver = cuda.driver_name(kmod_of(name), spec, tag)
     # 4500 elements, block 256, at most 2 SMs * 8 blocks: the grid-stride loop wraps
     assert _FakeRawKernel.launches == [(driver, (16,), (256,)), (driver + "__finish", (1,), (1,))]
     with pytest.raises(TypeError, match="contiguous"):
-        cuda.launch(kmod_of(name), spec, tag, no, ni, mine["params"], acc=mine["acc"][::1].astype(np.int64),
+        cuda_launch.launch(kmod_of(name), spec, tag, no, ni, mine["params"], acc=mine["acc"][::1].astype(np.int64),
                     seed=mine["seed"], grads=mine["grads"], tangents=mine["tangents"], out_dot=mine["out_dot"])
 
 
@@ -1151,7 +1152,7 @@ def test_stateful_functions_through_the_passes(gxx):
 # a real device
 
 @pytest.mark.gpu
-@pytest.mark.skipif(cuda.available() is not None, reason=str(cuda.available()))
+@pytest.mark.skipif(cuda_launch.available() is not None, reason=str(cuda_launch.available()))
 @pytest.mark.parametrize("name", ["tanh", "three", "newton", "logic"])
 def test_launch_on_cupy_matches_numpy_reference(name):
     import cupy
@@ -1165,7 +1166,7 @@ def test_launch_on_cupy_matches_numpy_reference(name):
             ref, mag = reference(name, spec, data, no, ni)
             dt = np.float64 if tag == "f64" else np.float32
             dev = _map_arrays(data, lambda a: cupy.asarray(a.astype(dt)))
-            cuda.launch(kmod, spec, tag, no, ni, dev["params"], out=dev.get("out"), acc=dev.get("acc"),
+            cuda_launch.launch(kmod, spec, tag, no, ni, dev["params"], out=dev.get("out"), acc=dev.get("acc"),
                         seed=dev.get("seed"), grads=dev.get("grads"), tangents=dev.get("tangents"),
                         out_dot=dev.get("out_dot"))
             got = {k: cupy.asnumpy(v) for k, v in _flat_outputs(dev).items()}
@@ -1174,7 +1175,7 @@ def test_launch_on_cupy_matches_numpy_reference(name):
 
 
 @pytest.mark.gpu
-@pytest.mark.skipif(cuda.available() is not None, reason=str(cuda.available()))
+@pytest.mark.skipif(cuda_launch.available() is not None, reason=str(cuda_launch.available()))
 @pytest.mark.parametrize("name", SCAN_NAMES)
 def test_scan_launch_on_cupy_matches_run_scan(name):
     import cupy
@@ -1187,7 +1188,7 @@ def test_scan_launch_on_cupy_matches_run_scan(name):
             ref = scan_reference(kmod, spec, data, no, ni)
             dt = np.float64 if tag == "f64" else np.float32
             d = _map_arrays(data, lambda a: cupy.asarray(a.astype(dt)))
-            cuda.launch(kmod, spec, tag, no, ni, d["params"], out=d.get("out"), acc=d.get("acc"),
+            cuda_launch.launch(kmod, spec, tag, no, ni, d["params"], out=d.get("out"), acc=d.get("acc"),
                         seed=d.get("seed"), grads=d.get("grads"), state=d["state"], state_bar=d.get("state_bar"))
             got = {k: cupy.asnumpy(v) for k, v in _scan_outputs(d).items()}
             # the GPU contracts a * b + c into FMAs and has its own libm

@@ -19,8 +19,9 @@ import numpy as np
 import pytest
 
 import s2sad
-from s2sad import cuda_runtime, runtime
-from s2sad.codegen import cuda, cuda_host
+from s2sad import backends, runtime
+from s2sad.backends import cuda_host, cuda_launch
+from s2sad.codegen import cuda
 from s2sad.runtime import Kernel
 
 # ------------------------------------------------------------------------------------
@@ -131,7 +132,7 @@ def fake_cupy(monkeypatch):
         pytest.skip(cuda_host.available())
     cp = make_fake_cupy()
     monkeypatch.setitem(sys.modules, "cupy", cp)
-    monkeypatch.setattr(cuda, "_RAW_KERNELS", {})   # never hand a fake kernel to real cupy
+    monkeypatch.setattr(cuda_launch, "_RAW_KERNELS", {})   # never hand a fake kernel to real cupy
     FakeRawKernel.launches = []
     return cp
 
@@ -200,17 +201,17 @@ def gt_loss(x):
 
 def test_numpy_goes_to_llvm_without_importing_cupy(monkeypatch):
     monkeypatch.delitem(sys.modules, "cupy", raising=False)
-    assert runtime._backend_for("auto", [np.ones(3), 2.0]) == "llvm"
+    assert backends.backend_for("auto", [np.ones(3), 2.0]).name == "llvm"
     s2sad.grad(user_loss)(np.linspace(-1.0, 1.0, 7))
     assert "cupy" not in sys.modules
 
 
 def test_cupy_arrays_pick_the_cuda_backend(fake_cupy):
-    assert runtime._backend_for("auto", [dev(np.ones(3)), 2.0]) == "cuda"
-    assert runtime._backend_for("auto", [np.ones(3), dev(np.ones(3))]) == "cuda"
-    assert runtime._backend_for("auto", [np.ones(3)]) == "llvm"
-    assert runtime._backend_for("cuda", [np.ones(3)]) == "cuda"
-    assert cuda_runtime.is_cupy(dev([1.0])) and not cuda_runtime.is_cupy(np.ones(1))
+    assert backends.backend_for("auto", [dev(np.ones(3)), 2.0]).name == "cuda"
+    assert backends.backend_for("auto", [np.ones(3), dev(np.ones(3))]).name == "cuda"
+    assert backends.backend_for("auto", [np.ones(3)]).name == "llvm"
+    assert backends.backend_for("cuda", [np.ones(3)]).name == "cuda"
+    assert backends.is_cupy(dev([1.0])) and not backends.is_cupy(np.ones(1))
 
 
 def test_cupy_arrays_on_a_cpu_backend_are_refused_clearly(fake_cupy):
@@ -224,16 +225,16 @@ def test_cupy_arrays_on_a_cpu_backend_are_refused_clearly(fake_cupy):
 
 def test_without_cupy_backend_cuda_says_cupy_is_missing(monkeypatch):
     monkeypatch.setitem(sys.modules, "cupy", None)   # `import cupy` raises ImportError
-    assert "cupy" in cuda.available()
+    assert "cupy" in cuda_launch.available()
     for call in (lambda: s2sad.grad(user_loss, backend="cuda")(np.ones(4)),
                  lambda: s2sad.broadcast(user, np.ones(4), backend="cuda"),
-                 lambda: runtime._backend_for("cuda", [np.ones(2)])):
+                 lambda: backends.backend_for("cuda", [np.ones(2)])):
         with pytest.raises(s2sad.BackendUnavailableError, match="cupy is not installed") as e:
             call()
         assert isinstance(e.value, s2sad.S2SADError) and "backend='cuda'" in str(e.value)
 
 
-@pytest.mark.skipif(cuda.available() is None, reason="cupy and a device are here")
+@pytest.mark.skipif(cuda_launch.available() is None, reason="cupy and a device are here")
 def test_backend_cuda_unavailable_here():
     """This machine (CI) lacks cupy or a device: backend='cuda' says which."""
     with pytest.raises(s2sad.BackendUnavailableError, match="cupy|device"):
@@ -489,11 +490,11 @@ def test_drivers_are_lowered_once(fake_cupy, monkeypatch):
 
 
 def _device_reason():
-    return cuda.available() or ""
+    return cuda_launch.available() or ""
 
 
 @pytest.mark.gpu
-@pytest.mark.skipif(cuda.available() is not None, reason=_device_reason())
+@pytest.mark.skipif(cuda_launch.available() is not None, reason=_device_reason())
 @pytest.mark.parametrize("shapes", SHAPES, ids=lambda s: "x".join(map(str, s)))
 def test_gpu_runtime_entry_points(shapes):
     import cupy
@@ -526,7 +527,7 @@ def test_gpu_runtime_entry_points(shapes):
 
 
 @pytest.mark.gpu
-@pytest.mark.skipif(cuda.available() is not None, reason=_device_reason())
+@pytest.mark.skipif(cuda_launch.available() is not None, reason=_device_reason())
 def test_gpu_grad_and_scan_with_backend_cuda():
     global total
     x = X
@@ -591,7 +592,7 @@ def test_bench_gpu_measure_and_jax_fallback():
     assert len(calls) == 7 and 0 <= mn <= med
 
 
-@pytest.mark.skipif(cuda.available() is None, reason="a GPU is here: make gpu-check runs the benchmark")
+@pytest.mark.skipif(cuda_launch.available() is None, reason="a GPU is here: make gpu-check runs the benchmark")
 def test_bench_gpu_without_a_gpu_exits_cleanly(capsys):
     assert _bench_gpu().main([]) == 0
     assert "no GPU" in capsys.readouterr().out

@@ -595,7 +595,7 @@ def test_key_inside_the_cache_directory_is_refused(cache, monkeypatch):
 # the CUDA host emulation's libraries (loaded into the process like the cache's code)
 
 def test_cuda_host_directory_is_checked(tmp_path, monkeypatch):
-    from s2sad.codegen import cuda_host
+    from s2sad.backends import cuda_host
 
     shared = tmp_path / "shared"
     shared.mkdir()

@@ -517,7 +517,8 @@ def test_llvm_symbols_are_distinct(names):
 
 def test_cuda_c_compiles_and_agrees_on_user_names(names):
     cuda_tests = pytest.importorskip("test_cuda_backend")
-    from s2sad.codegen import cuda, cuda_host
+    from s2sad.backends import cuda_host
+    from s2sad.codegen import cuda
     from s2sad.frontend import parse_function
     from s2sad.kernel import LoopSpec
     from s2sad.passes.normalize import normalize

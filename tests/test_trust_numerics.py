@@ -17,7 +17,8 @@ import numpy as np
 import pytest
 
 import s2sad
-from s2sad.codegen import cuda, cuda_host
+from s2sad.backends import cuda_host
+from s2sad.codegen import cuda
 from s2sad.codegen import python as pyback
 from s2sad.errors import BackendUnavailableError
 from s2sad.kernel import LoopSpec

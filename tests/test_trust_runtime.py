@@ -364,7 +364,7 @@ def test_cuda_float32_sums_are_double_too():
     """The cuda driver's thread, block and per-block sums are double (cuda.ACC): run by
     the host emulation (g++), a float32 sum of 2e6 x 0.1 over 256 threads is at numpy's
     error (float32 thread sums were ~50 off)."""
-    from s2sad.codegen import cuda_host
+    from s2sad.backends import cuda_host
     from s2sad.kernel import LoopSpec
 
     if cuda_host.available() is not None:

@@ -43,6 +43,7 @@ import gast
 import numpy as np
 
 from .. import array_rules, column_products, gemm, reduce, runtime, smath
+from ..backends import backend_for
 from ..codegen.python import unparse
 from ..errors import NonScalarLossError, S2SADError, UnsupportedOperationError
 from ..frontend import location_of
@@ -800,7 +801,7 @@ class Generator:
     def kernels_text(self) -> str:
         return "\n\n".join(self.kernel_sources)
 
-    def namespace(self, backend: str, check_scalar) -> dict:
+    def namespace(self, backend, check_scalar) -> dict:
         ns = dict(array_rules.HELPERS)
         ns.update(self.p.bound)
         ns.update(self.ns)
@@ -864,7 +865,7 @@ def kernel_vjp(kernel, args, active, out_bar, backend="auto"):
     shapes = [np.shape(a) for a in args]
     shape = runtime.broadcast_shapes(*shapes)
     dtype = runtime.compute_dtype(args)
-    in_order = runtime._backend_for(backend, list(args)) in ("llvm", "python")
+    in_order = backend_for(backend, list(args)).ordered_sums
     mat = list(args)
     for a in active:
         i = kernel.params.index(a)

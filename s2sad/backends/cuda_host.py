@@ -16,9 +16,9 @@ kernel's parameters>)` that runs the kernel as a launch of `grid` x `block` thre
 - `atomicAdd` is a plain read-modify-write (one launch runs on one OS thread).
 Everything is deterministic for a given launch shape.
 
-`launch` has the signature and argument conventions of `cuda.launch` (numpy arrays in
+`launch` has the signature and argument conventions of `cuda_launch.launch` (numpy arrays in
 place of cupy arrays) plus an explicit `grid`/`block`, and goes through the same
-`cuda.execute` (launch configuration, partials buffer, finish kernel; for a `ScanSpec`,
+`cuda_launch.execute` (launch configuration, partials buffer, finish kernel; for a `ScanSpec`,
 the one-thread launch and the tape). `build` compiles
 many drivers into one shared library with a single g++ run; libraries are cached in a
 temporary directory keyed by the hash of their text.
@@ -40,7 +40,8 @@ import numpy as np
 
 from ..errors import BackendUnavailableError
 from ..kernel import KernelModule, LoopSpec, ScanSpec
-from . import cuda, objcache, safedir
+from ..codegen import cuda, objcache, safedir
+from . import cuda_launch
 
 SHIM = r"""// s2sad: host emulation of the CUDA subset used by generated kernels (g++ -std=c++17)
 #pragma once
@@ -308,7 +309,7 @@ def call(source: str, name: str, tag: str, grid: int, block: int,
                            f"(grid {grid}, block {block})")
 
 
-class _HostBackend:
+class _HostLauncher:
     def __init__(self, kmod: KernelModule, spec: LoopSpec | ScanSpec):
         self.kmod, self.spec = kmod, spec
 
@@ -337,12 +338,12 @@ def launch(kmod: KernelModule, spec: LoopSpec | ScanSpec, dtype: Any, n_outer: i
            grads: Sequence[Any] | None = None, tangents: Sequence[Any] | None = None,
            out_dot: Any = None, grid: int | None = None, block: int | None = None,
            state: Any = None, state_bar: Any = None) -> None:
-    """Run the driver (and its finish kernel) on numpy arrays on the CPU, as `cuda.launch`
+    """Run the driver (and its finish kernel) on numpy arrays on the CPU, as `cuda_launch.launch`
     runs it on cupy arrays; `grid`/`block` choose the emulated launch shape (block
-    defaults to 32 here, grid to what `cuda.launch_config` gives; a scan driver, with
+    defaults to 32 here, grid to what `cuda_launch.launch_config` gives; a scan driver, with
     `state`/`state_bar` as in `python.run_scan`, defaults to grid 1, block 1)."""
     if block is None and not isinstance(spec, ScanSpec):
         block = 32
-    cuda.execute(_HostBackend(kmod, spec), kmod, spec, dtype, n_outer, n_inner, params,
-                 out=out, acc=acc, seed=seed, grads=grads, tangents=tangents, out_dot=out_dot,
-                 grid=grid, block=block, state=state, state_bar=state_bar)
+    cuda_launch.execute(_HostLauncher(kmod, spec), kmod, spec, dtype, n_outer, n_inner, params,
+                        out=out, acc=acc, seed=seed, grads=grads, tangents=tangents, out_dot=out_dot,
+                        grid=grid, block=block, state=state, state_bar=state_bar)
