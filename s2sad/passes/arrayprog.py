@@ -26,7 +26,8 @@ Ops:
     "py"           plain Python/numpy with no derivative: shapes, `np.zeros`,
                    comparisons' consumers... (attrs["why"]: "nograd", or "unsupported"
                    with the function's label: an error if it reads a differentiated value)
-    array_rules.RULES names (matmul, sum, index, ...): a primitive with a VJP rule
+    an `array_prims` op (Reduce, Product, Index...): a primitive of that table, with
+                   its VJP; its static parameters are the op's fields (`params`)
 
 Free names holding arrays are data: read at call time, never differentiated. In-place
 updates (`x[0] = ...`, and `x += ...` where x may share memory with another name) are
@@ -44,7 +45,8 @@ from typing import Any
 import gast
 import numpy as np
 
-from .. import array_rules
+from .. import array_prims, array_rules
+from ..array_prims import Index, Join, Prim, PrimOp, Product, Reduce, Transpose
 from ..errors import FreeVariableError, S2SADError, UnsupportedOperationError, UnsupportedSyntaxError
 from ..defaults import DefaultValues, bind_call
 from ..frontend import MISSING, ParsedFunction, Resolver, attribute_value, classify, location_of, parse_function
@@ -81,15 +83,19 @@ class Ctx:
 @dataclass
 class ArrayStmt:
     target: str | None
-    op: str
+    op: Any                          # an array_prims op, or "kernel" / "kernel_sum" / "py" / "ew"
     args: list                       # operands (SSA names or Const) derivatives flow through
     node: Any                        # the user's expression (errors) ...
     stmt: Any = None                 # ... and statement (`# Grad of:` comments)
     ctx: Ctx | None = None
     forward: Any = None              # gast expression computing target, in SSA names
-    params: dict = field(default_factory=dict)   # static parameter -> gast expression
     reads: set = field(default_factory=set)      # SSA names read besides args
     attrs: dict = field(default_factory=dict)
+
+    @property
+    def params(self) -> dict:
+        """The primitive's static parameters present (name -> gast expression)."""
+        return self.op.statics() if isinstance(self.op, PrimOp) else {}
 
 
 @dataclass
@@ -216,12 +222,6 @@ def _np_funcs(*names):
     return {getattr(np, n) for n in names if hasattr(np, n)}
 
 
-REDUCTION_FUNCS = {}
-for _n, _k in [("sum", "sum"), ("mean", "mean"), ("max", "max"), ("amax", "max"), ("min", "min"),
-               ("amin", "min"), ("prod", "prod")]:
-    if hasattr(np, _n):
-        REDUCTION_FUNCS[getattr(np, _n)] = _k
-RESHAPE_FUNCS = _np_funcs("reshape", "ravel", "squeeze", "expand_dims", "atleast_1d", "atleast_2d")
 # functions whose value does not depend differentiably on their inputs: evaluated as is
 NOGRAD_FUNCS = _np_funcs(
     "zeros", "ones", "full", "empty", "zeros_like", "ones_like", "full_like", "empty_like", "arange",
@@ -232,12 +232,7 @@ NOGRAD_FUNCS = _np_funcs(
 FRESH_NOGRAD = _np_funcs("zeros", "ones", "full", "empty", "zeros_like", "ones_like", "full_like",
                          "empty_like", "arange", "linspace", "eye", "identity")
 SCALAR_NOGRAD = {len} | _np_funcs("size", "ndim")
-REDUCE_METHODS = {"sum": "sum", "mean": "mean", "max": "max", "min": "min", "prod": "prod"}
 NOGRAD_ATTRS = {"shape", "ndim", "size", "dtype", "itemsize", "nbytes"}
-_SIGS = {  # positional parameters after the array, for static arguments
-    "sum": ("axis",), "mean": ("axis",), "max": ("axis",), "min": ("axis",), "prod": ("axis",),
-    "repeat": ("repeats", "axis"), "tile": ("reps",), "concatenate": ("axis",), "stack": ("axis",),
-}
 _RULE_TAIL = ("lambda g, out, x: ...) (one function per argument, returning the adjoint of that "
               "argument), or write the computation with supported numpy operations.")
 
@@ -678,7 +673,7 @@ class Builder:
         if isinstance(e, gast.BinOp) and isinstance(e.op, gast.MatMult):
             a, b = self.array(e.left, scope), self.array(e.right, scope)
             fwd = gast.BinOp(left=_n(a), op=gast.MatMult(), right=_n(b))
-            return self.emit("matmul", [a, b], e, scope, want, forward=fwd)
+            return self.emit_prim(array_prims.PRIMS["matmul"], "matmul", [a, b], {}, e, scope, want, fwd, set())
         if isinstance(e, gast.Subscript):
             return self.subscript(e, scope, want)
         if isinstance(e, gast.Attribute):
@@ -1026,9 +1021,7 @@ class Builder:
         fwd = gast.Subscript(value=_n(x), slice=idx, ctx=gast.Load())
         s_ = gast.Subscript(value=gast.Attribute(value=_n("np"), attr="s_", ctx=gast.Load()), slice=copy.deepcopy(idx),
                             ctx=gast.Load())
-        t = self.emit("index", [x], e, scope, want, forward=fwd, params={"index": s_}, reads=reads)
-        self.aliased.add(x) if isinstance(x, str) else None
-        return t
+        return self.emit_prim(array_prims.PRIMS["index"], "index", [x], {"index": s_}, e, scope, want, fwd, reads)
 
     def index_trick(self, e: gast.Subscript, scope: Scope) -> str | None:
         """"r_" or "c_" when `e` is np.r_[...] or np.c_[...] (by the object, not the name)."""
@@ -1056,9 +1049,7 @@ class Builder:
         pieces = gast.Tuple(elts=[_n(x) for x in xs], ctx=gast.Load()) if len(xs) > 1 else _n(xs[0])
         fwd = gast.Subscript(value=gast.Attribute(value=_n("np"), attr=op, ctx=gast.Load()), slice=pieces,
                              ctx=gast.Load())
-        t = self.emit(op, xs, e, scope, want, forward=fwd)
-        self.fresh.add(t)
-        return t
+        return self.emit_prim(array_prims.PRIMS[op], op, xs, {}, e, scope, want, fwd, set())
 
     def attribute(self, e: gast.Attribute, scope: Scope, want=None):
         root = _root_name(e)
@@ -1075,9 +1066,7 @@ class Builder:
         x = self.array(e.value, scope)
         if e.attr == "T":
             fwd = gast.Attribute(value=_n(x), attr="T", ctx=gast.Load())
-            t = self.emit("transpose", [x], e, scope, want, forward=fwd)
-            self.aliased.add(x) if isinstance(x, str) else None
-            return t
+            return self.emit_prim(array_prims.PRIMS["transpose"], "T", [x], {}, e, scope, want, fwd, set())
         if e.attr in NOGRAD_ATTRS:
             fwd = gast.Attribute(value=_n(x), attr=e.attr, ctx=gast.Load())
             t = self.py_stmt(fwd, [x], set(), e, scope, want, "nograd")
@@ -1121,68 +1110,10 @@ class Builder:
         # a known Python object
         if value is sum:
             return self.builtin_sum(e, scope, want)
-        if value in REDUCTION_FUNCS:
-            return self.reduction(REDUCTION_FUNCS[value], e.args[0] if e.args else None, e.args[1:], e.keywords,
-                                  e, scope, want, func=e.func)
-        if value in (np.matmul, np.dot, np.outer):
-            if len(e.args) != 2 or e.keywords:
-                raise _unsupported(label, self.loc(ctx, e), "takes two arrays here (no keyword arguments)")
-            a, b = self.array(e.args[0], scope), self.array(e.args[1], scope)
-            fwd = gast.Call(func=self.rename(e.func, scope, set()), args=[_n(a), _n(b)], keywords=[])
-            op = {np.matmul: "matmul", np.dot: "dot", np.outer: "outer"}[value]
-            return self.emit(op, [a, b], e, scope, want, forward=fwd)
-        if value is np.transpose:
-            x = self.array(e.args[0], scope)
-            p, reads = self.statics(e.args[1:], e.keywords, ("axes",), scope, e)
-            fwd = self.rebuild(e, scope, [x], p)
-            t = self.emit("transpose", [x], e, scope, want, forward=fwd, params=_pick(p, "axes"), reads=reads)
-            self.aliased.add(x) if isinstance(x, str) else None
-            return t
-        if value in RESHAPE_FUNCS:
-            x = self.array(e.args[0], scope)
-            p, reads = self.statics(e.args[1:], e.keywords, ("a1", "a2", "a3"), scope, e)
-            fwd = self.rebuild(e, scope, [x], p)
-            t = self.emit("reshape", [x], e, scope, want, forward=fwd, reads=reads)
-            self.aliased.add(x) if isinstance(x, str) else None
-            return t
-        if value in (np.repeat, np.tile):
-            opn = "repeat" if value is np.repeat else "tile"
-            x = self.array(e.args[0], scope)
-            p, reads = self.statics(e.args[1:], e.keywords, _SIGS[opn], scope, e)
-            fwd = self.rebuild(e, scope, [x], p)
-            t = self.emit(opn, [x], e, scope, want, forward=fwd, params=p, reads=reads)
-            self.fresh.add(t)
-            return t
-        if value in (np.concatenate, np.stack) or (value in (np.array, np.asarray) and e.args
-                                                   and isinstance(e.args[0], (gast.List, gast.Tuple))):
-            opn = "concatenate" if value is np.concatenate else "stack"
-            seq = e.args[0] if e.args else None
-            if not isinstance(seq, (gast.List, gast.Tuple)):
-                raise _unsupported(label, self.loc(ctx, e), "needs a literal list of arrays here, "
-                                   "[a, b, ...], to be differentiated")
-            xs = [self.array(x, scope) for x in seq.elts]
-            if value in (np.array, np.asarray):
-                if len(e.args) > 1 or e.keywords:
-                    raise _unsupported(label, self.loc(ctx, e), "takes one list of values here")
-                p, reads = {}, set()
-            else:
-                p, reads = self.statics(e.args[1:], e.keywords, _SIGS[opn], scope, e)
-            seq2 = type(seq)(elts=[_n(x) for x in xs], ctx=gast.Load())
-            fwd = gast.Call(func=self.rename(e.func, scope, set()), args=[seq2] + [p[k] for k in _SIGS[opn]
-                                                                                  if k in p and False],
-                            keywords=[gast.keyword(arg=k, value=v) for k, v in p.items()])
-            t = self.emit(opn, xs, e, scope, want, forward=fwd, params=p, reads=reads)
-            self.fresh.add(t)
-            return t
-        if value in (np.copy, np.array, np.asarray) and len(e.args) == 1 and not e.keywords:
-            x = self.array(e.args[0], scope)
-            fwd = gast.Call(func=self.rename(e.func, scope, set()), args=[_n(x)], keywords=[])
-            t = self.emit("copy", [x], e, scope, want, forward=fwd)
-            if value is not np.asarray:
-                self.fresh.add(t)
-            else:
-                self.aliased.add(x) if isinstance(x, str) else None
-            return t
+        for prim in array_prims.for_function(value):
+            t = self.prim_call(prim, value, e, scope, want)
+            if t is not None:
+                return t
         vjps = array_rules.user_vjp(value)
         if vjps is not None:
             xs = [self.array(a, scope) for a in e.args]
@@ -1191,9 +1122,8 @@ class Builder:
                                    "(s2sad.defvjp) takes positional arguments")
             vname = self.bind_value(vjps, label.replace(".", "_") + "_vjp")
             fwd = gast.Call(func=self.rename(e.func, scope, set()), args=[_n(x) for x in xs], keywords=[])
-            t = self.emit("user", xs, e, scope, want, forward=fwd, params={"vjp": _n(vname)})
-            self.fresh.add(t)
-            return t
+            return self.emit_prim(array_prims.PRIMS["user"], "user", xs, {"vjp": _n(vname)}, e, scope, want, fwd,
+                                  set())
         if value in NOGRAD_FUNCS or value is isinstance:
             fwd, reads = self.plain_call(e, scope)
             t = self.py_stmt(fwd, sorted(reads), set(), e, scope, want, "nograd", label,
@@ -1232,52 +1162,21 @@ class Builder:
         f = e.func
         m = f.attr
         ctx = scope.ctx
-        if m in REDUCE_METHODS:
-            return self.reduction(REDUCE_METHODS[m], f.value, e.args, e.keywords, e, scope, want, method=True)
+        prim = array_prims.for_method(m)
+        if prim is not None and prim.keywords is not None:
+            return self.reduction(prim, f.value, e.args, e.keywords, e, scope, want, method=True)
         x = self.array(f.value, scope)
-        if m in ("reshape", "ravel", "flatten", "squeeze"):
-            p, reads = self.statics(e.args, e.keywords, ("a1", "a2", "a3", "a4"), scope, e)
-            fwd = self.rebuild_method(e, x, p)
-            t = self.emit("reshape", [x], e, scope, want, forward=fwd, reads=reads)
-            if m == "flatten":
-                self.fresh.add(t)
-            else:
-                self.aliased.add(x) if isinstance(x, str) else None
-            return t
-        if m == "transpose":
-            p, reads = self.statics(e.args, e.keywords, ("a1", "a2", "a3", "a4"), scope, e)
-            fwd = self.rebuild_method(e, x, p)
-            params = {}
-            if e.args:
-                axes = [p[k] for k in ("a1", "a2", "a3", "a4") if k in p]
-                params["axes"] = axes[0] if len(axes) == 1 else gast.Tuple(elts=axes, ctx=gast.Load())
-            t = self.emit("transpose", [x], e, scope, want, forward=fwd, params=params, reads=reads)
-            self.aliased.add(x) if isinstance(x, str) else None
-            return t
-        if m == "dot":
-            b = self.array(e.args[0], scope)
-            fwd = gast.Call(func=gast.Attribute(value=_n(x), attr="dot", ctx=gast.Load()), args=[_n(b)], keywords=[])
-            return self.emit("dot", [x, b], e, scope, want, forward=fwd)
-        if m == "copy" and not e.args:
-            fwd = self.rebuild_method(e, x, {})
-            t = self.emit("copy", [x], e, scope, want, forward=fwd)
-            self.fresh.add(t)
-            return t
+        if prim is not None:
+            t = self.prim_method(prim, m, x, e, scope, want)
+            if t is not None:
+                return t
         if m == "astype" and len(e.args) == 1:
             dt = attribute_value(ctx.resolver, e.args[0]) if isinstance(e.args[0], (gast.Name, gast.Attribute)) \
                 else MISSING
-            if dt in (float, np.float64, np.float32):
+            if dt in (float, np.float64, np.float32):    # a copy, as floats
                 p, reads = self.statics(e.args, e.keywords, ("dtype",), scope, e)
                 fwd = self.rebuild_method(e, x, p)
-                t = self.emit("copy", [x], e, scope, want, forward=fwd, reads=reads)
-                self.fresh.add(t)
-                return t
-        if m == "repeat":
-            p, reads = self.statics(e.args, e.keywords, _SIGS["repeat"], scope, e)
-            fwd = self.rebuild_method(e, x, p)
-            t = self.emit("repeat", [x], e, scope, want, forward=fwd, params=p, reads=reads)
-            self.fresh.add(t)
-            return t
+                return self.emit_prim(array_prims.PRIMS["copy"], m, [x], {}, e, scope, want, fwd, reads)
         args = [self.array(a, scope) for a in e.args]
         kws, reads = [], set()
         for k in e.keywords:
@@ -1315,29 +1214,19 @@ class Builder:
         return gast.Call(func=gast.Attribute(value=_n(x), attr=e.func.attr, ctx=gast.Load()),
                          args=[p[k] for k in pos], keywords=[gast.keyword(arg=k, value=p[k]) for k in p if k in kwnames])
 
-    def reduction(self, kind, xe, args, keywords, e, scope: Scope, want=None, method=False, func=None):
+    def reduction(self, prim: Prim, xe, args, keywords, e, scope: Scope, want=None, method=False):
         ctx = scope.ctx
         label = _src(e.func)
         if xe is None:
             raise _unsupported(label, self.loc(ctx, e), "needs an array")
         for k in keywords:
-            if k.arg not in ("axis", "keepdims"):
+            if k.arg not in prim.keywords:
                 raise _unsupported(label, self.loc(ctx, e), f"is called with '{k.arg}=', which s2sad does not "
                                    "differentiate (only axis= and keepdims=)")
         x = self.array(xe, scope)
-        p, reads = self.statics(args, keywords, ("axis",), scope, e)
-        if method:
-            fwd = self.rebuild_method(e, x, p)
-        else:
-            fwd = self.rebuild(e, scope, [x], p)
-        full = "axis" not in p or (isinstance(p["axis"], gast.Constant) and p["axis"].value is None)
-        keep = "keepdims" in p and not (isinstance(p["keepdims"], gast.Constant) and p["keepdims"].value is False)
-        t = self.emit(kind, [x], e, scope, want, forward=fwd, params=p, reads=reads,
-                      attrs={"full": full and not keep})
-        self.fresh.add(t)
-        if full and not keep:
-            self.scalar.add(t)
-        return t
+        p, reads = self.statics(args, keywords, prim.statics, scope, e)
+        fwd = self.rebuild_method(e, x, p) if method else self.rebuild(e, scope, [x], p)
+        return self.emit_prim(prim, prim.name, [x], p, e, scope, want, fwd, reads)
 
     def builtin_sum(self, e, scope: Scope, want=None):
         """Python's sum over an array sums its first axis; over an elementwise sequence
@@ -1348,17 +1237,92 @@ class Builder:
         seq = self.is_elementwise_sequence(a, scope) or (isinstance(a, gast.Call) and self.is_elementwise(a, scope)
                                                           and self.is_elementwise_sequence(a.args[0], scope))
         x = self.array(a, scope)
-        if seq:
-            fwd = gast.Call(func=gast.Attribute(value=_n("np"), attr="sum", ctx=gast.Load()), args=[_n(x)], keywords=[])
-            t = self.emit("sum", [x], e, scope, want, forward=fwd, attrs={"full": True})
+        p = {} if seq else {"axis": gast.Constant(value=0, kind=None)}
+        fwd = gast.Call(func=gast.Attribute(value=_n("np"), attr="sum", ctx=gast.Load()), args=[_n(x)],
+                        keywords=[gast.keyword(arg=k, value=v) for k, v in p.items()])
+        return self.emit_prim(array_prims.PRIMS["sum"], "sum", [x], p, e, scope, want, fwd, set())
+
+    # -------------------------------------------------------------- primitives (array_prims)
+
+    def emit_prim(self, prim: Prim, spelling: str, xs: list, p: dict, e, scope: Scope, want, fwd, reads) -> str:
+        """One primitive's statement: its typed op from the static parameters `p`; the
+        result noted as new memory or a view of its operands (in-place updates), and as
+        a known scalar when it reduces everything."""
+        op = prim.op(**p)
+        t = self.emit(op, xs, e, scope, want, forward=fwd, reads=reads)
+        kind = prim.result_of(spelling)
+        if kind == "fresh":
+            self.fresh.add(t)
+        elif kind == "view":
+            self.aliased.update(x for x in xs if isinstance(x, str))
+        if isinstance(op, Reduce) and op.full:
             self.scalar.add(t)
-        else:
-            fwd = gast.Call(func=gast.Attribute(value=_n("np"), attr="sum", ctx=gast.Load()), args=[_n(x)],
-                            keywords=[gast.keyword(arg="axis", value=gast.Constant(value=0, kind=None))])
-            t = self.emit("sum", [x], e, scope, want, forward=fwd, params={"axis": gast.Constant(value=0, kind=None)},
-                          attrs={"full": False})
-        self.fresh.add(t)
         return t
+
+    def prim_call(self, prim: Prim, value, e: gast.Call, scope: Scope, want=None) -> str | None:
+        """A call of a function the table knows, read as its entry's form says; None
+        when the call does not have that form (another reading may take it)."""
+        label = _src(e.func)
+        loc = self.loc(scope.ctx, e)
+        spelling = getattr(value, "__name__", label)
+        if prim.form == "binary":
+            if len(e.args) != 2 or e.keywords:
+                raise _unsupported(label, loc, "takes two arrays here (no keyword arguments)")
+            xs = [self.array(e.args[0], scope), self.array(e.args[1], scope)]
+            fwd = gast.Call(func=self.rename(e.func, scope, set()), args=[_n(x) for x in xs], keywords=[])
+            return self.emit_prim(prim, spelling, xs, {}, e, scope, want, fwd, set())
+        if prim.form == "sequence":
+            return self.sequence_call(prim, value, e, scope, want)
+        if prim.form == "copy":
+            if len(e.args) != 1 or e.keywords:
+                return None
+            x = self.array(e.args[0], scope)
+            fwd = gast.Call(func=self.rename(e.func, scope, set()), args=[_n(x)], keywords=[])
+            return self.emit_prim(prim, spelling, [x], {}, e, scope, want, fwd, set())
+        if prim.keywords is not None:
+            return self.reduction(prim, e.args[0] if e.args else None, e.args[1:], e.keywords, e, scope, want)
+        if not e.args:
+            raise _unsupported(label, loc, "needs an array")
+        x = self.array(e.args[0], scope)
+        p, reads = self.statics(e.args[1:], e.keywords, prim.statics, scope, e)
+        return self.emit_prim(prim, spelling, [x], p, e, scope, want, self.rebuild(e, scope, [x], p), reads)
+
+    def sequence_call(self, prim: Prim, value, e: gast.Call, scope: Scope, want=None) -> str | None:
+        """np.concatenate([a, b], axis), np.stack(...), and np.array([a, b]) (a spelling
+        in `literal_funcs`: one literal list, nothing else; not a join otherwise)."""
+        label = _src(e.func)
+        literal = any(value is f for f in prim.literal_funcs)
+        seq = e.args[0] if e.args else None
+        if not isinstance(seq, (gast.List, gast.Tuple)):
+            if literal:
+                return None
+            raise _unsupported(label, self.loc(scope.ctx, e), "needs a literal list of arrays here, "
+                               "[a, b, ...], to be differentiated")
+        xs = [self.array(x, scope) for x in seq.elts]
+        if literal:
+            if len(e.args) > 1 or e.keywords:
+                raise _unsupported(label, self.loc(scope.ctx, e), "takes one list of values here")
+            p, reads = {}, set()
+        else:
+            p, reads = self.statics(e.args[1:], e.keywords, prim.statics, scope, e)
+        seq2 = type(seq)(elts=[_n(x) for x in xs], ctx=gast.Load())
+        fwd = gast.Call(func=self.rename(e.func, scope, set()), args=[seq2],
+                        keywords=[gast.keyword(arg=k, value=v) for k, v in p.items()])
+        return self.emit_prim(prim, getattr(value, "__name__", label), xs, p, e, scope, want, fwd, reads)
+
+    def prim_method(self, prim: Prim, m: str, x, e: gast.Call, scope: Scope, want=None) -> str | None:
+        """x.<m>(...) for a method the table knows (reductions are read before x)."""
+        if prim.form == "binary":       # x.dot(b)
+            b = self.array(e.args[0], scope)
+            fwd = gast.Call(func=gast.Attribute(value=_n(x), attr=m, ctx=gast.Load()), args=[_n(b)], keywords=[])
+            return self.emit_prim(prim, m, [x, b], {}, e, scope, want, fwd, set())
+        if prim.form == "copy":
+            if e.args:
+                return None
+            return self.emit_prim(prim, m, [x], {}, e, scope, want, self.rebuild_method(e, x, {}), set())
+        names = prim.method_statics if prim.method_statics is not None else prim.statics
+        p, reads = self.statics(e.args, e.keywords, names, scope, e)
+        return self.emit_prim(prim, m, [x], p, e, scope, want, self.rebuild_method(e, x, p), reads)
 
     # -------------------------------------------------------------- inlining
 
@@ -1538,10 +1502,6 @@ def _simple(e) -> bool:
     return False
 
 
-def _pick(p: dict, *names):
-    return {k: v for k, v in p.items() if k in names}
-
-
 def _bind_template(expr, ctx: Ctx, prelude_names: set, bindings: dict):
     """Calls of global functions -> names bound to the function objects, free numbers ->
     constants: the template then means the same in any kernel it is fused into."""
@@ -1718,8 +1678,8 @@ def fuse(prog: ArrayProgram, b: Builder):
             root = r[-1]
             us = uses.get(root.target, [])
             red = None
-            if len(us) == 1 and isinstance(us[0], ArrayStmt) and us[0].op in ("sum", "mean") \
-                    and us[0].attrs.get("full") and us[0].args == [root.target] and any(us[0] is s for s in body) \
+            if len(us) == 1 and isinstance(us[0], ArrayStmt) and isinstance(us[0].op, Reduce) \
+                    and us[0].op.kind in ("sum", "mean") and us[0].op.full and us[0].args == [root.target] and any(us[0] is s for s in body) \
                     and root.target not in prog.known_scalar:
                 red = us[0]
             kst, extra = make_kernel(prog, b, r, red)
@@ -1773,7 +1733,7 @@ def make_kernel(prog: ArrayProgram, b: Builder, region: list, red) -> tuple[Arra
         else:
             body.append(gast.Assign(targets=[name(s.target, gast.Store())], value=e, type_comment=None))
     target = red.target if red is not None else root.target
-    base = target.lstrip("_") if not target.lstrip("_").isdigit() else (red.op if red is not None else "ew")
+    base = target.lstrip("_") if not target.lstrip("_").isdigit() else (red.op.kind if red is not None else "ew")
     kname = b.namer.fresh(f"{prog.name}__{base}")
     fn = function_def(kname, list(inputs), body)
     gast.copy_location(fn, root.node)
@@ -1808,8 +1768,7 @@ def make_kernel(prog: ArrayProgram, b: Builder, region: list, red) -> tuple[Arra
             fwd = gast.Subscript(value=_n(base), slice=idx, ctx=gast.Load())
             s_ = gast.Subscript(value=gast.Attribute(value=_n("np"), attr="s_", ctx=gast.Load()),
                                 slice=copy.deepcopy(idx), ctx=gast.Load())
-            extra.append(ArrayStmt(t, "index", [base], root.node, root.stmt, root.ctx, forward=fwd,
-                                   params={"index": s_}, attrs={"capture": c}))
+            extra.append(ArrayStmt(t, Index(s_, capture=c), [base], root.node, root.stmt, root.ctx, forward=fwd))
             kin.append(t)
         else:
             kin.append(p)
@@ -1830,7 +1789,7 @@ def make_kernel(prog: ArrayProgram, b: Builder, region: list, red) -> tuple[Arra
     st = ArrayStmt(target, op, [a for a in kin], root.node if red is None else red.node,
                    root.stmt if red is None else red.stmt, root.ctx,
                    attrs={"kernel": kernel, "inputs": kin, "region": region, "scalar": scalar,
-                          "reduction": red.op if red is not None else None})
+                          "reduction": red.op.kind if red is not None else None})
     if scalar:
         prog.known_scalar.add(target)
     prog.kernels.append(KernelInfo(kernel.name, kernel, st, lines, sites))

@@ -22,7 +22,8 @@ followed by the source of every kernel it calls (as comments name them).
   same seed and sum back to each input's shape with the same `unbroadcast`, so they
   give identical results. Kernels whose inputs are all known scalars run as plain
   Python calls of the kernel's python form (its dual gives the partials).
-- Other primitives take their adjoint text from `array_rules.RULES`.
+- Other primitives print their forward line and take their adjoint text from their
+  `array_prims` entry.
 - `for` loops push what their reverse needs (found by reading the reverse body's
   source) on a Python list, the tape, one tuple per iteration; the reverse loop walks
   the tape backwards. `if` statements branch on the same (saved) condition.
@@ -42,7 +43,8 @@ from typing import Any
 import gast
 import numpy as np
 
-from .. import array_rules, column_products, gemm, reduce, runtime, smath
+from .. import array_prims, array_rules, column_products, gemm, reduce, runtime, smath
+from ..array_prims import PrimOp, Product, Reduce
 from ..codegen.python import unparse
 from ..errors import NonScalarLossError, S2SADError, UnsupportedOperationError
 from ..frontend import location_of
@@ -160,7 +162,7 @@ class Generator:
                 for m in body[j + 1:]:
                     if not (isinstance(m, ArrayStmt) and m.args and m.args[0] == st.target):
                         continue
-                    if (m.op in ("matmul", "dot") and m.args.count(st.target) == 1 and not m.params
+                    if (isinstance(m.op, Product) and m.op.kind in ("matmul", "dot") and m.args.count(st.target) == 1 and not m.params
                             and mode == "recompute"):
                         self.matmul_of[id(st)], self.kernel_of[id(m)] = m, st
                     elif row_reduction(m) is not None and "has a loop" not in why:
@@ -337,22 +339,16 @@ class Generator:
                 out.append(f"{ind}# {unparse(st.forward)} in {h}'s kernel: {h} is not formed (None) where that "
                            f"pass sums its rows")
                 out.append(f"{ind}{t}, {h} = kernel_rowsum({kn}, {ins}, {_tuple([repr(p) for _, p, _ in act])}, "
-                           f"{rows[0]}, {rows[1]}, {st.op == 'mean'}, {mode!r})")
+                           f"{rows[0]}, {rows[1]}, {st.op.kind == 'mean'}, {mode!r})")
             else:
                 w = _text(st.args[1])
                 out.append(f"{ind}# {h} @ {w} in the pass of {h}'s kernel; {h} is not formed (None) where {w} is "
                            f"one column")
                 out.append(f"{ind}{t}, {h} = kernel_matmul({kn}, {ins}, {w})")
             return
-        if st.op in ("matmul", "dot"):   # s2sad.gemm: its own product for thin operands, else numpy's
-            out.append(f"{ind}{t} = {st.op}({_text(st.args[0])}, {_text(st.args[1])})")
-            return
-        if st.op in ("sum", "mean", "max", "min") and "axis" in st.params and not _is_none(st.params["axis"]):
-            # s2sad.reduce: numpy's bits, in a compiled loop where numpy's is slow (short rows)
-            kw = "".join(f", {k}={unparse(v)}" for k, v in st.params.items() if k in ("axis", "keepdims"))
-            out.append(f"{ind}{t} = reduce_{st.op}({_text(st.args[0])}{kw})")
-            return
-        out.append(f"{ind}{t} = {unparse(st.forward)}")
+        prim = array_prims.of(st.op)
+        line = prim.forward([_text(a) for a in st.args], _param_texts(st)) if prim and prim.forward else None
+        out.append(f"{ind}{t} = {line if line is not None else unparse(st.forward)}")
 
     def _bind_fn(self, name: str, fn) -> str:
         if self.ns.get(name) is fn:
@@ -574,12 +570,13 @@ class Generator:
         if id(st) in self.kernel_of:
             self.reverse_kernel_matmul(st, g, ind, out, init)
             return
-        rule = array_rules.RULES.get(st.op)
+        rule = array_prims.of(st.op)
         if rule is None:
-            raise UnsupportedOperationError(f"no reverse-mode rule for '{st.op}'", location_of(st.ctx.filename, st.node),
-                                            hint=register_hint(st.attrs.get("label") or st.op))
+            what = st.attrs.get("label") or st.op
+            raise UnsupportedOperationError(f"no reverse-mode rule for '{what}'", location_of(st.ctx.filename, st.node),
+                                            hint=register_hint(what))
         args = [_text(a) for a in st.args]
-        params = {k: unparse(v) for k, v in st.params.items()}
+        params = _param_texts(st)
         for i, a in enumerate(st.args):
             if self.is_active(a):
                 if rule.factors is not None and self.seeds_pullback_only(a, st):
@@ -631,7 +628,7 @@ class Generator:
         # the gradients come back in their arguments' shapes
         if rows:
             call = (f"kernel_rowsum_vjp({self.kernel_name(ks)}, {ins}, {active}, {rows[0]}, {rows[1]}, "
-                    f"{st.op == 'mean'}, ")
+                    f"{st.op.kind == 'mean'}, ")
         else:
             call = f"kernel_matmul_vjp({self.kernel_name(ks)}, {ins}, {active}, {_text(w)}, {w_grad}, "
         self.contribute_call(names, f"{call}{g}, {ks.target})", ind, out, init)
@@ -827,14 +824,15 @@ class Generator:
 
 # ------------------------------------------------------------------ runtime helpers
 
-def _is_none(e) -> bool:
-    return isinstance(e, gast.Constant) and e.value is None
+def _param_texts(st: ArrayStmt) -> dict[str, str]:
+    """A primitive's static parameters as source text, by name."""
+    return {k: unparse(v) for k, v in st.params.items()}
 
 
 def row_reduction(st) -> tuple[int, bool] | None:
     """(axis, keepdims) of a sum or mean along the last axis of a 2-D array (axis 1 or
     -1, written as a constant; keepdims a constant or absent), else None."""
-    if not isinstance(st, ArrayStmt) or st.op not in ("sum", "mean") or set(st.params) - {"axis", "keepdims"}:
+    if not isinstance(st, ArrayStmt) or not isinstance(st.op, Reduce) or st.op.kind not in ("sum", "mean"):
         return None
     axis, keep = st.params.get("axis"), st.params.get("keepdims", gast.Constant(value=False, kind=None))
     if isinstance(axis, gast.UnaryOp) and isinstance(axis.op, gast.USub) and isinstance(axis.operand, gast.Constant) \
@@ -1105,10 +1103,10 @@ class ArrayCompiled:
                      + (f", {nifs} branch(es)" if nifs else "")
                      + f"; differentiated w.r.t. {', '.join(prog.params[i] for i in argnums)}")
         for st in stmts:
-            if isinstance(st, ArrayStmt) and st.op not in ("kernel", "kernel_sum", "py"):
+            if isinstance(st, ArrayStmt) and isinstance(st.op, PrimOp):
                 loc = _short(location_of(st.ctx.filename, st.node))
                 what = "no adjoint needed (not differentiated)" if not gen.is_active(st.target) else \
-                    f"rule {st.op} (s2sad.array_rules)"
+                    f"rule {st.op.name} (s2sad.array_prims)"
                 if id(st) in gen.kernel_of and row_reduction(st) is not None:
                     what = (f"taken with {st.args[0]}'s kernel (kernel_rowsum: {st.args[0]} is not formed "
                             f"where the rows are summed in its pass); its adjoint and that kernel's in one call")
@@ -1116,13 +1114,13 @@ class ArrayCompiled:
                     what = (f"taken in the pass of {st.args[0]}'s kernel (column_products.kernel_matmul: {st.args[0]} is not "
                             f"formed where {_text(st.args[1])} is one column); its adjoint and that kernel's in one "
                             f"pass")
-                rule = array_rules.RULES.get(st.op)
+                rule = array_prims.of(st.op)
                 seeds = [a for a in st.args if gen.is_active(a) and gen.is_active(st.target)
                          and rule is not None and rule.factors is not None and gen.seeds_pullback_only(a, st)]
                 if seeds:
                     what += (f"; the adjoint of {', '.join(seeds)} seeds its kernel's pullback only, as two factors "
                              f"where it is an outer product")
-                if st.op in ("matmul", "dot") and id(st) not in gen.kernel_of:
+                if isinstance(st.op, Product) and st.op.kind in ("matmul", "dot") and id(st) not in gen.kernel_of:
                     what += "; the product by s2sad.gemm (its own loop where the right operand is thin, else numpy's)"
                 lines.append(f"  {loc}: {unparse(st.forward)} -> {what}")
             elif isinstance(st, ArrayStmt) and st.op == "py":
