@@ -18,7 +18,8 @@ import pytest
 import s2sad
 from s2sad import array_prims
 from s2sad.frontend import parse_function
-from s2sad.passes.arrayprog import ArrayStmt, build_program, walk_stmts
+from s2sad.passes.arrayir import ArrayStmt, walk_stmts
+from s2sad.passes.arrayprog import build_program
 
 from conftest import central_fd
 

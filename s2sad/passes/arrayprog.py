@@ -7,27 +7,16 @@ and module-level helper functions (inlined), and elementwise code (arithmetic,
 ufuncs, `np.where`/`np.clip`/`np.maximum`, `s2sad.broadcast`/`map`/comprehensions of
 scalar functions).
 
-Output: an `ArrayProgram`, a list of statements in administrative normal form:
-
-    ArrayStmt(target, op, args, node)   one operation: target = op(*args)
-    ForStmt                             `for var in range(...)` with loop-carried phis
-    IfStmt                              `if test:` with phis joining the branches
-
-Every value has one SSA name, named after the user's variable where there is one
+Output: an `ArrayProgram` (passes/arrayir.py), statements in administrative normal
+form. Every value has one SSA name, named after the user's variable where there is one
 (`h`, then `h_2` when it is assigned again), `_1`, `_2`... for intermediates. `args`
 are the operands derivatives flow through; everything else an operation needs (an
 axis, a shape, an index) is a *static* parameter, rendered as Python source.
 
-Ops:
-    "kernel"       a fused elementwise region, one `runtime.Kernel` (attrs: kernel,
-                   region, scalar: True when every input is a known scalar)
-    "kernel_sum"   a region fused with the full reduction (np.sum/np.mean) that is its
-                   only consumer: runs as `runtime.sum_dual`, one pass
-    "py"           plain Python/numpy with no derivative: shapes, `np.zeros`,
-                   comparisons' consumers... (attrs["why"]: "nograd", or "unsupported"
-                   with the function's label: an error if it reads a differentiated value)
-    an `array_prims` op (Reduce, Product, Index...): a primitive of that table, with
-                   its VJP; its static parameters are the op's fields (`params`)
+Ops: a call, method or syntax the `array_prims` table knows becomes its typed op
+(recognised by identity through the table: `prim_call`, `prim_method`, `emit_prim`);
+elementwise code becomes `Elementwise` statements, which `fuse` joins into `RunKernel`
+/ `KernelSum` statements; anything else is `Py`, evaluated as written.
 
 Free names holding arrays are data: read at call time, never differentiated. In-place
 updates (`x[0] = ...`, and `x += ...` where x may share memory with another name) are
@@ -46,139 +35,15 @@ import gast
 import numpy as np
 
 from .. import array_prims, array_rules
-from ..array_prims import Index, Join, Prim, PrimOp, Product, Reduce, Transpose
+from ..array_prims import Index, Prim, Reduce
 from ..errors import FreeVariableError, S2SADError, UnsupportedOperationError, UnsupportedSyntaxError
 from ..defaults import DefaultValues, bind_call
 from ..frontend import MISSING, ParsedFunction, Resolver, attribute_value, classify, location_of, parse_function
+from .arrayir import (ArrayProgram, ArrayStmt, Const, Ctx, Elementwise, ForStmt, IfStmt, KernelInfo, KernelSum, Namer,
+                      Phi, Py, RunKernel, defined_in, stmt_reads, walk_stmts)
 from .elementwise import Site, _drop_unread_params, _unwrap_single_call, translate_elementwise
 from .normalize import Normalizer
 from .trees import assigned_names as _assigned_names, const, dotted, function_def, name
-
-# ------------------------------------------------------------------ the program
-
-
-@dataclass(frozen=True)
-class Const:
-    value: Any
-
-    def text(self) -> str:
-        return repr(self.value)
-
-
-@dataclass
-class Ctx:
-    """The user function a statement's code comes from (the loss, or an inlined helper)."""
-
-    pf: ParsedFunction
-
-    @property
-    def filename(self) -> str:
-        return self.pf.filename
-
-    @property
-    def resolver(self) -> Resolver:
-        return self.pf.resolver
-
-
-@dataclass
-class ArrayStmt:
-    target: str | None
-    op: Any                          # an array_prims op, or "kernel" / "kernel_sum" / "py" / "ew"
-    args: list                       # operands (SSA names or Const) derivatives flow through
-    node: Any                        # the user's expression (errors) ...
-    stmt: Any = None                 # ... and statement (`# Grad of:` comments)
-    ctx: Ctx | None = None
-    forward: Any = None              # gast expression computing target, in SSA names
-    reads: set = field(default_factory=set)      # SSA names read besides args
-    attrs: dict = field(default_factory=dict)
-
-    @property
-    def params(self) -> dict:
-        """The primitive's static parameters present (name -> gast expression)."""
-        return self.op.statics() if isinstance(self.op, PrimOp) else {}
-
-
-@dataclass
-class Phi:
-    name: str
-    first: Any      # For: the value before the loop; If: the value from the body
-    second: Any     # For: the value at the end of the body; If: from orelse
-    user: str = ""  # the user's variable
-
-
-@dataclass
-class ForStmt:
-    var: str
-    range_args: list                 # gast expressions (start, stop, step)
-    body: list
-    phis: list
-    node: Any
-    ctx: Ctx
-    reads: set = field(default_factory=set)
-    tape: str = ""
-
-
-@dataclass
-class IfStmt:
-    test: Any                        # operand
-    body: list
-    orelse: list
-    phis: list
-    node: Any
-    ctx: Ctx
-
-
-@dataclass
-class KernelInfo:
-    """A fused region, for explain."""
-
-    name: str
-    kernel: Any
-    stmt: ArrayStmt
-    lines: list[tuple[str, str]]     # (location, source line) of the user code fused
-    sites: list[Site]
-
-
-@dataclass
-class ArrayProgram:
-    name: str
-    pf: ParsedFunction
-    params: list[str]                # SSA names of the parameters (positional)
-    body: list
-    result: Any                      # operand
-    return_node: Any
-    free: dict[str, tuple[Resolver, str]]   # name in generated code -> (resolver, user's name)
-    bound: dict[str, Any]            # name in generated code -> value bound at plan time
-    kernels: list[KernelInfo]
-    sites: list[Site]
-    namer: "Namer"
-    known_scalar: set[str]
-
-
-class Namer:
-    def __init__(self, reserved=()):
-        self.used: set[str] = set(reserved)
-        self.temps = 0
-
-    def fresh(self, base: str) -> str:
-        base = base if base.isidentifier() else "v"
-        if base not in self.used:
-            self.used.add(base)
-            return base
-        k = 2
-        while f"{base}_{k}" in self.used:
-            k += 1
-        self.used.add(f"{base}_{k}")
-        return f"{base}_{k}"
-
-    def temp(self) -> str:
-        while True:
-            self.temps += 1
-            t = f"_{self.temps}"
-            if t not in self.used:
-                self.used.add(t)
-                return t
-
 
 # Names generated code uses for its own purposes (reverse.py binds them).
 RESERVED = {"apply", "vjp", "store_partials", "sum_dual", "sum_grads", "not_needed", "broadcast_size", "check_scalar_loss",
@@ -962,9 +827,7 @@ class Builder:
 
     def emit_ew(self, expr, holders, ops, prelude, sites, bindings, ctx_bound, e, scope, want):
         self.sites.extend(sites)
-        target = self.emit("ew", ops, e, scope, want,
-                           attrs={"expr": expr, "holders": holders, "prelude": prelude, "sites": sites,
-                                  "bindings": bindings, "ctx_bound": ctx_bound})
+        target = self.emit(Elementwise(expr, holders, prelude, sites, bindings, ctx_bound), ops, e, scope, want)
         if all((isinstance(o, str) and o in self.scalar) or isinstance(o, Const) for o in ops):
             self.scalar.add(target)
         self.fresh.add(target)
@@ -1077,8 +940,7 @@ class Builder:
         return self.py_stmt(fwd, [x], set(), e, scope, want, "unsupported", label=f".{e.attr}")
 
     def py_stmt(self, fwd, args, reads, e, scope: Scope, want, why, label="", fresh=False):
-        t = self.emit("py", [a for a in args], e, scope, want, forward=fwd, reads=set(reads),
-                      attrs={"why": why, "label": label})
+        t = self.emit(Py(why, label), [a for a in args], e, scope, want, forward=fwd, reads=set(reads))
         if fresh:
             self.fresh.add(t)
         else:
@@ -1567,59 +1429,6 @@ def _drop_dead_phis(prog: ArrayProgram):
     visit(prog.body)
 
 
-# ------------------------------------------------------------------ traversal
-
-
-def walk_stmts(body):
-    for st in body:
-        yield st
-        if isinstance(st, ForStmt):
-            yield from walk_stmts(st.body)
-        elif isinstance(st, IfStmt):
-            yield from walk_stmts(st.body)
-            yield from walk_stmts(st.orelse)
-
-
-def stmt_reads(st) -> set:
-    """SSA names a statement reads itself (not counting its nested blocks' statements)."""
-    out = set()
-    if isinstance(st, ArrayStmt):
-        out |= {a for a in st.args if isinstance(a, str)}
-        out |= set(st.reads)
-        if st.op in ("kernel", "kernel_sum"):
-            out |= {a for a in st.attrs["inputs"] if isinstance(a, str)}
-    elif isinstance(st, ForStmt):
-        out |= set(st.reads)
-        for p in st.phis:
-            for v in (p.first, p.second):
-                if isinstance(v, str):
-                    out.add(v)
-    elif isinstance(st, IfStmt):
-        if isinstance(st.test, str):
-            out.add(st.test)
-        for p in st.phis:
-            for v in (p.first, p.second):
-                if isinstance(v, str):
-                    out.add(v)
-    return out
-
-
-def defined_in(body) -> set:
-    out = set()
-    for st in walk_stmts(body):
-        if isinstance(st, ArrayStmt) and st.target:
-            out.add(st.target)
-            out |= set(st.attrs.get("extra_targets", ()))
-        elif isinstance(st, ForStmt):
-            out.add(st.var)
-            out |= {p.name for p in st.phis}
-            if st.tape:
-                out.add(st.tape)
-        elif isinstance(st, IfStmt):
-            out |= {p.name for p in st.phis}
-    return out
-
-
 # ------------------------------------------------------------------ fusion
 
 
@@ -1653,17 +1462,17 @@ def fuse(prog: ArrayProgram, b: Builder):
                 st.body = block(st.body)
                 st.orelse = block(st.orelse)
                 continue
-            if st.op != "ew":
+            if not isinstance(st.op, Elementwise):
                 continue
             us = uses.get(st.target, [])
             cons = {id(u) for u in us}
             joined = None
-            if us and all(isinstance(u, ArrayStmt) and u.op == "ew" and id(u) in region_of for u in us):
+            if us and all(isinstance(u, ArrayStmt) and isinstance(u.op, Elementwise) and id(u) in region_of for u in us):
                 rs = {id(region_of[id(u)]) for u in us}
                 if len(rs) == 1:
                     r = region_of[id(us[0])]
-                    rctx = next((x.ctx for x in r if x.attrs["ctx_bound"]), None)
-                    if not st.attrs["ctx_bound"] or rctx is None or rctx is st.ctx:
+                    rctx = next((x.ctx for x in r if x.op.ctx_bound), None)
+                    if not st.op.ctx_bound or rctx is None or rctx is st.ctx:
                         joined = r
             if joined is None:
                 joined = []
@@ -1718,16 +1527,16 @@ def make_kernel(prog: ArrayProgram, b: Builder, region: list, red) -> tuple[Arra
             if isinstance(a, str) and a not in inside and a not in inputs:
                 inputs.append(a)
     root = region[-1]
-    ctx = next((s.ctx for s in region if s.attrs["ctx_bound"]), root.ctx)
+    ctx = next((s.ctx for s in region if s.op.ctx_bound), root.ctx)
     bindings: dict[str, Any] = {}
     body: list = []
     for s in region:
-        bindings.update(s.attrs["bindings"])
-        mapping = {h: (a if isinstance(a, str) else None) for h, a in zip(s.attrs["holders"], s.args)}
-        consts = {h: a for h, a in zip(s.attrs["holders"], s.args) if isinstance(a, Const)}
-        for p in s.attrs["prelude"]:
+        bindings.update(s.op.bindings)
+        mapping = {h: (a if isinstance(a, str) else None) for h, a in zip(s.op.holders, s.args)}
+        consts = {h: a for h, a in zip(s.op.holders, s.args) if isinstance(a, Const)}
+        for p in s.op.prelude:
             body.append(_subst(copy.deepcopy(p), mapping, consts))
-        e = _subst(copy.deepcopy(s.attrs["expr"]), mapping, consts)
+        e = _subst(copy.deepcopy(s.op.expr), mapping, consts)
         if s is root:
             body.append(gast.Return(value=e))
         else:
@@ -1776,7 +1585,7 @@ def make_kernel(prog: ArrayProgram, b: Builder, region: list, red) -> tuple[Arra
     program = _unwrap_single_call(program)
     kernel = Kernel(program, kname if program.entry == kname else b.namer.fresh(program.entry))
     scalar = all(a in prog.known_scalar for a in kin) and red is None
-    sites = [site for s in region for site in s.attrs["sites"]]
+    sites = [site for s in region for site in s.op.sites]
     from .elementwise import _mark_closures
     _mark_closures(sites, program)
     lines = []
@@ -1785,11 +1594,9 @@ def make_kernel(prog: ArrayProgram, b: Builder, region: list, red) -> tuple[Arra
         ln = (loc, _line(s.ctx.filename, s.stmt if s.stmt is not None else s.node))
         if ln not in lines:
             lines.append(ln)
-    op = "kernel_sum" if red is not None else "kernel"
+    op = KernelSum(kernel, red.op.kind) if red is not None else RunKernel(kernel, scalar)
     st = ArrayStmt(target, op, [a for a in kin], root.node if red is None else red.node,
-                   root.stmt if red is None else red.stmt, root.ctx,
-                   attrs={"kernel": kernel, "inputs": kin, "region": region, "scalar": scalar,
-                          "reduction": red.op.kind if red is not None else None})
+                   root.stmt if red is None else red.stmt, root.ctx)
     if scalar:
         prog.known_scalar.add(target)
     prog.kernels.append(KernelInfo(kernel.name, kernel, st, lines, sites))

@@ -14,9 +14,9 @@ followed by the source of every kernel it calls (as comments name them).
 
 - `x_bar` is the adjoint of `x`; adjoints are only ever rebound (`x_bar = x_bar + g`),
   never updated in place, so no adjoint aliases another.
-- Adjoints of elementwise kernels: "kernel_sum" statements got the gradients of their
+- Adjoints of elementwise kernels: `KernelSum` statements got the gradients of their
   inputs in the forward pass (`runtime.sum_dual`) and scale them by their output's
-  adjoint; "kernel" statements either store per-element partials in the forward pass
+  adjoint; `RunKernel` statements either store per-element partials in the forward pass
   (`runtime.store_partials`, mode "store") or recompute them from the inputs in the
   reverse pass (`runtime.vjp`, mode "recompute"). Both multiply the same partial by the
   same seed and sum back to each input's shape with the same `unbroadcast`, so they
@@ -49,8 +49,9 @@ from ..codegen.python import unparse
 from ..errors import NonScalarLossError, S2SADError, UnsupportedOperationError
 from ..frontend import location_of
 from .activity import partials_read, same_partials
-from .arrayprog import (ArrayProgram, ArrayStmt, Const, ForStmt, IfStmt, Namer, _line, register_hint, stmt_reads,
-                        walk_stmts)
+from .arrayir import (ArrayProgram, ArrayStmt, Const, ForStmt, IfStmt, KernelSum, Namer, Py, RunKernel, is_kernel,
+                      stmt_reads, walk_stmts)
+from .arrayprog import _line, register_hint
 
 MODES = ("auto", "store", "recompute")
 _CHEAP_MATH = {"fabs", "sign", "copysign", "floor", "ceil", "trunc"}
@@ -155,10 +156,10 @@ class Generator:
             elif isinstance(st, IfStmt):
                 self._find_kernel_matmuls(st.body)
                 self._find_kernel_matmuls(st.orelse)
-            elif (st.op == "kernel" and not st.attrs["scalar"] and st.target and st.target != self.p.result
+            elif (isinstance(st.op, RunKernel) and not st.op.scalar and st.target and st.target != self.p.result
                     and self.readers.get(st.target) == 1
-                    and st.attrs["kernel"].module(()).result_kind == "float"):
-                mode, why = choose_mode(st.attrs["kernel"], "auto")
+                    and st.op.kernel.module(()).result_kind == "float"):
+                mode, why = choose_mode(st.op.kernel, "auto")
                 for m in body[j + 1:]:
                     if not (isinstance(m, ArrayStmt) and m.args and m.args[0] == st.target):
                         continue
@@ -189,20 +190,19 @@ class Generator:
         self.active = act
 
     def _stmt_active(self, st: ArrayStmt, act: set) -> bool:
-        ins = [a for a in (st.attrs["inputs"] if st.op in ("kernel", "kernel_sum") else st.args)
-               if isinstance(a, str) and a in act]
+        ins = [a for a in st.args if isinstance(a, str) and a in act]
         if not ins:
             return False
-        if st.op == "py":
-            if st.attrs["why"] == "nograd":
+        if isinstance(st.op, Py):
+            if st.op.why == "nograd":
                 return False
-            label = st.attrs["label"]
+            label = st.op.label
             raise UnsupportedOperationError(
                 f"'{label}' is applied to '{ins[0]}', which depends on the differentiated arguments, and has no "
                 f"derivative rule at the array level", location_of(st.ctx.filename, st.node),
                 hint=register_hint(label))
-        if st.op in ("kernel", "kernel_sum"):
-            return st.attrs["kernel"].module(()).result_kind == "float"
+        if is_kernel(st.op):
+            return st.op.kernel.module(()).result_kind == "float"
         return True
 
     def is_active(self, op) -> bool:
@@ -217,7 +217,7 @@ class Generator:
         return b
 
     def kernel_name(self, st: ArrayStmt) -> str:
-        k = st.attrs["kernel"]
+        k = st.op.kernel
         nm = self.kernel_names.get(id(k))
         if nm is None:
             nm = self.kernel_names[id(k)] = k.name
@@ -226,8 +226,8 @@ class Generator:
 
     def kernel_active(self, st: ArrayStmt) -> list[tuple[int, str, str]]:
         """(position, kernel parameter, operand) of each active input."""
-        k = st.attrs["kernel"]
-        return [(i, k.params[i], a) for i, a in enumerate(st.attrs["inputs"]) if self.is_active(a)]
+        k = st.op.kernel
+        return [(i, k.params[i], a) for i, a in enumerate(st.args) if self.is_active(a)]
 
     # -------------------------------------------------------------- forward
 
@@ -255,14 +255,14 @@ class Generator:
     def forward_stmt(self, st: ArrayStmt, ind: str, out: list, defined: list):
         t = st.target
         defined.append(t)
-        if st.op in ("kernel", "kernel_sum"):
-            k = st.attrs["kernel"]
-            args = [_text(a) for a in st.attrs["inputs"]]
+        if is_kernel(st.op):
+            k = st.op.kernel
+            args = [_text(a) for a in st.args]
             tup = _tuple(args)
             act = self.kernel_active(st) if self.is_active(t) else []
-            if st.op == "kernel_sum":
+            if isinstance(st.op, KernelSum):
                 kn = self.kernel_name(st)
-                scale = "1.0" if st.attrs["reduction"] == "sum" else f"1.0 / broadcast_size({', '.join(args)})"
+                scale = "1.0" if st.op.reduction == "sum" else f"1.0 / broadcast_size({', '.join(args)})"
                 self._add_source(k, k.module(tuple(p for _, p, _ in act)), how="fused with its reduction")
                 if act:
                     names = [self.partial_name(t, a) for _, _, a in act]
@@ -275,7 +275,7 @@ class Generator:
                 else:
                     out.append(f"{ind}{t} = sum_dual({kn}, {tup}, active=(), scale={scale})[0]")
                 return
-            if st.attrs["scalar"]:
+            if st.op.scalar:
                 kmod = k.module(tuple(p for _, p, _ in act))
                 fns = k.python_functions(kmod.active)
                 if act:
@@ -287,7 +287,7 @@ class Generator:
                     # when the reverse sweep does not read the value: the partials alone, and
                     # only the inputs they read (the others are not computed: NaN)
                     reads = partials_read(kmod.functions, kmod.dual_entry)
-                    ins = st.attrs["inputs"]
+                    ins = st.args
                     self.scalar_reads[id(st)] = {a for i, a in enumerate(ins) if isinstance(a, str)
                                                  and (i in reads or a not in self.p_names)}
 
@@ -330,11 +330,11 @@ class Generator:
             return
         if id(st) in self.kernel_of:     # with the kernel that made its operand (reverse_kernel_matmul)
             ks = self.kernel_of[id(st)]
-            h, kn, ins = ks.target, self.kernel_name(ks), _tuple([_text(a) for a in ks.attrs["inputs"]])
+            h, kn, ins = ks.target, self.kernel_name(ks), _tuple([_text(a) for a in ks.args])
             rows = row_reduction(st)
             if rows:
                 act = self.kernel_active(ks) if self.is_active(ks.target) else []
-                mode, why = choose_mode(ks.attrs["kernel"], self.mode)
+                mode, why = choose_mode(ks.op.kernel, self.mode)
                 self.kernel_modes[kn] = (mode, why)
                 out.append(f"{ind}# {unparse(st.forward)} in {h}'s kernel: {h} is not formed (None) where that "
                            f"pass sums its rows")
@@ -461,7 +461,7 @@ class Generator:
         reads = stmt_reads(st)
         if st.forward is not None:
             reads |= _names_read(unparse(st.forward))
-        if st.op == "py" or not st.target:   # may have effects: always runs
+        if isinstance(st.op, Py) or not st.target:   # may have effects: always runs
             return reads
         if not (_defs(st) | set(self.partials.get(id(st), ()))) & live:
             return set()
@@ -473,7 +473,7 @@ class Generator:
         """A forward statement's lines, by liveness in the grad variant (else as they
         are): none when dead, the gradient-only call when its value is not needed."""
         live = self.live_after.get(id(st))
-        if live is None or st.op == "py" or not st.target:
+        if live is None or isinstance(st.op, Py) or not st.target:
             return lines
         if not (_defs(st) | set(self.partials.get(id(st), ()))) & live:
             return []
@@ -541,11 +541,11 @@ class Generator:
         if id(st) in self.defer:
             self.reverse_deferred_sum(st, g, ind, out, init)
             return
-        if st.op == "kernel_sum" or (st.op == "kernel" and st.attrs["scalar"]):
+        if isinstance(st.op, KernelSum) or (isinstance(st.op, RunKernel) and st.op.scalar):
             for (_, _, a), d in zip(self.kernel_active(st), self.partials.get(id(st), [])):
                 self.contribute(a, d if g == "1.0" else f"{d} * {g}", ind, out, init)
             return
-        if st.op == "kernel":
+        if isinstance(st.op, RunKernel):
             act = self.kernel_active(st)
             kn = self.kernel_name(st)
             mode, _ = self.kernel_modes[kn]
@@ -562,7 +562,7 @@ class Generator:
                     self.contribute(a, f"unbroadcast({term}, {a})", ind, out, init)
                 return
             tmps = [self.namer.fresh(f"_{a}_g") for _, _, a in act]
-            args = _tuple([_text(a) for a in st.attrs["inputs"]])
+            args = _tuple([_text(a) for a in st.args])
             out.append(f"{ind}{_tuple(tmps)} = vjp({kn}, {args}, {_tuple([repr(p) for _, p, _ in act])}, {g})")
             for (_, _, a), tm in zip(act, tmps):
                 self.contribute(a, f"unbroadcast({tm}, {a})", ind, out, init)
@@ -572,7 +572,7 @@ class Generator:
             return
         rule = array_prims.of(st.op)
         if rule is None:
-            what = st.attrs.get("label") or st.op
+            what = st.op.label if isinstance(st.op, Py) else st.op.name
             raise UnsupportedOperationError(f"no reverse-mode rule for '{what}'", location_of(st.ctx.filename, st.node),
                                             hint=register_hint(what))
         args = [_text(a) for a in st.args]
@@ -590,9 +590,9 @@ class Generator:
         """A kernel sum of `defer`: its gradients computed here, the adjoint of its value
         folded into the kernel's scale, rather than in the forward sweep and multiplied
         by that adjoint after (one pass over each gradient less)."""
-        args = [_text(a) for a in st.attrs["inputs"]]
+        args = [_text(a) for a in st.args]
         act = self.kernel_active(st)
-        scale = g if st.attrs["reduction"] == "sum" else f"{g} / broadcast_size({', '.join(args)})"
+        scale = g if st.op.reduction == "sum" else f"{g} / broadcast_size({', '.join(args)})"
         self.contribute_call([a for _, _, a in act],
                              f"sum_grads({self.kernel_name(st)}, {_tuple(args)}, "
                              f"active={_tuple([repr(p) for _, p, _ in act])}, scale={scale})", ind, out, init)
@@ -602,7 +602,7 @@ class Generator:
         whose value nothing reads (by `_live`), other than the result (whose adjoint is
         1.0: nothing to fold)."""
         return frozenset(id(st) for st in self.p.body
-                         if isinstance(st, ArrayStmt) and st.op == "kernel_sum" and self.partials.get(id(st))
+                         if isinstance(st, ArrayStmt) and isinstance(st.op, KernelSum) and self.partials.get(id(st))
                          and st.target != self.p.result and id(st) in self.live_after
                          and st.target not in self.live_after[id(st)])
 
@@ -618,7 +618,7 @@ class Generator:
         names = [a for _, _, a in act] + ([w] if w_grad else [])
         if not names:
             return
-        ins = _tuple([_text(a) for a in ks.attrs["inputs"]])
+        ins = _tuple([_text(a) for a in ks.args])
         active = _tuple([repr(p) for _, p, _ in act])
         node = ks.stmt if ks.stmt is not None else ks.node
         mine = st.stmt if st.stmt is not None else st.node
@@ -639,7 +639,7 @@ class Generator:
         contribution, read only as that pullback's seed, which takes a SeedProduct."""
         made = self.made_by.get(name)
         if (name == self.p.result or st.args.count(name) != 1 or self.readers.get(name) != 1
-                or made is None or made.op != "kernel" or made.attrs["scalar"]):
+                or made is None or not isinstance(made.op, RunKernel) or made.op.scalar):
             return False
         return self.kernel_modes.get(self.kernel_name(made), ("",))[0] == "recompute"
 
@@ -652,8 +652,7 @@ class Generator:
                 if st.target:
                     inside.add(st.target)
                 if st.target and self.is_active(st.target):
-                    ins = st.attrs["inputs"] if st.op in ("kernel", "kernel_sum") else st.args
-                    names |= {a for a in ins if self.is_active(a)}
+                    names |= {a for a in st.args if self.is_active(a)}
             elif isinstance(st, ForStmt):
                 inside |= {ph.name for ph in st.phis}
                 names |= {ph.first for ph in st.phis if self.is_active(ph.first)}
@@ -942,7 +941,7 @@ def _defs(st) -> set:
     """The names an ArrayStmt binds (its target and the names it adds)."""
     if not isinstance(st, ArrayStmt):
         return set()
-    return ({st.target} if st.target else set()) | set(st.attrs.get("extra_targets", ()))
+    return {st.target} if st.target else set()
 
 
 def _indent(line: str) -> int:
@@ -1123,18 +1122,18 @@ class ArrayCompiled:
                 if isinstance(st.op, Product) and st.op.kind in ("matmul", "dot") and id(st) not in gen.kernel_of:
                     what += "; the product by s2sad.gemm (its own loop where the right operand is thin, else numpy's)"
                 lines.append(f"  {loc}: {unparse(st.forward)} -> {what}")
-            elif isinstance(st, ArrayStmt) and st.op == "py":
+            elif isinstance(st, ArrayStmt) and isinstance(st.op, Py):
                 loc = _short(location_of(st.ctx.filename, st.node))
                 lines.append(f"  {loc}: {unparse(st.forward)} -> evaluated as is (no derivative flows through it)")
         for info in prog.kernels:
             st = info.stmt
             k = info.kernel
-            inputs = ", ".join(_text(a) for a in st.attrs["inputs"])
+            inputs = ", ".join(_text(a) for a in st.args)
             n = len(info.lines)
-            if st.op == "kernel_sum":
-                how = (f"fused with its np.{st.attrs['reduction']}: one pass (runtime.sum_dual), the gradients of "
+            if isinstance(st.op, KernelSum):
+                how = (f"fused with its np.{st.op.reduction}: one pass (runtime.sum_dual), the gradients of "
                        f"its inputs computed in the same pass")
-            elif st.attrs["scalar"]:
+            elif st.op.scalar:
                 how = "on scalars: called as plain Python, its dual gives the partials"
             elif id(st) in gen.matmul_of:
                 m = gen.matmul_of[id(st)]
