@@ -16,8 +16,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import gast
+import numpy as np
+
 from ..array_prims import PrimOp
 from ..frontend import ParsedFunction, Resolver
+from .trees import const
 
 if TYPE_CHECKING:
     from .elementwise import Site
@@ -248,3 +252,23 @@ def defined_in(body) -> set:
         elif isinstance(st, IfStmt):
             out |= {p.name for p in st.phis}
     return out
+
+
+# ------------------------------------------------------------------ operands as expressions
+
+
+def operand_expr(op) -> gast.expr:
+    """An operand (SSA name or Const) as a gast expression."""
+    if isinstance(op, Const):
+        return const_expr(op.value)
+    return gast.Name(id=op, ctx=gast.Load(), annotation=None, type_comment=None)
+
+
+def const_expr(value) -> gast.expr:
+    if isinstance(value, (bool, np.bool_)) or value is None:
+        return gast.Constant(value=None if value is None else bool(value), kind=None)
+    if isinstance(value, (int, float, np.integer, np.floating)):
+        return const(value)
+    if isinstance(value, tuple):
+        return gast.Tuple(elts=[const_expr(v) for v in value], ctx=gast.Load())
+    return gast.Constant(value=value, kind=None)

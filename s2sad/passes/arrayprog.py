@@ -28,19 +28,20 @@ import builtins
 import copy
 import linecache
 import types
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import gast
 import numpy as np
 
-from .. import array_prims, array_rules
-from ..array_prims import Index, Prim, Reduce
+from .. import array_rules
+from ..array_prims import Index, Reduce
 from ..errors import FreeVariableError, S2SADError, UnsupportedOperationError, UnsupportedSyntaxError
 from ..defaults import DefaultValues, bind_call
 from ..frontend import MISSING, ParsedFunction, Resolver, attribute_value, classify, location_of, parse_function
 from .arrayir import (ArrayProgram, ArrayStmt, Const, Ctx, Elementwise, ForStmt, IfStmt, KernelInfo, KernelSum, Namer,
-                      Phi, Py, RunKernel, defined_in, stmt_reads, walk_stmts)
+                      Phi, Py, RunKernel, const_expr, operand_expr, stmt_reads, walk_stmts)
+from .primcalls import PrimCalls, register_hint, root_name, unsupported  # register_hint: also for tests
 from .elementwise import Site, _drop_unread_params, _unwrap_single_call, translate_elementwise
 from .normalize import Normalizer
 from .trees import assigned_names as _assigned_names, const, dotted, function_def, name
@@ -98,32 +99,6 @@ FRESH_NOGRAD = _np_funcs("zeros", "ones", "full", "empty", "zeros_like", "ones_l
                          "empty_like", "arange", "linspace", "eye", "identity")
 SCALAR_NOGRAD = {len} | _np_funcs("size", "ndim")
 NOGRAD_ATTRS = {"shape", "ndim", "size", "dtype", "itemsize", "nbytes"}
-_RULE_TAIL = ("lambda g, out, x: ...) (one function per argument, returning the adjoint of that "
-              "argument), or write the computation with supported numpy operations.")
-
-
-def register_hint(label: str) -> str:
-    """What to do about a call with no rule, as valid Python naming the real function:
-    `np.cumsum` -> s2sad.defvjp(np.cumsum, ...); a method `.cumsum()` -> its function
-    form np.cumsum(x, ...) and that function's rule (defvjp takes functions, not
-    methods); anything else -> rewrite it."""
-    if label.startswith("."):
-        m = label.strip(".()")
-        if callable(getattr(np, m, None)):
-            return (f"Call the function form np.{m}(x, ...) instead of the method, and register its "
-                    f"reverse-mode rule with s2sad.defvjp(np.{m}, " + _RULE_TAIL)
-        return (f"'{label}' is a method or attribute s2sad has no derivative for (s2sad.defvjp takes "
-                "functions, not methods): write the computation with supported numpy operations.")
-    if all(part.isidentifier() for part in label.split(".")):
-        return f"Register its reverse-mode rule with s2sad.defvjp({label}, " + _RULE_TAIL
-    return "Write the computation with supported numpy operations."
-
-
-def _unsupported(label: str, loc, what: str = "") -> UnsupportedOperationError:
-    return UnsupportedOperationError(
-        f"'{label}' {what or 'has no derivative rule at the array level'}", loc, hint=register_hint(label))
-
-
 # ------------------------------------------------------------------ the builder
 
 
@@ -150,6 +125,7 @@ class Builder:
         self.named: set[str] = set()              # SSA values bound to a user's name
         self.params = params
         self.root = Ctx(pf)
+        self.prims = PrimCalls(self)     # numpy calls, methods and syntax that are array primitives
 
     # -------------------------------------------------------------- errors
 
@@ -158,6 +134,10 @@ class Builder:
 
     def loc(self, ctx: Ctx, node):
         return location_of(ctx.filename, node)
+
+    def label(self, node) -> str:
+        """The user's spelling of a callee or an expression, for messages."""
+        return _src(node)
 
     # -------------------------------------------------------------- entry
 
@@ -280,7 +260,7 @@ class Builder:
                 self.bind(scope, t.id, op)
             return
         if isinstance(target, gast.Subscript):
-            base = _root_name(target)
+            base = root_name(target)
             raise self.err(ctx, s, f"assignment into an array element ({_src(target)} = ...) updates "
                            f"'{base}' in place, which s2sad does not differentiate",
                            "Build a new array instead, e.g. with np.where(mask, new, old), np.concatenate, "
@@ -297,7 +277,7 @@ class Builder:
     def augassign(self, s, scope: Scope):
         ctx = scope.ctx
         if not isinstance(s.target, gast.Name):
-            base = _root_name(s.target)
+            base = root_name(s.target)
             raise self.err(ctx, s, f"'{_src(s.target)} {_opsym(s.op)}= ...' updates '{base}' in place, which s2sad "
                            f"does not differentiate",
                            "Build a new array instead, e.g. with np.where(mask, new, old) or np.concatenate.",
@@ -416,8 +396,8 @@ class Builder:
         """An `if` test: only its truth counts, so `and`/`or`/`not` are control here."""
         if isinstance(e, gast.BoolOp) or (isinstance(e, gast.UnaryOp) and isinstance(e.op, gast.Not)):
             parts = [self.condition(v, scope) for v in (e.values if isinstance(e, gast.BoolOp) else [e.operand])]
-            fwd = gast.BoolOp(op=e.op, values=[_n(p) for p in parts]) if isinstance(e, gast.BoolOp) else \
-                gast.UnaryOp(op=gast.Not(), operand=_n(parts[0]))
+            fwd = gast.BoolOp(op=e.op, values=[operand_expr(p) for p in parts]) if isinstance(e, gast.BoolOp) else \
+                gast.UnaryOp(op=gast.Not(), operand=operand_expr(parts[0]))
             return self.py_stmt(fwd, [p for p in parts if isinstance(p, str)], set(), e, scope, None, "nograd")
         return self.expr(e, scope)
 
@@ -536,11 +516,9 @@ class Builder:
         if self.is_elementwise(e, scope):
             return self.elementwise(e, scope, want)
         if isinstance(e, gast.BinOp) and isinstance(e.op, gast.MatMult):
-            a, b = self.array(e.left, scope), self.array(e.right, scope)
-            fwd = gast.BinOp(left=_n(a), op=gast.MatMult(), right=_n(b))
-            return self.emit_prim(array_prims.PRIMS["matmul"], "matmul", [a, b], {}, e, scope, want, fwd, set())
+            return self.prims.matmul(e, scope, want)
         if isinstance(e, gast.Subscript):
-            return self.subscript(e, scope, want)
+            return self.prims.subscript(e, scope, want)
         if isinstance(e, gast.Attribute):
             return self.attribute(e, scope, want)
         if isinstance(e, gast.Call):
@@ -576,11 +554,11 @@ class Builder:
             return out, reads
         v = self.expr(e, scope)
         if isinstance(v, list):
-            elts = [_n(x) for x in v]
+            elts = [operand_expr(x) for x in v]
             return gast.Tuple(elts=elts, ctx=gast.Load()), {x for x in v if isinstance(x, str)}
         if isinstance(v, LocalFn):
             raise self.err(scope.ctx, e, "a function is not a static parameter", "Pass a value.")
-        return _n(v), ({v} if isinstance(v, str) else set())
+        return operand_expr(v), ({v} if isinstance(v, str) else set())
 
     def rename(self, e, scope: Scope, reads: set):
         """A copy of a simple expression with names -> SSA names / constants / bound values."""
@@ -592,23 +570,23 @@ class Builder:
                     return node
                 v = b.lookup(node.id, scope, node)
                 if isinstance(v, Const):
-                    return _const_node(v.value)
+                    return const_expr(v.value)
                 if isinstance(v, _Bound):
-                    return _n(b.bind_value(v.value, v.label))
+                    return operand_expr(b.bind_value(v.value, v.label))
                 if isinstance(v, LocalFn):
                     raise b.err(scope.ctx, node, f"the local function '{node.id}' cannot be used as a value here",
                                 "Call it.", UnsupportedOperationError)
                 if isinstance(v, list):
-                    return gast.Tuple(elts=[_n(x) for x in v], ctx=gast.Load())
+                    return gast.Tuple(elts=[operand_expr(x) for x in v], ctx=gast.Load())
                 reads.add(v)
-                return _n(v)
+                return operand_expr(v)
 
             def visit_Attribute(s, node):
-                value = attribute_value(scope.ctx.resolver, node) if b.lookup_local(_root_name(node) or "", scope) is None \
+                value = attribute_value(scope.ctx.resolver, node) if b.lookup_local(root_name(node) or "", scope) is None \
                     else MISSING
                 if value is not MISSING and not isinstance(value, types.ModuleType):
                     if classify(value).kind == "constant" or value is None:
-                        return _const_node(value)
+                        return const_expr(value)
                 s.generic_visit(node)
                 return node
 
@@ -628,7 +606,7 @@ class Builder:
             value = scope.ctx.resolver.lookup(f.id)
             return ("value", value) if value is not MISSING else ("missing", None)
         if isinstance(f, gast.Attribute):
-            root = _root_name(f)
+            root = root_name(f)
             if root is not None and self.lookup_local(root, scope) is None:
                 value = attribute_value(scope.ctx.resolver, f)
                 if value is not MISSING:
@@ -695,17 +673,17 @@ class Builder:
         def hold(op) -> gast.expr:
             if isinstance(op, Const):
                 if isinstance(op.value, (int, float, bool, np.integer, np.floating, np.bool_)):
-                    return _const_node(op.value)
+                    return const_expr(op.value)
             elif isinstance(op, (list, LocalFn, _Bound)):
                 raise b.err(ctx, e, "expected a number or an array inside an elementwise expression",
                             "Pass numbers and arrays.", UnsupportedOperationError)
             for h, o in zip(holders, ops):
                 if o == op:
-                    return _n(h)
+                    return operand_expr(h)
             h = f"__h{len(holders)}"
             holders.append(h)
             ops.append(op)
-            return _n(h)
+            return operand_expr(h)
 
         def local_fn_def(lf: LocalFn) -> str:
             """A local function applied elementwise: into the kernel's prelude, the locals
@@ -730,7 +708,7 @@ class Builder:
                 if isinstance(tree.ctx, gast.Load) and tree.id not in bound:
                     v = b.lookup_local(tree.id, defining)
                     if isinstance(v, LocalFn):
-                        return _n(local_fn_def(v))
+                        return operand_expr(local_fn_def(v))
                     if v is _UNBOUND:
                         raise b.err(ctx, tree, f"'{tree.id}' is read before it is assigned", "Assign it first.",
                                     FreeVariableError)
@@ -765,10 +743,10 @@ class Builder:
                 return hold(v)
             if b.is_select(x, scope) or not b.is_elementwise(x, scope):
                 if isinstance(x, gast.Attribute):
-                    value = attribute_value(ctx.resolver, x) if b.lookup_local(_root_name(x) or "", scope) is None \
+                    value = attribute_value(ctx.resolver, x) if b.lookup_local(root_name(x) or "", scope) is None \
                         else MISSING
                     if value is not MISSING and classify(value).kind == "constant":
-                        return _const_node(value)
+                        return const_expr(value)
                 return hold(b.array(x, scope))
             if isinstance(x, gast.BinOp):
                 return gast.BinOp(left=walk(x.left), op=x.op, right=walk(x.right))
@@ -792,7 +770,7 @@ class Builder:
                 if isinstance(fnode, gast.Name):
                     lf = b.lookup_local(fnode.id, scope)
                     if isinstance(lf, LocalFn):
-                        fnode = _n(local_fn_def(lf))
+                        fnode = operand_expr(local_fn_def(lf))
                     elif lf is not None:
                         raise b.err(ctx, fnode, f"'{fnode.id}' is not a function", "Pass a function.",
                                     UnsupportedOperationError)
@@ -851,12 +829,12 @@ class Builder:
             parts, clip = list(e.args), value is np.clip
         ops = [self.array(p, scope) for p in parts]
         holders = [f"__h{i}" for i in range(3)]
-        h = [_n(x) if isinstance(o, str) else _const_node(o.value) for x, o in zip(holders, ops)]
+        h = [operand_expr(x) if isinstance(o, str) else const_expr(o.value) for x, o in zip(holders, ops)]
         if clip:
             # numpy's own definition, minimum(hi, maximum(lo, x)): NaN from any operand, x on
             # a tie (its sign of zero), and the slope JAX gives at a bound (0.5)
-            inner = gast.Call(func=_n("__np_maximum"), args=[h[1], h[0]], keywords=[])
-            expr = gast.Call(func=_n("__np_minimum"), args=[h[2], inner], keywords=[])
+            inner = gast.Call(func=operand_expr("__np_maximum"), args=[h[1], h[0]], keywords=[])
+            expr = gast.Call(func=operand_expr("__np_minimum"), args=[h[2], inner], keywords=[])
         else:
             expr = gast.IfExp(test=h[0], body=h[1], orelse=h[2])
         gast.copy_location(expr, e)
@@ -871,51 +849,8 @@ class Builder:
 
     # -------------------------------------------------------------- other operations
 
-    def subscript(self, e: gast.Subscript, scope: Scope, want=None):
-        joined = self.index_trick(e, scope)
-        if joined is not None:
-            return self.joined(joined, e, scope, want)
-        x = self.array(e.value, scope)
-        if isinstance(x, Const):
-            idx, reads = self.static(e.slice, scope)
-            fwd = gast.Subscript(value=_n(x), slice=idx, ctx=gast.Load())
-            return self.py_stmt(fwd, [], reads, e, scope, want, "nograd")
-        idx, reads = self.static(e.slice, scope)
-        fwd = gast.Subscript(value=_n(x), slice=idx, ctx=gast.Load())
-        s_ = gast.Subscript(value=gast.Attribute(value=_n("np"), attr="s_", ctx=gast.Load()), slice=copy.deepcopy(idx),
-                            ctx=gast.Load())
-        return self.emit_prim(array_prims.PRIMS["index"], "index", [x], {"index": s_}, e, scope, want, fwd, reads)
-
-    def index_trick(self, e: gast.Subscript, scope: Scope) -> str | None:
-        """"r_" or "c_" when `e` is np.r_[...] or np.c_[...] (by the object, not the name)."""
-        root = _root_name(e.value)
-        if root is None or self.lookup_local(root, scope) is not None:
-            return None
-        value = attribute_value(scope.ctx.resolver, e.value)
-        if value is np.r_:
-            return "r_"
-        if value is np.c_:
-            return "c_"
-        return None
-
-    def joined(self, op: str, e: gast.Subscript, scope: Scope, want=None):
-        """np.r_[a, b, ...] (pieces joined along axis 0) and np.c_[a, b, ...] (as columns,
-        along the last axis) of arrays and numbers; slices and string directives refused."""
-        items = e.slice.elts if isinstance(e.slice, gast.Tuple) else [e.slice]
-        for it in items:
-            if isinstance(it, gast.Slice) or (isinstance(it, gast.Constant) and isinstance(it.value, str)):
-                alt = "np.concatenate([...])" if op == "r_" else "np.column_stack([...]) or np.concatenate([...], axis=1)"
-                raise self.err(scope.ctx, it, f"np.{op}[...] with a slice or a string directive is not supported",
-                               f"Build the pieces (np.arange(...)) and join them with {alt}.",
-                               UnsupportedOperationError)
-        xs = [self.array(it, scope) for it in items]
-        pieces = gast.Tuple(elts=[_n(x) for x in xs], ctx=gast.Load()) if len(xs) > 1 else _n(xs[0])
-        fwd = gast.Subscript(value=gast.Attribute(value=_n("np"), attr=op, ctx=gast.Load()), slice=pieces,
-                             ctx=gast.Load())
-        return self.emit_prim(array_prims.PRIMS[op], op, xs, {}, e, scope, want, fwd, set())
-
     def attribute(self, e: gast.Attribute, scope: Scope, want=None):
-        root = _root_name(e)
+        root = root_name(e)
         if root is not None and self.lookup_local(root, scope) is None:
             value = attribute_value(scope.ctx.resolver, e)
             if value is not MISSING:
@@ -928,15 +863,14 @@ class Builder:
                 return _Bound(value, _src(e))
         x = self.array(e.value, scope)
         if e.attr == "T":
-            fwd = gast.Attribute(value=_n(x), attr="T", ctx=gast.Load())
-            return self.emit_prim(array_prims.PRIMS["transpose"], "T", [x], {}, e, scope, want, fwd, set())
+            return self.prims.transpose_T(x, e, scope, want)
         if e.attr in NOGRAD_ATTRS:
-            fwd = gast.Attribute(value=_n(x), attr=e.attr, ctx=gast.Load())
+            fwd = gast.Attribute(value=operand_expr(x), attr=e.attr, ctx=gast.Load())
             t = self.py_stmt(fwd, [x], set(), e, scope, want, "nograd")
             if e.attr in ("ndim", "size", "itemsize", "nbytes"):
                 self.scalar.add(t)
             return t
-        fwd = gast.Attribute(value=_n(x), attr=e.attr, ctx=gast.Load())
+        fwd = gast.Attribute(value=operand_expr(x), attr=e.attr, ctx=gast.Load())
         return self.py_stmt(fwd, [x], set(), e, scope, want, "unsupported", label=f".{e.attr}")
 
     def py_stmt(self, fwd, args, reads, e, scope: Scope, want, why, label="", fresh=False):
@@ -970,22 +904,9 @@ class Builder:
             raise self.err(ctx, e, "calling the result of an expression is not supported",
                            "Call a named function.", UnsupportedOperationError)
         # a known Python object
-        if value is sum:
-            return self.builtin_sum(e, scope, want)
-        for prim in array_prims.for_function(value):
-            t = self.prim_call(prim, value, e, scope, want)
-            if t is not None:
-                return t
-        vjps = array_rules.user_vjp(value)
-        if vjps is not None:
-            xs = [self.array(a, scope) for a in e.args]
-            if e.keywords:
-                raise _unsupported(label, self.loc(ctx, e), "is called with keyword arguments; its rule "
-                                   "(s2sad.defvjp) takes positional arguments")
-            vname = self.bind_value(vjps, label.replace(".", "_") + "_vjp")
-            fwd = gast.Call(func=self.rename(e.func, scope, set()), args=[_n(x) for x in xs], keywords=[])
-            return self.emit_prim(array_prims.PRIMS["user"], "user", xs, {"vjp": _n(vname)}, e, scope, want, fwd,
-                                  set())
+        t = self.prims.function(value, e, scope, want)
+        if t is not None:
+            return t
         if value in NOGRAD_FUNCS or value is isinstance:
             fwd, reads = self.plain_call(e, scope)
             t = self.py_stmt(fwd, sorted(reads), set(), e, scope, want, "nograd", label,
@@ -997,7 +918,7 @@ class Builder:
         if r.kind == "function" and isinstance(r.value, types.FunctionType):   # (an @differentiate's function)
             return self.inline_function(r.value, e, scope, want)
         if r.kind == "s2sad":
-            raise _unsupported(label, self.loc(ctx, e), "cannot be called inside a function s2sad differentiates")
+            raise unsupported(label, self.loc(ctx, e), "cannot be called inside a function s2sad differentiates")
         # anything else: evaluated as is; an error if it reads a differentiated value
         fwd, reads = self.plain_call(e, scope)
         return self.py_stmt(fwd, sorted(reads), set(), e, scope, want, "unsupported", label)
@@ -1009,7 +930,7 @@ class Builder:
         for a in e.args:
             if isinstance(a, gast.Lambda) or (isinstance(a, gast.Name) and
                                               isinstance(self.lookup_local(a.id, scope), LocalFn)):
-                raise _unsupported(_src(e.func), self.loc(scope.ctx, e), "is called with a function argument")
+                raise unsupported(_src(e.func), self.loc(scope.ctx, e), "is called with a function argument")
             v, rr = self.static(a, scope)
             args.append(v)
             reads |= rr
@@ -1023,168 +944,22 @@ class Builder:
     def method(self, e: gast.Call, scope: Scope, want=None):
         f = e.func
         m = f.attr
-        ctx = scope.ctx
-        prim = array_prims.for_method(m)
-        if prim is not None and prim.keywords is not None:
-            return self.reduction(prim, f.value, e.args, e.keywords, e, scope, want, method=True)
+        t = self.prims.reduction_method(e, scope, want)
+        if t is not None:
+            return t
         x = self.array(f.value, scope)
-        if prim is not None:
-            t = self.prim_method(prim, m, x, e, scope, want)
-            if t is not None:
-                return t
-        if m == "astype" and len(e.args) == 1:
-            dt = attribute_value(ctx.resolver, e.args[0]) if isinstance(e.args[0], (gast.Name, gast.Attribute)) \
-                else MISSING
-            if dt in (float, np.float64, np.float32):    # a copy, as floats
-                p, reads = self.statics(e.args, e.keywords, ("dtype",), scope, e)
-                fwd = self.rebuild_method(e, x, p)
-                return self.emit_prim(array_prims.PRIMS["copy"], m, [x], {}, e, scope, want, fwd, reads)
+        t = self.prims.method(x, e, scope, want)
+        if t is not None:
+            return t
         args = [self.array(a, scope) for a in e.args]
         kws, reads = [], set()
         for k in e.keywords:
             kv, rr = self.static(k.value, scope)
             kws.append(gast.keyword(arg=k.arg, value=kv))
             reads |= rr
-        fwd = gast.Call(func=gast.Attribute(value=_n(x), attr=m, ctx=gast.Load()), args=[_n(a) for a in args],
+        fwd = gast.Call(func=gast.Attribute(value=operand_expr(x), attr=m, ctx=gast.Load()), args=[operand_expr(a) for a in args],
                         keywords=kws)
         return self.py_stmt(fwd, [x] + args, reads, e, scope, want, "unsupported", f".{m}()")
-
-    def statics(self, args, keywords, names, scope, e):
-        """Static parameters by position (names) and keyword -> ({name: gast}, reads)."""
-        p, reads = {}, set()
-        if len(args) > len(names):
-            raise _unsupported(_src(e.func), self.loc(scope.ctx, e), "is called with more arguments than s2sad "
-                               "knows for it")
-        for nm, a in zip(names, args):
-            p[nm], rr = self.static(a, scope)
-            reads |= rr
-        for k in keywords:
-            p[k.arg], rr = self.static(k.value, scope)
-            reads |= rr
-        return p, reads
-
-    def rebuild(self, e: gast.Call, scope, arrays, p):
-        pos = [k for k in p if k in ("axis", "axes", "repeats", "reps", "a1", "a2", "a3", "a4")
-               and not any(kw.arg == k for kw in e.keywords)]
-        kwn = [k for k in p if k not in pos]
-        return gast.Call(func=self.rename(e.func, scope, set()), args=[_n(a) for a in arrays] + [p[k] for k in pos],
-                         keywords=[gast.keyword(arg=k, value=p[k]) for k in kwn])
-
-    def rebuild_method(self, e: gast.Call, x, p):
-        kwnames = {kw.arg for kw in e.keywords}
-        pos = [k for k in p if k not in kwnames]
-        return gast.Call(func=gast.Attribute(value=_n(x), attr=e.func.attr, ctx=gast.Load()),
-                         args=[p[k] for k in pos], keywords=[gast.keyword(arg=k, value=p[k]) for k in p if k in kwnames])
-
-    def reduction(self, prim: Prim, xe, args, keywords, e, scope: Scope, want=None, method=False):
-        ctx = scope.ctx
-        label = _src(e.func)
-        if xe is None:
-            raise _unsupported(label, self.loc(ctx, e), "needs an array")
-        for k in keywords:
-            if k.arg not in prim.keywords:
-                raise _unsupported(label, self.loc(ctx, e), f"is called with '{k.arg}=', which s2sad does not "
-                                   "differentiate (only axis= and keepdims=)")
-        x = self.array(xe, scope)
-        p, reads = self.statics(args, keywords, prim.statics, scope, e)
-        fwd = self.rebuild_method(e, x, p) if method else self.rebuild(e, scope, [x], p)
-        return self.emit_prim(prim, prim.name, [x], p, e, scope, want, fwd, reads)
-
-    def builtin_sum(self, e, scope: Scope, want=None):
-        """Python's sum over an array sums its first axis; over an elementwise sequence
-        (map, a comprehension), everything."""
-        if len(e.args) != 1 or e.keywords:
-            raise _unsupported("sum", self.loc(scope.ctx, e), "takes one iterable here")
-        a = e.args[0]
-        seq = self.is_elementwise_sequence(a, scope) or (isinstance(a, gast.Call) and self.is_elementwise(a, scope)
-                                                          and self.is_elementwise_sequence(a.args[0], scope))
-        x = self.array(a, scope)
-        p = {} if seq else {"axis": gast.Constant(value=0, kind=None)}
-        fwd = gast.Call(func=gast.Attribute(value=_n("np"), attr="sum", ctx=gast.Load()), args=[_n(x)],
-                        keywords=[gast.keyword(arg=k, value=v) for k, v in p.items()])
-        return self.emit_prim(array_prims.PRIMS["sum"], "sum", [x], p, e, scope, want, fwd, set())
-
-    # -------------------------------------------------------------- primitives (array_prims)
-
-    def emit_prim(self, prim: Prim, spelling: str, xs: list, p: dict, e, scope: Scope, want, fwd, reads) -> str:
-        """One primitive's statement: its typed op from the static parameters `p`; the
-        result noted as new memory or a view of its operands (in-place updates), and as
-        a known scalar when it reduces everything."""
-        op = prim.op(**p)
-        t = self.emit(op, xs, e, scope, want, forward=fwd, reads=reads)
-        kind = prim.result_of(spelling)
-        if kind == "fresh":
-            self.fresh.add(t)
-        elif kind == "view":
-            self.aliased.update(x for x in xs if isinstance(x, str))
-        if isinstance(op, Reduce) and op.full:
-            self.scalar.add(t)
-        return t
-
-    def prim_call(self, prim: Prim, value, e: gast.Call, scope: Scope, want=None) -> str | None:
-        """A call of a function the table knows, read as its entry's form says; None
-        when the call does not have that form (another reading may take it)."""
-        label = _src(e.func)
-        loc = self.loc(scope.ctx, e)
-        spelling = getattr(value, "__name__", label)
-        if prim.form == "binary":
-            if len(e.args) != 2 or e.keywords:
-                raise _unsupported(label, loc, "takes two arrays here (no keyword arguments)")
-            xs = [self.array(e.args[0], scope), self.array(e.args[1], scope)]
-            fwd = gast.Call(func=self.rename(e.func, scope, set()), args=[_n(x) for x in xs], keywords=[])
-            return self.emit_prim(prim, spelling, xs, {}, e, scope, want, fwd, set())
-        if prim.form == "sequence":
-            return self.sequence_call(prim, value, e, scope, want)
-        if prim.form == "copy":
-            if len(e.args) != 1 or e.keywords:
-                return None
-            x = self.array(e.args[0], scope)
-            fwd = gast.Call(func=self.rename(e.func, scope, set()), args=[_n(x)], keywords=[])
-            return self.emit_prim(prim, spelling, [x], {}, e, scope, want, fwd, set())
-        if prim.keywords is not None:
-            return self.reduction(prim, e.args[0] if e.args else None, e.args[1:], e.keywords, e, scope, want)
-        if not e.args:
-            raise _unsupported(label, loc, "needs an array")
-        x = self.array(e.args[0], scope)
-        p, reads = self.statics(e.args[1:], e.keywords, prim.statics, scope, e)
-        return self.emit_prim(prim, spelling, [x], p, e, scope, want, self.rebuild(e, scope, [x], p), reads)
-
-    def sequence_call(self, prim: Prim, value, e: gast.Call, scope: Scope, want=None) -> str | None:
-        """np.concatenate([a, b], axis), np.stack(...), and np.array([a, b]) (a spelling
-        in `literal_funcs`: one literal list, nothing else; not a join otherwise)."""
-        label = _src(e.func)
-        literal = any(value is f for f in prim.literal_funcs)
-        seq = e.args[0] if e.args else None
-        if not isinstance(seq, (gast.List, gast.Tuple)):
-            if literal:
-                return None
-            raise _unsupported(label, self.loc(scope.ctx, e), "needs a literal list of arrays here, "
-                               "[a, b, ...], to be differentiated")
-        xs = [self.array(x, scope) for x in seq.elts]
-        if literal:
-            if len(e.args) > 1 or e.keywords:
-                raise _unsupported(label, self.loc(scope.ctx, e), "takes one list of values here")
-            p, reads = {}, set()
-        else:
-            p, reads = self.statics(e.args[1:], e.keywords, prim.statics, scope, e)
-        seq2 = type(seq)(elts=[_n(x) for x in xs], ctx=gast.Load())
-        fwd = gast.Call(func=self.rename(e.func, scope, set()), args=[seq2],
-                        keywords=[gast.keyword(arg=k, value=v) for k, v in p.items()])
-        return self.emit_prim(prim, getattr(value, "__name__", label), xs, p, e, scope, want, fwd, reads)
-
-    def prim_method(self, prim: Prim, m: str, x, e: gast.Call, scope: Scope, want=None) -> str | None:
-        """x.<m>(...) for a method the table knows (reductions are read before x)."""
-        if prim.form == "binary":       # x.dot(b)
-            b = self.array(e.args[0], scope)
-            fwd = gast.Call(func=gast.Attribute(value=_n(x), attr=m, ctx=gast.Load()), args=[_n(b)], keywords=[])
-            return self.emit_prim(prim, m, [x, b], {}, e, scope, want, fwd, set())
-        if prim.form == "copy":
-            if e.args:
-                return None
-            return self.emit_prim(prim, m, [x], {}, e, scope, want, self.rebuild_method(e, x, {}), set())
-        names = prim.method_statics if prim.method_statics is not None else prim.statics
-        p, reads = self.statics(e.args, e.keywords, names, scope, e)
-        return self.emit_prim(prim, m, [x], p, e, scope, want, self.rebuild_method(e, x, p), reads)
 
     # -------------------------------------------------------------- inlining
 
@@ -1312,28 +1087,6 @@ def _is_number(op) -> bool:
         and not isinstance(op.value, bool)
 
 
-def _n(op) -> gast.expr:
-    if isinstance(op, Const):
-        return _const_node(op.value)
-    return gast.Name(id=op, ctx=gast.Load(), annotation=None, type_comment=None)
-
-
-def _const_node(value) -> gast.expr:
-    if isinstance(value, (bool, np.bool_)) or value is None:
-        return gast.Constant(value=None if value is None else bool(value), kind=None)
-    if isinstance(value, (int, float, np.integer, np.floating)):
-        return const(value)
-    if isinstance(value, tuple):
-        return gast.Tuple(elts=[_const_node(v) for v in value], ctx=gast.Load())
-    return gast.Constant(value=value, kind=None)
-
-
-def _root_name(node):
-    while isinstance(node, (gast.Attribute, gast.Subscript)):
-        node = node.value
-    return node.id if isinstance(node, gast.Name) else None
-
-
 def _src(node) -> str:
     from ..codegen.python import unparse
     try:
@@ -1378,7 +1131,7 @@ def _bind_template(expr, ctx: Ctx, prelude_names: set, bindings: dict):
                 label = _dotted(f)
                 key = f"__b{id(value)}"
                 bindings[key] = value
-                node.func = _n(key)
+                node.func = operand_expr(key)
                 node.func.label = label
             return node
 
@@ -1386,13 +1139,13 @@ def _bind_template(expr, ctx: Ctx, prelude_names: set, bindings: dict):
             if isinstance(node.ctx, gast.Load) and not node.id.startswith("__h") and node.id not in prelude_names:
                 value = ctx.resolver.lookup(node.id)
                 if value is not MISSING and classify(value).kind == "constant":
-                    return _const_node(value)
+                    return const_expr(value)
             return node
 
         def visit_Attribute(s, node):
             value = attribute_value(ctx.resolver, node)
             if value is not MISSING and classify(value).kind == "constant":
-                return _const_node(value)
+                return const_expr(value)
             return node
 
         def visit_Lambda(s, node):
@@ -1574,8 +1327,8 @@ def make_kernel(prog: ArrayProgram, b: Builder, region: list, red) -> tuple[Arra
             t = b.namer.fresh(f"{base}_{'_'.join(str(i) for i in c.index)}".replace("-", "m"))
             idx = gast.Tuple(elts=[const(i) for i in c.index], ctx=gast.Load()) if len(c.index) != 1 \
                 else const(c.index[0])
-            fwd = gast.Subscript(value=_n(base), slice=idx, ctx=gast.Load())
-            s_ = gast.Subscript(value=gast.Attribute(value=_n("np"), attr="s_", ctx=gast.Load()),
+            fwd = gast.Subscript(value=operand_expr(base), slice=idx, ctx=gast.Load())
+            s_ = gast.Subscript(value=gast.Attribute(value=operand_expr("np"), attr="s_", ctx=gast.Load()),
                                 slice=copy.deepcopy(idx), ctx=gast.Load())
             extra.append(ArrayStmt(t, Index(s_, capture=c), [base], root.node, root.stmt, root.ctx, forward=fwd))
             kin.append(t)
@@ -1607,7 +1360,7 @@ def _subst(tree, mapping: dict, consts: dict):
     class S(gast.NodeTransformer):
         def visit_Name(s, node):
             if node.id in consts:
-                return _const_node(consts[node.id].value)
+                return const_expr(consts[node.id].value)
             if node.id in mapping and mapping[node.id] is not None:
                 return gast.Name(id=mapping[node.id], ctx=node.ctx, annotation=None, type_comment=None)
             return node

@@ -51,7 +51,8 @@ from ..frontend import location_of
 from .activity import partials_read, same_partials
 from .arrayir import (ArrayProgram, ArrayStmt, Const, ForStmt, IfStmt, KernelSum, Namer, Py, RunKernel, is_kernel,
                       stmt_reads, walk_stmts)
-from .arrayprog import _line, register_hint
+from .arrayprog import _line
+from .primcalls import register_hint
 
 MODES = ("auto", "store", "recompute")
 _CHEAP_MATH = {"fabs", "sign", "copysign", "floor", "ceil", "trunc"}
