@@ -62,6 +62,9 @@ class ArrayStmt:
     ctx: Ctx | None = None
     forward: Any = None              # gast expression computing target, in SSA names
     reads: set = field(default_factory=set)      # SSA names read besides args
+    # a kernel and the one matmul or row reduction that alone reads it, each the other's
+    # partner when they run as one (passes/kernelpairs.py)
+    partner: "ArrayStmt | None" = field(default=None, repr=False, compare=False)
 
     @property
     def params(self) -> dict:

@@ -41,6 +41,7 @@ from ..defaults import DefaultValues, bind_call
 from ..frontend import MISSING, ParsedFunction, Resolver, attribute_value, classify, location_of, parse_function
 from .arrayir import (ArrayProgram, ArrayStmt, Const, Ctx, Elementwise, ForStmt, IfStmt, KernelInfo, KernelSum, Namer,
                       Phi, Py, RunKernel, const_expr, operand_expr, stmt_reads, walk_stmts)
+from .kernelpairs import pair_kernels
 from .primcalls import PrimCalls, register_hint, root_name, unsupported  # register_hint: also for tests
 from .elementwise import Site, _drop_unread_params, _unwrap_single_call, translate_elementwise
 from .normalize import Normalizer
@@ -161,6 +162,7 @@ class Builder:
                             [], self.sites, self.namer, self.scalar)
         _drop_dead_phis(prog)
         fuse(prog, self)
+        pair_kernels(prog)
         return prog
 
     def function_body(self, body, scope: Scope, fnode, want=None):

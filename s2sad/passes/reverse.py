@@ -40,49 +40,19 @@ import functools
 from dataclasses import dataclass
 from typing import Any
 
-import gast
 import numpy as np
 
 from .. import array_prims, array_rules, column_products, gemm, reduce, runtime, smath
-from ..array_prims import PrimOp, Product, Reduce
+from ..array_prims import PrimOp, Product
 from ..codegen.python import unparse
-from ..errors import NonScalarLossError, S2SADError, UnsupportedOperationError
+from ..errors import NonScalarLossError, UnsupportedOperationError
 from ..frontend import location_of
 from .activity import partials_read, same_partials
 from .arrayir import (ArrayProgram, ArrayStmt, Const, ForStmt, IfStmt, KernelSum, Namer, Py, RunKernel, is_kernel,
                       stmt_reads, walk_stmts)
 from .arrayprog import _line
+from .kernelpairs import choose_mode, row_reduction
 from .primcalls import register_hint
-
-MODES = ("auto", "store", "recompute")
-_CHEAP_MATH = {"fabs", "sign", "copysign", "floor", "ceil", "trunc"}
-
-
-def choose_mode(kernel, mode: str) -> tuple[str, str]:
-    """(store | recompute, why) for an elementwise kernel whose pullback is needed."""
-    if mode in ("store", "recompute"):
-        return mode, f"mode={mode!r} was asked for"
-    if mode != "auto":
-        raise S2SADError(f"unknown mode {mode!r}", hint="Use mode='auto', 'store' or 'recompute'.")
-    why = None
-    for fname, fn in kernel.program.functions.items():
-        for n in gast.walk(fn):
-            if isinstance(n, (gast.For, gast.While)):
-                why = f"{fname} has a loop"
-                break
-            if isinstance(n, gast.Call) and isinstance(n.func, gast.Attribute) and n.func.attr not in _CHEAP_MATH:
-                why = f"{fname} calls math.{n.func.attr}"
-                break
-            if isinstance(n, gast.BinOp) and isinstance(n.op, gast.Pow) and not (
-                    isinstance(n.right, gast.Constant) and n.right.value in (2, 2.0, 3, 3.0)):
-                why = f"{fname} raises to a power"
-                break
-        if why:
-            break
-    if why:
-        return "store", f"auto: {why}, so its partials are stored in the forward pass rather than recomputed"
-    return "recompute", "auto: cheap to evaluate (no loops, no transcendental calls), so recomputed in the reverse pass"
-
 
 @dataclass
 class _Nones:
@@ -136,40 +106,7 @@ class Generator:
                 self.readers[r] = self.readers.get(r, 0) + 1
             if isinstance(st, ArrayStmt) and st.target:
                 self.made_by[st.target] = st
-        # kernel statement <-> the matmul that alone reads its values (kernel_matmul)
-        self.matmul_of: dict[int, ArrayStmt] = {}
-        self.kernel_of: dict[int, ArrayStmt] = {}
-        self._find_kernel_matmuls(prog.body)
         self._compute_activity()
-
-    def _find_kernel_matmuls(self, body: list) -> None:
-        """Pair each elementwise kernel whose values only `values @ w` (or np.dot) reads,
-        as its left operand, later in the same block: the pair runs as one
-        (`column_products.kernel_matmul`), which never forms the values where w is one column.
-        Only kernels cheap to evaluate (`choose_mode`'s test), which the pair evaluates
-        again in the reverse sweep whatever the mode: so store and recompute modes still
-        give the same bits. Likewise a kernel without a loop whose values only a sum or
-        mean along the last axis reads (`row_reduction`): `kernel_rowsum` (below), which
-        decides at run time, from the row length, whether the values are formed."""
-        for j, st in enumerate(body):
-            if isinstance(st, ForStmt):
-                self._find_kernel_matmuls(st.body)
-            elif isinstance(st, IfStmt):
-                self._find_kernel_matmuls(st.body)
-                self._find_kernel_matmuls(st.orelse)
-            elif (isinstance(st.op, RunKernel) and not st.op.scalar and st.target and st.target != self.p.result
-                    and self.readers.get(st.target) == 1
-                    and st.op.kernel.module(()).result_kind == "float"):
-                mode, why = choose_mode(st.op.kernel, "auto")
-                for m in body[j + 1:]:
-                    if not (isinstance(m, ArrayStmt) and m.args and m.args[0] == st.target):
-                        continue
-                    if (isinstance(m.op, Product) and m.op.kind in ("matmul", "dot") and m.args.count(st.target) == 1 and not m.params
-                            and mode == "recompute"):
-                        self.matmul_of[id(st)], self.kernel_of[id(m)] = m, st
-                    elif row_reduction(m) is not None and "has a loop" not in why:
-                        self.matmul_of[id(st)], self.kernel_of[id(m)] = m, st
-                    break
 
     # -------------------------------------------------------------- activity
 
@@ -305,7 +242,7 @@ class Generator:
                 self._add_source(k, kmod, scalar=True)
                 return
             kn = self.kernel_name(st)
-            if id(st) in self.matmul_of:    # runs with its matmul (below)
+            if st.partner is not None:    # runs with its matmul or row reduction (below)
                 self._add_source(k, k.module(tuple(p for _, p, _ in act)))
                 return
             if act:
@@ -329,8 +266,8 @@ class Generator:
                 self._add_source(k, k.module(()))
             out.append(f"{ind}{t} = apply({kn}, {tup})")
             return
-        if id(st) in self.kernel_of:     # with the kernel that made its operand (reverse_kernel_matmul)
-            ks = self.kernel_of[id(st)]
+        if st.partner is not None:     # with the kernel that made its operand (reverse_kernel_matmul)
+            ks = st.partner
             h, kn, ins = ks.target, self.kernel_name(ks), _tuple([_text(a) for a in ks.args])
             rows = row_reduction(st)
             if rows:
@@ -568,7 +505,7 @@ class Generator:
             for (_, _, a), tm in zip(act, tmps):
                 self.contribute(a, f"unbroadcast({tm}, {a})", ind, out, init)
             return
-        if id(st) in self.kernel_of:
+        if st.partner is not None:
             self.reverse_kernel_matmul(st, g, ind, out, init)
             return
         rule = array_prims.of(st.op)
@@ -611,7 +548,7 @@ class Generator:
         """The adjoint of `out = values @ w` and of the kernel that made the values, in
         one call: its active inputs' gradients and w's (the kernel's own adjoint is then
         never needed: nothing else reads its values)."""
-        ks = self.kernel_of[id(st)]
+        ks = st.partner
         act = self.kernel_active(ks) if self.is_active(ks.target) else []
         rows = row_reduction(st)
         w = None if rows else st.args[1]
@@ -827,22 +764,6 @@ class Generator:
 def _param_texts(st: ArrayStmt) -> dict[str, str]:
     """A primitive's static parameters as source text, by name."""
     return {k: unparse(v) for k, v in st.params.items()}
-
-
-def row_reduction(st) -> tuple[int, bool] | None:
-    """(axis, keepdims) of a sum or mean along the last axis of a 2-D array (axis 1 or
-    -1, written as a constant; keepdims a constant or absent), else None."""
-    if not isinstance(st, ArrayStmt) or not isinstance(st.op, Reduce) or st.op.kind not in ("sum", "mean"):
-        return None
-    axis, keep = st.params.get("axis"), st.params.get("keepdims", gast.Constant(value=False, kind=None))
-    if isinstance(axis, gast.UnaryOp) and isinstance(axis.op, gast.USub) and isinstance(axis.operand, gast.Constant) \
-            and type(axis.operand.value) is int:
-        axis = gast.Constant(value=-axis.operand.value, kind=None)       # -1 is parsed as -(1)
-    if not (isinstance(axis, gast.Constant) and type(axis.value) is int and axis.value in (1, -1)):
-        return None
-    if not (isinstance(keep, gast.Constant) and type(keep.value) is bool):
-        return None
-    return axis.value, keep.value
 
 
 # what a scalar dual gets for an input its partials do not read, in a gradient that does
@@ -1107,10 +1028,10 @@ class ArrayCompiled:
                 loc = _short(location_of(st.ctx.filename, st.node))
                 what = "no adjoint needed (not differentiated)" if not gen.is_active(st.target) else \
                     f"rule {st.op.name} (s2sad.array_prims)"
-                if id(st) in gen.kernel_of and row_reduction(st) is not None:
+                if st.partner is not None and row_reduction(st) is not None:
                     what = (f"taken with {st.args[0]}'s kernel (kernel_rowsum: {st.args[0]} is not formed "
                             f"where the rows are summed in its pass); its adjoint and that kernel's in one call")
-                elif id(st) in gen.kernel_of:
+                elif st.partner is not None:
                     what = (f"taken in the pass of {st.args[0]}'s kernel (column_products.kernel_matmul: {st.args[0]} is not "
                             f"formed where {_text(st.args[1])} is one column); its adjoint and that kernel's in one "
                             f"pass")
@@ -1120,7 +1041,7 @@ class ArrayCompiled:
                 if seeds:
                     what += (f"; the adjoint of {', '.join(seeds)} seeds its kernel's pullback only, as two factors "
                              f"where it is an outer product")
-                if isinstance(st.op, Product) and st.op.kind in ("matmul", "dot") and id(st) not in gen.kernel_of:
+                if isinstance(st.op, Product) and st.op.kind in ("matmul", "dot") and st.partner is None:
                     what += "; the product by s2sad.gemm (its own loop where the right operand is thin, else numpy's)"
                 lines.append(f"  {loc}: {unparse(st.forward)} -> {what}")
             elif isinstance(st, ArrayStmt) and isinstance(st.op, Py):
@@ -1136,8 +1057,8 @@ class ArrayCompiled:
                        f"its inputs computed in the same pass")
             elif st.op.scalar:
                 how = "on scalars: called as plain Python, its dual gives the partials"
-            elif id(st) in gen.matmul_of:
-                m = gen.matmul_of[id(st)]
+            elif st.partner is not None:
+                m = st.partner
                 where = f"{unparse(m.forward)} ({_short(location_of(m.ctx.filename, m.node))})"
                 if row_reduction(m) is not None:
                     mode_, _ = gen.kernel_modes.get(gen.kernel_names.get(id(k), k.name), choose_mode(k, mode))
