@@ -225,6 +225,17 @@ def test_every_entry_has_a_row():
     assert {row.prim for row in ROWS} == set(array_prims.PRIMS)
 
 
+def test_each_callable_and_method_stands_for_one_entry():
+    """Recognition by identity is unambiguous: a callable is in one entry's `funcs`
+    (np.array is also stack's literal-list spelling), a method in one entry."""
+    funcs = [f for p in array_prims.PRIMS.values() for f in p.funcs]
+    assert len({id(f) for f in funcs}) == len(funcs)
+    methods = [m for p in array_prims.PRIMS.values() for m in p.methods]
+    assert len(set(methods)) == len(methods)
+    assert [p.name for p in array_prims.for_function(np.array)] == ["stack", "copy"]
+    assert array_prims.for_function(np.sin) == () and array_prims.for_method("cumsum") is None
+
+
 @pytest.mark.parametrize("row", ROWS, ids=lambda r: r.fn.__name__)
 def test_row_builds_its_primitive(row):
     """The row's loss is an array program with a statement of its entry's op."""
