@@ -1,28 +1,18 @@
-"""The reverse-mode rule of each array primitive: one small function each, one registry.
+"""What the adjoints of array primitives run: the helpers generated code calls, and the
+user's rules.
 
-An array primitive is a numpy operation that is not elementwise: `@`, reductions,
-reshapes, indexing, joins. Its rule writes, as Python source, the adjoint
-contribution to one of its array operands given the adjoint `g` of its output:
-
-    rule.vjp(i, g, args, out, p) -> source text of d loss / d args[i]
-
-`args` are the names of the operands in the generated code, `out` the name of the
-output, and `p` the source text of each static parameter (`axis`, `keepdims`, the
-index of a subscript...). The text has exactly the shape of `args[i]`; it may call
-the helpers below (`HELPERS` is the namespace generated code runs with).
-
-Elementwise operations (arithmetic, ufuncs, `np.where`, `np.maximum`, `np.clip`,
-`s2sad.broadcast`) have no rule here: they run as kernels, whose derivatives come
-from `rules.RULES`, the one table of partials.
+The rules themselves (the text of each primitive's VJP) are one table,
+`s2sad.array_prims`; the source they write calls the helpers below by name (`HELPERS`
+is the namespace generated code runs with). Each helper returns a new array (never a
+view of its input), of the operand's shape and dtype.
 
 A user registers the rule of an array function of their own choice with
 `s2sad.defvjp(fn, vjp_0, vjp_1, ...)`, each `vjp_i(g, out, *args)` returning the
 adjoint of the i-th argument; it then works wherever that function is called at the
-array level.
+array level (the table's "user" entry).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
@@ -30,131 +20,6 @@ import numpy as np
 from .gemm import matmul
 from .reduce import reduce
 from .runtime import SeedProduct
-
-
-@dataclass(frozen=True)
-class ArrayRule:
-    name: str
-    vjp: Callable[..., str]
-    # the same adjoint for a consumer that only multiplies it elementwise (a kernel's
-    # pullback): text that may give a `runtime.SeedProduct` instead of an array
-    factors: Callable[..., str] | None = None
-
-
-RULES: dict[str, ArrayRule] = {}
-
-
-def rule(name: str, factors: Callable[..., str] | None = None):
-    def register(fn):
-        RULES[name] = ArrayRule(name, fn, factors)
-        return fn
-    return register
-
-
-def _kw(p: dict, *names: str) -> str:
-    return "".join(f", {n}={p[n]}" for n in names if n in p)
-
-
-# ------------------------------------------------------------------ rules
-
-@rule("sum")
-def _sum(i, g, args, out, p):
-    return f"sum_bar({g}, {args[0]}{_kw(p, 'axis', 'keepdims')})"
-
-
-@rule("mean")
-def _mean(i, g, args, out, p):
-    return f"mean_bar({g}, {args[0]}{_kw(p, 'axis', 'keepdims')})"
-
-
-@rule("max")
-def _max(i, g, args, out, p):
-    return f"maxmin_bar({g}, {args[0]}, {out}{_kw(p, 'axis', 'keepdims')})"
-
-
-RULES["min"] = ArrayRule("min", _max)
-
-
-@rule("prod")
-def _prod(i, g, args, out, p):
-    return f"prod_bar({g}, {args[0]}{_kw(p, 'axis', 'keepdims')})"
-
-
-@rule("matmul", factors=lambda i, g, args, out, p: f"matmul_factors({i}, {g}, {', '.join(args)})")
-def _matmul(i, g, args, out, p):
-    a, b = args
-    return f"matmul_lhs_bar({g}, {a}, {b})" if i == 0 else f"matmul_rhs_bar({g}, {a}, {b})"
-
-
-@rule("dot", factors=lambda i, g, args, out, p: f"dot_factors({i}, {g}, {', '.join(args)})")
-def _dot(i, g, args, out, p):
-    a, b = args
-    return f"dot_lhs_bar({g}, {a}, {b})" if i == 0 else f"dot_rhs_bar({g}, {a}, {b})"
-
-
-@rule("outer")
-def _outer(i, g, args, out, p):
-    a, b = args
-    return (f"np.reshape({g} @ np.ravel({b}), np.shape({a}))" if i == 0
-            else f"np.reshape(np.ravel({a}) @ {g}, np.shape({b}))")
-
-
-@rule("transpose")
-def _transpose(i, g, args, out, p):
-    axes = p.get("axes", "None")
-    return f"np.transpose({g})" if axes == "None" else f"np.transpose({g}, np.argsort({axes}))"
-
-
-@rule("reshape")
-def _reshape(i, g, args, out, p):
-    """reshape, ravel, flatten, squeeze, expand_dims, x[None]...: the adjoint takes the
-    operand's shape back."""
-    return f"np.reshape({g}, np.shape({args[0]}))"
-
-
-@rule("copy")
-def _copy(i, g, args, out, p):
-    return g
-
-
-@rule("repeat")
-def _repeat(i, g, args, out, p):
-    return f"repeat_bar({g}, {args[0]}, {p['repeats']}{_kw(p, 'axis')})"
-
-
-@rule("tile")
-def _tile(i, g, args, out, p):
-    return f"tile_bar({g}, {args[0]}, {p['reps']})"
-
-
-@rule("concatenate")
-def _concatenate(i, g, args, out, p):
-    return f"concatenate_bar({g}, {i}, ({', '.join(args)}{',' if len(args) == 1 else ''}){_kw(p, 'axis')})"
-
-
-@rule("r_")
-def _r_(i, g, args, out, p):
-    return f"r_bar({g}, {i}, ({', '.join(args)}{',' if len(args) == 1 else ''}))"
-
-
-@rule("c_")
-def _c_(i, g, args, out, p):
-    return f"c_bar({g}, {i}, ({', '.join(args)}{',' if len(args) == 1 else ''}))"
-
-
-@rule("stack")
-def _stack(i, g, args, out, p):
-    return f"np.take({g}, {i}, axis={p.get('axis', '0')})"
-
-
-@rule("index")
-def _index(i, g, args, out, p):
-    return f"index_bar({g}, {args[0]}, {p['index']})"
-
-
-@rule("user")
-def _user(i, g, args, out, p):
-    return f"{p['vjp']}[{i}]({g}, {out}, {', '.join(args)})"
 
 
 # ------------------------------------------------------------------ user rules

@@ -7,26 +7,16 @@ and module-level helper functions (inlined), and elementwise code (arithmetic,
 ufuncs, `np.where`/`np.clip`/`np.maximum`, `s2sad.broadcast`/`map`/comprehensions of
 scalar functions).
 
-Output: an `ArrayProgram`, a list of statements in administrative normal form:
-
-    ArrayStmt(target, op, args, node)   one operation: target = op(*args)
-    ForStmt                             `for var in range(...)` with loop-carried phis
-    IfStmt                              `if test:` with phis joining the branches
-
-Every value has one SSA name, named after the user's variable where there is one
+Output: an `ArrayProgram` (passes/arrayir.py), statements in administrative normal
+form. Every value has one SSA name, named after the user's variable where there is one
 (`h`, then `h_2` when it is assigned again), `_1`, `_2`... for intermediates. `args`
 are the operands derivatives flow through; everything else an operation needs (an
 axis, a shape, an index) is a *static* parameter, rendered as Python source.
 
-Ops:
-    "kernel"       a fused elementwise region, one `runtime.Kernel` (attrs: kernel,
-                   region, scalar: True when every input is a known scalar)
-    "kernel_sum"   a region fused with the full reduction (np.sum/np.mean) that is its
-                   only consumer: runs as `runtime.sum_dual`, one pass
-    "py"           plain Python/numpy with no derivative: shapes, `np.zeros`,
-                   comparisons' consumers... (attrs["why"]: "nograd", or "unsupported"
-                   with the function's label: an error if it reads a differentiated value)
-    array_rules.RULES names (matmul, sum, index, ...): a primitive with a VJP rule
+Ops: a call, method or syntax the `array_prims` table knows becomes its typed op
+(recognised by identity through the table: `prim_call`, `prim_method`, `emit_prim`);
+elementwise code becomes `Elementwise` statements, which `fuse` joins into `RunKernel`
+/ `KernelSum` statements; anything else is `Py`, evaluated as written.
 
 Free names holding arrays are data: read at call time, never differentiated. In-place
 updates (`x[0] = ...`, and `x += ...` where x may share memory with another name) are
@@ -38,141 +28,24 @@ import builtins
 import copy
 import linecache
 import types
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import gast
 import numpy as np
 
 from .. import array_rules
+from ..array_prims import Index, Reduce
 from ..errors import FreeVariableError, S2SADError, UnsupportedOperationError, UnsupportedSyntaxError
 from ..defaults import DefaultValues, bind_call
 from ..frontend import MISSING, ParsedFunction, Resolver, attribute_value, classify, location_of, parse_function
+from .arrayir import (ArrayProgram, ArrayStmt, Const, Ctx, Elementwise, ForStmt, IfStmt, KernelInfo, KernelSum, Namer,
+                      Phi, Py, RunKernel, const_expr, operand_expr, stmt_reads, walk_stmts)
+from .kernelpairs import pair_kernels
+from .primcalls import PrimCalls, register_hint, root_name, unsupported  # register_hint: also for tests
 from .elementwise import Site, _drop_unread_params, _unwrap_single_call, translate_elementwise
 from .normalize import Normalizer
 from .trees import assigned_names as _assigned_names, const, dotted, function_def, name
-
-# ------------------------------------------------------------------ the program
-
-
-@dataclass(frozen=True)
-class Const:
-    value: Any
-
-    def text(self) -> str:
-        return repr(self.value)
-
-
-@dataclass
-class Ctx:
-    """The user function a statement's code comes from (the loss, or an inlined helper)."""
-
-    pf: ParsedFunction
-
-    @property
-    def filename(self) -> str:
-        return self.pf.filename
-
-    @property
-    def resolver(self) -> Resolver:
-        return self.pf.resolver
-
-
-@dataclass
-class ArrayStmt:
-    target: str | None
-    op: str
-    args: list                       # operands (SSA names or Const) derivatives flow through
-    node: Any                        # the user's expression (errors) ...
-    stmt: Any = None                 # ... and statement (`# Grad of:` comments)
-    ctx: Ctx | None = None
-    forward: Any = None              # gast expression computing target, in SSA names
-    params: dict = field(default_factory=dict)   # static parameter -> gast expression
-    reads: set = field(default_factory=set)      # SSA names read besides args
-    attrs: dict = field(default_factory=dict)
-
-
-@dataclass
-class Phi:
-    name: str
-    first: Any      # For: the value before the loop; If: the value from the body
-    second: Any     # For: the value at the end of the body; If: from orelse
-    user: str = ""  # the user's variable
-
-
-@dataclass
-class ForStmt:
-    var: str
-    range_args: list                 # gast expressions (start, stop, step)
-    body: list
-    phis: list
-    node: Any
-    ctx: Ctx
-    reads: set = field(default_factory=set)
-    tape: str = ""
-
-
-@dataclass
-class IfStmt:
-    test: Any                        # operand
-    body: list
-    orelse: list
-    phis: list
-    node: Any
-    ctx: Ctx
-
-
-@dataclass
-class KernelInfo:
-    """A fused region, for explain."""
-
-    name: str
-    kernel: Any
-    stmt: ArrayStmt
-    lines: list[tuple[str, str]]     # (location, source line) of the user code fused
-    sites: list[Site]
-
-
-@dataclass
-class ArrayProgram:
-    name: str
-    pf: ParsedFunction
-    params: list[str]                # SSA names of the parameters (positional)
-    body: list
-    result: Any                      # operand
-    return_node: Any
-    free: dict[str, tuple[Resolver, str]]   # name in generated code -> (resolver, user's name)
-    bound: dict[str, Any]            # name in generated code -> value bound at plan time
-    kernels: list[KernelInfo]
-    sites: list[Site]
-    namer: "Namer"
-    known_scalar: set[str]
-
-
-class Namer:
-    def __init__(self, reserved=()):
-        self.used: set[str] = set(reserved)
-        self.temps = 0
-
-    def fresh(self, base: str) -> str:
-        base = base if base.isidentifier() else "v"
-        if base not in self.used:
-            self.used.add(base)
-            return base
-        k = 2
-        while f"{base}_{k}" in self.used:
-            k += 1
-        self.used.add(f"{base}_{k}")
-        return f"{base}_{k}"
-
-    def temp(self) -> str:
-        while True:
-            self.temps += 1
-            t = f"_{self.temps}"
-            if t not in self.used:
-                self.used.add(t)
-                return t
-
 
 # Names generated code uses for its own purposes (reverse.py binds them).
 RESERVED = {"apply", "vjp", "store_partials", "sum_dual", "sum_grads", "not_needed", "broadcast_size", "check_scalar_loss",
@@ -216,12 +89,6 @@ def _np_funcs(*names):
     return {getattr(np, n) for n in names if hasattr(np, n)}
 
 
-REDUCTION_FUNCS = {}
-for _n, _k in [("sum", "sum"), ("mean", "mean"), ("max", "max"), ("amax", "max"), ("min", "min"),
-               ("amin", "min"), ("prod", "prod")]:
-    if hasattr(np, _n):
-        REDUCTION_FUNCS[getattr(np, _n)] = _k
-RESHAPE_FUNCS = _np_funcs("reshape", "ravel", "squeeze", "expand_dims", "atleast_1d", "atleast_2d")
 # functions whose value does not depend differentiably on their inputs: evaluated as is
 NOGRAD_FUNCS = _np_funcs(
     "zeros", "ones", "full", "empty", "zeros_like", "ones_like", "full_like", "empty_like", "arange",
@@ -232,38 +99,7 @@ NOGRAD_FUNCS = _np_funcs(
 FRESH_NOGRAD = _np_funcs("zeros", "ones", "full", "empty", "zeros_like", "ones_like", "full_like",
                          "empty_like", "arange", "linspace", "eye", "identity")
 SCALAR_NOGRAD = {len} | _np_funcs("size", "ndim")
-REDUCE_METHODS = {"sum": "sum", "mean": "mean", "max": "max", "min": "min", "prod": "prod"}
 NOGRAD_ATTRS = {"shape", "ndim", "size", "dtype", "itemsize", "nbytes"}
-_SIGS = {  # positional parameters after the array, for static arguments
-    "sum": ("axis",), "mean": ("axis",), "max": ("axis",), "min": ("axis",), "prod": ("axis",),
-    "repeat": ("repeats", "axis"), "tile": ("reps",), "concatenate": ("axis",), "stack": ("axis",),
-}
-_RULE_TAIL = ("lambda g, out, x: ...) (one function per argument, returning the adjoint of that "
-              "argument), or write the computation with supported numpy operations.")
-
-
-def register_hint(label: str) -> str:
-    """What to do about a call with no rule, as valid Python naming the real function:
-    `np.cumsum` -> s2sad.defvjp(np.cumsum, ...); a method `.cumsum()` -> its function
-    form np.cumsum(x, ...) and that function's rule (defvjp takes functions, not
-    methods); anything else -> rewrite it."""
-    if label.startswith("."):
-        m = label.strip(".()")
-        if callable(getattr(np, m, None)):
-            return (f"Call the function form np.{m}(x, ...) instead of the method, and register its "
-                    f"reverse-mode rule with s2sad.defvjp(np.{m}, " + _RULE_TAIL)
-        return (f"'{label}' is a method or attribute s2sad has no derivative for (s2sad.defvjp takes "
-                "functions, not methods): write the computation with supported numpy operations.")
-    if all(part.isidentifier() for part in label.split(".")):
-        return f"Register its reverse-mode rule with s2sad.defvjp({label}, " + _RULE_TAIL
-    return "Write the computation with supported numpy operations."
-
-
-def _unsupported(label: str, loc, what: str = "") -> UnsupportedOperationError:
-    return UnsupportedOperationError(
-        f"'{label}' {what or 'has no derivative rule at the array level'}", loc, hint=register_hint(label))
-
-
 # ------------------------------------------------------------------ the builder
 
 
@@ -290,6 +126,7 @@ class Builder:
         self.named: set[str] = set()              # SSA values bound to a user's name
         self.params = params
         self.root = Ctx(pf)
+        self.prims = PrimCalls(self)     # numpy calls, methods and syntax that are array primitives
 
     # -------------------------------------------------------------- errors
 
@@ -298,6 +135,10 @@ class Builder:
 
     def loc(self, ctx: Ctx, node):
         return location_of(ctx.filename, node)
+
+    def label(self, node) -> str:
+        """The user's spelling of a callee or an expression, for messages."""
+        return _src(node)
 
     # -------------------------------------------------------------- entry
 
@@ -321,6 +162,7 @@ class Builder:
                             [], self.sites, self.namer, self.scalar)
         _drop_dead_phis(prog)
         fuse(prog, self)
+        pair_kernels(prog)
         return prog
 
     def function_body(self, body, scope: Scope, fnode, want=None):
@@ -420,7 +262,7 @@ class Builder:
                 self.bind(scope, t.id, op)
             return
         if isinstance(target, gast.Subscript):
-            base = _root_name(target)
+            base = root_name(target)
             raise self.err(ctx, s, f"assignment into an array element ({_src(target)} = ...) updates "
                            f"'{base}' in place, which s2sad does not differentiate",
                            "Build a new array instead, e.g. with np.where(mask, new, old), np.concatenate, "
@@ -437,7 +279,7 @@ class Builder:
     def augassign(self, s, scope: Scope):
         ctx = scope.ctx
         if not isinstance(s.target, gast.Name):
-            base = _root_name(s.target)
+            base = root_name(s.target)
             raise self.err(ctx, s, f"'{_src(s.target)} {_opsym(s.op)}= ...' updates '{base}' in place, which s2sad "
                            f"does not differentiate",
                            "Build a new array instead, e.g. with np.where(mask, new, old) or np.concatenate.",
@@ -556,8 +398,8 @@ class Builder:
         """An `if` test: only its truth counts, so `and`/`or`/`not` are control here."""
         if isinstance(e, gast.BoolOp) or (isinstance(e, gast.UnaryOp) and isinstance(e.op, gast.Not)):
             parts = [self.condition(v, scope) for v in (e.values if isinstance(e, gast.BoolOp) else [e.operand])]
-            fwd = gast.BoolOp(op=e.op, values=[_n(p) for p in parts]) if isinstance(e, gast.BoolOp) else \
-                gast.UnaryOp(op=gast.Not(), operand=_n(parts[0]))
+            fwd = gast.BoolOp(op=e.op, values=[operand_expr(p) for p in parts]) if isinstance(e, gast.BoolOp) else \
+                gast.UnaryOp(op=gast.Not(), operand=operand_expr(parts[0]))
             return self.py_stmt(fwd, [p for p in parts if isinstance(p, str)], set(), e, scope, None, "nograd")
         return self.expr(e, scope)
 
@@ -676,11 +518,9 @@ class Builder:
         if self.is_elementwise(e, scope):
             return self.elementwise(e, scope, want)
         if isinstance(e, gast.BinOp) and isinstance(e.op, gast.MatMult):
-            a, b = self.array(e.left, scope), self.array(e.right, scope)
-            fwd = gast.BinOp(left=_n(a), op=gast.MatMult(), right=_n(b))
-            return self.emit("matmul", [a, b], e, scope, want, forward=fwd)
+            return self.prims.matmul(e, scope, want)
         if isinstance(e, gast.Subscript):
-            return self.subscript(e, scope, want)
+            return self.prims.subscript(e, scope, want)
         if isinstance(e, gast.Attribute):
             return self.attribute(e, scope, want)
         if isinstance(e, gast.Call):
@@ -716,11 +556,11 @@ class Builder:
             return out, reads
         v = self.expr(e, scope)
         if isinstance(v, list):
-            elts = [_n(x) for x in v]
+            elts = [operand_expr(x) for x in v]
             return gast.Tuple(elts=elts, ctx=gast.Load()), {x for x in v if isinstance(x, str)}
         if isinstance(v, LocalFn):
             raise self.err(scope.ctx, e, "a function is not a static parameter", "Pass a value.")
-        return _n(v), ({v} if isinstance(v, str) else set())
+        return operand_expr(v), ({v} if isinstance(v, str) else set())
 
     def rename(self, e, scope: Scope, reads: set):
         """A copy of a simple expression with names -> SSA names / constants / bound values."""
@@ -732,23 +572,23 @@ class Builder:
                     return node
                 v = b.lookup(node.id, scope, node)
                 if isinstance(v, Const):
-                    return _const_node(v.value)
+                    return const_expr(v.value)
                 if isinstance(v, _Bound):
-                    return _n(b.bind_value(v.value, v.label))
+                    return operand_expr(b.bind_value(v.value, v.label))
                 if isinstance(v, LocalFn):
                     raise b.err(scope.ctx, node, f"the local function '{node.id}' cannot be used as a value here",
                                 "Call it.", UnsupportedOperationError)
                 if isinstance(v, list):
-                    return gast.Tuple(elts=[_n(x) for x in v], ctx=gast.Load())
+                    return gast.Tuple(elts=[operand_expr(x) for x in v], ctx=gast.Load())
                 reads.add(v)
-                return _n(v)
+                return operand_expr(v)
 
             def visit_Attribute(s, node):
-                value = attribute_value(scope.ctx.resolver, node) if b.lookup_local(_root_name(node) or "", scope) is None \
+                value = attribute_value(scope.ctx.resolver, node) if b.lookup_local(root_name(node) or "", scope) is None \
                     else MISSING
                 if value is not MISSING and not isinstance(value, types.ModuleType):
                     if classify(value).kind == "constant" or value is None:
-                        return _const_node(value)
+                        return const_expr(value)
                 s.generic_visit(node)
                 return node
 
@@ -768,7 +608,7 @@ class Builder:
             value = scope.ctx.resolver.lookup(f.id)
             return ("value", value) if value is not MISSING else ("missing", None)
         if isinstance(f, gast.Attribute):
-            root = _root_name(f)
+            root = root_name(f)
             if root is not None and self.lookup_local(root, scope) is None:
                 value = attribute_value(scope.ctx.resolver, f)
                 if value is not MISSING:
@@ -835,17 +675,17 @@ class Builder:
         def hold(op) -> gast.expr:
             if isinstance(op, Const):
                 if isinstance(op.value, (int, float, bool, np.integer, np.floating, np.bool_)):
-                    return _const_node(op.value)
+                    return const_expr(op.value)
             elif isinstance(op, (list, LocalFn, _Bound)):
                 raise b.err(ctx, e, "expected a number or an array inside an elementwise expression",
                             "Pass numbers and arrays.", UnsupportedOperationError)
             for h, o in zip(holders, ops):
                 if o == op:
-                    return _n(h)
+                    return operand_expr(h)
             h = f"__h{len(holders)}"
             holders.append(h)
             ops.append(op)
-            return _n(h)
+            return operand_expr(h)
 
         def local_fn_def(lf: LocalFn) -> str:
             """A local function applied elementwise: into the kernel's prelude, the locals
@@ -870,7 +710,7 @@ class Builder:
                 if isinstance(tree.ctx, gast.Load) and tree.id not in bound:
                     v = b.lookup_local(tree.id, defining)
                     if isinstance(v, LocalFn):
-                        return _n(local_fn_def(v))
+                        return operand_expr(local_fn_def(v))
                     if v is _UNBOUND:
                         raise b.err(ctx, tree, f"'{tree.id}' is read before it is assigned", "Assign it first.",
                                     FreeVariableError)
@@ -905,10 +745,10 @@ class Builder:
                 return hold(v)
             if b.is_select(x, scope) or not b.is_elementwise(x, scope):
                 if isinstance(x, gast.Attribute):
-                    value = attribute_value(ctx.resolver, x) if b.lookup_local(_root_name(x) or "", scope) is None \
+                    value = attribute_value(ctx.resolver, x) if b.lookup_local(root_name(x) or "", scope) is None \
                         else MISSING
                     if value is not MISSING and classify(value).kind == "constant":
-                        return _const_node(value)
+                        return const_expr(value)
                 return hold(b.array(x, scope))
             if isinstance(x, gast.BinOp):
                 return gast.BinOp(left=walk(x.left), op=x.op, right=walk(x.right))
@@ -932,7 +772,7 @@ class Builder:
                 if isinstance(fnode, gast.Name):
                     lf = b.lookup_local(fnode.id, scope)
                     if isinstance(lf, LocalFn):
-                        fnode = _n(local_fn_def(lf))
+                        fnode = operand_expr(local_fn_def(lf))
                     elif lf is not None:
                         raise b.err(ctx, fnode, f"'{fnode.id}' is not a function", "Pass a function.",
                                     UnsupportedOperationError)
@@ -967,9 +807,7 @@ class Builder:
 
     def emit_ew(self, expr, holders, ops, prelude, sites, bindings, ctx_bound, e, scope, want):
         self.sites.extend(sites)
-        target = self.emit("ew", ops, e, scope, want,
-                           attrs={"expr": expr, "holders": holders, "prelude": prelude, "sites": sites,
-                                  "bindings": bindings, "ctx_bound": ctx_bound})
+        target = self.emit(Elementwise(expr, holders, prelude, sites, bindings, ctx_bound), ops, e, scope, want)
         if all((isinstance(o, str) and o in self.scalar) or isinstance(o, Const) for o in ops):
             self.scalar.add(target)
         self.fresh.add(target)
@@ -993,12 +831,12 @@ class Builder:
             parts, clip = list(e.args), value is np.clip
         ops = [self.array(p, scope) for p in parts]
         holders = [f"__h{i}" for i in range(3)]
-        h = [_n(x) if isinstance(o, str) else _const_node(o.value) for x, o in zip(holders, ops)]
+        h = [operand_expr(x) if isinstance(o, str) else const_expr(o.value) for x, o in zip(holders, ops)]
         if clip:
             # numpy's own definition, minimum(hi, maximum(lo, x)): NaN from any operand, x on
             # a tie (its sign of zero), and the slope JAX gives at a bound (0.5)
-            inner = gast.Call(func=_n("__np_maximum"), args=[h[1], h[0]], keywords=[])
-            expr = gast.Call(func=_n("__np_minimum"), args=[h[2], inner], keywords=[])
+            inner = gast.Call(func=operand_expr("__np_maximum"), args=[h[1], h[0]], keywords=[])
+            expr = gast.Call(func=operand_expr("__np_minimum"), args=[h[2], inner], keywords=[])
         else:
             expr = gast.IfExp(test=h[0], body=h[1], orelse=h[2])
         gast.copy_location(expr, e)
@@ -1013,55 +851,8 @@ class Builder:
 
     # -------------------------------------------------------------- other operations
 
-    def subscript(self, e: gast.Subscript, scope: Scope, want=None):
-        joined = self.index_trick(e, scope)
-        if joined is not None:
-            return self.joined(joined, e, scope, want)
-        x = self.array(e.value, scope)
-        if isinstance(x, Const):
-            idx, reads = self.static(e.slice, scope)
-            fwd = gast.Subscript(value=_n(x), slice=idx, ctx=gast.Load())
-            return self.py_stmt(fwd, [], reads, e, scope, want, "nograd")
-        idx, reads = self.static(e.slice, scope)
-        fwd = gast.Subscript(value=_n(x), slice=idx, ctx=gast.Load())
-        s_ = gast.Subscript(value=gast.Attribute(value=_n("np"), attr="s_", ctx=gast.Load()), slice=copy.deepcopy(idx),
-                            ctx=gast.Load())
-        t = self.emit("index", [x], e, scope, want, forward=fwd, params={"index": s_}, reads=reads)
-        self.aliased.add(x) if isinstance(x, str) else None
-        return t
-
-    def index_trick(self, e: gast.Subscript, scope: Scope) -> str | None:
-        """"r_" or "c_" when `e` is np.r_[...] or np.c_[...] (by the object, not the name)."""
-        root = _root_name(e.value)
-        if root is None or self.lookup_local(root, scope) is not None:
-            return None
-        value = attribute_value(scope.ctx.resolver, e.value)
-        if value is np.r_:
-            return "r_"
-        if value is np.c_:
-            return "c_"
-        return None
-
-    def joined(self, op: str, e: gast.Subscript, scope: Scope, want=None):
-        """np.r_[a, b, ...] (pieces joined along axis 0) and np.c_[a, b, ...] (as columns,
-        along the last axis) of arrays and numbers; slices and string directives refused."""
-        items = e.slice.elts if isinstance(e.slice, gast.Tuple) else [e.slice]
-        for it in items:
-            if isinstance(it, gast.Slice) or (isinstance(it, gast.Constant) and isinstance(it.value, str)):
-                alt = "np.concatenate([...])" if op == "r_" else "np.column_stack([...]) or np.concatenate([...], axis=1)"
-                raise self.err(scope.ctx, it, f"np.{op}[...] with a slice or a string directive is not supported",
-                               f"Build the pieces (np.arange(...)) and join them with {alt}.",
-                               UnsupportedOperationError)
-        xs = [self.array(it, scope) for it in items]
-        pieces = gast.Tuple(elts=[_n(x) for x in xs], ctx=gast.Load()) if len(xs) > 1 else _n(xs[0])
-        fwd = gast.Subscript(value=gast.Attribute(value=_n("np"), attr=op, ctx=gast.Load()), slice=pieces,
-                             ctx=gast.Load())
-        t = self.emit(op, xs, e, scope, want, forward=fwd)
-        self.fresh.add(t)
-        return t
-
     def attribute(self, e: gast.Attribute, scope: Scope, want=None):
-        root = _root_name(e)
+        root = root_name(e)
         if root is not None and self.lookup_local(root, scope) is None:
             value = attribute_value(scope.ctx.resolver, e)
             if value is not MISSING:
@@ -1074,22 +865,18 @@ class Builder:
                 return _Bound(value, _src(e))
         x = self.array(e.value, scope)
         if e.attr == "T":
-            fwd = gast.Attribute(value=_n(x), attr="T", ctx=gast.Load())
-            t = self.emit("transpose", [x], e, scope, want, forward=fwd)
-            self.aliased.add(x) if isinstance(x, str) else None
-            return t
+            return self.prims.transpose_T(x, e, scope, want)
         if e.attr in NOGRAD_ATTRS:
-            fwd = gast.Attribute(value=_n(x), attr=e.attr, ctx=gast.Load())
+            fwd = gast.Attribute(value=operand_expr(x), attr=e.attr, ctx=gast.Load())
             t = self.py_stmt(fwd, [x], set(), e, scope, want, "nograd")
             if e.attr in ("ndim", "size", "itemsize", "nbytes"):
                 self.scalar.add(t)
             return t
-        fwd = gast.Attribute(value=_n(x), attr=e.attr, ctx=gast.Load())
+        fwd = gast.Attribute(value=operand_expr(x), attr=e.attr, ctx=gast.Load())
         return self.py_stmt(fwd, [x], set(), e, scope, want, "unsupported", label=f".{e.attr}")
 
     def py_stmt(self, fwd, args, reads, e, scope: Scope, want, why, label="", fresh=False):
-        t = self.emit("py", [a for a in args], e, scope, want, forward=fwd, reads=set(reads),
-                      attrs={"why": why, "label": label})
+        t = self.emit(Py(why, label), [a for a in args], e, scope, want, forward=fwd, reads=set(reads))
         if fresh:
             self.fresh.add(t)
         else:
@@ -1119,80 +906,8 @@ class Builder:
             raise self.err(ctx, e, "calling the result of an expression is not supported",
                            "Call a named function.", UnsupportedOperationError)
         # a known Python object
-        if value is sum:
-            return self.builtin_sum(e, scope, want)
-        if value in REDUCTION_FUNCS:
-            return self.reduction(REDUCTION_FUNCS[value], e.args[0] if e.args else None, e.args[1:], e.keywords,
-                                  e, scope, want, func=e.func)
-        if value in (np.matmul, np.dot, np.outer):
-            if len(e.args) != 2 or e.keywords:
-                raise _unsupported(label, self.loc(ctx, e), "takes two arrays here (no keyword arguments)")
-            a, b = self.array(e.args[0], scope), self.array(e.args[1], scope)
-            fwd = gast.Call(func=self.rename(e.func, scope, set()), args=[_n(a), _n(b)], keywords=[])
-            op = {np.matmul: "matmul", np.dot: "dot", np.outer: "outer"}[value]
-            return self.emit(op, [a, b], e, scope, want, forward=fwd)
-        if value is np.transpose:
-            x = self.array(e.args[0], scope)
-            p, reads = self.statics(e.args[1:], e.keywords, ("axes",), scope, e)
-            fwd = self.rebuild(e, scope, [x], p)
-            t = self.emit("transpose", [x], e, scope, want, forward=fwd, params=_pick(p, "axes"), reads=reads)
-            self.aliased.add(x) if isinstance(x, str) else None
-            return t
-        if value in RESHAPE_FUNCS:
-            x = self.array(e.args[0], scope)
-            p, reads = self.statics(e.args[1:], e.keywords, ("a1", "a2", "a3"), scope, e)
-            fwd = self.rebuild(e, scope, [x], p)
-            t = self.emit("reshape", [x], e, scope, want, forward=fwd, reads=reads)
-            self.aliased.add(x) if isinstance(x, str) else None
-            return t
-        if value in (np.repeat, np.tile):
-            opn = "repeat" if value is np.repeat else "tile"
-            x = self.array(e.args[0], scope)
-            p, reads = self.statics(e.args[1:], e.keywords, _SIGS[opn], scope, e)
-            fwd = self.rebuild(e, scope, [x], p)
-            t = self.emit(opn, [x], e, scope, want, forward=fwd, params=p, reads=reads)
-            self.fresh.add(t)
-            return t
-        if value in (np.concatenate, np.stack) or (value in (np.array, np.asarray) and e.args
-                                                   and isinstance(e.args[0], (gast.List, gast.Tuple))):
-            opn = "concatenate" if value is np.concatenate else "stack"
-            seq = e.args[0] if e.args else None
-            if not isinstance(seq, (gast.List, gast.Tuple)):
-                raise _unsupported(label, self.loc(ctx, e), "needs a literal list of arrays here, "
-                                   "[a, b, ...], to be differentiated")
-            xs = [self.array(x, scope) for x in seq.elts]
-            if value in (np.array, np.asarray):
-                if len(e.args) > 1 or e.keywords:
-                    raise _unsupported(label, self.loc(ctx, e), "takes one list of values here")
-                p, reads = {}, set()
-            else:
-                p, reads = self.statics(e.args[1:], e.keywords, _SIGS[opn], scope, e)
-            seq2 = type(seq)(elts=[_n(x) for x in xs], ctx=gast.Load())
-            fwd = gast.Call(func=self.rename(e.func, scope, set()), args=[seq2] + [p[k] for k in _SIGS[opn]
-                                                                                  if k in p and False],
-                            keywords=[gast.keyword(arg=k, value=v) for k, v in p.items()])
-            t = self.emit(opn, xs, e, scope, want, forward=fwd, params=p, reads=reads)
-            self.fresh.add(t)
-            return t
-        if value in (np.copy, np.array, np.asarray) and len(e.args) == 1 and not e.keywords:
-            x = self.array(e.args[0], scope)
-            fwd = gast.Call(func=self.rename(e.func, scope, set()), args=[_n(x)], keywords=[])
-            t = self.emit("copy", [x], e, scope, want, forward=fwd)
-            if value is not np.asarray:
-                self.fresh.add(t)
-            else:
-                self.aliased.add(x) if isinstance(x, str) else None
-            return t
-        vjps = array_rules.user_vjp(value)
-        if vjps is not None:
-            xs = [self.array(a, scope) for a in e.args]
-            if e.keywords:
-                raise _unsupported(label, self.loc(ctx, e), "is called with keyword arguments; its rule "
-                                   "(s2sad.defvjp) takes positional arguments")
-            vname = self.bind_value(vjps, label.replace(".", "_") + "_vjp")
-            fwd = gast.Call(func=self.rename(e.func, scope, set()), args=[_n(x) for x in xs], keywords=[])
-            t = self.emit("user", xs, e, scope, want, forward=fwd, params={"vjp": _n(vname)})
-            self.fresh.add(t)
+        t = self.prims.function(value, e, scope, want)
+        if t is not None:
             return t
         if value in NOGRAD_FUNCS or value is isinstance:
             fwd, reads = self.plain_call(e, scope)
@@ -1205,7 +920,7 @@ class Builder:
         if r.kind == "function" and isinstance(r.value, types.FunctionType):   # (an @differentiate's function)
             return self.inline_function(r.value, e, scope, want)
         if r.kind == "s2sad":
-            raise _unsupported(label, self.loc(ctx, e), "cannot be called inside a function s2sad differentiates")
+            raise unsupported(label, self.loc(ctx, e), "cannot be called inside a function s2sad differentiates")
         # anything else: evaluated as is; an error if it reads a differentiated value
         fwd, reads = self.plain_call(e, scope)
         return self.py_stmt(fwd, sorted(reads), set(), e, scope, want, "unsupported", label)
@@ -1217,7 +932,7 @@ class Builder:
         for a in e.args:
             if isinstance(a, gast.Lambda) or (isinstance(a, gast.Name) and
                                               isinstance(self.lookup_local(a.id, scope), LocalFn)):
-                raise _unsupported(_src(e.func), self.loc(scope.ctx, e), "is called with a function argument")
+                raise unsupported(_src(e.func), self.loc(scope.ctx, e), "is called with a function argument")
             v, rr = self.static(a, scope)
             args.append(v)
             reads |= rr
@@ -1231,52 +946,12 @@ class Builder:
     def method(self, e: gast.Call, scope: Scope, want=None):
         f = e.func
         m = f.attr
-        ctx = scope.ctx
-        if m in REDUCE_METHODS:
-            return self.reduction(REDUCE_METHODS[m], f.value, e.args, e.keywords, e, scope, want, method=True)
+        t = self.prims.reduction_method(e, scope, want)
+        if t is not None:
+            return t
         x = self.array(f.value, scope)
-        if m in ("reshape", "ravel", "flatten", "squeeze"):
-            p, reads = self.statics(e.args, e.keywords, ("a1", "a2", "a3", "a4"), scope, e)
-            fwd = self.rebuild_method(e, x, p)
-            t = self.emit("reshape", [x], e, scope, want, forward=fwd, reads=reads)
-            if m == "flatten":
-                self.fresh.add(t)
-            else:
-                self.aliased.add(x) if isinstance(x, str) else None
-            return t
-        if m == "transpose":
-            p, reads = self.statics(e.args, e.keywords, ("a1", "a2", "a3", "a4"), scope, e)
-            fwd = self.rebuild_method(e, x, p)
-            params = {}
-            if e.args:
-                axes = [p[k] for k in ("a1", "a2", "a3", "a4") if k in p]
-                params["axes"] = axes[0] if len(axes) == 1 else gast.Tuple(elts=axes, ctx=gast.Load())
-            t = self.emit("transpose", [x], e, scope, want, forward=fwd, params=params, reads=reads)
-            self.aliased.add(x) if isinstance(x, str) else None
-            return t
-        if m == "dot":
-            b = self.array(e.args[0], scope)
-            fwd = gast.Call(func=gast.Attribute(value=_n(x), attr="dot", ctx=gast.Load()), args=[_n(b)], keywords=[])
-            return self.emit("dot", [x, b], e, scope, want, forward=fwd)
-        if m == "copy" and not e.args:
-            fwd = self.rebuild_method(e, x, {})
-            t = self.emit("copy", [x], e, scope, want, forward=fwd)
-            self.fresh.add(t)
-            return t
-        if m == "astype" and len(e.args) == 1:
-            dt = attribute_value(ctx.resolver, e.args[0]) if isinstance(e.args[0], (gast.Name, gast.Attribute)) \
-                else MISSING
-            if dt in (float, np.float64, np.float32):
-                p, reads = self.statics(e.args, e.keywords, ("dtype",), scope, e)
-                fwd = self.rebuild_method(e, x, p)
-                t = self.emit("copy", [x], e, scope, want, forward=fwd, reads=reads)
-                self.fresh.add(t)
-                return t
-        if m == "repeat":
-            p, reads = self.statics(e.args, e.keywords, _SIGS["repeat"], scope, e)
-            fwd = self.rebuild_method(e, x, p)
-            t = self.emit("repeat", [x], e, scope, want, forward=fwd, params=p, reads=reads)
-            self.fresh.add(t)
+        t = self.prims.method(x, e, scope, want)
+        if t is not None:
             return t
         args = [self.array(a, scope) for a in e.args]
         kws, reads = [], set()
@@ -1284,81 +959,9 @@ class Builder:
             kv, rr = self.static(k.value, scope)
             kws.append(gast.keyword(arg=k.arg, value=kv))
             reads |= rr
-        fwd = gast.Call(func=gast.Attribute(value=_n(x), attr=m, ctx=gast.Load()), args=[_n(a) for a in args],
+        fwd = gast.Call(func=gast.Attribute(value=operand_expr(x), attr=m, ctx=gast.Load()), args=[operand_expr(a) for a in args],
                         keywords=kws)
         return self.py_stmt(fwd, [x] + args, reads, e, scope, want, "unsupported", f".{m}()")
-
-    def statics(self, args, keywords, names, scope, e):
-        """Static parameters by position (names) and keyword -> ({name: gast}, reads)."""
-        p, reads = {}, set()
-        if len(args) > len(names):
-            raise _unsupported(_src(e.func), self.loc(scope.ctx, e), "is called with more arguments than s2sad "
-                               "knows for it")
-        for nm, a in zip(names, args):
-            p[nm], rr = self.static(a, scope)
-            reads |= rr
-        for k in keywords:
-            p[k.arg], rr = self.static(k.value, scope)
-            reads |= rr
-        return p, reads
-
-    def rebuild(self, e: gast.Call, scope, arrays, p):
-        pos = [k for k in p if k in ("axis", "axes", "repeats", "reps", "a1", "a2", "a3", "a4")
-               and not any(kw.arg == k for kw in e.keywords)]
-        kwn = [k for k in p if k not in pos]
-        return gast.Call(func=self.rename(e.func, scope, set()), args=[_n(a) for a in arrays] + [p[k] for k in pos],
-                         keywords=[gast.keyword(arg=k, value=p[k]) for k in kwn])
-
-    def rebuild_method(self, e: gast.Call, x, p):
-        kwnames = {kw.arg for kw in e.keywords}
-        pos = [k for k in p if k not in kwnames]
-        return gast.Call(func=gast.Attribute(value=_n(x), attr=e.func.attr, ctx=gast.Load()),
-                         args=[p[k] for k in pos], keywords=[gast.keyword(arg=k, value=p[k]) for k in p if k in kwnames])
-
-    def reduction(self, kind, xe, args, keywords, e, scope: Scope, want=None, method=False, func=None):
-        ctx = scope.ctx
-        label = _src(e.func)
-        if xe is None:
-            raise _unsupported(label, self.loc(ctx, e), "needs an array")
-        for k in keywords:
-            if k.arg not in ("axis", "keepdims"):
-                raise _unsupported(label, self.loc(ctx, e), f"is called with '{k.arg}=', which s2sad does not "
-                                   "differentiate (only axis= and keepdims=)")
-        x = self.array(xe, scope)
-        p, reads = self.statics(args, keywords, ("axis",), scope, e)
-        if method:
-            fwd = self.rebuild_method(e, x, p)
-        else:
-            fwd = self.rebuild(e, scope, [x], p)
-        full = "axis" not in p or (isinstance(p["axis"], gast.Constant) and p["axis"].value is None)
-        keep = "keepdims" in p and not (isinstance(p["keepdims"], gast.Constant) and p["keepdims"].value is False)
-        t = self.emit(kind, [x], e, scope, want, forward=fwd, params=p, reads=reads,
-                      attrs={"full": full and not keep})
-        self.fresh.add(t)
-        if full and not keep:
-            self.scalar.add(t)
-        return t
-
-    def builtin_sum(self, e, scope: Scope, want=None):
-        """Python's sum over an array sums its first axis; over an elementwise sequence
-        (map, a comprehension), everything."""
-        if len(e.args) != 1 or e.keywords:
-            raise _unsupported("sum", self.loc(scope.ctx, e), "takes one iterable here")
-        a = e.args[0]
-        seq = self.is_elementwise_sequence(a, scope) or (isinstance(a, gast.Call) and self.is_elementwise(a, scope)
-                                                          and self.is_elementwise_sequence(a.args[0], scope))
-        x = self.array(a, scope)
-        if seq:
-            fwd = gast.Call(func=gast.Attribute(value=_n("np"), attr="sum", ctx=gast.Load()), args=[_n(x)], keywords=[])
-            t = self.emit("sum", [x], e, scope, want, forward=fwd, attrs={"full": True})
-            self.scalar.add(t)
-        else:
-            fwd = gast.Call(func=gast.Attribute(value=_n("np"), attr="sum", ctx=gast.Load()), args=[_n(x)],
-                            keywords=[gast.keyword(arg="axis", value=gast.Constant(value=0, kind=None))])
-            t = self.emit("sum", [x], e, scope, want, forward=fwd, params={"axis": gast.Constant(value=0, kind=None)},
-                          attrs={"full": False})
-        self.fresh.add(t)
-        return t
 
     # -------------------------------------------------------------- inlining
 
@@ -1486,28 +1089,6 @@ def _is_number(op) -> bool:
         and not isinstance(op.value, bool)
 
 
-def _n(op) -> gast.expr:
-    if isinstance(op, Const):
-        return _const_node(op.value)
-    return gast.Name(id=op, ctx=gast.Load(), annotation=None, type_comment=None)
-
-
-def _const_node(value) -> gast.expr:
-    if isinstance(value, (bool, np.bool_)) or value is None:
-        return gast.Constant(value=None if value is None else bool(value), kind=None)
-    if isinstance(value, (int, float, np.integer, np.floating)):
-        return const(value)
-    if isinstance(value, tuple):
-        return gast.Tuple(elts=[_const_node(v) for v in value], ctx=gast.Load())
-    return gast.Constant(value=value, kind=None)
-
-
-def _root_name(node):
-    while isinstance(node, (gast.Attribute, gast.Subscript)):
-        node = node.value
-    return node.id if isinstance(node, gast.Name) else None
-
-
 def _src(node) -> str:
     from ..codegen.python import unparse
     try:
@@ -1538,10 +1119,6 @@ def _simple(e) -> bool:
     return False
 
 
-def _pick(p: dict, *names):
-    return {k: v for k, v in p.items() if k in names}
-
-
 def _bind_template(expr, ctx: Ctx, prelude_names: set, bindings: dict):
     """Calls of global functions -> names bound to the function objects, free numbers ->
     constants: the template then means the same in any kernel it is fused into."""
@@ -1556,7 +1133,7 @@ def _bind_template(expr, ctx: Ctx, prelude_names: set, bindings: dict):
                 label = _dotted(f)
                 key = f"__b{id(value)}"
                 bindings[key] = value
-                node.func = _n(key)
+                node.func = operand_expr(key)
                 node.func.label = label
             return node
 
@@ -1564,13 +1141,13 @@ def _bind_template(expr, ctx: Ctx, prelude_names: set, bindings: dict):
             if isinstance(node.ctx, gast.Load) and not node.id.startswith("__h") and node.id not in prelude_names:
                 value = ctx.resolver.lookup(node.id)
                 if value is not MISSING and classify(value).kind == "constant":
-                    return _const_node(value)
+                    return const_expr(value)
             return node
 
         def visit_Attribute(s, node):
             value = attribute_value(ctx.resolver, node)
             if value is not MISSING and classify(value).kind == "constant":
-                return _const_node(value)
+                return const_expr(value)
             return node
 
         def visit_Lambda(s, node):
@@ -1607,59 +1184,6 @@ def _drop_dead_phis(prog: ArrayProgram):
     visit(prog.body)
 
 
-# ------------------------------------------------------------------ traversal
-
-
-def walk_stmts(body):
-    for st in body:
-        yield st
-        if isinstance(st, ForStmt):
-            yield from walk_stmts(st.body)
-        elif isinstance(st, IfStmt):
-            yield from walk_stmts(st.body)
-            yield from walk_stmts(st.orelse)
-
-
-def stmt_reads(st) -> set:
-    """SSA names a statement reads itself (not counting its nested blocks' statements)."""
-    out = set()
-    if isinstance(st, ArrayStmt):
-        out |= {a for a in st.args if isinstance(a, str)}
-        out |= set(st.reads)
-        if st.op in ("kernel", "kernel_sum"):
-            out |= {a for a in st.attrs["inputs"] if isinstance(a, str)}
-    elif isinstance(st, ForStmt):
-        out |= set(st.reads)
-        for p in st.phis:
-            for v in (p.first, p.second):
-                if isinstance(v, str):
-                    out.add(v)
-    elif isinstance(st, IfStmt):
-        if isinstance(st.test, str):
-            out.add(st.test)
-        for p in st.phis:
-            for v in (p.first, p.second):
-                if isinstance(v, str):
-                    out.add(v)
-    return out
-
-
-def defined_in(body) -> set:
-    out = set()
-    for st in walk_stmts(body):
-        if isinstance(st, ArrayStmt) and st.target:
-            out.add(st.target)
-            out |= set(st.attrs.get("extra_targets", ()))
-        elif isinstance(st, ForStmt):
-            out.add(st.var)
-            out |= {p.name for p in st.phis}
-            if st.tape:
-                out.add(st.tape)
-        elif isinstance(st, IfStmt):
-            out |= {p.name for p in st.phis}
-    return out
-
-
 # ------------------------------------------------------------------ fusion
 
 
@@ -1693,17 +1217,17 @@ def fuse(prog: ArrayProgram, b: Builder):
                 st.body = block(st.body)
                 st.orelse = block(st.orelse)
                 continue
-            if st.op != "ew":
+            if not isinstance(st.op, Elementwise):
                 continue
             us = uses.get(st.target, [])
             cons = {id(u) for u in us}
             joined = None
-            if us and all(isinstance(u, ArrayStmt) and u.op == "ew" and id(u) in region_of for u in us):
+            if us and all(isinstance(u, ArrayStmt) and isinstance(u.op, Elementwise) and id(u) in region_of for u in us):
                 rs = {id(region_of[id(u)]) for u in us}
                 if len(rs) == 1:
                     r = region_of[id(us[0])]
-                    rctx = next((x.ctx for x in r if x.attrs["ctx_bound"]), None)
-                    if not st.attrs["ctx_bound"] or rctx is None or rctx is st.ctx:
+                    rctx = next((x.ctx for x in r if x.op.ctx_bound), None)
+                    if not st.op.ctx_bound or rctx is None or rctx is st.ctx:
                         joined = r
             if joined is None:
                 joined = []
@@ -1718,8 +1242,8 @@ def fuse(prog: ArrayProgram, b: Builder):
             root = r[-1]
             us = uses.get(root.target, [])
             red = None
-            if len(us) == 1 and isinstance(us[0], ArrayStmt) and us[0].op in ("sum", "mean") \
-                    and us[0].attrs.get("full") and us[0].args == [root.target] and any(us[0] is s for s in body) \
+            if len(us) == 1 and isinstance(us[0], ArrayStmt) and isinstance(us[0].op, Reduce) \
+                    and us[0].op.kind in ("sum", "mean") and us[0].op.full and us[0].args == [root.target] and any(us[0] is s for s in body) \
                     and root.target not in prog.known_scalar:
                 red = us[0]
             kst, extra = make_kernel(prog, b, r, red)
@@ -1758,22 +1282,22 @@ def make_kernel(prog: ArrayProgram, b: Builder, region: list, red) -> tuple[Arra
             if isinstance(a, str) and a not in inside and a not in inputs:
                 inputs.append(a)
     root = region[-1]
-    ctx = next((s.ctx for s in region if s.attrs["ctx_bound"]), root.ctx)
+    ctx = next((s.ctx for s in region if s.op.ctx_bound), root.ctx)
     bindings: dict[str, Any] = {}
     body: list = []
     for s in region:
-        bindings.update(s.attrs["bindings"])
-        mapping = {h: (a if isinstance(a, str) else None) for h, a in zip(s.attrs["holders"], s.args)}
-        consts = {h: a for h, a in zip(s.attrs["holders"], s.args) if isinstance(a, Const)}
-        for p in s.attrs["prelude"]:
+        bindings.update(s.op.bindings)
+        mapping = {h: (a if isinstance(a, str) else None) for h, a in zip(s.op.holders, s.args)}
+        consts = {h: a for h, a in zip(s.op.holders, s.args) if isinstance(a, Const)}
+        for p in s.op.prelude:
             body.append(_subst(copy.deepcopy(p), mapping, consts))
-        e = _subst(copy.deepcopy(s.attrs["expr"]), mapping, consts)
+        e = _subst(copy.deepcopy(s.op.expr), mapping, consts)
         if s is root:
             body.append(gast.Return(value=e))
         else:
             body.append(gast.Assign(targets=[name(s.target, gast.Store())], value=e, type_comment=None))
     target = red.target if red is not None else root.target
-    base = target.lstrip("_") if not target.lstrip("_").isdigit() else (red.op if red is not None else "ew")
+    base = target.lstrip("_") if not target.lstrip("_").isdigit() else (red.op.kind if red is not None else "ew")
     kname = b.namer.fresh(f"{prog.name}__{base}")
     fn = function_def(kname, list(inputs), body)
     gast.copy_location(fn, root.node)
@@ -1805,11 +1329,10 @@ def make_kernel(prog: ArrayProgram, b: Builder, region: list, red) -> tuple[Arra
             t = b.namer.fresh(f"{base}_{'_'.join(str(i) for i in c.index)}".replace("-", "m"))
             idx = gast.Tuple(elts=[const(i) for i in c.index], ctx=gast.Load()) if len(c.index) != 1 \
                 else const(c.index[0])
-            fwd = gast.Subscript(value=_n(base), slice=idx, ctx=gast.Load())
-            s_ = gast.Subscript(value=gast.Attribute(value=_n("np"), attr="s_", ctx=gast.Load()),
+            fwd = gast.Subscript(value=operand_expr(base), slice=idx, ctx=gast.Load())
+            s_ = gast.Subscript(value=gast.Attribute(value=operand_expr("np"), attr="s_", ctx=gast.Load()),
                                 slice=copy.deepcopy(idx), ctx=gast.Load())
-            extra.append(ArrayStmt(t, "index", [base], root.node, root.stmt, root.ctx, forward=fwd,
-                                   params={"index": s_}, attrs={"capture": c}))
+            extra.append(ArrayStmt(t, Index(s_, capture=c), [base], root.node, root.stmt, root.ctx, forward=fwd))
             kin.append(t)
         else:
             kin.append(p)
@@ -1817,7 +1340,7 @@ def make_kernel(prog: ArrayProgram, b: Builder, region: list, red) -> tuple[Arra
     program = _unwrap_single_call(program)
     kernel = Kernel(program, kname if program.entry == kname else b.namer.fresh(program.entry))
     scalar = all(a in prog.known_scalar for a in kin) and red is None
-    sites = [site for s in region for site in s.attrs["sites"]]
+    sites = [site for s in region for site in s.op.sites]
     from .elementwise import _mark_closures
     _mark_closures(sites, program)
     lines = []
@@ -1826,11 +1349,9 @@ def make_kernel(prog: ArrayProgram, b: Builder, region: list, red) -> tuple[Arra
         ln = (loc, _line(s.ctx.filename, s.stmt if s.stmt is not None else s.node))
         if ln not in lines:
             lines.append(ln)
-    op = "kernel_sum" if red is not None else "kernel"
+    op = KernelSum(kernel, red.op.kind) if red is not None else RunKernel(kernel, scalar)
     st = ArrayStmt(target, op, [a for a in kin], root.node if red is None else red.node,
-                   root.stmt if red is None else red.stmt, root.ctx,
-                   attrs={"kernel": kernel, "inputs": kin, "region": region, "scalar": scalar,
-                          "reduction": red.op if red is not None else None})
+                   root.stmt if red is None else red.stmt, root.ctx)
     if scalar:
         prog.known_scalar.add(target)
     prog.kernels.append(KernelInfo(kernel.name, kernel, st, lines, sites))
@@ -1841,7 +1362,7 @@ def _subst(tree, mapping: dict, consts: dict):
     class S(gast.NodeTransformer):
         def visit_Name(s, node):
             if node.id in consts:
-                return _const_node(consts[node.id].value)
+                return const_expr(consts[node.id].value)
             if node.id in mapping and mapping[node.id] is not None:
                 return gast.Name(id=mapping[node.id], ctx=node.ctx, annotation=None, type_comment=None)
             return node

@@ -14,15 +14,16 @@ followed by the source of every kernel it calls (as comments name them).
 
 - `x_bar` is the adjoint of `x`; adjoints are only ever rebound (`x_bar = x_bar + g`),
   never updated in place, so no adjoint aliases another.
-- Adjoints of elementwise kernels: "kernel_sum" statements got the gradients of their
+- Adjoints of elementwise kernels: `KernelSum` statements got the gradients of their
   inputs in the forward pass (`runtime.sum_dual`) and scale them by their output's
-  adjoint; "kernel" statements either store per-element partials in the forward pass
+  adjoint; `RunKernel` statements either store per-element partials in the forward pass
   (`runtime.store_partials`, mode "store") or recompute them from the inputs in the
   reverse pass (`runtime.vjp`, mode "recompute"). Both multiply the same partial by the
   same seed and sum back to each input's shape with the same `unbroadcast`, so they
   give identical results. Kernels whose inputs are all known scalars run as plain
   Python calls of the kernel's python form (its dual gives the partials).
-- Other primitives take their adjoint text from `array_rules.RULES`.
+- Other primitives print their forward line and take their adjoint text from their
+  `array_prims` entry.
 - `for` loops push what their reverse needs (found by reading the reverse body's
   source) on a Python list, the tape, one tuple per iteration; the reverse loop walks
   the tape backwards. `if` statements branch on the same (saved) condition.
@@ -39,47 +40,20 @@ import functools
 from dataclasses import dataclass
 from typing import Any
 
-import gast
 import numpy as np
 
-from .. import array_rules, column_products, gemm, reduce, runtime, smath
+from .. import array_prims, array_rules, column_products, gemm, reduce, runtime, smath
+from ..array_prims import PrimOp, Product
 from ..backends import backend_for
 from ..codegen.python import unparse
-from ..errors import NonScalarLossError, S2SADError, UnsupportedOperationError
+from ..errors import NonScalarLossError, UnsupportedOperationError
 from ..frontend import location_of
 from .activity import partials_read, same_partials
-from .arrayprog import (ArrayProgram, ArrayStmt, Const, ForStmt, IfStmt, Namer, _line, register_hint, stmt_reads,
-                        walk_stmts)
-
-MODES = ("auto", "store", "recompute")
-_CHEAP_MATH = {"fabs", "sign", "copysign", "floor", "ceil", "trunc"}
-
-
-def choose_mode(kernel, mode: str) -> tuple[str, str]:
-    """(store | recompute, why) for an elementwise kernel whose pullback is needed."""
-    if mode in ("store", "recompute"):
-        return mode, f"mode={mode!r} was asked for"
-    if mode != "auto":
-        raise S2SADError(f"unknown mode {mode!r}", hint="Use mode='auto', 'store' or 'recompute'.")
-    why = None
-    for fname, fn in kernel.program.functions.items():
-        for n in gast.walk(fn):
-            if isinstance(n, (gast.For, gast.While)):
-                why = f"{fname} has a loop"
-                break
-            if isinstance(n, gast.Call) and isinstance(n.func, gast.Attribute) and n.func.attr not in _CHEAP_MATH:
-                why = f"{fname} calls math.{n.func.attr}"
-                break
-            if isinstance(n, gast.BinOp) and isinstance(n.op, gast.Pow) and not (
-                    isinstance(n.right, gast.Constant) and n.right.value in (2, 2.0, 3, 3.0)):
-                why = f"{fname} raises to a power"
-                break
-        if why:
-            break
-    if why:
-        return "store", f"auto: {why}, so its partials are stored in the forward pass rather than recomputed"
-    return "recompute", "auto: cheap to evaluate (no loops, no transcendental calls), so recomputed in the reverse pass"
-
+from .arrayir import (ArrayProgram, ArrayStmt, Const, ForStmt, IfStmt, KernelSum, Namer, Py, RunKernel, is_kernel,
+                      stmt_reads, walk_stmts)
+from .arrayprog import _line
+from .kernelpairs import choose_mode, row_reduction
+from .primcalls import register_hint
 
 @dataclass
 class _Nones:
@@ -133,40 +107,7 @@ class Generator:
                 self.readers[r] = self.readers.get(r, 0) + 1
             if isinstance(st, ArrayStmt) and st.target:
                 self.made_by[st.target] = st
-        # kernel statement <-> the matmul that alone reads its values (kernel_matmul)
-        self.matmul_of: dict[int, ArrayStmt] = {}
-        self.kernel_of: dict[int, ArrayStmt] = {}
-        self._find_kernel_matmuls(prog.body)
         self._compute_activity()
-
-    def _find_kernel_matmuls(self, body: list) -> None:
-        """Pair each elementwise kernel whose values only `values @ w` (or np.dot) reads,
-        as its left operand, later in the same block: the pair runs as one
-        (`column_products.kernel_matmul`), which never forms the values where w is one column.
-        Only kernels cheap to evaluate (`choose_mode`'s test), which the pair evaluates
-        again in the reverse sweep whatever the mode: so store and recompute modes still
-        give the same bits. Likewise a kernel without a loop whose values only a sum or
-        mean along the last axis reads (`row_reduction`): `kernel_rowsum` (below), which
-        decides at run time, from the row length, whether the values are formed."""
-        for j, st in enumerate(body):
-            if isinstance(st, ForStmt):
-                self._find_kernel_matmuls(st.body)
-            elif isinstance(st, IfStmt):
-                self._find_kernel_matmuls(st.body)
-                self._find_kernel_matmuls(st.orelse)
-            elif (st.op == "kernel" and not st.attrs["scalar"] and st.target and st.target != self.p.result
-                    and self.readers.get(st.target) == 1
-                    and st.attrs["kernel"].module(()).result_kind == "float"):
-                mode, why = choose_mode(st.attrs["kernel"], "auto")
-                for m in body[j + 1:]:
-                    if not (isinstance(m, ArrayStmt) and m.args and m.args[0] == st.target):
-                        continue
-                    if (m.op in ("matmul", "dot") and m.args.count(st.target) == 1 and not m.params
-                            and mode == "recompute"):
-                        self.matmul_of[id(st)], self.kernel_of[id(m)] = m, st
-                    elif row_reduction(m) is not None and "has a loop" not in why:
-                        self.matmul_of[id(st)], self.kernel_of[id(m)] = m, st
-                    break
 
     # -------------------------------------------------------------- activity
 
@@ -188,20 +129,19 @@ class Generator:
         self.active = act
 
     def _stmt_active(self, st: ArrayStmt, act: set) -> bool:
-        ins = [a for a in (st.attrs["inputs"] if st.op in ("kernel", "kernel_sum") else st.args)
-               if isinstance(a, str) and a in act]
+        ins = [a for a in st.args if isinstance(a, str) and a in act]
         if not ins:
             return False
-        if st.op == "py":
-            if st.attrs["why"] == "nograd":
+        if isinstance(st.op, Py):
+            if st.op.why == "nograd":
                 return False
-            label = st.attrs["label"]
+            label = st.op.label
             raise UnsupportedOperationError(
                 f"'{label}' is applied to '{ins[0]}', which depends on the differentiated arguments, and has no "
                 f"derivative rule at the array level", location_of(st.ctx.filename, st.node),
                 hint=register_hint(label))
-        if st.op in ("kernel", "kernel_sum"):
-            return st.attrs["kernel"].module(()).result_kind == "float"
+        if is_kernel(st.op):
+            return st.op.kernel.module(()).result_kind == "float"
         return True
 
     def is_active(self, op) -> bool:
@@ -216,7 +156,7 @@ class Generator:
         return b
 
     def kernel_name(self, st: ArrayStmt) -> str:
-        k = st.attrs["kernel"]
+        k = st.op.kernel
         nm = self.kernel_names.get(id(k))
         if nm is None:
             nm = self.kernel_names[id(k)] = k.name
@@ -225,8 +165,8 @@ class Generator:
 
     def kernel_active(self, st: ArrayStmt) -> list[tuple[int, str, str]]:
         """(position, kernel parameter, operand) of each active input."""
-        k = st.attrs["kernel"]
-        return [(i, k.params[i], a) for i, a in enumerate(st.attrs["inputs"]) if self.is_active(a)]
+        k = st.op.kernel
+        return [(i, k.params[i], a) for i, a in enumerate(st.args) if self.is_active(a)]
 
     # -------------------------------------------------------------- forward
 
@@ -254,14 +194,14 @@ class Generator:
     def forward_stmt(self, st: ArrayStmt, ind: str, out: list, defined: list):
         t = st.target
         defined.append(t)
-        if st.op in ("kernel", "kernel_sum"):
-            k = st.attrs["kernel"]
-            args = [_text(a) for a in st.attrs["inputs"]]
+        if is_kernel(st.op):
+            k = st.op.kernel
+            args = [_text(a) for a in st.args]
             tup = _tuple(args)
             act = self.kernel_active(st) if self.is_active(t) else []
-            if st.op == "kernel_sum":
+            if isinstance(st.op, KernelSum):
                 kn = self.kernel_name(st)
-                scale = "1.0" if st.attrs["reduction"] == "sum" else f"1.0 / broadcast_size({', '.join(args)})"
+                scale = "1.0" if st.op.reduction == "sum" else f"1.0 / broadcast_size({', '.join(args)})"
                 self._add_source(k, k.module(tuple(p for _, p, _ in act)), how="fused with its reduction")
                 if act:
                     names = [self.partial_name(t, a) for _, _, a in act]
@@ -274,7 +214,7 @@ class Generator:
                 else:
                     out.append(f"{ind}{t} = sum_dual({kn}, {tup}, active=(), scale={scale})[0]")
                 return
-            if st.attrs["scalar"]:
+            if st.op.scalar:
                 kmod = k.module(tuple(p for _, p, _ in act))
                 fns = k.python_functions(kmod.active)
                 if act:
@@ -286,7 +226,7 @@ class Generator:
                     # when the reverse sweep does not read the value: the partials alone, and
                     # only the inputs they read (the others are not computed: NaN)
                     reads = partials_read(kmod.functions, kmod.dual_entry)
-                    ins = st.attrs["inputs"]
+                    ins = st.args
                     self.scalar_reads[id(st)] = {a for i, a in enumerate(ins) if isinstance(a, str)
                                                  and (i in reads or a not in self.p_names)}
 
@@ -303,7 +243,7 @@ class Generator:
                 self._add_source(k, kmod, scalar=True)
                 return
             kn = self.kernel_name(st)
-            if id(st) in self.matmul_of:    # runs with its matmul (below)
+            if st.partner is not None:    # runs with its matmul or row reduction (below)
                 self._add_source(k, k.module(tuple(p for _, p, _ in act)))
                 return
             if act:
@@ -327,33 +267,27 @@ class Generator:
                 self._add_source(k, k.module(()))
             out.append(f"{ind}{t} = apply({kn}, {tup})")
             return
-        if id(st) in self.kernel_of:     # with the kernel that made its operand (reverse_kernel_matmul)
-            ks = self.kernel_of[id(st)]
-            h, kn, ins = ks.target, self.kernel_name(ks), _tuple([_text(a) for a in ks.attrs["inputs"]])
+        if st.partner is not None:     # with the kernel that made its operand (reverse_kernel_matmul)
+            ks = st.partner
+            h, kn, ins = ks.target, self.kernel_name(ks), _tuple([_text(a) for a in ks.args])
             rows = row_reduction(st)
             if rows:
                 act = self.kernel_active(ks) if self.is_active(ks.target) else []
-                mode, why = choose_mode(ks.attrs["kernel"], self.mode)
+                mode, why = choose_mode(ks.op.kernel, self.mode)
                 self.kernel_modes[kn] = (mode, why)
                 out.append(f"{ind}# {unparse(st.forward)} in {h}'s kernel: {h} is not formed (None) where that "
                            f"pass sums its rows")
                 out.append(f"{ind}{t}, {h} = kernel_rowsum({kn}, {ins}, {_tuple([repr(p) for _, p, _ in act])}, "
-                           f"{rows[0]}, {rows[1]}, {st.op == 'mean'}, {mode!r})")
+                           f"{rows[0]}, {rows[1]}, {st.op.kind == 'mean'}, {mode!r})")
             else:
                 w = _text(st.args[1])
                 out.append(f"{ind}# {h} @ {w} in the pass of {h}'s kernel; {h} is not formed (None) where {w} is "
                            f"one column")
                 out.append(f"{ind}{t}, {h} = kernel_matmul({kn}, {ins}, {w})")
             return
-        if st.op in ("matmul", "dot"):   # s2sad.gemm: its own product for thin operands, else numpy's
-            out.append(f"{ind}{t} = {st.op}({_text(st.args[0])}, {_text(st.args[1])})")
-            return
-        if st.op in ("sum", "mean", "max", "min") and "axis" in st.params and not _is_none(st.params["axis"]):
-            # s2sad.reduce: numpy's bits, in a compiled loop where numpy's is slow (short rows)
-            kw = "".join(f", {k}={unparse(v)}" for k, v in st.params.items() if k in ("axis", "keepdims"))
-            out.append(f"{ind}{t} = reduce_{st.op}({_text(st.args[0])}{kw})")
-            return
-        out.append(f"{ind}{t} = {unparse(st.forward)}")
+        prim = array_prims.of(st.op)
+        line = prim.forward([_text(a) for a in st.args], _param_texts(st)) if prim and prim.forward else None
+        out.append(f"{ind}{t} = {line if line is not None else unparse(st.forward)}")
 
     def _bind_fn(self, name: str, fn) -> str:
         if self.ns.get(name) is fn:
@@ -466,7 +400,7 @@ class Generator:
         reads = stmt_reads(st)
         if st.forward is not None:
             reads |= _names_read(unparse(st.forward))
-        if st.op == "py" or not st.target:   # may have effects: always runs
+        if isinstance(st.op, Py) or not st.target:   # may have effects: always runs
             return reads
         if not (_defs(st) | set(self.partials.get(id(st), ()))) & live:
             return set()
@@ -478,7 +412,7 @@ class Generator:
         """A forward statement's lines, by liveness in the grad variant (else as they
         are): none when dead, the gradient-only call when its value is not needed."""
         live = self.live_after.get(id(st))
-        if live is None or st.op == "py" or not st.target:
+        if live is None or isinstance(st.op, Py) or not st.target:
             return lines
         if not (_defs(st) | set(self.partials.get(id(st), ()))) & live:
             return []
@@ -546,11 +480,11 @@ class Generator:
         if id(st) in self.defer:
             self.reverse_deferred_sum(st, g, ind, out, init)
             return
-        if st.op == "kernel_sum" or (st.op == "kernel" and st.attrs["scalar"]):
+        if isinstance(st.op, KernelSum) or (isinstance(st.op, RunKernel) and st.op.scalar):
             for (_, _, a), d in zip(self.kernel_active(st), self.partials.get(id(st), [])):
                 self.contribute(a, d if g == "1.0" else f"{d} * {g}", ind, out, init)
             return
-        if st.op == "kernel":
+        if isinstance(st.op, RunKernel):
             act = self.kernel_active(st)
             kn = self.kernel_name(st)
             mode, _ = self.kernel_modes[kn]
@@ -567,20 +501,21 @@ class Generator:
                     self.contribute(a, f"unbroadcast({term}, {a})", ind, out, init)
                 return
             tmps = [self.namer.fresh(f"_{a}_g") for _, _, a in act]
-            args = _tuple([_text(a) for a in st.attrs["inputs"]])
+            args = _tuple([_text(a) for a in st.args])
             out.append(f"{ind}{_tuple(tmps)} = vjp({kn}, {args}, {_tuple([repr(p) for _, p, _ in act])}, {g})")
             for (_, _, a), tm in zip(act, tmps):
                 self.contribute(a, f"unbroadcast({tm}, {a})", ind, out, init)
             return
-        if id(st) in self.kernel_of:
+        if st.partner is not None:
             self.reverse_kernel_matmul(st, g, ind, out, init)
             return
-        rule = array_rules.RULES.get(st.op)
+        rule = array_prims.of(st.op)
         if rule is None:
-            raise UnsupportedOperationError(f"no reverse-mode rule for '{st.op}'", location_of(st.ctx.filename, st.node),
-                                            hint=register_hint(st.attrs.get("label") or st.op))
+            what = st.op.label if isinstance(st.op, Py) else st.op.name
+            raise UnsupportedOperationError(f"no reverse-mode rule for '{what}'", location_of(st.ctx.filename, st.node),
+                                            hint=register_hint(what))
         args = [_text(a) for a in st.args]
-        params = {k: unparse(v) for k, v in st.params.items()}
+        params = _param_texts(st)
         for i, a in enumerate(st.args):
             if self.is_active(a):
                 if rule.factors is not None and self.seeds_pullback_only(a, st):
@@ -594,9 +529,9 @@ class Generator:
         """A kernel sum of `defer`: its gradients computed here, the adjoint of its value
         folded into the kernel's scale, rather than in the forward sweep and multiplied
         by that adjoint after (one pass over each gradient less)."""
-        args = [_text(a) for a in st.attrs["inputs"]]
+        args = [_text(a) for a in st.args]
         act = self.kernel_active(st)
-        scale = g if st.attrs["reduction"] == "sum" else f"{g} / broadcast_size({', '.join(args)})"
+        scale = g if st.op.reduction == "sum" else f"{g} / broadcast_size({', '.join(args)})"
         self.contribute_call([a for _, _, a in act],
                              f"sum_grads({self.kernel_name(st)}, {_tuple(args)}, "
                              f"active={_tuple([repr(p) for _, p, _ in act])}, scale={scale})", ind, out, init)
@@ -606,7 +541,7 @@ class Generator:
         whose value nothing reads (by `_live`), other than the result (whose adjoint is
         1.0: nothing to fold)."""
         return frozenset(id(st) for st in self.p.body
-                         if isinstance(st, ArrayStmt) and st.op == "kernel_sum" and self.partials.get(id(st))
+                         if isinstance(st, ArrayStmt) and isinstance(st.op, KernelSum) and self.partials.get(id(st))
                          and st.target != self.p.result and id(st) in self.live_after
                          and st.target not in self.live_after[id(st)])
 
@@ -614,7 +549,7 @@ class Generator:
         """The adjoint of `out = values @ w` and of the kernel that made the values, in
         one call: its active inputs' gradients and w's (the kernel's own adjoint is then
         never needed: nothing else reads its values)."""
-        ks = self.kernel_of[id(st)]
+        ks = st.partner
         act = self.kernel_active(ks) if self.is_active(ks.target) else []
         rows = row_reduction(st)
         w = None if rows else st.args[1]
@@ -622,7 +557,7 @@ class Generator:
         names = [a for _, _, a in act] + ([w] if w_grad else [])
         if not names:
             return
-        ins = _tuple([_text(a) for a in ks.attrs["inputs"]])
+        ins = _tuple([_text(a) for a in ks.args])
         active = _tuple([repr(p) for _, p, _ in act])
         node = ks.stmt if ks.stmt is not None else ks.node
         mine = st.stmt if st.stmt is not None else st.node
@@ -632,7 +567,7 @@ class Generator:
         # the gradients come back in their arguments' shapes
         if rows:
             call = (f"kernel_rowsum_vjp({self.kernel_name(ks)}, {ins}, {active}, {rows[0]}, {rows[1]}, "
-                    f"{st.op == 'mean'}, ")
+                    f"{st.op.kind == 'mean'}, ")
         else:
             call = f"kernel_matmul_vjp({self.kernel_name(ks)}, {ins}, {active}, {_text(w)}, {w_grad}, "
         self.contribute_call(names, f"{call}{g}, {ks.target})", ind, out, init)
@@ -643,7 +578,7 @@ class Generator:
         contribution, read only as that pullback's seed, which takes a SeedProduct."""
         made = self.made_by.get(name)
         if (name == self.p.result or st.args.count(name) != 1 or self.readers.get(name) != 1
-                or made is None or made.op != "kernel" or made.attrs["scalar"]):
+                or made is None or not isinstance(made.op, RunKernel) or made.op.scalar):
             return False
         return self.kernel_modes.get(self.kernel_name(made), ("",))[0] == "recompute"
 
@@ -656,8 +591,7 @@ class Generator:
                 if st.target:
                     inside.add(st.target)
                 if st.target and self.is_active(st.target):
-                    ins = st.attrs["inputs"] if st.op in ("kernel", "kernel_sum") else st.args
-                    names |= {a for a in ins if self.is_active(a)}
+                    names |= {a for a in st.args if self.is_active(a)}
             elif isinstance(st, ForStmt):
                 inside |= {ph.name for ph in st.phis}
                 names |= {ph.first for ph in st.phis if self.is_active(ph.first)}
@@ -828,24 +762,9 @@ class Generator:
 
 # ------------------------------------------------------------------ runtime helpers
 
-def _is_none(e) -> bool:
-    return isinstance(e, gast.Constant) and e.value is None
-
-
-def row_reduction(st) -> tuple[int, bool] | None:
-    """(axis, keepdims) of a sum or mean along the last axis of a 2-D array (axis 1 or
-    -1, written as a constant; keepdims a constant or absent), else None."""
-    if not isinstance(st, ArrayStmt) or st.op not in ("sum", "mean") or set(st.params) - {"axis", "keepdims"}:
-        return None
-    axis, keep = st.params.get("axis"), st.params.get("keepdims", gast.Constant(value=False, kind=None))
-    if isinstance(axis, gast.UnaryOp) and isinstance(axis.op, gast.USub) and isinstance(axis.operand, gast.Constant) \
-            and type(axis.operand.value) is int:
-        axis = gast.Constant(value=-axis.operand.value, kind=None)       # -1 is parsed as -(1)
-    if not (isinstance(axis, gast.Constant) and type(axis.value) is int and axis.value in (1, -1)):
-        return None
-    if not (isinstance(keep, gast.Constant) and type(keep.value) is bool):
-        return None
-    return axis.value, keep.value
+def _param_texts(st: ArrayStmt) -> dict[str, str]:
+    """A primitive's static parameters as source text, by name."""
+    return {k: unparse(v) for k, v in st.params.items()}
 
 
 # what a scalar dual gets for an input its partials do not read, in a gradient that does
@@ -945,7 +864,7 @@ def _defs(st) -> set:
     """The names an ArrayStmt binds (its target and the names it adds)."""
     if not isinstance(st, ArrayStmt):
         return set()
-    return ({st.target} if st.target else set()) | set(st.attrs.get("extra_targets", ()))
+    return {st.target} if st.target else set()
 
 
 def _indent(line: str) -> int:
@@ -1106,41 +1025,41 @@ class ArrayCompiled:
                      + (f", {nifs} branch(es)" if nifs else "")
                      + f"; differentiated w.r.t. {', '.join(prog.params[i] for i in argnums)}")
         for st in stmts:
-            if isinstance(st, ArrayStmt) and st.op not in ("kernel", "kernel_sum", "py"):
+            if isinstance(st, ArrayStmt) and isinstance(st.op, PrimOp):
                 loc = _short(location_of(st.ctx.filename, st.node))
                 what = "no adjoint needed (not differentiated)" if not gen.is_active(st.target) else \
-                    f"rule {st.op} (s2sad.array_rules)"
-                if id(st) in gen.kernel_of and row_reduction(st) is not None:
+                    f"rule {st.op.name} (s2sad.array_prims)"
+                if st.partner is not None and row_reduction(st) is not None:
                     what = (f"taken with {st.args[0]}'s kernel (kernel_rowsum: {st.args[0]} is not formed "
                             f"where the rows are summed in its pass); its adjoint and that kernel's in one call")
-                elif id(st) in gen.kernel_of:
+                elif st.partner is not None:
                     what = (f"taken in the pass of {st.args[0]}'s kernel (column_products.kernel_matmul: {st.args[0]} is not "
                             f"formed where {_text(st.args[1])} is one column); its adjoint and that kernel's in one "
                             f"pass")
-                rule = array_rules.RULES.get(st.op)
+                rule = array_prims.of(st.op)
                 seeds = [a for a in st.args if gen.is_active(a) and gen.is_active(st.target)
                          and rule is not None and rule.factors is not None and gen.seeds_pullback_only(a, st)]
                 if seeds:
                     what += (f"; the adjoint of {', '.join(seeds)} seeds its kernel's pullback only, as two factors "
                              f"where it is an outer product")
-                if st.op in ("matmul", "dot") and id(st) not in gen.kernel_of:
+                if isinstance(st.op, Product) and st.op.kind in ("matmul", "dot") and st.partner is None:
                     what += "; the product by s2sad.gemm (its own loop where the right operand is thin, else numpy's)"
                 lines.append(f"  {loc}: {unparse(st.forward)} -> {what}")
-            elif isinstance(st, ArrayStmt) and st.op == "py":
+            elif isinstance(st, ArrayStmt) and isinstance(st.op, Py):
                 loc = _short(location_of(st.ctx.filename, st.node))
                 lines.append(f"  {loc}: {unparse(st.forward)} -> evaluated as is (no derivative flows through it)")
         for info in prog.kernels:
             st = info.stmt
             k = info.kernel
-            inputs = ", ".join(_text(a) for a in st.attrs["inputs"])
+            inputs = ", ".join(_text(a) for a in st.args)
             n = len(info.lines)
-            if st.op == "kernel_sum":
-                how = (f"fused with its np.{st.attrs['reduction']}: one pass (runtime.sum_dual), the gradients of "
+            if isinstance(st.op, KernelSum):
+                how = (f"fused with its np.{st.op.reduction}: one pass (runtime.sum_dual), the gradients of "
                        f"its inputs computed in the same pass")
-            elif st.attrs["scalar"]:
+            elif st.op.scalar:
                 how = "on scalars: called as plain Python, its dual gives the partials"
-            elif id(st) in gen.matmul_of:
-                m = gen.matmul_of[id(st)]
+            elif st.partner is not None:
+                m = st.partner
                 where = f"{unparse(m.forward)} ({_short(location_of(m.ctx.filename, m.node))})"
                 if row_reduction(m) is not None:
                     mode_, _ = gen.kernel_modes.get(gen.kernel_names.get(id(k), k.name), choose_mode(k, mode))

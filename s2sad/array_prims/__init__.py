@@ -1,0 +1,50 @@
+"""The array primitives: one table, one entry (`Prim`) per primitive.
+
+An array primitive is a numpy operation that is not elementwise: `@`, reductions,
+reshapes, indexing, joins. Its entry says which numpy/Python callables (by identity)
+and ndarray methods it stands for, how a call reads (`form`, `statics`), the typed op
+it builds (ops.py), how its forward line prints, its VJP, and room for a JVP:
+
+    Prim("tile", lambda reps=None, **_: Tile(reps),
+         lambda i, g, args, out, p: f"tile_bar({g}, {args[0]}, {p['reps']})",
+         statics=("reps",), funcs=(np.tile,))
+
+passes/arrayprog.Builder recognises calls through `for_function` / `for_method` and
+builds the op; passes/reverse.Generator prints the forward line and the adjoint through
+`of(op)`. Adding a primitive is its entry here (in the family's module) and a row in
+tests/test_array_prims.py (a test fails when an entry has no row).
+
+Elementwise operations (arithmetic, ufuncs, `np.where`, `np.maximum`, `np.clip`,
+`s2sad.broadcast`) are not here: they run as kernels, whose derivatives come from
+`rules.RULES`, the one table of partials. Layer: rules (imports no pass, runtime or api).
+"""
+from __future__ import annotations
+
+from . import joins, products, reductions, shapes
+from .ops import Copy, Index, Join, PrimOp, Product, Reduce, Repeat, Reshape, Tile, Transpose, User
+from .prim import Prim
+
+PRIMS: dict[str, Prim] = {p.name: p for family in (reductions, products, shapes, joins) for p in family.PRIMS}
+
+_BY_METHOD: dict[str, Prim] = {m: p for p in PRIMS.values() for m in p.methods}
+
+
+def for_function(value) -> tuple[Prim, ...]:
+    """The primitives a called object may stand for (by identity), in the order to try
+    them: a literal-list spelling (np.array([a, b]): stack) before the plain one (copy)."""
+    literal = [p for p in PRIMS.values() if any(value is f for f in p.literal_funcs)]
+    return tuple(literal + [p for p in PRIMS.values() if any(value is f for f in p.funcs)])
+
+
+def for_method(name: str) -> Prim | None:
+    """The primitive an ndarray method `x.<name>(...)` stands for, else None."""
+    return _BY_METHOD.get(name)
+
+
+def of(op) -> Prim | None:
+    """The entry of a statement's op (None for the ops that are not primitives)."""
+    return PRIMS.get(op.name) if isinstance(op, PrimOp) else None
+
+
+__all__ = ["PRIMS", "Prim", "PrimOp", "for_function", "for_method", "of", "Copy", "Index", "Join", "Product",
+           "Reduce", "Repeat", "Reshape", "Tile", "Transpose", "User"]

@@ -1,0 +1,59 @@
+"""`Prim`: what the table knows of one array primitive.
+
+Texts, never values: a primitive's forward line and its VJP are Python source over the
+names of the generated code (`args`: its operands, `out`: its output, `g`: the adjoint
+of its output, `p`: the source text of each static parameter present, by name). The
+helpers that source calls (`sum_bar`, `matmul`, `reduce_sum`, `unbroadcast`...) are
+bound by name in the generated code's namespace (array_rules.HELPERS and
+passes/reverse.Generator.namespace), so the table imports none of them.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+
+@dataclass(frozen=True)
+class Prim:
+    name: str
+    # the typed op from the call's static parameters (gast expressions, by the names
+    # of `statics` / `method_statics`, and any keyword the call passes)
+    op: Callable[..., Any]
+    # rule.vjp(i, g, args, out, p) -> source of d loss / d args[i], of args[i]'s shape
+    vjp: Callable[..., str]
+    # how a call reads: "unary" (one array, then static parameters), "binary" (two
+    # arrays), "sequence" (a literal list of arrays, then static parameters), "copy"
+    # (one array alone); "syntax": no call, only syntax builds it (x[i], np.r_[...])
+    form: str = "unary"
+    statics: tuple[str, ...] = ()               # positional static parameters after the array(s)
+    method_statics: tuple[str, ...] | None = None   # the same for the method spelling (default: statics)
+    keywords: tuple[str, ...] | None = None     # keywords taken (None: any, passed on as written)
+    funcs: tuple = ()                           # numpy/Python callables it stands for, by identity
+    # callables that stand for it only when given one literal list alone: np.array([a, b])
+    literal_funcs: tuple = ()
+    methods: tuple[str, ...] = ()               # ndarray methods it stands for
+    # the result: "fresh" (new memory: may be updated in place), "view" (may share its
+    # operand's memory), "plain" (neither is known); per spelling in `results`
+    result: str = "fresh"
+    results: dict[str, str] = field(default_factory=dict)
+    # forward(args, p) -> the forward line's right-hand side, or None: the user's
+    # expression as written (renamed)
+    forward: Callable[..., str | None] | None = None
+    # the VJP for a consumer that only multiplies it elementwise (a kernel's pullback):
+    # text that may give a `runtime.SeedProduct` instead of an array
+    factors: Callable[..., str] | None = None
+    # jvp(i, t, args, out, p) -> source of the output's tangent from args[i]'s tangent `t`
+    jvp: Callable[..., str] | None = None
+
+    def result_of(self, spelling: str) -> str:
+        return self.results.get(spelling, self.result)
+
+
+def kw(p: dict, *names: str) -> str:
+    """`, axis=1, keepdims=True`: the static parameters present among `names`."""
+    return "".join(f", {n}={p[n]}" for n in names if n in p)
+
+
+def pieces(args) -> str:
+    """The operands as a tuple literal."""
+    return f"({', '.join(args)}{',' if len(args) == 1 else ''})"

@@ -1,0 +1,50 @@
+"""Primitives that move elements without arithmetic: transpose, reshape, copy, repeat,
+tile, indexing, and the user's defvjp functions."""
+from __future__ import annotations
+
+import gast
+import numpy as np
+
+from .ops import Copy, Index, Repeat, Reshape, Tile, Transpose, User
+from .prim import Prim, kw
+
+_AXES = ("a1", "a2", "a3", "a4")   # x.reshape(2, 3), x.transpose(1, 0): the values one by one
+
+
+def _transpose_op(axes=None, **p):
+    """np.transpose(x, axes) or x.transpose(a1, a2, ...) (one tuple, or the axes one by one)."""
+    if axes is None:
+        given = [p[k] for k in _AXES if k in p]
+        axes = None if not given else given[0] if len(given) == 1 else gast.Tuple(elts=given, ctx=gast.Load())
+    return Transpose(axes)
+
+
+def _transpose(i, g, args, out, p):
+    axes = p.get("axes", "None")
+    return f"np.transpose({g})" if axes == "None" else f"np.transpose({g}, np.argsort({axes}))"
+
+
+def _funcs(*names):
+    return tuple(getattr(np, n) for n in names if hasattr(np, n))
+
+
+PRIMS = [
+    Prim("transpose", _transpose_op, _transpose, statics=("axes",), method_statics=_AXES, funcs=(np.transpose,),
+         methods=("transpose",), result="view"),
+    # the adjoint takes the operand's shape back
+    Prim("reshape", lambda **_: Reshape(), lambda i, g, args, out, p: f"np.reshape({g}, np.shape({args[0]}))",
+         statics=_AXES[:3], method_statics=_AXES,
+         funcs=_funcs("reshape", "ravel", "squeeze", "expand_dims", "atleast_1d", "atleast_2d"),
+         methods=("reshape", "ravel", "flatten", "squeeze"), result="view", results={"flatten": "fresh"}),
+    Prim("copy", lambda **_: Copy(), lambda i, g, args, out, p: g, form="copy",
+         funcs=(np.copy, np.array, np.asarray), methods=("copy",), results={"asarray": "view"}),
+    Prim("repeat", lambda repeats=None, axis=None, **_: Repeat(repeats, axis),
+         lambda i, g, args, out, p: f"repeat_bar({g}, {args[0]}, {p['repeats']}{kw(p, 'axis')})",
+         statics=("repeats", "axis"), funcs=(np.repeat,), methods=("repeat",)),
+    Prim("tile", lambda reps=None, **_: Tile(reps), lambda i, g, args, out, p: f"tile_bar({g}, {args[0]}, {p['reps']})",
+         statics=("reps",), funcs=(np.tile,)),
+    Prim("index", lambda index=None, **_: Index(index),
+         lambda i, g, args, out, p: f"index_bar({g}, {args[0]}, {p['index']})", form="syntax", result="view"),
+    Prim("user", lambda vjp=None, **_: User(vjp),
+         lambda i, g, args, out, p: f"{p['vjp']}[{i}]({g}, {out}, {', '.join(args)})", form="syntax"),
+]
