@@ -1,0 +1,82 @@
+"""The layers of s2sad, lowest first: a module imports only from its own layer or lower.
+
+tests/test_layers.py reads every import in s2sad/ (at module level and inside functions)
+and holds the code to this table; docs/design.md ("Layers") states the same rule. A new
+module gets a row here, or that test fails.
+
+Invariants the test checks:
+- an import never runs up a layer;
+- no import cycle among modules, nor among folders (s2sad/passes and s2sad/codegen each
+  taken as one unit);
+- product code (every layer below "tools") never imports golden/ or tests/;
+- no private `_name` is imported from (or read as an attribute of) another s2sad module;
+- an import inside a function is one of `LAZY_INTERNAL` (a module whose import cost only
+  some calls pay) or of an optional heavy package (`LAZY_EXTERNAL`), never a way around
+  a cycle.
+
+This module imports nothing: it is a table, read by the test and by people.
+"""
+
+# (layer, modules, why they sit there). A name ending in ".*" is every module of a folder.
+LAYERS = (
+    ("ir", ("s2sad.errors", "s2sad.kernel", "s2sad.marks", "s2sad.deep", "s2sad.layers"),
+     "what every layer speaks: located errors, the core scalar language and loop specs "
+     "(kernel), s2sad's marks on its own functions, the bounded recursion of deep trees"),
+    ("rules", ("s2sad.rules", "s2sad.smath", "s2sad.array_rules"),
+     "the tables of primitives and the math kernels run with; below the frontend because "
+     "frontend.classify recognises a value as a primitive by the scalar table"),
+    ("frontend", ("s2sad.frontend", "s2sad.sourcecheck", "s2sad.forwarders", "s2sad.defaults",
+                  "s2sad.callables", "s2sad.targets"),
+     "a Python function -> its parsed tree with names resolved; what an entry point is given "
+     "(targets) and the calls it binds (defaults)"),
+    ("passes", ("s2sad.passes.*",),
+     "tree -> core language, duals, array programs, adjoint source"),
+    ("backends", ("s2sad.codegen.*",),
+     "core language -> Python, LLVM IR and machine code, CUDA C; the disk cache"),
+    ("runtime", ("s2sad.threads", "s2sad.runtime", "s2sad.cuda_runtime", "s2sad.gemm", "s2sad.reduce",
+                 "s2sad.column_products"),
+     "kernels applied over arrays: layouts, broadcasting, drivers, threads, devices"),
+    ("plan", ("s2sad.plancache",),
+     "plans found by the code of the function called"),
+    ("api", ("s2sad.api",),
+     "the user's entry points"),
+    ("tools", ("s2sad", "s2sad.__main__", "s2sad.cli", "s2sad.golden"),
+     "the package's face, the command line, the golden files"),
+)
+
+# imports of s2sad modules that stay inside functions, each for a reason other than a cycle
+# (importer, imported): why
+LAZY_INTERNAL = {
+    ("s2sad.codegen.llvm_jit", "s2sad.codegen.llvm_drivers"):
+        "IR is rendered only on a cache miss: a warm start maps cached code without it (test_cache)",
+    ("s2sad.codegen.llvm_jit", "s2sad.codegen.llvm_lower"): "as llvm_drivers",
+    ("s2sad.codegen.llvm_jit", "s2sad.codegen.llvm_entry"): "as llvm_drivers",
+    ("s2sad.codegen.llvm_jit", "s2sad.codegen.llvm_gemm"): "as llvm_drivers",
+    ("s2sad.codegen.llvm_jit", "s2sad.codegen.llvm_reduce"): "as llvm_drivers",
+    ("s2sad.runtime", "s2sad.codegen.llvm_jit"): "machine code only for backend llvm",
+    ("s2sad.gemm", "s2sad.codegen.llvm_jit"): "machine code only for the llvm backend's own product",
+    ("s2sad.reduce", "s2sad.codegen.llvm_jit"): "machine code only for the llvm backend's own loops",
+    ("s2sad.reduce", "s2sad.codegen.llvm_reduce"): "as llvm_jit",
+    ("s2sad.cuda_runtime", "s2sad.codegen.cuda"): "CUDA C only when a call runs on the device",
+}
+
+# optional or costly packages a function may import when it needs them (top-level names)
+LAZY_EXTERNAL = {
+    "llvmlite": "30-100 ms to import; a warm start runs cached machine code without it",
+    "cupy": "optional (s2sad[cuda]); only when an array is on the device",
+    "cuda": "cuda.bindings, optional: NVRTC for the CUDA backend's checks",
+    "scipy": "optional",
+    "dask": "optional",
+    "mpmath": "the maintenance tool that refits vecmath's polynomials",
+    "secrets": "1-2 ms; only when the cache key is first made",
+    "ctypes": "ctypes.util.find_library may run ldconfig: only when libmvec is looked for",
+}
+
+
+def layer_of(module: str) -> int | None:
+    """The index in LAYERS of `module` (a dotted name), or None when no row names it."""
+    for i, (_, modules, _) in enumerate(LAYERS):
+        for m in modules:
+            if module == m or (m.endswith(".*") and (module == m[:-2] or module.startswith(m[:-1]))):
+                return i
+    return None
