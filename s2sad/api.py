@@ -11,6 +11,7 @@ runtime's kernel entry points.
 from __future__ import annotations
 
 import functools
+import inspect
 import sys
 import types
 from dataclasses import dataclass
@@ -20,7 +21,8 @@ import numpy as np
 
 from . import backends, marks, rules, runtime
 from .deep import deeply
-from .errors import NonDifferentiableInputError, NonScalarLossError, S2SADError, StatefulError
+from .errors import (NonDifferentiableInputError, NonScalarLossError, S2SADError, SourceLocation, StatefulError,
+                     UnsupportedOperationError)
 from .frontend import Assumptions, Resolver, bound, parse_function, recording
 from .plancache import PLANNING, PlanCache
 from .passes.elementwise import LossPlan, plan_loss
@@ -639,7 +641,6 @@ def _check_scalar_loss(c: Compiled, size: int) -> None:
 
 
 def _return_location(c: Compiled):
-    from .errors import SourceLocation
     fname, line, col = c.plan.return_location.rsplit(":", 2)
     return SourceLocation(fname, int(line), int(col) - 1)
 
@@ -803,7 +804,6 @@ def _array_jvp(c, primals, tangents, argnums, backend):
     is not supported yet: refused, after the forward pass says the result's shape."""
     value, pull = c.vjp(primals, argnums, "auto", backend)
     if np.size(value) != 1:
-        from .errors import UnsupportedOperationError
         raise UnsupportedOperationError(
             f"jvp of {c.fun.__name__}, whose result is an array of shape {np.shape(value)} computed with "
             "array operations (not only elementwise ones), is not supported yet: forward mode through array "
@@ -1057,7 +1057,6 @@ def defrule(fn: Callable, *partials: str | None, impl: Callable | None = None) -
     `impl` is a Python function with source that computes `fn`: needed when `fn` has
     none (a C function), since kernels compile the value from source. Returns `fn`.
     """
-    import inspect
 
     impl = impl or fn
     try:

@@ -17,6 +17,7 @@ from typing import Callable
 
 import numpy as np
 
+from .errors import UnsupportedOperationError
 from .gemm import matmul
 from .reduce import reduce
 from .runtime import SeedProduct
@@ -197,7 +198,6 @@ def matmul_rhs_bar(g, a, b):
 
 def _dot_check(a, b):
     if np.ndim(a) > 2 or np.ndim(b) > 2:
-        from .errors import UnsupportedOperationError
         raise UnsupportedOperationError(
             "the adjoint of np.dot of arrays with more than 2 dimensions is not supported",
             hint="Use @ (np.matmul) or np.einsum-free reshapes to 2-D.")

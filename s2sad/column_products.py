@@ -11,6 +11,8 @@ from typing import Any, Sequence
 import gast
 import numpy as np
 
+from .array_rules import matmul_lhs_bar, matmul_rhs_bar
+from .gemm import matmul
 from .backends import backend_for
 from .runtime import (LAUNCH_PLANS, Kernel, _plain_signature, _remember, _seeded_vjp, apply,
                       broadcast_shapes, compute_dtype, vjp)
@@ -66,7 +68,6 @@ def kernel_matmul(kernel: Kernel, args: Sequence[Any], w: Any, backend: str = "a
                 _remember(kernel, ("matmul", backend, sig),
                           lambda args, w: seeded([*args, ones, w.reshape(1, k)])[0].reshape(shaped))
             return (got[0] if w.ndim == 2 else got[0].reshape(n)), None
-    from .gemm import matmul
 
     values = apply(kernel, args, resolved)
     return matmul(values, w, resolved), values
@@ -78,8 +79,6 @@ def kernel_matmul_vjp(kernel: Kernel, args: Sequence[Any], active: tuple[str, ..
     w's when `w_grad`. `values` is what `kernel_matmul` returned: None, one pass of the
     seeded kernel (a signature seen before: the seeded call kept for it); else numpy's
     adjoints of the product and the kernel's vjp."""
-    from .array_rules import matmul_lhs_bar, matmul_rhs_bar
-
     if values is None:
         sig = _plain_signature([*args, w, out_bar])
         key = ("matmul_vjp", backend, active, w_grad, sig)

@@ -25,6 +25,8 @@ from typing import Any, Callable
 
 import gast
 
+from .marks import derivative_mark, user_function_of
+
 _COUNTER = itertools.count(1)
 
 
@@ -99,7 +101,6 @@ def _plain_function(value: Any, expand_nested: Callable) -> types.FunctionType |
     """The function whose signature the wrapper takes: the callee, an @differentiate's
     function, a nested forwarder spelled out, or the function a derivative s2sad made
     is of (same signature; the derivative is refused where it is called)."""
-    from .marks import derivative_mark, user_function_of
     mark = derivative_mark(value)
     value = mark.of if mark is not None else (user_function_of(value) or expand_nested(value) or value)
     if type(value) is not types.FunctionType:

@@ -33,7 +33,7 @@ from typing import Any, Callable
 import gast
 import numpy as np
 
-from . import forwarders, marks, sourcecheck
+from . import forwarders, marks, rules, sourcecheck
 from .deep import check_nesting, deep_recursion
 from .errors import NoSourceError, S2SADError, SourceLocation, StaleSourceError, UnsupportedSyntaxError
 
@@ -488,8 +488,6 @@ class Resolver:
 
 
 def classify(value: Any) -> Resolved:
-    from . import rules
-
     if isinstance(value, types.ModuleType):
         return Resolved("module", value)
     if isinstance(value, (bool, int, float, np.bool_, np.integer, np.floating)):

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 import gast
+import numpy as np
 
 
 @dataclass(frozen=True)
@@ -164,7 +165,6 @@ BUILTIN_NAMES = {abs: "abs", min: "min", max: "max", float: "float", int: "int",
 
 def python_callables() -> dict[Callable, str]:
     """Map each Python callable with a rule to its primitive name (math, builtins, numpy)."""
-    import numpy as np
 
     table: dict[Callable, str] = dict(BUILTIN_NAMES)
     for name in _MATH_NAMES:

@@ -16,6 +16,8 @@ the process, so that a kernel found on disk runs without importing llvmlite.
 """
 from __future__ import annotations
 
+import numpy as np
+
 from ..kernel import KernelModule, LoopSpec, ScanSpec
 from .llvm_drivers import lower_module
 from .llvm_jit import (MATH_MODES, CompiledDriver, argtypes_for, compile_driver, math_mode, module_ir,
@@ -36,6 +38,5 @@ def lower(kmod: KernelModule, spec: LoopSpec | ScanSpec, dtype) -> str:
     lanes for those of OWN_BEFORE_LIBMVEC; `compile_driver` names the widest this
     host can run, or s2sad's own vector math (see llvm_jit.math_mode).
     """
-    import numpy as np
 
     return module_ir(kmod, spec, np.dtype(dtype))

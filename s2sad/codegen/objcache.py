@@ -40,6 +40,7 @@ from __future__ import annotations
 import _thread
 import hashlib
 import hmac
+import importlib.util
 import os
 import sys
 import warnings
@@ -321,8 +322,6 @@ def host_fingerprint() -> str | None:
     if mod is not None and getattr(mod, "__file__", None):
         pkg = os.path.dirname(mod.__file__)
     else:
-        import importlib.util
-
         spec = importlib.util.find_spec("llvmlite")
         if spec is None or not spec.submodule_search_locations:
             return None

@@ -36,7 +36,8 @@ import numpy as np
 
 from .. import array_rules
 from ..array_prims import Index, Reduce
-from ..errors import FreeVariableError, S2SADError, UnsupportedOperationError, UnsupportedSyntaxError
+from ..errors import (FreeVariableError, RecursionNotSupportedError, S2SADError, StatefulError, UnsupportedOperationError,
+                      UnsupportedSyntaxError)
 from ..defaults import DefaultValues, bind_call
 from ..frontend import MISSING, ParsedFunction, Resolver, attribute_value, classify, location_of, parse_function
 from .arrayir import (ArrayProgram, ArrayStmt, Const, Ctx, Elementwise, ForStmt, IfStmt, KernelInfo, KernelSum, Namer,
@@ -226,7 +227,6 @@ class Builder:
                            "Use `for i in range(n):` (its iterations are recorded for the reverse pass), "
                            "or move the loop into a scalar function applied with s2sad.broadcast.")
         if isinstance(s, (gast.Global, gast.Nonlocal)):
-            from ..errors import StatefulError
             raise self.err(ctx, s, f"'{'global' if isinstance(s, gast.Global) else 'nonlocal'} "
                            f"{', '.join(s.names)}': the differentiated function writes state outside itself",
                            "Return the value instead of storing it.", StatefulError)
@@ -973,7 +973,6 @@ class Builder:
         return self._inline(pf.node, Ctx(pf), None, e, scope, want, key=id(fn), label=fn.__qualname__, fn=pf.fn)
 
     def _inline(self, node, ctx: Ctx, parent: Scope | None, e: gast.Call, scope: Scope, want, key, label, fn=None):
-        from ..errors import RecursionNotSupportedError
         if key in self.stack:
             raise RecursionNotSupportedError(f"'{label}' calls itself (recursion)", self.loc(scope.ctx, e),
                                              hint="Write the recursion as a for loop.")

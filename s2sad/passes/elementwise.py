@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import linecache
 from dataclasses import dataclass, field
 
 import gast
@@ -396,7 +397,6 @@ def _array_level_statement(s: gast.stmt) -> bool:
 
 
 def _line(filename: str, node) -> str:
-    import linecache
     return linecache.getline(filename, getattr(node, "lineno", 0) or 0).strip()
 
 

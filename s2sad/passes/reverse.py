@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import textwrap
 from dataclasses import dataclass
 from typing import Any
 
@@ -840,7 +841,6 @@ def _names_read(text: str) -> set[str]:
 
 
 def _dedent_lines(text: str) -> str:
-    import textwrap
     t = textwrap.dedent(text)
     return t if t.strip() else "pass"
 
