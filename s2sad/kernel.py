@@ -134,6 +134,8 @@ from dataclasses import dataclass, field
 
 import gast
 
+from .kernel_text import module_source
+
 LAYOUTS = ("scalar", "contig", "strided", "row", "column")
 # one letter per layout, for driver symbols (`LoopSpec.tag`)
 LAYOUT_LETTERS = {"scalar": "s", "contig": "c", "strided": "x", "row": "r", "column": "k"}
@@ -159,8 +161,6 @@ class KernelModule:
 
     def source(self) -> str:
         """All functions as Python source, helpers first (the python backend's text)."""
-        from .codegen.python import module_source
-
         return module_source(self)
 
 

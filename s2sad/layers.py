@@ -19,9 +19,9 @@ This module imports nothing: it is a table, read by the test and by people.
 
 # (layer, modules, why they sit there). A name ending in ".*" is every module of a folder.
 LAYERS = (
-    ("ir", ("s2sad.errors", "s2sad.kernel", "s2sad.marks", "s2sad.deep", "s2sad.layers"),
+    ("ir", ("s2sad.errors", "s2sad.kernel", "s2sad.kernel_text", "s2sad.marks", "s2sad.deep", "s2sad.layers"),
      "what every layer speaks: located errors, the core scalar language and loop specs "
-     "(kernel), s2sad's marks on its own functions, the bounded recursion of deep trees"),
+     "(kernel) and its text (kernel_text), s2sad's marks on its own functions, the bounded recursion of deep trees"),
     ("rules", ("s2sad.rules", "s2sad.smath", "s2sad.array_rules"),
      "the tables of primitives and the math kernels run with; below the frontend because "
      "frontend.classify recognises a value as a primitive by the scalar table"),

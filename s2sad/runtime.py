@@ -59,6 +59,7 @@ from .backends.llvm import ptr as _ptr
 from .codegen import python as pybackend
 from .errors import ShapeError
 from .kernel import KernelModule, KernelSignature, LoopSpec, ScanSpec
+from .kernel_text import unparse
 from .passes.activity import result_kind
 from .passes.forward import make_dual
 from .passes.normalize import ScalarProgram
@@ -116,9 +117,9 @@ class Kernel:
         def make() -> KernelSignature:
             text = [self.program.entry]
             for name, fn in self.program.functions.items():
-                text += [name, self.program.origins.get(name, ""), pybackend.unparse(fn)]
+                text += [name, self.program.origins.get(name, ""), unparse(fn)]
             for name, (params, partials) in sorted(self.program.custom_rules.items()):
-                text += [name, repr(params)] + ["-" if p is None else pybackend.unparse(p) for p in partials or ()]
+                text += [name, repr(params)] + ["-" if p is None else unparse(p) for p in partials or ()]
             digest = hashlib.sha256("\0".join(text).encode()).hexdigest()
             return KernelSignature(self.name, self.params, active, digest)
         return self.cached(("signature", active), make)

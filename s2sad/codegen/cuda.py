@@ -81,6 +81,7 @@ import numpy as np
 
 from ..errors import BackendUnavailableError, S2SADError
 from ..kernel import KernelModule, LoopSpec, ScanSpec, active_indices
+from ..kernel_text import unparse
 
 MAX_BLOCK = 256          # largest blockDim.x a reducing driver accepts (shared memory size)
 ACC = "double"           # the type of every sum a driver carries (float32 included)
@@ -442,8 +443,6 @@ def _const_int(node: gast.expr) -> int:
 
 
 def _unsupported(node: Any, what: str) -> S2SADError:
-    from .python import unparse
-
     try:
         text = unparse(node)
     except Exception:  # pragma: no cover - best effort

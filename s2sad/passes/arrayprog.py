@@ -39,6 +39,7 @@ from ..array_prims import Index, Reduce
 from ..errors import (FreeVariableError, RecursionNotSupportedError, S2SADError, StatefulError, UnsupportedOperationError,
                       UnsupportedSyntaxError)
 from ..defaults import DefaultValues, bind_call
+from ..kernel_text import unparse
 from ..frontend import MISSING, ParsedFunction, Resolver, attribute_value, classify, location_of, parse_function
 from .arrayir import (ArrayProgram, ArrayStmt, Const, Ctx, Elementwise, ForStmt, IfStmt, KernelInfo, KernelSum, Namer,
                       Phi, Py, RunKernel, const_expr, operand_expr, stmt_reads, walk_stmts)
@@ -1089,7 +1090,6 @@ def _is_number(op) -> bool:
 
 
 def _src(node) -> str:
-    from ..codegen.python import unparse
     try:
         return unparse(node)
     except Exception:

@@ -46,9 +46,9 @@ import numpy as np
 from .. import array_prims, array_rules, column_products, gemm, reduce, runtime, smath
 from ..array_prims import PrimOp, Product
 from ..backends import backend_for
-from ..codegen.python import unparse
 from ..errors import NonScalarLossError, UnsupportedOperationError
 from ..frontend import location_of
+from ..kernel_text import unparse
 from .activity import partials_read, same_partials
 from .arrayir import (ArrayProgram, ArrayStmt, Const, ForStmt, IfStmt, KernelSum, Namer, Py, RunKernel, is_kernel,
                       stmt_reads, walk_stmts)
