@@ -28,6 +28,7 @@ import threading
 import types
 import weakref
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable
 
 import gast
@@ -62,6 +63,19 @@ class ParsedFunction:
 
 def location_of(filename: str, node: gast.AST) -> SourceLocation:
     return SourceLocation(filename, getattr(node, "lineno", 0) or 0, getattr(node, "col_offset", 0) or 0)
+
+
+# the folder that holds the s2sad package (the project's checkout, for its examples and tests)
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+
+
+def shown_location(loc: SourceLocation) -> str:
+    """`loc` as generated derivative source shows it: relative to PROJECT_ROOT when the
+    file is under it, so that text made from the project's own examples is the same in
+    every checkout."""
+    s = str(loc)
+    root = str(PROJECT_ROOT) + "/"
+    return s[len(root):] if s.startswith(root) else s
 
 
 _FILE_TREES: dict[tuple[str, str], ast.Module] = {}

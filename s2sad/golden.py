@@ -17,11 +17,15 @@ import argparse
 import difflib
 import importlib.util
 import sys
-from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
+from . import api
+from .codegen import cuda, llvm, llvm_entry, llvm_gemm, llvm_reduce
+from .frontend import PROJECT_ROOT
+from .kernel import LoopSpec, ScanSpec, active_indices
+
+ROOT = PROJECT_ROOT
 GOLDEN = ROOT / "golden"
 # cases whose driver's Python entry (codegen/llvm_entry.py) is pinned too: one per kind
 ENTRY_CASES = ("three", "state_global")
@@ -37,9 +41,6 @@ def _examples():
 
 def artifacts() -> dict[str, str]:
     """file name -> text, for every golden case."""
-    from . import api
-    from .codegen import cuda, llvm, llvm_entry, llvm_gemm, llvm_reduce
-    from .kernel import LoopSpec, ScanSpec, active_indices
 
     out: dict[str, str] = {}
     for case, (loss, argnums) in _examples().CASES.items():

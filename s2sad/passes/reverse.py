@@ -47,7 +47,7 @@ from .. import array_prims, array_rules, column_products, gemm, reduce, runtime,
 from ..array_prims import PrimOp, Product
 from ..backends import backend_for
 from ..errors import NonScalarLossError, UnsupportedOperationError
-from ..frontend import location_of
+from ..frontend import location_of, shown_location as _short
 from ..kernel_text import unparse
 from .activity import partials_read, same_partials
 from .arrayir import (ArrayProgram, ArrayStmt, Const, ForStmt, IfStmt, KernelSum, Namer, Py, RunKernel, is_kernel,
@@ -903,13 +903,6 @@ def _render_items(lines, read: set) -> list[str]:
         else:
             out.append(l)
     return out
-
-
-def _short(loc) -> str:
-    from ..golden import ROOT
-    s = str(loc)
-    root = str(ROOT) + "/"
-    return s[len(root):] if s.startswith(root) else s
 
 
 # ------------------------------------------------------------------ the compiled function
