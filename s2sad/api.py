@@ -20,13 +20,16 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from . import backends, marks, rules, runtime
+from .array_rules import register_vjp, unbroadcast
 from .deep import deeply
 from .errors import (NonDifferentiableInputError, NonScalarLossError, S2SADError, SourceLocation, StatefulError,
                      UnsupportedOperationError)
 from .frontend import Assumptions, Resolver, bound, parse_function, recording
 from .plancache import PLANNING, PlanCache
-from .passes.elementwise import LossPlan, plan_loss
+from .passes.arrayprog import build_program
+from .passes.elementwise import LossPlan, plan_loss, plan_scalar
 from .passes.normalize import normalize
+from .passes.reverse import ArrayCompiled, choose_mode, kernel_vjp
 from .runtime import Kernel
 from .targets import arity, bind, entry_function, target
 
@@ -159,9 +162,6 @@ def _array_compiled(fun: Callable, pf, planner_error: S2SADError):
     """The array-level plan of a function the fused planner does not take; when neither
     takes it, the error that points at the problem (the planner's when both found the
     same place)."""
-    from .passes.arrayprog import build_program
-    from .passes.elementwise import plan_scalar
-    from .passes.reverse import ArrayCompiled
     try:
         c = ArrayCompiled(fun, pf, build_program(pf))
         c.generated = {}    # as Compiled.generated
@@ -771,13 +771,11 @@ def _vjp(c, fun: Callable, primals, backend: str, mode: str):
             ob = float(np.asarray(out_bar)) * scale
             return _per_primal(c, primals, pairs, [g * ob for g in grads])
     else:
-        from .passes.reverse import choose_mode, kernel_vjp
         how, _ = choose_mode(c.kernel, mode)
         if how == "store" and active:
             out, partials = runtime.store_partials(c.kernel, kargs, active, backend=backend)
 
             def pullback(out_bar):
-                from .array_rules import unbroadcast
                 ob = np.asarray(out_bar)
                 return _per_primal(c, primals, pairs, [unbroadcast(p * ob, kargs[c.kernel.params.index(a)])
                                                        for p, a in zip(partials, active)])
@@ -785,7 +783,6 @@ def _vjp(c, fun: Callable, primals, backend: str, mode: str):
             out = runtime.apply(c.kernel, kargs, backend=backend)
 
             def pullback(out_bar):
-                from .array_rules import unbroadcast
                 grads = kernel_vjp(c.kernel, kargs, active, out_bar, backend=backend)
                 return _per_primal(c, primals, pairs, [unbroadcast(g, kargs[c.kernel.params.index(a)])
                                                        for g, a in zip(grads, active)])
@@ -867,6 +864,7 @@ class BroadcastPlan:
     assumptions: Any
 
 
+@marks.entry_point("broadcast")
 @deeply
 def broadcast(f: Callable, *args, backend: str = "auto"):
     """f applied elementwise with numpy broadcasting (scalars broadcast), compiled;
@@ -1038,7 +1036,6 @@ def defvjp(fn: Callable, *vjps: Callable) -> Callable:
 
         s2sad.defvjp(np.cumsum, lambda g, out, x: np.cumsum(g[::-1])[::-1])
     """
-    from .array_rules import register_vjp
     if not callable(fn) or not all(callable(v) for v in vjps) or not vjps:
         raise S2SADError(f"defvjp({getattr(fn, '__name__', fn)!r}, ...) needs a function and one vjp function "
                          "per argument", hint="Pass vjp_i(g, out, *args) for each argument i.")

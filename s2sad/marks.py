@@ -12,6 +12,9 @@ Invariants:
 - `higher_order_error` is the one refusal of a derivative met where a function to
   differentiate was expected (parse_function, the entry points).
 - The recognisers run no user code: no getattr that could reach a user's __getattr__.
+- `is_entry_point(value, role)` recognises s2sad's own entry points (`s2sad.broadcast`)
+  where user code calls them, by identity: api registers each with `entry_point` when it
+  is imported (before any pass runs), so that the passes need not import api.
 """
 from __future__ import annotations
 
@@ -72,6 +75,23 @@ def higher_order_error(mark: DerivativeMark, used_at: SourceLocation | None) -> 
         "it again (a higher-order derivative) is not supported yet", where,
         hint="Until higher-order derivatives land, write the derivative by hand as a Python function "
              "and differentiate that, or register its derivative with s2sad.defrule.")
+
+
+_ENTRY_POINTS: dict[str, Callable] = {}   # role -> the function of api that plays it
+
+
+def entry_point(role: str) -> Callable[[Callable], Callable]:
+    """Decorator: the function is s2sad's entry point for `role` (e.g. "broadcast")."""
+    def register(fn: Callable) -> Callable:
+        _ENTRY_POINTS[role] = fn
+        return fn
+    return register
+
+
+def is_entry_point(value: Any, role: str) -> bool:
+    """Whether `value` is the function registered for `role` (identity, no user code run)."""
+    fn = _ENTRY_POINTS.get(role)
+    return fn is not None and value is fn
 
 
 class HoldsUserFunction:

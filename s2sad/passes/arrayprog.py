@@ -40,6 +40,7 @@ from ..errors import (FreeVariableError, RecursionNotSupportedError, S2SADError,
                       UnsupportedSyntaxError)
 from ..defaults import DefaultValues, bind_call
 from ..kernel_text import unparse
+from ..marks import is_entry_point
 from ..frontend import MISSING, ParsedFunction, Resolver, attribute_value, classify, location_of, parse_function
 from .arrayir import (ArrayProgram, ArrayStmt, Const, Ctx, Elementwise, ForStmt, IfStmt, KernelInfo, KernelSum, Namer,
                       Phi, Py, RunKernel, const_expr, operand_expr, stmt_reads, walk_stmts)
@@ -621,7 +622,6 @@ class Builder:
         return "expr", None
 
     def is_elementwise(self, e, scope: Scope) -> bool:
-        from .. import api
         if isinstance(e, gast.BinOp):
             return not isinstance(e.op, gast.MatMult)
         if isinstance(e, gast.UnaryOp):
@@ -632,7 +632,7 @@ class Builder:
             kind, value = self.resolve_call(e.func, scope)
             if kind != "value":
                 return False
-            if value is api.broadcast or value is map:
+            if is_entry_point(value, "broadcast") or value is map:
                 return True
             if value in (np.where, np.clip) and not e.keywords and len(e.args) == 3:
                 return True
@@ -663,7 +663,6 @@ class Builder:
     def elementwise(self, e, scope: Scope, want=None) -> str:
         """A maximal elementwise expression -> one "ew" statement whose template is the
         kernel planner's translation of it (elementwise.translate_elementwise)."""
-        from .. import api
         ctx = scope.ctx
         if self.is_select(e, scope):
             return self.select(e, scope, want)
@@ -768,7 +767,7 @@ class Builder:
             kind, value = b.resolve_call(x.func, scope)
             if value in (list, tuple, np.array, np.asarray, np.fromiter):
                 return walk(x.args[0])
-            if value is api.broadcast or value is map:
+            if is_entry_point(value, "broadcast") or value is map:
                 fnode = x.args[0]
                 if isinstance(fnode, gast.Name):
                     lf = b.lookup_local(fnode.id, scope)

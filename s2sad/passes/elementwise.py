@@ -25,6 +25,7 @@ import numpy as np
 
 from .. import rules
 from ..errors import FreeVariableError, UnsupportedOperationError, UnsupportedSyntaxError
+from ..marks import is_entry_point
 from ..frontend import MISSING, ParsedFunction, attribute_value, classify, location_of
 from .normalize import Normalizer, ScalarProgram
 from .trees import dotted, function_def, literal, name
@@ -222,8 +223,6 @@ class _Planner:
                        UnsupportedOperationError)
 
     def call(self, e: gast.Call) -> gast.expr:
-        from .. import api
-
         if e.keywords:
             raise self.err(e, "keyword arguments are not supported here", "Pass arguments by position.",
                            UnsupportedOperationError)
@@ -231,7 +230,7 @@ class _Planner:
         label = dotted(e.func)
         if value in (list, np.array, np.asarray, np.fromiter, tuple) and len(e.args) >= 1:
             return self.elementwise(e.args[0])
-        if value is api.broadcast or value is map:
+        if is_entry_point(value, "broadcast") or value is map:
             if len(e.args) < 2:
                 raise self.err(e, f"{label} needs a function and at least one array", "Fix the call.")
             fnode, arrays = e.args[0], [self.elementwise(a) for a in e.args[1:]]
