@@ -21,6 +21,7 @@ import numpy as np
 
 from . import backends, marks, rules, runtime
 from .array_rules import register_vjp, unbroadcast
+from .backends.arraymodule import is_cupy
 from .deep import deeply
 from .errors import (NonDifferentiableInputError, NonScalarLossError, S2SADError, SourceLocation, StatefulError,
                      UnsupportedOperationError)
@@ -220,7 +221,7 @@ def _check_data(c: Compiled, i: int, a: Any) -> None:
         return
     if isinstance(a, complex):
         dtype = np.dtype(complex)
-    elif isinstance(a, (np.ndarray, np.generic)) or runtime._is_cupy(a):
+    elif isinstance(a, (np.ndarray, np.generic)) or is_cupy(a):
         dtype = a.dtype
     elif isinstance(a, (list, tuple)):
         try:
@@ -260,7 +261,7 @@ def _check_call(c, args: Sequence[Any], argnums: tuple[int, ...]) -> None:
 def _array_like(a: Any) -> bool:
     """An object numpy converts through `__array__` (not an array, number, list or cupy array)."""
     return (hasattr(type(a), "__array__") and not isinstance(a, (np.ndarray, np.generic))
-            and not runtime._is_cupy(a))
+            and not is_cupy(a))
 
 
 def _converted(args: Sequence[Any], positions) -> tuple:
@@ -283,7 +284,7 @@ def _converted(args: Sequence[Any], positions) -> tuple:
 
 def _dtype_of(a: Any) -> np.dtype:
     """The dtype of a numpy or cupy array, or of what numpy makes of a Python value."""
-    if runtime._is_cupy(a):
+    if is_cupy(a):
         return a.dtype
     return np.asarray(a).dtype
 
@@ -291,7 +292,7 @@ def _dtype_of(a: Any) -> np.dtype:
 def _as_result(g: np.ndarray, like: Any):
     """A gradient shaped and typed like its argument (a float for a Python float; on
     the device for a cupy argument)."""
-    if runtime._is_cupy(like):
+    if is_cupy(like):
         xp = sys.modules["cupy"]
         return xp.asarray(g, dtype=like.dtype).reshape(like.shape)
     if type(like) is np.ndarray:
@@ -627,7 +628,7 @@ def _scan_value_and_grads(backend: backends.Choice):
 
 
 def _zeros_like(a):
-    xp = sys.modules["cupy"] if runtime._is_cupy(a) else np
+    xp = sys.modules["cupy"] if is_cupy(a) else np
     a = xp.asarray(a)
     return xp.zeros(a.shape, a.dtype if a.dtype.kind == "f" else np.float64)
 

@@ -50,6 +50,7 @@ import numpy as np
 
 from . import backends
 from .backends import LLVM, Backend
+from .backends.arraymodule import is_cupy
 from .backends.arrays import Prepared, broadcast_shape, broadcast_shapes, compute_dtype, prepare  # noqa: F401
 from .backends.host import ACC_DTYPE
 from .backends.llvm import DATA_OFFSET as _DATA_OFFSET
@@ -221,15 +222,8 @@ def _index_space(prep: Prepared) -> list[tuple[int, list[int]]]:
 
 # ------------------------------------------------------------------ launching
 
-def _is_cupy(a: Any) -> bool:
-    """A cupy array? (cupy is in sys.modules once one exists; this never imports it)"""
-    cp = sys.modules.get("cupy")
-    nd = getattr(cp, "ndarray", None) if cp is not None else None
-    return isinstance(nd, type) and nd is not np.ndarray and isinstance(a, nd)
-
-
 def _is_array(a: Any) -> bool:
-    return isinstance(a, np.ndarray) or _is_cupy(a)
+    return isinstance(a, np.ndarray) or is_cupy(a)
 
 
 LAUNCH_PLANS = 256
