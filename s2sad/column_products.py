@@ -1,7 +1,7 @@
 """A kernel's values reduced against a column in the kernel's own pass: `h @ w` for one
 column w (`kernel_matmul`), and the sums or means of h along its rows (`row_sums`, h
 times a column of ones), h never formed; their pullbacks are one seeded pass each
-(runtime._seeded_vjp). passes/reverse.py pairs a kernel with the one statement that
+(runtime.seeded_vjp). passes/reverse.py pairs a kernel with the one statement that
 reads its values. Signatures seen before run the seeded call kept for them.
 """
 from __future__ import annotations
@@ -14,7 +14,7 @@ import numpy as np
 from .array_rules import matmul_lhs_bar, matmul_rhs_bar
 from .gemm import matmul
 from .backends import backend_for
-from .runtime import (LAUNCH_PLANS, Kernel, _plain_signature, _remember, _seeded_vjp, apply,
+from .runtime import (LAUNCH_PLANS, Kernel, plain_signature, remember, seeded_vjp, apply,
                       broadcast_shapes, compute_dtype, vjp)
 
 
@@ -37,17 +37,17 @@ def _one_column(shape: tuple[int, ...], w: Any, dtype: np.dtype) -> bool:
 
 
 def _seeded_plan(kernel: Kernel, values: list, backend: str, active: tuple[str, ...], factor_grads: tuple[int, ...]):
-    """The call `_seeded_vjp` kept for these values' signature, or None."""
-    sig = _plain_signature(values)
+    """The call `seeded_vjp` kept for these values' signature, or None."""
+    sig = plain_signature(values)
     return None if sig is None else kernel.launch_plans.get(("seeded", backend, active, factor_grads, sig))
 
 
 def kernel_matmul(kernel: Kernel, args: Sequence[Any], w: Any, backend: str = "auto"):
     """(kernel(args) @ w, the values or None): in the kernel's pass, the values not
     formed (None), where w is one column or a vector and the values 2-D; else the
-    values, then numpy's product. A signature seen before (`_plain_signature`) runs
+    values, then numpy's product. A signature seen before (`plain_signature`) runs
     the seeded call it kept, with a column of ones kept too (read-only: a factor)."""
-    sig = _plain_signature([*args, w])
+    sig = plain_signature([*args, w])
     if sig is not None:
         fast = kernel.launch_plans.get(("matmul", backend, sig))
         if fast is not None:
@@ -58,14 +58,14 @@ def kernel_matmul(kernel: Kernel, args: Sequence[Any], w: Any, backend: str = "a
     if _one_column(shape, w, dtype):
         n, k = shape
         factors = [np.ones((n, 1), dtype), w.reshape(1, k)]
-        got = _seeded_vjp(kernel, args, (), factors, resolved, factor_grads=(0,))
+        got = seeded_vjp(kernel, args, (), factors, resolved, factor_grads=(0,))
         if got is not None:
             seeded = _seeded_plan(kernel, [*args, *factors], resolved, (), (0,))
             if sig is not None and seeded is not None:
                 ones = factors[0]
                 ones.flags.writeable = False
                 shaped = (n, 1) if w.ndim == 2 else (n,)
-                _remember(kernel, ("matmul", backend, sig),
+                remember(kernel, ("matmul", backend, sig),
                           lambda args, w: seeded([*args, ones, w.reshape(1, k)])[0].reshape(shaped))
             return (got[0] if w.ndim == 2 else got[0].reshape(n)), None
 
@@ -80,7 +80,7 @@ def kernel_matmul_vjp(kernel: Kernel, args: Sequence[Any], active: tuple[str, ..
     seeded kernel (a signature seen before: the seeded call kept for it); else numpy's
     adjoints of the product and the kernel's vjp."""
     if values is None:
-        sig = _plain_signature([*args, w, out_bar])
+        sig = plain_signature([*args, w, out_bar])
         key = ("matmul_vjp", backend, active, w_grad, sig)
         if sig is not None and sig[1][-1] is not None:
             fast = kernel.launch_plans.get(key)
@@ -90,14 +90,14 @@ def kernel_matmul_vjp(kernel: Kernel, args: Sequence[Any], active: tuple[str, ..
         n, k = broadcast_shapes(*(np.shape(a) for a in args))
         factors = [np.asarray(out_bar, compute_dtype(args)).reshape(n, 1), w.reshape(1, k)]
         fg = (1,) if w_grad else ()
-        got = _seeded_vjp(kernel, args, active, factors, resolved, factor_grads=fg)
+        got = seeded_vjp(kernel, args, active, factors, resolved, factor_grads=fg)
         assert got is not None, "kernel_matmul took this path, so the seeded kernel applies"
         seeded = _seeded_plan(kernel, [*args, *factors], resolved, active, fg)
         if sig is not None and sig[1][-1] is not None and seeded is not None:
             def fast(args, w, out_bar):
                 got = seeded([*args, out_bar.reshape(n, 1), w.reshape(1, k)])
                 return got[:-1] + [got[-1].reshape(w.shape)] if w_grad else got
-            _remember(kernel, key, fast)
+            remember(kernel, key, fast)
         return got[:-1] + [got[-1].reshape(w.shape)] if w_grad else got
     grads = vjp(kernel, args, active, matmul_lhs_bar(out_bar, values, w), backend=backend) if active else []
     return list(grads) + ([matmul_rhs_bar(out_bar, values, w)] if w_grad else [])

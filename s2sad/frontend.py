@@ -65,6 +65,11 @@ def location_of(filename: str, node: gast.AST) -> SourceLocation:
     return SourceLocation(filename, getattr(node, "lineno", 0) or 0, getattr(node, "col_offset", 0) or 0)
 
 
+def source_line(filename: str, node: gast.AST) -> str:
+    """The text of the line `node` starts on, stripped ("" where there is none)."""
+    return linecache.getline(filename, getattr(node, "lineno", 0) or 0).strip()
+
+
 # the folder that holds the s2sad package (the project's checkout, for its examples and tests)
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 

@@ -29,7 +29,7 @@ import numpy as np
 
 from .backends import choose
 from .codegen.llvm_gemm import NARROW_ROWS
-from .runtime import _ptr
+from .backends.llvm import ptr
 from .threads import num_threads, run_chunks
 
 MIN_COLUMNS = 2
@@ -83,7 +83,7 @@ def _product(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     size = a.dtype.itemsize
     c = np.empty((p, m), a.dtype)
     f = _FUNCS.get(a.dtype) or _function(a.dtype)
-    args = (_ptr(a), a.strides[0] // size, a.strides[1] // size, _ptr(b), b.strides[0] // size, _ptr(c), m,
+    args = (ptr(a), a.strides[0] // size, a.strides[1] // size, ptr(b), b.strides[0] // size, ptr(c), m,
             p, q, m, 0)
     threads = min(num_threads(), -(-p // NARROW_ROWS)) if p * q * m >= THREAD_WORK else 1
     if threads <= 1:

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from .backends import choose
-from .runtime import _ptr
+from .backends.llvm import ptr
 
 MAX_EXTREME_ROW = 16
 _F64, _F32 = np.dtype(np.float64), np.dtype(np.float32)
@@ -69,13 +69,13 @@ def _compiled(op: str, x: Any, axis: Any):
         if not summed and k > MAX_EXTREME_ROW:
             return None
         out = np.empty(n, x.dtype)
-        _function("rows", "sum" if summed else op, x.dtype)(_ptr(x), n, k, s0 // size, _ptr(out))
+        _function("rows", "sum" if summed else op, x.dtype)(ptr(x), n, k, s0 // size, ptr(out))
         count = k
     else:
         if not summed or k == 1:
             return None
         out = np.empty(k, x.dtype)
-        _function("cols", "sum", x.dtype)(_ptr(x), n, k, s0 // size, _ptr(out))
+        _function("cols", "sum", x.dtype)(ptr(x), n, k, s0 // size, ptr(out))
         count = n
     if op == "mean":
         np.true_divide(out, count, out=out)

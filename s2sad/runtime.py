@@ -56,7 +56,7 @@ from .backends.host import ACC_DTYPE
 from .backends.llvm import DATA_OFFSET as _DATA_OFFSET
 from .backends.llvm import compiled_driver
 from .backends.llvm import from_address as _from_address
-from .backends.llvm import ptr as _ptr
+from .backends.llvm import ptr
 from .codegen import python as pybackend
 from .errors import ShapeError
 from .kernel import KernelModule, KernelSignature, LoopSpec, ScanSpec
@@ -249,7 +249,7 @@ def launch(kernel: Kernel, backend: Backend, spec: LoopSpec, active: tuple[str, 
     key = _launch_key(backend, active, spec, prep)
     got = kernel.launch_plans.get(key)
     if got is None:
-        got = _remember(kernel, key, plan())
+        got = remember(kernel, key, plan())
     dims, _, run, _ = got
     (n_outer, outer), (n_inner, _) = dims[-2], dims[-1]
     leading = dims[:-2]
@@ -409,7 +409,7 @@ def _sum_dual_stub(fp: _FastPlan, layouts, dtype, value: str = "sum"):
     text = "\n".join(lines)
     if _DATA_OFFSET is not None:  # read the data pointer inline: a call less per array
         text = re.sub(r"PTR\((\w+)\)", rf"from_address(id(\1) + {_DATA_OFFSET}).value", text)
-    ns = {"cfunc": fp.cfunc, "PTR": _ptr, "from_address": _from_address, "zeros": np.zeros,
+    ns = {"cfunc": fp.cfunc, "PTR": ptr, "from_address": _from_address, "zeros": np.zeros,
           "empty": np.empty, "dtype": dtype, "THREAD_MIN": THREAD_MIN, "ACC_DTYPE": ACC_DTYPE,
           "float32_total": lambda v: float(np.float32(v))}
     exec(compile(text, "<s2sad call stub>", "exec"), ns)
@@ -424,9 +424,9 @@ def _threaded_sum_dual(fp: _FastPlan, args, layouts, dtype, grads, scale, n, val
     width = max(1, g0 + len(grads))
     accs = np.zeros(width * len(chunks), ACC_DTYPE)
     itemsize, accsize = dtype.itemsize, ACC_DTYPE.itemsize
-    base = [_ptr(a) if l == "contig" else a for a, l in zip(args, layouts)]
-    gbase = [_ptr(g) if g is not None else None for g in grads]
-    acc0 = _ptr(accs)
+    base = [ptr(a) if l == "contig" else a for a, l in zip(args, layouts)]
+    gbase = [ptr(g) if g is not None else None for g in grads]
+    acc0 = ptr(accs)
 
     def run(c):
         lo, hi = chunks[c]
@@ -454,8 +454,8 @@ def _fast_apply(kernel: Kernel, args, fast):
     def run(lo, hi):
         argv = [1, hi - lo]
         for a, l in zip(args, layouts):
-            argv.append(_ptr(a) + lo * itemsize if l == "contig" else a)
-        argv.append(_ptr(out) + lo * itemsize)
+            argv.append(ptr(a) + lo * itemsize if l == "contig" else a)
+        argv.append(ptr(out) + lo * itemsize)
         cfunc(*argv)
 
     chunks, threads = _split(n)
@@ -631,7 +631,7 @@ def vjp(kernel: Kernel, args: Sequence[Any], active: tuple[str, ...], out_bar: A
     if isinstance(out_bar, SeedProduct):
         factors = [out_bar.left, out_bar.right]
         backend = backends.backend_for(backend, list(args) + factors)
-        got = _seeded_vjp(kernel, args, active, factors, backend)
+        got = seeded_vjp(kernel, args, active, factors, backend)
         if got is not None:
             return got
         out_bar = out_bar.left * out_bar.right     # formed by the factors' own array module
@@ -652,7 +652,7 @@ def vjp(kernel: Kernel, args: Sequence[Any], active: tuple[str, ...], out_bar: A
     return backend.results(inputs, [_shape_grad(g, prep, kernel.params.index(a)) for g, a in zip(grads, active)])
 
 
-def _seeded_vjp(kernel: Kernel, args: Sequence[Any], active: tuple[str, ...], factors: list, backend: Backend,
+def seeded_vjp(kernel: Kernel, args: Sequence[Any], active: tuple[str, ...], factors: list, backend: Backend,
                 factor_grads: tuple[int, ...] = ()):
     """vjp with the seed as two factors (see `Kernel.seeded`), or None where that does
     not apply: the cuda backend, a stateful kernel, factors of another dtype than the
@@ -663,7 +663,7 @@ def _seeded_vjp(kernel: Kernel, args: Sequence[Any], active: tuple[str, ...], fa
     if not backend.ordered_sums or kernel.program.state:
         return None
     values = list(args) + list(factors)
-    sig = _plain_signature(values)
+    sig = plain_signature(values)
     if sig is not None:
         call = kernel.launch_plans.get(("seeded", backend, active, factor_grads, sig))
         if call is not None:
@@ -684,11 +684,11 @@ def _seeded_vjp(kernel: Kernel, args: Sequence[Any], active: tuple[str, ...], fa
     if sig is not None and sig[0] == prep.dtype.num and backend.fast_path and plan is not None and len(plan[0]) == 2:
         # the next call with this signature: buffers and the plan's stub (one run) alone
         # (the fast path's backend, whose launch plans call machine code)
-        _remember(kernel, ("seeded", backend, active, factor_grads, sig), _seeded_call(plan[2], prep, seeded, wrt))
+        remember(kernel, ("seeded", backend, active, factor_grads, sig), _seeded_call(plan[2], prep, seeded, wrt))
     return [_shape_grad(g, prep, seeded.params.index(a)) for g, a in zip(grads, wrt)]
 
 
-def _plain_signature(values: list) -> tuple | None:
+def plain_signature(values: list) -> tuple | None:
     """(dtype number, (shape or None for a float, ...)) when every value is a Python float
     or a C-contiguous ndarray of more than one element, all of one float dtype (float64
     when a float is among them): values `prepare` would pass as they are. Else None."""
@@ -712,7 +712,7 @@ def _plain_signature(values: list) -> tuple | None:
 
 
 def _seeded_call(stub, prep: Prepared, kernel: Kernel, wrt: tuple[str, ...]) -> Callable:
-    """`_seeded_vjp` for one signature: its gradient buffers, then the launch stub."""
+    """`seeded_vjp` for one signature: its gradient buffers, then the launch stub."""
     made = []
     for a in wrt:
         i = kernel.params.index(a)
@@ -732,7 +732,7 @@ def _seeded_call(stub, prep: Prepared, kernel: Kernel, wrt: tuple[str, ...]) -> 
     return call
 
 
-def _remember(kernel: Kernel, key: tuple, value):
+def remember(kernel: Kernel, key: tuple, value):
     """kernel.launch_plans[key] = value, within the LAUNCH_PLANS bound (for calls of
     ever new shapes)."""
     if len(kernel.launch_plans) >= LAUNCH_PLANS:
@@ -870,8 +870,8 @@ def _fast_scan_grads(kernel: Kernel, args, active, state, seed: float, fast):
     acc = np.zeros(1, ACC_DTYPE)
     grads = [np.empty(shape, dtype) if c else np.zeros(1, ACC_DTYPE) for c in fs.contig_grads]
     tape = np.empty(n * k, dtype) if fs.needs_tape else fs.no_tape
-    argv = [1, n] + [_ptr(a) if c else a for a, c in zip(args, fs.contig)]
-    argv += [_ptr(st), _ptr(acc), seed] + [_ptr(g) for g in grads] + [_ptr(st_bar), _ptr(tape)]
+    argv = [1, n] + [ptr(a) if c else a for a, c in zip(args, fs.contig)]
+    argv += [ptr(st), ptr(acc), seed] + [ptr(g) for g in grads] + [ptr(st_bar), ptr(tape)]
     fs.cfunc(*argv)
     return (rounded(acc[0], dtype), [g if c else g.astype(dtype).reshape(()) for g, c in zip(grads, fs.contig_grads)],
             [float(v) for v in st.tolist()])

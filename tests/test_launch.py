@@ -117,7 +117,7 @@ def test_a_seeded_pullback_signature_seen_before_takes_its_stub(dtype):
     # the right factor's gradient too, and an argument of another layout
     zf = np.asfortranarray(rng.normal(size=(9, 5)).astype(dtype))
     for _ in range(2):
-        gz, gr = runtime._seeded_vjp(k, (zf, b, c), ("z",), [left, right], backends.LLVM, factor_grads=(1,))
+        gz, gr = runtime.seeded_vjp(k, (zf, b, c), ("z",), [left, right], backends.LLVM, factor_grads=(1,))
         np.testing.assert_allclose(gr, np.sum(left * runtime.apply(k, (zf, b, c)), axis=0, keepdims=True),
                                    rtol=1e-5 if dtype == np.float32 else 1e-12)
 

@@ -36,7 +36,7 @@ from typing import Callable, Iterable
 
 from ..kernel import STRIDED_LAYOUTS, KernelModule, LoopSpec, ScanSpec
 from ..passes.scansplit import scan_plan
-from .llvm_lower import ALL_VECTOR_ISAS, LoweringError, _Body, _Module, _ref, driver_name
+from .llvm_lower import ALL_VECTOR_ISAS, Body, LoweringError, ModuleWriter, driver_name, ir_ref
 
 __all__ = ["lower_module", "driver_name", "ACC"]
 
@@ -69,7 +69,7 @@ def lower_module(kmod: KernelModule, spec: LoopSpec | ScanSpec, dtype, *,
         emit = _emit_loop_driver
     else:
         raise TypeError(f"a driver is made from a LoopSpec or a ScanSpec, not {type(spec).__name__}")
-    m = _Module(kmod, spec, dtype, vector_isas, available, own_math, vector_bits)
+    m = ModuleWriter(kmod, spec, dtype, vector_isas, available, own_math, vector_bits)
     if plan is not None:
         m.scan_plan = plan
         m.extra_roots = tuple(extra)
@@ -89,10 +89,10 @@ class _Carried:
     nxt: str        # after that element: the body defines it
 
 
-class _DriverBody(_Body):
+class _DriverBody(Body):
     """A driver function under construction: its signature and its blocks."""
 
-    def __init__(self, m: _Module) -> None:
+    def __init__(self, m: ModuleWriter) -> None:
         super().__init__(m.ty)
         self.m = m
         self.sig: list[str] = []
@@ -141,7 +141,7 @@ class _DriverBody(_Body):
         return self.arg(self.T if kind == "scalar" else "ptr noalias", "seed")
 
     def render_driver(self) -> str:
-        head = f"define void {_ref('@', self.m.driver)}({', '.join(self.sig)}) #1 {{\n"
+        head = f"define void {ir_ref('@', self.m.driver)}({', '.join(self.sig)}) #1 {{\n"
         text = head + self.render_blocks() + "\n}"
         if self.lanes:
             text += (f"\n\n!{LOOP_HINT} = distinct !{{!{LOOP_HINT}, !{LOOP_HINT + 1}}}\n"
@@ -168,7 +168,7 @@ class _DriverBody(_Body):
         group): ACC sums from 0.0 at each row (in `self.row_carried` by pointer while the
         body is emitted; the body defines each `nxt`), added into the column's T cell
         after the row."""
-        lab = lambda name: _ref("%", name)  # noqa: E731
+        lab = lambda name: ir_ref("%", name)  # noqa: E731
         o_cond = self.new_block(prefix + "outer.cond")
         o_body = self.new_block(prefix + "outer.body")
         i_cond = self.new_block(prefix + "inner.cond")
@@ -253,7 +253,7 @@ class _DriverBody(_Body):
         it returns the values after element e. Leaves the exit block open; returns the
         values after the last element."""
         types = types or [self.T] * len(inits)
-        lab = lambda name: _ref("%", name)  # noqa: E731
+        lab = lambda name: ir_ref("%", name)  # noqa: E731
         enter = self.label
         cond, body_b, exit_ = (self.new_block(prefix + n) for n in ("cond", "body", "exit"))
         self.br(cond)
@@ -328,7 +328,7 @@ class _DriverBody(_Body):
         T = self.T
         rtype = self.m.ret_type(callee)
         argstr = ", ".join(f"{T} {a}" for a in args)
-        return rtype, self.inst(hint, f"call {rtype} {_ref('@', self.m.llnames[callee])}({argstr})")
+        return rtype, self.inst(hint, f"call {rtype} {ir_ref('@', self.m.llnames[callee])}({argstr})")
 
     def add_to_grad(self, g, base: str, contrib: str, sums: dict[str, _Carried]) -> None:
         """GRAD(a) += contrib at this element (a contig gradient is stored)."""
@@ -371,7 +371,7 @@ def _active_indices(kmod: KernelModule, names: Iterable[str], params: tuple[str,
 # ---------------------------------------------------------------------------------
 # LoopSpec: every element independently
 
-def _emit_loop_driver(m: _Module) -> str:
+def _emit_loop_driver(m: ModuleWriter) -> str:
     kmod, spec = m.kmod, m.spec
     T = m.ty.name
     d = _DriverBody(m)
@@ -476,7 +476,7 @@ class _ScanSig:
 BLOCK = 256
 
 
-def _emit_scan_driver(m: _Module) -> str:
+def _emit_scan_driver(m: ModuleWriter) -> str:
     """kernel.py's scan driver over blocks of BLOCK elements (see `_ScanSweeps`): without
     grads the forward sweep; with grads and a plan without tape, one pass whose serial
     loop runs the forward chain on block b and the reverse chain on its mirror block at

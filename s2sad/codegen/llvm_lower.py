@@ -1,6 +1,6 @@
 """Kernel -> LLVM IR text: the scalar functions of a `KernelModule`.
 
-`_Module.render` prints, deterministically and without consulting the host, a module
+`ModuleWriter.render` prints, deterministically and without consulting the host, a module
 holding the scalar functions a driver needs (entry, dual entry, helpers) as internal
 `alwaysinline` functions, and the driver (whose C ABI `kernel.py` defines) that
 `llvm_drivers` writes; `llvm_drivers.lower_module` is the entry point. Locals are
@@ -14,7 +14,7 @@ are Python's float floor division and remainder (x // 0 is x / 0, as in numpy),
 keep the sign of a zero, as numpy's do), `min`/`max` are Python's (`b if b < a else a`), `math.maximum`/`math.minimum` numpy's
 (`a if a > b or a is NaN else b`: NaN if either is).
 
-Transcendental functions (`_Module.libm`) give each element the same bits wherever it
+Transcendental functions (`ModuleWriter.libm`) give each element the same bits wherever it
 falls (vector body or scalar remainder, any array length, offset or thread split, any
 driver), and keep loops vectorisable where they can:
 - float64 tanh, exp and log (OWN_BEFORE_LIBMVEC), and without a libmvec variant
@@ -81,7 +81,7 @@ def fconst(value: float, ty: _Ty) -> str:
     return vecmath.double_literal(v)
 
 
-def _ref(sigil: str, name: str) -> str:
+def ir_ref(sigil: str, name: str) -> str:
     """`%name` or `@name`; names come from `_sanitize`, so they never need quoting."""
     return sigil + name
 
@@ -163,7 +163,7 @@ def _walk_stmts(body):
 # ---------------------------------------------------------------------------------
 # a function body under construction
 
-class _Body:
+class Body:
     """Blocks of instructions with unique names; the parts functions and drivers share."""
 
     def __init__(self, ty: _Ty) -> None:
@@ -191,7 +191,7 @@ class _Body:
                 return name
 
     def local(self, base: str) -> str:
-        return _ref("%", self.fresh(base))
+        return ir_ref("%", self.fresh(base))
 
     def new_block(self, base: str) -> str:
         name = self.fresh(base)
@@ -220,10 +220,10 @@ class _Body:
         self.cur = None
 
     def br(self, target: str) -> None:
-        self.terminate(f"br label {_ref('%', target)}", target)
+        self.terminate(f"br label {ir_ref('%', target)}", target)
 
     def cbr(self, cond: str, then: str, other: str) -> None:
-        self.terminate(f"br i1 {cond}, label {_ref('%', then)}, label {_ref('%', other)}", then, other)
+        self.terminate(f"br i1 {cond}, label {ir_ref('%', then)}, label {ir_ref('%', other)}", then, other)
 
     def render_blocks(self) -> str:
         out = []
@@ -238,7 +238,7 @@ class _Body:
 # ---------------------------------------------------------------------------------
 # the module
 
-class _Module:
+class ModuleWriter:
     def __init__(self, kmod: KernelModule, spec: LoopSpec | ScanSpec, dtype, vector_isas: Iterable[str],
                  available: Callable[[str], bool] | None, own_math: bool = True,
                  vector_bits: int | None = None) -> None:
@@ -502,7 +502,7 @@ entry:
                     todo.append(node.func.id)
         return [n for n in self.fns if n in seen]
 
-    def render(self, emit_driver: Callable[["_Module"], str]) -> str:
+    def render(self, emit_driver: Callable[["ModuleWriter"], str]) -> str:
         """The module's text: declarations, the reachable functions and the driver that
         `emit_driver(self)` writes (see `llvm_drivers`)."""
         names = self.reachable()
@@ -540,8 +540,8 @@ entry:
 # ---------------------------------------------------------------------------------
 # scalar functions
 
-class _FnEmitter(_Body):
-    def __init__(self, module: _Module, fn: gast.FunctionDef) -> None:
+class _FnEmitter(Body):
+    def __init__(self, module: ModuleWriter, fn: gast.FunctionDef) -> None:
         super().__init__(module.ty)
         self.m = module
         self.fn = fn
@@ -612,7 +612,7 @@ class _FnEmitter(_Body):
             v = self.inst("retval.v", f"load {self.rtype}, ptr {self.retslot}")
             self.terminate(f"ret {self.rtype} {v}")
         self.blocks[0][1][0:0] = self.allocas
-        llname = _ref("@", self.m.llnames[fn.name])
+        llname = ir_ref("@", self.m.llnames[fn.name])
         text = f"define internal {self.rtype} {llname}({', '.join(sig)}) #0 {{\n"
         origin = self.m.kmod.origins.get(fn.name)
         if origin:
@@ -844,7 +844,7 @@ class _FnEmitter(_Body):
             self.start(nxt)
         self.start(end)
         ty = "i1" if as_cond else self.T
-        arms = ", ".join(f"[ {x}, {_ref('%', lab)} ]" for x, lab in incoming)
+        arms = ", ".join(f"[ {x}, {ir_ref('%', lab)} ]" for x, lab in incoming)
         return self.inst(hint or kind, f"phi {ty} {arms}")
 
     # -- expressions (T)
@@ -934,8 +934,8 @@ class _FnEmitter(_Body):
         b_from = self.label
         self.br(end)
         self.start(end)
-        return self.inst(hint or "cond", f"phi {self.T} [ {a}, {_ref('%', a_from)} ], "
-                                         f"[ {b}, {_ref('%', b_from)} ]")
+        return self.inst(hint or "cond", f"phi {self.T} [ {a}, {ir_ref('%', a_from)} ], "
+                                         f"[ {b}, {ir_ref('%', b_from)} ]")
 
     def _e_Call(self, node, hint) -> str:
         if node.keywords:
@@ -965,7 +965,7 @@ class _FnEmitter(_Body):
             raise LoweringError(f"{self.where(node)}: the tuple {name} returns must be unpacked")
         args = [self.expr(a) for a in node.args]
         argstr = ", ".join(f"{self.T} {a}" for a in args)
-        return self.inst(hint, f"call {self.m.ret_type(name)} {_ref('@', self.m.llnames[name])}({argstr})")
+        return self.inst(hint, f"call {self.m.ret_type(name)} {ir_ref('@', self.m.llnames[name])}({argstr})")
 
     def call_intrinsic(self, base: str, args: list[str], hint: str) -> str:
         fn = self.m.intrinsic(base, len(args))

@@ -13,7 +13,6 @@ import ast
 import math
 from typing import Callable
 
-import gast
 import numpy as np
 
 from .. import smath

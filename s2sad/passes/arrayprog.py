@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import builtins
 import copy
-import linecache
 import types
 from dataclasses import dataclass
 from typing import Any
@@ -41,12 +40,13 @@ from ..errors import (FreeVariableError, RecursionNotSupportedError, S2SADError,
 from ..defaults import DefaultValues, bind_call
 from ..kernel_text import unparse
 from ..marks import is_entry_point
-from ..frontend import MISSING, ParsedFunction, Resolver, attribute_value, classify, location_of, parse_function
+from ..frontend import (MISSING, ParsedFunction, Resolver, attribute_value, classify, location_of, parse_function,
+                        source_line)
 from .arrayir import (ArrayProgram, ArrayStmt, Const, Ctx, Elementwise, ForStmt, IfStmt, KernelInfo, KernelSum, Namer,
                       Phi, Py, RunKernel, const_expr, operand_expr, stmt_reads, walk_stmts)
 from .kernelpairs import pair_kernels
 from .primcalls import PrimCalls, register_hint, root_name, unsupported  # register_hint: also for tests
-from .elementwise import Site, _drop_unread_params, _unwrap_single_call, translate_elementwise
+from .elementwise import Site, drop_unread_params, mark_closures, translate_elementwise, unwrap_single_call
 from .normalize import Normalizer
 from .trees import assigned_names as _assigned_names, const, dotted, function_def, name
 
@@ -77,10 +77,6 @@ class Scope:
 
     def child_copy(self) -> "Scope":
         return Scope(self.ctx, dict(self.vars), self.locals, self.parent)
-
-
-def _line(filename: str, node) -> str:
-    return linecache.getline(filename, getattr(node, "lineno", 0) or 0).strip()
 
 
 def _dotted(node) -> str:
@@ -845,7 +841,7 @@ class Builder:
         site = Site(str(self.loc(scope.ctx, e)), label, "rule",
                     "elementwise select: the derivative of the branch each element takes"
                     if not clip else "elementwise min/max: derivatives from the rules table",
-                    _line(scope.ctx.filename, e))
+                    source_line(scope.ctx.filename, e))
         return self.emit_ew(expr, [x for x, _ in keep], [o for _, o in keep], [], [site],
                             {"__np_minimum": np.minimum, "__np_maximum": np.maximum}, False, e, scope, want)
 
@@ -1314,7 +1310,7 @@ def make_kernel(prog: ArrayProgram, b: Builder, region: list, red) -> tuple[Arra
             location_of(ctx.filename, root.node),
             hint="Stateful scalar functions are supported in losses of the form np.sum(s2sad.broadcast(f, x)); "
                  "return values instead of storing them.")
-    program = _drop_unread_params(program)
+    program = drop_unread_params(program)
     kept = {}
     extra: list = []
     caps = {c.param: c for c in getattr(program, "captures", [])}
@@ -1335,16 +1331,15 @@ def make_kernel(prog: ArrayProgram, b: Builder, region: list, red) -> tuple[Arra
         else:
             kin.append(p)
         kept[p] = True
-    program = _unwrap_single_call(program)
+    program = unwrap_single_call(program)
     kernel = Kernel(program, kname if program.entry == kname else b.namer.fresh(program.entry))
     scalar = all(a in prog.known_scalar for a in kin) and red is None
     sites = [site for s in region for site in s.op.sites]
-    from .elementwise import _mark_closures
-    _mark_closures(sites, program)
+    mark_closures(sites, program)
     lines = []
     for s in region + ([red] if red is not None else []):
         loc = str(location_of(s.ctx.filename, s.stmt if s.stmt is not None else s.node))
-        ln = (loc, _line(s.ctx.filename, s.stmt if s.stmt is not None else s.node))
+        ln = (loc, source_line(s.ctx.filename, s.stmt if s.stmt is not None else s.node))
         if ln not in lines:
             lines.append(ln)
     op = KernelSum(kernel, red.op.kind) if red is not None else RunKernel(kernel, scalar)

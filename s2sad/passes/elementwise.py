@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import linecache
 from dataclasses import dataclass, field
 
 import gast
@@ -26,7 +25,7 @@ import numpy as np
 from .. import rules
 from ..errors import FreeVariableError, UnsupportedOperationError, UnsupportedSyntaxError
 from ..marks import is_entry_point
-from ..frontend import MISSING, ParsedFunction, attribute_value, classify, location_of
+from ..frontend import MISSING, ParsedFunction, attribute_value, classify, location_of, source_line
 from .normalize import Normalizer, ScalarProgram
 from .trees import dotted, function_def, literal, name
 from .purity import classify_function
@@ -129,13 +128,13 @@ class _Planner:
         fname = f"{self._name()}__elementwise"
         fn = function_def(fname, kparams, copy.deepcopy(self.prelude) + [gast.Return(value=expr)])
         gast.copy_location(fn, node)
-        program = _drop_unread_params(Normalizer(self.local_data).program_from_node(fn, self.pf, fname))
+        program = drop_unread_params(Normalizer(self.local_data).program_from_node(fn, self.pf, fname))
         inputs = _inputs(program, self.params)
-        program = _unwrap_single_call(program)
-        _mark_closures(self.sites, program)
+        program = unwrap_single_call(program)
+        mark_closures(self.sites, program)
         _mark_state(self.sites, program)
         return LossPlan(program, reduction, inputs, self.sites,
-                        return_line=_line(self.pf.filename, ret), return_location=self.loc(ret))
+                        return_line=source_line(self.pf.filename, ret), return_location=self.loc(ret))
 
     def plan_scalar(self) -> LossPlan:
         """The whole function as one scalar function of scalars."""
@@ -145,8 +144,8 @@ class _Planner:
         return LossPlan(program, "none", _inputs(program, self.params),
                         [Site(self.loc(node), self.pf.name, "dual", "a scalar function: differentiated as a whole"
                               if rules.user_rule(self.pf.fn) is None else "its rule registered with s2sad.defrule",
-                              _line(self.pf.filename, node))],
-                        return_line=_line(self.pf.filename, node), return_location=self.loc(node))
+                              source_line(self.pf.filename, node))],
+                        return_line=source_line(self.pf.filename, node), return_location=self.loc(node))
 
     def _name(self) -> str:
         n = self.pf.name
@@ -241,7 +240,7 @@ class _Planner:
         r = classify(value)
         if r.kind == "primitive":
             self.sites.append(Site(self.loc(e), label, "rule", f"{label} has a derivative rule ({r.value})",
-                                   _line(self.pf.filename, e)))
+                                   source_line(self.pf.filename, e)))
             return gast.Call(func=e.func, args=[self.elementwise(a) for a in e.args], keywords=[])
         if r.kind in ("function", "user_rule"):
             # a user function called on arrays: elementwise only if it is scalar code
@@ -256,13 +255,13 @@ class _Planner:
             lam_name = f"_f{len(self.prelude) + 1}"
             self.prelude.append(gast.Assign(targets=[name(lam_name, gast.Store())], value=fnode, type_comment=None))
             self.sites.append(Site(self.loc(site), f"lambda at line {fnode.lineno}", "dual",
-                                   "pure: reads only its arguments and constants", _line(self.pf.filename, site)))
+                                   "pure: reads only its arguments and constants", source_line(self.pf.filename, site)))
             return gast.Call(func=name(lam_name), args=arrays, keywords=[])
         if isinstance(fnode, gast.Name) and any(
                 isinstance(s, (gast.FunctionDef,)) and s.name == fnode.id or
                 isinstance(s, gast.Assign) and s.targets[0].id == fnode.id for s in self.prelude):
             self.sites.append(Site(self.loc(site), fnode.id, "dual", "local function: pure",
-                                   _line(self.pf.filename, site)))
+                                   source_line(self.pf.filename, site)))
             return gast.Call(func=fnode, args=arrays, keywords=[])
         value = attribute_value(self.pf.resolver, fnode)
         if value is MISSING:
@@ -272,15 +271,15 @@ class _Planner:
         r = classify(value)
         if r.kind == "primitive":
             self.sites.append(Site(self.loc(site), f"{label}({dotted(fnode)})", "rule",
-                                   f"{dotted(fnode)} has a derivative rule ({r.value})", _line(self.pf.filename, site)))
+                                   f"{dotted(fnode)} has a derivative rule ({r.value})", source_line(self.pf.filename, site)))
         elif r.kind == "user_rule":
             self.sites.append(Site(self.loc(site), f"{label}({dotted(fnode)})", "rule",
                                    f"{dotted(fnode)} has a rule registered with s2sad.defrule",
-                                   _line(self.pf.filename, site)))
+                                   source_line(self.pf.filename, site)))
         else:
             verdict = classify_function(value, location_of(self.pf.filename, site))
             self.sites.append(Site(self.loc(site), f"{label}({dotted(fnode)})" if label in ("map", "broadcast", "s2sad.broadcast") else dotted(fnode),
-                                   verdict.path, verdict.reason, _line(self.pf.filename, site)))
+                                   verdict.path, verdict.reason, source_line(self.pf.filename, site)))
         return gast.Call(func=fnode, args=arrays, keywords=[])
 
     def comprehension(self, e) -> gast.expr:
@@ -300,11 +299,11 @@ class _Planner:
         lam_name = f"_f{len(self.prelude) + 1}"
         self.prelude.append(gast.Assign(targets=[name(lam_name, gast.Store())], value=lam, type_comment=None))
         self.sites.append(Site(self.loc(e), "comprehension", "dual", "pure: reads only its loop variable and constants",
-                               _line(self.pf.filename, e)))
+                               source_line(self.pf.filename, e)))
         return gast.Call(func=name(lam_name), args=[array], keywords=[])
 
 
-def _mark_closures(sites: list[Site], p: ScalarProgram) -> None:
+def mark_closures(sites: list[Site], p: ScalarProgram) -> None:
     """Sites of a kernel that reads captured values take the dual+closure path."""
     if not p.captures:
         return
@@ -354,7 +353,7 @@ def _inputs(p: ScalarProgram, params: list[str]) -> list[tuple]:
     return out
 
 
-def _drop_unread_params(p: ScalarProgram) -> ScalarProgram:
+def drop_unread_params(p: ScalarProgram) -> ScalarProgram:
     """Parameters the kernel never reads (arrays read only through captured elements,
     `y` in `lambda z: z + y[0]`) are not broadcast with the others."""
     fn = p.functions[p.entry]
@@ -368,7 +367,7 @@ def _drop_unread_params(p: ScalarProgram) -> ScalarProgram:
     return p
 
 
-def _unwrap_single_call(p: ScalarProgram) -> ScalarProgram:
+def unwrap_single_call(p: ScalarProgram) -> ScalarProgram:
     """`def loss__elementwise(x): return f(x)` -> f itself is the entry (reads better)."""
     fn = p.functions[p.entry]
     if len(fn.body) == 1 and isinstance(fn.body[0], gast.Return):
@@ -393,10 +392,6 @@ def _array_level_statement(s: gast.stmt) -> bool:
     if isinstance(s, gast.Assign):
         return len(s.targets) == 1 and isinstance(s.targets[0], gast.Name)
     return isinstance(s, (gast.FunctionDef, gast.Return))
-
-
-def _line(filename: str, node) -> str:
-    return linecache.getline(filename, getattr(node, "lineno", 0) or 0).strip()
 
 
 def plan_loss(pf: ParsedFunction) -> LossPlan:

@@ -47,12 +47,11 @@ from .. import array_prims, array_rules, column_products, gemm, reduce, runtime,
 from ..array_prims import PrimOp, Product
 from ..backends import backend_for
 from ..errors import NonScalarLossError, UnsupportedOperationError
-from ..frontend import location_of, shown_location as _short
+from ..frontend import location_of, shown_location as _short, source_line as _line
 from ..kernel_text import unparse
 from .activity import partials_read, same_partials
 from .arrayir import (ArrayProgram, ArrayStmt, Const, ForStmt, IfStmt, KernelSum, Namer, Py, RunKernel, is_kernel,
                       stmt_reads, walk_stmts)
-from .arrayprog import _line
 from .kernelpairs import choose_mode, row_reduction
 from .primcalls import register_hint
 
