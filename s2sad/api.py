@@ -19,7 +19,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from . import backends, marks, rules, runtime
+from . import backends, derivative_runtime, marks, rules, runtime
 from .array_rules import register_vjp, unbroadcast
 from .backends.arraymodule import is_cupy
 from .deep import deeply
@@ -30,7 +30,8 @@ from .plancache import PLANNING, PlanCache
 from .passes.arrayprog import build_program
 from .passes.elementwise import LossPlan, plan_loss, plan_scalar
 from .passes.normalize import normalize
-from .passes.reverse import ArrayCompiled, choose_mode, kernel_vjp
+from .passes.kernelpairs import choose_mode
+from .passes.reverse import ArrayCompiled
 from .runtime import Kernel
 from .targets import arity, bind, entry_function, target
 
@@ -164,7 +165,7 @@ def _array_compiled(fun: Callable, pf, planner_error: S2SADError):
     takes it, the error that points at the problem (the planner's when both found the
     same place)."""
     try:
-        c = ArrayCompiled(fun, pf, build_program(pf))
+        c = ArrayCompiled(fun, pf, build_program(pf), derivative_runtime.runtime_names)
         c.generated = {}    # as Compiled.generated
         return c
     except S2SADError as e:
@@ -784,7 +785,7 @@ def _vjp(c, fun: Callable, primals, backend: str, mode: str):
             out = runtime.apply(c.kernel, kargs, backend=backend)
 
             def pullback(out_bar):
-                grads = kernel_vjp(c.kernel, kargs, active, out_bar, backend=backend)
+                grads = derivative_runtime.kernel_vjp(c.kernel, kargs, active, out_bar, backend=backend)
                 return _per_primal(c, primals, pairs, [unbroadcast(g, kargs[c.kernel.params.index(a)])
                                                        for g, a in zip(grads, active)])
     return out, pullback

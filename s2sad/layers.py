@@ -21,7 +21,8 @@ This module imports nothing: it is a table, read by the test and by people.
 LAYERS = (
     ("ir", ("s2sad.errors", "s2sad.kernel", "s2sad.kernel_text", "s2sad.marks", "s2sad.deep", "s2sad.layers"),
      "what every layer speaks: located errors, the core scalar language and loop specs "
-     "(kernel) and its text (kernel_text), s2sad's marks on its own functions, the bounded recursion of deep trees"),
+     "(kernel) and its text (kernel_text), s2sad's marks on its own functions, the bounded "
+     "recursion of deep trees"),
     ("rules", ("s2sad.rules", "s2sad.smath", "s2sad.array_rules"),
      "the tables of primitives and the math kernels run with; below the frontend because "
      "frontend.classify recognises a value as a primitive by the scalar table"),
@@ -34,7 +35,7 @@ LAYERS = (
     ("backends", ("s2sad.codegen.*",),
      "core language -> Python, LLVM IR and machine code, CUDA C; the disk cache"),
     ("runtime", ("s2sad.threads", "s2sad.runtime", "s2sad.cuda_runtime", "s2sad.gemm", "s2sad.reduce",
-                 "s2sad.column_products"),
+                 "s2sad.column_products", "s2sad.derivative_runtime"),
      "kernels applied over arrays: layouts, broadcasting, drivers, threads, devices"),
     ("plan", ("s2sad.plancache",),
      "plans found by the code of the function called"),

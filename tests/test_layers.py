@@ -17,20 +17,26 @@ from s2sad import layers
 PACKAGE = Path(layers.__file__).resolve().parent
 FOLDERS = ("s2sad.passes", "s2sad.codegen")     # each one unit for the folder-level cycle check
 
-# violations not yet fixed: line -> why it is still here
+# violations not yet fixed: line -> why it is still here (the debts issue 13 leaves open)
+BACKEND_BY_STRING = ("backend selection by string is being replaced by backend objects (issue 13, "
+                     "helper backends)")
+KERNEL_PLAN_AND_LAUNCH = ("runtime.Kernel is both the planned scalar program and its launcher, and "
+                          "arrayprog.make_kernel builds one; splitting the plan from the launch is issue "
+                          "13's 'one plan' step")
+RULES_AND_HELPERS = ("array_rules holds the array primitives' rules (source text, compile time) and "
+                     "the helpers generated code calls (unbroadcast, matmul_*_bar over gemm, reduce and "
+                     "runtime.SeedProduct); issue 13's array table (helper arraytable) reshapes it")
 KNOWN: dict[str, str] = {
-    "folder-cycle s2sad.array_rules s2sad.codegen s2sad.column_products s2sad.cuda_runtime s2sad.gemm s2sad.passes s2sad.reduce s2sad.runtime": "on main when the test was written",
-    "lazy s2sad.passes.arrayprog -> s2sad.runtime": "on main when the test was written",
-    "private s2sad.column_products <- s2sad.runtime._backend_for": "on main when the test was written",
-    "private s2sad.passes.reverse <- s2sad.runtime._backend_for": "on main when the test was written",
-    "up s2sad.array_rules -> s2sad.gemm": "on main when the test was written",
-    "up s2sad.array_rules -> s2sad.reduce": "on main when the test was written",
-    "up s2sad.array_rules -> s2sad.runtime": "on main when the test was written",
-    "up s2sad.passes.arrayprog -> s2sad.runtime": "on main when the test was written",
-    "up s2sad.passes.reverse -> s2sad.column_products": "on main when the test was written",
-    "up s2sad.passes.reverse -> s2sad.gemm": "on main when the test was written",
-    "up s2sad.passes.reverse -> s2sad.reduce": "on main when the test was written",
-    "up s2sad.passes.reverse -> s2sad.runtime": "on main when the test was written",
+    "private s2sad.column_products <- s2sad.runtime._backend_for": BACKEND_BY_STRING,
+    "private s2sad.derivative_runtime <- s2sad.runtime._backend_for": BACKEND_BY_STRING,
+    "lazy s2sad.passes.arrayprog -> s2sad.runtime": KERNEL_PLAN_AND_LAUNCH,
+    "up s2sad.passes.arrayprog -> s2sad.runtime": KERNEL_PLAN_AND_LAUNCH,
+    "up s2sad.array_rules -> s2sad.gemm": RULES_AND_HELPERS,
+    "up s2sad.array_rules -> s2sad.reduce": RULES_AND_HELPERS,
+    "up s2sad.array_rules -> s2sad.runtime": RULES_AND_HELPERS,
+    # passes -> runtime (the two above) -> codegen -> passes (llvm_drivers reads scansplit)
+    "folder-cycle s2sad.array_rules s2sad.codegen s2sad.cuda_runtime s2sad.gemm s2sad.passes s2sad.reduce "
+    "s2sad.runtime": "the up-imports of arrayprog and array_rules above",
 }
 
 
@@ -85,7 +91,8 @@ def private_attributes(module: str, path: Path, modules) -> set[str]:
     for n in ast.walk(tree):
         if isinstance(n, ast.ImportFrom):
             base = _resolve(module, path.name == "__init__.py", n)
-            bound.update({a.asname or a.name: f"{base}.{a.name}" for a in n.names if f"{base}.{a.name}" in modules})
+            bound.update({a.asname or a.name: f"{base}.{a.name}" for a in n.names
+                          if f"{base}.{a.name}" in modules})
         elif isinstance(n, ast.Import):
             bound.update({a.asname: a.name for a in n.names if a.asname and a.name in modules})
     return {f"private {module} <- {bound[n.value.id]}.{n.attr}" for n in ast.walk(tree)

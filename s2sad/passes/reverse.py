@@ -36,16 +36,14 @@ followed by the source of every kernel it calls (as comments name them).
 from __future__ import annotations
 
 import ast
-import functools
 import textwrap
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from .. import array_prims, array_rules, column_products, gemm, reduce, runtime, smath
+from .. import array_prims, array_rules
 from ..array_prims import PrimOp, Product
-from ..backends import backend_for
 from ..errors import NonScalarLossError, UnsupportedOperationError
 from ..frontend import location_of, shown_location as _short, source_line as _line
 from ..kernel_text import unparse
@@ -735,93 +733,24 @@ class Generator:
     def kernels_text(self) -> str:
         return "\n\n".join(self.kernel_sources)
 
-    def namespace(self, backend, check_scalar) -> dict:
+    def namespace(self, runtime_names: dict, check_scalar) -> dict:
+        """What the generated source runs with: array_rules' helpers, the program's bound
+        values and kernels, `runtime_names` (derivative_runtime.runtime_names: apply,
+        vjp, ... for one backend) and the check of a scalar loss."""
         ns = dict(array_rules.HELPERS)
         ns.update(self.p.bound)
         ns.update(self.ns)
-        ns.update({
-            "apply": functools.partial(runtime.apply, backend=backend),
-            "sum_dual": functools.partial(runtime.sum_dual, backend=backend),
-            "sum_grads": functools.partial(runtime.sum_grads, backend=backend),
-            "not_needed": NOT_NEEDED,
-            "store_partials": functools.partial(runtime.store_partials, backend=backend),
-            "vjp": functools.partial(kernel_vjp, backend=backend),
-            "kernel_matmul": functools.partial(column_products.kernel_matmul, backend=backend),
-            "kernel_matmul_vjp": functools.partial(column_products.kernel_matmul_vjp, backend=backend),
-            "kernel_rowsum": functools.partial(kernel_rowsum, backend=backend),
-            "kernel_rowsum_vjp": functools.partial(kernel_rowsum_vjp, backend=backend),
-            "matmul": functools.partial(gemm.matmul, backend=backend),
-            "dot": functools.partial(gemm.dot, backend=backend),
-            **{f"reduce_{op}": functools.partial(getattr(reduce, f"reduce_{op}"), backend=backend)
-               for op in ("sum", "mean", "max", "min")},
-            "broadcast_size": runtime.broadcast_size,
-            "check_scalar_loss": check_scalar,
-        })
+        ns.update(runtime_names)
+        ns["check_scalar_loss"] = check_scalar
         return ns
 
 
-# ------------------------------------------------------------------ runtime helpers
+# ------------------------------------------------------------------ text helpers
 
 def _param_texts(st: ArrayStmt) -> dict[str, str]:
     """A primitive's static parameters as source text, by name."""
     return {k: unparse(v) for k, v in st.params.items()}
 
-
-# what a scalar dual gets for an input its partials do not read, in a gradient that does
-# not compute that input: NaN with IEEE arithmetic (never an exception), so that a value
-# computed from it by mistake shows
-NOT_NEEDED = smath.Real(float("nan"))
-
-def kernel_vjp(kernel, args, active, out_bar, backend="auto"):
-    """runtime.vjp giving each active input the bits store mode gives it: the
-    full-shape partial * out_bar, summed back to the input's shape by the generated
-    code's `unbroadcast`. An input broadcast along leading axes only (a bias row) is
-    summed inside the driver, in element order, which adds as numpy's sum over those
-    axes does (runtime.leading_broadcast); any other broadcast input is materialized
-    at the full shape, so that its gradient is full-shape too and unbroadcast sums it."""
-    if not active:   # the kernel reads no differentiated value: nothing to pull back
-        return []
-    shapes = [np.shape(a) for a in args]
-    shape = runtime.broadcast_shapes(*shapes)
-    dtype = runtime.compute_dtype(args)
-    in_order = backend_for(backend, list(args)).ordered_sums
-    mat = list(args)
-    for a in active:
-        i = kernel.params.index(a)
-        if shapes[i] != shape and not (in_order and runtime.leading_broadcast(shapes[i], shape)):
-            mat[i] = np.ascontiguousarray(np.broadcast_to(np.asarray(args[i], dtype), shape))
-    grads = runtime.vjp(kernel, mat, active, out_bar, backend=backend)
-    return grads
-
-
-def kernel_rowsum(kernel, args, active, axis, keepdims, mean, mode, backend="auto"):
-    """(the sum or mean of kernel(args) along `axis`, what `kernel_rowsum_vjp` needs).
-    In the kernel's pass where `column_products.row_sums` takes it (the values never formed:
-    None); else as the site's `mode` would without the pairing: the values stored with
-    their partials ("store") or formed alone ("recompute"), then reduced with numpy's
-    bits. Store and recompute agree bit for bit either way, as for any kernel."""
-    out = column_products.row_sums(kernel, args, axis, keepdims, mean, backend)
-    if out is not None:
-        return out, None
-    op = "mean" if mean else "sum"
-    if mode == "store" and active:
-        values, partials = runtime.store_partials(kernel, args, active, backend=backend)
-        return reduce.reduce(op, values, axis, keepdims, backend), ("store", values, partials)
-    values = runtime.apply(kernel, args, backend)
-    return reduce.reduce(op, values, axis, keepdims, backend), ("recompute", values, None)
-
-
-def kernel_rowsum_vjp(kernel, args, active, axis, keepdims, mean, out_bar, state, backend="auto"):
-    """The active params' gradients, in their shapes, of sum(out_bar * kernel_rowsum(...))."""
-    if state is None:
-        return column_products.row_sums_vjp(kernel, args, active, axis, keepdims, mean, out_bar, backend)
-    how, values, partials = state
-    bar = (array_rules.mean_bar if mean else array_rules.sum_bar)(out_bar, values, axis, keepdims)
-    grads = [p * bar for p in partials] if how == "store" else kernel_vjp(kernel, args, active, bar, backend)
-    return [array_rules.unbroadcast(g, args[kernel.params.index(a)]) for g, a in zip(grads, active)]
-
-
-# ------------------------------------------------------------------ text helpers
 
 def _text(op) -> str:
     if isinstance(op, Const):
@@ -911,9 +840,12 @@ class ArrayCompiled:
     """A differentiated function planned at the array level: its program, and its
     generated derivatives per (argnums, mode), compiled once each."""
 
-    def __init__(self, fun, pf, program: ArrayProgram):
+    def __init__(self, fun, pf, program: ArrayProgram, runtime_names):
         self.pf = pf  # (its function is read through pf's resolver: never held)
         self.program = program
+        # backend -> the names the generated code calls (derivative_runtime.runtime_names,
+        # given by the caller: the runtime is a layer above the passes)
+        self.runtime_names = runtime_names
         self.params = [a.id for a in pf.node.args.args]
         self.resolver = pf.resolver
         self._gens: dict = {}
@@ -968,7 +900,7 @@ class ArrayCompiled:
         fn = self._impls.get(key)
         if fn is None:
             text, gen = self._generator(argnums, mode, variant)
-            ns = gen.namespace(backend, self._check_scalar)
+            ns = gen.namespace(self.runtime_names(backend), self._check_scalar)
             exec(compile(text, f"<s2sad derivative of {self.program.name}>", "exec"), ns)
             if variant in ("value_and_grad", "grad"):
                 fn = ns[f"{self.program.name}__{variant}"]

@@ -1,0 +1,97 @@
+"""What an array-level derivative (passes/reverse.py's generated source) calls at run
+time, for one backend: `runtime_names(backend)` is the part of the namespace that source
+runs with that launches kernels, matrix products and reductions.
+
+The passes write the derivative; this module, a layer above them, is what it runs on:
+`api` hands `runtime_names` to `reverse.ArrayCompiled`, so that the passes never import
+the runtime.
+
+Invariants:
+- every name the generated source calls at run time and does not bind itself is here or
+  in array_rules.HELPERS (passes/arrayprog.RESERVED keeps user names off them);
+- `kernel_vjp` gives each active input the bits store mode gives it (below).
+"""
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from . import array_rules, column_products, gemm, reduce, runtime, smath
+from .backends import backend_for
+
+
+def runtime_names(backend: str) -> dict:
+    """name -> what the generated source calls by that name, on `backend`."""
+    return {
+        "apply": functools.partial(runtime.apply, backend=backend),
+        "sum_dual": functools.partial(runtime.sum_dual, backend=backend),
+        "sum_grads": functools.partial(runtime.sum_grads, backend=backend),
+        "not_needed": NOT_NEEDED,
+        "store_partials": functools.partial(runtime.store_partials, backend=backend),
+        "vjp": functools.partial(kernel_vjp, backend=backend),
+        "kernel_matmul": functools.partial(column_products.kernel_matmul, backend=backend),
+        "kernel_matmul_vjp": functools.partial(column_products.kernel_matmul_vjp, backend=backend),
+        "kernel_rowsum": functools.partial(kernel_rowsum, backend=backend),
+        "kernel_rowsum_vjp": functools.partial(kernel_rowsum_vjp, backend=backend),
+        "matmul": functools.partial(gemm.matmul, backend=backend),
+        "dot": functools.partial(gemm.dot, backend=backend),
+        **{f"reduce_{op}": functools.partial(getattr(reduce, f"reduce_{op}"), backend=backend)
+           for op in ("sum", "mean", "max", "min")},
+        "broadcast_size": runtime.broadcast_size,
+    }
+
+
+# what a scalar dual gets for an input its partials do not read, in a gradient that does
+# not compute that input: NaN with IEEE arithmetic (never an exception), so that a value
+# computed from it by mistake shows
+NOT_NEEDED = smath.Real(float("nan"))
+
+
+def kernel_vjp(kernel, args, active, out_bar, backend="auto"):
+    """runtime.vjp giving each active input the bits store mode gives it: the
+    full-shape partial * out_bar, summed back to the input's shape by the generated
+    code's `unbroadcast`. An input broadcast along leading axes only (a bias row) is
+    summed inside the driver, in element order, which adds as numpy's sum over those
+    axes does (runtime.leading_broadcast); any other broadcast input is materialized
+    at the full shape, so that its gradient is full-shape too and unbroadcast sums it."""
+    if not active:   # the kernel reads no differentiated value: nothing to pull back
+        return []
+    shapes = [np.shape(a) for a in args]
+    shape = runtime.broadcast_shapes(*shapes)
+    dtype = runtime.compute_dtype(args)
+    in_order = backend_for(backend, list(args)).ordered_sums
+    mat = list(args)
+    for a in active:
+        i = kernel.params.index(a)
+        if shapes[i] != shape and not (in_order and runtime.leading_broadcast(shapes[i], shape)):
+            mat[i] = np.ascontiguousarray(np.broadcast_to(np.asarray(args[i], dtype), shape))
+    grads = runtime.vjp(kernel, mat, active, out_bar, backend=backend)
+    return grads
+
+
+def kernel_rowsum(kernel, args, active, axis, keepdims, mean, mode, backend="auto"):
+    """(the sum or mean of kernel(args) along `axis`, what `kernel_rowsum_vjp` needs).
+    In the kernel's pass where `column_products.row_sums` takes it (the values never formed:
+    None); else as the site's `mode` would without the pairing: the values stored with
+    their partials ("store") or formed alone ("recompute"), then reduced with numpy's
+    bits. Store and recompute agree bit for bit either way, as for any kernel."""
+    out = column_products.row_sums(kernel, args, axis, keepdims, mean, backend)
+    if out is not None:
+        return out, None
+    op = "mean" if mean else "sum"
+    if mode == "store" and active:
+        values, partials = runtime.store_partials(kernel, args, active, backend=backend)
+        return reduce.reduce(op, values, axis, keepdims, backend), ("store", values, partials)
+    values = runtime.apply(kernel, args, backend)
+    return reduce.reduce(op, values, axis, keepdims, backend), ("recompute", values, None)
+
+
+def kernel_rowsum_vjp(kernel, args, active, axis, keepdims, mean, out_bar, state, backend="auto"):
+    """The active params' gradients, in their shapes, of sum(out_bar * kernel_rowsum(...))."""
+    if state is None:
+        return column_products.row_sums_vjp(kernel, args, active, axis, keepdims, mean, out_bar, backend)
+    how, values, partials = state
+    bar = (array_rules.mean_bar if mean else array_rules.sum_bar)(out_bar, values, axis, keepdims)
+    grads = [p * bar for p in partials] if how == "store" else kernel_vjp(kernel, args, active, bar, backend)
+    return [array_rules.unbroadcast(g, args[kernel.params.index(a)]) for g, a in zip(grads, active)]
