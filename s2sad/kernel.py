@@ -164,6 +164,40 @@ class KernelModule:
         return module_source(self)
 
 
+class ArityError(Exception):
+    """`name`'s returns have no one arity: it is recursive (`lengths` None), or its
+    returns give these different `lengths`."""
+
+    def __init__(self, name: str, lengths: list[int] | None = None) -> None:
+        super().__init__(name, lengths)
+        self.name, self.lengths = name, lengths
+
+
+def return_arity(functions: dict[str, gast.FunctionDef], name: str, memo: dict[str, int],
+                 single: int = 1, stack: tuple[str, ...] = ()) -> int:
+    """How many values function `name` of `functions` returns: the length of its tuples,
+    `single` for one value (backends count it 1 or 0); `return helper(...)` has the
+    helper's arity. Results are kept in `memo`; ArityError where there is no one arity."""
+    if name in memo:
+        return memo[name]
+    if name in stack:
+        raise ArityError(name)
+    found = set()
+    for node in gast.walk(functions[name]):
+        if isinstance(node, gast.Return):
+            v = node.value
+            if isinstance(v, gast.Tuple):
+                found.add(len(v.elts))
+            elif isinstance(v, gast.Call) and isinstance(v.func, gast.Name) and v.func.id in functions:
+                found.add(return_arity(functions, v.func.id, memo, single, stack + (name,)))
+            else:
+                found.add(single)
+    if len(found) > 1:
+        raise ArityError(name, sorted(found))
+    memo[name] = found.pop() if found else single
+    return memo[name]
+
+
 def active_indices(kmod, spec: "LoopSpec | ScanSpec | None" = None) -> tuple[int, ...]:
     """Positions in `kmod.params` of the params a driver differentiates, in the ABI's
     order: `kmod.active`, for a ScanSpec without its trailing states (none without grads).

@@ -243,3 +243,40 @@ def test_the_checker_catches_lazy_and_private_imports():
                        + _imports(("s2sad.api", "inspect"), lazy=True))
     assert found == {"lazy s2sad.runtime -> s2sad.kernel", "private s2sad.gemm <- s2sad.runtime._ptr",
                      "lazy s2sad.api -> inspect"}
+
+
+# ---------------------------------------------------------------------------------- one of each helper
+
+def _defined(name: str) -> list[str]:
+    """The modules of s2sad that define a function or class called `name` at module level."""
+    return [m for m, p in module_names().items()
+            if any(isinstance(n, (ast.FunctionDef, ast.ClassDef)) and n.name == name
+                   for n in ast.parse(p.read_text()).body)]
+
+
+@pytest.mark.parametrize("name, home", [
+    ("is_cupy", "s2sad.arrays"), ("return_arity", "s2sad.kernel"), ("unparse", "s2sad.kernel_text"),
+    ("module_source", "s2sad.kernel_text"), ("source_line", "s2sad.frontend"),
+])
+def test_a_shared_helper_is_defined_once(name, home):
+    assert _defined(name) == [home]
+    assert _defined("_" + name) == [], f"a private copy of {name} is back"
+
+
+def test_return_arity_counts_tuples_follows_helpers_and_refuses_the_rest():
+    import gast
+
+    from s2sad.kernel import ArityError, return_arity
+
+    def fns(src):
+        return {f.name: f for f in gast.parse(src).body}
+
+    f = fns("def h(x):\n    return (x, x)\ndef g(x):\n    return h(x)\ndef one(x):\n    return x\n")
+    assert [return_arity(f, n, {}) for n in ("h", "g", "one")] == [2, 2, 1]
+    assert return_arity(f, "one", {}, single=0) == 0
+    with pytest.raises(ArityError) as e:
+        return_arity(fns("def r(x):\n    return r(x)\n"), "r", {})
+    assert e.value.name == "r" and e.value.lengths is None
+    with pytest.raises(ArityError) as e:
+        return_arity(fns("def m(x):\n    if x:\n        return (x, x)\n    return x\n"), "m", {})
+    assert e.value.lengths == [1, 2]

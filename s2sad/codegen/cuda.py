@@ -80,7 +80,7 @@ import gast
 import numpy as np
 
 from ..errors import BackendUnavailableError, S2SADError
-from ..kernel import KernelModule, LoopSpec, ScanSpec, active_indices
+from ..kernel import ArityError, KernelModule, LoopSpec, ScanSpec, active_indices, return_arity
 from ..kernel_text import unparse
 
 MAX_BLOCK = 256          # largest blockDim.x a reducing driver accepts (shared memory size)
@@ -780,31 +780,13 @@ def _arities(kmod: KernelModule) -> dict[str, int]:
     """Arity of each function's tuple returns, 0 for one value; `return helper(...)`
     has the helper's arity."""
     memo: dict[str, int] = {}
-
-    def arity(name: str, stack: tuple[str, ...]) -> int:
-        if name in memo:
-            return memo[name]
-        if name in stack:
-            raise BackendUnavailableError(f"kernel function {name!r} is recursive")
-        found = set()
-        for node in gast.walk(kmod.functions[name]):
-            if isinstance(node, gast.Return):
-                v = node.value
-                if isinstance(v, gast.Tuple):
-                    found.add(len(v.elts))
-                elif (isinstance(v, gast.Call) and isinstance(v.func, gast.Name)
-                      and v.func.id in kmod.functions):
-                    found.add(arity(v.func.id, stack + (name,)))
-                else:
-                    found.add(0)
-        if len(found) > 1:
-            raise BackendUnavailableError(f"kernel function {name!r} returns tuples of different "
-                                          f"lengths: {sorted(found)}")
-        memo[name] = found.pop() if found else 0
-        return memo[name]
-
-    for n in kmod.functions:
-        arity(n, ())
+    try:
+        for n in kmod.functions:
+            return_arity(kmod.functions, n, memo, single=0)
+    except ArityError as e:
+        raise BackendUnavailableError(f"kernel function {e.name!r} is recursive" if e.lengths is None else
+                                      f"kernel function {e.name!r} returns tuples of different "
+                                      f"lengths: {e.lengths}") from None
     return memo
 
 

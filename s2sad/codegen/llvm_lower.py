@@ -49,7 +49,7 @@ import gast
 import numpy as np
 
 from ..errors import BackendUnavailableError
-from ..kernel import KernelModule, LoopSpec, ScanSpec
+from ..kernel import ArityError, KernelModule, LoopSpec, ScanSpec, return_arity
 from . import vecmath
 
 
@@ -454,28 +454,13 @@ entry:
 
     # -- functions
 
-    def arity(self, fname: str, stack: tuple = ()) -> int:
+    def arity(self, fname: str) -> int:
         """How many values `fname` returns (1, or the length of its tuples)."""
-        if fname in self.arity_memo:
-            return self.arity_memo[fname]
-        if fname in stack:
-            raise LoweringError(f"recursive helper {fname!r}")
-        found = set()
-        for s in _walk_stmts(self.fns[fname].body):
-            if isinstance(s, gast.Return):
-                v = s.value
-                if isinstance(v, gast.Tuple):
-                    found.add(len(v.elts))
-                elif (isinstance(v, gast.Call) and isinstance(v.func, gast.Name)
-                      and v.func.id in self.fns):
-                    found.add(self.arity(v.func.id, stack + (fname,)))
-                else:
-                    found.add(1)
-        if len(found) > 1:
-            raise LoweringError(f"{fname!r} returns tuples of different lengths: {sorted(found)}")
-        n = found.pop() if found else 1
-        self.arity_memo[fname] = n
-        return n
+        try:
+            return return_arity(self.fns, fname, self.arity_memo)
+        except ArityError as e:
+            raise LoweringError(f"recursive helper {e.name!r}" if e.lengths is None else
+                                f"{e.name!r} returns tuples of different lengths: {e.lengths}") from None
 
     def ret_type(self, fname: str) -> str:
         n = self.arity(fname)

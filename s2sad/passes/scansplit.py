@@ -31,6 +31,7 @@ from dataclasses import dataclass
 
 import gast
 
+from ..kernel import ArityError, return_arity
 from .trees import const, definitely_returns, function_def, name
 
 # statements worth running in a vectorised pass ahead of the chain: what they contain
@@ -103,6 +104,7 @@ class _Inliner:
         self.functions = functions
         self.taken = set(taken)
         self.count = 0
+        self.arity_memo: dict[str, int] = {}
 
     def fresh(self, base: str) -> str:
         while True:
@@ -113,10 +115,10 @@ class _Inliner:
                 return cand
 
     def arity(self, fname: str) -> int:
-        for n in gast.walk(self.functions[fname]):
-            if isinstance(n, gast.Return):
-                return len(n.value.elts) if isinstance(n.value, gast.Tuple) else 1
-        raise _GiveUp
+        try:
+            return return_arity(self.functions, fname, self.arity_memo)
+        except ArityError:
+            raise _GiveUp from None
 
     def is_helper(self, e) -> bool:
         return isinstance(e, gast.Call) and isinstance(e.func, gast.Name) and e.func.id in self.functions
