@@ -164,6 +164,15 @@ class KernelModule:
         return module_source(self)
 
 
+def fresh_name(base: str, taken: set[str]) -> str:
+    """`base`, else the first of `base_2`, `base_3`, ... not in `taken`; it joins `taken`."""
+    name, k = base, 2
+    while name in taken:
+        name, k = f"{base}_{k}", k + 1
+    taken.add(name)
+    return name
+
+
 class ArityError(Exception):
     """`name`'s returns have no one arity: it is recursive (`lengths` None), or its
     returns give these different `lengths`."""

@@ -59,7 +59,7 @@ from .backends.llvm import from_address as _from_address
 from .backends.llvm import ptr
 from .codegen import python as pybackend
 from .errors import ShapeError
-from .kernel import KernelModule, KernelSignature, LoopSpec, ScanSpec
+from .kernel import KernelModule, KernelSignature, LoopSpec, ScanSpec, fresh_name
 from .kernel_text import unparse
 from .passes.activity import result_kind
 from .passes.forward import make_dual
@@ -133,7 +133,7 @@ class Kernel:
         def make() -> Kernel:
             prog = self.program
             taken = set(prog.params) | set(prog.functions)
-            a, b, name = (_fresh(base, taken) for base in ("seed_a", "seed_b", f"{prog.entry}__seeded"))
+            a, b, name = (fresh_name(base, taken) for base in ("seed_a", "seed_b", f"{prog.entry}__seeded"))
             params = ", ".join(prog.params)
             fn = gast.parse(f"def {name}({params}, {a}, {b}):\n    return {a} * {b} * {prog.entry}({params})\n").body[0]
             program = ScalarProgram({**prog.functions, name: fn}, name, prog.params + (a, b),
@@ -146,14 +146,6 @@ class Kernel:
         if active not in self._python:
             self._python[active] = pybackend.compile_module(self.module(active))
         return self._python[active]
-
-
-def _fresh(base: str, taken: set[str]) -> str:
-    name, k = base, 2
-    while name in taken:
-        name, k = f"{base}_{k}", k + 1
-    taken.add(name)
-    return name
 
 
 @dataclass(frozen=True)

@@ -256,11 +256,18 @@ def _defined(name: str) -> list[str]:
 
 @pytest.mark.parametrize("name, home", [
     ("is_cupy", "s2sad.arrays"), ("return_arity", "s2sad.kernel"), ("unparse", "s2sad.kernel_text"),
-    ("module_source", "s2sad.kernel_text"), ("source_line", "s2sad.frontend"),
+    ("module_source", "s2sad.kernel_text"), ("source_line", "s2sad.frontend"), ("fresh_name", "s2sad.kernel"),
 ])
 def test_a_shared_helper_is_defined_once(name, home):
     assert _defined(name) == [home]
     assert _defined("_" + name) == [], f"a private copy of {name} is back"
+
+
+def test_fresh_name_takes_the_first_free_suffix():
+    from s2sad.kernel import fresh_name
+
+    taken = {"a", "a_2"}
+    assert fresh_name("a", taken) == "a_3" and fresh_name("b", taken) == "b" and {"a_3", "b"} <= taken
 
 
 def test_return_arity_counts_tuples_follows_helpers_and_refuses_the_rest():

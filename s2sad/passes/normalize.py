@@ -33,6 +33,7 @@ import numpy as np
 
 from .. import rules
 from ..defaults import bind_call
+from ..kernel import fresh_name
 from ..errors import (FreeVariableError, NoSourceError, RecursionNotSupportedError,
                       StatefulError, UnsupportedSyntaxError)
 from ..frontend import MISSING, ParsedFunction, Resolver, attribute_value, classify, location_of, parse_function
@@ -191,10 +192,7 @@ class Normalizer(CaptureMixin, StateMixin, TupleMixin):
         so that helpers never take a builtin's or primitive's spelling and never
         contain `__`, which only names the passes derive (`h__dual`, `f__ruled`) have."""
         base = base if derived else _helper_base(base)
-        cand, k = base, 1
-        while cand in self.functions or cand in self._helper_of.values() or cand in _TAKEN_NAMES:
-            k += 1
-            cand = f"{base}_{k}"
+        cand = fresh_name(base, set(self.functions) | set(self._helper_of.values()) | _TAKEN_NAMES)
         self.functions[cand] = None  # reserve
         return cand
 
