@@ -46,7 +46,7 @@ class Import:
     target: str          # the s2sad module imported (or the external module's dotted name)
     name: str | None     # the name taken from it (`from target import name`), None for a module
     line: int
-    lazy: bool           # inside a function (or class body), not at module level
+    lazy: bool           # inside a function, not run when the module is imported
 
 
 def module_names() -> dict[str, Path]:
@@ -67,12 +67,18 @@ def _resolve(importer: str, is_package: bool, node: ast.ImportFrom) -> str:
     return ".".join(base + ([node.module] if node.module else []))
 
 
+def _with_scope(tree: ast.AST, in_function: bool = False):
+    """(node, whether it sits inside a function) for every node of `tree`."""
+    for child in ast.iter_child_nodes(tree):
+        yield child, in_function
+        yield from _with_scope(child, in_function or isinstance(
+            child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)))
+
+
 def imports_of(module: str, path: Path, modules) -> list[Import]:
     tree = ast.parse(path.read_text(), str(path))
-    top = {id(n) for n in tree.body}
     out = []
-    for n in ast.walk(tree):
-        lazy = id(n) not in top
+    for n, lazy in _with_scope(tree):
         if isinstance(n, ast.Import):
             out += [Import(module, a.name, None, n.lineno, lazy) for a in n.names]
         elif isinstance(n, ast.ImportFrom):
