@@ -54,9 +54,10 @@ LAZY_INTERNAL = {
     ("s2sad.codegen.llvm_jit", "s2sad.codegen.llvm_entry"): "as llvm_drivers",
     ("s2sad.codegen.llvm_jit", "s2sad.codegen.llvm_gemm"): "as llvm_drivers",
     ("s2sad.codegen.llvm_jit", "s2sad.codegen.llvm_reduce"): "as llvm_drivers",
-    ("s2sad.runtime", "s2sad.codegen.llvm_jit"): "machine code only for backend llvm",
-    ("s2sad.gemm", "s2sad.codegen.llvm_jit"): "machine code only for the llvm backend's own product",
-    ("s2sad.reduce", "s2sad.codegen.llvm_jit"): "machine code only for the llvm backend's own loops",
+    ("s2sad.runtime", "s2sad.codegen.llvm_jit"):
+        "llvm_jit and the disk cache (about 10 ms to import) load on the first llvm kernel",
+    ("s2sad.gemm", "s2sad.codegen.llvm_jit"): "as runtime's: on the first product of s2sad's own loop",
+    ("s2sad.reduce", "s2sad.codegen.llvm_jit"): "as runtime's: on the first reduction of s2sad's own loops",
     ("s2sad.reduce", "s2sad.codegen.llvm_reduce"): "as llvm_jit",
     ("s2sad.cuda_runtime", "s2sad.codegen.cuda"): "CUDA C only when a call runs on the device",
 }
