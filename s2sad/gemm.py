@@ -28,8 +28,9 @@ from typing import Any
 import numpy as np
 
 from .backends import choose
-from .codegen.llvm_gemm import NARROW_ROWS
 from .backends.llvm import ptr
+from .codegen import llvm_jit
+from .codegen.llvm_gemm import NARROW_ROWS
 from .threads import num_threads, run_chunks
 
 MIN_COLUMNS = 2
@@ -46,8 +47,6 @@ _FUNCS: dict = {}
 def _function(dtype: np.dtype):
     f = _FUNCS.get(dtype)
     if f is None:
-        from .codegen import llvm_jit
-
         address, keep = llvm_jit.gemm_code(dtype)
         f = _FUNCS[dtype] = llvm_jit.callable_at(address, _ARGTYPES, keep)
     return f

@@ -25,6 +25,7 @@ import numpy as np
 
 from .backends import choose
 from .backends.llvm import ptr
+from .codegen import llvm_jit, llvm_reduce
 
 MAX_EXTREME_ROW = 16
 _F64, _F32 = np.dtype(np.float64), np.dtype(np.float32)
@@ -35,8 +36,6 @@ _FUNCS: dict = {}
 def _function(kind: str, op: str, dtype: np.dtype):
     f = _FUNCS.get((kind, op, dtype))
     if f is None:
-        from .codegen import llvm_jit, llvm_reduce
-
         addresses, keep = llvm_jit.reduce_code(dtype)
         for (k, o) in [("rows", o) for o in llvm_reduce.ROW_OPS] + [("cols", "sum")]:
             _FUNCS[(k, o, dtype)] = llvm_jit.callable_at(addresses[llvm_reduce.symbol(k, o, dtype)], _ARGTYPES, keep)
