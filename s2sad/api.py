@@ -19,8 +19,9 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from . import backends, derivative_runtime, marks, rules, runtime
-from .array_rules import register_vjp, unbroadcast
+from . import array_rules, backends, derivative_runtime, marks, rules, runtime
+from .array_prims import register_vjp
+from .array_rules import unbroadcast
 from .backends.arraymodule import is_cupy
 from .deep import deeply
 from .errors import (NonDifferentiableInputError, NonScalarLossError, S2SADError, SourceLocation, StatefulError,
@@ -165,7 +166,7 @@ def _array_compiled(fun: Callable, pf, planner_error: S2SADError):
     takes it, the error that points at the problem (the planner's when both found the
     same place)."""
     try:
-        c = ArrayCompiled(fun, pf, build_program(pf), derivative_runtime.runtime_names)
+        c = ArrayCompiled(fun, pf, build_program(pf, Kernel), array_rules.HELPERS, derivative_runtime.runtime_names)
         c.generated = {}    # as Compiled.generated
         return c
     except S2SADError as e:

@@ -1,19 +1,16 @@
-"""What the adjoints of array primitives run: the helpers generated code calls, and the
-user's rules.
+"""What the adjoints of array primitives run: the helpers generated code calls.
 
 The rules themselves (the text of each primitive's VJP) are one table,
 `s2sad.array_prims`; the source they write calls the helpers below by name (`HELPERS`
-is the namespace generated code runs with). Each helper returns a new array (never a
-view of its input), of the operand's shape and dtype.
+is that part of the namespace generated code runs with; its names are
+`array_prims.HELPER_NAMES`, which the passes keep user names off). Each helper returns
+a new array (never a view of its input), of the operand's shape and dtype. The user's
+rules (`s2sad.defvjp`) are recorded in array_prims/user.py.
 
-A user registers the rule of an array function of their own choice with
-`s2sad.defvjp(fn, vjp_0, vjp_1, ...)`, each `vjp_i(g, out, *args)` returning the
-adjoint of the i-th argument; it then works wherever that function is called at the
-array level (the table's "user" entry).
+Layer: runtime (the helpers run gemm's and reduce's loops and give runtime.SeedProduct);
+derivative_runtime hands HELPERS to the generated code, so no pass imports this module.
 """
 from __future__ import annotations
-
-from typing import Callable
 
 import numpy as np
 
@@ -21,24 +18,6 @@ from .errors import UnsupportedOperationError
 from .gemm import matmul
 from .reduce import reduce
 from .runtime import SeedProduct
-
-
-# ------------------------------------------------------------------ user rules
-
-# numpy (or other array) function -> one vjp per argument: vjp_i(g, out, *args)
-USER_VJPS: dict[Callable, tuple[Callable, ...]] = {}
-
-
-def register_vjp(fn: Callable, vjps: tuple[Callable, ...]) -> None:
-    """Record the rule `s2sad.defvjp` was given (see there)."""
-    USER_VJPS[fn] = tuple(vjps)
-
-
-def user_vjp(value) -> tuple[Callable, ...] | None:
-    try:
-        return USER_VJPS.get(value)
-    except TypeError:
-        return None
 
 
 # ------------------------------------------------------------------ helpers

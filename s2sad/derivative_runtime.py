@@ -8,7 +8,8 @@ the runtime.
 
 Invariants:
 - every name the generated source calls at run time and does not bind itself is here or
-  in array_rules.HELPERS (passes/arrayprog.RESERVED keeps user names off them);
+  in array_rules.HELPERS (passes/arrayprog.RESERVED keeps user names off them), which
+  api hands down too;
 - `kernel_vjp` gives each active input the bits store mode gives it (below).
 """
 from __future__ import annotations

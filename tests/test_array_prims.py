@@ -20,6 +20,7 @@ from s2sad import array_prims
 from s2sad.frontend import parse_function
 from s2sad.passes.arrayir import ArrayStmt, walk_stmts
 from s2sad.passes.arrayprog import build_program
+from s2sad.runtime import Kernel
 
 from conftest import central_fd
 
@@ -239,7 +240,7 @@ def test_each_callable_and_method_stands_for_one_entry():
 @pytest.mark.parametrize("row", ROWS, ids=lambda r: r.fn.__name__)
 def test_row_builds_its_primitive(row):
     """The row's loss is an array program with a statement of its entry's op."""
-    prog = build_program(parse_function(row.fn))
+    prog = build_program(parse_function(row.fn), Kernel)
     names = {st.op.name for st in walk_stmts(prog.body) if isinstance(st, ArrayStmt)
              and isinstance(st.op, array_prims.PrimOp)}
     assert row.prim in names

@@ -34,7 +34,7 @@ import numpy as np
 import pytest
 
 import s2sad
-from s2sad import array_rules, deep
+from s2sad import array_prims, deep
 from s2sad.errors import NonScalarLossError, S2SADError, UnsupportedOperationError, UnsupportedSyntaxError
 from s2sad.passes.arrayprog import register_hint
 
@@ -787,7 +787,7 @@ def test_method_without_rule_gets_the_function_form_hint():
     try:
         np.testing.assert_allclose(s2sad.grad(ns2["f"])(X), fd_array(ns2["f"], X), rtol=1e-6)
     finally:
-        array_rules.USER_VJPS.pop(np.cumsum, None)   # the rule is process-wide
+        array_prims.USER_VJPS.pop(np.cumsum, None)   # the rule is process-wide
 
 
 EXPLAIN = '''

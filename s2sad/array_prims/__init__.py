@@ -22,7 +22,8 @@ from __future__ import annotations
 
 from . import joins, products, reductions, shapes
 from .ops import Copy, Index, Join, PrimOp, Product, Reduce, Repeat, Reshape, Tile, Transpose, User
-from .prim import Prim
+from .prim import HELPER_NAMES, Prim
+from .user import USER_VJPS, register_vjp, user_vjp
 
 PRIMS: dict[str, Prim] = {p.name: p for family in (reductions, products, shapes, joins) for p in family.PRIMS}
 
@@ -46,5 +47,5 @@ def of(op) -> Prim | None:
     return PRIMS.get(op.name) if isinstance(op, PrimOp) else None
 
 
-__all__ = ["PRIMS", "Prim", "PrimOp", "for_function", "for_method", "of", "Copy", "Index", "Join", "Product",
+__all__ = ["PRIMS", "Prim", "PrimOp", "HELPER_NAMES", "USER_VJPS", "register_vjp", "user_vjp", "for_function", "for_method", "of", "Copy", "Index", "Join", "Product",
            "Reduce", "Repeat", "Reshape", "Tile", "Transpose", "User"]

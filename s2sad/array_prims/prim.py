@@ -4,13 +4,20 @@ Texts, never values: a primitive's forward line and its VJP are Python source ov
 names of the generated code (`args`: its operands, `out`: its output, `g`: the adjoint
 of its output, `p`: the source text of each static parameter present, by name). The
 helpers that source calls (`sum_bar`, `matmul`, `reduce_sum`, `unbroadcast`...) are
-bound by name in the generated code's namespace (array_rules.HELPERS and
-passes/reverse.Generator.namespace), so the table imports none of them.
+bound by name in the generated code's namespace (array_rules.HELPERS, whose names are
+HELPER_NAMES, and derivative_runtime.runtime_names), so the table imports none of them.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any, Callable
+
+# the names of array_rules.HELPERS (what VJP source calls; tests/test_layers.py checks the two agree):
+# passes/arrayprog.RESERVED keeps user names off them
+HELPER_NAMES = frozenset({
+    "np", "zeros_bar", "unbroadcast", "sum_bar", "mean_bar", "maxmin_bar", "prod_bar", "matmul_lhs_bar",
+    "matmul_rhs_bar", "matmul_factors", "dot_factors", "dot_lhs_bar", "dot_rhs_bar", "repeat_bar", "tile_bar",
+    "concatenate_bar", "index_bar", "r_bar", "c_bar"})
 
 
 @dataclass(frozen=True)

@@ -28,13 +28,12 @@ import builtins
 import copy
 import types
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 import gast
 import numpy as np
 
-from .. import array_rules
-from ..array_prims import Index, Reduce
+from ..array_prims import HELPER_NAMES, Index, Reduce
 from ..errors import (FreeVariableError, RecursionNotSupportedError, S2SADError, StatefulError, UnsupportedOperationError,
                       UnsupportedSyntaxError)
 from ..defaults import DefaultValues, bind_call
@@ -47,7 +46,7 @@ from .arrayir import (ArrayProgram, ArrayStmt, Const, Ctx, Elementwise, ForStmt,
 from .kernelpairs import pair_kernels
 from .primcalls import PrimCalls, register_hint, root_name, unsupported  # register_hint: also for tests
 from .elementwise import Site, drop_unread_params, mark_closures, translate_elementwise, unwrap_single_call
-from .normalize import Normalizer
+from .normalize import Normalizer, ScalarProgram
 from .trees import assigned_names as _assigned_names, const, dotted, function_def, name
 
 # Names generated code uses for its own purposes (reverse.py binds them).
@@ -55,7 +54,7 @@ RESERVED = {"apply", "vjp", "store_partials", "sum_dual", "sum_grads", "not_need
             "kernel_matmul", "kernel_matmul_vjp", "kernel_rowsum", "kernel_rowsum_vjp", "matmul", "dot", "reduce_sum", "reduce_mean", "reduce_max",
             "reduce_min",
             "np", "range", "reversed", "zip", "len", "float", "int", "None", "True", "False",
-            "math", "_residuals"} | set(array_rules.HELPERS)
+            "math", "_residuals"} | HELPER_NAMES
 
 
 # ------------------------------------------------------------------ scopes
@@ -103,8 +102,9 @@ NOGRAD_ATTRS = {"shape", "ndim", "size", "dtype", "itemsize", "nbytes"}
 
 
 class Builder:
-    def __init__(self, pf: ParsedFunction):
+    def __init__(self, pf: ParsedFunction, new_kernel: Callable[[ScalarProgram, str], Any]):
         self.pf = pf
+        self.new_kernel = new_kernel    # (program, name) -> a runtime.Kernel (see build_program)
         node = pf.node
         self.fname = pf.name if pf.name.isidentifier() else "loss"
         params = [a.id for a in node.args.args]
@@ -1268,7 +1268,6 @@ def fuse(prog: ArrayProgram, b: Builder):
 def make_kernel(prog: ArrayProgram, b: Builder, region: list, red) -> tuple[ArrayStmt, list]:
     """Synthesize the region's scalar function, normalize it as the kernel planner does,
     and return the statement that runs it (plus index statements for captured elements)."""
-    from ..runtime import Kernel
     inside = {s.target for s in region}
     inputs: list = []
     for s in region:
@@ -1332,7 +1331,7 @@ def make_kernel(prog: ArrayProgram, b: Builder, region: list, red) -> tuple[Arra
             kin.append(p)
         kept[p] = True
     program = unwrap_single_call(program)
-    kernel = Kernel(program, kname if program.entry == kname else b.namer.fresh(program.entry))
+    kernel = b.new_kernel(program, kname if program.entry == kname else b.namer.fresh(program.entry))
     scalar = all(a in prog.known_scalar for a in kin) and red is None
     sites = [site for s in region for site in s.op.sites]
     mark_closures(sites, program)
@@ -1362,5 +1361,8 @@ def _subst(tree, mapping: dict, consts: dict):
     return S().visit(tree)
 
 
-def build_program(pf: ParsedFunction) -> ArrayProgram:
-    return Builder(pf).build()
+def build_program(pf: ParsedFunction, new_kernel: Callable[[ScalarProgram, str], Any]) -> ArrayProgram:
+    """The array program of `pf`. Each fused region's kernel is `new_kernel(program, name)`:
+    runtime.Kernel, handed down by the caller (api), since the runtime is a layer above
+    the passes."""
+    return Builder(pf, new_kernel).build()

@@ -18,7 +18,7 @@ import copy
 import gast
 import numpy as np
 
-from .. import array_prims, array_rules
+from .. import array_prims
 from ..array_prims import Prim, Reduce
 from ..errors import UnsupportedOperationError
 from ..frontend import MISSING, attribute_value
@@ -71,7 +71,7 @@ class PrimCalls:
             t = self.prim_call(prim, value, e, scope, want)
             if t is not None:
                 return t
-        vjps = array_rules.user_vjp(value)
+        vjps = array_prims.user_vjp(value)
         if vjps is None:
             return None
         label = self.b.label(e.func)

@@ -42,7 +42,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import array_prims, array_rules
+from .. import array_prims
 from ..array_prims import PrimOp, Product
 from ..errors import NonScalarLossError, UnsupportedOperationError
 from ..frontend import location_of, shown_location as _short, source_line as _line
@@ -733,11 +733,11 @@ class Generator:
     def kernels_text(self) -> str:
         return "\n\n".join(self.kernel_sources)
 
-    def namespace(self, runtime_names: dict, check_scalar) -> dict:
-        """What the generated source runs with: array_rules' helpers, the program's bound
-        values and kernels, `runtime_names` (derivative_runtime.runtime_names: apply,
-        vjp, ... for one backend) and the check of a scalar loss."""
-        ns = dict(array_rules.HELPERS)
+    def namespace(self, helpers: dict, runtime_names: dict, check_scalar) -> dict:
+        """What the generated source runs with: `helpers` (array_rules.HELPERS), the
+        program's bound values and kernels, `runtime_names` (derivative_runtime.runtime_names:
+        apply, vjp, ... for one backend) and the check of a scalar loss."""
+        ns = dict(helpers)
         ns.update(self.p.bound)
         ns.update(self.ns)
         ns.update(runtime_names)
@@ -840,11 +840,12 @@ class ArrayCompiled:
     """A differentiated function planned at the array level: its program, and its
     generated derivatives per (argnums, mode), compiled once each."""
 
-    def __init__(self, fun, pf, program: ArrayProgram, runtime_names):
+    def __init__(self, fun, pf, program: ArrayProgram, helpers: dict, runtime_names):
         self.pf = pf  # (its function is read through pf's resolver: never held)
         self.program = program
-        # backend -> the names the generated code calls (derivative_runtime.runtime_names,
-        # given by the caller: the runtime is a layer above the passes)
+        # what the generated code calls, given by the caller (the runtime is a layer above
+        # the passes): array_rules.HELPERS, and backend -> derivative_runtime.runtime_names
+        self.helpers = helpers
         self.runtime_names = runtime_names
         self.params = [a.id for a in pf.node.args.args]
         self.resolver = pf.resolver
@@ -900,7 +901,7 @@ class ArrayCompiled:
         fn = self._impls.get(key)
         if fn is None:
             text, gen = self._generator(argnums, mode, variant)
-            ns = gen.namespace(self.runtime_names(backend), self._check_scalar)
+            ns = gen.namespace(self.helpers, self.runtime_names(backend), self._check_scalar)
             exec(compile(text, f"<s2sad derivative of {self.program.name}>", "exec"), ns)
             if variant in ("value_and_grad", "grad"):
                 fn = ns[f"{self.program.name}__{variant}"]
