@@ -6,8 +6,8 @@ module gets a row here, or that test fails.
 
 Invariants the test checks:
 - an import never runs up a layer;
-- no import cycle among modules, nor among folders (s2sad/passes and s2sad/codegen each
-  taken as one unit);
+- no import cycle among modules, nor among folders (passes/, codegen/, backends/ and
+  array_prims/ each taken as one unit);
 - product code (every layer below "tools") never imports golden/ or tests/;
 - no private `_name` is imported from (or read as an attribute of) another s2sad module;
 - an import inside a function is one of `LAZY_INTERNAL` (a module whose import cost only
@@ -19,24 +19,31 @@ This module imports nothing: it is a table, read by the test and by people.
 
 # (layer, modules, why they sit there). A name ending in ".*" is every module of a folder.
 LAYERS = (
-    ("ir", ("s2sad.errors", "s2sad.kernel", "s2sad.kernel_text", "s2sad.marks", "s2sad.deep", "s2sad.layers"),
-     "what every layer speaks: located errors, the core scalar language and loop specs "
-     "(kernel) and its text (kernel_text), s2sad's marks on its own functions, the bounded "
-     "recursion of deep trees"),
-    ("rules", ("s2sad.rules", "s2sad.smath", "s2sad.array_rules"),
-     "the tables of primitives and the math kernels run with; below the frontend because "
+    ("ir", ("s2sad.errors", "s2sad.locks", "s2sad.kernel", "s2sad.kernel_text", "s2sad.marks", "s2sad.deep",
+            "s2sad.layers"),
+     "what every layer speaks: located errors, fork-safe locks, the core scalar language and "
+     "loop specs (kernel) and its text (kernel_text), s2sad's marks on its own functions, "
+     "the bounded recursion of deep trees"),
+    ("rules", ("s2sad.rules", "s2sad.smath", "s2sad.array_prims.*"),
+     "the tables of primitives (scalar partials; array primitives, their typed ops, VJP texts "
+     "and the user's defvjp rules) and the math kernels run with; below the frontend because "
      "frontend.classify recognises a value as a primitive by the scalar table"),
     ("frontend", ("s2sad.frontend", "s2sad.sourcecheck", "s2sad.forwarders", "s2sad.defaults",
                   "s2sad.callables", "s2sad.targets"),
      "a Python function -> its parsed tree with names resolved; what an entry point is given "
      "(targets) and the calls it binds (defaults)"),
     ("passes", ("s2sad.passes.*",),
-     "tree -> core language, duals, array programs, adjoint source"),
-    ("backends", ("s2sad.codegen.*",),
+     "tree -> core language, duals, array programs (arrayir, primcalls, kernelpairs), adjoint source"),
+    ("codegen", ("s2sad.codegen.*",),
      "core language -> Python, LLVM IR and machine code, CUDA C; the disk cache"),
-    ("runtime", ("s2sad.threads", "s2sad.runtime", "s2sad.cuda_runtime", "s2sad.gemm", "s2sad.reduce",
+    ("backends", ("s2sad.backends.*",),
+     "where kernels run: python, llvm, cuda behind one protocol, chosen once per call; a "
+     "launch's inputs laid out (arrays), which array module an array belongs to (arraymodule)"),
+    ("runtime", ("s2sad.threads", "s2sad.runtime", "s2sad.gemm", "s2sad.reduce", "s2sad.array_rules",
                  "s2sad.column_products", "s2sad.derivative_runtime"),
-     "kernels applied over arrays: layouts, broadcasting, drivers, threads, devices"),
+     "kernels applied over arrays: layouts, the index space, threads; matrix products and "
+     "reductions; the helpers generated adjoints call (array_rules) and the rest of what "
+     "they run on (derivative_runtime)"),
     ("plan", ("s2sad.plancache",),
      "plans found by the code of the function called"),
     ("api", ("s2sad.api",),
@@ -54,12 +61,6 @@ LAZY_INTERNAL = {
     ("s2sad.codegen.llvm_jit", "s2sad.codegen.llvm_entry"): "as llvm_drivers",
     ("s2sad.codegen.llvm_jit", "s2sad.codegen.llvm_gemm"): "as llvm_drivers",
     ("s2sad.codegen.llvm_jit", "s2sad.codegen.llvm_reduce"): "as llvm_drivers",
-    ("s2sad.runtime", "s2sad.codegen.llvm_jit"):
-        "llvm_jit and the disk cache (about 10 ms to import) load on the first llvm kernel",
-    ("s2sad.gemm", "s2sad.codegen.llvm_jit"): "as runtime's: on the first product of s2sad's own loop",
-    ("s2sad.reduce", "s2sad.codegen.llvm_jit"): "as runtime's: on the first reduction of s2sad's own loops",
-    ("s2sad.reduce", "s2sad.codegen.llvm_reduce"): "as llvm_jit",
-    ("s2sad.cuda_runtime", "s2sad.codegen.cuda"): "CUDA C only when a call runs on the device",
 }
 
 # optional or costly packages a function may import when it needs them (top-level names)
