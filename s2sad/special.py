@@ -1,0 +1,185 @@
+"""Special functions written as scalar kernels: their values, compiled like user code.
+
+Each function here is kernel source (math.* primitives, conditional expressions, loops of
+constant trip count): every backend compiles it as it compiles a user's function, so the
+python, llvm and CUDA backends run the same operations (straight-line code and selects,
+which LLVM's loop vectoriser can widen once the constant loops are unrolled). Their
+derivatives are rows of `rules.SPECIAL_RULES`; a kernel never differentiates these bodies.
+
+Where libm has the function (lgamma, tgamma) the body calls the value-only primitives
+`libm_lgamma`/`libm_gamma` (rows of `rules.RULES` reached only from here).
+
+Accuracy (tests/test_special_functions.py, against scipy): digamma, trigamma and
+polygamma(2) to about 1e-14 relative away from their roots and poles (absolute 1e-15 near
+the root of digamma at 1.4616); erfinv to 1e-15 relative on (-1, 1) (to 2e-13 within 1e-15 of +-1); log_ndtr to 1e-14
+relative for every x (an asymptotic series below -20, where log(ndtr(x)) underflows).
+Poles follow scipy: digamma(0) is -inf (from the right, as scipy gives), digamma at a
+negative integer NaN; trigamma at a non-positive integer +inf; lgamma there +inf.
+
+The bodies also run as plain Python (no NaN in a discarded branch, no division by zero)
+between the poles.
+
+This module imports nothing of s2sad and nothing optional: scipy is found by identity
+elsewhere (rules.special_callables), only if it is already imported or importable.
+"""
+from __future__ import annotations
+
+import math
+
+PI = 3.141592653589793
+SHIFT = 10.0      # recurrences lift the argument to [SHIFT, ...) before the asymptotic series
+
+
+def libm_lgamma(x):
+    """log|Gamma(x)| from the math library (a value-only primitive)."""
+    return math.lgamma(x)
+
+
+def libm_gamma(x):
+    """Gamma(x) from the math library (a value-only primitive)."""
+    return math.gamma(x)
+
+
+def lgamma(x):
+    return libm_lgamma(x)
+
+
+def gamma(x):
+    return libm_gamma(x)
+
+
+def digamma(x):
+    # x < 0.5: psi(x) = psi(1 - x) - pi / tan(pi x); tan has period 1, so the argument is
+    # reduced by the nearest integer first (exactly, however large x is)
+    reflect = x < 0.5
+    y = 1.0 - x if reflect else x
+    frac = x - math.floor(x + 0.5)   # in [-1/2, 1/2]: sin and tan of pi frac stay accurate near poles
+    cot = PI / math.tan(PI * frac) if reflect and frac != 0.0 else 0.0
+    acc = 0.0
+    for k in range(10):   # psi(y) = psi(y + 1) - 1 / y until y >= 10 (y >= 0.5 here)
+        low = y < SHIFT
+        acc = acc - (1.0 / y if low else 0.0)
+        y = y + 1.0 if low else y
+    z = 1.0 / (y * y)
+    series = z * (0.08333333333333333 - z * (0.008333333333333333 - z * (0.003968253968253968 - z * (
+        0.004166666666666667 - z * (0.007575757575757576 - z * (0.021092796092796094 - z * 0.08333333333333333))))))
+    value = math.log(y) - 0.5 / y - series + acc - cot
+    pole = reflect and frac == 0.0
+    return (-math.inf if x == 0.0 else math.nan) if pole else value
+
+
+def trigamma(x):
+    # x < 0.5: psi1(x) = pi^2 / sin^2(pi x) - psi1(1 - x)
+    reflect = x < 0.5
+    y = 1.0 - x if reflect else x
+    frac = x - math.floor(x + 0.5)
+    s = math.sin(PI * frac)
+    refl = PI * PI / (s * s) if reflect and frac != 0.0 else 0.0
+    acc = 0.0
+    for k in range(10):   # psi1(y) = psi1(y + 1) + 1 / y^2
+        low = y < SHIFT
+        acc = acc + (1.0 / (y * y) if low else 0.0)
+        y = y + 1.0 if low else y
+    r = 1.0 / y
+    z = r * r
+    series = r + 0.5 * z + r * z * (0.16666666666666666 - z * (0.03333333333333333 - z * (
+        0.023809523809523808 - z * (0.03333333333333333 - z * (0.07575757575757576 - z * (
+            0.2531135531135531 - z * 1.1666666666666667))))))
+    value = series + acc
+    pole = reflect and frac == 0.0
+    return math.inf if pole else (refl - value if reflect else value)
+
+
+def tetragamma(x):
+    """polygamma(2, x): trigamma's derivative (its own derivative is refused)."""
+    # x < 0.5: psi2(x) = psi2(1 - x) - 2 pi^3 cos(pi x) / sin^3(pi x)
+    reflect = x < 0.5
+    y = 1.0 - x if reflect else x
+    frac = x - math.floor(x + 0.5)
+    s = math.sin(PI * frac)
+    refl = 2.0 * PI * PI * PI * math.cos(PI * frac) / (s * s * s) if reflect and frac != 0.0 else 0.0
+    acc = 0.0
+    for k in range(10):   # psi2(y) = psi2(y + 1) - 2 / y^3
+        low = y < SHIFT
+        acc = acc - (2.0 / (y * y * y) if low else 0.0)
+        y = y + 1.0 if low else y
+    r = 1.0 / y
+    z = r * r
+    series = -z - r * z - z * z * (0.5 - z * (0.16666666666666666 - z * (0.16666666666666666 - z * (
+        0.3 - z * (0.8333333333333334 - z * (3.2904761904761903 - z * 17.5))))))
+    value = series + acc
+    pole = reflect and frac == 0.0
+    return math.nan if pole else (value - refl if reflect else value)
+
+
+def erfinv(x):
+    a = math.fabs(x)
+    # a first guess to single precision (M. Giles, "Approximating the erfinv function")
+    w = -math.log((1.0 - a) * (1.0 + a))
+    u = w - 2.5
+    p = 2.81022636e-08
+    p = 3.43273939e-07 + p * u
+    p = -3.5233877e-06 + p * u
+    p = -4.39150654e-06 + p * u
+    p = 0.00021858087 + p * u
+    p = -0.00125372503 + p * u
+    p = -0.00417768164 + p * u
+    p = 0.246640727 + p * u
+    p = 1.50140941 + p * u
+    v = math.sqrt(w) - 3.0
+    q = -0.000200214257
+    q = 0.000100950558 + q * v
+    q = 0.00134934322 + q * v
+    q = -0.00367342844 + q * v
+    q = 0.00573950773 + q * v
+    q = -0.0076224613 + q * v
+    q = 0.00943887047 + q * v
+    q = 1.00167406 + q * v
+    q = 2.83297682 + q * v
+    y = (p if w < 5.0 else q) * a
+    # refined on erf(y) = a by Halley below 0.5; above, by Newton on log erfc(y) = log(1 - a)
+    # (1 - a exact there), which is nearly quadratic in y in the tail, where erf's form stalls
+    for k in range(4):
+        e = math.erfc(y)
+        d = 1.1283791670955126 * math.exp(-y * y)
+        f = math.erf(y) - a
+        y = y + (math.log(e) - math.log1p(-a)) * e / d if a > 0.5 else y - f / (d + y * f)
+    y = math.inf if a == 1.0 else (math.nan if a > 1.0 else y)
+    return math.copysign(y, x)
+
+
+def ndtr(x):
+    return 0.5 * math.erfc(-0.7071067811865476 * x)
+
+
+def log_ndtr(x):
+    t = 0.7071067811865476 * (-20.0 if x < -20.0 else x)   # (NaN stays NaN)
+    # x > 0: log(1 - erfc(x/sqrt2)/2) by log1p; down to -20 the log of ndtr itself
+    near = math.log1p(-0.5 * math.erfc(t)) if x > 0.0 else math.log(0.5 * math.erfc(-t))
+    # x < -20: log(phi(x) / -x) + log(1 - 1/x^2 + 3/x^4 - 15/x^6 ...), the Mills ratio series
+    m = x if x < -20.0 else -21.0   # (keeps the unused branch finite)
+    z = 1.0 / (m * m)
+    s = z * (1.0 - z * (3.0 - z * (15.0 - z * (105.0 - z * (945.0 - z * (10395.0 - z * (135135.0 - z * 2027025.0)))))))
+    far = -0.5 * m * m - math.log(-m) - 0.9189385332046728 + math.log1p(-s)
+    return far if x < -20.0 else near
+
+
+def expit(x):
+    return 1.0 / (1.0 + math.exp(-x))
+
+
+def logit(x):
+    return math.log(x / (1.0 - x))
+
+
+def xlogy(x, y):
+    # 0 where x is 0, unless y is NaN (scipy's convention)
+    return (0.0 if y == y else y) if x == 0.0 else x * math.log(y)
+
+
+def xlog1py(x, y):
+    return (0.0 if y == y else y) if x == 0.0 else x * math.log1p(y)
+
+
+def betaln(a, b):
+    return lgamma(a) + lgamma(b) - lgamma(a + b)
