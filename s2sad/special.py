@@ -11,8 +11,8 @@ Where libm has the function (lgamma, tgamma) the body calls the value-only primi
 
 Accuracy (tests/test_special_functions.py, against scipy): digamma, trigamma and
 polygamma(2) to about 1e-14 relative away from their roots and poles (absolute 1e-15 near
-the root of digamma at 1.4616); erfinv to 1e-15 relative on (-1, 1) (to 2e-13 within 1e-15 of +-1); log_ndtr to 1e-14
-relative for every x (an asymptotic series below -20, where log(ndtr(x)) underflows).
+the root of digamma at 1.4616); erfinv to 1e-15 relative on (-1, 1) (to 2e-13 within 1e-15 of +-1); log_ndtr to 1e-13
+relative for every x (a continued fraction below -5, where ndtr(x) underflows further down).
 Poles follow scipy: digamma(0) is -inf (from the right, as scipy gives), digamma at a
 negative integer NaN; trigamma at a non-positive integer +inf; lgamma there +inf.
 
@@ -153,15 +153,17 @@ def ndtr(x):
 
 
 def log_ndtr(x):
-    t = 0.7071067811865476 * (-20.0 if x < -20.0 else x)   # (NaN stays NaN)
-    # x > 0: log(1 - erfc(x/sqrt2)/2) by log1p; down to -20 the log of ndtr itself
+    t = 0.7071067811865476 * (-5.0 if x < -5.0 else x)   # (NaN stays NaN)
+    # x > 0: log(1 - erfc(x/sqrt2)/2) by log1p; down to -5 the log of ndtr itself
     near = math.log1p(-0.5 * math.erfc(t)) if x > 0.0 else math.log(0.5 * math.erfc(-t))
-    # x < -20: log(phi(x) / -x) + log(1 - 1/x^2 + 3/x^4 - 15/x^6 ...), the Mills ratio series
-    m = x if x < -20.0 else -21.0   # (keeps the unused branch finite)
-    z = 1.0 / (m * m)
-    s = z * (1.0 - z * (3.0 - z * (15.0 - z * (105.0 - z * (945.0 - z * (10395.0 - z * (135135.0 - z * 2027025.0)))))))
-    far = -0.5 * m * m - math.log(-m) - 0.9189385332046728 + math.log1p(-s)
-    return far if x < -20.0 else near
+    # x < -5: ndtr(x) = phi(x) / c with Laplace's continued fraction c = z + 1/(z + 2/(z + ...)),
+    # z = -x: no underflow however far the tail (erfc underflows below -37, in float below -13)
+    z = 5.0 if x >= -5.0 else -x
+    c = z
+    for k in range(20):
+        c = z + (20.0 - k) / c
+    far = -0.5 * z * z - 0.9189385332046728 - math.log(c)
+    return far if x < -5.0 else near
 
 
 def expit(x):
@@ -169,7 +171,9 @@ def expit(x):
 
 
 def logit(x):
-    return math.log(x / (1.0 - x))
+    # near 1/2, where logit is near 0: log1p of (2x - 1) / (1 - x), 2x - 1 exact
+    mid = x > 0.25 and x < 0.75
+    return math.log1p((2.0 * x - 1.0) / (1.0 - x)) if mid else math.log(x / (1.0 - x))
 
 
 def xlogy(x, y):

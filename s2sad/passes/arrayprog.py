@@ -44,7 +44,7 @@ from typing import Any
 import gast
 import numpy as np
 
-from .. import array_rules
+from .. import array_rules, rules
 from ..errors import FreeVariableError, S2SADError, UnsupportedOperationError, UnsupportedSyntaxError
 from ..defaults import DefaultValues, bind_call
 from ..frontend import MISSING, ParsedFunction, Resolver, attribute_value, classify, location_of, parse_function
@@ -804,7 +804,7 @@ class Builder:
                 return False
             if r.kind == "primitive" and not e.keywords:
                 return True
-            if r.kind == "user_rule":
+            if r.kind == "user_rule" or rules.ordered_family(value) is not None:
                 return True
         return False
 
