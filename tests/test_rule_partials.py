@@ -195,7 +195,7 @@ SPECIAL_EVERY = {
     "digamma": (_digamma, GAMMA_POS), "digamma on x < 0": (_digamma, GAMMA_NEG),
     "trigamma": (_trigamma, GAMMA_POS), "trigamma on x < 0": (_trigamma, GAMMA_NEG),
     "erfinv": (_erfinv, (-0.99, 0.99)), "ndtr": (_ndtr, ANY),
-    "log_ndtr": (_log_ndtr, (-8.0, 8.0)), "log_ndtr tail": (_log_ndtr, (-40.0, -21.0)),
+    "log_ndtr": (_log_ndtr, (-8.0, 3.0)), "log_ndtr tail": (_log_ndtr, (-40.0, -21.0)),
     "expit": (_expit, (-6.0, 6.0)), "logit": (_logit, (0.01, 0.99)),
     "xlogy": (_xlogy, ANY, POS), "xlog1py": (_xlog1py, ANY, (-0.9, 3.0)),
     "betaln": (_betaln, (0.2, 30.0), (0.2, 30.0)),
