@@ -306,3 +306,13 @@ def test_cuda_source_of_special_functions_matches_the_python_backend():
     np.testing.assert_allclose(grads[0][0], ref_grads[0][0], rtol=1e-12)
     h = 1e-6
     np.testing.assert_allclose(grads[0][0], [(f(v + h) - f(v - h)) / (2 * h) for v in x], rtol=1e-6)
+
+
+def test_scipy_primitives_and_gamma_at_the_array_level(backend):
+    """scipy's erf, erfc and gamma are the rules' erf, erfc and gamma by identity."""
+    def loss(x):
+        return np.sum(sc.erf(x) * 2.0 + sc.erfc(x * 0.5) + sc.gamma(x + 1.0))
+    x = rng.uniform(0.1, 3.0, 9)
+    want = (4.0 / math.sqrt(math.pi) * np.exp(-x * x) - 0.5 * 2.0 / math.sqrt(math.pi) * np.exp(-x * x / 4.0)
+            + sc.gamma(x + 1.0) * sc.digamma(x + 1.0))
+    np.testing.assert_allclose(s2sad.grad(loss, backend=backend)(x), want, rtol=1e-13)
