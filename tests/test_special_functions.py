@@ -270,7 +270,8 @@ def _env_with_s2sad():
 
 # ---------------------------------------------------------------- CUDA C
 
-def test_cuda_source_of_special_functions_matches_the_python_backend():
+@pytest.mark.parametrize("tag", ["f64", "f32"])
+def test_cuda_source_of_special_functions_matches_the_python_backend(tag):
     """The CUDA C of a kernel calling digamma, trigamma, erfinv, log_ndtr, lgamma and
     tgamma (lgamma/tgamma are CUDA's own), its value and partials, through the host
     emulation, against the python backend's run_driver."""
@@ -291,28 +292,21 @@ def test_cuda_source_of_special_functions_matches_the_python_backend():
     prog = normalize(parse_function(f))
     kmod = Kernel(prog, prog.entry).module(tuple(prog.params))
     spec = LoopSpec(("contig",), "store", partials=True, seed="array")
-    source = cuda.lower(kmod, spec, "f64")
-    assert re.search(r"\blgamma\(", source) and re.search(r"\btgamma\(", source)
+    source = cuda.lower(kmod, spec, tag)
+    assert re.search(r"\blgammaf?\(", source) and re.search(r"\btgammaf?\(", source)
     n = 64
-    x = np.concatenate([rng.uniform(0.1, 12.0, n - 4), [0.5, 1.0, 3.0, 20.0]])
-    out, grads = np.zeros(n), [(np.zeros(n), n, 1)]
-    cuda_host.launch(kmod, spec, "f64", 1, n, [(x, n, 1)], out=out, seed=np.ones(n), grads=grads, grid=2,
+    dt = np.float64 if tag == "f64" else np.float32
+    x = np.concatenate([rng.uniform(0.1, 12.0, n - 4), [0.5, 1.0, 3.0, 20.0]]).astype(dt)
+    out, grads = np.zeros(n, dt), [(np.zeros(n, dt), n, 1)]
+    cuda_host.launch(kmod, spec, tag, 1, n, [(x, n, 1)], out=out, seed=np.ones(n, dt), grads=grads, grid=2,
                      block=8)
     fn = pyback.compile_module(kmod)[kmod.dual_entry]
     act = tuple(kmod.params.index(a) for a in kmod.active)
+    x64 = x.astype(np.float64)
     ref_out, ref_grads = np.zeros(n), [(np.zeros(n), n, 1)]
-    pyback.run_driver(fn, spec, act, 1, n, [(x, n, 1)], out=ref_out, seed=np.ones(n), grads=ref_grads)
-    np.testing.assert_allclose(out, ref_out, rtol=1e-13)
-    np.testing.assert_allclose(grads[0][0], ref_grads[0][0], rtol=1e-12)
+    pyback.run_driver(fn, spec, act, 1, n, [(x64, n, 1)], out=ref_out, seed=np.ones(n), grads=ref_grads)
+    rtol = 1e-13 if tag == "f64" else 2e-5    # float: the python backend computes in double
+    np.testing.assert_allclose(out, ref_out, rtol=rtol)
+    np.testing.assert_allclose(grads[0][0], ref_grads[0][0], rtol=rtol * 10)
     h = 1e-6
-    np.testing.assert_allclose(grads[0][0], [(f(v + h) - f(v - h)) / (2 * h) for v in x], rtol=1e-6)
-
-
-def test_scipy_primitives_and_gamma_at_the_array_level(backend):
-    """scipy's erf, erfc and gamma are the rules' erf, erfc and gamma by identity."""
-    def loss(x):
-        return np.sum(sc.erf(x) * 2.0 + sc.erfc(x * 0.5) + sc.gamma(x + 1.0))
-    x = rng.uniform(0.1, 3.0, 9)
-    want = (4.0 / math.sqrt(math.pi) * np.exp(-x * x) - 0.5 * 2.0 / math.sqrt(math.pi) * np.exp(-x * x / 4.0)
-            + sc.gamma(x + 1.0) * sc.digamma(x + 1.0))
-    np.testing.assert_allclose(s2sad.grad(loss, backend=backend)(x), want, rtol=1e-13)
+    np.testing.assert_allclose(ref_grads[0][0], [(f(v + h) - f(v - h)) / (2 * h) for v in x64], rtol=1e-6)
