@@ -9,18 +9,21 @@ derivatives are rows of `rules.SPECIAL_RULES`; a kernel never differentiates the
 Where libm has the function (lgamma, tgamma) the body calls the value-only primitives
 `libm_lgamma`/`libm_gamma` (rows of `rules.RULES` reached only from here).
 
-Accuracy (tests/test_special_functions.py, against scipy): digamma, trigamma and
-polygamma(2) to about 1e-14 relative away from their roots and poles (absolute 1e-15 near
-the root of digamma at 1.4616); erfinv to 1e-15 relative on (-1, 1) (to 2e-13 within 1e-15 of +-1); log_ndtr to 1e-13
-relative for every x (a continued fraction below -5, where ndtr(x) underflows further down).
+Accuracy against scipy (measured; tests/test_special_functions.py asserts 1e-13 for
+float64, 1e-11 in ndtr's far tails, 1e-5 for float32): digamma, trigamma and polygamma(2)
+to 4e-14 of max(|f|, 1) (absolute near digamma's root at 1.4616, relative near the
+poles, where the reflection's pi / tan(pi x) dominates); erfinv to 5e-16 on [-1, 1];
+log_ndtr to 6e-14 for every x (a continued fraction below -5, where ndtr underflows
+further down), ndtr to 1e-12 (the rounding of x / sqrt(2), magnified in the tails).
 Poles follow scipy: digamma(0) is -inf (from the right, as scipy gives), digamma at a
 negative integer NaN; trigamma at a non-positive integer +inf; lgamma there +inf.
 
 The bodies also run as plain Python (no NaN in a discarded branch, no division by zero)
 between the poles.
 
-This module imports nothing of s2sad and nothing optional: scipy is found by identity
-elsewhere (rules.special_callables), only if it is already imported or importable.
+This module imports nothing of s2sad and nothing optional: scipy's functions are found by
+identity in rules.py (loaded_scipy_special), and only if the process has imported
+scipy.special, as code that names it has.
 """
 from __future__ import annotations
 
