@@ -262,26 +262,27 @@ def _special_user_rules() -> dict[str, UserRule]:
 
 
 SPECIAL_USER_RULES: dict[str, UserRule] = _special_user_rules()
-_SPECIAL_BY_CALLABLE: dict = {}
-_SPECIAL_SCIPY_SEEN: list = [False]
+# (scipy.special or None, its table), one tuple rebound whole, so threads that classify
+# while another rebuilds it read one pair or the other
+_special_state: tuple = (False, {})
 
 
 def _special_table() -> dict:
-    """callable -> UserRule of the special function it is, built once, again once scipy
+    """callable -> UserRule of the special function it is; built again once scipy.special
     is imported."""
+    global _special_state
     sc = loaded_scipy_special()
-    if _SPECIAL_BY_CALLABLE and _SPECIAL_SCIPY_SEEN[0] == (sc is not None):
-        return _SPECIAL_BY_CALLABLE
+    held, table = _special_state
+    if held is sc:
+        return table
     table = {rule.fn: rule for rule in SPECIAL_USER_RULES.values()}
     table.update((fn, SPECIAL_USER_RULES[n]) for fn, n in _MATH_SPECIAL.items())
     for sc_name, n in SCIPY_SPECIAL_NAMES.items():
         fn = getattr(sc, sc_name, None) if sc is not None else None
         if fn is not None:
             table[fn] = SPECIAL_USER_RULES[n]
-    _SPECIAL_BY_CALLABLE.clear()
-    _SPECIAL_BY_CALLABLE.update(table)
-    _SPECIAL_SCIPY_SEEN[0] = sc is not None
-    return _SPECIAL_BY_CALLABLE
+    _special_state = (sc, table)
+    return table
 
 
 def ordered_family(value) -> tuple[str, dict[int, str]] | None:
