@@ -531,6 +531,8 @@ def classify(value: Any) -> Resolved:
     inner = marks.user_function_of(value) or forwarded(value)
     if inner is not None:
         return Resolved("function", inner)
+    if isinstance(value, types.FunctionType) and value.__module__ == "s2sad.special":
+        return Resolved("function", value)   # a helper of the special functions' kernel source
     if getattr(value, "__module__", "") and str(getattr(value, "__module__", "")).startswith("s2sad"):
         return Resolved("s2sad", value)
     if isinstance(value, types.FunctionType):

@@ -24,9 +24,10 @@ LAYERS = (
      "what every layer speaks: located errors, fork-safe locks, the core scalar language and "
      "loop specs (kernel) and its text (kernel_text), s2sad's marks on its own functions, "
      "the bounded recursion of deep trees"),
-    ("rules", ("s2sad.rules", "s2sad.smath", "s2sad.array_prims.*"),
+    ("rules", ("s2sad.rules", "s2sad.special", "s2sad.smath", "s2sad.array_prims.*"),
      "the tables of primitives (scalar partials; array primitives, their typed ops, VJP texts "
-     "and the user's defvjp rules) and the math kernels run with; below the frontend because "
+     "and the user's defvjp rules), the special functions written in the kernel language "
+     "(special) and the math kernels run with; below the frontend because "
      "frontend.classify recognises a value as a primitive by the scalar table"),
     ("frontend", ("s2sad.frontend", "s2sad.sourcecheck", "s2sad.forwarders", "s2sad.defaults",
                   "s2sad.callables", "s2sad.targets"),

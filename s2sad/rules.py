@@ -17,11 +17,14 @@ JAX's (README, "Numerical conventions"); a select in a rule says why in a commen
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import dataclass, field
 from typing import Callable
 
 import gast
 import numpy as np
+
+from . import special
 
 
 @dataclass(frozen=True)
@@ -127,7 +130,12 @@ _RULES = [
     _r("fmod", "x y", "1.0", "-math.trunc(x / y)"),
     _r("square", "x", "2.0 * x"),
     _r("reciprocal", "x", "-out * out"),
+    # value-only: the math library's lgamma and tgamma, called only by special.py's bodies,
+    # whose derivatives are SPECIAL_RULES' (normalize refuses them anywhere else)
+    _r("libm_lgamma", "x", None),
+    _r("libm_gamma", "x", None),
 ]
+VALUE_ONLY = frozenset({"libm_lgamma", "libm_gamma"})
 
 RULES: dict[str, Rule] = {r.name: r for r in _RULES}
 
@@ -161,6 +169,8 @@ NUMPY_UFUNC_NAMES = {
     "less_equal": "le", "equal": "eq", "not_equal": "ne",
 }
 BUILTIN_NAMES = {abs: "abs", min: "min", max: "max", float: "float", int: "int", round: "round"}
+# scipy.special's ufuncs that are primitives above, found by identity (scipy is optional)
+SCIPY_PRIMITIVES = {"erf": "erf", "erfc": "erfc", "expm1": "expm1", "log1p": "log1p", "cbrt": "cbrt", "exp2": "exp2"}
 
 
 def python_callables() -> dict[Callable, str]:
@@ -174,6 +184,13 @@ def python_callables() -> dict[Callable, str]:
     if hasattr(math, "exp2"):
         table[math.exp2] = "exp2"
     table[math.pow] = "pow"
+    table[special.libm_lgamma] = "libm_lgamma"
+    table[special.libm_gamma] = "libm_gamma"
+    scipy_special = loaded_scipy_special()
+    for sc_name, prim in SCIPY_PRIMITIVES.items():
+        fn = getattr(scipy_special, sc_name, None)
+        if fn is not None:
+            table.setdefault(fn, prim)
     for np_name, prim in NUMPY_UFUNC_NAMES.items():
         fn = getattr(np, np_name, None)
         if fn is not None:
@@ -197,8 +214,91 @@ class UserRule:
 USER_RULES: dict[Callable, UserRule] = {}
 
 
+# The special functions: kernels compile their values from special.py's source (every
+# backend alike); these rows are their partials, in the parameters and `out`, calling
+# special.py's functions by name (digamma's derivative is trigamma, whose is polygamma(2);
+# that one's own derivative is refused: normalize never lets a user call it).
+SPECIAL_RULES = [
+    _r("lgamma", "x", "digamma(x)"),
+    _r("gamma", "x", "out * digamma(x)"),
+    _r("digamma", "x", "trigamma(x)"),
+    _r("trigamma", "x", "tetragamma(x)"),
+    # polygamma(2, x), value-only: called only in trigamma's partial (normalize refuses it elsewhere)
+    _r("tetragamma", "x", None),
+    # at +-1 erfinv is +-inf and its slope inf (exp(inf) / 2 * sqrt(pi))
+    _r("erfinv", "x", "0.886226925452758 * math.exp(out * out)"),
+    _r("ndtr", "x", "0.3989422804014327 * math.exp(-0.5 * x * x)"),
+    # pdf / cdf as exp(log pdf - log cdf): finite where both underflow (x = -40)
+    _r("log_ndtr", "x", "0.3989422804014327 * math.exp(-0.5 * x * x - out)"),
+    _r("expit", "x", "out * (1.0 - out)"),
+    _r("logit", "x", "1.0 / (x * (1.0 - x))"),
+    # xlogy(0, y) is 0 for every y, so its y-slope there is 0 (JAX's choice)
+    _r("xlogy", "x y", "math.log(y)", "0.0 if x == 0.0 else x / y"),
+    _r("xlog1py", "x y", "math.log1p(y)", "0.0 if x == 0.0 else x / (1.0 + y)"),
+    _r("betaln", "a b", "digamma(a) - digamma(a + b)", "digamma(b) - digamma(a + b)"),
+]
+SPECIAL_VALUE_ONLY = frozenset({"tetragamma"})
+# callables by identity -> the special function that computes them (math's; scipy's below)
+_MATH_SPECIAL = {math.lgamma: "lgamma", math.gamma: "gamma"}
+# scipy.special name -> special function (psi is digamma's other name)
+SCIPY_SPECIAL_NAMES = {
+    "gammaln": "lgamma", "gamma": "gamma", "digamma": "digamma", "psi": "digamma", "erfinv": "erfinv",
+    "ndtr": "ndtr", "log_ndtr": "log_ndtr", "expit": "expit", "logit": "logit", "xlogy": "xlogy",
+    "xlog1py": "xlog1py", "betaln": "betaln",
+}
+# functions whose first argument picks the special function: it must be a constant
+SCIPY_ORDERED = {"polygamma": {0: "digamma", 1: "trigamma"}}
+
+
+def loaded_scipy_special():
+    """scipy.special if the process has imported it (a user's code that names it has),
+    else None: s2sad never imports scipy itself."""
+    return sys.modules.get("scipy.special")
+
+
+def _special_user_rules() -> dict[str, UserRule]:
+    by_name = {r.name: r for r in SPECIAL_RULES}
+    return {n: UserRule(getattr(special, n), getattr(special, n), r.params, r.partials) for n, r in by_name.items()}
+
+
+SPECIAL_USER_RULES: dict[str, UserRule] = _special_user_rules()
+# (scipy.special or None, its table), one tuple rebound whole, so threads that classify
+# while another rebuilds it read one pair or the other
+_special_state: tuple = (False, {})
+
+
+def _special_table() -> dict:
+    """callable -> UserRule of the special function it is; built again once scipy.special
+    is imported."""
+    global _special_state
+    sc = loaded_scipy_special()
+    held, table = _special_state
+    if held is sc:
+        return table
+    table = {rule.fn: rule for rule in SPECIAL_USER_RULES.values()}
+    table.update((fn, SPECIAL_USER_RULES[n]) for fn, n in _MATH_SPECIAL.items())
+    for sc_name, n in SCIPY_SPECIAL_NAMES.items():
+        fn = getattr(sc, sc_name, None) if sc is not None else None
+        if fn is not None:
+            table[fn] = SPECIAL_USER_RULES[n]
+    _special_state = (sc, table)
+    return table
+
+
+def ordered_family(value) -> tuple[str, dict[int, str]] | None:
+    """(name, {order: special function}) if `value` is scipy.special.polygamma, else None."""
+    sc = loaded_scipy_special()
+    if sc is None:
+        return None
+    for sc_name, orders in SCIPY_ORDERED.items():
+        if getattr(sc, sc_name, None) is value:
+            return sc_name, orders
+    return None
+
+
 def user_rule(value) -> UserRule | None:
+    """The rule registered with s2sad.defrule for `value`, else the special function's."""
     try:
-        return USER_RULES.get(value)
+        return USER_RULES.get(value) or _special_table().get(value)
     except TypeError:  # unhashable
         return None

@@ -117,6 +117,28 @@ for _name, _np_fn in _MATH_TO_NUMPY.items():
     globals()[_name] = _ieee(getattr(_m, _name), _np_fn)
 erf = _ieee(_m.erf, lambda x: _np.float64(_m.erf(float(x))))
 erfc = _ieee(_m.erfc, lambda x: _np.float64(_m.erfc(float(x))))
+
+
+def libm_lgamma(x):
+    """C's lgamma: +inf at the poles (0 and the negative integers), where math raises."""
+    x = float(x)
+    try:
+        return Real(_m.lgamma(x))
+    except (ValueError, OverflowError):
+        return Real(_m.inf)
+
+
+def libm_gamma(x):
+    """C's tgamma: +-inf at +-0, NaN at negative integers and -inf, inf on overflow."""
+    x = float(x)
+    try:
+        return Real(_m.gamma(x))
+    except OverflowError:
+        return Real(_m.inf)
+    except ValueError:
+        return Real(_m.copysign(_m.inf, x) if x == 0.0 else _m.nan)
+
+
 # numpy keeps the sign of zero and maps +-inf to themselves, as compiled code does
 floor = _np_only(_np.floor)
 ceil = _np_only(_np.ceil)

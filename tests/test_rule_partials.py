@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import s2sad
-from s2sad import rules, smath
+from s2sad import rules, smath, special
 
 rng = np.random.default_rng(11)
 
@@ -151,6 +151,18 @@ def _erf(x): return math.erf(x)
 def _erfc(x): return math.erfc(x)
 def _square(x): return np.square(x)
 def _reciprocal(x): return np.reciprocal(x)
+def _lgamma(x): return math.lgamma(x)
+def _gamma(x): return math.gamma(x)
+def _digamma(x): return special.digamma(x)
+def _trigamma(x): return special.trigamma(x)
+def _erfinv(x): return special.erfinv(x)
+def _ndtr(x): return special.ndtr(x)
+def _log_ndtr(x): return special.log_ndtr(x)
+def _expit(x): return special.expit(x)
+def _logit(x): return special.logit(x)
+def _xlogy(x, y): return special.xlogy(x, y)
+def _xlog1py(x, y): return special.xlog1py(x, y)
+def _betaln(a, b): return special.betaln(a, b)
 
 
 ANY, POS, UNIT, NONINT = (-3.0, 3.0), (0.2, 3.0), (-0.9, 0.9), (0.1, 0.4)
@@ -173,8 +185,31 @@ EVERY = {
 }
 
 
+# the special functions (rules.SPECIAL_RULES; scipy's are these by identity): lgamma,
+# digamma and trigamma also on negative non-integers; trigamma's row checks polygamma(2),
+# its partial; log_ndtr far into the tail, where log(ndtr(x)) underflows
+GAMMA_POS, GAMMA_NEG = (0.1, 20.0), (-3.9, -3.1)
+SPECIAL_EVERY = {
+    "lgamma": (_lgamma, GAMMA_POS), "lgamma on x < 0": (_lgamma, GAMMA_NEG),
+    "gamma": (_gamma, (0.2, 6.0)), "gamma on x < 0": (_gamma, (-2.9, -2.1)),
+    "digamma": (_digamma, GAMMA_POS), "digamma on x < 0": (_digamma, GAMMA_NEG),
+    "trigamma": (_trigamma, GAMMA_POS), "trigamma on x < 0": (_trigamma, GAMMA_NEG),
+    "erfinv": (_erfinv, (-0.99, 0.99)), "ndtr": (_ndtr, ANY),
+    "log_ndtr": (_log_ndtr, (-8.0, 3.0)), "log_ndtr tail": (_log_ndtr, (-40.0, -21.0)),
+    "expit": (_expit, (-6.0, 6.0)), "logit": (_logit, (0.01, 0.99)),
+    "xlogy": (_xlogy, ANY, POS), "xlog1py": (_xlog1py, ANY, (-0.9, 3.0)),
+    "betaln": (_betaln, (0.2, 30.0), (0.2, 30.0)),
+}
+EVERY.update(SPECIAL_EVERY)
+
+
 def test_every_rule_is_checked_here():
-    assert set(EVERY) == set(rules.RULES)
+    """Every row of the table has a check: the value-only libm rows are reached only from
+    special.py's bodies, whose derivatives the SPECIAL rows check (test_special_functions
+    checks that a user cannot call them)."""
+    assert set(EVERY) - set(SPECIAL_EVERY) == set(rules.RULES) - rules.VALUE_ONLY
+    assert {name.split(" on ")[0].split(" tail")[0] for name in SPECIAL_EVERY} == \
+        {r.name for r in rules.SPECIAL_RULES} - rules.SPECIAL_VALUE_ONLY
 
 
 def _central(f, args, i, h=1e-6):
@@ -204,6 +239,8 @@ def test_every_rule_against_central_differences(name, backend):
     np.testing.assert_allclose(scalar, want, rtol=1e-6, atol=1e-6, err_msg=f"grad({name})")
     fused = s2sad.grad(_sum_of(f, arity), argnums=argnums, backend=backend)(*points)
     np.testing.assert_allclose(np.array(fused), want, rtol=1e-6, atol=1e-6, err_msg=f"sum of {name}")
+    if name in SPECIAL_EVERY:   # (their central differences are of s2sad.special's source, run by Python)
+        assert np.all(np.isfinite(want)) and np.all(np.abs(want) > 1e-6), f"{name}: a check that cannot fail"
 
 
 # ---------------------------------------------------------------- special points

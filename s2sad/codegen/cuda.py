@@ -161,6 +161,7 @@ _MATH = {
     "asin": "asin", "acos": "acos", "atan": "atan", "atan2": "atan2", "sinh": "sinh",
     "cosh": "cosh", "tanh": "tanh", "asinh": "asinh", "acosh": "acosh", "atanh": "atanh",
     "erf": "erf", "erfc": "erfc", "hypot": "hypot", "fmod": "fmod", "pow": "pow",
+    "libm_lgamma": "lgamma", "libm_gamma": "tgamma",
     "sign": "s2sad_sign", "square": "s2sad_square", "reciprocal": "s2sad_reciprocal",
     "maximum": "s2sad_maximum", "minimum": "s2sad_minimum",
 }

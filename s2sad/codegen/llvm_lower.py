@@ -116,6 +116,8 @@ def _function_symbol(name: str, taken: set[str], driver: str) -> str:
 _LIBM1 = ("cbrt", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sin", "cos", "tan",
           "asin", "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "erf", "erfc")
 _LIBM2 = ("atan2", "hypot", "pow")
+# value-only primitives (rules.VALUE_ONLY) -> the libm function (no libmvec variant: scalar calls)
+_LIBM_VALUE_ONLY = {"libm_lgamma": "lgamma", "libm_gamma": "tgamma"}
 # libm functions whose libmvec variants kernels call (glibc >= 2.35 has all of them for
 # x86_64; each is tested to stay within 4 ulp of libm in tests/test_llvm_backend.py)
 LIBMVEC_FUNCTIONS = frozenset(_LIBM1 + _LIBM2)
@@ -130,7 +132,7 @@ ALL_VECTOR_ISAS = ("b", "d", "e")
 
 _INTRINSIC1 = {"fabs": "fabs", "sqrt": "sqrt", "floor": "floor", "ceil": "ceil", "trunc": "trunc"}
 # C names a kernel's own function must not take
-_RESERVED = set(_LIBM1 + _LIBM2) | {"fmod", "fabs", "sqrt", "floor", "ceil", "trunc", "round",
+_RESERVED = set(_LIBM1 + _LIBM2) | set(_LIBM_VALUE_ONLY.values()) | {"lgamma_r", "gamma", "signgam", "fmod", "fabs", "sqrt", "floor", "ceil", "trunc", "round",
                                      "copysign", "roundeven", "memset", "memcpy", "memmove",
                                      "abort", "malloc", "free", "ldexp", "frexp", "sincos"}
 _RESERVED |= {n + "f" for n in list(_RESERVED)}
@@ -1030,6 +1032,9 @@ class _FnEmitter(Body):
         if name in _LIBM1:
             (a,) = self.nargs(node, 1)
             return self.call_libm(name, [self.expr(a)], hint)
+        if name in _LIBM_VALUE_ONLY:
+            (a,) = self.nargs(node, 1)
+            return self.call_libm(_LIBM_VALUE_ONLY[name], [self.expr(a)], hint)
         if name in _LIBM2 and name != "pow":
             a, b = self.nargs(node, 2)
             return self.call_libm(name, [self.expr(a), self.expr(b)], hint)

@@ -33,6 +33,7 @@ from typing import Any, Callable
 import gast
 import numpy as np
 
+from .. import rules
 from ..array_prims import HELPER_NAMES, Index, Reduce
 from ..errors import (FreeVariableError, RecursionNotSupportedError, S2SADError, StatefulError, UnsupportedOperationError,
                       UnsupportedSyntaxError)
@@ -641,7 +642,7 @@ class Builder:
                 return False
             if r.kind == "primitive" and not e.keywords:
                 return True
-            if r.kind == "user_rule":
+            if r.kind == "user_rule" or rules.ordered_family(value) is not None:
                 return True
         return False
 

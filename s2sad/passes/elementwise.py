@@ -242,6 +242,11 @@ class _Planner:
             self.sites.append(Site(self.loc(e), label, "rule", f"{label} has a derivative rule ({r.value})",
                                    source_line(self.pf.filename, e)))
             return gast.Call(func=e.func, args=[self.elementwise(a) for a in e.args], keywords=[])
+        if rules.ordered_family(value) is not None:   # polygamma(n, x): normalize checks n, located here
+            self.sites.append(Site(self.loc(e), label, "rule", f"{label} has derivative rules for orders 0 and 1",
+                                   source_line(self.pf.filename, e)))
+            return gast.copy_location(gast.Call(func=e.func, args=[self.elementwise(a) for a in e.args],
+                                                keywords=[]), e)
         if r.kind in ("function", "user_rule"):
             # a user function called on arrays: elementwise only if it is scalar code
             return self.apply(e.func, [self.elementwise(a) for a in e.args], e, label)

@@ -33,9 +33,10 @@ import numpy as np
 
 from .. import rules
 from ..defaults import bind_call
+from .. import special
 from ..kernel import fresh_name
 from ..errors import (FreeVariableError, NoSourceError, RecursionNotSupportedError,
-                      StatefulError, UnsupportedSyntaxError)
+                      StatefulError, UnsupportedOperationError, UnsupportedSyntaxError)
 from ..frontend import MISSING, ParsedFunction, Resolver, attribute_value, classify, location_of, parse_function
 from .captures import Capture, CaptureMixin
 from .state import MUTATING_METHODS, StateCell, StateMixin, item_key
@@ -523,7 +524,11 @@ class Normalizer(CaptureMixin, StateMixin, TupleMixin):
             args = [self.expr(a, scope) for a in e.args]
         if r.kind == "primitive":
             return self.primitive(r.value, args, e, scope, label)
+        family = rules.ordered_family(value)
+        if family is not None:
+            return self.ordered_call(family, args, e, scope, label)
         if r.kind == "user_rule":
+            self.check_value_only(r.value, e, scope, label)
             helper = self.rule_helper(r.value, location_of(scope.filename, e))
             if len(r.value.params) != len(args):
                 raise self.err(scope, e, f"'{label}' takes {len(r.value.params)} arguments, {len(args)} given",
@@ -540,6 +545,28 @@ class Normalizer(CaptureMixin, StateMixin, TupleMixin):
         raise self.err(scope, e, f"'{label}' has no Python source s2sad can read and no derivative rule",
                        f"Register a rule for it: s2sad.defrule({label}, \"<d out/d x>\", impl=<a Python "
                        f"function computing it>), or call a function written in Python.", NoSourceError)
+
+    def check_value_only(self, rule: rules.UserRule, e, scope: _Scope, label: str) -> None:
+        """A special function without a derivative is called only by special.py and by rules' partials."""
+        if rule.impl.__name__ not in rules.SPECIAL_VALUE_ONLY or rule is not rules.SPECIAL_USER_RULES.get(rule.impl.__name__):
+            return
+        if scope.filename != special.__file__ and not scope.filename.startswith("<s2sad.defrule for"):
+            raise self.err(scope, e, f"'{label}' (polygamma of order 2) has no derivative in s2sad",
+                           "Register your own with s2sad.defrule(...) to differentiate it.", UnsupportedOperationError)
+
+    def ordered_call(self, family, args, e, scope: _Scope, label: str) -> gast.expr:
+        """scipy.special.polygamma(n, x): n must be a constant order with a special function."""
+        fname, orders = family
+        order = constant_value(args[0]) if len(args) == 2 else None
+        if order is None or order != int(order) or int(order) not in orders:
+            known = ", ".join(str(k) for k in sorted(orders))
+            raise self.err(scope, e, f"'{label}' is differentiated for a constant order {known} only"
+                           + ("" if order is None else f" (order {order:g} given)"),
+                           f"Write the order as a literal ({fname}(1, x)); past order 1, register the function "
+                           f"with s2sad.defrule(...).", UnsupportedOperationError)
+        rule = rules.SPECIAL_USER_RULES[orders[int(order)]]
+        helper = self.rule_helper(rule, location_of(scope.filename, e))
+        return gast.Call(func=name(helper), args=[args[1]], keywords=[])
 
     def call_args(self, fn, e: gast.Call, scope: _Scope, label: str) -> list[gast.expr]:
         """The arguments of a call of a Python function, one per parameter in order:
@@ -566,11 +593,17 @@ class Normalizer(CaptureMixin, StateMixin, TupleMixin):
 
     def primitive(self, prim: str, args, e, scope: _Scope, label: str) -> gast.expr:
         rule = rules.RULES[prim]
-        if prim in ("min", "max") and len(args) > 2:
+        if prim in rules.VALUE_ONLY and scope.filename != special.__file__:
+            raise self.err(scope, e, f"'{label}' is s2sad's value-only access to the math library",
+                           "Call math.lgamma or math.gamma, which have derivatives.", UnsupportedOperationError)
+        if prim in ("min", "max", "hypot") and len(args) > 2:   # hypot(x, y, z) is hypot(hypot(x, y), z)
             result = args[0]
             for a in args[1:]:
                 result = primitive_call(prim, [result, a])
             return result
+        if prim == "log" and len(args) == 2:   # log(x, base) = log(x) / log(base), as math computes it
+            return gast.BinOp(left=primitive_call("log", [args[0]]), op=gast.Div(),
+                              right=primitive_call("log", [args[1]]))
         if len(args) != rule.arity:
             raise self.err(scope, e, f"'{label}' takes {rule.arity} argument(s) here, {len(args)} given",
                            "Fix the call." if prim not in ("min", "max") else
