@@ -9,6 +9,7 @@ from __future__ import annotations
 import ctypes
 import math
 import re
+import zlib
 
 import numpy as np
 import pytest
@@ -518,7 +519,7 @@ def test_primitive(name, dtype):
     call = f"math.{name}({args})" if rule.spelling == "math" else f"{name}({args})"
     km = kernel(f"def k(x, y):\n    return {call}\n", "k")
     lo, hi = _DOMAIN.get(name, (-8.0, 8.0))
-    rng = np.random.default_rng(abs(hash(name)) % 2**32)
+    rng = np.random.default_rng(zlib.crc32(name.encode()))   # (not hash(): it changes per process)
     xs = list(rng.uniform(lo, hi, 120)) + [lo, hi, 0.0, -0.0 if lo < 0 else 0.0, 0.5 * (lo + hi)]
     if name in _NONFINITE_OK:
         xs += [math.inf, -math.inf, math.nan]
@@ -528,8 +529,11 @@ def test_primitive(name, dtype):
         ys[ys == 0] = 1.0
     if name in ("min", "max", "copysign", "atan2", "hypot"):
         ys[:4] = [0.0, -0.0, 3.0, -3.0]
-    # the oracle's math.floor/ceil/trunc return Python ints, which have no -0.0
-    check_elementwise(km, dtype, [xs, ys], signed_zeros=name not in ("floor", "ceil", "trunc"))
+    # the oracle's math.floor/ceil/trunc return Python ints, which have no -0.0; libm's lgamma
+    # and CPython's (the oracle's) are each within an ulp or so of the true value, which is a
+    # large relative difference near lgamma's zeros (x = 1, 2 and between negative integers)
+    rtol = 1e-11 if name in ("libm_lgamma", "libm_gamma") and dtype == F64 else None
+    check_elementwise(km, dtype, [xs, ys], signed_zeros=name not in ("floor", "ceil", "trunc"), rtol=rtol)
 
 
 def test_every_primitive_is_lowered():
