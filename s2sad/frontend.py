@@ -37,6 +37,7 @@ import numpy as np
 from . import forwarders, marks, rules, sourcecheck
 from .deep import check_nesting, deep_recursion
 from .errors import NoSourceError, S2SADError, SourceLocation, StaleSourceError, UnsupportedSyntaxError
+from .parsing import ast_parse
 
 
 class ParsedFunction:
@@ -99,7 +100,7 @@ def _file_tree(filename: str) -> tuple[ast.Module, str] | None:
     if tree is None:
         try:
             with deep_recursion():  # a long sum is a deep tree
-                tree = ast.parse(text)
+                tree = ast_parse(text)
         except SyntaxError:
             return None
         _FILE_TREES[key] = tree

@@ -19,7 +19,7 @@ This module imports nothing: it is a table, read by the test and by people.
 
 # (layer, modules, why they sit there). A name ending in ".*" is every module of a folder.
 LAYERS = (
-    ("ir", ("s2sad.errors", "s2sad.locks", "s2sad.kernel", "s2sad.kernel_text", "s2sad.marks", "s2sad.deep",
+    ("ir", ("s2sad.errors", "s2sad.locks", "s2sad.parsing", "s2sad.kernel", "s2sad.kernel_text", "s2sad.marks", "s2sad.deep",
             "s2sad.layers"),
      "what every layer speaks: located errors, fork-safe locks, the core scalar language and "
      "loop specs (kernel) and its text (kernel_text), s2sad's marks on its own functions, "

@@ -50,3 +50,7 @@ def _renew_all_in_child() -> None:
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_renew_all_in_child)
+
+
+# one lock for planning and for every parse of Python text (parsing.py says why)
+PARSING = ForkSafeLock(reentrant=True)

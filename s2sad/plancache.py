@@ -24,10 +24,10 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import Any, Callable
 
-from .locks import ForkSafeLock
+from .locks import PARSING, ForkSafeLock
 
 
-PLANNING = ForkSafeLock(reentrant=True)
+PLANNING = PARSING     # (planning parses: one lock, see parsing.py)
 
 
 class PlanCache:

@@ -25,6 +25,7 @@ import gast
 import numpy as np
 
 from . import special
+from .parsing import gast_parse
 
 
 @dataclass(frozen=True)
@@ -48,7 +49,7 @@ class Rule:
         src = self.partials[i]
         if src is None:
             return None
-        return gast.parse(src, mode="eval").body
+        return gast_parse(src, mode="eval").body
 
 
 def _r(name: str, params: str, *partials: str | None, spelling: str = "math") -> Rule:

@@ -64,6 +64,7 @@ from .kernel_text import unparse
 from .passes.activity import result_kind
 from .passes.forward import make_dual
 from .passes.normalize import ScalarProgram
+from .parsing import gast_parse
 from .threads import num_threads, run_chunks
 
 BACKENDS = backends.NAMES
@@ -135,7 +136,7 @@ class Kernel:
             taken = set(prog.params) | set(prog.functions)
             a, b, name = (fresh_name(base, taken) for base in ("seed_a", "seed_b", f"{prog.entry}__seeded"))
             params = ", ".join(prog.params)
-            fn = gast.parse(f"def {name}({params}, {a}, {b}):\n    return {a} * {b} * {prog.entry}({params})\n").body[0]
+            fn = gast_parse(f"def {name}({params}, {a}, {b}):\n    return {a} * {b} * {prog.entry}({params})\n").body[0]
             program = ScalarProgram({**prog.functions, name: fn}, name, prog.params + (a, b),
                                     {**prog.origins, name: f"{prog.entry} times a seed given as two factors"},
                                     prog.custom_rules)

@@ -18,6 +18,7 @@ import numpy as np
 from .. import smath
 from ..kernel import KernelModule, LoopSpec, ScanSpec
 from ..kernel_text import module_source
+from ..parsing import ast_parse
 
 
 def compile_module(kmod: KernelModule) -> dict[str, Callable]:
@@ -27,7 +28,7 @@ def compile_module(kmod: KernelModule) -> dict[str, Callable]:
     `1.0 / 0.0`, `0.0 ** -1.0`, `(x < y) % 0.0` or a loop counter divided by zero give
     IEEE results (inf, NaN), as compiled kernels do, never a ZeroDivisionError."""
     namespace: dict = {"math": smath, **smath.BUILTINS}
-    tree = ast.parse(module_source(kmod))
+    tree = ast_parse(module_source(kmod))
     tree = ast.fix_missing_locations(_AllReal(namespace).visit(tree))
     code = compile(tree, f"<s2sad kernel {kmod.name}>", "exec")
     exec(code, namespace)

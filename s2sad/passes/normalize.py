@@ -38,6 +38,7 @@ from ..kernel import fresh_name
 from ..errors import (FreeVariableError, NoSourceError, RecursionNotSupportedError,
                       StatefulError, UnsupportedOperationError, UnsupportedSyntaxError)
 from ..frontend import MISSING, ParsedFunction, Resolver, attribute_value, classify, location_of, parse_function
+from ..parsing import gast_parse
 from .captures import Capture, CaptureMixin
 from .state import MUTATING_METHODS, StateCell, StateMixin, item_key
 from .tuples import TupleMixin
@@ -182,7 +183,7 @@ class Normalizer(CaptureMixin, StateMixin, TupleMixin):
         if helper not in self.custom_rules:
             resolver = Resolver(rule.impl, extra={"math": math, "np": np, "numpy": np})
             scope = _Scope(f"<s2sad.defrule for {rule.fn.__name__}>", resolver, set(rule.params) | {"out"}, {})
-            trees = [None if src is None else self.expr(gast.parse(src, mode="eval").body, scope)
+            trees = [None if src is None else self.expr(gast_parse(src, mode="eval").body, scope)
                      for src in rule.partials]
             self.custom_rules[helper] = (rule.params, trees)
             self.origins[helper] = (self.origins.get(helper, "") + "; derivative from s2sad.defrule").lstrip("; ")

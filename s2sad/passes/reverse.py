@@ -47,6 +47,7 @@ from ..array_prims import PrimOp, Product
 from ..errors import NonScalarLossError, UnsupportedOperationError
 from ..frontend import location_of, shown_location as _short, source_line as _line
 from ..kernel_text import unparse
+from ..parsing import ast_parse
 from .activity import partials_read, same_partials
 from .arrayir import (ArrayProgram, ArrayStmt, Const, ForStmt, IfStmt, KernelSum, Namer, Py, RunKernel, is_kernel,
                       stmt_reads, walk_stmts)
@@ -764,7 +765,7 @@ def _tuple(items) -> str:
 
 
 def _names_read(text: str) -> set[str]:
-    tree = ast.parse(_dedent_lines(text))
+    tree = ast_parse(_dedent_lines(text))
     return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
 
 
