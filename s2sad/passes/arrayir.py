@@ -21,6 +21,7 @@ import numpy as np
 
 from ..array_prims import PrimOp
 from ..frontend import ParsedFunction, Resolver
+from ..kernel import fresh_name
 from .trees import const
 
 if TYPE_CHECKING:
@@ -135,15 +136,7 @@ class Namer:
         self.temps = 0
 
     def fresh(self, base: str) -> str:
-        base = base if base.isidentifier() else "v"
-        if base not in self.used:
-            self.used.add(base)
-            return base
-        k = 2
-        while f"{base}_{k}" in self.used:
-            k += 1
-        self.used.add(f"{base}_{k}")
-        return f"{base}_{k}"
+        return fresh_name(base if base.isidentifier() else "v", self.used)
 
     def temp(self) -> str:
         while True:
