@@ -3,13 +3,13 @@ time, for one backend: `runtime_names(backend)` is the part of the namespace tha
 runs with that launches kernels, matrix products and reductions.
 
 The passes write the derivative; this module, a layer above them, is what it runs on:
-`api` hands `runtime_names` to `reverse.ArrayCompiled`, so that the passes never import
+`plans` hands `runtime_names` to `reverse.ArrayCompiled`, so that the passes never import
 the runtime.
 
 Invariants:
 - every name the generated source calls at run time and does not bind itself is here or
   in array_rules.HELPERS (passes/arrayprog.RESERVED keeps user names off them), which
-  api hands down too;
+  plans hands down too;
 - `kernel_vjp` gives each active input the bits store mode gives it (below).
 """
 from __future__ import annotations

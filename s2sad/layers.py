@@ -45,8 +45,10 @@ LAYERS = (
      "kernels applied over arrays: layouts, the index space, threads; matrix products and "
      "reductions; the helpers generated adjoints call (array_rules) and the rest of what "
      "they run on (derivative_runtime)"),
-    ("plan", ("s2sad.plancache",),
-     "plans found by the code of the function called"),
+    ("plan", ("s2sad.plancache", "s2sad.arguments", "s2sad.plans", "s2sad.derivative", "s2sad.jvp_vjp"),
+     "plans found by the code of the function called (plancache), made and served (plans); "
+     "the user's arguments checked and gradients shaped (arguments); the generated "
+     "derivative grad runs (derivative); jvp and vjp through a plan (jvp_vjp)"),
     ("api", ("s2sad.api",),
      "the user's entry points"),
     ("tools", ("s2sad", "s2sad.__main__", "s2sad.cli", "s2sad.golden"),

@@ -38,7 +38,7 @@ class DerivativeMark:
     def __init__(self, made_by: str, of: Callable, derivative: Any = None) -> None:
         self.made_by = made_by        # "grad", "value_and_grad", "vjp"
         self.of = of                  # the function it is the derivative of (the user's, as given)
-        self.derivative = derivative  # api.Derivative, where there is one
+        self.derivative = derivative  # derivative.Derivative, where there is one
 
 
 def mark_derivative(fn: types.FunctionType, made_by: str, of: Callable, derivative: Any = None):

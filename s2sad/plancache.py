@@ -1,6 +1,6 @@
 """Plans, found by the code of the function called.
 
-A plan (api.Compiled, a broadcast's kernel) is made for one function but serves every
+A plan (plans.Compiled, a broadcast's kernel) is made for one function but serves every
 function of the same code whose free names pass its `Assumptions` (compiled-in values
 equal, values read at call time of the same kind): a new closure per training step
 reuses the plan and its compiled kernels. A swapped `__code__` finds no plan of its

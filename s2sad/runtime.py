@@ -80,7 +80,7 @@ class Kernel:
     _python: dict[tuple[str, ...], dict] = field(default_factory=dict)
     _drivers: dict[tuple, Any] = field(default_factory=dict)  # see `cached`
     # (value, active) -> the Python entry of the fused driver last made for them (see
-    # llvm_entry): what api's hot path calls with the user's arguments
+    # llvm_entry): what derivative's hot path calls with the user's arguments
     entries: dict[tuple, Any] = field(default_factory=dict)
     # launch's per-signature work (index space, layouts, driver), at most LAUNCH_PLANS
     launch_plans: dict[tuple, Any] = field(default_factory=dict)
@@ -356,7 +356,7 @@ def _fast_sum_dual(kernel: Kernel, args, active, scale, fast, value: str = "sum"
     if entry:   # one call into machine code, up to llvm_entry.ENTRY_MAX elements
         res = entry(*args, scale, False)
         if res is not NotImplemented:
-            kernel.entries[(value, active)] = entry     # the signature in use, for api's hot path
+            kernel.entries[(value, active)] = entry     # the signature in use, for derivative's hot path
             return res[0], list(res[1:])
     stub = kernel.cached(("stub", value, active, layouts, dtype.num),
                          lambda: _sum_dual_stub(_fast_plan(kernel, active, layouts, dtype, value), layouts, dtype,
@@ -853,7 +853,7 @@ def _fast_scan_grads(kernel: Kernel, args, active, state, seed: float, fast):
     if entry:   # one call into machine code, up to llvm_entry.ENTRY_MAX elements
         res = entry(*args, *state, seed, False)
         if res is not NotImplemented:
-            kernel.entries[("scan", active)] = entry     # the signature in use, for api's hot path
+            kernel.entries[("scan", active)] = entry     # the signature in use, for derivative's hot path
             return res[0], list(res[1:1 + len(active)]), list(res[1 + len(active):])
     n = 1
     for m in shape:

@@ -27,7 +27,7 @@ def test_rule_wins_over_source(backend):
     finally:
         from s2sad import rules
         rules.USER_RULES.pop(hard_round)
-        s2sad.api._PLANS.clear()
+        s2sad.plans.PLANS.clear()
 
 
 _ns: dict = {}
@@ -54,7 +54,7 @@ def test_function_without_source_through_a_rule(backend):
     finally:
         from s2sad import rules
         rules.USER_RULES.pop(c_softplus)
-        s2sad.api._PLANS.clear()
+        s2sad.plans.PLANS.clear()
 
 
 def test_bad_rules_are_refused():

@@ -1,4 +1,4 @@
-"""The hot path of grad and value_and_grad (api.Derivative._hot_path): the fused
+"""The hot path of grad and value_and_grad (derivative.Derivative._hot_path): the fused
 driver's Python entry called with the user's arguments.
 
 It gives the full path's results to the bit, is taken for the plain fused sum, and
@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import s2sad
-from s2sad import api
+from s2sad import derivative
 from s2sad.codegen import llvm_entry
 
 pytestmark = pytest.mark.skipif(not llvm_entry.supported(), reason="entries are not supported in this process")
@@ -69,7 +69,7 @@ def test_hot_path_gives_the_full_paths_results(loss, argnums, what, dtype, shape
         first = f(x, w)                        # the full path (on a signature's second call, it
         same(f(x, w), first)                   # makes the entry, unless an earlier test did)
         d = f.__s2sad__
-        assert d.hot is not api._decline
+        assert d.hot is not derivative.decline
         hot = d.hot(x, w)
         assert hot is not NotImplemented        # taken
         same(hot, first)

@@ -556,7 +556,7 @@ def test_unsupported_function_names_it_and_how_to_register():
         np.testing.assert_allclose(g, [2.0, 0.0, 1.0])
     finally:
         array_prims.USER_VJPS.pop(np.sort)
-        s2sad.api._PLANS.clear()
+        s2sad.plans.PLANS.clear()
 
 
 @pytest.mark.parametrize("fn,needle", [(inplace_item, "y[0] = 1.0"), (inplace_add, "x += y"),

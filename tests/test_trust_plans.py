@@ -30,7 +30,7 @@ import numpy as np
 import pytest
 
 import s2sad
-from s2sad import api, frontend
+from s2sad import frontend, plans
 from s2sad.errors import S2SADError, StaleSourceError
 
 rng = np.random.default_rng(12)
@@ -288,8 +288,8 @@ def test_new_closure_per_step_reuses_the_plan_and_reads_its_batch():
         g = s2sad.grad(lambda w: loss(w, batch))(w)
         np.testing.assert_allclose(g, 2 * (w - batch))
         if step == 0:
-            made = api._PLANS.made
-    assert api._PLANS.made == made
+            made = plans.PLANS.made
+    assert plans.PLANS.made == made
 
 
 def test_new_closure_per_step_array_program():
@@ -300,8 +300,8 @@ def test_new_closure_per_step_array_program():
         g = s2sad.grad(lambda w: matmul_loss(w, batch))(w)
         np.testing.assert_allclose(g, batch.T @ (1 - np.tanh(batch @ w) ** 2), rtol=1e-12)
         if step == 0:
-            made = api._PLANS.made
-    assert api._PLANS.made == made
+            made = plans.PLANS.made
+    assert plans.PLANS.made == made
 
 
 def test_compiled_in_values_are_keyed_by_value():
@@ -313,9 +313,9 @@ def test_compiled_in_values_are_keyed_by_value():
         return lambda x: np.sum(c * x * x)
     for c in (2.0, 3.0, 2.0, -0.0, 0.0):
         np.testing.assert_array_equal(s2sad.grad(make(c))(x), 2 * c * x)
-    before = api._PLANS.made
+    before = plans.PLANS.made
     np.testing.assert_array_equal(s2sad.grad(make(3.0))(x), 6 * x)
-    assert api._PLANS.made == before
+    assert plans.PLANS.made == before
 
 
 def test_another_kind_of_value_is_another_plan():
@@ -435,7 +435,7 @@ def test_training_loop_keeps_memory_flat_and_plans_once():
     for _ in range(20):
         step()
     gc.collect()
-    made = api._PLANS.made
+    made = plans.PLANS.made
     tracemalloc.start()
     try:
         for _ in range(200):
@@ -448,7 +448,7 @@ def test_training_loop_keeps_memory_flat_and_plans_once():
         last, _ = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
-    assert api._PLANS.made == made, "planned again"
+    assert plans.PLANS.made == made, "planned again"
     assert last - first < 200_000, f"grew by {last - first} bytes over 1,800 steps"
 
 
@@ -460,7 +460,7 @@ def test_the_cache_is_bounded_per_code():
     for i in range(40):
         np.testing.assert_array_equal(s2sad.grad(make(float(i)))(x), [float(i)] * 2)
     code = make(0.0).__code__
-    assert len(api._PLANS._plans[code]) <= api._PLANS.PER_CODE
+    assert len(plans.PLANS._plans[code]) <= plans.PLANS.PER_CODE
 
 
 # ---------------------------------------------------------------- threads
@@ -530,7 +530,7 @@ def test_recording_is_per_thread():
 def test_first_call_from_8_threads_plans_once(monkeypatch):
     from s2sad.passes import elementwise
     made, plan_loss = [], elementwise.plan_loss
-    monkeypatch.setattr(api, "plan_loss", lambda pf: made.append(1) or plan_loss(pf))
+    monkeypatch.setattr(plans, "plan_loss", lambda pf: made.append(1) or plan_loss(pf))
 
     def make():
         return lambda x: np.sum(np.tanh(x) * 1.25 + x)

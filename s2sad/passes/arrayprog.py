@@ -1364,6 +1364,6 @@ def _subst(tree, mapping: dict, consts: dict):
 
 def build_program(pf: ParsedFunction, new_kernel: Callable[[ScalarProgram, str], Any]) -> ArrayProgram:
     """The array program of `pf`. Each fused region's kernel is `new_kernel(program, name)`:
-    runtime.Kernel, handed down by the caller (api), since the runtime is a layer above
+    runtime.Kernel, handed down by the caller (plans), since the runtime is a layer above
     the passes."""
     return Builder(pf, new_kernel).build()

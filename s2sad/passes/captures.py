@@ -6,7 +6,7 @@ parameter whose value is read just before the kernel runs. Captures pass upwards
 through callers (each caller captures the same value and passes it down) up to the
 entry, whose trailing parameters carry them. The partial of the loss w.r.t. a captured
 differentiated element is computed in the kernel like any other and scattered back to
-where it was read (api.Compiled.per_argument).
+where it was read (plans.Compiled.per_argument).
 """
 from __future__ import annotations
 

@@ -1,0 +1,159 @@
+"""The user's arguments checked and converted on the way in, and gradients shaped on
+the way out, for every entry point that differentiates (derivative, jvp_vjp).
+
+Invariants: an argument s2sad would change (complex, wider than float64, not a float
+where a derivative is asked for) is refused with a located NonDifferentiableInputError,
+never silently converted; the common case (float64/float32 floats and ndarrays) is
+checked without allocating; a gradient has its argument's shape, dtype and array
+module (a float for a Python float, a cupy array for a cupy argument). `c` below is a
+plan (plans.Compiled or reverse.ArrayCompiled): what it reads is `params` and `fun`.
+"""
+from __future__ import annotations
+
+import sys
+from typing import Any, Sequence
+
+import numpy as np
+
+from .backends.arraymodule import is_cupy
+from .errors import NonDifferentiableInputError, S2SADError
+from .frontend import parse_function
+
+def argnums_tuple(argnums) -> tuple[int, ...]:
+    return tuple(argnums) if isinstance(argnums, (tuple, list)) else (argnums,)
+
+
+def check_args(c, args: Sequence[Any], argnums: tuple[int, ...]) -> None:
+    if len(args) != len(c.params):
+        raise TypeError(f"{c.fun.__name__}() takes {len(c.params)} arguments, {len(args)} given")
+    for i in argnums:
+        if not -len(args) <= i < len(args):
+            raise S2SADError(f"argnums {i} is out of range for {c.fun.__name__}, which has {len(args)} arguments",
+                             hint="Pick argnums among the function's positional parameters.")
+        a = args[i]
+        dtype = dtype_of(a)
+        if dtype.kind != "f" or dtype.itemsize > 8 or isinstance(a, (bool, int, np.integer, np.bool_)):
+            what = f"dtype {dtype}" if isinstance(a, np.ndarray) else f"type {type(a).__name__}"
+            raise NonDifferentiableInputError(
+                f"argument '{c.params[i]}' of {c.fun.__name__} has {what}; only float arguments "
+                f"(float32, float64) can be differentiated",
+                parse_function(c.fun).location(),
+                hint=f"Pass floats (e.g. np.asarray({c.params[i]}, dtype=np.float64)), or leave "
+                     f"'{c.params[i]}' out of argnums.")
+    for i, a in enumerate(args):
+        _check_data(c, i, a)
+
+
+def _check_data(c, i: int, a: Any) -> None:
+    """Refuse an argument whose numbers s2sad would change: complex (the kernels are
+    real: the imaginary part would be dropped) or wider than float64 (long double: the
+    kernels compute in float64)."""
+    if type(a) is float or type(a) is int:
+        return
+    if isinstance(a, complex):
+        dtype = np.dtype(complex)
+    elif isinstance(a, (np.ndarray, np.generic)) or is_cupy(a):
+        dtype = a.dtype
+    elif isinstance(a, (list, tuple)):
+        try:
+            dtype = np.asarray(a).dtype
+        except (TypeError, ValueError):     # ragged, or not numbers: not numeric data
+            return
+    else:
+        return
+    if dtype.kind == "c" or (dtype.kind == "f" and dtype.itemsize > 8):
+        why = ("s2sad differentiates real code and would drop the imaginary part" if dtype.kind == "c" else
+               "s2sad computes in float64 or float32 and would silently lose the extra precision")
+        raise NonDifferentiableInputError(
+            f"argument '{c.params[i]}' of {c.fun.__name__} has dtype {dtype}: {why}",
+            parse_function(c.fun).location(),
+            hint="Pass float64 or float32 values (e.g. np.asarray(..., dtype=np.float64))"
+                 + ("; split complex numbers into their real and imaginary parts." if dtype.kind == "c" else "."))
+
+
+def check_call(c, args: Sequence[Any], argnums: tuple[int, ...]) -> None:
+    """`check_args` for a compiled derivative's call: the common case (float64/float32
+    or float ndarray arguments, as many as the function takes) is checked here, quickly;
+    anything else in full."""
+    for i in argnums:
+        a = args[i] if i < len(args) else None
+        if not (type(a) is float or (type(a) is np.ndarray and a.dtype.kind == "f" and a.dtype.itemsize <= 8)):
+            check_args(c, args, argnums)
+            return
+    if len(args) != len(c.params):
+        check_args(c, args, argnums)
+        return
+    if len(args) > len(argnums):    # data arguments: nothing complex or long double
+        for i, a in enumerate(args):
+            if type(a) is not float:
+                _check_data(c, i, a)
+
+
+def _array_like(a: Any) -> bool:
+    """An object numpy converts through `__array__` (not an array, number, list or cupy array)."""
+    return (hasattr(type(a), "__array__") and not isinstance(a, (np.ndarray, np.generic))
+            and not is_cupy(a))
+
+
+def converted(args: Sequence[Any], positions) -> tuple:
+    """`args` with each array-like object (one with `__array__`, not an ndarray) at
+    `positions` converted once, up front, by np.asarray: its gradient is an ndarray of
+    the converted array's shape and dtype."""
+    n = len(args)
+    for i in positions:   # the common case, floats and ndarrays, quickly
+        a = args[i] if -n <= i < n else None
+        if type(a) is not np.ndarray and type(a) is not float and _array_like(a):
+            break
+    else:
+        return args
+    out = list(args)
+    for i in positions:
+        if -len(args) <= i < len(args) and _array_like(out[i]):
+            out[i] = np.asarray(out[i])
+    return tuple(out)
+
+
+def dtype_of(a: Any) -> np.dtype:
+    """The dtype of a numpy or cupy array, or of what numpy makes of a Python value."""
+    if is_cupy(a):
+        return a.dtype
+    return np.asarray(a).dtype
+
+
+def as_result(g: np.ndarray, like: Any):
+    """A gradient shaped and typed like its argument (a float for a Python float; on
+    the device for a cupy argument)."""
+    if is_cupy(like):
+        xp = sys.modules["cupy"]
+        return xp.asarray(g, dtype=like.dtype).reshape(like.shape)
+    if type(like) is np.ndarray:
+        if type(g) is np.ndarray and g.dtype == like.dtype and g.shape == like.shape:
+            return g
+        return np.asarray(g, dtype=like.dtype).reshape(like.shape)
+    if isinstance(like, np.ndarray):
+        return np.asarray(g, dtype=like.dtype).reshape(like.shape)
+    if isinstance(like, (list, tuple)):
+        return np.asarray(g, dtype=float).reshape(np.shape(like))
+    if isinstance(like, np.floating):
+        return type(like)(np.asarray(g).item())
+    return float(np.asarray(g).item())
+
+
+
+def as_value(v):
+    """A loss as a Python number (a float, or an int for a count)."""
+    if isinstance(v, (float, int)):
+        return v
+    a = np.asarray(v)
+    if a.size == 1:
+        return a.reshape(()).item()
+    return v
+
+
+
+def zeros_like(a):
+    xp = sys.modules["cupy"] if is_cupy(a) else np
+    a = xp.asarray(a)
+    return xp.zeros(a.shape, a.dtype if a.dtype.kind == "f" else np.float64)
+
+

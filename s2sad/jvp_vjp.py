@@ -1,0 +1,164 @@
+"""jvp and vjp of a planned function: forward and reverse products through its plan.
+
+A fused plan runs the runtime's kernel entry points (jvp, sum_dual, store_partials,
+kernel_vjp); a plan whose kernel writes state (a scan) sweeps it with scan_grads,
+writing the state back once, as a plain call would; an array program
+(reverse.ArrayCompiled) gives its own vjp, and its jvp is refused unless its result
+is a scalar. Every adjoint is shaped like its primal (arguments.as_result).
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from . import derivative_runtime, runtime
+from .array_rules import unbroadcast
+from .arguments import as_result, as_value, check_args, converted, dtype_of
+from .errors import S2SADError, StatefulError, UnsupportedOperationError
+from .passes.kernelpairs import choose_mode
+from .plans import Compiled, compiled, is_array, read_state, return_location, write_state
+from .targets import bind
+
+def jvp_at(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], backend) -> tuple:
+    """(fun(*primals), its directional derivative along tangents), `fun` bound and
+    what targets.target gave."""
+    c = compiled(fun)
+    primals, tangents = converted(tuple(primals), range(len(primals))), converted(tuple(tangents), range(len(tangents)))
+    if len(primals) != len(tangents):
+        raise S2SADError("jvp needs one tangent per primal", hint="Pass tangents of the same structure.")
+    argnums = tuple(i for i, p in enumerate(primals) if dtype_of(p).kind == "f")
+    primals = bind(fun, primals, {}) if len(primals) != len(c.params) else primals
+    check_args(c, primals, argnums)
+    if is_array(c):
+        return _array_jvp(c, primals, tangents, argnums, backend)
+    pairs = c.active_pairs(argnums)
+    active = tuple(k for k, _, _ in pairs)
+    tans = [tangents[i] if index is None else np.asarray(tangents[i])[index] for _, i, index in pairs]
+    if c.plan.program.state:
+        return _stateful_jvp(c, primals, active, tans, backend)
+    out, out_dot = runtime.jvp(c.kernel, c.kernel_args(primals), active, tans,
+                               backend=backend)
+    if c.plan.reduction in ("sum", "mean"):
+        scale = 1.0 / max(out.size, 1) if c.plan.reduction == "mean" else 1.0
+        return float(np.sum(out)) * scale, float(np.sum(out_dot)) * scale
+    if out.shape == () and not any(isinstance(p, np.ndarray) for p in primals):
+        return out.item(), out_dot.item()
+    return out, out_dot
+
+
+def pullback_of(pullback: Callable, given: int) -> Callable:
+    """The pullback vjp returns: one adjoint per primal given (none for defaults)."""
+    def vjp_pullback(out_bar):
+        return pullback(out_bar)[:given]
+    return vjp_pullback
+
+
+def vjp_at(fun: Callable, primals, backend, mode: str):
+    """(fun(*primals), pullback), `fun` bound and what targets.target gave; the pullback
+    gives one adjoint per parameter (defaults bound)."""
+    c = compiled(fun)
+    float_nums = tuple(i for i in range(len(primals)) if dtype_of(primals[i]).kind == "f")
+    primals = bind(fun, primals, {}) if len(primals) != len(c.params) else tuple(primals)
+    check_args(c, primals, float_nums)
+    if is_array(c):
+        out, pull = c.vjp(primals, float_nums, mode, backend)
+        return as_value(out) if np.ndim(out) == 0 else out, \
+            lambda out_bar: _array_per_primal(primals, float_nums, pull(out_bar))
+    pairs = c.active_pairs(float_nums)
+    active = tuple(k for k, _, _ in pairs)
+    kargs = c.kernel_args(primals)
+    if c.plan.program.state:
+        return _stateful_vjp(c, primals, pairs, active, kargs, backend)
+    if c.plan.reduction in ("sum", "mean"):
+        value, grads = runtime.sum_dual(c.kernel, kargs, active, backend=backend)
+        n = runtime.broadcast_size(*kargs)
+        scale = 1.0 / n if c.plan.reduction == "mean" else 1.0
+        out = value * scale
+
+        def pullback(out_bar):
+            ob = float(np.asarray(out_bar)) * scale
+            return _per_primal(c, primals, pairs, [g * ob for g in grads])
+    else:
+        how, _ = choose_mode(c.kernel, mode)
+        if how == "store" and active:
+            out, partials = runtime.store_partials(c.kernel, kargs, active, backend=backend)
+
+            def pullback(out_bar):
+                ob = np.asarray(out_bar)
+                return _per_primal(c, primals, pairs, [unbroadcast(p * ob, kargs[c.kernel.params.index(a)])
+                                                       for p, a in zip(partials, active)])
+        else:
+            out = runtime.apply(c.kernel, kargs, backend=backend)
+
+            def pullback(out_bar):
+                grads = derivative_runtime.kernel_vjp(c.kernel, kargs, active, out_bar, backend=backend)
+                return _per_primal(c, primals, pairs, [unbroadcast(g, kargs[c.kernel.params.index(a)])
+                                                       for g, a in zip(grads, active)])
+    return out, pullback
+
+
+def _array_per_primal(primals, float_nums, grads) -> tuple:
+    by = dict(zip(float_nums, grads))
+    return tuple(as_result(by[i], p) if i in by else as_result(np.zeros(np.shape(p)), p)
+                 for i, p in enumerate(primals))
+
+
+def _array_jvp(c, primals, tangents, argnums, backend):
+    """jvp of an array program with a scalar result: its gradient (the pullback of 1)
+    dotted with the tangents. Forward mode through array operations (an array result)
+    is not supported yet: refused, after the forward pass says the result's shape."""
+    value, pull = c.vjp(primals, argnums, "auto", backend)
+    if np.size(value) != 1:
+        raise UnsupportedOperationError(
+            f"jvp of {c.fun.__name__}, whose result is an array of shape {np.shape(value)} computed with "
+            "array operations (not only elementwise ones), is not supported yet: forward mode through array "
+            "operations is not implemented", c.pf.location(c.program.return_node),
+            hint="Use s2sad.vjp (its pullback gives J^T v), or jvp of a function that reduces the result "
+                 "to a scalar.")
+    grads = pull(np.ones_like(value) if np.ndim(value) else 1.0)
+    dot = sum(float(np.sum(np.asarray(g) * np.asarray(tangents[i]))) for g, i in zip(grads, argnums))
+    return as_value(value), dot
+
+
+def _stateful_jvp(c: Compiled, primals, active, tans, backend):
+    """A scan's jvp for a scalar loss: the reverse sweep's gradients dotted with the tangents."""
+    if c.plan.reduction not in ("sum", "mean"):
+        raise StatefulError(f"jvp of {c.fun.__name__}, which returns an array computed by a function that "
+                            "writes state, is not supported", return_location(c),
+                            hint="Reduce it to a scalar (np.sum) or use s2sad.vjp.")
+    kargs = c.kernel_args(primals)
+    scale = 1.0 / runtime.broadcast_size(*kargs) if c.plan.reduction == "mean" else 1.0
+    value, grads, final = runtime.scan_grads(c.kernel, kargs, active, read_state(c), seed=scale, backend=backend)
+    write_state(c, final)
+    return value * scale, float(sum((g * t).sum() for g, t in zip(grads, tans)))
+
+
+def _stateful_vjp(c: Compiled, primals, pairs, active, kargs, backend):
+    """A scan's vjp: the primal runs (and writes its state) once; the pullback sweeps
+    again from the saved initial state without writing it."""
+    initial = read_state(c)
+    if c.plan.reduction in ("sum", "mean"):
+        scale = 1.0 / runtime.broadcast_size(*kargs) if c.plan.reduction == "mean" else 1.0
+        value, grads, final = runtime.scan_grads(c.kernel, kargs, active, initial, seed=1.0, backend=backend)
+        write_state(c, final)
+
+        def pullback(out_bar):
+            ob = float(np.asarray(out_bar)) * scale
+            return _per_primal(c, primals, pairs, [g * ob for g in grads])
+        return value * scale, pullback
+    out, final = runtime.scan_apply(c.kernel, kargs, initial, backend=backend)
+    write_state(c, final)
+
+    def pullback(out_bar):
+        _, grads, _ = runtime.scan_grads(c.kernel, kargs, active, initial, seed=np.asarray(out_bar),
+                                         value="none", backend=backend)
+        return _per_primal(c, primals, pairs, grads)
+    return out, pullback
+
+
+def _per_primal(c: Compiled, primals, pairs, grads) -> tuple:
+    nums = tuple(range(len(primals)))
+    return tuple(as_result(g, p) for g, p in zip(c.per_argument(pairs, grads, primals, nums), primals))
+
+
