@@ -34,15 +34,17 @@ LAYERS = (
      "a Python function -> its parsed tree with names resolved; what an entry point is given "
      "(targets) and the calls it binds (defaults)"),
     ("passes", ("s2sad.passes.*",),
-     "tree -> core language, duals, array programs (arrayir, primcalls, kernelpairs), adjoint source"),
+     "tree -> core language, duals, a kernel's planned program (kernelplan), array programs "
+     "(arrayir, primcalls, kernelpairs), adjoint source"),
     ("codegen", ("s2sad.codegen.*",),
      "core language -> Python, LLVM IR and machine code, CUDA C; the disk cache"),
     ("backends", ("s2sad.backends.*",),
      "where kernels run: python, llvm, cuda behind one protocol, chosen once per call; a "
      "launch's inputs laid out (arrays), which array module an array belongs to (arraymodule)"),
-    ("runtime", ("s2sad.threads", "s2sad.runtime", "s2sad.gemm", "s2sad.reduce", "s2sad.array_rules",
+    ("runtime", ("s2sad.threads", "s2sad.runkernel", "s2sad.fastpath", "s2sad.scans", "s2sad.runtime", "s2sad.gemm", "s2sad.reduce", "s2sad.array_rules",
                  "s2sad.column_products", "s2sad.derivative_runtime"),
-     "kernels applied over arrays: layouts, the index space, threads; matrix products and "
+     "kernels applied over arrays: a kernel's launch caches (runkernel), the lean llvm paths "
+     "(fastpath), state-passing kernels (scans), layouts, the index space, threads; matrix products and "
      "reductions; the helpers generated adjoints call (array_rules) and the rest of what "
      "they run on (derivative_runtime)"),
     ("plan", ("s2sad.plancache", "s2sad.arguments", "s2sad.plans", "s2sad.derivative", "s2sad.jvp_vjp"),

@@ -1,7 +1,8 @@
-"""Launching kernels: broadcasting, layouts, output allocation, the lean llvm paths.
+"""Launching kernels: broadcasting, layouts, output allocation.
 
-A `Kernel` is a scalar program (primal entry plus its dual) that the runtime applies
-over arrays. Its entry points are what generated array-level code calls:
+A `Kernel` (runkernel.py: a `passes.kernelplan.KernelPlan`, the scalar program and the
+dual made from it, with the caches of its launches) is what the runtime applies over
+arrays. Its entry points are what generated array-level code calls:
 
     apply(k, args)                      -> primal values, broadcast shape
     sum_dual(k, args, active, scale)    -> (scale * sum of values, grads of that sum)
@@ -11,14 +12,15 @@ over arrays. Its entry points are what generated array-level code calls:
                                            a SeedProduct (two factors, never formed)
 
 (`column_products` adds a kernel's values times one column, and their row sums, in
-the kernel's pass.)
+the kernel's pass; scans.py runs state-passing kernels, `scan_apply` and `scan_grads`,
+re-exported here.)
 
 `backend` is a name ("auto", "python", "llvm", "cuda") or the object `backends.choose`
 gave for one; each entry point resolves it once (`Choice.resolve`, for its arguments)
 and hands the resulting `backends.Backend` down: what differs between backends
 (memory, drivers, how a driver is called) is behind that object, never a name compared
 here. Where the choice allows it (`fast_path`: "auto" or "llvm") and the arguments are
-plain numpy, the lean paths below call the llvm backend's machine code directly.
+plain numpy, the lean paths (fastpath.py) call the llvm backend's machine code directly.
 
 Invariants: the user's arrays are never written; every gradient has its argument's
 shape (and float dtype), summed over the dimensions broadcasting added; a kernel is
@@ -38,115 +40,24 @@ count. The cuda backend sums in the dtype (its block sums are a tree already).
 from __future__ import annotations
 
 import functools
-import hashlib
 import math
-import re
-import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
-import gast
 import numpy as np
 
 from . import backends
-from .backends import LLVM, Backend
+from .backends import Backend
 from .backends.arraymodule import is_cupy
 from .backends.arrays import Prepared, broadcast_shape, broadcast_shapes, compute_dtype, prepare  # noqa: F401
-from .backends.host import ACC_DTYPE
-from .backends.llvm import DATA_OFFSET as _DATA_OFFSET
-from .backends.llvm import compiled_driver
-from .backends.llvm import from_address as _from_address
-from .backends.llvm import ptr
-from .codegen import python as pybackend
+from .backends.host import ACC_DTYPE, rounded
 from .errors import ShapeError
-from .kernel import KernelModule, KernelSignature, LoopSpec, ScanSpec, fresh_name
-from .kernel_text import unparse
-from .passes.activity import result_kind
-from .passes.forward import make_dual
-from .passes.normalize import ScalarProgram
-from .parsing import gast_parse
-from .threads import num_threads, run_chunks
+from .fastpath import fast_apply, fast_layouts, fast_sum_dual
+from .kernel import LoopSpec
+from .runkernel import Kernel
+from .scans import scan_apply, scan_grads  # noqa: F401  (the entry points generated code calls)
 
 BACKENDS = backends.NAMES
-
-
-@dataclass
-class Kernel:
-    """A scalar program the runtime can apply elementwise, with duals made on demand."""
-
-    program: ScalarProgram
-    name: str
-    _modules: dict[tuple[str, ...], KernelModule] = field(default_factory=dict)
-    _python: dict[tuple[str, ...], dict] = field(default_factory=dict)
-    _drivers: dict[tuple, Any] = field(default_factory=dict)  # see `cached`
-    # (value, active) -> the Python entry of the fused driver last made for them (see
-    # llvm_entry): what derivative's hot path calls with the user's arguments
-    entries: dict[tuple, Any] = field(default_factory=dict)
-    # launch's per-signature work (index space, layouts, driver), at most LAUNCH_PLANS
-    launch_plans: dict[tuple, Any] = field(default_factory=dict)
-
-    @property
-    def params(self) -> tuple[str, ...]:
-        return self.program.params
-
-    def module(self, active: tuple[str, ...] = ()) -> KernelModule:
-        """The kernel module with the dual for `active` params (none: primal only)."""
-        if active not in self._modules:
-            functions = dict(self.program.functions)
-            dual_entry = None
-            if active:
-                dual_entry, duals = make_dual(self.program.functions, self.program.entry, active,
-                                              self.program.custom_rules)
-                functions.update(duals)
-            self._modules[active] = KernelModule(
-                name=self.name, functions=functions, entry=self.program.entry, params=self.params,
-                result_kind=result_kind(self.program.functions, self.program.entry),
-                dual_entry=dual_entry, active=active, origins=dict(self.program.origins))
-        return self._modules[active]
-
-    def cached(self, key: tuple, make: Callable[[], Any]) -> Any:
-        """What this kernel compiled or generated, made once per key: compiled drivers,
-        launchers, fast-path plans and call stubs (key[0] says which)."""
-        value = self._drivers.get(key)
-        if value is None:
-            value = self._drivers[key] = make()
-        return value
-
-    def signature(self, active: tuple[str, ...]) -> KernelSignature:
-        """The kernel's name, params, `active` and a digest of its scalar program's source
-        (primal functions and user rules; the dual is made from them): what finds its
-        compiled drivers on disk without making the dual."""
-        def make() -> KernelSignature:
-            text = [self.program.entry]
-            for name, fn in self.program.functions.items():
-                text += [name, self.program.origins.get(name, ""), unparse(fn)]
-            for name, (params, partials) in sorted(self.program.custom_rules.items()):
-                text += [name, repr(params)] + ["-" if p is None else unparse(p) for p in partials or ()]
-            digest = hashlib.sha256("\0".join(text).encode()).hexdigest()
-            return KernelSignature(self.name, self.params, active, digest)
-        return self.cached(("signature", active), make)
-
-    def seeded(self) -> "Kernel":
-        """This kernel times a seed given as two factors, `entry__seeded(params..., a, b)
-        = a * b * entry(params...)`: its partials are (a * b) * d entry / d p, the same
-        bits as a partial times the seed a * b formed beforehand. `vjp` runs it when the
-        seed is a `SeedProduct`, reading the two factors instead of their product."""
-        def make() -> Kernel:
-            prog = self.program
-            taken = set(prog.params) | set(prog.functions)
-            a, b, name = (fresh_name(base, taken) for base in ("seed_a", "seed_b", f"{prog.entry}__seeded"))
-            params = ", ".join(prog.params)
-            fn = gast_parse(f"def {name}({params}, {a}, {b}):\n    return {a} * {b} * {prog.entry}({params})\n").body[0]
-            program = ScalarProgram({**prog.functions, name: fn}, name, prog.params + (a, b),
-                                    {**prog.origins, name: f"{prog.entry} times a seed given as two factors"},
-                                    prog.custom_rules)
-            return Kernel(program, f"{self.name}__seeded")
-        return self.cached(("seeded",), make)
-
-    def python_functions(self, active: tuple[str, ...]) -> dict:
-        if active not in self._python:
-            self._python[active] = pybackend.compile_module(self.module(active))
-        return self._python[active]
 
 
 @dataclass(frozen=True)
@@ -166,11 +77,6 @@ class SeedProduct:
     def __array__(self, dtype=None, copy=None):
         p = np.multiply(self.left, self.right)
         return p if dtype is None else p.astype(dtype, copy=False)
-
-
-def rounded(total, dtype: np.dtype) -> float:
-    """A sum accumulated in float64, rounded to `dtype` (as a Python float)."""
-    return float(total) if dtype == ACC_DTYPE else float(dtype.type(total))
 
 
 def broadcast_size(*args) -> int:
@@ -257,205 +163,6 @@ def launch(kernel: Kernel, backend: Backend, spec: LoopSpec, active: tuple[str, 
         run(prep.values, out, acc, seed, grads, tangents, out_dot, offs)
 
 
-# ------------------------------------------------------------------ the fast path
-#
-# The common call: C-contiguous float arrays of one shape, and scalars, on the llvm
-# backend. It skips `prepare`/`launch`: one layout check per argument, a cached
-# driver, data pointers read straight from the array objects, and the index space
-# split across threads above THREAD_MIN elements (ctypes releases the GIL).
-
-THREAD_MIN = 200_000
-
-
-def _fast_layouts(args: Sequence[Any]):
-    """(layouts, shape, dtype) when every arg is a float scalar or a C-contiguous float
-    array of one common shape (at least 2 elements); else None."""
-    shape = None
-    dtype = None
-    layouts = []
-    for a in args:
-        t = type(a)
-        if t is float or t is int:
-            layouts.append("scalar")
-            continue
-        if t is not np.ndarray or not a.flags.c_contiguous or a.size < 2:
-            return None
-        dt = a.dtype
-        if dt is not _F64 and dt != _F64 and dt != _F32:
-            return None
-        if shape is None:
-            shape, dtype = a.shape, dt
-        elif a.shape != shape or dt != dtype:
-            return None
-        layouts.append("contig")
-    if shape is None:
-        return None
-    return tuple(layouts), shape, dtype
-
-
-_F64 = np.dtype(np.float64)
-_F32 = np.dtype(np.float32)
-
-
-def _fast_driver(kernel: Kernel, active: tuple[str, ...], spec: LoopSpec, dtype: np.dtype):
-    return kernel.cached(("compiled", active, spec, dtype), lambda: compiled_driver(kernel, active, spec, dtype))
-
-
-# chunks per thread: enough that the threads end together when one is held up
-CHUNKS_PER_THREAD = 8
-
-
-def _split(n: int) -> tuple[list[tuple[int, int]], int]:
-    """(chunks of [0, n), threads to run them on): one chunk below THREAD_MIN elements,
-    else up to CHUNKS_PER_THREAD per thread, none under THREAD_MIN / 4 elements."""
-    t = num_threads() if n >= THREAD_MIN else 1
-    t = min(t, max(1, n // (THREAD_MIN // 4)))
-    k = 1 if t == 1 else min(t * CHUNKS_PER_THREAD, max(t, n // (THREAD_MIN // 4)))
-    step = -(-n // k)
-    return [(lo, min(n, lo + step)) for lo in range(0, n, step)], t
-
-
-@dataclass
-class _FastPlan:
-    """What a fast call needs, computed once per (active, layouts, dtype)."""
-
-    cfunc: Any
-    first_contig: int
-    grad_slots: list[int]      # per active param: index in layouts
-    contig_grads: list[bool]
-    driver: Any = None
-    # the driver's Python entry (codegen/llvm_entry.py): None until the signature's second
-    # call (a first result does not wait for it), then the entry or False (none)
-    entry: Any = None
-    called: bool = False
-
-
-def _fast_plan(kernel: Kernel, active, layouts, dtype, value: str) -> _FastPlan:
-    def make() -> _FastPlan:
-        spec = LoopSpec(layouts, value=value, partials=bool(active), seed="scalar" if active else "none")
-        driver = _fast_driver(kernel, active, spec, dtype)
-        aidx = [kernel.params.index(a) for a in active]
-        return _FastPlan(driver.cfunc, layouts.index("contig"), aidx, [layouts[i] == "contig" for i in aidx],
-                         driver, None if active else False)
-    return kernel.cached(("fast", value, active, layouts, dtype), make)
-
-
-def _entry_of(plan, compiled) -> Any:
-    """`plan.entry`, made on the second call (see _FastPlan)."""
-    if plan.entry is None:
-        if plan.called:
-            plan.entry = compiled.python_entry() or False
-        plan.called = True
-    return plan.entry
-
-
-def _fast_sum_dual(kernel: Kernel, args, active, scale, fast, value: str = "sum"):
-    layouts, shape, dtype = fast
-    fp = _fast_plan(kernel, active, layouts, dtype, value)
-    entry = fp.entry if fp.entry is not None else _entry_of(fp, fp.driver)
-    if entry:   # one call into machine code, up to llvm_entry.ENTRY_MAX elements
-        res = entry(*args, scale, False)
-        if res is not NotImplemented:
-            kernel.entries[(value, active)] = entry     # the signature in use, for derivative's hot path
-            return res[0], list(res[1:])
-    stub = kernel.cached(("stub", value, active, layouts, dtype.num),
-                         lambda: _sum_dual_stub(_fast_plan(kernel, active, layouts, dtype, value), layouts, dtype,
-                                                value))
-    res = stub(*args, scale)
-    if res is not None:
-        return res
-    fp = _fast_plan(kernel, active, layouts, dtype, value)
-    grads = [np.empty(shape, dtype) if c else None for c in fp.contig_grads]
-    totals = _threaded_sum_dual(fp, args, layouts, dtype, grads, scale, args[fp.first_contig].size, value)
-    g0 = 1 if value == "sum" else 0   # slot of the first scalar grad: after the value sum, if any
-    return (rounded(totals[0], dtype) * scale if g0 else None,
-            [g if g is not None else rounded(totals[g0 + k], dtype) for k, g in enumerate(grads)])
-
-
-def _sum_dual_stub(fp: _FastPlan, layouts, dtype, value: str = "sum"):
-    """A small Python function, generated per signature, that makes one unthreaded call:
-    straight-line argument marshalling is what keeps a 10-element gradient within a few
-    microseconds of the kernel. value "none": the driver gets no accumulator for the
-    value (scalar grads still sum into `accs`) and the stub returns None for it."""
-    params = [f"a{i}" for i in range(len(layouts))]
-    first = params[fp.first_contig]
-    g0 = 1 if value == "sum" else 0   # slot of the first scalar grad in accs
-    lines = [f"def stub({', '.join(params)}, scale):",
-             f"    n = {first}.size",
-             "    if n >= THREAD_MIN:",
-             "        return None",
-             f"    accs = zeros({max(1, g0 + len(fp.grad_slots))}, ACC_DTYPE)",
-             "    acc = PTR(accs)"]
-    gnames = []
-    total = "float" if dtype == ACC_DTYPE else "float32_total"   # `rounded`, inline for float64
-    for k, (i, contig) in enumerate(zip(fp.grad_slots, fp.contig_grads)):
-        if contig:
-            lines.append(f"    g{k} = empty({first}.shape, dtype)")
-            gnames.append((f"PTR(g{k})", f"g{k}"))
-        else:
-            gnames.append((f"acc + {(g0 + k) * ACC_DTYPE.itemsize}", f"{total}(accs[{g0 + k}])"))
-    call = ["1", "n"] + [f"PTR({p})" if l == "contig" else p for p, l in zip(params, layouts)] + ["acc"] * g0
-    if fp.grad_slots:
-        call += ["scale"] + [g[0] for g in gnames]
-    lines.append(f"    cfunc({', '.join(call)})")
-    lines.append(f"    return {f'{total}(accs[0]) * scale' if g0 else 'None'}, [{', '.join(g[1] for g in gnames)}]")
-    text = "\n".join(lines)
-    if _DATA_OFFSET is not None:  # read the data pointer inline: a call less per array
-        text = re.sub(r"PTR\((\w+)\)", rf"from_address(id(\1) + {_DATA_OFFSET}).value", text)
-    ns = {"cfunc": fp.cfunc, "PTR": ptr, "from_address": _from_address, "zeros": np.zeros,
-          "empty": np.empty, "dtype": dtype, "THREAD_MIN": THREAD_MIN, "ACC_DTYPE": ACC_DTYPE,
-          "float32_total": lambda v: float(np.float32(v))}
-    exec(compile(text, "<s2sad call stub>", "exec"), ns)
-    return ns["stub"]
-
-
-def _threaded_sum_dual(fp: _FastPlan, args, layouts, dtype, grads, scale, n, value: str = "sum"):
-    """Chunks of the index space on threads, each with its own float64 accumulators (the
-    value sum first when value is "sum", then each scalar grad), summed in float64."""
-    chunks, threads = _split(n)
-    g0 = 1 if value == "sum" else 0   # slot of the first scalar grad
-    width = max(1, g0 + len(grads))
-    accs = np.zeros(width * len(chunks), ACC_DTYPE)
-    itemsize, accsize = dtype.itemsize, ACC_DTYPE.itemsize
-    base = [ptr(a) if l == "contig" else a for a, l in zip(args, layouts)]
-    gbase = [ptr(g) if g is not None else None for g in grads]
-    acc0 = ptr(accs)
-
-    def run(c):
-        lo, hi = chunks[c]
-        v = [1, hi - lo]
-        v += [b + lo * itemsize if l == "contig" else b for b, l in zip(base, layouts)]
-        acc = acc0 + c * width * accsize
-        if g0:
-            v.append(acc)
-        if grads:
-            v.append(scale)
-            v += [g + lo * itemsize if g is not None else acc + (g0 + k) * accsize for k, g in enumerate(gbase)]
-        fp.cfunc(*v)
-
-    run_chunks(run, len(chunks), threads)
-    return accs.reshape(len(chunks), width).sum(axis=0)
-
-
-def _fast_apply(kernel: Kernel, args, fast):
-    layouts, shape, dtype = fast
-    cfunc = _fast_plan(kernel, (), layouts, dtype, "store").cfunc
-    out = np.empty(shape, dtype)
-    n = out.size
-    itemsize = dtype.itemsize
-
-    def run(lo, hi):
-        argv = [1, hi - lo]
-        for a, l in zip(args, layouts):
-            argv.append(ptr(a) + lo * itemsize if l == "contig" else a)
-        argv.append(ptr(out) + lo * itemsize)
-        cfunc(*argv)
-
-    chunks, threads = _split(n)
-    run_chunks(lambda c: run(*chunks[c]), len(chunks), threads)
-    return out
-
-
 # ------------------------------------------------------------------ entry points
 
 def _out_dtype(kernel: Kernel, dtype: np.dtype) -> np.dtype:
@@ -467,9 +174,9 @@ def apply(kernel: Kernel, args: Sequence[Any], backend: str | backends.Choice = 
     """The primal applied elementwise: an array of the broadcast shape (a float for scalars)."""
     choice = backends.choose(backend)
     if choice.fast_path:
-        fast = _fast_layouts(args)
+        fast = fast_layouts(args)
         if fast is not None:
-            out = _fast_apply(kernel, args, fast)
+            out = fast_apply(kernel, args, fast)
             odt = _out_dtype(kernel, fast[2])
             if odt != fast[2]:
                 out = out != 0 if odt == np.dtype(bool) else out.astype(odt)
@@ -530,9 +237,9 @@ def sum_dual(kernel: Kernel, args: Sequence[Any], active: tuple[str, ...], scale
         choice.resolve(args).prepare(args, kernel.params)   # the same shape checks, nothing to compute
         return None, []
     if choice.fast_path:
-        fast = _fast_layouts(args)
+        fast = fast_layouts(args)
         if fast is not None:
-            return _fast_sum_dual(kernel, args, active if with_grads else (), scale, fast,
+            return fast_sum_dual(kernel, args, active if with_grads else (), scale, fast,
                                   "sum" if value else "none")
     backend = choice.resolve(args)
     xp, prep = backend.xp, backend.prepare(args, kernel.params)
@@ -733,145 +440,3 @@ def remember(kernel: Kernel, key: tuple, value):
     kernel.launch_plans[key] = value
     return value
 
-
-# ------------------------------------------------------------------ scans (stateful functions)
-#
-# A state-passing kernel (see kernel.py, "Scan drivers") runs its elements in order.
-# Inputs are materialized at the broadcast shape (one row-major run); gradients of
-# broadcast inputs are summed back to their shapes afterwards.
-
-def _scan_inputs(kernel: Kernel, args: Sequence[Any], n_state: int, backend: Backend):
-    names = kernel.params[: len(kernel.params) - n_state]
-    xp, prep = backend.xp, backend.prepare(args, names)
-    values, layouts = [], []
-    for v, l in zip(prep.values, prep.layouts):
-        if l == "scalar":
-            values.append(v)
-            layouts.append("scalar")
-        else:
-            values.append(xp.ascontiguousarray(xp.broadcast_to(v, prep.shape)).reshape(-1))
-            layouts.append("contig")
-    return xp, prep, values, tuple(layouts)
-
-
-def _scan_driver(kernel: Kernel, backend: Backend, active: tuple[str, ...], spec: ScanSpec, dtype: np.dtype):
-    """The backend's scan driver for the kernel's dual w.r.t. `active` and the state
-    (primal only without grads), made once per (backend, active, spec, dtype)."""
-    def make():
-        kmod = kernel.module(active + kernel.params[len(kernel.params) - spec.n_state:]) if spec.grads \
-            else kernel.module(())
-        return backend.compile_scan(kernel, kmod, active, spec, dtype)
-    return kernel.cached(("scan", backend.name, active, spec, dtype), make)
-
-
-def scan_apply(kernel: Kernel, args: Sequence[Any], state: Sequence[float],
-               backend: str | backends.Choice = "auto", value: str = "store"):
-    """The primal of a state-passing kernel, elements in order: (values, final state)."""
-    n_state = len(state)
-    backend = backends.backend_for(backend, args)
-    xp, prep, values, layouts = _scan_inputs(kernel, args, n_state, backend)
-    spec = ScanSpec(layouts, n_state, value=value)
-    st = xp.array(state, dtype=prep.dtype)
-    n = int(np.prod(prep.shape, dtype=np.int64))
-    out = xp.empty(prep.shape, prep.dtype) if value == "store" else None
-    acc = xp.zeros(1, backend.acc_dtype(prep.dtype))
-    _scan_driver(kernel, backend, (), spec, prep.dtype)(n, values, st, out=None if out is None else out.reshape(-1),
-                                                         acc=acc)
-    return ((backend.results(args, out) if value == "store" else rounded(acc[0], prep.dtype)),
-            [float(v) for v in st.tolist()])
-
-
-def scan_grads(kernel: Kernel, args: Sequence[Any], active: tuple[str, ...], state: Sequence[float],
-               seed: Any = 1.0, value: str = "sum", backend: str | backends.Choice = "auto"):
-    """Forward sweep and reverse sweep of a state-passing kernel: (values or their sum,
-    grads of sum(seed * values) w.r.t. the active params, final state)."""
-    n_state = len(state)
-    choice = backends.choose(backend)
-    if choice.fast_path and type(seed) is float and value == "sum":
-        fast = _fast_layouts(args)
-        if fast is not None:
-            return _fast_scan_grads(kernel, args, active, state, seed, fast)
-    inputs = list(args) + [seed]
-    backend = choice.resolve(inputs)
-    xp, prep, values, layouts = _scan_inputs(kernel, args, n_state, backend)
-    seed_kind = "scalar" if np.ndim(seed) == 0 else "array"
-    spec = ScanSpec(layouts, n_state, value=value, grads=True, seed=seed_kind)
-    n = int(np.prod(prep.shape, dtype=np.int64))
-    st = xp.array(state, dtype=prep.dtype)
-    st_bar = xp.zeros(n_state, prep.dtype)
-    acc = xp.zeros(1, backend.acc_dtype(prep.dtype))
-    out = xp.empty(n, prep.dtype) if value == "store" else None
-    grads = [xp.zeros(1, backend.acc_dtype(prep.dtype)) if layouts[kernel.params.index(a)] == "scalar"
-             else xp.empty(n, prep.dtype)
-             for a in active]
-    s = float(seed) if seed_kind == "scalar" else xp.ascontiguousarray(
-        xp.broadcast_to(xp.asarray(seed, dtype=prep.dtype), prep.shape)).reshape(-1)
-    _scan_driver(kernel, backend, active, spec, prep.dtype)(n, values, st, out=out, acc=acc, seed=s, grads=grads,
-                                                            state_bar=st_bar)
-    shaped = []
-    for a, g in zip(active, grads):
-        i = kernel.params.index(a)
-        if layouts[i] == "scalar":
-            g = g.astype(prep.dtype, copy=False)     # a sum in float64: rounded once
-            shaped.append(g.reshape(prep.shapes[i]) if prep.shapes[i] != () else g.reshape(()))
-        else:
-            shaped.append(_unbroadcast(g.reshape(prep.shape), prep.shapes[i]))
-    vals = backend.results(inputs, out.reshape(prep.shape)) if value == "store" else rounded(acc[0], prep.dtype)
-    return vals, backend.results(inputs, shaped), [float(v) for v in st.tolist()]
-
-
-@dataclass
-class _FastScan:
-    """What a fast scan call needs, made once per (active, layouts, dtype, k)."""
-
-    cfunc: Any
-    needs_tape: bool
-    no_tape: np.ndarray
-    contig: list[bool]         # per param: an array (else a scalar)
-    contig_grads: list[bool]   # per active param
-    compiled: Any = None
-    # the driver's Python entry (llvm_entry), for scans that need no tape: as _FastPlan's
-    entry: Any = None
-    called: bool = False
-
-
-def _fast_scan_grads(kernel: Kernel, args, active, state, seed: float, fast):
-    """scan_grads for float scalars and C-contiguous arrays of one shape on the llvm
-    backend: the pointers straight from the arrays, no broadcasting, a cached driver."""
-    layouts, shape, dtype = fast
-    k = len(state)
-
-    def make() -> _FastScan:
-        spec = ScanSpec(layouts, k, value="sum", grads=True, seed="scalar")
-        d = _scan_driver(kernel, LLVM, active, spec, dtype)
-        idx = [kernel.params.index(a) for a in active]
-        return _FastScan(d.cfunc, d.needs_tape, d.no_tape, [l == "contig" for l in layouts],
-                         [layouts[i] == "contig" for i in idx], d.compiled, False if d.needs_tape else None)
-
-    fs = kernel.cached(("scanfast", active, layouts, dtype, k), make)
-    entry = fs.entry if fs.entry is not None else _entry_of(fs, fs.compiled)
-    if entry:   # one call into machine code, up to llvm_entry.ENTRY_MAX elements
-        res = entry(*args, *state, seed, False)
-        if res is not NotImplemented:
-            kernel.entries[("scan", active)] = entry     # the signature in use, for derivative's hot path
-            return res[0], list(res[1:1 + len(active)]), list(res[1 + len(active):])
-    n = 1
-    for m in shape:
-        n *= m
-    st = np.array(state, dtype)
-    st_bar = np.zeros(k, dtype)
-    acc = np.zeros(1, ACC_DTYPE)
-    grads = [np.empty(shape, dtype) if c else np.zeros(1, ACC_DTYPE) for c in fs.contig_grads]
-    tape = np.empty(n * k, dtype) if fs.needs_tape else fs.no_tape
-    argv = [1, n] + [ptr(a) if c else a for a, c in zip(args, fs.contig)]
-    argv += [ptr(st), ptr(acc), seed] + [ptr(g) for g in grads] + [ptr(st_bar), ptr(tape)]
-    fs.cfunc(*argv)
-    return (rounded(acc[0], dtype), [g if c else g.astype(dtype).reshape(()) for g, c in zip(grads, fs.contig_grads)],
-            [float(v) for v in st.tolist()])
-
-
-def _unbroadcast(g: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
-    """Sum a full-shape gradient over the dimensions broadcasting added to `shape`."""
-    extra = g.ndim - len(shape)
-    axes = tuple(range(extra)) + tuple(extra + d for d, n in enumerate(shape) if n == 1 and g.shape[extra + d] != 1)
-    return g.sum(axis=axes).reshape(shape) if axes else g

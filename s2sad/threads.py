@@ -1,4 +1,4 @@
-"""The threads the runtime splits a large call across (runtime._split, _threaded_sum_dual).
+"""The threads the runtime splits a large call across (fastpath.split, threaded_sum_dual).
 
 Invariants:
 - `num_threads()` is always in 1..max_threads(): S2SAD_NUM_THREADS when it is such an

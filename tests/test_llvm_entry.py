@@ -33,7 +33,7 @@ def driver(layouts, dtype=np.float64, value="sum", active=("x", "y")):
 
 
 def through_cfunc(d, args, mean, scale=1.0):
-    """The general path's call of the same driver (what runtime._sum_dual_stub does)."""
+    """The general path's call of the same driver (what fastpath.sum_dual_stub does)."""
     layouts, dt = d.spec.layouts, d.dtype
     arrays = [a for a, l in zip(args, layouts) if l == "contig"]
     n = arrays[0].size

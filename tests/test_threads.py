@@ -1,4 +1,4 @@
-"""Threads on the fast path (runtime.py): above THREAD_MIN elements the index space is
+"""Threads on the fast path (fastpath.py): above THREAD_MIN elements the index space is
 split into chunks that S2SAD_NUM_THREADS threads take in turn, each chunk with its own
 accumulators; the answer is the one-thread answer up to the order of summation. No
 timing here (see bench/)."""
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import s2sad
-from s2sad import runtime, threads
+from s2sad import fastpath, threads
 
 N = 1_000_000
 
@@ -31,7 +31,7 @@ def elementwise(z):
 def spy(monkeypatch):
     """Counts threaded launches and records how each launch was split."""
     calls = {"threaded": 0, "splits": []}
-    split, threaded = runtime._split, runtime._threaded_sum_dual
+    split, threaded = fastpath.split, fastpath.threaded_sum_dual
 
     def counting_split(n):
         chunks, threads = split(n)
@@ -42,8 +42,8 @@ def spy(monkeypatch):
         calls["threaded"] += 1
         return threaded(*args, **kw)
 
-    monkeypatch.setattr(runtime, "_split", counting_split)
-    monkeypatch.setattr(runtime, "_threaded_sum_dual", counting_threaded)
+    monkeypatch.setattr(fastpath, "split", counting_split)
+    monkeypatch.setattr(fastpath, "threaded_sum_dual", counting_threaded)
     return calls
 
 
@@ -60,7 +60,7 @@ def test_one_and_two_threads_agree(monkeypatch, spy):
     v2, g2 = _with_threads(monkeypatch, 2, lambda: vg(x))
     assert spy["threaded"] == 2 and spy["splits"][1][1] == 2
     chunks = spy["splits"][1][0]
-    assert len(chunks) == 2 * runtime.CHUNKS_PER_THREAD
+    assert len(chunks) == 2 * fastpath.CHUNKS_PER_THREAD
     assert chunks[0][0] == 0 and chunks[-1][1] == N and all(a[1] == b[0] for a, b in zip(chunks, chunks[1:]))
     np.testing.assert_allclose(v2, v1, rtol=1e-12)
     np.testing.assert_allclose(g2, g1, rtol=1e-12)
@@ -94,7 +94,7 @@ def test_elementwise_apply_splits_too(monkeypatch, spy):
 
 def test_small_arrays_stay_on_the_calling_thread(monkeypatch, spy):
     monkeypatch.setenv("S2SAD_NUM_THREADS", "2")
-    x = np.linspace(-1.0, 1.0, runtime.THREAD_MIN - 1)
+    x = np.linspace(-1.0, 1.0, fastpath.THREAD_MIN - 1)
     v, g = s2sad.value_and_grad(user)(x)
     assert spy["threaded"] == 0
     np.testing.assert_allclose(v, np.sum(np.tanh(x) * x / (1 + x * x)), rtol=1e-12)

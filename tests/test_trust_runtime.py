@@ -16,7 +16,7 @@ import pytest
 
 import s2sad
 import trust_runtime_child as child
-from s2sad import runtime, threads
+from s2sad import fastpath, runtime, threads
 from s2sad.frontend import parse_function
 from s2sad.passes.normalize import normalize
 
@@ -205,7 +205,7 @@ def test_a_child_process_runs_large_calls(monkeypatch, method):
     if method not in multiprocessing.get_all_start_methods():
         pytest.skip(f"no {method} on this platform")
     monkeypatch.setenv("S2SAD_NUM_THREADS", "2")
-    n = 4 * runtime.THREAD_MIN
+    n = 4 * fastpath.THREAD_MIN
     dv, err, _ = child.large_gradient(n)               # starts the pool in this process
     assert threads.pool_size() >= 1 and abs(dv) < 1e-8 and err < 1e-12
     pool = _child_pool(method)
@@ -312,7 +312,7 @@ def test_too_many_threads_are_capped(monkeypatch):
     with pytest.warns(RuntimeWarning, match=rf"S2SAD_NUM_THREADS='1000' is more than .*; using {cap} threads"):
         assert threads.num_threads() == cap
     # a large call then runs on at most cap threads (the caller and cap - 1 of the pool's)
-    x = np.linspace(-1.0, 1.0, 2 * runtime.THREAD_MIN)
+    x = np.linspace(-1.0, 1.0, 2 * fastpath.THREAD_MIN)
     with pytest.warns(RuntimeWarning, match="S2SAD_NUM_THREADS"):
         g = s2sad.grad(child.tanh_loss)(x)
     t = np.tanh(x)

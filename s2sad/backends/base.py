@@ -15,7 +15,7 @@ arrays. Its four steps, in the order the runtime takes them:
 and, around them, `acc_dtype` (the dtype of a driver's sums) and `results` (where the
 arrays it returns live). Two flags say what the runtime may do beyond the protocol:
 `fast_path` (numpy calls of a plain signature may go straight to the llvm backend's
-machine code, `runtime._fast_*`) and `ordered_sums` (host memory, sums in element
+machine code, fastpath.py) and `ordered_sums` (host memory, sums in element
 order: the seeded pullbacks and the row passes of `column_products` apply).
 
 Invariant: one object per backend (the registry's); the runtime compares none of them

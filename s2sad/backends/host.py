@@ -14,6 +14,11 @@ from .base import Backend
 ACC_DTYPE = np.dtype(np.float64)
 
 
+def rounded(total, dtype: np.dtype) -> float:
+    """A sum accumulated in float64, rounded to `dtype` (as a Python float)."""
+    return float(total) if dtype == ACC_DTYPE else float(dtype.type(total))
+
+
 class HostBackend(Backend):
     """A backend that runs in this process on numpy arrays, its sums in element order."""
 

@@ -1,0 +1,220 @@
+"""The lean llvm paths: a kernel's common calls without `prepare` and `launch`.
+
+The common call: C-contiguous float arrays of one shape, and scalars, on the llvm
+backend (`Choice.fast_path`). It skips `prepare`/`launch`: one layout check per
+argument (`fast_layouts`), a cached driver, data pointers read straight from the array
+objects, and the index space split across threads above THREAD_MIN elements (ctypes
+releases the GIL). Below THREAD_MIN a sum is one call of a small Python stub generated
+per signature (`sum_dual_stub`); from a signature's second call on, one call of the
+driver's Python entry (codegen/llvm_entry.py) where it has one.
+
+Invariants: the same results, bit for bit, as `runtime.launch` on the llvm backend:
+sums accumulated in float64 (`ACC_DTYPE`) and rounded once (`rounded`), threads'
+partial sums combined in float64; the user's arrays are never written. Everything made
+for a signature is kept on the kernel (`Kernel.cached`), made once.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+
+from .backends.host import ACC_DTYPE, rounded
+from .backends.llvm import DATA_OFFSET, compiled_driver, from_address, ptr
+from .kernel import LoopSpec
+from .runkernel import Kernel
+from .threads import num_threads, run_chunks
+
+THREAD_MIN = 200_000
+
+
+def fast_layouts(args: Sequence[Any]):
+    """(layouts, shape, dtype) when every arg is a float scalar or a C-contiguous float
+    array of one common shape (at least 2 elements); else None."""
+    shape = None
+    dtype = None
+    layouts = []
+    for a in args:
+        t = type(a)
+        if t is float or t is int:
+            layouts.append("scalar")
+            continue
+        if t is not np.ndarray or not a.flags.c_contiguous or a.size < 2:
+            return None
+        dt = a.dtype
+        if dt is not _F64 and dt != _F64 and dt != _F32:
+            return None
+        if shape is None:
+            shape, dtype = a.shape, dt
+        elif a.shape != shape or dt != dtype:
+            return None
+        layouts.append("contig")
+    if shape is None:
+        return None
+    return tuple(layouts), shape, dtype
+
+
+_F64 = np.dtype(np.float64)
+_F32 = np.dtype(np.float32)
+
+
+def _fast_driver(kernel: Kernel, active: tuple[str, ...], spec: LoopSpec, dtype: np.dtype):
+    return kernel.cached(("compiled", active, spec, dtype), lambda: compiled_driver(kernel, active, spec, dtype))
+
+
+# chunks per thread: enough that the threads end together when one is held up
+CHUNKS_PER_THREAD = 8
+
+
+def split(n: int) -> tuple[list[tuple[int, int]], int]:
+    """(chunks of [0, n), threads to run them on): one chunk below THREAD_MIN elements,
+    else up to CHUNKS_PER_THREAD per thread, none under THREAD_MIN / 4 elements."""
+    t = num_threads() if n >= THREAD_MIN else 1
+    t = min(t, max(1, n // (THREAD_MIN // 4)))
+    k = 1 if t == 1 else min(t * CHUNKS_PER_THREAD, max(t, n // (THREAD_MIN // 4)))
+    step = -(-n // k)
+    return [(lo, min(n, lo + step)) for lo in range(0, n, step)], t
+
+
+@dataclass
+class FastPlan:
+    """What a fast call needs, computed once per (active, layouts, dtype)."""
+
+    cfunc: Any
+    first_contig: int
+    grad_slots: list[int]      # per active param: index in layouts
+    contig_grads: list[bool]
+    driver: Any = None
+    # the driver's Python entry (codegen/llvm_entry.py): None until the signature's second
+    # call (a first result does not wait for it), then the entry or False (none)
+    entry: Any = None
+    called: bool = False
+
+
+def fast_plan(kernel: Kernel, active, layouts, dtype, value: str) -> FastPlan:
+    def make() -> FastPlan:
+        spec = LoopSpec(layouts, value=value, partials=bool(active), seed="scalar" if active else "none")
+        driver = _fast_driver(kernel, active, spec, dtype)
+        aidx = [kernel.params.index(a) for a in active]
+        return FastPlan(driver.cfunc, layouts.index("contig"), aidx, [layouts[i] == "contig" for i in aidx],
+                         driver, None if active else False)
+    return kernel.cached(("fast", value, active, layouts, dtype), make)
+
+
+def entry_of(plan, compiled) -> Any:
+    """`plan.entry`, made on the second call (see FastPlan)."""
+    if plan.entry is None:
+        if plan.called:
+            plan.entry = compiled.python_entry() or False
+        plan.called = True
+    return plan.entry
+
+
+def fast_sum_dual(kernel: Kernel, args, active, scale, fast, value: str = "sum"):
+    layouts, shape, dtype = fast
+    fp = fast_plan(kernel, active, layouts, dtype, value)
+    entry = fp.entry if fp.entry is not None else entry_of(fp, fp.driver)
+    if entry:   # one call into machine code, up to llvm_entry.ENTRY_MAX elements
+        res = entry(*args, scale, False)
+        if res is not NotImplemented:
+            kernel.entries[(value, active)] = entry     # the signature in use, for derivative's hot path
+            return res[0], list(res[1:])
+    stub = kernel.cached(("stub", value, active, layouts, dtype.num),
+                         lambda: sum_dual_stub(fast_plan(kernel, active, layouts, dtype, value), layouts, dtype,
+                                                value))
+    res = stub(*args, scale)
+    if res is not None:
+        return res
+    fp = fast_plan(kernel, active, layouts, dtype, value)
+    grads = [np.empty(shape, dtype) if c else None for c in fp.contig_grads]
+    totals = threaded_sum_dual(fp, args, layouts, dtype, grads, scale, args[fp.first_contig].size, value)
+    g0 = 1 if value == "sum" else 0   # slot of the first scalar grad: after the value sum, if any
+    return (rounded(totals[0], dtype) * scale if g0 else None,
+            [g if g is not None else rounded(totals[g0 + k], dtype) for k, g in enumerate(grads)])
+
+
+def sum_dual_stub(fp: FastPlan, layouts, dtype, value: str = "sum"):
+    """A small Python function, generated per signature, that makes one unthreaded call:
+    straight-line argument marshalling is what keeps a 10-element gradient within a few
+    microseconds of the kernel. value "none": the driver gets no accumulator for the
+    value (scalar grads still sum into `accs`) and the stub returns None for it."""
+    params = [f"a{i}" for i in range(len(layouts))]
+    first = params[fp.first_contig]
+    g0 = 1 if value == "sum" else 0   # slot of the first scalar grad in accs
+    lines = [f"def stub({', '.join(params)}, scale):",
+             f"    n = {first}.size",
+             "    if n >= THREAD_MIN:",
+             "        return None",
+             f"    accs = zeros({max(1, g0 + len(fp.grad_slots))}, ACC_DTYPE)",
+             "    acc = PTR(accs)"]
+    gnames = []
+    total = "float" if dtype == ACC_DTYPE else "float32_total"   # `rounded`, inline for float64
+    for k, (i, contig) in enumerate(zip(fp.grad_slots, fp.contig_grads)):
+        if contig:
+            lines.append(f"    g{k} = empty({first}.shape, dtype)")
+            gnames.append((f"PTR(g{k})", f"g{k}"))
+        else:
+            gnames.append((f"acc + {(g0 + k) * ACC_DTYPE.itemsize}", f"{total}(accs[{g0 + k}])"))
+    call = ["1", "n"] + [f"PTR({p})" if l == "contig" else p for p, l in zip(params, layouts)] + ["acc"] * g0
+    if fp.grad_slots:
+        call += ["scale"] + [g[0] for g in gnames]
+    lines.append(f"    cfunc({', '.join(call)})")
+    lines.append(f"    return {f'{total}(accs[0]) * scale' if g0 else 'None'}, [{', '.join(g[1] for g in gnames)}]")
+    text = "\n".join(lines)
+    if DATA_OFFSET is not None:  # read the data pointer inline: a call less per array
+        text = re.sub(r"PTR\((\w+)\)", rf"from_address(id(\1) + {DATA_OFFSET}).value", text)
+    ns = {"cfunc": fp.cfunc, "PTR": ptr, "from_address": from_address, "zeros": np.zeros,
+          "empty": np.empty, "dtype": dtype, "THREAD_MIN": THREAD_MIN, "ACC_DTYPE": ACC_DTYPE,
+          "float32_total": lambda v: float(np.float32(v))}
+    exec(compile(text, "<s2sad call stub>", "exec"), ns)
+    return ns["stub"]
+
+
+def threaded_sum_dual(fp: FastPlan, args, layouts, dtype, grads, scale, n, value: str = "sum"):
+    """Chunks of the index space on threads, each with its own float64 accumulators (the
+    value sum first when value is "sum", then each scalar grad), summed in float64."""
+    chunks, threads = split(n)
+    g0 = 1 if value == "sum" else 0   # slot of the first scalar grad
+    width = max(1, g0 + len(grads))
+    accs = np.zeros(width * len(chunks), ACC_DTYPE)
+    itemsize, accsize = dtype.itemsize, ACC_DTYPE.itemsize
+    base = [ptr(a) if l == "contig" else a for a, l in zip(args, layouts)]
+    gbase = [ptr(g) if g is not None else None for g in grads]
+    acc0 = ptr(accs)
+
+    def run(c):
+        lo, hi = chunks[c]
+        v = [1, hi - lo]
+        v += [b + lo * itemsize if l == "contig" else b for b, l in zip(base, layouts)]
+        acc = acc0 + c * width * accsize
+        if g0:
+            v.append(acc)
+        if grads:
+            v.append(scale)
+            v += [g + lo * itemsize if g is not None else acc + (g0 + k) * accsize for k, g in enumerate(gbase)]
+        fp.cfunc(*v)
+
+    run_chunks(run, len(chunks), threads)
+    return accs.reshape(len(chunks), width).sum(axis=0)
+
+
+def fast_apply(kernel: Kernel, args, fast):
+    layouts, shape, dtype = fast
+    cfunc = fast_plan(kernel, (), layouts, dtype, "store").cfunc
+    out = np.empty(shape, dtype)
+    n = out.size
+    itemsize = dtype.itemsize
+
+    def run(lo, hi):
+        argv = [1, hi - lo]
+        for a, l in zip(args, layouts):
+            argv.append(ptr(a) + lo * itemsize if l == "contig" else a)
+        argv.append(ptr(out) + lo * itemsize)
+        cfunc(*argv)
+
+    chunks, threads = split(n)
+    run_chunks(lambda c: run(*chunks[c]), len(chunks), threads)
+    return out
+
