@@ -92,7 +92,8 @@ d = list(llvm_jit._cache.values())
 print(json.dumps({"value": v, "grad": g.tolist(), "origins": [c.origin for c in d],
                   "keys": [c.key for c in d], "ms": 1e3 * t, "at_import": at_import,
                   "binding": "llvmlite.binding" in sys.modules,
-                  "lowered": "s2sad.codegen.llvm_lower" in sys.modules}))
+                  "lowered": any(f"s2sad.codegen.{m}" in sys.modules
+                                 for m in ("llvm_lower", "llvm_ir", "llvm_math", "llvm_expr"))}))
 """
 
 

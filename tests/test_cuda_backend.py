@@ -721,7 +721,7 @@ def test_compile_error_shows_generated_line():
 
 
 def test_ptxas_rejects_bad_ptx():
-    if cuda._ptxas_path() is None:
+    if cuda.ptxas_path() is None:
         pytest.skip("no ptxas")
     with pytest.raises(cuda.CudaCompileError):
         cuda.check_ptxas(".version 9.0\n.target sm_90\n.address_size 64\nthis is not ptx\n")
