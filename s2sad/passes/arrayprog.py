@@ -24,11 +24,11 @@ refused: the generated code never mutates, so they would differentiate wrongly.
 
 The builder is a coordinator: it holds the program being built (the statements, the
 SSA namer, the free and bound names, and what the in-place checks need: which values
-are fresh, aliased, known scalars) and lowers names, calls and attributes itself; its
+are fresh, aliased, known scalars), resolves names and dispatches expressions; its
 parts, each holding the builder and reading and emitting through it, do the rest:
-primcalls.PrimCalls (array primitives), arraystmts.Statements (statements and control
-flow), ewexprs.ElementwiseExprs (elementwise expressions), inlining.Inliner (the
-user's own functions). After the body, fusion.fuse joins elementwise statements into
+primcalls.PrimCalls (array primitives), arraycalls.Calls (attributes, other calls),
+arraystmts.Statements (statements and control flow), ewexprs.ElementwiseExprs
+(elementwise expressions), inlining.Inliner (the user's own functions). After the body, fusion.fuse joins elementwise statements into
 kernels and kernelpairs.pair_kernels pairs kernels with their matmul or row reduction.
 """
 from __future__ import annotations
@@ -46,6 +46,7 @@ from ..errors import FreeVariableError, UnsupportedOperationError, UnsupportedSy
 from ..frontend import MISSING, ParsedFunction, Resolver, attribute_value, classify, location_of
 from .arrayir import ArrayProgram, ArrayStmt, Const, Ctx, Namer, Py, const_expr, operand_expr
 from .arrayscope import UNBOUND, Bound, LocalFn, Scope, source_text
+from .arraycalls import Calls
 from .arraystmts import Statements, drop_dead_phis
 from .elementwise import Site
 from .ewexprs import ElementwiseExprs
@@ -53,7 +54,7 @@ from .fusion import fuse
 from .inlining import Inliner
 from .kernelpairs import pair_kernels
 from .normalize import ScalarProgram
-from .primcalls import PrimCalls, register_hint, root_name, unsupported  # register_hint: also for tests
+from .primcalls import PrimCalls, register_hint, root_name  # register_hint: also for tests
 from .trees import assigned_names
 
 # Names generated code uses for its own purposes (reverse.py binds them).
@@ -62,23 +63,6 @@ RESERVED = {"apply", "vjp", "store_partials", "sum_dual", "sum_grads", "not_need
             "reduce_min",
             "np", "range", "reversed", "zip", "len", "float", "int", "None", "True", "False",
             "math", "_residuals"} | HELPER_NAMES
-
-
-def _np_funcs(*names):
-    return {getattr(np, n) for n in names if hasattr(np, n)}
-
-
-# functions whose value does not depend differentiably on their inputs: evaluated as is
-NOGRAD_FUNCS = _np_funcs(
-    "zeros", "ones", "full", "empty", "zeros_like", "ones_like", "full_like", "empty_like", "arange",
-    "linspace", "eye", "identity", "shape", "size", "ndim", "argmax", "argmin", "argsort", "nonzero",
-    "isnan", "isinf", "isfinite", "flatnonzero", "count_nonzero", "logical_and", "logical_or",
-    "logical_not", "logical_xor", "all", "any", "array_equal", "allclose", "isclose", "searchsorted",
-    "digitize", "tril_indices", "triu_indices", "ravel_multi_index", "unravel_index") | {len, range, bool}
-FRESH_NOGRAD = _np_funcs("zeros", "ones", "full", "empty", "zeros_like", "ones_like", "full_like",
-                         "empty_like", "arange", "linspace", "eye", "identity")
-SCALAR_NOGRAD = {len} | _np_funcs("size", "ndim")
-NOGRAD_ATTRS = {"shape", "ndim", "size", "dtype", "itemsize", "nbytes"}
 
 
 # ------------------------------------------------------------------ the builder
@@ -113,6 +97,7 @@ class Builder:
         self.stmts = Statements(self)    # statements and control flow
         self.ew = ElementwiseExprs(self)  # elementwise expressions -> Elementwise statements
         self.inliner = Inliner(self)     # calls of the user's own functions
+        self.calls = Calls(self)         # attributes and other calls
 
     # -------------------------------------------------------------- errors
 
@@ -254,9 +239,9 @@ class Builder:
         if isinstance(e, gast.Subscript):
             return self.prims.subscript(e, scope, want)
         if isinstance(e, gast.Attribute):
-            return self.attribute(e, scope, want)
+            return self.calls.attribute(e, scope, want)
         if isinstance(e, gast.Call):
-            return self.call(e, scope, want)
+            return self.calls.call(e, scope, want)
         if isinstance(e, (gast.Tuple, gast.List)):
             return [self.expr(x, scope) for x in e.elts]
         if isinstance(e, gast.Lambda):
@@ -326,7 +311,7 @@ class Builder:
 
         return R().visit(copy.deepcopy(e))
 
-    # -------------------------------------------------------------- elementwise
+    # -------------------------------------------------------------- calls
 
     def resolve_call(self, f, scope: Scope):
         """(kind, value) of a called expression: ("local", LocalFn), ("method", attr),
@@ -351,31 +336,7 @@ class Builder:
             return "method", f.attr
         return "expr", None
 
-    # -------------------------------------------------------------- other operations
-
-    def attribute(self, e: gast.Attribute, scope: Scope, want=None):
-        root = root_name(e)
-        if root is not None and self.lookup_local(root, scope) is None:
-            value = attribute_value(scope.ctx.resolver, e)
-            if value is not MISSING:
-                if classify(value).kind == "constant" or value is None:
-                    return Const(value)
-                if isinstance(value, np.ndarray):
-                    raise self.err(scope.ctx, e, f"'{source_text(e)}' is an array read through a module attribute",
-                                   "Bind it to a module-level name, or pass it as an argument.",
-                                   UnsupportedOperationError)
-                return Bound(value, source_text(e))
-        x = self.array(e.value, scope)
-        if e.attr == "T":
-            return self.prims.transpose_T(x, e, scope, want)
-        if e.attr in NOGRAD_ATTRS:
-            fwd = gast.Attribute(value=operand_expr(x), attr=e.attr, ctx=gast.Load())
-            t = self.py_stmt(fwd, [x], set(), e, scope, want, "nograd")
-            if e.attr in ("ndim", "size", "itemsize", "nbytes"):
-                self.scalar.add(t)
-            return t
-        fwd = gast.Attribute(value=operand_expr(x), attr=e.attr, ctx=gast.Load())
-        return self.py_stmt(fwd, [x], set(), e, scope, want, "unsupported", label=f".{e.attr}")
+    # -------------------------------------------------------------- evaluated as written
 
     def py_stmt(self, fwd, args, reads, e, scope: Scope, want, why, label="", fresh=False):
         t = self.emit(Py(why, label), [a for a in args], e, scope, want, forward=fwd, reads=set(reads))
@@ -386,84 +347,6 @@ class Builder:
                 if isinstance(a, str):
                     self.aliased.add(a)
         return t
-
-    def call(self, e: gast.Call, scope: Scope, want=None):
-        ctx = scope.ctx
-        if any(isinstance(a, gast.Starred) for a in e.args) or any(k.arg is None for k in e.keywords):
-            raise self.err(ctx, e, "*args and **kwargs in calls are not supported at the array level",
-                           "Pass arguments one by one.", UnsupportedOperationError)
-        kind, value = self.resolve_call(e.func, scope)
-        label = source_text(e.func)
-        if kind == "local":
-            return self.inliner.inline_local(value, e, scope, want)
-        if kind == "called_value":
-            raise self.err(ctx, e, f"'{label}' is a value, not a function", "Call a function.",
-                           UnsupportedOperationError)
-        if kind == "missing":
-            raise self.err(ctx, e, f"cannot resolve '{label}'", "Call numpy or a function written in Python.",
-                           UnsupportedOperationError)
-        if kind == "method":
-            return self.method(e, scope, want)
-        if kind == "expr":
-            raise self.err(ctx, e, "calling the result of an expression is not supported",
-                           "Call a named function.", UnsupportedOperationError)
-        # a known Python object
-        t = self.prims.function(value, e, scope, want)
-        if t is not None:
-            return t
-        if value in NOGRAD_FUNCS or value is isinstance:
-            fwd, reads = self.plain_call(e, scope)
-            t = self.py_stmt(fwd, sorted(reads), set(), e, scope, want, "nograd", label,
-                             fresh=value in FRESH_NOGRAD)
-            if value in SCALAR_NOGRAD:
-                self.scalar.add(t)
-            return t
-        r = classify(value)
-        if r.kind == "function" and isinstance(r.value, types.FunctionType):   # (an @differentiate's function)
-            return self.inliner.inline_function(r.value, e, scope, want)
-        if r.kind == "s2sad":
-            raise unsupported(label, self.loc(ctx, e), "cannot be called inside a function s2sad differentiates")
-        # anything else: evaluated as is; an error if it reads a differentiated value
-        fwd, reads = self.plain_call(e, scope)
-        return self.py_stmt(fwd, sorted(reads), set(), e, scope, want, "unsupported", label)
-
-    def plain_call(self, e: gast.Call, scope: Scope):
-        """A call evaluated as written, its arguments computed first. -> (gast, reads)"""
-        reads: set = set()
-        args = []
-        for a in e.args:
-            if isinstance(a, gast.Lambda) or (isinstance(a, gast.Name) and
-                                              isinstance(self.lookup_local(a.id, scope), LocalFn)):
-                raise unsupported(source_text(e.func), self.loc(scope.ctx, e), "is called with a function argument")
-            v, rr = self.static(a, scope)
-            args.append(v)
-            reads |= rr
-        kws = []
-        for k in e.keywords:
-            kv, rr = self.static(k.value, scope)
-            kws.append(gast.keyword(arg=k.arg, value=kv))
-            reads |= rr
-        return gast.Call(func=self.rename(e.func, scope, set()), args=args, keywords=kws), reads
-
-    def method(self, e: gast.Call, scope: Scope, want=None):
-        f = e.func
-        m = f.attr
-        t = self.prims.reduction_method(e, scope, want)
-        if t is not None:
-            return t
-        x = self.array(f.value, scope)
-        t = self.prims.method(x, e, scope, want)
-        if t is not None:
-            return t
-        args = [self.array(a, scope) for a in e.args]
-        kws, reads = [], set()
-        for k in e.keywords:
-            kv, rr = self.static(k.value, scope)
-            kws.append(gast.keyword(arg=k.arg, value=kv))
-            reads |= rr
-        fwd = gast.Call(func=gast.Attribute(value=operand_expr(x), attr=m, ctx=gast.Load()), args=[operand_expr(a) for a in args],
-                        keywords=kws)
-        return self.py_stmt(fwd, [x] + args, reads, e, scope, want, "unsupported", f".{m}()")
 
 
 def _walk_no_defs(node):
