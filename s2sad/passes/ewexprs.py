@@ -4,7 +4,8 @@
 (`np.where`, `np.clip`, `a if c else b`).
 
 A maximal elementwise expression becomes one `Elementwise` statement: its parts that
-are not elementwise are lowered first, as operands (held as `__h0`, `__h1`...), and
+are not elementwise are lowered first, as operands (held as `__h0`, `__h1`... by a
+`Template`, one per expression), and
 the rest is the kernel planner's translation of it (elementwise.translate_elementwise),
 a template over the holders. `bind_template` binds the template's global functions and
 constants to objects, so that it means the same in any kernel passes/fusion.py fuses
@@ -81,144 +82,27 @@ class ElementwiseExprs:
         ctx = scope.ctx
         if self.is_select(e, scope):
             return self.select(e, scope, want)
-        ops: list = []
-        holders: list[str] = []
-        prelude: list = []
-        ctx_bound = [False]
-        b = self.b
-
-        def hold(op) -> gast.expr:
-            if isinstance(op, Const):
-                if isinstance(op.value, (int, float, bool, np.integer, np.floating, np.bool_)):
-                    return const_expr(op.value)
-            elif isinstance(op, (list, LocalFn, Bound)):
-                raise b.err(ctx, e, "expected a number or an array inside an elementwise expression",
-                            "Pass numbers and arrays.", UnsupportedOperationError)
-            for h, o in zip(holders, ops):
-                if o == op:
-                    return operand_expr(h)
-            h = f"__h{len(holders)}"
-            holders.append(h)
-            ops.append(op)
-            return operand_expr(h)
-
-        def local_fn_def(lf: LocalFn) -> str:
-            """A local function applied elementwise: into the kernel's prelude, the locals
-            it reads from its enclosing function held as kernel inputs."""
-            ctx_bound[0] = True
-            node = copy.deepcopy(lf.node)
-            uname = b.namer.fresh(lf.name)
-            if isinstance(node, gast.FunctionDef):
-                node = hold_free(node, set(), lf.scope)
-                node.name = uname
-                prelude.append(node)
-            else:
-                node = hold_free(node, set(), lf.scope)
-                st = gast.Assign(targets=[name(uname, gast.Store())], value=node, type_comment=None)
-                gast.copy_location(st, node)
-                prelude.append(st)
-            return uname
-
-        def hold_free(tree, bound: set, defining: Scope):
-            """Free names of `tree` that are locals of the user's function -> held inputs."""
-            if isinstance(tree, gast.Name):
-                if isinstance(tree.ctx, gast.Load) and tree.id not in bound:
-                    v = b.lookup_local(tree.id, defining)
-                    if isinstance(v, LocalFn):
-                        return operand_expr(local_fn_def(v))
-                    if v is UNBOUND:
-                        raise b.err(ctx, tree, f"'{tree.id}' is read before it is assigned", "Assign it first.",
-                                    FreeVariableError)
-                    if v is not None:
-                        return hold(v)
-                return tree
-            inner = bound
-            if isinstance(tree, gast.Lambda):
-                inner = bound | {a.id for a in tree.args.args}
-            elif isinstance(tree, gast.FunctionDef):
-                inner = bound | {a.id for a in tree.args.args} | assigned_names(tree.body) | {tree.name}
-            elif isinstance(tree, (gast.ListComp, gast.GeneratorExp)):
-                inner = bound | {n.id for g in tree.generators for n in gast.walk(g.target)
-                                 if isinstance(n, gast.Name)}
-            for fld, val in gast.iter_fields(tree):
-                if isinstance(val, list):
-                    setattr(tree, fld, [hold_free(x, inner, defining) if isinstance(x, gast.AST) else x
-                                        for x in val])
-                elif isinstance(val, gast.AST):
-                    setattr(tree, fld, hold_free(val, inner, defining))
-            return tree
-
-        def walk(x):
-            """A copy of the elementwise tree with every non-elementwise part held."""
-            if isinstance(x, gast.Constant):
-                return x
-            if isinstance(x, gast.Name):
-                v = b.lookup(x.id, scope, x)
-                if isinstance(v, Bound):
-                    raise b.err(ctx, x, f"'{x.id}' holds a {type(v.value).__name__}, not an array or a number",
-                                "Pass arrays and numbers.", FreeVariableError)
-                return hold(v)
-            if self.is_select(x, scope) or not self.is_elementwise(x, scope):
-                if isinstance(x, gast.Attribute):
-                    value = attribute_value(ctx.resolver, x) if b.lookup_local(root_name(x) or "", scope) is None \
-                        else MISSING
-                    if value is not MISSING and classify(value).kind == "constant":
-                        return const_expr(value)
-                return hold(b.array(x, scope))
-            if isinstance(x, gast.BinOp):
-                return gast.BinOp(left=walk(x.left), op=x.op, right=walk(x.right))
-            if isinstance(x, gast.UnaryOp):
-                return gast.UnaryOp(op=x.op, operand=walk(x.operand))
-            if isinstance(x, gast.Compare):
-                return gast.Compare(left=walk(x.left), ops=x.ops, comparators=[walk(c) for c in x.comparators])
-            if isinstance(x, (gast.ListComp, gast.GeneratorExp)):
-                ctx_bound[0] = True
-                new = copy.deepcopy(x)
-                if len(x.generators) == 1:
-                    new.generators[0].iter = walk(x.generators[0].iter)
-                    tgt = {n.id for n in gast.walk(x.generators[0].target) if isinstance(n, gast.Name)}
-                    new.elt = hold_free(new.elt, tgt, scope)
-                return new
-            kind, value = b.resolve_call(x.func, scope)
-            if value in (list, tuple, np.array, np.asarray, np.fromiter):
-                return walk(x.args[0])
-            if is_entry_point(value, "broadcast") or value is map:
-                fnode = x.args[0]
-                if isinstance(fnode, gast.Name):
-                    lf = b.lookup_local(fnode.id, scope)
-                    if isinstance(lf, LocalFn):
-                        fnode = operand_expr(local_fn_def(lf))
-                    elif lf is not None:
-                        raise b.err(ctx, fnode, f"'{fnode.id}' is not a function", "Pass a function.",
-                                    UnsupportedOperationError)
-                elif isinstance(fnode, gast.Lambda):
-                    ctx_bound[0] = True
-                    fnode = hold_free(copy.deepcopy(fnode), set(), scope)
-                new = gast.Call(func=x.func, args=[fnode] + [walk(a) for a in x.args[1:]], keywords=[])
-                return gast.copy_location(new, x)
-            new = gast.Call(func=x.func, args=[walk(a) for a in x.args], keywords=[])
-            return gast.copy_location(new, x)
-
-        tree = walk(e)
+        t = Template(self, e, scope)
+        tree = t.walk(e)
         gast.copy_location(tree, e)
         try:
-            expr, prelude2, sites, free_arrays = translate_elementwise(ctx.pf, tree, holders, list(prelude))
+            expr, prelude2, sites, free_arrays = translate_elementwise(ctx.pf, tree, t.holders, list(t.prelude))
         except S2SADError as err:
             err.in_scalar_code = True
             raise
         assert not free_arrays, free_arrays
-        mine = {p.name if isinstance(p, gast.FunctionDef) else p.targets[0].id for p in prelude}
+        mine = {p.name if isinstance(p, gast.FunctionDef) else p.targets[0].id for p in t.prelude}
         for p in prelude2:
             nm = p.name if isinstance(p, gast.FunctionDef) else p.targets[0].id
             if nm not in mine:   # the translator's own lambdas (comprehensions): unique names
-                ctx_bound[0] = True
-                new = b.namer.fresh(nm)
+                t.ctx_bound = True
+                new = self.b.namer.fresh(nm)
                 if new != nm:
                     rename_everywhere([expr] + prelude2, nm, new)
         bindings: dict[str, Any] = {}
         names = {p.name if isinstance(p, gast.FunctionDef) else p.targets[0].id for p in prelude2}
         expr = bind_template(expr, ctx, names, bindings)
-        return self.emit_ew(expr, holders, ops, prelude2, sites, bindings, ctx_bound[0], e, scope, want)
+        return self.emit_ew(expr, t.holders, t.ops, prelude2, sites, bindings, t.ctx_bound, e, scope, want)
 
     def emit_ew(self, expr, holders, ops, prelude, sites, bindings, ctx_bound, e, scope, want):
         self.b.sites.extend(sites)
@@ -309,3 +193,130 @@ def rename_everywhere(trees, old: str, new: str):
                 n.id = new
             if isinstance(n, gast.FunctionDef) and n.name == old:
                 n.name = new
+
+
+class Template:
+    """One maximal elementwise expression being read: a copy of its tree with every
+    part that is not elementwise lowered by the builder and held (`__h0`, `__h1`...:
+    `holders`, their operands `ops`), local functions it applies copied into `prelude`.
+    `ctx_bound`: the template reads closures of the function it sits in."""
+
+    def __init__(self, ew: "ElementwiseExprs", e, scope: Scope):
+        self.ew, self.b = ew, ew.b
+        self.e, self.scope, self.ctx = e, scope, scope.ctx
+        self.ops: list = []
+        self.holders: list[str] = []
+        self.prelude: list = []
+        self.ctx_bound = False
+
+    def hold(self, op) -> gast.expr:
+        if isinstance(op, Const):
+            if isinstance(op.value, (int, float, bool, np.integer, np.floating, np.bool_)):
+                return const_expr(op.value)
+        elif isinstance(op, (list, LocalFn, Bound)):
+            raise self.b.err(self.ctx, self.e, "expected a number or an array inside an elementwise expression",
+                             "Pass numbers and arrays.", UnsupportedOperationError)
+        for h, o in zip(self.holders, self.ops):
+            if o == op:
+                return operand_expr(h)
+        h = f"__h{len(self.holders)}"
+        self.holders.append(h)
+        self.ops.append(op)
+        return operand_expr(h)
+
+    def local_fn_def(self, lf: LocalFn) -> str:
+        """A local function applied elementwise: into the kernel's prelude, the locals
+        it reads from its enclosing function held as kernel inputs."""
+        self.ctx_bound = True
+        node = copy.deepcopy(lf.node)
+        uname = self.b.namer.fresh(lf.name)
+        if isinstance(node, gast.FunctionDef):
+            node = self.hold_free(node, set(), lf.scope)
+            node.name = uname
+            self.prelude.append(node)
+        else:
+            node = self.hold_free(node, set(), lf.scope)
+            st = gast.Assign(targets=[name(uname, gast.Store())], value=node, type_comment=None)
+            gast.copy_location(st, node)
+            self.prelude.append(st)
+        return uname
+
+    def hold_free(self, tree, bound: set, defining: Scope):
+        """Free names of `tree` that are locals of the user's function -> held inputs."""
+        if isinstance(tree, gast.Name):
+            if isinstance(tree.ctx, gast.Load) and tree.id not in bound:
+                v = self.b.lookup_local(tree.id, defining)
+                if isinstance(v, LocalFn):
+                    return operand_expr(self.local_fn_def(v))
+                if v is UNBOUND:
+                    raise self.b.err(self.ctx, tree, f"'{tree.id}' is read before it is assigned", "Assign it first.",
+                                     FreeVariableError)
+                if v is not None:
+                    return self.hold(v)
+            return tree
+        inner = bound
+        if isinstance(tree, gast.Lambda):
+            inner = bound | {a.id for a in tree.args.args}
+        elif isinstance(tree, gast.FunctionDef):
+            inner = bound | {a.id for a in tree.args.args} | assigned_names(tree.body) | {tree.name}
+        elif isinstance(tree, (gast.ListComp, gast.GeneratorExp)):
+            inner = bound | {n.id for g in tree.generators for n in gast.walk(g.target)
+                             if isinstance(n, gast.Name)}
+        for fld, val in gast.iter_fields(tree):
+            if isinstance(val, list):
+                setattr(tree, fld, [self.hold_free(x, inner, defining) if isinstance(x, gast.AST) else x
+                                    for x in val])
+            elif isinstance(val, gast.AST):
+                setattr(tree, fld, self.hold_free(val, inner, defining))
+        return tree
+
+    def walk(self, x):
+        """A copy of the elementwise tree with every non-elementwise part held."""
+        if isinstance(x, gast.Constant):
+            return x
+        if isinstance(x, gast.Name):
+            v = self.b.lookup(x.id, self.scope, x)
+            if isinstance(v, Bound):
+                raise self.b.err(self.ctx, x, f"'{x.id}' holds a {type(v.value).__name__}, not an array or a number",
+                                 "Pass arrays and numbers.", FreeVariableError)
+            return self.hold(v)
+        if self.ew.is_select(x, self.scope) or not self.ew.is_elementwise(x, self.scope):
+            if isinstance(x, gast.Attribute):
+                value = attribute_value(self.ctx.resolver, x) if self.b.lookup_local(root_name(x) or "", self.scope) is None \
+                    else MISSING
+                if value is not MISSING and classify(value).kind == "constant":
+                    return const_expr(value)
+            return self.hold(self.b.array(x, self.scope))
+        if isinstance(x, gast.BinOp):
+            return gast.BinOp(left=self.walk(x.left), op=x.op, right=self.walk(x.right))
+        if isinstance(x, gast.UnaryOp):
+            return gast.UnaryOp(op=x.op, operand=self.walk(x.operand))
+        if isinstance(x, gast.Compare):
+            return gast.Compare(left=self.walk(x.left), ops=x.ops, comparators=[self.walk(c) for c in x.comparators])
+        if isinstance(x, (gast.ListComp, gast.GeneratorExp)):
+            self.ctx_bound = True
+            new = copy.deepcopy(x)
+            if len(x.generators) == 1:
+                new.generators[0].iter = self.walk(x.generators[0].iter)
+                tgt = {n.id for n in gast.walk(x.generators[0].target) if isinstance(n, gast.Name)}
+                new.elt = self.hold_free(new.elt, tgt, self.scope)
+            return new
+        kind, value = self.b.resolve_call(x.func, self.scope)
+        if value in (list, tuple, np.array, np.asarray, np.fromiter):
+            return self.walk(x.args[0])
+        if is_entry_point(value, "broadcast") or value is map:
+            fnode = x.args[0]
+            if isinstance(fnode, gast.Name):
+                lf = self.b.lookup_local(fnode.id, self.scope)
+                if isinstance(lf, LocalFn):
+                    fnode = operand_expr(self.local_fn_def(lf))
+                elif lf is not None:
+                    raise self.b.err(self.ctx, fnode, f"'{fnode.id}' is not a function", "Pass a function.",
+                                     UnsupportedOperationError)
+            elif isinstance(fnode, gast.Lambda):
+                self.ctx_bound = True
+                fnode = self.hold_free(copy.deepcopy(fnode), set(), self.scope)
+            new = gast.Call(func=x.func, args=[fnode] + [self.walk(a) for a in x.args[1:]], keywords=[])
+            return gast.copy_location(new, x)
+        new = gast.Call(func=x.func, args=[self.walk(a) for a in x.args], keywords=[])
+        return gast.copy_location(new, x)
