@@ -94,7 +94,7 @@ class Join(PrimOp):
 @dataclass(frozen=True)
 class Index(PrimOp):
     """x[index]; `index` is an `np.s_[...]` expression. `capture` is set for a closure's
-    captured element read by a fused kernel (passes/arrayprog.make_kernel)."""
+    captured element read by a fused kernel (passes/fusion.make_kernel)."""
     index: Any = None
     capture: Any = None
     STATIC = ("index",)

@@ -209,8 +209,8 @@ class PrimCalls:
         if len(e.args) != 1 or e.keywords:
             raise unsupported("sum", self.b.loc(scope.ctx, e), "takes one iterable here")
         a = e.args[0]
-        seq = self.b.is_elementwise_sequence(a, scope) or (isinstance(a, gast.Call) and self.b.is_elementwise(a, scope)
-                                                          and self.b.is_elementwise_sequence(a.args[0], scope))
+        seq = self.b.ew.is_elementwise_sequence(a, scope) or (isinstance(a, gast.Call) and self.b.ew.is_elementwise(a, scope)
+                                                          and self.b.ew.is_elementwise_sequence(a.args[0], scope))
         x = self.b.array(a, scope)
         p = {} if seq else {"axis": gast.Constant(value=0, kind=None)}
         fwd = gast.Call(func=gast.Attribute(value=operand_expr("np"), attr="sum", ctx=gast.Load()), args=[operand_expr(x)],

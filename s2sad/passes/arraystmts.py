@@ -1,0 +1,307 @@
+"""Statements of the differentiated function, lowered by the array-program builder
+(passes/arrayprog.Builder): assignments, augmented assignments, and control flow:
+`for` over `range` (a `ForStmt` with loop-carried phis), `for` over a tuple (unrolled),
+`if` on a scalar (an `IfStmt` with phis joining the branches' values).
+
+Invariants: every user name assigned in a loop or a branch gets one phi, so each SSA
+name is assigned once; a value is *fresh* (new memory no other name sees) only when
+every value that can reach it is, and `x += ...` is taken only on a fresh, unaliased
+value (elsewhere it would mutate an argument, free data or a view), so the generated
+code never mutates. `drop_dead_phis` then removes the phis of names first assigned in
+a loop body and never read after it.
+"""
+from __future__ import annotations
+
+import builtins
+
+import gast
+
+from ..errors import StatefulError, UnsupportedOperationError
+from .arrayir import ArrayProgram, Const, ForStmt, IfStmt, Phi, operand_expr, stmt_reads, walk_stmts
+from .arrayscope import LocalFn, Scope, is_number, source_text
+from .primcalls import root_name
+from .trees import assigned_names
+
+
+class Statements:
+    """The builder's statement lowering; it emits into the builder's `out`."""
+
+    def __init__(self, builder):
+        self.b = builder
+        self.phi_inplace: dict[str, tuple] = {}   # phi name -> (node, ctx) of an in-place update on it
+        self.phis_open: set[str] = set()          # phis of the loops being built
+
+    def block(self, stmts, scope: Scope):
+        for s in stmts:
+            self.b.cur_stmt = s
+            self.stmt(s, scope)
+
+    def stmt(self, s, scope: Scope):
+        ctx = scope.ctx
+        if isinstance(s, gast.Expr):
+            if isinstance(s.value, gast.Constant) and isinstance(s.value.value, str):
+                return
+            raise self.b.err(ctx, s, "an expression whose value is unused (a call for its side effects?)",
+                           "s2sad differentiates functions without side effects: assign the value to a "
+                           "variable you use, or remove the statement.", UnsupportedOperationError)
+        if isinstance(s, gast.Pass):
+            return
+        if isinstance(s, gast.FunctionDef):
+            if s.decorator_list:
+                raise self.b.err(ctx, s, "decorated local functions are not supported", "Remove the decorator.")
+            scope.vars[s.name] = LocalFn(s, scope, s.name)
+            return
+        if isinstance(s, gast.Assign):
+            if len(s.targets) != 1:
+                raise self.b.err(ctx, s, "chained assignment (a = b = ...) is not supported at the array level",
+                               "Assign each name separately.")
+            return self.assign(s.targets[0], s.value, scope, s)
+        if isinstance(s, gast.AnnAssign):
+            if s.value is None:
+                return
+            return self.assign(s.target, s.value, scope, s)
+        if isinstance(s, gast.AugAssign):
+            return self.augassign(s, scope)
+        if isinstance(s, gast.For):
+            return self.for_stmt(s, scope)
+        if isinstance(s, gast.If):
+            return self.if_stmt(s, scope)
+        if isinstance(s, gast.While):
+            raise self.b.err(ctx, s, "'while' loops over array values are not supported",
+                           "Use `for i in range(n):` (its iterations are recorded for the reverse pass), "
+                           "or move the loop into a scalar function applied with s2sad.broadcast.")
+        if isinstance(s, (gast.Global, gast.Nonlocal)):
+            raise self.b.err(ctx, s, f"'{'global' if isinstance(s, gast.Global) else 'nonlocal'} "
+                           f"{', '.join(s.names)}': the differentiated function writes state outside itself",
+                           "Return the value instead of storing it.", StatefulError)
+        if isinstance(s, (gast.Break, gast.Continue)):
+            raise self.b.err(ctx, s, f"'{type(s).__name__.lower()}' in an array-level loop is not supported",
+                           "Loop over the exact range you need; select values with np.where.")
+        kw = {gast.Try: "try", gast.With: "with", gast.ClassDef: "class", gast.Import: "import",
+              gast.ImportFrom: "import", gast.Delete: "del", gast.Raise: "raise", gast.Assert: "assert"}
+        what = kw.get(type(s), type(s).__name__)
+        raise self.b.err(ctx, s, f"'{what}' is not supported in a differentiated function",
+                       "Move it out of the function s2sad differentiates.")
+
+    def assign(self, target, value, scope: Scope, s):
+        ctx = scope.ctx
+        if isinstance(target, gast.Name):
+            if isinstance(value, gast.Lambda):
+                scope.vars[target.id] = LocalFn(value, scope, target.id)
+                return
+            op = self.b.expr(value, scope, want=target.id)
+            self.bind(scope, target.id, op)
+            return
+        if isinstance(target, (gast.Tuple, gast.List)):
+            if not all(isinstance(t, gast.Name) for t in target.elts):
+                raise self.b.err(ctx, s, "only names can be unpacked into", "Unpack into plain variables.")
+            if isinstance(value, (gast.Tuple, gast.List)) and len(value.elts) == len(target.elts):
+                ops = [self.b.expr(v, scope, want=t.id) for t, v in zip(target.elts, value.elts)]
+            else:
+                ops = self.b.expr(value, scope)
+                if not isinstance(ops, list) or len(ops) != len(target.elts):
+                    raise self.b.err(ctx, s, "tuple unpacking at the array level needs a tuple of the same length",
+                                   "Assign each variable separately.", UnsupportedOperationError)
+            for t, op in zip(target.elts, ops):
+                self.bind(scope, t.id, op)
+            return
+        if isinstance(target, gast.Subscript):
+            base = root_name(target)
+            raise self.b.err(ctx, s, f"assignment into an array element ({source_text(target)} = ...) updates "
+                           f"'{base}' in place, which s2sad does not differentiate",
+                           "Build a new array instead, e.g. with np.where(mask, new, old), np.concatenate, "
+                           "or x_new = x + delta.", UnsupportedOperationError)
+        raise self.b.err(ctx, s, "unsupported assignment target", "Assign to a plain variable.")
+
+    def bind(self, scope: Scope, user_name: str, op):
+        if isinstance(op, str):
+            if op in self.b.named:
+                self.b.aliased.add(op)   # two names now refer to one object
+            self.b.named.add(op)
+        scope.vars[user_name] = op
+
+    def augassign(self, s, scope: Scope):
+        ctx = scope.ctx
+        if not isinstance(s.target, gast.Name):
+            base = root_name(s.target)
+            raise self.b.err(ctx, s, f"'{source_text(s.target)} {opsym(s.op)}= ...' updates '{base}' in place, which s2sad "
+                           f"does not differentiate",
+                           "Build a new array instead, e.g. with np.where(mask, new, old) or np.concatenate.",
+                           UnsupportedOperationError)
+        nm = s.target.id
+        cur = self.b.lookup(nm, scope, s.target)
+        if isinstance(cur, str) and cur not in self.b.scalar and (cur not in self.b.fresh or cur in self.b.aliased):
+            what = ("an argument of the differentiated function" if cur in self.b.params else
+                    "a free variable" if cur in self.b.free else
+                    "a value that may share memory with another name (a view, an alias or an argument)")
+            raise self.b.err(ctx, s, f"'{nm} {opsym(s.op)}= ...' updates '{nm}' in place, and '{nm}' is {what}: "
+                           f"s2sad does not differentiate in-place updates",
+                           f"Write `{nm} = {nm} {opsym(s.op)} ...`, which makes a new array.",
+                           UnsupportedOperationError)
+        if isinstance(cur, str) and cur in self.phis_open:
+            self.phi_inplace[cur] = (s, ctx)
+        value = gast.BinOp(left=gast.Name(id=nm, ctx=gast.Load(), annotation=None, type_comment=None),
+                           op=s.op, right=s.value)
+        gast.copy_location(value, s)
+        op = self.b.expr(value, scope, want=nm)
+        self.bind(scope, nm, op)
+
+    def tuple_items(self, it, scope: Scope) -> list | None:
+        """The operands of a tuple a loop runs over (a display, a local bound to one, or a
+        module-level tuple of numbers), else None."""
+        if isinstance(it, (gast.Tuple, gast.List)):
+            return self.b.expr(it, scope)
+        if isinstance(it, gast.Name):
+            v = self.b.lookup(it.id, scope, it)
+            if isinstance(v, list):
+                return v
+            if isinstance(v, Const) and isinstance(v.value, tuple):
+                return [Const(x) for x in v.value]
+        return None
+
+    def unrolled_for(self, s: gast.For, items: list, scope: Scope) -> None:
+        """`for c in coeffs:` over a tuple: the body once per item, c bound to it."""
+        for n in (x for st in s.body for x in gast.walk(st)):
+            if isinstance(n, (gast.Break, gast.Continue)):
+                raise self.b.err(scope.ctx, n, "break/continue in a loop over a tuple is not supported at the "
+                               "array level", "Loop over range(len(...)) instead.", UnsupportedOperationError)
+        for item in items:
+            self.bind(scope, s.target.id, item)
+            self.block(s.body, scope)
+
+    def for_stmt(self, s: gast.For, scope: Scope):
+        ctx = scope.ctx
+        it = s.iter
+        if s.orelse:
+            raise self.b.err(ctx, s, "'for ... else' is not supported", "Use a flag variable.")
+        if not isinstance(s.target, gast.Name):
+            raise self.b.err(ctx, s, "an array-level loop needs a plain loop variable", "Write `for i in range(n):`.")
+        items = self.tuple_items(it, scope)
+        if items is not None:
+            self.unrolled_for(s, items, scope)
+            return
+        is_range = (isinstance(it, gast.Call) and isinstance(it.func, gast.Name)
+                    and self.b.lookup_local(it.func.id, scope) is None
+                    and scope.ctx.resolver.lookup(it.func.id) is builtins.range)
+        if not is_range or it.keywords or not 1 <= len(it.args) <= 3:
+            raise self.b.err(ctx, it, "an array-level `for` must loop over range(...) or a tuple",
+                           "Write `for i in range(n):` and index arrays with i (x[i]).",
+                           UnsupportedOperationError)
+        rargs, reads = [], set()
+        for a in it.args:
+            r, rr = self.b.static(a, scope)
+            rargs.append(r)
+            reads |= rr
+        loopvar = s.target.id
+        assigned = assigned_names(s.body) - {loopvar}
+        phis = []
+        for nm in sorted(assigned):
+            init = scope.vars.get(nm)
+            if init is None or isinstance(init, LocalFn):
+                continue
+            ph = Phi(self.b.namer.fresh(nm), init, None, nm)
+            phis.append(ph)
+            if is_number(init) or (isinstance(init, str) and init in self.b.fresh and init not in self.b.aliased):
+                self.b.fresh.add(ph.name)
+            self.phis_open.add(ph.name)
+            scope.vars[nm] = ph.name
+        var = self.b.namer.fresh(loopvar)
+        self.b.scalar.add(var)
+        scope.vars[loopvar] = var
+        saved = self.b.out
+        self.b.out = []
+        self.block(s.body, scope)
+        body, self.b.out = self.b.out, saved
+        for ph in phis:
+            ph.second = scope.vars.get(ph.user)
+            self.phis_open.discard(ph.name)
+        # names first assigned in the body: after the loop, their last value
+        for nm in sorted(assigned - {ph.user for ph in phis}):
+            v = scope.vars.get(nm)
+            if v is None or isinstance(v, LocalFn):
+                continue
+            ph = Phi(self.b.namer.fresh(nm), Const(None), v, nm)
+            phis.append(ph)
+        for ph in phis:
+            scope.vars[ph.user] = ph.name
+            if (is_number(ph.first) or ph.first in self.b.scalar) and \
+                    (is_number(ph.second) or ph.second in self.b.scalar):
+                self.b.scalar.add(ph.name)
+            if ph.name in self.phi_inplace and isinstance(ph.second, str) and \
+                    (ph.second not in self.b.fresh or ph.second in self.b.aliased):
+                node, c = self.phi_inplace[ph.name]
+                raise self.b.err(c, node, f"'{ph.user}' is updated in place in a loop whose next iteration also "
+                               f"sees it through another name: s2sad does not differentiate in-place updates",
+                               f"Write `{ph.user} = {ph.user} + ...`, which makes a new array.",
+                               UnsupportedOperationError)
+            if not (isinstance(ph.second, str) and ph.second in self.b.fresh and ph.second not in self.b.aliased):
+                self.b.fresh.discard(ph.name)
+        self.b.out.append(ForStmt(var, rargs, body, phis, s, ctx, reads))
+
+    def condition(self, e, scope: Scope):
+        """An `if` test: only its truth counts, so `and`/`or`/`not` are control here."""
+        if isinstance(e, gast.BoolOp) or (isinstance(e, gast.UnaryOp) and isinstance(e.op, gast.Not)):
+            parts = [self.condition(v, scope) for v in (e.values if isinstance(e, gast.BoolOp) else [e.operand])]
+            fwd = gast.BoolOp(op=e.op, values=[operand_expr(p) for p in parts]) if isinstance(e, gast.BoolOp) else \
+                gast.UnaryOp(op=gast.Not(), operand=operand_expr(parts[0]))
+            return self.b.py_stmt(fwd, [p for p in parts if isinstance(p, str)], set(), e, scope, None, "nograd")
+        return self.b.expr(e, scope)
+
+    def if_stmt(self, s: gast.If, scope: Scope):
+        ctx = scope.ctx
+        test = self.condition(s.test, scope)
+        if isinstance(test, (list, LocalFn)):
+            raise self.b.err(ctx, s.test, "the condition of an `if` must be a value", "Fix the condition.")
+        saved = self.b.out
+        branches = []
+        for stmts in (s.body, s.orelse):
+            sc = scope.child_copy()
+            self.b.out = []
+            self.block(stmts, sc)
+            branches.append((self.b.out, sc))
+        self.b.out = saved
+        (b1, s1), (b2, s2) = branches
+        phis = []
+        for nm in sorted(assigned_names(s.body) | assigned_names(s.orelse)):
+            v1, v2 = s1.vars.get(nm, Const(None)), s2.vars.get(nm, Const(None))
+            if isinstance(v1, LocalFn) or isinstance(v2, LocalFn):
+                if v1 is not v2:
+                    raise self.b.err(ctx, s, f"'{nm}' is bound to different functions in the branches of an `if`",
+                                   "Define the function once, outside the `if`.")
+                scope.vars[nm] = v1
+                continue
+            if v1 == v2:
+                scope.vars[nm] = v1
+                continue
+            p = self.b.namer.fresh(nm)
+            phis.append(Phi(p, v1, v2, nm))
+            scope.vars[nm] = p
+            if all(v in self.b.scalar or (isinstance(v, Const) and isinstance(v.value, (int, float))) for v in (v1, v2)):
+                self.b.scalar.add(p)
+            if all(v in self.b.fresh and v not in self.b.aliased for v in (v1, v2) if isinstance(v, str)):
+                self.b.fresh.add(p)
+        self.b.out.append(IfStmt(test, b1, b2, phis, s, ctx))
+
+
+def opsym(op) -> str:
+    return {gast.Add: "+", gast.Sub: "-", gast.Mult: "*", gast.Div: "/", gast.Pow: "**", gast.FloorDiv: "//",
+            gast.Mod: "%", gast.MatMult: "@"}.get(type(op), "?")
+
+
+def drop_dead_phis(prog: ArrayProgram):
+    used = set()
+    for st in walk_stmts(prog.body):
+        used |= stmt_reads(st)
+    if isinstance(prog.result, str):
+        used.add(prog.result)
+
+    def visit(body):
+        for st in body:
+            if isinstance(st, ForStmt):
+                st.phis = [p for p in st.phis if not (isinstance(p.first, Const) and p.first.value is None
+                                                      and p.name not in used)]
+                visit(st.body)
+            elif isinstance(st, IfStmt):
+                visit(st.body)
+                visit(st.orelse)
+    visit(prog.body)
