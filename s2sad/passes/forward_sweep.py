@@ -52,102 +52,128 @@ class ForwardSweep:
                 self.forward_if(st, ind, out, defined)
 
     def forward_stmt(self, st: ArrayStmt, ind: str, out: list, defined: list):
-        t = st.target
-        defined.append(t)
-        if is_kernel(st.op):
-            k = st.op.kernel
-            args = [text_of(a) for a in st.args]
-            tup = tuple_text(args)
-            act = self.kernel_active(st) if self.is_active(t) else []
-            if isinstance(st.op, KernelSum):
-                kn = self.kernel_name(st)
-                scale = "1.0" if st.op.reduction == "sum" else f"1.0 / broadcast_size({', '.join(args)})"
-                self._add_source(k, k.module(tuple(p for _, p, _ in act)), how="fused with its reduction")
-                if act:
-                    names = [self.partial_name(t, a) for _, _, a in act]
-                    defined.extend(names)
-                    self.facts.partials[id(st)] = names
-                    call = f"({kn}, {tup}, active={tuple_text([repr(p) for _, p, _ in act])}, scale={scale})"
-                    out.append(f"{ind}{t}, {tuple_text(names)} = sum_dual{call}")
-                    # when the reverse sweep does not read the value: its kernel skips it
-                    self.facts.grads_only[id(st)] = lambda live, text=f"{ind}{tuple_text(names)} = sum_grads{call}": text
-                else:
-                    out.append(f"{ind}{t} = sum_dual({kn}, {tup}, active=(), scale={scale})[0]")
-                return
-            if st.op.scalar:
-                kmod = k.module(tuple(p for _, p, _ in act))
-                fns = k.python_functions(kmod.active)
-                if act:
-                    fname = self._bind_fn(kmod.dual_entry, fns[kmod.dual_entry])
-                    names = [self.partial_name(t, a) for _, _, a in act]
-                    defined.extend(names)
-                    self.facts.partials[id(st)] = names
-                    out.append(f"{ind}{t}, {', '.join(names)} = {fname}({', '.join(args)})")
-                    # when the reverse sweep does not read the value: the partials alone, and
-                    # only the inputs they read (the others are not computed: NaN)
-                    reads = partials_read(kmod.functions, kmod.dual_entry)
-                    ins = st.args
-                    self.facts.scalar_reads[id(st)] = {a for i, a in enumerate(ins) if isinstance(a, str)
-                                                 and (i in reads or a not in self.index.defined)}
+        defined.append(st.target)
+        if isinstance(st.op, KernelSum):
+            self.kernel_sum(st, ind, out, defined)
+        elif is_kernel(st.op) and st.op.scalar:
+            self.scalar_kernel(st, ind, out, defined)
+        elif is_kernel(st.op):
+            self.elementwise_kernel(st, ind, out, defined)
+        elif st.partner is not None:     # with the kernel that made its operand (reverse_kernel_matmul)
+            self.with_partner(st, ind, out)
+        else:
+            prim = array_prims.of(st.op)
+            line = prim.forward([text_of(a) for a in st.args], param_texts(st)) if prim and prim.forward else None
+            out.append(f"{ind}{st.target} = {line if line is not None else unparse(st.forward)}")
 
-                    def partials_only(live, ind=ind, fname=fname, args=args, names=names, st=st):
-                        skipped = [a for a in args if a in self.index.defined and a not in self.facts.scalar_reads[id(st)]
-                                   and a not in live]
-                        pargs = ["not_needed" if a in skipped else a for a in args]
-                        note = f"  # its partials do not read {', '.join(skipped)}" if skipped else ""
-                        return f"{ind}{tuple_text(names)} = {fname}({', '.join(pargs)})[1:]{note}"
-                    self.facts.grads_only[id(st)] = partials_only
-                else:
-                    fname = self._bind_fn(kmod.entry, fns[kmod.entry])
-                    out.append(f"{ind}{t} = {fname}({', '.join(args)})")
-                self._add_source(k, kmod, scalar=True)
-                return
-            kn = self.kernel_name(st)
-            if st.partner is not None:    # runs with its matmul or row reduction (below)
-                self._add_source(k, k.module(tuple(p for _, p, _ in act)))
-                return
-            if act:
-                mode, why = choose_mode(k, self.mode)
-                self.facts.kernel_modes[kn] = (mode, why)
-                active = tuple(p for _, p, _ in act)
-                if mode == "store":
-                    # partials that are one value (`tanh(h + b)`: d/dh = d/db) are stored once
-                    kmod = k.module(active)
-                    firsts = same_partials(kmod.functions, kmod.dual_entry) or tuple(range(len(act)))
-                    stored = {i: self.partial_name(t, act[i][2]) for i in range(len(act)) if firsts[i] == i}
-                    defined.extend(stored.values())
-                    self.facts.partials[id(st)] = [stored[firsts[i]] for i in range(len(act))]
-                    unique = tuple(active[i] for i in stored)
-                    self._add_source(k, k.module(unique))
-                    out.append(f"{ind}{t}, {tuple_text(list(stored.values()))} = store_partials({kn}, {tup}, "
-                               f"{tuple_text([repr(p) for p in unique])})")
-                    return
-                self._add_source(k, k.module(active))
-            else:
-                self._add_source(k, k.module(()))
+    def _kernel_operands(self, st: ArrayStmt):
+        """A kernel statement's argument texts, their tuple, and its active inputs
+        (none when its value carries no derivative)."""
+        args = [text_of(a) for a in st.args]
+        return args, tuple_text(args), (self.kernel_active(st) if self.is_active(st.target) else [])
+
+    def kernel_sum(self, st: ArrayStmt, ind: str, out: list, defined: list) -> None:
+        """A kernel fused with its sum or mean: value and gradients in one pass (sum_dual)."""
+        t, k = st.target, st.op.kernel
+        args, tup, act = self._kernel_operands(st)
+        kn = self.kernel_name(st)
+        scale = "1.0" if st.op.reduction == "sum" else f"1.0 / broadcast_size({', '.join(args)})"
+        self._add_source(k, k.module(tuple(p for _, p, _ in act)), how="fused with its reduction")
+        if not act:
+            out.append(f"{ind}{t} = sum_dual({kn}, {tup}, active=(), scale={scale})[0]")
+            return
+        names = [self.partial_name(t, a) for _, _, a in act]
+        defined.extend(names)
+        self.facts.partials[id(st)] = names
+        call = f"({kn}, {tup}, active={tuple_text([repr(p) for _, p, _ in act])}, scale={scale})"
+        out.append(f"{ind}{t}, {tuple_text(names)} = sum_dual{call}")
+        # when the reverse sweep does not read the value: its kernel skips it
+        self.facts.grads_only[id(st)] = lambda live, text=f"{ind}{tuple_text(names)} = sum_grads{call}": text
+
+    def scalar_kernel(self, st: ArrayStmt, ind: str, out: list, defined: list) -> None:
+        """A kernel on known scalars: a plain Python call of its python form (its dual
+        gives the partials)."""
+        t, k = st.target, st.op.kernel
+        args, _, act = self._kernel_operands(st)
+        kmod = k.module(tuple(p for _, p, _ in act))
+        fns = k.python_functions(kmod.active)
+        if act:
+            fname = self._bind_fn(kmod.dual_entry, fns[kmod.dual_entry])
+            names = [self.partial_name(t, a) for _, _, a in act]
+            defined.extend(names)
+            self.facts.partials[id(st)] = names
+            out.append(f"{ind}{t}, {', '.join(names)} = {fname}({', '.join(args)})")
+            self._record_partials_only(st, kmod, ind, fname, args, names)
+        else:
+            fname = self._bind_fn(kmod.entry, fns[kmod.entry])
+            out.append(f"{ind}{t} = {fname}({', '.join(args)})")
+        self._add_source(k, kmod, scalar=True)
+
+    def _record_partials_only(self, st: ArrayStmt, kmod, ind: str, fname: str, args: list, names: list) -> None:
+        """A scalar dual's line when the reverse sweep does not read its value: the
+        partials alone, and only the inputs they read (the others are not computed: NaN)."""
+        reads = partials_read(kmod.functions, kmod.dual_entry)
+        defined = self.index.defined
+        mine = self.facts.scalar_reads[id(st)] = {a for i, a in enumerate(st.args) if isinstance(a, str)
+                                                  and (i in reads or a not in defined)}
+
+        def partials_only(live):
+            skipped = [a for a in args if a in defined and a not in mine and a not in live]
+            pargs = ["not_needed" if a in skipped else a for a in args]
+            note = f"  # its partials do not read {', '.join(skipped)}" if skipped else ""
+            return f"{ind}{tuple_text(names)} = {fname}({', '.join(pargs)})[1:]{note}"
+        self.facts.grads_only[id(st)] = partials_only
+
+    def elementwise_kernel(self, st: ArrayStmt, ind: str, out: list, defined: list) -> None:
+        """A kernel applied elementwise by the runtime; its partials stored now (mode
+        "store") or recomputed by the reverse sweep ("recompute")."""
+        t, k = st.target, st.op.kernel
+        _, tup, act = self._kernel_operands(st)
+        kn = self.kernel_name(st)
+        if st.partner is not None:    # runs with its matmul or row reduction (with_partner)
+            self._add_source(k, k.module(tuple(p for _, p, _ in act)))
+            return
+        if not act:
+            self._add_source(k, k.module(()))
             out.append(f"{ind}{t} = apply({kn}, {tup})")
             return
-        if st.partner is not None:     # with the kernel that made its operand (reverse_kernel_matmul)
-            ks = st.partner
-            h, kn, ins = ks.target, self.kernel_name(ks), tuple_text([text_of(a) for a in ks.args])
-            rows = row_reduction(st)
-            if rows:
-                act = self.kernel_active(ks) if self.is_active(ks.target) else []
-                mode, why = choose_mode(ks.op.kernel, self.mode)
-                self.facts.kernel_modes[kn] = (mode, why)
-                out.append(f"{ind}# {unparse(st.forward)} in {h}'s kernel: {h} is not formed (None) where that "
-                           f"pass sums its rows")
-                out.append(f"{ind}{t}, {h} = kernel_rowsum({kn}, {ins}, {tuple_text([repr(p) for _, p, _ in act])}, "
-                           f"{rows[0]}, {rows[1]}, {st.op.kind == 'mean'}, {mode!r})")
-            else:
-                w = text_of(st.args[1])
-                out.append(f"{ind}# {h} @ {w} in the pass of {h}'s kernel; {h} is not formed (None) where {w} is "
-                           f"one column")
-                out.append(f"{ind}{t}, {h} = kernel_matmul({kn}, {ins}, {w})")
+        mode, why = choose_mode(k, self.mode)
+        self.facts.kernel_modes[kn] = (mode, why)
+        active = tuple(p for _, p, _ in act)
+        if mode != "store":
+            self._add_source(k, k.module(active))
+            out.append(f"{ind}{t} = apply({kn}, {tup})")
             return
-        prim = array_prims.of(st.op)
-        line = prim.forward([text_of(a) for a in st.args], param_texts(st)) if prim and prim.forward else None
-        out.append(f"{ind}{t} = {line if line is not None else unparse(st.forward)}")
+        # partials that are one value (`tanh(h + b)`: d/dh = d/db) are stored once
+        kmod = k.module(active)
+        firsts = same_partials(kmod.functions, kmod.dual_entry) or tuple(range(len(act)))
+        stored = {i: self.partial_name(t, act[i][2]) for i in range(len(act)) if firsts[i] == i}
+        defined.extend(stored.values())
+        self.facts.partials[id(st)] = [stored[firsts[i]] for i in range(len(act))]
+        unique = tuple(active[i] for i in stored)
+        self._add_source(k, k.module(unique))
+        out.append(f"{ind}{t}, {tuple_text(list(stored.values()))} = store_partials({kn}, {tup}, "
+                   f"{tuple_text([repr(p) for p in unique])})")
+
+    def with_partner(self, st: ArrayStmt, ind: str, out: list) -> None:
+        """A matmul or row reduction computed in the pass of the kernel that made its
+        operand (kernelpairs): that kernel's values are not formed."""
+        t, ks = st.target, st.partner
+        h, kn, ins = ks.target, self.kernel_name(ks), tuple_text([text_of(a) for a in ks.args])
+        rows = row_reduction(st)
+        if rows:
+            act = self.kernel_active(ks) if self.is_active(ks.target) else []
+            mode, why = choose_mode(ks.op.kernel, self.mode)
+            self.facts.kernel_modes[kn] = (mode, why)
+            out.append(f"{ind}# {unparse(st.forward)} in {h}'s kernel: {h} is not formed (None) where that "
+                       f"pass sums its rows")
+            out.append(f"{ind}{t}, {h} = kernel_rowsum({kn}, {ins}, {tuple_text([repr(p) for _, p, _ in act])}, "
+                       f"{rows[0]}, {rows[1]}, {st.op.kind == 'mean'}, {mode!r})")
+        else:
+            w = text_of(st.args[1])
+            out.append(f"{ind}# {h} @ {w} in the pass of {h}'s kernel; {h} is not formed (None) where {w} is "
+                       f"one column")
+            out.append(f"{ind}{t}, {h} = kernel_matmul({kn}, {ins}, {w})")
 
     def _bind_fn(self, name: str, fn) -> str:
         if self.ns.get(name) is fn:
