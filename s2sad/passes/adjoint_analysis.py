@@ -6,7 +6,7 @@ They depend on the differentiated arguments, the pullback mode and the variant, 
 the array program is shared (and cached by its ArrayCompiled), so they are not stored on
 the program: one `AdjointFacts` per generation holds them. Its tables are keyed by the
 identity of the program's statements (`id(stmt)`), which the program keeps alive as long
-as the generation that reads them.
+as the generation that reads them (only AdjointFacts.of and .loop read that identity).
 """
 from __future__ import annotations
 
@@ -22,32 +22,62 @@ from .primcalls import register_hint
 
 
 @dataclass
+class StmtFacts:
+    """What one generation knows of one ArrayStmt."""
+    partials: list = field(default_factory=list)   # names of its partials/grads (per active input)
+    grads_only: Callable | None = None              # live -> its line when its value is not needed
+    scalar_reads: set | None = None                 # a scalar dual: what its partials read
+    live_after: set | None = None                   # names read after it (grad variant)
+
+
+@dataclass
+class LoopFacts:
+    """What one generation knows of one ForStmt."""
+    tape: str | None = None                          # its tape's name (None: nothing is taped)
+    body_defined: set = field(default_factory=set)   # names its body defines
+    tape_names: list = field(default_factory=list)   # names each iteration pushes
+
+
+@dataclass
 class AdjointFacts:
-    """What the forward sweep's writer learns of each statement, for the reverse sweep's
-    writer and the rendering of the forward sweep (all keyed by id(stmt))."""
-    partials: dict[int, list] = field(default_factory=dict)      # names of its partials/grads (per active input)
-    grads_only: dict[int, Callable] = field(default_factory=dict)  # live -> its line when its value is not needed
-    scalar_reads: dict[int, set] = field(default_factory=dict)  # a scalar dual: what its partials read
-    live_after: dict[int, set] = field(default_factory=dict)    # names read after it (grad variant)
-    tape: dict[int, str] = field(default_factory=dict)          # a loop: its tape's name
-    body_defined: dict[int, set] = field(default_factory=dict)  # a loop: names its body defines
-    tape_names: dict[int, list] = field(default_factory=dict)   # a loop: names each iteration pushes
+    """One generation's annotations of the program's statements: what the forward
+    sweep's writer learns of each, for the reverse sweep's writer, liveness and the
+    rendering of the forward sweep. `of(st)` / `loop(st)` are the only places that key
+    by a statement's identity."""
     kernel_modes: dict[str, tuple[str, str]] = field(default_factory=dict)  # kernel name -> (mode, why)
+    _stmts: dict[int, StmtFacts] = field(default_factory=dict)
+    _loops: dict[int, LoopFacts] = field(default_factory=dict)
+
+    def of(self, st: ArrayStmt) -> StmtFacts:
+        got = self._stmts.get(id(st))
+        if got is None:
+            got = self._stmts[id(st)] = StmtFacts()
+        return got
+
+    def loop(self, st: ForStmt) -> LoopFacts:
+        got = self._loops.get(id(st))
+        if got is None:
+            got = self._loops[id(st)] = LoopFacts()
+        return got
+
+    def pushed(self) -> list[list]:
+        """The names each loop's iterations push on its tape."""
+        return [lf.tape_names for lf in self._loops.values()]
 
     def binds(self, st: ArrayStmt) -> set:
         """The names a statement binds in the forward sweep: its target and its partials."""
-        return defs(st) | set(self.partials.get(id(st), ()))
+        return defs(st) | set(self.of(st).partials)
 
     def forward_lines(self, st: ArrayStmt, lines: list) -> list:
         """A forward statement's lines, by liveness in the grad variant (else as they
         are): none when dead, the gradient-only call when its value is not needed."""
-        live = self.live_after.get(id(st))
-        if live is None or isinstance(st.op, Py) or not st.target:
+        facts = self.of(st)
+        if facts.live_after is None or isinstance(st.op, Py) or not st.target:
             return lines
-        if not self.binds(st) & live:
+        if not self.binds(st) & facts.live_after:
             return []
-        if st.target not in live and id(st) in self.grads_only:
-            return [self.grads_only[id(st)](live)]
+        if st.target not in facts.live_after and facts.grads_only is not None:
+            return [facts.grads_only(facts.live_after)]
         return lines
 
 
@@ -117,14 +147,14 @@ def live_before(body, live: set, facts: AdjointFacts) -> set:
     live = set(live)
     for st in reversed(body):
         if isinstance(st, ArrayStmt):
-            facts.live_after[id(st)] = set(live)
+            facts.of(st).live_after = set(live)
             live = (live - facts.binds(st)) | _needs(st, live, facts)
         elif isinstance(st, ForStmt):
             # `phi = first` before the loop and `phi = second` at the end of the body
             # are always written, so every first and second is needed
             phis = {ph.name for ph in st.phis}
             ends = {ph.second for ph in st.phis if isinstance(ph.second, str)}
-            ends |= set(facts.tape_names.get(id(st), ()))  # pushed on the tape
+            ends |= set(facts.loop(st).tape_names)  # pushed on the tape
             head = set(live)
             while True:
                 inner = live_before(st.body, (head - phis) | ends, facts)
@@ -152,8 +182,9 @@ def _needs(st: ArrayStmt, live: set, facts: AdjointFacts) -> set:
         return reads
     if not facts.binds(st) & live:
         return set()
-    if id(st) in facts.scalar_reads and st.target not in live:
-        return facts.scalar_reads[id(st)] | set(st.reads)
+    scalar_reads = facts.of(st).scalar_reads
+    if scalar_reads is not None and st.target not in live:
+        return scalar_reads | set(st.reads)
     return reads
 
 
@@ -162,6 +193,6 @@ def deferrable_sums(prog: ArrayProgram, facts: AdjointFacts) -> frozenset:
     whose value nothing reads (by `live_before`), other than the result (whose adjoint
     is 1.0: nothing to fold)."""
     return frozenset(id(st) for st in prog.body
-                     if isinstance(st, ArrayStmt) and isinstance(st.op, KernelSum) and facts.partials.get(id(st))
-                     and st.target != prog.result and id(st) in facts.live_after
-                     and st.target not in facts.live_after[id(st)])
+                     if isinstance(st, ArrayStmt) and isinstance(st.op, KernelSum) and facts.of(st).partials
+                     and st.target != prog.result and facts.of(st).live_after is not None
+                     and st.target not in facts.of(st).live_after)

@@ -118,8 +118,8 @@ def _render_items(lines, read: set, facts) -> list[str]:
                 out.append(f"{l.indent}{' = '.join(names)} = None")
             continue
         if isinstance(l, Push):
-            names = facts.tape_names.get(id(l.loop), [])
-            tape = facts.tape[id(l.loop)]
+            names = facts.loop(l.loop).tape_names
+            tape = facts.loop(l.loop).tape
             if names:
                 out.append(f"{l.indent}{tape} = []" if l.init else f"{l.indent}{tape}.append({tuple_text(names)})")
         else:

@@ -84,11 +84,11 @@ class ForwardSweep:
             return
         names = [self.partial_name(t, a) for _, _, a in act]
         defined.extend(names)
-        self.facts.partials[id(st)] = names
+        self.facts.of(st).partials = names
         call = f"({kn}, {tup}, active={tuple_text([repr(p) for _, p, _ in act])}, scale={scale})"
         out.append(f"{ind}{t}, {tuple_text(names)} = sum_dual{call}")
         # when the reverse sweep does not read the value: its kernel skips it
-        self.facts.grads_only[id(st)] = lambda live, text=f"{ind}{tuple_text(names)} = sum_grads{call}": text
+        self.facts.of(st).grads_only = lambda live, text=f"{ind}{tuple_text(names)} = sum_grads{call}": text
 
     def scalar_kernel(self, st: ArrayStmt, ind: str, out: list, defined: list) -> None:
         """A kernel on known scalars: a plain Python call of its python form (its dual
@@ -101,7 +101,7 @@ class ForwardSweep:
             fname = self._bind_fn(kmod.dual_entry, fns[kmod.dual_entry])
             names = [self.partial_name(t, a) for _, _, a in act]
             defined.extend(names)
-            self.facts.partials[id(st)] = names
+            self.facts.of(st).partials = names
             out.append(f"{ind}{t}, {', '.join(names)} = {fname}({', '.join(args)})")
             self._record_partials_only(st, kmod, ind, fname, args, names)
         else:
@@ -114,7 +114,7 @@ class ForwardSweep:
         partials alone, and only the inputs they read (the others are not computed: NaN)."""
         reads = partials_read(kmod.functions, kmod.dual_entry)
         defined = self.index.defined
-        mine = self.facts.scalar_reads[id(st)] = {a for i, a in enumerate(st.args) if isinstance(a, str)
+        mine = self.facts.of(st).scalar_reads = {a for i, a in enumerate(st.args) if isinstance(a, str)
                                                   and (i in reads or a not in defined)}
 
         def partials_only(live):
@@ -122,7 +122,7 @@ class ForwardSweep:
             pargs = ["not_needed" if a in skipped else a for a in args]
             note = f"  # its partials do not read {', '.join(skipped)}" if skipped else ""
             return f"{ind}{tuple_text(names)} = {fname}({', '.join(pargs)})[1:]{note}"
-        self.facts.grads_only[id(st)] = partials_only
+        self.facts.of(st).grads_only = partials_only
 
     def elementwise_kernel(self, st: ArrayStmt, ind: str, out: list, defined: list) -> None:
         """A kernel applied elementwise by the runtime; its partials stored now (mode
@@ -149,7 +149,7 @@ class ForwardSweep:
         firsts = same_partials(kmod.functions, kmod.dual_entry) or tuple(range(len(act)))
         stored = {i: self.partial_name(t, act[i][2]) for i in range(len(act)) if firsts[i] == i}
         defined.extend(stored.values())
-        self.facts.partials[id(st)] = [stored[firsts[i]] for i in range(len(act))]
+        self.facts.of(st).partials = [stored[firsts[i]] for i in range(len(act))]
         unique = tuple(active[i] for i in stored)
         self._add_source(k, k.module(unique))
         out.append(f"{ind}{t}, {tuple_text(list(stored.values()))} = store_partials({kn}, {tup}, "
@@ -203,15 +203,15 @@ class ForwardSweep:
         needs_tape = any(self.is_active(ph.name) for ph in st.phis) or any(
             isinstance(s, ArrayStmt) and s.target and self.is_active(s.target) for s in walk_stmts(st.body))
         if needs_tape:
-            self.facts.tape[id(st)] = self.namer.fresh("tape")
+            self.facts.loop(st).tape = self.namer.fresh("tape")
             out.append(Push(st, ind, init=True))
-            defined.append(self.facts.tape[id(st)])
+            defined.append(self.facts.loop(st).tape)
         out.append(Header(f"{ind}for {st.var} in range({', '.join(unparse(a) for a in st.range_args)}):"))
         defined.append(st.var)
         inner: list = []
         body_lines: list = []
         self.forward(st.body, ind + "    ", body_lines, inner)
-        self.facts.body_defined[id(st)] = set(inner) | {ph.name for ph in st.phis}
+        self.facts.loop(st).body_defined = set(inner) | {ph.name for ph in st.phis}
         defined.extend(inner)
         out.extend(body_lines)
         if needs_tape:

@@ -113,7 +113,7 @@ class Generator:
                 gnames.append(self.bar(x))
                 rev.append(f"    {self.bar(x)} = zeros_bar({x})  # the result does not depend on it")
         if variant == "value_and_grad" and isinstance(res, str) and any(res in names for names in
-                                                                        self.facts.tape_names.values()):
+                                                                        self.facts.pushed()):
             # the reverse sweep restores loop values from the tape: keep the result aside
             keep = self.namer.fresh("value")
             fwd.append(f"    {keep} = {rtext}")

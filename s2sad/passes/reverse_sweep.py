@@ -94,7 +94,7 @@ class ReverseSweep:
             self.reverse_deferred_sum(st, g, ind, out, init)
             return
         if isinstance(st.op, KernelSum) or (isinstance(st.op, RunKernel) and st.op.scalar):
-            for (_, _, a), d in zip(self.kernel_active(st), self.facts.partials.get(id(st), [])):
+            for (_, _, a), d in zip(self.kernel_active(st), self.facts.of(st).partials):
                 self.contribute(a, d if g == "1.0" else f"{d} * {g}", ind, out, init)
             return
         if isinstance(st.op, RunKernel):
@@ -102,7 +102,7 @@ class ReverseSweep:
             kn = self.kernel_name(st)
             mode, _ = self.facts.kernel_modes[kn]
             if mode == "store":
-                names = self.facts.partials[id(st)]
+                names = self.facts.of(st).partials
                 shared: dict[str, str] = {}      # a partial several inputs share: multiplied once
                 for (_, _, a), d in zip(act, names):
                     term = d if g == "1.0" else f"{d} * {g}"
@@ -213,9 +213,9 @@ class ReverseSweep:
 
     def reverse_for(self, st: ForStmt, ind: str, out: list, init: set):
         phis = [ph for ph in st.phis if self.is_active(ph.name)]
-        if id(st) not in self.facts.tape:
+        if self.facts.loop(st).tape is None:
             return
-        tape, body_defined = self.facts.tape[id(st)], self.facts.body_defined[id(st)]
+        tape, body_defined = self.facts.loop(st).tape, self.facts.loop(st).body_defined
         self._preinit(self._contributed(st.body) | {ph.name for ph in phis}, ind, out, init)
         body_init = set(init)
         lines: list = []
@@ -244,7 +244,7 @@ class ReverseSweep:
                 lines.append(f"{i2}{self.bar(ph.name)} = zeros_bar({ph.name})")
         text = "\n".join(l for l in lines)
         need = sorted((names_read(text) & body_defined) - {st.var})
-        self.facts.tape_names[id(st)] = need
+        self.facts.loop(st).tape_names = need
         rng = f"range({', '.join(unparse(a) for a in st.range_args)})"
         if need:
             out.append(f"{ind}for {st.var}, {tuple_text(need)} in zip(reversed({rng}), reversed({tape})):  "
