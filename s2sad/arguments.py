@@ -6,7 +6,7 @@ where a derivative is asked for) is refused with a located NonDifferentiableInpu
 never silently converted; the common case (float64/float32 floats and ndarrays) is
 checked without allocating; a gradient has its argument's shape, dtype and array
 module (a float for a Python float, a cupy array for a cupy argument). `c` below is a
-plan (plans.Compiled or reverse.ArrayCompiled): what it reads is `params` and `fun`.
+plan (plans.Compiled or array_compiled.ArrayCompiled): what it reads is `params` and `fun`.
 """
 from __future__ import annotations
 

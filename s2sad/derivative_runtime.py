@@ -3,7 +3,7 @@ time, for one backend: `runtime_names(backend)` is the part of the namespace tha
 runs with that launches kernels, matrix products and reductions.
 
 The passes write the derivative; this module, a layer above them, is what it runs on:
-`plans` hands `runtime_names` to `reverse.ArrayCompiled`, so that the passes never import
+`plans` hands `runtime_names` to `array_compiled.ArrayCompiled`, so that the passes never import
 the runtime.
 
 Invariants:

@@ -3,7 +3,7 @@
 A fused plan runs the runtime's kernel entry points (jvp, sum_dual, store_partials,
 kernel_vjp); a plan whose kernel writes state (a scan) sweeps it with scan_grads,
 writing the state back once, as a plain call would; an array program
-(reverse.ArrayCompiled) gives its own vjp, and its jvp is refused unless its result
+(array_compiled.ArrayCompiled) gives its own vjp, and its jvp is refused unless its result
 is a scalar. Every adjoint is shaped like its primal (arguments.as_result).
 """
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Plans: a function to differentiate -> the plan that serves it (`compiled`).
 
 A function is planned once (source -> `LossPlan` -> `Kernel`: a `Compiled`; or, when
-the fused planner does not take it, an array program: `reverse.ArrayCompiled`) and the
+the fused planner does not take it, an array program: `array_compiled.ArrayCompiled`) and the
 plan is cached by the function's code (`PLANS`, a plancache.PlanCache): it serves every
 function of that code whose free names pass its Assumptions, and holds none of them.
 A plan is read with the function called bound (frontend.bound), whose cells and
@@ -19,7 +19,7 @@ from .frontend import Assumptions, Resolver, bound, parse_function, recording
 from .plancache import PlanCache
 from .passes.arrayprog import build_program
 from .passes.elementwise import LossPlan, plan_loss, plan_scalar
-from .passes.reverse import ArrayCompiled
+from .passes.array_compiled import ArrayCompiled
 from .runtime import Kernel
 from .targets import entry_function
 

@@ -10,7 +10,7 @@ it builds (ops.py), how its forward line prints, its VJP, and room for a JVP:
          statics=("reps",), funcs=(np.tile,))
 
 passes/arrayprog.Builder recognises calls through `for_function` / `for_method` and
-builds the op; passes/reverse.Generator prints the forward line and the adjoint through
+builds the op; passes/forward_sweep and reverse_sweep print the forward line and the adjoint through
 `of(op)`. Adding a primitive is its entry here (in the family's module) and a row in
 tests/test_array_prims.py (a test fails when an entry has no row).
 

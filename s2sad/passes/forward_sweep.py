@@ -1,0 +1,248 @@
+"""The forward sweep of an adjoint program (passes/reverse.py): the user's statements in
+ANF, kernels called through the runtime, written as items (passes/adjoint_text.py) that
+are rendered once the reverse sweep says what it reads.
+
+While writing, it records in the generation's AdjointFacts what the reverse sweep and
+liveness need: each statement's partials (`partials`), the line it becomes when only its
+gradients are needed (`grads_only`, `scalar_reads`), each kernel's pullback mode
+(`kernel_modes`), each loop's tape and the names its body defines. It also collects the
+source of every kernel it calls (`kernel_sources`, printed after the derivative).
+"""
+from __future__ import annotations
+
+from .. import array_prims
+from ..frontend import source_line as _line
+from ..kernel_text import unparse
+from .activity import partials_read, same_partials
+from .adjoint_context import AdjointContext
+from .adjoint_text import Group, Header, Nones, Push, param_texts, text_of, tuple_text
+from .arrayir import ArrayStmt, ForStmt, IfStmt, KernelSum, is_kernel, walk_stmts
+from .kernelpairs import choose_mode, row_reduction
+
+
+class ForwardSweep:
+    def __init__(self, ctx: AdjointContext):
+        self.ctx = ctx
+        # the shared context's parts, by their short names
+        self.p, self.mode, self.namer, self.ns = ctx.p, ctx.mode, ctx.namer, ctx.ns
+        self.facts, self.index = ctx.facts, ctx.index
+        self.is_active, self.kernel_name, self.kernel_active = ctx.is_active, ctx.kernel_name, ctx.kernel_active
+        self.kernel_sources: list[str] = []
+        self.line_of: dict = {}               # (id(kernel), its active parameters) already listed
+
+    def forward(self, body, ind: str, out: list, defined: list):
+        last = None
+        group = None
+        for st in body:
+            if isinstance(st, ArrayStmt):
+                node = st.stmt if st.stmt is not None else st.node
+                if group is None or (node is not last and node is not None):
+                    # the statements of one user line, under `# <the line>`
+                    group = Group(f"{ind}# {_line(st.ctx.filename, node)}" if node is not None else None, [])
+                    out.append(group)
+                    last = node
+                lines: list = []
+                self.forward_stmt(st, ind, lines, defined)
+                group.stmts.append((st, lines))
+            elif isinstance(st, ForStmt):
+                last = group = None
+                self.forward_for(st, ind, out, defined)
+            else:
+                last = group = None
+                self.forward_if(st, ind, out, defined)
+
+    def forward_stmt(self, st: ArrayStmt, ind: str, out: list, defined: list):
+        defined.append(st.target)
+        if isinstance(st.op, KernelSum):
+            self.kernel_sum(st, ind, out, defined)
+        elif is_kernel(st.op) and st.op.scalar:
+            self.scalar_kernel(st, ind, out, defined)
+        elif is_kernel(st.op):
+            self.elementwise_kernel(st, ind, out, defined)
+        elif st.partner is not None:     # with the kernel that made its operand (reverse_kernel_matmul)
+            self.with_partner(st, ind, out)
+        else:
+            prim = array_prims.of(st.op)
+            line = prim.forward([text_of(a) for a in st.args], param_texts(st)) if prim and prim.forward else None
+            out.append(f"{ind}{st.target} = {line if line is not None else unparse(st.forward)}")
+
+    def _kernel_operands(self, st: ArrayStmt):
+        """A kernel statement's argument texts, their tuple, and its active inputs
+        (none when its value carries no derivative)."""
+        args = [text_of(a) for a in st.args]
+        return args, tuple_text(args), (self.kernel_active(st) if self.is_active(st.target) else [])
+
+    def kernel_sum(self, st: ArrayStmt, ind: str, out: list, defined: list) -> None:
+        """A kernel fused with its sum or mean: value and gradients in one pass (sum_dual)."""
+        t, k = st.target, st.op.kernel
+        args, tup, act = self._kernel_operands(st)
+        kn = self.kernel_name(st)
+        scale = "1.0" if st.op.reduction == "sum" else f"1.0 / broadcast_size({', '.join(args)})"
+        self._add_source(k, k.module(tuple(p for _, p, _ in act)), how="fused with its reduction")
+        if not act:
+            out.append(f"{ind}{t} = sum_dual({kn}, {tup}, active=(), scale={scale})[0]")
+            return
+        names = [self.partial_name(t, a) for _, _, a in act]
+        defined.extend(names)
+        self.facts.of(st).partials = names
+        call = f"({kn}, {tup}, active={tuple_text([repr(p) for _, p, _ in act])}, scale={scale})"
+        out.append(f"{ind}{t}, {tuple_text(names)} = sum_dual{call}")
+        # when the reverse sweep does not read the value: its kernel skips it
+        self.facts.of(st).grads_only = lambda live, text=f"{ind}{tuple_text(names)} = sum_grads{call}": text
+
+    def scalar_kernel(self, st: ArrayStmt, ind: str, out: list, defined: list) -> None:
+        """A kernel on known scalars: a plain Python call of its python form (its dual
+        gives the partials)."""
+        t, k = st.target, st.op.kernel
+        args, _, act = self._kernel_operands(st)
+        kmod = k.module(tuple(p for _, p, _ in act))
+        fns = k.python_functions(kmod.active)
+        if act:
+            fname = self._bind_fn(kmod.dual_entry, fns[kmod.dual_entry])
+            names = [self.partial_name(t, a) for _, _, a in act]
+            defined.extend(names)
+            self.facts.of(st).partials = names
+            out.append(f"{ind}{t}, {', '.join(names)} = {fname}({', '.join(args)})")
+            self._record_partials_only(st, kmod, ind, fname, args, names)
+        else:
+            fname = self._bind_fn(kmod.entry, fns[kmod.entry])
+            out.append(f"{ind}{t} = {fname}({', '.join(args)})")
+        self._add_source(k, kmod, scalar=True)
+
+    def _record_partials_only(self, st: ArrayStmt, kmod, ind: str, fname: str, args: list, names: list) -> None:
+        """A scalar dual's line when the reverse sweep does not read its value: the
+        partials alone, and only the inputs they read (the others are not computed: NaN)."""
+        reads = partials_read(kmod.functions, kmod.dual_entry)
+        defined = self.index.defined
+        mine = self.facts.of(st).scalar_reads = {a for i, a in enumerate(st.args) if isinstance(a, str)
+                                                  and (i in reads or a not in defined)}
+
+        def partials_only(live):
+            skipped = [a for a in args if a in defined and a not in mine and a not in live]
+            pargs = ["not_needed" if a in skipped else a for a in args]
+            note = f"  # its partials do not read {', '.join(skipped)}" if skipped else ""
+            return f"{ind}{tuple_text(names)} = {fname}({', '.join(pargs)})[1:]{note}"
+        self.facts.of(st).grads_only = partials_only
+
+    def elementwise_kernel(self, st: ArrayStmt, ind: str, out: list, defined: list) -> None:
+        """A kernel applied elementwise by the runtime; its partials stored now (mode
+        "store") or recomputed by the reverse sweep ("recompute")."""
+        t, k = st.target, st.op.kernel
+        _, tup, act = self._kernel_operands(st)
+        kn = self.kernel_name(st)
+        if st.partner is not None:    # runs with its matmul or row reduction (with_partner)
+            self._add_source(k, k.module(tuple(p for _, p, _ in act)))
+            return
+        if not act:
+            self._add_source(k, k.module(()))
+            out.append(f"{ind}{t} = apply({kn}, {tup})")
+            return
+        mode, why = choose_mode(k, self.mode)
+        self.facts.kernel_modes[kn] = (mode, why)
+        active = tuple(p for _, p, _ in act)
+        if mode != "store":
+            self._add_source(k, k.module(active))
+            out.append(f"{ind}{t} = apply({kn}, {tup})")
+            return
+        # partials that are one value (`tanh(h + b)`: d/dh = d/db) are stored once
+        kmod = k.module(active)
+        firsts = same_partials(kmod.functions, kmod.dual_entry) or tuple(range(len(act)))
+        stored = {i: self.partial_name(t, act[i][2]) for i in range(len(act)) if firsts[i] == i}
+        defined.extend(stored.values())
+        self.facts.of(st).partials = [stored[firsts[i]] for i in range(len(act))]
+        unique = tuple(active[i] for i in stored)
+        self._add_source(k, k.module(unique))
+        out.append(f"{ind}{t}, {tuple_text(list(stored.values()))} = store_partials({kn}, {tup}, "
+                   f"{tuple_text([repr(p) for p in unique])})")
+
+    def with_partner(self, st: ArrayStmt, ind: str, out: list) -> None:
+        """A matmul or row reduction computed in the pass of the kernel that made its
+        operand (kernelpairs): that kernel's values are not formed."""
+        t, ks = st.target, st.partner
+        h, kn, ins = ks.target, self.kernel_name(ks), tuple_text([text_of(a) for a in ks.args])
+        rows = row_reduction(st)
+        if rows:
+            act = self.kernel_active(ks) if self.is_active(ks.target) else []
+            mode, why = choose_mode(ks.op.kernel, self.mode)
+            self.facts.kernel_modes[kn] = (mode, why)
+            out.append(f"{ind}# {unparse(st.forward)} in {h}'s kernel: {h} is not formed (None) where that "
+                       f"pass sums its rows")
+            out.append(f"{ind}{t}, {h} = kernel_rowsum({kn}, {ins}, {tuple_text([repr(p) for _, p, _ in act])}, "
+                       f"{rows[0]}, {rows[1]}, {st.op.kind == 'mean'}, {mode!r})")
+        else:
+            w = text_of(st.args[1])
+            out.append(f"{ind}# {h} @ {w} in the pass of {h}'s kernel; {h} is not formed (None) where {w} is "
+                       f"one column")
+            out.append(f"{ind}{t}, {h} = kernel_matmul({kn}, {ins}, {w})")
+
+    def _bind_fn(self, name: str, fn) -> str:
+        if self.ns.get(name) is fn:
+            return name
+        taken = name in self.ns or name in self.p.bound or name in self.p.free or name in self.p.params
+        nm = name if not taken else self.namer.fresh(name)
+        self.namer.used.add(nm)
+        self.ns[nm] = fn
+        return nm
+
+    def partial_name(self, t: str, a: str) -> str:
+        return self.namer.fresh(f"d{t.lstrip('_')}_d{a.lstrip('_')}")
+
+    def _add_source(self, k, kmod, scalar=False, how=None):
+        key = (id(k), kmod.active)
+        if key in self.line_of:
+            return
+        self.line_of[key] = True
+        how = how or ("called as Python on scalars" if scalar else "applied elementwise by the runtime")
+        self.kernel_sources.append(f"# Kernel {k.name} ({how}; partials for {', '.join(kmod.active) or 'none'}).\n"
+                                   + kmod.source())
+
+    def forward_for(self, st: ForStmt, ind: str, out: list, defined: list):
+        for ph in st.phis:
+            out.append(f"{ind}{ph.name} = {text_of(ph.first)}")
+            defined.append(ph.name)
+        needs_tape = any(self.is_active(ph.name) for ph in st.phis) or any(
+            isinstance(s, ArrayStmt) and s.target and self.is_active(s.target) for s in walk_stmts(st.body))
+        if needs_tape:
+            self.facts.loop(st).tape = self.namer.fresh("tape")
+            out.append(Push(st, ind, init=True))
+            defined.append(self.facts.loop(st).tape)
+        out.append(Header(f"{ind}for {st.var} in range({', '.join(unparse(a) for a in st.range_args)}):"))
+        defined.append(st.var)
+        inner: list = []
+        body_lines: list = []
+        self.forward(st.body, ind + "    ", body_lines, inner)
+        self.facts.loop(st).body_defined = set(inner) | {ph.name for ph in st.phis}
+        defined.extend(inner)
+        out.extend(body_lines)
+        if needs_tape:
+            out.append(Push(st, ind + "    "))
+        updates = [(ph.name, text_of(ph.second)) for ph in st.phis if text_of(ph.second) != ph.name]
+        if updates:
+            out.append(f"{ind}    {', '.join(u[0] for u in updates)} = {', '.join(u[1] for u in updates)}")
+        if not body_lines and not updates and not needs_tape:
+            out.append(f"{ind}    pass")
+
+    def forward_if(self, st: IfStmt, ind: str, out: list, defined: list):
+        out.append(Header(f"{ind}if {text_of(st.test)}:  # {_line(st.ctx.filename, st.node)}"))
+        defs = []
+        blocks = []
+        for branch in (st.body, st.orelse):
+            lines: list = []
+            mine: list = []
+            self.forward(branch, ind + "    ", lines, mine)
+            defs.append(mine)
+            blocks.append(lines)
+            defined.extend(mine)
+        for k in (0, 1):
+            if k == 1:
+                out.append(Header(f"{ind}else:"))
+            lines = blocks[k]
+            # what only the other branch defines, as None: a tape or the residuals may list it
+            lines.append(Nones(ind + "    ", sorted(set(defs[1 - k]) - set(defs[k]))))
+            for ph in st.phis:
+                v = ph.first if k == 0 else ph.second
+                lines.append(f"{ind}    {ph.name} = {text_of(v)}")
+                defined.append(ph.name)
+            if not any(isinstance(l, (str, Group)) for l in lines):
+                lines.append(f"{ind}    pass")
+            out.extend(lines)

@@ -1,0 +1,276 @@
+"""The reverse sweep of an adjoint program (passes/reverse.py): statements in reverse
+order, each under `# Grad of: <user line>`, loops walking their tape backwards, `if`s
+branching on the same (saved) condition.
+
+- `x_bar` is the adjoint of `x`; adjoints are only ever rebound (`x_bar = x_bar + g`),
+  never updated in place, so no adjoint aliases another (`contribute`).
+- `unit`: names whose adjoint is the seed 1.0 (the result, for value_and_grad and
+  grad), multiplied by nothing.
+- It reads what the forward sweep recorded in the generation's AdjointFacts (partials,
+  kernel modes, tapes) and records for each loop the names its reverse reads
+  (`tape_names`: what the forward loop pushes).
+"""
+from __future__ import annotations
+
+from .. import array_prims
+from ..errors import UnsupportedOperationError
+from ..frontend import location_of, shown_location as _short, source_line as _line
+from ..kernel_text import unparse
+from .adjoint_context import AdjointContext
+from .adjoint_text import names_read, param_texts, text_of, tuple_text
+from .arrayir import ArrayStmt, ForStmt, IfStmt, KernelSum, Py, RunKernel, walk_stmts
+from .kernelpairs import row_reduction
+from .primcalls import register_hint
+
+
+class ReverseSweep:
+    def __init__(self, ctx: AdjointContext, defer: frozenset = frozenset()):
+        self.ctx = ctx
+        # the shared context's parts, by their short names
+        self.p, self.namer, self.facts, self.index = ctx.p, ctx.namer, ctx.facts, ctx.index
+        self.is_active, self.bar = ctx.is_active, ctx.bar
+        self.kernel_name, self.kernel_active = ctx.kernel_name, ctx.kernel_active
+        # grad variant: kernel sums (by id) whose value nothing reads, run here with
+        # their adjoint folded into the scale (adjoint_analysis.deferrable_sums)
+        self.defer = defer
+        self.unit: set[str] = set()
+
+    def contribute(self, name, text: str, ind: str, out: list, init: set):
+        if not self.is_active(name):
+            return
+        b = self.bar(name)
+        if name in init:
+            out.append(f"{ind}{b} = {b} + {text}")
+        else:
+            out.append(f"{ind}{b} = {text}")
+            init.add(name)
+        self.unit.discard(name)
+
+    def contribute_call(self, names: list, call: str, ind: str, out: list, init: set) -> None:
+        """`call` returns the adjoints of `names` (each already of its name's shape): an
+        adjoint not yet bound is bound by the call itself; one already bound gets a
+        temporary, added to it (and a name twice: the second one a temporary)."""
+        targets, adds, seen = [], [], set()
+        for a in names:
+            if a in init or a in seen:
+                tmp = self.namer.fresh(f"_{a}_g")
+                targets.append(tmp)
+                adds.append((a, tmp))
+            else:
+                targets.append(self.bar(a))
+                seen.add(a)
+        out.append(f"{ind}{tuple_text(targets)} = {call}")
+        init.update(seen)
+        self.unit.difference_update(seen)
+        for a, tmp in adds:
+            self.contribute(a, tmp, ind, out, init)
+
+    def g(self, name: str) -> str:
+        return "1.0" if name in self.unit else self.bar(name)
+
+    def reverse(self, body, ind: str, out: list, init: set):
+        last = None
+        for st in reversed(body):
+            if isinstance(st, ArrayStmt):
+                if not (st.target and self.is_active(st.target) and st.target in init):
+                    continue
+                node = st.stmt if st.stmt is not None else st.node
+                if node is not last:
+                    loc = location_of(st.ctx.filename, node)
+                    out.append(f"{ind}# Grad of: {_line(st.ctx.filename, node)}    [{_short(loc)}]")
+                    last = node
+                self.reverse_stmt(st, ind, out, init)
+            elif isinstance(st, ForStmt):
+                last = None
+                self.reverse_for(st, ind, out, init)
+            else:
+                last = None
+                self.reverse_if(st, ind, out, init)
+
+    def reverse_stmt(self, st: ArrayStmt, ind: str, out: list, init: set):
+        t = st.target
+        g = self.g(t)
+        if id(st) in self.defer:
+            self.reverse_deferred_sum(st, g, ind, out, init)
+            return
+        if isinstance(st.op, KernelSum) or (isinstance(st.op, RunKernel) and st.op.scalar):
+            for (_, _, a), d in zip(self.kernel_active(st), self.facts.of(st).partials):
+                self.contribute(a, d if g == "1.0" else f"{d} * {g}", ind, out, init)
+            return
+        if isinstance(st.op, RunKernel):
+            act = self.kernel_active(st)
+            kn = self.kernel_name(st)
+            mode, _ = self.facts.kernel_modes[kn]
+            if mode == "store":
+                names = self.facts.of(st).partials
+                shared: dict[str, str] = {}      # a partial several inputs share: multiplied once
+                for (_, _, a), d in zip(act, names):
+                    term = d if g == "1.0" else f"{d} * {g}"
+                    if g != "1.0" and names.count(d) > 1:
+                        if d not in shared:
+                            shared[d] = self.namer.fresh(f"{d}_x_{g}")
+                            out.append(f"{ind}{shared[d]} = {term}")
+                        term = shared[d]
+                    self.contribute(a, f"unbroadcast({term}, {a})", ind, out, init)
+                return
+            tmps = [self.namer.fresh(f"_{a}_g") for _, _, a in act]
+            args = tuple_text([text_of(a) for a in st.args])
+            out.append(f"{ind}{tuple_text(tmps)} = vjp({kn}, {args}, {tuple_text([repr(p) for _, p, _ in act])}, {g})")
+            for (_, _, a), tm in zip(act, tmps):
+                self.contribute(a, f"unbroadcast({tm}, {a})", ind, out, init)
+            return
+        if st.partner is not None:
+            self.reverse_kernel_matmul(st, g, ind, out, init)
+            return
+        rule = array_prims.of(st.op)
+        if rule is None:
+            what = st.op.label if isinstance(st.op, Py) else st.op.name
+            raise UnsupportedOperationError(f"no reverse-mode rule for '{what}'", location_of(st.ctx.filename, st.node),
+                                            hint=register_hint(what))
+        args = [text_of(a) for a in st.args]
+        params = param_texts(st)
+        for i, a in enumerate(st.args):
+            if self.is_active(a):
+                if rule.factors is not None and self.seeds_pullback_only(a, st):
+                    out.append(f"{ind}# {self.bar(a)} only seeds the pullback of {a}'s kernel: "
+                               f"an outer product stays two factors")
+                    self.contribute(a, rule.factors(i, g, args, t, params), ind, out, init)
+                else:
+                    self.contribute(a, rule.vjp(i, g, args, t, params), ind, out, init)
+
+    def reverse_deferred_sum(self, st: ArrayStmt, g: str, ind: str, out: list, init: set) -> None:
+        """A kernel sum of `defer`: its gradients computed here, the adjoint of its value
+        folded into the kernel's scale, rather than in the forward sweep and multiplied
+        by that adjoint after (one pass over each gradient less)."""
+        args = [text_of(a) for a in st.args]
+        act = self.kernel_active(st)
+        scale = g if st.op.reduction == "sum" else f"{g} / broadcast_size({', '.join(args)})"
+        self.contribute_call([a for _, _, a in act],
+                             f"sum_grads({self.kernel_name(st)}, {tuple_text(args)}, "
+                             f"active={tuple_text([repr(p) for _, p, _ in act])}, scale={scale})", ind, out, init)
+
+    def reverse_kernel_matmul(self, st: ArrayStmt, g: str, ind: str, out: list, init: set) -> None:
+        """The adjoint of `out = values @ w` and of the kernel that made the values, in
+        one call: its active inputs' gradients and w's (the kernel's own adjoint is then
+        never needed: nothing else reads its values)."""
+        ks = st.partner
+        act = self.kernel_active(ks) if self.is_active(ks.target) else []
+        rows = row_reduction(st)
+        w = None if rows else st.args[1]
+        w_grad = w is not None and self.is_active(w)
+        names = [a for _, _, a in act] + ([w] if w_grad else [])
+        if not names:
+            return
+        ins = tuple_text([text_of(a) for a in ks.args])
+        active = tuple_text([repr(p) for _, p, _ in act])
+        node = ks.stmt if ks.stmt is not None else ks.node
+        mine = st.stmt if st.stmt is not None else st.node
+        if _line(ks.ctx.filename, node) != _line(st.ctx.filename, mine):    # else the Grad of: line says it
+            out.append(f"{ind}# and of: {_line(ks.ctx.filename, node)}    "
+                       f"[{_short(location_of(ks.ctx.filename, node))}]")
+        # the gradients come back in their arguments' shapes
+        if rows:
+            call = (f"kernel_rowsum_vjp({self.kernel_name(ks)}, {ins}, {active}, {rows[0]}, {rows[1]}, "
+                    f"{st.op.kind == 'mean'}, ")
+        else:
+            call = f"kernel_matmul_vjp({self.kernel_name(ks)}, {ins}, {active}, {text_of(w)}, {w_grad}, "
+        self.contribute_call(names, f"{call}{g}, {ks.target})", ind, out, init)
+
+    def seeds_pullback_only(self, name: str, st: ArrayStmt) -> bool:
+        """Is `st`, reading `name` once, its only reader, and `name` the output of a
+        kernel whose pullback is recomputed (`vjp`)? Then `name`'s adjoint is this one
+        contribution, read only as that pullback's seed, which takes a SeedProduct."""
+        made = self.index.made_by.get(name)
+        if (name == self.p.result or st.args.count(name) != 1 or self.index.readers.get(name) != 1
+                or made is None or not isinstance(made.op, RunKernel) or made.op.scalar):
+            return False
+        return self.facts.kernel_modes.get(self.kernel_name(made), ("",))[0] == "recompute"
+
+    def _contributed(self, body) -> set:
+        """Names defined outside `body` whose adjoints its reverse may add to."""
+        inside = set()
+        names = set()
+        for st in walk_stmts(body):
+            if isinstance(st, ArrayStmt):
+                if st.target:
+                    inside.add(st.target)
+                if st.target and self.is_active(st.target):
+                    names |= {a for a in st.args if self.is_active(a)}
+            elif isinstance(st, ForStmt):
+                inside |= {ph.name for ph in st.phis}
+                names |= {ph.first for ph in st.phis if self.is_active(ph.first)}
+                names |= {ph.second for ph in st.phis if self.is_active(ph.second)}
+            else:
+                inside |= {ph.name for ph in st.phis}
+                names |= {v for ph in st.phis for v in (ph.first, ph.second) if self.is_active(v)}
+        return names - inside
+
+    def _preinit(self, names, ind, out, init):
+        for nm in sorted(names):
+            if nm not in init and self.is_active(nm):
+                out.append(f"{ind}{self.bar(nm)} = zeros_bar({nm})")
+                init.add(nm)
+
+    def reverse_for(self, st: ForStmt, ind: str, out: list, init: set):
+        phis = [ph for ph in st.phis if self.is_active(ph.name)]
+        if self.facts.loop(st).tape is None:
+            return
+        tape, body_defined = self.facts.loop(st).tape, self.facts.loop(st).body_defined
+        self._preinit(self._contributed(st.body) | {ph.name for ph in phis}, ind, out, init)
+        body_init = set(init)
+        lines: list = []
+        i2 = ind + "    "
+        # the end-of-body update `phi = out`: its adjoint flows back first
+        simple = all(isinstance(ph.second, str) and ph.second in body_defined and ph.second not in
+                     {q.name for q in st.phis} for ph in phis) and len({ph.second for ph in phis}) == len(phis)
+        if simple:
+            for ph in phis:
+                if self.is_active(ph.second):
+                    lines.append(f"{i2}{self.bar(ph.second)} = {self.bar(ph.name)}")
+                    body_init.add(ph.second)
+                body_init.discard(ph.name)
+        else:
+            tmps = {}
+            for ph in phis:
+                tmps[ph.name] = self.namer.fresh(f"_{ph.name}_next_bar")
+                lines.append(f"{i2}{tmps[ph.name]} = {self.bar(ph.name)}")
+            for ph in phis:
+                body_init.discard(ph.name)
+            for ph in phis:
+                self.contribute(ph.second, tmps[ph.name], i2, lines, body_init)
+        self.reverse(st.body, i2, lines, body_init)
+        for ph in phis:
+            if ph.name not in body_init:
+                lines.append(f"{i2}{self.bar(ph.name)} = zeros_bar({ph.name})")
+        text = "\n".join(l for l in lines)
+        need = sorted((names_read(text) & body_defined) - {st.var})
+        self.facts.loop(st).tape_names = need
+        rng = f"range({', '.join(unparse(a) for a in st.range_args)})"
+        if need:
+            out.append(f"{ind}for {st.var}, {tuple_text(need)} in zip(reversed({rng}), reversed({tape})):  "
+                       f"# Grad of: {_line(st.ctx.filename, st.node)}")
+        else:
+            out.append(f"{ind}for {st.var} in reversed({rng}):  # Grad of: {_line(st.ctx.filename, st.node)}")
+        out.extend(lines or [f"{i2}pass"])
+        for ph in phis:
+            self.contribute(ph.first, self.bar(ph.name), ind, out, init)
+
+    def reverse_if(self, st: IfStmt, ind: str, out: list, init: set):
+        phis = [ph for ph in st.phis if self.is_active(ph.name) and ph.name in init]
+        has = phis or any(isinstance(s, ArrayStmt) and s.target and self.is_active(s.target)
+                          for s in walk_stmts(st.body + st.orelse))
+        if not has:
+            return
+        self._preinit(self._contributed(st.body + st.orelse), ind, out, init)
+        out.append(f"{ind}if {text_of(st.test)}:  # Grad of: {_line(st.ctx.filename, st.node)}")
+        for branch, k in ((st.body, 0), (st.orelse, 1)):
+            if k == 1:
+                out.append(f"{ind}else:")
+            lines: list = []
+            binit = set(init)
+            for ph in phis:
+                self.contribute(ph.first if k == 0 else ph.second, self.bar(ph.name), ind + "    ", lines, binit)
+            self.reverse(branch, ind + "    ", lines, binit)
+            out.extend(lines or [f"{ind}    pass"])
+
+    # -------------------------------------------------------------- the whole
