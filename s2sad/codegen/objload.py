@@ -24,7 +24,6 @@ import ctypes
 import os
 import struct
 import sys
-from dataclasses import dataclass
 from typing import Callable, Iterable
 
 __all__ = ["LoadedObject", "UnsupportedObject", "load", "supported"]
@@ -102,21 +101,20 @@ def _cstr(table: bytes, off: int) -> str:
     return table[off:end].decode("utf-8", "replace")
 
 
-@dataclass
 class _Plan:
     """Where everything of an object goes in its mapping: the allocated sections, then
-    jump stubs, then GOT slots (`_plan`)."""
+    jump stubs, then GOT slots (`_plan`). (A plain class: a dataclass would cost a warm
+    start's import half a millisecond.)"""
 
-    shdrs: list
-    placed: dict[int, int]                    # section index -> offset in the mapping
-    syms: list
-    strtab: bytes
-    relocs: list[tuple[int, list]]            # (target section, entries)
-    stubs: dict[int, int]                     # symbol index -> stub number
-    slots: dict[int, int]                     # symbol index -> GOT slot number
-    stub_off: int = 0
-    got_off: int = 0
-    total: int = 0
+    def __init__(self, shdrs: list, placed: dict[int, int], syms: list, strtab: bytes) -> None:
+        self.shdrs = shdrs
+        self.placed = placed                              # section index -> offset in the mapping
+        self.syms = syms
+        self.strtab = strtab
+        self.relocs: list[tuple[int, list]] = []          # (target section, entries)
+        self.stubs: dict[int, int] = {}                   # symbol index -> stub number
+        self.slots: dict[int, int] = {}                   # symbol index -> GOT slot number
+        self.stub_off = self.got_off = self.total = 0
 
 
 def load(obj: bytes, exports: Iterable[str], resolve: Callable[[str], int | None]) -> LoadedObject:
@@ -196,7 +194,7 @@ def _plan(obj: bytes) -> _Plan:
     strtab = obj[strtab_h[4]:strtab_h[4] + strtab_h[5]]
     syms = [_SYM.unpack_from(obj, st[4] + j * _SYM.size) for j in range(st[5] // _SYM.size)]
 
-    plan = _Plan(shdrs, placed, syms, strtab, relocs=[], stubs={}, slots={})
+    plan = _Plan(shdrs, placed, syms, strtab)
     for k, s in enumerate(shdrs):
         if s[1] == _SHT_REL:
             raise UnsupportedObject("REL relocations")
