@@ -259,7 +259,7 @@ def test_authenticated_but_wrong_host_record_is_replaced(cache, monkeypatch):
     np.testing.assert_allclose(out, np.sin(x) * 3.0, rtol=1e-15)
     assert llvm_jit.host() == real
     rec = objcache.read_record("host-" + fp)
-    assert {k: rec[k] for k in llvm_jit.Host.FIELDS} == real.as_dict()
+    assert {k: rec[k] for k in llvm_host.Host.FIELDS} == real.as_dict()
 
 
 def test_host_record_for_another_architecture_is_probed_on_a_warm_start(cache, monkeypatch):

@@ -6,7 +6,7 @@ cache and the disk cache (`objcache`) are keyed by a digest of the module's IR t
 (which holds the kernel's functions and every helper it calls, as lowered), the spec
 and dtype, the s2sad version, the optimisation pipeline, llvmlite's and LLVM's
 versions, the host's triple, CPU name and features, and the math mode with the libmvec
-ISAs (`disk_key`). The optimiser runs O3 with loop and SLP vectorisation for
+ISAs (`llvm_keys.disk_key`). The optimiser runs O3 with loop and SLP vectorisation for
 the host CPU; `TargetMachine.emit_object` writes relocatable object code, which is stored
 on disk and mapped into the process by `objload` (LLVM's JIT links it where `objload`
 cannot).
@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import _thread
 import ctypes
-import hashlib
 import itertools
 import os
 import sys
@@ -49,7 +48,8 @@ import numpy as np
 from ..kernel import KernelModule, KernelSignature, LoopSpec, ScanSpec, active_indices
 from . import llvm_host, objcache, objload
 # (host, host_vector_bits: called through this module, so that a test may replace them here)
-from .llvm_host import Host, host, host_vector_bits, math_mode, vector_math_support, verified_host
+from .llvm_host import host, host_vector_bits, math_mode, vector_math_support, verified_host
+from .llvm_keys import disk_key, source_key
 
 _lock = _thread.RLock()        # (threading's RLock, without importing threading)
 
@@ -67,10 +67,8 @@ if hasattr(os, "register_at_fork"):
 _cache: dict[str, "CompiledDriver"] = {}     # disk key -> driver
 _libnames = itertools.count()
 
-# Everything besides the IR and the host that decides the machine code: change it when
-# the pipeline or the object loader changes, and old entries are no longer found.
+# the optimisation level of the target machine (llvm_keys.PIPELINE names it in every key)
 OPT_LEVEL = 3
-PIPELINE = "new-pm O3 +loop-vectorize +slp-vectorize; codegen O3, reloc pic, small code model; objload 1"
 
 
 class CompiledDriver:
@@ -237,65 +235,6 @@ def optimize(ir: str) -> tuple[object, str]:
     after.add_always_inliner_pass()
     after.run(mod, pb)
     return mod, str(mod)
-
-
-def disk_key(ir: str, spec: LoopSpec | ScanSpec, dtype: np.dtype, vector_math: bool | str,
-             isas: tuple[str, ...], h: Host) -> str:
-    """The disk cache key: a digest of everything that decides the machine code
-    (`vector_math`: the `math_mode`, or a bool as `math_mode` reads it)."""
-    version = getattr(sys.modules.get("s2sad"), "__version__", "?")
-    mode = math_mode(vector_math)
-    parts = [f"s2sad {version}", f"cache format {objcache.FORMAT}", PIPELINE,
-             f"llvmlite {h.llvmlite_version}", f"LLVM {h.llvm_version}", h.triple, h.cpu, h.features,
-             f"vector math {mode}" + (f" libmvec {'+'.join(isas)}" if mode == "libmvec" and isas else ""),
-             repr(spec), dtype.str, ir]
-    return hashlib.sha256("\0".join(parts).encode()).hexdigest()
-
-
-_digest: list[str] = []
-
-
-def package_digest() -> str:
-    """sha256 of s2sad's own source files: everything that turns a program into machine
-    code. Part of `source_key`, so that a changed s2sad never maps what another compiled.
-    The digest is kept in the cache directory under the files' sizes and modification
-    times (a warm start stats them instead of reading them)."""
-    if not _digest:
-        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-        files = []
-        for dirpath, dirnames, filenames in os.walk(root):
-            dirnames[:] = sorted(d for d in dirnames if not d.startswith(("_", ".")))
-            files += [os.path.join(dirpath, f) for f in sorted(filenames) if f.endswith(".py")]
-        stats = hashlib.sha256()
-        for path in files:
-            st = os.stat(path)
-            stats.update(f"{os.path.relpath(path, root)}\0{st.st_size}\0{st.st_mtime_ns}\0".encode())
-        record = "source-" + stats.hexdigest()
-        digest = (objcache.read_record(record) or {}).get("digest", "")
-        if len(digest) != 64:
-            h = hashlib.sha256()
-            for path in files:
-                h.update(os.path.relpath(path, root).encode() + b"\0")
-                with open(path, "rb") as fh:
-                    h.update(fh.read())
-            digest = h.hexdigest()
-            objcache.write_record(record, {"digest": digest})
-        _digest.append(digest)
-    return _digest[0]
-
-
-def source_key(sig: KernelSignature, spec: LoopSpec | ScanSpec, dtype: np.dtype, vector_math: bool | str,
-               isas: tuple[str, ...], h: Host) -> str:
-    """The cache key of a driver by its source: the kernel's (`sig.digest`: its scalar
-    program and user rules) and s2sad's (`package_digest`), with all that `disk_key`
-    holds besides the IR. Lowering is deterministic, so this decides the IR."""
-    version = getattr(sys.modules.get("s2sad"), "__version__", "?")
-    mode = math_mode(vector_math)
-    parts = ["source", f"s2sad {version}", package_digest(), f"cache format {objcache.FORMAT}", PIPELINE,
-             f"llvmlite {h.llvmlite_version}", f"LLVM {h.llvm_version}", h.triple, h.cpu, h.features,
-             f"vector math {mode}" + (f" libmvec {'+'.join(isas)}" if mode == "libmvec" and isas else ""),
-             repr(spec), dtype.str, sig.name, repr(sig.params), repr(sig.active), sig.digest]
-    return hashlib.sha256("\0".join(parts).encode()).hexdigest()
 
 
 def _link(obj: bytes, names: list[str]) -> tuple[dict[str, int], object]:
