@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from conftest import kernel
-from s2sad.codegen import llvm_jit, objcache, objload
+from s2sad.codegen import llvm_jit, llvm_keys, objcache, objload
 from s2sad.kernel import LoopSpec
 
 F64, F32 = np.float64, np.float32
@@ -164,7 +164,7 @@ def test_source_keys_separate_programs_and_s2sad_versions(cache, monkeypatch, tm
     assert d1b.origin == "disk" and d1b.key == d1.key and d1b.ir == d1.ir
     assert np.array_equal(g1b, g1)
     monkeypatch.setattr(llvm_jit, "_cache", {})
-    monkeypatch.setattr(llvm_jit, "_digest", ["0" * 64])       # another s2sad
+    monkeypatch.setattr(llvm_keys, "_digest", ["0" * 64])       # another s2sad
     _, (d1c,) = _drivers_of(_site(tmp_path, 1.5), x, monkeypatch)
     assert d1c.origin == "compiled" and d1c.key != d1.key
     # an entry for another kernel under this key is never loaded
@@ -179,10 +179,10 @@ def test_source_keys_separate_programs_and_s2sad_versions(cache, monkeypatch, tm
 def test_package_digest_follows_the_source(cache, monkeypatch, tmp_path):
     """The digest of s2sad's source is remembered under the files' sizes and times, and
     is the digest of their contents."""
-    monkeypatch.setattr(llvm_jit, "_digest", [])
-    first = llvm_jit.package_digest()
-    monkeypatch.setattr(llvm_jit, "_digest", [])
-    assert llvm_jit.package_digest() == first and len(first) == 64
+    monkeypatch.setattr(llvm_keys, "_digest", [])
+    first = llvm_keys.package_digest()
+    monkeypatch.setattr(llvm_keys, "_digest", [])
+    assert llvm_keys.package_digest() == first and len(first) == 64
     assert any(p.name.startswith("rec-source-") for p in cache.iterdir())
 
 def test_keys_separate_sources_dependencies_dtypes_specs(cache):
@@ -209,17 +209,17 @@ def test_key_covers_host_versions_and_pipeline(cache, monkeypatch):
     h = llvm_jit.host()
     isas, _ = llvm_jit.vector_math_support()
     ir = llvm_jit.compile_driver(kernel("def f(x):\n    return x * x\n", "f"), STORE, F64).ir
-    base = llvm_jit.disk_key(ir, STORE, np.dtype(F64), True, isas, h)
+    base = llvm_keys.disk_key(ir, STORE, np.dtype(F64), True, isas, h)
     variants = [h.replace(cpu=h.cpu + "x"), h.replace(features=h.features + ",+x"),
                 h.replace(llvm_version="0.0.0"), h.replace(llvmlite_version="0.0"),
                 h.replace(triple="aarch64-unknown-linux-gnu")]
-    keys = {llvm_jit.disk_key(ir, STORE, np.dtype(F64), True, isas, v) for v in variants}
-    keys.add(llvm_jit.disk_key(ir, STORE, np.dtype(F64), False, isas, h))
-    keys.add(llvm_jit.disk_key(ir + " ", STORE, np.dtype(F64), True, isas, h))
-    monkeypatch.setattr(llvm_jit, "PIPELINE", llvm_jit.PIPELINE + " changed")
-    keys.add(llvm_jit.disk_key(ir, STORE, np.dtype(F64), True, isas, h))
+    keys = {llvm_keys.disk_key(ir, STORE, np.dtype(F64), True, isas, v) for v in variants}
+    keys.add(llvm_keys.disk_key(ir, STORE, np.dtype(F64), False, isas, h))
+    keys.add(llvm_keys.disk_key(ir + " ", STORE, np.dtype(F64), True, isas, h))
+    monkeypatch.setattr(llvm_keys, "PIPELINE", llvm_keys.PIPELINE + " changed")
+    keys.add(llvm_keys.disk_key(ir, STORE, np.dtype(F64), True, isas, h))
     monkeypatch.setattr(sys.modules["s2sad"], "__version__", "999")
-    keys.add(llvm_jit.disk_key(ir, STORE, np.dtype(F64), True, isas, h))
+    keys.add(llvm_keys.disk_key(ir, STORE, np.dtype(F64), True, isas, h))
     assert base not in keys and len(keys) == len(variants) + 4
 
 

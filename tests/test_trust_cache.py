@@ -28,7 +28,7 @@ import numpy as np
 import pytest
 
 from conftest import kernel
-from s2sad.codegen import cachekey, llvm_jit, objcache, objload
+from s2sad.codegen import cachekey, llvm_host, llvm_jit, objcache, objload
 from s2sad.kernel import LoopSpec
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -248,7 +248,7 @@ def test_authenticated_but_wrong_host_record_is_replaced(cache, monkeypatch):
         pytest.skip("no host fingerprint on this platform")
     objcache.write_record("host-" + fp, real.replace(cpu="no-such-cpu", triple=real.triple + "-bogus",
                                                      features="+made-up").as_dict())
-    monkeypatch.setattr(llvm_jit, "_state", {"llvm": llvm_jit._binding()})
+    monkeypatch.setattr(llvm_host, "state", {"llvm": llvm_host.binding()})
     assert llvm_jit.host().cpu == "no-such-cpu"       # (plausible without LLVM: same architecture)
     with pytest.warns(objcache.CacheWarning, match="host record"):
         drv = llvm_jit.compile_driver(kernel("def f(x):\n    return math.sin(x) * 3.0\n", "f"), STORE,
@@ -259,7 +259,7 @@ def test_authenticated_but_wrong_host_record_is_replaced(cache, monkeypatch):
     np.testing.assert_allclose(out, np.sin(x) * 3.0, rtol=1e-15)
     assert llvm_jit.host() == real
     rec = objcache.read_record("host-" + fp)
-    assert {k: rec[k] for k in llvm_jit.Host.FIELDS} == real.as_dict()
+    assert {k: rec[k] for k in llvm_host.Host.FIELDS} == real.as_dict()
 
 
 def test_host_record_for_another_architecture_is_probed_on_a_warm_start(cache, monkeypatch):
@@ -270,21 +270,21 @@ def test_host_record_for_another_architecture_is_probed_on_a_warm_start(cache, m
         pytest.skip("no host fingerprint on this platform")
     other = "aarch64-unknown-linux-gnu" if os.uname().machine == "x86_64" else "x86_64-pc-linux-gnu"
     objcache.write_record("host-" + fp, real.replace(triple=other).as_dict())
-    monkeypatch.setattr(llvm_jit, "_state", {"llvm": llvm_jit._binding()})
+    monkeypatch.setattr(llvm_host, "state", {"llvm": llvm_host.binding()})
     with pytest.warns(objcache.CacheWarning, match="does not describe this machine"):
         assert llvm_jit.host() == real
 
 
 def test_implausible_host_record_is_probed(monkeypatch):
     h = llvm_jit.verified_host().as_dict()
-    assert llvm_jit._implausible(h) is None
-    assert "lacks" in llvm_jit._implausible({**h, "cpu": ""})
-    assert "malformed" in llvm_jit._implausible({**h, "features": "+avx2,;rm -rf"})
+    assert llvm_host.implausible(h) is None
+    assert "lacks" in llvm_host.implausible({**h, "cpu": ""})
+    assert "malformed" in llvm_host.implausible({**h, "features": "+avx2,;rm -rf"})
     other = "aarch64-unknown-linux-gnu" if os.uname().machine == "x86_64" else "x86_64-pc-linux-gnu"
-    assert "not for this" in llvm_jit._implausible({**h, "triple": other})
+    assert "not for this" in llvm_host.implausible({**h, "triple": other})
     if os.uname().machine == "x86_64":
         monkeypatch.setattr(objcache, "cpu_flags", lambda: frozenset({"sse2", "avx"}))
-        assert "avx512f" in llvm_jit._implausible({**h, "features": "+avx,+avx512f,-sse4a"})
+        assert "avx512f" in llvm_host.implausible({**h, "features": "+avx,+avx512f,-sse4a"})
 
 
 # ---------------------------------------------------------------------------------

@@ -20,8 +20,8 @@ import numpy as np
 
 from ..kernel import KernelModule, LoopSpec, ScanSpec
 from .llvm_drivers import lower_module
-from .llvm_jit import (MATH_MODES, CompiledDriver, argtypes_for, compile_driver, math_mode, module_ir,
-                       vector_math_support)
+from .llvm_host import MATH_MODES, math_mode, vector_math_support
+from .llvm_jit import CompiledDriver, argtypes_for, compile_driver, module_ir
 from .llvm_lower import LIBMVEC_FUNCTIONS, OWN_BEFORE_LIBMVEC, LoweringError, driver_name
 from .vecmath import FUNCTIONS as VECMATH_FUNCTIONS
 
@@ -36,7 +36,7 @@ def lower(kmod: KernelModule, spec: LoopSpec | ScanSpec, dtype) -> str:
     The text does not depend on the host: calls to libm functions name their libmvec
     variants for the widest x86_64 ISA (AVX-512), or s2sad's own vector math on as many
     lanes for those of OWN_BEFORE_LIBMVEC; `compile_driver` names the widest this
-    host can run, or s2sad's own vector math (see llvm_jit.math_mode).
+    host can run, or s2sad's own vector math (see llvm_host.math_mode).
     """
 
     return module_ir(kmod, spec, np.dtype(dtype))

@@ -6,12 +6,12 @@ cache and the disk cache (`objcache`) are keyed by a digest of the module's IR t
 (which holds the kernel's functions and every helper it calls, as lowered), the spec
 and dtype, the s2sad version, the optimisation pipeline, llvmlite's and LLVM's
 versions, the host's triple, CPU name and features, and the math mode with the libmvec
-ISAs (`disk_key`). The optimiser runs O3 with loop and SLP vectorisation for
+ISAs (`llvm_keys.disk_key`). The optimiser runs O3 with loop and SLP vectorisation for
 the host CPU; `TargetMachine.emit_object` writes relocatable object code, which is stored
 on disk and mapped into the process by `objload` (LLVM's JIT links it where `objload`
 cannot).
 
-Transcendental functions (`math_mode`): when glibc's libmvec can be loaded, calls name
+Transcendental functions (`llvm_host.math_mode`): when glibc's libmvec can be loaded, calls name
 its variant for the widest ISA this CPU has (SSE4/AVX2/AVX-512), the same routine in
 vector loops and scalar code; functions it lacks, or all of them without libmvec, use
 s2sad's own vector math (`vecmath`) where it has them, libm's scalar functions elsewhere.
@@ -23,7 +23,7 @@ holds besides the IR; lowering is deterministic, so this decides the IR too). Th
 host's LLVM-side description is stored in the cache directory under a fingerprint of
 the host (`objcache.host_fingerprint`), and the object is loaded, authenticated (an
 HMAC under the user's key: `objcache`), and mapped. A host record that does not
-describe this machine is probed again (`host`: cheap checks on a warm start;
+describe this machine is probed again (`llvm_host.host`: cheap checks on a warm start;
 `verified_host`: LLVM's own probe whenever something is compiled), so LLVM is never
 given another machine's triple or features. Only on a miss is the module made, lowered
 and compiled, and filed under that key.
@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import _thread
 import ctypes
-import hashlib
 import itertools
 import os
 import sys
@@ -47,7 +46,10 @@ from typing import Callable
 import numpy as np
 
 from ..kernel import KernelModule, KernelSignature, LoopSpec, ScanSpec, active_indices
-from . import objcache, objload
+from . import llvm_host, objcache, objload
+# (host, host_vector_bits: called through this module, so that a test may replace them here)
+from .llvm_host import host, host_vector_bits, math_mode, vector_math_support, verified_host
+from .llvm_keys import disk_key, source_key
 
 _lock = _thread.RLock()        # (threading's RLock, without importing threading)
 
@@ -64,12 +66,9 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_new_lock_in_child)
 _cache: dict[str, "CompiledDriver"] = {}     # disk key -> driver
 _libnames = itertools.count()
-_state: dict = {}
 
-# Everything besides the IR and the host that decides the machine code: change it when
-# the pipeline or the object loader changes, and old entries are no longer found.
+# the optimisation level of the target machine (llvm_keys.PIPELINE names it in every key)
 OPT_LEVEL = 3
-PIPELINE = "new-pm O3 +loop-vectorize +slp-vectorize; codegen O3, reloc pic, small code model; objload 1"
 
 
 class CompiledDriver:
@@ -120,238 +119,26 @@ class CompiledDriver:
                 f"dtype={self.dtype!r}, origin={self.origin!r})")
 
 
-# ------------------------------------------------------------------ the host
-
-class Host:
-    """LLVM's view of this machine: what the machine code is compiled for."""
-
-    FIELDS = ("triple", "cpu", "features", "llvm_version", "llvmlite_version")
-    __slots__ = FIELDS
-
-    def __init__(self, triple: str, cpu: str, features: str, llvm_version: str, llvmlite_version: str) -> None:
-        self.triple = triple
-        self.cpu = cpu
-        self.features = features                    # LLVM's "+avx2,-avx512f,..." list
-        self.llvm_version = llvm_version
-        self.llvmlite_version = llvmlite_version
-
-    def as_dict(self) -> dict[str, str]:
-        return {k: getattr(self, k) for k in self.FIELDS}
-
-    def replace(self, **changes) -> "Host":
-        return Host(**{**self.as_dict(), **changes})
-
-    def __eq__(self, other) -> bool:
-        return isinstance(other, Host) and self.as_dict() == other.as_dict()
-
-    def __hash__(self) -> int:
-        return hash(tuple(self.as_dict().values()))
-
-    def __repr__(self) -> str:
-        return "Host(" + ", ".join(f"{k}={v!r}" for k, v in self.as_dict().items()) + ")"
-
-    @property
-    def feature_set(self) -> frozenset[str]:
-        return frozenset(f[1:] for f in self.features.split(",") if f.startswith("+"))
-
-
-def _binding():
-    """llvmlite.binding with the native target ready (imported on first use: 30-100 ms)."""
-    llvm = _state.get("llvm")
-    if llvm is None:
-        import llvmlite.binding as llvm
-
-        llvm.initialize_native_target()
-        llvm.initialize_native_asmprinter()
-        _state["llvm"] = llvm
-    return llvm
-
-
-def _probe_host() -> Host:
-    llvm = _binding()
-    import llvmlite
-
-    return Host(triple=llvm.get_process_triple(), cpu=llvm.get_host_cpu_name(),
-                features=llvm.get_host_cpu_features().flatten(),
-                llvm_version=".".join(map(str, llvm.llvm_version_info)),
-                llvmlite_version=llvmlite.__version__)
-
-
-def host() -> Host:
-    """This machine as LLVM sees it; from the cache directory when it has been seen before
-    and the record is plausible (`_implausible`), else probed (and checked against the
-    record: `verified_host`)."""
-    h = _state.get("host")
-    if h is not None:
-        return h
-    fp = objcache.host_fingerprint()
-    rec = objcache.read_record("host-" + fp) if fp else None
-    if rec is None:
-        h = _probe_host()
-        _state["probed"] = h
-        if fp:
-            objcache.write_record("host-" + fp, h.as_dict())
-        _state["host"] = h
-        return h
-    why = _implausible(rec)
-    _state["host"] = Host(**{k: rec.get(k, "") for k in Host.FIELDS})
-    return verified_host() if why else _state["host"]
-
-
-_X86_FLAGS = {"avx512f": "avx512f", "avx2": "avx2", "avx": "avx", "fma": "fma", "sse4.1": "sse4_1",
-              "sse4.2": "sse4_2"}
-
-
-def _implausible(rec: dict[str, str]) -> str | None:
-    """Why a host record cannot describe this machine (None: it may). Cheap: no LLVM.
-    A record is authenticated (objcache), so this guards against s2sad's own mistakes
-    and a key that leaked; the x86 features checked are those that choose libmvec's
-    variants, which would not run on a CPU without them."""
-    missing = [k for k in Host.FIELDS if not rec.get(k)]
-    if missing:
-        return f"it lacks {', '.join(missing)}"
-    arch = rec["triple"].split("-", 1)[0]
-    machine = os.uname().machine if hasattr(os, "uname") else arch
-    same = {"amd64": "x86_64", "arm64": "aarch64"}
-    if same.get(arch, arch) != same.get(machine, machine):
-        return f"its triple {rec['triple']!r} is not for this {machine} machine"
-    feats = [f for f in rec["features"].split(",") if f]
-    if any(f[:1] not in "+-" or not f[1:].replace(".", "").replace("-", "").replace("_", "").isalnum()
-           for f in feats):
-        return "its feature list is malformed"
-    flags = objcache.cpu_flags()
-    if arch in ("x86_64", "amd64") and flags:
-        claimed = [f[1:] for f in feats if f[0] == "+" and f[1:] in _X86_FLAGS and _X86_FLAGS[f[1:]] not in flags]
-        if claimed:
-            return f"it claims {', '.join(claimed)}, which this CPU does not have"
-    return None
-
-
-def verified_host() -> Host:
-    """`host()`, checked once a process against LLVM's probe of this machine (imports
-    llvmlite): a record that disagrees is reported, replaced, and not used again, so
-    code is never compiled for another CPU, nor LLVM given a triple it cannot use."""
-    if "probed" not in _state:
-        recorded, real = host(), _probe_host()
-        if recorded != real:
-            objcache.report(("record", "host"), f"s2sad: the host record in the kernel cache ({recorded!r}) "
-                            f"does not describe this machine ({real!r}); it is replaced and kernels are "
-                            f"compiled for this machine", stacklevel=4)
-            fp = objcache.host_fingerprint()
-            if fp:
-                objcache.write_record("host-" + fp, real.as_dict())
-            _state.pop("vector", None)            # (chosen from the record's features)
-        _state["host"] = _state["probed"] = real
-    return _state["host"]
-
-
-def host_vector_bits(h: Host) -> int | None:
-    """The widest vector register this host's code may use (for s2sad's own vector
-    functions where libmvec gives no width); None where it is not known."""
-    feats = h.feature_set
-    if h.triple.startswith(("x86_64", "amd64")):
-        return 512 if "avx512f" in feats else 256 if "avx2" in feats or "avx" in feats else 128
-    if h.triple.startswith(("aarch64", "arm64")):
-        return 128
-    return None
-
+# ------------------------------------------------------------------ the target machine
 
 def _llvm():
     """llvmlite.binding, the target machine for this host (`host()`), and the JIT (lazily)."""
-    if "tm" not in _state:
-        llvm, h = _binding(), verified_host()
+    if "tm" not in llvm_host.state:
+        llvm, h = llvm_host.binding(), verified_host()
         target = llvm.Target.from_triple(h.triple)
-        _state["tm"] = target.create_target_machine(cpu=h.cpu, features=h.features, opt=OPT_LEVEL,
+        llvm_host.state["tm"] = target.create_target_machine(cpu=h.cpu, features=h.features, opt=OPT_LEVEL,
                                                     reloc="pic", codemodel="default")
-    return _state
+    return llvm_host.state
 
 
 def _lljit():
-    if "jit" not in _state:
+    if "jit" not in llvm_host.state:
         st = _llvm()
-        _state["jit"] = st["llvm"].create_lljit_compiler(st["tm"])
-    return _state["jit"]
+        llvm_host.state["jit"] = st["llvm"].create_lljit_compiler(st["tm"])
+    return llvm_host.state["jit"]
 
 
-# ------------------------------------------------------------------ libmvec and symbols
-
-def _libmvec():
-    """(ctypes handle, path) of glibc's libmvec, or (None, None)."""
-    if "libmvec" not in _state:
-        found = (None, None)
-        for path in ("libmvec.so.1", None):
-            try:
-                if path is None:
-                    from ctypes.util import find_library     # slow: it may run ldconfig
-
-                    path = find_library("mvec")
-                    if path is None:
-                        break
-                found = (ctypes.CDLL(path), path)
-                break
-            except OSError:
-                continue
-        _state["libmvec"] = found
-    return _state["libmvec"]
-
-
-def vector_math_support() -> tuple[tuple[str, ...], object]:
-    """The libmvec ISAs this host can run and a symbol-presence test; ((), None) without libmvec."""
-    if "vector" in _state:
-        return _state["vector"]
-    h = host()
-    result: tuple[tuple[str, ...], object] = ((), None)
-    if h.triple.startswith(("x86_64", "amd64")):
-        lib, _ = _libmvec()
-        if lib is not None:
-            feats = h.feature_set
-            isas = tuple(isa for isa, need in (("b", "sse4.1"), ("d", "avx2"), ("e", "avx512f"))
-                         if need in feats)
-            seen: dict[str, bool] = {}
-
-            def available(symbol: str) -> bool:
-                if symbol not in seen:
-                    try:
-                        lib[symbol]
-                        seen[symbol] = True
-                    except AttributeError:
-                        seen[symbol] = False
-                return seen[symbol]
-
-            result = (isas, available)
-    _state["vector"] = result
-    return result
-
-
-MATH_MODES = ("libmvec", "s2sad", "libm")
-
-
-def math_mode(vector_math: bool | str | None = None) -> str:
-    """How compiled kernels compute transcendental functions, one of MATH_MODES:
-
-    - "libmvec": glibc's libmvec variants (the widest ISA this host runs), and s2sad's
-      own vector math for the functions it has no variant of (all of them without libmvec)
-    - "s2sad": s2sad's own vector math (`vecmath`: exp, expm1, log, log1p, tanh, cbrt),
-      libm's scalar functions for the others
-    - "libm": libm's scalar functions (a loop that calls one stays scalar)
-
-    `vector_math`: a mode, True ("libmvec"), False ("libm"), or None: the environment,
-    S2SAD_VECMATH=<mode>, else S2SAD_LIBMVEC=0 for "s2sad", else "libmvec".
-    """
-    if vector_math is None:
-        env = os.environ.get("S2SAD_VECMATH", "").strip().lower()
-        if env:
-            if env not in MATH_MODES:
-                raise ValueError(f"S2SAD_VECMATH={env!r}: expected one of {', '.join(MATH_MODES)}")
-            return env
-        return "s2sad" if os.environ.get("S2SAD_LIBMVEC", "1").strip() == "0" else "libmvec"
-    if isinstance(vector_math, bool):
-        return "libmvec" if vector_math else "libm"
-    if vector_math not in MATH_MODES:
-        raise ValueError(f"vector_math={vector_math!r}: expected a bool, None or one of "
-                         f"{', '.join(MATH_MODES)}")
-    return vector_math
-
+# ------------------------------------------------------------------ symbols
 
 _symbols: dict[str, int | None] = {}
 
@@ -360,15 +147,15 @@ def _resolve(name: str) -> int | None:
     """The address of a symbol a kernel calls: libmvec, then the process (libm is there)."""
     if name in _symbols:
         return _symbols[name]
-    if "handles" not in _state:
-        handles = [_libmvec()[0], ctypes.CDLL(None)]
+    if "handles" not in llvm_host.state:
+        handles = [llvm_host.libmvec()[0], ctypes.CDLL(None)]
         try:
             handles.append(ctypes.CDLL("libm.so.6"))
         except OSError:
             pass
-        _state["handles"] = [h for h in handles if h is not None]
+        llvm_host.state["handles"] = [h for h in handles if h is not None]
     addr = None
-    for h in _state["handles"]:
+    for h in llvm_host.state["handles"]:
         try:
             addr = ctypes.cast(h[name], ctypes.c_void_p).value
             break
@@ -450,65 +237,6 @@ def optimize(ir: str) -> tuple[object, str]:
     return mod, str(mod)
 
 
-def disk_key(ir: str, spec: LoopSpec | ScanSpec, dtype: np.dtype, vector_math: bool | str,
-             isas: tuple[str, ...], h: Host) -> str:
-    """The disk cache key: a digest of everything that decides the machine code
-    (`vector_math`: the `math_mode`, or a bool as `math_mode` reads it)."""
-    version = getattr(sys.modules.get("s2sad"), "__version__", "?")
-    mode = math_mode(vector_math)
-    parts = [f"s2sad {version}", f"cache format {objcache.FORMAT}", PIPELINE,
-             f"llvmlite {h.llvmlite_version}", f"LLVM {h.llvm_version}", h.triple, h.cpu, h.features,
-             f"vector math {mode}" + (f" libmvec {'+'.join(isas)}" if mode == "libmvec" and isas else ""),
-             repr(spec), dtype.str, ir]
-    return hashlib.sha256("\0".join(parts).encode()).hexdigest()
-
-
-_digest: list[str] = []
-
-
-def package_digest() -> str:
-    """sha256 of s2sad's own source files: everything that turns a program into machine
-    code. Part of `source_key`, so that a changed s2sad never maps what another compiled.
-    The digest is kept in the cache directory under the files' sizes and modification
-    times (a warm start stats them instead of reading them)."""
-    if not _digest:
-        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-        files = []
-        for dirpath, dirnames, filenames in os.walk(root):
-            dirnames[:] = sorted(d for d in dirnames if not d.startswith(("_", ".")))
-            files += [os.path.join(dirpath, f) for f in sorted(filenames) if f.endswith(".py")]
-        stats = hashlib.sha256()
-        for path in files:
-            st = os.stat(path)
-            stats.update(f"{os.path.relpath(path, root)}\0{st.st_size}\0{st.st_mtime_ns}\0".encode())
-        record = "source-" + stats.hexdigest()
-        digest = (objcache.read_record(record) or {}).get("digest", "")
-        if len(digest) != 64:
-            h = hashlib.sha256()
-            for path in files:
-                h.update(os.path.relpath(path, root).encode() + b"\0")
-                with open(path, "rb") as fh:
-                    h.update(fh.read())
-            digest = h.hexdigest()
-            objcache.write_record(record, {"digest": digest})
-        _digest.append(digest)
-    return _digest[0]
-
-
-def source_key(sig: KernelSignature, spec: LoopSpec | ScanSpec, dtype: np.dtype, vector_math: bool | str,
-               isas: tuple[str, ...], h: Host) -> str:
-    """The cache key of a driver by its source: the kernel's (`sig.digest`: its scalar
-    program and user rules) and s2sad's (`package_digest`), with all that `disk_key`
-    holds besides the IR. Lowering is deterministic, so this decides the IR."""
-    version = getattr(sys.modules.get("s2sad"), "__version__", "?")
-    mode = math_mode(vector_math)
-    parts = ["source", f"s2sad {version}", package_digest(), f"cache format {objcache.FORMAT}", PIPELINE,
-             f"llvmlite {h.llvmlite_version}", f"LLVM {h.llvm_version}", h.triple, h.cpu, h.features,
-             f"vector math {mode}" + (f" libmvec {'+'.join(isas)}" if mode == "libmvec" and isas else ""),
-             repr(spec), dtype.str, sig.name, repr(sig.params), repr(sig.active), sig.digest]
-    return hashlib.sha256("\0".join(parts).encode()).hexdigest()
-
-
 def _link(obj: bytes, names: list[str]) -> tuple[dict[str, int], object]:
     """Map object code into the process; (the address of each of `names`, what keeps it alive)."""
     if objload.supported() and os.environ.get("S2SAD_OBJLOAD", "1") != "0":
@@ -518,11 +246,11 @@ def _link(obj: bytes, names: list[str]) -> tuple[dict[str, int], object]:
         except objload.UnsupportedObject:
             pass
     st = _llvm()
-    if "libmvec_permanent" not in _state:
-        _, path = _libmvec()
+    if "libmvec_permanent" not in llvm_host.state:
+        _, path = llvm_host.libmvec()
         if path is not None:
             st["llvm"].load_library_permanently(path)
-        _state["libmvec_permanent"] = True
+        llvm_host.state["libmvec_permanent"] = True
     builder = st["llvm"].JITLibraryBuilder().add_object_img(obj).add_current_process()
     for name in names:
         builder = builder.export_symbol(name)

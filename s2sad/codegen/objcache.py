@@ -19,7 +19,7 @@ turns the disk cache off. The cache holds machine code this process will run, so
   loader. A key that cannot be trusted turns the disk cache off, with a warning.
 
 An entry is named by its key (a sha256 the caller computes over everything that decides
-the machine code: see `llvm_jit.disk_key`) and holds
+the machine code: see `llvm_keys.disk_key`) and holds
 
     MAGIC (8 bytes) | HMAC-SHA256(secret, MAGIC | body) (32 bytes) | body
     body = header length (4 bytes, little-endian) | header | blob | blob | ...

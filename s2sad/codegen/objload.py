@@ -101,10 +101,49 @@ def _cstr(table: bytes, off: int) -> str:
     return table[off:end].decode("utf-8", "replace")
 
 
+class _Plan:
+    """Where everything of an object goes in its mapping: the allocated sections, then
+    jump stubs, then GOT slots (`_plan`). (A plain class: a dataclass would cost a warm
+    start's import half a millisecond.)"""
+
+    def __init__(self, shdrs: list, placed: dict[int, int], syms: list, strtab: bytes) -> None:
+        self.shdrs = shdrs
+        self.placed = placed                              # section index -> offset in the mapping
+        self.syms = syms
+        self.strtab = strtab
+        self.relocs: list[tuple[int, list]] = []          # (target section, entries)
+        self.stubs: dict[int, int] = {}                   # symbol index -> stub number
+        self.slots: dict[int, int] = {}                   # symbol index -> GOT slot number
+        self.stub_off = self.got_off = self.total = 0
+
+
 def load(obj: bytes, exports: Iterable[str], resolve: Callable[[str], int | None]) -> LoadedObject:
     """Map `obj` and return the addresses of `exports` (global symbols it defines);
     `resolve(name)` gives the address of a symbol it uses but does not define (None:
     not found, an error unless the reference is weak)."""
+    plan = _plan(obj)
+    mmap, mprotect, munmap = _mem()
+    base = mmap(None, plan.total, _PROT_READ | _PROT_WRITE, _MAP_PRIVATE | _MAP_ANONYMOUS, -1, 0)
+    if not base or base == ctypes.c_void_p(-1).value:
+        raise OSError(ctypes.get_errno(), "mmap failed")
+    ok = False
+    try:
+        sym_addr = _symbol_addresses(plan, base, resolve)
+        image = _image(obj, plan, base, sym_addr)
+        ctypes.memmove(base, bytes(image), plan.total)
+        if mprotect(base, plan.total, _PROT_READ | _PROT_EXEC) != 0:
+            raise OSError(ctypes.get_errno(), "mprotect failed")
+        out = _exported(plan, exports, sym_addr)
+        ok = True
+        return LoadedObject(base, plan.total, out)
+    finally:
+        if not ok:
+            munmap(base, plan.total)
+
+
+def _section_headers(obj: bytes) -> tuple[list, bytes]:
+    """The section headers of a 64-bit x86-64 relocatable ELF object, and the table of
+    their names; anything else is refused."""
     if not supported():
         raise UnsupportedObject("this loader maps x86-64 Linux objects only")
     if len(obj) < _EHDR.size or obj[:4] != b"\x7fELF":
@@ -117,9 +156,13 @@ def load(obj: bytes, exports: Iterable[str], resolve: Callable[[str], int | None
         raise UnsupportedObject("unexpected section header table")
     shdrs = [_SHDR.unpack_from(obj, e_shoff + k * _SHDR.size) for k in range(e_shnum)]
     shstr = obj[shdrs[e_shstrndx][4]:shdrs[e_shstrndx][4] + shdrs[e_shstrndx][5]]
+    return shdrs, shstr
 
-    # -- layout: the allocated sections, then jump stubs, then GOT slots
-    placed: dict[int, int] = {}              # section index -> offset in the mapping
+
+def _place_sections(obj: bytes, shdrs: list, shstr: bytes) -> tuple[dict[int, int], int]:
+    """(section index -> offset in the mapping, end of the last) for the allocated
+    sections; a section this loader cannot map is refused."""
+    placed: dict[int, int] = {}
     size = 0
     for k, (name, stype, flags, _a, off, ssize, _l, _i, align, _e) in enumerate(shdrs):
         if not flags & _SHF_ALLOC or stype == _SHT_X86_64_UNWIND:
@@ -134,6 +177,14 @@ def load(obj: bytes, exports: Iterable[str], resolve: Callable[[str], int | None
         size = -(-size // align) * align
         placed[k] = size
         size += ssize
+    return placed, size
+
+
+def _plan(obj: bytes) -> _Plan:
+    """The checked layout of `obj`'s mapping: its sections, symbols and relocations, and
+    the jump stubs and GOT slots those relocations need."""
+    shdrs, shstr = _section_headers(obj)
+    placed, size = _place_sections(obj, shdrs, shstr)
 
     symtabs = [k for k, s in enumerate(shdrs) if s[1] == _SHT_SYMTAB]
     if len(symtabs) != 1:
@@ -143,9 +194,7 @@ def load(obj: bytes, exports: Iterable[str], resolve: Callable[[str], int | None
     strtab = obj[strtab_h[4]:strtab_h[4] + strtab_h[5]]
     syms = [_SYM.unpack_from(obj, st[4] + j * _SYM.size) for j in range(st[5] // _SYM.size)]
 
-    relocs: list[tuple[int, list]] = []       # (target section, entries)
-    stubs: dict[int, int] = {}                # symbol index -> stub number
-    slots: dict[int, int] = {}                # symbol index -> GOT slot number
+    plan = _Plan(shdrs, placed, syms, strtab)
     for k, s in enumerate(shdrs):
         if s[1] == _SHT_REL:
             raise UnsupportedObject("REL relocations")
@@ -157,80 +206,78 @@ def load(obj: bytes, exports: Iterable[str], resolve: Callable[[str], int | None
         for _off, info, _add in entries:
             rtype, sym = info & 0xFFFFFFFF, info >> 32
             if rtype == _R_PLT32 and syms[sym][3] == _SHN_UNDEF:
-                stubs.setdefault(sym, len(stubs))
+                plan.stubs.setdefault(sym, len(plan.stubs))
             elif rtype in (_R_GOTPCREL, _R_GOTPCRELX, _R_REX_GOTPCRELX):
-                slots.setdefault(sym, len(slots))
-        relocs.append((s[7], entries))
-    stub_off = -(-size // _STUB) * _STUB
-    got_off = stub_off + _STUB * len(stubs)
-    total = max(_PAGE, -(-(got_off + 8 * len(slots)) // _PAGE) * _PAGE)
+                plan.slots.setdefault(sym, len(plan.slots))
+        plan.relocs.append((s[7], entries))
+    plan.stub_off = -(-size // _STUB) * _STUB
+    plan.got_off = plan.stub_off + _STUB * len(plan.stubs)
+    plan.total = max(_PAGE, -(-(plan.got_off + 8 * len(plan.slots)) // _PAGE) * _PAGE)
+    return plan
 
-    mmap, mprotect, munmap = _mem()
-    base = mmap(None, total, _PROT_READ | _PROT_WRITE, _MAP_PRIVATE | _MAP_ANONYMOUS, -1, 0)
-    if not base or base == ctypes.c_void_p(-1).value:
-        raise OSError(ctypes.get_errno(), "mmap failed")
-    ok = False
-    try:
-        image = bytearray(total)
-        for k, off in placed.items():
-            s = shdrs[k]
-            if s[1] != _SHT_NOBITS:
-                image[off:off + s[5]] = obj[s[4]:s[4] + s[5]]
 
-        addr: dict[int, int] = {}
+def _symbol_addresses(plan: _Plan, base: int, resolve: Callable[[str], int | None]) -> Callable[[int], int]:
+    """sym_addr(j): the address of symbol j once the object sits at `base` (memoised)."""
+    addr: dict[int, int] = {}
 
-        def sym_addr(j: int) -> int:
-            if j in addr:
-                return addr[j]
-            name_off, info, _other, shndx, value, _size = syms[j]
-            if shndx == _SHN_UNDEF:
-                name = _cstr(strtab, name_off)
-                a = resolve(name) if name else None
-                if a is None:
-                    if info >> 4 != _STB_WEAK:
-                        raise UnsupportedObject(f"undefined symbol {name!r}")
-                    a = 0
-            elif shndx == _SHN_ABS:
-                a = value
-            elif shndx >= _SHN_LORESERVE or shndx not in placed:
-                raise UnsupportedObject(f"symbol in section {shndx}, which is not loaded")
-            else:
-                a = base + placed[shndx] + value
-            addr[j] = a
-            return a
+    def sym_addr(j: int) -> int:
+        if j in addr:
+            return addr[j]
+        name_off, info, _other, shndx, value, _size = plan.syms[j]
+        if shndx == _SHN_UNDEF:
+            name = _cstr(plan.strtab, name_off)
+            a = resolve(name) if name else None
+            if a is None:
+                if info >> 4 != _STB_WEAK:
+                    raise UnsupportedObject(f"undefined symbol {name!r}")
+                a = 0
+        elif shndx == _SHN_ABS:
+            a = value
+        elif shndx >= _SHN_LORESERVE or shndx not in plan.placed:
+            raise UnsupportedObject(f"symbol in section {shndx}, which is not loaded")
+        else:
+            a = base + plan.placed[shndx] + value
+        addr[j] = a
+        return a
 
-        for j, n in stubs.items():
-            o = stub_off + n * _STUB
-            image[o:o + 6] = b"\xff\x25\x00\x00\x00\x00"          # jmp *0(%rip)
-            struct.pack_into("<Q", image, o + 6, sym_addr(j))
-        for j, n in slots.items():
-            struct.pack_into("<Q", image, got_off + 8 * n, sym_addr(j))
+    return sym_addr
 
-        for target, entries in relocs:
-            sec = placed[target]
-            for r_off, info, addend in entries:
-                _apply(image, base, sec + r_off, info & 0xFFFFFFFF, info >> 32, addend, sym_addr,
-                       stubs, stub_off, slots, got_off)
 
-        ctypes.memmove(base, bytes(image), total)
-        if mprotect(base, total, _PROT_READ | _PROT_EXEC) != 0:
-            raise OSError(ctypes.get_errno(), "mprotect failed")
+def _image(obj: bytes, plan: _Plan, base: int, sym_addr: Callable[[int], int]) -> bytearray:
+    """The mapping's bytes: the sections copied, the stubs and GOT slots filled, every
+    relocation applied for the object at `base`."""
+    image = bytearray(plan.total)
+    for k, off in plan.placed.items():
+        s = plan.shdrs[k]
+        if s[1] != _SHT_NOBITS:
+            image[off:off + s[5]] = obj[s[4]:s[4] + s[5]]
+    for j, n in plan.stubs.items():
+        o = plan.stub_off + n * _STUB
+        image[o:o + 6] = b"\xff\x25\x00\x00\x00\x00"          # jmp *0(%rip)
+        struct.pack_into("<Q", image, o + 6, sym_addr(j))
+    for j, n in plan.slots.items():
+        struct.pack_into("<Q", image, plan.got_off + 8 * n, sym_addr(j))
+    for target, entries in plan.relocs:
+        sec = plan.placed[target]
+        for r_off, info, addend in entries:
+            _apply(image, base, sec + r_off, info & 0xFFFFFFFF, info >> 32, addend, sym_addr,
+                   plan.stubs, plan.stub_off, plan.slots, plan.got_off)
+    return image
 
-        wanted = set(exports)
-        out: dict[str, int] = {}
-        for j, (name_off, info, _other, shndx, _value, _size) in enumerate(syms):
-            if info >> 4 and shndx != _SHN_UNDEF and name_off:
-                name = _cstr(strtab, name_off)
-                if name in wanted:
-                    out[name] = sym_addr(j)
-        missing = wanted - out.keys()
-        if missing:
-            raise UnsupportedObject(f"the object does not define {sorted(missing)}")
-        ok = True
-        return LoadedObject(base, total, out)
-    finally:
-        if not ok:
-            munmap(base, total)
+
+def _exported(plan: _Plan, exports: Iterable[str], sym_addr: Callable[[int], int]) -> dict[str, int]:
+    """name -> address of each of `exports` (global symbols the object defines)."""
+    wanted = set(exports)
+    out: dict[str, int] = {}
+    for j, (name_off, info, _other, shndx, _value, _size) in enumerate(plan.syms):
+        if info >> 4 and shndx != _SHN_UNDEF and name_off:
+            name = _cstr(plan.strtab, name_off)
+            if name in wanted:
+                out[name] = sym_addr(j)
+    missing = wanted - out.keys()
+    if missing:
+        raise UnsupportedObject(f"the object does not define {sorted(missing)}")
+    return out
 
 
 def _apply(image: bytearray, base: int, where: int, rtype: int, sym: int, addend: int, sym_addr,
