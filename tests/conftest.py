@@ -1,4 +1,6 @@
+import os
 import textwrap
+import time
 
 import gast
 import numpy as np
@@ -59,3 +61,18 @@ def kernel(src: str, entry: str, dual: str | None = None, active: tuple = ()) ->
     params = tuple(a.id for a in fns[entry].args.args)
     return KernelModule(name=entry, functions=fns, entry=entry, params=params, dual_entry=dual,
                         active=tuple(active))
+
+
+def wait_for_child(pid: int, timeout: float, hung: str) -> None:
+    """Wait for a forked child to exit 0; kill it and fail with `hung` past `timeout` s."""
+    deadline = time.monotonic() + timeout
+    while True:
+        ended, status = os.waitpid(pid, os.WNOHANG)
+        if ended:
+            break
+        if time.monotonic() > deadline:
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+            pytest.fail(hung)
+        time.sleep(0.01)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0

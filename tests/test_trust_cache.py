@@ -27,7 +27,7 @@ import warnings
 import numpy as np
 import pytest
 
-from conftest import kernel
+from conftest import kernel, wait_for_child
 from s2sad.codegen import cachekey, llvm_host, llvm_jit, objcache, objload
 from s2sad.kernel import LoopSpec
 
@@ -622,15 +622,5 @@ def test_child_forked_while_the_cache_is_busy_does_not_hang(cache):
             os._exit(0 if ok else 3)
     finally:
         objcache._lock.release()
-    deadline = time.monotonic() + 30
-    while True:
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done:
-            break
-        if time.monotonic() > deadline:
-            os.kill(pid, 9)
-            os.waitpid(pid, 0)
-            pytest.fail("the forked child hung on the cache's lock")
-        time.sleep(0.01)
-    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+    wait_for_child(pid, 30, "the forked child hung on the cache's lock")
     assert objcache.load("b" * 64)[1] == [b"z"]

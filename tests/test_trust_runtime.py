@@ -16,6 +16,7 @@ import pytest
 
 import s2sad
 import trust_runtime_child as child
+from conftest import wait_for_child
 from s2sad import fastpath, runtime, threads
 from s2sad.frontend import parse_function
 from s2sad.passes.normalize import normalize
@@ -238,7 +239,6 @@ def test_the_fork_handler_drops_the_parents_pool():
 def _fork_while_held(lock, run_in_child) -> None:
     """Fork while another thread holds `lock`; the child runs `run_in_child()` (true on
     success) and must finish within 60 s."""
-    import time
     held, release = threading.Event(), threading.Event()
 
     def holder():
@@ -259,17 +259,7 @@ def _fork_while_held(lock, run_in_child) -> None:
     finally:
         release.set()
         t.join()
-    deadline = time.monotonic() + 60
-    while True:
-        ended, status = os.waitpid(pid, os.WNOHANG)
-        if ended:
-            break
-        if time.monotonic() > deadline:
-            os.kill(pid, 9)
-            os.waitpid(pid, 0)
-            pytest.fail("the forked child hung on a lock its parent's other thread held")
-        time.sleep(0.01)
-    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+    wait_for_child(pid, 60, "the forked child hung on a lock its parent's other thread held")
 
 
 def test_a_child_forked_during_another_threads_compile_can_compile():
