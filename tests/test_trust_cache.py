@@ -21,7 +21,6 @@ import stat
 import subprocess
 import sys
 import threading
-import time
 import warnings
 
 import numpy as np
