@@ -76,3 +76,22 @@ def wait_for_child(pid: int, timeout: float, hung: str) -> None:
             pytest.fail(hung)
         time.sleep(0.01)
     assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+
+
+@pytest.fixture
+def fresh_reports(monkeypatch):
+    """The cache's warnings afresh for this test (objcache gives each once per process)."""
+    from s2sad.codegen import objcache
+    monkeypatch.setattr(objcache, "reported", set())
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    """A private cache directory and key for this test, and no kernels in memory."""
+    from s2sad.codegen import llvm_jit
+    d = tmp_path / "cache"
+    monkeypatch.setenv("S2SAD_CACHE_DIR", str(d))
+    monkeypatch.setenv("S2SAD_CACHE_KEY", str(tmp_path / "key" / "cache.key"))
+    monkeypatch.delenv("S2SAD_CACHE", raising=False)
+    monkeypatch.setattr(llvm_jit, "_cache", {})
+    return d

@@ -30,27 +30,13 @@ STORE = LoopSpec(layouts=("contig",), value="store")
 SUM = LoopSpec(layouts=("contig",), value="sum")
 
 
+pytestmark = pytest.mark.usefixtures("fresh_reports")   # (conftest: the cache warnings afresh)
+
+
 def run_store(drv, x: np.ndarray) -> np.ndarray:
     out = np.empty_like(x)
     drv.cfunc(1, x.size, x.ctypes.data, out.ctypes.data)
     return out
-
-
-@pytest.fixture(autouse=True)
-def fresh_reports(monkeypatch):
-    """Each test sees the cache's warnings afresh (they are given once per process)."""
-    monkeypatch.setattr(objcache, "reported", set())
-
-
-@pytest.fixture
-def cache(tmp_path, monkeypatch):
-    """A private cache directory and key, and an empty in-memory cache for this test."""
-    d = tmp_path / "cache"
-    monkeypatch.setenv("S2SAD_CACHE_DIR", str(d))
-    monkeypatch.setenv("S2SAD_CACHE_KEY", str(tmp_path / "key" / "cache.key"))
-    monkeypatch.delenv("S2SAD_CACHE", raising=False)
-    monkeypatch.setattr(llvm_jit, "_cache", {})
-    return d
 
 
 def entries(d) -> list[str]:

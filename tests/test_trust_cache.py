@@ -35,23 +35,8 @@ STORE = LoopSpec(layouts=("contig",), value="store")
 ROOT = hasattr(os, "getuid") and os.getuid() == 0
 OTHER_UID = 54321          # a user that is not this one (for chown, as root)
 
-pytestmark = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="POSIX only")
-
-
-@pytest.fixture(autouse=True)
-def fresh_reports(monkeypatch):
-    monkeypatch.setattr(objcache, "reported", set())
-
-
-@pytest.fixture
-def cache(tmp_path, monkeypatch):
-    """A private cache directory and key for this test, and no kernels in memory."""
-    d = tmp_path / "cache"
-    monkeypatch.setenv("S2SAD_CACHE_DIR", str(d))
-    monkeypatch.setenv("S2SAD_CACHE_KEY", str(tmp_path / "config" / "cache.key"))
-    monkeypatch.delenv("S2SAD_CACHE", raising=False)
-    monkeypatch.setattr(llvm_jit, "_cache", {})
-    return d
+pytestmark = [pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="POSIX only"),
+              pytest.mark.usefixtures("fresh_reports")]
 
 
 def within(seconds: float, fn):
