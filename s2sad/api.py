@@ -25,7 +25,7 @@ from .errors import S2SADError
 from .frontend import Assumptions, bound, parse_function, recording
 from .jvp_vjp import jvp_at, pullback_of, vjp_at
 from .plancache import PLANNING, PlanCache
-from .plans import PLANS, compiled, is_array, serves
+from .plans import PLANS, compiled, serves
 from .passes.normalize import normalize
 from .runtime import Kernel
 from .targets import arity, bind, entry_function, target
@@ -219,21 +219,9 @@ def _explain(fun: Callable, argnums, mode: str) -> Explanation:
 def _explain_planned(fun: Callable, argnums, mode: str) -> Explanation:
     c = compiled(fun)
     pf = parse_function(c.fun)
-    lines = [f"s2sad.explain: {c.fun.__qualname__} ({pf.location()})"]
-    if is_array(c):
-        nums = tuple(i % len(c.params) for i in argnums_tuple(argnums))
-        return Explanation(c.fun.__qualname__, lines + c.explain(nums, mode))
-    for s in c.plan.sites:
-        lines.append(f"  {s.location}: {s.applied} -> {s.path}: {s.reason}")
-        if s.source_line:
-            lines.append(f"      {s.source_line}")
-    active = c.active_for(tuple(i % len(c.params) for i in argnums_tuple(argnums)))
-    red = {"sum": "summed in the kernel", "mean": "averaged in the kernel",
-           "none": "a scalar function of scalars"}[c.plan.reduction]
-    lines.append(f"  fused: {len(c.plan.sites)} site(s) into one kernel {c.kernel.name}"
-                 f"({', '.join(c.kernel.params)}), {red}; "
-                 f"dual with {len(active)} partial(s) per element ({', '.join(active) or 'none'})")
-    return Explanation(c.fun.__qualname__, lines)
+    lines = [f"s2sad.explain: {c.fun.__qualname__} ({pf.location()})", f"  route: {c.route.kind}: {c.route.reason}"]
+    nums = tuple(i % len(c.params) for i in argnums_tuple(argnums))
+    return Explanation(c.fun.__qualname__, lines + c.explain(nums, mode))
 
 
 def source(g: Callable) -> str:

@@ -1,12 +1,15 @@
 """Plans: a function to differentiate -> the plan that serves it (`compiled`).
 
-A function is planned once (source -> `LossPlan` -> `Kernel`: a `Compiled`; or, when
-the fused planner does not take it, an array program: `array_compiled.ArrayCompiled`) and the
-plan is cached by the function's code (`PLANS`, a plancache.PlanCache): it serves every
-function of that code whose free names pass its Assumptions, and holds none of them.
-A plan is read with the function called bound (frontend.bound), whose cells and
-globals it reads. Generated derivatives are kept on the plan (`generated`), so that a
-new grad object of a known plan generates nothing.
+A function is planned once: its route is chosen by analysis of its parsed tree
+(passes/routes.py: fused kernel, scalar function or array program, with the reason
+explain prints), then that route's planner alone builds the plan: a `Compiled` (a
+`LossPlan` and its `Kernel`) or an array program (`array_compiled.ArrayCompiled`). What
+the chosen planner refuses is the user's error, raised located; no other planner is
+tried. The plan is cached by the function's code (`PLANS`, a plancache.PlanCache): it
+serves every function of that code whose free names pass its Assumptions, and holds
+none of them. A plan is read with the function called bound (frontend.bound), whose
+cells and globals it reads. Generated derivatives are kept on the plan (`generated`),
+so that a new grad object of a known plan generates nothing.
 """
 from __future__ import annotations
 
@@ -14,12 +17,13 @@ from typing import Any, Callable, Sequence
 
 from . import array_rules, derivative_runtime
 from .arguments import zeros_like
-from .errors import S2SADError, SourceLocation
+from .errors import SourceLocation
 from .frontend import Assumptions, Resolver, bound, parse_function, recording
 from .plancache import PlanCache
 from .passes.arrayprog import build_program
 from .passes.elementwise import LossPlan, plan_loss, plan_scalar
 from .passes.array_compiled import ArrayCompiled
+from .passes.routes import ARRAY, FUSED, SCALAR, route_of
 from .runtime import Kernel
 from .targets import entry_function
 
@@ -92,6 +96,22 @@ class Compiled:
                 out.append((self.kernel.params[j], self.params.index(ref.base), ref.index))
         return out
 
+    def explain(self, argnums: tuple[int, ...], mode: str = "auto") -> list[str]:
+        """explain's lines for this plan: each elementwise site, the path chosen for it and
+        why, and the kernel they are fused into (`mode` does not apply: no partials stored)."""
+        lines = []
+        for s in self.plan.sites:
+            lines.append(f"  {s.location}: {s.applied} -> {s.path}: {s.reason}")
+            if s.source_line:
+                lines.append(f"      {s.source_line}")
+        active = self.active_for(argnums)
+        red = {"sum": "summed in the kernel", "mean": "averaged in the kernel",
+               "none": "a scalar function of scalars"}[self.plan.reduction]
+        lines.append(f"  fused: {len(self.plan.sites)} site(s) into one kernel {self.kernel.name}"
+                     f"({', '.join(self.kernel.params)}), {red}; "
+                     f"dual with {len(active)} partial(s) per element ({', '.join(active) or 'none'})")
+        return lines
+
     def active_for(self, argnums: tuple[int, ...]) -> tuple[str, ...]:
         return tuple(k for k, _, _ in self.active_pairs(argnums))
 
@@ -119,44 +139,37 @@ def serves(c, fun: Callable) -> bool:
 
 
 def _plan(fun: Callable):
+    """The plan of `fun`: its route chosen once by analysis (passes/routes.py), then
+    that route's planner; what it refuses is the user's error, raised located."""
     pf = entry_function(parse_function(fun))
     with recording() as log:
-        try:
-            plan = plan_loss(pf)
-        except S2SADError as e:
-            # not `R(elementwise)`: the whole function as an array program (passes/reverse.py)
-            c = _array_compiled(fun, pf, e)
-        else:
-            kernel = Kernel(plan.program, plan.program.entry)
-            c = Compiled(fun, plan, kernel, [a.id for a in pf.node.args.args], pf.resolver)
+        route = route_of(pf)
+        c = _BUILD[route.kind](fun, pf)
+    c.route = route
     c.assumptions = Assumptions(log, PlanCache.key_of(fun))
     return c
 
 
+def _fused(fun: Callable, pf) -> Compiled:
+    return _scalar_kernel(fun, pf, plan_loss(pf))
 
-def _array_compiled(fun: Callable, pf, planner_error: S2SADError):
-    """The array-level plan of a function the fused planner does not take; when neither
-    takes it, the error that points at the problem (the planner's when both found the
-    same place)."""
-    try:
-        c = ArrayCompiled(fun, pf, build_program(pf, Kernel), array_rules.HELPERS, derivative_runtime.runtime_names)
-        c.generated = {}    # as Compiled.generated
-        return c
-    except S2SADError as e:
-        array_error = e
-    try:  # a straight-line scalar function, e.g. with `and`: one scalar kernel, as with control flow
-        plan = plan_scalar(pf)
-    except S2SADError:
-        pass
-    else:
-        return Compiled(fun, plan, Kernel(plan.program, plan.program.entry), [a.id for a in pf.node.args.args],
-                        pf.resolver)
-    e = array_error
-    if getattr(e, "in_scalar_code", False) and e.location is not None and planner_error.location is not None \
-            and (e.location.filename, e.location.lineno) == (planner_error.location.filename,
-                                                             planner_error.location.lineno):
-        raise planner_error from None
-    raise e from None
+
+def _scalar(fun: Callable, pf) -> Compiled:
+    return _scalar_kernel(fun, pf, plan_scalar(pf))
+
+
+def _scalar_kernel(fun: Callable, pf, plan: LossPlan) -> Compiled:
+    return Compiled(fun, plan, Kernel(plan.program, plan.program.entry), [a.id for a in pf.node.args.args],
+                    pf.resolver)
+
+
+def _array(fun: Callable, pf) -> ArrayCompiled:
+    c = ArrayCompiled(fun, pf, build_program(pf, Kernel), array_rules.HELPERS, derivative_runtime.runtime_names)
+    c.generated = {}    # as Compiled.generated
+    return c
+
+
+_BUILD = {FUSED: _fused, SCALAR: _scalar, ARRAY: _array}
 
 
 def is_array(c) -> bool:

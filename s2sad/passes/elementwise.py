@@ -23,7 +23,7 @@ import gast
 import numpy as np
 
 from .. import rules
-from ..errors import FreeVariableError, UnsupportedOperationError, UnsupportedSyntaxError
+from ..errors import FreeVariableError, S2SADError, UnsupportedOperationError, UnsupportedSyntaxError
 from ..marks import is_entry_point
 from ..frontend import MISSING, ParsedFunction, attribute_value, classify, location_of, source_line
 from .normalize import Normalizer, ScalarProgram
@@ -61,9 +61,40 @@ class LossPlan:
 REDUCTIONS = {"sum": "sum", "mean": "mean"}
 
 
+@dataclass(frozen=True)
+class Refusal:
+    """Why the fused planner does not take a function: the first construct it refused,
+    where, and what to do; `error()` is the located error planning it would raise."""
+
+    message: str
+    node: gast.AST
+    hint: str
+    cls: type = UnsupportedSyntaxError
+    filename: str = ""
+
+    def error(self) -> S2SADError:
+        return self.cls(self.message, location_of(self.filename, self.node), hint=self.hint)
+
+
+@dataclass
+class FusedCheck:
+    """What the fused planner's check found: its refusal (None: it takes the function)
+    and the scalar functions the kernel would apply elementwise (lambdas and local
+    defs as trees, the user's functions as values), which the route analysis reads."""
+
+    refusal: Refusal | None
+    reduction: str = "none"                 # when taken: "sum" | "mean" | "none"
+    applied_nodes: list = field(default_factory=list)
+    applied_functions: list = field(default_factory=list)
+
+
 class _Planner:
-    def __init__(self, pf: ParsedFunction):
+    def __init__(self, pf: ParsedFunction, checking: bool = False):
         self.pf = pf
+        # checking: the translation only (fused_check), no purity verdicts, no kernel
+        self.checking = checking
+        self.refusal: Refusal | None = None   # the first construct refused (see refuse)
+        self.applied_functions: list = []     # user functions applied elementwise
         self.node = pf.node
         self.params = [a.id for a in self.node.args.args]
         self.env: dict[str, gast.expr] = {}   # local name -> array expression it holds
@@ -73,29 +104,34 @@ class _Planner:
         self.comp_count = 0
         self.local_data: dict[str, list] = {}  # local lists/tuples of numbers (state of nested defs)
 
-    def err(self, node, msg, hint, cls=UnsupportedSyntaxError):
-        return cls(msg, location_of(self.pf.filename, node), hint=hint)
+    def refuse(self, node, msg, hint, cls=UnsupportedSyntaxError) -> gast.expr:
+        """Record the first construct the planner refuses (the walk goes on, its result
+        unused): the check is an analysis; planning raises `self.refusal.error()`."""
+        if self.refusal is None:
+            self.refusal = Refusal(msg, node, hint, cls, self.pf.filename)
+        return gast.Constant(value=0.0, kind=None)
 
     def loc(self, node) -> str:
         return str(location_of(self.pf.filename, node))
 
-    def plan(self) -> LossPlan:
+    def translate(self):
+        """The loss's statements and return -> (reduction, elementwise expression, its
+        return statement), or None when a construct is refused (`self.refusal`): the
+        planner's check, which raises nothing."""
         node = self.node
         args = node.args
         if args.vararg or args.kwarg or args.kwonlyargs or args.posonlyargs:
-            raise self.err(node, "the differentiated function cannot take *args or **kwargs",
-                           "Name its parameters (def f(x, y, k=1.0)); a decorator's wrapper that only forwards them, "
-                           "fn(*args, **kwargs), is taken.")
-        body = [gast.Return(value=node.body)] if isinstance(node, gast.Lambda) else node.body
-        if rules.user_rule(self.pf.fn) is not None or not all(_array_level_statement(s) for s in body):
-            # control flow: the whole function is one scalar function of scalars
-            return self.plan_scalar()
+            self.refuse(node, "the differentiated function cannot take *args or **kwargs",
+                        "Name its parameters (def f(x, y, k=1.0)); a decorator's wrapper that only forwards them, "
+                        "fn(*args, **kwargs), is taken.")
+            return None
         ret = None
-        for s in body:
+        for s in function_body(node):
             if isinstance(s, gast.Expr) and isinstance(s.value, gast.Constant) and isinstance(s.value.value, str):
                 continue
             if ret is not None:
-                raise self.err(s, "statements after return", "Remove them.")
+                self.refuse(s, "statements after return", "Remove them.")
+                return None
             if isinstance(s, gast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], gast.Name):
                 if isinstance(s.value, gast.Lambda):
                     self.prelude.append(s)
@@ -110,18 +146,37 @@ class _Planner:
             if isinstance(s, gast.Return) and s.value is not None:
                 ret = s
                 continue
-            raise self.err(s, f"'{type(s).__name__}' at the array level is not supported yet",
-                           "The differentiated function may assign array expressions and return a "
-                           "reduction (np.sum, np.mean, sum) of an elementwise expression.")
+            self.refuse(s, f"'{type(s).__name__}' at the array level is not supported yet",
+                        "The differentiated function may assign array expressions and return a "
+                        "reduction (np.sum, np.mean, sum) of an elementwise expression.")
+            return None
         if ret is None:
-            raise self.err(node, "the differentiated function does not return a value", "Return the loss.")
+            self.refuse(node, "the differentiated function does not return a value", "Return the loss.")
+            return None
         reduction, inner = self.reduction(ret.value)
         for n in gast.walk(inner):
             if isinstance(n, gast.Name) and n.id in self.local_data:
-                raise self.err(n, f"the local container '{n.id}' is read at the array level",
-                               "Local lists may only be used as state by the scalar functions the loss "
-                               "applies elementwise.", UnsupportedOperationError)
+                self.refuse(n, f"the local container '{n.id}' is read at the array level",
+                            "Local lists may only be used as state by the scalar functions the loss "
+                            "applies elementwise.", UnsupportedOperationError)
+                return None
         expr = self.elementwise(inner)
+        return None if self.refusal is not None else (reduction, expr, ret)
+
+    def check(self) -> FusedCheck:
+        """Whether the fused planner takes the function (straight-line: see
+        `straight_line`), and what its kernel would apply elementwise."""
+        got = self.translate()
+        return FusedCheck(self.refusal, got[0] if got else "none", list(self.prelude), list(self.applied_functions))
+
+    def plan(self) -> LossPlan:
+        """The fused plan of a straight-line function (one the route analysis gave to
+        this planner); a refused construct is the user's error, located."""
+        got = self.translate()
+        if got is None:
+            raise self.refusal.error()
+        reduction, expr, ret = got
+        node = self.node
         used = {n.id for n in gast.walk(expr) if isinstance(n, gast.Name)}
         used |= {n.id for s in self.prelude for n in gast.walk(s) if isinstance(n, gast.Name)}
         kparams = [p for p in self.params if p in used] + self.free_arrays
@@ -177,8 +232,8 @@ class _Planner:
                 and e.func.attr in ("sum", "mean"):
             return e.func.attr, e.func.value
         if isinstance(e, gast.Call) and e.keywords:
-            raise self.err(e, "reductions with keyword arguments (axis=...) are not supported at this level",
-                           "Reduce over the whole array: np.sum(x).", UnsupportedOperationError)
+            self.refuse(e, "reductions with keyword arguments (axis=...) are not supported at this level",
+                        "Reduce over the whole array: np.sum(x).", UnsupportedOperationError)
         return "none", e
 
     # -- elementwise expressions
@@ -188,20 +243,20 @@ class _Planner:
                 return e
             value = self.pf.resolver.lookup(e.id)
             if value is MISSING:
-                raise self.err(e, f"name '{e.id}' is not defined", "Define it.", FreeVariableError)
+                return self.refuse(e, f"name '{e.id}' is not defined", "Define it.", FreeVariableError)
             if isinstance(value, np.ndarray):
                 if e.id not in self.free_arrays:
                     self.free_arrays.append(e.id)
                 return e
             if classify(value).kind == "constant":
                 return e
-            raise self.err(e, f"'{e.id}' holds a {type(value).__name__}, not an array or a number",
+            return self.refuse(e, f"'{e.id}' holds a {type(value).__name__}, not an array or a number",
                            "Pass it as an argument.", FreeVariableError)
         if isinstance(e, gast.Constant):
             return e
         if isinstance(e, gast.BinOp):
             if isinstance(e.op, gast.MatMult):
-                raise self.err(e, "'@' is not supported at this level yet", "Use elementwise operations.",
+                return self.refuse(e, "'@' is not supported at this level yet", "Use elementwise operations.",
                                UnsupportedOperationError)
             return gast.BinOp(left=self.elementwise(e.left), op=e.op, right=self.elementwise(e.right))
         if isinstance(e, gast.UnaryOp):
@@ -217,13 +272,13 @@ class _Planner:
             value = attribute_value(self.pf.resolver, e)
             if value is not MISSING and classify(value).kind == "constant":
                 return e
-        raise self.err(e, f"'{type(e).__name__}' is not an elementwise expression s2sad supports here",
+        return self.refuse(e, f"'{type(e).__name__}' is not an elementwise expression s2sad supports here",
                        "Use arithmetic, numpy ufuncs, s2sad.broadcast, map or a comprehension.",
                        UnsupportedOperationError)
 
     def call(self, e: gast.Call) -> gast.expr:
         if e.keywords:
-            raise self.err(e, "keyword arguments are not supported here", "Pass arguments by position.",
+            return self.refuse(e, "keyword arguments are not supported here", "Pass arguments by position.",
                            UnsupportedOperationError)
         value = attribute_value(self.pf.resolver, e.func)
         label = dotted(e.func)
@@ -231,11 +286,11 @@ class _Planner:
             return self.elementwise(e.args[0])
         if is_entry_point(value, "broadcast") or value is map:
             if len(e.args) < 2:
-                raise self.err(e, f"{label} needs a function and at least one array", "Fix the call.")
+                return self.refuse(e, f"{label} needs a function and at least one array", "Fix the call.")
             fnode, arrays = e.args[0], [self.elementwise(a) for a in e.args[1:]]
             return self.apply(fnode, arrays, e, label)
         if value is MISSING:
-            raise self.err(e, f"cannot resolve '{label}'", "Call numpy or a function written in Python.",
+            return self.refuse(e, f"cannot resolve '{label}'", "Call numpy or a function written in Python.",
                            UnsupportedOperationError)
         r = classify(value)
         if r.kind == "primitive":
@@ -250,7 +305,7 @@ class _Planner:
         if r.kind in ("function", "user_rule"):
             # a user function called on arrays: elementwise only if it is scalar code
             return self.apply(e.func, [self.elementwise(a) for a in e.args], e, label)
-        raise self.err(e, f"'{label}' is not supported by s2sad at the array level",
+        return self.refuse(e, f"'{label}' is not supported by s2sad at the array level",
                        f"Use an elementwise form, or register a rule with s2sad.defrule({label}, ...).",
                        UnsupportedOperationError)
 
@@ -270,9 +325,12 @@ class _Planner:
             return gast.Call(func=fnode, args=arrays, keywords=[])
         value = attribute_value(self.pf.resolver, fnode)
         if value is MISSING:
-            raise self.err(site, f"cannot tell which function '{dotted(fnode)}' is",
+            return self.refuse(site, f"cannot tell which function '{dotted(fnode)}' is",
                            "Pass a function s2sad can name: a def, a lambda, or a variable holding one.",
                            FreeVariableError)
+        self.applied_functions.append(value)
+        if self.checking or self.refusal is not None:   # (verdicts are for planning's sites)
+            return gast.Call(func=fnode, args=arrays, keywords=[])
         r = classify(value)
         if r.kind == "primitive":
             self.sites.append(Site(self.loc(site), f"{label}({dotted(fnode)})", "rule",
@@ -289,11 +347,11 @@ class _Planner:
 
     def comprehension(self, e) -> gast.expr:
         if len(e.generators) != 1:
-            raise self.err(e, "only comprehensions with one 'for' are supported", "Use a single loop.",
+            return self.refuse(e, "only comprehensions with one 'for' are supported", "Use a single loop.",
                            UnsupportedOperationError)
         g = e.generators[0]
         if g.ifs or g.is_async or not isinstance(g.target, gast.Name):
-            raise self.err(e, "comprehensions with conditions or unpacking are not supported",
+            return self.refuse(e, "comprehensions with conditions or unpacking are not supported",
                            "Use a conditional expression inside: [f(z) if c else 0.0 for z in x].",
                            UnsupportedOperationError)
         lam = gast.Lambda(args=gast.arguments(args=[name(g.target.id, gast.Param())], posonlyargs=[], vararg=None,
@@ -390,7 +448,7 @@ def unwrap_single_call(p: ScalarProgram) -> ScalarProgram:
     return p
 
 
-def _array_level_statement(s: gast.stmt) -> bool:
+def straight_line_statement(s: gast.stmt) -> bool:
     """Statements the array-level planner handles: docstrings, assignments, defs, return."""
     if isinstance(s, gast.Expr):
         return isinstance(s.value, gast.Constant) and isinstance(s.value.value, str)
@@ -399,14 +457,32 @@ def _array_level_statement(s: gast.stmt) -> bool:
     return isinstance(s, (gast.FunctionDef, gast.Return))
 
 
+def function_body(node) -> list:
+    """The statements of a def, or of a lambda as `return <its body>`."""
+    return [gast.Return(value=node.body)] if isinstance(node, gast.Lambda) else node.body
+
+
+def straight_line(node) -> bool:
+    """Whether a function's body is statements the fused planner reads (docstrings,
+    assignments to names, defs, return): no control flow."""
+    return all(straight_line_statement(s) for s in function_body(node))
+
+
+def fused_check(pf: ParsedFunction) -> FusedCheck:
+    """The fused planner's check of a straight-line function, which raises nothing:
+    whether it takes `R(E)`/`E` (its refusal, else None) and what E applies."""
+    return _Planner(pf, checking=True).check()
+
+
 def plan_loss(pf: ParsedFunction) -> LossPlan:
+    """The fused plan of a straight-line function the fused check takes (plans routes
+    it here); a refusal is raised, located."""
     return _Planner(pf).plan()
 
 
 def plan_scalar(pf: ParsedFunction) -> LossPlan:
-    """`pf` as one scalar function of scalars (what plan_loss does for a function with
-    control flow): the last resort for a straight-line function neither plan_loss's
-    array-level form nor the array program takes."""
+    """`pf` as one scalar function of scalars: a function with a defrule rule, or one
+    that uses no array operation but control flow or `and`/`or` as a value (passes/routes.py)."""
     return _Planner(pf).plan_scalar()
 
 
@@ -418,4 +494,6 @@ def translate_elementwise(pf: ParsedFunction, expr: gast.expr, params, prelude=(
     t.params = list(params)
     t.prelude = list(prelude)
     out = t.elementwise(expr)
+    if t.refusal is not None:
+        raise t.refusal.error()
     return out, t.prelude, t.sites, t.free_arrays

@@ -1,0 +1,239 @@
+"""Which planner takes a function: one decision, made once by reading its tree (`route_of`).
+
+Routes (plans.py builds the one chosen; a refusal by it is the user's error, located):
+
+    fused   straight-line, `R(E)` or `E` with E elementwise and the scalar functions E
+            applies free of array operations: one fused kernel (elementwise.plan_loss)
+    scalar  the whole function as one scalar function of scalars (elementwise.plan_scalar):
+            a function with a defrule rule; or one that uses no array operation but has
+            control flow, or `and`/`or` used as a value (which array programs refuse)
+    array   everything else: an array program (arrayprog.build_program)
+
+The analysis reads syntax and the values names resolve to, never runs a planner: which
+statements the body has (elementwise.straight_line), the fused planner's own check
+(elementwise.fused_check, which records its first refusal instead of raising), and the
+first *array operation* the function or a function it calls uses (`first_array_use`):
+`@`, a call of a numpy function that is not a scalar primitive (np.sum, np.dot...) or of
+a function with an array rule (s2sad.defvjp) or without source, an attribute of an
+array (x.T, x.sum), an index that is not a constant position (x[i], x[:, 0]), a free
+array read whole, an array default. Scalar code (the core language, elementwise.py's
+kernels) has none of these.
+"""
+from __future__ import annotations
+
+import builtins
+import types
+from dataclasses import dataclass
+
+import gast
+import numpy as np
+
+from .. import array_prims, rules
+from ..errors import S2SADError
+from ..frontend import MISSING, ParsedFunction, attribute_value, classify, location_of, parse_function
+from ..marks import is_entry_point
+from .trees import constant_index, dotted
+from .elementwise import fused_check, function_body, straight_line, straight_line_statement
+
+
+FUSED, SCALAR, ARRAY = "fused", "scalar", "array"
+
+
+@dataclass(frozen=True)
+class Route:
+    """The planner chosen for a function and why (explain prints both)."""
+
+    kind: str       # FUSED | SCALAR | ARRAY
+    reason: str
+
+
+@dataclass(frozen=True)
+class ArrayUse:
+    """The first array operation found: what it is and where."""
+
+    what: str
+    where: str      # file:line:col
+
+
+def route_of(pf: ParsedFunction) -> Route:
+    node = pf.node
+    if rules.user_rule(pf.fn) is not None:
+        return Route(SCALAR, "its rule registered with s2sad.defrule: one scalar function of scalars")
+    if not straight_line(node):
+        flow = next(s for s in function_body(node) if not straight_line_statement(s))
+        what = f"'{type(flow).__name__.lower()}' at {location_of(pf.filename, flow)}"
+        use = first_array_use(pf)
+        if use is None:
+            return Route(SCALAR, f"control flow ({what}) and no array operation: one scalar function of "
+                                 "scalars, applied elementwise")
+        return Route(ARRAY, f"control flow ({what}) with array operations ({use.what} at {use.where}): "
+                            "an array program")
+    check = fused_check(pf)
+    if check.refusal is None:
+        use = _Scan().applied(pf, check.applied_nodes, check.applied_functions)
+        if use is None:
+            return Route(FUSED, _FUSED_REASON[check.reduction])
+        return Route(ARRAY, f"an elementwise function uses an array operation ({use.what} at {use.where}): "
+                            "an array program")
+    refused = check.refusal
+    where = location_of(pf.filename, refused.node)
+    boolop = next((n for s in function_body(node) for n in gast.walk(s) if isinstance(n, gast.BoolOp)), None)
+    if boolop is not None and first_array_use(pf) is None:
+        return Route(SCALAR, f"'{'and' if isinstance(boolop.op, gast.And) else 'or'}' used as a value at "
+                             f"{location_of(pf.filename, boolop)} and no array operation: one scalar function "
+                             "of scalars, applied elementwise")
+    return Route(ARRAY, f"more than one elementwise expression ({where}: {refused.message}): an array program")
+
+
+_FUSED_REASON = {
+    "sum": "the sum of one elementwise expression: one fused kernel, summed in its pass",
+    "mean": "the mean of one elementwise expression: one fused kernel, summed in its pass",
+    "none": "one elementwise expression of numbers and arrays: one fused kernel",
+}
+
+
+def first_array_use(pf: ParsedFunction) -> ArrayUse | None:
+    """The first array operation of `pf` or of a function it calls, else None."""
+    return _Scan().function(pf)
+
+
+# builtins that scalar code calls (range, len, zip, float...): not array operations
+_BUILTINS = frozenset(v for v in vars(builtins).values() if callable(v))
+
+
+class _Scan:
+    """One walk for array operations over a function and the functions it calls (each
+    read once)."""
+
+    def __init__(self):
+        self.seen: set[int] = set()
+        self.tuples: set[str] = set()    # locals of the tree being read bound to a tuple literal
+
+    def applied(self, pf: ParsedFunction, nodes, functions) -> ArrayUse | None:
+        """In what a fused kernel applies: the loss's lambdas/defs and user functions."""
+        local = _locals(pf.node)
+        for n in nodes:
+            got = self.tree(n, pf, local)
+            if got is not None:
+                return got
+        for value in functions:
+            got = self.value(value)
+            if got is not None:
+                return got
+        return None
+
+    def function(self, pf: ParsedFunction) -> ArrayUse | None:
+        self.seen.add(id(pf.fn))
+        return self.tree(pf.node, pf, _locals(pf.node))
+
+    def value(self, value) -> ArrayUse | None:
+        """A called value's array operations (its own, or its body's if a Python function)."""
+        if id(value) in self.seen:
+            return None
+        self.seen.add(id(value))
+        r = classify(value)
+        if r.kind in ("primitive", "user_rule", "constant", "module", "s2sad") or rules.ordered_family(value):
+            return None
+        if r.kind == "function":
+            return self.python_function(r.value)
+        return None
+
+    def python_function(self, fn) -> ArrayUse | None:
+        if array_prims.for_function(fn):
+            return ArrayUse(f"'{getattr(fn, '__qualname__', fn)}' (an array rule, s2sad.defvjp)", "its call")
+        for d in getattr(fn, "__defaults__", None) or ():
+            if isinstance(d, np.ndarray) or callable(d):
+                return ArrayUse(f"a default of '{fn.__qualname__}' that is not a number "
+                                f"({type(d).__name__})", "its def")
+        try:
+            pf = parse_function(fn)
+        except S2SADError:   # unreadable: the route chosen says so when it reads it
+            return None
+        self.seen.add(id(pf.fn))
+        return self.tree(pf.node, pf, _locals(pf.node))
+
+    def tree(self, root, pf: ParsedFunction, local: set) -> ArrayUse | None:
+        bases = {id(n.value) for n in gast.walk(root) if isinstance(n, gast.Subscript)}
+        outer, self.tuples = self.tuples, {t.id for n in gast.walk(root) if isinstance(n, gast.Assign)
+                                           and isinstance(n.value, gast.Tuple) for t in n.targets
+                                           if isinstance(t, gast.Name)}
+        # decorators run when the def runs, not in what is differentiated
+        decorating = {id(d) for n in gast.walk(root) if isinstance(n, gast.FunctionDef)
+                      for top in n.decorator_list for d in gast.walk(top)}
+        found = None
+        for n in gast.walk(root):
+            if id(n) in decorating:
+                continue
+            what = self.node(n, pf, local, bases)
+            if what is not None:
+                found = what if isinstance(what, ArrayUse) else ArrayUse(what, str(location_of(pf.filename, n)))
+                break
+        self.tuples = outer
+        return found
+
+    def node(self, n, pf: ParsedFunction, local: set, bases: set):
+        """What array operation `n` is (a description, or an ArrayUse found in a callee), else None."""
+        if isinstance(n, (gast.BinOp, gast.AugAssign)) and isinstance(n.op, gast.MatMult):
+            return "'@'"
+        if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load) and n.id not in local and id(n) not in bases:
+            if isinstance(pf.resolver.lookup(n.id), np.ndarray):
+                return f"the array '{n.id}' read whole"
+        if isinstance(n, gast.Subscript) and isinstance(n.ctx, gast.Load):
+            return self.subscript(n, pf, local)
+        if isinstance(n, gast.Attribute) and isinstance(n.ctx, gast.Load):
+            root = n.value
+            while isinstance(root, gast.Attribute):
+                root = root.value
+            if not isinstance(root, gast.Name) or root.id in local:
+                return f"'{dotted(n)}'"
+            if not isinstance(pf.resolver.lookup(root.id), types.ModuleType):
+                return f"'{dotted(n)}'"
+        if isinstance(n, gast.Call):
+            return self.call(n, pf, local)
+        return None
+
+    def subscript(self, n: gast.Subscript, pf: ParsedFunction, local: set):
+        base = n.value
+        if isinstance(base, gast.Name):
+            if base.id in self.tuples or (base.id not in local and
+                                          classify(pf.resolver.lookup(base.id)).kind == "tuple"):
+                return None        # a tuple, indexed or looped over
+            if constant_index(n.slice) is not None or isinstance(n.slice, gast.Constant):
+                return None        # an element at a constant position (a capture), or a key
+        return f"'{dotted(base) if isinstance(base, (gast.Name, gast.Attribute)) else type(base).__name__}[...]'"
+
+    def call(self, n: gast.Call, pf: ParsedFunction, local: set):
+        f = n.func
+        if isinstance(f, gast.Name) and f.id in local:
+            return None            # a local def or lambda: its body is in this tree
+        value = attribute_value(pf.resolver, f)
+        if value is MISSING:
+            return None            # unresolved: the route chosen refuses it, located
+        if is_entry_point(value, "broadcast") or (value in _BUILTINS if _hashable(value) else False):
+            return None
+        r = classify(value)
+        if r.kind in ("primitive", "user_rule", "s2sad") or rules.ordered_family(value) is not None:
+            return None
+        if r.kind == "function":
+            return self.value(value)
+        return f"'{dotted(f)}'"
+
+
+def _hashable(value) -> bool:
+    try:
+        hash(value)
+    except TypeError:
+        return False
+    return True
+
+
+def _locals(node) -> set:
+    """Every name bound inside a function (parameters, assignments, defs, lambdas' and
+    comprehensions' parameters): not free names."""
+    out = set()
+    for n in gast.walk(node):
+        if isinstance(n, gast.Name) and isinstance(n.ctx, (gast.Store, gast.Param, gast.Del)):
+            out.add(n.id)
+        elif isinstance(n, gast.FunctionDef):
+            out.add(n.name)
+    return out

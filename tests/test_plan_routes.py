@@ -1,0 +1,131 @@
+"""Planning picks its route by analysis (passes/routes.py), once, and builds only that
+route: fused kernel, scalar function, or array program. A refusal by the chosen route is
+the user's error, located; explain says the route and why."""
+import math
+
+import numpy as np
+import pytest
+
+import s2sad
+from s2sad import plans
+from s2sad.errors import S2SADError, UnsupportedOperationError
+from s2sad.frontend import parse_function
+from s2sad.passes.routes import ARRAY, FUSED, SCALAR, first_array_use, route_of
+from s2sad.targets import entry_function
+
+W = np.linspace(-1.0, 1.0, 12).reshape(3, 4)
+
+
+def route(fun):
+    return route_of(entry_function(parse_function(fun)))
+
+
+def fused_sum(x, y):
+    return np.sum(np.sin(x) * y)
+
+
+def fused_mean_of_lambda(x):
+    f = lambda z: z * z + 1.0
+    return np.mean(s2sad.broadcast(f, x))
+
+
+def layer(x):
+    return np.tanh(x @ W)
+
+
+def applies_an_array_helper(x):
+    return np.sum(layer(x))
+
+
+def matmul_loss(x):
+    return np.sum(x @ W)
+
+
+def scalar_control_flow(x):
+    if x > 0.0:
+        return x * x
+    return -x
+
+
+def scalar_and_as_value(x):
+    return (x > 0.5 and x) + math.cos(x)
+
+
+def array_loop(x):
+    acc = 0.0
+    for i in range(3):
+        acc = acc + np.sum(x * i)
+    return acc
+
+
+def indexed_tuple(x):
+    coeffs = (1.0, -0.5, 0.25)
+    acc = 0.0
+    for i in range(len(coeffs)):
+        acc = acc * x + coeffs[i]
+    return acc
+
+
+@pytest.mark.parametrize("fun, kind", [
+    (fused_sum, FUSED), (fused_mean_of_lambda, FUSED), (applies_an_array_helper, ARRAY), (matmul_loss, ARRAY),
+    (scalar_control_flow, SCALAR), (scalar_and_as_value, SCALAR), (array_loop, ARRAY), (indexed_tuple, SCALAR),
+])
+def test_the_route_is_the_analysis(fun, kind):
+    r = route(fun)
+    assert r.kind == kind, r
+    assert r.reason
+
+
+def test_array_use_names_what_and_where():
+    use = first_array_use(entry_function(parse_function(layer)))
+    assert use is not None and use.what == "'@'" and "test_plan_routes.py" in use.where
+    assert "'@'" in route(applies_an_array_helper).reason
+    assert first_array_use(entry_function(parse_function(scalar_control_flow))) is None
+
+
+def test_a_plan_is_built_by_its_route_only(monkeypatch):
+    """An array program is never first tried by the fused planner (no exception cascade)."""
+    def refuse(pf):
+        raise AssertionError("the fused planner was tried")
+    monkeypatch.setattr(plans, "plan_loss", refuse)
+    plans.PLANS.clear()
+    x = np.linspace(0.1, 1.0, 3)
+    v, g = s2sad.value_and_grad(matmul_loss)(x)
+    assert np.isclose(v, np.sum(x @ W))
+    np.testing.assert_allclose(g, W.sum(axis=1))
+    assert plans.compiled(matmul_loss).route.kind == ARRAY
+
+
+def test_scalar_route_gradients():
+    xs = np.array([-1.5, 0.25, 0.75, 2.0])
+    g = s2sad.grad(lambda x: np.sum(s2sad.broadcast(scalar_and_as_value, x)))(xs)
+    want = [(1.0 if x > 0.5 else 0.0) - math.sin(x) for x in xs]
+    np.testing.assert_allclose(g, want, rtol=1e-12)
+    g2 = s2sad.grad(indexed_tuple)(0.7)
+    assert math.isclose(g2, 2 * 0.7 * 1.0 - 0.5, rel_tol=1e-12)
+
+
+def lambda_with_bad_syntax(x):
+    f = lambda z: len({z}) * z
+    return np.sum(s2sad.broadcast(f, x))
+
+
+def test_a_refusal_of_the_chosen_route_is_located():
+    assert route(lambda_with_bad_syntax).kind == FUSED
+    with pytest.raises(S2SADError) as e:
+        s2sad.grad(lambda_with_bad_syntax)(np.ones(3))
+    assert e.value.location is not None and e.value.location.filename.endswith("test_plan_routes.py")
+
+
+def test_explain_says_the_route_and_why():
+    text = str(s2sad.explain(fused_sum))
+    assert "route: fused: the sum of one elementwise expression" in text
+    text = str(s2sad.explain(matmul_loss))
+    assert "route: array:" in text and "'@'" in text
+    text = str(s2sad.explain(scalar_control_flow))
+    assert "route: scalar: control flow ('if'" in text
+
+
+def test_the_route_is_made_once_per_plan():
+    c = plans.compiled(fused_sum)
+    assert c.route is plans.compiled(fused_sum).route
