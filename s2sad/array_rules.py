@@ -16,43 +16,22 @@ import numpy as np
 
 from .errors import UnsupportedOperationError
 from .gemm import matmul
-from .reduce import reduce
+from .reduce import float_dtype, reduce, unbroadcast
 from .runtime import SeedProduct
+
+_float_dtype = float_dtype   # (the name the helpers below use)
 
 
 # ------------------------------------------------------------------ helpers
 #
 # What generated adjoint code calls. Each returns a new array (never a view of its
-# input), of the operand's shape and dtype.
-
-def _float_dtype(x):
-    dt = np.asarray(x).dtype
-    return dt if dt.kind == "f" else np.dtype(np.float64)
-
+# input), of the operand's shape and dtype. `unbroadcast` is reduce's (the one there is).
 
 def zeros_bar(x):
     """The zero adjoint of a value: 0.0 for a Python number, else zeros of its shape."""
     if isinstance(x, (float, int, bool)):
         return 0.0
     return np.zeros(np.shape(x), _float_dtype(x))
-
-
-def unbroadcast(g, x):
-    """`g` (the shape numpy broadcasting gave) summed back to the shape of `x`."""
-    shape = np.shape(x)
-    gs = np.shape(g)
-    if gs == shape:
-        return g
-    if gs == ():
-        return np.full(shape, g, _float_dtype(x)) if shape != () else g
-    lead = len(gs) - len(shape)
-    axes = tuple(range(lead)) + tuple(lead + k for k, n in enumerate(shape) if n == 1 and gs[lead + k] != 1)
-    r = reduce("sum", g, axes, keepdims=True) if axes else g
-    if lead:
-        r = r.reshape(r.shape[lead:])
-    if shape == () and not isinstance(x, np.ndarray):
-        return float(r.reshape(()))
-    return r.reshape(shape)
 
 
 def _expand(g, x, axis, keepdims):

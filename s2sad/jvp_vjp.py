@@ -13,7 +13,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from . import derivative_runtime, runtime
-from .array_rules import unbroadcast
+from .reduce import unbroadcast
 from .arguments import as_result, as_value, check_args, converted, dtype_of
 from .errors import S2SADError, StatefulError, UnsupportedOperationError
 from .passes.kernelpairs import choose_mode

@@ -1,5 +1,7 @@
 """Reductions along one axis of a 2-D float array (np.sum / np.mean / np.max / np.min
-with axis=), with numpy's bits, in s2sad's compiled loops where numpy's are slow.
+with axis=), with numpy's bits, in s2sad's compiled loops where numpy's are slow; and
+`unbroadcast`, the one sum of a gradient back to its operand's shape (generated adjoints,
+scans and vjp all call it).
 
 numpy pays about 20 ns a row (or a column) in its reduction machinery, which for short
 rows dwarfs the arithmetic: the row sums of a 10,000 x 10 array (a 10-class softmax)
@@ -107,3 +109,29 @@ def reduce_max(x, axis=None, keepdims=False, backend="auto"):
 
 def reduce_min(x, axis=None, keepdims=False, backend="auto"):
     return reduce("min", x, axis, keepdims, backend)
+
+
+def float_dtype(x) -> np.dtype:
+    """The dtype of an adjoint of `x`: its own if a float, else float64."""
+    dt = np.asarray(x).dtype
+    return dt if dt.kind == "f" else np.dtype(np.float64)
+
+
+def unbroadcast(g, x):
+    """`g` (the shape numpy broadcasting gave) summed back to the shape of `x`, over the
+    axes broadcasting added or stretched, with numpy's bits (`reduce`); a new array
+    unless `g` already has that shape; a Python float for a number `x`."""
+    shape = np.shape(x)
+    gs = np.shape(g)
+    if gs == shape:
+        return g
+    if gs == ():
+        return np.full(shape, g, float_dtype(x)) if shape != () else g
+    lead = len(gs) - len(shape)
+    axes = tuple(range(lead)) + tuple(lead + k for k, n in enumerate(shape) if n == 1 and gs[lead + k] != 1)
+    r = reduce("sum", g, axes, keepdims=True) if axes else g
+    if lead:
+        r = r.reshape(r.shape[lead:])
+    if shape == () and not isinstance(x, np.ndarray):
+        return float(r.reshape(()))
+    return r.reshape(shape)

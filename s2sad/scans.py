@@ -2,7 +2,8 @@
 
 A state-passing kernel (see kernel.py, "Scan drivers") runs its elements in order.
 Inputs are materialized at the broadcast shape (one row-major run); gradients of
-broadcast inputs are summed back to their shapes afterwards. `scan_apply` runs the
+broadcast inputs are summed back to their shapes afterwards (reduce.unbroadcast, as
+every adjoint is). `scan_apply` runs the
 primal, `scan_grads` its forward and reverse sweeps; for float scalars and
 C-contiguous arrays of one shape on the llvm backend, `scan_grads` takes the lean path
 (`_fast_scan_grads`: the pointers straight from the arrays, a cached driver).
@@ -24,6 +25,7 @@ from .backends.host import ACC_DTYPE, rounded
 from .backends.llvm import ptr
 from .fastpath import entry_of, fast_layouts
 from .kernel import ScanSpec
+from .reduce import unbroadcast
 from .runkernel import Kernel
 
 def _scan_inputs(kernel: Kernel, args: Sequence[Any], n_state: int, backend: Backend):
@@ -101,7 +103,7 @@ def scan_grads(kernel: Kernel, args: Sequence[Any], active: tuple[str, ...], sta
             g = g.astype(prep.dtype, copy=False)     # a sum in float64: rounded once
             shaped.append(g.reshape(prep.shapes[i]) if prep.shapes[i] != () else g.reshape(()))
         else:
-            shaped.append(_unbroadcast(g.reshape(prep.shape), prep.shapes[i]))
+            shaped.append(unbroadcast(g.reshape(prep.shape), args[i]))
     vals = backend.results(inputs, out.reshape(prep.shape)) if value == "store" else rounded(acc[0], prep.dtype)
     return vals, backend.results(inputs, shaped), [float(v) for v in st.tolist()]
 
@@ -154,10 +156,3 @@ def _fast_scan_grads(kernel: Kernel, args, active, state, seed: float, fast):
     fs.cfunc(*argv)
     return (rounded(acc[0], dtype), [g if c else g.astype(dtype).reshape(()) for g, c in zip(grads, fs.contig_grads)],
             [float(v) for v in st.tolist()])
-
-
-def _unbroadcast(g: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
-    """Sum a full-shape gradient over the dimensions broadcasting added to `shape`."""
-    extra = g.ndim - len(shape)
-    axes = tuple(range(extra)) + tuple(extra + d for d, n in enumerate(shape) if n == 1 and g.shape[extra + d] != 1)
-    return g.sum(axis=axes).reshape(shape) if axes else g
