@@ -1,28 +1,27 @@
 """The generated derivative behind grad and value_and_grad: `Derivative`.
 
 One Derivative per (function, argnums, backend, grad or value_and_grad, mode). Its
-first call plans the function (plans.compiled), generates the array-level derivative
-source (`source(g)` prints it: calls into the runtime's kernel entry points, or, for an
-array program, passes/reverse.py's generated code) and execs it once per plan. Then
+first call plans the function (plans.compiled) and has the plan generate its derivative
+(`Plan.implementation`: passes/fused_adjoint.py's source, calls into the runtime's
+kernel entry points; for an array program, passes/reverse.py's), exec'd once per plan;
+`source(g)` prints it (`Plan.source`). Then
 grad's wrapper calls `hot(*args)` first: the fused driver's entry called with the
 user's arguments, one call into machine code; it declines (NotImplemented) whatever
 it cannot take, and `__call__`, the full path, checks and runs it instead.
 
-Invariant: generated code and hot paths are kept on the plan (`Compiled.generated`),
+Invariant: generated code and hot paths are kept on the plan (`Plan.generated`),
 made under the planning lock, and follow the plan: a plan made again drops them.
 """
 from __future__ import annotations
 
-import functools
 from typing import Any, Callable, Sequence
 
-from . import backends, runtime
-from .arguments import argnums_tuple, as_result, as_value, check_args, check_call, converted, zeros_like
+from . import backends
+from .arguments import argnums_tuple, as_result, as_value, check_args, check_call, converted
 from .deep import deeply
-from .errors import NonScalarLossError
 from .frontend import bound
 from .plancache import PLANNING
-from .plans import Compiled, compiled, is_array, read_state, return_location, write_state
+from .plans import Plan, compiled, read_state, write_state
 from .targets import arity, bind
 
 def decline(*args):
@@ -62,7 +61,7 @@ class Derivative:
         return self._chosen
 
     @property
-    def c(self) -> Compiled:
+    def c(self) -> Plan:
         c = compiled(self.fun)
         if c is not self._plan:  # planned (again): generated code and call state follow
             self._plan, self._impl, self._text, self._fast, self.hot = c, None, None, None, decline
@@ -78,15 +77,7 @@ class Derivative:
 
     def _generate(self) -> str:
         c = self.c
-        if is_array(c):
-            return c.source(tuple(i % len(c.params) for i in self.argnums), self.mode,
-                            "grad" if self.grad_only else "value_and_grad")
-        text, active = self._array_level()
-        k = c.kernel.name
-        return (text + "\n\n"
-                f"# Kernel {k}: the loss's elementwise part, fused with its reduction.\n"
-                f"# Its dual returns the value and one partial per active argument.\n"
-                + c.kernel.module(active).source())
+        return c.source(tuple(i % len(c.params) for i in self.argnums), self.mode, self.variant)
 
     @property
     def grad_only(self) -> bool:
@@ -94,60 +85,9 @@ class Derivative:
         loss's value only where they need it."""
         return self.what == "grad"
 
-    def _array_level(self) -> tuple[str, tuple[str, ...]]:
-        """The array-level derivative (the code that runs) and the kernel's active params
-        (states included) whose dual it calls. For grad, `<f>__grad` returns the gradients
-        only and its kernel computes no value (a scan still does: its state is written
-        back as a plain call would)."""
-        c = self.c
-        grad_only = self.grad_only
-        argnums = [i % len(c.params) for i in self.argnums]
-        pairs = c.active_pairs(tuple(argnums))
-        active = tuple(k for k, _, _ in pairs)
-        kargs = [c.input_text(kind, ref) for kind, ref in c.plan.inputs]
-        free = list(c.free_values())
-        sig = ", ".join(c.params) + (", *, " + ", ".join(free) if free else "")
-        bars = [f"{c.params[i]}_bar" for i in argnums]
-        fname = c.fun.__name__ if c.fun.__name__.isidentifier() else "loss"
-        lines = [f"def {fname}__{'grad' if grad_only else 'value_and_grad'}({sig}):",
-                 f"    # Grad of: {c.plan.return_line}    [{c.plan.return_location}]"]
-        k = c.kernel.name
-        karg_tuple = "(" + ", ".join(kargs) + ("," if len(kargs) == 1 else "") + ")"
-        active_tuple = "(" + ", ".join(repr(a) for a in active) + ("," if len(active) == 1 else "") + ")"
-        got = [f"{c.params[i]}_bar" if index is None else f"{kp}_bar" for kp, i, index in pairs]
-        got_tuple = "(" + ", ".join(got) + ("," if len(got) == 1 else "") + ")"
-        if c.plan.reduction == "mean":
-            lines.append(f"    scale = 1.0 / broadcast_size({', '.join(kargs)})")
-            scale = "scale"
-        else:
-            scale = "1.0"
-            if c.plan.reduction == "none":
-                lines.append(f"    check_scalar_loss(broadcast_size({', '.join(kargs)}))")
-        if c.plan.program.state:
-            cells = ", ".join(cell.describe() for cell in c.plan.program.state)
-            lines.append(f"    # {k} writes state ({cells}): its elements run in order, threading the state,")
-            lines.append("    # then a reverse sweep; the state is written back once, as a plain call would")
-            lines.append("    state = read_state()")
-            lines.append(f"    value, {got_tuple}, state = scan_grads({k}, {karg_tuple}, active={active_tuple}, "
-                         f"state=state, seed={scale})")
-            lines.append("    write_state(state)")
-        elif grad_only:
-            lines.append(f"    {got_tuple} = sum_grads({k}, {karg_tuple}, active={active_tuple}, scale={scale})")
-        else:
-            lines.append(f"    value, {got_tuple} = sum_dual({k}, {karg_tuple}, active={active_tuple}, scale={scale})")
-        direct = {i for _, i, index in pairs if index is None}
-        for i in argnums:
-            if i not in direct:
-                note = "" if any(j == i for _, j, _ in pairs) else "  # the loss does not read it"
-                lines.append(f"    {c.params[i]}_bar = zeros_like({c.params[i]}){note}")
-        for kp, i, index in pairs:
-            if index is not None:
-                lines.append(f"    {c.params[i]}_bar[{', '.join(map(str, index))}] += {kp}_bar"
-                             f"  # captured at {c.plan.capture_location(kp)}")
-        bars_tuple = f"({', '.join(bars)}{',' if len(bars) == 1 else ''})"
-        lines.append(f"    return {bars_tuple}" if grad_only else f"    return value, {bars_tuple}")
-        state_params = c.kernel.params[len(c.kernel.params) - len(c.plan.program.state):] if c.plan.program.state else ()
-        return "\n".join(lines) + "\n", active + tuple(state_params)
+    @property
+    def variant(self) -> str:
+        return "grad" if self.grad_only else "value_and_grad"
 
     def _key(self, c, what: str) -> tuple:
         return (what, self.what, self.chosen, tuple(i % len(c.params) for i in self.argnums),
@@ -159,26 +99,10 @@ class Derivative:
             key = self._key(c, "impl")
             with PLANNING:
                 if key not in c.generated:
-                    c.generated[key] = self._generated_implementation(c)
+                    c.generated[key] = c.implementation(tuple(i % len(c.params) for i in self.argnums), self.mode,
+                                                        self.chosen, self.variant)
             self._impl = c.generated[key]
         return self._impl
-
-    def _generated_implementation(self, c) -> Callable:
-        namespace = {
-            c.kernel.name: c.kernel,
-            "sum_dual": functools.partial(runtime.sum_dual, backend=self.chosen),
-            "sum_grads": functools.partial(runtime.sum_grads, backend=self.chosen),
-            "broadcast_size": runtime.broadcast_size,
-            "check_scalar_loss": functools.partial(_check_scalar_loss, c),
-            "zeros_like": zeros_like,
-            "scan_grads": _scan_value_and_grads(self.chosen),
-            "read_state": functools.partial(read_state, c),
-            "write_state": functools.partial(write_state, c),
-        }
-        text = self._array_level()[0]
-        exec(compile(text, f"<s2sad derivative of {c.name}>", "exec"), namespace)
-        suffix = "__grad" if self.grad_only else "__value_and_grad"
-        return next(v for k, v in namespace.items() if k.endswith(suffix))
 
     def bind(self, args: Sequence[Any], kwargs: dict) -> tuple:
         """The arguments of a call with keywords or defaults, one per parameter in order."""
@@ -199,7 +123,7 @@ class Derivative:
         fast = self._fast
         if fast is None or not fast[0].assumptions.hold(self.fun):
             c = self.c
-            if is_array(c):
+            if not c.fused:     # an array program: no kernel entry to call first
                 return self._array_call(c, args)
             # the loss is a float unless it sums an int or bool kernel (a count); the mean
             # of one is a float, as numpy's is
@@ -290,8 +214,7 @@ class Derivative:
                 check_args(c, args, self.argnums)
                 argnums = tuple(i % len(c.params) for i in self.argnums)
                 with PLANNING:   # (generates the derivative's code once)
-                    fn = c.implementation(argnums, self.mode, self.chosen,
-                                          "grad" if self.grad_only else "value_and_grad")
+                    fn = c.implementation(argnums, self.mode, self.chosen, self.variant)
                 impl = c.generated[key] = (fn, argnums)
             self._array_impl = impl
         fn, argnums = impl
@@ -306,23 +229,3 @@ class Derivative:
         if not isinstance(self.argnums_spec, (tuple, list)):
             return value, as_result(grads[0], args[argnums[0]])
         return value, tuple([as_result(g, args[i]) for g, i in zip(grads, argnums)])
-
-
-
-def _scan_value_and_grads(backend: backends.Choice):
-    """scan_grads for generated code: (seed * sum of values, grads, final state)."""
-    def scan_grads(kernel, args, active, state, seed):
-        value, grads, final = runtime.scan_grads(kernel, args, active, state, seed=seed, backend=backend)
-        return value * seed, grads, final
-    return scan_grads
-
-
-
-def _check_scalar_loss(c: Compiled, size: int) -> None:
-    if size != 1:
-        raise NonScalarLossError(
-            f"{c.fun.__name__} returns an array of {size} elements, not a scalar loss",
-            return_location(c),
-            hint="grad needs a real scalar: reduce the result, e.g. return np.sum(...), or use s2sad.jvp/vjp.")
-
-

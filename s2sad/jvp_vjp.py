@@ -17,7 +17,7 @@ from .reduce import unbroadcast
 from .arguments import as_result, as_value, check_args, converted, dtype_of
 from .errors import S2SADError, StatefulError, UnsupportedOperationError
 from .passes.kernelpairs import choose_mode
-from .plans import Compiled, compiled, is_array, read_state, return_location, write_state
+from .plans import Compiled, compiled, read_state, return_location, write_state
 from .targets import bind
 
 def jvp_at(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], backend) -> tuple:
@@ -30,7 +30,7 @@ def jvp_at(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], backe
     argnums = tuple(i for i, p in enumerate(primals) if dtype_of(p).kind == "f")
     primals = bind(fun, primals, {}) if len(primals) != len(c.params) else primals
     check_args(c, primals, argnums)
-    if is_array(c):
+    if not c.fused:
         return _array_jvp(c, primals, tangents, argnums, backend)
     pairs = c.active_pairs(argnums)
     active = tuple(k for k, _, _ in pairs)
@@ -61,7 +61,7 @@ def vjp_at(fun: Callable, primals, backend, mode: str):
     float_nums = tuple(i for i in range(len(primals)) if dtype_of(primals[i]).kind == "f")
     primals = bind(fun, primals, {}) if len(primals) != len(c.params) else tuple(primals)
     check_args(c, primals, float_nums)
-    if is_array(c):
+    if not c.fused:
         out, pull = c.vjp(primals, float_nums, mode, backend)
         return as_value(out) if np.ndim(out) == 0 else out, \
             lambda out_bar: _array_per_primal(primals, float_nums, pull(out_bar))

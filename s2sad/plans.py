@@ -13,26 +13,57 @@ so that a new grad object of a known plan generates nothing.
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+import functools
+from typing import Any, Callable, Protocol, Sequence
 
-from . import array_rules, derivative_runtime
+from . import array_rules, derivative_runtime, runtime
 from .arguments import zeros_like
-from .errors import SourceLocation
+from .errors import NonScalarLossError, SourceLocation
 from .frontend import Assumptions, Resolver, bound, parse_function, recording
 from .plancache import PlanCache
 from .passes.arrayprog import build_program
 from .passes.elementwise import LossPlan, plan_loss, plan_scalar
 from .passes.array_compiled import ArrayCompiled
-from .passes.routes import ARRAY, FUSED, SCALAR, route_of
+from .passes.fused_adjoint import fused_derivative, with_kernel
+from .passes.routes import ARRAY, FUSED, SCALAR, Route, route_of
 from .runtime import Kernel
 from .targets import entry_function
 
 PLANS = PlanCache()
 
 
+class Plan(Protocol):
+    """What derivative.py, jvp_vjp.py, api and cli call on a plan, whichever route made
+    it: `Compiled` (a fused kernel or a scalar function) or
+    `array_compiled.ArrayCompiled` (an array program)."""
+
+    route: Route                 # how it was planned and why (explain)
+    params: list[str]            # the function's parameters
+    assumptions: Any             # frontend.Assumptions: what the plan compiled in
+    generated: dict              # generated code kept with the plan (derivative.py)
+    fused: bool                  # one kernel whose compiled entry takes the user's arguments
+
+    @property
+    def fun(self) -> Callable: ...
+
+    @property
+    def name(self) -> str: ...
+
+    def free_values(self) -> dict[str, Any]: ...
+
+    def source(self, argnums: tuple[int, ...], mode: str = "auto", variant: str = "value_and_grad") -> str: ...
+
+    def implementation(self, argnums: tuple[int, ...], mode: str, backend, variant: str = "value_and_grad"): ...
+
+    def explain(self, argnums: tuple[int, ...], mode: str = "auto") -> list[str]: ...
+
+
 class Compiled:
-    """A differentiated function's plan: its fused kernel and how the loss reduces it.
-    `fun` is the function called now (bound) or the one planned, held weakly."""
+    """A differentiated function's plan: its fused kernel and how the loss reduces it (a
+    `Plan`). `fun` is the function called now (bound) or the one planned, held weakly."""
+
+    fused = True
+    route: Route | None = None
 
     def __init__(self, fun: Callable, plan: LossPlan, kernel: Kernel, params: list[str], resolver: Any = None):
         self._handle = Resolver(fun)
@@ -64,16 +95,6 @@ class Compiled:
                 vals.append(ref.read())
         return vals
 
-    def input_text(self, kind: str, ref) -> str:
-        """The expression, in generated code, that gives a kernel parameter's value."""
-        if kind == "arg":
-            return self.params[ref]
-        if kind == "free":
-            return ref
-        if ref.origin == "free":
-            return ref.param
-        return ref.base + "[" + ", ".join(map(str, ref.index)) + "]"
-
     def free_values(self) -> dict[str, Any]:
         """Keyword arguments of the derivative: free data arrays and captured free
         elements, read now (at call time), as Python reads globals."""
@@ -95,6 +116,42 @@ class Compiled:
             elif kind == "capture" and ref.origin == "param" and self.params.index(ref.base) in argnums:
                 out.append((self.kernel.params[j], self.params.index(ref.base), ref.index))
         return out
+
+    def derivative(self, argnums: tuple[int, ...], variant: str) -> tuple[str, tuple[str, ...]]:
+        """The array-level derivative (passes/fused_adjoint.py) and the kernel's active
+        params (states included) whose dual it calls."""
+        fname = self.fun.__name__ if self.fun.__name__.isidentifier() else "loss"
+        return fused_derivative(self.plan, self.params, fname, self.kernel.name, self.kernel.params, argnums,
+                                self.active_pairs(argnums), variant)
+
+    def source(self, argnums: tuple[int, ...], mode: str = "auto", variant: str = "value_and_grad") -> str:
+        """What s2sad.source prints: the derivative, then its kernel's source."""
+        text, active = self.derivative(argnums, variant)
+        return with_kernel(text, self.kernel.name, self.kernel.module(active).source())
+
+    def implementation(self, argnums: tuple[int, ...], mode: str, backend, variant: str = "value_and_grad"):
+        """The derivative, exec'd with what it calls on `backend` (a backends.Choice)."""
+        namespace = {
+            self.kernel.name: self.kernel,
+            "sum_dual": functools.partial(runtime.sum_dual, backend=backend),
+            "sum_grads": functools.partial(runtime.sum_grads, backend=backend),
+            "broadcast_size": runtime.broadcast_size,
+            "check_scalar_loss": self.check_scalar_loss,
+            "zeros_like": zeros_like,
+            "scan_grads": _scan_value_and_grads(backend),
+            "read_state": functools.partial(read_state, self),
+            "write_state": functools.partial(write_state, self),
+        }
+        text = self.derivative(argnums, variant)[0]
+        exec(compile(text, f"<s2sad derivative of {self.name}>", "exec"), namespace)
+        return next(v for k, v in namespace.items() if k.endswith("__" + variant))
+
+    def check_scalar_loss(self, size: int) -> None:
+        if size != 1:
+            raise NonScalarLossError(
+                f"{self.fun.__name__} returns an array of {size} elements, not a scalar loss",
+                return_location(self),
+                hint="grad needs a real scalar: reduce the result, e.g. return np.sum(...), or use s2sad.jvp/vjp.")
 
     def explain(self, argnums: tuple[int, ...], mode: str = "auto") -> list[str]:
         """explain's lines for this plan: each elementwise site, the path chosen for it and
@@ -172,8 +229,12 @@ def _array(fun: Callable, pf) -> ArrayCompiled:
 _BUILD = {FUSED: _fused, SCALAR: _scalar, ARRAY: _array}
 
 
-def is_array(c) -> bool:
-    return type(c) is not Compiled
+def _scan_value_and_grads(backend):
+    """scan_grads for generated code: (seed * sum of values, grads, final state)."""
+    def scan_grads(kernel, args, active, state, seed):
+        value, grads, final = runtime.scan_grads(kernel, args, active, state, seed=seed, backend=backend)
+        return value * seed, grads, final
+    return scan_grads
 
 
 def read_state(c: Compiled, fun: Callable | None = None) -> list[float]:

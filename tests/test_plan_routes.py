@@ -129,3 +129,17 @@ def test_explain_says_the_route_and_why():
 def test_the_route_is_made_once_per_plan():
     c = plans.compiled(fused_sum)
     assert c.route is plans.compiled(fused_sum).route
+
+
+@pytest.mark.parametrize("fun", [fused_sum, matmul_loss, scalar_control_flow])
+def test_every_plan_has_the_plan_protocol(fun):
+    """Compiled and ArrayCompiled answer the same calls (plans.Plan): callers ask the
+    plan, not its type."""
+    c = plans.compiled(fun)
+    members = [m for m in vars(plans.Plan) if not m.startswith("_")] + list(plans.Plan.__annotations__)
+    for m in members:
+        assert hasattr(c, m), m
+    assert c.fused == (c.route.kind != ARRAY)
+    nums = (0,)
+    assert c.source(nums, "auto", "grad") == s2sad.source(s2sad.grad(fun))
+    assert c.explain(nums, "auto")

@@ -38,6 +38,18 @@ def tuple_text(items) -> str:
     return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
 
 
+def def_line(name: str, variant: str, params, free) -> str:
+    """`def <name>__<variant>(<params>, *, <free>):`: every derivative's first line
+    (free data arrays are keyword arguments)."""
+    sig = ", ".join(params) + (", *, " + ", ".join(free) if free else "")
+    return f"def {name}__{variant}({sig}):"
+
+
+def grad_of_line(line: str, location: str) -> str:
+    """The comment that opens a derivative: the user's line it differentiates, and where."""
+    return f"# Grad of: {line}    [{location}]"
+
+
 def names_read(text: str) -> set[str]:
     """The names a (possibly indented) block of source reads."""
     tree = ast_parse(_dedent_lines(text))

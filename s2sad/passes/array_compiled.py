@@ -26,7 +26,11 @@ from .reverse import Generator
 
 class ArrayCompiled:
     """A differentiated function planned at the array level: its program, and its
-    generated derivatives per (argnums, mode), compiled once each."""
+    generated derivatives per (argnums, mode), compiled once each. It is a plans.Plan
+    (the protocol derivative.py, jvp_vjp.py and api call), as plans.Compiled is."""
+
+    fused = False       # no one kernel whose entry takes the user's arguments
+    route = None        # passes/routes.Route, set by plans
 
     def __init__(self, fun, pf, program: ArrayProgram, helpers: dict, runtime_names):
         self.pf = pf  # (its function is read through pf's resolver: never held)
@@ -40,7 +44,7 @@ class ArrayCompiled:
         self._gens: dict = {}
         self._impls: dict = {}
 
-    # what code written for the fused planner's `Compiled` reads (cli, explain)
+    # what code written for the fused planner's `Compiled` reads (cli, golden)
     @property
     def fun(self):
         return self.pf.fn

@@ -12,7 +12,8 @@ pullback mode of elementwise kernels. Output: generated Python source (what
 
 followed by the source of every kernel it calls (as comments name them).
 
-`Generator` coordinates: one AdjointContext per generation (adjoint_context.py: names,
+(A fused plan's derivative is written by fused_adjoint.py in the same frame, through
+adjoint_text.) `Generator` coordinates: one AdjointContext per generation (adjoint_context.py: names,
 the namespace, the analyses in one AdjointFacts, adjoint_analysis.py), the forward
 sweep's writer (forward_sweep.py), the reverse sweep's writer (reverse_sweep.py), then
 the liveness of the grad variant and the rendering (adjoint_text.py). The plan that
@@ -47,7 +48,7 @@ import ast
 from ..frontend import location_of, shown_location as _short, source_line as _line
 from .adjoint_analysis import deferrable_sums, live_before
 from .adjoint_context import AdjointContext
-from .adjoint_text import names_read, render, text_of, tuple_text
+from .adjoint_text import def_line, grad_of_line, names_read, render, text_of, tuple_text
 from .arrayir import ArrayProgram, ArrayStmt
 from .forward_sweep import ForwardSweep
 from .reverse_sweep import ReverseSweep
@@ -125,19 +126,18 @@ class Generator:
             # to check that it is a scalar); the rest is not computed
             live_before(p.body, names_read(rev_text + "\n" + check), self.facts)
         fwd_text = "\n".join(render(fwd, names_read(rev_text), self.facts))
-        sig = ", ".join(p.params) + (", *, " + ", ".join(p.free) if p.free else "")
-        head = f"# Grad of: {_line(p.pf.filename, p.return_node)}    [{_short(location_of(p.pf.filename, p.return_node))}]"
+        head = grad_of_line(_line(p.pf.filename, p.return_node), _short(location_of(p.pf.filename, p.return_node)))
         if variant == "value_and_grad":
-            text = (f"def {p.name}__value_and_grad({sig}):\n    {head}\n{fwd_text}\n{check}"
+            text = (f"{def_line(p.name, variant, p.params, p.free)}\n    {head}\n{fwd_text}\n{check}"
                     f"    # reverse sweep\n{rev_text}\n    return {rtext}, {tuple_text(gnames)}\n")
         elif variant == "grad":
-            text = (f"def {p.name}__grad({sig}):\n    {head}\n{fwd_text}\n{check}"
+            text = (f"{def_line(p.name, variant, p.params, p.free)}\n    {head}\n{fwd_text}\n{check}"
                     f"    # reverse sweep\n{rev_text}\n    return {tuple_text(gnames)}\n")
         else:
             fwd_names = set(defined)
             residuals = sorted(names_read(rev_text) & fwd_names)
             ob = seed or "_out_bar"
-            text = (f"def {p.name}__forward({sig}):\n    {head}\n{fwd_text}\n"
+            text = (f"{def_line(p.name, 'forward', p.params, p.free)}\n    {head}\n{fwd_text}\n"
                     f"    return {rtext}, {tuple_text(residuals)}\n\n\n"
                     f"def {p.name}__pullback(_residuals, {ob}):\n"
                     f"    {tuple_text(residuals)} = _residuals\n{rev_text}\n    return {tuple_text(gnames)}\n")
