@@ -71,6 +71,16 @@ def kernel_vjp(kernel, args, active, out_bar, backend="auto"):
     return grads
 
 
+def kernel_grads(kernel, args, active, out_bar, partials=None, backend="auto"):
+    """A kernel's pullback: the active params' gradients, in their shapes, of
+    sum(out_bar * kernel(args)); from the partials stored in the forward pass (store
+    mode: partial * out_bar) or recomputed (`kernel_vjp`), summed back to each input's
+    shape by the one unbroadcast. Both modes give the same bits."""
+    grads = [p * out_bar for p in partials] if partials is not None else \
+        kernel_vjp(kernel, args, active, out_bar, backend)
+    return [array_rules.unbroadcast(g, args[kernel.params.index(a)]) for g, a in zip(grads, active)]
+
+
 def kernel_rowsum(kernel, args, active, axis, keepdims, mean, mode, backend="auto"):
     """(the sum or mean of kernel(args) along `axis`, what `kernel_rowsum_vjp` needs).
     In the kernel's pass where `column_products.row_sums` takes it (the values never formed:
@@ -94,5 +104,4 @@ def kernel_rowsum_vjp(kernel, args, active, axis, keepdims, mean, out_bar, state
         return column_products.row_sums_vjp(kernel, args, active, axis, keepdims, mean, out_bar, backend)
     how, values, partials = state
     bar = (array_rules.mean_bar if mean else array_rules.sum_bar)(out_bar, values, axis, keepdims)
-    grads = [p * bar for p in partials] if how == "store" else kernel_vjp(kernel, args, active, bar, backend)
-    return [array_rules.unbroadcast(g, args[kernel.params.index(a)]) for g, a in zip(grads, active)]
+    return kernel_grads(kernel, args, active, bar, partials if how == "store" else None, backend)

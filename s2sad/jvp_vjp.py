@@ -1,8 +1,10 @@
 """jvp and vjp of a planned function: forward and reverse products through its plan.
 
 A fused plan runs the runtime's kernel entry points (jvp, sum_dual, store_partials,
-kernel_vjp); a plan whose kernel writes state (a scan) sweeps it with scan_grads,
-writing the state back once, as a plain call would; an array program
+apply) and pulls back through the runtime's own kernel pullback
+(derivative_runtime.kernel_grads, as kernel_rowsum_vjp does); a plan whose kernel
+writes state (a scan) sweeps it with scan_grads, writing the state back once, as a
+plain call would; an array program
 (array_compiled.ArrayCompiled) gives its own vjp, and its jvp is refused unless its result
 is a scalar. Every adjoint is shaped like its primal (arguments.as_result).
 """
@@ -13,7 +15,6 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from . import derivative_runtime, runtime
-from .reduce import unbroadcast
 from .arguments import as_result, as_value, check_args, converted, dtype_of
 from .errors import S2SADError, StatefulError, UnsupportedOperationError
 from .passes.kernelpairs import choose_mode
@@ -83,18 +84,13 @@ def vjp_at(fun: Callable, primals, backend, mode: str):
         how, _ = choose_mode(c.kernel, mode)
         if how == "store" and active:
             out, partials = runtime.store_partials(c.kernel, kargs, active, backend=backend)
-
-            def pullback(out_bar):
-                ob = np.asarray(out_bar)
-                return _per_primal(c, primals, pairs, [unbroadcast(p * ob, kargs[c.kernel.params.index(a)])
-                                                       for p, a in zip(partials, active)])
         else:
-            out = runtime.apply(c.kernel, kargs, backend=backend)
+            out, partials = runtime.apply(c.kernel, kargs, backend=backend), None
 
-            def pullback(out_bar):
-                grads = derivative_runtime.kernel_vjp(c.kernel, kargs, active, out_bar, backend=backend)
-                return _per_primal(c, primals, pairs, [unbroadcast(g, kargs[c.kernel.params.index(a)])
-                                                       for g, a in zip(grads, active)])
+        def pullback(out_bar):   # the runtime's kernel pullback, as generated adjoints call it
+            ob = np.asarray(out_bar) if partials is not None else out_bar
+            return _per_primal(c, primals, pairs, derivative_runtime.kernel_grads(c.kernel, kargs, active, ob,
+                                                                                  partials, backend))
     return out, pullback
 
 

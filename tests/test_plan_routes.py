@@ -143,3 +143,25 @@ def test_every_plan_has_the_plan_protocol(fun):
     nums = (0,)
     assert c.source(nums, "auto", "grad") == s2sad.source(s2sad.grad(fun))
     assert c.explain(nums, "auto")
+
+
+def elementwise_product(x, b):
+    return np.sin(x) * b
+
+
+@pytest.mark.parametrize("mode", ["store", "recompute"])
+def test_a_fused_vjp_pulls_back_through_the_runtimes_kernel_pullback(monkeypatch, mode):
+    from s2sad import derivative_runtime
+    calls = []
+    real = derivative_runtime.kernel_grads
+    monkeypatch.setattr(derivative_runtime, "kernel_grads", lambda *a: calls.append(1) or real(*a))
+    x = np.linspace(-1.0, 1.0, 12).reshape(3, 4)
+    b = np.array([0.5, -1.0, 2.0, 0.25])
+    out, pull = s2sad.vjp(elementwise_product, x, b, mode=mode)
+    v = np.arange(12.0).reshape(3, 4)
+    gx, gb = pull(v)
+    assert calls
+    np.testing.assert_allclose(out, np.sin(x) * b, rtol=1e-15)
+    np.testing.assert_allclose(gx, np.cos(x) * b * v, rtol=1e-14)
+    np.testing.assert_allclose(gb, np.sum(np.sin(x) * v, axis=0), rtol=1e-14)
+    assert gb.shape == b.shape
