@@ -56,6 +56,7 @@ class ArrayUse:
 
 
 def route_of(pf: ParsedFunction) -> Route:
+    """The route of `pf` and why, by the table of the module docstring (in its order)."""
     node = pf.node
     if rules.user_rule(pf.fn) is not None:
         return Route(SCALAR, "its rule registered with s2sad.defrule: one scalar function of scalars")
