@@ -165,3 +165,29 @@ def test_a_fused_vjp_pulls_back_through_the_runtimes_kernel_pullback(monkeypatch
     np.testing.assert_allclose(gx, np.cos(x) * b * v, rtol=1e-14)
     np.testing.assert_allclose(gb, np.sum(np.sin(x) * v, axis=0), rtol=1e-14)
     assert gb.shape == b.shape
+
+
+KS = (0.5, 2.0)
+
+
+def chained_helper(x):
+    a = b = x * 2.0
+    return a * b
+
+
+def tuple_item_and_helper(x):
+    return math.tanh(x + KS[0]) * chained_helper(x)
+
+
+def test_scalar_code_that_is_not_a_fused_loss_is_one_scalar_function():
+    """No array operation anywhere: the scalar route, even where an array program would
+    refuse a helper's statement (a chained assignment), as the old fallback did."""
+    assert route(tuple_item_and_helper).kind == SCALAR
+    x = 0.3
+    t = math.tanh(x + 0.5)
+    want = (1.0 - t * t) * 4.0 * x * x + t * 8.0 * x
+    assert math.isclose(s2sad.grad(tuple_item_and_helper)(x), want, rel_tol=1e-12)
+    xs = np.array([-0.4, 0.1, 0.9])
+    g = s2sad.grad(lambda v: np.sum(s2sad.broadcast(tuple_item_and_helper, v)))(xs)
+    ts = np.tanh(xs + 0.5)
+    np.testing.assert_allclose(g, (1.0 - ts * ts) * 4.0 * xs * xs + ts * 8.0 * xs, rtol=1e-12)

@@ -5,8 +5,9 @@ Routes (plans.py builds the one chosen; a refusal by it is the user's error, loc
     fused   straight-line, `R(E)` or `E` with E elementwise and the scalar functions E
             applies free of array operations: one fused kernel (elementwise.plan_loss)
     scalar  the whole function as one scalar function of scalars (elementwise.plan_scalar):
-            a function with a defrule rule; or one that uses no array operation but has
-            control flow, or `and`/`or` used as a value (which array programs refuse)
+            a function with a defrule rule; or one that uses no array operation and is
+            not a fused loss (control flow, `and`/`or` as a value, a conditional
+            expression, a tuple's item...): scalar code
     array   everything else: an array program (arrayprog.build_program)
 
 The analysis reads syntax and the values names resolve to, never runs a planner: which
@@ -78,11 +79,9 @@ def route_of(pf: ParsedFunction) -> Route:
                             "an array program")
     refused = check.refusal
     where = location_of(pf.filename, refused.node)
-    boolop = next((n for s in function_body(node) for n in gast.walk(s) if isinstance(n, gast.BoolOp)), None)
-    if boolop is not None and first_array_use(pf) is None:
-        return Route(SCALAR, f"'{'and' if isinstance(boolop.op, gast.And) else 'or'}' used as a value at "
-                             f"{location_of(pf.filename, boolop)} and no array operation: one scalar function "
-                             "of scalars, applied elementwise")
+    if first_array_use(pf) is None:
+        return Route(SCALAR, f"not one elementwise expression ({where}: {refused.message}) and no array "
+                             "operation: one scalar function of scalars, applied elementwise")
     return Route(ARRAY, f"more than one elementwise expression ({where}: {refused.message}): an array program")
 
 
