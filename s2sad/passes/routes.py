@@ -17,8 +17,9 @@ first *array operation* the function or a function it calls uses (`first_array_u
 `@`, a call of a numpy function that is not a scalar primitive (np.sum, np.dot...) or of
 a function with an array rule (s2sad.defvjp) or without source, an attribute of an
 array (x.T, x.sum), an index that is not a constant position (x[i], x[:, 0]), a free
-array read whole, an array default. Scalar code (the core language, elementwise.py's
-kernels) has none of these.
+array read whole, an array default; or a function whose parameters the scalar
+language does not take (keyword-only, *args...), which array programs inline. Scalar
+code (the core language, elementwise.py's kernels) has none of these.
 """
 from __future__ import annotations
 
@@ -164,17 +165,19 @@ class _Scan:
         for n in gast.walk(root):
             if id(n) in decorating:
                 continue
-            what = self.node(n, pf, local, bases)
+            what = self.node(n, pf, local, bases, root)
             if what is not None:
                 found = what if isinstance(what, ArrayUse) else ArrayUse(what, str(location_of(pf.filename, n)))
                 break
         self.tuples = outer
         return found
 
-    def node(self, n, pf: ParsedFunction, local: set, bases: set):
+    def node(self, n, pf: ParsedFunction, local: set, bases: set, root=None):
         """What array operation `n` is (a description, or an ArrayUse found in a callee), else None."""
         if isinstance(n, (gast.BinOp, gast.AugAssign)) and isinstance(n.op, gast.MatMult):
             return "'@'"
+        if isinstance(n, (gast.FunctionDef, gast.Lambda)):
+            return _signature(n, defaults_ok=n is root)
         if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load) and n.id not in local and id(n) not in bases:
             if isinstance(pf.resolver.lookup(n.id), np.ndarray):
                 return f"the array '{n.id}' read whole"
@@ -217,6 +220,17 @@ class _Scan:
         if r.kind == "function":
             return self.value(value)
         return f"'{dotted(f)}'"
+
+
+def _signature(fn, defaults_ok: bool) -> str | None:
+    """Parameters the scalar language does not take (array programs inline such
+    functions): *args, **kwargs, keyword-only or positional-only ones, and defaults of
+    a local def (a function object's are filled in at its calls)."""
+    a = fn.args
+    if a.vararg or a.kwarg or a.kwonlyargs or a.posonlyargs or (a.defaults and not defaults_ok):
+        label = getattr(fn, "name", "lambda")
+        return f"'{label}' taking *args, **kwargs, keyword-only parameters or defaults"
+    return None
 
 
 def _hashable(value) -> bool:
