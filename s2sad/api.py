@@ -16,7 +16,7 @@ import types
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
-from . import marks, rules, runtime
+from . import marks, mempool, rules, runtime
 from .arguments import argnums_tuple, converted
 from .array_prims import register_vjp
 from .deep import deeply
@@ -53,8 +53,12 @@ def value_and_grad(fun: Callable, argnums=0, *, backend: str = "auto", mode: str
     def value_and_grad_fun(*args, **kwargs):
         if kwargs:
             args = d.bind(args, kwargs)
-        r = d.hot(*args)
-        return d(*args) if r is NotImplemented else r
+        token = mempool.enter(args)     # the call's arrays from s2sad's pool (mempool)
+        try:
+            r = d.hot(*args)
+            return d(*args) if r is NotImplemented else r
+        finally:
+            mempool.leave(token)
 
     _named_like(value_and_grad_fun, fun)
     value_and_grad_fun.__s2sad__ = d
@@ -69,8 +73,12 @@ def grad(fun: Callable, argnums=0, *, backend: str = "auto", mode: str = "auto")
     def grad_fun(*args, **kwargs):
         if kwargs:     # (keywords to positions; a positional call pays for nothing more)
             args = d.bind(args, kwargs)
-        r = d.hot(*args)
-        return d(*args)[1] if r is NotImplemented else r
+        token = mempool.enter(args)     # the call's arrays from s2sad's pool (mempool)
+        try:
+            r = d.hot(*args)
+            return d(*args)[1] if r is NotImplemented else r
+        finally:
+            mempool.leave(token)
 
     _named_like(grad_fun, fun)
     grad_fun.__s2sad__ = d
@@ -96,6 +104,7 @@ def _check_mode(mode: str) -> None:
 
 
 @deeply
+@mempool.pooled
 @calls_bound
 def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], *, backend: str = "auto"):
     """(fun(*primals), its directional derivative along tangents); parameters not given
@@ -104,6 +113,7 @@ def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], *, backe
 
 
 @deeply
+@mempool.pooled
 @calls_bound
 def vjp(fun: Callable, *primals, backend: str = "auto", mode: str = "auto"):
     """(fun(*primals), pullback) with pullback(out_bar) -> one adjoint per primal.
@@ -114,7 +124,7 @@ def vjp(fun: Callable, *primals, backend: str = "auto", mode: str = "auto"):
     primals = converted(primals, range(len(primals)))
     out, pullback = vjp_at(fun, primals, backend, mode)
     # a pullback may plan and compile kernels too (deeply)
-    return out, marks.mark_derivative(pullback_of(deeply(pullback), len(primals)), "vjp", fun)
+    return out, marks.mark_derivative(pullback_of(deeply(mempool.pooled(pullback)), len(primals)), "vjp", fun)
 
 
 
@@ -131,6 +141,7 @@ class BroadcastPlan:
 
 @marks.entry_point("broadcast")
 @deeply
+@mempool.pooled
 def broadcast(f: Callable, *args, backend: str = "auto"):
     """f applied elementwise with numpy broadcasting (scalars broadcast), compiled;
     parameters not given take their defaults."""
