@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(VPY) -m pip install -q --upgrade pip
-	$(VPY) -m pip install -q -e ".[test,nvrtc,scipy]"
+	$(VPY) -m pip install -q -e ".[test,nvrtc,scipy,dask]"
 	touch $(STAMP)
 
 demo: $(STAMP)

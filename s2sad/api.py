@@ -16,7 +16,7 @@ import types
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
-from . import marks, mempool, rules, runtime
+from . import dask_grad, marks, mempool, rules, runtime
 from .arguments import argnums_tuple, converted
 from .array_prims import register_vjp
 from .deep import deeply
@@ -56,6 +56,8 @@ def value_and_grad(fun: Callable, argnums=0, *, backend: str = "auto", mode: str
         token = mempool.enter(args)     # the call's arrays from s2sad's pool (mempool)
         try:
             r = d.hot(*args)
+            if r is NotImplemented and dask_grad.has_dask(args):
+                return dask_value_and_grad(d, args, want_value=True)
             return d(*args) if r is NotImplemented else r
         finally:
             mempool.leave(token)
@@ -76,6 +78,8 @@ def grad(fun: Callable, argnums=0, *, backend: str = "auto", mode: str = "auto")
         token = mempool.enter(args)     # the call's arrays from s2sad's pool (mempool)
         try:
             r = d.hot(*args)
+            if r is NotImplemented and dask_grad.has_dask(args):
+                return dask_value_and_grad(d, args, want_value=False)[1]
             return d(*args)[1] if r is NotImplemented else r
         finally:
             mempool.leave(token)
@@ -83,6 +87,14 @@ def grad(fun: Callable, argnums=0, *, backend: str = "auto", mode: str = "auto")
     _named_like(grad_fun, fun)
     grad_fun.__s2sad__ = d
     return marks.mark_derivative(grad_fun, "grad", fun, d)
+
+
+def dask_value_and_grad(d: Derivative, args, want_value: bool):
+    """(value, grads) over dask arrays (dask_grad), shaped as a numpy call's."""
+    with bound(d.fun):
+        value, grads, d.dask_report = dask_grad.value_and_grad(d.fun, args, d.argnums, backend=d.backend,
+                                                               mode=d.mode, want_value=want_value)
+    return value, (grads if isinstance(d.argnums_spec, (tuple, list)) else grads[0])
 
 
 def _named_like(wrapper: Callable, fun: Callable) -> None:
@@ -216,8 +228,11 @@ def explain(fun: Callable, argnums=0, *, mode: str = "auto") -> Explanation:
     if mark is not None and mark.derivative is not None:   # explain(grad(f)): f's plan, as that grad uses it
         d = mark.derivative
         fun, argnums, mode = d.fun, d.argnums_spec, d.mode
-    else:
-        fun = target(fun, "explain")
+        with bound(fun):
+            e = _explain(fun, argnums, mode)
+        e.lines += getattr(d, "dask_report", [])     # how its last call over dask arrays was split
+        return e
+    fun = target(fun, "explain")
     with bound(fun):
         return _explain(fun, argnums, mode)
 

@@ -1,0 +1,242 @@
+"""Gradients over dask arrays (s2sad/dask_grad.py), on the threaded scheduler and on a real
+`distributed.LocalCluster` of 2 worker processes started here: every result is checked
+against the in-memory numpy gradient; refusals come before any work is submitted."""
+from __future__ import annotations
+
+import math
+import os
+
+import numpy as np
+import pytest
+
+import s2sad
+from s2sad.errors import DaskSplitError
+
+da = pytest.importorskip("dask.array", reason="dask is an optional extra: make test installs it")
+distributed = pytest.importorskip("distributed")
+
+
+def f(z):
+    return math.tanh(z) * z / (1 + z * z)
+
+
+def sum_loss(x, b):
+    return np.sum(s2sad.broadcast(f, x + b))
+
+
+def mean_loss(x, w):
+    return np.mean(np.tanh(x * w) ** 2 + 0.5 * x)
+
+
+def map_loss(xs):
+    return sum(map(f, xs))
+
+
+def scaled(x, s):
+    return np.sum(np.log1p(x * x) * s)
+
+
+def array_program(W, X):
+    return np.mean(np.tanh(X @ W) ** 2)
+
+
+def unreduced(x):
+    return np.tanh(x)
+
+
+count = [0.0]
+
+
+def counted(z):
+    count[0] += z
+    return z * z
+
+
+def stateful_loss(x):
+    return np.sum(s2sad.broadcast(counted, x))
+
+
+def data(shape, seed=0):
+    return np.random.default_rng(seed).standard_normal(shape)
+
+
+def close(got, want):
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+
+
+@pytest.fixture(scope="module")
+def client():
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                                       silence_logs=40)
+    c = distributed.Client(cluster)
+    yield c
+    c.close()
+    cluster.close()
+
+
+@pytest.fixture(params=["threads", "cluster"])
+def scheduler(request):
+    if request.param == "threads":
+        with __import__("dask").config.set(scheduler="threads"):
+            yield None
+    else:
+        c = request.getfixturevalue("client")
+        with c.as_current():
+            yield c
+
+
+# ------------------------------------------------------------------ results
+
+
+@pytest.mark.parametrize("chunks", [(250, 8), (1000, 3), (97, 5), (1000, 8)])
+def test_elementwise_sum_any_chunking(scheduler, chunks):
+    x, b = data((1000, 8)), data(8, 1)
+    X = da.from_array(x, chunks=chunks)
+    gx, gb = s2sad.grad(sum_loss, argnums=(0, 1))(X, b)
+    wx, wb = s2sad.grad(sum_loss, argnums=(0, 1))(x, b)
+    assert isinstance(gx, da.Array) and gx.chunks == X.chunks       # lazy, with X's chunks
+    assert isinstance(gb, np.ndarray) and gb.shape == b.shape      # in memory, summed over blocks
+    close(gx.compute(), wx)
+    close(gb, wb)
+
+
+def test_mean_weights_blocks_by_their_size(scheduler):
+    x, w = data((1001,), 2), 0.7
+    X = da.from_array(x, chunks=300)            # blocks of 300, 300, 300, 101
+    v, (gx, gw) = s2sad.value_and_grad(mean_loss, argnums=(0, 1))(X, w)
+    v0, (wx, ww) = s2sad.value_and_grad(mean_loss, argnums=(0, 1))(x, w)
+    close(v, v0)
+    close(gx.compute(), wx)
+    assert isinstance(gw, float)
+    close(gw, ww)
+
+
+def test_map_over_a_chunked_vector(scheduler):
+    x = data(5000, 3)
+    g = s2sad.grad(map_loss)(da.from_array(x, chunks=1200))
+    close(g.compute(), s2sad.grad(map_loss)(x))
+
+
+def test_two_dask_arguments_with_different_chunks(scheduler):
+    x, s = data((600, 4), 4), data((600, 4), 5)
+    X, S = da.from_array(x, chunks=(200, 4)), da.from_array(s, chunks=(150, 2))
+    gx, gs = s2sad.grad(scaled, argnums=(0, 1))(X, S)
+    wx, ws = s2sad.grad(scaled, argnums=(0, 1))(x, s)
+    assert gs.shape == s.shape
+    close(gx.compute(), wx)
+    close(gs.compute(), ws)
+
+
+def test_in_memory_full_size_argument_sliced_with_the_blocks(scheduler):
+    x, s = data((600, 4), 6), data((600, 4), 7)
+    gx, gs = s2sad.grad(scaled, argnums=(0, 1))(da.from_array(x, chunks=(200, 4)), s)
+    wx, ws = s2sad.grad(scaled, argnums=(0, 1))(x, s)
+    assert isinstance(gs, np.ndarray)
+    close(gx.compute(), wx)
+    close(gs, ws)
+
+
+def test_grad_wrt_dask_only_submits_nothing():
+    """grad w.r.t. the dask argument alone is lazy: nothing runs until compute."""
+    x = data((400, 3), 8)
+    calls = []
+
+    def spy(block):
+        calls.append(block.shape)
+        return block
+
+    X = da.from_array(x, chunks=(100, 3)).map_blocks(spy, dtype=x.dtype)
+    g = s2sad.grad(sum_loss)(X, np.zeros(3))
+    assert calls == [] or all(c == (0, 0) or 0 in c or len(c) < 2 for c in calls)   # dask may probe with empty blocks
+    close(g.compute(), s2sad.grad(sum_loss)(x, np.zeros(3)))
+
+
+def test_nan_in_a_block_gives_nan_where_numpy_does(scheduler):
+    x = data((400,), 9)
+    x[123] = np.nan
+    v, g = s2sad.value_and_grad(mean_loss)(da.from_array(x, chunks=100), 0.5)
+    v0, g0 = s2sad.value_and_grad(mean_loss)(x, 0.5)
+    assert np.isnan(v) and np.isnan(v0)
+    np.testing.assert_array_equal(np.isnan(g.compute()), np.isnan(g0))
+
+
+def test_float32_blocks_keep_their_dtype(scheduler):
+    x = data((300, 2), 10).astype(np.float32)
+    g = s2sad.grad(sum_loss)(da.from_array(x, chunks=(100, 2)), np.ones(2, np.float32))
+    assert g.dtype == np.float32
+    np.testing.assert_allclose(g.compute(), s2sad.grad(sum_loss)(x, np.ones(2, np.float32)), rtol=1e-6)
+
+
+def test_explain_says_how_the_last_dask_call_was_split():
+    g = s2sad.grad(sum_loss, argnums=(0, 1))
+    with __import__("dask").config.set(scheduler="threads"):
+        g(da.from_array(data((100, 4)), chunks=(25, 4)), np.zeros(4))
+    text = str(s2sad.explain(g))
+    assert "4 task(s)" in text and "elementwise-sum" in text and "tree reduction" in text
+
+
+# ------------------------------------------------------------------ refusals, before any work
+
+
+@pytest.mark.parametrize("loss,args,says", [
+    (array_program, lambda: (np.ones((3, 2)), da.ones((100, 3), chunks=(25, 3))), "array program"),
+    (unreduced, lambda: (da.ones(10, chunks=5),), "scalar"),
+    (stateful_loss, lambda: (da.ones(10, chunks=5),), "state"),
+])
+def test_refused_before_work_with_location(loss, args, says):
+    submitted = []
+    with __import__("dask").config.set(scheduler=lambda dsk, keys, **kw: submitted.append(keys)):
+        with pytest.raises(DaskSplitError) as e:
+            s2sad.grad(loss, argnums=0)(*args())
+    assert says in str(e.value) and "test_dask.py" in str(e.value) and not submitted
+
+
+def test_int_dask_argument_refused_before_work():
+    with pytest.raises(DaskSplitError, match="dtype int64"):
+        s2sad.grad(sum_loss)(da.arange(10, chunks=5), np.zeros(1))
+
+
+def test_unknown_chunk_sizes_refused():
+    x = da.from_array(data(100), chunks=10)
+    x = x[x > 0]            # chunks of unknown size
+    with pytest.raises(DaskSplitError, match="unknown size"):
+        s2sad.grad(sum_loss)(x, 0.0)
+
+
+# ------------------------------------------------------------------ workers
+
+
+def test_workers_plan_for_themselves(client):
+    """Each worker process computes its blocks with kernels it planned itself: the task
+    ships the loss and its source lines, never compiled code."""
+    x = data((2000, 4), 11)
+    with client.as_current():
+        g = s2sad.grad(sum_loss)(da.from_array(x, chunks=(250, 4)), np.zeros(4)).compute()
+    close(g, s2sad.grad(sum_loss)(x, np.zeros(4)))
+    pids = client.run(os.getpid)
+    assert len(pids) == 2 and os.getpid() not in pids.values()
+    planned = client.run(planned_here)
+    assert all(v >= 1 for v in planned.values()), planned
+
+
+def planned_here() -> int:
+    """How many plans this process made (run on a worker)."""
+    from s2sad.plans import PLANS
+    return len(PLANS)
+
+
+def test_a_killed_worker_is_retried(client):
+    """A worker killed while the gradient runs: dask reruns its blocks elsewhere, the result
+    is still right."""
+    x = data((4000, 4), 12)
+    X = da.from_array(x, chunks=(250, 4))
+    slow = X.map_blocks(lambda b: (__import__("time").sleep(0.3), b)[1], dtype=x.dtype)
+    with client.as_current():
+        g = s2sad.grad(sum_loss)(slow, np.zeros(4))
+        fut = client.compute(g)
+        pid = next(iter(client.run(os.getpid).values()))
+        __import__("time").sleep(0.6)
+        os.kill(pid, 9)          # the nanny starts a fresh worker process
+        got = fut.result(timeout=120)
+    assert pid not in client.run(os.getpid).values()
+    close(got, s2sad.grad(sum_loss)(x, np.zeros(4)))
