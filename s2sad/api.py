@@ -16,6 +16,8 @@ import types
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
+import numpy as np
+
 from . import dask_grad, marks, mempool, rules, runtime
 from .arguments import argnums_tuple, converted
 from .array_prims import register_vjp
@@ -133,11 +135,29 @@ def vjp(fun: Callable, *primals, backend: str = "auto", mode: str = "auto"):
     them in the pullback, or "auto"; both give identical results."""
     _check_mode(mode)
     fun = target(fun, "vjp")
+    if dask_grad.has_dask(primals):
+        out, pullback = _dask_vjp(fun, primals, backend, mode)
+        return out, marks.mark_derivative(pullback, "vjp", fun)
     primals = converted(primals, range(len(primals)))
     out, pullback = vjp_at(fun, primals, backend, mode)
     # a pullback may plan and compile kernels too (deeply)
     return out, marks.mark_derivative(pullback_of(deeply(mempool.pooled(pullback)), len(primals)), "vjp", fun)
 
+
+
+def _dask_vjp(fun: Callable, primals, backend, mode: str):
+    """vjp over dask arrays: the loss is a scalar (dask_grad splits only those), so the
+    pullback scales the gradient; one adjoint per primal (None for a non-float one)."""
+    floats = tuple(i for i, p in enumerate(primals)
+                   if np.dtype(getattr(p, "dtype", np.result_type(p))).kind == "f")
+    with bound(fun):
+        value, grads, _ = dask_grad.value_and_grad(fun, primals, floats, backend=backend, mode=mode,
+                                                   want_value=True)
+    by = dict(zip(floats, grads))
+
+    def dask_pullback(out_bar):
+        return tuple(by[i] * out_bar if i in by else None for i in range(len(primals)))
+    return value, dask_pullback
 
 
 # ---------------------------------------------------------------- broadcast
@@ -157,6 +177,8 @@ class BroadcastPlan:
 def broadcast(f: Callable, *args, backend: str = "auto"):
     """f applied elementwise with numpy broadcasting (scalars broadcast), compiled;
     parameters not given take their defaults."""
+    if dask_grad.has_dask(args):   # lazy: the kernel runs on each block when computed
+        return dask_grad.broadcast(broadcast, f, args, backend)
     plan = _BROADCAST.find(f, serves) if type(f) is types.FunctionType else None
     fun = f
     if plan is None:

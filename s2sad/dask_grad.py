@@ -261,3 +261,40 @@ def _assemble(a, summed: dict) -> Any:
     for k in keys:
         nested[k] = summed[k]
     return np.block(nested.tolist())
+
+
+# ------------------------------------------------------------------ broadcast
+
+
+class BlockApply:
+    """`apply(f, *blocks)` on one block (apply: s2sad.broadcast, passed down by the api)."""
+
+    def __init__(self, apply: Callable, f: Callable, backend):
+        self.apply, self.f, self.backend = apply, f, backend
+
+    def __call__(self, *blocks):
+        return self.apply(self.f, *blocks, backend=self.backend)
+
+
+def broadcast(apply: Callable, f: Callable, args, backend):
+    """s2sad.broadcast(f, *args) with dask arguments: a lazy dask array in the chunks of
+    the broadcast shape (`layout_of`), f's kernel run on each block."""
+    import dask.array as da
+    from dask import delayed
+
+    name = getattr(f, "__qualname__", "the function")
+    sample = apply(f, *[np.ones((1,) * np.ndim(a), a.dtype) if is_dask(a) else a for a in args], backend=backend)
+    dtype = np.asarray(sample).dtype
+    lay = layout_of(name, args)
+    args = [_aligned(a, lay) if is_dask(a) else a for a in args]
+    blocks = {i: a.to_delayed() for i, a in enumerate(args) if is_dask(a)}
+    task = BlockApply(apply, f, backend)
+    nested = np.empty(tuple(len(c) for c in lay.chunks), dtype=object)
+    for idx in itertools.product(*(range(len(c)) for c in lay.chunks)):
+        parts = [blocks[i][_own_index(a, lay, idx)] if i in blocks else _slice_of(a, lay, idx)
+                 for i, a in enumerate(args)]
+        shape = tuple(lay.chunks[ax][k] for ax, k in enumerate(idx))
+        # each block broadcast to its full shape (an argument may be broadcast along it)
+        out = delayed(np.broadcast_to)(delayed(task, pure=True)(*parts), shape)
+        nested[idx] = da.from_delayed(out, shape=shape, dtype=dtype)
+    return da.block(nested.tolist()) if nested.ndim else nested[()]

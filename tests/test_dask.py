@@ -240,3 +240,39 @@ def test_a_killed_worker_is_retried(client):
         got = fut.result(timeout=120)
     assert pid not in client.run(os.getpid).values()
     close(got, s2sad.grad(sum_loss)(x, np.zeros(4)))
+
+
+# ------------------------------------------------------------------ broadcast and vjp
+
+
+def two(z, w):
+    return math.tanh(z) * w + z
+
+
+def test_broadcast_is_lazy_blockwise(scheduler):
+    x, w = data((300, 6), 13), np.arange(6.0)
+    X = da.from_array(x, chunks=(70, 4))
+    r = s2sad.broadcast(two, X, w)
+    assert isinstance(r, da.Array) and r.shape == x.shape
+    np.testing.assert_array_equal(r.compute(), s2sad.broadcast(two, x, w))
+
+
+def positive(z):
+    return z > 0
+
+
+def test_broadcast_keeps_the_kernels_dtype():
+    x = data(50, 14)
+    r = s2sad.broadcast(positive, da.from_array(x, chunks=20))
+    assert r.dtype == np.bool_
+    np.testing.assert_array_equal(r.compute(), x > 0)
+
+
+def test_vjp_over_dask(scheduler):
+    x, b = data((200, 3), 15), data(3, 16)
+    v, pull = s2sad.vjp(sum_loss, da.from_array(x, chunks=(50, 3)), b)
+    v0, pull0 = s2sad.vjp(sum_loss, x, b)
+    close(v, v0)
+    (gx, gb), (wx, wb) = pull(-0.5), pull0(-0.5)
+    close(gx.compute(), wx)
+    close(gb, wb)
