@@ -89,6 +89,11 @@ def _make() -> None:
         set_handler(old)
     if not ok:
         raise RuntimeError("numpy did not take the handler")
+    # arrays made under the handler may be freed at any time until the process ends, even
+    # after this module's globals are cleared at shutdown: the code, the handler and the
+    # pool's state must never be freed, so each gets a reference nothing takes back
+    for obj in (keep, handler, ctx, capsule):
+        ctypes.pythonapi.Py_IncRef(ctypes.py_object(obj))
     _state.update(capsule=capsule, set=set_handler, ctx=ctx, keep=(keep, handler, addresses))
 
 

@@ -158,3 +158,13 @@ def test_child_of_fork_allocates():
         finally:
             os._exit(0 if ok else 1)
     wait_for_child(pid, 120, "a forked child hung allocating through the pool")
+
+
+def test_arrays_alive_at_exit_are_freed_safely():
+    """Arrays made under the pool and freed during interpreter shutdown (after s2sad's
+    globals are cleared) still find the handler's code and state: no crash at exit."""
+    pytest.importorskip("dask.array")
+    child = os.path.join(os.path.dirname(__file__), "mempool_exit_child.py")
+    for _ in range(2):
+        r = subprocess.run([sys.executable, child], capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, (r.returncode, r.stderr[-2000:])
