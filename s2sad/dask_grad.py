@@ -41,6 +41,8 @@ import numpy as np
 from .derivative import Derivative
 from .errors import DaskSplitError
 from .marks import location_of_function
+from .frontend import location_of
+from .passes.rowsplit import RowSplitRefusal, row_split
 from .plans import compiled, is_array
 
 def is_dask(a: Any) -> bool:
@@ -61,17 +63,14 @@ class Split:
     why: str           # for explain
 
 
-def split_of(fun: Callable) -> Split:
-    """How a call of `fun`'s gradient over dask arrays is split, or a DaskSplitError."""
+def split_of(fun: Callable, args=None) -> Split:
+    """How a call of `fun`'s gradient over dask arrays (`args`) is split, or a
+    DaskSplitError saying why it cannot be."""
     c = compiled(fun)
     name = getattr(c.fun, "__qualname__", "the loss")
     at = location_of_function(c.fun)
     if is_array(c):
-        raise DaskSplitError(
-            f"{name} is an array program: s2sad does not split array programs over dask blocks yet",
-            hint="Write the loss as np.sum or np.mean of an elementwise expression (s2sad.broadcast, "
-                 "ufuncs, map) to run it block by block, or pass numpy arrays (np.asarray(x) computes "
-                 "a dask array into memory).", location=at)
+        return _row_split(c, name, args, at)
     if c.plan.program.state:
         raise DaskSplitError(
             f"{name} writes state while it runs over the elements: the order of the blocks would matter",
@@ -79,11 +78,48 @@ def split_of(fun: Callable) -> Split:
     if c.plan.reduction not in ("sum", "mean"):
         raise DaskSplitError(
             f"{name} does not reduce its elementwise expression to a scalar",
-            hint="A gradient needs a scalar loss: np.sum(...) or np.mean(...) of the elementwise expression.", location=at)
+            hint="A gradient needs a scalar loss: np.sum(...) or np.mean(...) of the elementwise expression.",
+            location=at)
     return Split(f"elementwise-{c.plan.reduction}",
                  f"the loss is the {c.plan.reduction} of one elementwise kernel: each block's "
                  f"{c.plan.reduction} and partials are its own, so any chunking splits it"
                  + (" (a block of m of n elements weighted m / n)" if c.plan.reduction == "mean" else ""))
+
+
+def _row_split(c, name: str, args, at) -> Split:
+    rows = row_params(args) if args is not None else {}
+    if not rows:
+        raise DaskSplitError(f"{name} is an array program: it splits only over blocks of rows of the dask "
+                             f"arrays it is given", location=at,
+                             hint="Pass the data as dask arrays chunked along their first axis.")
+    chunked = {c.program.params[i] for i in rows}
+    ndims = {p: np.ndim(a) for p, a in zip(c.program.params, args)}
+    try:
+        split = row_split(c.program, chunked, ndims)
+    except RowSplitRefusal as e:
+        where = location_of(c.pf.filename, e.node) if e.node is not None else at
+        raise DaskSplitError(
+            f"{name} does not split over blocks of rows: {e.why}", location=where,
+            hint="s2sad splits a loss that is a sum or mean over the rows of the chunked data (each row's "
+                 "term reading only that row and the in-memory parameters), plus terms that read no rows. "
+                 "Compute the data into memory (np.asarray) to differentiate this loss, or rewrite it "
+                 "in that form.") from None
+    return Split(f"rows-{split.kind}" + ("+offset" if split.offset else ""),
+                 f"the loss is a * ({split.kind} over the rows of one term per row) + b, a and b reading no "
+                 "row: each block of rows runs the whole program"
+                 + (", weighted m / n for a block of m of n rows" if split.kind == "mean" else "")
+                 + ("; b (the loss over no rows) taken off once per extra block"
+                    if split.kind == "sum" and split.offset else ""))
+
+
+def row_params(args) -> list[int]:
+    """The arguments that hold rows of the data: every dask array, and every in-memory
+    array with as many rows as the dask data (split with it)."""
+    n = next((a.shape[0] for a in args if is_dask(a) and a.ndim >= 1), None)
+    if n is None:
+        return []
+    return [i for i, a in enumerate(args)
+            if (is_dask(a) and a.ndim >= 1) or (not is_dask(a) and np.ndim(a) >= 1 and np.shape(a)[0] == n)]
 
 
 # ------------------------------------------------------------------ what a task runs
@@ -201,7 +237,6 @@ def value_and_grad(fun: Callable, args, argnums: tuple[int, ...], *, backend, mo
     from dask import delayed
 
     name = getattr(fun, "__qualname__", "the loss")
-    split = split_of(fun)
     args = list(args)
     for i in argnums:
         a = args[i]
@@ -209,6 +244,9 @@ def value_and_grad(fun: Callable, args, argnums: tuple[int, ...], *, backend, mo
         if dt.kind != "f" or dt.itemsize > 8:
             raise DaskSplitError(f"{name}: argument {i} has dtype {dt}; only float arguments are differentiated",
                                  hint="Convert it with .astype(np.float64), or leave it out of argnums.")
+    split = split_of(fun, args)
+    if split.kind.startswith("rows"):
+        return rows_value_and_grad(fun, args, argnums, split, backend=backend, mode=mode, want_value=want_value)
     lay = layout_of(name, args)
     args = [_aligned(a, lay) if is_dask(a) else a for a in args]
     blocks = {i: a.to_delayed() for i, a in enumerate(args) if is_dask(a)}
@@ -239,6 +277,70 @@ def value_and_grad(fun: Callable, args, argnums: tuple[int, ...], *, backend, mo
     for j, summed in eager_done.items():
         grads[j] = _assemble(args[argnums[j]], summed)
     return value, tuple(grads), report(split, lay, args)
+
+
+def rows_value_and_grad(fun: Callable, args, argnums, split: Split, *, backend, mode: str, want_value: bool):
+    """An array program over blocks of rows (split proved by passes/rowsplit): each task
+    runs the whole program on one block of rows of the data and the in-memory parameters
+    (one graph key each: sent once per worker, not once per task)."""
+    import dask
+    import dask.array as da
+    from dask import delayed
+
+    rows = row_params(args)
+    first = next(args[i] for i in rows if is_dask(args[i]))
+    chunks = first.chunks[0]
+    n = sum(chunks)
+    edges = np.cumsum((0,) + chunks)
+    parts_of = {}
+    for i in rows:
+        a = args[i]
+        if is_dask(a):     # rows in the data's blocks, each block holding whole rows
+            a = a.rechunk((chunks,) + tuple((s,) for s in a.shape[1:]))
+            parts_of[i] = list(a.to_delayed().reshape(-1))
+        else:
+            parts_of[i] = [np.asarray(a)[edges[k]:edges[k + 1]] for k in range(len(chunks))]
+    shared = {i: delayed(a, pure=True) if isinstance(a, np.ndarray) else a
+              for i, a in enumerate(args) if i not in parts_of}
+    mean = split.kind.startswith("rows-mean")
+    tasks = []
+    for k, m in enumerate(chunks):
+        task = BlockTask(fun, argnums, backend, mode, m / n if mean and n else 1.0)
+        tasks.append(delayed(task, pure=True)(*[parts_of[i][k] if i in parts_of else shared[i]
+                                                 for i in range(len(args))]))
+    extra = []
+    if split.kind.endswith("+offset") and not mean and len(chunks) > 1:
+        # the loss over no rows is b: taken off once per block beyond the first
+        empty = [np.empty((0,) + tuple(args[i].shape[1:]), dtype=args[i].dtype) if i in parts_of else shared[i]
+                 for i in range(len(args))]
+        extra.append(delayed(BlockTask(fun, argnums, backend, mode, -(len(chunks) - 1)), pure=True)(*empty))
+    value = tree_sum([t[0] for t in tasks + extra]) if want_value else None
+    grads, eager = [None] * len(argnums), {}
+    for j, i in enumerate(argnums):
+        if i in parts_of and is_dask(args[i]):
+            grads[j] = da.concatenate([da.from_delayed(t[1][j], shape=(m,) + tuple(args[i].shape[1:]),
+                                                       dtype=args[i].dtype) for t, m in zip(tasks, chunks)])
+        elif i in parts_of:
+            eager[j] = [t[1][j] for t in tasks]
+        else:
+            eager[j] = tree_sum([t[1][j] for t in tasks + extra])
+    value, done = dask.compute(value, eager) if (want_value or eager) else (None, {})
+    for j, g in done.items():
+        i = argnums[j]
+        grads[j] = np.concatenate(g) if isinstance(g, (list, tuple)) else _scalar_like(args[i], g)
+    return value, tuple(grads), report_rows(split, chunks, args, rows)
+
+
+def _scalar_like(a, g):
+    return float(g) if isinstance(a, float) else g
+
+
+def report_rows(split: Split, chunks, args, rows) -> list[str]:
+    return [f"  last call over dask arrays: {len(chunks)} task(s), one per block of rows {chunks}; rows from "
+            f"argument(s) {', '.join(map(str, rows))}; the other arguments sent once per worker",
+            f"    split as {split.kind}: {split.why}",
+            "    gradients w.r.t. dask arguments: lazy, in their row blocks; w.r.t. in-memory ones: the "
+            "blocks' pieces summed by a tree reduction, computed with the value"]
 
 
 def _assemble_lazy(da, a, summed: dict):

@@ -179,7 +179,8 @@ def test_explain_says_how_the_last_dask_call_was_split():
 
 
 @pytest.mark.parametrize("loss,args,says", [
-    (array_program, lambda: (np.ones((3, 2)), da.ones((100, 3), chunks=(25, 3))), "array program"),
+    # the parameters chunked, the data in memory: the rows would be the parameters' rows
+    (array_program, lambda: (da.ones((3, 2), chunks=(1, 2)), np.ones((100, 3))), "does not split over blocks of rows"),
     (unreduced, lambda: (da.ones(10, chunks=5),), "scalar"),
     (stateful_loss, lambda: (da.ones(10, chunks=5),), "state"),
 ])
@@ -276,3 +277,144 @@ def test_vjp_over_dask(scheduler):
     (gx, gb), (wx, wb) = pull(-0.5), pull0(-0.5)
     close(gx.compute(), wx)
     close(gb, wb)
+
+
+# ------------------------------------------------------------------ array programs over blocks of rows
+
+
+def logreg(w, X, y):
+    p = 1 / (1 + np.exp(-(X @ w)))
+    return -np.mean(y * np.log(p) + (1 - y) * np.log(1 - p)) + 0.1 * np.sum(w ** 2)
+
+
+def least_squares(w, X, y):
+    return np.sum((X @ w - y) ** 2) + 3.0 * np.sum(w ** 2) + 1.5
+
+
+def softmax_xent(W, b, X, Y):
+    z = X @ W + b
+    z = z - np.max(z, axis=1, keepdims=True)
+    logp = z - np.log(np.sum(np.exp(z), axis=1, keepdims=True))
+    return -np.mean(np.sum(Y * logp, axis=1))
+
+
+def mlp(W1, b1, W2, X, y):
+    h = np.tanh(X @ W1 + b1)
+    for _ in range(2):
+        h = h * 0.5 + np.tanh(h)
+    return np.mean((h @ W2 - y) ** 2)
+
+
+def centred(w, X):
+    z = X @ w
+    return np.sum((z - np.mean(z)) ** 2)
+
+
+def max_over_rows(w, X):
+    return np.max(X @ w)
+
+
+def manual_mean(w, X):
+    return np.sum(np.tanh(X @ w)) / X.shape[0]
+
+
+def gram(w, X):
+    return np.sum((X.T @ X) * w)
+
+
+def rows_then_columns(w, X):
+    return np.sum(np.tanh(X @ w), axis=0)
+
+
+def rows_data(n=1000, d=6, k=4, seed=20):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, d))
+    return rng, X, (rng.random(n) > 0.5) * 1.0, np.eye(k)[rng.integers(0, k, n)]
+
+
+def check_rows(loss, args, dask_at, argnums, chunks=300):
+    dargs = [da.from_array(a, chunks=(chunks,) + a.shape[1:]) if i in dask_at else a for i, a in enumerate(args)]
+    v, g = s2sad.value_and_grad(loss, argnums=argnums)(*dargs)
+    v0, g0 = s2sad.value_and_grad(loss, argnums=argnums)(*args)
+    np.testing.assert_allclose(v, v0, rtol=1e-12, atol=1e-12)
+    for j, (a, b) in enumerate(zip(g, g0)):
+        if argnums[j] in dask_at:
+            assert isinstance(a, da.Array) and a.chunks[0] == dargs[argnums[j]].chunks[0]
+            a = a.compute()
+        else:
+            assert isinstance(a, np.ndarray)
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
+
+
+def test_rows_logistic_regression_with_penalty(scheduler):
+    rng, X, y, _ = rows_data()
+    check_rows(logreg, (rng.standard_normal(6) * 0.3, X, y), {1, 2}, (0, 1))
+
+
+def test_rows_sum_with_offset_taken_off_once(scheduler):
+    rng, X, y, _ = rows_data(seed=21)
+    check_rows(least_squares, (rng.standard_normal(6), X, y), {1, 2}, (0, 1, 2), chunks=170)
+
+
+def test_rows_softmax_cross_entropy(scheduler):
+    rng, X, _, Y = rows_data(seed=22)
+    check_rows(softmax_xent, (rng.standard_normal((6, 4)) * 0.3, np.zeros(4), X, Y), {2, 3}, (0, 1))
+
+
+def test_rows_mlp_with_a_loop(scheduler):
+    rng, X, _, _ = rows_data(seed=23)
+    y = rng.standard_normal((1000, 1))
+    args = (rng.standard_normal((6, 8)) * 0.4, np.zeros(8), rng.standard_normal((8, 1)), X, y)
+    check_rows(mlp, args, {3, 4}, (0, 1, 2))
+
+
+def test_rows_in_memory_labels_split_with_the_data():
+    rng, X, y, _ = rows_data(seed=24)
+    w = rng.standard_normal(6) * 0.3
+    g = s2sad.grad(logreg, argnums=(0, 2))(w, da.from_array(X, chunks=(250, 6)), y)
+    want = s2sad.grad(logreg, argnums=(0, 2))(w, X, y)
+    assert isinstance(g[1], np.ndarray)
+    close(g[0], want[0])
+    close(g[1], want[1])
+
+
+@pytest.mark.parametrize("loss,says", [
+    (centred, "sum over rows"),
+    (max_over_rows, "max over all rows"),
+    (manual_mean, "static parameter computed from the rows|read"),
+    (gram, "mixes rows|transpose"),
+    (rows_then_columns, "rows' axis|not reduced"),
+])
+def test_rows_refused_where_the_loss_does_not_split(loss, says):
+    X = da.from_array(data((100, 3), 25), chunks=(25, 3))
+    submitted = []
+    with __import__("dask").config.set(scheduler=lambda dsk, keys, **kw: submitted.append(keys)):
+        with pytest.raises(DaskSplitError) as e:
+            s2sad.grad(loss)(np.ones(3), X)
+    import re
+    assert re.search(says, str(e.value)) and "test_dask.py" in str(e.value) and not submitted, str(e.value)
+
+
+def test_rows_parameters_sent_once_per_call(monkeypatch):
+    """The in-memory parameters are one node of the graph, which every block's task reads:
+    a scheduler sends them once per worker, not once per task."""
+    import dask
+
+    rng, X, y, _ = rows_data(seed=26)
+    w = rng.standard_normal(6)
+    graphs = []
+    real = dask.compute
+
+    def compute(*collections, **kw):
+        found, _ = dask.base.unpack_collections(*collections)
+        graph = {}
+        for c in found:
+            graph.update(dict(c.__dask_graph__()))
+        graphs.append(graph)
+        return real(*collections, **kw)
+
+    monkeypatch.setattr(dask, "compute", compute)
+    s2sad.grad(logreg)(w, da.from_array(X, chunks=(100, 6)), da.from_array(y, chunks=100))
+    nodes = [v for v in graphs[0].values() if isinstance(getattr(v, "value", v), np.ndarray)
+             and getattr(v, "value", v).shape == w.shape]
+    assert len(nodes) == 1
