@@ -33,6 +33,7 @@ import itertools
 import linecache
 import operator
 import sys
+import types
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -140,12 +141,32 @@ class BlockTask:
         if self.filename and self.lines and not linecache.getlines(self.filename):
             # the source is not readable here (another machine): the shipped lines stand in
             linecache.cache[self.filename] = (sum(map(len, self.lines)), None, list(self.lines), self.filename)
+        if self.filename:
+            restore_filenames(self.fun, self.filename)
         d = Derivative(self.fun, self.argnums, self.backend, "value_and_grad", self.mode)
         value, grads = d(*blocks)
         if self.weight != 1.0:
             value = value * self.weight
             grads = tuple(g * np.asarray(self.weight, dtype=np.result_type(g)) for g in grads)
         return value, tuple(grads)
+
+
+PICKLED_BY_VALUE = "<dynamic-code>"    # the file name cloudpickle gives the code it ships by value
+
+
+def restore_filenames(fun: Callable, filename: str) -> None:
+    """A loss shipped by value (defined in __main__) arrives with its code's file name
+    replaced: give it, and the functions of its file it reads, their file back, so s2sad
+    finds their source (the shipped lines) as in the user's process."""
+    todo = [fun] + [v for v in getattr(fun, "__globals__", {}).values() if isinstance(v, types.FunctionType)]
+    for f in todo:
+        if f.__code__.co_filename == PICKLED_BY_VALUE:
+            f.__code__ = _renamed(f.__code__, filename)
+
+
+def _renamed(code: types.CodeType, filename: str) -> types.CodeType:
+    consts = tuple(_renamed(c, filename) if isinstance(c, types.CodeType) else c for c in code.co_consts)
+    return code.replace(co_filename=filename, co_consts=consts)
 
 
 def tree_sum(items: list):

@@ -418,3 +418,16 @@ def test_rows_parameters_sent_once_per_call(monkeypatch):
     nodes = [v for v in graphs[0].values() if isinstance(getattr(v, "value", v), np.ndarray)
              and getattr(v, "value", v).shape == w.shape]
     assert len(nodes) == 1
+
+
+def test_example_out_of_core_logistic_regression():
+    """examples/dask_logistic_regression.py, small: it trains, stays under the workers'
+    memory limit and reaches its accuracy (exit status 0)."""
+    import subprocess
+    import sys
+
+    example = os.path.join(os.path.dirname(__file__), "..", "examples", "dask_logistic_regression.py")
+    r = subprocess.run([sys.executable, example, "--rows", "300000", "--chunk", "75000", "--steps", "3",
+                        "--memory-limit", "700MB"], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    assert "rows-mean+offset" in r.stdout and "rows/s over dask" in r.stdout
