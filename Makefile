@@ -21,7 +21,7 @@ golden: $(STAMP)
 	$(VPY) -m s2sad.golden --write
 
 bench: $(STAMP)
-	$(VPY) -m pip install -q -e ".[bench]" || echo "bench extras not all installed; comparing against what is there"
+	$(VPY) -m pip install -q -e ".[bench,dask]" || echo "bench extras not all installed; comparing against what is there"
 	$(VPY) bench/run.py
 
 gpu-check: $(STAMP)

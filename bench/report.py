@@ -219,6 +219,8 @@ def markdown(rows, errors, missing, info, extra) -> str:
     L.extend(closures_state.markdown(rows, errors))
     import closure_steps
     L.extend(closure_steps.markdown(rows))
+    import dask_bench
+    L.extend(dask_bench.markdown(rows))
     return "\n".join(L)
 
 
