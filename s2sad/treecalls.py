@@ -23,6 +23,7 @@ Invariants:
 """
 from __future__ import annotations
 
+import numbers
 import types
 import weakref
 from collections import OrderedDict
@@ -43,11 +44,11 @@ _READS: "weakref.WeakKeyDictionary[types.CodeType, tuple]" = weakref.WeakKeyDict
 
 
 def has_nodes(args: Sequence[Any]) -> bool:
-    """Whether a call's arguments hold a container (the plain path takes none)."""
+    """Whether a call's arguments hold a container or an object (the plain path takes neither)."""
     for a in args:
         t = type(a)
-        if t is dict or t is list or t is tuple or (t is not float and t is not np.ndarray and tree.is_node(a)
-                                                      and a is not None):
+        if t is dict or t is list or t is tuple or (t is not float and t is not np.ndarray and a is not None
+                                                      and (tree.is_node(a) or _is_object(a))):
             return True
     return False
 
@@ -99,8 +100,9 @@ def _is_float(x: Any) -> bool:
 
 def _is_object(x: Any) -> bool:
     """An instance whose attributes a method reads (not a number, array, string, function, module or class)."""
-    return not isinstance(x, (int, float, complex, str, bytes, np.ndarray, np.generic, types.FunctionType,
-                              types.MethodType, types.ModuleType, type)) and x is not None and not is_cupy(x)
+    return not isinstance(x, (numbers.Number, str, bytes, np.ndarray, np.generic, types.FunctionType,
+                              types.MethodType, types.BuiltinFunctionType, types.ModuleType, type)) \
+        and x is not None and not hasattr(type(x), "__array__") and not is_cupy(x)
 
 
 class Flat:
@@ -211,6 +213,8 @@ def rebuild(flat: Flat, i: int, values: dict) -> Any:
         if type(like) is list or type(like) is tuple:       # an array-like list: its gradient as one
             return type(like)(np.asarray(g).tolist())
         return g
+    if td == "object":      # data
+        return None
     out, j = [], start
     for skel in _leaf_skeletons(flat.skeletons[i]):
         if skel[0] == STATIC:
