@@ -25,6 +25,8 @@ import builtins
 import dataclasses
 from typing import Any, Callable, Sequence
 
+import numpy as np
+
 from .errors import S2SADError
 
 __all__ = ["flatten", "unflatten", "map", "structure", "leaves", "TreeDef", "is_node"]
@@ -39,7 +41,10 @@ class TreeDef:
 
     def __init__(self, kind: str, meta: tuple, type_: type | None, children: tuple):
         self.kind, self.meta, self.type, self.children = kind, meta, type_, children
-        self.num_leaves = 1 if kind == "leaf" else sum(c.num_leaves for c in children)
+        n = 1 if kind == "leaf" else 0
+        for c in children:
+            n += c.num_leaves
+        self.num_leaves = n
         self._hash = hash((kind, meta, type_, children))
 
     def __eq__(self, other) -> bool:
@@ -70,6 +75,7 @@ class TreeDef:
 
 
 LEAF_SKELETON = ("leaf", (), ())
+_NDARRAY = np.ndarray
 LEAF = TreeDef("leaf", (), None, ())
 NONE = TreeDef("none", (), None, ())
 
@@ -108,11 +114,19 @@ def _flatten(x: Any, out: list, is_leaf) -> TreeDef:
         out.append(x)
         return LEAF
     t = type(x)
+    if t is _NDARRAY or t is float:     # (the common leaves, quickly)
+        out.append(x)
+        return LEAF
     if t is tuple or t is list:
         return TreeDef(t.__name__, (), None, tuple([_flatten(v, out, is_leaf) for v in x]))
     if t is dict:
-        keys = _sorted_keys(x)
-        return TreeDef("dict", tuple(keys), None, tuple([_flatten(x[k], out, is_leaf) for k in keys]))
+        keys = tuple(_sorted_keys(x))
+        if is_leaf is None:
+            values = [x[k] for k in keys]
+            if all([type(v) is _NDARRAY or type(v) is float for v in values]):   # a flat dict, quickly
+                out.extend(values)
+                return _flat_dict(keys)
+        return TreeDef("dict", keys, None, tuple([_flatten(x[k], out, is_leaf) for k in keys]))
     if x is None:
         return NONE
     if is_namedtuple(x):
@@ -122,6 +136,18 @@ def _flatten(x: Any, out: list, is_leaf) -> TreeDef:
         return TreeDef("dataclass", names, t, tuple([_flatten(getattr(x, n), out, is_leaf) for n in names]))
     out.append(x)
     return LEAF
+
+
+_FLAT_DICTS: dict = {}    # string keys -> the TreeDef of a dict of leaves with them
+
+
+def _flat_dict(keys: tuple) -> TreeDef:
+    td = _FLAT_DICTS.get(keys)
+    if td is None:
+        td = TreeDef("dict", keys, None, (LEAF,) * len(keys))
+        if all(type(k) is str for k in keys) and len(_FLAT_DICTS) < 4096:   # (no user object kept)
+            _FLAT_DICTS[keys] = td
+    return td
 
 
 def unflatten(treedef: TreeDef, leaves_: Sequence[Any]) -> Any:

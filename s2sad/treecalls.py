@@ -91,6 +91,8 @@ def _is_float(x: Any) -> bool:
     t = type(x)
     if t is float:
         return True
+    if t is np.ndarray:
+        return x.dtype.kind == "f"
     if isinstance(x, (np.ndarray, np.floating)) or is_cupy(x):
         return x.dtype.kind == "f"
     if (t is list or t is tuple) and x:     # an array-like list (_array_like_list)
@@ -124,10 +126,22 @@ def flatten_call(fun: Callable, args: Sequence[Any]) -> Flat:
     reads = None
     for i, a in enumerate(args):
         flat.starts.append(len(flat.leaves))
+        t = type(a)
+        if t is np.ndarray or t is float:     # (the common plain argument, quickly)
+            flat.treedefs.append(None)
+            flat.skeletons.append(None)
+            flat.leaves.append(a)
+            flat.floats.append(t is float or a.dtype.kind == "f")
+            continue
         if tree.is_node(a) and a is not None and not _array_like_list(fun, i, a):
             values, td = tree.flatten(a)
             flat.treedefs.append(td)
-            flat.skeletons.append(_skeleton(td, iter(values), flat))
+            if any(type(v) is str for v in values):
+                flat.skeletons.append(_skeleton(td, iter(values), flat))
+            else:   # no string leaf: the TreeDef stands for its skeleton (hashed once, made when planned)
+                flat.skeletons.append(td)
+                flat.leaves.extend(values)
+                flat.floats.extend([_is_float(v) for v in values])
             continue
         if _is_object(a):
             reads = reads or parameter_reads(fun)
@@ -147,6 +161,10 @@ def _skeleton(td: tree.TreeDef, values, flat: Flat) -> tuple:
     """td's skeleton with string leaves compiled in (STATIC); the other leaves go to flat."""
     if td.kind == "leaf":
         v = next(values)
+        if type(v) is np.ndarray:
+            flat.leaves.append(v)
+            flat.floats.append(v.dtype.kind == "f")
+            return tree.LEAF_SKELETON
         if isinstance(v, str):
             return (STATIC, (v,), ())
         flat.leaves.append(v)
@@ -215,6 +233,9 @@ def rebuild(flat: Flat, i: int, values: dict) -> Any:
         return g
     if td == "object":      # data
         return None
+    n = td.num_leaves
+    if all(j in values for j in range(start, start + n)):    # every leaf differentiated (no string)
+        return tree.unflatten(td, [values[j] for j in range(start, start + n)])
     out, j = [], start
     for skel in _leaf_skeletons(flat.skeletons[i]):
         if skel[0] == STATIC:
@@ -235,7 +256,14 @@ def _zero_for(leaf: Any) -> Any:
     return None
 
 
+def skeletons_of(flat: Flat) -> tuple:
+    """The layout's skeletons of a flattened call (a TreeDef standing for one made into it)."""
+    return tuple(s.skeleton if isinstance(s, tree.TreeDef) else s for s in flat.skeletons)
+
+
 def _leaf_skeletons(skel) -> list:
+    if isinstance(skel, tree.TreeDef):
+        return [tree.LEAF_SKELETON] * skel.num_leaves
     if skel[0] in ("leaf", STATIC):
         return [skel]
     return [x for c in skel[2] for x in _leaf_skeletons(c)]
@@ -256,16 +284,14 @@ class TreeCalls:
         is (loss, aux) with has_aux."""
         d = self.d
         fun = d.fun
+        if len(args) != d.arity:     # defaults to fill in
+            args = d.bind(args, {})
         flat = flatten_call(fun, args)
-        n = len(args)
-        nums = [i % n if -n <= i < n else i for i in d.argnums]
-        for i in nums:
-            if not 0 <= i < n:
-                raise S2SADError(f"argnums {i} is out of range for {fun.__name__}, which has {n} arguments",
-                                 hint="Pick argnums among the function's positional parameters.")
-        leaf_nums = leaf_argnums(fun, flat, nums, args)
-        layout = Layout(tuple(flat.skeletons), self.has_aux)
-        sub = self._sub(layout, leaf_nums, len(flat.leaves))
+        key = (tuple(flat.skeletons), tuple(flat.floats))
+        got = self._subs.get(key)
+        if got is None:
+            got = self._sub(key, flat, args)
+        sub, nums, leaf_nums = got
         leaves = flat.leaves
         r = sub.hot(*leaves)
         if r is NotImplemented:
@@ -280,17 +306,23 @@ class TreeCalls:
             return (value, aux), result
         return value, result
 
-    def _sub(self, layout: Layout, leaf_nums: tuple, n_leaves: int) -> Derivative:
-        key = (layout, leaf_nums)
-        sub = self._subs.get(key)
-        if sub is None:
-            d = self.d
-            sub = Derivative(d.fun, leaf_nums, d.backend, d.what, d.mode)
-            sub.layout, sub.arity = layout, n_leaves
-            self._subs[key] = sub
-            while len(self._subs) > self.MAX_LAYOUTS:
-                self._subs.popitem(last=False)
-        return sub
+    def _sub(self, key: tuple, flat: Flat, args: Sequence[Any]) -> tuple:
+        """(the leaf Derivative, argnums, differentiated leaves) of a layout not met yet."""
+        d = self.d
+        fun, n = d.fun, len(args)
+        nums = [i % n if -n <= i < n else i for i in d.argnums]
+        for i in nums:
+            if not 0 <= i < n:
+                raise S2SADError(f"argnums {i} is out of range for {fun.__name__}, which has {n} arguments",
+                                 hint="Pick argnums among the function's positional parameters.")
+        leaf_nums = leaf_argnums(fun, flat, nums, args)
+        layout = Layout(skeletons_of(flat), self.has_aux)
+        sub = Derivative(fun, leaf_nums, d.backend, d.what, d.mode)
+        sub.layout, sub.arity = layout, len(flat.leaves)
+        got = self._subs[key] = (sub, nums, leaf_nums)
+        while len(self._subs) > self.MAX_LAYOUTS:
+            self._subs.popitem(last=False)
+        return got
 
 
 def aux_of(fun: Callable, args: Sequence[Any]) -> Any:
@@ -342,7 +374,7 @@ def vjp_tree(fun: Callable, primals: tuple, given: int, backend, mode: str, has_
     """vjp with containers in or out (primals bound: one per parameter; `given`: how many
     the user passed): (out, pullback) or (out, pullback, aux)."""
     flat = flatten_call(fun, primals)
-    skels = tuple(flat.skeletons)
+    skels = skeletons_of(flat)
     floats = [j for j, f in enumerate(flat.floats) if f]
     container_out = returns_container(fun, has_aux)
     out, aux = _plain_out(fun, primals, has_aux) if (has_aux or container_out) else (None, None)
@@ -380,7 +412,7 @@ def jvp_tree(fun: Callable, primals: tuple, tangents: tuple, backend):
         raise S2SADError("jvp needs one tangent per primal", hint="Pass tangents of the same structure.")
     flat = flatten_call(fun, primals)
     tans = _tangent_leaves(flat, primals, tangents)
-    skels = tuple(flat.skeletons)
+    skels = skeletons_of(flat)
     if not returns_container(fun, False):
         return jvp_at(fun, flat.leaves, tans, backend, Layout(skels))
     out = fun(*primals)
