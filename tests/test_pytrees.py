@@ -381,3 +381,30 @@ def test_tree_round_trip_and_map():
         tree.map(lambda a, b: a + b, {"x": 1.0}, {"y": 1.0})
     with pytest.raises(s2sad.S2SADError, match="leaves"):
         tree.unflatten(td, leaves[:-1])
+
+
+# ---------------------------------------------------------------- loops over a container's entries
+
+def mlp(params, x):
+    h = x
+    for layer in params["layers"]:
+        h = np.tanh(layer["W"] @ h + layer["b"])
+    return np.sum(h * params["out"])
+
+
+def weighted(ws, x):
+    total = 0.0
+    for i, w in enumerate(ws):
+        total = total + (i + 1.0) * np.sum(w * x)
+    return total
+
+
+def test_a_loop_over_a_container_argument_is_unrolled(backend):
+    layers = [{"W": rng.normal(size=(4, 4)), "b": rng.normal(size=4)} for _ in range(3)]
+    params = {"layers": layers, "out": rng.normal(size=4)}
+    g = s2sad.grad(mlp, backend=backend)(params, X)
+    assert_trees_close(g, fd_tree(mlp, (params, X), 0))
+    ws = (U, V, U * 2)
+    g = s2sad.grad(weighted, backend=backend)(ws, V)
+    np.testing.assert_allclose(g[2], 3.0 * V, rtol=1e-12)
+    assert isinstance(g, tuple) and len(g) == 3

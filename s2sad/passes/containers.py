@@ -189,6 +189,7 @@ class _Rewriter(gast.NodeTransformer):
     def __init__(self, pf, containers: dict):
         self.pf, self.containers = pf, containers
         self.shadowed: list[set] = [set()]
+        self.aliases: dict = {}     # a loop variable unrolled over a container's entries -> that entry
 
     def err(self, node, msg: str, hint: str):
         return UnsupportedSyntaxError(msg, location_of(self.pf.filename, node), hint=hint)
@@ -209,7 +210,11 @@ class _Rewriter(gast.NodeTransformer):
         """(skeleton, first leaf index, param) for a read by constant keys of a container
         parameter, or None."""
         if isinstance(node, gast.Name):
-            if node.id in self.containers and node.id not in self.shadowed[-1] and isinstance(node.ctx, gast.Load):
+            if not isinstance(node.ctx, gast.Load) or node.id in self.shadowed[-1]:
+                return None
+            if node.id in self.aliases:
+                return self.aliases[node.id]
+            if node.id in self.containers:
                 return self.containers[node.id][0], 0, node.id
             return None
         if isinstance(node, gast.Subscript):
@@ -312,6 +317,33 @@ class _Rewriter(gast.NodeTransformer):
         if isinstance(node.test, gast.Constant) and isinstance(node.test.value, bool):
             return node.body if node.test.value else (node.orelse or gast.Pass())
         return node
+
+    def visit_For(self, node):
+        """`for v in <container>` (or `for i, v in enumerate(<container>)`), the
+        container a list or tuple of an argument's: unrolled, v standing for each entry
+        in turn (its reads rewritten as the entry's), i for its position."""
+        target, it, counter = node.target, node.iter, None
+        if isinstance(it, gast.Call) and isinstance(it.func, gast.Name) and it.func.id == "enumerate" \
+                and len(it.args) == 1 and not it.keywords and isinstance(target, gast.Tuple) \
+                and len(target.elts) == 2 and isinstance(target.elts[0], gast.Name):
+            counter, target, it = target.elts[0].id, target.elts[1], it.args[0]
+        resolved = self._resolve(it)
+        if resolved is None or resolved[0][0] not in ("list", "tuple") or not isinstance(target, gast.Name) \
+                or node.orelse or any(isinstance(n, (gast.Break, gast.Continue)) for n in gast.walk(node)) \
+                or any(isinstance(n, gast.Name) and n.id in (target.id, counter) and not isinstance(n.ctx, gast.Load)
+                       for b in node.body for n in gast.walk(b)):
+            return self.generic_visit(node)
+        skel, start, param = resolved
+        out, offset = [], start
+        for i, child in enumerate(skel[2]):
+            saved = dict(self.aliases)
+            self.aliases[target.id] = (child, offset, param)
+            if counter is not None:
+                self.aliases[counter] = ((STATIC, (i,), ()), 0, param)
+            out.extend(_visit_block(self, copy.deepcopy(node.body)))
+            self.aliases = saved
+            offset += dynamic_leaves(child)
+        return out or [gast.copy_location(gast.Pass(), node)]
 
     def visit_Assign(self, node):
         resolved = self._resolve(node.value)
