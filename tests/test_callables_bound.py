@@ -168,3 +168,41 @@ def test_no_instance_is_kept_alive_by_s2sad():
     del g, m
     gc.collect()
     assert ref() is None
+
+
+METHOD_V1 = """\
+import numpy as np
+
+class Model:
+    def __init__(self, w):
+        self.w = w
+
+    def loss(self, x):
+        return np.sum(self.w * x ** 3)
+"""
+
+
+def test_a_method_whose_file_changed_is_refused_as_stale(tmp_path, monkeypatch):
+    import importlib
+    import os
+    import sys
+    import uuid
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(sys, "dont_write_bytecode", True)
+    name = f"s2sad_method_{uuid.uuid4().hex}"
+    path = tmp_path / f"{name}.py"
+    path.write_text(METHOD_V1)
+    importlib.invalidate_caches()
+    mod = importlib.import_module(name)
+    try:
+        m = mod.Model(2.0)
+        path.write_text(METHOD_V1.replace("x ** 3", "x ** 2 + 0.0 * x"))     # edited, not reloaded
+        st = os.stat(path)
+        os.utime(path, (st.st_atime + 10, st.st_mtime + 10))
+        with pytest.raises(s2sad.StaleSourceError):     # the text is not the code that runs
+            s2sad.grad(m.loss)(X)
+        mod = importlib.reload(mod)                     # runs the new text: differentiated
+        m = mod.Model(2.0)
+        np.testing.assert_allclose(s2sad.grad(m.loss)(X), 4.0 * X, rtol=1e-12)
+    finally:
+        sys.modules.pop(name, None)
