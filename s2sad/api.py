@@ -322,6 +322,7 @@ class Differentiable(marks.HoldsUserFunction):
         self.backend = backend
         self._vg = Derivative(planned, argnums, backend, "value_and_grad")
         self._g = Derivative(planned, argnums, backend, "grad")
+        self._trees = {"grad": TreeCalls(self._g), "value_and_grad": TreeCalls(self._vg)}    # container calls
         self.__s2sad__ = self._vg
 
     def __call__(self, *args, **kwargs):
@@ -331,13 +332,17 @@ class Differentiable(marks.HoldsUserFunction):
         if kwargs:
             args = self._g.bind(args, kwargs)
         r = self._g.hot(*args)
-        return self._g(*args)[1] if r is NotImplemented else r
+        if r is NotImplemented:
+            return (self._trees["grad"](args) if has_nodes(args) else self._g(*args))[1]
+        return r
 
     def value_and_grad(self, *args, **kwargs):
         if kwargs:
             args = self._vg.bind(args, kwargs)
         r = self._vg.hot(*args)
-        return self._vg(*args) if r is NotImplemented else r
+        if r is NotImplemented:
+            return self._trees["value_and_grad"](args) if has_nodes(args) else self._vg(*args)
+        return r
 
     def explain(self) -> Explanation:
         return explain(self.__wrapped_fun__, self.argnums)

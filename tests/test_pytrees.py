@@ -408,3 +408,15 @@ def test_a_loop_over_a_container_argument_is_unrolled(backend):
     g = s2sad.grad(weighted, backend=backend)(ws, V)
     np.testing.assert_allclose(g[2], 3.0 * V, rtol=1e-12)
     assert isinstance(g, tuple) and len(g) == 3
+
+
+@s2sad.differentiate
+def decorated_loss(p, x):
+    return np.sum((p["W"] @ x + p["b"]) ** 2)
+
+
+def test_a_differentiate_function_takes_containers():
+    p = {"W": W, "b": B}
+    assert_trees_close(decorated_loss.grad(p, X), fd_tree(dict_loss, (p, X), 0))
+    value, g = decorated_loss.value_and_grad(p, X)
+    assert value == pytest.approx(dict_loss(p, X))
