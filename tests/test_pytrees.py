@@ -420,3 +420,19 @@ def test_a_differentiate_function_takes_containers():
     assert_trees_close(decorated_loss.grad(p, X), fd_tree(dict_loss, (p, X), 0))
     value, g = decorated_loss.value_and_grad(p, X)
     assert value == pytest.approx(dict_loss(p, X))
+
+
+def test_a_write_into_a_container_argument_is_refused_located():
+    def writes(p):
+        p["W"] = p["W"] * 2.0
+        return np.sum(p["W"])
+
+    def augments(p):
+        p[0] += 1.0
+        return p[0] * p[1]
+    for f, arg in ((writes, {"W": U}), (augments, [1.0, 2.0])):
+        before = tree.map(lambda v: np.copy(v), arg)
+        with pytest.raises(s2sad.UnsupportedSyntaxError, match="writes into") as err:
+            s2sad.grad(f)(arg)
+        assert err.value.location.lineno > f.__code__.co_firstlineno
+        assert_trees_close(arg, before, rtol=0)         # not mutated

@@ -289,6 +289,12 @@ class _Rewriter(gast.NodeTransformer):
         return gast.copy_location(out, node)
 
     def _read(self, node):
+        if isinstance(getattr(node, "ctx", None), (gast.Store, gast.Del)) and not isinstance(node, gast.Name) \
+                and self._resolve(node.value) is not None:
+            text = source_text(node)
+            raise self.err(node, f"'{text}' writes into an argument's container; s2sad differentiates functions "
+                                 "that leave their arguments as they are",
+                           "Build a new container (new = dict(p); new['W'] = ...) or a new local variable instead.")
         resolved = self._resolve(node)
         if resolved is None:
             return self.generic_visit(node)
