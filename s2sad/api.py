@@ -30,7 +30,7 @@ from .plans import PLANS, compiled, is_array, serves
 from .passes.normalize import normalize
 from .runtime import Kernel
 from .targets import arity, bind, entry_function, target
-from .treecalls import TreeCalls, has_nodes, jvp_tree, needs_trees, vjp_tree
+from .treecalls import has_nodes, jvp_tree, needs_trees, tree_calls, vjp_tree
 
 def calls_bound(api: Callable) -> Callable:
     """`api(fun, ...)` run with fun bound (frontend.bound): the plan reads fun's values."""
@@ -68,17 +68,20 @@ def _differentiated(fun: Callable, argnums, backend: str, what: str, mode: str, 
     _check_mode(mode)
     planned, argnums, call = _prepared(fun, what, argnums)
     d = Derivative(planned, argnums, backend, what, mode)
-    tc = TreeCalls(d, has_aux)
-    pick = (lambda r: r[1]) if what == "grad" else (lambda r: r)
     if call is None and not has_aux:
+        grad_only = what == "grad"
+
         def differentiated(*args, **kwargs):
             if kwargs:     # (keywords to positions; a positional call pays for nothing more)
                 args = d.bind(args, kwargs)
             r = d.hot(*args)
             if r is not NotImplemented:
                 return r
-            return pick(tc(args) if has_nodes(args) else d(*args))
+            r = tree_calls(d)(args) if has_nodes(args) else d(*args)
+            return r[1] if grad_only else r
     else:
+        tc = tree_calls(d, has_aux)
+
         def differentiated(*args, **kwargs):
             if call is not None:
                 args, kwargs = call.args + args, {**call.kwargs, **kwargs} if call.kwargs else kwargs
@@ -86,7 +89,6 @@ def _differentiated(fun: Callable, argnums, backend: str, what: str, mode: str, 
             if what == "grad":
                 return (g, value[1]) if has_aux else g
             return value, g
-    differentiated.__name__ = what + "_fun"
     _named_like(differentiated, fun)
     differentiated.__s2sad__ = d
     return marks.mark_derivative(differentiated, what, fun, d)
@@ -322,7 +324,6 @@ class Differentiable(marks.HoldsUserFunction):
         self.backend = backend
         self._vg = Derivative(planned, argnums, backend, "value_and_grad")
         self._g = Derivative(planned, argnums, backend, "grad")
-        self._trees = {"grad": TreeCalls(self._g), "value_and_grad": TreeCalls(self._vg)}    # container calls
         self.__s2sad__ = self._vg
 
     def __call__(self, *args, **kwargs):
@@ -333,7 +334,7 @@ class Differentiable(marks.HoldsUserFunction):
             args = self._g.bind(args, kwargs)
         r = self._g.hot(*args)
         if r is NotImplemented:
-            return (self._trees["grad"](args) if has_nodes(args) else self._g(*args))[1]
+            return (tree_calls(self._g)(args) if has_nodes(args) else self._g(*args))[1]
         return r
 
     def value_and_grad(self, *args, **kwargs):
@@ -341,7 +342,7 @@ class Differentiable(marks.HoldsUserFunction):
             args = self._vg.bind(args, kwargs)
         r = self._vg.hot(*args)
         if r is NotImplemented:
-            return self._trees["value_and_grad"](args) if has_nodes(args) else self._vg(*args)
+            return tree_calls(self._vg)(args) if has_nodes(args) else self._vg(*args)
         return r
 
     def explain(self) -> Explanation:

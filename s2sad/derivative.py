@@ -44,6 +44,7 @@ class Derivative:
     _chosen = None          # backends.choose(backend), on the first call (see `chosen`)
     hot = staticmethod(decline)     # see _hot_path
     layout = None           # the plan's layout (passes/containers.py): set for leaf calls (treecalls)
+    trees = None            # treecalls.TreeCalls, made at the first call with containers
 
     def __init__(self, fun: Callable, argnums, backend: str, what: str, mode: str = "auto"):
         self.mode = mode

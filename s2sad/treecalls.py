@@ -277,7 +277,7 @@ class TreeCalls:
 
     def __init__(self, d: Derivative, has_aux: bool = False):
         self.d, self.has_aux = d, has_aux
-        self._subs: "OrderedDict[tuple, Derivative]" = OrderedDict()
+        self._subs: "OrderedDict[tuple, tuple]" = OrderedDict()
 
     def __call__(self, args: Sequence[Any]) -> tuple:
         """(value, gradients) of a call, its arguments bound (one per parameter); value
@@ -323,6 +323,14 @@ class TreeCalls:
         while len(self._subs) > self.MAX_LAYOUTS:
             self._subs.popitem(last=False)
         return got
+
+
+def tree_calls(d: Derivative, has_aux: bool = False) -> TreeCalls:
+    """d's TreeCalls, made at its first container call (a plain grad object makes none)."""
+    tc = d.trees
+    if tc is None:
+        tc = d.trees = TreeCalls(d, has_aux)
+    return tc
 
 
 def aux_of(fun: Callable, args: Sequence[Any]) -> Any:
