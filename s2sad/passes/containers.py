@@ -258,7 +258,7 @@ class _Rewriter(gast.NodeTransformer):
         offset = start + sum(dynamic_leaves(c) for c in children[:i])
         return children[i], offset, param
 
-    def _expr_of(self, node, resolved, unpack: bool = False):
+    def _expr_of(self, node, resolved, unpack: bool = False, nested: bool = False):
         """The expression a resolved read becomes: a leaf's name, a constant, or (for a
         list or tuple used whole, or unpacked) a literal of its children."""
         skel, start, param = resolved
@@ -271,7 +271,7 @@ class _Rewriter(gast.NodeTransformer):
         elif kind in ("list", "tuple") or (unpack and kind == "namedtuple"):
             elts, off = [], start
             for c in children:
-                elts.append(self._expr_of(node, (c, off, param)))
+                elts.append(self._expr_of(node, (c, off, param), nested=True))
                 off += dynamic_leaves(c)
             out = (gast.List if kind == "list" else gast.Tuple)(elts=elts, ctx=gast.Load())
         elif kind == "method":
@@ -282,7 +282,8 @@ class _Rewriter(gast.NodeTransformer):
                            "that, passing self's attributes.")
         else:
             text = source_text(node)
-            raise self.err(node, f"'{text}' is a {_KIND_WORDS[kind]} used whole here; s2sad reads a container "
+            what = f"holds a {_KIND_WORDS[kind]} and is" if nested else f"is a {_KIND_WORDS[kind]}"
+            raise self.err(node, f"'{text}' {what} used whole here; s2sad reads a container "
                                  "argument entry by entry (its leaves are what it differentiates)",
                            f"Read the entries you need here ({text}[<key>] or {text}.<field>) and use or pass "
                            "those.")
