@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import copy
 import re
-from dataclasses import dataclass
 from typing import Any
 
 import gast
@@ -35,17 +34,27 @@ LEAF = "leaf"
 STATIC = "static"     # a string leaf: (STATIC, (value,), ())
 
 
-@dataclass(frozen=True)
 class Layout:
     """What a plan is made for, beyond the function's code: per parameter its skeleton
     (tree.TreeDef.skeleton, with STATIC leaves and "object" nodes) or None for a plain
     argument; has_aux; the output leaf kept (None: the whole return value) and the
-    output's skeleton."""
+    output's skeleton. Immutable; hashed once (it keys a plan, looked up per call)."""
 
-    params: tuple
-    aux: bool = False
-    out: int | None = None
-    out_skeleton: Any = None
+    __slots__ = ("params", "aux", "out", "out_skeleton", "_key", "_hash")
+
+    def __init__(self, params: tuple, aux: bool = False, out: int | None = None, out_skeleton: Any = None):
+        self.params, self.aux, self.out, self.out_skeleton = params, aux, out, out_skeleton
+        self._key = (params, aux, out, out_skeleton)
+        self._hash = hash(self._key)
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other) -> bool:
+        return self is other or (isinstance(other, Layout) and self._hash == other._hash and self._key == other._key)
+
+    def __repr__(self) -> str:
+        return f"Layout{self._key!r}"
 
 
 def dynamic_leaves(skeleton) -> int:
