@@ -436,3 +436,33 @@ def test_a_write_into_a_container_argument_is_refused_located():
             s2sad.grad(f)(arg)
         assert err.value.location.lineno > f.__code__.co_firstlineno
         assert_trees_close(arg, before, rtol=0)         # not mutated
+
+
+def scalar_dict(p):
+    return p["a"] * math.sin(p["b"])
+
+
+def masked(p, x):
+    if p["mask"] is None:
+        return np.sum(p["w"] * x)
+    return np.sum(p["w"] * x * p["mask"])
+
+
+def test_scalar_leaves_none_entries_and_zero_d_arrays(backend):
+    g = s2sad.grad(scalar_dict, backend=backend)({"a": 2.0, "b": 0.5})
+    assert g["a"] == pytest.approx(math.sin(0.5), rel=1e-14) and g["b"] == pytest.approx(2 * math.cos(0.5))
+    assert type(g["a"]) is float
+    x = np.arange(3.0)
+    g = s2sad.grad(masked, backend=backend)({"w": np.ones(3), "mask": None}, x)
+    assert g["mask"] is None
+    np.testing.assert_array_equal(g["w"], x)
+    mask = np.array([1.0, 0.0, 1.0])
+    g = s2sad.grad(masked, backend=backend)({"w": np.ones(3), "mask": mask}, x)
+    np.testing.assert_array_equal(g["w"], x * mask)
+    np.testing.assert_array_equal(g["mask"], x)
+
+    def h(p):
+        return np.sum(p["z"] * 2.0) + p["s"] ** 2
+    g = s2sad.grad(h, backend=backend)({"z": np.array(3.0), "s": np.float32(2.0)})
+    assert g["z"].shape == () and float(g["z"]) == 2.0
+    assert isinstance(g["s"], np.float32) and g["s"] == 4.0

@@ -199,6 +199,7 @@ class _Rewriter(gast.NodeTransformer):
         self.pf, self.containers = pf, containers
         self.shadowed: list[set] = [set()]
         self.aliases: dict = {}     # a loop variable unrolled over a container's entries -> that entry
+        self.leaf_names = {nm for _, names in containers.values() for nm in names}
 
     def err(self, node, msg: str, hint: str):
         return UnsupportedSyntaxError(msg, location_of(self.pf.filename, node), hint=hint)
@@ -316,6 +317,11 @@ class _Rewriter(gast.NodeTransformer):
     def visit_Compare(self, node):
         node = self.generic_visit(node)
         consts = [node.left] + list(node.comparators)
+        if len(node.ops) == 1 and isinstance(node.ops[0], (gast.Is, gast.IsNot)) and any(
+                isinstance(c, gast.Name) and c.id in self.leaf_names for c in consts) and any(
+                isinstance(c, gast.Constant) and c.value is None for c in consts):
+            # a leaf the call passes is never None (a None entry is a node of its own, compiled in)
+            return gast.copy_location(gast.Constant(value=isinstance(node.ops[0], gast.IsNot), kind=None), node)
         if all(isinstance(c, gast.Constant) for c in consts) and len(node.ops) == 1 \
                 and type(node.ops[0]) in _FOLDED:
             value = _FOLDED[type(node.ops[0])](consts[0].value, consts[1].value)
@@ -331,7 +337,7 @@ class _Rewriter(gast.NodeTransformer):
     def visit_If(self, node):
         node = self.generic_visit(node)
         if isinstance(node.test, gast.Constant) and isinstance(node.test.value, bool):
-            return node.body if node.test.value else (node.orelse or gast.Pass())
+            return node.body if node.test.value else (node.orelse or gast.copy_location(gast.Pass(), node))
         return node
 
     def visit_For(self, node):
