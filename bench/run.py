@@ -2,7 +2,8 @@
 
 Run with `make bench` (installs the `bench` extra first) or `.venv/bin/python bench/run.py`.
 Options: `--quick` (fewer repeats, a smoke test), `--out DIR` (default: bench/),
-`--only closures-state`, `--only arrays`, `--only closure-steps` or `--only dask` (that section alone,
+`--only closures-state`, `--only arrays`, `--only closure-steps`, `--only containers` or `--only dask` (that
+section alone,
 printed, no files written),
 `--without jax,numba,torch` (leave systems out), `--no-pin`, `--default-malloc`.
 
@@ -70,6 +71,7 @@ import arrays  # noqa: E402
 import closures_state  # noqa: E402
 import closure_steps  # noqa: E402
 import dask_bench  # noqa: E402
+import containers  # noqa: E402
 from cases import CASES, make_input  # noqa: E402
 
 from report import COPY, JG, JV, JVF, NB, S2, S2VG, SIZES, TABLE_SYSTEMS, TO  # noqa: E402
@@ -598,7 +600,7 @@ def main(argv=None) -> int:
                     help="leave glibc's malloc as it is (freed arrays may come back with fresh pages)")
     ap.add_argument("--no-pin", action="store_true",
                     help="do not pin the single-thread rows to one CPU (XLA may then use several)")
-    ap.add_argument("--only", choices=["closures-state", "arrays", "closure-steps", "dask"],
+    ap.add_argument("--only", choices=["closures-state", "arrays", "closure-steps", "containers", "dask"],
                     help="run one section and print its report (writes no results files)")
     args = ap.parse_args(argv)
     malloc_tuned = False if args.default_malloc else keep_freed_memory()
@@ -620,6 +622,13 @@ def main(argv=None) -> int:
         rows, errors = [], []
         dask_bench.run_dask(rows, errors, args.quick, log)
         log("\n".join(dask_bench.markdown(rows) + [f"error: {e}" for e in errors]))
+        return 0
+    if args.only == "containers":
+        if not args.no_pin:
+            pin_one_cpu()
+        rows, errors = [], []
+        containers.run_containers(rows, errors, args.quick, measure_block, timing_row, log)
+        log("\n".join(containers.markdown(rows)))
         return 0
     if args.only == "arrays":
         if not args.no_pin:

@@ -9,6 +9,7 @@ from .errors import (BackendUnavailableError, FreeVariableError, NonDifferentiab
                      ShapeError, StaleSourceError, StatefulError, UnsupportedOperationError,
                      UnsupportedSyntaxError)
 from .errors import HigherOrderNotSupportedError
+from . import tree
 
 __version__ = "0.1.0"
 
@@ -17,5 +18,5 @@ __all__ = [
     "S2SADError", "UnsupportedSyntaxError", "NoSourceError", "RecursionNotSupportedError",
     "FreeVariableError", "NonDifferentiableInputError", "NonScalarLossError", "ShapeError",
     "StatefulError", "StaleSourceError", "BackendUnavailableError", "UnsupportedOperationError",
-    "HigherOrderNotSupportedError",
+    "HigherOrderNotSupportedError", "tree",
 ]

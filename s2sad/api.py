@@ -20,6 +20,7 @@ import numpy as np
 
 from . import dask_grad, marks, mempool, rules, runtime
 from .arguments import argnums_tuple, converted
+from .callables import bound_call
 from .array_prims import register_vjp
 from .deep import deeply
 from .derivative import Derivative
@@ -31,13 +32,15 @@ from .plans import PLANS, compiled, is_array, serves
 from .passes.normalize import normalize
 from .runtime import Kernel
 from .targets import arity, bind, entry_function, target
+from .treecalls import has_nodes, jvp_tree, needs_trees, tree_calls, vjp_tree
 
 def calls_bound(api: Callable) -> Callable:
     """`api(fun, ...)` run with fun bound (frontend.bound): the plan reads fun's values."""
     @functools.wraps(api)
     def run(fun, *args, **kwargs):
+        call = bound_call(fun)
         try:
-            planned = target(fun, api.__name__)   # what api plans (and binds)
+            planned = target(fun if call is None else call.fn, api.__name__)   # what api plans (and binds)
         except S2SADError:
             planned = fun       # api raises it
         with bound(planned):
@@ -45,50 +48,76 @@ def calls_bound(api: Callable) -> Callable:
     return run
 
 
-def value_and_grad(fun: Callable, argnums=0, *, backend: str = "auto", mode: str = "auto") -> Callable:
-    """`mode`: how elementwise sites that are not summed get their pullback: "store"
-    their partials in the forward pass, "recompute" them in the reverse pass, or "auto"
-    (s2sad.explain says which); both give identical results."""
+def _prepared(fun: Callable, entry: str, argnums):
+    """(the function planned, argnums among its parameters, the BoundCall or None): a
+    bound method, a callable object or a functools.partial is its function with the
+    bound arguments first (data), argnums counted after them."""
+    call = bound_call(fun)
+    if call is None:
+        return target(fun, entry), argnums, None
+    k = len(call.args)
+    if isinstance(argnums, (tuple, list)):
+        argnums = tuple(i + k if i >= 0 else i for i in argnums)
+    elif isinstance(argnums, int):
+        argnums = argnums + k if argnums >= 0 else argnums
+    return target(call.fn, entry), argnums, call
+
+
+def _differentiated(fun: Callable, argnums, backend: str, what: str, mode: str, has_aux: bool) -> Callable:
+    """The function grad or value_and_grad returns: the plain path (positional arrays and
+    floats, the hot path first), or, for containers, methods, partials and has_aux,
+    treecalls.TreeCalls."""
     _check_mode(mode)
-    d = Derivative(target(fun, "value_and_grad"), argnums, backend, "value_and_grad", mode)
+    planned, argnums, call = _prepared(fun, what, argnums)
+    d = Derivative(planned, argnums, backend, what, mode)
+    if call is None and not has_aux:
+        grad_only = what == "grad"
 
-    def value_and_grad_fun(*args, **kwargs):
-        if kwargs:
-            args = d.bind(args, kwargs)
-        token = mempool.enter(args)     # the call's arrays from s2sad's pool (mempool)
-        try:
-            r = d.hot(*args)
-            if r is NotImplemented and dask_grad.has_dask(args):
-                return dask_value_and_grad(d, args, want_value=True)
-            return d(*args) if r is NotImplemented else r
-        finally:
-            mempool.leave(token)
+        def differentiated(*args, **kwargs):
+            if kwargs:     # (keywords to positions; a positional call pays for nothing more)
+                args = d.bind(args, kwargs)
+            token = mempool.enter(args)     # the call's arrays from s2sad's pool (mempool)
+            try:
+                r = d.hot(*args)
+                if r is not NotImplemented:
+                    return r
+                if dask_grad.has_dask(args):
+                    r = dask_value_and_grad(d, args, want_value=not grad_only)
+                else:
+                    r = tree_calls(d)(args) if has_nodes(args) else d(*args)
+                return r[1] if grad_only else r
+            finally:
+                mempool.leave(token)
+    else:
+        tc = mempool.pooled(tree_calls(d, has_aux))
 
-    _named_like(value_and_grad_fun, fun)
-    value_and_grad_fun.__s2sad__ = d
-    return marks.mark_derivative(value_and_grad_fun, "value_and_grad", fun, d)
+        def differentiated(*args, **kwargs):
+            if call is not None:
+                args, kwargs = call.args + args, {**call.kwargs, **kwargs} if call.kwargs else kwargs
+            value, g = tc(d.bind(args, kwargs))
+            if what == "grad":
+                return (g, value[1]) if has_aux else g
+            return value, g
+    _named_like(differentiated, fun)
+    differentiated.__s2sad__ = d
+    return marks.mark_derivative(differentiated, what, fun, d)
 
 
-def grad(fun: Callable, argnums=0, *, backend: str = "auto", mode: str = "auto") -> Callable:
-    """The gradient of a scalar loss; `mode` as for value_and_grad."""
-    _check_mode(mode)
-    d = Derivative(target(fun, "grad"), argnums, backend, "grad", mode)
+def value_and_grad(fun: Callable, argnums=0, *, has_aux: bool = False, backend: str = "auto",
+                   mode: str = "auto") -> Callable:
+    """(fun's value, its gradient) for the arguments `argnums` (an int, or a tuple for a
+    tuple of gradients), each in its argument's structure (dicts, lists, tuples,
+    namedtuples, dataclasses of arrays and floats). has_aux: fun returns (loss, aux);
+    the value is then (loss, aux). `mode`: how elementwise sites that are not summed get
+    their pullback: "store" their partials in the forward pass, "recompute" them in the
+    reverse pass, or "auto" (s2sad.explain says which); both give identical results."""
+    return _differentiated(fun, argnums, backend, "value_and_grad", mode, has_aux)
 
-    def grad_fun(*args, **kwargs):
-        if kwargs:     # (keywords to positions; a positional call pays for nothing more)
-            args = d.bind(args, kwargs)
-        token = mempool.enter(args)     # the call's arrays from s2sad's pool (mempool)
-        try:
-            r = d.hot(*args)
-            if r is NotImplemented and dask_grad.has_dask(args):
-                return dask_value_and_grad(d, args, want_value=False)[1]
-            return d(*args)[1] if r is NotImplemented else r
-        finally:
-            mempool.leave(token)
 
-    _named_like(grad_fun, fun)
-    grad_fun.__s2sad__ = d
-    return marks.mark_derivative(grad_fun, "grad", fun, d)
+def grad(fun: Callable, argnums=0, *, has_aux: bool = False, backend: str = "auto", mode: str = "auto") -> Callable:
+    """The gradient of a scalar loss, in the structure of its argument; with has_aux
+    (fun returns (loss, aux)), (gradient, aux). `mode` as for value_and_grad."""
+    return _differentiated(fun, argnums, backend, "grad", mode, has_aux)
 
 
 def dask_value_and_grad(d: Derivative, args, want_value: bool):
@@ -103,7 +132,10 @@ def _named_like(wrapper: Callable, fun: Callable) -> None:
     """functools.wraps(fun)(wrapper), for a plain function in a third of its time (a
     training loop that makes a new grad object per step pays for it)."""
     if type(fun) is not types.FunctionType:
-        functools.update_wrapper(wrapper, fun)
+        try:
+            functools.update_wrapper(wrapper, fun)
+        except (AttributeError, TypeError):     # a callable object without a __name__...
+            pass
         return
     wrapper.__module__, wrapper.__name__, wrapper.__qualname__ = fun.__module__, fun.__name__, fun.__qualname__
     wrapper.__doc__, wrapper.__annotations__ = fun.__doc__, fun.__annotations__
@@ -121,28 +153,54 @@ def _check_mode(mode: str) -> None:
 @mempool.pooled
 @calls_bound
 def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], *, backend: str = "auto"):
-    """(fun(*primals), its directional derivative along tangents); parameters not given
-    take their defaults (and no tangent)."""
-    return jvp_at(target(fun, "jvp"), primals, tangents, backend)
+    """(fun(*primals), its directional derivative along tangents); primals, tangents
+    and the result may be containers (tangents in the primals' structure); parameters
+    not given take their defaults (and no tangent)."""
+    planned, _, call = _prepared(fun, "jvp", 0)
+    primals, tangents = tuple(primals), tuple(tangents)
+    if call is not None or needs_trees(planned, primals, False):
+        if len(primals) != len(tangents):
+            raise S2SADError("jvp needs one tangent per primal", hint="Pass tangents of the same structure.")
+        if call is not None:
+            primals, tangents = call.args + primals, (None,) * len(call.args) + tangents
+        primals = bind(planned, converted(primals, range(len(primals))), call.kwargs if call else {})
+        return jvp_tree(planned, primals, tangents, backend)
+    return jvp_at(planned, primals, tangents, backend)
 
 
 @deeply
 @mempool.pooled
 @calls_bound
-def vjp(fun: Callable, *primals, backend: str = "auto", mode: str = "auto"):
-    """(fun(*primals), pullback) with pullback(out_bar) -> one adjoint per primal.
-    `mode`: "store" the partials of elementwise sites in the forward pass, "recompute"
-    them in the pullback, or "auto"; both give identical results."""
+def vjp(fun: Callable, *primals, has_aux: bool = False, backend: str = "auto", mode: str = "auto"):
+    """(fun(*primals), pullback) with pullback(out_bar) -> one adjoint per primal, each in
+    its primal's structure, out_bar in the output's; with has_aux (fun returns (out,
+    aux)), (out, pullback, aux). `mode`: "store" the partials of elementwise sites in
+    the forward pass, "recompute" them in the pullback, or "auto"; both give identical
+    results."""
     _check_mode(mode)
-    fun = target(fun, "vjp")
-    if dask_grad.has_dask(primals):
-        out, pullback = _dask_vjp(fun, primals, backend, mode)
-        return out, marks.mark_derivative(pullback, "vjp", fun)
+    planned, _, call = _prepared(fun, "vjp", 0)
+    if dask_grad.has_dask(primals) and call is None and not has_aux:
+        out, pullback = _dask_vjp(planned, primals, backend, mode)
+        return out, marks.mark_derivative(pullback, "vjp", planned)
     primals = converted(primals, range(len(primals)))
-    out, pullback = vjp_at(fun, primals, backend, mode)
+    if call is not None or needs_trees(planned, primals, has_aux):
+        k = len(call.args) if call is not None else 0
+        given = k + len(primals)
+        full = bind(planned, (call.args if call else ()) + primals, call.kwargs if call else {})
+        res = vjp_tree(planned, full, given, backend, mode, has_aux)
+        pull = deeply(res[1])
+        pullback = (lambda out_bar: pull(out_bar)[k:]) if k else pull
+        res = (res[0], marks.mark_derivative(_pullback_fn(pullback), "vjp", planned)) + res[2:]
+        return res
+    out, pullback = vjp_at(planned, primals, backend, mode)
     # a pullback may plan and compile kernels too (deeply)
-    return out, marks.mark_derivative(pullback_of(deeply(mempool.pooled(pullback)), len(primals)), "vjp", fun)
+    return out, marks.mark_derivative(pullback_of(deeply(mempool.pooled(pullback)), len(primals)), "vjp", planned)
 
+
+def _pullback_fn(pull: Callable) -> Callable:
+    def vjp_pullback(out_bar):
+        return pull(out_bar)
+    return vjp_pullback
 
 
 def _dask_vjp(fun: Callable, primals, backend, mode: str):
@@ -318,13 +376,17 @@ class Differentiable(marks.HoldsUserFunction):
         if kwargs:
             args = self._g.bind(args, kwargs)
         r = self._g.hot(*args)
-        return self._g(*args)[1] if r is NotImplemented else r
+        if r is NotImplemented:
+            return (tree_calls(self._g)(args) if has_nodes(args) else self._g(*args))[1]
+        return r
 
     def value_and_grad(self, *args, **kwargs):
         if kwargs:
             args = self._vg.bind(args, kwargs)
         r = self._vg.hot(*args)
-        return self._vg(*args) if r is NotImplemented else r
+        if r is NotImplemented:
+            return tree_calls(self._vg)(args) if has_nodes(args) else self._vg(*args)
+        return r
 
     def explain(self) -> Explanation:
         return explain(self.__wrapped_fun__, self.argnums)

@@ -20,10 +20,11 @@ from .passes.kernelpairs import choose_mode
 from .plans import Compiled, compiled, is_array, read_state, return_location, write_state
 from .targets import bind
 
-def jvp_at(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], backend) -> tuple:
+def jvp_at(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], backend, layout=None) -> tuple:
     """(fun(*primals), its directional derivative along tangents), `fun` bound and
-    what targets.target gave."""
-    c = compiled(fun)
+    what targets.target gave; `layout`: the plan of fun with container arguments as
+    their leaves (plans.compiled), primals and tangents given as those leaves."""
+    c = compiled(fun, layout)
     primals, tangents = converted(tuple(primals), range(len(primals))), converted(tuple(tangents), range(len(tangents)))
     if len(primals) != len(tangents):
         raise S2SADError("jvp needs one tangent per primal", hint="Pass tangents of the same structure.")
@@ -54,10 +55,10 @@ def pullback_of(pullback: Callable, given: int) -> Callable:
     return vjp_pullback
 
 
-def vjp_at(fun: Callable, primals, backend, mode: str):
+def vjp_at(fun: Callable, primals, backend, mode: str, layout=None):
     """(fun(*primals), pullback), `fun` bound and what targets.target gave; the pullback
-    gives one adjoint per parameter (defaults bound)."""
-    c = compiled(fun)
+    gives one adjoint per parameter (defaults bound); `layout` as for jvp_at."""
+    c = compiled(fun, layout)
     float_nums = tuple(i for i in range(len(primals)) if dtype_of(primals[i]).kind == "f")
     primals = bind(fun, primals, {}) if len(primals) != len(c.params) else tuple(primals)
     check_args(c, primals, float_nums)

@@ -19,7 +19,7 @@ This module imports nothing: it is a table, read by the test and by people.
 
 # (layer, modules, why they sit there). A name ending in ".*" is every module of a folder.
 LAYERS = (
-    ("ir", ("s2sad.errors", "s2sad.locks", "s2sad.parsing", "s2sad.kernel", "s2sad.kernel_text", "s2sad.marks", "s2sad.deep",
+    ("ir", ("s2sad.errors", "s2sad.locks", "s2sad.parsing", "s2sad.kernel", "s2sad.kernel_text", "s2sad.marks", "s2sad.deep", "s2sad.tree",
             "s2sad.layers"),
      "what every layer speaks: located errors, fork-safe locks, the core scalar language and "
      "loop specs (kernel) and its text (kernel_text), s2sad's marks on its own functions, "
@@ -48,7 +48,7 @@ LAYERS = (
      "reductions; the helpers generated adjoints call (array_rules) and the rest of what "
      "they run on (derivative_runtime)"),
     ("plan", ("s2sad.plancache", "s2sad.arguments", "s2sad.plans", "s2sad.derivative", "s2sad.jvp_vjp",
-              "s2sad.dask_grad"),
+              "s2sad.treecalls", "s2sad.dask_grad"),
      "plans found by the code of the function called (plancache), made and served (plans); "
      "the user's arguments checked and gradients shaped (arguments); the generated "
      "derivative grad runs (derivative); jvp and vjp through a plan (jvp_vjp)"),

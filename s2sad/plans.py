@@ -18,6 +18,7 @@ from .errors import S2SADError, SourceLocation
 from .frontend import Assumptions, Resolver, bound, parse_function, recording
 from .plancache import PlanCache
 from .passes.arrayprog import build_program
+from .passes.containers import Layout, flatten_parameters
 from .passes.elementwise import LossPlan, plan_loss, plan_scalar
 from .passes.array_compiled import ArrayCompiled
 from .runtime import Kernel
@@ -107,19 +108,22 @@ class Compiled:
         return [out[i] if i in out else zeros_like(args[i]) for i in argnums]
 
 
-def compiled(fun: Callable) -> Compiled:
+def compiled(fun: Callable, layout: Layout | None = None) -> Compiled:
     """The plan serving `fun`: one made for its code whose compiled-in free names
     (constants, functions) hold the same values and whose data names the same kinds;
-    else a new one, made once whatever the threads."""
-    return PLANS.get(fun, serves, lambda: _plan(fun))
+    else a new one, made once whatever the threads. `layout` (passes/containers.py):
+    the plan of the function with its container arguments as leaf parameters."""
+    return PLANS.get(fun, serves, lambda: _plan(fun, layout), layout)
 
 
 def serves(c, fun: Callable) -> bool:
     return c.assumptions.hold(fun)
 
 
-def _plan(fun: Callable):
+def _plan(fun: Callable, layout: Layout | None = None):
     pf = entry_function(parse_function(fun))
+    if layout is not None:
+        pf = flatten_parameters(pf, layout)
     with recording() as log:
         try:
             plan = plan_loss(pf)
