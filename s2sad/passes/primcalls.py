@@ -19,7 +19,7 @@ import gast
 import numpy as np
 
 from .. import array_prims
-from ..array_prims import Prim, Reduce
+from ..array_prims import Prim, Reduce, StaticRefusal
 from ..errors import UnsupportedOperationError
 from ..frontend import MISSING, attribute_value
 from .arrayir import Const, operand_expr
@@ -177,8 +177,8 @@ class PrimCalls:
         return p, reads
 
     def rebuild(self, e: gast.Call, scope, arrays, p):
-        pos = [k for k in p if k in ("axis", "axes", "repeats", "reps", "a1", "a2", "a3", "a4")
-               and not any(kw.arg == k for kw in e.keywords)]
+        # a static passed by position stays positional (its name need not be numpy's)
+        pos = [k for k in p if not any(kw.arg == k for kw in e.keywords)]
         kwn = [k for k in p if k not in pos]
         return gast.Call(func=self.b.rename(e.func, scope, set()), args=[operand_expr(a) for a in arrays] + [p[k] for k in pos],
                          keywords=[gast.keyword(arg=k, value=p[k]) for k in kwn])
@@ -221,7 +221,12 @@ class PrimCalls:
         """One primitive's statement: its typed op from the static parameters `p`; the
         result noted as new memory or a view of its operands (in-place updates), and as
         a known scalar when it reduces everything."""
-        op = prim.op(**p)
+        try:
+            op = prim.op(**p)
+        except StaticRefusal as r:
+            label = self.b.label(e.func) if isinstance(e, gast.Call) else spelling
+            raise UnsupportedOperationError(f"'{label}' {r.what}", self.b.loc(scope.ctx, e),
+                                            hint=r.hint or register_hint(label)) from None
         t = self.b.emit(op, xs, e, scope, want, forward=fwd, reads=reads)
         kind = prim.result_of(spelling)
         if kind == "fresh":
@@ -239,11 +244,11 @@ class PrimCalls:
         loc = self.b.loc(scope.ctx, e)
         spelling = getattr(value, "__name__", label)
         if prim.form == "binary":
-            if len(e.args) != 2 or e.keywords:
-                raise unsupported(label, loc, "takes two arrays here (no keyword arguments)")
+            if len(e.args) < 2 or (not prim.statics and (len(e.args) != 2 or e.keywords)):
+                raise unsupported(label, loc, "takes two arrays here" + ("" if prim.statics else " (no keyword arguments)"))
             xs = [self.b.array(e.args[0], scope), self.b.array(e.args[1], scope)]
-            fwd = gast.Call(func=self.b.rename(e.func, scope, set()), args=[operand_expr(x) for x in xs], keywords=[])
-            return self.emit_prim(prim, spelling, xs, {}, e, scope, want, fwd, set())
+            p, reads = self.statics(e.args[2:], e.keywords, prim.statics, scope, e)
+            return self.emit_prim(prim, spelling, xs, p, e, scope, want, self.rebuild(e, scope, xs, p), reads)
         if prim.form == "sequence":
             return self.sequence_call(prim, value, e, scope, want)
         if prim.form == "copy":
