@@ -24,7 +24,7 @@ LAYERS = (
      "what every layer speaks: located errors, fork-safe locks, the core scalar language and "
      "loop specs (kernel) and its text (kernel_text), s2sad's marks on its own functions, "
      "the bounded recursion of deep trees"),
-    ("rules", ("s2sad.rules", "s2sad.special", "s2sad.smath", "s2sad.array_prims.*"),
+    ("rules", ("s2sad.rules", "s2sad.special", "s2sad.ewfuncs", "s2sad.smath", "s2sad.array_prims.*"),
      "the tables of primitives (scalar partials; array primitives, their typed ops, VJP texts "
      "and the user's defvjp rules), the special functions written in the kernel language "
      "(special) and the math kernels run with; below the frontend because "

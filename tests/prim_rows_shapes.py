@@ -238,6 +238,22 @@ def take_along_flat(x):
     return np.sum(w(np.take_along_axis(x, IDX[1], None)) * np.arange(4.0))
 
 
+def nan_to_num_fn(x):
+    return np.sum(w(np.nan_to_num(x)) * np.cos(np.arange(np.size(x)).reshape(np.shape(x))))
+
+
+def nan_to_num_values(x):
+    return np.sum(w(np.nan_to_num(2.0 * x, nan=1.5, posinf=3.0, neginf=-2.0)))
+
+
+def with_non_finite(shape, dtype, seed):
+    """Uniform in [0.5, 1.5) with a NaN, an inf and a -inf where there is room."""
+    x = np.random.default_rng(seed).uniform(0.5, 1.5, shape).astype(dtype)
+    flat = x.reshape(-1)
+    flat[: min(3, flat.size)] = [np.nan, np.inf, -np.inf][: min(3, flat.size)]
+    return x
+
+
 # ------------------------------------------------------------------ reshape and copy spellings
 
 def squeeze_spellings(x):
@@ -304,6 +320,8 @@ ROWS = [
     Row("take_along_axis", take_along, (((3, 4),),)),
     Row("take_along_axis", take_along_sorted, (((3, 4),),)),
     Row("take_along_axis", take_along_flat, (((2, 3),), ((6,),))),
+    Row("nan_to_num", nan_to_num_fn, (((2, 3),), ((),), ((0,),))),
+    Row("nan_to_num", nan_to_num_values, (((5,),),), make=with_non_finite),
     Row("reshape", squeeze_spellings, (((1, 3, 1),),)),
     Row("reshape", reshape_fortran, (((2, 3),),)),
     Row("copy", astype_double, (((3, 4),), ((0,),)), dtypes=("float32",)),

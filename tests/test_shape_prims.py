@@ -52,6 +52,7 @@ CASES = [
      {"indices": "[4, -1]", "axis": "0", "mode": "'wrap'"}),
     ("take_along_axis", lambda x: np.take_along_axis(x, IDX, 1), [(2, 4)], {"indices": "IDX", "axis": "1"}),
     ("take_along_axis", lambda x: np.take_along_axis(x, IDX[:1], 0), [(3, 3)], {"indices": "IDX[:1]", "axis": "0"}),
+    ("nan_to_num", lambda x: np.nan_to_num(x, posinf=2.0), [(2, 3)], {"posinf": "2.0"}),
     ("reshape", lambda x: np.ravel(x, order="F"), [(2, 3)], {"order": "'F'"}),
     ("transpose", lambda x: np.transpose(x, (1, 2, 0)), [(2, 3, 4)], {"axes": "(1, 2, 0)"}),
     ("repeat", lambda x: np.repeat(x, 2, axis=1), [(2, 3)], {"repeats": "2", "axis": "1"}),
@@ -88,7 +89,7 @@ def test_jvp_text_matches_central_differences_and_the_vjp(name, fn, shapes, p):
 
 
 def test_every_shape_entry_has_a_jvp():
-    from s2sad.array_prims import moves, padding, selecting, stacking
+    from s2sad.array_prims import moves, padding, selecting, stacking  # noqa: PLC0415
     for family in (moves, padding, selecting, stacking):
         for prim in family.PRIMS:
             assert prim.jvp is not None, prim.name
@@ -132,6 +133,14 @@ def ravel_order_a(x):
     return np.sum(np.sin(np.ravel(x, order="A")))
 
 
+def nan_to_num_in_place(x):
+    return np.sum(np.nan_to_num(x, copy=False))
+
+
+def nan_to_num_active(x):
+    return np.sum(np.nan_to_num(x, nan=np.sum(x)))
+
+
 def stack_dtype(x):
     return np.sum(np.hstack([x, x], dtype=np.float32))
 
@@ -140,6 +149,7 @@ def stack_dtype(x):
     (pad_mean, "mode"), (pad_odd, "reflect_type"), (pad_active_constant, "constant_values"),
     (take_unknown_keyword, "'out='"), (take_mode_variable, "mode"), (roll_no_shift, "'shift'"),
     (atleast_two, "more arguments"), (ravel_order_a, "order"), (stack_dtype, "'dtype='"),
+    (nan_to_num_in_place, "copy="), (nan_to_num_active, "literal number"),
 ])
 def test_what_the_shape_entries_cannot_differentiate_is_refused_at_the_call(fn, words):
     with pytest.raises(UnsupportedOperationError) as e:
