@@ -24,24 +24,45 @@ from ..errors import UnsupportedOperationError
 from ..frontend import MISSING, attribute_value
 from .arrayir import Const, operand_expr
 
-_RULE_TAIL = ("lambda g, out, x: ...) (one function per argument, returning the adjoint of that "
-              "argument), or write the computation with supported numpy operations.")
+_RULE_HOW = ("one function per argument, each given the output's adjoint g, the output and the arguments, and "
+             "returning the adjoint of its argument")
+_OR_REWRITE = "or write the computation with supported numpy operations."
 
 
-def register_hint(label: str) -> str:
+def defvjp_example(label: str, params: list[str] | None = None) -> str:
+    """`s2sad.defvjp(<label>, lambda g, out, x: ..., ...)`: one line of valid Python, one
+    rule per argument (`params`: the call's argument names, default one `x`)."""
+    params = params or ["x"]
+    rule = f"lambda g, out, {', '.join(params)}: ..."
+    return f"s2sad.defvjp({label}, {', '.join([rule] * len(params))})"
+
+
+def call_params(node) -> list[str] | None:
+    """Parameter names for a rule of the call `node`: its positional arguments' own names
+    where they are plain distinct names, else x, y, z... (None when it is no call)."""
+    if not isinstance(node, gast.Call) or not node.args or any(isinstance(a, gast.Starred) for a in node.args):
+        return None
+    names = [a.id if isinstance(a, gast.Name) and a.id not in ("g", "out", "lambda") else None for a in node.args]
+    taken = {"g", "out"} | {n for n in names if n is not None and names.count(n) == 1}
+    spare = iter(n for n in ["x", "y", "z"] + [f"x{k}" for k in range(len(names))] if n not in taken)
+    return [n if n is not None and names.count(n) == 1 else next(spare) for n in names]
+
+
+def register_hint(label: str, params: list[str] | None = None) -> str:
     """What to do about a call with no rule, as valid Python naming the real function:
-    `np.cumsum` -> s2sad.defvjp(np.cumsum, ...); a method `.cumsum()` -> its function
-    form np.cumsum(x, ...) and that function's rule (defvjp takes functions, not
-    methods); anything else -> rewrite it."""
+    `np.cumsum` -> s2sad.defvjp(np.cumsum, ...) (one rule per argument of the call,
+    `params`); a method `.cumsum()` -> its function form np.cumsum(x, ...) and that
+    function's rule (defvjp takes functions, not methods); anything else -> rewrite it.
+    The example stands on a line of its own."""
     if label.startswith("."):
         m = label.strip(".()")
         if callable(getattr(np, m, None)):
-            return (f"Call the function form np.{m}(x, ...) instead of the method, and register its "
-                    f"reverse-mode rule with s2sad.defvjp(np.{m}, " + _RULE_TAIL)
+            return (f"Call the function form np.{m}(x, ...) instead of the method, and register its reverse-mode "
+                    f"rule ({_RULE_HOW}):\n    {defvjp_example(f'np.{m}', params)}\n{_OR_REWRITE}")
         return (f"'{label}' is a method or attribute s2sad has no derivative for (s2sad.defvjp takes "
                 "functions, not methods): write the computation with supported numpy operations.")
     if all(part.isidentifier() for part in label.split(".")):
-        return f"Register its reverse-mode rule with s2sad.defvjp({label}, " + _RULE_TAIL
+        return f"Register its reverse-mode rule ({_RULE_HOW}):\n    {defvjp_example(label, params)}\n{_OR_REWRITE}"
     return "Write the computation with supported numpy operations."
 
 
