@@ -53,7 +53,7 @@ LAYERS = (
      "derivative grad runs (derivative); jvp and vjp through a plan (jvp_vjp)"),
     ("api", ("s2sad.api",),
      "the user's entry points"),
-    ("tools", ("s2sad", "s2sad.__main__", "s2sad.cli", "s2sad.golden"),
+    ("tools", ("s2sad", "s2sad.__main__", "s2sad.cli", "s2sad.golden", "s2sad.coverage"),
      "the package's face, the command line, the golden files"),
 )
 

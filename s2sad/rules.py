@@ -201,6 +201,18 @@ def python_callables() -> dict[Callable, str]:
     return table
 
 
+def scalar_spellings() -> dict[str, tuple[str, ...]]:
+    """The callables with a rule in this module's tables, by where a user finds them
+    (math, numpy, builtins, scipy.special; by name, scipy never imported): what
+    s2sad.coverage lists in the README."""
+    math_names = set(_MATH_NAMES) | {n for n in ("cbrt", "exp2") if hasattr(math, n)} | {"pow"}
+    math_names |= {f.__name__ for f in _MATH_SPECIAL} | set(MATH_ELEMENTWISE)
+    numpy_names = {n for n in set(NUMPY_UFUNC_NAMES) | set(NUMPY_ELEMENTWISE) if hasattr(np, n)}
+    scipy_names = set(SCIPY_PRIMITIVES) | set(SCIPY_SPECIAL_NAMES) | set(SCIPY_ORDERED)
+    return {"math": tuple(sorted(math_names)), "numpy": tuple(sorted(numpy_names)),
+            "builtins": tuple(sorted(f.__name__ for f in BUILTIN_NAMES)), "scipy.special": tuple(sorted(scipy_names))}
+
+
 @dataclass(frozen=True)
 class UserRule:
     """A rule registered with s2sad.defrule: `impl` computes the value (its source is

@@ -90,6 +90,14 @@ def join_jvp(kind, t, i, arrays):
     return join(parts)
 
 
+def with_piece(t, i, arrays):
+    """Zeros shaped as each of `arrays` (numbers as 0-d), `t` in place i: what a join's
+    tangent from piece i joins."""
+    parts = [np.zeros(np.shape(a), _float_dtype(t)) for a in arrays]
+    parts[i] = np.asarray(t, dtype=_float_dtype(t))
+    return parts
+
+
 def append_bar(g, i, arr, values, axis=None):
     """The adjoint of operand i (0: arr, 1: values) of np.append(arr, values, axis)."""
     g = np.asarray(g)
@@ -219,5 +227,5 @@ HELPERS = {
     "cast_like": cast_like, "rollaxis_bar": rollaxis_bar, "rollaxis_jvp": rollaxis_jvp, "join_bar": join_bar,
     "join_jvp": join_jvp, "append_bar": append_bar, "append_jvp": append_jvp, "pad_bar": pad_bar,
     "pad_jvp": pad_jvp, "tri_bar": tri_bar, "diag_bar": diag_bar, "diagonal_bar": diagonal_bar,
-    "take_bar": take_bar, "take_along_axis_bar": take_along_axis_bar,
+    "take_bar": take_bar, "take_along_axis_bar": take_along_axis_bar, "with_piece": with_piece,
 }

@@ -55,6 +55,13 @@ CASES = [
     ("nan_to_num", lambda x: np.nan_to_num(x, posinf=2.0), [(2, 3)], {"posinf": "2.0"}),
     ("reshape", lambda x: np.ravel(x, order="F"), [(2, 3)], {"order": "'F'"}),
     ("transpose", lambda x: np.transpose(x, (1, 2, 0)), [(2, 3, 4)], {"axes": "(1, 2, 0)"}),
+    ("concatenate", lambda a, b: np.concatenate([a, b], axis=1), [(2, 3), (2, 1)], {"axis": "1"}),
+    ("concatenate", lambda a, b: np.concatenate([a, b], axis=None), [(2, 3), (4,)], {"axis": "None"}),
+    ("stack", lambda a, b: np.stack([a, b], axis=-1), [(2, 3), (2, 3)], {"axis": "-1"}),
+    ("r_", lambda a, b: np.r_[a, b], [(3,), ()], {}),
+    ("c_", lambda a, b: np.c_[a, b], [(3,), (3, 2)], {}),
+    ("index", lambda x: np.array(x[np.s_[1:, ::2]]), [(3, 4)], {"index": "np.s_[1:, ::2]"}),
+    ("copy", np.copy, [(2, 3)], {}),
     ("repeat", lambda x: np.repeat(x, 2, axis=1), [(2, 3)], {"repeats": "2", "axis": "1"}),
     ("tile", lambda x: np.tile(x, (2, 1)), [(2, 3)], {"reps": "(2, 1)"}),
 ]
@@ -89,9 +96,11 @@ def test_jvp_text_matches_central_differences_and_the_vjp(name, fn, shapes, p):
 
 
 def test_every_shape_entry_has_a_jvp():
-    from s2sad.array_prims import moves, padding, selecting, stacking  # noqa: PLC0415
-    for family in (moves, padding, selecting, stacking):
+    from s2sad.array_prims import joins, moves, padding, selecting, shapes, stacking  # noqa: PLC0415
+    for family in (moves, padding, selecting, stacking, joins, shapes):
         for prim in family.PRIMS:
+            if prim.name == "user":      # (s2sad.defvjp gives a VJP only)
+                continue
             assert prim.jvp is not None, prim.name
             assert prim.name in {c[0] for c in CASES}, prim.name
 

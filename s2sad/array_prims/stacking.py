@@ -14,7 +14,7 @@ from .ops import Join
 from .prim import Prim, kw, pieces
 from .strict import strict
 
-HELPER_NAMES = frozenset({"join_bar", "join_jvp", "append_bar", "append_jvp"})
+HELPER_NAMES = frozenset({"join_bar", "join_jvp", "append_bar", "append_jvp", "with_piece"})
 
 
 def _promoting(kind, func):
