@@ -25,7 +25,7 @@ README = Path(__file__).resolve().parent.parent / "README.md"
 
 # entries spelled by syntax rather than (or besides) a callable
 SYNTAX = {"index": ("x[...]",), "r_": ("np.r_[...]",), "c_": ("np.c_[...]",), "matmul": ("a @ b",),
-          "transpose": ("x.T",), "sum": ("sum(x)",), "user": ("a function given rules by s2sad.defvjp",)}
+          "transpose": ("x.T",), "copy": ("x.real", "x.astype(float)"), "sum": ("sum(x)",), "user": ("a function given rules by s2sad.defvjp",)}
 PREFIXES = (("np", np), ("np.linalg", np.linalg), ("math", math))
 
 

@@ -189,3 +189,15 @@ def test_empty_and_zero_dimensional_operands(name, shape):
             up, down = list(args), list(args)
             up[i], down[i] = args[i] + h, args[i] - h
             assert float(g) == pytest.approx((loss(*up) - loss(*down)) / (2 * h), abs=1e-7)
+
+
+def parts_as_attributes(x):
+    return np.sum(np.sin(x.real) * x.conj() + x.imag + np.cos(x.conjugate()))
+
+
+@pytest.mark.parametrize("backend", ["python", "llvm"])
+def test_real_imag_conj_as_attributes_and_methods_of_a_real_array(backend):
+    x = np.array([0.3, -1.2, 2.0])
+    value, g = s2sad.value_and_grad(parts_as_attributes, backend=backend)(x)
+    assert value == pytest.approx(parts_as_attributes(x), rel=1e-14)
+    np.testing.assert_allclose(g, np.cos(x) * x + np.sin(x) - np.sin(x), rtol=1e-13)

@@ -65,7 +65,8 @@ PRIMS = [
          jvp=_reshape_jvp),
     # the adjoint cast back to the operand's float type (x.astype(np.float32) of float64 x)
     Prim("copy", lambda **_: Copy(), lambda i, g, args, out, p: f"cast_like({g}, {args[0]})", form="copy",
-         funcs=(np.copy, np.array, np.asarray), methods=("copy",), results={"asarray": "view"},
+         funcs=(np.copy, np.array, np.asarray), methods=("copy", "conj", "conjugate"),
+         results={"asarray": "view", "real": "view"},
          jvp=lambda i, t, args, out, p: f"cast_like({t}, {out})"),
     Prim("repeat", lambda repeats=None, axis=None, **_: Repeat(repeats, axis),
          lambda i, g, args, out, p: f"repeat_bar({g}, {args[0]}, {p['repeats']}{kw(p, 'axis')})",

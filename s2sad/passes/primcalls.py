@@ -134,6 +134,11 @@ class PrimCalls:
         fwd = gast.BinOp(left=operand_expr(a), op=gast.MatMult(), right=operand_expr(b))
         return self.emit_prim(array_prims.PRIMS["matmul"], "matmul", [a, b], {}, e, scope, want, fwd, set())
 
+    def real_part(self, x, e: gast.Attribute, scope, want=None) -> str:
+        """x.real of a real array: the array itself (the table's copy entry, as a view)."""
+        fwd = gast.Attribute(value=operand_expr(x), attr="real", ctx=gast.Load())
+        return self.emit_prim(array_prims.PRIMS["copy"], "real", [x], {}, e, scope, want, fwd, set())
+
     def transpose_T(self, x, e: gast.Attribute, scope, want=None) -> str:
         fwd = gast.Attribute(value=operand_expr(x), attr="T", ctx=gast.Load())
         return self.emit_prim(array_prims.PRIMS["transpose"], "T", [x], {}, e, scope, want, fwd, set())
