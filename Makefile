@@ -3,7 +3,7 @@ VENV := .venv
 VPY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test golden bench gpu-check clean
+.PHONY: demo test golden readme-coverage bench gpu-check clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -19,6 +19,10 @@ test: $(STAMP)
 
 golden: $(STAMP)
 	$(VPY) -m s2sad.golden --write
+
+# the README's list of what is covered, generated from the tables
+readme-coverage: $(STAMP)
+	$(VPY) -m s2sad coverage --write
 
 bench: $(STAMP)
 	$(VPY) -m pip install -q -e ".[bench,dask]" || echo "bench extras not all installed; comparing against what is there"

@@ -18,6 +18,7 @@ from .errors import UnsupportedOperationError
 from .gemm import matmul
 from .reduce import reduce
 from .runtime import SeedProduct
+from .shape_helpers import HELPERS as SHAPE_HELPERS
 
 
 # ------------------------------------------------------------------ helpers
@@ -293,4 +294,5 @@ HELPERS = {
     "dot_factors": dot_factors, "dot_lhs_bar": dot_lhs_bar,
     "dot_rhs_bar": dot_rhs_bar, "repeat_bar": repeat_bar, "tile_bar": tile_bar,
     "concatenate_bar": concatenate_bar, "index_bar": index_bar, "r_bar": r_bar, "c_bar": c_bar,
+    **SHAPE_HELPERS,
 }

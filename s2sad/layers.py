@@ -24,7 +24,7 @@ LAYERS = (
      "what every layer speaks: located errors, fork-safe locks, the core scalar language and "
      "loop specs (kernel) and its text (kernel_text), s2sad's marks on its own functions, "
      "the bounded recursion of deep trees"),
-    ("rules", ("s2sad.rules", "s2sad.special", "s2sad.smath", "s2sad.array_prims.*"),
+    ("rules", ("s2sad.rules", "s2sad.special", "s2sad.ewfuncs", "s2sad.smath", "s2sad.array_prims.*"),
      "the tables of primitives (scalar partials; array primitives, their typed ops, VJP texts "
      "and the user's defvjp rules), the special functions written in the kernel language "
      "(special) and the math kernels run with; below the frontend because "
@@ -41,7 +41,7 @@ LAYERS = (
     ("backends", ("s2sad.backends.*",),
      "where kernels run: python, llvm, cuda behind one protocol, chosen once per call; a "
      "launch's inputs laid out (arrays), which array module an array belongs to (arraymodule)"),
-    ("runtime", ("s2sad.mempool", "s2sad.threads", "s2sad.runkernel", "s2sad.fastpath", "s2sad.scans", "s2sad.runtime", "s2sad.gemm", "s2sad.reduce", "s2sad.array_rules",
+    ("runtime", ("s2sad.mempool", "s2sad.threads", "s2sad.runkernel", "s2sad.fastpath", "s2sad.scans", "s2sad.runtime", "s2sad.gemm", "s2sad.reduce", "s2sad.array_rules", "s2sad.shape_helpers",
                  "s2sad.column_products", "s2sad.derivative_runtime"),
      "kernels applied over arrays: warm memory for a call's arrays (mempool); a kernel's launch caches (runkernel), the lean llvm paths "
      "(fastpath), state-passing kernels (scans), layouts, the index space, threads; matrix products and "
@@ -54,7 +54,7 @@ LAYERS = (
      "derivative grad runs (derivative); jvp and vjp through a plan (jvp_vjp)"),
     ("api", ("s2sad.api",),
      "the user's entry points"),
-    ("tools", ("s2sad", "s2sad.__main__", "s2sad.cli", "s2sad.golden"),
+    ("tools", ("s2sad", "s2sad.__main__", "s2sad.cli", "s2sad.golden", "s2sad.coverage"),
      "the package's face, the command line, the golden files"),
 )
 

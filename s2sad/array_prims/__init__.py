@@ -20,12 +20,17 @@ Elementwise operations (arithmetic, ufuncs, `np.where`, `np.maximum`, `np.clip`,
 """
 from __future__ import annotations
 
-from . import joins, products, reductions, shapes
+from . import joins, moves, padding, prim, products, reductions, selecting, shapes, stacking
 from .ops import Copy, Index, Join, PrimOp, Product, Reduce, Repeat, Reshape, Tile, Transpose, User
-from .prim import HELPER_NAMES, Prim
+from .prim import Prim, StaticRefusal
 from .user import USER_VJPS, register_vjp, user_vjp
 
-PRIMS: dict[str, Prim] = {p.name: p for family in (reductions, products, shapes, joins) for p in family.PRIMS}
+PRIMS: dict[str, Prim] = {p.name: p for family in (reductions, products, shapes, joins, moves, stacking, padding,
+                                                   selecting) for p in family.PRIMS}
+
+# what the VJP and JVP texts call (array_rules.HELPERS): the core's and each family's
+HELPER_NAMES = prim.HELPER_NAMES | moves.HELPER_NAMES | stacking.HELPER_NAMES | padding.HELPER_NAMES \
+    | selecting.HELPER_NAMES
 
 _BY_METHOD: dict[str, Prim] = {m: p for p in PRIMS.values() for m in p.methods}
 
@@ -47,5 +52,5 @@ def of(op) -> Prim | None:
     return PRIMS.get(op.name) if isinstance(op, PrimOp) else None
 
 
-__all__ = ["PRIMS", "Prim", "PrimOp", "HELPER_NAMES", "USER_VJPS", "register_vjp", "user_vjp", "for_function", "for_method", "of", "Copy", "Index", "Join", "Product",
+__all__ = ["PRIMS", "Prim", "PrimOp", "StaticRefusal", "HELPER_NAMES", "USER_VJPS", "register_vjp", "user_vjp", "for_function", "for_method", "of", "Copy", "Index", "Join", "Product",
            "Reduce", "Repeat", "Reshape", "Tile", "Transpose", "User"]

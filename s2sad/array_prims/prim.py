@@ -56,6 +56,18 @@ class Prim:
         return self.results.get(spelling, self.result)
 
 
+class StaticRefusal(Exception):
+    """Raised by an entry's op builder for static parameters it cannot differentiate
+    through (order='A', mode='mean', a keyword it does not know): passes/primcalls makes
+    it a located UnsupportedOperationError naming the call. `what` continues the
+    sentence "'np.pad' ..."; `hint` says what to do."""
+
+    def __init__(self, what: str, hint: str = ""):
+        super().__init__(what)
+        self.what = what
+        self.hint = hint
+
+
 def kw(p: dict, *names: str) -> str:
     """`, axis=1, keepdims=True`: the static parameters present among `names`."""
     return "".join(f", {n}={p[n]}" for n in names if n in p)

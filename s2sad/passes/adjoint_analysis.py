@@ -18,7 +18,7 @@ from ..frontend import location_of
 from ..kernel_text import unparse
 from .adjoint_text import defs, names_read
 from .arrayir import ArrayProgram, ArrayStmt, ForStmt, KernelSum, Py, is_kernel, stmt_reads, walk_stmts
-from .primcalls import register_hint
+from .primcalls import call_params, register_hint
 
 
 @dataclass
@@ -131,7 +131,7 @@ def _stmt_active(st: ArrayStmt, act: set) -> bool:
         raise UnsupportedOperationError(
             f"'{label}' is applied to '{ins[0]}', which depends on the differentiated arguments, and has no "
             f"derivative rule at the array level", location_of(st.ctx.filename, st.node),
-            hint=register_hint(label))
+            hint=register_hint(label, call_params(st.node)))
     if is_kernel(st.op):
         return st.op.kernel.module(()).result_kind == "float"
     return True

@@ -19,29 +19,50 @@ import gast
 import numpy as np
 
 from .. import array_prims
-from ..array_prims import Prim, Reduce
+from ..array_prims import Prim, Reduce, StaticRefusal
 from ..errors import UnsupportedOperationError
 from ..frontend import MISSING, attribute_value
 from .arrayir import Const, operand_expr
 
-_RULE_TAIL = ("lambda g, out, x: ...) (one function per argument, returning the adjoint of that "
-              "argument), or write the computation with supported numpy operations.")
+_RULE_HOW = ("one function per argument, each given the output's adjoint g, the output and the arguments, and "
+             "returning the adjoint of its argument")
+_OR_REWRITE = "or write the computation with supported numpy operations."
 
 
-def register_hint(label: str) -> str:
+def defvjp_example(label: str, params: list[str] | None = None) -> str:
+    """`s2sad.defvjp(<label>, lambda g, out, x: ..., ...)`: one line of valid Python, one
+    rule per argument (`params`: the call's argument names, default one `x`)."""
+    params = params or ["x"]
+    rule = f"lambda g, out, {', '.join(params)}: ..."
+    return f"s2sad.defvjp({label}, {', '.join([rule] * len(params))})"
+
+
+def call_params(node) -> list[str] | None:
+    """Parameter names for a rule of the call `node`: its positional arguments' own names
+    where they are plain distinct names, else x, y, z... (None when it is no call)."""
+    if not isinstance(node, gast.Call) or not node.args or any(isinstance(a, gast.Starred) for a in node.args):
+        return None
+    names = [a.id if isinstance(a, gast.Name) and a.id not in ("g", "out", "lambda") else None for a in node.args]
+    taken = {"g", "out"} | {n for n in names if n is not None and names.count(n) == 1}
+    spare = iter(n for n in ["x", "y", "z"] + [f"x{k}" for k in range(len(names))] if n not in taken)
+    return [n if n is not None and names.count(n) == 1 else next(spare) for n in names]
+
+
+def register_hint(label: str, params: list[str] | None = None) -> str:
     """What to do about a call with no rule, as valid Python naming the real function:
-    `np.cumsum` -> s2sad.defvjp(np.cumsum, ...); a method `.cumsum()` -> its function
-    form np.cumsum(x, ...) and that function's rule (defvjp takes functions, not
-    methods); anything else -> rewrite it."""
+    `np.cumsum` -> s2sad.defvjp(np.cumsum, ...) (one rule per argument of the call,
+    `params`); a method `.cumsum()` -> its function form np.cumsum(x, ...) and that
+    function's rule (defvjp takes functions, not methods); anything else -> rewrite it.
+    The example stands on a line of its own."""
     if label.startswith("."):
         m = label.strip(".()")
         if callable(getattr(np, m, None)):
-            return (f"Call the function form np.{m}(x, ...) instead of the method, and register its "
-                    f"reverse-mode rule with s2sad.defvjp(np.{m}, " + _RULE_TAIL)
+            return (f"Call the function form np.{m}(x, ...) instead of the method, and register its reverse-mode "
+                    f"rule ({_RULE_HOW}):\n    {defvjp_example(f'np.{m}', params)}\n{_OR_REWRITE}")
         return (f"'{label}' is a method or attribute s2sad has no derivative for (s2sad.defvjp takes "
                 "functions, not methods): write the computation with supported numpy operations.")
     if all(part.isidentifier() for part in label.split(".")):
-        return f"Register its reverse-mode rule with s2sad.defvjp({label}, " + _RULE_TAIL
+        return f"Register its reverse-mode rule ({_RULE_HOW}):\n    {defvjp_example(label, params)}\n{_OR_REWRITE}"
     return "Write the computation with supported numpy operations."
 
 
@@ -113,6 +134,11 @@ class PrimCalls:
         fwd = gast.BinOp(left=operand_expr(a), op=gast.MatMult(), right=operand_expr(b))
         return self.emit_prim(array_prims.PRIMS["matmul"], "matmul", [a, b], {}, e, scope, want, fwd, set())
 
+    def real_part(self, x, e: gast.Attribute, scope, want=None) -> str:
+        """x.real of a real array: the array itself (the table's copy entry, as a view)."""
+        fwd = gast.Attribute(value=operand_expr(x), attr="real", ctx=gast.Load())
+        return self.emit_prim(array_prims.PRIMS["copy"], "real", [x], {}, e, scope, want, fwd, set())
+
     def transpose_T(self, x, e: gast.Attribute, scope, want=None) -> str:
         fwd = gast.Attribute(value=operand_expr(x), attr="T", ctx=gast.Load())
         return self.emit_prim(array_prims.PRIMS["transpose"], "T", [x], {}, e, scope, want, fwd, set())
@@ -177,8 +203,8 @@ class PrimCalls:
         return p, reads
 
     def rebuild(self, e: gast.Call, scope, arrays, p):
-        pos = [k for k in p if k in ("axis", "axes", "repeats", "reps", "a1", "a2", "a3", "a4")
-               and not any(kw.arg == k for kw in e.keywords)]
+        # a static passed by position stays positional (its name need not be numpy's)
+        pos = [k for k in p if not any(kw.arg == k for kw in e.keywords)]
         kwn = [k for k in p if k not in pos]
         return gast.Call(func=self.b.rename(e.func, scope, set()), args=[operand_expr(a) for a in arrays] + [p[k] for k in pos],
                          keywords=[gast.keyword(arg=k, value=p[k]) for k in kwn])
@@ -221,7 +247,12 @@ class PrimCalls:
         """One primitive's statement: its typed op from the static parameters `p`; the
         result noted as new memory or a view of its operands (in-place updates), and as
         a known scalar when it reduces everything."""
-        op = prim.op(**p)
+        try:
+            op = prim.op(**p)
+        except StaticRefusal as r:
+            label = self.b.label(e.func) if isinstance(e, gast.Call) else spelling
+            raise UnsupportedOperationError(f"'{label}' {r.what}", self.b.loc(scope.ctx, e),
+                                            hint=r.hint or register_hint(label)) from None
         t = self.b.emit(op, xs, e, scope, want, forward=fwd, reads=reads)
         kind = prim.result_of(spelling)
         if kind == "fresh":
@@ -239,11 +270,11 @@ class PrimCalls:
         loc = self.b.loc(scope.ctx, e)
         spelling = getattr(value, "__name__", label)
         if prim.form == "binary":
-            if len(e.args) != 2 or e.keywords:
-                raise unsupported(label, loc, "takes two arrays here (no keyword arguments)")
+            if len(e.args) < 2 or (not prim.statics and (len(e.args) != 2 or e.keywords)):
+                raise unsupported(label, loc, "takes two arrays here" + ("" if prim.statics else " (no keyword arguments)"))
             xs = [self.b.array(e.args[0], scope), self.b.array(e.args[1], scope)]
-            fwd = gast.Call(func=self.b.rename(e.func, scope, set()), args=[operand_expr(x) for x in xs], keywords=[])
-            return self.emit_prim(prim, spelling, xs, {}, e, scope, want, fwd, set())
+            p, reads = self.statics(e.args[2:], e.keywords, prim.statics, scope, e)
+            return self.emit_prim(prim, spelling, xs, p, e, scope, want, self.rebuild(e, scope, xs, p), reads)
         if prim.form == "sequence":
             return self.sequence_call(prim, value, e, scope, want)
         if prim.form == "copy":

@@ -20,7 +20,7 @@ from .adjoint_context import AdjointContext
 from .adjoint_text import names_read, param_texts, text_of, tuple_text
 from .arrayir import ArrayStmt, ForStmt, IfStmt, KernelSum, Py, RunKernel, walk_stmts
 from .kernelpairs import row_reduction
-from .primcalls import register_hint
+from .primcalls import call_params, register_hint
 
 
 class ReverseSweep:
@@ -126,7 +126,7 @@ class ReverseSweep:
         if rule is None:
             what = st.op.label if isinstance(st.op, Py) else st.op.name
             raise UnsupportedOperationError(f"no reverse-mode rule for '{what}'", location_of(st.ctx.filename, st.node),
-                                            hint=register_hint(what))
+                                            hint=register_hint(what, call_params(st.node)))
         args = [text_of(a) for a in st.args]
         params = param_texts(st)
         for i, a in enumerate(st.args):
