@@ -20,12 +20,17 @@ Elementwise operations (arithmetic, ufuncs, `np.where`, `np.maximum`, `np.clip`,
 """
 from __future__ import annotations
 
-from . import joins, products, reductions, shapes
+import sys
+
+from . import joins, linalg, products, reductions, shapes
 from .ops import Copy, Index, Join, PrimOp, Product, Reduce, Repeat, Reshape, Tile, Transpose, User
-from .prim import HELPER_NAMES, Prim
+from .prim import HELPER_NAMES as CORE_HELPER_NAMES, Prim
 from .user import USER_VJPS, register_vjp, user_vjp
 
-PRIMS: dict[str, Prim] = {p.name: p for family in (reductions, products, shapes, joins) for p in family.PRIMS}
+PRIMS: dict[str, Prim] = {p.name: p for family in (reductions, products, shapes, joins, linalg) for p in family.PRIMS}
+
+# the names every family's VJP/JVP texts call (array_rules.HELPERS)
+HELPER_NAMES = CORE_HELPER_NAMES | linalg.HELPER_NAMES
 
 _BY_METHOD: dict[str, Prim] = {m: p for p in PRIMS.values() for m in p.methods}
 
@@ -34,7 +39,19 @@ def for_function(value) -> tuple[Prim, ...]:
     """The primitives a called object may stand for (by identity), in the order to try
     them: a literal-list spelling (np.array([a, b]): stack) before the plain one (copy)."""
     literal = [p for p in PRIMS.values() if any(value is f for f in p.literal_funcs)]
-    return tuple(literal + [p for p in PRIMS.values() if any(value is f for f in p.funcs)])
+    return tuple(literal + [p for p in PRIMS.values() if any(value is f for f in p.funcs)
+                            or any(value is f for f in module_funcs(p))])
+
+
+def module_funcs(prim: Prim) -> list:
+    """The callables of `prim.module_funcs` whose module the process has imported."""
+    found = []
+    for module, name in prim.module_funcs:
+        m = sys.modules.get(module)
+        f = getattr(m, name, None) if m is not None else None
+        if f is not None:
+            found.append(f)
+    return found
 
 
 def for_method(name: str) -> Prim | None:
@@ -47,5 +64,5 @@ def of(op) -> Prim | None:
     return PRIMS.get(op.name) if isinstance(op, PrimOp) else None
 
 
-__all__ = ["PRIMS", "Prim", "PrimOp", "HELPER_NAMES", "USER_VJPS", "register_vjp", "user_vjp", "for_function", "for_method", "of", "Copy", "Index", "Join", "Product",
+__all__ = ["PRIMS", "Prim", "PrimOp", "HELPER_NAMES", "USER_VJPS", "register_vjp", "user_vjp", "for_function", "for_method", "module_funcs", "of", "Copy", "Index", "Join", "Product",
            "Reduce", "Repeat", "Reshape", "Tile", "Transpose", "User"]

@@ -23,6 +23,7 @@ from ..array_prims import Prim, Reduce
 from ..errors import UnsupportedOperationError
 from ..frontend import MISSING, attribute_value
 from .arrayir import Const, operand_expr
+from .arrayscope import LocalFn
 
 _RULE_TAIL = ("lambda g, out, x: ...) (one function per argument, returning the adjoint of that "
               "argument), or write the computation with supported numpy operations.")
@@ -70,7 +71,7 @@ class PrimCalls:
         for prim in array_prims.for_function(value):
             t = self.prim_call(prim, value, e, scope, want)
             if t is not None:
-                return t
+                return self.unpacked(prim, t, e, scope) if prim.outputs is not None else t
         vjps = array_prims.user_vjp(value)
         if vjps is None:
             return None
@@ -123,7 +124,12 @@ class PrimCalls:
         joined = self.index_trick(e, scope)
         if joined is not None:
             return self.joined(joined, e, scope, want)
-        x = self.b.array(e.value, scope)
+        x = self.b.expr(e.value, scope)
+        if isinstance(x, list):       # an item of a tuple (a tuple-valued primitive's outputs)
+            return self.tuple_item(x, e, scope)
+        if isinstance(x, LocalFn):
+            raise self.b.err(scope.ctx, e.value, "expected an array or a number here", "Pass an array.",
+                             UnsupportedOperationError)
         if isinstance(x, Const):
             idx, reads = self.b.static(e.slice, scope)
             fwd = gast.Subscript(value=operand_expr(x), slice=idx, ctx=gast.Load())
@@ -177,8 +183,8 @@ class PrimCalls:
         return p, reads
 
     def rebuild(self, e: gast.Call, scope, arrays, p):
-        pos = [k for k in p if k in ("axis", "axes", "repeats", "reps", "a1", "a2", "a3", "a4")
-               and not any(kw.arg == k for kw in e.keywords)]
+        # those given by position stay positional, in their order (p reads them first)
+        pos = [k for k in p if not any(kw.arg == k for kw in e.keywords)]
         kwn = [k for k in p if k not in pos]
         return gast.Call(func=self.b.rename(e.func, scope, set()), args=[operand_expr(a) for a in arrays] + [p[k] for k in pos],
                          keywords=[gast.keyword(arg=k, value=p[k]) for k in kwn])
@@ -194,10 +200,7 @@ class PrimCalls:
         label = self.b.label(e.func)
         if xe is None:
             raise unsupported(label, self.b.loc(ctx, e), "needs an array")
-        for k in keywords:
-            if k.arg not in prim.keywords:
-                raise unsupported(label, self.b.loc(ctx, e), f"is called with '{k.arg}=', which s2sad does not "
-                                   "differentiate (only axis= and keepdims=)")
+        self.check_keywords(prim, keywords, e, scope)
         x = self.b.array(xe, scope)
         p, reads = self.statics(args, keywords, prim.statics, scope, e)
         fwd = self.rebuild_method(e, x, p) if method else self.rebuild(e, scope, [x], p)
@@ -238,6 +241,8 @@ class PrimCalls:
         label = self.b.label(e.func)
         loc = self.b.loc(scope.ctx, e)
         spelling = getattr(value, "__name__", label)
+        if prim.form == "binary" and (prim.statics or prim.keywords is not None or prim.packed):
+            return self.operands_call(prim, 2, e, scope, want)
         if prim.form == "binary":
             if len(e.args) != 2 or e.keywords:
                 raise unsupported(label, loc, "takes two arrays here (no keyword arguments)")
@@ -265,6 +270,7 @@ class PrimCalls:
         in `literal_funcs`: one literal list, nothing else; not a join otherwise)."""
         label = self.b.label(e.func)
         literal = any(value is f for f in prim.literal_funcs)
+        self.check_keywords(prim, e.keywords, e, scope)
         seq = e.args[0] if e.args else None
         if not isinstance(seq, (gast.List, gast.Tuple)):
             if literal:
@@ -283,6 +289,75 @@ class PrimCalls:
                         keywords=[gast.keyword(arg=k, value=v) for k, v in p.items()])
         return self.emit_prim(prim, getattr(value, "__name__", label), xs, p, e, scope, want, fwd, reads)
 
+    def check_keywords(self, prim: Prim, keywords, e, scope) -> None:
+        """Refuse a keyword the entry does not take (`prim.keywords`; None: any)."""
+        if prim.keywords is None:
+            return
+        for k in keywords:
+            if k.arg not in prim.keywords:
+                known = ", ".join(f"{n}=" for n in prim.keywords) or "none"
+                raise unsupported(self.b.label(e.func), self.b.loc(scope.ctx, e), f"is called with '{k.arg}=', "
+                                  f"which s2sad does not differentiate (keywords taken: {known})")
+
+    def operands_call(self, prim: Prim, n: int, e: gast.Call, scope, want=None) -> str:
+        """A call of `n` arrays, then static parameters (solve_triangular(a, b, lower=True));
+        an operand in `prim.packed` is a literal pair or a tuple-valued result (cho_solve's
+        (c, lower)), both of whose values are operands."""
+        label = self.b.label(e.func)
+        if len(e.args) < n:
+            raise unsupported(label, self.b.loc(scope.ctx, e), f"takes its {n} arrays by position here")
+        self.check_keywords(prim, e.keywords, e, scope)
+        xs, written = [], []
+        for k, a in enumerate(e.args[:n]):
+            v = self.b.expr(a, scope)
+            if k in prim.packed:
+                if not isinstance(v, list) or len(v) != 2:
+                    raise unsupported(label, self.b.loc(scope.ctx, a), "needs its pair written out, (c, lower), or "
+                                      "the pair a call returned, here")
+                xs += v
+                written.append(gast.Tuple(elts=[operand_expr(x) for x in v], ctx=gast.Load()))
+                continue
+            if isinstance(v, (list, LocalFn)):
+                raise self.b.err(scope.ctx, a, "expected an array or a number here", "Pass an array.",
+                                 UnsupportedOperationError)
+            xs.append(v)
+            written.append(operand_expr(v))
+        p, reads = self.statics(e.args[n:], e.keywords, prim.statics, scope, e)
+        kwnames = {k.arg for k in e.keywords}
+        pos = [k for k in prim.statics[:len(e.args) - n]]
+        fwd = gast.Call(func=self.b.rename(e.func, scope, set()), args=written + [p[k] for k in pos],
+                        keywords=[gast.keyword(arg=k, value=v) for k, v in p.items() if k in kwnames])
+        return self.emit_prim(prim, getattr(e.func, "attr", label), xs, p, e, scope, want, fwd, reads)
+
+    def unpacked(self, prim: Prim, t: str, e, scope):
+        """A tuple-valued primitive's statement `t`: one `item` statement per output, their
+        list for the builder (None from `outputs`: one array, `t` itself)."""
+        st = self.b.out[-1]
+        count = prim.outputs(st.params)
+        if isinstance(count, str):
+            raise unsupported(self.b.label(e.func), self.b.loc(scope.ctx, e), count)
+        if count is None:
+            return t
+        spelling = "piece" if prim.result == "view" else "item"
+        items = []
+        for k in range(count):
+            index = gast.Constant(value=k, kind=None)
+            fwd = gast.Subscript(value=operand_expr(t), slice=copy.deepcopy(index), ctx=gast.Load())
+            items.append(self.emit_prim(array_prims.PRIMS["item"], spelling, [t], {"index": index}, e, scope, None,
+                                        fwd, set()))
+        return items
+
+    def tuple_item(self, values: list, e: gast.Subscript, scope):
+        """values[k] or values[i:j] of a tuple the builder holds, the index a literal."""
+        idx, _ = self.b.static(e.slice, scope)
+        try:
+            key = _literal_index(idx)
+            return values[key]
+        except (ValueError, IndexError, TypeError):
+            raise self.b.err(scope.ctx, e, f"'{self.b.label(e)}': a tuple of values is indexed here by a literal "
+                             f"within its {len(values)} items", "Unpack it (a, b = ...) or index it with a literal "
+                             "number.", UnsupportedOperationError) from None
+
     def prim_method(self, prim: Prim, m: str, x, e: gast.Call, scope, want=None) -> str | None:
         """x.<m>(...) for a method the table knows (reductions are read before x)."""
         if prim.form == "binary":       # x.dot(b)
@@ -296,3 +371,14 @@ class PrimCalls:
         names = prim.method_statics if prim.method_statics is not None else prim.statics
         p, reads = self.statics(e.args, e.keywords, names, scope, e)
         return self.emit_prim(prim, m, [x], p, e, scope, want, self.rebuild_method(e, x, p), reads)
+
+
+def _literal_index(e):
+    """The int or slice a literal index expression stands for (ValueError otherwise)."""
+    if isinstance(e, gast.Constant) and isinstance(e.value, int) and not isinstance(e.value, bool):
+        return e.value
+    if isinstance(e, gast.UnaryOp) and isinstance(e.op, gast.USub):
+        return -_literal_index(e.operand)
+    if isinstance(e, gast.Slice):
+        return slice(*(None if v is None else _literal_index(v) for v in (e.lower, e.upper, e.step)))
+    raise ValueError("not a literal index")
