@@ -335,7 +335,10 @@ class PrimCalls:
         st = self.b.out[-1]
         count = prim.outputs(st.params)
         if isinstance(count, str):
-            raise unsupported(self.b.label(e.func), self.b.loc(scope.ctx, e), count)
+            raise UnsupportedOperationError(
+                f"'{self.b.label(e.func)}' {count}", self.b.loc(scope.ctx, e),
+                hint="s2sad must know when it reads the call how many values it returns: write that parameter as a "
+                     "literal (np.split(x, 3), np.split(x, [2, 5]), compute_uv=False, mode='r').")
         if count is None:
             return t
         spelling = "piece" if prim.result == "view" else "item"
