@@ -167,8 +167,16 @@ def softmax_loss(W, b, X, Y):
     return -np.mean(np.sum(Y * logp, axis=1))
 
 
+def spectral_loss(A):
+    """Tuple-valued primitives: eigh's two outputs unpacked, slogdet's second read."""
+    w, V = np.linalg.eigh(A)
+    sign, logdet = np.linalg.slogdet(A)
+    return np.sum(w * V[0] ** 2) + logdet
+
+
 ARRAY_CASES = {
     "logreg": (logreg_loss, 0),
     "mlp": (mlp_loss, (0, 1, 2)),
     "softmax": (softmax_loss, (0, 1)),
+    "spectral": (spectral_loss, 0),
 }
