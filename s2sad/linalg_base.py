@@ -25,6 +25,12 @@ class Parts:
             return NotImplemented
         return Parts(b if a is None else a if b is None else a + b for a, b in zip(self.items, other.items))
 
+    def __radd__(self, other):
+        # a sum started from the number 0 (sum(), a zero tangent)
+        if isinstance(other, (int, float)) and other == 0:
+            return self
+        return NotImplemented
+
     def __getitem__(self, k):
         return self.items[k]
 

@@ -342,12 +342,15 @@ class PrimCalls:
         if count is None:
             return t
         spelling = "piece" if prim.result == "view" else "item"
+        names = [None] * count
+        if self.b.unpacking is not None and self.b.unpacking[0] is e and len(self.b.unpacking[1]) == count:
+            names = self.b.unpacking[1]      # `w, V = eigh(A)`: the items are named w and V
         items = []
         for k in range(count):
             index = gast.Constant(value=k, kind=None)
             fwd = gast.Subscript(value=operand_expr(t), slice=copy.deepcopy(index), ctx=gast.Load())
-            items.append(self.emit_prim(array_prims.PRIMS["item"], spelling, [t], {"index": index}, e, scope, None,
-                                        fwd, set()))
+            items.append(self.emit_prim(array_prims.PRIMS["item"], spelling, [t], {"index": index}, e, scope,
+                                        names[k], fwd, set()))
         return items
 
     def tuple_item(self, values: list, e: gast.Subscript, scope):
