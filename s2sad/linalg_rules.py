@@ -127,7 +127,7 @@ def cholesky_jvp(t, a, out, lower=True):
 
 def cho_factor_bar(g, a, out):
     """c holds the factor in one triangle and a's entries, as given, in the other."""
-    lower = bool(out[1])
+    lower = _flag(out[1])
     c = f64(out[0])
     gc = entry(g, 0, c)
     factor = tri(c, lower)
@@ -136,10 +136,15 @@ def cho_factor_bar(g, a, out):
 
 
 def cho_factor_jvp(t, a, out):
-    lower = bool(out[1])
+    lower = _flag(out[1])
     c = f64(out[0])
     dc = cholesky_jvp(t, a, tri(c, lower), lower) + tri(f64(t), not lower, -1)
     return Parts((back(dc, c), out[1]))
+
+
+def _flag(lower):
+    """cho_factor's `lower`: a bool, or one per matrix of a stack (all the same)."""
+    return bool(np.reshape(lower, -1)[0]) if np.size(lower) else False
 
 
 def _cho_matrix(c, lower):
@@ -150,7 +155,7 @@ def _cho_matrix(c, lower):
 def cho_solve_bar(i, g, c, lower, b, out):
     if i == 1:
         return 0.0
-    lower = bool(lower)
+    lower = _flag(lower)
     vec = np.ndim(b) == 1
     A = _cho_matrix(c, lower)
     gb = np.linalg.solve(A, f64(g)[..., None] if vec else f64(g))
@@ -166,7 +171,7 @@ def cho_solve_bar(i, g, c, lower, b, out):
 def cho_solve_jvp(i, t, c, lower, b, out):
     if i == 1:
         return back(np.zeros(np.shape(out)), out)
-    lower = bool(lower)
+    lower = _flag(lower)
     vec = np.ndim(b) == 1
     A = _cho_matrix(c, lower)
     if i == 2:
