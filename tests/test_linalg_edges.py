@@ -244,3 +244,29 @@ def test_value_and_vjp_through_a_tuple():
     value, pullback = s2sad.vjp(tuple_piece_reused, a)
     assert value == pytest.approx(tuple_piece_reused(a))
     np.testing.assert_allclose(pullback(2.0)[0], 2 * central_fd(tuple_piece_reused, [a], 0), rtol=1e-6, atol=1e-8)
+
+
+def inf_spellings(x):
+    from_numpy = np.inf
+    return np.linalg.norm(x, ord=from_numpy) + np.linalg.norm(x, -np.inf)
+
+
+def svd_sum(a):
+    U, S, Vt = np.linalg.svd(a, full_matrices=False)
+    return np.sum(S) + np.sum(U ** 2)
+
+
+def halves(x):
+    a, b = np.split(x, 2)
+    return np.sum(a) + 2.0 * np.sum(b)
+
+
+@pytest.mark.parametrize("fn,shape", [(logdet, (0, 0)), (eigenvalues_only, (0, 0)), (svd_sum, (0, 3)),
+                                      (svd_sum, (2, 0)), (halves, (0,)), (two_norm, (0,))])
+def test_empty_operands_give_empty_gradients(fn, shape):
+    g = s2sad.grad(fn)(np.zeros(shape))
+    assert g.shape == shape
+
+
+def test_norm_orders_spelled_as_names():
+    np.testing.assert_allclose(s2sad.grad(inf_spellings)(np.array([1.0, -3.0, 2.0])), [1.0, -1.0, 0.0])
