@@ -232,7 +232,7 @@ def lstsq_jvp(i, t, a, b, out, rcond=None):
         dr = -2 * np.sum(r * (t @ X), axis=0)
         ds = np.diagonal(mT(U) @ t @ mT(Vt), axis1=-2, axis2=-1)
     dres = dr if np.size(out[1]) else np.zeros(np.shape(out[1]))
-    return Parts((back(dX[:, 0] if vec else dX, out[0]), back(dres, out[1]), out[2], back(ds, out[3])))
+    return Parts((back(dX[:, 0] if vec else dX, out[0]), back(dres, out[1]), 0.0, back(ds, out[3])))
 
 
 # ------------------------------------------------------------------ expm, matrix_power, multi_dot, trace

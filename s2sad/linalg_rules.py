@@ -139,7 +139,7 @@ def cho_factor_jvp(t, a, out):
     lower = _flag(out[1])
     c = f64(out[0])
     dc = cholesky_jvp(t, a, tri(c, lower), lower) + tri(f64(t), not lower, -1)
-    return Parts((back(dc, c), out[1]))
+    return Parts((back(dc, c), 0.0))   # lower is a flag: no tangent
 
 
 def _flag(lower):

@@ -156,3 +156,16 @@ def test_vjp_is_the_transpose_of_the_jvp(case):
         assert np.shape(adjoint) == a.shape
         lhs = sum(np.sum(gk * tk) for gk, tk in zip(gs, tangent))
         np.testing.assert_allclose(lhs, np.sum(adjoint * t), rtol=1e-9, atol=1e-10)
+
+
+def test_flags_and_counts_have_zero_tangents():
+    """lstsq's rank and cho_factor's lower are ints/flags: their tangent is 0, not their value."""
+    a, b = _a(signed, (5, 3)), _a(signed, (5,), 1)
+    out = np.linalg.lstsq(a, b)
+    t = _run(None, array_prims.PRIMS["lstsq"].jvp(0, "t", ["a0", "a1"], "out", {}), t=np.ones((5, 3)), a0=a, a1=b,
+             out=out)
+    assert t[2] == 0
+    c = scipy.linalg.cho_factor(_a(spd, (3, 3)))
+    t = _run(None, array_prims.PRIMS["cho_factor"].jvp(0, "t", ["a0"], "out", {}), t=np.ones((3, 3)),
+             a0=_a(spd, (3, 3)), out=c)
+    assert t[1] == 0
