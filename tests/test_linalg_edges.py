@@ -270,3 +270,27 @@ def test_empty_operands_give_empty_gradients(fn, shape):
 
 def test_norm_orders_spelled_as_names():
     np.testing.assert_allclose(s2sad.grad(inf_spellings)(np.array([1.0, -3.0, 2.0])), [1.0, -1.0, 0.0])
+
+
+def qr_item_updated(a):
+    res = np.linalg.qr(a)
+    Q = res[0]
+    Q += 1.0
+    return np.sum(res[0])
+
+
+def tuple_display_item_updated(x):
+    a = x * 2.0
+    t = (a, x)
+    a += 1.0
+    total = 0.0
+    for v in t:
+        total = total + np.sum(v ** 2)
+    return total
+
+
+@pytest.mark.parametrize("fn,arg", [(qr_item_updated, np.eye(2)), (tuple_display_item_updated, np.ones(2))])
+def test_an_item_of_a_held_tuple_is_not_updated_in_place(fn, arg):
+    """numpy would change the tuple's item too (the same object): refused, never the old value."""
+    with pytest.raises(s2sad.UnsupportedOperationError, match="in place"):
+        s2sad.grad(fn)(arg)

@@ -123,6 +123,10 @@ class Statements:
             if op in self.b.named:
                 self.b.aliased.add(op)   # two names now refer to one object
             self.b.named.add(op)
+        elif isinstance(op, list):
+            # a tuple held by a name (t = (a, b), res = np.linalg.qr(A)) keeps its items:
+            # `a += 1` would change t[0] too, so none of them is updated in place
+            self.b.aliased.update(x for x in op if isinstance(x, str))
         scope.vars[user_name] = op
 
     def augassign(self, s, scope: Scope):
