@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .errors import UnsupportedOperationError
+from .errors import SourceLocation, UnsupportedOperationError
 from .linalg_base import Parts, back, entry, f64, mT, parts
 from .linalg_norm import NORM_HELPERS
 
@@ -52,7 +52,12 @@ def _svd_core_bar(U, s, Vt, Ubar, sbar, Vtbar):
     return abar
 
 
-def _extra_free(bar, k, axis, what):
+def _at(where):
+    """The call's location from the (file, line, column) the VJP text passes."""
+    return SourceLocation(*where) if where is not None else None
+
+
+def _extra_free(bar, k, axis, what, where=None):
     """The adjoint of a full factor's first k columns (rows); its other ones must have
     none: they are any orthonormal completion, with no derivative."""
     if bar is None:
@@ -61,14 +66,14 @@ def _extra_free(bar, k, axis, what):
     idx[axis] = slice(k, None)
     if np.any(bar[tuple(idx)] != 0):
         raise UnsupportedOperationError(
-            f"the derivative of the {what} is not defined: they are any orthonormal completion",
+            f"the derivative of the {what} is not defined: they are any orthonormal completion", _at(where),
             hint="Use full_matrices=False (np.linalg.svd) or mode='reduced' (np.linalg.qr), or use only the "
                  "first min(m, n) columns.")
     idx[axis] = slice(None, k)
     return bar[tuple(idx)]
 
 
-def svd_bar(g, a, out, full_matrices=True, compute_uv=True):
+def svd_bar(g, a, out, full_matrices=True, compute_uv=True, where=None):
     if not compute_uv:
         U, _, Vt = np.linalg.svd(f64(a), full_matrices=False)
         return back((U * f64(g)[..., None, :]) @ Vt, a)
@@ -76,12 +81,12 @@ def svd_bar(g, a, out, full_matrices=True, compute_uv=True):
     k = s.shape[-1]
     Ubar = None if g[0] is None else entry(g, 0, U)
     Vtbar = None if g[2] is None else entry(g, 2, Vt)
-    Ubar = _extra_free(Ubar, k, -1, "extra columns of U of a full svd")
-    Vtbar = _extra_free(Vtbar, k, -2, "extra rows of Vt of a full svd")
+    Ubar = _extra_free(Ubar, k, -1, "extra columns of U of a full svd", where)
+    Vtbar = _extra_free(Vtbar, k, -2, "extra rows of Vt of a full svd", where)
     return back(_svd_core_bar(U[..., :, :k], s, Vt[..., :k, :], Ubar, entry(g, 1, s), Vtbar), a)
 
 
-def svd_jvp(t, a, out, full_matrices=True, compute_uv=True):
+def svd_jvp(t, a, out, full_matrices=True, compute_uv=True, where=None):
     a, t = f64(a), f64(t)
     m, n = a.shape[-2:]
     U, s, Vt = np.linalg.svd(a, full_matrices=False)
@@ -92,7 +97,8 @@ def svd_jvp(t, a, out, full_matrices=True, compute_uv=True):
         return back(ds, out)
     if full_matrices and m != n:
         raise UnsupportedOperationError("the tangent of a full svd of a non-square matrix is not defined (its extra "
-                                        "columns are any orthonormal completion)", hint="Use full_matrices=False.")
+                                        "columns are any orthonormal completion)", _at(where),
+                                        hint="Use full_matrices=False.")
     F = _svd_gaps(s)
     row, col = s[..., None, :], s[..., :, None]
     dU = U @ (F * (dS * row + mT(dS * row)))
@@ -124,7 +130,7 @@ def _qr_core_jvp(Q, R, t):
     return Q @ (do - C) + B, (C - do) @ R
 
 
-def _qr_factors(a, out, g, mode):
+def _qr_factors(a, out, g, mode, where=None):
     """(Q, R, Qbar, Rbar) of the qr's square or tall part; a complete Q's extra columns
     must have no adjoint."""
     if mode == "r":
@@ -134,17 +140,17 @@ def _qr_factors(a, out, g, mode):
     Qbar, Rbar = entry(g, 0, Q), entry(g, 1, R)
     m, n = a.shape[-2:]
     if mode == "complete" and m > n:
-        Qbar = _extra_free(Qbar if g[0] is not None else None, n, -1, "extra columns of Q of a complete qr")
+        Qbar = _extra_free(Qbar if g[0] is not None else None, n, -1, "extra columns of Q of a complete qr", where)
         Qbar = np.zeros(Q[..., :, :n].shape) if Qbar is None else Qbar
         Q, R, Rbar = Q[..., :, :n], R[..., :n, :], Rbar[..., :n, :]
     return Q, R, Qbar, Rbar
 
 
-def qr_bar(g, a, out, mode="reduced"):
+def qr_bar(g, a, out, mode="reduced", where=None):
     """A wide matrix (m < n): a = [a1 a2], Q R1 = a1 and R2 = Q^T a2."""
     a64 = f64(a)
     m, n = a64.shape[-2:]
-    Q, R, Qbar, Rbar = _qr_factors(a64, out, g, mode)
+    Q, R, Qbar, Rbar = _qr_factors(a64, out, g, mode, where)
     if m >= n:
         return back(_qr_core_bar(Q, R, Qbar, Rbar), a)
     a2, R1, R2bar = a64[..., :, m:], R[..., :, :m], Rbar[..., :, m:]
@@ -152,12 +158,12 @@ def qr_bar(g, a, out, mode="reduced"):
     return back(np.concatenate([a1bar, Q @ R2bar], axis=-1), a)
 
 
-def qr_jvp(t, a, out, mode="reduced"):
+def qr_jvp(t, a, out, mode="reduced", where=None):
     a64, t = f64(a), f64(t)
     m, n = a64.shape[-2:]
     if mode == "complete" and m > n:
         raise UnsupportedOperationError("the tangent of a complete qr of a tall matrix is not defined (Q's extra "
-                                        "columns are any orthonormal completion)", hint="Use mode='reduced'.")
+                                        "columns are any orthonormal completion)", _at(where), hint="Use mode='reduced'.")
     Q, R = np.linalg.qr(a64)
     if m >= n:
         dQ, dR = _qr_core_jvp(Q, R, t)

@@ -86,6 +86,7 @@ def test_full_svd_extra_columns_refused_first_columns_fine():
     with pytest.raises(s2sad.UnsupportedOperationError, match="orthonormal completion") as e:
         s2sad.grad(full_u)(a)
     assert "full_matrices=False" in e.value.hint
+    assert e.value.location.lineno == full_u.__code__.co_firstlineno + 1    # the svd's line
     np.testing.assert_allclose(s2sad.grad(full_u_first_columns)(a), central_fd(full_u_first_columns, [a], 0),
                                rtol=1e-5, atol=1e-6)
 

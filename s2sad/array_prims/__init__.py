@@ -24,6 +24,7 @@ import sys
 
 from . import joins, linalg, products, reductions, shapes
 from .ops import Copy, Index, Join, PrimOp, Product, Reduce, Repeat, Reshape, Tile, Transpose, User
+from .linalg import Linalg
 from .prim import HELPER_NAMES as CORE_HELPER_NAMES, Prim
 from .user import USER_VJPS, register_vjp, user_vjp
 
@@ -65,4 +66,4 @@ def of(op) -> Prim | None:
 
 
 __all__ = ["PRIMS", "Prim", "PrimOp", "HELPER_NAMES", "USER_VJPS", "register_vjp", "user_vjp", "for_function", "for_method", "module_funcs", "of", "Copy", "Index", "Join", "Product",
-           "Reduce", "Repeat", "Reshape", "Tile", "Transpose", "User"]
+           "Reduce", "Repeat", "Reshape", "Tile", "Transpose", "User", "Linalg"]

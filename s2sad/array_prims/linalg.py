@@ -44,6 +44,11 @@ class Linalg(PrimOp):
     def statics(self) -> dict[str, Any]:
         return dict(self.params)
 
+    def located(self, where) -> "Linalg":
+        """The op with `where`, the call's (file, line, column) as a gast tuple: a VJP that
+        refuses while it runs (a full svd's extra columns) names the line."""
+        return Linalg(self.kind, self.params + (("where", where),))
+
 
 @dataclass(frozen=True)
 class Item(PrimOp):
@@ -173,9 +178,11 @@ PRIMS = [
     _unary("cholesky", _cholesky_np("cholesky_bar"), _cholesky_np("cholesky_jvp"), keywords=("upper",)),
     _unary("eigh", _call("eigh_bar", "UPLO"), _call("eigh_jvp", "UPLO"), statics=("UPLO",), outputs=lambda p: 2),
     _unary("eigvalsh", _call("eigvalsh_bar", "UPLO"), _call("eigvalsh_jvp", "UPLO"), statics=("UPLO",)),
-    _unary("svd", _call("svd_bar", "full_matrices", "compute_uv"), _call("svd_jvp", "full_matrices", "compute_uv"),
+    _unary("svd", _call("svd_bar", "full_matrices", "compute_uv", "where"),
+           _call("svd_jvp", "full_matrices", "compute_uv", "where"),
            statics=("full_matrices", "compute_uv"), outputs=_svd_outputs),
-    _unary("qr", _call("qr_bar", "mode"), _call("qr_jvp", "mode"), statics=("mode",), outputs=_qr_outputs),
+    _unary("qr", _call("qr_bar", "mode", "where"), _call("qr_jvp", "mode", "where"), statics=("mode",),
+           outputs=_qr_outputs),
     _unary("pinv", _call("pinv_bar"), _call("pinv_jvp"), statics=("rcond",), keywords=("rcond", "rtol")),
     _unary("matrix_power", _call("matrix_power_bar", "n"), _call("matrix_power_jvp", "n"), statics=("n",)),
     _unary("norm", _call("norm_bar", "ord", "axis", "keepdims"), _call("norm_jvp", "ord", "axis", "keepdims"),
