@@ -16,6 +16,7 @@ import numpy as np
 
 from .errors import UnsupportedOperationError
 from .gemm import matmul
+from .linalg_rules import HELPERS as LINALG_HELPERS
 from .reduce import reduce
 from .runtime import SeedProduct
 from .shape_helpers import HELPERS as SHAPE_HELPERS
@@ -295,4 +296,5 @@ HELPERS = {
     "dot_rhs_bar": dot_rhs_bar, "repeat_bar": repeat_bar, "tile_bar": tile_bar,
     "concatenate_bar": concatenate_bar, "index_bar": index_bar, "r_bar": r_bar, "c_bar": c_bar,
     **SHAPE_HELPERS,
+    **LINALG_HELPERS,
 }

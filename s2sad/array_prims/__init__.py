@@ -20,17 +20,20 @@ Elementwise operations (arithmetic, ufuncs, `np.where`, `np.maximum`, `np.clip`,
 """
 from __future__ import annotations
 
-from . import joins, moves, padding, prim, products, reductions, selecting, shapes, stacking
+import sys
+
+from . import joins, linalg, moves, padding, prim, products, reductions, selecting, shapes, stacking
+from .linalg import Linalg
 from .ops import Copy, Index, Join, PrimOp, Product, Reduce, Repeat, Reshape, Tile, Transpose, User
 from .prim import Prim, StaticRefusal
 from .user import USER_VJPS, register_vjp, user_vjp
 
 PRIMS: dict[str, Prim] = {p.name: p for family in (reductions, products, shapes, joins, moves, stacking, padding,
-                                                   selecting) for p in family.PRIMS}
+                                                   selecting, linalg) for p in family.PRIMS}
 
 # what the VJP and JVP texts call (array_rules.HELPERS): the core's and each family's
 HELPER_NAMES = prim.HELPER_NAMES | moves.HELPER_NAMES | stacking.HELPER_NAMES | padding.HELPER_NAMES \
-    | selecting.HELPER_NAMES
+    | selecting.HELPER_NAMES | linalg.HELPER_NAMES
 
 _BY_METHOD: dict[str, Prim] = {m: p for p in PRIMS.values() for m in p.methods}
 
@@ -39,7 +42,19 @@ def for_function(value) -> tuple[Prim, ...]:
     """The primitives a called object may stand for (by identity), in the order to try
     them: a literal-list spelling (np.array([a, b]): stack) before the plain one (copy)."""
     literal = [p for p in PRIMS.values() if any(value is f for f in p.literal_funcs)]
-    return tuple(literal + [p for p in PRIMS.values() if any(value is f for f in p.funcs)])
+    return tuple(literal + [p for p in PRIMS.values() if any(value is f for f in p.funcs)
+                            or any(value is f for f in module_funcs(p))])
+
+
+def module_funcs(prim: Prim) -> list:
+    """The callables of `prim.module_funcs` whose module the process has imported."""
+    found = []
+    for module, name in prim.module_funcs:
+        m = sys.modules.get(module)
+        f = getattr(m, name, None) if m is not None else None
+        if f is not None:
+            found.append(f)
+    return found
 
 
 def for_method(name: str) -> Prim | None:
@@ -52,5 +67,5 @@ def of(op) -> Prim | None:
     return PRIMS.get(op.name) if isinstance(op, PrimOp) else None
 
 
-__all__ = ["PRIMS", "Prim", "PrimOp", "StaticRefusal", "HELPER_NAMES", "USER_VJPS", "register_vjp", "user_vjp", "for_function", "for_method", "of", "Copy", "Index", "Join", "Product",
-           "Reduce", "Repeat", "Reshape", "Tile", "Transpose", "User"]
+__all__ = ["PRIMS", "Prim", "PrimOp", "StaticRefusal", "HELPER_NAMES", "USER_VJPS", "register_vjp", "user_vjp", "for_function", "for_method", "module_funcs", "of", "Copy", "Index", "Join", "Product",
+           "Reduce", "Repeat", "Reshape", "Tile", "Transpose", "User", "Linalg"]

@@ -36,6 +36,9 @@ class Prim:
     method_statics: tuple[str, ...] | None = None   # the same for the method spelling (default: statics)
     keywords: tuple[str, ...] | None = None     # keywords taken (None: any, passed on as written)
     funcs: tuple = ()                           # numpy/Python callables it stands for, by identity
+    # callables of optional modules, (module, name): found by identity once the process
+    # has imported the module (s2sad never imports scipy itself)
+    module_funcs: tuple[tuple[str, str], ...] = ()
     # callables that stand for it only when given one literal list alone: np.array([a, b])
     literal_funcs: tuple = ()
     methods: tuple[str, ...] = ()               # ndarray methods it stands for
@@ -51,6 +54,12 @@ class Prim:
     factors: Callable[..., str] | None = None
     # jvp(i, t, args, out, p) -> source of the output's tangent from args[i]'s tangent `t`
     jvp: Callable[..., str] | None = None
+    # a tuple-valued primitive: outputs(p) -> how many values it returns (an `item`
+    # statement each), None when this call returns one array, or a str: why that is not
+    # known from the call (refused)
+    outputs: Callable[[dict], int | str | None] | None = None
+    # operands given as one (array, flag) pair, e.g. cho_solve((c, lower), b): positions
+    packed: tuple[int, ...] = ()
 
     def result_of(self, spelling: str) -> str:
         return self.results.get(spelling, self.result)

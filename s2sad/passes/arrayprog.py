@@ -90,6 +90,7 @@ class Builder:
         self.stack: list[int] = []
         self.cur_stmt = None
         self.named: set[str] = set()              # SSA values bound to a user's name
+        self.unpacking = None                     # (call node, names) of `a, b = call(...)` being read
         self.params = params
         self.root = Ctx(pf)
         # its parts, each reading and emitting through the builder

@@ -98,7 +98,12 @@ class Statements:
             if isinstance(value, (gast.Tuple, gast.List)) and len(value.elts) == len(target.elts):
                 ops = [self.b.expr(v, scope, want=t.id) for t, v in zip(target.elts, value.elts)]
             else:
-                ops = self.b.expr(value, scope)
+                # a tuple-valued call's items take the names (primcalls.unpacked)
+                self.b.unpacking = (value, [t.id for t in target.elts])
+                try:
+                    ops = self.b.expr(value, scope)
+                finally:
+                    self.b.unpacking = None
                 if not isinstance(ops, list) or len(ops) != len(target.elts):
                     raise self.b.err(ctx, s, "tuple unpacking at the array level needs a tuple of the same length",
                                    "Assign each variable separately.", UnsupportedOperationError)
@@ -118,6 +123,10 @@ class Statements:
             if op in self.b.named:
                 self.b.aliased.add(op)   # two names now refer to one object
             self.b.named.add(op)
+        elif isinstance(op, list):
+            # a tuple held by a name (t = (a, b), res = np.linalg.qr(A)) keeps its items:
+            # `a += 1` would change t[0] too, so none of them is updated in place
+            self.b.aliased.update(x for x in op if isinstance(x, str))
         scope.vars[user_name] = op
 
     def augassign(self, s, scope: Scope):

@@ -19,10 +19,11 @@ import gast
 import numpy as np
 
 from .. import array_prims
-from ..array_prims import Prim, Reduce, StaticRefusal
+from ..array_prims import Linalg, Prim, Reduce, StaticRefusal
 from ..errors import UnsupportedOperationError
 from ..frontend import MISSING, attribute_value
 from .arrayir import Const, operand_expr
+from .arrayscope import LocalFn
 
 _RULE_HOW = ("one function per argument, each given the output's adjoint g, the output and the arguments, and "
              "returning the adjoint of its argument")
@@ -91,7 +92,7 @@ class PrimCalls:
         for prim in array_prims.for_function(value):
             t = self.prim_call(prim, value, e, scope, want)
             if t is not None:
-                return t
+                return self.unpacked(prim, t, e, scope) if prim.outputs is not None else t
         vjps = array_prims.user_vjp(value)
         if vjps is None:
             return None
@@ -149,7 +150,12 @@ class PrimCalls:
         joined = self.index_trick(e, scope)
         if joined is not None:
             return self.joined(joined, e, scope, want)
-        x = self.b.array(e.value, scope)
+        x = self.b.expr(e.value, scope)
+        if isinstance(x, list):       # an item of a tuple (a tuple-valued primitive's outputs)
+            return self.tuple_item(x, e, scope)
+        if isinstance(x, LocalFn):
+            raise self.b.err(scope.ctx, e.value, "expected an array or a number here", "Pass an array.",
+                             UnsupportedOperationError)
         if isinstance(x, Const):
             idx, reads = self.b.static(e.slice, scope)
             fwd = gast.Subscript(value=operand_expr(x), slice=idx, ctx=gast.Load())
@@ -220,10 +226,7 @@ class PrimCalls:
         label = self.b.label(e.func)
         if xe is None:
             raise unsupported(label, self.b.loc(ctx, e), "needs an array")
-        for k in keywords:
-            if k.arg not in prim.keywords:
-                raise unsupported(label, self.b.loc(ctx, e), f"is called with '{k.arg}=', which s2sad does not "
-                                   "differentiate (only axis= and keepdims=)")
+        self.check_keywords(prim, keywords, e, scope)
         x = self.b.array(xe, scope)
         p, reads = self.statics(args, keywords, prim.statics, scope, e)
         fwd = self.rebuild_method(e, x, p) if method else self.rebuild(e, scope, [x], p)
@@ -269,6 +272,8 @@ class PrimCalls:
         label = self.b.label(e.func)
         loc = self.b.loc(scope.ctx, e)
         spelling = getattr(value, "__name__", label)
+        if prim.form == "binary" and (prim.statics or prim.keywords is not None or prim.packed):
+            return self.operands_call(prim, 2, e, scope, want)
         if prim.form == "binary":
             if len(e.args) < 2 or (not prim.statics and (len(e.args) != 2 or e.keywords)):
                 raise unsupported(label, loc, "takes two arrays here" + ("" if prim.statics else " (no keyword arguments)"))
@@ -296,6 +301,7 @@ class PrimCalls:
         in `literal_funcs`: one literal list, nothing else; not a join otherwise)."""
         label = self.b.label(e.func)
         literal = any(value is f for f in prim.literal_funcs)
+        self.check_keywords(prim, e.keywords, e, scope)
         seq = e.args[0] if e.args else None
         if not isinstance(seq, (gast.List, gast.Tuple)):
             if literal:
@@ -314,6 +320,85 @@ class PrimCalls:
                         keywords=[gast.keyword(arg=k, value=v) for k, v in p.items()])
         return self.emit_prim(prim, getattr(value, "__name__", label), xs, p, e, scope, want, fwd, reads)
 
+    def check_keywords(self, prim: Prim, keywords, e, scope) -> None:
+        """Refuse a keyword the entry does not take (`prim.keywords`; None: any)."""
+        if prim.keywords is None:
+            return
+        for k in keywords:
+            if k.arg not in prim.keywords:
+                known = ", ".join(f"{n}=" for n in prim.keywords) or "none"
+                raise unsupported(self.b.label(e.func), self.b.loc(scope.ctx, e), f"is called with '{k.arg}=', "
+                                  f"which s2sad does not differentiate (keywords taken: {known})")
+
+    def operands_call(self, prim: Prim, n: int, e: gast.Call, scope, want=None) -> str:
+        """A call of `n` arrays, then static parameters (solve_triangular(a, b, lower=True));
+        an operand in `prim.packed` is a literal pair or a tuple-valued result (cho_solve's
+        (c, lower)), both of whose values are operands."""
+        label = self.b.label(e.func)
+        if len(e.args) < n:
+            raise unsupported(label, self.b.loc(scope.ctx, e), f"takes its {n} arrays by position here")
+        self.check_keywords(prim, e.keywords, e, scope)
+        xs, written = [], []
+        for k, a in enumerate(e.args[:n]):
+            v = self.b.expr(a, scope)
+            if k in prim.packed:
+                if not isinstance(v, list) or len(v) != 2:
+                    raise unsupported(label, self.b.loc(scope.ctx, a), "needs its pair written out, (c, lower), or "
+                                      "the pair a call returned, here")
+                xs += v
+                written.append(gast.Tuple(elts=[operand_expr(x) for x in v], ctx=gast.Load()))
+                continue
+            if isinstance(v, (list, LocalFn)):
+                raise self.b.err(scope.ctx, a, "expected an array or a number here", "Pass an array.",
+                                 UnsupportedOperationError)
+            xs.append(v)
+            written.append(operand_expr(v))
+        p, reads = self.statics(e.args[n:], e.keywords, prim.statics, scope, e)
+        kwnames = {k.arg for k in e.keywords}
+        pos = [k for k in prim.statics[:len(e.args) - n]]
+        fwd = gast.Call(func=self.b.rename(e.func, scope, set()), args=written + [p[k] for k in pos],
+                        keywords=[gast.keyword(arg=k, value=v) for k, v in p.items() if k in kwnames])
+        return self.emit_prim(prim, getattr(e.func, "attr", label), xs, p, e, scope, want, fwd, reads)
+
+    def unpacked(self, prim: Prim, t: str, e, scope):
+        """A tuple-valued primitive's statement `t`: one `item` statement per output, their
+        list for the builder (None from `outputs`: one array, `t` itself)."""
+        st = self.b.out[-1]
+        count = prim.outputs(st.params)
+        if isinstance(count, str):
+            raise UnsupportedOperationError(
+                f"'{self.b.label(e.func)}' {count}", self.b.loc(scope.ctx, e),
+                hint="s2sad must know when it reads the call how many values it returns: write that parameter as a "
+                     "literal (np.split(x, 3), np.split(x, [2, 5]), compute_uv=False, mode='r').")
+        if count is None:
+            return t
+        if isinstance(st.op, Linalg):     # a refusal while its derivative runs names this line
+            loc = self.b.loc(scope.ctx, e)
+            st.op = st.op.located(gast.Tuple(elts=[gast.Constant(value=v, kind=None) for v in
+                                                   (loc.filename, loc.lineno, loc.col)], ctx=gast.Load()))
+        spelling = "piece" if prim.result == "view" else "item"
+        names = [None] * count
+        if self.b.unpacking is not None and self.b.unpacking[0] is e and len(self.b.unpacking[1]) == count:
+            names = self.b.unpacking[1]      # `w, V = eigh(A)`: the items are named w and V
+        items = []
+        for k in range(count):
+            index = gast.Constant(value=k, kind=None)
+            fwd = gast.Subscript(value=operand_expr(t), slice=copy.deepcopy(index), ctx=gast.Load())
+            items.append(self.emit_prim(array_prims.PRIMS["item"], spelling, [t], {"index": index}, e, scope,
+                                        names[k], fwd, set()))
+        return items
+
+    def tuple_item(self, values: list, e: gast.Subscript, scope):
+        """values[k] or values[i:j] of a tuple the builder holds, the index a literal."""
+        idx, _ = self.b.static(e.slice, scope)
+        try:
+            key = _literal_index(idx)
+            return values[key]
+        except (ValueError, IndexError, TypeError):
+            raise self.b.err(scope.ctx, e, f"'{self.b.label(e)}': a tuple of values is indexed here by a literal "
+                             f"within its {len(values)} items", "Unpack it (a, b = ...) or index it with a literal "
+                             "number.", UnsupportedOperationError) from None
+
     def prim_method(self, prim: Prim, m: str, x, e: gast.Call, scope, want=None) -> str | None:
         """x.<m>(...) for a method the table knows (reductions are read before x)."""
         if prim.form == "binary":       # x.dot(b)
@@ -327,3 +412,14 @@ class PrimCalls:
         names = prim.method_statics if prim.method_statics is not None else prim.statics
         p, reads = self.statics(e.args, e.keywords, names, scope, e)
         return self.emit_prim(prim, m, [x], p, e, scope, want, self.rebuild_method(e, x, p), reads)
+
+
+def _literal_index(e):
+    """The int or slice a literal index expression stands for (ValueError otherwise)."""
+    if isinstance(e, gast.Constant) and isinstance(e.value, int) and not isinstance(e.value, bool):
+        return e.value
+    if isinstance(e, gast.UnaryOp) and isinstance(e.op, gast.USub):
+        return -_literal_index(e.operand)
+    if isinstance(e, gast.Slice):
+        return slice(*(None if v is None else _literal_index(v) for v in (e.lower, e.upper, e.step)))
+    raise ValueError("not a literal index")
