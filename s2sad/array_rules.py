@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .errors import UnsupportedOperationError
+from . import product_rules
 from .gemm import matmul
 from .reduce import reduce
 from .runtime import SeedProduct
@@ -175,13 +175,6 @@ def matmul_rhs_bar(g, a, b):
     return unbroadcast(matmul(np.swapaxes(a, -1, -2), g), b)
 
 
-def _dot_check(a, b):
-    if np.ndim(a) > 2 or np.ndim(b) > 2:
-        raise UnsupportedOperationError(
-            "the adjoint of np.dot of arrays with more than 2 dimensions is not supported",
-            hint="Use @ (np.matmul) or np.einsum-free reshapes to 2-D.")
-
-
 def dot_factors(i, g, a, b):
     """matmul_factors for np.dot (whose 1-D and 2-D products are matmul's)."""
     if np.ndim(a) == 0 or np.ndim(b) == 0 or np.ndim(a) > 2 or np.ndim(b) > 2:
@@ -190,14 +183,16 @@ def dot_factors(i, g, a, b):
 
 
 def dot_lhs_bar(g, a, b):
-    _dot_check(a, b)
+    if np.ndim(a) > 2 or np.ndim(b) > 2:
+        return product_rules.dot_nd_bar(0, g, a, b)
     if np.ndim(a) == 0 or np.ndim(b) == 0:
         return unbroadcast(np.asarray(g) * b, a)
     return matmul_lhs_bar(g, a, b)
 
 
 def dot_rhs_bar(g, a, b):
-    _dot_check(a, b)
+    if np.ndim(a) > 2 or np.ndim(b) > 2:
+        return product_rules.dot_nd_bar(1, g, a, b)
     if np.ndim(a) == 0 or np.ndim(b) == 0:
         return unbroadcast(np.asarray(g) * a, b)
     return matmul_rhs_bar(g, a, b)
@@ -294,3 +289,5 @@ HELPERS = {
     "dot_rhs_bar": dot_rhs_bar, "repeat_bar": repeat_bar, "tile_bar": tile_bar,
     "concatenate_bar": concatenate_bar, "index_bar": index_bar, "r_bar": r_bar, "c_bar": c_bar,
 }
+# the contractions' helpers (product_rules)
+HELPERS.update(product_rules.HELPERS)

@@ -20,21 +20,36 @@ Elementwise operations (arithmetic, ufuncs, `np.where`, `np.maximum`, `np.clip`,
 """
 from __future__ import annotations
 
-from . import joins, products, reductions, shapes
+import sys
+
+from . import contractions, joins, prim, products, reductions, shapes
 from .ops import Copy, Index, Join, PrimOp, Product, Reduce, Repeat, Reshape, Tile, Transpose, User
-from .prim import HELPER_NAMES, Prim
+from .prim import Prim
 from .user import USER_VJPS, register_vjp, user_vjp
 
-PRIMS: dict[str, Prim] = {p.name: p for family in (reductions, products, shapes, joins) for p in family.PRIMS}
+FAMILIES = (reductions, products, shapes, joins, contractions)
+PRIMS: dict[str, Prim] = {p.name: p for family in FAMILIES for p in family.PRIMS}
+# every name VJP/JVP texts may call: prim.py's, and those a family module lists
+HELPER_NAMES = prim.HELPER_NAMES.union(*(getattr(family, "HELPER_NAMES", ()) for family in FAMILIES))
 
 _BY_METHOD: dict[str, Prim] = {m: p for p in PRIMS.values() for m in p.methods}
+
+
+def _lazy_hit(prim: Prim, value) -> bool:
+    """Is `value` one of the entry's optional-package callables (a module the process
+    has imported; s2sad imports none of them)?"""
+    for module, attr in prim.lazy_funcs:
+        mod = sys.modules.get(module)
+        if mod is not None and getattr(mod, attr, None) is value:
+            return True
+    return False
 
 
 def for_function(value) -> tuple[Prim, ...]:
     """The primitives a called object may stand for (by identity), in the order to try
     them: a literal-list spelling (np.array([a, b]): stack) before the plain one (copy)."""
     literal = [p for p in PRIMS.values() if any(value is f for f in p.literal_funcs)]
-    return tuple(literal + [p for p in PRIMS.values() if any(value is f for f in p.funcs)])
+    return tuple(literal + [p for p in PRIMS.values() if any(value is f for f in p.funcs) or _lazy_hit(p, value)])
 
 
 def for_method(name: str) -> Prim | None:

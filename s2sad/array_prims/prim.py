@@ -30,12 +30,19 @@ class Prim:
     vjp: Callable[..., str]
     # how a call reads: "unary" (one array, then static parameters), "binary" (two
     # arrays), "sequence" (a literal list of arrays, then static parameters), "copy"
-    # (one array alone); "syntax": no call, only syntax builds it (x[i], np.r_[...])
+    # (one array alone); "syntax": no call, only syntax builds it (x[i], np.r_[...]);
+    # "signature": `statics` names every positional parameter, `operands` those that are
+    # arrays (an absent one is the operand None), `keywords` the keywords taken;
+    # "einsum": a subscripts string (or numpy's interleaved sublists), then the arrays
     form: str = "unary"
     statics: tuple[str, ...] = ()               # positional static parameters after the array(s)
+    operands: tuple[str, ...] = ()              # "signature": the parameters that are arrays
     method_statics: tuple[str, ...] | None = None   # the same for the method spelling (default: statics)
     keywords: tuple[str, ...] | None = None     # keywords taken (None: any, passed on as written)
     funcs: tuple = ()                           # numpy/Python callables it stands for, by identity
+    # (module, attribute) of an optional package's callables (scipy.special.logsumexp),
+    # found by identity only once the process has imported that module: s2sad never does
+    lazy_funcs: tuple[tuple[str, str], ...] = ()
     # callables that stand for it only when given one literal list alone: np.array([a, b])
     literal_funcs: tuple = ()
     methods: tuple[str, ...] = ()               # ndarray methods it stands for

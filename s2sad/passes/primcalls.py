@@ -23,6 +23,7 @@ from ..array_prims import Prim, Reduce
 from ..errors import UnsupportedOperationError
 from ..frontend import MISSING, attribute_value
 from .arrayir import Const, operand_expr
+from .primforms import FORMS
 
 _RULE_TAIL = ("lambda g, out, x: ...) (one function per argument, returning the adjoint of that "
               "argument), or write the computation with supported numpy operations.")
@@ -246,6 +247,8 @@ class PrimCalls:
             return self.emit_prim(prim, spelling, xs, {}, e, scope, want, fwd, set())
         if prim.form == "sequence":
             return self.sequence_call(prim, value, e, scope, want)
+        if prim.form in FORMS:
+            return FORMS[prim.form](self, prim, value, e, scope, want, lambda what: unsupported(label, loc, what))
         if prim.form == "copy":
             if len(e.args) != 1 or e.keywords:
                 return None
