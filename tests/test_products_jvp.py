@@ -82,3 +82,51 @@ def test_einsum_texts(spec, args):
 ])
 def test_contraction_texts(prim, fn, args, params):
     check(prim, fn, args, params)
+
+
+def _zeros(*shape):
+    x = _r(*shape)
+    x.reshape(-1)[[1, 3, 4]] = 0.0
+    return x
+
+
+XP = np.array([0.0, 0.3, 1.0, 1.2, 2.0])
+
+
+@pytest.mark.parametrize("prim,fn,args,params,active", [
+    ("sum", lambda x: np.sum(x, axis=1), (_r(3, 4),), {"axis": 1}, None),
+    ("mean", lambda x: np.mean(x, axis=0, keepdims=True), (_r(3, 4),), {"axis": 0, "keepdims": True}, None),
+    ("max", lambda x: np.max(x, axis=1), (_r(3, 4),), {"axis": 1}, None),
+    ("min", np.min, (_r(3, 4),), {}, None),
+    ("prod", lambda x: np.prod(x, axis=1), (_zeros(3, 4),), {"axis": 1}, None),
+    ("matmul", np.matmul, (_r(2, 3, 4), _r(4, 2)), {}, None),
+    ("dot", np.dot, (_r(3, 4), _r(4)), {}, None),
+    ("outer", np.outer, (_r(3), _r(2, 2)), {}, None),
+    ("var", lambda x: np.var(x, axis=0, ddof=1), (_r(3, 4),), {"axis": 0, "ddof": 1}, None),
+    ("std", lambda x: np.std(x, axis=(0, 2), keepdims=True), (_r(2, 3, 4),), {"axis": (0, 2), "keepdims": True},
+     None),
+    ("median", lambda x: np.median(x, axis=1), (_r(3, 4),), {"axis": 1}, None),
+    ("quantile", lambda x, q: np.quantile(x, q, axis=0), (_r(6, 2), np.array([0.3, 0.55])), {"axis": 0}, None),
+    ("percentile", lambda x, q: np.percentile(x, q), (_r(7), np.float64(40.0)), {}, None),
+    ("nansum", lambda x: np.nansum(x, axis=0), (_r(3, 4),), {"axis": 0}, None),
+    ("nanmean", np.nanmean, (_r(3, 4),), {}, None),
+    ("cumsum", lambda x: np.cumsum(x, axis=1), (_r(3, 4),), {"axis": 1}, None),
+    ("cumprod", lambda x: np.cumprod(x, axis=1), (_zeros(3, 4),), {"axis": 1}, None),
+    ("cumprod", np.cumprod, (_zeros(2, 3),), {}, None),
+    ("sort", lambda x: np.sort(x, axis=0), (_r(3, 4),), {"axis": 0}, None),
+    ("sort", lambda x: np.sort(x, axis=None), (_r(3, 4),), {"axis": None}, None),
+    ("partition", lambda x: np.partition(x, 2), (_r(3, 5),), {"kth": 2}, None),
+    ("diff", lambda x, p, a: np.diff(x, n=2, prepend=p, append=a), (_r(4), np.float64(0.7), _r(2)), {"n": 2}, None),
+    ("diff", lambda x, p, a: np.diff(x, axis=0), (_r(4, 3), None, None), {"axis": 0}, (0,)),
+    ("gradient", lambda f, h: np.gradient(f, h, edge_order=2), (_r(6), np.float64(0.4)), {"edge_order": 2}, None),
+    ("gradient", lambda f, xs: np.gradient(f, xs, axis=1), (_r(3, 5), XP), {"axis": 1}, (0,)),
+    ("convolve", lambda a, v: np.convolve(a, v, "same"), (_r(3), _r(6)), {"mode": "'same'"}, None),
+    ("correlate", lambda a, v: np.correlate(a, v, "same"), (_r(4), _r(7)), {"mode": "'same'"}, None),
+    ("correlate", np.correlate, (_r(5), _r(3)), {}, None),
+    ("interp", lambda x, xp, fp, lo, hi: np.interp(x, xp, fp, lo, hi),
+     (np.linspace(-0.5, 2.5, 11) + 0.01, XP, _r(5), np.float64(0.2), np.float64(-0.3)), {}, None),
+    ("interp", lambda x, xp, fp, lo, hi: np.interp(x, xp, fp),
+     (np.linspace(-0.5, 2.5, 11) + 0.01, XP, _r(5), None, None), {}, (0, 1, 2)),
+])
+def test_reduction_and_scan_texts(prim, fn, args, params, active):
+    check(prim, fn, args, params, active)

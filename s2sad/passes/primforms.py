@@ -12,7 +12,11 @@ located error, made by primcalls).
 """
 from __future__ import annotations
 
+import ast
+
 import gast
+
+from ..kernel_text import unparse
 
 from .arrayir import Const, operand_expr
 
@@ -34,6 +38,18 @@ def _bind(prim, e: gast.Call, fail) -> dict:
     return bound
 
 
+def _operand(b, expr, scope, fail):
+    """An array operand; a literal list of numbers (np.quantile(x, [0.25, 0.75])) is a
+    constant (a list holding differentiated values: np.array([...]) stacks them)."""
+    if isinstance(expr, (gast.List, gast.Tuple)):
+        try:
+            return Const(ast.literal_eval(unparse(expr)))
+        except (ValueError, SyntaxError, TypeError):
+            raise fail("takes a list of values here only as literal numbers: write np.array([...]) for "
+                       "computed ones") from None
+    return b.array(expr, scope)
+
+
 def signature_call(calls, prim, value, e: gast.Call, scope, want, fail) -> str:
     """np.percentile(x, q, axis=0), np.interp(x, xp, fp), logsumexp(a, b=w)...: the
     arrays (`prim.operands`) are operands, the rest static parameters."""
@@ -44,7 +60,7 @@ def signature_call(calls, prim, value, e: gast.Call, scope, want, fail) -> str:
         raise fail(f"needs its argument '{missing[0]}'")
     xs, p, reads, given = [], {}, set(), {}
     for name in prim.operands:
-        x = b.array(bound[name], scope) if name in bound else Const(None)
+        x = _operand(b, bound[name], scope, fail) if name in bound else Const(None)
         xs.append(x)
         given[name] = operand_expr(x)
     for name, expr in bound.items():
