@@ -1,11 +1,11 @@
 """What the adjoints and tangents of the statistics and scans run: var, std, the
 quantiles (median, percentile, quantile: linear interpolation), nansum, nanmean,
 cumsum, cumprod, sort and partition values, diff, gradient, convolve, correlate,
-interp; and the tangents of sum, mean, max, min, prod.
+interp.
 
 Conventions (JAX's, where mathematics leaves a choice): a sort's adjoint flows through
 the stable sorting permutation (ties: the earlier element takes the earlier place);
-max/min share the adjoint among the elements that attain them; std's derivative at
+std's derivative at
 zero variance is NaN (as jax.grad(jnp.std) gives: it does not exist); cumprod's
 adjoint is exact with zeros (no division by a zero element); a quantile's derivative
 in q at an exact order statistic is the slope towards the next one.
@@ -56,36 +56,6 @@ def _expand(g, ndim, axis, keepdims):
 def _count(x, axis) -> int:
     shape = np.shape(x)
     return int(np.prod([shape[a] for a in _axes(axis, len(shape))], dtype=np.int64))
-
-
-# ------------------------------------------------------------------ tangents of sum ... prod
-
-
-def reduce_jvp(kind, t, x, out, axis=None, keepdims=False):
-    """The tangent of sum/mean/max/min/prod of x from x's tangent t."""
-    t = np.broadcast_to(np.asarray(t, dtype=_float_dtype(x)), np.shape(x))
-    x = np.asarray(x)
-    if kind in ("sum", "mean"):
-        return getattr(np, kind)(t, axis=axis, keepdims=keepdims)
-    if kind in ("max", "min"):
-        hit = x == _expand(out, x.ndim, axis, keepdims)
-        n = np.sum(hit, axis=axis, keepdims=keepdims)
-        return np.sum(np.where(hit, t, 0), axis=axis, keepdims=keepdims) / n
-    from_others = _exclusive_products(x, axis)
-    return np.sum(from_others * t, axis=axis, keepdims=keepdims)
-
-
-def _exclusive_products(x, axis):
-    """The product, over the reduced axes, of every element but this one (no division)."""
-    x = np.asarray(x, dtype=_float_dtype(x))
-    axes = _axes(axis, x.ndim)
-    rest = [a for a in range(x.ndim) if a not in axes]
-    moved = np.transpose(x, rest + list(axes))
-    flat = moved.reshape(moved.shape[:len(rest)] + (-1,))
-    ones = np.ones(flat.shape[:-1] + (1,), flat.dtype)
-    left = np.cumprod(np.concatenate([ones, flat[..., :-1]], axis=-1), axis=-1)
-    right = np.cumprod(np.concatenate([ones, flat[..., :0:-1]], axis=-1), axis=-1)[..., ::-1]
-    return np.transpose((left * right).reshape(moved.shape), np.argsort(rest + list(axes)))
 
 
 # ------------------------------------------------------------------ var, std
@@ -560,7 +530,7 @@ def interp_jvp(i, t, x, xp, fp, left=None, right=None):
 
 
 HELPERS = {
-    "reduce_jvp": reduce_jvp, "var_bar": var_bar, "std_bar": std_bar, "var_jvp": var_jvp, "std_jvp": std_jvp,
+    "var_bar": var_bar, "std_bar": std_bar, "var_jvp": var_jvp, "std_jvp": std_jvp,
     "nan_bar": nan_bar, "nan_jvp": nan_jvp, "quantile_bar": quantile_bar, "quantile_jvp": quantile_jvp,
     "median_bar": median_bar, "median_jvp": median_jvp, "cumsum_bar": cumsum_bar, "cumprod_bar": cumprod_bar,
     "cumprod_jvp": cumprod_jvp, "sort_bar": sort_bar, "sort_jvp": sort_jvp, "partition_bar": partition_bar,

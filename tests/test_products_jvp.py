@@ -94,14 +94,6 @@ XP = np.array([0.0, 0.3, 1.0, 1.2, 2.0])
 
 
 @pytest.mark.parametrize("prim,fn,args,params,active", [
-    ("sum", lambda x: np.sum(x, axis=1), (_r(3, 4),), {"axis": 1}, None),
-    ("mean", lambda x: np.mean(x, axis=0, keepdims=True), (_r(3, 4),), {"axis": 0, "keepdims": True}, None),
-    ("max", lambda x: np.max(x, axis=1), (_r(3, 4),), {"axis": 1}, None),
-    ("min", np.min, (_r(3, 4),), {}, None),
-    ("prod", lambda x: np.prod(x, axis=1), (_zeros(3, 4),), {"axis": 1}, None),
-    ("matmul", np.matmul, (_r(2, 3, 4), _r(4, 2)), {}, None),
-    ("dot", np.dot, (_r(3, 4), _r(4)), {}, None),
-    ("outer", np.outer, (_r(3), _r(2, 2)), {}, None),
     ("var", lambda x: np.var(x, axis=0, ddof=1), (_r(3, 4),), {"axis": 0, "ddof": 1}, None),
     ("std", lambda x: np.std(x, axis=(0, 2), keepdims=True), (_r(2, 3, 4),), {"axis": (0, 2), "keepdims": True},
      None),

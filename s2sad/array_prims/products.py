@@ -26,16 +26,10 @@ def _outer(i, g, args, out, p):
             else f"np.reshape(np.ravel({a}) @ {g}, np.shape({b}))")
 
 
-def _jvp(name):
-    # bilinear: the product with one operand's tangent
-    return lambda i, t, args, out, p: f"np.{name}({t if i == 0 else args[0]}, {t if i == 1 else args[1]})"
-
-
 PRIMS = [
     Prim("matmul", lambda **_: Product("matmul"), _lhs_rhs("matmul"), form="binary", funcs=(np.matmul,),
-         result="plain", forward=_gemm("matmul"), factors=_factors("matmul"), jvp=_jvp("matmul")),
+         result="plain", forward=_gemm("matmul"), factors=_factors("matmul")),
     Prim("dot", lambda **_: Product("dot"), _lhs_rhs("dot"), form="binary", funcs=(np.dot,), methods=("dot",),
-         result="plain", forward=_gemm("dot"), factors=_factors("dot"), jvp=_jvp("dot")),
-    Prim("outer", lambda **_: Product("outer"), _outer, form="binary", funcs=(np.outer,), result="plain",
-         jvp=_jvp("outer")),
+         result="plain", forward=_gemm("dot"), factors=_factors("dot")),
+    Prim("outer", lambda **_: Product("outer"), _outer, form="binary", funcs=(np.outer,), result="plain"),
 ]

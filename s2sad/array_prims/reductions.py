@@ -6,8 +6,6 @@ import numpy as np
 from .ops import Reduce
 from .prim import Prim, kw
 
-HELPER_NAMES = frozenset({"reduce_jvp"})     # (besides prim.HELPER_NAMES)
-
 
 def _reduce_op(kind):
     return lambda axis=None, keepdims=None, **_: Reduce(kind, axis, keepdims)
@@ -26,14 +24,9 @@ def _funcs(*names):
     return tuple(getattr(np, n) for n in names if hasattr(np, n))
 
 
-def _jvp(kind):
-    # reduction_rules.reduce_jvp: max/min share among ties, prod by the products of the others
-    return lambda i, t, args, out, p: f"reduce_jvp({kind!r}, {t}, {args[0]}, {out}{kw(p, 'axis', 'keepdims')})"
-
-
 def _reduction(kind, funcs, vjp) -> Prim:
     return Prim(kind, _reduce_op(kind), vjp, statics=("axis",), keywords=("axis", "keepdims"),
-                funcs=_funcs(*funcs), methods=(kind,), forward=_forward(kind), jvp=_jvp(kind))
+                funcs=_funcs(*funcs), methods=(kind,), forward=_forward(kind))
 
 
 def _maxmin(i, g, args, out, p):
