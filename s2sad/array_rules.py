@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import product_rules, reduction_rules
+from . import product_rules, reduction_rules, softmax_rules
 from .gemm import matmul
 from .reduce import reduce
 from .runtime import SeedProduct
@@ -289,6 +289,8 @@ HELPERS = {
     "dot_rhs_bar": dot_rhs_bar, "repeat_bar": repeat_bar, "tile_bar": tile_bar,
     "concatenate_bar": concatenate_bar, "index_bar": index_bar, "r_bar": r_bar, "c_bar": c_bar,
 }
-# the contractions' helpers (product_rules), the statistics' and scans' (reduction_rules)
+# the contractions' helpers (product_rules), the statistics' and scans' (reduction_rules),
+# scipy.special's logsumexp family's (softmax_rules)
 HELPERS.update(product_rules.HELPERS)
 HELPERS.update(reduction_rules.HELPERS)
+HELPERS.update(softmax_rules.HELPERS)

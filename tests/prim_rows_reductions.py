@@ -8,6 +8,11 @@ import numpy as np
 
 from prim_rows import Row
 
+try:
+    import scipy.special as sps
+except ImportError:     # scipy is optional: its entries (and rows) exist only with it
+    sps = None
+
 COORDS = np.array([0.0, 0.3, 1.0, 1.2, 2.0])
 
 
@@ -186,7 +191,38 @@ def interp_left_right(x, fp, lo, hi):
     return np.sum(wrap(np.interp(7.0 * (x - 0.5) - 1.0, COORDS * 2.0, fp, left=lo, right=hi)))
 
 
-ROWS = [
+# ------------------------------------------------------------------ scipy.special
+
+
+def logsumexp_axis(x):
+    return np.sum(wrap(sps.logsumexp(x, axis=1)))
+
+
+def logsumexp_all(x):
+    return wrap(sps.logsumexp(x))
+
+
+def logsumexp_b(x, w):
+    return np.sum(wrap(sps.logsumexp(x, axis=-1, b=w, keepdims=True)))
+
+
+def softmax_axis(x):
+    return np.sum(wrap(sps.softmax(x, axis=-1)) * np.arange(np.size(x)).reshape(np.shape(x)))
+
+
+def log_softmax_all(x):
+    return np.sum(wrap(sps.log_softmax(x)) * np.arange(np.size(x)).reshape(np.shape(x)))
+
+
+SCIPY_ROWS = [
+    Row("logsumexp", logsumexp_axis, (((3, 4),),)),
+    Row("logsumexp", logsumexp_all, (((3, 4),), ((),))),
+    Row("logsumexp", logsumexp_b, (((3, 4), (4,)), ((3, 4), (3, 4)), ((3, 4), ()))),
+    Row("softmax", softmax_axis, (((3, 4),), ((5,),))),
+    Row("log_softmax", log_softmax_all, (((3, 4),), ((),))),
+] if sps is not None else []
+
+ROWS = SCIPY_ROWS + [
     Row("var", var_axis, (((3, 4),), ((5,),))),
     Row("var", var_all_ddof, (((3, 4),),)),
     Row("var", var_method, (((3, 4),),)),

@@ -122,3 +122,13 @@ XP = np.array([0.0, 0.3, 1.0, 1.2, 2.0])
 ])
 def test_reduction_and_scan_texts(prim, fn, args, params, active):
     check(prim, fn, args, params, active)
+
+
+def test_scipy_special_texts():
+    sps = pytest.importorskip("scipy.special")
+    check("logsumexp", lambda a, b: sps.logsumexp(a, axis=1, b=b), (_r(3, 4), _r(4)), {"axis": 1})
+    check("logsumexp", lambda a, b: sps.logsumexp(a, axis=0, b=b, keepdims=True), (_r(3, 4), _r(3, 4)),
+          {"axis": 0, "keepdims": True})
+    check("logsumexp", lambda a, b: sps.logsumexp(a), (_r(2, 3), None), {}, active=(0,))
+    check("softmax", lambda x: sps.softmax(x, axis=0), (_r(3, 4),), {"axis": 0})
+    check("log_softmax", sps.log_softmax, (_r(3, 4),), {})

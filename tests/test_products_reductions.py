@@ -123,3 +123,30 @@ def test_quantile_float32_keeps_dtype():
     x = np.random.default_rng(0).uniform(size=(5, 3)).astype(np.float32)
     g = grad_of("np.sum(np.quantile(x, 0.3, axis=0) ** 2)", x)
     assert g.dtype == np.float32 and g.shape == x.shape
+
+
+# ------------------------------------------------------------------ scipy.special
+
+
+def test_logsumexp_return_sign_is_refused_and_b_zeros_are_right():
+    sps = pytest.importorskip("scipy.special")
+    ns = load("def f(x):\n    return sps.logsumexp(x, return_sign=True)[0]\n"
+              "def g(x, w):\n    return sps.logsumexp(x * 2.0, b=w)\n")
+    ns["f"].__globals__["sps"] = sps
+    with pytest.raises(UnsupportedOperationError, match="return_sign") as e:
+        s2sad.grad(ns["f"])(np.ones(3))
+    assert ":2:" in str(e.value)
+    x, w = np.array([0.5, 1.0, 3.0]), np.array([1.0, 0.0, 2.0])
+    gx, gw = s2sad.grad(ns["g"], argnums=(0, 1))(x, w)
+    assert gx[1] == 0.0
+    np.testing.assert_allclose(gx, central_fd(ns["g"], [x, w], 0), rtol=1e-6)
+    np.testing.assert_allclose(gw, central_fd(ns["g"], [x, w], 1), rtol=1e-6)
+
+
+def test_log_softmax_of_large_values_is_finite():
+    sps = pytest.importorskip("scipy.special")
+    ns = load("def f(x):\n    return np.sum(sps.log_softmax(x) * np.array([1.0, -2.0, 0.5]))\n")
+    ns["f"].__globals__["sps"] = sps
+    g = s2sad.grad(ns["f"])(np.array([1000.0, 0.0, -1000.0]))
+    assert np.isfinite(g).all()
+    np.testing.assert_allclose(g, [1.0 - (-0.5) * 1.0, -2.0, 0.5], atol=1e-12)

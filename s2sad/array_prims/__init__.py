@@ -22,12 +22,12 @@ from __future__ import annotations
 
 import sys
 
-from . import contractions, joins, prim, products, reductions, scans, shapes, stats
+from . import contractions, joins, prim, products, reductions, scans, shapes, softmaxes, stats
 from .ops import Copy, Index, Join, PrimOp, Product, Reduce, Repeat, Reshape, Tile, Transpose, User
 from .prim import Prim
 from .user import USER_VJPS, register_vjp, user_vjp
 
-FAMILIES = (reductions, products, shapes, joins, contractions, stats, scans)
+FAMILIES = (reductions, products, shapes, joins, contractions, stats, scans, softmaxes)
 PRIMS: dict[str, Prim] = {p.name: p for family in FAMILIES for p in family.PRIMS}
 # every name VJP/JVP texts may call: prim.py's, and those a family module lists
 HELPER_NAMES = prim.HELPER_NAMES.union(*(getattr(family, "HELPER_NAMES", ()) for family in FAMILIES))
