@@ -35,21 +35,23 @@ HELPER_NAMES = prim.HELPER_NAMES.union(*(getattr(family, "HELPER_NAMES", ()) for
 _BY_METHOD: dict[str, Prim] = {m: p for p in PRIMS.values() for m in p.methods}
 
 
-def _lazy_hit(prim: Prim, value) -> bool:
-    """Is `value` one of the entry's optional-package callables (a module the process
-    has imported; s2sad imports none of them)?"""
-    for module, attr in prim.lazy_funcs:
-        mod = sys.modules.get(module)
-        if mod is not None and getattr(mod, attr, None) is value:
-            return True
-    return False
-
-
 def for_function(value) -> tuple[Prim, ...]:
     """The primitives a called object may stand for (by identity), in the order to try
     them: a literal-list spelling (np.array([a, b]): stack) before the plain one (copy)."""
     literal = [p for p in PRIMS.values() if any(value is f for f in p.literal_funcs)]
-    return tuple(literal + [p for p in PRIMS.values() if any(value is f for f in p.funcs) or _lazy_hit(p, value)])
+    return tuple(literal + [p for p in PRIMS.values() if any(value is f for f in p.funcs)
+                            or any(value is f for f in module_funcs(p))])
+
+
+def module_funcs(prim: Prim) -> list:
+    """The callables of `prim.module_funcs` whose module the process has imported."""
+    found = []
+    for module, name in prim.module_funcs:
+        m = sys.modules.get(module)
+        f = getattr(m, name, None) if m is not None else None
+        if f is not None:
+            found.append(f)
+    return found
 
 
 def for_method(name: str) -> Prim | None:
@@ -62,5 +64,5 @@ def of(op) -> Prim | None:
     return PRIMS.get(op.name) if isinstance(op, PrimOp) else None
 
 
-__all__ = ["PRIMS", "Prim", "PrimOp", "HELPER_NAMES", "USER_VJPS", "register_vjp", "user_vjp", "for_function", "for_method", "of", "Copy", "Index", "Join", "Product",
+__all__ = ["PRIMS", "Prim", "PrimOp", "HELPER_NAMES", "USER_VJPS", "register_vjp", "user_vjp", "for_function", "for_method", "module_funcs", "of", "Copy", "Index", "Join", "Product",
            "Reduce", "Repeat", "Reshape", "Tile", "Transpose", "User"]

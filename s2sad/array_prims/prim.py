@@ -40,9 +40,9 @@ class Prim:
     method_statics: tuple[str, ...] | None = None   # the same for the method spelling (default: statics)
     keywords: tuple[str, ...] | None = None     # keywords taken (None: any, passed on as written)
     funcs: tuple = ()                           # numpy/Python callables it stands for, by identity
-    # (module, attribute) of an optional package's callables (scipy.special.logsumexp),
-    # found by identity only once the process has imported that module: s2sad never does
-    lazy_funcs: tuple[tuple[str, str], ...] = ()
+    # callables of optional modules, (module, name): found by identity once the process
+    # has imported the module (s2sad never imports scipy itself)
+    module_funcs: tuple[tuple[str, str], ...] = ()
     # callables that stand for it only when given one literal list alone: np.array([a, b])
     literal_funcs: tuple = ()
     methods: tuple[str, ...] = ()               # ndarray methods it stands for
