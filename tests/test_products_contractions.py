@@ -129,3 +129,55 @@ def test_einsum_through_vjp_and_python_backend():
     for backend in ("python", "llvm"):
         got = s2sad.grad(loss, argnums=(0, 1), backend=backend)(a, b)
         np.testing.assert_allclose(got[0], b * jac, rtol=1e-12)
+
+
+def _random_einsum(rng):
+    """A random einsum numpy accepts: 1-3 operands, repeated labels, ellipses of 0-2
+    dimensions (some broadcast from size 1), size-1 labelled dimensions, implicit or
+    explicit output."""
+    size = {"a": 2, "b": 3, "c": 1, "d": 4}
+    ell = [int(n) for n in rng.choice([1, 2, 3], size=2)]
+    subs, shapes = [], []
+    for _ in range(int(rng.integers(1, 4))):
+        labels = "".join(rng.choice(list("abcd"), size=int(rng.integers(0, 4))))
+        shape = [size[c] if rng.random() > 0.15 else 1 for c in labels]
+        for c in set(labels):           # a repeated label: one size (a diagonal)
+            shape = [shape[labels.index(c)] if x == c else n for x, n in zip(labels, shape)]
+        if rng.random() < 0.4:
+            k = int(rng.integers(0, 3))
+            lead = [ell[2 - k + j] if rng.random() > 0.2 else 1 for j in range(k)]
+            subs.append("..." + labels)
+            shapes.append(tuple(lead + shape))
+        else:
+            subs.append(labels)
+            shapes.append(tuple(shape))
+    spec = ",".join(subs)
+    if rng.random() < 0.5:
+        seen = sorted(set("".join(subs).replace(".", "")))
+        out = "".join(c for c in seen if rng.random() < 0.5)
+        spec += "->" + ("..." if any("..." in s for s in subs) else "") + out
+    return spec, shapes
+
+
+def test_random_einsums_vjp_is_the_transpose_of_numpys_einsum():
+    """<einsum_bar(i, g), t> = <g, einsum(spec, ..., t, ...)>: the adjoint against numpy's
+    own einsum (the tangent), over random subscripts."""
+    from s2sad.product_rules import einsum_bar
+    rng = np.random.default_rng(11)
+    checked = 0
+    for _ in range(400):
+        spec, shapes = _random_einsum(rng)
+        ops = [rng.normal(size=s) for s in shapes]
+        try:
+            out = np.einsum(spec, *ops)
+        except ValueError:
+            continue            # a combination numpy refuses
+        g = rng.normal(size=np.shape(out))
+        for i in range(len(ops)):
+            t = rng.normal(size=shapes[i])
+            tan = np.einsum(spec, *[t if k == i else o for k, o in enumerate(ops)])
+            bar = einsum_bar(i, g, spec, *ops)
+            assert np.shape(bar) == shapes[i], spec
+            np.testing.assert_allclose(np.sum(bar * t), np.sum(g * tan), rtol=1e-10, atol=1e-10, err_msg=spec)
+        checked += 1
+    assert checked > 150
