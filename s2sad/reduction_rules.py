@@ -326,6 +326,9 @@ def diff_bar(i, g, x, prepend=None, append=None, n=1, axis=-1):
     """The adjoint of operand i (0: x, 1: prepend, 2: append) of np.diff: n times the
     adjoint of one difference (g shifted against itself), then the joined array's
     adjoint cut back into its pieces."""
+    mine = (x, prepend, append)[i]
+    if int(n) == 0:         # numpy returns x itself, prepend and append unread
+        return _as(g if i == 0 else np.zeros(np.shape(mine)), mine)
     pre, xx, app, ax = _diff_pieces(x, prepend, append, axis)
     y = np.moveaxis(np.asarray(g, dtype=np.float64), ax, -1)
     for _ in range(int(n)):
@@ -336,13 +339,14 @@ def diff_bar(i, g, x, prepend=None, append=None, n=1, axis=-1):
     k = _PIECE[i]
     start = sum(sizes[:k])
     part = np.take(y, np.arange(start, start + sizes[k]), axis=ax)
-    mine = (x, prepend, append)[i]
     if np.ndim(mine) == 0:
         return _as(np.sum(part), mine)
     return _as(part, mine)
 
 
 def diff_jvp(i, t, x, prepend=None, append=None, n=1, axis=-1):
+    if int(n) == 0:
+        return np.array(np.broadcast_to(t, np.shape(x)) if i == 0 else np.zeros(np.shape(x)))
     pre, xx, app, ax = _diff_pieces(x, prepend, append, axis)
     pieces = [np.zeros(p.shape) if p is not None else None for p in (pre, xx, app)]
     k = _PIECE[i]

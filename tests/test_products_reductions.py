@@ -150,3 +150,48 @@ def test_log_softmax_of_large_values_is_finite():
     g = s2sad.grad(ns["f"])(np.array([1000.0, 0.0, -1000.0]))
     assert np.isfinite(g).all()
     np.testing.assert_allclose(g, [1.0 - (-0.5) * 1.0, -2.0, 0.5], atol=1e-12)
+
+
+# ------------------------------------------------------------------ adjoints as numpy's transposes
+
+
+def _transpose_holds(bar, forward, x, rng):
+    out = forward(x)
+    g = rng.normal(size=np.shape(out))
+    t = rng.normal(size=np.shape(x))
+    np.testing.assert_allclose(np.sum(bar(g) * t), np.sum(g * forward(t)), rtol=1e-10, atol=1e-10)
+
+
+def test_gradient_adjoint_is_the_transpose_of_numpys_gradient():
+    from s2sad.reduction_rules import gradient_bar
+    rng = np.random.default_rng(5)
+    for n, edge, axis in itertools.product(range(2, 8), (1, 2), (0, 1)):
+        if n < edge + 1:
+            continue
+        f = rng.normal(size=(n, 3) if axis == 0 else (3, n))
+        coords = np.cumsum(rng.uniform(0.2, 1.0, n))
+        for spacing in (None, 0.7, coords):
+            sp = () if spacing is None else (spacing,)
+            _transpose_holds(lambda g: gradient_bar(0, g, f, spacing, axis, edge),
+                             lambda v: np.gradient(v, *sp, axis=axis, edge_order=edge), f, rng)
+
+
+def test_convolve_and_correlate_adjoints_are_numpys_transposes():
+    from s2sad.reduction_rules import convolve_bar, correlate_bar
+    rng = np.random.default_rng(6)
+    for n, m, mode in itertools.product(range(1, 7), range(1, 7), ("full", "same", "valid")):
+        a, v = rng.normal(size=n), rng.normal(size=m)
+        for fn, bar in ((np.convolve, convolve_bar), (np.correlate, correlate_bar)):
+            _transpose_holds(lambda g: bar(0, g, a, v, mode), lambda x: fn(x, v, mode), a, rng)
+            _transpose_holds(lambda g: bar(1, g, a, v, mode), lambda y: fn(a, y, mode), v, rng)
+
+
+def test_diff_adjoint_is_the_transpose_of_numpys_diff():
+    from s2sad.reduction_rules import diff_bar
+    rng = np.random.default_rng(7)
+    for n, k, axis in itertools.product(range(1, 6), range(0, 4), (0, -1)):
+        x = rng.normal(size=(n, 3) if axis == 0 else (3, n))
+        pre = rng.normal(size=(1, 3) if axis == 0 else (3, 2))
+        _transpose_holds(lambda g: diff_bar(0, g, x, None, None, k, axis), lambda v: np.diff(v, n=k, axis=axis), x, rng)
+        _transpose_holds(lambda g: diff_bar(1, g, x, pre, None, k, axis),
+                         lambda p: np.diff(np.zeros_like(x), n=k, axis=axis, prepend=p), pre, rng)
