@@ -195,3 +195,33 @@ def test_diff_adjoint_is_the_transpose_of_numpys_diff():
         _transpose_holds(lambda g: diff_bar(0, g, x, None, None, k, axis), lambda v: np.diff(v, n=k, axis=axis), x, rng)
         _transpose_holds(lambda g: diff_bar(1, g, x, pre, None, k, axis),
                          lambda p: np.diff(np.zeros_like(x), n=k, axis=axis, prepend=p), pre, rng)
+
+
+def _fd_holds(bar, forward, x, rng, h=1e-6, rtol=1e-6):
+    out = forward(x)
+    g = rng.normal(size=np.shape(out))
+    t = rng.normal(size=np.shape(x))
+    fd = np.sum(g * (forward(x + h * t) - forward(x - h * t))) / (2 * h)
+    np.testing.assert_allclose(np.sum(bar(g) * t), fd, rtol=rtol, atol=1e-7)
+
+
+def test_random_quantiles_cumprods_and_interps_against_differences():
+    from s2sad.reduction_rules import cumprod_bar, interp_bar, quantile_bar
+    rng = np.random.default_rng(8)
+    for _ in range(60):
+        shape = tuple(int(n) for n in rng.integers(1, 5, size=int(rng.integers(1, 4))))
+        x = rng.normal(size=shape)
+        axis = [None, 0, -1, tuple(range(len(shape)))[:2]][int(rng.integers(0, 4))]
+        keep = bool(rng.integers(0, 2))
+        q = rng.uniform(0.05, 0.95, size=int(rng.integers(1, 3))) if rng.random() < 0.5 else float(rng.uniform(0.05, 0.95))
+        _fd_holds(lambda g: quantile_bar(0, g, x, q, axis, keep),
+                  lambda v: np.quantile(v, q, axis=axis, keepdims=keep), x, rng)
+        z = np.where(rng.random(shape) < 0.3, 0.0, x)
+        ax = None if rng.random() < 0.3 else int(rng.integers(0, len(shape)))
+        _fd_holds(lambda g: cumprod_bar(g, z, ax), lambda v: np.cumprod(v, axis=ax), z, rng)
+        xp = np.cumsum(rng.uniform(0.3, 1.0, 5))
+        fp = rng.normal(size=5)
+        xs = rng.uniform(-0.5, 5.0, size=shape)
+        _fd_holds(lambda g: interp_bar(2, g, xs, xp, fp), lambda v: np.interp(xs, xp, v), fp, rng)
+        _fd_holds(lambda g: interp_bar(1, g, xs, xp, fp), lambda v: np.interp(xs, v, fp), xp, rng, rtol=1e-5)
+        _fd_holds(lambda g: interp_bar(0, g, xs, xp, fp), lambda v: np.interp(v, xp, fp), xs, rng, rtol=1e-5)
