@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .errors import UnsupportedOperationError
+from . import product_rules, reduction_rules, softmax_rules
 from .gemm import matmul
 from .linalg_rules import HELPERS as LINALG_HELPERS
 from .reduce import reduce
@@ -177,13 +177,6 @@ def matmul_rhs_bar(g, a, b):
     return unbroadcast(matmul(np.swapaxes(a, -1, -2), g), b)
 
 
-def _dot_check(a, b):
-    if np.ndim(a) > 2 or np.ndim(b) > 2:
-        raise UnsupportedOperationError(
-            "the adjoint of np.dot of arrays with more than 2 dimensions is not supported",
-            hint="Use @ (np.matmul) or np.einsum-free reshapes to 2-D.")
-
-
 def dot_factors(i, g, a, b):
     """matmul_factors for np.dot (whose 1-D and 2-D products are matmul's)."""
     if np.ndim(a) == 0 or np.ndim(b) == 0 or np.ndim(a) > 2 or np.ndim(b) > 2:
@@ -192,14 +185,16 @@ def dot_factors(i, g, a, b):
 
 
 def dot_lhs_bar(g, a, b):
-    _dot_check(a, b)
+    if np.ndim(a) > 2 or np.ndim(b) > 2:
+        return product_rules.dot_nd_bar(0, g, a, b)
     if np.ndim(a) == 0 or np.ndim(b) == 0:
         return unbroadcast(np.asarray(g) * b, a)
     return matmul_lhs_bar(g, a, b)
 
 
 def dot_rhs_bar(g, a, b):
-    _dot_check(a, b)
+    if np.ndim(a) > 2 or np.ndim(b) > 2:
+        return product_rules.dot_nd_bar(1, g, a, b)
     if np.ndim(a) == 0 or np.ndim(b) == 0:
         return unbroadcast(np.asarray(g) * a, b)
     return matmul_rhs_bar(g, a, b)
@@ -298,3 +293,8 @@ HELPERS = {
     **SHAPE_HELPERS,
     **LINALG_HELPERS,
 }
+# the contractions' helpers (product_rules), the statistics' and scans' (reduction_rules),
+# scipy.special's logsumexp family's (softmax_rules)
+HELPERS.update(product_rules.HELPERS)
+HELPERS.update(reduction_rules.HELPERS)
+HELPERS.update(softmax_rules.HELPERS)

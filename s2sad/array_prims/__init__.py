@@ -22,18 +22,18 @@ from __future__ import annotations
 
 import sys
 
-from . import joins, linalg, moves, padding, prim, products, reductions, selecting, shapes, stacking
+from . import (contractions, joins, linalg, moves, padding, prim, products, reductions, scans, selecting, shapes,
+               softmaxes, stacking, stats)
 from .linalg import Linalg
 from .ops import Copy, Index, Join, PrimOp, Product, Reduce, Repeat, Reshape, Tile, Transpose, User
 from .prim import Prim, StaticRefusal
 from .user import USER_VJPS, register_vjp, user_vjp
 
-PRIMS: dict[str, Prim] = {p.name: p for family in (reductions, products, shapes, joins, moves, stacking, padding,
-                                                   selecting, linalg) for p in family.PRIMS}
-
-# what the VJP and JVP texts call (array_rules.HELPERS): the core's and each family's
-HELPER_NAMES = prim.HELPER_NAMES | moves.HELPER_NAMES | stacking.HELPER_NAMES | padding.HELPER_NAMES \
-    | selecting.HELPER_NAMES | linalg.HELPER_NAMES
+FAMILIES = (reductions, products, shapes, joins, moves, stacking, padding, selecting, linalg, contractions, stats,
+            scans, softmaxes)
+PRIMS: dict[str, Prim] = {p.name: p for family in FAMILIES for p in family.PRIMS}
+# every name VJP/JVP texts may call (array_rules.HELPERS): prim.py's, and those a family module lists
+HELPER_NAMES = prim.HELPER_NAMES.union(*(getattr(family, "HELPER_NAMES", ()) for family in FAMILIES))
 
 _BY_METHOD: dict[str, Prim] = {m: p for p in PRIMS.values() for m in p.methods}
 

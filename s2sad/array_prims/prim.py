@@ -30,9 +30,13 @@ class Prim:
     vjp: Callable[..., str]
     # how a call reads: "unary" (one array, then static parameters), "binary" (two
     # arrays), "sequence" (a literal list of arrays, then static parameters), "copy"
-    # (one array alone); "syntax": no call, only syntax builds it (x[i], np.r_[...])
+    # (one array alone); "syntax": no call, only syntax builds it (x[i], np.r_[...]);
+    # "signature": `statics` names every positional parameter, `operands` those that are
+    # arrays (an absent one is the operand None), `keywords` the keywords taken;
+    # "einsum": a subscripts string (or numpy's interleaved sublists), then the arrays
     form: str = "unary"
     statics: tuple[str, ...] = ()               # positional static parameters after the array(s)
+    operands: tuple[str, ...] = ()              # "signature": the parameters that are arrays
     method_statics: tuple[str, ...] | None = None   # the same for the method spelling (default: statics)
     keywords: tuple[str, ...] | None = None     # keywords taken (None: any, passed on as written)
     funcs: tuple = ()                           # numpy/Python callables it stands for, by identity

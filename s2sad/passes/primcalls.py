@@ -24,6 +24,7 @@ from ..errors import UnsupportedOperationError
 from ..frontend import MISSING, attribute_value
 from .arrayir import Const, operand_expr
 from .arrayscope import LocalFn
+from .primforms import FORMS
 
 _RULE_HOW = ("one function per argument, each given the output's adjoint g, the output and the arguments, and "
              "returning the adjoint of its argument")
@@ -282,6 +283,8 @@ class PrimCalls:
             return self.emit_prim(prim, spelling, xs, p, e, scope, want, self.rebuild(e, scope, xs, p), reads)
         if prim.form == "sequence":
             return self.sequence_call(prim, value, e, scope, want)
+        if prim.form in FORMS:
+            return FORMS[prim.form](self, prim, value, e, scope, want, lambda what: unsupported(label, loc, what))
         if prim.form == "copy":
             if len(e.args) != 1 or e.keywords:
                 return None
