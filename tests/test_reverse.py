@@ -512,8 +512,8 @@ def uses_sort(x):
 
 
 def inplace_item(x):
-    y = x * 2.0
-    y[0] = 1.0
+    y = x
+    y[0] = 1.0     # into the argument (a write into a local array is taken: test_array_flow_writes)
     return np.sum(y)
 
 

@@ -6,7 +6,7 @@
 
 An `ArrayStmt`'s op is typed: an `array_prims` op (Reduce, Product, Index...: a
 primitive of that table, its static parameters its fields), or one of the ops here
-(`Elementwise` before fusion; `RunKernel`, `KernelSum` after; `Py`). `args` are the
+(`Elementwise` before fusion; `RunKernel`, `KernelSum` after; `Py`; `SetItem`). `args` are the
 operands derivatives flow through (SSA names or `Const`), `reads` the other SSA names
 the statement reads (in its static parameters). passes/arrayprog.py builds programs,
 passes/reverse.py differentiates them.
@@ -193,6 +193,20 @@ class Py:
     why: str
     label: str = ""
     name = "py"
+
+
+@dataclass(frozen=True, eq=False)
+class SetItem:
+    """`y[index] = value` on a local array, as a functional update: the target is a new
+    array, `y` with those elements replaced (numpy's semantics: repeated indices are
+    not accumulated). args are (y, value); `index` is an `np.s_[...]` expression; the
+    helpers the generated code calls (passes/write_helpers.py) are bound under the
+    names `setter`, `base_bar`, `value_bar` (passes/arraywrites.py)."""
+    index: Any
+    setter: str
+    base_bar: str
+    value_bar: str
+    name = "setitem"
 
 
 def is_kernel(op) -> bool:

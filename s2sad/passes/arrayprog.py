@@ -48,6 +48,7 @@ from .arrayir import ArrayProgram, ArrayStmt, Const, Ctx, Namer, Py, const_expr,
 from .arrayscope import UNBOUND, Bound, LocalFn, Scope, source_text
 from .arraycalls import Calls
 from .arraystmts import Statements, drop_dead_phis
+from .arraywrites import check_writes
 from .elementwise import Site
 from .ewexprs import ElementwiseExprs
 from .fusion import fuse
@@ -132,6 +133,7 @@ class Builder:
         prog = ArrayProgram(self.fname, self.pf, list(self.params), self.out, result, ret, self.free, self.bound,
                             [], self.sites, self.namer, self.scalar)
         drop_dead_phis(prog)
+        check_writes(prog, self)
         fuse(prog, self)
         pair_kernels(prog)
         return prog

@@ -19,6 +19,7 @@ import gast
 from ..errors import StatefulError, UnsupportedOperationError
 from .arrayir import ArrayProgram, Const, ForStmt, IfStmt, Phi, operand_expr, stmt_reads, walk_stmts
 from .arrayscope import LocalFn, Scope, is_number, source_text
+from .arraywrites import Writes
 from .primcalls import root_name
 from .trees import assigned_names
 
@@ -30,6 +31,8 @@ class Statements:
         self.b = builder
         self.phi_inplace: dict[str, tuple] = {}   # phi name -> (node, ctx) of an in-place update on it
         self.phis_open: set[str] = set()          # phis of the loops being built
+        self.phi_written: dict[str, tuple] = {}   # phi name -> (node, ctx) of a write into its elements
+        self.writes = Writes(builder)              # y[i] = ..., y[i] += ...
 
     def block(self, stmts, scope: Scope):
         for s in stmts:
@@ -106,11 +109,7 @@ class Statements:
                 self.bind(scope, t.id, op)
             return
         if isinstance(target, gast.Subscript):
-            base = root_name(target)
-            raise self.b.err(ctx, s, f"assignment into an array element ({source_text(target)} = ...) updates "
-                           f"'{base}' in place, which s2sad does not differentiate",
-                           "Build a new array instead, e.g. with np.where(mask, new, old), np.concatenate, "
-                           "or x_new = x + delta.", UnsupportedOperationError)
+            return self.writes.assign_item(target, value, scope, s)
         raise self.b.err(ctx, s, "unsupported assignment target", "Assign to a plain variable.")
 
     def bind(self, scope: Scope, user_name: str, op):
@@ -122,6 +121,8 @@ class Statements:
 
     def augassign(self, s, scope: Scope):
         ctx = scope.ctx
+        if isinstance(s.target, gast.Subscript):
+            return self.writes.augassign_item(s, scope)
         if not isinstance(s.target, gast.Name):
             base = root_name(s.target)
             raise self.b.err(ctx, s, f"'{source_text(s.target)} {opsym(s.op)}= ...' updates '{base}' in place, which s2sad "
@@ -193,7 +194,7 @@ class Statements:
             rargs.append(r)
             reads |= rr
         loopvar = s.target.id
-        assigned = assigned_names(s.body) - {loopvar}
+        assigned = rebound_names(s.body) - {loopvar}
         phis = []
         for nm in sorted(assigned):
             init = scope.vars.get(nm)
@@ -234,6 +235,12 @@ class Statements:
                                f"sees it through another name: s2sad does not differentiate in-place updates",
                                f"Write `{ph.user} = {ph.user} + ...`, which makes a new array.",
                                UnsupportedOperationError)
+            if ph.name in self.phi_written and not (isinstance(ph.second, str) and ph.second in self.b.fresh):
+                node, c = self.phi_written[ph.name]
+                raise self.b.err(c, node, f"'{ph.user}' is written in place in a loop, and its next iteration holds "
+                               f"an array that may share memory with another (an argument, a view, free data)",
+                               f"Keep '{ph.user}' a local array in the loop: assign it a copy (`{ph.user} = "
+                               f"....copy()`) rather than another array.", UnsupportedOperationError)
             if not (isinstance(ph.second, str) and ph.second in self.b.fresh and ph.second not in self.b.aliased):
                 self.b.fresh.discard(ph.name)
         self.b.out.append(ForStmt(var, rargs, body, phis, s, ctx, reads))
@@ -262,7 +269,7 @@ class Statements:
         self.b.out = saved
         (b1, s1), (b2, s2) = branches
         phis = []
-        for nm in sorted(assigned_names(s.body) | assigned_names(s.orelse)):
+        for nm in sorted(rebound_names(s.body) | rebound_names(s.orelse)):
             v1, v2 = s1.vars.get(nm, Const(None)), s2.vars.get(nm, Const(None))
             if isinstance(v1, LocalFn) or isinstance(v2, LocalFn):
                 if v1 is not v2:
@@ -281,6 +288,14 @@ class Statements:
             if all(v in self.b.fresh and v not in self.b.aliased for v in (v1, v2) if isinstance(v, str)):
                 self.b.fresh.add(p)
         self.b.out.append(IfStmt(test, b1, b2, phis, s, ctx))
+
+
+def rebound_names(body) -> set:
+    """The names a block rebinds: those it assigns, and the arrays it writes into
+    (`y[i] = ...` makes a new value of y: arraywrites)."""
+    written = {n.value.id for st in body for n in gast.walk(st)
+               if isinstance(n, gast.Subscript) and isinstance(n.ctx, gast.Store) and isinstance(n.value, gast.Name)}
+    return assigned_names(body) | written
 
 
 def opsym(op) -> str:

@@ -16,7 +16,7 @@ from ..kernel_text import unparse
 from .activity import partials_read, same_partials
 from .adjoint_context import AdjointContext
 from .adjoint_text import Group, Header, Nones, Push, param_texts, text_of, tuple_text
-from .arrayir import ArrayStmt, ForStmt, IfStmt, KernelSum, is_kernel, walk_stmts
+from .arrayir import ArrayStmt, ForStmt, IfStmt, KernelSum, SetItem, is_kernel, walk_stmts
 from .kernelpairs import choose_mode, row_reduction
 
 
@@ -61,6 +61,10 @@ class ForwardSweep:
             self.elementwise_kernel(st, ind, out, defined)
         elif st.partner is not None:     # with the kernel that made its operand (reverse_kernel_matmul)
             self.with_partner(st, ind, out)
+        elif isinstance(st.op, SetItem) and self.is_active(st.args[1]):
+            # a differentiated value: the setter refuses an integer array (it would truncate it)
+            y, v = (text_of(a) for a in st.args)
+            out.append(f"{ind}{st.target} = {st.op.setter}({y}, {unparse(st.op.index)}, {v}, differentiated=True)")
         else:
             prim = array_prims.of(st.op)
             line = prim.forward([text_of(a) for a in st.args], param_texts(st)) if prim and prim.forward else None

@@ -18,7 +18,7 @@ from ..frontend import location_of, shown_location as _short, source_line as _li
 from ..kernel_text import unparse
 from .adjoint_context import AdjointContext
 from .adjoint_text import names_read, param_texts, text_of, tuple_text
-from .arrayir import ArrayStmt, ForStmt, IfStmt, KernelSum, Py, RunKernel, walk_stmts
+from .arrayir import ArrayStmt, ForStmt, IfStmt, KernelSum, Py, RunKernel, SetItem, walk_stmts
 from .kernelpairs import row_reduction
 from .primcalls import register_hint
 
@@ -122,6 +122,9 @@ class ReverseSweep:
         if st.partner is not None:
             self.reverse_kernel_matmul(st, g, ind, out, init)
             return
+        if isinstance(st.op, SetItem):
+            self.reverse_set_items(st, g, ind, out, init)
+            return
         rule = array_prims.of(st.op)
         if rule is None:
             what = st.op.label if isinstance(st.op, Py) else st.op.name
@@ -137,6 +140,16 @@ class ReverseSweep:
                     self.contribute(a, rule.factors(i, g, args, t, params), ind, out, init)
                 else:
                     self.contribute(a, rule.vjp(i, g, args, t, params), ind, out, init)
+
+    def reverse_set_items(self, st: ArrayStmt, g: str, ind: str, out: list, init: set) -> None:
+        """`y_2 = set_items(y, index, v)`: y's adjoint is y_2's with the overwritten
+        elements zeroed; v's is y_2's at index (the elements that landed), in v's shape."""
+        y, v = st.args
+        index = unparse(st.op.index)
+        if self.is_active(y):
+            self.contribute(y, f"{st.op.base_bar}({g}, {index})", ind, out, init)
+        if self.is_active(v):
+            self.contribute(v, f"{st.op.value_bar}({g}, {index}, {text_of(v)})", ind, out, init)
 
     def reverse_deferred_sum(self, st: ArrayStmt, g: str, ind: str, out: list, init: set) -> None:
         """A kernel sum of `defer`: its gradients computed here, the adjoint of its value
