@@ -1,7 +1,7 @@
 """The array-level IR: an `ArrayProgram` of statements in administrative normal form.
 
     ArrayStmt(target, op, args, node)   one operation: target = op(*args)
-    ForStmt                             `for var in range(...)` with loop-carried phis
+    ForStmt                             `for var in range(...)` or `while`, with loop-carried phis
     IfStmt                              `if test:` with phis joining the branches
 
 An `ArrayStmt`'s op is typed: an `array_prims` op (Reduce, Product, Index...: a
@@ -83,14 +83,23 @@ class Phi:
 
 @dataclass
 class ForStmt:
+    """`for var in range(*range_args)`, or, when `range_args` is None, `while True:`
+    whose body starts with a `LoopExit` (the while's test). `stop`: an operand of the
+    body, the loop ends after an iteration where it is true (a `break`: passes/jumps.py)."""
     var: str
-    range_args: list                 # gast expressions (start, stop, step)
+    range_args: list | None          # gast expressions (start, stop, step); None: a while loop
     body: list
     phis: list
     node: Any
     ctx: Ctx
     reads: set = field(default_factory=set)
     tape: str = ""
+    stop: Any = None
+
+    @property
+    def counted(self) -> bool:
+        """Is its number of iterations known only by running it (a while, a break)?"""
+        return self.range_args is None or self.stop is not None
 
 
 @dataclass
@@ -209,6 +218,13 @@ class SetItem:
     name = "setitem"
 
 
+@dataclass(frozen=True, eq=False)
+class LoopExit:
+    """`if not test: break`, a while loop's test at the head of its body (args: [test];
+    no target)."""
+    name = "loop_exit"
+
+
 def is_kernel(op) -> bool:
     """A fused kernel, with or without its reduction."""
     return isinstance(op, (RunKernel, KernelSum))
@@ -235,6 +251,8 @@ def stmt_reads(st) -> set:
         out |= set(st.reads)
     elif isinstance(st, ForStmt):
         out |= set(st.reads)
+        if isinstance(st.stop, str):
+            out.add(st.stop)
         for p in st.phis:
             for v in (p.first, p.second):
                 if isinstance(v, str):

@@ -53,6 +53,7 @@ from .elementwise import Site
 from .ewexprs import ElementwiseExprs
 from .fusion import fuse
 from .inlining import Inliner
+from .jumps import needs_rewrite, remove_jumps
 from .kernelpairs import pair_kernels
 from .normalize import ScalarProgram
 from .primcalls import PrimCalls, register_hint, root_name  # register_hint: also for tests
@@ -142,6 +143,8 @@ class Builder:
         """Lower a function body ending in its one return; -> (result operand, return node)."""
         stmts = [s for s in body if not (isinstance(s, gast.Expr) and isinstance(s.value, gast.Constant)
                                          and isinstance(s.value.value, str))]
+        if stmts and needs_rewrite(stmts):     # break, continue, early returns -> flags (on a copy)
+            stmts = remove_jumps(copy.deepcopy(stmts), fnode)
         if not stmts or not isinstance(stmts[-1], gast.Return) or stmts[-1].value is None:
             raise self.err(scope.ctx, stmts[-1] if stmts else fnode,
                            f"'{getattr(fnode, 'name', 'lambda')}' must end with `return <value>` (one return, last)",
@@ -150,8 +153,9 @@ class Builder:
         for s in stmts[:-1]:
             for n in _walk_no_defs(s):
                 if isinstance(n, gast.Return):
-                    raise self.err(scope.ctx, n, "an early return at the array level is not supported",
-                                   "Assign the value to a variable in each branch and return it once, at the end.")
+                    raise self.err(scope.ctx, n, "a return that not every path reaches (the function may end "
+                                   "without returning a value)",
+                                   "Return a value on every path, or assign a variable and return it once, at the end.")
         self.stmts.block(stmts[:-1], scope)
         ret = stmts[-1]
         self.cur_stmt = ret

@@ -12,13 +12,13 @@ a loop body and never read after it.
 """
 from __future__ import annotations
 
-import builtins
-
 import gast
 
 from ..errors import StatefulError, UnsupportedOperationError
 from .arrayir import ArrayProgram, Const, ForStmt, IfStmt, Phi, operand_expr, stmt_reads, walk_stmts
 from .arrayscope import LocalFn, Scope, is_number, source_text
+from .arrayloops import Loops, rebound_names
+from .arrayints import int_arith, is_int_const
 from .arraywrites import Writes
 from .primcalls import root_name
 from .trees import assigned_names
@@ -33,6 +33,8 @@ class Statements:
         self.phis_open: set[str] = set()          # phis of the loops being built
         self.phi_written: dict[str, tuple] = {}   # phi name -> (node, ctx) of a write into its elements
         self.writes = Writes(builder)              # y[i] = ..., y[i] += ...
+        self.loops = Loops(builder, self)          # for and while
+        self.ints: set[str] = set()                 # SSA names holding Python ints (arrayints)
 
     def block(self, stmts, scope: Scope):
         for s in stmts:
@@ -66,13 +68,11 @@ class Statements:
         if isinstance(s, gast.AugAssign):
             return self.augassign(s, scope)
         if isinstance(s, gast.For):
-            return self.for_stmt(s, scope)
+            return self.loops.for_stmt(s, scope)
         if isinstance(s, gast.If):
             return self.if_stmt(s, scope)
         if isinstance(s, gast.While):
-            raise self.b.err(ctx, s, "'while' loops over array values are not supported",
-                           "Use `for i in range(n):` (its iterations are recorded for the reverse pass), "
-                           "or move the loop into a scalar function applied with s2sad.broadcast.")
+            return self.loops.while_stmt(s, scope)
         if isinstance(s, (gast.Global, gast.Nonlocal)):
             raise self.b.err(ctx, s, f"'{'global' if isinstance(s, gast.Global) else 'nonlocal'} "
                            f"{', '.join(s.names)}': the differentiated function writes state outside itself",
@@ -92,7 +92,8 @@ class Statements:
             if isinstance(value, gast.Lambda):
                 scope.vars[target.id] = LocalFn(value, scope, target.id)
                 return
-            op = self.b.expr(value, scope, want=target.id)
+            op = self.int_value(value, scope, target.id) if int_arith(value, lambda n: self.is_int(n, scope)) \
+                else self.b.expr(value, scope, want=target.id)
             self.bind(scope, target.id, op)
             return
         if isinstance(target, (gast.Tuple, gast.List)):
@@ -144,106 +145,24 @@ class Statements:
         value = gast.BinOp(left=gast.Name(id=nm, ctx=gast.Load(), annotation=None, type_comment=None),
                            op=s.op, right=s.value)
         gast.copy_location(value, s)
+        if int_arith(value, lambda n: self.is_int(n, scope)):
+            return self.bind(scope, nm, self.int_value(value, scope, nm))
         op = self.b.expr(value, scope, want=nm)
         self.bind(scope, nm, op)
 
-    def tuple_items(self, it, scope: Scope) -> list | None:
-        """The operands of a tuple a loop runs over (a display, a local bound to one, or a
-        module-level tuple of numbers), else None."""
-        if isinstance(it, (gast.Tuple, gast.List)):
-            return self.b.expr(it, scope)
-        if isinstance(it, gast.Name):
-            v = self.b.lookup(it.id, scope, it)
-            if isinstance(v, list):
-                return v
-            if isinstance(v, Const) and isinstance(v.value, tuple):
-                return [Const(x) for x in v.value]
-        return None
+    def is_int(self, nm: str, scope: Scope) -> bool:
+        """Does the name hold a Python int here (arrayints)?"""
+        v = self.b.lookup_local(nm, scope)
+        return (isinstance(v, Const) and is_int_const(v.value)) or (isinstance(v, str) and v in self.ints)
 
-    def unrolled_for(self, s: gast.For, items: list, scope: Scope) -> None:
-        """`for c in coeffs:` over a tuple: the body once per item, c bound to it."""
-        for n in (x for st in s.body for x in gast.walk(st)):
-            if isinstance(n, (gast.Break, gast.Continue)):
-                raise self.b.err(scope.ctx, n, "break/continue in a loop over a tuple is not supported at the "
-                               "array level", "Loop over range(len(...)) instead.", UnsupportedOperationError)
-        for item in items:
-            self.bind(scope, s.target.id, item)
-            self.block(s.body, scope)
-
-    def for_stmt(self, s: gast.For, scope: Scope):
-        ctx = scope.ctx
-        it = s.iter
-        if s.orelse:
-            raise self.b.err(ctx, s, "'for ... else' is not supported", "Use a flag variable.")
-        if not isinstance(s.target, gast.Name):
-            raise self.b.err(ctx, s, "an array-level loop needs a plain loop variable", "Write `for i in range(n):`.")
-        items = self.tuple_items(it, scope)
-        if items is not None:
-            self.unrolled_for(s, items, scope)
-            return
-        is_range = (isinstance(it, gast.Call) and isinstance(it.func, gast.Name)
-                    and self.b.lookup_local(it.func.id, scope) is None
-                    and scope.ctx.resolver.lookup(it.func.id) is builtins.range)
-        if not is_range or it.keywords or not 1 <= len(it.args) <= 3:
-            raise self.b.err(ctx, it, "an array-level `for` must loop over range(...) or a tuple",
-                           "Write `for i in range(n):` and index arrays with i (x[i]).",
-                           UnsupportedOperationError)
-        rargs, reads = [], set()
-        for a in it.args:
-            r, rr = self.b.static(a, scope)
-            rargs.append(r)
-            reads |= rr
-        loopvar = s.target.id
-        assigned = rebound_names(s.body) - {loopvar}
-        phis = []
-        for nm in sorted(assigned):
-            init = scope.vars.get(nm)
-            if init is None or isinstance(init, LocalFn):
-                continue
-            ph = Phi(self.b.namer.fresh(nm), init, None, nm)
-            phis.append(ph)
-            if is_number(init) or (isinstance(init, str) and init in self.b.fresh and init not in self.b.aliased):
-                self.b.fresh.add(ph.name)
-            self.phis_open.add(ph.name)
-            scope.vars[nm] = ph.name
-        var = self.b.namer.fresh(loopvar)
-        self.b.scalar.add(var)
-        scope.vars[loopvar] = var
-        saved = self.b.out
-        self.b.out = []
-        self.block(s.body, scope)
-        body, self.b.out = self.b.out, saved
-        for ph in phis:
-            ph.second = scope.vars.get(ph.user)
-            self.phis_open.discard(ph.name)
-        # names first assigned in the body: after the loop, their last value
-        for nm in sorted(assigned - {ph.user for ph in phis}):
-            v = scope.vars.get(nm)
-            if v is None or isinstance(v, LocalFn):
-                continue
-            ph = Phi(self.b.namer.fresh(nm), Const(None), v, nm)
-            phis.append(ph)
-        for ph in phis:
-            scope.vars[ph.user] = ph.name
-            if (is_number(ph.first) or ph.first in self.b.scalar) and \
-                    (is_number(ph.second) or ph.second in self.b.scalar):
-                self.b.scalar.add(ph.name)
-            if ph.name in self.phi_inplace and isinstance(ph.second, str) and \
-                    (ph.second not in self.b.fresh or ph.second in self.b.aliased):
-                node, c = self.phi_inplace[ph.name]
-                raise self.b.err(c, node, f"'{ph.user}' is updated in place in a loop whose next iteration also "
-                               f"sees it through another name: s2sad does not differentiate in-place updates",
-                               f"Write `{ph.user} = {ph.user} + ...`, which makes a new array.",
-                               UnsupportedOperationError)
-            if ph.name in self.phi_written and not (isinstance(ph.second, str) and ph.second in self.b.fresh):
-                node, c = self.phi_written[ph.name]
-                raise self.b.err(c, node, f"'{ph.user}' is written in place in a loop, and its next iteration holds "
-                               f"an array that may share memory with another (an argument, a view, free data)",
-                               f"Keep '{ph.user}' a local array in the loop: assign it a copy (`{ph.user} = "
-                               f"....copy()`) rather than another array.", UnsupportedOperationError)
-            if not (isinstance(ph.second, str) and ph.second in self.b.fresh and ph.second not in self.b.aliased):
-                self.b.fresh.discard(ph.name)
-        self.b.out.append(ForStmt(var, rargs, body, phis, s, ctx, reads))
+    def int_value(self, e, scope: Scope, want: str) -> str:
+        """Integer arithmetic on ints, evaluated as written: an int, as in the user's code."""
+        reads: set = set()
+        fwd = self.b.rename(e, scope, reads)
+        t = self.b.py_stmt(fwd, sorted(reads), set(), e, scope, want, "nograd", fresh=True)
+        self.ints.add(t)
+        self.b.scalar.add(t)
+        return t
 
     def condition(self, e, scope: Scope):
         """An `if` test: only its truth counts, so `and`/`or`/`not` are control here."""
@@ -287,15 +206,9 @@ class Statements:
                 self.b.scalar.add(p)
             if all(v in self.b.fresh and v not in self.b.aliased for v in (v1, v2) if isinstance(v, str)):
                 self.b.fresh.add(p)
+            if all((isinstance(v, Const) and is_int_const(v.value)) or v in self.ints for v in (v1, v2)):
+                self.ints.add(p)
         self.b.out.append(IfStmt(test, b1, b2, phis, s, ctx))
-
-
-def rebound_names(body) -> set:
-    """The names a block rebinds: those it assigns, and the arrays it writes into
-    (`y[i] = ...` makes a new value of y: arraywrites)."""
-    written = {n.value.id for st in body for n in gast.walk(st)
-               if isinstance(n, gast.Subscript) and isinstance(n.ctx, gast.Store) and isinstance(n.value, gast.Name)}
-    return assigned_names(body) | written
 
 
 def opsym(op) -> str:

@@ -257,6 +257,16 @@ class ReverseSweep:
                 lines.append(f"{i2}{self.bar(ph.name)} = zeros_bar({ph.name})")
         text = "\n".join(l for l in lines)
         need = sorted((names_read(text) & body_defined) - {st.var})
+        if st.counted:
+            # its iterations are the tape's entries (a while, a break): the loop variable on it too
+            need = need + ([st.var] if st.range_args is not None and st.var in names_read(text) else [])
+            self.facts.loop(st).tape_names = need
+            head = f"{tuple_text(need)}" if need else "_"
+            out.append(f"{ind}for {head} in reversed({tape}):  # Grad of: {_line(st.ctx.filename, st.node)}")
+            out.extend(lines or [f"{i2}pass"])
+            for ph in phis:
+                self.contribute(ph.first, self.bar(ph.name), ind, out, init)
+            return
         self.facts.loop(st).tape_names = need
         rng = f"range({', '.join(unparse(a) for a in st.range_args)})"
         if need:
@@ -274,7 +284,11 @@ class ReverseSweep:
                           for s in walk_stmts(st.body + st.orelse))
         if not has:
             return
-        self._preinit(self._contributed(st.body + st.orelse), ind, out, init)
+        # what the branches add to: names their statements read, and the phis' values
+        # made before the `if` (an early return's `result` from an earlier branch)
+        inside = {n for b in (st.body, st.orelse) for x in walk_stmts(b) for n in _defines(x)}
+        outer = {v for ph in phis for v in (ph.first, ph.second) if self.is_active(v) and v not in inside}
+        self._preinit(self._contributed(st.body + st.orelse) | outer, ind, out, init)
         out.append(f"{ind}if {text_of(st.test)}:  # Grad of: {_line(st.ctx.filename, st.node)}")
         for branch, k in ((st.body, 0), (st.orelse, 1)):
             if k == 1:
@@ -287,3 +301,10 @@ class ReverseSweep:
             out.extend(lines or [f"{ind}    pass"])
 
     # -------------------------------------------------------------- the whole
+
+
+def _defines(st) -> set:
+    """The names one statement of the program binds (a loop's or an if's: its phis)."""
+    if isinstance(st, ArrayStmt):
+        return {st.target} if st.target else set()
+    return {ph.name for ph in st.phis} | ({st.var} if isinstance(st, ForStmt) else set())
