@@ -4,8 +4,8 @@ so they must stay Python ints, as in the user's code, not become the floats of a
 kernel: integer arithmetic on known ints is evaluated as written (no derivative, which
 an int does not have).
 
-Known ints: int constants, `range` loop variables, results of `+ - * // %` (and unary
-minus) on known ints, and loop-carried names that start as an int and are only ever
+Known ints: int constants, `range` loop variables, `len(...)`, results of `+ - * // %`
+(and unary minus), `min` and `max` on known ints, and loop-carried names that start as an int and are only ever
 assigned such arithmetic in the loop (`loop_ints`, a fixpoint over the loop's body,
 checked again when the loop closes).
 """
@@ -28,6 +28,10 @@ def int_arith(e, is_int) -> bool:
         return isinstance(e.op, _INT_OPS) and _int_leafy(e.left, is_int) and _int_leafy(e.right, is_int)
     if isinstance(e, gast.UnaryOp):
         return isinstance(e.op, (gast.USub, gast.UAdd)) and _int_leafy(e.operand, is_int)
+    if isinstance(e, gast.Call) and isinstance(e.func, gast.Name) and not e.keywords and e.args:
+        if e.func.id == "len" and len(e.args) == 1:        # of anything: an int
+            return True
+        return e.func.id in ("min", "max") and all(_int_leafy(a, is_int) for a in e.args)
     return False
 
 

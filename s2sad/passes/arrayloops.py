@@ -15,10 +15,13 @@ from __future__ import annotations
 import builtins
 
 import gast
+import numpy as np
 
 from ..errors import UnsupportedOperationError
 from .arrayir import ArrayStmt, Const, ForStmt, LoopExit, Phi
+from ..frontend import MISSING
 from .arrayints import is_int_const, loop_ints
+from .arraylists import lists_appended, rows_loop
 from .arrayscope import LocalFn, Scope, is_number
 from .trees import assigned_names
 
@@ -38,27 +41,35 @@ class Loops:
         self.b = builder
         self.s = stmts
 
-    # -------------------------------------------------------------- over a tuple
-
-    def tuple_items(self, it, scope: Scope) -> list | None:
-        """The operands of a tuple a loop runs over (a display, a local bound to one, or a
-        module-level tuple of numbers), else None."""
-        if isinstance(it, (gast.Tuple, gast.List)):
-            return self.b.expr(it, scope)
-        if isinstance(it, gast.Name):
-            v = self.b.lookup(it.id, scope, it)
-            if isinstance(v, list):
-                return v
-            if isinstance(v, Const) and isinstance(v.value, tuple):
-                return [Const(x) for x in v.value]
-        return None
+    # -------------------------------------------------------------- over items known now
 
     def unrolled_for(self, s: gast.For, items: list, scope: Scope) -> None:
-        """`for c in coeffs:` over a tuple: the body once per item, c bound to it (a
-        break is a flag the later items' bodies are guarded by: passes/jumps.py)."""
+        """`for c in coeffs:` over a tuple or list (zip, enumerate of them: arraylists):
+        the body once per item, the target bound to it (a break is a flag the later
+        items' bodies are guarded by: passes/jumps.py)."""
         for item in items:
-            self.s.bind(scope, s.target.id, item)
+            self.s.lists.bind_target(s.target, item, scope, s)
             self.s.block(s.body, scope)
+
+    def is_array(self, e, scope: Scope) -> bool:
+        """Is the iterable `e` an array (its rows are the items), not a range or a call
+        that makes items?"""
+        if isinstance(e, gast.Call) and isinstance(e.func, gast.Name) and e.func.id in ("range", "zip", "enumerate"):
+            return False
+        if isinstance(e, gast.Name):
+            v = self.b.lookup_local(e.id, scope)
+            if v is None:
+                return isinstance(scope.ctx.resolver.lookup(e.id), np.ndarray)
+            return isinstance(v, str) and v not in self.b.scalar
+        return isinstance(e, (gast.Attribute, gast.BinOp, gast.Subscript, gast.Call))
+
+    def fresh_user_name(self, base: str, scope: Scope) -> str:
+        k = 1
+        while True:
+            nm = f"{base}_{k}"
+            if self.b.lookup_local(nm, scope) is None and scope.ctx.resolver.lookup(nm) is MISSING:
+                return nm
+            k += 1
 
     # -------------------------------------------------------------- for over range, while
 
@@ -67,12 +78,17 @@ class Loops:
         it = s.iter
         if s.orelse:
             raise self.b.err(ctx, s, "'for ... else' is not supported", "Use a flag variable.")
-        if not isinstance(s.target, gast.Name):
-            raise self.b.err(ctx, s, "an array-level loop needs a plain loop variable", "Write `for i in range(n):`.")
-        items = self.tuple_items(it, scope)
+        appends = any(isinstance(self.b.lookup_local(nm, scope), list) for nm in lists_appended(s.body))
+        items = self.s.lists.items(it, scope, ranges=appends)     # range(<constant>) only to build a list
         if items is not None:
             self.unrolled_for(s, items, scope)
             return
+        rows = rows_loop(s, lambda e: self.is_array(e, scope), lambda base: self.fresh_user_name(base, scope))
+        if rows is not None:       # over the rows of arrays: a range loop that indexes them
+            self.s.block(rows, scope)
+            return
+        if not isinstance(s.target, gast.Name):
+            raise self.b.err(ctx, s, "an array-level loop needs a plain loop variable", "Write `for i in range(n):`.")
         is_range = (isinstance(it, gast.Call) and isinstance(it.func, gast.Name)
                     and self.b.lookup_local(it.func.id, scope) is None
                     and scope.ctx.resolver.lookup(it.func.id) is builtins.range)
@@ -117,7 +133,13 @@ class Loops:
         """The loop body's statements (after `head`) and its stop flag's value at its end."""
         saved = self.b.out
         self.b.out = list(head)
-        self.s.block(s.body, scope)
+        outer = {nm for nm in lists_appended(s.body) if isinstance(self.b.lookup_local(nm, scope), list)}
+        before = set(self.s.dynamic_outer_lists)
+        self.s.dynamic_outer_lists |= outer
+        try:
+            self.s.block(s.body, scope)
+        finally:
+            self.s.dynamic_outer_lists = before
         body, self.b.out = self.b.out, saved
         flag = getattr(s, "s2sad_stop", None)
         stop = scope.vars.get(flag) if flag else None
@@ -135,6 +157,11 @@ class Loops:
             init = scope.vars.get(nm)
             if init is None or isinstance(init, LocalFn):
                 continue
+            if isinstance(init, list):
+                raise self.b.err(scope.ctx, next(iter(body), None) or scope.ctx.pf.node,
+                                 f"'{nm}', a list, is rebound in a loop whose number of iterations is known only "
+                                 f"at run time", "Preallocate an array and write into it (H = np.zeros((n, m)); "
+                                 "H[i] = h), or loop over a tuple or range(<constant>).", UnsupportedOperationError)
             ph = Phi(self.b.namer.fresh(nm), init, None, nm)
             phis.append(ph)
             if is_number(init) or (isinstance(init, str) and init in self.b.fresh and init not in self.b.aliased):

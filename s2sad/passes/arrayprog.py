@@ -238,6 +238,9 @@ class Builder:
             return v
         if isinstance(e, gast.Constant):
             return Const(e.value)
+        listed = self.stmts.lists.expr(e, scope, want)   # comprehensions over lists, hs[k], sum(hs)
+        if listed is not None:
+            return listed
         if self.ew.is_elementwise(e, scope):
             return self.ew.elementwise(e, scope, want)
         if isinstance(e, gast.BinOp) and isinstance(e.op, gast.MatMult):

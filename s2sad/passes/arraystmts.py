@@ -19,6 +19,7 @@ from .arrayir import ArrayProgram, Const, ForStmt, IfStmt, Phi, operand_expr, st
 from .arrayscope import LocalFn, Scope, is_number, source_text
 from .arrayloops import Loops, rebound_names
 from .arrayints import int_arith, is_int_const
+from .arraylists import Lists
 from .arraywrites import Writes
 from .primcalls import root_name
 from .trees import assigned_names
@@ -35,6 +36,8 @@ class Statements:
         self.writes = Writes(builder)              # y[i] = ..., y[i] += ...
         self.loops = Loops(builder, self)          # for and while
         self.ints: set[str] = set()                 # SSA names holding Python ints (arrayints)
+        self.lists = Lists(builder, self)          # local lists of arrays
+        self.dynamic_outer_lists: set[str] = set()  # lists made outside the run-time loops being built
 
     def block(self, stmts, scope: Scope):
         for s in stmts:
@@ -45,6 +48,8 @@ class Statements:
         ctx = scope.ctx
         if isinstance(s, gast.Expr):
             if isinstance(s.value, gast.Constant) and isinstance(s.value.value, str):
+                return
+            if self.lists.append(s, scope):
                 return
             raise self.b.err(ctx, s, "an expression whose value is unused (a call for its side effects?)",
                            "s2sad differentiates functions without side effects: assign the value to a "
