@@ -244,7 +244,8 @@ def rows_loop(s: gast.For, iterable_is_array, fresh) -> list | None:
         if hasattr(s, attr):
             setattr(loop, attr, getattr(s, attr))
     gast.copy_location(loop, s)
-    for n in gast.walk(loop):
-        if not hasattr(n, "lineno") and hasattr(s, "lineno"):
-            gast.copy_location(n, s)
+    for made in pre + [loop]:
+        for n in gast.walk(made):
+            if getattr(n, "lineno", None) is None and getattr(s, "lineno", None) is not None:
+                gast.copy_location(n, s)
     return pre + [loop]

@@ -61,14 +61,22 @@ def _name(nm: str, store: bool = False):
     return gast.Name(id=nm, ctx=gast.Store() if store else gast.Load(), annotation=None, type_comment=None)
 
 
+def _located(node, like):
+    """`node` and the nodes made under it without a place: at `like`'s (errors locate them)."""
+    for n in gast.walk(node):
+        if getattr(n, "lineno", None) is None and getattr(like, "lineno", None) is not None:
+            gast.copy_location(n, like)
+    return node
+
+
 def _set(nm: str, value, like):
     value = gast.Constant(value=value, kind=None) if isinstance(value, (bool, float)) else value
-    return gast.copy_location(gast.Assign(targets=[_name(nm, True)], value=value, type_comment=None), like)
+    return _located(gast.Assign(targets=[_name(nm, True)], value=value, type_comment=None), like)
 
 
 def _not_any(flags: list, like):
     test = _name(flags[0]) if len(flags) == 1 else gast.BoolOp(op=gast.Or(), values=[_name(f) for f in flags])
-    return gast.copy_location(gast.UnaryOp(op=gast.Not(), operand=test), like)
+    return _located(gast.UnaryOp(op=gast.Not(), operand=test), like)
 
 
 class _Rewriter:
@@ -93,7 +101,7 @@ class _Rewriter:
             if flags and k + 1 < len(stmts):
                 rest = self.block(stmts[k + 1:], loop)
                 guard = gast.If(test=_not_any(flags, stmts[k + 1]), body=rest or [gast.Pass()], orelse=[])
-                out.append(gast.copy_location(guard, stmts[k + 1]))
+                out.append(_located(guard, stmts[k + 1]))
                 return out
         return out
 
@@ -152,5 +160,5 @@ def remove_jumps(body: list, fnode) -> list:
     r = _Rewriter(used)
     out = [_set(r.returned, False, body[0]), _set(r.result, 0.0, body[0])] + r.block(body, None)
     last = next((s for s in reversed(body) if isinstance(s, gast.Return)), body[-1])
-    out.append(gast.copy_location(gast.Return(value=gast.copy_location(_name(r.result), last)), last))
+    out.append(_located(gast.Return(value=_name(r.result)), last))
     return out
