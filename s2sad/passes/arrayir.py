@@ -6,7 +6,7 @@
 
 An `ArrayStmt`'s op is typed: an `array_prims` op (Reduce, Product, Index...: a
 primitive of that table, its static parameters its fields), or one of the ops here
-(`Elementwise` before fusion; `RunKernel`, `KernelSum` after; `Py`; `SetItem`). `args` are the
+(`Elementwise` before fusion; `RunKernel`, `KernelSum` after; `Py`; `SetItem`; `ListAppend`). `args` are the
 operands derivatives flow through (SSA names or `Const`), `reads` the other SSA names
 the statement reads (in its static parameters). passes/arrayprog.py builds programs,
 passes/reverse.py differentiates them.
@@ -216,6 +216,17 @@ class SetItem:
     base_bar: str
     value_bar: str
     name = "setitem"
+
+
+@dataclass(frozen=True, eq=False)
+class ListAppend:
+    """`hs.append(item)` on a list grown in a loop, kept as one array (its items along a
+    new first axis: passes/arraystacks.py): the target is a new array. args are (hs,
+    item); the helpers are bound under the names `appender`, `base_bar`, `item_bar`."""
+    appender: str
+    base_bar: str
+    item_bar: str
+    name = "list_append"
 
 
 @dataclass(frozen=True, eq=False)

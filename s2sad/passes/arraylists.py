@@ -6,8 +6,9 @@ unrolled:
 - `[f(a) for a in hs]`, over a list, `zip`/`enumerate` of lists, or `range(k)` with a
   constant k: one value per item (`comprehension`); a comprehension over an array stays
   elementwise (passes/ewexprs.py);
-- `hs.append(v)` (outside loops that run a number of times known only at run time; a
-  loop over range(<constant>) that appends to a list made before it is unrolled),
+- `hs.append(v)` (a loop over range(<constant>) that appends to a list made before it is
+  unrolled; in other loops and in branches, the list is kept as one array:
+  passes/arraystacks.py),
   `hs[k]` with a constant k, `sum(hs)` (the items added: elementwise), `len(hs)`;
 - `for a in hs`, `for a, b in zip(hs, gs)`, `for i, a in enumerate(hs)`: unrolled
   (passes/arrayloops.py); over arrays, `for row in X`, `zip(X, Y)`, `enumerate(X)` are
@@ -15,9 +16,7 @@ unrolled:
   tree).
 
 Invariants: a list value is never mutated once bound (append rebinds the name to a new
-list), so two names never see one list change; an append to a list made outside a loop
-whose iterations are known only at run time is a located refusal (it would need a list
-whose length the program does not know), with what to write instead.
+list), so two names never see one list change.
 """
 from __future__ import annotations
 
@@ -98,7 +97,9 @@ class Lists:
 
     def expr(self, e, scope: Scope, want=None):
         """A list construct this part reads (a comprehension over known items, hs[k],
-        sum(hs)); None for anything else."""
+        sum(hs)); None for anything else. An operator on a list grown at run time is
+        refused here (arraystacks)."""
+        self.s.stacks.check_use(e, scope)
         if isinstance(e, (gast.ListComp, gast.GeneratorExp)) and len(e.generators) == 1 \
                 and not e.generators[0].ifs:
             items = self.items(e.generators[0].iter, scope)
@@ -170,16 +171,18 @@ class Lists:
             return False
         nm = call.func.value.id
         seq = self.b.lookup_local(nm, scope)
-        if not isinstance(seq, list):
+        stacked = isinstance(seq, str) and seq in self.s.stacks.stacked
+        if not isinstance(seq, list) and not stacked:
             return False
-        if nm in self.s.dynamic_outer_lists:
-            raise self.b.err(scope.ctx, s, f"'{nm}' is a list made before a loop whose number of iterations is "
-                             f"known only at run time, and the loop appends to it",
-                             f"Preallocate an array and write into it (H = np.zeros((n, m)); H[i] = h), or loop "
-                             f"over a tuple or range(<constant>).", UnsupportedOperationError)
         if len(call.args) != 1 or call.keywords:
             raise self.b.err(scope.ctx, s, f"'{nm}.{call.func.attr}' takes one value", "Fix the call.",
                              UnsupportedOperationError)
+        if stacked:       # a list grown at run time (arraystacks)
+            if call.func.attr != "append":
+                raise self.b.err(scope.ctx, s, f"'{nm}.extend' on a list grown in a loop", f"Append the items one "
+                                 f"by one ({nm}.append(v)).", UnsupportedOperationError)
+            scope.vars[nm] = self.s.stacks.append(seq, self.b.expr(call.args[0], scope), nm, s, scope)
+            return True
         if call.func.attr == "append":
             new = seq + [self.b.expr(call.args[0], scope)]
         else:

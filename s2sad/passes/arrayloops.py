@@ -27,11 +27,11 @@ from .trees import assigned_names
 
 
 def rebound_names(body) -> set:
-    """The names a block rebinds: those it assigns, and the arrays it writes into
-    (`y[i] = ...` makes a new value of y: arraywrites)."""
+    """The names a block rebinds: those it assigns, the arrays it writes into (`y[i] =
+    ...` makes a new value of y: arraywrites) and the lists it appends to (arraystacks)."""
     written = {n.value.id for st in body for n in gast.walk(st)
                if isinstance(n, gast.Subscript) and isinstance(n.ctx, gast.Store) and isinstance(n.value, gast.Name)}
-    return assigned_names(body) | written
+    return assigned_names(body) | written | lists_appended(body)
 
 
 class Loops:
@@ -102,6 +102,7 @@ class Loops:
             rargs.append(r)
             reads |= rr
         loopvar = s.target.id
+        self.s.stacks.convert(lists_appended(s.body), scope, s)    # lists grown here: arrays
         phis = self.open_phis(rebound_names(s.body) - {loopvar}, scope, s.body)
         var = self.b.namer.fresh(loopvar)
         self.b.scalar.add(var)
@@ -116,6 +117,7 @@ class Loops:
         if s.orelse:
             raise self.b.err(ctx, s, "'while ... else' is not supported", "Use a flag variable.")
         rebound = rebound_names(s.body)
+        self.s.stacks.convert(lists_appended(s.body), scope, s)    # lists grown here: arrays
         phis = self.open_phis(rebound, scope, s.body)
         saved = self.b.out
         self.b.out = []
@@ -133,13 +135,7 @@ class Loops:
         """The loop body's statements (after `head`) and its stop flag's value at its end."""
         saved = self.b.out
         self.b.out = list(head)
-        outer = {nm for nm in lists_appended(s.body) if isinstance(self.b.lookup_local(nm, scope), list)}
-        before = set(self.s.dynamic_outer_lists)
-        self.s.dynamic_outer_lists |= outer
-        try:
-            self.s.block(s.body, scope)
-        finally:
-            self.s.dynamic_outer_lists = before
+        self.s.block(s.body, scope)
         body, self.b.out = self.b.out, saved
         flag = getattr(s, "s2sad_stop", None)
         stop = scope.vars.get(flag) if flag else None
@@ -168,6 +164,8 @@ class Loops:
                 self.b.fresh.add(ph.name)
             self.s.phis_open.add(ph.name)
             scope.vars[nm] = ph.name
+            if init in self.s.stacks.stacked:
+                self.s.stacks.stacked.add(ph.name)
             if nm in ints:
                 self.s.ints.add(ph.name)
                 self.b.scalar.add(ph.name)
@@ -186,6 +184,8 @@ class Loops:
             phis.append(Phi(self.b.namer.fresh(nm), Const(None), v, nm))
         for ph in phis:
             scope.vars[ph.user] = ph.name
+            if ph.first in self.s.stacks.stacked or ph.second in self.s.stacks.stacked:
+                self.s.stacks.stacked.add(ph.name)
             if (is_number(ph.first) or ph.first in self.b.scalar) and \
                     (is_number(ph.second) or ph.second in self.b.scalar):
                 self.b.scalar.add(ph.name)

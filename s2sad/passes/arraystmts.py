@@ -19,7 +19,8 @@ from .arrayir import ArrayProgram, Const, ForStmt, IfStmt, Phi, operand_expr, st
 from .arrayscope import LocalFn, Scope, is_number, source_text
 from .arrayloops import Loops, rebound_names
 from .arrayints import int_arith, is_int_const
-from .arraylists import Lists
+from .arraylists import Lists, lists_appended
+from .arraystacks import Stacks
 from .arraywrites import Writes
 from .primcalls import root_name
 from .trees import assigned_names
@@ -37,7 +38,7 @@ class Statements:
         self.loops = Loops(builder, self)          # for and while
         self.ints: set[str] = set()                 # SSA names holding Python ints (arrayints)
         self.lists = Lists(builder, self)          # local lists of arrays
-        self.dynamic_outer_lists: set[str] = set()  # lists made outside the run-time loops being built
+        self.stacks = Stacks(builder, self)        # lists grown at run time, kept as arrays
 
     def block(self, stmts, scope: Scope):
         for s in stmts:
@@ -183,6 +184,7 @@ class Statements:
         test = self.condition(s.test, scope)
         if isinstance(test, (list, LocalFn)):
             raise self.b.err(ctx, s.test, "the condition of an `if` must be a value", "Fix the condition.")
+        self.stacks.convert(lists_appended(s.body + s.orelse), scope, s)   # lists grown in a branch: arrays
         saved = self.b.out
         branches = []
         for stmts in (s.body, s.orelse):
@@ -213,6 +215,8 @@ class Statements:
                 self.b.fresh.add(p)
             if all((isinstance(v, Const) and is_int_const(v.value)) or v in self.ints for v in (v1, v2)):
                 self.ints.add(p)
+            if v1 in self.stacks.stacked or v2 in self.stacks.stacked:
+                self.stacks.stacked.add(p)
         self.b.out.append(IfStmt(test, b1, b2, phis, s, ctx))
 
 

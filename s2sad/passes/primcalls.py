@@ -266,6 +266,9 @@ class PrimCalls:
         label = self.b.label(e.func)
         literal = any(value is f for f in prim.literal_funcs)
         seq = e.args[0] if e.args else None
+        stacked = self.b.stmts.stacks.join(prim, value, e, scope, want)    # a list grown at run time
+        if stacked is not None:
+            return stacked
         if isinstance(seq, (gast.Name, gast.ListComp, gast.GeneratorExp)):     # a local list: its items
             items = self.b.stmts.lists.expr(seq, scope) if not isinstance(seq, gast.Name) \
                 else self.b.stmts.lists.sequence(seq, scope)

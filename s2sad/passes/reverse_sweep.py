@@ -18,7 +18,7 @@ from ..frontend import location_of, shown_location as _short, source_line as _li
 from ..kernel_text import unparse
 from .adjoint_context import AdjointContext
 from .adjoint_text import names_read, param_texts, text_of, tuple_text
-from .arrayir import ArrayStmt, ForStmt, IfStmt, KernelSum, Py, RunKernel, SetItem, walk_stmts
+from .arrayir import ArrayStmt, ForStmt, IfStmt, KernelSum, ListAppend, Py, RunKernel, SetItem, walk_stmts
 from .kernelpairs import row_reduction
 from .primcalls import register_hint
 
@@ -124,6 +124,13 @@ class ReverseSweep:
             return
         if isinstance(st.op, SetItem):
             self.reverse_set_items(st, g, ind, out, init)
+            return
+        if isinstance(st.op, ListAppend):     # the list's items before, and the one appended
+            hs, item = st.args
+            if self.is_active(hs):
+                self.contribute(hs, f"{st.op.base_bar}({g})", ind, out, init)
+            if self.is_active(item):
+                self.contribute(item, f"{st.op.item_bar}({g})", ind, out, init)
             return
         rule = array_prims.of(st.op)
         if rule is None:
