@@ -14,7 +14,7 @@ name from names already bound, with its shape tracked, so that the program alway
 - programs as people write them (issue 15): in-place writes into a local copy (an
   element, a row, a column with +=, a mask, repeated fancy indices), a while loop with a
   data-dependent test and an iteration guard, a for loop that breaks, a loop over the
-  rows of an array, a list comprehension stacked;
+  rows of an array, a list grown by such a loop, a list comprehension stacked;
 - the result reduced to a scalar loss.
 """
 from __future__ import annotations
@@ -119,6 +119,11 @@ def draw_program(draw, st) -> ArrayProgram:
                           f"        {t} = {t} + np.tanh({k}) * c"])
             shapes[t] = (shape[1],)
             return t
+        elif kind == "append":       # a list grown by a loop over rows (kept as one array)
+            lines.extend([f"    {k} = []", f"    for r{k} in {a}:", f"        {k}.append(np.tanh(r{k}) * c)",
+                          f"    {t} = np.sum(np.stack({k}) ** 2, axis=0) + sum({k})"])
+            shapes[t] = (shape[1],)
+            return t
         elif kind == "stack":
             lines.extend([f"    {k} = [{a} * w for w in (0.5, -1.0, 2.0)]",
                           f"    {t} = np.sum(np.stack({k}) ** 2, axis=0) + sum({k})"])
@@ -136,7 +141,7 @@ def draw_program(draw, st) -> ArrayProgram:
         if s == (N, K):
             options += ["bias", "matmul_v", "matmul_v", "transpose_back"]
         if len(s) == 2:
-            options += ["sum0", "mean1", "T", "slice", "rows"]
+            options += ["sum0", "mean1", "T", "slice", "rows", "append"]
         if s[0] > 1:
             options += ["write", "while", "break", "stack"]
         same = [n for n in shapes if shapes[n] == s and n != a]
@@ -145,7 +150,7 @@ def draw_program(draw, st) -> ArrayProgram:
         op = draw(st.sampled_from(options))
         if op in SAME_SHAPE:
             bind(SAME_SHAPE[op].format(a=a), s)
-        elif op in ("write", "while", "break", "rows", "stack"):
+        elif op in ("write", "while", "break", "rows", "append", "stack"):
             block(a, s, op)
         elif op == "matmul_v":
             out = (N,) if v_shape == (K,) else (N, v_shape[1])

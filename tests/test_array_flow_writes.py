@@ -184,6 +184,12 @@ def into_view(x):
     return np.sum(Y) + np.sum(x)
 
 
+def into_argument_view(X):
+    c = X[:, 0]
+    c[1] = 5.0
+    return np.sum(X)
+
+
 def alias_read_after(x):
     y = x * 2.0
     z = y
@@ -233,6 +239,7 @@ def chained_index(x):
     (into_argument_column, "X[:, 0] += 1.0", ["argument"]),
     (into_free, "FREE[0] = x[0]", ["outside the function"]),
     (into_view, "r[1] = x[0]", ["view"]),
+    (into_argument_view, "c[1] = 5.0", ["view"]),
     (alias_read_after, "y[0] = 1.0", ["read after the write"]),
     (view_read_after, "y[0] = 1.0", ["read after the write"]),
     (view_read_next_iteration, "y[i] = x[i]", ["'y'"]),
@@ -241,10 +248,10 @@ def chained_index(x):
     (chained_index, "y[0][1] = x[0]", ["Index once"]),
 ], ids=lambda a: getattr(a, "__name__", "") if callable(a) else "")
 def test_writes_that_numpy_would_see_elsewhere_are_refused(f, needle, words):
-    x = np.ones((3, 3)) if f is into_argument_column else np.ones(3)
+    x = np.ones((3, 3)) if f in (into_argument_column, into_argument_view) else np.ones(3)
     where = helper_writes if f is helper_writes_callers_array else None
     refused(f, [x], needle, s2sad.UnsupportedOperationError, words, where)
-    if f in (into_argument, into_argument_column):
+    if f in (into_argument, into_argument_column, into_argument_view):
         assert np.all(x == 1.0)     # the argument is not changed
 
 

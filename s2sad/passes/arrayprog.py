@@ -2,7 +2,8 @@
 elementwise regions fused into kernels.
 
 Input: a `ParsedFunction` that the fused planner (elementwise.py) does not take: any
-mix of numpy calls, `@`, indexing, Python `for` over `range`, `if` on scalars, local
+mix of numpy calls, `@`, indexing, Python `for` (over range, tuples, lists, the rows of
+arrays) and `while`, `if` on scalars, writes into local arrays, local
 and module-level helper functions (inlined), and elementwise code (arithmetic,
 ufuncs, `np.where`/`np.clip`/`np.maximum`, `s2sad.broadcast`/`map`/comprehensions of
 scalar functions).
@@ -18,9 +19,11 @@ Ops: a call, method or syntax the `array_prims` table knows becomes its typed op
 elementwise code becomes `Elementwise` statements, which `fuse` joins into `RunKernel`
 / `KernelSum` statements; anything else is `Py`, evaluated as written.
 
-Free names holding arrays are data: read at call time, never differentiated. In-place
-updates (`x[0] = ...`, and `x += ...` where x may share memory with another name) are
-refused: the generated code never mutates, so they would differentiate wrongly.
+Free names holding arrays are data: read at call time, never differentiated. The
+generated code never mutates: a write into a local array (`y[0] = ...`) is a functional
+update (passes/arraywrites.py), refused where numpy would show it through another name;
+`x += ...` is taken only on a fresh, unaliased value. Before lowering, break, continue
+and early returns become flags (passes/jumps.py).
 
 The builder is a coordinator: it holds the program being built (the statements, the
 SSA namer, the free and bound names, and what the in-place checks need: which values
