@@ -238,3 +238,49 @@ def test_a_list_indexed_at_run_time_is_refused():
     with pytest.raises(s2sad.S2SADError) as e:
         s2sad.grad(list_index_unknown)(np.ones(2), 1)
     assert "test_array_flow_lists.py" in str(e.value) and e.value.hint
+
+
+def append_through_alias(x):
+    hs = [x]
+    gs = hs
+    gs.append(x * 2.0)
+    return np.sum(np.stack(hs))
+
+
+def helper_appends(hs, v):
+    hs.append(v)
+    return v
+
+
+def append_in_helper(x):
+    hs = [x]
+    v = helper_appends(hs, x * 2.0)
+    return np.sum(np.stack(hs)) + np.sum(v)
+
+
+def grows_while_iterating(x):
+    hs = [x]
+    for h in hs:
+        if np.sum(h) < 10.0:
+            hs.append(h * 2.0)
+    return np.sum(np.stack(hs))
+
+
+def alias_of_runtime_list(x):
+    hs = []
+    for i in range(len(x)):
+        gs = hs
+        gs.append(x[i])
+    return np.sum(np.stack(hs))
+
+
+def test_appends_that_python_would_show_through_another_name_are_refused():
+    refused(append_through_alias, [np.ones(2)], "gs.append(x * 2.0)", s2sad.UnsupportedOperationError, ["another name"])
+    refused(append_in_helper, [np.ones(2)], "hs.append(v)", s2sad.UnsupportedOperationError, ["another name"],
+            where=helper_appends)
+    refused(alias_of_runtime_list, [np.ones(2)], "gs.append(x[i])", s2sad.UnsupportedOperationError,
+            ["another name"])
+
+
+def test_a_loop_that_appends_to_the_list_it_runs_over_is_refused():
+    refused(grows_while_iterating, [np.ones(2)], "for h in hs:", s2sad.UnsupportedOperationError, ["runs over"])

@@ -45,6 +45,25 @@ class Lists:
         self.b = builder
         self.s = stmts
         self.temps = 0
+        # how many names each list value is bound to (by id; `kept` holds the lists, so
+        # no id is reused): an append through one of two names would not reach the other
+        self.names_of: dict[int, int] = {}
+        self.kept: list = []
+
+    def note_bound(self, seq: list) -> None:
+        if id(seq) not in self.names_of:
+            self.kept.append(seq)
+        self.names_of[id(seq)] = self.names_of.get(id(seq), 0) + 1
+
+    def check_unshared(self, nm: str, seq, s, scope: Scope) -> None:
+        """Refuse appending to a list another name also holds (Python would show the
+        append through it)."""
+        shared = self.names_of.get(id(seq), 0) > 1 if isinstance(seq, list) else seq in self.b.aliased
+        if shared:
+            raise self.b.err(scope.ctx, s, f"'{nm}' is appended to here, and the list is also held by another name "
+                             f"(an alias, or a function's parameter), which Python would show the append through",
+                             f"Append where the list is made, or return the new list from the function and "
+                             f"assign it.", UnsupportedOperationError)
 
     # -------------------------------------------------------------- values
 
@@ -177,11 +196,12 @@ class Lists:
         if len(call.args) != 1 or call.keywords:
             raise self.b.err(scope.ctx, s, f"'{nm}.{call.func.attr}' takes one value", "Fix the call.",
                              UnsupportedOperationError)
+        self.check_unshared(nm, seq, s, scope)
         if stacked:       # a list grown at run time (arraystacks)
             if call.func.attr != "append":
                 raise self.b.err(scope.ctx, s, f"'{nm}.extend' on a list grown in a loop", f"Append the items one "
                                  f"by one ({nm}.append(v)).", UnsupportedOperationError)
-            scope.vars[nm] = self.s.stacks.append(seq, self.b.expr(call.args[0], scope), nm, s, scope)
+            self.s.bind(scope, nm, self.s.stacks.append(seq, self.b.expr(call.args[0], scope), nm, s, scope))
             return True
         if call.func.attr == "append":
             new = seq + [self.b.expr(call.args[0], scope)]
@@ -191,7 +211,7 @@ class Lists:
                 raise self.b.err(scope.ctx, s, f"'{nm}.extend' needs a list known here", "Append the items.",
                                  UnsupportedOperationError)
             new = seq + list(more)
-        scope.vars[nm] = new
+        self.s.bind(scope, nm, new)
         return True
 
 

@@ -79,6 +79,10 @@ class Loops:
         if s.orelse:
             raise self.b.err(ctx, s, "'for ... else' is not supported", "Use a flag variable.")
         appends = any(isinstance(self.b.lookup_local(nm, scope), list) for nm in lists_appended(s.body))
+        if isinstance(it, gast.Name) and it.id in lists_appended(s.body):
+            raise self.b.err(ctx, s, f"the loop appends to '{it.id}', the list it runs over (Python's loop would "
+                             f"run over the new items too)", "Append to another list, and join them after the loop.",
+                             UnsupportedOperationError)
         items = self.s.lists.items(it, scope, ranges=appends)     # range(<constant>) only to build a list
         if items is not None:
             self.unrolled_for(s, items, scope)
@@ -166,6 +170,9 @@ class Loops:
             scope.vars[nm] = ph.name
             if init in self.s.stacks.stacked:
                 self.s.stacks.stacked.add(ph.name)
+                self.b.named.add(ph.name)      # a second name for it is an alias (appends refused)
+                if init in self.b.aliased:
+                    self.b.aliased.add(ph.name)
             if nm in ints:
                 self.s.ints.add(ph.name)
                 self.b.scalar.add(ph.name)

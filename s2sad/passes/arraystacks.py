@@ -72,13 +72,14 @@ class Stacks:
             items = self.b.lookup_local(nm, scope)
             if not isinstance(items, list):
                 continue
+            self.s.lists.check_unshared(nm, items, node, scope)
             zeros = gast.Call(func=gast.Attribute(value=operand_expr("np"), attr="zeros", ctx=gast.Load()),
                               args=[gast.Constant(value=0, kind=None)], keywords=[])
             t = self.b.py_stmt(zeros, [], set(), node, scope, nm, "nograd", fresh=True)
             for item in items:
                 t = self.append(t, item, nm, node, scope)
             self.stacked.add(t)
-            scope.vars[nm] = t
+            self.s.bind(scope, nm, t)
 
     def append(self, stack: str, item, nm: str, node, scope: Scope) -> str:
         if isinstance(item, list):

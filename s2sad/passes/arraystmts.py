@@ -124,6 +124,8 @@ class Statements:
             if op in self.b.named:
                 self.b.aliased.add(op)   # two names now refer to one object
             self.b.named.add(op)
+        elif isinstance(op, list):
+            self.lists.note_bound(op)
         scope.vars[user_name] = op
 
     def augassign(self, s, scope: Scope):
