@@ -221,6 +221,7 @@ POS = np.array([0.3, 0.8, 1.1])
     (uses_solver_helper, [np.array([2.0, 7.0])]),
     (tuple_loop_break, [np.array([0.5, 0.2])]),
     (tuple_loop_break, [np.array([-0.5, 0.2])]),
+    (tuple_loop_break, [np.array([2.5, 0.2])]),       # breaks on the first item
     (while_fills_array, [np.array([1.5, 1.7])]),
 ], ids=lambda a: getattr(a, "__name__", ""))
 def test_control_flow_matches_finite_differences(f, args, backend):

@@ -47,9 +47,16 @@ class Loops:
         """`for c in coeffs:` over a tuple or list (zip, enumerate of them: arraylists):
         the body once per item, the target bound to it (a break is a flag the later
         items' bodies are guarded by: passes/jumps.py)."""
+        body = s.body
+        flag = getattr(s, "s2sad_stop", None)
+        if flag:      # after a break, the later items' bodies do not run
+            test = gast.UnaryOp(op=gast.Not(), operand=gast.Name(id=flag, ctx=gast.Load(), annotation=None,
+                                                                 type_comment=None))
+            body = [gast.copy_location(gast.If(test=gast.copy_location(test, s), body=s.body, orelse=[]), s)]
+            gast.copy_location(test.operand, s)
         for item in items:
             self.s.lists.bind_target(s.target, item, scope, s)
-            self.s.block(s.body, scope)
+            self.s.block(body, scope)
 
     def is_array(self, e, scope: Scope) -> bool:
         """Is the iterable `e` an array (its rows are the items), not a range or a call
