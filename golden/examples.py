@@ -183,10 +183,30 @@ def spectral_loss(A):
     return np.sum(w * V[0] ** 2) + logdet
 
 
+def flow_loss(A, b, X):
+    """Programs as people write them (issue 15): rows written in place, a solver loop
+    with a tolerance and a guard, an early exit."""
+    H = np.zeros(X.shape)
+    for i, row in enumerate(X):
+        H[i] = np.tanh(row * b)
+    x = np.zeros(len(b))
+    k = 0
+    err = np.inf
+    while err > 1e-8 and k < 50:
+        x_new = np.tanh(A @ x + b)
+        err = np.max(np.abs(x_new - x))
+        x = x_new
+        k += 1
+    if np.sum(x) > 10.0:
+        return np.sum(x)
+    return np.sum(H ** 2) + np.sum(x ** 2)
+
+
 ARRAY_CASES = {
     "logreg": (logreg_loss, 0),
     "mlp": (mlp_loss, (0, 1, 2)),
     "softmax": (softmax_loss, (0, 1)),
     "image": (image_loss, (0, 1)),
     "spectral": (spectral_loss, 0),
+    "flow": (flow_loss, (0, 1)),
 }

@@ -306,12 +306,27 @@ class PrimCalls:
         literal = any(value is f for f in prim.literal_funcs)
         self.check_keywords(prim, e.keywords, e, scope)
         seq = e.args[0] if e.args else None
+        stacked = self.b.stmts.stacks.join(prim, value, e, scope, want)    # a list grown at run time
+        if stacked is not None:
+            return stacked
+        if isinstance(seq, (gast.Name, gast.ListComp, gast.GeneratorExp)):     # a local list: its items
+            items = self.b.stmts.lists.expr(seq, scope) if not isinstance(seq, gast.Name) \
+                else self.b.stmts.lists.sequence(seq, scope)
+            if isinstance(items, list):
+                seq = gast.copy_location(gast.List(elts=[], ctx=gast.Load()), seq)
+                return self.sequence_items(prim, value, e, seq, items, literal, label, scope, want)
         if not isinstance(seq, (gast.List, gast.Tuple)):
             if literal:
                 return None
             raise unsupported(label, self.b.loc(scope.ctx, e), "needs a literal list of arrays here, "
                                "[a, b, ...], to be differentiated")
         xs = [self.b.array(x, scope) for x in seq.elts]
+        return self.sequence_items(prim, value, e, seq, xs, literal, label, scope, want)
+
+    def sequence_items(self, prim: Prim, value, e: gast.Call, seq, xs: list, literal: bool, label: str, scope, want):
+        """The join of operands `xs` (the items of `seq`)."""
+        if any(isinstance(x, list) for x in xs):
+            raise unsupported(label, self.b.loc(scope.ctx, e), "takes a list of arrays or numbers here")
         if literal:
             if len(e.args) > 1 or e.keywords:
                 raise unsupported(label, self.b.loc(scope.ctx, e), "takes one list of values here")
