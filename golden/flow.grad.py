@@ -1,5 +1,5 @@
 def flow_loss__grad(A, b, X):
-    # Grad of: return np.sum(H ** 2) + np.sum(x ** 2)    [golden/examples.py:186:5]
+    # Grad of: return np.sum(H ** 2) + np.sum(x ** 2)    [golden/examples.py:202:5]
     # H = np.zeros(X.shape)
     H = np.zeros(X.shape)
     # for i, row in enumerate(X):
@@ -69,7 +69,7 @@ def flow_loss__grad(A, b, X):
     x_2_bar = zeros_bar(x_2)
     if _10:  # Grad of: return np.sum(H ** 2) + np.sum(x ** 2)
         result_3_bar = result_4_bar
-        # Grad of: return np.sum(H ** 2) + np.sum(x ** 2)    [golden/examples.py:186:5]
+        # Grad of: return np.sum(H ** 2) + np.sum(x ** 2)    [golden/examples.py:202:5]
         _12_bar = dresult_3_d12 * result_3_bar
         _14_bar = dresult_3_d14 * result_3_bar
         x_2_bar = x_2_bar + d14_dx_2 * _14_bar
@@ -78,7 +78,7 @@ def flow_loss__grad(A, b, X):
         result_2_bar = result_2_bar + result_4_bar
     if _9:  # Grad of: if np.sum(x) > 10.0:
         result_bar = result_2_bar
-        # Grad of: return np.sum(x)    [golden/examples.py:185:9]
+        # Grad of: return np.sum(x)    [golden/examples.py:201:9]
         x_2_bar = x_2_bar + sum_bar(result_bar, x_2)
     else:
         pass
@@ -86,7 +86,7 @@ def flow_loss__grad(A, b, X):
     b_bar = zeros_bar(b)
     for (_6, dx_new_d6, x_2) in reversed(tape_2):  # Grad of: while err > 1e-8 and k < 50:
         x_new_bar = x_2_bar
-        # Grad of: x_new = np.tanh(A @ x + b)    [golden/examples.py:180:9]
+        # Grad of: x_new = np.tanh(A @ x + b)    [golden/examples.py:196:9]
         dx_new_d6_x_x_new_bar = dx_new_d6 * x_new_bar
         _6_bar = unbroadcast(dx_new_d6_x_x_new_bar, _6)
         b_bar = b_bar + unbroadcast(dx_new_d6_x_x_new_bar, b)
@@ -94,7 +94,7 @@ def flow_loss__grad(A, b, X):
         x_2_bar = matmul_rhs_bar(_6_bar, A, x_2)
     for i, (_1, d1_db) in zip(reversed(range(_rows_n_1)), reversed(tape)):  # Grad of: for i, row in enumerate(X):
         H_3_bar = H_2_bar
-        # Grad of: H[i] = np.tanh(row * b)    [golden/examples.py:175:9]
+        # Grad of: H[i] = np.tanh(row * b)    [golden/examples.py:191:9]
         H_2_bar = set_items_base_bar(H_3_bar, np.s_[i])
         _1_bar = set_items_value_bar(H_3_bar, np.s_[i], _1)
         b_bar = b_bar + unbroadcast(d1_db * _1_bar, b)
