@@ -141,7 +141,7 @@ REFUSED = [
     (svd_flag_variable, (np.eye(2), False), "compute_uv= as a literal"),
     (qr_raw, (np.eye(2),), "mode='raw'"),
     (cholesky_overwrite, (np.eye(2),), "overwrite_a="),
-    (tuple_index_variable, (np.eye(2), 0), "indexed here by a literal"),
+    (tuple_index_variable, (np.eye(2), 0), "Index with a constant"),
     (tuple_index_out_of_range, (np.eye(2),), "within its 2 items"),
     (wrong_unpack, (np.eye(2),), "same length"),
     (returns_the_tuple, (np.eye(2),), "one value"),
