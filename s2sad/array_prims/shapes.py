@@ -24,27 +24,37 @@ def _transpose(i, g, args, out, p):
     return f"np.transpose({g})" if axes == "None" else f"np.transpose({g}, np.argsort({axes}))"
 
 
+def _transpose_jvp(i, t, args, out, p):
+    axes = p.get("axes", "None")
+    return f"np.transpose({t})" if axes == "None" else f"np.transpose({t}, {axes})"
+
+
 def _funcs(*names):
     return tuple(getattr(np, n) for n in names if hasattr(np, n))
 
 
 PRIMS = [
     Prim("transpose", _transpose_op, _transpose, statics=("axes",), method_statics=_AXES, funcs=(np.transpose,),
-         methods=("transpose",), result="view"),
+         methods=("transpose",), result="view", jvp=_transpose_jvp),
     # the adjoint takes the operand's shape back
     Prim("reshape", lambda **_: Reshape(), lambda i, g, args, out, p: f"np.reshape({g}, np.shape({args[0]}))",
          statics=_AXES[:3], method_statics=_AXES,
          funcs=_funcs("reshape", "ravel", "squeeze", "expand_dims", "atleast_1d", "atleast_2d"),
-         methods=("reshape", "ravel", "flatten", "squeeze"), result="view", results={"flatten": "fresh"}),
+         methods=("reshape", "ravel", "flatten", "squeeze"), result="view", results={"flatten": "fresh"},
+         jvp=lambda i, t, args, out, p: f"np.reshape({t}, np.shape({out}))"),
     Prim("copy", lambda **_: Copy(), lambda i, g, args, out, p: g, form="copy",
-         funcs=(np.copy, np.array, np.asarray), methods=("copy",), results={"asarray": "view"}),
+         funcs=(np.copy, np.array, np.asarray), methods=("copy",), results={"asarray": "view"},
+         jvp=lambda i, t, args, out, p: f"np.copy({t})"),
     Prim("repeat", lambda repeats=None, axis=None, **_: Repeat(repeats, axis),
          lambda i, g, args, out, p: f"repeat_bar({g}, {args[0]}, {p['repeats']}{kw(p, 'axis')})",
-         statics=("repeats", "axis"), funcs=(np.repeat,), methods=("repeat",)),
+         statics=("repeats", "axis"), funcs=(np.repeat,), methods=("repeat",),
+         jvp=lambda i, t, args, out, p: f"np.repeat({t}, {p['repeats']}{kw(p, 'axis')})"),
     Prim("tile", lambda reps=None, **_: Tile(reps), lambda i, g, args, out, p: f"tile_bar({g}, {args[0]}, {p['reps']})",
-         statics=("reps",), funcs=(np.tile,)),
+         statics=("reps",), funcs=(np.tile,), jvp=lambda i, t, args, out, p: f"np.tile({t}, {p['reps']})"),
     Prim("index", lambda index=None, **_: Index(index),
-         lambda i, g, args, out, p: f"index_bar({g}, {args[0]}, {p['index']})", form="syntax", result="view"),
+         lambda i, g, args, out, p: f"index_bar({g}, {args[0]}, {p['index']})", form="syntax", result="view",
+         jvp=lambda i, t, args, out, p: f"np.asarray({t})[{p['index']}]"),
+    # no jvp: s2sad.defvjp gives a VJP only, so forward mode through it is refused
     Prim("user", lambda vjp=None, **_: User(vjp),
          lambda i, g, args, out, p: f"{p['vjp']}[{i}]({g}, {out}, {', '.join(args)})", form="syntax"),
 ]

@@ -1,0 +1,68 @@
+"""A kernel's tangent kernel: the directional derivative of its value, as a kernel of
+its own (what forward mode over array programs applies, and what forward over reverse
+differentiates once more for the tangents of a kernel's partials).
+
+For a kernel `k(p1, ..., pn)` and active params `a1..am`, the tangent kernel is
+
+    def k__tangent(p1, ..., pn, t_a1, ..., t_am):
+        _v, _d1, ..., _dm = <k's dual for a1..am>(p1, ..., pn)
+        return _d1 * t_a1 + ... + _dm * t_am
+
+made from k's scalar program and its dual (forward.make_dual), so its own partials
+w.r.t. p (the tangents held fixed) are k's second partials times the tangents: the
+tangent of `d k / d a` along the tangents. It is a plan of the kernel's own class (a
+runtime kernel's tangent kernel is launched as one), made once per (kernel, active) by
+`TangentKernels`, which the generation that uses it holds.
+"""
+from __future__ import annotations
+
+import gast
+
+from ..kernel import fresh_name
+from ..parsing import gast_parse
+from .forward import make_dual
+from .normalize import ScalarProgram
+
+
+def tangent_kernel(kernel, active: tuple[str, ...]):
+    """The tangent kernel of `kernel` for its `active` params (see the module docstring)."""
+    prog = kernel.program
+    if prog.state:
+        raise ValueError("a kernel that writes state has no tangent kernel")   # callers refuse first
+    dual_entry, duals = make_dual(prog.functions, prog.entry, active, prog.custom_rules)
+    functions = {**prog.functions, **duals}
+    taken = set(prog.params) | set(functions) | {n for f in functions.values() for n in _names(f)}
+    tans = [fresh_name(f"t_{a}", taken) for a in active]
+    value = fresh_name("_v", taken)
+    parts = [fresh_name(f"_d_{a}", taken) for a in active]
+    name = fresh_name(f"{prog.entry}__tangent", taken)
+    params = ", ".join(list(prog.params) + tans)
+    total = " + ".join(f"{d} * {t}" for d, t in zip(parts, tans))
+    text = (f"def {name}({params}):\n"
+            f"    {value}, {', '.join(parts)} = {dual_entry}({', '.join(prog.params)})\n"
+            f"    return {total}\n")
+    fn = gast_parse(text).body[0]
+    origins = {**prog.origins, name: f"the tangent of {prog.entry} along its active params' tangents"}
+    program = ScalarProgram({**functions, name: fn}, name, tuple(prog.params) + tuple(tans), origins,
+                            prog.custom_rules)
+    return type(kernel)(program, f"{kernel.name}__tangent")
+
+
+def _names(fn) -> set[str]:
+    return {n.id for n in gast.walk(fn) if isinstance(n, gast.Name)}
+
+
+class TangentKernels:
+    """Tangent kernels made for one generation, once per (kernel, active)."""
+
+    def __init__(self):
+        self._made: dict[tuple[int, tuple[str, ...]], object] = {}
+        self._keep: list = []     # the kernels keyed by id, kept alive with their tangents
+
+    def of(self, kernel, active: tuple[str, ...]):
+        key = (id(kernel), active)
+        got = self._made.get(key)
+        if got is None:
+            got = self._made[key] = tangent_kernel(kernel, active)
+            self._keep.append(kernel)
+        return got
