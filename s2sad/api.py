@@ -23,6 +23,7 @@ from .deep import deeply
 from .derivative import Derivative
 from .errors import S2SADError
 from .frontend import Assumptions, bound, parse_function, recording
+from .array_higher import jvp_of_derivative
 from .jvp_vjp import jvp_at, pullback_of, vjp_at
 from .plancache import PLANNING, PlanCache
 from .plans import PLANS, compiled, is_array, serves
@@ -100,6 +101,9 @@ def _check_mode(mode: str) -> None:
 def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], *, backend: str = "auto"):
     """(fun(*primals), its directional derivative along tangents); parameters not given
     take their defaults (and no tangent)."""
+    mark = marks.derivative_mark(fun)
+    if mark is not None:    # grad of an array program: forward over reverse (else refused)
+        return jvp_of_derivative(mark, primals, tangents, backend)
     return jvp_at(target(fun, "jvp"), primals, tangents, backend)
 
 
