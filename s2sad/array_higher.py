@@ -49,12 +49,14 @@ def jvp_of_derivative(mark: marks.DerivativeMark, primals: Sequence[Any], tangen
         raise ShapeError("jvp needs one tangent per primal", hint="Pass tangents of the same structure.")
     primals = converted(tuple(primals), range(len(primals)))
     tangents = converted(tuple(tangents), range(len(tangents)))
-    argnums = tuple(i for i, p in enumerate(primals) if dtype_of(p).kind == "f")
+    # a tangent that is exactly zero contributes nothing: its argument is not carried
+    # (jvp(grad(f)) along the weights, the data's tangents zero, runs no product of them)
+    moved = tuple(i for i, p in enumerate(primals) if dtype_of(p).kind == "f" and np.any(tangents[i]))
     if len(primals) != len(c.params):
         primals = bind(d.fun, primals, {})
     grad_argnums = tuple(i % len(c.params) for i in d.argnums)
-    check_args(c, primals, tuple(sorted(set(argnums) | set(grad_argnums))))
-    argnums = tuple(sorted(set(argnums) | set(grad_argnums)))
+    argnums = tuple(sorted(set(moved) | set(grad_argnums)))
+    check_args(c, primals, argnums)
     tans = [_tangent(c, tangents, primals, i) for i in argnums]
     chosen = backend if backend != "auto" else d.backend
     (value, value_dot), grads, grad_dots = array_hvp(c, primals, tans, argnums, grad_argnums, chosen)

@@ -3,17 +3,19 @@
 Python source that runs.
 
     def loss__hvp(w, x, w_dot, x_dot, *, data):
-        <forward sweep: each value and its tangent (tangent_sweep.py); each kernel also
-         stores its partials and their tangents (its tangent kernel's partials)>
+        <forward sweep: each value and its tangent (tangent_sweep.py)>
+        check_scalar_loss(loss)
         loss_bar, loss_bar_dot = 1.0, 0.0
         <reverse sweep: each adjoint `x_bar` beside its tangent `x_bar_dot`>
         return (loss, loss_dot), (w_bar, x_bar), (w_bar_dot, x_bar_dot)
 
 The adjoint s2sad writes (reverse_sweep.py) is differentiated term by term:
-- a kernel's adjoint `unbroadcast(d * g, a)`, with `d` its stored partial, has the
-  tangent `unbroadcast(d_dot * g + d * g_dot, a)`; `d_dot` is the partial of the
-  kernel's tangent kernel (tangent_kernels.py: the kernel's second partials times the
-  tangents, from the one rules table), stored in the forward sweep in the same way;
+- a kernel's adjoint `g * dk/da` (its pullback `vjp`, or `sum_grads` where it is
+  summed) has the tangent `g * d(k_dot)/da + g_dot * dk/da`: the partials of its
+  seeded tangent kernel `g * k_dot + g_dot * k` (tangent_kernels.py: from the kernel's
+  dual, so from the one rules table), one `sum_grads` pass over the inputs, their
+  tangents and the two seeds (a bias row's sum inside it). A kernel on known scalars
+  keeps its partials and their tangents from its duals (plain Python) instead;
 - a primitive's adjoint is its entry's VJP text, linear in the seed `g`: its tangent is
   the same text with `g_dot`, plus, where the VJP reads the operands' values (not only
   their shapes), the term `SECOND_ORDER` gives: the other factor's tangent for the
@@ -77,9 +79,10 @@ class ForwardOverReverse(TangentSweep):
     # -------------------------------------------------------------- forward sweep
 
     def kernel(self, st: ArrayStmt, ind: str, out: list, active: bool) -> None:
-        """A kernel's value and tangent, and its partials and theirs: the kernel's and
-        its tangent kernel's partials for the active inputs (stored, full shape)."""
-        if not active:
+        """A kernel's value and tangent (tangent_sweep); a scalar kernel also keeps its
+        partials and their tangents (its dual's and its tangent kernel's dual's), which
+        its reverse multiplies. An array kernel's reverse recomputes what it needs."""
+        if not (active and isinstance(st.op, RunKernel) and st.op.scalar):
             super().kernel(st, ind, out, active)
             return
         t = st.target
@@ -89,23 +92,13 @@ class ForwardOverReverse(TangentSweep):
         ds = [self.namer.fresh(f"d{t.lstrip('_')}_d{a.lstrip('_')}") for _, _, a in act]
         dds = [self.namer.fresh(f"{d}_dot") for d in ds]
         self.partials[id(st)] = [(a, d, dd) for (_, _, a), d, dd in zip(act, ds, dds)]
-        targs = args + [self.dot(a) for _, _, a in act]
         kt = self.tangent_kernels.of(st.op.kernel, names)
-        value = t if not isinstance(st.op, KernelSum) else self.namer.fresh(f"{t}_values")
-        value_dot = self.dot(t) if not isinstance(st.op, KernelSum) else self.namer.fresh(f"{t}_values_dot")
-        if isinstance(st.op, RunKernel) and st.op.scalar:
-            kmod, ktmod = st.op.kernel.module(names), kt.module(names)
-            dual = self.bind(kmod.dual_entry, st.op.kernel.python_functions(names)[kmod.dual_entry])
-            tdual = self.bind(ktmod.dual_entry, kt.python_functions(names)[ktmod.dual_entry])
-            out.append(f"{ind}{t}, {', '.join(ds)} = {dual}({', '.join(args)})")
-            out.append(f"{ind}{self.dot(t)}, {', '.join(dds)} = {tdual}({', '.join(targs)})")
-            return
-        kn, ktn = self.ctx.kernel_name(st), self.tangent_kernel_name(st, names)
-        out.append(f"{ind}{value}, {tuple_text(ds)} = store_partials({kn}, {tuple_text(args)}, {names!r})")
-        out.append(f"{ind}{value_dot}, {tuple_text(dds)} = store_partials({ktn}, {tuple_text(targs)}, {names!r})")
-        if isinstance(st.op, KernelSum):
-            out.append(f"{ind}{t} = np.sum({value}) * {self.scale(st)}")
-            out.append(f"{ind}{self.dot(t)} = np.sum({value_dot}) * {self.scale(st)}")
+        kmod, ktmod = st.op.kernel.module(names), kt.module(names)
+        dual = self.bind(kmod.dual_entry, st.op.kernel.python_functions(names)[kmod.dual_entry])
+        tdual = self.bind(ktmod.dual_entry, kt.python_functions(names)[ktmod.dual_entry])
+        out.append(f"{ind}{t}, {', '.join(ds)} = {dual}({', '.join(args)})")
+        targs = args + [self.dot(a) for _, _, a in act]
+        out.append(f"{ind}{self.dot(t)}, {', '.join(dds)} = {tdual}({', '.join(targs)})")
 
     def scale(self, st: ArrayStmt) -> str:
         if st.op.reduction == "sum":
@@ -201,11 +194,7 @@ class ForwardOverReverse(TangentSweep):
     def reverse_stmt(self, st: ArrayStmt, ind: str, out: list, init: set) -> None:
         g, gd = self.bar(st.target), self.bar_dot(st.target)
         if is_kernel(st.op):
-            if isinstance(st.op, KernelSum):
-                g, gd = f"({g} * {self.scale(st)})", f"({gd} * {self.scale(st)})"
-            for a, d, dd in self.partials[id(st)]:
-                self.contribute(a, f"unbroadcast({d} * {g}, {a})", f"unbroadcast({dd} * {g} + {d} * {gd}, {a})",
-                                ind, out, init)
+            self.reverse_kernel(st, g, gd, ind, out, init)
             return
         rule = array_prims.of(st.op)
         kind = SECOND_ORDER.get(rule.name) if rule is not None else None
@@ -229,6 +218,31 @@ class ForwardOverReverse(TangentSweep):
                 swapped[other] = self.dot(st.args[other])
                 term_dot = f"{term_dot} + {rule.vjp(i, g, swapped, st.target, params)}"
             self.contribute(a, rule.vjp(i, g, args, st.target, params), term_dot, ind, out, init)
+
+    def reverse_kernel(self, st: ArrayStmt, g: str, gd: str, ind: str, out: list, init: set) -> None:
+        """A kernel's adjoint `g * dk/da` and its tangent: a scalar kernel multiplies its
+        kept partials; an array kernel runs its pullback seeded by g (`vjp`, or
+        `sum_grads` for a kernel summed) and one pass of its seeded tangent kernel
+        (tangent_kernels.py), whose partials are the tangents of the adjoints."""
+        if id(st) in self.partials:
+            for a, d, dd in self.partials[id(st)]:
+                self.contribute(a, f"{d} * {g}", f"{dd} * {g} + {d} * {gd}", ind, out, init)
+            return
+        act = self.ctx.kernel_active(st)
+        names = tuple(p for _, p, _ in act)
+        args = [text_of(a) for a in st.args]
+        kn, k2n = self.ctx.kernel_name(st), self.tangent_kernel_name(st, names, seeded=True)
+        firsts = [self.namer.fresh(f"_{a}_g") for _, _, a in act]
+        seconds = [self.namer.fresh(f"_{a}_g_dot") for _, _, a in act]
+        if isinstance(st.op, KernelSum):
+            g, gd = f"{g} * {self.scale(st)}", f"{gd} * {self.scale(st)}"
+            out.append(f"{ind}{tuple_text(firsts)} = sum_grads({kn}, {tuple_text(args)}, {names!r}, scale={g})")
+        else:
+            out.append(f"{ind}{tuple_text(firsts)} = vjp({kn}, {tuple_text(args)}, {names!r}, {g})")
+        seeded = tuple_text(args + [self.dot(a) for _, _, a in act] + [g, gd])
+        out.append(f"{ind}{tuple_text(seconds)} = sum_grads({k2n}, {seeded}, {names!r})")
+        for (_, _, a), first, second in zip(act, firsts, seconds):
+            self.contribute(a, f"unbroadcast({first}, {a})", f"unbroadcast({second}, {a})", ind, out, init)
 
     def _contributed(self, body) -> set:
         """Names defined outside `body` whose adjoints its reverse may add to."""

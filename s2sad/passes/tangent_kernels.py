@@ -10,9 +10,16 @@ For a kernel `k(p1, ..., pn)` and active params `a1..am`, the tangent kernel is
 
 made from k's scalar program and its dual (forward.make_dual), so its own partials
 w.r.t. p (the tangents held fixed) are k's second partials times the tangents: the
-tangent of `d k / d a` along the tangents. It is a plan of the kernel's own class (a
-runtime kernel's tangent kernel is launched as one), made once per (kernel, active) by
-`TangentKernels`, which the generation that uses it holds.
+tangent of `d k / d a` along the tangents. Its seeded form (`seeded=True`) takes two
+more params, the adjoint `g` of k's value and its tangent `g_dot`, and returns
+
+        g * (_d1 * t_a1 + ... + _dm * t_am) + g_dot * _v
+
+whose partial w.r.t. each p is the tangent of k's adjoint contribution `g * dk/dp`:
+forward over reverse through a kernel is one pass of this kernel's pullback. Each is
+a plan of the kernel's own class (a runtime kernel's tangent kernel is launched as
+one), made once per (kernel, active, seeded) by `TangentKernels`, which the generation
+that uses it holds.
 """
 from __future__ import annotations
 
@@ -24,8 +31,9 @@ from .forward import make_dual
 from .normalize import ScalarProgram
 
 
-def tangent_kernel(kernel, active: tuple[str, ...]):
-    """The tangent kernel of `kernel` for its `active` params (see the module docstring)."""
+def tangent_kernel(kernel, active: tuple[str, ...], seeded: bool = False):
+    """The tangent kernel of `kernel` for its `active` params, or its seeded form (see
+    the module docstring)."""
     prog = kernel.program
     if prog.state:
         raise ValueError("a kernel that writes state has no tangent kernel")   # callers refuse first
@@ -35,17 +43,21 @@ def tangent_kernel(kernel, active: tuple[str, ...]):
     tans = [fresh_name(f"t_{a}", taken) for a in active]
     value = fresh_name("_v", taken)
     parts = [fresh_name(f"_d_{a}", taken) for a in active]
-    name = fresh_name(f"{prog.entry}__tangent", taken)
-    params = ", ".join(list(prog.params) + tans)
+    name = fresh_name(f"{prog.entry}__{'seeded_' if seeded else ''}tangent", taken)
+    seeds = [fresh_name("g", taken), fresh_name("g_dot", taken)] if seeded else []
+    params = ", ".join(list(prog.params) + tans + seeds)
     total = " + ".join(f"{d} * {t}" for d, t in zip(parts, tans))
+    if seeded:
+        total = f"{seeds[0]} * ({total}) + {seeds[1]} * {value}"
     text = (f"def {name}({params}):\n"
             f"    {value}, {', '.join(parts)} = {dual_entry}({', '.join(prog.params)})\n"
             f"    return {total}\n")
     fn = gast_parse(text).body[0]
-    origins = {**prog.origins, name: f"the tangent of {prog.entry} along its active params' tangents"}
-    program = ScalarProgram({**functions, name: fn}, name, tuple(prog.params) + tuple(tans), origins,
-                            prog.custom_rules)
-    return type(kernel)(program, f"{kernel.name}__tangent")
+    what = "its adjoint's tangent, seeded by g and g_dot" if seeded else "the tangent"
+    origins = {**prog.origins, name: f"{what} of {prog.entry} along its active params' tangents"}
+    program = ScalarProgram({**functions, name: fn}, name, tuple(prog.params) + tuple(tans) + tuple(seeds),
+                            origins, prog.custom_rules)
+    return type(kernel)(program, f"{kernel.name}__{'seeded_' if seeded else ''}tangent")
 
 
 def _names(fn) -> set[str]:
@@ -56,13 +68,17 @@ class TangentKernels:
     """Tangent kernels made for one generation, once per (kernel, active)."""
 
     def __init__(self):
-        self._made: dict[tuple[int, tuple[str, ...]], object] = {}
+        self._made: dict[tuple[int, tuple[str, ...], bool], object] = {}
         self._keep: list = []     # the kernels keyed by id, kept alive with their tangents
 
-    def of(self, kernel, active: tuple[str, ...]):
-        key = (id(kernel), active)
+    def of(self, kernel, active: tuple[str, ...], seeded: bool = False):
+        key = (id(kernel), active, seeded)
         got = self._made.get(key)
         if got is None:
-            got = self._made[key] = tangent_kernel(kernel, active)
+            got = self._made[key] = tangent_kernel(kernel, active, seeded)
             self._keep.append(kernel)
         return got
+
+    def made(self) -> list:
+        """The tangent kernels made, in order (their sources follow the program's)."""
+        return list(self._made.values())

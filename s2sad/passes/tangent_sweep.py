@@ -4,16 +4,15 @@
         # <the user's line>
         h = matmul(x, w)
         h_dot = matmul(x_dot, w) + matmul(x, w_dot)
-        a = apply(loss__k, (h, b))
-        a_dot = apply(loss__k__tangent, (h, b, h_dot, b_dot))
+        a, a_dot = jvp(loss__k, (h, b), ('h', 'b'), (h_dot, b_dot))
         ...
         return a, a_dot
 
 Every statement gives its value line and, where its target depends on the
 differentiated arguments (adjoint_analysis.active_names: the same activity as the
-adjoint), its tangent line `x_dot`: elementwise kernels through their tangent kernel
-(passes/tangent_kernels.py, made from the kernel's dual: the one rules table), scalar
-kernels through their dual's partials, array primitives through their entry's `jvp`
+adjoint), its tangent line `x_dot`: elementwise kernels in one pass of the runtime's `jvp` (their
+dual: the one rules table), a kernel summed by the sum of its tangent kernel
+(passes/tangent_kernels.py), scalar kernels through their dual's partials, array primitives through their entry's `jvp`
 text (the output's tangent is the sum over its active operands). A primitive whose
 entry has no `jvp` (a `defvjp` rule) is refused, located at the user's line.
 Loops carry each active phi's tangent beside it; `if`s join the tangents of both
@@ -69,8 +68,8 @@ class TangentSweep:
         self.ns[nm] = value
         return nm
 
-    def tangent_kernel_name(self, st: ArrayStmt, active: tuple[str, ...]) -> str:
-        kt = self.tangent_kernels.of(st.op.kernel, active)
+    def tangent_kernel_name(self, st: ArrayStmt, active: tuple[str, ...], seeded: bool = False) -> str:
+        kt = self.tangent_kernels.of(st.op.kernel, active, seeded)
         key = id(kt)
         got = self.ctx.kernel_names.get(key)
         if got is None:
@@ -146,7 +145,7 @@ class TangentSweep:
     def kernel(self, st: ArrayStmt, ind: str, out: list, active: bool) -> None:
         """A kernel's value, and its tangent: the tangent kernel over the inputs and the
         active inputs' tangents (a scalar kernel: its dual's partials times them)."""
-        t, k = st.target, st.op.kernel
+        t = st.target
         args = [text_of(a) for a in st.args]
         kn = self.ctx.kernel_name(st)
         act = self.ctx.kernel_active(st) if active else []
@@ -156,18 +155,19 @@ class TangentSweep:
         if isinstance(st.op, RunKernel) and st.op.scalar:
             self.scalar_kernel(st, ind, out, act)
             return
+        names = tuple(p for _, p, _ in act)
+        if scale is None and act:     # value and tangent in one pass
+            out.append(f"{ind}{t}, {self.dot(t)} = jvp({kn}, {tuple_text(args)}, {names!r}, "
+                       f"{tuple_text([self.dot(a) for _, _, a in act])})")
+            return
         if scale is None:
             out.append(f"{ind}{t} = apply({kn}, {tuple_text(args)})")
-        else:
-            out.append(f"{ind}{t} = sum_dual({kn}, {tuple_text(args)}, active=(), scale={scale})[0]")
-        if not act:
             return
-        ktn = self.tangent_kernel_name(st, tuple(p for _, p, _ in act))
-        targs = tuple_text(args + [self.dot(a) for _, _, a in act])
-        if scale is None:
-            out.append(f"{ind}{self.dot(t)} = apply({ktn}, {targs})")
-        else:
-            out.append(f"{ind}{self.dot(t)} = sum_dual({ktn}, {targs}, active=(), scale={scale})[0]")
+        out.append(f"{ind}{t} = sum_dual({kn}, {tuple_text(args)}, active=(), scale={scale})[0]")
+        if act:   # the sum of the tangent kernel's values
+            targs = tuple_text(args + [self.dot(a) for _, _, a in act])
+            out.append(f"{ind}{self.dot(t)} = sum_dual({self.tangent_kernel_name(st, names)}, {targs}, active=(), "
+                       f"scale={scale})[0]")
 
     def scalar_kernel(self, st: ArrayStmt, ind: str, out: list, act: list) -> None:
         t, k = st.target, st.op.kernel
