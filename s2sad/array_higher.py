@@ -21,7 +21,7 @@ from . import marks
 from .arguments import as_result, as_value, check_args, converted, dtype_of
 from .errors import NonScalarLossError, S2SADError, ShapeError
 from .frontend import location_of
-from .passes.array_jvp import array_hvp
+from .passes.array_jvp import array_hvp, tangent_plans
 from .plans import compiled, is_array
 from .targets import bind
 
@@ -84,3 +84,15 @@ def _tangent(c, tangents, primals, i: int):
 def _shaped(grads, primals, grad_argnums, many: bool):
     out = tuple(as_result(g, primals[i]) for g, i in zip(grads, grad_argnums))
     return out if many else out[0]
+
+
+def hvp_source(fun, grad_argnums: tuple[int, ...], argnums: tuple[int, ...] | None = None) -> str:
+    """The source of what `jvp(grad(fun, grad_argnums), primals, tangents)` runs for an
+    array program, with tangents along `argnums` (default: the differentiated arguments):
+    the forward-over-reverse program, then its kernels."""
+    c = compiled(fun)
+    if not is_array(c):
+        raise S2SADError(f"{getattr(fun, '__name__', fun)} is not planned as an array program",
+                         hint="hvp_source shows the forward-over-reverse program of array programs only.")
+    argnums = tuple(sorted(set(argnums if argnums is not None else grad_argnums) | set(grad_argnums)))
+    return tangent_plans(c).hvp_source(argnums, tuple(grad_argnums))

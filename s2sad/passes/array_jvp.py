@@ -55,6 +55,12 @@ class TangentPlans:
             got = self._sweeps[key] = (sweep.generate(), sweep)
         return got
 
+    def hvp_source(self, argnums: tuple[int, ...], grad_argnums: tuple[int, ...]) -> str:
+        """The forward-over-reverse program and the kernels it calls."""
+        text, sweep = self.hvp_sweep(argnums, grad_argnums)
+        kernels = sweep.kernels_text()
+        return text + ("\n\n" + kernels if kernels else "")
+
     def hvp_implementation(self, argnums: tuple[int, ...], grad_argnums: tuple[int, ...], backend: str):
         return self._compiled(("hvp", argnums, grad_argnums), backend,
                               lambda: self.hvp_sweep(argnums, grad_argnums), "hvp")

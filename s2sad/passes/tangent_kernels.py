@@ -53,8 +53,9 @@ def tangent_kernel(kernel, active: tuple[str, ...], seeded: bool = False):
             f"    {value}, {', '.join(parts)} = {dual_entry}({', '.join(prog.params)})\n"
             f"    return {total}\n")
     fn = gast_parse(text).body[0]
-    what = "its adjoint's tangent, seeded by g and g_dot" if seeded else "the tangent"
-    origins = {**prog.origins, name: f"{what} of {prog.entry} along its active params' tangents"}
+    what = (f"the tangent of {prog.entry}'s adjoint g * d{prog.entry}/dp (its params' tangents, g and g_dot "
+            f"given)" if seeded else f"the tangent of {prog.entry} along its active params' tangents")
+    origins = {**prog.origins, name: what}
     program = ScalarProgram({**functions, name: fn}, name, tuple(prog.params) + tuple(tans) + tuple(seeds),
                             origins, prog.custom_rules)
     return type(kernel)(program, f"{kernel.name}__{'seeded_' if seeded else ''}tangent")

@@ -31,7 +31,7 @@ from ..frontend import location_of, shown_location as _short, source_line as _li
 from ..kernel_text import unparse
 from .adjoint_context import AdjointContext
 from .adjoint_text import param_texts, text_of, tuple_text
-from .arrayir import ArrayProgram, ArrayStmt, Const, ForStmt, IfStmt, KernelSum, Py, RunKernel, is_kernel
+from .arrayir import ArrayProgram, ArrayStmt, Const, ForStmt, IfStmt, KernelSum, Py, RunKernel, is_kernel, walk_stmts
 from .tangent_kernels import TangentKernels
 
 
@@ -91,6 +91,18 @@ class TangentSweep:
                 + f"\n    return {text_of(res)}, {self.dot_text(res)}\n")
         ast.parse(text)   # the generated code is Python (a failure here is a bug of s2sad)
         return text
+
+    def kernels_text(self) -> str:
+        """The source of each kernel the program calls: the program's own, then each
+        tangent kernel made from them (its scalar functions, the dual it calls included)."""
+        seen, parts = set(), []
+        for st in walk_stmts(self.p.body):
+            if isinstance(st, ArrayStmt) and is_kernel(st.op) and id(st.op.kernel) not in seen:
+                seen.add(id(st.op.kernel))
+                parts.append(f"# Kernel {st.op.kernel.name}.\n" + st.op.kernel.module(()).source())
+        for kt in self.tangent_kernels.made():
+            parts.append(f"# Kernel {kt.name} ({kt.program.origins[kt.program.entry]}).\n" + kt.module(()).source())
+        return "\n\n".join(parts)
 
     def namespace(self, helpers: dict, runtime_names: dict) -> dict:
         ns = dict(helpers)
