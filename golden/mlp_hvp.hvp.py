@@ -18,13 +18,14 @@ def mlp_tanh_loss__hvp(W1, b1, W2, X, y, W1_dot, b1_dot, W2_dot):
     out_bar = unbroadcast(_out_g, out)
     out_bar_dot = unbroadcast(_out_g_dot, out)
     # Grad of: out = h @ W2    [golden/examples.py:181:5]
-    h_bar = matmul_lhs_bar(out_bar, h, W2)
-    h_bar_dot = matmul_lhs_bar(out_bar_dot, h, W2) + matmul_lhs_bar(out_bar, h, W2_dot)
+    # h_bar and its tangent only seed the pullback of h's kernel: outer products stay factors
+    h_bar = matmul_factors(0, out_bar, h, W2)
+    h_bar_dot = (matmul_factors(0, out_bar_dot, h, W2), matmul_factors(0, out_bar, h, W2_dot))
     W2_bar = matmul_rhs_bar(out_bar, h, W2)
     W2_bar_dot = matmul_rhs_bar(out_bar_dot, h, W2) + matmul_rhs_bar(out_bar, h_dot, W2)
     # Grad of: h = np.tanh(X @ W1 + b1)    [golden/examples.py:180:5]
     (__1_g, _b1_g) = vjp(mlp_tanh_loss__h, (_1, b1), ('_1', 'b1'), h_bar)
-    (__1_g_dot, _b1_g_dot) = sum_grads(mlp_tanh_loss__h__seeded_tangent, (_1, b1, _1_dot, b1_dot, h_bar, h_bar_dot), ('_1', 'b1'))
+    (__1_g_dot, _b1_g_dot) = sum_grads(mlp_tanh_loss__h__seeded_tangent, (_1, b1, _1_dot, b1_dot, *seed_factors(h_bar), *seed_factors(h_bar_dot[0]), *seed_factors(h_bar_dot[1])), ('_1', 'b1'))
     _1_bar = unbroadcast(__1_g, _1)
     _1_bar_dot = unbroadcast(__1_g_dot, _1)
     b1_bar = unbroadcast(_b1_g, b1)
@@ -89,6 +90,6 @@ def mlp_tanh_loss__h__dual(_1, b1):
 
 
 # the tangent of mlp_tanh_loss__h's adjoint g * dmlp_tanh_loss__h/dp (its params' tangents, g and g_dot given)
-def mlp_tanh_loss__h__seeded_tangent(_1, b1, t__1, t_b1, g, g_dot):
+def mlp_tanh_loss__h__seeded_tangent(_1, b1, t__1, t_b1, g_l, g_r, g_dot0_l, g_dot0_r, g_dot1_l, g_dot1_r):
     _v, _d__1, _d_b1 = mlp_tanh_loss__h__dual(_1, b1)
-    return g * (_d__1 * t__1 + _d_b1 * t_b1) + g_dot * _v
+    return g_l * g_r * (_d__1 * t__1 + _d_b1 * t_b1) + (g_dot0_l * g_dot0_r + g_dot1_l * g_dot1_r) * _v

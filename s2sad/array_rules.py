@@ -145,6 +145,14 @@ def matmul_factors(i, g, a, b):
     return matmul_lhs_bar(g, a, b) if i == 0 else matmul_rhs_bar(g, a, b)
 
 
+def seed_factors(s):
+    """An adjoint given to a kernel's pullback as two factors: a SeedProduct's own, an
+    array's (the array, 1.0)."""
+    if isinstance(s, SeedProduct):
+        return s.left, s.right
+    return s, 1.0
+
+
 def matmul_lhs_bar(g, a, b):
     a, b, g = np.asarray(a), np.asarray(b), np.asarray(g)
     pair = _rank1(0, g, a, b)
@@ -293,4 +301,5 @@ HELPERS = {
     "dot_factors": dot_factors, "dot_lhs_bar": dot_lhs_bar,
     "dot_rhs_bar": dot_rhs_bar, "repeat_bar": repeat_bar, "tile_bar": tile_bar,
     "concatenate_bar": concatenate_bar, "index_bar": index_bar, "r_bar": r_bar, "c_bar": c_bar,
+    "seed_factors": seed_factors,
 }

@@ -52,6 +52,12 @@ def mlp_leaky(W1, b1, W2, X, y):
     return np.mean((out - y) ** 2)
 
 
+def mlp_vector_out(W1, b1, w2, X, y):
+    """One output as a vector: `h @ w2` (the adjoint of h an outer product, kept as factors)."""
+    h = np.sin(X @ W1 + b1) * 0.5
+    return np.sum((h @ w2 - y) ** 2)
+
+
 def reductions(x, w):
     z = x @ w
     return np.max(z) + np.mean(np.sin(z)) + np.sum(np.min(z * z, axis=1)) + np.sum(np.max(z, axis=0) ** 2)
@@ -97,6 +103,10 @@ PROGRAMS = [
                 RNG.normal(size=(n, d)), RNG.normal(size=(n, 1))], (0, 1, 2)),
     (mlp_leaky, [RNG.normal(size=(d, hdim)), RNG.normal(size=hdim), RNG.normal(size=(hdim, 1)),
                  RNG.normal(size=(n, d)), RNG.normal(size=(n, 1))], (0, 1, 2)),
+    (mlp_tanh, [RNG.normal(size=(d, hdim)), RNG.normal(size=hdim), RNG.normal(size=(hdim, 3)),
+                RNG.normal(size=(n, d)), RNG.normal(size=(n, 3))], (0, 1, 2)),
+    (mlp_vector_out, [RNG.normal(size=(d, hdim)), RNG.normal(size=hdim), RNG.normal(size=hdim),
+                      RNG.normal(size=(n, d)), RNG.normal(size=n)], (0, 1, 2)),
     (reductions, [RNG.normal(size=(4, 3)), RNG.normal(size=(3, 5))], (0, 1)),
     (indexing, [RNG.normal(size=(3, 4))], 0),
     (joins, [RNG.normal(size=3), RNG.normal(size=3)], (0, 1)),
@@ -106,7 +116,7 @@ PROGRAMS = [
 ]
 
 
-@pytest.mark.parametrize("fn,args,argnums", PROGRAMS, ids=[p[0].__name__ for p in PROGRAMS])
+@pytest.mark.parametrize("fn,args,argnums", PROGRAMS, ids=[f"{p[0].__name__}-{k}" for k, p in enumerate(PROGRAMS)])
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_hvp_matches_finite_differences_of_the_gradient(fn, args, argnums, backend):
     rng = np.random.default_rng(7)

@@ -75,6 +75,10 @@ class ForwardOverReverse(TangentSweep):
         self.tapes: dict[int, tuple[str, _Tape, _Tape, set]] = {}   # id(loop) -> (tape, init, push, defined)
         self.bars: dict[str, str] = {}
         self.init: set[str] = set()
+        # kernel outputs whose adjoint only seeds their kernel's pullback, given by a
+        # matmul as factors (SeedProduct or array) and the adjoint's tangent as a tuple
+        # of such terms: name -> how many terms
+        self.factored: dict[str, int] = {}
 
     # -------------------------------------------------------------- forward sweep
 
@@ -211,13 +215,40 @@ class ForwardOverReverse(TangentSweep):
         for i, a in enumerate(st.args):
             if not self.is_active(a):
                 continue
-            term_dot = rule.vjp(i, gd, args, st.target, params)
             other = 1 - i
+            swapped = None
             if kind == "bilinear" and self.is_active(st.args[other]):
                 swapped = list(args)
                 swapped[other] = self.dot(st.args[other])
+            if rule.factors is not None and self.seeds_kernel_only(a, st, init):
+                self.contribute_factors(a, i, rule, g, gd, args, swapped, st, ind, out, init)
+                continue
+            term_dot = rule.vjp(i, gd, args, st.target, params)
+            if swapped is not None:
                 term_dot = f"{term_dot} + {rule.vjp(i, g, swapped, st.target, params)}"
             self.contribute(a, rule.vjp(i, g, args, st.target, params), term_dot, ind, out, init)
+
+    def seeds_kernel_only(self, name: str, st: ArrayStmt, init: set) -> bool:
+        """Is `name` read by `st` alone (once), made by an array kernel, and not the
+        result? Then its adjoint only seeds that kernel's pullback and the pass of its
+        seeded tangent kernel, which take it as factors (an outer product not formed)."""
+        made = self.ctx.index.made_by.get(name)
+        return (name != self.p.result and name not in init and st.args.count(name) == 1
+                and self.ctx.index.readers.get(name) == 1 and made is not None
+                and isinstance(made.op, RunKernel) and not made.op.scalar)
+
+    def contribute_factors(self, a: str, i: int, rule, g: str, gd: str, args: list, swapped, st: ArrayStmt,
+                           ind: str, out: list, init: set) -> None:
+        params = param_texts(st)
+        terms = [rule.factors(i, gd, args, st.target, params)]
+        if swapped is not None:
+            terms.append(rule.factors(i, g, swapped, st.target, params))
+        out.append(f"{ind}# {self.bar(a)} and its tangent only seed the pullback of {a}'s kernel: outer "
+                   f"products stay factors")
+        out.append(f"{ind}{self.bar(a)} = {rule.factors(i, g, args, st.target, params)}")
+        out.append(f"{ind}{self.bar_dot(a)} = {tuple_text(terms)}")
+        init.add(a)
+        self.factored[a] = len(terms)
 
     def reverse_kernel(self, st: ArrayStmt, g: str, gd: str, ind: str, out: list, init: set) -> None:
         """A kernel's adjoint `g * dk/da` and its tangent: a scalar kernel multiplies its
@@ -231,7 +262,8 @@ class ForwardOverReverse(TangentSweep):
         act = self.ctx.kernel_active(st)
         names = tuple(p for _, p, _ in act)
         args = [text_of(a) for a in st.args]
-        kn, k2n = self.ctx.kernel_name(st), self.tangent_kernel_name(st, names, seeded=True)
+        kn = self.ctx.kernel_name(st)
+        k2n = None if st.target in self.factored else self.tangent_kernel_name(st, names, seeded=True)
         firsts = [self.namer.fresh(f"_{a}_g") for _, _, a in act]
         seconds = [self.namer.fresh(f"_{a}_g_dot") for _, _, a in act]
         if isinstance(st.op, KernelSum):
@@ -239,8 +271,15 @@ class ForwardOverReverse(TangentSweep):
             out.append(f"{ind}{tuple_text(firsts)} = sum_grads({kn}, {tuple_text(args)}, {names!r}, scale={g})")
         else:
             out.append(f"{ind}{tuple_text(firsts)} = vjp({kn}, {tuple_text(args)}, {names!r}, {g})")
-        seeded = tuple_text(args + [self.dot(a) for _, _, a in act] + [g, gd])
-        out.append(f"{ind}{tuple_text(seconds)} = sum_grads({k2n}, {seeded}, {names!r})")
+        terms = self.factored.get(st.target)
+        if terms is not None:     # the seeds as factors (seed_factors: a SeedProduct's, or (array, 1.0))
+            kfn = self.tangent_kernel_name(st, names, seeded=terms)
+            seeds = [f"*seed_factors({g})"] + [f"*seed_factors({gd}[{k}])" for k in range(terms)]
+            seeded = tuple_text(args + [self.dot(a) for _, _, a in act] + seeds)
+            out.append(f"{ind}{tuple_text(seconds)} = sum_grads({kfn}, {seeded}, {names!r})")
+        else:
+            seeded = tuple_text(args + [self.dot(a) for _, _, a in act] + [g, gd])
+            out.append(f"{ind}{tuple_text(seconds)} = sum_grads({k2n}, {seeded}, {names!r})")
         for (_, _, a), first, second in zip(act, firsts, seconds):
             self.contribute(a, f"unbroadcast({first}, {a})", f"unbroadcast({second}, {a})", ind, out, init)
 

@@ -31,9 +31,10 @@ from .forward import make_dual
 from .normalize import ScalarProgram
 
 
-def tangent_kernel(kernel, active: tuple[str, ...], seeded: bool = False):
+def tangent_kernel(kernel, active: tuple[str, ...], seeded: bool | int = False):
     """The tangent kernel of `kernel` for its `active` params, or its seeded form (see
-    the module docstring)."""
+    the module docstring); `seeded` an int k: g given as two factors and g_dot as k
+    products of two factors (an adjoint a matmul gives as an outer product, never formed)."""
     prog = kernel.program
     if prog.state:
         raise ValueError("a kernel that writes state has no tangent kernel")   # callers refuse first
@@ -43,22 +44,38 @@ def tangent_kernel(kernel, active: tuple[str, ...], seeded: bool = False):
     tans = [fresh_name(f"t_{a}", taken) for a in active]
     value = fresh_name("_v", taken)
     parts = [fresh_name(f"_d_{a}", taken) for a in active]
-    name = fresh_name(f"{prog.entry}__{'seeded_' if seeded else ''}tangent", taken)
-    seeds = [fresh_name("g", taken), fresh_name("g_dot", taken)] if seeded else []
-    params = ", ".join(list(prog.params) + tans + seeds)
+    name = fresh_name(f"{prog.entry}__{'seeded_' if seeded is not False else ''}tangent", taken)
     total = " + ".join(f"{d} * {t}" for d, t in zip(parts, tans))
-    if seeded:
-        total = f"{seeds[0]} * ({total}) + {seeds[1]} * {value}"
+    seeds, g, g_dot = _seeds(seeded, taken)
+    params = ", ".join(list(prog.params) + tans + seeds)
+    if seeded is not False:
+        total = f"{g} * ({total}) + {g_dot} * {value}"
     text = (f"def {name}({params}):\n"
             f"    {value}, {', '.join(parts)} = {dual_entry}({', '.join(prog.params)})\n"
             f"    return {total}\n")
     fn = gast_parse(text).body[0]
     what = (f"the tangent of {prog.entry}'s adjoint g * d{prog.entry}/dp (its params' tangents, g and g_dot "
-            f"given)" if seeded else f"the tangent of {prog.entry} along its active params' tangents")
+            f"given)" if seeded is not False else f"the tangent of {prog.entry} along its active params' tangents")
     origins = {**prog.origins, name: what}
     program = ScalarProgram({**functions, name: fn}, name, tuple(prog.params) + tuple(tans) + tuple(seeds),
                             origins, prog.custom_rules)
-    return type(kernel)(program, f"{kernel.name}__{'seeded_' if seeded else ''}tangent")
+    return type(kernel)(program, f"{kernel.name}__{'seeded_' if seeded is not False else ''}tangent")
+
+
+def _seeds(seeded: bool | int, taken: set) -> tuple[list[str], str, str]:
+    """The seed params and the texts of g and g_dot over them."""
+    if seeded is False:
+        return [], "", ""
+    if seeded is True:
+        seeds = [fresh_name("g", taken), fresh_name("g_dot", taken)]
+        return seeds, seeds[0], seeds[1]
+    seeds = [fresh_name(f"g_{side}", taken) for side in "lr"]
+    terms = []
+    for k in range(seeded):
+        pair = [fresh_name(f"g_dot{k}_{side}", taken) for side in "lr"]
+        seeds += pair
+        terms.append(f"{pair[0]} * {pair[1]}")
+    return seeds, f"({seeds[0]} * {seeds[1]})", f"({' + '.join(terms)})"
 
 
 def _names(fn) -> set[str]:
@@ -69,11 +86,11 @@ class TangentKernels:
     """Tangent kernels made for one generation, once per (kernel, active)."""
 
     def __init__(self):
-        self._made: dict[tuple[int, tuple[str, ...], bool], object] = {}
+        self._made: dict[tuple, object] = {}
         self._keep: list = []     # the kernels keyed by id, kept alive with their tangents
 
-    def of(self, kernel, active: tuple[str, ...], seeded: bool = False):
-        key = (id(kernel), active, seeded)
+    def of(self, kernel, active: tuple[str, ...], seeded: bool | int = False):
+        key = (id(kernel), active, repr(seeded))     # (True == 1: told apart)
         got = self._made.get(key)
         if got is None:
             got = self._made[key] = tangent_kernel(kernel, active, seeded)
