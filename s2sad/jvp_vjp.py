@@ -106,8 +106,10 @@ def _array_per_primal(primals, float_nums, grads) -> tuple:
 
 
 def _array_jvp(c, primals, tangents, argnums, backend):
-    """jvp of an array program, any result shape: its tangent program (passes/array_jvp.py)."""
+    """jvp of an array program, any result shape: its tangent program (passes/array_jvp.py).
+    An argument whose tangent is exactly zero is not carried (it contributes nothing)."""
     tans = []
+    argnums = tuple(i for i in argnums if np.shape(tangents[i]) != np.shape(primals[i]) or np.any(tangents[i]))
     for i in argnums:
         t, p = tangents[i], primals[i]
         if np.shape(t) != np.shape(p):

@@ -21,15 +21,18 @@ BACKENDS = ("python", "llvm")
 
 
 def _directional_fd(fn, args, tans, h=1e-6):
-    wide = [a.astype(np.float64) for a in args]
-    plus = fn(*[a + h * t for a, t in zip(wide, tans)])
-    minus = fn(*[a - h * t for a, t in zip(wide, tans)])
+    wide = [a.astype(np.float64) if np.asarray(a).dtype.kind == "f" else a for a in args]
+    moved = [np.asarray(a).dtype.kind == "f" for a in wide]
+    plus = fn(*[a + h * t if m else a for a, t, m in zip(wide, tans, moved)])
+    minus = fn(*[a - h * t if m else a for a, t, m in zip(wide, tans, moved)])
     return (np.asarray(plus) - np.asarray(minus)) / (2 * h)
 
 
 def _tangents(args, seed=7):
+    """A random tangent per float argument (zero for an int one: it gets none)."""
     rng = np.random.default_rng(seed)
-    return [rng.uniform(-1.0, 1.0, np.shape(a)).astype(a.dtype) for a in args]
+    return [rng.uniform(-1.0, 1.0, np.shape(a)).astype(a.dtype) if np.asarray(a).dtype.kind == "f"
+            else np.zeros(np.shape(a)) for a in args]
 
 
 def test_every_entry_but_the_users_has_a_jvp():
@@ -173,3 +176,14 @@ def test_nan_flows_through_without_an_exception():
     x = np.array([1.0, np.nan, 2.0])
     value, dot = s2sad.jvp(lambda x: np.sum(x) * x, (x,), (np.ones(3),))
     assert np.isnan(value).all() and np.isnan(dot).all()
+
+
+def test_zero_tangents_give_zeros_of_the_results_shape_and_dtype():
+    w, b, x = (a.astype(np.float32) for a in PROGRAMS[0][1])
+    value, dot = s2sad.jvp(layer, (w, b, x), (np.zeros_like(w), np.zeros_like(b), np.zeros_like(x)))
+    assert dot.shape == value.shape and dot.dtype == np.float32 and not np.any(dot)
+    # a zero tangent beside a nonzero one: the same as carrying it
+    tw = _tangents((w,))[0]
+    _, one = s2sad.jvp(layer, (w, b, x), (tw, np.zeros_like(b), np.zeros_like(x)))
+    _, want = s2sad.jvp(lambda w: layer(w, b, x), (w,), (tw,))
+    np.testing.assert_allclose(one, want, rtol=1e-6)
