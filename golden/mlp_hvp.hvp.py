@@ -13,8 +13,7 @@ def mlp_tanh_loss__hvp(W1, b1, W2, X, y, W1_dot, b1_dot, W2_dot):
     # reverse sweep, each adjoint with its tangent
     loss_bar, loss_bar_dot = 1.0, 0.0
     # Grad of: return np.mean((out - y) ** 2)    [golden/examples.py:182:5]
-    (_out_g,) = sum_grads(mlp_tanh_loss__loss, (out, y), ('out',), scale=loss_bar * (1.0 / broadcast_size(out, y)))
-    (_out_g_dot,) = sum_grads(mlp_tanh_loss__loss__seeded_tangent, (out, y, out_dot, loss_bar * (1.0 / broadcast_size(out, y)), loss_bar_dot * (1.0 / broadcast_size(out, y))), ('out',))
+    (_out_g_dot, _out_g) = sum_grads(mlp_tanh_loss__loss__seeded_tangent, (out, y, out_dot, loss_bar * (1.0 / broadcast_size(out, y)), loss_bar_dot * (1.0 / broadcast_size(out, y)), out), ('out', 'q_out'))
     out_bar = unbroadcast(_out_g, out)
     out_bar_dot = unbroadcast(_out_g_dot, out)
     # Grad of: out = h @ W2    [golden/examples.py:181:5]
@@ -24,8 +23,7 @@ def mlp_tanh_loss__hvp(W1, b1, W2, X, y, W1_dot, b1_dot, W2_dot):
     W2_bar = matmul_rhs_bar(out_bar, h, W2)
     W2_bar_dot = matmul_rhs_bar(out_bar_dot, h, W2) + matmul_rhs_bar(out_bar, h_dot, W2)
     # Grad of: h = np.tanh(X @ W1 + b1)    [golden/examples.py:180:5]
-    (__1_g, _b1_g) = vjp(mlp_tanh_loss__h, (_1, b1), ('_1', 'b1'), h_bar)
-    (__1_g_dot, _b1_g_dot) = sum_grads(mlp_tanh_loss__h__seeded_tangent, (_1, b1, _1_dot, b1_dot, *seed_factors(h_bar), *seed_factors(h_bar_dot[0]), *seed_factors(h_bar_dot[1])), ('_1', 'b1'))
+    (__1_g_dot, _b1_g_dot, __1_g, _b1_g) = sum_grads(mlp_tanh_loss__h__seeded_tangent, (_1, b1, _1_dot, b1_dot, *seed_factors(h_bar), *seed_factors(h_bar_dot[0]), *seed_factors(h_bar_dot[1]), _1, b1), ('_1', 'b1', 'q__1', 'q_b1'))
     _1_bar = unbroadcast(__1_g, _1)
     _1_bar_dot = unbroadcast(__1_g_dot, _1)
     b1_bar = unbroadcast(_b1_g, b1)
@@ -72,9 +70,10 @@ def mlp_tanh_loss__loss__dual_out(out, y):
 
 
 # the tangent of mlp_tanh_loss__loss's adjoint g * dmlp_tanh_loss__loss/dp (its params' tangents, g and g_dot given)
-def mlp_tanh_loss__loss__seeded_tangent(out, y, t_out, g, g_dot):
+def mlp_tanh_loss__loss__seeded_tangent(out, y, t_out, g, g_dot, q_out):
     _v, _d_out = mlp_tanh_loss__loss__dual_out(out, y)
-    return g * (_d_out * t_out) + g_dot * _v
+    _w = mlp_tanh_loss__loss(q_out, y)
+    return g * (_d_out * t_out) + g_dot * _v + g * _w
 
 
 # Kernel mlp_tanh_loss__h__seeded_tangent (the tangent of mlp_tanh_loss__h's adjoint g * dmlp_tanh_loss__h/dp (its params' tangents, g and g_dot given)).
@@ -90,6 +89,7 @@ def mlp_tanh_loss__h__dual(_1, b1):
 
 
 # the tangent of mlp_tanh_loss__h's adjoint g * dmlp_tanh_loss__h/dp (its params' tangents, g and g_dot given)
-def mlp_tanh_loss__h__seeded_tangent(_1, b1, t__1, t_b1, g_l, g_r, g_dot0_l, g_dot0_r, g_dot1_l, g_dot1_r):
+def mlp_tanh_loss__h__seeded_tangent(_1, b1, t__1, t_b1, g_l, g_r, g_dot0_l, g_dot0_r, g_dot1_l, g_dot1_r, q__1, q_b1):
     _v, _d__1, _d_b1 = mlp_tanh_loss__h__dual(_1, b1)
-    return g_l * g_r * (_d__1 * t__1 + _d_b1 * t_b1) + (g_dot0_l * g_dot0_r + g_dot1_l * g_dot1_r) * _v
+    _w = mlp_tanh_loss__h(q__1, q_b1)
+    return g_l * g_r * (_d__1 * t__1 + _d_b1 * t_b1) + (g_dot0_l * g_dot0_r + g_dot1_l * g_dot1_r) * _v + g_l * g_r * _w

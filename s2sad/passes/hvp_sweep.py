@@ -10,12 +10,14 @@ Python source that runs.
         return (loss, loss_dot), (w_bar, x_bar), (w_bar_dot, x_bar_dot)
 
 The adjoint s2sad writes (reverse_sweep.py) is differentiated term by term:
-- a kernel's adjoint `g * dk/da` (its pullback `vjp`, or `sum_grads` where it is
-  summed) has the tangent `g * d(k_dot)/da + g_dot * dk/da`: the partials of its
-  seeded tangent kernel `g * k_dot + g_dot * k` (tangent_kernels.py: from the kernel's
-  dual, so from the one rules table), one `sum_grads` pass over the inputs, their
-  tangents and the two seeds (a bias row's sum inside it). A kernel on known scalars
-  keeps its partials and their tangents from its duals (plain Python) instead;
+- a kernel's adjoint `g * dk/da` has the tangent `g * d(k_dot)/da + g_dot * dk/da`:
+  both come from one `sum_grads` pass of its seeded tangent kernel
+  `g * k_dot + g_dot * k + g * k(a -> q_a)` (tangent_kernels.py: from the kernel's
+  dual, so from the one rules table) over the inputs, their tangents, the two seeds and
+  the active inputs again as the copies q_a: its partials w.r.t. the inputs are the
+  tangents, w.r.t. the copies the adjoints (a bias row's sums inside the pass). A
+  kernel on known scalars keeps its partials and their tangents from its duals (plain
+  Python) instead;
 - a primitive's adjoint is its entry's VJP text, linear in the seed `g`: its tangent is
   the same text with `g_dot`, plus, where the VJP reads the operands' values (not only
   their shapes), the term `SECOND_ORDER` gives: the other factor's tangent for the
@@ -252,9 +254,9 @@ class ForwardOverReverse(TangentSweep):
 
     def reverse_kernel(self, st: ArrayStmt, g: str, gd: str, ind: str, out: list, init: set) -> None:
         """A kernel's adjoint `g * dk/da` and its tangent: a scalar kernel multiplies its
-        kept partials; an array kernel runs its pullback seeded by g (`vjp`, or
-        `sum_grads` for a kernel summed) and one pass of its seeded tangent kernel
-        (tangent_kernels.py), whose partials are the tangents of the adjoints."""
+        kept partials; an array kernel runs one pass of its seeded tangent kernel's
+        pullback (tangent_kernels.py, `sum_grads`): its partials w.r.t. the active inputs
+        are the adjoints' tangents, w.r.t. their copies (the same arrays) the adjoints."""
         if id(st) in self.partials:
             for a, d, dd in self.partials[id(st)]:
                 self.contribute(a, f"{d} * {g}", f"{dd} * {g} + {d} * {gd}", ind, out, init)
@@ -262,24 +264,22 @@ class ForwardOverReverse(TangentSweep):
         act = self.ctx.kernel_active(st)
         names = tuple(p for _, p, _ in act)
         args = [text_of(a) for a in st.args]
-        kn = self.ctx.kernel_name(st)
-        k2n = None if st.target in self.factored else self.tangent_kernel_name(st, names, seeded=True)
+        actives = [text_of(a) for _, _, a in act]
         firsts = [self.namer.fresh(f"_{a}_g") for _, _, a in act]
         seconds = [self.namer.fresh(f"_{a}_g_dot") for _, _, a in act]
         if isinstance(st.op, KernelSum):
             g, gd = f"{g} * {self.scale(st)}", f"{gd} * {self.scale(st)}"
-            out.append(f"{ind}{tuple_text(firsts)} = sum_grads({kn}, {tuple_text(args)}, {names!r}, scale={g})")
-        else:
-            out.append(f"{ind}{tuple_text(firsts)} = vjp({kn}, {tuple_text(args)}, {names!r}, {g})")
         terms = self.factored.get(st.target)
+        how = True if terms is None else terms
         if terms is not None:     # the seeds as factors (seed_factors: a SeedProduct's, or (array, 1.0))
-            kfn = self.tangent_kernel_name(st, names, seeded=terms)
             seeds = [f"*seed_factors({g})"] + [f"*seed_factors({gd}[{k}])" for k in range(terms)]
-            seeded = tuple_text(args + [self.dot(a) for _, _, a in act] + seeds)
-            out.append(f"{ind}{tuple_text(seconds)} = sum_grads({kfn}, {seeded}, {names!r})")
         else:
-            seeded = tuple_text(args + [self.dot(a) for _, _, a in act] + [g, gd])
-            out.append(f"{ind}{tuple_text(seconds)} = sum_grads({k2n}, {seeded}, {names!r})")
+            seeds = [g, gd]
+        kt = self.tangent_kernels.of(st.op.kernel, names, how)
+        wrt = names + tuple(kt.params[len(kt.params) - len(names):])     # the active params, then their copies
+        seeded = tuple_text(args + [self.dot(a) for _, _, a in act] + seeds + actives)
+        out.append(f"{ind}{tuple_text(seconds + firsts)} = sum_grads({self.tangent_kernel_name(st, names, how)}, "
+                   f"{seeded}, {wrt!r})")
         for (_, _, a), first, second in zip(act, firsts, seconds):
             self.contribute(a, f"unbroadcast({first}, {a})", f"unbroadcast({second}, {a})", ind, out, init)
 

@@ -10,13 +10,15 @@ For a kernel `k(p1, ..., pn)` and active params `a1..am`, the tangent kernel is
 
 made from k's scalar program and its dual (forward.make_dual), so its own partials
 w.r.t. p (the tangents held fixed) are k's second partials times the tangents: the
-tangent of `d k / d a` along the tangents. Its seeded form (`seeded=True`) takes two
-more params, the adjoint `g` of k's value and its tangent `g_dot`, and returns
+tangent of `d k / d a` along the tangents. Its seeded form (`seeded=True`) takes more
+params, the adjoint `g` of k's value, its tangent `g_dot`, and a copy `q_a` of each
+active param (the caller passes the same arrays), and returns
 
-        g * (_d1 * t_a1 + ... + _dm * t_am) + g_dot * _v
+        g * (_d1 * t_a1 + ... + _dm * t_am) + g_dot * _v + g * k(p, a -> q_a)
 
-whose partial w.r.t. each p is the tangent of k's adjoint contribution `g * dk/dp`:
-forward over reverse through a kernel is one pass of this kernel's pullback. Each is
+whose partial w.r.t. each active p is the tangent of k's adjoint contribution
+`g * dk/dp`, and w.r.t. its copy that contribution itself: forward over reverse through
+a kernel is one pass of this kernel's pullback. Each is
 a plan of the kernel's own class (a runtime kernel's tangent kernel is launched as
 one), made once per (kernel, active, seeded) by `TangentKernels`, which the generation
 that uses it holds.
@@ -47,18 +49,22 @@ def tangent_kernel(kernel, active: tuple[str, ...], seeded: bool | int = False):
     name = fresh_name(f"{prog.entry}__{'seeded_' if seeded is not False else ''}tangent", taken)
     total = " + ".join(f"{d} * {t}" for d, t in zip(parts, tans))
     seeds, g, g_dot = _seeds(seeded, taken)
-    params = ", ".join(list(prog.params) + tans + seeds)
+    copies = [fresh_name(f"q_{a}", taken) for a in active] if seeded is not False else []
+    params = ", ".join(list(prog.params) + tans + seeds + copies)
+    body = f"    {value}, {', '.join(parts)} = {dual_entry}({', '.join(prog.params)})\n"
     if seeded is not False:
-        total = f"{g} * ({total}) + {g_dot} * {value}"
-    text = (f"def {name}({params}):\n"
-            f"    {value}, {', '.join(parts)} = {dual_entry}({', '.join(prog.params)})\n"
-            f"    return {total}\n")
+        # + g * k(the active params' copies): its partials w.r.t. the copies are the adjoints
+        w = fresh_name("_w", taken)
+        by = dict(zip(active, copies))
+        body += f"    {w} = {prog.entry}({', '.join(by.get(p, p) for p in prog.params)})\n"
+        total = f"{g} * ({total}) + {g_dot} * {value} + {g} * {w}"
+    text = f"def {name}({params}):\n{body}    return {total}\n"
     fn = gast_parse(text).body[0]
     what = (f"the tangent of {prog.entry}'s adjoint g * d{prog.entry}/dp (its params' tangents, g and g_dot "
             f"given)" if seeded is not False else f"the tangent of {prog.entry} along its active params' tangents")
     origins = {**prog.origins, name: what}
-    program = ScalarProgram({**functions, name: fn}, name, tuple(prog.params) + tuple(tans) + tuple(seeds),
-                            origins, prog.custom_rules)
+    program = ScalarProgram({**functions, name: fn}, name,
+                            tuple(prog.params) + tuple(tans) + tuple(seeds) + tuple(copies), origins, prog.custom_rules)
     return type(kernel)(program, f"{kernel.name}__{'seeded_' if seeded is not False else ''}tangent")
 
 
