@@ -93,6 +93,28 @@ def nested_loops(x, W):
     return s
 
 
+def softmax_ce(W, X, Y):
+    z = X @ W
+    z = z - np.max(z, axis=1, keepdims=True)
+    logp = z - np.log(np.sum(np.exp(z), axis=1, keepdims=True))
+    return -np.mean(np.sum(Y * logp, axis=1))
+
+
+def rnn(W, U, xs):
+    h = np.zeros(3)
+    for t in range(xs.shape[0]):
+        h = np.tanh(W @ h + U @ xs[t])
+    return np.sum(h ** 2)
+
+
+def branchy(x):
+    if np.sum(x) > 0:
+        y = np.exp(x)
+    else:
+        y = x ** 3
+    return np.sum(y * x)
+
+
 def with_scalar(x, s):
     return np.sum(np.exp(s * x)) * s ** 2 + np.sum(x.T @ x)
 
@@ -113,6 +135,10 @@ PROGRAMS = [
     (taped_loop, [RNG.normal(size=5), 4], 0),
     (nested_loops, [RNG.normal(size=3), RNG.normal(size=(3, 3))], (0, 1)),
     (with_scalar, [RNG.normal(size=(3, 2)), 0.7], (0, 1)),
+    (softmax_ce, [RNG.normal(size=(3, 4)), RNG.normal(size=(6, 3)), np.eye(4)[RNG.integers(0, 4, 6)]], 0),
+    (rnn, [RNG.normal(size=(3, 3)) * 0.5, RNG.normal(size=(3, 2)), RNG.normal(size=(4, 2))], (0, 1)),
+    (branchy, [np.abs(RNG.normal(size=4))], 0),
+    (branchy, [-np.abs(RNG.normal(size=4))], 0),
 ]
 
 
