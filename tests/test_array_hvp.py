@@ -237,11 +237,29 @@ def test_a_non_scalar_loss_is_refused():
     assert err.value.location is not None
 
 
-def test_prod_is_refused_naming_the_level():
+def prod_axis(x):
+    return np.sum(np.sin(np.prod(x @ np.ones((3, 3)) * 0.5, axis=0))) + np.prod(x)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("zeros", [0, 1, 2])
+def test_prod_through_its_own_second_order_rule(backend, zeros):
+    """prod_bar's tangent (prod_bar_dot), exact with zeros in a product (none, one, two)."""
+    x = RNG.normal(size=(4, 3))
+    x.flat[[1, 7][:zeros]] = 0.0
+    v = RNG.normal(size=x.shape)
+    G = s2sad.grad(prod_axis, backend=backend)
+    _, hv = s2sad.jvp(G, (x,), (v,), backend=backend)
+    np.testing.assert_allclose(hv, _fd_of_grad(G, [x], [v]), rtol=1e-6, atol=1e-7)
+
+
+def test_a_primitive_without_a_second_order_rule_is_refused_naming_the_level(monkeypatch):
+    from s2sad.passes import hvp_sweep
+    monkeypatch.delitem(hvp_sweep.SECOND_ORDER, "max")
     with pytest.raises(s2sad.UnsupportedOperationError) as err:
-        s2sad.jvp(s2sad.grad(lambda x: np.prod(x @ np.ones((2, 2)))), (np.ones(2),), (np.ones(2),))
+        s2sad.jvp(s2sad.grad(lambda x: np.max(x @ np.ones((2, 2)))), (np.ones(2),), (np.ones(2),))
     e = err.value
-    assert "forward over reverse" in e.message and "prod" in e.message and e.location is not None
+    assert "forward over reverse" in e.message and "max" in e.message and e.location is not None
 
 
 def my_cumsum(x):

@@ -21,9 +21,9 @@ The adjoint s2sad writes (reverse_sweep.py) is differentiated term by term:
 - a primitive's adjoint is its entry's VJP text, linear in the seed `g`: its tangent is
   the same text with `g_dot`, plus, where the VJP reads the operands' values (not only
   their shapes), the term `SECOND_ORDER` gives: the other factor's tangent for the
-  products, nothing for max/min (a piecewise-constant mask) and for the primitives that
-  only move elements. A primitive not in `SECOND_ORDER` (prod, a defvjp rule, a new
-  entry) is refused, located, naming the level;
+  products, prod_bar's own tangent for prod, nothing for max/min (a piecewise-constant
+  mask) and for the primitives that only move elements. A primitive not in
+  `SECOND_ORDER` (a defvjp rule, a new entry) is refused, located, naming the level;
 - loops push every value and tangent their reverse reads on a tape; `if`s branch on
   the same condition.
 """
@@ -32,6 +32,7 @@ from __future__ import annotations
 import ast
 
 from .. import array_prims
+from ..array_prims.prim import kw
 from ..errors import UnsupportedOperationError
 from ..frontend import location_of, shown_location as _short, source_line as _line
 from ..kernel_text import unparse
@@ -43,12 +44,12 @@ from .tangent_sweep import TangentSweep
 # "shape": the VJP reads its operands' shapes only (a linear primitive); "mask": a
 # piecewise-constant selection (max/min: its tangent is zero almost everywhere);
 # "bilinear": the VJP of one factor reads the other, whose tangent adds the same VJP
-# with that factor replaced by its tangent
+# with that factor replaced by its tangent; "prod": prod_bar's own tangent (prod_bar_dot)
 SECOND_ORDER = {
     "sum": "shape", "mean": "shape", "transpose": "shape", "reshape": "shape", "copy": "shape",
     "repeat": "shape", "tile": "shape", "index": "shape", "concatenate": "shape", "stack": "shape",
     "r_": "shape", "c_": "shape", "max": "mask", "min": "mask",
-    "matmul": "bilinear", "dot": "bilinear", "outer": "bilinear",
+    "matmul": "bilinear", "dot": "bilinear", "outer": "bilinear", "prod": "prod",
 }
 
 
@@ -210,8 +211,8 @@ class ForwardOverReverse(TangentSweep):
                 f"the derivative of the gradient (forward over reverse) through '{what}' is not supported: "
                 f"its VJP has no derivative rule of its own", location_of(st.ctx.filename, st.node),
                 hint="Use s2sad.grad (first order) for this function, or write the operation with numpy "
-                     "primitives whose second derivatives s2sad knows (sum, mean, max, min, matmul, dot, "
-                     "reshapes, indexing, joins, elementwise functions).")
+                     "primitives whose second derivatives s2sad knows (sum, mean, max, min, prod, matmul, "
+                     "dot, reshapes, indexing, joins, elementwise functions).")
         args = [text_of(a) for a in st.args]
         params = param_texts(st)
         for i, a in enumerate(st.args):
@@ -228,6 +229,8 @@ class ForwardOverReverse(TangentSweep):
             term_dot = rule.vjp(i, gd, args, st.target, params)
             if swapped is not None:
                 term_dot = f"{term_dot} + {rule.vjp(i, g, swapped, st.target, params)}"
+            if kind == "prod":
+                term_dot = f"{term_dot} + prod_bar_dot({g}, {a}, {self.dot(a)}{kw(params, 'axis', 'keepdims')})"
             self.contribute(a, rule.vjp(i, g, args, st.target, params), term_dot, ind, out, init)
 
     def seeds_kernel_only(self, name: str, st: ArrayStmt, init: set) -> bool:
