@@ -324,7 +324,8 @@ class ForwardOverReverse(TangentSweep):
         self.reverse(st.body, i2, lines, body_init)
         for ph in phis:
             if ph.name not in body_init:
-                lines.append(f"{i2}{self.bar(ph.name)}, {self.bar_dot(ph.name)} = zeros_bar({ph.name}), zeros_bar({ph.name})")
+                zero = f"zeros_bar({ph.name})"
+                lines.append(f"{i2}{self.bar(ph.name)}, {self.bar_dot(ph.name)} = {zero}, {zero}")
         defined = {s.target for s in walk_stmts(st.body) if isinstance(s, ArrayStmt) and s.target}
         defined |= {ph.name for s in walk_stmts(st.body) if not isinstance(s, ArrayStmt) for ph in s.phis}
         defined |= {ph.name for ph in st.phis}
