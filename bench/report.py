@@ -215,6 +215,8 @@ def markdown(rows, errors, missing, info, extra) -> str:
     L.extend(arrays.markdown(rows, errors))
 
     # ---------------------------------------------------------------- closures and state (issue 4)
+    import hvp
+    L.extend(hvp.markdown(rows, errors))
     import closures_state
     L.extend(closures_state.markdown(rows, errors))
     import closure_steps

@@ -2,8 +2,8 @@
 
 Run with `make bench` (installs the `bench` extra first) or `.venv/bin/python bench/run.py`.
 Options: `--quick` (fewer repeats, a smoke test), `--out DIR` (default: bench/),
-`--only closures-state`, `--only arrays`, `--only closure-steps`, `--only containers` or `--only dask` (that
-section alone,
+`--only closures-state`, `--only arrays`, `--only closure-steps`, `--only containers`, `--only hvp` or
+`--only dask` (that section alone,
 printed, no files written),
 `--without jax,numba,torch` (leave systems out), `--no-pin`, `--default-malloc`.
 
@@ -68,6 +68,7 @@ import numpy as np  # noqa: E402
 import s2sad  # noqa: E402
 import cases  # noqa: E402
 import arrays  # noqa: E402
+import hvp  # noqa: E402
 import closures_state  # noqa: E402
 import closure_steps  # noqa: E402
 import dask_bench  # noqa: E402
@@ -600,7 +601,7 @@ def main(argv=None) -> int:
                     help="leave glibc's malloc as it is (freed arrays may come back with fresh pages)")
     ap.add_argument("--no-pin", action="store_true",
                     help="do not pin the single-thread rows to one CPU (XLA may then use several)")
-    ap.add_argument("--only", choices=["closures-state", "arrays", "closure-steps", "containers", "dask"],
+    ap.add_argument("--only", choices=["closures-state", "arrays", "closure-steps", "containers", "hvp", "dask"],
                     help="run one section and print its report (writes no results files)")
     args = ap.parse_args(argv)
     malloc_tuned = False if args.default_malloc else keep_freed_memory()
@@ -629,6 +630,14 @@ def main(argv=None) -> int:
         rows, errors = [], []
         containers.run_containers(rows, errors, args.quick, measure_block, timing_row, log)
         log("\n".join(containers.markdown(rows)))
+        return 0
+    if args.only == "hvp":
+        if not args.no_pin:
+            pin_one_cpu()
+        rows, errors, missing = [], [], {}
+        systems, _ = load_systems(missing, [w for w in args.without.split(",") if w])
+        hvp.run_hvp(systems, rows, errors, args.quick, measure_block, timing_row, log)
+        log("\n".join(hvp.markdown(rows, errors)))
         return 0
     if args.only == "arrays":
         if not args.no_pin:
@@ -674,6 +683,7 @@ def main(argv=None) -> int:
     info["cpu_share"] = (float(np.median(cpu_shares)), float(np.min(cpu_shares))) if cpu_shares else None
     rows.extend(first_calls)
     arrays.run_arrays(systems, rows, errors, args.quick, measure_block, timing_row, log)
+    hvp.run_hvp(systems, rows, errors, args.quick, measure_block, timing_row, log)
     closures_state.run_state(rows, errors, args.quick, measure_block, timing_row, log)
     closure_steps.run_closure_steps(rows, errors, args.quick, log)
     call_overhead = run_call_overhead(rows)

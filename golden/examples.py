@@ -210,3 +210,16 @@ ARRAY_CASES = {
     "spectral": (spectral_loss, 0),
     "flow": (flow_loss, (0, 1)),
 }
+
+
+# forward over reverse (issue 14): the Hessian-vector product of a two-layer tanh MLP,
+# tangents along the weights (`s2sad.jvp(s2sad.grad(loss, argnums), primals, tangents)`)
+def mlp_tanh_loss(W1, b1, W2, X, y):
+    h = np.tanh(X @ W1 + b1)
+    out = h @ W2
+    return np.mean((out - y) ** 2)
+
+
+HVP_CASES = {
+    "mlp_hvp": (mlp_tanh_loss, (0, 1, 2)),
+}

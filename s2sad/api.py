@@ -26,6 +26,7 @@ from .deep import deeply
 from .derivative import Derivative
 from .errors import S2SADError
 from .frontend import Assumptions, bound, parse_function, recording
+from .array_higher import jvp_of_derivative
 from .jvp_vjp import jvp_at, pullback_of, vjp_at
 from .plancache import PLANNING, PlanCache
 from .plans import PLANS, compiled, is_array, serves
@@ -156,6 +157,9 @@ def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], *, backe
     """(fun(*primals), its directional derivative along tangents); primals, tangents
     and the result may be containers (tangents in the primals' structure); parameters
     not given take their defaults (and no tangent)."""
+    mark = marks.derivative_mark(fun)
+    if mark is not None:    # grad of an array program: forward over reverse (else refused)
+        return jvp_of_derivative(mark, primals, tangents, backend)
     planned, _, call = _prepared(fun, "jvp", 0)
     primals, tangents = tuple(primals), tuple(tangents)
     if call is not None or needs_trees(planned, primals, False):

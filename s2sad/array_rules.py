@@ -116,6 +116,41 @@ def prod_bar(g, x, axis=None, keepdims=False):
     return res * _expand(g, x, axis, keepdims)
 
 
+def prod_bar_dot(g, x, t, axis=None, keepdims=False):
+    """The tangent of `prod_bar(g, x)` along x's tangent `t` (g held): g times the
+    tangent of the product of the other elements (forward over reverse through prod;
+    exact with zeros, as prod_bar)."""
+    x = np.asarray(x, dtype=_float_dtype(x))
+    t = np.broadcast_to(np.asarray(t, dtype=x.dtype), x.shape)
+    axes = tuple(range(x.ndim)) if axis is None else (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    axes = tuple(sorted(a % x.ndim for a in axes)) if x.ndim else ()
+    rest = [a for a in range(x.ndim) if a not in axes]
+    order = rest + list(axes)
+    moved, moved_t = np.transpose(x, order), np.transpose(t, order)
+    lead = moved.shape[:len(rest)]
+    dots = _exclusive_products_dot(moved.reshape(lead + (-1,)), moved_t.reshape(lead + (-1,)))
+    res = np.transpose(dots.reshape(moved.shape), np.argsort(order))
+    return res * _expand(g, x, axis, keepdims)
+
+
+def _exclusive_products_dot(a, da):
+    """Along the last axis: the tangent of each product of the other elements, by the
+    prefix and suffix products and their tangents (no division: exact with zeros)."""
+    n = a.shape[-1]
+    out = np.empty(a.shape, a.dtype)
+    pre, dpre = np.ones(a.shape[:-1], a.dtype), np.zeros(a.shape[:-1], a.dtype)
+    prefix = []
+    for k in range(n):
+        prefix.append((pre, dpre))
+        pre, dpre = pre * a[..., k], dpre * a[..., k] + pre * da[..., k]
+    suf, dsuf = np.ones(a.shape[:-1], a.dtype), np.zeros(a.shape[:-1], a.dtype)
+    for k in range(n - 1, -1, -1):
+        p, dp = prefix[k]
+        out[..., k] = dp * suf + p * dsuf
+        suf, dsuf = suf * a[..., k], dsuf * a[..., k] + suf * da[..., k]
+    return out
+
+
 def _exclusive_products(a, axis):
     a = np.moveaxis(a, axis, -1)
     ones = np.ones(a.shape[:-1] + (1,), a.dtype)
@@ -145,6 +180,14 @@ def matmul_factors(i, g, a, b):
     if pair is not None:
         return SeedProduct(*pair)
     return matmul_lhs_bar(g, a, b) if i == 0 else matmul_rhs_bar(g, a, b)
+
+
+def seed_factors(s):
+    """An adjoint given to a kernel's pullback as two factors: a SeedProduct's own, an
+    array's (the array, 1.0)."""
+    if isinstance(s, SeedProduct):
+        return s.left, s.right
+    return s, 1.0
 
 
 def matmul_lhs_bar(g, a, b):
@@ -292,6 +335,7 @@ HELPERS = {
     "concatenate_bar": concatenate_bar, "index_bar": index_bar, "r_bar": r_bar, "c_bar": c_bar,
     **SHAPE_HELPERS,
     **LINALG_HELPERS,
+    "seed_factors": seed_factors, "prod_bar_dot": prod_bar_dot,
 }
 # the contractions' helpers (product_rules), the statistics' and scans' (reduction_rules),
 # scipy.special's logsumexp family's (softmax_rules)

@@ -24,9 +24,25 @@ def _funcs(*names):
     return tuple(getattr(np, n) for n in names if hasattr(np, n))
 
 
-def _reduction(kind, funcs, vjp) -> Prim:
+def _reduction(kind, funcs, vjp, jvp) -> Prim:
     return Prim(kind, _reduce_op(kind), vjp, statics=("axis",), keywords=("axis", "keepdims"),
-                funcs=_funcs(*funcs), methods=(kind,), forward=_forward(kind))
+                funcs=_funcs(*funcs), methods=(kind,), forward=_forward(kind), jvp=jvp)
+
+
+def _linear_jvp(kind):
+    # sum and mean are linear: the same reduction of the tangent
+    return lambda i, t, args, out, p: f"np.{kind}({t}{kw(p, 'axis', 'keepdims')})"
+
+
+def _weighted_jvp(bar):
+    """A reduction's tangent as the sum of its tangent times its VJP of ones (the weight
+    of each element: shared among ties for max/min, the other factors for prod)."""
+    def jvp(i, t, args, out, p):
+        ones = f"np.ones(np.shape({out}))"
+        extra = f", {out}" if bar == "maxmin_bar" else ""
+        return (f"np.sum({bar}({ones}, {args[0]}{extra}{kw(p, 'axis', 'keepdims')}) * {t}"
+                f"{kw(p, 'axis', 'keepdims')})")
+    return jvp
 
 
 def _maxmin(i, g, args, out, p):
@@ -34,9 +50,12 @@ def _maxmin(i, g, args, out, p):
 
 
 PRIMS = [
-    _reduction("sum", ("sum",), lambda i, g, args, out, p: f"sum_bar({g}, {args[0]}{kw(p, 'axis', 'keepdims')})"),
-    _reduction("mean", ("mean",), lambda i, g, args, out, p: f"mean_bar({g}, {args[0]}{kw(p, 'axis', 'keepdims')})"),
-    _reduction("max", ("max", "amax"), _maxmin),
-    _reduction("min", ("min", "amin"), _maxmin),
-    _reduction("prod", ("prod",), lambda i, g, args, out, p: f"prod_bar({g}, {args[0]}{kw(p, 'axis', 'keepdims')})"),
+    _reduction("sum", ("sum",), lambda i, g, args, out, p: f"sum_bar({g}, {args[0]}{kw(p, 'axis', 'keepdims')})",
+               _linear_jvp("sum")),
+    _reduction("mean", ("mean",), lambda i, g, args, out, p: f"mean_bar({g}, {args[0]}{kw(p, 'axis', 'keepdims')})",
+               _linear_jvp("mean")),
+    _reduction("max", ("max", "amax"), _maxmin, _weighted_jvp("maxmin_bar")),
+    _reduction("min", ("min", "amin"), _maxmin, _weighted_jvp("maxmin_bar")),
+    _reduction("prod", ("prod",), lambda i, g, args, out, p: f"prod_bar({g}, {args[0]}{kw(p, 'axis', 'keepdims')})",
+               _weighted_jvp("prod_bar")),
 ]

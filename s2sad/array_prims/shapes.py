@@ -76,7 +76,8 @@ PRIMS = [
          statics=("reps",), funcs=(np.tile,), jvp=lambda i, t, args, out, p: f"np.tile({t}, {p['reps']})"),
     Prim("index", lambda index=None, **_: Index(index),
          lambda i, g, args, out, p: f"index_bar({g}, {args[0]}, {p['index']})", form="syntax", result="view",
-         jvp=lambda i, t, args, out, p: f"np.array({t}[{p['index']}])"),
+         jvp=lambda i, t, args, out, p: f"np.array(np.asarray({t})[{p['index']}])"),
+    # no jvp: s2sad.defvjp gives a VJP only, so forward mode through it is refused
     Prim("user", lambda vjp=None, **_: User(vjp),
          lambda i, g, args, out, p: f"{p['vjp']}[{i}]({g}, {out}, {', '.join(args)})", form="syntax"),
 ]
