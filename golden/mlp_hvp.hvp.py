@@ -1,5 +1,5 @@
 def mlp_tanh_loss__hvp(W1, b1, W2, X, y, W1_dot, b1_dot, W2_dot):
-    # Tangent of the gradient of: return np.mean((out - y) ** 2)    [golden/examples.py:182:5]
+    # Tangent of the gradient of: return np.mean((out - y) ** 2)    [golden/examples.py:220:5]
     # h = np.tanh(X @ W1 + b1)
     _1 = matmul(X, W1)
     _1_dot = matmul(X, W1_dot)
@@ -12,17 +12,17 @@ def mlp_tanh_loss__hvp(W1, b1, W2, X, y, W1_dot, b1_dot, W2_dot):
     loss_dot = sum_dual(mlp_tanh_loss__loss__tangent, (out, y, out_dot), active=(), scale=1.0 / broadcast_size(out, y))[0]
     # reverse sweep, each adjoint with its tangent
     loss_bar, loss_bar_dot = 1.0, 0.0
-    # Grad of: return np.mean((out - y) ** 2)    [golden/examples.py:182:5]
+    # Grad of: return np.mean((out - y) ** 2)    [golden/examples.py:220:5]
     (_out_g_dot, _out_g) = sum_grads(mlp_tanh_loss__loss__seeded_tangent, (out, y, out_dot, loss_bar * (1.0 / broadcast_size(out, y)), loss_bar_dot * (1.0 / broadcast_size(out, y)), out), ('out', 'q_out'))
     out_bar = unbroadcast(_out_g, out)
     out_bar_dot = unbroadcast(_out_g_dot, out)
-    # Grad of: out = h @ W2    [golden/examples.py:181:5]
+    # Grad of: out = h @ W2    [golden/examples.py:219:5]
     # h_bar and its tangent only seed the pullback of h's kernel: outer products stay factors
     h_bar = matmul_factors(0, out_bar, h, W2)
     h_bar_dot = (matmul_factors(0, out_bar_dot, h, W2), matmul_factors(0, out_bar, h, W2_dot))
     W2_bar = matmul_rhs_bar(out_bar, h, W2)
     W2_bar_dot = matmul_rhs_bar(out_bar_dot, h, W2) + matmul_rhs_bar(out_bar, h_dot, W2)
-    # Grad of: h = np.tanh(X @ W1 + b1)    [golden/examples.py:180:5]
+    # Grad of: h = np.tanh(X @ W1 + b1)    [golden/examples.py:218:5]
     (__1_g_dot, _b1_g_dot, __1_g, _b1_g) = sum_grads(mlp_tanh_loss__h__seeded_tangent, (_1, b1, _1_dot, b1_dot, *seed_factors(h_bar), *seed_factors(h_bar_dot[0]), *seed_factors(h_bar_dot[1]), _1, b1), ('_1', 'b1', 'q__1', 'q_b1'))
     _1_bar = unbroadcast(__1_g, _1)
     _1_bar_dot = unbroadcast(__1_g_dot, _1)
