@@ -44,6 +44,12 @@ def test_every_entry_but_the_users_has_a_jvp():
 def test_jvp_matches_finite_differences(row, shapes):
     if row.prim == "user":
         pytest.skip("a defvjp rule has no JVP: test_jvp_through_a_defvjp_rule_is_refused")
+    if row.jvp_refused:
+        args = _args(shapes, "float64", make=row.make)
+        with pytest.raises(s2sad.UnsupportedOperationError, match=row.jvp_refused) as err:
+            s2sad.jvp(row.fn, tuple(args), tuple(_tangents(args)))
+        assert err.value.location is not None
+        return
     for dtype in row.dtypes:
         args = _args(shapes, dtype, make=row.make)
         tans = _tangents(args)
