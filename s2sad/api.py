@@ -43,6 +43,7 @@ def calls_bound(api: Callable) -> Callable:
     return run
 
 
+@marks.entry_point("value_and_grad")
 def value_and_grad(fun: Callable, argnums=0, *, backend: str = "auto", mode: str = "auto") -> Callable:
     """`mode`: how elementwise sites that are not summed get their pullback: "store"
     their partials in the forward pass, "recompute" them in the reverse pass, or "auto"
@@ -61,6 +62,7 @@ def value_and_grad(fun: Callable, argnums=0, *, backend: str = "auto", mode: str
     return marks.mark_derivative(value_and_grad_fun, "value_and_grad", fun, d)
 
 
+@marks.entry_point("grad")
 def grad(fun: Callable, argnums=0, *, backend: str = "auto", mode: str = "auto") -> Callable:
     """The gradient of a scalar loss; `mode` as for value_and_grad."""
     _check_mode(mode)
