@@ -51,8 +51,8 @@ LAYERS = (
      "plans found by the code of the function called (plancache), made and served (plans); "
      "the user's arguments checked and gradients shaped (arguments); the generated "
      "derivative grad runs (derivative); jvp and vjp through a plan (jvp_vjp)"),
-    ("api", ("s2sad.api",),
-     "the user's entry points"),
+    ("api", ("s2sad.api", "s2sad.higher"),
+     "the user's entry points; Jacobians and Hessians built on them (higher)"),
     ("tools", ("s2sad", "s2sad.__main__", "s2sad.cli", "s2sad.golden"),
      "the package's face, the command line, the golden files"),
 )
