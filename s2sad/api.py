@@ -16,7 +16,7 @@ import types
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
-from . import marks, rules, runtime
+from . import marks, nested, rules, runtime
 from .arguments import argnums_tuple, converted
 from .array_prims import register_vjp
 from .deep import deeply
@@ -210,7 +210,10 @@ def explain(fun: Callable, argnums=0, *, mode: str = "auto") -> Explanation:
     else:
         fun = target(fun, "explain")
     with bound(fun):
-        return _explain(fun, argnums, mode)
+        explanation = _explain(fun, argnums, mode)
+    if mark is not None and mark.order > 1:     # explain(grad(grad(f))): the path of each level
+        explanation.lines += nested.explain_levels(mark)
+    return explanation
 
 
 def _explain(fun: Callable, argnums, mode: str) -> Explanation:

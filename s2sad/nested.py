@@ -103,3 +103,22 @@ def _generate(fn: Callable, mark: marks.DerivativeMark, item: tuple[int, ...]) -
         made.__defaults__ = inner.__defaults__     # a call binds its defaults as the function's would
     made.__qualname__ = label
     return made
+
+
+def explain_levels(mark: marks.DerivativeMark) -> list[str]:
+    """For explain: the path each level of a composition takes, outermost first."""
+    lines = [f"  higher order: {mark.describe()}, a derivative of order {mark.order}, one kernel with nested duals"]
+    m, level = mark, mark.order
+    while m is not None:
+        d = m.derivative
+        nums = d.argnums_spec if d is not None else "-"
+        if level == mark.order:
+            path = ("the kernel's dual (forward mode: one partial per element), summed by the generated "
+                    f"{m.made_by}")
+        else:
+            path = ("a helper of that kernel: the forward dual of the level below selecting its partial, "
+                    "dualized again by every level above (f__dual__dual)")
+        lines.append(f"    level {level}: {m.describe()} (argnums {nums}): {path}")
+        m, level = marks.derivative_mark(m.of), level - 1
+    lines.append(f"    level 0: {marks.function_name(mark.innermost())}: the scalar function itself, normalized once")
+    return lines

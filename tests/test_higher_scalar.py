@@ -300,3 +300,25 @@ def test_wrong_arguments_to_a_second_derivative():
         g2(0.5, 0.7)
     np.testing.assert_allclose(g2(np.float32(0.7)), d2_cubic(0.7), rtol=1e-6)
     assert math.isnan(g2(float("nan")))
+
+
+# ---------------------------------------------------------------- source and explain
+
+def test_source_shows_the_second_order_program():
+    text = s2sad.source(s2sad.grad(s2sad.grad(cubic)))
+    assert "def cubic__dual(z)" in text and "def cubic__dual__dual(z)" in text
+    assert "def cubic__d_z(z)" in text and "cubic__dual(z)" in text.split("def cubic__d_z(z)")[1]
+    namespace = {"math": math}
+    exec(text.split("# Kernel")[1].split("\n", 2)[2], namespace)    # the kernel's functions run as Python
+    value, first, again, second = namespace["cubic__dual__dual"](0.7)
+    assert (first, second) == (pytest.approx(d1_cubic(0.7), rel=1e-15), pytest.approx(d2_cubic(0.7), rel=1e-15))
+
+
+def test_explain_says_the_path_of_each_level():
+    text = str(s2sad.explain(s2sad.grad(s2sad.grad(s2sad.grad(cubic)))))
+    assert "a derivative of order 3" in text
+    for level, made in ((3, "s2sad.grad(s2sad.grad(s2sad.grad(cubic)))"), (2, "s2sad.grad(s2sad.grad(cubic))"),
+                        (1, "s2sad.grad(cubic)")):
+        assert f"level {level}: {made}" in text
+    assert "level 0: cubic" in text
+    assert "forward dual" in str(s2sad.explain(loss_broadcast))

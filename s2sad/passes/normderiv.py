@@ -159,7 +159,7 @@ class DerivativeCallMixin:
         dname, duals = make_dual(self.functions, helper, (p,), self.custom_rules)
         for k, v in duals.items():
             self.functions.setdefault(k, v)
-            self.origins.setdefault(k, f"the dual of {helper} in {p} (the forward mode of {mark.describe()})")
+            self.origins.setdefault(k, f"forward mode (a dual) made for {mark.describe()}")
         made = self._fresh(f"{helper}__d_{p}", derived=True)
         taken = set(params)
         value, partial = _fresh_local(f"{helper}_value", taken), _fresh_local(f"d{helper}_d{p}", taken)
