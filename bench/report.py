@@ -219,6 +219,11 @@ def markdown(rows, errors, missing, info, extra) -> str:
     L.extend(closures_state.markdown(rows, errors))
     import closure_steps
     L.extend(closure_steps.markdown(rows))
+
+    # ---------------------------------------------------------------- higher order (issue 14)
+    import higher
+    L.append("")
+    L.extend(higher.markdown(rows, errors))
     return "\n".join(L)
 
 
