@@ -171,3 +171,53 @@ def test_inputs_are_not_mutated(backend):
     s2sad.jacfwd(emap, backend=backend)(x)
     s2sad.jacrev(emap, backend=backend)(x)
     np.testing.assert_array_equal(x, X10)
+
+
+# ---------------------------------------------------------------- a summed elementwise loss: a diagonal Hessian
+
+def user(z):
+    return math.tanh(z) * z / (1.0 + z * z)
+
+
+def user_loss(v):
+    return np.sum(s2sad.broadcast(user, v))
+
+
+def sin_loss(v):
+    return np.sum(np.sin(v))
+
+
+def test_hessian_of_a_summed_elementwise_loss_is_its_diagonal(backend):
+    got = s2sad.hessian(sin_loss, backend=backend)(X10)
+    assert got.shape == (10, 10)
+    np.testing.assert_allclose(got, np.diag(-np.sin(X10)), rtol=1e-14, atol=0)
+    second = s2sad.grad(s2sad.grad(user))
+    got = s2sad.hessian(user_loss, backend=backend)(X10)
+    np.testing.assert_allclose(got, np.diag([second(z) for z in X10]), rtol=1e-13, atol=0)
+    d1 = s2sad.grad(user)
+    fd = np.array([central_fd(d1, [z], 0) for z in X10])
+    np.testing.assert_allclose(np.diag(got), fd, rtol=1e-6, atol=1e-8)
+
+
+def test_hvp_and_jvp_of_the_grad_of_a_summed_loss(backend):
+    v = np.cos(3 * X10)
+    np.testing.assert_allclose(s2sad.hvp(sin_loss, (X10,), (v,), backend=backend), -np.sin(X10) * v, rtol=1e-14)
+    g, t = s2sad.jvp(s2sad.grad(lambda a: np.sum(a**3)), (X10,), (v,), backend=backend)
+    np.testing.assert_allclose(g, 3 * X10**2, rtol=1e-14)
+    np.testing.assert_allclose(t, 6 * X10 * v, rtol=1e-14)
+
+
+def two_arg_loss(v, w):
+    return np.sum(np.sin(v) * w)
+
+
+def mean_loss(v):
+    return np.mean(np.sin(v))
+
+
+@pytest.mark.parametrize("loss, args", [(two_arg_loss, (X10, X10)), (mean_loss, (X10,))])
+def test_a_summed_loss_that_is_not_elementwise_in_its_argument_is_refused(loss, args):
+    # its grad is not E' element by element (another argument, a mean's 1/n): refused, never a wrong diagonal
+    with pytest.raises(s2sad.HigherOrderNotSupportedError) as err:
+        s2sad.hessian(loss)(*args)
+    assert err.value.location.lineno == loss.__code__.co_firstlineno

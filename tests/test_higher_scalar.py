@@ -219,6 +219,10 @@ def cube_sum(a):
     return np.sum(a**3)
 
 
+def neighbours(a):
+    return np.sum(a[1:] * a[:-1] ** 2)
+
+
 def vg_whole(z):
     return vgc(z) * 2.0
 
@@ -245,12 +249,20 @@ def test_a_stateful_function_differentiated_twice_is_refused_naming_it(backend):
 
 def test_the_grad_of_an_array_program_differentiated_again_is_refused_naming_the_order():
     with pytest.raises(s2sad.HigherOrderNotSupportedError) as err:
-        s2sad.grad(s2sad.grad(cube_sum))(X)
+        s2sad.grad(s2sad.grad(neighbours))(X)
     e = err.value
-    assert "s2sad.grad(cube_sum)" in e.message and "order 2" in e.message
-    assert e.location.lineno == _line(cube_sum)
+    assert "s2sad.grad(neighbours)" in e.message and "order 2" in e.message
+    assert e.location.lineno == _line(neighbours)
     with pytest.raises(s2sad.HigherOrderNotSupportedError, match="order 3"):
-        s2sad.grad(s2sad.grad(s2sad.grad(cube_sum)))(X)
+        s2sad.grad(s2sad.grad(s2sad.grad(neighbours)))(X)
+
+
+def test_the_grad_of_a_summed_loss_is_elementwise_and_not_a_scalar_loss():
+    # grad(sum(a**3)) is 3 a**2 element by element: a scalar at a scalar, an array to reduce at an array
+    assert s2sad.grad(s2sad.grad(cube_sum))(0.5) == pytest.approx(3.0, rel=1e-15)
+    with pytest.raises(s2sad.NonScalarLossError):
+        s2sad.grad(s2sad.grad(cube_sum))(X)
+    np.testing.assert_allclose(s2sad.grad(lambda a: np.sum(s2sad.grad(cube_sum)(a)))(X), 6 * X, rtol=1e-15)
 
 
 @pytest.mark.parametrize("loss, what", [(vg_whole, "returns a tuple"), (vg_out_of_range, r"no item \[2\]")])

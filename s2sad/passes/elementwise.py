@@ -28,6 +28,7 @@ from ..marks import is_entry_point
 from ..frontend import MISSING, ParsedFunction, attribute_value, classify, location_of, source_line
 from ..kernel_text import unparse
 from .normalize import Normalizer, ScalarProgram
+from .normderiv import register_loss_planner
 from .trees import dotted, function_def, literal, name
 from .purity import classify_function
 
@@ -226,6 +227,8 @@ class _Planner:
         if e.keywords:
             raise self.err(e, "keyword arguments are not supported here", "Pass arguments by position.",
                            UnsupportedOperationError)
+        if isinstance(e.func, gast.Call):    # s2sad.grad(f)(x): the normalizer makes it, or refuses it
+            return self.apply(e.func, [self.elementwise(a) for a in e.args], e, "call")
         value = attribute_value(self.pf.resolver, e.func)
         label = dotted(e.func)
         if value in (list, np.array, np.asarray, np.fromiter, tuple) and len(e.args) >= 1:
@@ -407,6 +410,9 @@ def _array_level_statement(s: gast.stmt) -> bool:
 
 def plan_loss(pf: ParsedFunction) -> LossPlan:
     return _Planner(pf).plan()
+
+
+register_loss_planner(plan_loss)   # a grad of a summed loss, called in scalar code (normderiv.py)
 
 
 def plan_scalar(pf: ParsedFunction) -> LossPlan:

@@ -21,6 +21,9 @@ Invariants:
   scalar function (else that function's own located refusal). A derivative of a
   function that writes state, a pullback, or a derivative whose output is a tuple used
   whole is refused where it is called, naming the composition (marks.describe).
+- A grad of a loss `np.sum(E(x))` of one argument (a fused plan reading nothing else)
+  is elementwise: E' per element, from E's kernel program adopted as helpers, so
+  that hessian's jacfwd sees an elementwise map and takes the diagonal from one jvp.
 - The derivative helper's parameters are f's helper's (its captures included), so a
   call passes captures as a call of f does; captured values are constants of the inner
   derivative and differentiated through by an outer one, as Python's closures are.
@@ -28,16 +31,27 @@ Invariants:
 from __future__ import annotations
 
 import ast
+import copy
 
 import gast
 
 from .. import marks
-from ..errors import HigherOrderNotSupportedError
-from ..frontend import MISSING, attribute_value, location_of
+from ..errors import HigherOrderNotSupportedError, S2SADError
+from ..frontend import MISSING, attribute_value, location_of, parse_function
 from ..nested import is_taken_again, parameters_of
+from ..targets import entry_function
 from .forward import make_dual
 from .normscope import Scope
 from .trees import function_def, name
+
+
+# elementwise.plan_loss, registered by passes/elementwise.py when it is imported (it
+# imports the normalizer, which imports this module: a registration, not an import)
+_LOSS_PLANNER: list = []
+
+
+def register_loss_planner(plan_loss) -> None:
+    _LOSS_PLANNER[:] = [plan_loss]
 
 
 class DerivativeCallMixin:
@@ -110,6 +124,12 @@ class DerivativeCallMixin:
                                            "**kwargs, which a derivative inside scalar code cannot bind")
         label = mark.describe()
         args = self.call_args(inner, e, scope, label)
+        summed = self._summed_elementwise(inner)
+        if summed is not None:     # grad of np.sum(E(x)): elementwise, E'(x) per element
+            if self._selected(mark, len(params), picked, e, scope) is None:
+                raise marks.higher_order_error(mark, at, "the value of a summed loss is one number for the whole "
+                                               "array, not a function of each element")
+            return gast.Call(func=name(self.partial_helper(summed, 0, mark)), args=args, keywords=[])
         helper = self.user_function(inner, at=at)
         if self.state_of.get(helper):
             raise marks.higher_order_error(
@@ -146,6 +166,48 @@ class DerivativeCallMixin:
                            "Index it where it is called: vg(x)[0] for the value, vg(x)[1] for the gradient.",
                            HigherOrderNotSupportedError)
         return out
+
+    def _summed_elementwise(self, inner) -> str | None:
+        """When `inner` is a loss `np.sum(E(x))` of its one argument x (a fused plan:
+        elementwise E, summed, reading nothing else), its gradient is E' element by
+        element: the helper computing E here (adopted from its plan), else None."""
+        memo = self.__dict__.setdefault("summed_helpers", {})
+        if id(inner) in memo:
+            return memo[id(inner)]
+        found = None
+        if _LOSS_PLANNER and len(parameters_of(inner) or ()) == 1:
+            try:
+                plan = _LOSS_PLANNER[0](entry_function(parse_function(inner)))
+            except S2SADError:
+                plan = None
+            if plan is not None and plan.reduction == "sum" and plan.inputs == [("arg", 0)] \
+                    and not plan.program.captures and not plan.program.state:
+                found = self._adopt(plan.program)
+        memo[id(inner)] = found
+        return found
+
+    def _adopt(self, program) -> str:
+        """Another normalizer's program as helpers of this one (renamed where taken);
+        returns its entry's name here."""
+        renamed = {old: self._fresh(old, derived=True) for old in program.functions}
+
+        class Rename(gast.NodeTransformer):
+            def visit_Call(self, node):
+                self.generic_visit(node)
+                if isinstance(node.func, gast.Name) and node.func.id in renamed:
+                    node.func = name(renamed[node.func.id])
+                return node
+
+        for old, fn in program.functions.items():
+            new_fn = Rename().visit(copy.deepcopy(fn))
+            new_fn.name = renamed[old]
+            self.functions[renamed[old]] = new_fn
+            self.captures[renamed[old]], self.state_of[renamed[old]] = [], []
+            self.origins[renamed[old]] = program.origins.get(old, "")
+        for old, (params, trees) in program.custom_rules.items():
+            self.custom_rules[renamed[old]] = (params, [None if t is None else Rename().visit(copy.deepcopy(t))
+                                                        for t in trees])
+        return renamed[program.entry]
 
     def partial_helper(self, helper: str, which: int, mark: marks.DerivativeMark) -> str:
         """`helper__d_<p>`: the partial of `helper` in its parameter p, from its dual."""
