@@ -19,7 +19,8 @@ Invariants:
 - The caller's source is registered with linecache under a name starting with
   `marks.GENERATED_CALLER_PREFIX`; errors located there are located at the user's
   function instead (marks.higher_order_error).
-- One caller per derivative object, held weakly by it: a plan found by the caller's code
+- One caller per derivative object (and item), held by that object only, so that it
+  keeps nothing alive longer than the derivative; a plan found by the caller's code
   re-checks (Assumptions) that `derivative` is the same object.
 """
 from __future__ import annotations
@@ -27,13 +28,14 @@ from __future__ import annotations
 import inspect
 import linecache
 import types
-import weakref
 from typing import Any, Callable
 
 from . import marks
 from .locks import ForkSafeLock
 
-_CALLERS: "weakref.WeakKeyDictionary[Callable, dict]" = weakref.WeakKeyDictionary()   # fn -> item -> caller
+# the callers of a derivative, on the derivative itself (item -> caller): they live and
+# die with it (a cycle through the caller's globals, which the collector frees)
+_CALLERS = "__s2sad_callers__"
 _LOCK = ForkSafeLock()
 
 
@@ -65,13 +67,22 @@ def caller_of(fn: Any, item: tuple[int, ...] = ()) -> types.FunctionType | None:
     mark = marks.derivative_mark(fn)
     if mark is None or not is_taken_again(mark) or (gives_a_tuple(mark) and not item):
         return None
-    made = _CALLERS.get(fn, {}).get(item)
+    made = _callers(fn).get(item)
     if made is None:
         with _LOCK:
-            made = _CALLERS.setdefault(fn, {}).get(item)
+            made = _callers(fn).get(item)
             if made is None:
-                made = _CALLERS[fn][item] = _generate(fn, mark, item)
+                made = _callers(fn)[item] = _generate(fn, mark, item)
     return made
+
+
+def _callers(fn: types.FunctionType) -> dict:
+    """fn's own table of callers: a table copied onto it with its __dict__ (grad's
+    wrapper copies its function's, functools.wraps a user's) is another function's."""
+    table = fn.__dict__.get(_CALLERS)
+    if table is None or table.get("owner") is not fn:
+        table = fn.__dict__[_CALLERS] = {"owner": fn}
+    return table
 
 
 def parameters_of(fun: types.FunctionType) -> tuple[str, ...] | None:

@@ -5,7 +5,9 @@ selecting a partial); differentiating it again dualizes that program: nested dua
 one kernel, to any depth. Every number is checked against the analytic derivative and
 against central differences of the first derivative, on the python and llvm backends.
 """
+import gc
 import math
+import weakref
 
 import numpy as np
 import pytest
@@ -334,3 +336,59 @@ def test_explain_says_the_path_of_each_level():
         assert f"level {level}: {made}" in text
     assert "level 0: cubic" in text
     assert "forward dual" in str(s2sad.explain(loss_broadcast))
+
+
+# ---------------------------------------------------------------- what a nested derivative keeps and reads
+
+class Held:
+    pass
+
+
+def _closure_with_a_held_object():
+    held = Held()
+    k = 1.5
+
+    def f(z):
+        return math.sin(k * z)
+    f.held = held
+    return f, weakref.ref(held)
+
+
+def test_a_nested_derivative_keeps_no_user_object_alive():
+    f, alive = _closure_with_a_held_object()
+    g2 = s2sad.grad(s2sad.grad(f))
+    assert g2(0.3) == pytest.approx(-1.5**2 * math.sin(0.45), rel=1e-14)
+    s2sad.broadcast(s2sad.grad(f), X)
+    s2sad.hessian(lambda v: np.sum(s2sad.broadcast(f, v)))(X)
+    del f, g2
+    gc.collect()
+    assert alive() is None
+
+
+SCALE = 2.0
+
+
+def scaled_cube(z):
+    return SCALE * z**3
+
+
+def test_a_rebound_global_is_read_again_by_a_second_derivative(backend):
+    global SCALE
+    g2 = s2sad.grad(s2sad.grad(scaled_cube, backend=backend), backend=backend)
+    assert g2(1.0) == pytest.approx(12.0, rel=1e-15)
+    SCALE = 3.0
+    try:
+        assert g2(1.0) == pytest.approx(18.0, rel=1e-15)
+    finally:
+        SCALE = 2.0
+
+
+def test_third_derivative_through_copied_wrapper_dicts():
+    # grad's wrapper copies its function's __dict__: each level must still plan its own caller
+    g = s2sad.grad(cubic)
+    g(0.7)
+    g2 = s2sad.grad(g)
+    g2(0.7)
+    g3 = s2sad.grad(g2)
+    assert g3(0.7) == pytest.approx(d3_cubic(0.7), rel=1e-14)
+    assert s2sad.grad(g3)(0.7) == pytest.approx(math.sin(0.7), rel=1e-12)
