@@ -223,6 +223,11 @@ def markdown(rows, errors, missing, info, extra) -> str:
     L.extend(closure_steps.markdown(rows))
     import dask_bench
     L.extend(dask_bench.markdown(rows))
+
+    # ---------------------------------------------------------------- higher order (issue 14)
+    import higher
+    L.append("")
+    L.extend(higher.markdown(rows, errors))
     return "\n".join(L)
 
 

@@ -2,8 +2,8 @@
 
 Run with `make bench` (installs the `bench` extra first) or `.venv/bin/python bench/run.py`.
 Options: `--quick` (fewer repeats, a smoke test), `--out DIR` (default: bench/),
-`--only closures-state`, `--only arrays`, `--only closure-steps`, `--only containers`, `--only hvp` or
-`--only dask` (that section alone,
+`--only closures-state`, `--only arrays`, `--only closure-steps`, `--only containers`, `--only hvp`,
+`--only higher` or `--only dask` (that section alone,
 printed, no files written),
 `--without jax,numba,torch` (leave systems out), `--no-pin`, `--default-malloc`.
 
@@ -73,6 +73,7 @@ import closures_state  # noqa: E402
 import closure_steps  # noqa: E402
 import dask_bench  # noqa: E402
 import containers  # noqa: E402
+import higher  # noqa: E402
 from cases import CASES, make_input  # noqa: E402
 
 from report import COPY, JG, JV, JVF, NB, S2, S2VG, SIZES, TABLE_SYSTEMS, TO  # noqa: E402
@@ -601,7 +602,8 @@ def main(argv=None) -> int:
                     help="leave glibc's malloc as it is (freed arrays may come back with fresh pages)")
     ap.add_argument("--no-pin", action="store_true",
                     help="do not pin the single-thread rows to one CPU (XLA may then use several)")
-    ap.add_argument("--only", choices=["closures-state", "arrays", "closure-steps", "containers", "hvp", "dask"],
+    ap.add_argument("--only", choices=["closures-state", "arrays", "closure-steps", "containers", "hvp", "higher",
+                                       "dask"],
                     help="run one section and print its report (writes no results files)")
     args = ap.parse_args(argv)
     malloc_tuned = False if args.default_malloc else keep_freed_memory()
@@ -638,6 +640,14 @@ def main(argv=None) -> int:
         systems, _ = load_systems(missing, [w for w in args.without.split(",") if w])
         hvp.run_hvp(systems, rows, errors, args.quick, measure_block, timing_row, log)
         log("\n".join(hvp.markdown(rows, errors)))
+        return 0
+    if args.only == "higher":
+        if not args.no_pin:
+            pin_one_cpu()
+        rows, errors, missing = [], [], {}
+        systems, _ = load_systems(missing, [w for w in args.without.split(",") if w])
+        higher.run_higher(systems, rows, errors, args.quick, measure_block, timing_row, log)
+        log("\n".join(higher.markdown(rows, errors)))
         return 0
     if args.only == "arrays":
         if not args.no_pin:
@@ -686,6 +696,10 @@ def main(argv=None) -> int:
     hvp.run_hvp(systems, rows, errors, args.quick, measure_block, timing_row, log)
     closures_state.run_state(rows, errors, args.quick, measure_block, timing_row, log)
     closure_steps.run_closure_steps(rows, errors, args.quick, log)
+    higher_rows, higher_errors = [], []
+    higher.run_higher(systems, higher_rows, higher_errors, args.quick, measure_block, timing_row, log)
+    rows.extend(higher_rows)
+    errors.extend(higher_errors)
     call_overhead = run_call_overhead(rows)
     back_to_back = run_back_to_back(rows, args.quick)
     with tempfile.TemporaryDirectory(prefix="s2sad-bench-src-") as workdir:

@@ -223,3 +223,20 @@ def mlp_tanh_loss(W1, b1, W2, X, y):
 HVP_CASES = {
     "mlp_hvp": (mlp_tanh_loss, (0, 1, 2)),
 }
+
+
+# higher order (issue 14): a second derivative of a scalar function (grad of a grad),
+# and a loss that applies a derivative elementwise: nested duals in one kernel
+def wave(z):
+    return math.sin(z) * z**3
+
+
+second_wave = s2sad.grad(wave)
+dtanh = s2sad.grad(math.tanh)
+
+
+def broadcast_grad_loss(x):
+    return np.sum(s2sad.broadcast(dtanh, x))
+
+
+CASES.update({"second_wave": (second_wave, 0), "broadcast_grad": (broadcast_grad_loss, 0)})

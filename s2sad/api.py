@@ -18,7 +18,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from . import dask_grad, marks, mempool, rules, runtime
+from . import dask_grad, marks, mempool, nested, rules, runtime
 from .arguments import argnums_tuple, converted
 from .callables import bound_call
 from .array_prims import register_vjp
@@ -104,6 +104,7 @@ def _differentiated(fun: Callable, argnums, backend: str, what: str, mode: str, 
     return marks.mark_derivative(differentiated, what, fun, d)
 
 
+@marks.entry_point("value_and_grad")
 def value_and_grad(fun: Callable, argnums=0, *, has_aux: bool = False, backend: str = "auto",
                    mode: str = "auto") -> Callable:
     """(fun's value, its gradient) for the arguments `argnums` (an int, or a tuple for a
@@ -115,6 +116,7 @@ def value_and_grad(fun: Callable, argnums=0, *, has_aux: bool = False, backend: 
     return _differentiated(fun, argnums, backend, "value_and_grad", mode, has_aux)
 
 
+@marks.entry_point("grad")
 def grad(fun: Callable, argnums=0, *, has_aux: bool = False, backend: str = "auto", mode: str = "auto") -> Callable:
     """The gradient of a scalar loss, in the structure of its argument; with has_aux
     (fun returns (loss, aux)), (gradient, aux). `mode` as for value_and_grad."""
@@ -318,7 +320,10 @@ def explain(fun: Callable, argnums=0, *, mode: str = "auto") -> Explanation:
         return e
     fun = target(fun, "explain")
     with bound(fun):
-        return _explain(fun, argnums, mode)
+        explanation = _explain(fun, argnums, mode)
+    if mark is not None and mark.order > 1:     # explain(grad(grad(f))): the path of each level
+        explanation.lines += nested.explain_levels(mark)
+    return explanation
 
 
 def _explain(fun: Callable, argnums, mode: str) -> Explanation:

@@ -30,7 +30,7 @@ LAYERS = (
      "(special) and the math kernels run with; below the frontend because "
      "frontend.classify recognises a value as a primitive by the scalar table"),
     ("frontend", ("s2sad.frontend", "s2sad.sourcecheck", "s2sad.forwarders", "s2sad.defaults",
-                  "s2sad.callables", "s2sad.targets"),
+                  "s2sad.callables", "s2sad.targets", "s2sad.nested"),
      "a Python function -> its parsed tree with names resolved; what an entry point is given "
      "(targets) and the calls it binds (defaults)"),
     ("passes", ("s2sad.passes.*",),
@@ -55,8 +55,8 @@ LAYERS = (
      "the user's arguments checked and gradients shaped (arguments); the generated "
      "derivative grad runs (derivative); jvp and vjp through a plan (jvp_vjp); jvp of an "
      "array program's gradient, forward over reverse (array_higher)"),
-    ("api", ("s2sad.api",),
-     "the user's entry points"),
+    ("api", ("s2sad.api", "s2sad.higher"),
+     "the user's entry points; Jacobians and Hessians built on them (higher)"),
     ("tools", ("s2sad", "s2sad.__main__", "s2sad.cli", "s2sad.golden", "s2sad.coverage"),
      "the package's face, the command line, the golden files"),
 )

@@ -14,7 +14,7 @@ from typing import Any, Callable, Sequence
 
 from . import array_rules, derivative_runtime
 from .arguments import zeros_like
-from .errors import S2SADError, SourceLocation
+from .errors import HigherOrderNotSupportedError, S2SADError, SourceLocation
 from .frontend import Assumptions, Resolver, bound, parse_function, recording
 from .plancache import PlanCache
 from .passes.arrayprog import build_program
@@ -148,13 +148,17 @@ def _array_compiled(fun: Callable, pf, planner_error: S2SADError):
         return c
     except S2SADError as e:
         array_error = e
+    scalar_error = None
     try:  # a straight-line scalar function, e.g. with `and`: one scalar kernel, as with control flow
         plan = plan_scalar(pf)
-    except S2SADError:
-        pass
+    except S2SADError as e:
+        scalar_error = e
     else:
         return Compiled(fun, plan, Kernel(plan.program, plan.program.entry), [a.id for a in pf.node.args.args],
                         pf.resolver)
+    for e in (planner_error, scalar_error):   # a derivative s2sad made, refused: the scalar side says why
+        if isinstance(e, HigherOrderNotSupportedError):
+            raise e from None
     e = array_error
     if getattr(e, "in_scalar_code", False) and e.location is not None and planner_error.location is not None \
             and (e.location.filename, e.location.lineno) == (planner_error.location.filename,

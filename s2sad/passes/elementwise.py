@@ -26,7 +26,9 @@ from .. import rules
 from ..errors import FreeVariableError, UnsupportedOperationError, UnsupportedSyntaxError
 from ..marks import is_entry_point
 from ..frontend import MISSING, ParsedFunction, attribute_value, classify, location_of, source_line
+from ..kernel_text import unparse
 from .normalize import Normalizer, ScalarProgram
+from .normderiv import register_loss_planner
 from .trees import dotted, function_def, literal, name
 from .purity import classify_function
 
@@ -225,6 +227,8 @@ class _Planner:
         if e.keywords:
             raise self.err(e, "keyword arguments are not supported here", "Pass arguments by position.",
                            UnsupportedOperationError)
+        if isinstance(e.func, gast.Call):    # s2sad.grad(f)(x): the normalizer makes it, or refuses it
+            return self.apply(e.func, [self.elementwise(a) for a in e.args], e, "call")
         value = attribute_value(self.pf.resolver, e.func)
         label = dotted(e.func)
         if value in (list, np.array, np.asarray, np.fromiter, tuple) and len(e.args) >= 1:
@@ -268,6 +272,11 @@ class _Planner:
             self.sites.append(Site(self.loc(site), fnode.id, "dual", "local function: pure",
                                    source_line(self.pf.filename, site)))
             return gast.Call(func=fnode, args=arrays, keywords=[])
+        if isinstance(fnode, gast.Call):   # s2sad.grad(f) written in place: the normalizer makes it
+            self.sites.append(Site(self.loc(site), f"{label}({unparse(fnode).strip()})", "dual",
+                                   "a derivative s2sad made: its forward dual program is the helper (nested duals)",
+                                   source_line(self.pf.filename, site)))
+            return gast.copy_location(gast.Call(func=fnode, args=arrays, keywords=[]), site)
         value = attribute_value(self.pf.resolver, fnode)
         if value is MISSING:
             raise self.err(site, f"cannot tell which function '{dotted(fnode)}' is",
@@ -285,7 +294,7 @@ class _Planner:
             verdict = classify_function(value, location_of(self.pf.filename, site))
             self.sites.append(Site(self.loc(site), f"{label}({dotted(fnode)})" if label in ("map", "broadcast", "s2sad.broadcast") else dotted(fnode),
                                    verdict.path, verdict.reason, source_line(self.pf.filename, site)))
-        return gast.Call(func=fnode, args=arrays, keywords=[])
+        return gast.copy_location(gast.Call(func=fnode, args=arrays, keywords=[]), site)
 
     def comprehension(self, e) -> gast.expr:
         if len(e.generators) != 1:
@@ -401,6 +410,9 @@ def _array_level_statement(s: gast.stmt) -> bool:
 
 def plan_loss(pf: ParsedFunction) -> LossPlan:
     return _Planner(pf).plan()
+
+
+register_loss_planner(plan_loss)   # a grad of a summed loss, called in scalar code (normderiv.py)
 
 
 def plan_scalar(pf: ParsedFunction) -> LossPlan:

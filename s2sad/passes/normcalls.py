@@ -18,13 +18,15 @@ from .. import special
 from ..defaults import bind_call
 from ..errors import FreeVariableError, NoSourceError, UnsupportedOperationError
 from ..frontend import MISSING, attribute_value, classify, location_of
+from .normderiv import DerivativeCallMixin
 from .normscope import LocalFunction, Scope
 from .trees import assigned_names, const, constant_value, dotted, name, primitive_call
 
 
-class CallMixin:
+class CallMixin(DerivativeCallMixin):
     """Normalizes calls; needs `expr`, `err`, `user_function`, `rule_helper`, `_fresh`,
-    `_emit` and the capture/state/tuple mixins."""
+    `_emit` and the capture/state/tuple mixins. Calls of derivatives s2sad made are
+    DerivativeCallMixin's (passes/normderiv.py)."""
 
     def call(self, e: gast.Call, scope: Scope) -> gast.expr:
         scope.call_depth = getattr(scope, "call_depth", 0) + 1
@@ -45,6 +47,9 @@ class CallMixin:
                 raise self.err(scope, e, "calls in scalar functions take positional arguments only",
                                "Pass arguments by position.")
         f = e.func
+        derivative = self.derivative_value(f, scope)
+        if derivative is not None:    # grad(f) called here: its own program (normderiv.py)
+            return self.derivative_call(e, derivative, scope)
         n = self.tuple_len(e, scope)
         if n is not None:
             return n
