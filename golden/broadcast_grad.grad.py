@@ -1,5 +1,5 @@
 def broadcast_grad_loss__grad(x):
-    # Grad of: return np.sum(s2sad.broadcast(dtanh, x))    [golden/examples.py:188:5]
+    # Grad of: return np.sum(s2sad.broadcast(dtanh, x))    [golden/examples.py:239:5]
     (x_bar,) = sum_grads(tanh__d_x, (x,), active=('x',), scale=1.0)
     return (x_bar,)
 

@@ -7,7 +7,7 @@ def grad_of_wave__grad(z):
 
 # Kernel wave__d_z: the loss's elementwise part, fused with its reduction.
 # Its dual returns the value and one partial per active argument.
-# from golden/examples.py:179 (wave)
+# from golden/examples.py:230 (wave)
 def wave(z):
     return math.sin(z) * z ** 3
 
