@@ -26,7 +26,7 @@ from .deep import deeply
 from .derivative import Derivative
 from .errors import S2SADError
 from .frontend import Assumptions, bound, parse_function, recording
-from .array_higher import jvp_of_derivative
+from .array_higher import is_array_derivative, jvp_of_derivative
 from .jvp_vjp import jvp_at, pullback_of, vjp_at
 from .plancache import PLANNING, PlanCache
 from .plans import PLANS, compiled, is_array, serves
@@ -160,7 +160,7 @@ def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], *, backe
     and the result may be containers (tangents in the primals' structure); parameters
     not given take their defaults (and no tangent)."""
     mark = marks.derivative_mark(fun)
-    if mark is not None:    # grad of an array program: forward over reverse (else refused)
+    if mark is not None and is_array_derivative(mark):   # grad of an array program: forward over reverse
         return jvp_of_derivative(mark, primals, tangents, backend)
     planned, _, call = _prepared(fun, "jvp", 0)
     primals, tangents = tuple(primals), tuple(tangents)
@@ -317,6 +317,8 @@ def explain(fun: Callable, argnums=0, *, mode: str = "auto") -> Explanation:
         with bound(fun):
             e = _explain(fun, argnums, mode)
         e.lines += getattr(d, "dask_report", [])     # how its last call over dask arrays was split
+        if mark.order > 1:      # explain(grad(grad(f))): the path of each level
+            e.lines += nested.explain_levels(mark)
         return e
     fun = target(fun, "explain")
     with bound(fun):
