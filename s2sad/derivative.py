@@ -21,6 +21,7 @@ from .arguments import argnums_tuple, as_result, as_value, check_args, check_cal
 from .deep import deeply
 from .errors import NonScalarLossError
 from .frontend import bound
+from .passes.rowelems import index_text
 from .plancache import PLANNING
 from .plans import Compiled, compiled, is_array, read_state, return_location, write_state
 from .targets import arity, bind
@@ -144,7 +145,7 @@ class Derivative:
                 lines.append(f"    {c.params[i]}_bar = zeros_like({c.params[i]}){note}")
         for kp, i, index in pairs:
             if index is not None:
-                lines.append(f"    {c.params[i]}_bar[{', '.join(map(str, index))}] += {kp}_bar"
+                lines.append(f"    {c.params[i]}_bar[{index_text(index)}] += {kp}_bar"
                              f"  # captured at {c.plan.capture_location(kp)}")
         bars_tuple = f"({', '.join(bars)}{',' if len(bars) == 1 else ''})"
         lines.append(f"    return {bars_tuple}" if grad_only else f"    return value, {bars_tuple}")
@@ -173,6 +174,7 @@ class Derivative:
             "broadcast_size": runtime.broadcast_size,
             "check_scalar_loss": functools.partial(_check_scalar_loss, c),
             "zeros_like": zeros_like,
+            "column": c.column,
             "scan_grads": _scan_value_and_grads(self.chosen),
             "read_state": functools.partial(read_state, c),
             "write_state": functools.partial(write_state, c),

@@ -21,6 +21,7 @@ from .passes.arrayprog import build_program
 from .passes.containers import Layout, flatten_parameters
 from .passes.elementwise import LossPlan, plan_loss, plan_scalar
 from .passes.array_compiled import ArrayCompiled
+from .passes.rowelems import Column, index_text
 from .runtime import Kernel
 from .targets import entry_function
 
@@ -69,7 +70,16 @@ class Compiled:
             return ref
         if ref.origin == "free":
             return ref.param
-        return ref.base + "[" + ", ".join(map(str, ref.index)) + "]"
+        if isinstance(ref, Column):   # read (and its shape checked) at each call
+            return f"column({ref.base}, {ref.param!r})"
+        return ref.base + "[" + index_text(ref.index) + "]"
+
+    def column(self, value, param: str):
+        """A row function's column of `value` (generated code's `column`), shape-checked."""
+        for kind, ref in self.plan.inputs:
+            if kind == "capture" and isinstance(ref, Column) and ref.param == param:
+                return ref.read(value)
+        raise KeyError(param)
 
     def free_values(self) -> dict[str, Any]:
         """Keyword arguments of the derivative: free data arrays and captured free
