@@ -456,4 +456,9 @@ def translate_elementwise(pf: ParsedFunction, expr: gast.expr, params, prelude=(
     t.params = list(params)
     t.prelude = list(prelude)
     out = t.elementwise(expr)
+    if t.rows.columns or t.rows.synthesized:
+        raise t.err(expr, "a function of rows is applied inside an array program",
+                    "Apply it in a loss of the form sum(map(f, X)) or np.sum(s2sad.broadcast(f, X)), or "
+                    "pass the columns as arrays: map(f, X[:, 0], X[:, 1]) with f taking numbers.",
+                    UnsupportedOperationError)
     return out, t.prelude, t.sites, t.free_arrays

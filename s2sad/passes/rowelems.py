@@ -56,6 +56,10 @@ class RowUse:
         """The fewest components a row may have for every read to exist."""
         return max([i + 1 for i in self.reads if i >= 0] + [-i for i in self.reads if i < 0] + [0])
 
+    def widest(self) -> int:
+        """The position read that needs the most components."""
+        return max(self.reads, key=lambda i: i + 1 if i >= 0 else -i)
+
     def order(self) -> list[int]:
         """The positions read: non-negative ascending, then negative ascending."""
         return sorted(i for i in self.reads if i >= 0) + sorted(i for i in self.reads if i < 0)
@@ -241,6 +245,7 @@ class Column:
     location: SourceLocation
     need: int
     exact: int | None = None
+    widest: int = 0
     resolver: Resolver | None = field(default=None, compare=False, repr=False)
 
     @property
@@ -255,24 +260,24 @@ class Column:
             value = self.resolver.lookup(self.base)
         if not hasattr(value, "shape"):
             value = np.asarray(value)
-        check_rows(value.shape, self.base, self.need, self.exact, self.location)
+        check_rows(value.shape, f"'{self.base}'", self.need, self.exact, self.widest, self.location)
         return value[:, self.col]
 
 
-def check_rows(shape: tuple, base: str, need: int, exact: int | None, loc) -> None:
-    """A row function's array: 2-D, with the columns its reads need."""
+def check_rows(shape: tuple, what: str, need: int, exact: int | None, widest: int, loc) -> None:
+    """A row function's array (`what`: how to name it): 2-D, with the columns its reads need."""
     if len(shape) != 2:
-        raise ShapeError(f"'{base}' has shape {tuple(shape)}, but the function applied to it reads "
+        raise ShapeError(f"{what} has shape {tuple(shape)}, but the function applied to it reads "
                          f"components of its elements: a 2-D array is needed (one row per element)", loc,
                          hint="Pass a 2-D array whose rows are the elements, or a function of numbers "
                               "(not indexing its parameter) for a 1-D array.")
     if exact is not None and shape[1] != exact:
-        raise ShapeError(f"'{base}' has shape {tuple(shape)}: each row must have exactly {exact} "
+        raise ShapeError(f"{what} has shape {tuple(shape)}: each row must have exactly {exact} "
                          f"components here (an unpacking or signature= says so)", loc,
                          hint=f"Pass an array of shape (n, {exact}).")
     if shape[1] < need:
-        raise ShapeError(f"'{base}' has shape {tuple(shape)}, but index {need - 1 if need else 0} (or "
-                         f"{-need}) of its rows is read: {need} columns are needed", loc,
+        raise ShapeError(f"{what} has shape {tuple(shape)}, but index {widest} of its rows is read: "
+                         f"{need} columns are needed", loc,
                          hint=f"Pass an array with at least {need} columns, or fix the index.")
 
 
@@ -342,6 +347,10 @@ class _CallsMixin:
         for pos, a in enumerate(arrays):
             q = params[pos] if pos < len(params) else None
             core = signature[pos] if signature is not None else None
+            if q in rows and signature is not None and core is None:
+                raise row_error(f"signature= says argument {pos + 1} is a number, but the function indexes "
+                                f"its parameter '{q}'", loc, "Write its core dimension: signature=\"(3)->()\".",
+                                ShapeError)
             if q in rows:
                 args.extend(self.columns_of(a, rows[q], origin(a), site, core))
                 continue
@@ -435,7 +444,7 @@ class RowCalls(_CallsMixin):
         out = []
         for i in use.order():
             param = f"{array.id}__c{i}" if i >= 0 else f"{array.id}__cm{-i}"
-            self.columns[param] = Column(origin, array.id, i, param, loc, use.need(), exact,
+            self.columns[param] = Column(origin, array.id, i, param, loc, use.need(), exact, use.widest(),
                                          self.pf.resolver if origin == "free" else None)
             out.append(name(param))
         return out
@@ -449,3 +458,55 @@ class RowCalls(_CallsMixin):
             raise row_error(f"the function reads index {max(use.reads, key=abs)} of zip(...) of {k} arrays",
                             loc, "Fix the index or zip more arrays.", ShapeError)
         return [copy.deepcopy(z.args[i]) for i in use.order()]
+
+
+# ---------------------------------------------------------------- s2sad.broadcast of a row function
+
+def row_parameters(pf: ParsedFunction) -> list[RowUse | None] | None:
+    """Per parameter of `pf`, how it reads its rows (None: a number); None when none does."""
+    uses = _Analysis().uses(pf.node, pf.resolver, pf.filename)
+    if not uses:
+        return None
+    return [uses.get(a.id) for a in pf.node.args.args]
+
+
+def row_program(pf: ParsedFunction, normalizer):
+    """`pf` rewritten for its row parameters, normalized by `normalizer` (a fresh
+    Normalizer): the program s2sad.broadcast runs on the columns (`row_arguments`)."""
+    calls = RowCalls(pf)
+    rows = calls.node_rows(pf.node)
+    node = rewritten(pf.node, rows, calls.inner_calls(pf.resolver))
+    normalizer.synthesized = calls.synthesized
+    return normalizer.program(ParsedFunction(None, node, pf.filename, pf.resolver))
+
+
+def row_arguments(args, rows: list[RowUse | None] | None, signature: str | None, name_: str, loc) -> list:
+    """s2sad.broadcast's arguments with each row argument replaced by the columns its
+    function reads (shape-checked: 2-D, enough columns, exactly the signature's)."""
+    cores = parse_signature(signature, loc) if signature is not None else None
+    if cores is not None and len(cores) != len(args):
+        raise row_error(f"signature={signature!r} has {len(cores)} argument(s), {len(args)} are given", loc,
+                        "Write one core dimension, or (), per argument.", ShapeError)
+    rows = rows or [None] * len(args)
+    out = []
+    for pos, a in enumerate(args):
+        use = rows[pos] if pos < len(rows) else None
+        core = cores[pos] if cores is not None else None
+        if use is not None and cores is not None and core is None:
+            raise row_error(f"signature={signature!r} says argument {pos + 1} is a number, but {name_} indexes "
+                            f"that parameter", loc, "Write its core dimension: signature=\"(3)->()\".", ShapeError)
+        if use is None:
+            if core is not None:
+                raise row_error(f"signature={signature!r} gives argument {pos + 1} rows, but {name_} never "
+                                f"indexes that parameter", loc, "Index its components in the function, or "
+                                "write () for it.", ShapeError)
+            out.append(a)
+            continue
+        if isinstance(core, int) and (use.need() > core or use.exact not in (None, core)):
+            raise row_error(f"signature={signature!r} says argument {pos + 1} has rows of {core}, but {name_} "
+                            f"reads {use.need()} components", loc, "Fix the signature or the indices.", ShapeError)
+        value = a if hasattr(a, "shape") else np.asarray(a)
+        check_rows(value.shape, f"argument {pos + 1} of {name_}", use.need(),
+                   core if isinstance(core, int) else use.exact, use.widest(), loc)
+        out.extend(value[:, i] for i in use.order())
+    return out
