@@ -1,0 +1,341 @@
+"""Rows and small vectors as elements (issue 15): a scalar function that indexes its
+parameter with constant positions, applied over the rows of a 2-D array (map,
+broadcast with signature=, comprehensions) or zip(...) of arrays, runs on the fused
+dual path; wrong shapes and whole uses of a row are refused, located."""
+import numpy as np
+import pytest
+
+import s2sad
+from s2sad.errors import S2SADError, ShapeError, UnsupportedOperationError
+from conftest import central_fd
+
+RNG = np.random.default_rng(15)
+X = RNG.normal(size=(7, 3))
+
+
+def energy(p):
+    return p[0] ** 2 + p[1] * p[2]
+
+
+def unpacked(p):
+    a, b, c = p
+    return a * np.sin(b) + c ** 3 * p[-1]
+
+
+def pair_term(q):
+    return q[1] * np.exp(q[0])
+
+
+def passes_row_on(p):
+    return pair_term(p) + p[-1] ** 2
+
+
+def via_map(X):
+    return sum(map(energy, X))
+
+
+def via_broadcast(X):
+    return np.sum(s2sad.broadcast(energy, X, signature="(3)->()"))
+
+
+def via_broadcast_inferred(X):
+    return np.sum(s2sad.broadcast(energy, X))
+
+
+def via_genexp(X):
+    return sum(energy(row) for row in X)
+
+
+def via_listcomp(X):
+    return sum([energy(r) for r in X])
+
+
+def via_inline_comp(X):
+    return np.mean([r[0] * r[2] - r[1] for r in X])
+
+
+def via_lambda(X):
+    return sum(map(lambda p: p[0] * p[1] + np.cos(p[2]), X))
+
+
+def via_local_def(X):
+    def local(p):
+        x, y, z = p
+        return x * y * z
+    return sum(map(local, X))
+
+
+def via_unpacked(X):
+    return sum(map(unpacked, X))
+
+
+def via_helper(X):
+    return sum(map(passes_row_on, X))
+
+
+LOSSES = [via_map, via_broadcast, via_broadcast_inferred, via_genexp, via_listcomp, via_inline_comp,
+          via_lambda, via_local_def, via_unpacked, via_helper]
+
+
+@pytest.mark.parametrize("loss", LOSSES)
+def test_rows_against_central_differences(loss, backend):
+    value, g = s2sad.value_and_grad(loss, backend=backend)(X)
+    assert g.shape == X.shape and g.dtype == X.dtype
+    np.testing.assert_allclose(value, loss(X), rtol=1e-12)
+    np.testing.assert_allclose(g, central_fd(loss, [X], 0), rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("loss", LOSSES)
+def test_python_backend_agrees_with_llvm(loss):
+    gp = s2sad.grad(loss, backend="python")(X)
+    gl = s2sad.grad(loss, backend="llvm")(X)
+    np.testing.assert_allclose(gp, gl, rtol=1e-13, atol=1e-14)
+
+
+def test_runs_fused_one_partial_per_component():
+    text = str(s2sad.explain(via_map))
+    assert "dual with 3 partial(s) per element" in text
+    src = s2sad.source(s2sad.grad(via_map))
+    assert "X_bar[:, 0] +=" in src and "def energy(p__0, p__1, p__2)" in src
+
+
+def test_exact_answer_analytic():
+    g = s2sad.grad(via_map)(X)
+    np.testing.assert_allclose(g, np.stack([2 * X[:, 0], X[:, 2], X[:, 1]], axis=1), rtol=1e-14)
+
+
+# ---------------------------------------------------------------- tuples of several arrays' elements
+
+def triple(t):
+    return t[0] * t[1] + t[2]
+
+
+def zip_map(a, b, c):
+    return sum(map(triple, zip(a, b, c)))
+
+
+def zip_genexp(a, b, c):
+    return sum(triple(t) for t in zip(a, b, c))
+
+
+def zip_unpacked_comp(a, b, c):
+    return sum([x * y - z for x, y, z in zip(a, b, c)])
+
+
+@pytest.mark.parametrize("loss", [zip_map, zip_genexp, zip_unpacked_comp])
+def test_zip_elements_as_tuples(loss, backend):
+    args = [X[:, 0].copy(), X[:, 1].copy(), X[:, 2].copy()]
+    gs = s2sad.grad(loss, argnums=(0, 1, 2), backend=backend)(*args)
+    for i in range(3):
+        np.testing.assert_allclose(gs[i], central_fd(loss, args, i), rtol=1e-6, atol=1e-7)
+
+
+def test_zip_of_too_few_arrays_is_refused():
+    def short(a, b):
+        return sum(map(triple, zip(a, b)))
+    with pytest.raises(ShapeError, match="index 2 of zip"):
+        s2sad.grad(short)(X[:, 0].copy(), X[:, 1].copy())
+
+
+# ---------------------------------------------------------------- rows with other arguments
+
+def scaled(p, s):
+    return p[0] * s + p[1] ** 2
+
+
+def with_scalars(X, s):
+    return sum(map(scaled, X, s))
+
+
+def test_row_and_number_arguments(backend):
+    s = RNG.normal(size=7)
+    gX, gs = s2sad.grad(with_scalars, argnums=(0, 1), backend=backend)(X[:, :2].copy(), s)
+    np.testing.assert_allclose(gX, central_fd(with_scalars, [X[:, :2].copy(), s], 0), rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(gs, X[:, 0], rtol=1e-14)
+
+
+DATA_ROWS = RNG.normal(size=(7, 2))
+
+
+def free_rows(x):
+    return sum(map(lambda p, z: p[0] * z + p[1], DATA_ROWS, x))
+
+
+def test_rows_of_a_free_array_are_data():
+    x = RNG.normal(size=7)
+    np.testing.assert_allclose(s2sad.grad(free_rows)(x), DATA_ROWS[:, 0], rtol=1e-14)
+
+
+def test_int_rows_are_data():
+    Xi = np.arange(14).reshape(7, 2)
+    s = np.ones(7)
+    np.testing.assert_allclose(s2sad.grad(with_scalars, argnums=1)(Xi, s), Xi[:, 0])
+
+
+# ---------------------------------------------------------------- layouts and dtypes
+
+def test_wider_rows_unread_columns_get_zero():
+    W = RNG.normal(size=(5, 6))
+    g = s2sad.grad(via_map)(W)
+    assert g.shape == (5, 6)
+    np.testing.assert_array_equal(g[:, 3:], 0)
+    np.testing.assert_allclose(g, central_fd(via_map, [W], 0), rtol=1e-6, atol=1e-7)
+
+
+def test_same_column_through_two_indices_accumulates():
+    def first_and_last(X):
+        return sum(map(lambda p: p[0] * p[-1], X))
+    one = RNG.normal(size=(4, 1))
+    np.testing.assert_allclose(s2sad.grad(first_and_last)(one), 2 * one, rtol=1e-14)
+
+
+def test_non_contiguous_rows_and_input_untouched():
+    big = RNG.normal(size=(9, 5))
+    view = big[::2, 1:4]
+    keep = big.copy()
+    g = s2sad.grad(via_map)(view)
+    np.testing.assert_allclose(g, s2sad.grad(via_map)(view.copy()), rtol=1e-15)
+    np.testing.assert_array_equal(big, keep)
+    Xf = np.asfortranarray(X)
+    np.testing.assert_allclose(s2sad.grad(via_map)(Xf), s2sad.grad(via_map)(X), rtol=1e-15)
+
+
+def test_float32_rows():
+    g = s2sad.grad(via_map)(X.astype(np.float32))
+    assert g.dtype == np.float32 and g.shape == X.shape
+    np.testing.assert_allclose(g, s2sad.grad(via_map)(X), rtol=1e-5, atol=1e-6)
+
+
+def test_empty_rows():
+    value, g = s2sad.value_and_grad(via_map)(np.zeros((0, 3)))
+    assert value == 0 and g.shape == (0, 3)
+
+
+def test_nan_propagates_to_its_row_only():
+    Y = X.copy()
+    Y[2, 1] = np.nan
+    g = s2sad.grad(via_map)(Y)
+    assert np.isnan(g[2, 2]) and not np.isnan(np.delete(g, 2, axis=0)).any()
+
+
+def test_vjp_through_rows():
+    out, pull = s2sad.vjp(via_map, X)
+    np.testing.assert_allclose(out, via_map(X), rtol=1e-12)
+    np.testing.assert_allclose(pull(2.0)[0], 2 * s2sad.grad(via_map)(X), rtol=1e-14)
+
+
+# ---------------------------------------------------------------- s2sad.broadcast outside a loss
+
+def test_broadcast_values_of_rows():
+    np.testing.assert_allclose(s2sad.broadcast(energy, X, signature="(3)->()"),
+                               [energy(r) for r in X], rtol=1e-14)
+    np.testing.assert_allclose(s2sad.broadcast(scaled, X[:, :2], 2.0, signature="(2),()->()"),
+                               [scaled(r, 2.0) for r in X[:, :2]], rtol=1e-14)
+    np.testing.assert_allclose(s2sad.broadcast(unpacked, X), [unpacked(r) for r in X], rtol=1e-13)
+
+
+@pytest.mark.parametrize("args, kw, match", [
+    ((X[:, :2],), {}, r"shape \(7, 2\), but index 2 of its rows is read"),
+    ((X[0],), {}, "2-D array is needed"),
+    ((X,), {"signature": "(4)->()"}, "exactly 4"),
+    ((X,), {"signature": "(2)->()"}, "reads 3 components"),
+    ((X,), {"signature": "()->()"}, "is a number"),
+    ((X,), {"signature": "(3)->(2)"}, "not supported"),
+])
+def test_broadcast_refusals(args, kw, match):
+    with pytest.raises(S2SADError, match=match) as e:
+        s2sad.broadcast(energy, *args, **kw)
+    assert e.value.location is not None
+
+
+# ---------------------------------------------------------------- right or refused in a loss
+
+def test_too_few_columns_names_index_and_shape():
+    with pytest.raises(ShapeError, match=r"'X' has shape \(7, 2\), but index 2 of its rows is read") as e:
+        s2sad.grad(via_map)(X[:, :2])
+    assert e.value.location.lineno == via_map.__code__.co_firstlineno + 1
+
+
+def test_negative_index_beyond_the_row():
+    def far(X):
+        return sum(map(lambda p: p[-3], X))
+    with pytest.raises(ShapeError, match="index -3"):
+        s2sad.grad(far)(X[:, :2])
+
+
+def test_one_dimensional_array_needs_2d():
+    with pytest.raises(ShapeError, match="2-D array is needed"):
+        s2sad.grad(via_map)(X[:, 0].copy())
+
+
+def test_unpacking_needs_exactly_that_many_columns():
+    with pytest.raises(ShapeError, match="exactly 3"):
+        s2sad.grad(via_unpacked)(RNG.normal(size=(4, 4)))
+
+
+def test_signature_disagreeing_with_the_function():
+    def sig2(X):
+        return np.sum(s2sad.broadcast(energy, X, signature="(2)->()"))
+    with pytest.raises(ShapeError, match="signature= says have 2"):
+        s2sad.grad(sig2)(X)
+
+    def sig_scalar(X):
+        return np.sum(s2sad.broadcast(energy, X, signature="()->()"))
+    with pytest.raises(ShapeError, match="is a number"):
+        s2sad.grad(sig_scalar)(X)
+
+
+def uses_len(p):
+    return p[0] * len(p)
+
+
+def uses_matmul(p):
+    return p[0] + p @ np.ones(3)
+
+
+def uses_sum(p):
+    return np.sum(p) - p[1]
+
+
+def uses_loop(p):
+    acc = p[0]
+    for v in p:
+        acc = acc + v
+    return acc
+
+
+def uses_variable_index(p):
+    i = 1
+    return p[0] + p[i]
+
+
+@pytest.mark.parametrize("fn", [uses_len, uses_matmul, uses_sum, uses_loop, uses_variable_index])
+def test_row_used_whole_is_refused_located(fn):
+    def loss(X):
+        return sum(map(fn, X))
+    with pytest.raises(UnsupportedOperationError, match="used whole") as e:
+        s2sad.grad(loss)(X)
+    assert e.value.location.filename == __file__
+    assert "Index its components" in str(e.value)
+
+
+def test_rows_of_a_computed_array_are_refused():
+    def computed(X):
+        return sum(map(energy, X * 2.0))
+    with pytest.raises(UnsupportedOperationError, match="argument of the loss or a free array"):
+        s2sad.grad(computed)(X)
+
+
+def test_scalar_function_given_zip_is_refused():
+    def not_rows(a, b):
+        return sum(map(lambda z: z * 2.0, zip(a, b)))
+    with pytest.raises(S2SADError, match="zip"):
+        s2sad.grad(not_rows)(X[:, 0].copy(), X[:, 1].copy())
+
+
+def test_rows_inside_an_array_program_are_refused():
+    def program(X, w):
+        e = np.array(list(map(energy, X)))
+        return np.sum(e * w) + np.sum(X @ np.ones(3))
+    with pytest.raises(UnsupportedOperationError, match="function of rows is applied inside an array program"):
+        s2sad.grad(program)(X, np.ones(7))
