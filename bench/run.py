@@ -2,7 +2,7 @@
 
 Run with `make bench` (installs the `bench` extra first) or `.venv/bin/python bench/run.py`.
 Options: `--quick` (fewer repeats, a smoke test), `--out DIR` (default: bench/),
-`--only closures-state`, `--only arrays`, `--only closure-steps`, `--only containers`, `--only hvp` or
+`--only closures-state`, `--only arrays`, `--only closure-steps`, `--only containers`, `--only rows`, `--only hvp` or
 `--only dask` (that section alone,
 printed, no files written),
 `--without jax,numba,torch` (leave systems out), `--no-pin`, `--default-malloc`.
@@ -73,6 +73,7 @@ import closures_state  # noqa: E402
 import closure_steps  # noqa: E402
 import dask_bench  # noqa: E402
 import containers  # noqa: E402
+import rows as row_elements  # noqa: E402
 from cases import CASES, make_input  # noqa: E402
 
 from report import COPY, JG, JV, JVF, NB, S2, S2VG, SIZES, TABLE_SYSTEMS, TO  # noqa: E402
@@ -601,7 +602,8 @@ def main(argv=None) -> int:
                     help="leave glibc's malloc as it is (freed arrays may come back with fresh pages)")
     ap.add_argument("--no-pin", action="store_true",
                     help="do not pin the single-thread rows to one CPU (XLA may then use several)")
-    ap.add_argument("--only", choices=["closures-state", "arrays", "closure-steps", "containers", "hvp", "dask"],
+    ap.add_argument("--only", choices=["closures-state", "arrays", "closure-steps", "containers", "hvp", "dask",
+                                       "rows"],
                     help="run one section and print its report (writes no results files)")
     args = ap.parse_args(argv)
     malloc_tuned = False if args.default_malloc else keep_freed_memory()
@@ -630,6 +632,13 @@ def main(argv=None) -> int:
         rows, errors = [], []
         containers.run_containers(rows, errors, args.quick, measure_block, timing_row, log)
         log("\n".join(containers.markdown(rows)))
+        return 0
+    if args.only == "rows":
+        if not args.no_pin:
+            pin_one_cpu()
+        rows, errors = [], []
+        row_elements.run_rows(rows, errors, args.quick, measure_block, timing_row, log)
+        log("\n".join(row_elements.markdown(rows)))
         return 0
     if args.only == "hvp":
         if not args.no_pin:

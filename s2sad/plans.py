@@ -21,7 +21,7 @@ from .passes.arrayprog import build_program
 from .passes.containers import Layout, flatten_parameters
 from .passes.elementwise import LossPlan, plan_loss, plan_scalar
 from .passes.array_compiled import ArrayCompiled
-from .passes.rowelems import Column, index_text
+from .passes.rowelems import Column, index_text, read_columns
 from .runtime import Kernel
 from .targets import entry_function
 
@@ -71,15 +71,13 @@ class Compiled:
         if ref.origin == "free":
             return ref.param
         if isinstance(ref, Column):   # read (and its shape checked) at each call
-            return f"column({ref.base}, {ref.param!r})"
+            return f"columns({ref.base}, ({ref.param!r},))[0]"
         return ref.base + "[" + index_text(ref.index) + "]"
 
-    def column(self, value, param: str):
-        """A row function's column of `value` (generated code's `column`), shape-checked."""
-        for kind, ref in self.plan.inputs:
-            if kind == "capture" and isinstance(ref, Column) and ref.param == param:
-                return ref.read(value)
-        raise KeyError(param)
+    def columns(self, value, params: tuple[str, ...]) -> list:
+        """A row function's columns of `value` (generated code's `columns`), shape-checked."""
+        by_param = {ref.param: ref for kind, ref in self.plan.inputs if kind == "capture" and isinstance(ref, Column)}
+        return read_columns(value, [by_param[p] for p in params])
 
     def free_values(self) -> dict[str, Any]:
         """Keyword arguments of the derivative: free data arrays and captured free

@@ -510,3 +510,35 @@ def row_arguments(args, rows: list[RowUse | None] | None, signature: str | None,
                    core if isinstance(core, int) else use.exact, use.widest(), loc)
         out.extend(value[:, i] for i in use.order())
     return out
+
+
+def rows_gradient(like, grads, cols, zeros_like):
+    """The gradient of a 2-D argument read only through columns: each column's kernel
+    gradient in its place (one pass when the columns read are all of them, once each;
+    else zeros with each added, unread columns 0, a column read twice summed)."""
+    k = like.shape[1]
+    where = [c % k for c in cols]
+    if type(like) is np.ndarray and sorted(where) == list(range(k)):
+        out = np.empty(like.shape, dtype=like.dtype)
+        for g, c in zip(grads, where):
+            out[:, c] = g
+        return out
+    out = zeros_like(like)
+    for g, c in zip(grads, where):
+        out[:, c] += g
+    return out
+
+
+def read_columns(value, columns: list[Column]) -> list:
+    """The columns a row function reads of one array, shape-checked once; read from one
+    transposed copy when they are most of its columns (one pass over the array instead
+    of one strided gather per column: the kernel reads contiguous columns)."""
+    if not hasattr(value, "shape"):
+        value = np.asarray(value)
+    first = columns[0]
+    check_rows(value.shape, f"'{first.base}'", first.need, first.exact, first.widest, first.location)
+    k = value.shape[1]
+    if type(value) is np.ndarray and len(columns) > 1 and 2 * len({c.col % k for c in columns}) >= k:
+        t = np.ascontiguousarray(value.T)
+        return [t[c.col] for c in columns]
+    return [value[:, c.col] for c in columns]
