@@ -2,6 +2,8 @@
 parameter with constant positions, applied over the rows of a 2-D array (map,
 broadcast with signature=, comprehensions) or zip(...) of arrays, runs on the fused
 dual path; wrong shapes and whole uses of a row are refused, located."""
+import os
+
 import numpy as np
 import pytest
 
@@ -339,3 +341,28 @@ def test_rows_inside_an_array_program_are_refused():
         return np.sum(e * w) + np.sum(X @ np.ones(3))
     with pytest.raises(UnsupportedOperationError, match="function of rows is applied inside an array program"):
         s2sad.grad(program)(X, np.ones(7))
+
+
+# ---------------------------------------------------------------- random programs (tests/randprog.py)
+
+from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
+
+from randprog import load, programs  # noqa: E402
+
+
+@settings(max_examples=int(30 * float(os.environ.get("S2SAD_RANDPROG_SCALE", "1"))), deadline=None,
+          derandomize=True, database=None, suppress_health_check=list(HealthCheck))
+@given(program=programs(), n=st.integers(2, 5), seed=st.integers(0, 2**31 - 1))
+def test_random_programs_over_rows(program, n, seed):
+    """loss_rows(X), f over X's rows through frow(p), has the gradient of loss(*columns) in X's columns."""
+    ns = load(program)
+    rng = np.random.default_rng(seed)
+    args = [rng.uniform(-2.0, 2.0, n) for _ in program.params]
+    X = np.stack(args, axis=1)
+    argnums = tuple(range(program.nparams))
+    value, grads = s2sad.value_and_grad(ns["loss"], argnums=argnums, backend="python")(*args)
+    for backend in ("python", "llvm"):
+        v_rows, g_rows = s2sad.value_and_grad(ns["loss_rows"], backend=backend)(X)
+        assert g_rows.shape == X.shape
+        np.testing.assert_allclose(v_rows, value, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(g_rows, np.stack(grads, axis=1), rtol=1e-10, atol=1e-10)
