@@ -242,7 +242,8 @@ def test_broadcast_values_of_rows():
     ((X,), {"signature": "(4)->()"}, "exactly 4"),
     ((X,), {"signature": "(2)->()"}, "reads 3 components"),
     ((X,), {"signature": "()->()"}, "is a number"),
-    ((X,), {"signature": "(3)->(2)"}, "not supported"),
+    ((X,), {"signature": "(3)->(2)"}, "numbers per element"),
+    ((X,), {"signature": "(3)->(2"}, "not supported"),
 ])
 def test_broadcast_refusals(args, kw, match):
     with pytest.raises(S2SADError, match=match) as e:
@@ -341,6 +342,64 @@ def test_rows_inside_an_array_program_are_refused():
         return np.sum(e * w) + np.sum(X @ np.ones(3))
     with pytest.raises(UnsupportedOperationError, match="function of rows is applied inside an array program"):
         s2sad.grad(program)(X, np.ones(7))
+
+
+# ---------------------------------------------------------------- small tuples out, summed by the loss
+
+def pair_out(p):
+    a, b, c = p
+    if a > 0:
+        return a * b, np.sin(c) + p[0]
+    return b * c, a
+
+
+def sum_of_tuples(X):
+    return sum(sum(pair_out(r)) for r in X)
+
+
+def scaled_tuples(X):
+    return sum([2.0 * sum(pair_out(r)) for r in X])
+
+
+def broadcast_tuples(X):
+    return np.sum(s2sad.broadcast(pair_out, X, signature="(3)->(2)"))
+
+
+def lambda_tuples(X):
+    return np.sum(s2sad.broadcast(lambda p: (p[0] * p[1], p[2] ** 2, p[0]), X, signature="(3)->(3)"))
+
+
+@pytest.mark.parametrize("loss", [sum_of_tuples, scaled_tuples, broadcast_tuples, lambda_tuples])
+def test_tuple_outputs_summed_by_the_loss(loss, backend):
+    def plain(Z):   # the same loss in plain Python: each element's tuple summed
+        if loss is lambda_tuples:
+            return sum(r[0] * r[1] + r[2] ** 2 + r[0] for r in Z)
+        return (2.0 if loss is scaled_tuples else 1.0) * sum(sum(pair_out(r)) for r in Z)
+    value, g = s2sad.value_and_grad(loss, backend=backend)(X)
+    np.testing.assert_allclose(value, plain(X), rtol=1e-12)
+    np.testing.assert_allclose(g, central_fd(plain, [X], 0), rtol=1e-6, atol=1e-7)
+
+
+def test_tuple_outputs_need_a_sum_of_the_whole_broadcast():
+    def mean_of(X):
+        return np.mean(s2sad.broadcast(pair_out, X, signature="(3)->(2)"))
+
+    def squares_of(X):
+        return np.sum(s2sad.broadcast(pair_out, X, signature="(3)->(2)") ** 2)
+
+    for loss in (mean_of, squares_of):
+        with pytest.raises(UnsupportedOperationError, match="only a sum of the whole broadcast"):
+            s2sad.grad(loss)(X)
+
+    def wrong_length(X):
+        return np.sum(s2sad.broadcast(pair_out, X, signature="(3)->(3)"))
+    with pytest.raises(ShapeError, match="returns 3 numbers, but it returns 2"):
+        s2sad.grad(wrong_length)(X)
+
+    def number_out(X):
+        return np.sum(s2sad.broadcast(energy, X, signature="(3)->(2)"))
+    with pytest.raises(ShapeError, match="not every return is a tuple"):
+        s2sad.grad(number_out)(X)
 
 
 # ---------------------------------------------------------------- random programs (tests/randprog.py)

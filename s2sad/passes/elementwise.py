@@ -118,6 +118,7 @@ class _Planner:
         if ret is None:
             raise self.err(node, "the differentiated function does not return a value", "Return the loss.")
         reduction, inner = self.reduction(ret.value)
+        self.reduced = (reduction, inner)   # a broadcast whose output is a tuple must be reduced by a sum
         for n in gast.walk(inner):
             if isinstance(n, gast.Name) and n.id in self.local_data:
                 raise self.err(n, f"the local container '{n.id}' is read at the array level",
@@ -236,6 +237,10 @@ class _Planner:
             if len(e.args) < 2:
                 raise self.err(e, f"{label} needs a function and at least one array", "Fix the call.")
             fnode, arrays = e.args[0], [self.element_source(a) for a in e.args[1:]]
+            if signature is not None and signature[1] is not None and getattr(self, "reduced", None) != ("sum", e):
+                raise self.err(e, "signature= says this broadcast returns a tuple per element, which only a sum "
+                               "of the whole broadcast can take", "Write the loss as np.sum(s2sad.broadcast(f, X, "
+                               "signature=...)), or sum the tuple in f.", UnsupportedOperationError)
             return self.apply(fnode, arrays, e, label, signature)
         if value is MISSING:
             raise self.err(e, f"cannot resolve '{label}'", "Call numpy or a function written in Python.",

@@ -38,7 +38,7 @@ import numpy as np
 
 from ..errors import S2SADError, ShapeError, SourceLocation, UnsupportedOperationError
 from ..frontend import MISSING, ParsedFunction, Resolver, attribute_value, classify, location_of, parse_function
-from .trees import constant_index, name
+from .trees import constant_index, name, walk_no_nested
 
 
 # ---------------------------------------------------------------- the analysis
@@ -185,10 +185,11 @@ def _names(node) -> set[str]:
 # ---------------------------------------------------------------- the rewrite
 
 class _Rewrite(gast.NodeTransformer):
-    """A function's row parameters -> their components (see the module docstring)."""
+    """A function's row parameters -> their components (see the module docstring);
+    `sum(g(...))` of a g that returns a tuple -> g's summed rewrite."""
 
-    def __init__(self, rows: dict[str, RowUse], calls) -> None:
-        self.rows, self.calls = rows, calls
+    def __init__(self, rows: dict[str, RowUse], calls, resolver=None) -> None:
+        self.rows, self.calls, self.resolver = rows, calls, resolver
 
     def visit_Subscript(self, n):
         if isinstance(n.value, gast.Name) and n.value.id in self.rows:
@@ -205,11 +206,52 @@ class _Rewrite(gast.NodeTransformer):
         return self.generic_visit(n)
 
     def visit_Call(self, n):
+        if self.resolver is not None and len(n.args) == 1 and not n.keywords and isinstance(n.args[0], gast.Call) \
+                and attribute_value(self.resolver, n.func) is builtins.sum:
+            inner = n.args[0]
+            self.generic_visit(inner)
+            summed = self.calls(inner, self.rows, True)
+            if summed is not None:
+                return summed
+            n.args[0] = self.calls(inner, self.rows) or inner
+            return n
         self.generic_visit(n)
         return self.calls(n, self.rows) or n
 
 
-def rewritten(node, rows: dict[str, RowUse], calls):
+def tuple_returns(node) -> int | None:
+    """The length of the tuple display every return of a def/lambda writes
+    (`return a, b`), else None."""
+    if isinstance(node, gast.Lambda):
+        values = [node.body]
+    else:
+        values = [n.value for st in node.body for n in walk_no_nested(st) if isinstance(n, gast.Return)]
+    lengths = {len(v.elts) if isinstance(v, gast.Tuple) and v.elts
+               and not any(isinstance(e, gast.Starred) for e in v.elts) else None for v in values}
+    return lengths.pop() if len(lengths) == 1 and None not in lengths else None
+
+
+def _total(elts) -> gast.expr:
+    """a + b + c, added left to right as Python's sum adds them."""
+    out = elts[0]
+    for e in elts[1:]:
+        out = gast.BinOp(left=out, op=gast.Add(), right=e)
+    return out
+
+
+def summed_returns(node):
+    """`node` (rewritten already, a copy) with each `return a, b` made `return a + b`."""
+    if isinstance(node, gast.Lambda):
+        node.body = gast.copy_location(_total(node.body.elts), node.body)
+        return node
+    for st in node.body:
+        for n in walk_no_nested(st):
+            if isinstance(n, gast.Return):
+                n.value = gast.copy_location(_total(n.value.elts), n.value)
+    return node
+
+
+def rewritten(node, rows: dict[str, RowUse], calls, resolver=None):
     """A copy of the def/lambda `node` with its row parameters taken apart."""
     node = copy.deepcopy(node)
     args = []
@@ -221,7 +263,7 @@ def rewritten(node, rows: dict[str, RowUse], calls):
             args.append(a)
     node.args.args = args
     body = [node.body] if isinstance(node, gast.Lambda) else node.body
-    body = [_Rewrite(rows, calls).visit(st) for st in body]
+    body = [_Rewrite(rows, calls, resolver).visit(st) for st in body]
     if isinstance(node, gast.Lambda):
         node.body = body[0]
     else:
@@ -283,18 +325,21 @@ def check_rows(shape: tuple, what: str, need: int, exact: int | None, widest: in
 
 # ---------------------------------------------------------------- signature=
 
-_SIG = re.compile(r"^\s*(\(\s*\w*\s*\)(\s*,\s*\(\s*\w*\s*\))*)\s*->\s*\(\s*\)\s*$")
+_SIG = re.compile(r"^\s*(\(\s*\w*\s*\)(\s*,\s*\(\s*\w*\s*\))*)\s*->\s*\(\s*(\w*)\s*\)\s*$")
 
 
-def parse_signature(text: str, loc) -> list[int | str | None]:
+def parse_signature(text: str, loc) -> tuple[list[int | str | None], int | str | None]:
     """numpy's gufunc notation, "(3),()->()": per argument, its core dimension (a
-    length, a name, or None for a number); the output must be a number."""
-    if not isinstance(text, str) or not _SIG.match(text):
+    length, a name, or None for a number), and the output's ("(2)": a tuple of 2)."""
+    m = _SIG.match(text) if isinstance(text, str) else None
+    if m is None:
         raise row_error(f"signature={text!r} is not supported", loc,
-                        "Write one core dimension or none per argument and a number out, e.g. "
-                        "signature=\"(3),()->()\"; outputs with core dimensions are not supported yet.")
+                        "Write one core dimension or none per argument and one for the output, e.g. "
+                        "signature=\"(3),()->()\" or \"(3)->(2)\".")
     ins = re.findall(r"\(\s*(\w*)\s*\)", text.split("->")[0])
-    return [None if not d else int(d) if d.isdigit() else d for d in ins]
+    out = m.group(3)
+    return ([None if not d else int(d) if d.isdigit() else d for d in ins],
+            None if not out else int(out) if out.isdigit() else out)
 
 
 # ---------------------------------------------------------------- the array level
@@ -308,17 +353,22 @@ class _CallsMixin:
     """RowCalls' kernel calls of the function map/broadcast/a comprehension applies."""
 
     def local_call(self, prelude: list, fname: str, arrays, site, signature, origin) -> gast.expr:
-        """A lambda or local def of the loss (in `prelude`), rewritten there once if it takes rows."""
+        """A lambda or local def of the loss (in `prelude`), rewritten there once if it
+        takes rows or (signature's output "(2)") returns a tuple whose entries are summed."""
         for k, st in enumerate(prelude):
             node = st.value if isinstance(st, gast.Assign) and st.targets[0].id == fname else \
                 st if isinstance(st, gast.FunctionDef) and st.name == fname else None
             if node is None or not isinstance(node, (gast.Lambda, gast.FunctionDef)):
                 continue
+            out = signature[1] if signature is not None else None
+            if out is not None:
+                self.check_tuple(node, out, site)
             if id(st) not in self.rewritten_locals:
                 rows = self.node_rows(node)
                 self.local_rows[fname] = (rows, [a.id for a in node.args.args])
-                if rows:
+                if rows or out is not None:
                     new = self.rewrite_local(node)
+                    new = summed_returns(new if new is not node else copy.deepcopy(node)) if out is not None else new
                     st = prelude[k] = gast.Assign(targets=st.targets, value=new, type_comment=None) \
                         if isinstance(st, gast.Assign) else new
                 self.rewritten_locals.add(id(st))
@@ -327,19 +377,41 @@ class _CallsMixin:
         return self.plain_call(name(fname), arrays, site, signature)
 
     def function_call(self, fnode, fn, arrays, site, signature, origin) -> gast.expr:
-        """A Python function: its rewrite, called on the columns, when it takes rows."""
+        """A Python function: its rewrite, called on the columns, when it takes rows or
+        returns a tuple whose entries the loss sums (signature's output "(2)")."""
         rows = self.function_rows(fn) if isinstance(fn, types.FunctionType) else {}
-        if not rows:
+        out = signature[1] if signature is not None else None
+        if out is not None:
+            if not isinstance(fn, types.FunctionType):
+                raise row_error("signature= gives this function's output a core dimension, but it is not "
+                                "a Python function returning a tuple", location_of(self.pf.filename, site),
+                                "Write the output as () for a function returning a number.", ShapeError)
+            self.check_tuple(parse_function(fn).node, out, site)
+        elif not rows:
             return self.plain_call(fnode, arrays, site, signature)
         code = fn.__code__
         params = list(code.co_varnames[:code.co_argcount])
-        return self.expand(name(self.synthesize(fn)), rows, params, arrays, site, signature, origin)
+        return self.expand(name(self.synthesize(fn, out is not None)), rows, params, arrays, site, signature, origin)
+
+    def check_tuple(self, node, out, site) -> None:
+        k = tuple_returns(node)
+        if k is None or (isinstance(out, int) and k != out):
+            raise row_error(f"signature= says the function returns {out} numbers, but "
+                            + ("not every return is a tuple display (return a, b)" if k is None else
+                               f"it returns {k}"), location_of(self.pf.filename, site),
+                            "Return a tuple written out (return a, b) of as many numbers as the signature "
+                            "says, on every path.", ShapeError)
 
     def plain_call(self, fnode, arrays, site, signature) -> gast.expr:
+        if signature is not None and signature[1] is not None:
+            raise row_error("signature= gives the output a core dimension, but the function is not "
+                            "a Python function returning a tuple", location_of(self.pf.filename, site),
+                            "Write the output as () for a function returning a number.", ShapeError)
         return self.expand(fnode, {}, [], arrays, site, signature, lambda a: None)
 
     def expand(self, func, rows, params, arrays, site, signature, origin) -> gast.expr:
         loc = location_of(self.pf.filename, site)
+        signature = signature[0] if signature is not None else None
         if signature is not None and len(signature) != len(arrays):
             raise row_error(f"signature= has {len(signature)} argument(s), the call passes {len(arrays)}", loc,
                             "Write one core dimension, or (), per array.", ShapeError)
@@ -384,30 +456,35 @@ class RowCalls(_CallsMixin):
     def node_rows(self, node) -> dict[str, RowUse]:
         return self.analysis.uses(node, self.pf.resolver, self.pf.filename)
 
-    def synthesize(self, fn) -> str:
-        """The name under which the rewrite of the Python function `fn` is called."""
-        key = id(fn)
+    def synthesize(self, fn, summed: bool = False) -> str:
+        """The name under which the rewrite of the Python function `fn` is called
+        (`summed`: its returned tuple's entries added, for `sum(fn(...))`)."""
+        key = (id(fn), summed)
         if key not in self.names:
             pf = parse_function(fn)
             rows = self.function_rows(fn)
             label = pf.name if pf.name.isidentifier() else "lambda"
-            self.names[key] = f"{label}__rows{len(self.names) + 1}"
-            node = rewritten(pf.node, rows, self.inner_calls(pf.resolver))
+            self.names[key] = f"{label}__{'sum' if summed else 'rows'}{len(self.names) + 1}"
+            node = rewritten(pf.node, rows, self.inner_calls(pf.resolver), pf.resolver)
+            if summed:
+                node = summed_returns(node)
             self.synthesized[self.names[key]] = ParsedFunction(None, node, pf.filename, pf.resolver)
         return self.names[key]
 
     def rewrite_local(self, node):
         """A lambda or local def of the loss, rewritten (its free names are the loss's)."""
         rows = self.node_rows(node)
-        return rewritten(node, rows, self.inner_calls(self.pf.resolver)) if rows else node
+        return rewritten(node, rows, self.inner_calls(self.pf.resolver), self.pf.resolver) if rows else node
 
     def inner_calls(self, resolver):
         """A call inside a rewritten function that passes a row on: to the callee's rewrite."""
-        def calls(n: gast.Call, rows: dict[str, RowUse]):
-            if n.keywords or not any(isinstance(a, gast.Name) and a.id in rows for a in n.args):
+        def calls(n: gast.Call, rows: dict[str, RowUse], summed: bool = False):
+            if n.keywords or not (summed or any(isinstance(a, gast.Name) and a.id in rows for a in n.args)):
                 return None
             value = attribute_value(resolver, n.func)
             if value is MISSING or not isinstance(value, types.FunctionType):
+                return None
+            if summed and (classify(value).kind != "function" or tuple_returns(parse_function(value).node) is None):
                 return None
             callee_rows = self.function_rows(value)
             code = value.__code__
@@ -419,7 +496,7 @@ class RowCalls(_CallsMixin):
                     args.extend(name(component(a.id, i)) for i in callee_rows[q].order())
                 else:
                     args.append(a)
-            return gast.copy_location(gast.Call(func=name(self.synthesize(value)), args=args, keywords=[]), n)
+            return gast.copy_location(gast.Call(func=name(self.synthesize(value, summed)), args=args, keywords=[]), n)
         return calls
 
     # -- arrays
@@ -483,7 +560,11 @@ def row_program(pf: ParsedFunction, normalizer):
 def row_arguments(args, rows: list[RowUse | None] | None, signature: str | None, name_: str, loc) -> list:
     """s2sad.broadcast's arguments with each row argument replaced by the columns its
     function reads (shape-checked: 2-D, enough columns, exactly the signature's)."""
-    cores = parse_signature(signature, loc) if signature is not None else None
+    cores, out = parse_signature(signature, loc) if signature is not None else (None, None)
+    if out is not None:
+        raise row_error(f"signature={signature!r}: s2sad.broadcast returns numbers per element for now",
+                        loc, "Sum the tuple inside a loss (np.sum(s2sad.broadcast(f, X, signature=...))), or "
+                        "write one function per entry.")
     if cores is not None and len(cores) != len(args):
         raise row_error(f"signature={signature!r} has {len(cores)} argument(s), {len(args)} are given", loc,
                         "Write one core dimension, or (), per argument.", ShapeError)
