@@ -344,6 +344,72 @@ def test_rows_inside_an_array_program_are_refused():
         s2sad.grad(program)(X, np.ones(7))
 
 
+# ---------------------------------------------------------------- calls, defaults, captures, aliasing
+
+def two_rows(p, q):
+    return p[0] * q[1] + p[2]
+
+
+def with_default(p, s=2.0):
+    return p[0] * s + p[1]
+
+
+def inner_default(q, t=3.0):
+    return q[0] * t
+
+
+def outer_default(p):
+    return inner_default(p) + p[1]
+
+
+FREE = np.array([1.5, 2.0])
+
+
+def captures_free(p):
+    return p[0] * FREE[1] + p[1]
+
+
+def aliased(X):
+    return sum(map(two_rows, X, X))
+
+
+def defaulted(X):
+    return sum(map(with_default, X))
+
+
+def defaulted_inside(X):
+    return sum(map(outer_default, X))
+
+
+def captured(X):
+    return sum(map(captures_free, X))
+
+
+@pytest.mark.parametrize("loss", [aliased, defaulted, defaulted_inside, captured])
+def test_row_functions_calls_defaults_captures(loss, backend):
+    g = s2sad.grad(loss, backend=backend)(X)
+    np.testing.assert_allclose(g, central_fd(loss, [X], 0), rtol=1e-6, atol=1e-7)
+
+
+def test_captured_element_of_a_differentiated_argument():
+    def loss(X, w):
+        return sum(map(lambda p: p[0] * w[0] + p[2] * w[1], X))
+    w = np.array([2.0, 3.0])
+    gX, gw = s2sad.grad(loss, argnums=(0, 1))(X, w)
+    np.testing.assert_allclose(gX, central_fd(loss, [X, w], 0), rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(gw, [X[:, 0].sum(), X[:, 2].sum()], rtol=1e-12)
+
+
+def test_missing_argument_is_refused_not_miscompiled():
+    def no_default(p, s):
+        return p[0] * s
+
+    def loss(X):
+        return sum(map(no_default, X))
+    with pytest.raises(ShapeError, match="takes 2 arguments, 1 given"):
+        s2sad.grad(loss)(X)
+
+
 # ---------------------------------------------------------------- small tuples out, summed by the loss
 
 def pair_out(p):

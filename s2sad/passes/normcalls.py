@@ -101,6 +101,10 @@ class CallMixin:
             self.origins[helper] = f"from {pf.filename}:{pf.node.lineno} (its rows taken apart)"
         caps = self.captures.get(helper, [])
         args = [self.expr(a, scope) for a in e.args]
+        nparams = len(self.functions[helper].args.args) - len(caps) - len(self.state_of.get(helper, []))
+        if nparams != len(args):
+            raise self.err(scope, e, f"'{self.synthesized[key].name}' takes {nparams} components and arguments, "
+                           f"{len(args)} given", "Pass one row or number per parameter.")
         call = gast.Call(func=name(helper), args=args + self.pass_captures(caps, scope, e, {}), keywords=[])
         return self.check_stateful(call, helper, scope, e)
 

@@ -38,7 +38,7 @@ import numpy as np
 
 from ..errors import S2SADError, ShapeError, SourceLocation, UnsupportedOperationError
 from ..frontend import MISSING, ParsedFunction, Resolver, attribute_value, classify, location_of, parse_function
-from .trees import constant_index, name, walk_no_nested
+from .trees import const, constant_index, name, walk_no_nested
 
 
 # ---------------------------------------------------------------- the analysis
@@ -172,6 +172,24 @@ class _Analysis:
             return None     # no source: the normalizer says so where it is called
         code = value.__code__
         return list(code.co_varnames[:code.co_argcount]), uses
+
+
+def default_args(fn, given: int, rows, loc) -> list[gast.expr]:
+    """Constants for the parameters of `fn` after the first `given`: their defaults."""
+    code = fn.__code__
+    names = code.co_varnames[:code.co_argcount]
+    defaults = fn.__defaults__ or ()
+    first = len(names) - len(defaults)
+    out = []
+    for i in range(given, len(names)):
+        v = defaults[i - first] if i >= first else None
+        if i < first or names[i] in rows or not isinstance(v, (int, float)) or isinstance(v, bool):
+            raise row_error(f"'{fn.__name__}' takes {len(names)} arguments, {given} given, and the default "
+                            f"of '{names[i]}' is not a number s2sad can use" if i >= first else
+                            f"'{fn.__name__}' takes {len(names)} arguments, {given} given", loc,
+                            "Pass every parameter that has no number as its default.", ShapeError)
+        out.append(const(v))
+    return out
 
 
 def _is(e, p: str) -> bool:
@@ -391,7 +409,9 @@ class _CallsMixin:
             return self.plain_call(fnode, arrays, site, signature)
         code = fn.__code__
         params = list(code.co_varnames[:code.co_argcount])
-        return self.expand(name(self.synthesize(fn, out is not None)), rows, params, arrays, site, signature, origin)
+        call = self.expand(name(self.synthesize(fn, out is not None)), rows, params, arrays, site, signature, origin)
+        call.args.extend(default_args(fn, len(arrays), rows, location_of(self.pf.filename, site)))
+        return call
 
     def check_tuple(self, node, out, site) -> None:
         k = tuple_returns(node)
@@ -496,6 +516,7 @@ class RowCalls(_CallsMixin):
                     args.extend(name(component(a.id, i)) for i in callee_rows[q].order())
                 else:
                     args.append(a)
+            args.extend(default_args(value, len(n.args), callee_rows, location_of(parse_function(value).filename, n)))
             return gast.copy_location(gast.Call(func=name(self.synthesize(value, summed)), args=args, keywords=[]), n)
         return calls
 
