@@ -226,6 +226,33 @@ def test_vjp_through_rows():
     np.testing.assert_allclose(pull(2.0)[0], 2 * s2sad.grad(via_map)(X), rtol=1e-14)
 
 
+def per_row(X):
+    return s2sad.broadcast(energy, X, signature="(3)->()")
+
+
+def test_jvp_and_vjp_of_the_unreduced_broadcast():
+    T = RNG.normal(size=X.shape)
+    G = s2sad.grad(via_map)(X)            # row i's partials are row i of the gradient of the sum
+    out, dot = s2sad.jvp(per_row, [X], [T])
+    np.testing.assert_allclose(out, [energy(r) for r in X], rtol=1e-14)
+    np.testing.assert_allclose(dot, np.sum(G * T, axis=1), rtol=1e-12, atol=1e-14)
+    out, pull = s2sad.vjp(per_row, X)
+    w = RNG.normal(size=len(X))
+    np.testing.assert_allclose(pull(w)[0], w[:, None] * G, rtol=1e-12, atol=1e-14)
+
+
+def test_dask_whole_rows_split_and_cut_rows_refused():
+    da = pytest.importorskip("dask.array")
+    from s2sad.errors import DaskSplitError
+    first = lambda X: sum(map(lambda p: p[0] ** 2 + p[2], X))   # noqa: E731
+    g = s2sad.grad(first)(da.from_array(X, chunks=(3, 3)))
+    np.testing.assert_allclose(np.asarray(g), s2sad.grad(first)(X), rtol=1e-14)
+    with pytest.raises(DaskSplitError, match="whole rows"):
+        s2sad.grad(first)(da.from_array(X, chunks=(3, 2)))
+    with pytest.raises(S2SADError, match="dask"):
+        s2sad.broadcast(energy, da.from_array(X, chunks=(3, 3)))
+
+
 # ---------------------------------------------------------------- s2sad.broadcast outside a loss
 
 def test_broadcast_values_of_rows():

@@ -182,7 +182,8 @@ class _Planner:
         if isinstance(e, gast.Call) and not e.args and not e.keywords and isinstance(e.func, gast.Attribute) \
                 and e.func.attr in ("sum", "mean"):
             return e.func.attr, e.func.value
-        if isinstance(e, gast.Call) and e.keywords:
+        if isinstance(e, gast.Call) and e.keywords \
+                and not is_entry_point(attribute_value(self.pf.resolver, e.func), "broadcast"):
             raise self.err(e, "reductions with keyword arguments (axis=...) are not supported at this level",
                            "Reduce over the whole array: np.sum(x).", UnsupportedOperationError)
         return "none", e
