@@ -208,6 +208,16 @@ def test_float32_rows():
     np.testing.assert_allclose(g, s2sad.grad(via_map)(X), rtol=1e-5, atol=1e-6)
 
 
+def test_list_of_rows_and_other_ranks():
+    rows = [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]
+    np.testing.assert_allclose(s2sad.grad(via_map)(rows), [[2, 3, 2], [8, 6, 5]])
+    for bad in (np.ones((2, 3, 3)), np.float64(1.0)):
+        with pytest.raises(ShapeError, match="2-D array is needed"):
+            s2sad.grad(via_map)(bad)
+    one = np.array([[1.0, 2.0, 3.0]])
+    np.testing.assert_allclose(s2sad.grad(via_map)(one), [[2, 3, 2]])
+
+
 def test_empty_rows():
     value, g = s2sad.value_and_grad(via_map)(np.zeros((0, 3)))
     assert value == 0 and g.shape == (0, 3)

@@ -618,6 +618,8 @@ def rows_gradient(like, grads, cols, zeros_like):
     """The gradient of a 2-D argument read only through columns: each column's kernel
     gradient in its place (one pass when the columns read are all of them, once each;
     else zeros with each added, unread columns 0, a column read twice summed)."""
+    if not hasattr(like, "shape"):     # a list of rows: its gradient is an array of its shape
+        like = np.asarray(like, dtype=float)
     k = like.shape[1]
     where = [c % k for c in cols]
     if type(like) is np.ndarray and sorted(where) == list(range(k)):
