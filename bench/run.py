@@ -2,8 +2,8 @@
 
 Run with `make bench` (installs the `bench` extra first) or `.venv/bin/python bench/run.py`.
 Options: `--quick` (fewer repeats, a smoke test), `--out DIR` (default: bench/),
-`--only closures-state`, `--only arrays`, `--only closure-steps`, `--only containers`, `--only hvp`,
-`--only higher` or `--only dask` (that section alone,
+`--only closures-state`, `--only arrays`, `--only closure-steps`, `--only containers`, `--only rows`,
+`--only hvp`, `--only higher` or `--only dask` (that section alone,
 printed, no files written),
 `--without jax,numba,torch` (leave systems out), `--no-pin`, `--default-malloc`.
 
@@ -74,6 +74,7 @@ import closure_steps  # noqa: E402
 import dask_bench  # noqa: E402
 import containers  # noqa: E402
 import higher  # noqa: E402
+import rows as row_elements  # noqa: E402
 from cases import CASES, make_input  # noqa: E402
 
 from report import COPY, JG, JV, JVF, NB, S2, S2VG, SIZES, TABLE_SYSTEMS, TO  # noqa: E402
@@ -603,7 +604,7 @@ def main(argv=None) -> int:
     ap.add_argument("--no-pin", action="store_true",
                     help="do not pin the single-thread rows to one CPU (XLA may then use several)")
     ap.add_argument("--only", choices=["closures-state", "arrays", "closure-steps", "containers", "hvp", "higher",
-                                       "dask"],
+                                       "dask", "rows"],
                     help="run one section and print its report (writes no results files)")
     args = ap.parse_args(argv)
     malloc_tuned = False if args.default_malloc else keep_freed_memory()
@@ -632,6 +633,13 @@ def main(argv=None) -> int:
         rows, errors = [], []
         containers.run_containers(rows, errors, args.quick, measure_block, timing_row, log)
         log("\n".join(containers.markdown(rows)))
+        return 0
+    if args.only == "rows":
+        if not args.no_pin:
+            pin_one_cpu()
+        rows, errors = [], []
+        row_elements.run_rows(rows, errors, args.quick, measure_block, timing_row, log)
+        log("\n".join(row_elements.markdown(rows)))
         return 0
     if args.only == "hvp":
         if not args.no_pin:

@@ -240,3 +240,18 @@ def broadcast_grad_loss(x):
 
 
 CASES.update({"second_wave": (second_wave, 0), "broadcast_grad": (broadcast_grad_loss, 0)})
+
+
+# rows as elements (issue 15): a function of a row's components over a (n, 3) array;
+# the row parameter becomes one kernel parameter per component, the gradient assembled
+# from the columns' partials
+def row_energy(p):
+    a, b, c = p
+    return a ** 2 + b * np.sin(c) - p[-1]
+
+
+def rows_loss(X):
+    return sum(map(row_energy, X))
+
+
+CASES["rows"] = (rows_loss, 0)

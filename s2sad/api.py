@@ -30,7 +30,8 @@ from .array_higher import is_array_derivative, jvp_of_derivative
 from .jvp_vjp import jvp_at, pullback_of, vjp_at
 from .plancache import PLANNING, PlanCache
 from .plans import PLANS, compiled, is_array, serves
-from .passes.normalize import normalize
+from .passes.normalize import Normalizer, normalize
+from .passes.rowelems import row_arguments, row_parameters, row_program
 from .runtime import Kernel
 from .targets import arity, bind, entry_function, target
 from .treecalls import has_nodes, jvp_tree, needs_trees, tree_calls, vjp_tree
@@ -233,15 +234,22 @@ _BROADCAST = PlanCache()   # code -> BroadcastPlan
 class BroadcastPlan:
     kernel: Kernel
     assumptions: Any
+    rows: Any = None    # per parameter, its rowelems.RowUse (None: a number); None: no rows
 
 
 @marks.entry_point("broadcast")
 @deeply
 @mempool.pooled
-def broadcast(f: Callable, *args, backend: str = "auto"):
+def broadcast(f: Callable, *args, backend: str = "auto", signature: str | None = None):
     """f applied elementwise with numpy broadcasting (scalars broadcast), compiled;
-    parameters not given take their defaults."""
+    parameters not given take their defaults. A function that indexes its parameter
+    (`p[0] + p[1]`) takes the rows of a 2-D array (passes/rowelems.py); `signature`
+    (numpy's gufunc notation, "(3),()->()") says so and is checked."""
     if dask_grad.has_dask(args):   # lazy: the kernel runs on each block when computed
+        if signature is not None or _takes_rows(f):
+            raise S2SADError("s2sad.broadcast of a function of rows is not supported on dask arrays",
+                             hint="Compute it on numpy arrays, or pass the columns: broadcast(f, X[:, 0], X[:, 1]) "
+                                  "with f taking numbers.")
         return dask_grad.broadcast(broadcast, f, args, backend)
     plan = _BROADCAST.find(f, serves) if type(f) is types.FunctionType else None
     fun = f
@@ -253,14 +261,25 @@ def broadcast(f: Callable, *args, backend: str = "auto"):
         with bound(fun):
             plan = _BROADCAST.get(fun, serves, lambda: _broadcast_plan(fun))
     with bound(fun):      # the plan reads fun's cells and globals
+        if plan.rows is not None or signature is not None:
+            if len(args) != arity(fun):
+                raise S2SADError(f"s2sad.broadcast: {getattr(fun, '__name__', fun)} takes {arity(fun)} "
+                                 f"argument(s), {len(args)} given", hint="Pass one array or number per parameter.")
+            args = row_arguments(args, plan.rows, signature, getattr(fun, "__name__", "the function"),
+                                 parse_function(fun).location())
         return _broadcast(plan.kernel, fun, args, backend)
+
+
+def _takes_rows(f) -> bool:
+    return type(f) is types.FunctionType and row_parameters(entry_function(parse_function(f))) is not None
 
 
 def _broadcast_plan(f: Callable) -> BroadcastPlan:
     pf = entry_function(parse_function(f))
     with recording() as log:
-        program = normalize(pf)
-    return BroadcastPlan(Kernel(program, program.entry), Assumptions(log, PlanCache.key_of(f)))
+        rows = row_parameters(pf) if rules.user_rule(pf.fn) is None else None
+        program = normalize(pf) if rows is None else row_program(pf, Normalizer())
+    return BroadcastPlan(Kernel(program, program.entry), Assumptions(log, PlanCache.key_of(f)), rows)
 
 
 def _broadcast(kernel: Kernel, fun: Callable, args, backend: str):

@@ -45,6 +45,7 @@ from .marks import location_of_function
 from .frontend import location_of
 from .passes.rowsplit import RowSplitRefusal, row_split
 from .plans import compiled, is_array
+from .passes.rowelems import Column
 
 def is_dask(a: Any) -> bool:
     da = sys.modules.get("dask.array")
@@ -76,6 +77,7 @@ def split_of(fun: Callable, args=None) -> Split:
         raise DaskSplitError(
             f"{name} writes state while it runs over the elements: the order of the blocks would matter",
             hint="Pass numpy arrays, or keep the state out of the elementwise function.", location=at)
+    _check_rows(c, name, args, at)
     if c.plan.reduction not in ("sum", "mean"):
         raise DaskSplitError(
             f"{name} does not reduce its elementwise expression to a scalar",
@@ -85,6 +87,22 @@ def split_of(fun: Callable, args=None) -> Split:
                  f"the loss is the {c.plan.reduction} of one elementwise kernel: each block's "
                  f"{c.plan.reduction} and partials are its own, so any chunking splits it"
                  + (" (a block of m of n elements weighted m / n)" if c.plan.reduction == "mean" else ""))
+
+
+def _check_rows(c, name: str, args, at) -> None:
+    """A function of rows (passes/rowelems.py) splits over blocks of whole rows of its one
+    array: a block cut through the rows would read other columns as the row's."""
+    bases = {ref.base for kind, ref in c.plan.inputs if kind == "capture" and isinstance(ref, Column)}
+    if not bases or args is None:
+        return
+    for p, a in zip(c.params, args):
+        whole = p in bases and is_dask(a) and a.ndim == 2 and len(a.chunks[1]) == 1
+        if (p in bases and is_dask(a) and not whole) or (p not in bases and np.ndim(a) > 0):
+            raise DaskSplitError(
+                f"{name} applies a function of rows: over dask arrays it splits only blocks of whole rows "
+                f"of its one array argument", location=at,
+                hint="Rechunk the array so that each block has whole rows (X.rechunk({1: -1})), and pass "
+                     "its other arguments as numbers; or compute the arrays into memory (np.asarray).")
 
 
 def _row_split(c, name: str, args, at) -> Split:

@@ -21,6 +21,7 @@ from .arguments import argnums_tuple, as_result, as_value, check_args, check_cal
 from .deep import deeply
 from .errors import NonScalarLossError
 from .frontend import bound
+from .passes.rowelems import Column, index_text, rows_gradient
 from .plancache import PLANNING
 from .plans import Compiled, compiled, is_array, read_state, return_location, write_state
 from .targets import arity, bind
@@ -106,13 +107,13 @@ class Derivative:
         argnums = [i % len(c.params) for i in self.argnums]
         pairs = c.active_pairs(tuple(argnums))
         active = tuple(k for k, _, _ in pairs)
-        kargs = [c.input_text(kind, ref) for kind, ref in c.plan.inputs]
+        column_lines, kargs = _column_reads(c)
         free = list(c.free_values())
         sig = ", ".join(c.params) + (", *, " + ", ".join(free) if free else "")
         bars = [f"{c.params[i]}_bar" for i in argnums]
         fname = c.fun.__name__ if c.fun.__name__.isidentifier() else "loss"
         lines = [f"def {fname}__{'grad' if grad_only else 'value_and_grad'}({sig}):",
-                 f"    # Grad of: {c.plan.return_line}    [{c.plan.return_location}]"]
+                 f"    # Grad of: {c.plan.return_line}    [{c.plan.return_location}]"] + column_lines
         k = c.kernel.name
         karg_tuple = "(" + ", ".join(kargs) + ("," if len(kargs) == 1 else "") + ")"
         active_tuple = "(" + ", ".join(repr(a) for a in active) + ("," if len(active) == 1 else "") + ")"
@@ -138,13 +139,18 @@ class Derivative:
         else:
             lines.append(f"    value, {got_tuple} = sum_dual({k}, {karg_tuple}, active={active_tuple}, scale={scale})")
         direct = {i for _, i, index in pairs if index is None}
+        by_rows = _read_by_columns(c, pairs)
         for i in argnums:
-            if i not in direct:
+            if i in by_rows:
+                kps, cols = by_rows[i]
+                lines.append(f"    {c.params[i]}_bar = rows_gradient({c.params[i]}, ({', '.join(k + '_bar' for k in kps)},), "
+                             f"{tuple(cols)!r}, zeros_like)  # its rows' columns, read at {c.plan.capture_location(kps[0])}")
+            elif i not in direct:
                 note = "" if any(j == i for _, j, _ in pairs) else "  # the loss does not read it"
                 lines.append(f"    {c.params[i]}_bar = zeros_like({c.params[i]}){note}")
         for kp, i, index in pairs:
-            if index is not None:
-                lines.append(f"    {c.params[i]}_bar[{', '.join(map(str, index))}] += {kp}_bar"
+            if index is not None and i not in by_rows:
+                lines.append(f"    {c.params[i]}_bar[{index_text(index)}] += {kp}_bar"
                              f"  # captured at {c.plan.capture_location(kp)}")
         bars_tuple = f"({', '.join(bars)}{',' if len(bars) == 1 else ''})"
         lines.append(f"    return {bars_tuple}" if grad_only else f"    return value, {bars_tuple}")
@@ -173,6 +179,8 @@ class Derivative:
             "broadcast_size": runtime.broadcast_size,
             "check_scalar_loss": functools.partial(_check_scalar_loss, c),
             "zeros_like": zeros_like,
+            "columns": c.columns,
+            "rows_gradient": rows_gradient,
             "scan_grads": _scan_value_and_grads(self.chosen),
             "read_state": functools.partial(read_state, c),
             "write_state": functools.partial(write_state, c),
@@ -309,6 +317,38 @@ class Derivative:
             return value, as_result(grads[0], args[argnums[0]])
         return value, tuple([as_result(g, args[i]) for g, i in zip(grads, argnums)])
 
+
+
+def _column_reads(c) -> tuple[list[str], list[str]]:
+    """Lines reading each argument's row columns at once (`X__rows = columns(X, ...)`),
+    and the kernel's arguments as text."""
+    kargs = [c.input_text(kind, ref) for kind, ref in c.plan.inputs]
+    blocks: dict[str, list[int]] = {}
+    for j, (kind, ref) in enumerate(c.plan.inputs):
+        if kind == "capture" and isinstance(ref, Column) and ref.origin == "param":
+            blocks.setdefault(ref.base, []).append(j)
+    lines = []
+    for base, js in blocks.items():
+        params = tuple(c.plan.inputs[j][1].param for j in js)
+        lines.append(f"    {base}__rows = columns({base}, {params!r})")
+        for k, j in enumerate(js):
+            kargs[j] = f"{base}__rows[{k}]"
+    return lines, kargs
+
+
+def _read_by_columns(c, pairs) -> dict[int, tuple[list[str], list[int]]]:
+    """Arguments read only through a row function's columns: their kernel parameters and columns."""
+    cols = {ref.param: ref.col for kind, ref in c.plan.inputs if kind == "capture" and isinstance(ref, Column)}
+    out: dict[int, tuple[list[str], list[int]]] = {}
+    mixed = set()
+    for kp, i, index in pairs:
+        if index is None or kp not in cols:
+            mixed.add(i)
+        else:
+            out.setdefault(i, ([], []))
+            out[i][0].append(kp)
+            out[i][1].append(cols[kp])
+    return {i: v for i, v in out.items() if i not in mixed}
 
 
 def _scan_value_and_grads(backend: backends.Choice):

@@ -21,6 +21,7 @@ from .passes.arrayprog import build_program
 from .passes.containers import Layout, flatten_parameters
 from .passes.elementwise import LossPlan, plan_loss, plan_scalar
 from .passes.array_compiled import ArrayCompiled
+from .passes.rowelems import Column, index_text, read_columns
 from .runtime import Kernel
 from .targets import entry_function
 
@@ -69,7 +70,14 @@ class Compiled:
             return ref
         if ref.origin == "free":
             return ref.param
-        return ref.base + "[" + ", ".join(map(str, ref.index)) + "]"
+        if isinstance(ref, Column):   # read (and its shape checked) at each call
+            return f"columns({ref.base}, ({ref.param!r},))[0]"
+        return ref.base + "[" + index_text(ref.index) + "]"
+
+    def columns(self, value, params: tuple[str, ...]) -> list:
+        """A row function's columns of `value` (generated code's `columns`), shape-checked."""
+        by_param = {ref.param: ref for kind, ref in self.plan.inputs if kind == "capture" and isinstance(ref, Column)}
+        return read_columns(value, [by_param[p] for p in params])
 
     def free_values(self) -> dict[str, Any]:
         """Keyword arguments of the derivative: free data arrays and captured free

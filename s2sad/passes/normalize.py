@@ -75,6 +75,8 @@ class Normalizer(StatementMixin, CallMixin, CaptureMixin, StateMixin, TupleMixin
         self.captures: dict[str, list[Capture]] = {}   # helper -> its capture params
         self.state_of: dict[str, list[StateCell]] = {}  # helper -> the state it threads
         self.local_data: dict[str, Any] = local_data or {}  # a loss's local containers
+        # functions rewritten for rows (passes/rowelems.py): derived name -> ParsedFunction
+        self.synthesized: dict[str, ParsedFunction] = {}
 
     # ------------------------------------------------------------ functions
 

@@ -53,6 +53,8 @@ class CallMixin(DerivativeCallMixin):
         n = self.tuple_len(e, scope)
         if n is not None:
             return n
+        if isinstance(f, gast.Name) and f.id in self.synthesized:
+            return self.synthesized_call(e, f.id, scope)
         if isinstance(f, gast.Name):
             found = scope.find_local_function(f.id)
             if found is not None:
@@ -92,6 +94,24 @@ class CallMixin(DerivativeCallMixin):
         raise self.err(scope, e, f"'{label}' has no Python source s2sad can read and no derivative rule",
                        f"Register a rule for it: s2sad.defrule({label}, \"<d out/d x>\", impl=<a Python "
                        f"function computing it>), or call a function written in Python.", NoSourceError)
+
+    def synthesized_call(self, e: gast.Call, key: str, scope: Scope) -> gast.expr:
+        """A call of a function rewritten for rows (passes/rowelems.py), emitted once
+        with its own file and resolver."""
+        helper = self._helper_of.get(key)
+        if helper is None:
+            pf = self.synthesized[key]
+            helper = self._helper_of[key] = self._fresh(pf.name)
+            self._emit(helper, pf.node, pf.filename, pf.resolver, None, captured=())
+            self.origins[helper] = f"from {pf.filename}:{pf.node.lineno} (its rows taken apart)"
+        caps = self.captures.get(helper, [])
+        args = [self.expr(a, scope) for a in e.args]
+        nparams = len(self.functions[helper].args.args) - len(caps) - len(self.state_of.get(helper, []))
+        if nparams != len(args):
+            raise self.err(scope, e, f"'{self.synthesized[key].name}' takes {nparams} components and arguments, "
+                           f"{len(args)} given", "Pass one row or number per parameter.")
+        call = gast.Call(func=name(helper), args=args + self.pass_captures(caps, scope, e, {}), keywords=[])
+        return self.check_stateful(call, helper, scope, e)
 
     def check_value_only(self, rule: rules.UserRule, e, scope: Scope, label: str) -> None:
         """A special function without a derivative is called only by special.py and by rules' partials."""
