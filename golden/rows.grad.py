@@ -1,14 +1,14 @@
 def rows_loss__grad(X):
-    # Grad of: return sum(map(row_energy, X))    [golden/examples.py:237:5]
+    # Grad of: return sum(map(row_energy, X))    [golden/examples.py:254:5]
     X__rows = columns(X, ('p__0', 'p__1', 'p__2', 'p__m1'))
     (p__0_bar, p__1_bar, p__2_bar, p__m1_bar) = sum_grads(row_energy, (X__rows[0], X__rows[1], X__rows[2], X__rows[3]), active=('p__0', 'p__1', 'p__2', 'p__m1'), scale=1.0)
-    X_bar = rows_gradient(X, (p__0_bar, p__1_bar, p__2_bar, p__m1_bar,), (0, 1, 2, -1), zeros_like)  # its rows' columns, read at golden/examples.py:237:16
+    X_bar = rows_gradient(X, (p__0_bar, p__1_bar, p__2_bar, p__m1_bar,), (0, 1, 2, -1), zeros_like)  # its rows' columns, read at golden/examples.py:254:16
     return (X_bar,)
 
 
 # Kernel row_energy: the loss's elementwise part, fused with its reduction.
 # Its dual returns the value and one partial per active argument.
-# from golden/examples.py:231 (its rows taken apart)
+# from golden/examples.py:248 (its rows taken apart)
 def row_energy(p__0, p__1, p__2, p__m1):
     _t1 = p__0
     _t2 = p__1

@@ -63,7 +63,7 @@ entry:
   ret <2 x double> %cos
 }
 
-; from golden/examples.py:231 (its rows taken apart)
+; from golden/examples.py:248 (its rows taken apart)
 define internal double @row_energy(double %p__0, double %p__1, double %p__2, double %p__m1) #0 {
 entry:
   %square = fmul double %p__0, %p__0

@@ -24,7 +24,7 @@ import numpy as np
 
 from .. import rules
 from ..errors import FreeVariableError, UnsupportedOperationError, UnsupportedSyntaxError
-from ..marks import is_entry_point
+from ..marks import derivative_mark, is_entry_point
 from ..frontend import MISSING, ParsedFunction, attribute_value, classify, location_of, source_line
 from ..kernel_text import unparse
 from .normalize import Normalizer, ScalarProgram
@@ -297,13 +297,13 @@ class _Planner:
             self.prelude.append(gast.Assign(targets=[name(lam_name, gast.Store())], value=fnode, type_comment=None))
             self.sites.append(Site(self.loc(site), f"lambda at line {fnode.lineno}", "dual",
                                    "pure: reads only its arguments and constants", source_line(self.pf.filename, site)))
-            return self.rows.local_call(self.prelude, lam_name, arrays, site, signature, self.origin)
+            return located(self.rows.local_call(self.prelude, lam_name, arrays, site, signature, self.origin), site)
         if isinstance(fnode, gast.Name) and any(
                 isinstance(s, (gast.FunctionDef,)) and s.name == fnode.id or
                 isinstance(s, gast.Assign) and s.targets[0].id == fnode.id for s in self.prelude):
             self.sites.append(Site(self.loc(site), fnode.id, "dual", "local function: pure",
                                    source_line(self.pf.filename, site)))
-            return self.rows.local_call(self.prelude, fnode.id, arrays, site, signature, self.origin)
+            return located(self.rows.local_call(self.prelude, fnode.id, arrays, site, signature, self.origin), site)
         if isinstance(fnode, gast.Call):   # s2sad.grad(f) written in place: the normalizer makes it
             self.sites.append(Site(self.loc(site), f"{label}({unparse(fnode).strip()})", "dual",
                                    "a derivative s2sad made: its forward dual program is the helper (nested duals)",
@@ -326,8 +326,10 @@ class _Planner:
             verdict = classify_function(value, location_of(self.pf.filename, site))
             self.sites.append(Site(self.loc(site), f"{label}({dotted(fnode)})" if label in ("map", "broadcast", "s2sad.broadcast") else dotted(fnode),
                                    verdict.path, verdict.reason, source_line(self.pf.filename, site)))
-            return self.rows.function_call(fnode, value, arrays, site, signature, self.origin)
-        return self.rows.plain_call(fnode, arrays, site, signature)
+            if derivative_mark(value) is not None:   # a grad s2sad made: the normalizer makes its helper
+                return located(gast.Call(func=fnode, args=arrays, keywords=[]), site)
+            return located(self.rows.function_call(fnode, value, arrays, site, signature, self.origin), site)
+        return located(self.rows.plain_call(fnode, arrays, site, signature), site)
 
     def comprehension(self, e) -> gast.expr:
         if len(e.generators) != 1:
@@ -352,6 +354,13 @@ class _Planner:
         self.sites.append(Site(self.loc(e), "comprehension", "dual", "pure: reads only its loop variable and constants",
                                source_line(self.pf.filename, e)))
         return self.rows.local_call(self.prelude, lam_name, arrays, e, None, self.origin)
+
+
+def located(node: gast.expr, site) -> gast.expr:
+    """`node` at the user's call `site` (where errors about it point), unless it has a place."""
+    if getattr(node, "lineno", None) is None:
+        gast.copy_location(node, site)
+    return node
 
 
 def mark_closures(sites: list[Site], p: ScalarProgram) -> None:
