@@ -1,8 +1,13 @@
-"""Reductions: sum, mean, max, min, prod (function and method spellings)."""
+"""Reductions: sum, mean, max, min, prod (function and method spellings); math.fsum and
+math.prod of a 1-D array (their values are math's own, computed by the call as written;
+their derivatives are sum's and prod's)."""
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
+from .callops import call_op
 from .ops import Reduce
 from .prim import Prim, kw
 
@@ -58,4 +63,10 @@ PRIMS = [
     _reduction("min", ("min", "amin"), _maxmin, _weighted_jvp("maxmin_bar")),
     _reduction("prod", ("prod",), lambda i, g, args, out, p: f"prod_bar({g}, {args[0]}{kw(p, 'axis', 'keepdims')})",
                _weighted_jvp("prod_bar")),
+    # math.fsum(x), math.prod(x) of an array: its elements, one by one (no keyword: start=
+    # of math.prod is refused where it is read)
+    Prim("fsum", call_op("fsum"), lambda i, g, args, out, p: f"sum_bar({g}, {args[0]})", keywords=(),
+         funcs=(math.fsum,), jvp=lambda i, t, args, out, p: f"np.sum({t})"),
+    Prim("math_prod", call_op("math_prod"), lambda i, g, args, out, p: f"prod_bar({g}, {args[0]})", keywords=(),
+         funcs=(math.prod,), jvp=_weighted_jvp("prod_bar")),
 ]
