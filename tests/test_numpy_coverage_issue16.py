@@ -754,6 +754,20 @@ def test_prod_of_empty_axes():
         assert s2sad.jvp(prods, (x,), (x,))[1] == 0.0
 
 
+def fsum_prod_loss(x):
+    return np.sin(math.fsum(x * x)) + math.prod(np.cos(x)) * 2.0
+
+
+def test_hessian_vector_product_through_fsum_and_prod_of_arrays():
+    """jvp(grad(f)) (forward over reverse) through the math.fsum / math.prod entries,
+    against central differences of the gradient."""
+    x, v = np.array([0.3, -0.7, 1.1]), np.array([1.0, 0.5, -2.0])
+    _, hv = s2sad.jvp(s2sad.grad(fsum_prod_loss), (x,), (v,))
+    g = s2sad.grad(fsum_prod_loss)
+    h = 1e-5
+    np.testing.assert_allclose(hv, (g(x + h * v) - g(x - h * v)) / (2 * h), rtol=1e-7, atol=1e-8)
+
+
 def audit() -> list[tuple[str, str]]:
     table = []
     for case in CASES:
