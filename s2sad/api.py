@@ -410,12 +410,14 @@ def differentiate(fun: Callable | None = None, *, argnums=0, backend: str = "aut
 # ---------------------------------------------------------------- user rules
 
 def defvjp(fn: Callable, *vjps: Callable) -> Callable:
-    """Register the reverse-mode rule of an array function (np.sort, np.cumsum, one of
-    your own...) for array programs: `vjps[i](g, out, *args)` returns the adjoint of its
-    i-th argument (that argument's shape) given the adjoint `g` of its output `out`.
-    Returns `fn`.
+    """Register the reverse-mode rule of an array function s2sad has no rule for (np.ptp,
+    one of your own...) for array programs: `vjps[i](g, out, *args)` returns the adjoint
+    of its i-th argument (that argument's shape) given the adjoint `g` of its output
+    `out`. Returns `fn`. A function s2sad already differentiates is refused (its built-in
+    rule would win): wrap the call in a function of your own and register that.
 
-        s2sad.defvjp(np.cumsum, lambda g, out, x: np.cumsum(g[::-1])[::-1])
+        def my_cumsum(x): return np.cumsum(x)
+        s2sad.defvjp(my_cumsum, lambda g, out, x: np.cumsum(g[::-1])[::-1])
     """
     if not callable(fn) or not all(callable(v) for v in vjps) or not vjps:
         raise S2SADError(f"defvjp({getattr(fn, '__name__', fn)!r}, ...) needs a function and one vjp function "
