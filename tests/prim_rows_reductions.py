@@ -103,6 +103,10 @@ def math_prod_of_array(x):
     return wrap(math.prod(x)) + wrap(math.prod(x[::-1] - 1.0))
 
 
+def math_prod_of_rows(x):
+    return np.sum(wrap(math.prod(x)) * np.arange(1.0, 1.0 + x.shape[1]))
+
+
 def prod_with_zeros(x):
     return np.sum(wrap(np.prod(x, axis=1))) + wrap(np.prod(x))
 
@@ -252,6 +256,7 @@ ROWS = SCIPY_ROWS + [
     Row("fsum", fsum_of_array, (((5,),), ((0,),))),
     Row("math_prod", math_prod_of_array, (((4,),), ((0,),))),
     Row("math_prod", math_prod_of_array, (((5,),),), make=with_zeros),
+    Row("math_prod", math_prod_of_rows, (((4, 3),), ((0, 2),))),
     Row("cumsum", cumsum_flat, (((3, 4),), ((),), ((0,),))),
     Row("cumsum", cumsum_axis, (((3, 4),),)),
     Row("cumsum", cumsum_method, (((3, 4),),)),

@@ -758,6 +758,10 @@ def fsum_prod_loss(x):
     return np.sin(math.fsum(x * x)) + math.prod(np.cos(x)) * 2.0
 
 
+def prod_of_rows(x):
+    return np.sum(np.sin(math.prod(x)) * np.arange(3.0))
+
+
 def test_hessian_vector_product_through_fsum_and_prod_of_arrays():
     """jvp(grad(f)) (forward over reverse) through the math.fsum / math.prod entries,
     against central differences of the gradient."""
@@ -766,6 +770,11 @@ def test_hessian_vector_product_through_fsum_and_prod_of_arrays():
     g = s2sad.grad(fsum_prod_loss)
     h = 1e-5
     np.testing.assert_allclose(hv, (g(x + h * v) - g(x - h * v)) / (2 * h), rtol=1e-7, atol=1e-8)
+    # math.prod of a 2-D array multiplies its rows
+    X, V = np.random.default_rng(4).uniform(0.5, 1.5, (4, 3)), np.ones((4, 3))
+    _, hv = s2sad.jvp(s2sad.grad(prod_of_rows), (X,), (V,))
+    g = s2sad.grad(prod_of_rows)
+    np.testing.assert_allclose(hv, (g(X + h * V) - g(X - h * V)) / (2 * h), rtol=1e-6, atol=1e-7)
 
 
 def audit() -> list[tuple[str, str]]:
