@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import sys
 import types
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
@@ -21,11 +22,12 @@ import numpy as np
 from . import dask_grad, marks, mempool, nested, rules, runtime
 from .arguments import argnums_tuple, converted
 from .callables import bound_call
+from . import array_prims
 from .array_prims import register_vjp
 from .deep import deeply
 from .derivative import Derivative
 from .errors import S2SADError
-from .frontend import Assumptions, bound, parse_function, recording
+from .frontend import Assumptions, bound, classify, parse_function, recording
 from .array_higher import is_array_derivative, jvp_of_derivative
 from .jvp_vjp import jvp_at, pullback_of, vjp_at
 from .plancache import PLANNING, PlanCache
@@ -434,19 +436,74 @@ def differentiate(fun: Callable | None = None, *, argnums=0, backend: str = "aut
 # ---------------------------------------------------------------- user rules
 
 def defvjp(fn: Callable, *vjps: Callable) -> Callable:
-    """Register the reverse-mode rule of an array function (np.sort, np.cumsum, one of
-    your own...) for array programs: `vjps[i](g, out, *args)` returns the adjoint of its
-    i-th argument (that argument's shape) given the adjoint `g` of its output `out`.
-    Returns `fn`.
+    """Register the reverse-mode rule of an array function s2sad has no rule for (np.ptp,
+    one of your own...) for array programs: `vjps[i](g, out, *args)` returns the adjoint
+    of its i-th argument (that argument's shape) given the adjoint `g` of its output
+    `out`. Returns `fn`. A function s2sad already differentiates is refused (its built-in
+    rule would win): wrap the call in a function of your own and register that.
 
-        s2sad.defvjp(np.cumsum, lambda g, out, x: np.cumsum(g[::-1])[::-1])
+        def my_cumsum(x): return np.cumsum(x)
+        s2sad.defvjp(my_cumsum, lambda g, out, x: np.cumsum(g[::-1])[::-1])
     """
     if not callable(fn) or not all(callable(v) for v in vjps) or not vjps:
         raise S2SADError(f"defvjp({getattr(fn, '__name__', fn)!r}, ...) needs a function and one vjp function "
                          "per argument", hint="Pass vjp_i(g, out, *args) for each argument i.")
+    builtin = _builtin_derivative(fn)
+    if builtin is not None:
+        label = getattr(fn, "__name__", "f")
+        params = ", ".join(_required_params(fn))
+        rule = f"lambda g, out, {params}: ..."
+        raise S2SADError(f"defvjp({label}, ...): s2sad already differentiates {label} ({builtin}); a rule "
+                         "registered for it would not be used",
+                         hint=f"To use your own rule, wrap the call in a function of yours and register that:\n"
+                              f"    def my_{label}({params}): return {_spelled(fn)}({params})\n"
+                              f"    s2sad.defvjp(my_{label}, {', '.join([rule] * len(_required_params(fn)))})")
     register_vjp(fn, vjps)
     PLANS.clear()
     return fn
+
+
+def _required_params(fn) -> list[str]:
+    """The parameters a call of `fn` needs (a ufunc's inputs x, y; else its signature's
+    parameters without defaults), for an example in a hint."""
+    nin = getattr(fn, "nin", None)
+    if isinstance(nin, int):
+        return ["x", "y", "z"][:nin] if nin <= 3 else [f"x{k}" for k in range(nin)]
+    try:
+        ps = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return ["x"]
+    names = [p.name for p in ps if p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return names or ["x"]
+
+
+def _spelled(fn) -> str:
+    """`fn` as a user's source names it (np.linalg.solve, scipy.special.gammaln, sum)."""
+    mod = str(getattr(fn, "__module__", None) or "")
+    name = getattr(fn, "__name__", "f")
+    special = sys.modules.get("scipy.special")
+    if not mod and special is not None and getattr(special, name, None) is fn:
+        return "scipy.special." + name
+    if mod in ("builtins", ""):
+        return name
+    return ("np" + mod[len("numpy"):] if mod.startswith("numpy") else mod) + "." + name
+
+
+def _builtin_derivative(fn) -> str | None:
+    """How s2sad already differentiates `fn` (an array-table entry, an elementwise rule,
+    a selector the array level reads), else None: the built-in wins where both exist, so
+    defvjp refuses such a function rather than keep a rule that would be ignored."""
+    entries = array_prims.for_function(fn)
+    if entries:
+        return "the array primitive " + " / ".join(repr(p.name) for p in entries)
+    if fn is sum:
+        return "the array primitive 'sum'"
+    if any(fn is f for f in (np.where, np.clip, np.select)):
+        return "an elementwise select"
+    kind = classify(fn).kind
+    if kind in ("primitive", "user_rule"):
+        return "an elementwise derivative rule"
+    return None
 
 
 def defrule(fn: Callable, *partials: str | None, impl: Callable | None = None) -> Callable:

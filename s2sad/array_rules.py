@@ -12,6 +12,8 @@ derivative_runtime hands HELPERS to the generated code, so no pass imports this 
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from . import product_rules, reduction_rules, softmax_rules
@@ -110,7 +112,8 @@ def prod_bar(g, x, axis=None, keepdims=False):
     rest = [a for a in range(x.ndim) if a not in axes]
     moved = np.transpose(x, rest + list(axes))
     lead = moved.shape[:len(rest)]
-    flat = moved.reshape(lead + (-1,))
+    # the reduced length spelled out: -1 is ambiguous when a leading axis is empty
+    flat = moved.reshape(lead + (math.prod(moved.shape[len(rest):]),))
     others = _exclusive_products(flat, -1).reshape(moved.shape)
     res = np.transpose(others, np.argsort(rest + list(axes)))
     return res * _expand(g, x, axis, keepdims)
@@ -128,7 +131,8 @@ def prod_bar_dot(g, x, t, axis=None, keepdims=False):
     order = rest + list(axes)
     moved, moved_t = np.transpose(x, order), np.transpose(t, order)
     lead = moved.shape[:len(rest)]
-    dots = _exclusive_products_dot(moved.reshape(lead + (-1,)), moved_t.reshape(lead + (-1,)))
+    span = (math.prod(moved.shape[len(rest):]),)      # not -1: a leading axis may be empty
+    dots = _exclusive_products_dot(moved.reshape(lead + span), moved_t.reshape(lead + span))
     res = np.transpose(dots.reshape(moved.shape), np.argsort(order))
     return res * _expand(g, x, axis, keepdims)
 
@@ -152,6 +156,8 @@ def _exclusive_products_dot(a, da):
 
 
 def _exclusive_products(a, axis):
+    if a.shape[axis] == 0:      # no element, no other factors (the prefix trick would make one)
+        return np.ones(a.shape, a.dtype)
     a = np.moveaxis(a, axis, -1)
     ones = np.ones(a.shape[:-1] + (1,), a.dtype)
     left = np.cumprod(np.concatenate([ones, a[..., :-1]], axis=-1), axis=-1)

@@ -24,7 +24,7 @@ END = "<!-- coverage:end -->"
 README = Path(__file__).resolve().parent.parent / "README.md"
 
 # entries spelled by syntax rather than (or besides) a callable
-SYNTAX = {"index": ("x[...]",), "r_": ("np.r_[...]",), "c_": ("np.c_[...]",), "matmul": ("a @ b",),
+SYNTAX = {"item": ("a, b = f(...)", "f(...)[k]"), "index": ("x[...]",), "r_": ("np.r_[...]",), "c_": ("np.c_[...]",), "matmul": ("a @ b",),
           "transpose": ("x.T",), "copy": ("x.real", "x.astype(float)"), "sum": ("sum(x)",), "user": ("a function given rules by s2sad.defvjp",)}
 PREFIXES = (("np", np), ("np.linalg", np.linalg), ("math", math))
 
@@ -43,6 +43,9 @@ def qualified(f) -> str:
 
 def _entry_line(prim) -> str:
     spellings = [f"`{qualified(f)}`" for f in prim.funcs]
+    # an optional module's callables by their names (the list does not depend on what
+    # the process has imported)
+    spellings += [f"`{module}.{name}`" for module, name in prim.module_funcs]
     spellings += [f"`{qualified(f)}([a, b, ...])`" for f in prim.literal_funcs]
     spellings += [f"`x.{m}()`" for m in prim.methods]
     spellings += [f"`{s}`" for s in SYNTAX.get(prim.name, ())]
@@ -53,8 +56,9 @@ def _entry_line(prim) -> str:
 def coverage_markdown() -> str:
     """The coverage list, as markdown (without the markers)."""
     prims = list(array_prims.PRIMS.values())
-    lines = [f"Array primitives (`s2sad/array_prims`, {len(prims)} entries, each with its VJP; "
-             "`grad`, `vjp` and `value_and_grad` go through them):", ""]
+    lines = [f"Array primitives (`s2sad/array_prims`, {len(prims)} entries, each with its VJP and JVP; "
+             "`grad`, `vjp`, `value_and_grad` and `jvp` go through them; `scipy.*` where scipy is installed, "
+             "recognised by identity):", ""]
     lines += [_entry_line(p) for p in prims]
     spellings = rules.scalar_spellings()
     prefix = {"math": "math.", "numpy": "np.", "builtins": "", "scipy.special": "scipy.special."}

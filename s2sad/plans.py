@@ -168,9 +168,11 @@ def _array_compiled(fun: Callable, pf, planner_error: S2SADError):
         if isinstance(e, HigherOrderNotSupportedError):
             raise e from None
     e = array_error
+    # both found the same place inside scalar code: the planner's words (the same column
+    # too: on one line, a refused array-level call beside scalar code is the array's)
     if getattr(e, "in_scalar_code", False) and e.location is not None and planner_error.location is not None \
-            and (e.location.filename, e.location.lineno) == (planner_error.location.filename,
-                                                             planner_error.location.lineno):
+            and (e.location.filename, e.location.lineno, e.location.col) == (
+                planner_error.location.filename, planner_error.location.lineno, planner_error.location.col):
         raise planner_error from None
     raise e from None
 

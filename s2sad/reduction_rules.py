@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .errors import UnsupportedOperationError
+from .errors import SourceLocation, UnsupportedOperationError
 
 
 def _float_dtype(x):
@@ -358,7 +358,12 @@ def diff_jvp(i, t, x, prepend=None, append=None, n=1, axis=-1):
 # ------------------------------------------------------------------ gradient
 
 
-def _gradient_axis(f, axis):
+def _at(where):
+    """The call's location from the (file, line, column) the derivative text passes."""
+    return SourceLocation(*where) if where is not None else None
+
+
+def _gradient_axis(f, axis, where=None):
     f = np.asarray(f)
     if axis is None and f.ndim == 1:
         return 0
@@ -367,7 +372,7 @@ def _gradient_axis(f, axis):
     if axis is None or np.ndim(axis) != 0:
         raise UnsupportedOperationError(
             "np.gradient of an array of several dimensions along several axes gives a list: "
-            "s2sad differentiates it along one axis", hint="Pass axis=k (one call per axis).")
+            "s2sad differentiates it along one axis", _at(where), hint="Pass axis=k (one call per axis).")
     return int(axis) % f.ndim
 
 
@@ -390,12 +395,12 @@ def _stencil_map(n, spacing, edge_order):
     return out
 
 
-def gradient_bar(i, g, f, spacing=None, axis=None, edge_order=1, out=None):
-    ax = _gradient_axis(f, axis)
+def gradient_bar(i, g, f, spacing=None, axis=None, edge_order=1, out=None, where=None):
+    ax = _gradient_axis(f, axis, where)
     if i == 1:
         if np.ndim(spacing) != 0:
             raise UnsupportedOperationError(
-                "the derivative of np.gradient with respect to its coordinates is not supported",
+                "the derivative of np.gradient with respect to its coordinates is not supported", _at(where),
                 hint="Pass the coordinates as a constant (not computed from the differentiated arguments).")
         # out = D f / h: d out / dh = -out / h
         return _as(-np.sum(np.asarray(g) * np.asarray(out)) / spacing, spacing)
@@ -406,12 +411,12 @@ def gradient_bar(i, g, f, spacing=None, axis=None, edge_order=1, out=None):
     return _as(np.moveaxis(res, -1, ax), f)
 
 
-def gradient_jvp(i, t, f, spacing=None, axis=None, edge_order=1, out=None):
-    ax = _gradient_axis(f, axis)
+def gradient_jvp(i, t, f, spacing=None, axis=None, edge_order=1, out=None, where=None):
+    ax = _gradient_axis(f, axis, where)
     if i == 1:
         if np.ndim(spacing) != 0:
             raise UnsupportedOperationError(
-                "the derivative of np.gradient with respect to its coordinates is not supported",
+                "the derivative of np.gradient with respect to its coordinates is not supported", _at(where),
                 hint="Pass the coordinates as a constant (not computed from the differentiated arguments).")
         return -np.asarray(out) * (np.asarray(t) / spacing)
     return np.gradient(np.broadcast_to(t, np.shape(f)), *_spacing(spacing), axis=ax, edge_order=int(edge_order))

@@ -1,8 +1,11 @@
 """Spec-table rows of the statistics and scans (tests/test_array_prims.py collects them):
 var, std, median, percentile, quantile, nansum, nanmean, cumsum, cumprod, prod with
-zeros, sort, partition, diff, gradient, convolve, correlate, interp. Each loss wraps
+zeros, sort, partition, diff, gradient, convolve, correlate, interp; math.fsum and
+math.prod of a 1-D array. Each loss wraps
 the primitive in sin(1.3 * . + 0.2), and weights positions where order matters."""
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
@@ -90,6 +93,18 @@ def nansum_axis(x):
 
 def nanmean_all(x):
     return wrap(np.nanmean(x))
+
+
+def fsum_of_array(x):
+    return wrap(math.fsum(x)) + wrap(math.fsum(x * x))
+
+
+def math_prod_of_array(x):
+    return wrap(math.prod(x)) + wrap(math.prod(x[::-1] - 1.0))
+
+
+def math_prod_of_rows(x):
+    return np.sum(wrap(math.prod(x)) * np.arange(1.0, 1.0 + x.shape[1]))
 
 
 def prod_with_zeros(x):
@@ -238,6 +253,10 @@ ROWS = SCIPY_ROWS + [
     Row("nanmean", nanmean_all, (((4, 3),), ((5,),)), make=with_nans),
     Row("nanmean", nanmean_all, (((4, 3),), ((),))),
     Row("prod", prod_with_zeros, (((3, 4),), ((2, 5),)), make=with_zeros),
+    Row("fsum", fsum_of_array, (((5,),), ((0,),))),
+    Row("math_prod", math_prod_of_array, (((4,),), ((0,),))),
+    Row("math_prod", math_prod_of_array, (((5,),),), make=with_zeros),
+    Row("math_prod", math_prod_of_rows, (((4, 3),), ((0, 2),))),
     Row("cumsum", cumsum_flat, (((3, 4),), ((),), ((0,),))),
     Row("cumsum", cumsum_axis, (((3, 4),),)),
     Row("cumsum", cumsum_method, (((3, 4),),)),

@@ -40,15 +40,23 @@ def test_every_entry_but_the_users_has_a_jvp():
     assert missing == {"user"}
 
 
+# rows whose forward mode is refused, as JAX refuses it: the tangent of the extra columns
+# of a full svd / complete qr of a non-square matrix (any orthonormal completion) is not
+# defined, and forward mode cannot know that the loss reads only the first ones
+JVP_REFUSED = {"svd_full_first_columns": "svd", "qr_complete": "qr"}
+
+
 @pytest.mark.parametrize("row,shapes", CASES)
 def test_jvp_matches_finite_differences(row, shapes):
     if row.prim == "user":
         pytest.skip("a defvjp rule has no JVP: test_jvp_through_a_defvjp_rule_is_refused")
-    if row.jvp_refused:
+    if row.fn.__name__ in JVP_REFUSED and shapes[0][-1] != shapes[0][-2]:
         args = _args(shapes, "float64", make=row.make)
-        with pytest.raises(s2sad.UnsupportedOperationError, match=row.jvp_refused) as err:
+        with pytest.raises(s2sad.UnsupportedOperationError) as err:
             s2sad.jvp(row.fn, tuple(args), tuple(_tangents(args)))
-        assert err.value.location is not None
+        e = err.value
+        assert JVP_REFUSED[row.fn.__name__] in e.message and "not defined" in e.message
+        assert e.location is not None and "np.linalg" in e.location.source_line()
         return
     for dtype in row.dtypes:
         args = _args(shapes, dtype, make=row.make)

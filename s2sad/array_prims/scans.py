@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import numpy as np
 
+import gast
+
 from .callops import call_op
-from .prim import Prim, kw
+from .prim import Prim, StaticRefusal, kw
 
 HELPER_NAMES = frozenset({"cumsum_bar", "cumprod_bar", "cumprod_jvp", "sort_bar", "sort_jvp", "partition_bar",
                           "partition_jvp", "diff_bar", "diff_jvp", "gradient_bar", "gradient_jvp", "convolve_bar",
@@ -29,6 +31,16 @@ def _filter(name):
 
 _INTERP = ("x", "xp", "fp", "left", "right")
 
+
+def _one_gradient_axis(p):
+    """np.gradient along several axes written as a literal (axis=(0, 1)) returns a list:
+    refused where it is read. axis=None of an N-D array is refused when it runs, at the
+    call's line (`where`, which primcalls adds to the op)."""
+    axis = p.get("axis")
+    if isinstance(axis, (gast.Tuple, gast.List)) and len(axis.elts) > 1:
+        raise StaticRefusal("is called along several axes: it returns a list of arrays, and s2sad differentiates "
+                            "np.gradient along one axis", "Pass axis=k, one call per axis.")
+
 PRIMS = [
     _one_array("cumsum", lambda i, g, args, out, p: f"cumsum_bar({g}, {args[0]}{kw(p, 'axis')})",
                lambda i, t, args, out, p: f"np.cumsum({t}{kw(p, 'axis')})", methods=("cumsum",)),
@@ -44,12 +56,12 @@ PRIMS = [
          lambda i, g, args, out, p: f"diff_bar({i}, {g}, {', '.join(args)}{kw(p, 'n', 'axis')})",
          form="signature", statics=("a", "n", "axis", "prepend", "append"), operands=("a", "prepend", "append"),
          funcs=(np.diff,), jvp=lambda i, t, args, out, p: f"diff_jvp({i}, {t}, {', '.join(args)}{kw(p, 'n', 'axis')})"),
-    Prim("gradient", call_op("gradient"),
-         lambda i, g, args, out, p: f"gradient_bar({i}, {g}, {', '.join(args)}{kw(p, 'axis', 'edge_order')}, "
+    Prim("gradient", call_op("gradient", _one_gradient_axis),
+         lambda i, g, args, out, p: f"gradient_bar({i}, {g}, {', '.join(args)}{kw(p, 'axis', 'edge_order', 'where')}, "
                                     f"out={out})",
          form="signature", statics=("f", "spacing"), operands=("f", "spacing"),
          keywords=("f", "axis", "edge_order"), funcs=(np.gradient,),
-         jvp=lambda i, t, args, out, p: f"gradient_jvp({i}, {t}, {', '.join(args)}{kw(p, 'axis', 'edge_order')}, "
+         jvp=lambda i, t, args, out, p: f"gradient_jvp({i}, {t}, {', '.join(args)}{kw(p, 'axis', 'edge_order', 'where')}, "
                                         f"out={out})"),
     _filter("convolve"),
     _filter("correlate"),

@@ -158,6 +158,10 @@ class Lists:
         if isinstance(k, gast.Slice) and all(x is None or (isinstance(x, gast.Constant) and type(x.value) is int)
                                              for x in (k.lower, k.upper, k.step)):
             return seq[slice(*[None if x is None else x.value for x in (k.lower, k.upper, k.step)])]
+        if isinstance(k, gast.Constant) and type(k.value) is int:     # a literal out of range
+            raise self.b.err(scope.ctx, e, f"a list or tuple of {len(seq)} values is indexed here at {k.value}: "
+                             f"index it within its {len(seq)} items", "Index with a constant in range, or unpack "
+                             "it (a, b = ...).", UnsupportedOperationError)
         raise self.b.err(scope.ctx, e, "a local list is indexed here with an index known only at run time "
                          "(or out of its range)",
                          "Index with a constant (hs[0], hs[-1]), loop over the list (for h in hs), or stack it "

@@ -22,7 +22,7 @@ from .arrayints import int_arith, is_int_const
 from .arraylists import Lists, lists_appended
 from .arraystacks import Stacks
 from .arraywrites import Writes
-from .primcalls import root_name
+from .primcalls import call_params, register_hint, root_name
 from .trees import assigned_names
 
 
@@ -114,6 +114,10 @@ class Statements:
                     ops = self.b.expr(value, scope)
                 finally:
                     self.b.unpacking = None
+                if not isinstance(ops, list) and isinstance(value, gast.Call):    # an unknown call's result
+                    label = self.b.label(value.func)
+                    raise UnsupportedOperationError(
+                        f"'{label}' returns values s2sad cannot unpack here: it has no rule at the array level", self.b.loc(ctx, value), hint=register_hint(label, call_params(value)))
                 if not isinstance(ops, list) or len(ops) != len(target.elts):
                     raise self.b.err(ctx, s, "tuple unpacking at the array level needs a tuple of the same length",
                                    "Assign each variable separately.", UnsupportedOperationError)

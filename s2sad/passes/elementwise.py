@@ -254,7 +254,9 @@ class _Planner:
         if r.kind == "primitive":
             self.sites.append(Site(self.loc(e), label, "rule", f"{label} has a derivative rule ({r.value})",
                                    source_line(self.pf.filename, e)))
-            return gast.Call(func=e.func, args=[self.elementwise(a) for a in e.args], keywords=[])
+            # located: the normalizer refuses a wrong call (np.round(x, k)) at this line
+            return gast.copy_location(gast.Call(func=e.func, args=[self.elementwise(a) for a in e.args],
+                                                keywords=[]), e)
         if rules.ordered_family(value) is not None:   # polygamma(n, x): normalize checks n, located here
             self.sites.append(Site(self.loc(e), label, "rule", f"{label} has derivative rules for orders 0 and 1",
                                    source_line(self.pf.filename, e)))

@@ -50,6 +50,7 @@ SECOND_ORDER = {
     "repeat": "shape", "tile": "shape", "index": "shape", "concatenate": "shape", "stack": "shape",
     "r_": "shape", "c_": "shape", "max": "mask", "min": "mask",
     "matmul": "bilinear", "dot": "bilinear", "outer": "bilinear", "prod": "prod",
+    "fsum": "shape", "math_prod": "prod",
 }
 
 

@@ -20,8 +20,9 @@ import numpy as np
 
 from .. import array_prims
 from ..array_prims import Linalg, Prim, Reduce, StaticRefusal
+from ..array_prims.callops import Call
 from ..errors import UnsupportedOperationError
-from ..frontend import MISSING, attribute_value
+from ..frontend import MISSING, attribute_value, classify
 from .arrayir import Const, operand_expr
 from .arrayscope import LocalFn
 from .primforms import FORMS
@@ -56,11 +57,30 @@ def register_hint(label: str, params: list[str] | None = None) -> str:
     `params`); a method `.cumsum()` -> its function form np.cumsum(x, ...) and that
     function's rule (defvjp takes functions, not methods); anything else -> rewrite it.
     The example stands on a line of its own."""
+    note = _COMPLEX_RESULTS.get(label.strip(".()").split(".")[-1])
+    return (note + " " if note else "") + _register_hint(label, params)
+
+
+# functions whose results are complex (s2sad differentiates real arrays only): what to use
+_COMPLEX_RESULTS = {
+    "eig": "Its results are complex (s2sad differentiates real arrays only); for a symmetric matrix, "
+           "np.linalg.eigh is differentiated.",
+    "eigvals": "Its results are complex (s2sad differentiates real arrays only); for a symmetric matrix, "
+               "np.linalg.eigvalsh is differentiated.",
+}
+_COMPLEX_RESULTS.update({f: "Its results are complex (s2sad differentiates real arrays only)."
+                         for f in ("fft", "ifft", "fft2", "ifft2", "fftn", "ifftn", "rfft", "rfft2", "rfftn")})
+
+
+def _register_hint(label: str, params: list[str] | None) -> str:
     if label.startswith("."):
         m = label.strip(".()")
-        if callable(getattr(np, m, None)):
+        fn = getattr(np, m, None)
+        if callable(fn) and _differentiated(fn):
+            return f"Call the function form np.{m}(x, ...) instead of the method: s2sad differentiates it."
+        if callable(fn):
             return (f"Call the function form np.{m}(x, ...) instead of the method, and register its reverse-mode "
-                    f"rule ({_RULE_HOW}):\n    {defvjp_example(f'np.{m}', params)}\n{_OR_REWRITE}")
+                    f"rule ({_RULE_HOW}):\n    {defvjp_example(f'np.{m}', _with_receiver(params))}\n{_OR_REWRITE}")
         return (f"'{label}' is a method or attribute s2sad has no derivative for (s2sad.defvjp takes "
                 "functions, not methods): write the computation with supported numpy operations.")
     if all(part.isidentifier() for part in label.split(".")):
@@ -68,9 +88,48 @@ def register_hint(label: str, params: list[str] | None = None) -> str:
     return "Write the computation with supported numpy operations."
 
 
+# entries whose derivative may refuse what only the values show (np.gradient of an N-D
+# array with no axis): their helpers take the call's (file, line, column) as `where`
+_LOCATED_AT_RUN_TIME = frozenset({"gradient"})
+
+
+def _with_receiver(params: list[str] | None) -> list[str]:
+    """A method call's parameter names with its object first (`x.m(a)` -> x, a), distinct."""
+    rest = [p for p in (params or []) if p != "x"]
+    spare = iter(n for n in ["y", "z"] + [f"x{k}" for k in range(len(params or []) + 1)] if n not in rest)
+    rest += [next(spare) for _ in range(len(params or []) - len(rest))]
+    return ["x"] + rest
+
+
+def _differentiated(fn) -> bool:
+    """Whether s2sad differentiates the numpy function `fn` itself (a table entry or an
+    elementwise rule, np.clip's select): a method's hint then points at it."""
+    return bool(array_prims.for_function(fn)) or fn is np.clip or classify(fn).kind in ("primitive", "user_rule")
+
+
 def unsupported(label: str, loc, what: str = "") -> UnsupportedOperationError:
     return UnsupportedOperationError(
         f"'{label}' {what or 'has no derivative rule at the array level'}", loc, hint=register_hint(label))
+
+
+def form_hint(label: str) -> str:
+    """What to do about a call of a function s2sad differentiates, written in a form it
+    does not read: s2sad.defvjp refuses such a function (its rule would not be used), so
+    the example wraps the call in a function of the user's own."""
+    short = label.split(".")[-1].strip("()") or "f"
+    if label.startswith("."):                          # a method: x.reshape(...)
+        body = f"x.{short}(...)"
+    else:
+        body = f"{label if all(part.isidentifier() for part in label.split('.')) else short}(x, ...)"
+    return (f"Write the call in a form s2sad reads (README, \"What is covered\"), or wrap it in a function of your "
+            f"own and register that function's rule ({_RULE_HOW}):\n"
+            f"    def my_{short}(x): return {body}\n"
+            f"    s2sad.defvjp(my_{short}, lambda g, out, x: ...)")
+
+
+def refuse_form(label: str, loc, what: str) -> UnsupportedOperationError:
+    """A table entry's call in a form s2sad does not read, located."""
+    return UnsupportedOperationError(f"'{label}' {what}", loc, hint=form_hint(label))
 
 
 def root_name(node):
@@ -199,7 +258,7 @@ class PrimCalls:
         """Static parameters by position (names) and keyword -> ({name: gast}, reads)."""
         p, reads = {}, set()
         if len(args) > len(names):
-            raise unsupported(self.b.label(e.func), self.b.loc(scope.ctx, e), "is called with more arguments than s2sad "
+            raise refuse_form(self.b.label(e.func), self.b.loc(scope.ctx, e), "is called with more arguments than s2sad "
                                "knows for it")
         for nm, a in zip(names, args):
             p[nm], rr = self.b.static(a, scope)
@@ -226,7 +285,7 @@ class PrimCalls:
         ctx = scope.ctx
         label = self.b.label(e.func)
         if xe is None:
-            raise unsupported(label, self.b.loc(ctx, e), "needs an array")
+            raise refuse_form(label, self.b.loc(ctx, e), "needs an array")
         self.check_keywords(prim, keywords, e, scope)
         x = self.b.array(xe, scope)
         p, reads = self.statics(args, keywords, prim.statics, scope, e)
@@ -237,7 +296,7 @@ class PrimCalls:
         """Python's sum over an array sums its first axis; over an elementwise sequence
         (map, a comprehension), everything."""
         if len(e.args) != 1 or e.keywords:
-            raise unsupported("sum", self.b.loc(scope.ctx, e), "takes one iterable here")
+            raise refuse_form("sum", self.b.loc(scope.ctx, e), "takes one iterable here")
         a = e.args[0]
         seq = self.b.ew.is_elementwise_sequence(a, scope) or (isinstance(a, gast.Call) and self.b.ew.is_elementwise(a, scope)
                                                           and self.b.ew.is_elementwise_sequence(a.args[0], scope))
@@ -256,7 +315,11 @@ class PrimCalls:
         except StaticRefusal as r:
             label = self.b.label(e.func) if isinstance(e, gast.Call) else spelling
             raise UnsupportedOperationError(f"'{label}' {r.what}", self.b.loc(scope.ctx, e),
-                                            hint=r.hint or register_hint(label)) from None
+                                            hint=r.hint or form_hint(label)) from None
+        if isinstance(op, Call) and op.kind in _LOCATED_AT_RUN_TIME:   # its refusals name this call
+            loc = self.b.loc(scope.ctx, e)
+            op = Call(op.kind, op.params + (("where", gast.Tuple(elts=[gast.Constant(value=v, kind=None) for v in (
+                loc.filename, loc.lineno, loc.col)], ctx=gast.Load())),))
         t = self.b.emit(op, xs, e, scope, want, forward=fwd, reads=reads)
         kind = prim.result_of(spelling)
         if kind == "fresh":
@@ -277,14 +340,14 @@ class PrimCalls:
             return self.operands_call(prim, 2, e, scope, want)
         if prim.form == "binary":
             if len(e.args) < 2 or (not prim.statics and (len(e.args) != 2 or e.keywords)):
-                raise unsupported(label, loc, "takes two arrays here" + ("" if prim.statics else " (no keyword arguments)"))
+                raise refuse_form(label, loc, "takes two arrays here" + ("" if prim.statics else " (no keyword arguments)"))
             xs = [self.b.array(e.args[0], scope), self.b.array(e.args[1], scope)]
             p, reads = self.statics(e.args[2:], e.keywords, prim.statics, scope, e)
             return self.emit_prim(prim, spelling, xs, p, e, scope, want, self.rebuild(e, scope, xs, p), reads)
         if prim.form == "sequence":
             return self.sequence_call(prim, value, e, scope, want)
         if prim.form in FORMS:
-            return FORMS[prim.form](self, prim, value, e, scope, want, lambda what: unsupported(label, loc, what))
+            return FORMS[prim.form](self, prim, value, e, scope, want, lambda what: refuse_form(label, loc, what))
         if prim.form == "copy":
             if len(e.args) != 1 or e.keywords:
                 return None
@@ -294,7 +357,7 @@ class PrimCalls:
         if prim.keywords is not None:
             return self.reduction(prim, e.args[0] if e.args else None, e.args[1:], e.keywords, e, scope, want)
         if not e.args:
-            raise unsupported(label, loc, "needs an array")
+            raise refuse_form(label, loc, "needs an array")
         x = self.b.array(e.args[0], scope)
         p, reads = self.statics(e.args[1:], e.keywords, prim.statics, scope, e)
         return self.emit_prim(prim, spelling, [x], p, e, scope, want, self.rebuild(e, scope, [x], p), reads)
@@ -318,7 +381,7 @@ class PrimCalls:
         if not isinstance(seq, (gast.List, gast.Tuple)):
             if literal:
                 return None
-            raise unsupported(label, self.b.loc(scope.ctx, e), "needs a literal list of arrays here, "
+            raise refuse_form(label, self.b.loc(scope.ctx, e), "needs a literal list of arrays here, "
                                "[a, b, ...], to be differentiated")
         xs = [self.b.array(x, scope) for x in seq.elts]
         return self.sequence_items(prim, value, e, seq, xs, literal, label, scope, want)
@@ -326,10 +389,10 @@ class PrimCalls:
     def sequence_items(self, prim: Prim, value, e: gast.Call, seq, xs: list, literal: bool, label: str, scope, want):
         """The join of operands `xs` (the items of `seq`)."""
         if any(isinstance(x, list) for x in xs):
-            raise unsupported(label, self.b.loc(scope.ctx, e), "takes a list of arrays or numbers here")
+            raise refuse_form(label, self.b.loc(scope.ctx, e), "takes a list of arrays or numbers here")
         if literal:
             if len(e.args) > 1 or e.keywords:
-                raise unsupported(label, self.b.loc(scope.ctx, e), "takes one list of values here")
+                raise refuse_form(label, self.b.loc(scope.ctx, e), "takes one list of values here")
             p, reads = {}, set()
         else:
             p, reads = self.statics(e.args[1:], e.keywords, prim.statics, scope, e)
@@ -345,7 +408,7 @@ class PrimCalls:
         for k in keywords:
             if k.arg not in prim.keywords:
                 known = ", ".join(f"{n}=" for n in prim.keywords) or "none"
-                raise unsupported(self.b.label(e.func), self.b.loc(scope.ctx, e), f"is called with '{k.arg}=', "
+                raise refuse_form(self.b.label(e.func), self.b.loc(scope.ctx, e), f"is called with '{k.arg}=', "
                                   f"which s2sad does not differentiate (keywords taken: {known})")
 
     def operands_call(self, prim: Prim, n: int, e: gast.Call, scope, want=None) -> str:
@@ -354,14 +417,14 @@ class PrimCalls:
         (c, lower)), both of whose values are operands."""
         label = self.b.label(e.func)
         if len(e.args) < n:
-            raise unsupported(label, self.b.loc(scope.ctx, e), f"takes its {n} arrays by position here")
+            raise refuse_form(label, self.b.loc(scope.ctx, e), f"takes its {n} arrays by position here")
         self.check_keywords(prim, e.keywords, e, scope)
         xs, written = [], []
         for k, a in enumerate(e.args[:n]):
             v = self.b.expr(a, scope)
             if k in prim.packed:
                 if not isinstance(v, list) or len(v) != 2:
-                    raise unsupported(label, self.b.loc(scope.ctx, a), "needs its pair written out, (c, lower), or "
+                    raise refuse_form(label, self.b.loc(scope.ctx, a), "needs its pair written out, (c, lower), or "
                                       "the pair a call returned, here")
                 xs += v
                 written.append(gast.Tuple(elts=[operand_expr(x) for x in v], ctx=gast.Load()))

@@ -16,6 +16,7 @@ import ast
 
 import gast
 
+from ..array_prims import StaticRefusal
 from ..kernel_text import unparse
 
 from .arrayir import Const, operand_expr
@@ -73,6 +74,9 @@ def signature_call(calls, prim, value, e: gast.Call, scope, want, fail) -> str:
         prim.op(**p)
     except ValueError as why:
         raise fail(str(why)) from None
+    except StaticRefusal as r:      # (with its own hint)
+        err = fail(r.what)
+        raise type(err)(err.message, err.location, hint=r.hint or err.hint) from None
     npos = len(e.args)
     fwd = gast.Call(func=b.rename(e.func, scope, set()), args=[given[n] for n in prim.statics[:npos]],
                     keywords=[gast.keyword(arg=k.arg, value=given[k.arg]) for k in e.keywords])
