@@ -3,12 +3,12 @@ VENV := .venv
 VPY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test golden bench gpu-check clean
+.PHONY: demo test golden readme-coverage bench gpu-check clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(VPY) -m pip install -q --upgrade pip
-	$(VPY) -m pip install -q -e ".[test,nvrtc,scipy]"
+	$(VPY) -m pip install -q -e ".[test,nvrtc,scipy,dask]"
 	touch $(STAMP)
 
 demo: $(STAMP)
@@ -20,8 +20,12 @@ test: $(STAMP)
 golden: $(STAMP)
 	$(VPY) -m s2sad.golden --write
 
+# the README's list of what is covered, generated from the tables
+readme-coverage: $(STAMP)
+	$(VPY) -m s2sad coverage --write
+
 bench: $(STAMP)
-	$(VPY) -m pip install -q -e ".[bench]" || echo "bench extras not all installed; comparing against what is there"
+	$(VPY) -m pip install -q -e ".[bench,dask]" || echo "bench extras not all installed; comparing against what is there"
 	$(VPY) bench/run.py
 
 gpu-check: $(STAMP)

@@ -215,10 +215,19 @@ def markdown(rows, errors, missing, info, extra) -> str:
     L.extend(arrays.markdown(rows, errors))
 
     # ---------------------------------------------------------------- closures and state (issue 4)
+    import hvp
+    L.extend(hvp.markdown(rows, errors))
     import closures_state
     L.extend(closures_state.markdown(rows, errors))
     import closure_steps
     L.extend(closure_steps.markdown(rows))
+    import dask_bench
+    L.extend(dask_bench.markdown(rows))
+
+    # ---------------------------------------------------------------- higher order (issue 14)
+    import higher
+    L.append("")
+    L.extend(higher.markdown(rows, errors))
     return "\n".join(L)
 
 

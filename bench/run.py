@@ -2,7 +2,8 @@
 
 Run with `make bench` (installs the `bench` extra first) or `.venv/bin/python bench/run.py`.
 Options: `--quick` (fewer repeats, a smoke test), `--out DIR` (default: bench/),
-`--only closures-state`, `--only arrays` or `--only closure-steps` (that section alone,
+`--only closures-state`, `--only arrays`, `--only closure-steps`, `--only containers`, `--only rows`,
+`--only hvp`, `--only higher` or `--only dask` (that section alone,
 printed, no files written),
 `--without jax,numba,torch` (leave systems out), `--no-pin`, `--default-malloc`.
 
@@ -67,8 +68,13 @@ import numpy as np  # noqa: E402
 import s2sad  # noqa: E402
 import cases  # noqa: E402
 import arrays  # noqa: E402
+import hvp  # noqa: E402
 import closures_state  # noqa: E402
 import closure_steps  # noqa: E402
+import dask_bench  # noqa: E402
+import containers  # noqa: E402
+import higher  # noqa: E402
+import rows as row_elements  # noqa: E402
 from cases import CASES, make_input  # noqa: E402
 
 from report import COPY, JG, JV, JVF, NB, S2, S2VG, SIZES, TABLE_SYSTEMS, TO  # noqa: E402
@@ -597,7 +603,8 @@ def main(argv=None) -> int:
                     help="leave glibc's malloc as it is (freed arrays may come back with fresh pages)")
     ap.add_argument("--no-pin", action="store_true",
                     help="do not pin the single-thread rows to one CPU (XLA may then use several)")
-    ap.add_argument("--only", choices=["closures-state", "arrays", "closure-steps"],
+    ap.add_argument("--only", choices=["closures-state", "arrays", "closure-steps", "containers", "hvp", "higher",
+                                       "dask", "rows"],
                     help="run one section and print its report (writes no results files)")
     args = ap.parse_args(argv)
     malloc_tuned = False if args.default_malloc else keep_freed_memory()
@@ -614,6 +621,41 @@ def main(argv=None) -> int:
         rows, errors = [], []
         closure_steps.run_closure_steps(rows, errors, args.quick, log)
         log("\n".join(closure_steps.markdown(rows) + [f"error: {e}" for e in errors]))
+        return 0
+    if args.only == "dask":
+        rows, errors = [], []
+        dask_bench.run_dask(rows, errors, args.quick, log)
+        log("\n".join(dask_bench.markdown(rows) + [f"error: {e}" for e in errors]))
+        return 0
+    if args.only == "containers":
+        if not args.no_pin:
+            pin_one_cpu()
+        rows, errors = [], []
+        containers.run_containers(rows, errors, args.quick, measure_block, timing_row, log)
+        log("\n".join(containers.markdown(rows)))
+        return 0
+    if args.only == "rows":
+        if not args.no_pin:
+            pin_one_cpu()
+        rows, errors = [], []
+        row_elements.run_rows(rows, errors, args.quick, measure_block, timing_row, log)
+        log("\n".join(row_elements.markdown(rows)))
+        return 0
+    if args.only == "hvp":
+        if not args.no_pin:
+            pin_one_cpu()
+        rows, errors, missing = [], [], {}
+        systems, _ = load_systems(missing, [w for w in args.without.split(",") if w])
+        hvp.run_hvp(systems, rows, errors, args.quick, measure_block, timing_row, log)
+        log("\n".join(hvp.markdown(rows, errors)))
+        return 0
+    if args.only == "higher":
+        if not args.no_pin:
+            pin_one_cpu()
+        rows, errors, missing = [], [], {}
+        systems, _ = load_systems(missing, [w for w in args.without.split(",") if w])
+        higher.run_higher(systems, rows, errors, args.quick, measure_block, timing_row, log)
+        log("\n".join(higher.markdown(rows, errors)))
         return 0
     if args.only == "arrays":
         if not args.no_pin:
@@ -659,8 +701,13 @@ def main(argv=None) -> int:
     info["cpu_share"] = (float(np.median(cpu_shares)), float(np.min(cpu_shares))) if cpu_shares else None
     rows.extend(first_calls)
     arrays.run_arrays(systems, rows, errors, args.quick, measure_block, timing_row, log)
+    hvp.run_hvp(systems, rows, errors, args.quick, measure_block, timing_row, log)
     closures_state.run_state(rows, errors, args.quick, measure_block, timing_row, log)
     closure_steps.run_closure_steps(rows, errors, args.quick, log)
+    higher_rows, higher_errors = [], []
+    higher.run_higher(systems, higher_rows, higher_errors, args.quick, measure_block, timing_row, log)
+    rows.extend(higher_rows)
+    errors.extend(higher_errors)
     call_overhead = run_call_overhead(rows)
     back_to_back = run_back_to_back(rows, args.quick)
     with tempfile.TemporaryDirectory(prefix="s2sad-bench-src-") as workdir:
@@ -669,6 +716,7 @@ def main(argv=None) -> int:
     memory = run_memory(rows)
     unpin_all_threads()
     threads = run_threads(rows, args.quick)
+    dask_bench.run_dask(rows, errors, args.quick, log)
 
     info["loadavg_end"] = os.getloadavg()
     info["wall_s"] = time.perf_counter() - t_start

@@ -167,8 +167,91 @@ def softmax_loss(W, b, X, Y):
     return -np.mean(np.sum(Y * logp, axis=1))
 
 
+def image_loss(img, K):
+    # a padded, rolled image against a lower-triangular kernel: the shape primitives'
+    # adjoints (issue 16) as they print, each under its "# Grad of:" line
+    padded = np.pad(img, 1, mode="edge")
+    shifted = np.roll(padded, 1, axis=0)
+    band = np.tril(K) @ np.take(shifted, [0, 1, 2], axis=1)
+    return np.sum(np.logaddexp(band, 0.0)) + np.sum(np.diagonal(K) ** 2)
+
+
+def spectral_loss(A):
+    """Tuple-valued primitives: eigh's two outputs unpacked, slogdet's second read."""
+    w, V = np.linalg.eigh(A)
+    sign, logdet = np.linalg.slogdet(A)
+    return np.sum(w * V[0] ** 2) + logdet
+
+
+def flow_loss(A, b, X):
+    """Programs as people write them (issue 15): rows written in place, a solver loop
+    with a tolerance and a guard, an early exit."""
+    H = np.zeros(X.shape)
+    for i, row in enumerate(X):
+        H[i] = np.tanh(row * b)
+    x = np.zeros(len(b))
+    k = 0
+    err = np.inf
+    while err > 1e-8 and k < 50:
+        x_new = np.tanh(A @ x + b)
+        err = np.max(np.abs(x_new - x))
+        x = x_new
+        k += 1
+    if np.sum(x) > 10.0:
+        return np.sum(x)
+    return np.sum(H ** 2) + np.sum(x ** 2)
+
+
 ARRAY_CASES = {
     "logreg": (logreg_loss, 0),
     "mlp": (mlp_loss, (0, 1, 2)),
     "softmax": (softmax_loss, (0, 1)),
+    "image": (image_loss, (0, 1)),
+    "spectral": (spectral_loss, 0),
+    "flow": (flow_loss, (0, 1)),
 }
+
+
+# forward over reverse (issue 14): the Hessian-vector product of a two-layer tanh MLP,
+# tangents along the weights (`s2sad.jvp(s2sad.grad(loss, argnums), primals, tangents)`)
+def mlp_tanh_loss(W1, b1, W2, X, y):
+    h = np.tanh(X @ W1 + b1)
+    out = h @ W2
+    return np.mean((out - y) ** 2)
+
+
+HVP_CASES = {
+    "mlp_hvp": (mlp_tanh_loss, (0, 1, 2)),
+}
+
+
+# higher order (issue 14): a second derivative of a scalar function (grad of a grad),
+# and a loss that applies a derivative elementwise: nested duals in one kernel
+def wave(z):
+    return math.sin(z) * z**3
+
+
+second_wave = s2sad.grad(wave)
+dtanh = s2sad.grad(math.tanh)
+
+
+def broadcast_grad_loss(x):
+    return np.sum(s2sad.broadcast(dtanh, x))
+
+
+CASES.update({"second_wave": (second_wave, 0), "broadcast_grad": (broadcast_grad_loss, 0)})
+
+
+# rows as elements (issue 15): a function of a row's components over a (n, 3) array;
+# the row parameter becomes one kernel parameter per component, the gradient assembled
+# from the columns' partials
+def row_energy(p):
+    a, b, c = p
+    return a ** 2 + b * np.sin(c) - p[-1]
+
+
+def rows_loss(X):
+    return sum(map(row_energy, X))
+
+
+CASES["rows"] = (rows_loss, 0)

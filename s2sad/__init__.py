@@ -9,13 +9,16 @@ from .errors import (BackendUnavailableError, FreeVariableError, NonDifferentiab
                      ShapeError, StaleSourceError, StatefulError, UnsupportedOperationError,
                      UnsupportedSyntaxError)
 from .errors import HigherOrderNotSupportedError
+from . import tree
+from .higher import hessian, hvp, jacfwd, jacobian, jacrev
 
 __version__ = "0.1.0"
 
 __all__ = [
     "grad", "value_and_grad", "jvp", "vjp", "broadcast", "differentiate", "explain", "source", "defrule", "defvjp",
+    "hessian", "jacfwd", "jacrev", "jacobian", "hvp",
     "S2SADError", "UnsupportedSyntaxError", "NoSourceError", "RecursionNotSupportedError",
     "FreeVariableError", "NonDifferentiableInputError", "NonScalarLossError", "ShapeError",
     "StatefulError", "StaleSourceError", "BackendUnavailableError", "UnsupportedOperationError",
-    "HigherOrderNotSupportedError",
+    "HigherOrderNotSupportedError", "tree",
 ]

@@ -12,30 +12,39 @@ from __future__ import annotations
 
 import functools
 import inspect
+import sys
 import types
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
-from . import marks, rules, runtime
+import numpy as np
+
+from . import dask_grad, marks, mempool, nested, rules, runtime
 from .arguments import argnums_tuple, converted
+from .callables import bound_call
+from . import array_prims
 from .array_prims import register_vjp
 from .deep import deeply
 from .derivative import Derivative
 from .errors import S2SADError
-from .frontend import Assumptions, bound, parse_function, recording
+from .frontend import Assumptions, bound, classify, parse_function, recording
+from .array_higher import is_array_derivative, jvp_of_derivative
 from .jvp_vjp import jvp_at, pullback_of, vjp_at
 from .plancache import PLANNING, PlanCache
 from .plans import PLANS, compiled, serves
-from .passes.normalize import normalize
+from .passes.normalize import Normalizer, normalize
+from .passes.rowelems import row_arguments, row_parameters, row_program
 from .runtime import Kernel
 from .targets import arity, bind, entry_function, target
+from .treecalls import has_nodes, jvp_tree, needs_trees, tree_calls, vjp_tree
 
 def calls_bound(api: Callable) -> Callable:
     """`api(fun, ...)` run with fun bound (frontend.bound): the plan reads fun's values."""
     @functools.wraps(api)
     def run(fun, *args, **kwargs):
+        call = bound_call(fun)
         try:
-            planned = target(fun, api.__name__)   # what api plans (and binds)
+            planned = target(fun if call is None else call.fn, api.__name__)   # what api plans (and binds)
         except S2SADError:
             planned = fun       # api raises it
         with bound(planned):
@@ -43,45 +52,96 @@ def calls_bound(api: Callable) -> Callable:
     return run
 
 
-def value_and_grad(fun: Callable, argnums=0, *, backend: str = "auto", mode: str = "auto") -> Callable:
-    """`mode`: how elementwise sites that are not summed get their pullback: "store"
-    their partials in the forward pass, "recompute" them in the reverse pass, or "auto"
-    (s2sad.explain says which); both give identical results."""
+def _prepared(fun: Callable, entry: str, argnums):
+    """(the function planned, argnums among its parameters, the BoundCall or None): a
+    bound method, a callable object or a functools.partial is its function with the
+    bound arguments first (data), argnums counted after them."""
+    call = bound_call(fun)
+    if call is None:
+        return target(fun, entry), argnums, None
+    k = len(call.args)
+    if isinstance(argnums, (tuple, list)):
+        argnums = tuple(i + k if i >= 0 else i for i in argnums)
+    elif isinstance(argnums, int):
+        argnums = argnums + k if argnums >= 0 else argnums
+    return target(call.fn, entry), argnums, call
+
+
+def _differentiated(fun: Callable, argnums, backend: str, what: str, mode: str, has_aux: bool) -> Callable:
+    """The function grad or value_and_grad returns: the plain path (positional arrays and
+    floats, the hot path first), or, for containers, methods, partials and has_aux,
+    treecalls.TreeCalls."""
     _check_mode(mode)
-    d = Derivative(target(fun, "value_and_grad"), argnums, backend, "value_and_grad", mode)
+    planned, argnums, call = _prepared(fun, what, argnums)
+    d = Derivative(planned, argnums, backend, what, mode)
+    if call is None and not has_aux:
+        grad_only = what == "grad"
 
-    def value_and_grad_fun(*args, **kwargs):
-        if kwargs:
-            args = d.bind(args, kwargs)
-        r = d.hot(*args)
-        return d(*args) if r is NotImplemented else r
+        def differentiated(*args, **kwargs):
+            if kwargs:     # (keywords to positions; a positional call pays for nothing more)
+                args = d.bind(args, kwargs)
+            token = mempool.enter(args)     # the call's arrays from s2sad's pool (mempool)
+            try:
+                r = d.hot(*args)
+                if r is not NotImplemented:
+                    return r
+                if dask_grad.has_dask(args):
+                    r = dask_value_and_grad(d, args, want_value=not grad_only)
+                else:
+                    r = tree_calls(d)(args) if has_nodes(args) else d(*args)
+                return r[1] if grad_only else r
+            finally:
+                mempool.leave(token)
+    else:
+        tc = mempool.pooled(tree_calls(d, has_aux))
 
-    _named_like(value_and_grad_fun, fun)
-    value_and_grad_fun.__s2sad__ = d
-    return marks.mark_derivative(value_and_grad_fun, "value_and_grad", fun, d)
+        def differentiated(*args, **kwargs):
+            if call is not None:
+                args, kwargs = call.args + args, {**call.kwargs, **kwargs} if call.kwargs else kwargs
+            value, g = tc(d.bind(args, kwargs))
+            if what == "grad":
+                return (g, value[1]) if has_aux else g
+            return value, g
+    _named_like(differentiated, fun)
+    differentiated.__s2sad__ = d
+    return marks.mark_derivative(differentiated, what, fun, d)
 
 
-def grad(fun: Callable, argnums=0, *, backend: str = "auto", mode: str = "auto") -> Callable:
-    """The gradient of a scalar loss; `mode` as for value_and_grad."""
-    _check_mode(mode)
-    d = Derivative(target(fun, "grad"), argnums, backend, "grad", mode)
+@marks.entry_point("value_and_grad")
+def value_and_grad(fun: Callable, argnums=0, *, has_aux: bool = False, backend: str = "auto",
+                   mode: str = "auto") -> Callable:
+    """(fun's value, its gradient) for the arguments `argnums` (an int, or a tuple for a
+    tuple of gradients), each in its argument's structure (dicts, lists, tuples,
+    namedtuples, dataclasses of arrays and floats). has_aux: fun returns (loss, aux);
+    the value is then (loss, aux). `mode`: how elementwise sites that are not summed get
+    their pullback: "store" their partials in the forward pass, "recompute" them in the
+    reverse pass, or "auto" (s2sad.explain says which); both give identical results."""
+    return _differentiated(fun, argnums, backend, "value_and_grad", mode, has_aux)
 
-    def grad_fun(*args, **kwargs):
-        if kwargs:     # (keywords to positions; a positional call pays for nothing more)
-            args = d.bind(args, kwargs)
-        r = d.hot(*args)
-        return d(*args)[1] if r is NotImplemented else r
 
-    _named_like(grad_fun, fun)
-    grad_fun.__s2sad__ = d
-    return marks.mark_derivative(grad_fun, "grad", fun, d)
+@marks.entry_point("grad")
+def grad(fun: Callable, argnums=0, *, has_aux: bool = False, backend: str = "auto", mode: str = "auto") -> Callable:
+    """The gradient of a scalar loss, in the structure of its argument; with has_aux
+    (fun returns (loss, aux)), (gradient, aux). `mode` as for value_and_grad."""
+    return _differentiated(fun, argnums, backend, "grad", mode, has_aux)
+
+
+def dask_value_and_grad(d: Derivative, args, want_value: bool):
+    """(value, grads) over dask arrays (dask_grad), shaped as a numpy call's."""
+    with bound(d.fun):
+        value, grads, d.dask_report = dask_grad.value_and_grad(d.fun, args, d.argnums, backend=d.backend,
+                                                               mode=d.mode, want_value=want_value)
+    return value, (grads if isinstance(d.argnums_spec, (tuple, list)) else grads[0])
 
 
 def _named_like(wrapper: Callable, fun: Callable) -> None:
     """functools.wraps(fun)(wrapper), for a plain function in a third of its time (a
     training loop that makes a new grad object per step pays for it)."""
     if type(fun) is not types.FunctionType:
-        functools.update_wrapper(wrapper, fun)
+        try:
+            functools.update_wrapper(wrapper, fun)
+        except (AttributeError, TypeError):     # a callable object without a __name__...
+            pass
         return
     wrapper.__module__, wrapper.__name__, wrapper.__qualname__ = fun.__module__, fun.__name__, fun.__qualname__
     wrapper.__doc__, wrapper.__annotations__ = fun.__doc__, fun.__annotations__
@@ -96,26 +156,75 @@ def _check_mode(mode: str) -> None:
 
 
 @deeply
+@mempool.pooled
 @calls_bound
 def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], *, backend: str = "auto"):
-    """(fun(*primals), its directional derivative along tangents); parameters not given
-    take their defaults (and no tangent)."""
-    return jvp_at(target(fun, "jvp"), primals, tangents, backend)
+    """(fun(*primals), its directional derivative along tangents); primals, tangents
+    and the result may be containers (tangents in the primals' structure); parameters
+    not given take their defaults (and no tangent)."""
+    mark = marks.derivative_mark(fun)
+    if mark is not None and is_array_derivative(mark):   # grad of an array program: forward over reverse
+        return jvp_of_derivative(mark, primals, tangents, backend)
+    planned, _, call = _prepared(fun, "jvp", 0)
+    primals, tangents = tuple(primals), tuple(tangents)
+    if call is not None or needs_trees(planned, primals, False):
+        if len(primals) != len(tangents):
+            raise S2SADError("jvp needs one tangent per primal", hint="Pass tangents of the same structure.")
+        if call is not None:
+            primals, tangents = call.args + primals, (None,) * len(call.args) + tangents
+        primals = bind(planned, converted(primals, range(len(primals))), call.kwargs if call else {})
+        return jvp_tree(planned, primals, tangents, backend)
+    return jvp_at(planned, primals, tangents, backend)
 
 
 @deeply
+@mempool.pooled
 @calls_bound
-def vjp(fun: Callable, *primals, backend: str = "auto", mode: str = "auto"):
-    """(fun(*primals), pullback) with pullback(out_bar) -> one adjoint per primal.
-    `mode`: "store" the partials of elementwise sites in the forward pass, "recompute"
-    them in the pullback, or "auto"; both give identical results."""
+def vjp(fun: Callable, *primals, has_aux: bool = False, backend: str = "auto", mode: str = "auto"):
+    """(fun(*primals), pullback) with pullback(out_bar) -> one adjoint per primal, each in
+    its primal's structure, out_bar in the output's; with has_aux (fun returns (out,
+    aux)), (out, pullback, aux). `mode`: "store" the partials of elementwise sites in
+    the forward pass, "recompute" them in the pullback, or "auto"; both give identical
+    results."""
     _check_mode(mode)
-    fun = target(fun, "vjp")
+    planned, _, call = _prepared(fun, "vjp", 0)
+    if dask_grad.has_dask(primals) and call is None and not has_aux:
+        out, pullback = _dask_vjp(planned, primals, backend, mode)
+        return out, marks.mark_derivative(pullback, "vjp", planned)
     primals = converted(primals, range(len(primals)))
-    out, pullback = vjp_at(fun, primals, backend, mode)
+    if call is not None or needs_trees(planned, primals, has_aux):
+        k = len(call.args) if call is not None else 0
+        given = k + len(primals)
+        full = bind(planned, (call.args if call else ()) + primals, call.kwargs if call else {})
+        res = vjp_tree(planned, full, given, backend, mode, has_aux)
+        pull = deeply(res[1])
+        pullback = (lambda out_bar: pull(out_bar)[k:]) if k else pull
+        res = (res[0], marks.mark_derivative(_pullback_fn(pullback), "vjp", planned)) + res[2:]
+        return res
+    out, pullback = vjp_at(planned, primals, backend, mode)
     # a pullback may plan and compile kernels too (deeply)
-    return out, marks.mark_derivative(pullback_of(deeply(pullback), len(primals)), "vjp", fun)
+    return out, marks.mark_derivative(pullback_of(deeply(mempool.pooled(pullback)), len(primals)), "vjp", planned)
 
+
+def _pullback_fn(pull: Callable) -> Callable:
+    def vjp_pullback(out_bar):
+        return pull(out_bar)
+    return vjp_pullback
+
+
+def _dask_vjp(fun: Callable, primals, backend, mode: str):
+    """vjp over dask arrays: the loss is a scalar (dask_grad splits only those), so the
+    pullback scales the gradient; one adjoint per primal (None for a non-float one)."""
+    floats = tuple(i for i, p in enumerate(primals)
+                   if np.dtype(getattr(p, "dtype", np.result_type(p))).kind == "f")
+    with bound(fun):
+        value, grads, _ = dask_grad.value_and_grad(fun, primals, floats, backend=backend, mode=mode,
+                                                   want_value=True)
+    by = dict(zip(floats, grads))
+
+    def dask_pullback(out_bar):
+        return tuple(by[i] * out_bar if i in by else None for i in range(len(primals)))
+    return value, dask_pullback
 
 
 # ---------------------------------------------------------------- broadcast
@@ -127,13 +236,23 @@ _BROADCAST = PlanCache()   # code -> BroadcastPlan
 class BroadcastPlan:
     kernel: Kernel
     assumptions: Any
+    rows: Any = None    # per parameter, its rowelems.RowUse (None: a number); None: no rows
 
 
 @marks.entry_point("broadcast")
 @deeply
-def broadcast(f: Callable, *args, backend: str = "auto"):
+@mempool.pooled
+def broadcast(f: Callable, *args, backend: str = "auto", signature: str | None = None):
     """f applied elementwise with numpy broadcasting (scalars broadcast), compiled;
-    parameters not given take their defaults."""
+    parameters not given take their defaults. A function that indexes its parameter
+    (`p[0] + p[1]`) takes the rows of a 2-D array (passes/rowelems.py); `signature`
+    (numpy's gufunc notation, "(3),()->()") says so and is checked."""
+    if dask_grad.has_dask(args):   # lazy: the kernel runs on each block when computed
+        if signature is not None or _takes_rows(f):
+            raise S2SADError("s2sad.broadcast of a function of rows is not supported on dask arrays",
+                             hint="Compute it on numpy arrays, or pass the columns: broadcast(f, X[:, 0], X[:, 1]) "
+                                  "with f taking numbers.")
+        return dask_grad.broadcast(broadcast, f, args, backend)
     plan = _BROADCAST.find(f, serves) if type(f) is types.FunctionType else None
     fun = f
     if plan is None:
@@ -144,14 +263,25 @@ def broadcast(f: Callable, *args, backend: str = "auto"):
         with bound(fun):
             plan = _BROADCAST.get(fun, serves, lambda: _broadcast_plan(fun))
     with bound(fun):      # the plan reads fun's cells and globals
+        if plan.rows is not None or signature is not None:
+            if len(args) != arity(fun):
+                raise S2SADError(f"s2sad.broadcast: {getattr(fun, '__name__', fun)} takes {arity(fun)} "
+                                 f"argument(s), {len(args)} given", hint="Pass one array or number per parameter.")
+            args = row_arguments(args, plan.rows, signature, getattr(fun, "__name__", "the function"),
+                                 parse_function(fun).location())
         return _broadcast(plan.kernel, fun, args, backend)
+
+
+def _takes_rows(f) -> bool:
+    return type(f) is types.FunctionType and row_parameters(entry_function(parse_function(f))) is not None
 
 
 def _broadcast_plan(f: Callable) -> BroadcastPlan:
     pf = entry_function(parse_function(f))
     with recording() as log:
-        program = normalize(pf)
-    return BroadcastPlan(Kernel(program, program.entry), Assumptions(log, PlanCache.key_of(f)))
+        rows = row_parameters(pf) if rules.user_rule(pf.fn) is None else None
+        program = normalize(pf) if rows is None else row_program(pf, Normalizer())
+    return BroadcastPlan(Kernel(program, program.entry), Assumptions(log, PlanCache.key_of(f)), rows)
 
 
 def _broadcast(kernel: Kernel, fun: Callable, args, backend: str):
@@ -205,10 +335,18 @@ def explain(fun: Callable, argnums=0, *, mode: str = "auto") -> Explanation:
     if mark is not None and mark.derivative is not None:   # explain(grad(f)): f's plan, as that grad uses it
         d = mark.derivative
         fun, argnums, mode = d.fun, d.argnums_spec, d.mode
-    else:
-        fun = target(fun, "explain")
+        with bound(fun):
+            e = _explain(fun, argnums, mode)
+        e.lines += getattr(d, "dask_report", [])     # how its last call over dask arrays was split
+        if mark.order > 1:      # explain(grad(grad(f))): the path of each level
+            e.lines += nested.explain_levels(mark)
+        return e
+    fun = target(fun, "explain")
     with bound(fun):
-        return _explain(fun, argnums, mode)
+        explanation = _explain(fun, argnums, mode)
+    if mark is not None and mark.order > 1:     # explain(grad(grad(f))): the path of each level
+        explanation.lines += nested.explain_levels(mark)
+    return explanation
 
 
 def _explain(fun: Callable, argnums, mode: str) -> Explanation:
@@ -258,13 +396,17 @@ class Differentiable(marks.HoldsUserFunction):
         if kwargs:
             args = self._g.bind(args, kwargs)
         r = self._g.hot(*args)
-        return self._g(*args)[1] if r is NotImplemented else r
+        if r is NotImplemented:
+            return (tree_calls(self._g)(args) if has_nodes(args) else self._g(*args))[1]
+        return r
 
     def value_and_grad(self, *args, **kwargs):
         if kwargs:
             args = self._vg.bind(args, kwargs)
         r = self._vg.hot(*args)
-        return self._vg(*args) if r is NotImplemented else r
+        if r is NotImplemented:
+            return tree_calls(self._vg)(args) if has_nodes(args) else self._vg(*args)
+        return r
 
     def explain(self) -> Explanation:
         return explain(self.__wrapped_fun__, self.argnums)
@@ -282,19 +424,74 @@ def differentiate(fun: Callable | None = None, *, argnums=0, backend: str = "aut
 # ---------------------------------------------------------------- user rules
 
 def defvjp(fn: Callable, *vjps: Callable) -> Callable:
-    """Register the reverse-mode rule of an array function (np.sort, np.cumsum, one of
-    your own...) for array programs: `vjps[i](g, out, *args)` returns the adjoint of its
-    i-th argument (that argument's shape) given the adjoint `g` of its output `out`.
-    Returns `fn`.
+    """Register the reverse-mode rule of an array function s2sad has no rule for (np.ptp,
+    one of your own...) for array programs: `vjps[i](g, out, *args)` returns the adjoint
+    of its i-th argument (that argument's shape) given the adjoint `g` of its output
+    `out`. Returns `fn`. A function s2sad already differentiates is refused (its built-in
+    rule would win): wrap the call in a function of your own and register that.
 
-        s2sad.defvjp(np.cumsum, lambda g, out, x: np.cumsum(g[::-1])[::-1])
+        def my_cumsum(x): return np.cumsum(x)
+        s2sad.defvjp(my_cumsum, lambda g, out, x: np.cumsum(g[::-1])[::-1])
     """
     if not callable(fn) or not all(callable(v) for v in vjps) or not vjps:
         raise S2SADError(f"defvjp({getattr(fn, '__name__', fn)!r}, ...) needs a function and one vjp function "
                          "per argument", hint="Pass vjp_i(g, out, *args) for each argument i.")
+    builtin = _builtin_derivative(fn)
+    if builtin is not None:
+        label = getattr(fn, "__name__", "f")
+        params = ", ".join(_required_params(fn))
+        rule = f"lambda g, out, {params}: ..."
+        raise S2SADError(f"defvjp({label}, ...): s2sad already differentiates {label} ({builtin}); a rule "
+                         "registered for it would not be used",
+                         hint=f"To use your own rule, wrap the call in a function of yours and register that:\n"
+                              f"    def my_{label}({params}): return {_spelled(fn)}({params})\n"
+                              f"    s2sad.defvjp(my_{label}, {', '.join([rule] * len(_required_params(fn)))})")
     register_vjp(fn, vjps)
     PLANS.clear()
     return fn
+
+
+def _required_params(fn) -> list[str]:
+    """The parameters a call of `fn` needs (a ufunc's inputs x, y; else its signature's
+    parameters without defaults), for an example in a hint."""
+    nin = getattr(fn, "nin", None)
+    if isinstance(nin, int):
+        return ["x", "y", "z"][:nin] if nin <= 3 else [f"x{k}" for k in range(nin)]
+    try:
+        ps = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return ["x"]
+    names = [p.name for p in ps if p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return names or ["x"]
+
+
+def _spelled(fn) -> str:
+    """`fn` as a user's source names it (np.linalg.solve, scipy.special.gammaln, sum)."""
+    mod = str(getattr(fn, "__module__", None) or "")
+    name = getattr(fn, "__name__", "f")
+    special = sys.modules.get("scipy.special")
+    if not mod and special is not None and getattr(special, name, None) is fn:
+        return "scipy.special." + name
+    if mod in ("builtins", ""):
+        return name
+    return ("np" + mod[len("numpy"):] if mod.startswith("numpy") else mod) + "." + name
+
+
+def _builtin_derivative(fn) -> str | None:
+    """How s2sad already differentiates `fn` (an array-table entry, an elementwise rule,
+    a selector the array level reads), else None: the built-in wins where both exist, so
+    defvjp refuses such a function rather than keep a rule that would be ignored."""
+    entries = array_prims.for_function(fn)
+    if entries:
+        return "the array primitive " + " / ".join(repr(p.name) for p in entries)
+    if fn is sum:
+        return "the array primitive 'sum'"
+    if any(fn is f for f in (np.where, np.clip, np.select)):
+        return "an elementwise select"
+    kind = classify(fn).kind
+    if kind in ("primitive", "user_rule"):
+        return "an elementwise derivative rule"
+    return None
 
 
 def defrule(fn: Callable, *partials: str | None, impl: Callable | None = None) -> Callable:

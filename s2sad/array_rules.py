@@ -12,12 +12,16 @@ derivative_runtime hands HELPERS to the generated code, so no pass imports this 
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
-from .errors import UnsupportedOperationError
+from . import product_rules, reduction_rules, softmax_rules
 from .gemm import matmul
 from .reduce import float_dtype, reduce, unbroadcast
+from .linalg_rules import HELPERS as LINALG_HELPERS
 from .runtime import SeedProduct
+from .shape_helpers import HELPERS as SHAPE_HELPERS
 
 _float_dtype = float_dtype   # (the name the helpers below use)
 
@@ -87,13 +91,52 @@ def prod_bar(g, x, axis=None, keepdims=False):
     rest = [a for a in range(x.ndim) if a not in axes]
     moved = np.transpose(x, rest + list(axes))
     lead = moved.shape[:len(rest)]
-    flat = moved.reshape(lead + (-1,))
+    # the reduced length spelled out: -1 is ambiguous when a leading axis is empty
+    flat = moved.reshape(lead + (math.prod(moved.shape[len(rest):]),))
     others = _exclusive_products(flat, -1).reshape(moved.shape)
     res = np.transpose(others, np.argsort(rest + list(axes)))
     return res * _expand(g, x, axis, keepdims)
 
 
+def prod_bar_dot(g, x, t, axis=None, keepdims=False):
+    """The tangent of `prod_bar(g, x)` along x's tangent `t` (g held): g times the
+    tangent of the product of the other elements (forward over reverse through prod;
+    exact with zeros, as prod_bar)."""
+    x = np.asarray(x, dtype=_float_dtype(x))
+    t = np.broadcast_to(np.asarray(t, dtype=x.dtype), x.shape)
+    axes = tuple(range(x.ndim)) if axis is None else (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    axes = tuple(sorted(a % x.ndim for a in axes)) if x.ndim else ()
+    rest = [a for a in range(x.ndim) if a not in axes]
+    order = rest + list(axes)
+    moved, moved_t = np.transpose(x, order), np.transpose(t, order)
+    lead = moved.shape[:len(rest)]
+    span = (math.prod(moved.shape[len(rest):]),)      # not -1: a leading axis may be empty
+    dots = _exclusive_products_dot(moved.reshape(lead + span), moved_t.reshape(lead + span))
+    res = np.transpose(dots.reshape(moved.shape), np.argsort(order))
+    return res * _expand(g, x, axis, keepdims)
+
+
+def _exclusive_products_dot(a, da):
+    """Along the last axis: the tangent of each product of the other elements, by the
+    prefix and suffix products and their tangents (no division: exact with zeros)."""
+    n = a.shape[-1]
+    out = np.empty(a.shape, a.dtype)
+    pre, dpre = np.ones(a.shape[:-1], a.dtype), np.zeros(a.shape[:-1], a.dtype)
+    prefix = []
+    for k in range(n):
+        prefix.append((pre, dpre))
+        pre, dpre = pre * a[..., k], dpre * a[..., k] + pre * da[..., k]
+    suf, dsuf = np.ones(a.shape[:-1], a.dtype), np.zeros(a.shape[:-1], a.dtype)
+    for k in range(n - 1, -1, -1):
+        p, dp = prefix[k]
+        out[..., k] = dp * suf + p * dsuf
+        suf, dsuf = suf * a[..., k], dsuf * a[..., k] + suf * da[..., k]
+    return out
+
+
 def _exclusive_products(a, axis):
+    if a.shape[axis] == 0:      # no element, no other factors (the prefix trick would make one)
+        return np.ones(a.shape, a.dtype)
     a = np.moveaxis(a, axis, -1)
     ones = np.ones(a.shape[:-1] + (1,), a.dtype)
     left = np.cumprod(np.concatenate([ones, a[..., :-1]], axis=-1), axis=-1)
@@ -122,6 +165,14 @@ def matmul_factors(i, g, a, b):
     if pair is not None:
         return SeedProduct(*pair)
     return matmul_lhs_bar(g, a, b) if i == 0 else matmul_rhs_bar(g, a, b)
+
+
+def seed_factors(s):
+    """An adjoint given to a kernel's pullback as two factors: a SeedProduct's own, an
+    array's (the array, 1.0)."""
+    if isinstance(s, SeedProduct):
+        return s.left, s.right
+    return s, 1.0
 
 
 def matmul_lhs_bar(g, a, b):
@@ -154,13 +205,6 @@ def matmul_rhs_bar(g, a, b):
     return unbroadcast(matmul(np.swapaxes(a, -1, -2), g), b)
 
 
-def _dot_check(a, b):
-    if np.ndim(a) > 2 or np.ndim(b) > 2:
-        raise UnsupportedOperationError(
-            "the adjoint of np.dot of arrays with more than 2 dimensions is not supported",
-            hint="Use @ (np.matmul) or np.einsum-free reshapes to 2-D.")
-
-
 def dot_factors(i, g, a, b):
     """matmul_factors for np.dot (whose 1-D and 2-D products are matmul's)."""
     if np.ndim(a) == 0 or np.ndim(b) == 0 or np.ndim(a) > 2 or np.ndim(b) > 2:
@@ -169,14 +213,16 @@ def dot_factors(i, g, a, b):
 
 
 def dot_lhs_bar(g, a, b):
-    _dot_check(a, b)
+    if np.ndim(a) > 2 or np.ndim(b) > 2:
+        return product_rules.dot_nd_bar(0, g, a, b)
     if np.ndim(a) == 0 or np.ndim(b) == 0:
         return unbroadcast(np.asarray(g) * b, a)
     return matmul_lhs_bar(g, a, b)
 
 
 def dot_rhs_bar(g, a, b):
-    _dot_check(a, b)
+    if np.ndim(a) > 2 or np.ndim(b) > 2:
+        return product_rules.dot_nd_bar(1, g, a, b)
     if np.ndim(a) == 0 or np.ndim(b) == 0:
         return unbroadcast(np.asarray(g) * a, b)
     return matmul_rhs_bar(g, a, b)
@@ -272,4 +318,12 @@ HELPERS = {
     "dot_factors": dot_factors, "dot_lhs_bar": dot_lhs_bar,
     "dot_rhs_bar": dot_rhs_bar, "repeat_bar": repeat_bar, "tile_bar": tile_bar,
     "concatenate_bar": concatenate_bar, "index_bar": index_bar, "r_bar": r_bar, "c_bar": c_bar,
+    **SHAPE_HELPERS,
+    **LINALG_HELPERS,
+    "seed_factors": seed_factors, "prod_bar_dot": prod_bar_dot,
 }
+# the contractions' helpers (product_rules), the statistics' and scans' (reduction_rules),
+# scipy.special's logsumexp family's (softmax_rules)
+HELPERS.update(product_rules.HELPERS)
+HELPERS.update(reduction_rules.HELPERS)
+HELPERS.update(softmax_rules.HELPERS)

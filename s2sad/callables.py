@@ -13,17 +13,21 @@ Invariants:
   users write (np.sin, math.sin), which resolves to `f` itself.
 - One function per callable, made once: these are module-level objects (or registered
   with a rule), so keeping them costs nothing and plans are reused.
+- `bound_call(f)` reads a bound method, an object with `__call__` or a
+  functools.partial as a function and its bound arguments (data); it keeps nothing.
 """
 from __future__ import annotations
 
+import functools
 import inspect
 import linecache
 import math
+import types
 from typing import Any, Callable
 
 import numpy as np
 
-from . import rules
+from . import marks, rules
 from .locks import ForkSafeLock
 
 _MADE: dict[Any, Callable] = {}
@@ -92,3 +96,36 @@ def _generate(f: Any, callee: str, params: tuple[str, ...], namespace: dict) -> 
     fn = env[fname]
     fn.__qualname__ = label
     return fn
+
+
+class BoundCall:
+    """A callable that is a function with leading arguments or keywords bound: a bound
+    method (its instance first), an object with `__call__` (the object first), a
+    functools.partial. `fn` is what is differentiated (its own target); `args` and
+    `kwargs` are data, read at each call."""
+
+    __slots__ = ("fn", "args", "kwargs")
+
+    def __init__(self, fn: Callable, args: tuple, kwargs: dict):
+        self.fn, self.args, self.kwargs = fn, args, kwargs
+
+
+def bound_call(f: Any) -> BoundCall | None:
+    """`f` as a function with bound arguments, or None when it is not such a callable
+    (a plain function, a numpy or math callable, an s2sad object, a C callable)."""
+    if isinstance(f, types.MethodType):
+        inner = bound_call(f.__func__)
+        if inner is None:
+            return BoundCall(f.__func__, (f.__self__,), {})
+        return BoundCall(inner.fn, inner.args + (f.__self__,), inner.kwargs)
+    if isinstance(f, functools.partial):
+        inner = bound_call(f.func)
+        kwargs = dict(f.keywords)
+        if inner is None:
+            return BoundCall(f.func, tuple(f.args), kwargs)
+        return BoundCall(inner.fn, inner.args + tuple(f.args), {**inner.kwargs, **kwargs})
+    call = getattr(type(f), "__call__", None)
+    if isinstance(call, types.FunctionType) and not isinstance(f, (types.FunctionType, type)) \
+            and not isinstance(f, marks.HoldsUserFunction):
+        return BoundCall(call, (f,), {})
+    return None

@@ -1,4 +1,5 @@
 """`s2sad compile module.py -o out/`: write each @differentiate function's derivative.
+(`s2sad coverage [--write]`: print, or write into the README, what s2sad differentiates.)
 
 For every function in the module decorated with `@s2sad.differentiate`, writes
 `<name>.grad.py` (the generated derivative source) and `<name>.explain.txt` into the
@@ -12,6 +13,7 @@ import importlib.util
 import sys
 from pathlib import Path
 
+from . import coverage
 from .api import Differentiable
 from .errors import S2SADError
 
@@ -62,7 +64,17 @@ def main(argv: list[str] | None = None) -> int:
     c = sub.add_parser("compile", help="write the derivatives of a module's @differentiate functions")
     c.add_argument("module", type=Path)
     c.add_argument("-o", "--output", type=Path, default=Path("s2sad_out"))
+    cov = sub.add_parser("coverage", help="print what s2sad differentiates (generated from its tables)")
+    cov.add_argument("--write", nargs="?", const=coverage.README, type=Path, metavar="README",
+                     help="rewrite the coverage list between the README's markers instead")
     args = parser.parse_args(argv)
+    if args.command == "coverage":
+        if args.write is None:
+            print(coverage.coverage_markdown())
+            return 0
+        changed = coverage.write_readme(args.write)
+        print(f"s2sad: {args.write}: coverage list {'rewritten' if changed else 'already up to date'}")
+        return 0
     if args.command == "compile":
         if not args.module.exists():
             print(f"s2sad: {args.module}: no such file", file=sys.stderr)

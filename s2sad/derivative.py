@@ -42,6 +42,8 @@ class Derivative:
     _plan = None
     _chosen = None          # backends.choose(backend), on the first call (see `chosen`)
     hot = staticmethod(decline)     # see _hot_path
+    layout = None           # the plan's layout (passes/containers.py): set for leaf calls (treecalls)
+    trees = None            # treecalls.TreeCalls, made at the first call with containers
 
     def __init__(self, fun: Callable, argnums, backend: str, what: str, mode: str = "auto"):
         self.mode = mode
@@ -62,7 +64,7 @@ class Derivative:
 
     @property
     def c(self) -> Plan:
-        c = compiled(self.fun)
+        c = compiled(self.fun, self.layout)
         if c is not self._plan:  # planned (again): generated code and call state follow
             self._plan, self._impl, self._text, self._fast, self.hot = c, None, None, None, decline
             self._array_impl = None

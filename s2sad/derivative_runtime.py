@@ -31,6 +31,7 @@ def runtime_names(backend: str) -> dict:
         "not_needed": NOT_NEEDED,
         "store_partials": functools.partial(runtime.store_partials, backend=backend),
         "vjp": functools.partial(kernel_vjp, backend=backend),
+        "jvp": functools.partial(runtime.jvp, backend=backend),
         "kernel_matmul": functools.partial(column_products.kernel_matmul, backend=backend),
         "kernel_matmul_vjp": functools.partial(column_products.kernel_matmul_vjp, backend=backend),
         "kernel_rowsum": functools.partial(kernel_rowsum, backend=backend),

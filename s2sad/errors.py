@@ -48,6 +48,10 @@ class S2SADError(Exception):
         return "\n".join(parts)
 
 
+class DaskSplitError(S2SADError):
+    """A loss over dask arrays that s2sad cannot split into blocks (dask_grad)."""
+
+
 class UnsupportedSyntaxError(S2SADError):
     """A construct outside the language s2sad differentiates (try, with, yield, class...)."""
 

@@ -6,7 +6,8 @@ kernels), `<case>.ll` (LLVM IR of the fused value+gradient driver, before
 optimisation; for a stateful case, its scan driver), `<case>.cu` (its CUDA C) and
 `<case>.explain.txt`; for ENTRY_CASES also `<case>.entry.ll`, the Python entry of the
 driver's shape. For each of ARRAY_CASES (array programs): `<case>.grad.py` and
-`<case>.explain.txt`. `gemm_f64.ll`: s2sad's matrix product (codegen/llvm_gemm) with
+`<case>.explain.txt`; for each of HVP_CASES (array programs' Hessian-vector products)
+`<case>.hvp.py`, the forward-over-reverse program and its kernels. `gemm_f64.ll`: s2sad's matrix product (codegen/llvm_gemm) with
 the tile of a host with 512-bit vectors; `reduce_f64.ll`: the reductions along an
 axis (codegen/llvm_reduce). Absolute paths are
 written relative to the repository so the files are the same on every machine.
@@ -20,7 +21,7 @@ import sys
 
 import numpy as np
 
-from . import api
+from . import api, array_higher
 from .codegen import cuda, llvm, llvm_entry, llvm_gemm, llvm_reduce
 from .frontend import PROJECT_ROOT
 from .kernel import LoopSpec, ScanSpec, active_indices
@@ -69,6 +70,8 @@ def artifacts() -> dict[str, str]:
     for case, (loss, argnums) in _examples().ARRAY_CASES.items():
         out[f"{case}.grad.py"] = api.grad(loss, argnums=argnums).__s2sad__.source()
         out[f"{case}.explain.txt"] = str(api.explain(loss, argnums))
+    for case, (loss, argnums) in getattr(_examples(), "HVP_CASES", {}).items():
+        out[f"{case}.hvp.py"] = array_higher.hvp_source(loss, argnums)
     out["gemm_f64.ll"] = llvm_gemm.gemm_ir(np.float64, lanes=8, vectors=4)
     out["reduce_f64.ll"] = llvm_reduce.reduce_ir(np.float64)
     root = str(ROOT) + "/"

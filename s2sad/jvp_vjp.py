@@ -4,9 +4,9 @@ A fused plan runs the runtime's kernel entry points (jvp, sum_dual, store_partia
 apply) and pulls back through the runtime's own kernel pullback
 (derivative_runtime.kernel_grads, as kernel_rowsum_vjp does); a plan whose kernel
 writes state (a scan) sweeps it with scan_grads, writing the state back once, as a
-plain call would; an array program
-(array_compiled.ArrayCompiled) gives its own vjp, and its jvp is refused unless its result
-is a scalar. Every adjoint is shaped like its primal (arguments.as_result).
+plain call would; an array program (array_compiled.ArrayCompiled) gives its own vjp,
+and its jvp runs its tangent program (passes/array_jvp.py), whatever the result's
+shape. Every adjoint is shaped like its primal (arguments.as_result).
 """
 from __future__ import annotations
 
@@ -16,15 +16,17 @@ import numpy as np
 
 from . import derivative_runtime, runtime
 from .arguments import as_result, as_value, check_args, converted, dtype_of
-from .errors import S2SADError, StatefulError, UnsupportedOperationError
+from .errors import S2SADError, ShapeError, StatefulError
+from .passes.array_jvp import array_jvp
 from .passes.kernelpairs import choose_mode
 from .plans import Compiled, compiled, read_state, return_location, write_state
 from .targets import bind
 
-def jvp_at(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], backend) -> tuple:
+def jvp_at(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], backend, layout=None) -> tuple:
     """(fun(*primals), its directional derivative along tangents), `fun` bound and
-    what targets.target gave."""
-    c = compiled(fun)
+    what targets.target gave; `layout`: the plan of fun with container arguments as
+    their leaves (plans.compiled), primals and tangents given as those leaves."""
+    c = compiled(fun, layout)
     primals, tangents = converted(tuple(primals), range(len(primals))), converted(tuple(tangents), range(len(tangents)))
     if len(primals) != len(tangents):
         raise S2SADError("jvp needs one tangent per primal", hint="Pass tangents of the same structure.")
@@ -55,10 +57,10 @@ def pullback_of(pullback: Callable, given: int) -> Callable:
     return vjp_pullback
 
 
-def vjp_at(fun: Callable, primals, backend, mode: str):
+def vjp_at(fun: Callable, primals, backend, mode: str, layout=None):
     """(fun(*primals), pullback), `fun` bound and what targets.target gave; the pullback
-    gives one adjoint per parameter (defaults bound)."""
-    c = compiled(fun)
+    gives one adjoint per parameter (defaults bound); `layout` as for jvp_at."""
+    c = compiled(fun, layout)
     float_nums = tuple(i for i in range(len(primals)) if dtype_of(primals[i]).kind == "f")
     primals = bind(fun, primals, {}) if len(primals) != len(c.params) else tuple(primals)
     check_args(c, primals, float_nums)
@@ -101,20 +103,21 @@ def _array_per_primal(primals, float_nums, grads) -> tuple:
 
 
 def _array_jvp(c, primals, tangents, argnums, backend):
-    """jvp of an array program with a scalar result: its gradient (the pullback of 1)
-    dotted with the tangents. Forward mode through array operations (an array result)
-    is not supported yet: refused, after the forward pass says the result's shape."""
-    value, pull = c.vjp(primals, argnums, "auto", backend)
-    if np.size(value) != 1:
-        raise UnsupportedOperationError(
-            f"jvp of {c.fun.__name__}, whose result is an array of shape {np.shape(value)} computed with "
-            "array operations (not only elementwise ones), is not supported yet: forward mode through array "
-            "operations is not implemented", c.pf.location(c.program.return_node),
-            hint="Use s2sad.vjp (its pullback gives J^T v), or jvp of a function that reduces the result "
-                 "to a scalar.")
-    grads = pull(np.ones_like(value) if np.ndim(value) else 1.0)
-    dot = sum(float(np.sum(np.asarray(g) * np.asarray(tangents[i]))) for g, i in zip(grads, argnums))
-    return as_value(value), dot
+    """jvp of an array program, any result shape: its tangent program (passes/array_jvp.py).
+    An argument whose tangent is exactly zero is not carried (it contributes nothing)."""
+    tans = []
+    argnums = tuple(i for i in argnums if np.shape(tangents[i]) != np.shape(primals[i]) or np.any(tangents[i]))
+    for i in argnums:
+        t, p = tangents[i], primals[i]
+        if np.shape(t) != np.shape(p):
+            raise ShapeError(f"the tangent of argument {i} of {c.fun.__name__} has shape {np.shape(t)}, its "
+                             f"primal {np.shape(p)}", c.pf.location(),
+                             hint="Give each tangent its primal's shape.")
+        tans.append(np.asarray(t, dtype=dtype_of(p)) if isinstance(p, np.ndarray) else t)
+    value, dot = array_jvp(c, primals, tans, argnums, backend)
+    if np.ndim(value) == 0:
+        return as_value(value), as_value(dot)
+    return value, as_result(dot, value) if isinstance(value, np.ndarray) else dot
 
 
 def _stateful_jvp(c: Compiled, primals, active, tans, backend):

@@ -19,18 +19,18 @@ This module imports nothing: it is a table, read by the test and by people.
 
 # (layer, modules, why they sit there). A name ending in ".*" is every module of a folder.
 LAYERS = (
-    ("ir", ("s2sad.errors", "s2sad.locks", "s2sad.parsing", "s2sad.kernel", "s2sad.kernel_text", "s2sad.marks", "s2sad.deep",
+    ("ir", ("s2sad.errors", "s2sad.locks", "s2sad.parsing", "s2sad.kernel", "s2sad.kernel_text", "s2sad.marks", "s2sad.deep", "s2sad.tree",
             "s2sad.layers"),
      "what every layer speaks: located errors, fork-safe locks, the core scalar language and "
      "loop specs (kernel) and its text (kernel_text), s2sad's marks on its own functions, "
      "the bounded recursion of deep trees"),
-    ("rules", ("s2sad.rules", "s2sad.special", "s2sad.smath", "s2sad.array_prims.*"),
+    ("rules", ("s2sad.rules", "s2sad.special", "s2sad.ewfuncs", "s2sad.smath", "s2sad.array_prims.*"),
      "the tables of primitives (scalar partials; array primitives, their typed ops, VJP texts "
      "and the user's defvjp rules), the special functions written in the kernel language "
      "(special) and the math kernels run with; below the frontend because "
      "frontend.classify recognises a value as a primitive by the scalar table"),
     ("frontend", ("s2sad.frontend", "s2sad.sourcecheck", "s2sad.forwarders", "s2sad.defaults",
-                  "s2sad.callables", "s2sad.targets"),
+                  "s2sad.callables", "s2sad.targets", "s2sad.nested"),
      "a Python function -> its parsed tree with names resolved; what an entry point is given "
      "(targets) and the calls it binds (defaults)"),
     ("passes", ("s2sad.passes.*",),
@@ -41,19 +41,23 @@ LAYERS = (
     ("backends", ("s2sad.backends.*",),
      "where kernels run: python, llvm, cuda behind one protocol, chosen once per call; a "
      "launch's inputs laid out (arrays), which array module an array belongs to (arraymodule)"),
-    ("runtime", ("s2sad.threads", "s2sad.runkernel", "s2sad.fastpath", "s2sad.scans", "s2sad.runtime", "s2sad.gemm", "s2sad.reduce", "s2sad.array_rules",
+    ("runtime", ("s2sad.mempool", "s2sad.threads", "s2sad.runkernel", "s2sad.fastpath", "s2sad.scans", "s2sad.runtime", "s2sad.gemm", "s2sad.reduce", "s2sad.array_rules", "s2sad.shape_helpers",
+                 "s2sad.linalg_base", "s2sad.linalg_norm", "s2sad.linalg_more", "s2sad.linalg_rules",
+                 "s2sad.product_rules", "s2sad.reduction_rules", "s2sad.softmax_rules",
                  "s2sad.column_products", "s2sad.derivative_runtime"),
-     "kernels applied over arrays: a kernel's launch caches (runkernel), the lean llvm paths "
+     "kernels applied over arrays: warm memory for a call's arrays (mempool); a kernel's launch caches (runkernel), the lean llvm paths "
      "(fastpath), state-passing kernels (scans), layouts, the index space, threads; matrix products and "
      "reductions; the helpers generated adjoints call (array_rules) and the rest of what "
      "they run on (derivative_runtime)"),
-    ("plan", ("s2sad.plancache", "s2sad.arguments", "s2sad.plans", "s2sad.derivative", "s2sad.jvp_vjp"),
+    ("plan", ("s2sad.plancache", "s2sad.arguments", "s2sad.plans", "s2sad.derivative", "s2sad.jvp_vjp",
+              "s2sad.treecalls", "s2sad.dask_grad", "s2sad.array_higher"),
      "plans found by the code of the function called (plancache), made and served (plans); "
      "the user's arguments checked and gradients shaped (arguments); the generated "
-     "derivative grad runs (derivative); jvp and vjp through a plan (jvp_vjp)"),
-    ("api", ("s2sad.api",),
-     "the user's entry points"),
-    ("tools", ("s2sad", "s2sad.__main__", "s2sad.cli", "s2sad.golden"),
+     "derivative grad runs (derivative); jvp and vjp through a plan (jvp_vjp); jvp of an "
+     "array program's gradient, forward over reverse (array_higher)"),
+    ("api", ("s2sad.api", "s2sad.higher"),
+     "the user's entry points; Jacobians and Hessians built on them (higher)"),
+    ("tools", ("s2sad", "s2sad.__main__", "s2sad.cli", "s2sad.golden", "s2sad.coverage"),
      "the package's face, the command line, the golden files"),
 )
 

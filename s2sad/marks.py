@@ -10,7 +10,9 @@ Invariants:
 - `user_function_of(value)` is the user's function inside an object s2sad made with
   @s2sad.differentiate (an instance of `HoldsUserFunction`), else None.
 - `higher_order_error` is the one refusal of a derivative met where a function to
-  differentiate was expected (parse_function, the entry points).
+  differentiate was expected and s2sad cannot differentiate it again (a pullback, a
+  derivative of an array program): it names the composition (`describe`) and its order.
+  A derivative of a scalar function is differentiated again (nested.py, normcalls.py).
 - The recognisers run no user code: no getattr that could reach a user's __getattr__.
 - `is_entry_point(value, role)` recognises s2sad's own entry points (`s2sad.broadcast`)
   where user code calls them, by identity: api registers each with `entry_point` when it
@@ -40,6 +42,23 @@ class DerivativeMark:
         self.of = of                  # the function it is the derivative of (the user's, as given)
         self.derivative = derivative  # derivative.Derivative, where there is one
 
+    @property
+    def order(self) -> int:
+        """1 for grad(f), 2 for grad(grad(f)), ...: how many derivatives deep it is."""
+        inner = derivative_mark(self.of)
+        return 1 + (inner.order if inner is not None else 0)
+
+    def describe(self) -> str:
+        """`s2sad.grad(s2sad.grad(f))`: the composition, named as the user wrote it."""
+        inner = derivative_mark(self.of)
+        of = inner.describe() if inner is not None else function_name(self.of)
+        return f"s2sad.{self.made_by}({of})"
+
+    def innermost(self) -> Callable:
+        """The user's function at the bottom of the composition."""
+        inner = derivative_mark(self.of)
+        return inner.innermost() if inner is not None else self.of
+
 
 def mark_derivative(fn: types.FunctionType, made_by: str, of: Callable, derivative: Any = None):
     """Mark `fn`, a function s2sad made, as a derivative; returns `fn`."""
@@ -64,17 +83,34 @@ def location_of_function(fn: Any) -> SourceLocation | None:
     return SourceLocation(fn.__code__.co_filename, fn.__code__.co_firstlineno, 0)
 
 
-def higher_order_error(mark: DerivativeMark, used_at: SourceLocation | None) -> HigherOrderNotSupportedError:
+def function_name(fn: Any) -> str:
+    return getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or repr(fn)
+
+
+# the file names of the Python callers s2sad generates for derivatives (nested.py): an
+# error located there is located at the user's function instead
+GENERATED_CALLER_PREFIX = "<s2sad: derivative "
+
+
+def higher_order_error(mark: DerivativeMark, used_at: SourceLocation | None,
+                       why: str = "") -> HigherOrderNotSupportedError:
     """The refusal of a derivative s2sad made, met where a function to differentiate was
-    expected: located where it is used, else at the function it is the derivative of."""
-    of = mark.of
-    of_name = getattr(of, "__qualname__", None) or getattr(of, "__name__", None) or repr(of)
-    where = used_at or location_of_function(of)
+    expected: located where it is used, else at the user's function it is the derivative
+    of; `why` says what this composition lacks (by default: a pullback, or a kind of
+    program whose derivatives s2sad cannot differentiate again yet)."""
+    if used_at is not None and used_at.filename.startswith(GENERATED_CALLER_PREFIX):
+        used_at = None
+    where = used_at or location_of_function(mark.innermost())
+    if not why and mark.derivative is None:
+        why = "a pullback has no program s2sad can differentiate again"
+    why = why or (f"differentiating it again (a derivative of order {mark.order + 1}, a higher-order derivative) "
+                  "is supported for derivatives of scalar functions of numbers, and this is not one (its "
+                  "function is an array program, or code s2sad cannot read as a scalar function)")
     return HigherOrderNotSupportedError(
-        f"this function is s2sad.{mark.made_by}({of_name}), a derivative made by s2sad; differentiating "
-        "it again (a higher-order derivative) is not supported yet", where,
-        hint="Until higher-order derivatives land, write the derivative by hand as a Python function "
-             "and differentiate that, or register its derivative with s2sad.defrule.")
+        f"this function is {mark.describe()}, a derivative made by s2sad; {why}", where,
+        hint="Higher-order derivatives are compiled for scalar functions of numbers (grad(grad(f)), "
+             "broadcast(grad(f), x)); otherwise write the derivative by hand as a Python function and "
+             "differentiate that, or register its derivative with s2sad.defrule.")
 
 
 _ENTRY_POINTS: dict[str, Callable] = {}   # role -> the function of api that plays it
@@ -86,6 +122,12 @@ def entry_point(role: str) -> Callable[[Callable], Callable]:
         _ENTRY_POINTS[role] = fn
         return fn
     return register
+
+
+def entry_point_function(role: str) -> Callable | None:
+    """The function registered for `role`, called by the passes that meet it written in
+    user code (`s2sad.grad(f)` inside a loss)."""
+    return _ENTRY_POINTS.get(role)
 
 
 def is_entry_point(value: Any, role: str) -> bool:

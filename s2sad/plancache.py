@@ -44,23 +44,28 @@ class PlanCache:
         """A Python function's code; any other callable is its own key."""
         return getattr(fun, "__code__", fun)
 
-    def find(self, fun: Callable, serves: Callable[[Any, Callable], bool]):
-        """A plan that serves `fun`, or None (no lock: lists are replaced, not mutated)."""
-        for plan in self._plans.get(self.key_of(fun), ()):
+    def find(self, fun: Callable, serves: Callable[[Any, Callable], bool], variant: Any = None):
+        """A plan that serves `fun`, or None (no lock: lists are replaced, not mutated).
+        `variant`: what else the plan was made for (its arguments' layout), holding no
+        user object; None for the plain plan."""
+        key = self.key_of(fun) if variant is None else (self.key_of(fun), variant)
+        for plan in self._plans.get(key, ()):
             if serves(plan, fun):
                 return plan
         return None
 
-    def get(self, fun: Callable, serves: Callable[[Any, Callable], bool], make: Callable[[], Any]):
-        """The plan serving `fun`; made by `make()` (once, whatever the threads) if none does."""
-        plan = self.find(fun, serves)
+    def get(self, fun: Callable, serves: Callable[[Any, Callable], bool], make: Callable[[], Any],
+            variant: Any = None):
+        """The plan serving `fun` (and `variant`, as for find); made by `make()` (once,
+        whatever the threads) if none does."""
+        plan = self.find(fun, serves, variant)
         if plan is not None:
             return plan
         with PLANNING:
-            plan = self.find(fun, serves)
+            plan = self.find(fun, serves, variant)
             if plan is None:
                 plan = make()
-                self._add(self.key_of(fun), plan)
+                self._add(self.key_of(fun) if variant is None else (self.key_of(fun), variant), plan)
         return plan
 
     def _add(self, key, plan) -> None:

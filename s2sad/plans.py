@@ -22,10 +22,12 @@ from .errors import NonScalarLossError, SourceLocation
 from .frontend import Assumptions, Resolver, bound, parse_function, recording
 from .plancache import PlanCache
 from .passes.arrayprog import build_program
+from .passes.containers import Layout, flatten_parameters
 from .passes.elementwise import LossPlan, plan_loss, plan_scalar
 from .passes.array_compiled import ArrayCompiled
 from .passes.fused_adjoint import fused_derivative, with_kernel
 from .passes.routes import ARRAY, FUSED, SCALAR, Route, route_of
+from .passes.rowelems import Column, read_columns, rows_gradient
 from .runtime import Kernel
 from .targets import entry_function
 
@@ -95,6 +97,11 @@ class Compiled:
                 vals.append(ref.read())
         return vals
 
+    def columns(self, value, params: tuple[str, ...]) -> list:
+        """A row function's columns of `value` (generated code's `columns`), shape-checked."""
+        by_param = {ref.param: ref for kind, ref in self.plan.inputs if kind == "capture" and isinstance(ref, Column)}
+        return read_columns(value, [by_param[p] for p in params])
+
     def free_values(self) -> dict[str, Any]:
         """Keyword arguments of the derivative: free data arrays and captured free
         elements, read now (at call time), as Python reads globals."""
@@ -138,6 +145,8 @@ class Compiled:
             "broadcast_size": runtime.broadcast_size,
             "check_scalar_loss": self.check_scalar_loss,
             "zeros_like": zeros_like,
+            "columns": self.columns,
+            "rows_gradient": rows_gradient,
             "scan_grads": _scan_value_and_grads(backend),
             "read_state": functools.partial(read_state, self),
             "write_state": functools.partial(write_state, self),
@@ -184,21 +193,25 @@ class Compiled:
         return [out[i] if i in out else zeros_like(args[i]) for i in argnums]
 
 
-def compiled(fun: Callable) -> Compiled:
+def compiled(fun: Callable, layout: Layout | None = None) -> Compiled:
     """The plan serving `fun`: one made for its code whose compiled-in free names
     (constants, functions) hold the same values and whose data names the same kinds;
-    else a new one, made once whatever the threads."""
-    return PLANS.get(fun, serves, lambda: _plan(fun))
+    else a new one, made once whatever the threads. `layout` (passes/containers.py):
+    the plan of the function with its container arguments as leaf parameters."""
+    return PLANS.get(fun, serves, lambda: _plan(fun, layout), layout)
 
 
 def serves(c, fun: Callable) -> bool:
     return c.assumptions.hold(fun)
 
 
-def _plan(fun: Callable):
-    """The plan of `fun`: its route chosen once by analysis (passes/routes.py), then
-    that route's planner; what it refuses is the user's error, raised located."""
+def _plan(fun: Callable, layout: Layout | None = None):
+    """The plan of `fun` (with its container arguments as leaves, given `layout`): its
+    route chosen once by analysis (passes/routes.py), then that route's planner; what
+    it refuses is the user's error, raised located."""
     pf = entry_function(parse_function(fun))
+    if layout is not None:
+        pf = flatten_parameters(pf, layout)
     with recording() as log:
         route = route_of(pf)
         c = _BUILD[route.kind](fun, pf)

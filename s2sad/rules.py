@@ -24,7 +24,7 @@ from typing import Callable
 import gast
 import numpy as np
 
-from . import special
+from . import ewfuncs, special
 from .parsing import gast_parse
 
 
@@ -168,6 +168,8 @@ NUMPY_UFUNC_NAMES = {
     "true_divide": "div", "negative": "neg", "floor_divide": "floordiv", "mod": "mod",
     "remainder": "mod", "greater": "gt", "greater_equal": "ge", "less": "lt",
     "less_equal": "le", "equal": "eq", "not_equal": "ne",
+    # np.round / np.around without decimals are rint (halves to even), slope 0
+    "round": "round", "around": "round",
 }
 BUILTIN_NAMES = {abs: "abs", min: "min", max: "max", float: "float", int: "int", round: "round"}
 # scipy.special's ufuncs that are primitives above, found by identity (scipy is optional)
@@ -197,6 +199,18 @@ def python_callables() -> dict[Callable, str]:
         if fn is not None:
             table.setdefault(fn, prim)
     return table
+
+
+def scalar_spellings() -> dict[str, tuple[str, ...]]:
+    """The callables with a rule in this module's tables, by where a user finds them
+    (math, numpy, builtins, scipy.special; by name, scipy never imported): what
+    s2sad.coverage lists in the README."""
+    math_names = set(_MATH_NAMES) | {n for n in ("cbrt", "exp2") if hasattr(math, n)} | {"pow"}
+    math_names |= {f.__name__ for f in _MATH_SPECIAL} | set(MATH_ELEMENTWISE)
+    numpy_names = {n for n in set(NUMPY_UFUNC_NAMES) | set(NUMPY_ELEMENTWISE) if hasattr(np, n)}
+    scipy_names = set(SCIPY_PRIMITIVES) | set(SCIPY_SPECIAL_NAMES) | set(SCIPY_ORDERED)
+    return {"math": tuple(sorted(math_names)), "numpy": tuple(sorted(numpy_names)),
+            "builtins": tuple(sorted(f.__name__ for f in BUILTIN_NAMES)), "scipy.special": tuple(sorted(scipy_names))}
 
 
 @dataclass(frozen=True)
@@ -257,12 +271,57 @@ def loaded_scipy_special():
     return sys.modules.get("scipy.special")
 
 
-def _special_user_rules() -> dict[str, UserRule]:
-    by_name = {r.name: r for r in SPECIAL_RULES}
-    return {n: UserRule(getattr(special, n), getattr(special, n), r.params, r.partials) for n, r in by_name.items()}
+# numpy's elementwise functions that are no math primitive: kernels compile their values
+# from ewfuncs.py's source (every backend alike), these rows are their partials
+ELEMENTWISE_RULES = [
+    _r("deg2rad", "x", repr(ewfuncs.DEG)),
+    _r("rad2deg", "x", repr(ewfuncs.RAD)),
+    # (cos(pi x) - sinc(x)) / x, 0 at x = 0 (sinc is even there)
+    _r("sinc", "x", f"0.0 if x == 0.0 else (math.cos({ewfuncs.PI!r} * x) - out) / x"),
+    # the operand that is not NaN takes the slope; on a tie the second, as JAX's
+    # where(x > y | isnan(y), x, y) gives
+    _r("fmax", "x y", "1.0 if (x > y or y != y) else 0.0", "0.0 if (x > y or y != y) else 1.0"),
+    _r("fmin", "x y", "1.0 if (x < y or y != y) else 0.0", "0.0 if (x < y or y != y) else 1.0"),
+    _r("real", "x", "1.0"),
+    _r("imag", "x", None),
+    _r("conj", "x", "1.0"),
+    _r("angle", "x", None),
+    # the step's own slope is 0 (JAX's); h0 is the value at x = 0, where it takes the slope
+    _r("heaviside", "x h0", None, "1.0 if x == 0.0 else 0.0"),
+    # exp(x - out), the softmax weight; 0.5 each where x == y (also two equal infinities,
+    # whose exp(x - out) is NaN), 1 to the operand that is out itself (x = +inf)
+    _r("logaddexp", "x y", "0.5 if x == y else (1.0 if x == out else math.exp(x - out))",
+       "0.5 if x == y else (1.0 if y == out else math.exp(y - out))"),
+    _r("logaddexp2", "x y", "0.5 if x == y else (1.0 if x == out else math.exp2(x - out))",
+       "0.5 if x == y else (1.0 if y == out else math.exp2(y - out))"),
+]
+# numpy's (and math's) callables, by name -> the function of ewfuncs.py computing them
+NUMPY_ELEMENTWISE = {
+    "deg2rad": "deg2rad", "radians": "deg2rad", "rad2deg": "rad2deg", "degrees": "rad2deg", "sinc": "sinc",
+    "fmax": "fmax", "fmin": "fmin", "real": "real", "imag": "imag", "conj": "conj", "conjugate": "conj",
+    "angle": "angle", "heaviside": "heaviside", "logaddexp": "logaddexp", "logaddexp2": "logaddexp2",
+}
+MATH_ELEMENTWISE = {"radians": "deg2rad", "degrees": "rad2deg"}
 
 
-SPECIAL_USER_RULES: dict[str, UserRule] = _special_user_rules()
+def _user_rules(module, rows) -> dict[str, UserRule]:
+    by_name = {r.name: r for r in rows}
+    return {n: UserRule(getattr(module, n), getattr(module, n), r.params, r.partials) for n, r in by_name.items()}
+
+
+SPECIAL_USER_RULES: dict[str, UserRule] = _user_rules(special, SPECIAL_RULES)
+ELEMENTWISE_USER_RULES: dict[str, UserRule] = _user_rules(ewfuncs, ELEMENTWISE_RULES)
+
+
+def _elementwise_table() -> dict:
+    """numpy's and math's callables -> the UserRule of the ewfuncs function computing them."""
+    table = {rule.fn: rule for rule in ELEMENTWISE_USER_RULES.values()}
+    table.update((getattr(np, n), ELEMENTWISE_USER_RULES[f]) for n, f in NUMPY_ELEMENTWISE.items() if hasattr(np, n))
+    table.update((getattr(math, n), ELEMENTWISE_USER_RULES[f]) for n, f in MATH_ELEMENTWISE.items())
+    return table
+
+
+ELEMENTWISE_TABLE: dict = _elementwise_table()
 # (scipy.special or None, its table), one tuple rebound whole, so threads that classify
 # while another rebuilds it read one pair or the other
 _special_state: tuple = (False, {})
@@ -277,6 +336,7 @@ def _special_table() -> dict:
     if held is sc:
         return table
     table = {rule.fn: rule for rule in SPECIAL_USER_RULES.values()}
+    table.update(ELEMENTWISE_TABLE)
     table.update((fn, SPECIAL_USER_RULES[n]) for fn, n in _MATH_SPECIAL.items())
     for sc_name, n in SCIPY_SPECIAL_NAMES.items():
         fn = getattr(sc, sc_name, None) if sc is not None else None

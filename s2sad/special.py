@@ -215,3 +215,11 @@ def betaln(a, b):
     both_big = 0.9189385332046728 - 0.5 * math.log(nn) + (sl - 0.5) * math.log(sl / nn) + tail + _stirling_tail(sl)
     value = (both_big if s >= 10.0 else one_big) if big >= 10.0 and s > 0.0 else direct
     return value if a == a and b == b else a + b   # NaN in, NaN out (min/max would drop it)
+
+
+def two_sum_error(a, b):
+    """The rounding error of a + b, exactly (Knuth's TwoSum): math.fsum's compensation
+    (passes/normcalls). Its derivative is exactly 0, as its dual computes it."""
+    s = a + b
+    bb = s - a
+    return (a - (s - bb)) + (b - bb)

@@ -6,7 +6,8 @@ Invariants:
 - `target(fun, entry)` never sees through a user's wrapper (`__wrapped__`): it is the
   function itself, an @s2sad.differentiate object's function, a decorator's forwarder
   spelled out (forwarders.py), or a generated caller of a numpy/math callable
-  (callables.py). A derivative s2sad made is refused (HigherOrderNotSupportedError).
+  (callables.py). A derivative s2sad made is a generated caller of it (nested.py), which
+  the passes differentiate again; a pullback is refused (HigherOrderNotSupportedError).
 - `bind(fun, args, kwargs)` gives one value per parameter (positional, then
   keyword-only), defaults filled in, exactly as Python binds a call of `fun`; the plan's
   parameters are these (`entry_function`).
@@ -24,15 +25,19 @@ from . import marks
 from .callables import as_python_function
 from .errors import NoSourceError, S2SADError
 from .frontend import ParsedFunction, forwarded, parse_function
+from .nested import caller_of, why_not
 
 
 def target(fun: Any, entry: str) -> Callable:
     """The function s2sad plans for `fun` given to the entry point `entry` (see the
-    module doc). A derivative s2sad made is refused: differentiating it again is not
-    supported yet, and it must never be read as the function it came from."""
+    module doc). A derivative s2sad made is never read as the function it came from: it
+    is its generated caller (nested.caller_of), or refused."""
     mark = marks.derivative_mark(fun)
-    if mark is not None:
-        raise marks.higher_order_error(mark, None)
+    if mark is not None:    # differentiated again through a caller of known source (nested.py)
+        caller = caller_of(fun)
+        if caller is None:
+            raise marks.higher_order_error(mark, None, why_not(mark))
+        return caller
     inner = marks.user_function_of(fun) or forwarded(fun)
     if inner is not None:
         return inner

@@ -18,6 +18,9 @@ class Row:
     # the arguments' values: (shape, dtype, seed) -> array; None: uniform in [0.5, 1.5)
     make: Callable | None = None
     tol64: dict | None = None         # a looser float64 tolerance, where the primitive needs it
+    # forward mode refused (a located UnsupportedOperationError saying this), where the
+    # tangent is undefined (a full svd's extra columns: JAX refuses it too)
+    jvp_refused: str | None = None
 
 
 def family_rows() -> list[Row]:

@@ -11,6 +11,10 @@ name from names already bound, with its shape tracked, so that the program alway
   functions (smooth ones and piecewise ones), `np.where`, `np.maximum`;
 - reductions along an axis (with keepdims or not), transposes, slices, binary ops of two
   bound names of one shape;
+- programs as people write them (issue 15): in-place writes into a local copy (an
+  element, a row, a column with +=, a mask, repeated fancy indices), a while loop with a
+  data-dependent test and an iteration guard, a for loop that breaks, a loop over the
+  rows of an array, a list grown by such a loop, a list comprehension stacked;
 - the result reduced to a scalar loss.
 """
 from __future__ import annotations
@@ -90,6 +94,42 @@ def draw_program(draw, st) -> ArrayProgram:
         shapes[name] = shape
         return name
 
+    def block(a: str, shape: tuple, kind: str) -> str:
+        """A few lines as people write them (see the module docstring) -> a new name."""
+        t = f"t{next(names)}"
+        k = f"k{t[1:]}"
+        two = len(shape) == 2
+        if kind == "write":
+            lines.append(f"    {t} = {a}.copy()")
+            lines.append(draw(st.sampled_from(
+                [f"    {t}[0] = {t}[-1] * c", f"    {t}[{t} < 0] = 0.0", f"    {t}[[0, 0]] = {t}[[1, -1]] * 2.0",
+                 f"    {t}[1:] += np.tanh({t}[:-1])"]
+                + ([f"    {t}[:, 0] += c * {t}[:, -1]", f"    {t}[1, :] = np.sin({t}[0, :])"] if two else []))))
+        elif kind == "while":
+            lines.extend([f"    {t} = {a} * 1.0", f"    {k} = 0",
+                          f"    while np.sum({t} * {t}) > {draw(st.sampled_from([0.5, 2.0, 8.0]))} and {k} < 12:",
+                          f"        {t} = {t} * 0.7 + 0.01 * np.tanh({t})", f"        {k} += 1"])
+        elif kind == "break":
+            lines.extend([f"    {t} = {a} * 1.0", f"    for {k} in range(5):",
+                          f"        {t} = np.tanh({t}) * 1.2",
+                          f"        if np.max(np.abs({t})) < {draw(st.sampled_from([0.3, 0.6, 0.9]))}:",
+                          f"            break"])
+        elif kind == "rows":
+            lines.extend([f"    {t} = np.zeros({shape[1]})", f"    for {k} in {a}:",
+                          f"        {t} = {t} + np.tanh({k}) * c"])
+            shapes[t] = (shape[1],)
+            return t
+        elif kind == "append":       # a list grown by a loop over rows (kept as one array)
+            lines.extend([f"    {k} = []", f"    for r{k} in {a}:", f"        {k}.append(np.tanh(r{k}) * c)",
+                          f"    {t} = np.sum(np.stack({k}) ** 2, axis=0) + sum({k})"])
+            shapes[t] = (shape[1],)
+            return t
+        elif kind == "stack":
+            lines.extend([f"    {k} = [{a} * w for w in (0.5, -1.0, 2.0)]",
+                          f"    {t} = np.sum(np.stack({k}) ** 2, axis=0) + sum({k})"])
+        shapes[t] = shape
+        return t
+
     # the first layer: always X @ W (+ b), so that every program reads W
     h = bind("X @ W" if draw(st.booleans()) else "np.dot(X, W)", (N, K))
     if draw(st.booleans()):
@@ -101,13 +141,17 @@ def draw_program(draw, st) -> ArrayProgram:
         if s == (N, K):
             options += ["bias", "matmul_v", "matmul_v", "transpose_back"]
         if len(s) == 2:
-            options += ["sum0", "mean1", "T", "slice"]
+            options += ["sum0", "mean1", "T", "slice", "rows", "append"]
+        if s[0] > 1:
+            options += ["write", "while", "break", "stack"]
         same = [n for n in shapes if shapes[n] == s and n != a]
         if same:
             options += ["mul", "add", "sub"]
         op = draw(st.sampled_from(options))
         if op in SAME_SHAPE:
             bind(SAME_SHAPE[op].format(a=a), s)
+        elif op in ("write", "while", "break", "rows", "append", "stack"):
+            block(a, s, op)
         elif op == "matmul_v":
             out = (N,) if v_shape == (K,) else (N, v_shape[1])
             bind(f"{a} @ v" if draw(st.booleans()) else f"np.dot({a}, v)", out)

@@ -4,9 +4,10 @@
 constants (`K0`, a number, and `KS`, a tuple of numbers), up to two helper functions
 `h0`, `h1` (h1 may call h0), the function under test `f(a[, b[, c]])`, `loss(...)`,
 which is `np.sum(s2sad.broadcast(f, ...))`, `fmap(...)`, which is
-`s2sad.broadcast(f, ...)` (for jvp/vjp of an array result), and `loss_alt(...)`, the same loss spelled
+`s2sad.broadcast(f, ...)` (for jvp/vjp of an array result), `loss_alt(...)`, the same loss spelled
 another way (np.mean, .sum(), map, a comprehension, a lambda around f; `ALT_SCALE` is
-its ratio to `loss`). `load(program)` registers the text with linecache (s2sad's
+its ratio to `loss`), and `loss_rows(X)`, the loss over the rows of X = np.stack(args,
+axis=1) through `frow(p)`, f of the row's components (p[0], p[-1], a, b = p). `load(program)` registers the text with linecache (s2sad's
 frontend reads source from there) and executes it.
 
 What the bodies contain:
@@ -706,8 +707,25 @@ def programs(draw, nparams=None, straight=None, max_helpers: int = 2, max_stmts:
     chunks.append(f"def fmap({ps}):\n    return s2sad.broadcast(f, {ps})")
     alt, scale = draw(st.sampled_from(_alt_losses(params)))
     chunks.append(f"ALT_SCALE = {scale!r}\n\n\ndef loss_alt({ps}):\n    return {alt}")
+    # the row shape: chosen from what is drawn already, so that the other tests' programs stay as they were
+    chunks.extend(_row_functions(params, len(source_so_far := "".join(chunks))))
+    features.add(f"rows_{len(source_so_far) % 3}")
     source = MODULE_HEADER + "\n\n" + "\n\n\n".join(chunks) + "\n"
     return Program(source, nparams, bool(straight), frozenset(features))
+
+
+def _row_functions(params: tuple[str, ...], pick: int) -> list[str]:
+    """`frow(p)`: f of a row's components (indices, an unpacking, or negative indices),
+    and `loss_rows(X)`: the loss over the rows of X = np.stack(args, axis=1), spelled
+    with map, s2sad.broadcast(..., signature=) or a generator expression."""
+    k = len(params)
+    names = ", ".join(p + "_r" for p in params)
+    bodies = [f"    return f({', '.join(f'p[{i}]' for i in range(k))})",
+              f"    {names}{',' if k == 1 else ''} = p\n    return f({names})",
+              f"    return f({', '.join(f'p[{i - k}]' for i in range(k))})"]
+    losses = ["sum(map(frow, X))", f'np.sum(s2sad.broadcast(frow, X, signature="({k})->()"))',
+              "sum(frow(r) for r in X)"]
+    return [f"def frow(p):\n{bodies[pick % 3]}", f"def loss_rows(X):\n    return {losses[(pick // 3) % 3]}"]
 
 
 def _decorated(draw, lines: list[str], features: set[str]) -> str:

@@ -204,11 +204,40 @@ SPECIAL_EVERY = {
 EVERY.update(SPECIAL_EVERY)
 
 
+# numpy's elementwise functions computed by s2sad.ewfuncs (rules.ELEMENTWISE_RULES), and
+# math's spellings of two of them
+def _deg2rad(x): return np.deg2rad(x)
+def _radians(x): return math.radians(x)
+def _rad2deg(x): return np.rad2deg(x)
+def _degrees(x): return math.degrees(x)
+def _sinc(x): return np.sinc(x)
+def _fmax(x, y): return np.fmax(x, y)
+def _fmin(x, y): return np.fmin(x, y)
+def _real(x): return np.real(x)
+def _imag(x): return np.imag(x)
+def _conj(x): return np.conj(x)
+def _angle(x): return np.angle(x)
+def _heaviside(x, h): return np.heaviside(x, h)
+def _logaddexp(x, y): return np.logaddexp(x, y)
+def _logaddexp2(x, y): return np.logaddexp2(x, y)
+
+
+ELEMENTWISE_EVERY = {
+    "deg2rad": (_deg2rad, ANY), "deg2rad (math.radians)": (_radians, ANY), "rad2deg": (_rad2deg, ANY),
+    "rad2deg (math.degrees)": (_degrees, ANY), "sinc": (_sinc, ANY), "fmax": (_fmax, ANY, ANY),
+    "fmin": (_fmin, ANY, ANY), "real": (_real, ANY), "imag": (_imag, ANY), "conj": (_conj, ANY),
+    "angle": (_angle, ANY), "heaviside": (_heaviside, ANY, ANY), "logaddexp": (_logaddexp, ANY, ANY),
+    "logaddexp2": (_logaddexp2, ANY, ANY),
+}
+EVERY.update(ELEMENTWISE_EVERY)
+
+
 def test_every_rule_is_checked_here():
     """Every row of the table has a check: the value-only libm rows are reached only from
     special.py's bodies, whose derivatives the SPECIAL rows check (test_special_functions
     checks that a user cannot call them)."""
-    assert set(EVERY) - set(SPECIAL_EVERY) == set(rules.RULES) - rules.VALUE_ONLY
+    assert set(EVERY) - set(SPECIAL_EVERY) - set(ELEMENTWISE_EVERY) == set(rules.RULES) - rules.VALUE_ONLY
+    assert {name.split(" ")[0] for name in ELEMENTWISE_EVERY} == {r.name for r in rules.ELEMENTWISE_RULES}
     assert {name.split(" on ")[0].split(" tail")[0] for name in SPECIAL_EVERY} == \
         {r.name for r in rules.SPECIAL_RULES} - rules.SPECIAL_VALUE_ONLY
 
@@ -330,6 +359,23 @@ CONVENTIONS = [
     ("x // 0", _floordiv, (1.0, 0.0), (0.0, 0.0)),                   # JAX 0.0
     ("reciprocal at 0", _reciprocal, (0.0,), (-INF,)),               # JAX -inf
     ("atan2(0, 0)", _atan2, (0.0, 0.0), (NAN, NAN)),                 # JAX nan, nan
+    # np.fmax/np.fmin: JAX's where(x > y | isnan(y), x, y): the operand that is not NaN
+    # takes the slope, the second on a tie
+    ("fmax tie", _fmax, (1.0, 1.0), (0.0, 1.0)),                     # JAX 0.0, 1.0
+    ("fmax(NaN, 1)", _fmax, (NAN, 1.0), (0.0, 1.0)),                 # JAX 0.0, 1.0
+    ("fmax(1, NaN)", _fmax, (1.0, NAN), (1.0, 0.0)),                 # JAX 1.0, 0.0
+    ("fmin tie", _fmin, (1.0, 1.0), (0.0, 1.0)),                     # JAX 0.0, 1.0
+    ("fmin(NaN, 1)", _fmin, (NAN, 1.0), (0.0, 1.0)),                 # JAX 0.0, 1.0
+    ("heaviside at 0", _heaviside, (0.0, 0.5), (0.0, 1.0)),          # JAX 0.0, 1.0
+    ("sinc at 0", _sinc, (0.0,), (0.0,)),                            # JAX 0.0
+    ("angle at -1", _angle, (-1.0,), (0.0,)),                        # JAX 0.0
+    # logaddexp: exp(x - out); a tie splits 0.5/0.5 (also -inf, -inf, where JAX gives
+    # nan); the operand that is +inf takes 1 (JAX 1.0 and exp(y), replacing inf by 0)
+    ("logaddexp tie", _logaddexp, (1.0, 1.0), (0.5, 0.5)),           # JAX 0.5, 0.5
+    ("logaddexp(-inf, -inf)", _logaddexp, (-INF, -INF), (0.5, 0.5)),  # JAX nan, nan
+    ("logaddexp(-inf, 1)", _logaddexp, (-INF, 1.0), (0.0, 1.0)),     # JAX 0.0, 1.0
+    ("logaddexp(inf, 1)", _logaddexp, (INF, 1.0), (1.0, 0.0)),
+    ("logaddexp2 tie", _logaddexp2, (2.0, 2.0), (0.5, 0.5)),         # JAX 0.5, 0.5
 ]
 
 

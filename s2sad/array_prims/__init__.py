@@ -20,12 +20,20 @@ Elementwise operations (arithmetic, ufuncs, `np.where`, `np.maximum`, `np.clip`,
 """
 from __future__ import annotations
 
-from . import joins, products, reductions, shapes
+import sys
+
+from . import (contractions, joins, linalg, moves, padding, prim, products, reductions, scans, selecting, shapes,
+               softmaxes, stacking, stats)
+from .linalg import Linalg
 from .ops import Copy, Index, Join, PrimOp, Product, Reduce, Repeat, Reshape, Tile, Transpose, User
-from .prim import HELPER_NAMES, Prim
+from .prim import Prim, StaticRefusal
 from .user import USER_VJPS, register_vjp, user_vjp
 
-PRIMS: dict[str, Prim] = {p.name: p for family in (reductions, products, shapes, joins) for p in family.PRIMS}
+FAMILIES = (reductions, products, shapes, joins, moves, stacking, padding, selecting, linalg, contractions, stats,
+            scans, softmaxes)
+PRIMS: dict[str, Prim] = {p.name: p for family in FAMILIES for p in family.PRIMS}
+# every name VJP/JVP texts may call (array_rules.HELPERS): prim.py's, and those a family module lists
+HELPER_NAMES = prim.HELPER_NAMES.union(*(getattr(family, "HELPER_NAMES", ()) for family in FAMILIES))
 
 _BY_METHOD: dict[str, Prim] = {m: p for p in PRIMS.values() for m in p.methods}
 
@@ -34,7 +42,19 @@ def for_function(value) -> tuple[Prim, ...]:
     """The primitives a called object may stand for (by identity), in the order to try
     them: a literal-list spelling (np.array([a, b]): stack) before the plain one (copy)."""
     literal = [p for p in PRIMS.values() if any(value is f for f in p.literal_funcs)]
-    return tuple(literal + [p for p in PRIMS.values() if any(value is f for f in p.funcs)])
+    return tuple(literal + [p for p in PRIMS.values() if any(value is f for f in p.funcs)
+                            or any(value is f for f in module_funcs(p))])
+
+
+def module_funcs(prim: Prim) -> list:
+    """The callables of `prim.module_funcs` whose module the process has imported."""
+    found = []
+    for module, name in prim.module_funcs:
+        m = sys.modules.get(module)
+        f = getattr(m, name, None) if m is not None else None
+        if f is not None:
+            found.append(f)
+    return found
 
 
 def for_method(name: str) -> Prim | None:
@@ -47,5 +67,5 @@ def of(op) -> Prim | None:
     return PRIMS.get(op.name) if isinstance(op, PrimOp) else None
 
 
-__all__ = ["PRIMS", "Prim", "PrimOp", "HELPER_NAMES", "USER_VJPS", "register_vjp", "user_vjp", "for_function", "for_method", "of", "Copy", "Index", "Join", "Product",
-           "Reduce", "Repeat", "Reshape", "Tile", "Transpose", "User"]
+__all__ = ["PRIMS", "Prim", "PrimOp", "StaticRefusal", "HELPER_NAMES", "USER_VJPS", "register_vjp", "user_vjp", "for_function", "for_method", "module_funcs", "of", "Copy", "Index", "Join", "Product",
+           "Reduce", "Repeat", "Reshape", "Tile", "Transpose", "User", "Linalg"]

@@ -61,7 +61,10 @@ class Transpose(PrimOp):
 
 @dataclass(frozen=True)
 class Reshape(PrimOp):
-    """reshape, ravel, flatten, squeeze, expand_dims, atleast_*d: only the shape changes."""
+    """reshape, ravel, flatten, squeeze, expand_dims: only the shape changes; `order` is
+    "F" (a gast constant) when elements are read in Fortran order, else None."""
+    order: Any = None
+    STATIC = ("order",)
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from typing import Any, Callable
 HELPER_NAMES = frozenset({
     "np", "zeros_bar", "unbroadcast", "sum_bar", "mean_bar", "maxmin_bar", "prod_bar", "matmul_lhs_bar",
     "matmul_rhs_bar", "matmul_factors", "dot_factors", "dot_lhs_bar", "dot_rhs_bar", "repeat_bar", "tile_bar",
-    "concatenate_bar", "index_bar", "r_bar", "c_bar"})
+    "concatenate_bar", "index_bar", "r_bar", "c_bar", "seed_factors", "prod_bar_dot"})
 
 
 @dataclass(frozen=True)
@@ -30,12 +30,19 @@ class Prim:
     vjp: Callable[..., str]
     # how a call reads: "unary" (one array, then static parameters), "binary" (two
     # arrays), "sequence" (a literal list of arrays, then static parameters), "copy"
-    # (one array alone); "syntax": no call, only syntax builds it (x[i], np.r_[...])
+    # (one array alone); "syntax": no call, only syntax builds it (x[i], np.r_[...]);
+    # "signature": `statics` names every positional parameter, `operands` those that are
+    # arrays (an absent one is the operand None), `keywords` the keywords taken;
+    # "einsum": a subscripts string (or numpy's interleaved sublists), then the arrays
     form: str = "unary"
     statics: tuple[str, ...] = ()               # positional static parameters after the array(s)
+    operands: tuple[str, ...] = ()              # "signature": the parameters that are arrays
     method_statics: tuple[str, ...] | None = None   # the same for the method spelling (default: statics)
     keywords: tuple[str, ...] | None = None     # keywords taken (None: any, passed on as written)
     funcs: tuple = ()                           # numpy/Python callables it stands for, by identity
+    # callables of optional modules, (module, name): found by identity once the process
+    # has imported the module (s2sad never imports scipy itself)
+    module_funcs: tuple[tuple[str, str], ...] = ()
     # callables that stand for it only when given one literal list alone: np.array([a, b])
     literal_funcs: tuple = ()
     methods: tuple[str, ...] = ()               # ndarray methods it stands for
@@ -51,9 +58,27 @@ class Prim:
     factors: Callable[..., str] | None = None
     # jvp(i, t, args, out, p) -> source of the output's tangent from args[i]'s tangent `t`
     jvp: Callable[..., str] | None = None
+    # a tuple-valued primitive: outputs(p) -> how many values it returns (an `item`
+    # statement each), None when this call returns one array, or a str: why that is not
+    # known from the call (refused)
+    outputs: Callable[[dict], int | str | None] | None = None
+    # operands given as one (array, flag) pair, e.g. cho_solve((c, lower), b): positions
+    packed: tuple[int, ...] = ()
 
     def result_of(self, spelling: str) -> str:
         return self.results.get(spelling, self.result)
+
+
+class StaticRefusal(Exception):
+    """Raised by an entry's op builder for static parameters it cannot differentiate
+    through (order='A', mode='mean', a keyword it does not know): passes/primcalls makes
+    it a located UnsupportedOperationError naming the call. `what` continues the
+    sentence "'np.pad' ..."; `hint` says what to do."""
+
+    def __init__(self, what: str, hint: str = ""):
+        super().__init__(what)
+        self.what = what
+        self.hint = hint
 
 
 def kw(p: dict, *names: str) -> str:

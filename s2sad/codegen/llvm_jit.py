@@ -46,7 +46,7 @@ from typing import Callable
 import numpy as np
 
 from ..kernel import KernelModule, KernelSignature, LoopSpec, ScanSpec, active_indices
-from . import llvm_host, objcache, objload
+from . import llvm_host, llvm_pool, objcache, objload
 # (host, host_vector_bits: called through this module, so that a test may replace them here)
 from .llvm_host import host, host_vector_bits, math_mode, vector_math_support, verified_host
 from .llvm_keys import disk_key, source_key
@@ -365,6 +365,12 @@ def gemm_code(dtype) -> tuple[int, object]:
         name = llvm_gemm.symbol(dt)
         addresses, keep = _named_code((name,), make, "gemm (not optimised)", dt, optimized=False)
         return addresses[name], keep
+
+
+def pool_code() -> tuple[dict[str, int], object]:
+    """({symbol: address}, keepalive) of the memory pool's handler functions (`llvm_pool`)."""
+    with _lock:
+        return _named_code(llvm_pool.NAMES, llvm_pool.pool_ir, "pool", np.dtype(np.uint8))
 
 
 def reduce_code(dtype) -> tuple[dict[str, int], object]:

@@ -18,7 +18,7 @@ from ..frontend import location_of
 from ..kernel_text import unparse
 from .adjoint_text import defs, names_read
 from .arrayir import ArrayProgram, ArrayStmt, ForStmt, KernelSum, Py, is_kernel, stmt_reads, walk_stmts
-from .primcalls import register_hint
+from .primcalls import call_params, register_hint
 
 
 @dataclass
@@ -36,6 +36,7 @@ class LoopFacts:
     tape: str | None = None                          # its tape's name (None: nothing is taped)
     body_defined: set = field(default_factory=set)   # names its body defines
     tape_names: list = field(default_factory=list)   # names each iteration pushes
+    counted: bool = False                            # a while or a break: the tape counts the iterations
 
 
 @dataclass
@@ -104,7 +105,9 @@ class ProgramIndex:
 
 def active_names(prog: ArrayProgram, argnums: tuple[int, ...]) -> set[str]:
     """The names that depend on the differentiated arguments (a fixpoint over loops'
-    phis); raises on a statement without a derivative rule that one of them reaches."""
+    phis) and that the result depends on (`_reach_result`): only their adjoints can be
+    nonzero. Raises on a statement without a derivative rule that a name depending on
+    the arguments reaches."""
     act = {prog.params[i] for i in argnums}
     while True:
         before = len(act)
@@ -117,7 +120,26 @@ def active_names(prog: ArrayProgram, argnums: tuple[int, ...]) -> set[str]:
                     if any(isinstance(v, str) and v in act for v in (ph.first, ph.second)):
                         act.add(ph.name)
         if len(act) == before:
-            return act
+            return act & _reach_result(prog)
+
+
+def _reach_result(prog: ArrayProgram) -> set[str]:
+    """The names the result depends on through operands (not through tests: a while's
+    tolerance, an if's condition): a zero adjoint is never formed for the others, so
+    a NaN or inf there (0 * nan) does not reach the gradient."""
+    need = {prog.result} if isinstance(prog.result, str) else set()
+    while True:
+        before = len(need)
+        for st in walk_stmts(prog.body):
+            if isinstance(st, ArrayStmt):
+                if st.target in need and not isinstance(st.op, Py):
+                    need |= {a for a in st.args if isinstance(a, str)}
+            else:
+                for ph in st.phis:
+                    if ph.name in need:
+                        need |= {v for v in (ph.first, ph.second) if isinstance(v, str)}
+        if len(need) == before:
+            return need
 
 
 def _stmt_active(st: ArrayStmt, act: set) -> bool:
@@ -131,7 +153,7 @@ def _stmt_active(st: ArrayStmt, act: set) -> bool:
         raise UnsupportedOperationError(
             f"'{label}' is applied to '{ins[0]}', which depends on the differentiated arguments, and has no "
             f"derivative rule at the array level", location_of(st.ctx.filename, st.node),
-            hint=register_hint(label))
+            hint=register_hint(label, call_params(st.node)))
     if is_kernel(st.op):
         return st.op.kernel.module(()).result_kind == "float"
     return True
@@ -154,6 +176,7 @@ def live_before(body, live: set, facts: AdjointFacts) -> set:
             # are always written, so every first and second is needed
             phis = {ph.name for ph in st.phis}
             ends = {ph.second for ph in st.phis if isinstance(ph.second, str)}
+            ends |= {st.stop} if isinstance(st.stop, str) else set()
             ends |= set(facts.loop(st).tape_names)  # pushed on the tape
             head = set(live)
             while True:
@@ -161,7 +184,7 @@ def live_before(body, live: set, facts: AdjointFacts) -> set:
                 if inner - {st.var} <= head:
                     break
                 head |= inner - {st.var}
-            live = (head - phis) | stmt_reads(st) | names_read("\n".join(unparse(a) for a in st.range_args))
+            live = (head - phis) | stmt_reads(st) | names_read("\n".join(unparse(a) for a in st.range_args or ()))
         else:
             phis = {ph.name for ph in st.phis}
             firsts = {ph.first for ph in st.phis if isinstance(ph.first, str)}

@@ -12,6 +12,7 @@ generation's `AdjointFacts` (passes/adjoint_analysis.py).
 from __future__ import annotations
 
 import ast
+import math
 import textwrap
 from dataclasses import dataclass
 
@@ -28,7 +29,10 @@ def param_texts(st: ArrayStmt) -> dict[str, str]:
 def text_of(op) -> str:
     """An operand (a name or a Const) as source text."""
     if isinstance(op, Const):
-        return repr(op.value)
+        v = op.value
+        if isinstance(v, float) and not math.isfinite(v):    # np.inf, np.nan: no literal
+            return f"float({str(v)!r})"
+        return repr(v)
     return op
 
 
@@ -132,7 +136,7 @@ def _render_items(lines, read: set, facts) -> list[str]:
         if isinstance(l, Push):
             names = facts.loop(l.loop).tape_names
             tape = facts.loop(l.loop).tape
-            if names:
+            if names or facts.loop(l.loop).counted:    # a while or a break: the tape counts iterations
                 out.append(f"{l.indent}{tape} = []" if l.init else f"{l.indent}{tape}.append({tuple_text(names)})")
         else:
             out.append(l)

@@ -37,7 +37,8 @@ NOGRAD_FUNCS = _np_funcs(
 FRESH_NOGRAD = _np_funcs("zeros", "ones", "full", "empty", "zeros_like", "ones_like", "full_like",
                          "empty_like", "arange", "linspace", "eye", "identity")
 SCALAR_NOGRAD = {len} | _np_funcs("size", "ndim")
-NOGRAD_ATTRS = {"shape", "ndim", "size", "dtype", "itemsize", "nbytes"}
+# (x.imag of a real array is zeros: no derivative flows through it)
+NOGRAD_ATTRS = {"shape", "ndim", "size", "dtype", "itemsize", "nbytes", "imag"}
 
 
 class Calls:
@@ -61,6 +62,8 @@ class Calls:
         x = self.b.array(e.value, scope)
         if e.attr == "T":
             return self.b.prims.transpose_T(x, e, scope, want)
+        if e.attr == "real":
+            return self.b.prims.real_part(x, e, scope, want)
         if e.attr in NOGRAD_ATTRS:
             fwd = gast.Attribute(value=operand_expr(x), attr=e.attr, ctx=gast.Load())
             t = self.b.py_stmt(fwd, [x], set(), e, scope, want, "nograd")

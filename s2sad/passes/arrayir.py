@@ -1,12 +1,12 @@
 """The array-level IR: an `ArrayProgram` of statements in administrative normal form.
 
     ArrayStmt(target, op, args, node)   one operation: target = op(*args)
-    ForStmt                             `for var in range(...)` with loop-carried phis
+    ForStmt                             `for var in range(...)` or `while`, with loop-carried phis
     IfStmt                              `if test:` with phis joining the branches
 
 An `ArrayStmt`'s op is typed: an `array_prims` op (Reduce, Product, Index...: a
 primitive of that table, its static parameters its fields), or one of the ops here
-(`Elementwise` before fusion; `RunKernel`, `KernelSum` after; `Py`). `args` are the
+(`Elementwise` before fusion; `RunKernel`, `KernelSum` after; `Py`; `SetItem`; `ListAppend`). `args` are the
 operands derivatives flow through (SSA names or `Const`), `reads` the other SSA names
 the statement reads (in its static parameters). passes/arrayprog.py builds programs,
 passes/reverse.py differentiates them.
@@ -83,14 +83,23 @@ class Phi:
 
 @dataclass
 class ForStmt:
+    """`for var in range(*range_args)`, or, when `range_args` is None, `while True:`
+    whose body starts with a `LoopExit` (the while's test). `stop`: an operand of the
+    body, the loop ends after an iteration where it is true (a `break`: passes/jumps.py)."""
     var: str
-    range_args: list                 # gast expressions (start, stop, step)
+    range_args: list | None          # gast expressions (start, stop, step); None: a while loop
     body: list
     phis: list
     node: Any
     ctx: Ctx
     reads: set = field(default_factory=set)
     tape: str = ""
+    stop: Any = None
+
+    @property
+    def counted(self) -> bool:
+        """Is its number of iterations known only by running it (a while, a break)?"""
+        return self.range_args is None or self.stop is not None
 
 
 @dataclass
@@ -195,6 +204,38 @@ class Py:
     name = "py"
 
 
+@dataclass(frozen=True, eq=False)
+class SetItem:
+    """`y[index] = value` on a local array, as a functional update: the target is a new
+    array, `y` with those elements replaced (numpy's semantics: repeated indices are
+    not accumulated). args are (y, value); `index` is an `np.s_[...]` expression; the
+    helpers the generated code calls (passes/write_helpers.py) are bound under the
+    names `setter`, `base_bar`, `value_bar` (passes/arraywrites.py)."""
+    index: Any
+    setter: str
+    base_bar: str
+    value_bar: str
+    name = "setitem"
+
+
+@dataclass(frozen=True, eq=False)
+class ListAppend:
+    """`hs.append(item)` on a list grown in a loop, kept as one array (its items along a
+    new first axis: passes/arraystacks.py): the target is a new array. args are (hs,
+    item); the helpers are bound under the names `appender`, `base_bar`, `item_bar`."""
+    appender: str
+    base_bar: str
+    item_bar: str
+    name = "list_append"
+
+
+@dataclass(frozen=True, eq=False)
+class LoopExit:
+    """`if not test: break`, a while loop's test at the head of its body (args: [test];
+    no target)."""
+    name = "loop_exit"
+
+
 def is_kernel(op) -> bool:
     """A fused kernel, with or without its reduction."""
     return isinstance(op, (RunKernel, KernelSum))
@@ -221,6 +262,8 @@ def stmt_reads(st) -> set:
         out |= set(st.reads)
     elif isinstance(st, ForStmt):
         out |= set(st.reads)
+        if isinstance(st.stop, str):
+            out.add(st.stop)
         for p in st.phis:
             for v in (p.first, p.second):
                 if isinstance(v, str):

@@ -2,7 +2,8 @@
 elementwise regions fused into kernels.
 
 Input: a `ParsedFunction` that the fused planner (elementwise.py) does not take: any
-mix of numpy calls, `@`, indexing, Python `for` over `range`, `if` on scalars, local
+mix of numpy calls, `@`, indexing, Python `for` (over range, tuples, lists, the rows of
+arrays) and `while`, `if` on scalars, writes into local arrays, local
 and module-level helper functions (inlined), and elementwise code (arithmetic,
 ufuncs, `np.where`/`np.clip`/`np.maximum`, `s2sad.broadcast`/`map`/comprehensions of
 scalar functions).
@@ -18,9 +19,11 @@ Ops: a call, method or syntax the `array_prims` table knows becomes its typed op
 elementwise code becomes `Elementwise` statements, which `fuse` joins into `RunKernel`
 / `KernelSum` statements; anything else is `Py`, evaluated as written.
 
-Free names holding arrays are data: read at call time, never differentiated. In-place
-updates (`x[0] = ...`, and `x += ...` where x may share memory with another name) are
-refused: the generated code never mutates, so they would differentiate wrongly.
+Free names holding arrays are data: read at call time, never differentiated. The
+generated code never mutates: a write into a local array (`y[0] = ...`) is a functional
+update (passes/arraywrites.py), refused where numpy would show it through another name;
+`x += ...` is taken only on a fresh, unaliased value. Before lowering, break, continue
+and early returns become flags (passes/jumps.py).
 
 The builder is a coordinator: it holds the program being built (the statements, the
 SSA namer, the free and bound names, and what the in-place checks need: which values
@@ -48,17 +51,19 @@ from .arrayir import ArrayProgram, ArrayStmt, Const, Ctx, Namer, Py, const_expr,
 from .arrayscope import UNBOUND, Bound, LocalFn, Scope, source_text
 from .arraycalls import Calls
 from .arraystmts import Statements, drop_dead_phis
+from .arraywrites import check_writes
 from .elementwise import Site
 from .ewexprs import ElementwiseExprs
 from .fusion import fuse
 from .inlining import Inliner
+from .jumps import needs_rewrite, remove_jumps
 from .kernelpairs import pair_kernels
 from .normalize import ScalarProgram
 from .primcalls import PrimCalls, register_hint, root_name  # register_hint: also for tests
 from .trees import assigned_names
 
 # Names generated code uses for its own purposes (reverse.py binds them).
-RESERVED = {"apply", "vjp", "store_partials", "sum_dual", "sum_grads", "not_needed", "broadcast_size", "check_scalar_loss",
+RESERVED = {"apply", "vjp", "jvp", "store_partials", "sum_dual", "sum_grads", "not_needed", "broadcast_size", "check_scalar_loss",
             "kernel_matmul", "kernel_matmul_vjp", "kernel_rowsum", "kernel_rowsum_vjp", "matmul", "dot", "reduce_sum", "reduce_mean", "reduce_max",
             "reduce_min",
             "np", "range", "reversed", "zip", "len", "float", "int", "None", "True", "False",
@@ -90,6 +95,7 @@ class Builder:
         self.stack: list[int] = []
         self.cur_stmt = None
         self.named: set[str] = set()              # SSA values bound to a user's name
+        self.unpacking = None                     # (call node, names) of `a, b = call(...)` being read
         self.params = params
         self.root = Ctx(pf)
         # its parts, each reading and emitting through the builder
@@ -132,6 +138,7 @@ class Builder:
         prog = ArrayProgram(self.fname, self.pf, list(self.params), self.out, result, ret, self.free, self.bound,
                             [], self.sites, self.namer, self.scalar)
         drop_dead_phis(prog)
+        check_writes(prog, self)
         fuse(prog, self)
         pair_kernels(prog)
         return prog
@@ -140,6 +147,8 @@ class Builder:
         """Lower a function body ending in its one return; -> (result operand, return node)."""
         stmts = [s for s in body if not (isinstance(s, gast.Expr) and isinstance(s.value, gast.Constant)
                                          and isinstance(s.value.value, str))]
+        if stmts and needs_rewrite(stmts):     # break, continue, early returns -> flags (on a copy)
+            stmts = remove_jumps(copy.deepcopy(stmts), fnode)
         if not stmts or not isinstance(stmts[-1], gast.Return) or stmts[-1].value is None:
             raise self.err(scope.ctx, stmts[-1] if stmts else fnode,
                            f"'{getattr(fnode, 'name', 'lambda')}' must end with `return <value>` (one return, last)",
@@ -148,8 +157,9 @@ class Builder:
         for s in stmts[:-1]:
             for n in _walk_no_defs(s):
                 if isinstance(n, gast.Return):
-                    raise self.err(scope.ctx, n, "an early return at the array level is not supported",
-                                   "Assign the value to a variable in each branch and return it once, at the end.")
+                    raise self.err(scope.ctx, n, "a return that not every path reaches (the function may end "
+                                   "without returning a value)",
+                                   "Return a value on every path, or assign a variable and return it once, at the end.")
         self.stmts.block(stmts[:-1], scope)
         ret = stmts[-1]
         self.cur_stmt = ret
@@ -232,6 +242,9 @@ class Builder:
             return v
         if isinstance(e, gast.Constant):
             return Const(e.value)
+        listed = self.stmts.lists.expr(e, scope, want)   # comprehensions over lists, hs[k], sum(hs)
+        if listed is not None:
+            return listed
         if self.ew.is_elementwise(e, scope):
             return self.ew.elementwise(e, scope, want)
         if isinstance(e, gast.BinOp) and isinstance(e.op, gast.MatMult):

@@ -12,14 +12,17 @@ a loop body and never read after it.
 """
 from __future__ import annotations
 
-import builtins
-
 import gast
 
 from ..errors import StatefulError, UnsupportedOperationError
 from .arrayir import ArrayProgram, Const, ForStmt, IfStmt, Phi, operand_expr, stmt_reads, walk_stmts
 from .arrayscope import LocalFn, Scope, is_number, source_text
-from .primcalls import root_name
+from .arrayloops import Loops, rebound_names
+from .arrayints import int_arith, is_int_const
+from .arraylists import Lists, lists_appended
+from .arraystacks import Stacks
+from .arraywrites import Writes
+from .primcalls import call_params, register_hint, root_name
 from .trees import assigned_names
 
 
@@ -30,6 +33,12 @@ class Statements:
         self.b = builder
         self.phi_inplace: dict[str, tuple] = {}   # phi name -> (node, ctx) of an in-place update on it
         self.phis_open: set[str] = set()          # phis of the loops being built
+        self.phi_written: dict[str, tuple] = {}   # phi name -> (node, ctx) of a write into its elements
+        self.writes = Writes(builder)              # y[i] = ..., y[i] += ...
+        self.loops = Loops(builder, self)          # for and while
+        self.ints: set[str] = set()                 # SSA names holding Python ints (arrayints)
+        self.lists = Lists(builder, self)          # local lists of arrays
+        self.stacks = Stacks(builder, self)        # lists grown at run time, kept as arrays
 
     def block(self, stmts, scope: Scope):
         for s in stmts:
@@ -40,6 +49,8 @@ class Statements:
         ctx = scope.ctx
         if isinstance(s, gast.Expr):
             if isinstance(s.value, gast.Constant) and isinstance(s.value.value, str):
+                return
+            if self.lists.append(s, scope):
                 return
             raise self.b.err(ctx, s, "an expression whose value is unused (a call for its side effects?)",
                            "s2sad differentiates functions without side effects: assign the value to a "
@@ -63,13 +74,11 @@ class Statements:
         if isinstance(s, gast.AugAssign):
             return self.augassign(s, scope)
         if isinstance(s, gast.For):
-            return self.for_stmt(s, scope)
+            return self.loops.for_stmt(s, scope)
         if isinstance(s, gast.If):
             return self.if_stmt(s, scope)
         if isinstance(s, gast.While):
-            raise self.b.err(ctx, s, "'while' loops over array values are not supported",
-                           "Use `for i in range(n):` (its iterations are recorded for the reverse pass), "
-                           "or move the loop into a scalar function applied with s2sad.broadcast.")
+            return self.loops.while_stmt(s, scope)
         if isinstance(s, (gast.Global, gast.Nonlocal)):
             raise self.b.err(ctx, s, f"'{'global' if isinstance(s, gast.Global) else 'nonlocal'} "
                            f"{', '.join(s.names)}': the differentiated function writes state outside itself",
@@ -89,7 +98,8 @@ class Statements:
             if isinstance(value, gast.Lambda):
                 scope.vars[target.id] = LocalFn(value, scope, target.id)
                 return
-            op = self.b.expr(value, scope, want=target.id)
+            op = self.int_value(value, scope, target.id) if int_arith(value, lambda n: self.is_int(n, scope)) \
+                else self.b.expr(value, scope, want=target.id)
             self.bind(scope, target.id, op)
             return
         if isinstance(target, (gast.Tuple, gast.List)):
@@ -98,7 +108,16 @@ class Statements:
             if isinstance(value, (gast.Tuple, gast.List)) and len(value.elts) == len(target.elts):
                 ops = [self.b.expr(v, scope, want=t.id) for t, v in zip(target.elts, value.elts)]
             else:
-                ops = self.b.expr(value, scope)
+                # a tuple-valued call's items take the names (primcalls.unpacked)
+                self.b.unpacking = (value, [t.id for t in target.elts])
+                try:
+                    ops = self.b.expr(value, scope)
+                finally:
+                    self.b.unpacking = None
+                if not isinstance(ops, list) and isinstance(value, gast.Call):    # an unknown call's result
+                    label = self.b.label(value.func)
+                    raise UnsupportedOperationError(
+                        f"'{label}' returns values s2sad cannot unpack here: it has no rule at the array level", self.b.loc(ctx, value), hint=register_hint(label, call_params(value)))
                 if not isinstance(ops, list) or len(ops) != len(target.elts):
                     raise self.b.err(ctx, s, "tuple unpacking at the array level needs a tuple of the same length",
                                    "Assign each variable separately.", UnsupportedOperationError)
@@ -106,11 +125,7 @@ class Statements:
                 self.bind(scope, t.id, op)
             return
         if isinstance(target, gast.Subscript):
-            base = root_name(target)
-            raise self.b.err(ctx, s, f"assignment into an array element ({source_text(target)} = ...) updates "
-                           f"'{base}' in place, which s2sad does not differentiate",
-                           "Build a new array instead, e.g. with np.where(mask, new, old), np.concatenate, "
-                           "or x_new = x + delta.", UnsupportedOperationError)
+            return self.writes.assign_item(target, value, scope, s)
         raise self.b.err(ctx, s, "unsupported assignment target", "Assign to a plain variable.")
 
     def bind(self, scope: Scope, user_name: str, op):
@@ -118,10 +133,17 @@ class Statements:
             if op in self.b.named:
                 self.b.aliased.add(op)   # two names now refer to one object
             self.b.named.add(op)
+        elif isinstance(op, list):
+            # a tuple held by a name (t = (a, b), res = np.linalg.qr(A)) keeps its items:
+            # `a += 1` would change t[0] too, so none of them is updated in place
+            self.b.aliased.update(x for x in op if isinstance(x, str))
+            self.lists.note_bound(op)
         scope.vars[user_name] = op
 
     def augassign(self, s, scope: Scope):
         ctx = scope.ctx
+        if isinstance(s.target, gast.Subscript):
+            return self.writes.augassign_item(s, scope)
         if not isinstance(s.target, gast.Name):
             base = root_name(s.target)
             raise self.b.err(ctx, s, f"'{source_text(s.target)} {opsym(s.op)}= ...' updates '{base}' in place, which s2sad "
@@ -143,100 +165,24 @@ class Statements:
         value = gast.BinOp(left=gast.Name(id=nm, ctx=gast.Load(), annotation=None, type_comment=None),
                            op=s.op, right=s.value)
         gast.copy_location(value, s)
+        if int_arith(value, lambda n: self.is_int(n, scope)):
+            return self.bind(scope, nm, self.int_value(value, scope, nm))
         op = self.b.expr(value, scope, want=nm)
         self.bind(scope, nm, op)
 
-    def tuple_items(self, it, scope: Scope) -> list | None:
-        """The operands of a tuple a loop runs over (a display, a local bound to one, or a
-        module-level tuple of numbers), else None."""
-        if isinstance(it, (gast.Tuple, gast.List)):
-            return self.b.expr(it, scope)
-        if isinstance(it, gast.Name):
-            v = self.b.lookup(it.id, scope, it)
-            if isinstance(v, list):
-                return v
-            if isinstance(v, Const) and isinstance(v.value, tuple):
-                return [Const(x) for x in v.value]
-        return None
+    def is_int(self, nm: str, scope: Scope) -> bool:
+        """Does the name hold a Python int here (arrayints)?"""
+        v = self.b.lookup_local(nm, scope)
+        return (isinstance(v, Const) and is_int_const(v.value)) or (isinstance(v, str) and v in self.ints)
 
-    def unrolled_for(self, s: gast.For, items: list, scope: Scope) -> None:
-        """`for c in coeffs:` over a tuple: the body once per item, c bound to it."""
-        for n in (x for st in s.body for x in gast.walk(st)):
-            if isinstance(n, (gast.Break, gast.Continue)):
-                raise self.b.err(scope.ctx, n, "break/continue in a loop over a tuple is not supported at the "
-                               "array level", "Loop over range(len(...)) instead.", UnsupportedOperationError)
-        for item in items:
-            self.bind(scope, s.target.id, item)
-            self.block(s.body, scope)
-
-    def for_stmt(self, s: gast.For, scope: Scope):
-        ctx = scope.ctx
-        it = s.iter
-        if s.orelse:
-            raise self.b.err(ctx, s, "'for ... else' is not supported", "Use a flag variable.")
-        if not isinstance(s.target, gast.Name):
-            raise self.b.err(ctx, s, "an array-level loop needs a plain loop variable", "Write `for i in range(n):`.")
-        items = self.tuple_items(it, scope)
-        if items is not None:
-            self.unrolled_for(s, items, scope)
-            return
-        is_range = (isinstance(it, gast.Call) and isinstance(it.func, gast.Name)
-                    and self.b.lookup_local(it.func.id, scope) is None
-                    and scope.ctx.resolver.lookup(it.func.id) is builtins.range)
-        if not is_range or it.keywords or not 1 <= len(it.args) <= 3:
-            raise self.b.err(ctx, it, "an array-level `for` must loop over range(...) or a tuple",
-                           "Write `for i in range(n):` and index arrays with i (x[i]).",
-                           UnsupportedOperationError)
-        rargs, reads = [], set()
-        for a in it.args:
-            r, rr = self.b.static(a, scope)
-            rargs.append(r)
-            reads |= rr
-        loopvar = s.target.id
-        assigned = assigned_names(s.body) - {loopvar}
-        phis = []
-        for nm in sorted(assigned):
-            init = scope.vars.get(nm)
-            if init is None or isinstance(init, LocalFn):
-                continue
-            ph = Phi(self.b.namer.fresh(nm), init, None, nm)
-            phis.append(ph)
-            if is_number(init) or (isinstance(init, str) and init in self.b.fresh and init not in self.b.aliased):
-                self.b.fresh.add(ph.name)
-            self.phis_open.add(ph.name)
-            scope.vars[nm] = ph.name
-        var = self.b.namer.fresh(loopvar)
-        self.b.scalar.add(var)
-        scope.vars[loopvar] = var
-        saved = self.b.out
-        self.b.out = []
-        self.block(s.body, scope)
-        body, self.b.out = self.b.out, saved
-        for ph in phis:
-            ph.second = scope.vars.get(ph.user)
-            self.phis_open.discard(ph.name)
-        # names first assigned in the body: after the loop, their last value
-        for nm in sorted(assigned - {ph.user for ph in phis}):
-            v = scope.vars.get(nm)
-            if v is None or isinstance(v, LocalFn):
-                continue
-            ph = Phi(self.b.namer.fresh(nm), Const(None), v, nm)
-            phis.append(ph)
-        for ph in phis:
-            scope.vars[ph.user] = ph.name
-            if (is_number(ph.first) or ph.first in self.b.scalar) and \
-                    (is_number(ph.second) or ph.second in self.b.scalar):
-                self.b.scalar.add(ph.name)
-            if ph.name in self.phi_inplace and isinstance(ph.second, str) and \
-                    (ph.second not in self.b.fresh or ph.second in self.b.aliased):
-                node, c = self.phi_inplace[ph.name]
-                raise self.b.err(c, node, f"'{ph.user}' is updated in place in a loop whose next iteration also "
-                               f"sees it through another name: s2sad does not differentiate in-place updates",
-                               f"Write `{ph.user} = {ph.user} + ...`, which makes a new array.",
-                               UnsupportedOperationError)
-            if not (isinstance(ph.second, str) and ph.second in self.b.fresh and ph.second not in self.b.aliased):
-                self.b.fresh.discard(ph.name)
-        self.b.out.append(ForStmt(var, rargs, body, phis, s, ctx, reads))
+    def int_value(self, e, scope: Scope, want: str) -> str:
+        """Integer arithmetic on ints, evaluated as written: an int, as in the user's code."""
+        reads: set = set()
+        fwd = self.b.rename(e, scope, reads)
+        t = self.b.py_stmt(fwd, sorted(reads), set(), e, scope, want, "nograd", fresh=True)
+        self.ints.add(t)
+        self.b.scalar.add(t)
+        return t
 
     def condition(self, e, scope: Scope):
         """An `if` test: only its truth counts, so `and`/`or`/`not` are control here."""
@@ -252,6 +198,7 @@ class Statements:
         test = self.condition(s.test, scope)
         if isinstance(test, (list, LocalFn)):
             raise self.b.err(ctx, s.test, "the condition of an `if` must be a value", "Fix the condition.")
+        self.stacks.convert(lists_appended(s.body + s.orelse), scope, s)   # lists grown in a branch: arrays
         saved = self.b.out
         branches = []
         for stmts in (s.body, s.orelse):
@@ -262,7 +209,7 @@ class Statements:
         self.b.out = saved
         (b1, s1), (b2, s2) = branches
         phis = []
-        for nm in sorted(assigned_names(s.body) | assigned_names(s.orelse)):
+        for nm in sorted(rebound_names(s.body) | rebound_names(s.orelse)):
             v1, v2 = s1.vars.get(nm, Const(None)), s2.vars.get(nm, Const(None))
             if isinstance(v1, LocalFn) or isinstance(v2, LocalFn):
                 if v1 is not v2:
@@ -280,6 +227,10 @@ class Statements:
                 self.b.scalar.add(p)
             if all(v in self.b.fresh and v not in self.b.aliased for v in (v1, v2) if isinstance(v, str)):
                 self.b.fresh.add(p)
+            if all((isinstance(v, Const) and is_int_const(v.value)) or v in self.ints for v in (v1, v2)):
+                self.ints.add(p)
+            if v1 in self.stacks.stacked or v2 in self.stacks.stacked:
+                self.stacks.stacked.add(p)
         self.b.out.append(IfStmt(test, b1, b2, phis, s, ctx))
 
 

@@ -24,9 +24,12 @@ import numpy as np
 
 from .. import rules
 from ..errors import FreeVariableError, S2SADError, UnsupportedOperationError, UnsupportedSyntaxError
-from ..marks import is_entry_point
+from ..marks import derivative_mark, is_entry_point
 from ..frontend import MISSING, ParsedFunction, attribute_value, classify, location_of, source_line
+from ..kernel_text import unparse
 from .normalize import Normalizer, ScalarProgram
+from .normderiv import register_loss_planner
+from .rowelems import Column, RowCalls, is_zip, parse_signature
 from .trees import dotted, function_def, literal, name
 from .purity import classify_function
 
@@ -71,6 +74,7 @@ class Refusal:
     hint: str
     cls: type = UnsupportedSyntaxError
     filename: str = ""
+    fused_only: bool = False     # a construct only the fused planner takes: its refusal is final
 
     def error(self) -> S2SADError:
         return self.cls(self.message, location_of(self.filename, self.node), hint=self.hint)
@@ -86,6 +90,7 @@ class FusedCheck:
     reduction: str = "none"                 # when taken: "sum" | "mean" | "none"
     applied_nodes: list = field(default_factory=list)
     applied_functions: list = field(default_factory=list)
+    free_arrays: list = field(default_factory=list)   # free data arrays the kernel would read
 
 
 class _Planner:
@@ -103,12 +108,13 @@ class _Planner:
         self.sites: list[Site] = []
         self.comp_count = 0
         self.local_data: dict[str, list] = {}  # local lists/tuples of numbers (state of nested defs)
+        self.rows = RowCalls(pf)              # row functions: their rewrites and the columns they read
 
-    def refuse(self, node, msg, hint, cls=UnsupportedSyntaxError) -> gast.expr:
+    def refuse(self, node, msg, hint, cls=UnsupportedSyntaxError, fused_only=False) -> gast.expr:
         """Record the first construct the planner refuses (the walk goes on, its result
         unused): the check is an analysis; planning raises `self.refusal.error()`."""
         if self.refusal is None:
-            self.refusal = Refusal(msg, node, hint, cls, self.pf.filename)
+            self.refusal = Refusal(msg, node, hint, cls, self.pf.filename, fused_only)
         return gast.Constant(value=0.0, kind=None)
 
     def loc(self, node) -> str:
@@ -154,6 +160,7 @@ class _Planner:
             self.refuse(node, "the differentiated function does not return a value", "Return the loss.")
             return None
         reduction, inner = self.reduction(ret.value)
+        self.reduced = (reduction, inner)   # a broadcast whose output is a tuple must be reduced by a sum
         for n in gast.walk(inner):
             if isinstance(n, gast.Name) and n.id in self.local_data:
                 self.refuse(n, f"the local container '{n.id}' is read at the array level",
@@ -167,7 +174,8 @@ class _Planner:
         """Whether the fused planner takes the function (straight-line: see
         `straight_line`), and what its kernel would apply elementwise."""
         got = self.translate()
-        return FusedCheck(self.refusal, got[0] if got else "none", list(self.prelude), list(self.applied_functions))
+        return FusedCheck(self.refusal, got[0] if got else "none", list(self.prelude), list(self.applied_functions),
+                          list(self.free_arrays))
 
     def plan(self) -> LossPlan:
         """The fused plan of a straight-line function (one the route analysis gave to
@@ -179,13 +187,16 @@ class _Planner:
         node = self.node
         used = {n.id for n in gast.walk(expr) if isinstance(n, gast.Name)}
         used |= {n.id for s in self.prelude for n in gast.walk(s) if isinstance(n, gast.Name)}
-        kparams = [p for p in self.params if p in used] + self.free_arrays
+        kparams = [p for p in self.params if p in used] + self.free_arrays + [c for c in self.rows.columns if c in used]
         fname = f"{self._name()}__elementwise"
         fn = function_def(fname, kparams, copy.deepcopy(self.prelude) + [gast.Return(value=expr)])
         gast.copy_location(fn, node)
-        program = drop_unread_params(Normalizer(self.local_data).program_from_node(fn, self.pf, fname))
-        inputs = _inputs(program, self.params)
+        normalizer = Normalizer(self.local_data)
+        normalizer.synthesized = self.rows.synthesized
+        program = drop_unread_params(normalizer.program_from_node(fn, self.pf, fname))
+        inputs = _inputs(program, self.params, self.rows.columns)
         program = unwrap_single_call(program)
+        inputs = _renamed_columns(inputs, program.params)
         mark_closures(self.sites, program)
         _mark_state(self.sites, program)
         return LossPlan(program, reduction, inputs, self.sites,
@@ -231,7 +242,8 @@ class _Planner:
         if isinstance(e, gast.Call) and not e.args and not e.keywords and isinstance(e.func, gast.Attribute) \
                 and e.func.attr in ("sum", "mean"):
             return e.func.attr, e.func.value
-        if isinstance(e, gast.Call) and e.keywords:
+        if isinstance(e, gast.Call) and e.keywords \
+                and not is_entry_point(attribute_value(self.pf.resolver, e.func), "broadcast"):
             self.refuse(e, "reductions with keyword arguments (axis=...) are not supported at this level",
                         "Reduce over the whole array: np.sum(x).", UnsupportedOperationError)
         return "none", e
@@ -277,18 +289,23 @@ class _Planner:
                        UnsupportedOperationError)
 
     def call(self, e: gast.Call) -> gast.expr:
-        if e.keywords:
-            return self.refuse(e, "keyword arguments are not supported here", "Pass arguments by position.",
-                           UnsupportedOperationError)
         value = attribute_value(self.pf.resolver, e.func)
+        signature = self.signature(e, value)    # (keywords other than broadcast's signature= refused)
+        if isinstance(e.func, gast.Call):    # s2sad.grad(f)(x): the normalizer makes it, or refuses it
+            return self.apply(e.func, [self.elementwise(a) for a in e.args], e, "call")
         label = dotted(e.func)
         if value in (list, np.array, np.asarray, np.fromiter, tuple) and len(e.args) >= 1:
             return self.elementwise(e.args[0])
         if is_entry_point(value, "broadcast") or value is map:
             if len(e.args) < 2:
                 return self.refuse(e, f"{label} needs a function and at least one array", "Fix the call.")
-            fnode, arrays = e.args[0], [self.elementwise(a) for a in e.args[1:]]
-            return self.apply(fnode, arrays, e, label)
+            fnode, arrays = e.args[0], [self.element_source(a) for a in e.args[1:]]
+            if signature is not None and signature[1] is not None and getattr(self, "reduced", None) != ("sum", e):
+                return self.refuse(e, "signature= says this broadcast returns a tuple per element, which only a "
+                                   "sum of the whole broadcast can take", "Write the loss as np.sum(s2sad.broadcast("
+                                   "f, X, signature=...)), or sum the tuple in f.", UnsupportedOperationError,
+                                   fused_only=True)
+            return self.apply(fnode, arrays, e, label, signature)
         if value is MISSING:
             return self.refuse(e, f"cannot resolve '{label}'", "Call numpy or a function written in Python.",
                            UnsupportedOperationError)
@@ -296,7 +313,9 @@ class _Planner:
         if r.kind == "primitive":
             self.sites.append(Site(self.loc(e), label, "rule", f"{label} has a derivative rule ({r.value})",
                                    source_line(self.pf.filename, e)))
-            return gast.Call(func=e.func, args=[self.elementwise(a) for a in e.args], keywords=[])
+            # located: the normalizer refuses a wrong call (np.round(x, k)) at this line
+            return gast.copy_location(gast.Call(func=e.func, args=[self.elementwise(a) for a in e.args],
+                                                keywords=[]), e)
         if rules.ordered_family(value) is not None:   # polygamma(n, x): normalize checks n, located here
             self.sites.append(Site(self.loc(e), label, "rule", f"{label} has derivative rules for orders 0 and 1",
                                    source_line(self.pf.filename, e)))
@@ -309,20 +328,56 @@ class _Planner:
                        f"Use an elementwise form, or register a rule with s2sad.defrule({label}, ...).",
                        UnsupportedOperationError)
 
-    def apply(self, fnode, arrays, site, label) -> gast.expr:
+    def signature(self, e: gast.Call, value):
+        """broadcast's `signature=` (per argument, its core dimension); other keywords refused."""
+        if not e.keywords:
+            return None
+        k = e.keywords[0]
+        if is_entry_point(value, "broadcast") and len(e.keywords) == 1 and k.arg == "signature" \
+                and isinstance(k.value, gast.Constant):
+            return parse_signature(k.value.value, location_of(self.pf.filename, e))
+        self.refuse(e, "keyword arguments are not supported here", "Pass arguments by position.",
+                    UnsupportedOperationError)
+        return None
+
+    def element_source(self, a: gast.expr) -> gast.expr:
+        """An array map/broadcast reads, or `zip(a, b, ...)` of them (a row's components)."""
+        if is_zip(self.pf.resolver, a):
+            return gast.Call(func=a.func, args=[self.elementwise(x) for x in a.args], keywords=[])
+        return self.elementwise(a)
+
+    def origin(self, array) -> str | None:
+        """Where a row function's 2-D array comes from: the loss's argument or a free array."""
+        if isinstance(array, gast.Name):
+            return "param" if array.id in self.params else "free" if array.id in self.free_arrays else None
+        return None
+
+    def local_call(self, fname: str, arrays, site, signature) -> gast.expr:
+        """A call of the loss's lambda or local def `fname` on elements (rows rewritten
+        when planning; the check reads the def as written)."""
+        if self.checking or self.refusal is not None:
+            return gast.Call(func=name(fname), args=arrays, keywords=[])
+        return located(self.rows.local_call(self.prelude, fname, arrays, site, signature, self.origin), site)
+
+    def apply(self, fnode, arrays, site, label, signature=None) -> gast.expr:
         """A call of a scalar function on elements: `f(a1, a2)` inside the kernel."""
         if isinstance(fnode, gast.Lambda):
             lam_name = f"_f{len(self.prelude) + 1}"
             self.prelude.append(gast.Assign(targets=[name(lam_name, gast.Store())], value=fnode, type_comment=None))
             self.sites.append(Site(self.loc(site), f"lambda at line {fnode.lineno}", "dual",
                                    "pure: reads only its arguments and constants", source_line(self.pf.filename, site)))
-            return gast.Call(func=name(lam_name), args=arrays, keywords=[])
+            return self.local_call(lam_name, arrays, site, signature)
         if isinstance(fnode, gast.Name) and any(
                 isinstance(s, (gast.FunctionDef,)) and s.name == fnode.id or
                 isinstance(s, gast.Assign) and s.targets[0].id == fnode.id for s in self.prelude):
             self.sites.append(Site(self.loc(site), fnode.id, "dual", "local function: pure",
                                    source_line(self.pf.filename, site)))
-            return gast.Call(func=fnode, args=arrays, keywords=[])
+            return self.local_call(fnode.id, arrays, site, signature)
+        if isinstance(fnode, gast.Call):   # s2sad.grad(f) written in place: the normalizer makes it
+            self.sites.append(Site(self.loc(site), f"{label}({unparse(fnode).strip()})", "dual",
+                                   "a derivative s2sad made: its forward dual program is the helper (nested duals)",
+                                   source_line(self.pf.filename, site)))
+            return gast.copy_location(gast.Call(func=fnode, args=arrays, keywords=[]), site)
         value = attribute_value(self.pf.resolver, fnode)
         if value is MISSING:
             return self.refuse(site, f"cannot tell which function '{dotted(fnode)}' is",
@@ -343,27 +398,43 @@ class _Planner:
             verdict = classify_function(value, location_of(self.pf.filename, site))
             self.sites.append(Site(self.loc(site), f"{label}({dotted(fnode)})" if label in ("map", "broadcast", "s2sad.broadcast") else dotted(fnode),
                                    verdict.path, verdict.reason, source_line(self.pf.filename, site)))
-        return gast.Call(func=fnode, args=arrays, keywords=[])
+            if derivative_mark(value) is not None:   # a grad s2sad made: the normalizer makes its helper
+                return located(gast.Call(func=fnode, args=arrays, keywords=[]), site)
+            return located(self.rows.function_call(fnode, value, arrays, site, signature, self.origin), site)
+        return located(self.rows.plain_call(fnode, arrays, site, signature), site)
 
     def comprehension(self, e) -> gast.expr:
         if len(e.generators) != 1:
             return self.refuse(e, "only comprehensions with one 'for' are supported", "Use a single loop.",
                            UnsupportedOperationError)
         g = e.generators[0]
-        if g.ifs or g.is_async or not isinstance(g.target, gast.Name):
+        unpacked = isinstance(g.target, gast.Tuple) and is_zip(self.pf.resolver, g.iter) \
+            and len(g.target.elts) == len(g.iter.args) and all(isinstance(t, gast.Name) for t in g.target.elts)
+        if g.ifs or g.is_async or not (isinstance(g.target, gast.Name) or unpacked):
             return self.refuse(e, "comprehensions with conditions or unpacking are not supported",
-                           "Use a conditional expression inside: [f(z) if c else 0.0 for z in x].",
+                               "Use a conditional expression inside: [f(z) if c else 0.0 for z in x]; unpack "
+                               "only zip(...) of arrays: [a * b for a, b in zip(x, y)].",
                            UnsupportedOperationError)
-        lam = gast.Lambda(args=gast.arguments(args=[name(g.target.id, gast.Param())], posonlyargs=[], vararg=None,
-                                              kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[]),
+        targets = g.target.elts if unpacked else [g.target]
+        lam = gast.Lambda(args=gast.arguments(args=[name(t.id, gast.Param()) for t in targets], posonlyargs=[],
+                                              vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[]),
                           body=e.elt)
         gast.copy_location(lam, e)
-        array = self.elementwise(g.iter)
+        arrays = [self.elementwise(a) for a in g.iter.args] if unpacked else [self.element_source(g.iter)]
         lam_name = f"_f{len(self.prelude) + 1}"
         self.prelude.append(gast.Assign(targets=[name(lam_name, gast.Store())], value=lam, type_comment=None))
         self.sites.append(Site(self.loc(e), "comprehension", "dual", "pure: reads only its loop variable and constants",
                                source_line(self.pf.filename, e)))
-        return gast.Call(func=name(lam_name), args=[array], keywords=[])
+        if self.checking or self.refusal is not None:
+            return gast.Call(func=name(lam_name), args=arrays, keywords=[])
+        return self.rows.local_call(self.prelude, lam_name, arrays, e, None, self.origin)
+
+
+def located(node: gast.expr, site) -> gast.expr:
+    """`node` at the user's call `site` (where errors about it point), unless it has a place."""
+    if getattr(node, "lineno", None) is None:
+        gast.copy_location(node, site)
+    return node
 
 
 def mark_closures(sites: list[Site], p: ScalarProgram) -> None:
@@ -401,10 +472,11 @@ def _number_list(e) -> list | None:
     return None
 
 
-def _inputs(p: ScalarProgram, params: list[str]) -> list[tuple]:
+def _inputs(p: ScalarProgram, params: list[str], columns=None) -> list[tuple]:
     """Where each non-state kernel parameter's value comes from: ("arg", index of the
-    loss's argument), ("free", name of a free array) or ("capture", Capture)."""
-    caps = {c.param: c for c in p.captures}
+    loss's argument), ("free", name of a free array) or ("capture", Capture or a row
+    function's rowelems.Column)."""
+    caps = {c.param: c for c in p.captures} | dict(columns or {})
     out = []
     for kp in p.params[: len(p.params) - len(p.state)]:
         if kp in caps:
@@ -414,6 +486,12 @@ def _inputs(p: ScalarProgram, params: list[str]) -> list[tuple]:
         else:
             out.append(("free", kp))
     return out
+
+
+def _renamed_columns(inputs: list[tuple], kernel_params) -> list[tuple]:
+    """Row columns named as the kernel's parameters (after unwrap_single_call)."""
+    return [(k, dataclasses.replace(ref, param=kernel_params[j]) if isinstance(ref, Column) else ref)
+            for j, (k, ref) in enumerate(inputs)]
 
 
 def drop_unread_params(p: ScalarProgram) -> ScalarProgram:
@@ -480,6 +558,9 @@ def plan_loss(pf: ParsedFunction) -> LossPlan:
     return _Planner(pf).plan()
 
 
+register_loss_planner(plan_loss)   # a grad of a summed loss, called in scalar code (normderiv.py)
+
+
 def plan_scalar(pf: ParsedFunction) -> LossPlan:
     """`pf` as one scalar function of scalars: a function with a defrule rule, or one
     that uses no array operation but control flow or `and`/`or` as a value (passes/routes.py)."""
@@ -495,5 +576,11 @@ def translate_elementwise(pf: ParsedFunction, expr: gast.expr, params, prelude=(
     t.prelude = list(prelude)
     out = t.elementwise(expr)
     if t.refusal is not None:
+        raise t.refusal.error()
+    if t.rows.columns or t.rows.synthesized:
+        t.refuse(expr, "a function of rows is applied inside an array program",
+                 "Apply it in a loss of the form sum(map(f, X)) or np.sum(s2sad.broadcast(f, X)), or "
+                 "pass the columns as arrays: map(f, X[:, 0], X[:, 1]) with f taking numbers.",
+                 UnsupportedOperationError)
         raise t.refusal.error()
     return out, t.prelude, t.sites, t.free_arrays

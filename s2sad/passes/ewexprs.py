@@ -52,6 +52,8 @@ class ElementwiseExprs:
                 return True
             if value in (np.where, np.clip) and not e.keywords and len(e.args) == 3:
                 return True
+            if value is np.select and select_arms(e) is not None:
+                return True
             if value in (list, tuple, np.array, np.asarray, np.fromiter) and e.args and \
                     self.is_elementwise_sequence(e.args[0], scope):
                 return True
@@ -115,6 +117,10 @@ class ElementwiseExprs:
     def is_select(self, e, scope: Scope) -> bool:
         if isinstance(e, gast.IfExp):
             return True
+        if isinstance(e, gast.Call):
+            kind, value = self.b.resolve_call(e.func, scope)
+            if kind == "value" and value is np.select:
+                return select_arms(e) is not None
         if isinstance(e, gast.Call) and not e.keywords and len(e.args) == 3:
             kind, value = self.b.resolve_call(e.func, scope)
             return kind == "value" and (value is np.where or value is np.clip)
@@ -127,6 +133,8 @@ class ElementwiseExprs:
             parts, clip = [e.test, e.body, e.orelse], False
         else:
             kind, value = self.b.resolve_call(e.func, scope)
+            if value is np.select:    # np.select([c1, c2], [a1, a2], d): a1 if c1 else (a2 if c2 else d)
+                return self.select(nested_where(e), scope, want)
             parts, clip = list(e.args), value is np.clip
         ops = [self.b.array(p, scope) for p in parts]
         holders = [f"__h{i}" for i in range(3)]
@@ -147,6 +155,31 @@ class ElementwiseExprs:
                     source_line(scope.ctx.filename, e))
         return self.emit_ew(expr, [x for x, _ in keep], [o for _, o in keep], [], [site],
                             {"__np_minimum": np.minimum, "__np_maximum": np.maximum}, False, e, scope, want)
+
+
+def select_arms(e: gast.Call):
+    """np.select(condlist, choicelist, default=0) with both lists literal and of one
+    length: ([(condition, choice)...], default); else None (not read as a select)."""
+    kws = {k.arg: k.value for k in e.keywords}
+    if set(kws) - {"default"} or len(e.args) + len(kws) > 3 or len(e.args) < 2:
+        return None
+    conds, choices = e.args[0], e.args[1]
+    if not (isinstance(conds, (gast.List, gast.Tuple)) and isinstance(choices, (gast.List, gast.Tuple))):
+        return None
+    if not conds.elts or len(conds.elts) != len(choices.elts):
+        return None
+    default = e.args[2] if len(e.args) == 3 else kws.get("default", gast.Constant(value=0, kind=None))
+    return list(zip(conds.elts, choices.elts)), default
+
+
+def nested_where(e: gast.Call) -> gast.expr:
+    """np.select's arms as nested conditional expressions: the first condition that holds
+    picks its choice (numpy's rule), the default where none does."""
+    arms, default = select_arms(e)
+    out = default
+    for cond, choice in reversed(arms):
+        out = gast.copy_location(gast.IfExp(test=cond, body=choice, orelse=out), e)
+    return out
 
 
 def bind_template(expr, ctx: Ctx, prelude_names: set, bindings: dict):

@@ -17,6 +17,10 @@ Invariants:
 - A call to a helper with active arguments calls the helper's dual (specialised to
   which of its params are active) and applies the chain rule; derivatives of
   primitives come from `rules.RULES` and nowhere else.
+- A dual is a program like any other: the derivative s2sad made of a scalar function
+  is its dual selecting a partial (normderiv.py), and dualizing that again gives nested
+  duals (`f__dual__dual`). A partial marked `no_derivative` (a value-only function) is
+  refused when an active operand reaches it, never taken as zero.
 """
 from __future__ import annotations
 
@@ -25,8 +29,27 @@ import copy
 import gast
 
 from .. import rules
+from ..errors import HigherOrderNotSupportedError
 from .activity import Activity, expr_primitive, operands, primitive_of
 from .trees import assign, const, function_def, literal, name
+
+
+_NO_DERIVATIVE = "s2sad: no derivative of "
+
+
+def no_derivative(label: str) -> gast.Constant:
+    """The partial of a value-only function (polygamma(2, x), reached only in trigamma's
+    partial): a marker, never a zero, so that differentiating it again is refused."""
+    return gast.Constant(value=_NO_DERIVATIVE + label, kind=None)
+
+
+def _refuse_no_derivative(tree) -> None:
+    if isinstance(tree, gast.Constant) and isinstance(tree.value, str) and tree.value.startswith(_NO_DERIVATIVE):
+        label = tree.value[len(_NO_DERIVATIVE):]
+        raise HigherOrderNotSupportedError(
+            f"{label} (polygamma of order 2) has no derivative in s2sad, and this derivative of a derivative "
+            "needs it (a derivative of order 3 of digamma or psi, of order 4 of lgamma or gammaln)",
+            hint="Take one order less, or register the function with s2sad.defrule(...) with its derivative.")
 
 
 def dual_name(fname: str, params: list[str], active: tuple[str, ...]) -> str:
@@ -289,6 +312,9 @@ class _FunctionDual:
             value_ref = value
         mapping = {p: atoms[i] for i, p in enumerate(params)}
         mapping["out"] = value_ref
+        for i in range(len(ops)):
+            if op_tans[i]:
+                _refuse_no_derivative(trees[i])
         partials = [None if not op_tans[i] or trees[i] is None else _substitute(copy.deepcopy(trees[i]), mapping)
                     for i in range(len(ops))]
         for i, p in enumerate(partials):

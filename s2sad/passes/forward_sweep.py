@@ -16,7 +16,7 @@ from ..kernel_text import unparse
 from .activity import partials_read, same_partials
 from .adjoint_context import AdjointContext
 from .adjoint_text import Group, Header, Nones, Push, param_texts, text_of, tuple_text
-from .arrayir import ArrayStmt, ForStmt, IfStmt, KernelSum, is_kernel, walk_stmts
+from .arrayir import ArrayStmt, ForStmt, IfStmt, KernelSum, LoopExit, SetItem, is_kernel, walk_stmts
 from .kernelpairs import choose_mode, row_reduction
 
 
@@ -52,6 +52,9 @@ class ForwardSweep:
                 self.forward_if(st, ind, out, defined)
 
     def forward_stmt(self, st: ArrayStmt, ind: str, out: list, defined: list):
+        if isinstance(st.op, LoopExit):     # a while's test
+            out.append(f"{ind}if not {text_of(st.args[0])}:\n{ind}    break")
+            return
         defined.append(st.target)
         if isinstance(st.op, KernelSum):
             self.kernel_sum(st, ind, out, defined)
@@ -61,6 +64,10 @@ class ForwardSweep:
             self.elementwise_kernel(st, ind, out, defined)
         elif st.partner is not None:     # with the kernel that made its operand (reverse_kernel_matmul)
             self.with_partner(st, ind, out)
+        elif isinstance(st.op, SetItem) and self.is_active(st.args[1]):
+            # a differentiated value: the setter refuses an integer array (it would truncate it)
+            y, v = (text_of(a) for a in st.args)
+            out.append(f"{ind}{st.target} = {st.op.setter}({y}, {unparse(st.op.index)}, {v}, differentiated=True)")
         else:
             prim = array_prims.of(st.op)
             line = prim.forward([text_of(a) for a in st.args], param_texts(st)) if prim and prim.forward else None
@@ -206,8 +213,12 @@ class ForwardSweep:
             self.facts.loop(st).tape = self.namer.fresh("tape")
             out.append(Push(st, ind, init=True))
             defined.append(self.facts.loop(st).tape)
-        out.append(Header(f"{ind}for {st.var} in range({', '.join(unparse(a) for a in st.range_args)}):"))
-        defined.append(st.var)
+        self.facts.loop(st).counted = st.counted
+        if st.range_args is None:
+            out.append(Header(f"{ind}while True:  # {_line(st.ctx.filename, st.node)}"))
+        else:
+            out.append(Header(f"{ind}for {st.var} in range({', '.join(unparse(a) for a in st.range_args)}):"))
+            defined.append(st.var)
         inner: list = []
         body_lines: list = []
         self.forward(st.body, ind + "    ", body_lines, inner)
@@ -219,7 +230,9 @@ class ForwardSweep:
         updates = [(ph.name, text_of(ph.second)) for ph in st.phis if text_of(ph.second) != ph.name]
         if updates:
             out.append(f"{ind}    {', '.join(u[0] for u in updates)} = {', '.join(u[1] for u in updates)}")
-        if not body_lines and not updates and not needs_tape:
+        if st.stop is not None:     # a break: the iteration is on the tape, the loop ends
+            out.append(f"{ind}    if {text_of(st.stop)}:\n{ind}        break")
+        if not body_lines and not updates and not needs_tape and st.stop is None:
             out.append(f"{ind}    pass")
 
     def forward_if(self, st: IfStmt, ind: str, out: list, defined: list):

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from .adjoint_text import def_line, grad_of_line, tuple_text
 from .elementwise import LossPlan
+from .rowelems import Column, index_text
 
 
 def input_text(kind: str, ref, params) -> str:
@@ -25,7 +26,41 @@ def input_text(kind: str, ref, params) -> str:
         return ref
     if ref.origin == "free":
         return ref.param
-    return ref.base + "[" + ", ".join(map(str, ref.index)) + "]"
+    if isinstance(ref, Column):   # read (and its shape checked) at each call
+        return f"columns({ref.base}, ({ref.param!r},))[0]"
+    return ref.base + "[" + index_text(ref.index) + "]"
+
+
+def column_reads(plan: LossPlan, params) -> tuple[list[str], list[str]]:
+    """Lines reading each argument's row columns at once (`X__rows = columns(X, ...)`),
+    and the kernel's arguments as text."""
+    kargs = [input_text(kind, ref, params) for kind, ref in plan.inputs]
+    blocks: dict[str, list[int]] = {}
+    for j, (kind, ref) in enumerate(plan.inputs):
+        if kind == "capture" and isinstance(ref, Column) and ref.origin == "param":
+            blocks.setdefault(ref.base, []).append(j)
+    lines = []
+    for base, js in blocks.items():
+        names = tuple(plan.inputs[j][1].param for j in js)
+        lines.append(f"    {base}__rows = columns({base}, {names!r})")
+        for k, j in enumerate(js):
+            kargs[j] = f"{base}__rows[{k}]"
+    return lines, kargs
+
+
+def read_by_columns(plan: LossPlan, pairs) -> dict[int, tuple[list[str], list[int]]]:
+    """Arguments read only through a row function's columns: their kernel parameters and columns."""
+    cols = {ref.param: ref.col for kind, ref in plan.inputs if kind == "capture" and isinstance(ref, Column)}
+    out: dict[int, tuple[list[str], list[int]]] = {}
+    mixed = set()
+    for kp, i, index in pairs:
+        if index is None or kp not in cols:
+            mixed.add(i)
+        else:
+            out.setdefault(i, ([], []))
+            out[i][0].append(kp)
+            out[i][1].append(cols[kp])
+    return {i: v for i, v in out.items() if i not in mixed}
 
 
 def free_names(plan: LossPlan) -> list[str]:
@@ -41,10 +76,10 @@ def fused_derivative(plan: LossPlan, params, fname: str, kernel_name: str, kerne
     differentiated kernel input (plans.Compiled.active_pairs)."""
     grad_only = variant == "grad"
     active = tuple(k for k, _, _ in pairs)
-    kargs = [input_text(kind, ref, params) for kind, ref in plan.inputs]
+    column_lines, kargs = column_reads(plan, params)
     bars = [f"{params[i]}_bar" for i in argnums]
     lines = [def_line(fname, variant, params, free_names(plan)),
-             f"    {grad_of_line(plan.return_line, plan.return_location)}"]
+             f"    {grad_of_line(plan.return_line, plan.return_location)}"] + column_lines
     k = kernel_name
     karg_tuple = tuple_text(kargs)
     active_tuple = tuple_text(repr(a) for a in active)
@@ -69,13 +104,18 @@ def fused_derivative(plan: LossPlan, params, fname: str, kernel_name: str, kerne
     else:
         lines.append(f"    value, {got_tuple} = sum_dual({k}, {karg_tuple}, active={active_tuple}, scale={scale})")
     direct = {i for _, i, index in pairs if index is None}
+    by_rows = read_by_columns(plan, pairs)
     for i in argnums:
-        if i not in direct:
+        if i in by_rows:
+            kps, cols = by_rows[i]
+            lines.append(f"    {params[i]}_bar = rows_gradient({params[i]}, ({', '.join(k + '_bar' for k in kps)},), "
+                         f"{tuple(cols)!r}, zeros_like)  # its rows' columns, read at {plan.capture_location(kps[0])}")
+        elif i not in direct:
             note = "" if any(j == i for _, j, _ in pairs) else "  # the loss does not read it"
             lines.append(f"    {params[i]}_bar = zeros_like({params[i]}){note}")
     for kp, i, index in pairs:
-        if index is not None:
-            lines.append(f"    {params[i]}_bar[{', '.join(map(str, index))}] += {kp}_bar"
+        if index is not None and i not in by_rows:
+            lines.append(f"    {params[i]}_bar[{index_text(index)}] += {kp}_bar"
                          f"  # captured at {plan.capture_location(kp)}")
     bars_tuple = tuple_text(bars)
     lines.append(f"    return {bars_tuple}" if grad_only else f"    return value, {bars_tuple}")

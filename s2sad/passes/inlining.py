@@ -58,6 +58,8 @@ class Inliner:
                 if v in self.b.named:
                     self.b.aliased.add(v)
                 self.b.named.add(v)
+            elif isinstance(v, list):     # a local list passed on: appends through either name refused
+                self.b.stmts.lists.note_bound(v)
         self.b.stack.append(key)
         saved_stmt = self.b.cur_stmt
         try:

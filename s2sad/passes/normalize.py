@@ -38,6 +38,7 @@ from ..errors import FreeVariableError, RecursionNotSupportedError, UnsupportedS
 from ..frontend import MISSING, ParsedFunction, Resolver, attribute_value, classify, location_of, parse_function
 from ..parsing import gast_parse
 from .captures import Capture, CaptureMixin
+from .forward import no_derivative
 from .normcalls import CallMixin
 from .normscope import Scope
 from .normstmts import StatementMixin
@@ -74,6 +75,8 @@ class Normalizer(StatementMixin, CallMixin, CaptureMixin, StateMixin, TupleMixin
         self.captures: dict[str, list[Capture]] = {}   # helper -> its capture params
         self.state_of: dict[str, list[StateCell]] = {}  # helper -> the state it threads
         self.local_data: dict[str, Any] = local_data or {}  # a loss's local containers
+        # functions rewritten for rows (passes/rowelems.py): derived name -> ParsedFunction
+        self.synthesized: dict[str, ParsedFunction] = {}
 
     # ------------------------------------------------------------ functions
 
@@ -129,8 +132,11 @@ class Normalizer(StatementMixin, CallMixin, CaptureMixin, StateMixin, TupleMixin
         if helper not in self.custom_rules:
             resolver = Resolver(rule.impl, extra={"math": math, "np": np, "numpy": np})
             scope = Scope(f"<s2sad.defrule for {rule.fn.__name__}>", resolver, set(rule.params) | {"out"}, {})
-            trees = [None if src is None else self.expr(gast_parse(src, mode="eval").body, scope)
-                     for src in rule.partials]
+            if rules.SPECIAL_USER_RULES.get(rule.impl.__name__) is rule and rule.impl.__name__ in rules.SPECIAL_VALUE_ONLY:
+                trees = [no_derivative(rule.impl.__name__) for _ in rule.partials]  # refused if differentiated
+            else:
+                trees = [None if src is None else self.expr(gast_parse(src, mode="eval").body, scope)
+                         for src in rule.partials]
             self.custom_rules[helper] = (rule.params, trees)
             self.origins[helper] = (self.origins.get(helper, "") + "; derivative from s2sad.defrule").lstrip("; ")
         return helper
@@ -271,6 +277,9 @@ class Normalizer(StatementMixin, CallMixin, CaptureMixin, StateMixin, TupleMixin
                        "outside a scalar function.", FreeVariableError)
 
     def subscript(self, e: gast.Subscript, scope: Scope) -> gast.expr:
+        item = self.derivative_item(e, scope)   # vg(x)[0] of a derivative s2sad made
+        if item is not None:
+            return item
         if isinstance(e.value, gast.Name):
             cell = scope.state_cell("item", e.value.id, item_key(e.slice))
             if cell is not None:

@@ -8,23 +8,32 @@ Captures and state are passed along (passes/captures.py, passes/state.py).
 """
 from __future__ import annotations
 
+import copy
 import inspect
+import math
 import types
 
 import gast
+import numpy as np
 
 from .. import rules
 from .. import special
 from ..defaults import bind_call
 from ..errors import FreeVariableError, NoSourceError, UnsupportedOperationError
 from ..frontend import MISSING, attribute_value, classify, location_of
+from .normderiv import DerivativeCallMixin
 from .normscope import LocalFunction, Scope
 from .trees import assigned_names, const, constant_value, dotted, name, primitive_call
 
 
-class CallMixin:
+# numpy's round with decimals (the builtin round(x, n) rounds the decimal value: not these)
+_NUMPY_ROUNDS = tuple(f for f in (np.round, getattr(np, "around", None)) if f is not None)
+
+
+class CallMixin(DerivativeCallMixin):
     """Normalizes calls; needs `expr`, `err`, `user_function`, `rule_helper`, `_fresh`,
-    `_emit` and the capture/state/tuple mixins."""
+    `_emit` and the capture/state/tuple mixins. Calls of derivatives s2sad made are
+    DerivativeCallMixin's (passes/normderiv.py)."""
 
     def call(self, e: gast.Call, scope: Scope) -> gast.expr:
         scope.call_depth = getattr(scope, "call_depth", 0) + 1
@@ -45,9 +54,14 @@ class CallMixin:
                 raise self.err(scope, e, "calls in scalar functions take positional arguments only",
                                "Pass arguments by position.")
         f = e.func
+        derivative = self.derivative_value(f, scope)
+        if derivative is not None:    # grad(f) called here: its own program (normderiv.py)
+            return self.derivative_call(e, derivative, scope)
         n = self.tuple_len(e, scope)
         if n is not None:
             return n
+        if isinstance(f, gast.Name) and f.id in self.synthesized:
+            return self.synthesized_call(e, f.id, scope)
         if isinstance(f, gast.Name):
             found = scope.find_local_function(f.id)
             if found is not None:
@@ -60,11 +74,15 @@ class CallMixin:
             raise self.err(scope, e, f"cannot resolve the function '{label}'",
                            "Call a function defined in Python or one of math/numpy's.", NoSourceError)
         r = classify(value)
+        if any(value is f for f in (math.prod, math.fsum)):
+            return self.math_fold(value, e, scope, label)
         if r.kind == "function":
             args = self.call_args(r.value, e, scope, label)
         else:
             args = [self.expr(a, scope) for a in e.args]
         if r.kind == "primitive":
+            if r.value == "round" and len(args) == 2 and any(value is f for f in _NUMPY_ROUNDS):
+                return self.round_decimals(args, e, scope, label)
             return self.primitive(r.value, args, e, scope, label)
         family = rules.ordered_family(value)
         if family is not None:
@@ -87,6 +105,24 @@ class CallMixin:
         raise self.err(scope, e, f"'{label}' has no Python source s2sad can read and no derivative rule",
                        f"Register a rule for it: s2sad.defrule({label}, \"<d out/d x>\", impl=<a Python "
                        f"function computing it>), or call a function written in Python.", NoSourceError)
+
+    def synthesized_call(self, e: gast.Call, key: str, scope: Scope) -> gast.expr:
+        """A call of a function rewritten for rows (passes/rowelems.py), emitted once
+        with its own file and resolver."""
+        helper = self._helper_of.get(key)
+        if helper is None:
+            pf = self.synthesized[key]
+            helper = self._helper_of[key] = self._fresh(pf.name)
+            self._emit(helper, pf.node, pf.filename, pf.resolver, None, captured=())
+            self.origins[helper] = f"from {pf.filename}:{pf.node.lineno} (its rows taken apart)"
+        caps = self.captures.get(helper, [])
+        args = [self.expr(a, scope) for a in e.args]
+        nparams = len(self.functions[helper].args.args) - len(caps) - len(self.state_of.get(helper, []))
+        if nparams != len(args):
+            raise self.err(scope, e, f"'{self.synthesized[key].name}' takes {nparams} components and arguments, "
+                           f"{len(args)} given", "Pass one row or number per parameter.")
+        call = gast.Call(func=name(helper), args=args + self.pass_captures(caps, scope, e, {}), keywords=[])
+        return self.check_stateful(call, helper, scope, e)
 
     def check_value_only(self, rule: rules.UserRule, e, scope: Scope, label: str) -> None:
         """A special function without a derivative is called only by special.py and by rules' partials."""
@@ -151,6 +187,58 @@ class CallMixin:
                            "Fix the call." if prim not in ("min", "max") else
                            "min/max of an iterable is not supported: list the arguments.")
         return primitive_call(prim, args)
+
+    def math_fold(self, fn, e: gast.Call, scope: Scope, label: str) -> gast.expr:
+        """math.prod / math.fsum of a tuple or list written out (or a tuple local): the
+        product left to right, as math.prod multiplies (the same bits); the sum with each
+        addition's rounding error added back (TwoSum, special.two_sum_error), as if in twice
+        the precision: math.fsum's correctly rounded value except in rare cancellations (a
+        sum that is not finite is the plain one). The derivative is the sum's or product's."""
+        elts = None
+        if len(e.args) == 1 and not e.keywords:
+            node = e.args[0]
+            if isinstance(node, (gast.Tuple, gast.List)) and not any(isinstance(x, gast.Starred) for x in node.elts):
+                elts = [self.expr(x, scope) for x in node.elts]
+            else:
+                elts = self.tuple_elements(node, scope)
+        if elts is None:
+            raise self.err(scope, e, f"'{label}' takes one tuple or list written out here (or a tuple assigned "
+                           "once)", f"Write its items: {label}((a, b, c)).", UnsupportedOperationError)
+        if not elts:
+            return const(1 if fn is math.prod else 0.0)
+        if fn is math.prod:
+            out = elts[0]
+            for x in elts[1:]:
+                out = gast.BinOp(left=out, op=gast.Mult(), right=x)
+            return out
+        helper = self.user_function(special.two_sum_error, at=location_of(scope.filename, e))
+        total, error = elts[0], None
+        for x in elts[1:]:
+            err = gast.Call(func=name(helper), args=[copy.deepcopy(total), copy.deepcopy(x)], keywords=[])
+            error = err if error is None else gast.BinOp(left=error, op=gast.Add(), right=err)
+            total = gast.BinOp(left=total, op=gast.Add(), right=x)
+        if error is None:
+            return gast.BinOp(left=total, op=gast.Add(), right=const(0.0))     # a float, as fsum returns
+        finite = gast.Compare(left=primitive_call("abs", [copy.deepcopy(total)]), ops=[gast.Lt()],
+                              comparators=[const(math.inf)])
+        return gast.IfExp(test=finite, body=gast.BinOp(left=copy.deepcopy(total), op=gast.Add(), right=error),
+                          orelse=total)
+
+    def round_decimals(self, args, e, scope: Scope, label: str) -> gast.expr:
+        """np.round(x, d) with a literal integer d, as numpy computes it: rint(x * 10**d) /
+        10**d (d < 0: rint(x / 10**-d) * 10**-d), the same bits; slope 0 like rint's."""
+        d = constant_value(args[1])
+        label = getattr(e.func, "label", None) or label     # (a template's call: its bound name)
+        if d is None or d != int(d):
+            raise self.err(scope, e, f"'{label}' takes its number of decimals as a literal integer here",
+                           f"Write it as a literal ({label}(x, 2)).", UnsupportedOperationError)
+        d = int(d)
+        scale = const(float(10 ** abs(d)))
+        if d >= 0:
+            return gast.BinOp(left=primitive_call("round", [gast.BinOp(left=args[0], op=gast.Mult(), right=scale)]),
+                              op=gast.Div(), right=copy.deepcopy(scale))
+        return gast.BinOp(left=primitive_call("round", [gast.BinOp(left=args[0], op=gast.Div(), right=scale)]),
+                          op=gast.Mult(), right=copy.deepcopy(scale))
 
     def local_call(self, e: gast.Call, owner: Scope, lf: LocalFunction, scope: Scope) -> gast.expr:
         if lf.helper is None:

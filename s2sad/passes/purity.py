@@ -21,8 +21,10 @@ from dataclasses import dataclass, field
 
 import gast
 
+from .. import marks
 from ..errors import SourceLocation
 from ..frontend import MISSING, classify, location_of, parse_function
+from ..nested import is_taken_again
 
 ORDER = {"PURE": 0, "CLOSURE": 1, "STATEFUL": 2}
 PATHS = {"PURE": "dual", "CLOSURE": "dual+closure", "STATEFUL": "scan"}
@@ -45,6 +47,9 @@ def classify_function(fn, used_at: SourceLocation | None = None, _seen: set | No
     if id(fn) in seen:
         return Verdict("PURE", "recursive reference")
     seen.add(id(fn))
+    mark = marks.derivative_mark(fn)
+    if mark is not None:     # a derivative s2sad made: its function's verdict (normderiv.py)
+        return _derivative_verdict(mark, used_at, seen)
     pf = parse_function(fn, used_at)
     node = pf.node
     params = {a.id for a in node.args.args}
@@ -94,3 +99,13 @@ def classify_function(fn, used_at: SourceLocation | None = None, _seen: set | No
         names = ", ".join(f"{n} (read at {w})" for n, w in verdict.captured)
         verdict.reason = f"closure: reads free values {names}"
     return verdict
+
+
+def _derivative_verdict(mark: marks.DerivativeMark, used_at: SourceLocation | None, seen: set) -> Verdict:
+    """A derivative s2sad made, applied elementwise: the path of its function, whose
+    dual program it runs (nested duals when differentiated again)."""
+    if not is_taken_again(mark):
+        raise marks.higher_order_error(mark, used_at, "a pullback has no program s2sad can differentiate again")
+    sub = classify_function(mark.derivative.fun, used_at, seen)
+    reason = f"{mark.describe()}, a derivative s2sad made: its forward dual program is the helper ({sub.reason})"
+    return Verdict(sub.kind, reason, sub.location, list(sub.captured))

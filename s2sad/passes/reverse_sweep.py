@@ -18,9 +18,9 @@ from ..frontend import location_of, shown_location as _short, source_line as _li
 from ..kernel_text import unparse
 from .adjoint_context import AdjointContext
 from .adjoint_text import names_read, param_texts, text_of, tuple_text
-from .arrayir import ArrayStmt, ForStmt, IfStmt, KernelSum, Py, RunKernel, walk_stmts
+from .arrayir import ArrayStmt, ForStmt, IfStmt, KernelSum, ListAppend, Py, RunKernel, SetItem, walk_stmts
 from .kernelpairs import row_reduction
-from .primcalls import register_hint
+from .primcalls import call_params, register_hint
 
 
 class ReverseSweep:
@@ -122,11 +122,21 @@ class ReverseSweep:
         if st.partner is not None:
             self.reverse_kernel_matmul(st, g, ind, out, init)
             return
+        if isinstance(st.op, SetItem):
+            self.reverse_set_items(st, g, ind, out, init)
+            return
+        if isinstance(st.op, ListAppend):     # the list's items before, and the one appended
+            hs, item = st.args
+            if self.is_active(hs):
+                self.contribute(hs, f"{st.op.base_bar}({g})", ind, out, init)
+            if self.is_active(item):
+                self.contribute(item, f"{st.op.item_bar}({g})", ind, out, init)
+            return
         rule = array_prims.of(st.op)
         if rule is None:
             what = st.op.label if isinstance(st.op, Py) else st.op.name
             raise UnsupportedOperationError(f"no reverse-mode rule for '{what}'", location_of(st.ctx.filename, st.node),
-                                            hint=register_hint(what))
+                                            hint=register_hint(what, call_params(st.node)))
         args = [text_of(a) for a in st.args]
         params = param_texts(st)
         for i, a in enumerate(st.args):
@@ -137,6 +147,16 @@ class ReverseSweep:
                     self.contribute(a, rule.factors(i, g, args, t, params), ind, out, init)
                 else:
                     self.contribute(a, rule.vjp(i, g, args, t, params), ind, out, init)
+
+    def reverse_set_items(self, st: ArrayStmt, g: str, ind: str, out: list, init: set) -> None:
+        """`y_2 = set_items(y, index, v)`: y's adjoint is y_2's with the overwritten
+        elements zeroed; v's is y_2's at index (the elements that landed), in v's shape."""
+        y, v = st.args
+        index = unparse(st.op.index)
+        if self.is_active(y):
+            self.contribute(y, f"{st.op.base_bar}({g}, {index})", ind, out, init)
+        if self.is_active(v):
+            self.contribute(v, f"{st.op.value_bar}({g}, {index}, {text_of(v)})", ind, out, init)
 
     def reverse_deferred_sum(self, st: ArrayStmt, g: str, ind: str, out: list, init: set) -> None:
         """A kernel sum of `defer`: its gradients computed here, the adjoint of its value
@@ -244,6 +264,16 @@ class ReverseSweep:
                 lines.append(f"{i2}{self.bar(ph.name)} = zeros_bar({ph.name})")
         text = "\n".join(l for l in lines)
         need = sorted((names_read(text) & body_defined) - {st.var})
+        if st.counted:
+            # its iterations are the tape's entries (a while, a break): the loop variable on it too
+            need = need + ([st.var] if st.range_args is not None and st.var in names_read(text) else [])
+            self.facts.loop(st).tape_names = need
+            head = f"{tuple_text(need)}" if need else "_"
+            out.append(f"{ind}for {head} in reversed({tape}):  # Grad of: {_line(st.ctx.filename, st.node)}")
+            out.extend(lines or [f"{i2}pass"])
+            for ph in phis:
+                self.contribute(ph.first, self.bar(ph.name), ind, out, init)
+            return
         self.facts.loop(st).tape_names = need
         rng = f"range({', '.join(unparse(a) for a in st.range_args)})"
         if need:
@@ -261,7 +291,11 @@ class ReverseSweep:
                           for s in walk_stmts(st.body + st.orelse))
         if not has:
             return
-        self._preinit(self._contributed(st.body + st.orelse), ind, out, init)
+        # what the branches add to: names their statements read, and the phis' values
+        # made before the `if` (an early return's `result` from an earlier branch)
+        inside = {n for b in (st.body, st.orelse) for x in walk_stmts(b) for n in _defines(x)}
+        outer = {v for ph in phis for v in (ph.first, ph.second) if self.is_active(v) and v not in inside}
+        self._preinit(self._contributed(st.body + st.orelse) | outer, ind, out, init)
         out.append(f"{ind}if {text_of(st.test)}:  # Grad of: {_line(st.ctx.filename, st.node)}")
         for branch, k in ((st.body, 0), (st.orelse, 1)):
             if k == 1:
@@ -274,3 +308,10 @@ class ReverseSweep:
             out.extend(lines or [f"{ind}    pass"])
 
     # -------------------------------------------------------------- the whole
+
+
+def _defines(st) -> set:
+    """The names one statement of the program binds (a loop's or an if's: its phis)."""
+    if isinstance(st, ArrayStmt):
+        return {st.target} if st.target else set()
+    return {ph.name for ph in st.phis} | ({st.var} if isinstance(st, ForStmt) else set())

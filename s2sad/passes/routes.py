@@ -17,13 +17,21 @@ first *array operation* the function or a function it calls uses (`first_array_u
 `@`, a call of a numpy function that is not a scalar primitive (np.sum, np.dot...) or of
 a function with an array rule (s2sad.defvjp) or without source, an attribute of an
 array (x.T, x.sum), an index that is not a constant position (x[i], x[:, 0]), a free
-array read whole, an array default; or a function whose parameters the scalar
-language does not take (keyword-only, *args...), which array programs inline. Scalar
-code (the core language, elementwise.py's kernels) has none of these.
+array read whole, an array default, an item of a parameter written in place; a call
+of a derivative s2sad made whose function is an array program, or whose gradient is
+not elementwise (the normalizer inlines only an elementwise function's dual, or a sum
+over the one argument: normderiv.py); or a function whose parameters the scalar
+language does not take (keyword-only, *args...), which array programs inline. Not array
+operations: an item of a derivative's tuple output at a constant position,
+math.prod/math.fsum of a tuple written out (folded by the normalizer). Scalar code
+(the core language, elementwise.py's kernels) has none of these. A refusal of a
+construct only the fused planner takes (broadcast's signature=) keeps the fused route,
+whose planner raises it.
 """
 from __future__ import annotations
 
 import builtins
+import math
 import types
 from dataclasses import dataclass
 
@@ -33,7 +41,7 @@ import numpy as np
 from .. import array_prims, rules
 from ..errors import S2SADError
 from ..frontend import MISSING, ParsedFunction, attribute_value, classify, location_of, parse_function
-from ..marks import is_entry_point
+from ..marks import derivative_mark, is_entry_point
 from .trees import constant_index, dotted
 from .elementwise import fused_check, function_body, straight_line, straight_line_statement
 
@@ -64,12 +72,12 @@ def route_of(pf: ParsedFunction) -> Route:
         return Route(SCALAR, "its rule registered with s2sad.defrule: one scalar function of scalars")
     if not straight_line(node):
         flow = next(s for s in function_body(node) if not straight_line_statement(s))
-        what = f"'{type(flow).__name__.lower()}' at {location_of(pf.filename, flow)}"
+        what = f"{_statement_kind(flow)} ('{type(flow).__name__.lower()}' at {location_of(pf.filename, flow)})"
         use = first_array_use(pf)
         if use is None:
-            return Route(SCALAR, f"control flow ({what}) and no array operation: one scalar function of "
+            return Route(SCALAR, f"{what} and no array operation: one scalar function of "
                                  "scalars, applied elementwise")
-        return Route(ARRAY, f"control flow ({what}) with array operations ({use.what} at {use.where}): "
+        return Route(ARRAY, f"{what} with array operations ({use.what} at {use.where}): "
                             "an array program")
     check = fused_check(pf)
     if check.refusal is None:
@@ -80,10 +88,19 @@ def route_of(pf: ParsedFunction) -> Route:
                             "an array program")
     refused = check.refusal
     where = location_of(pf.filename, refused.node)
+    if refused.fused_only:
+        return Route(FUSED, f"a construct only a fused kernel takes, refused there ({where}: {refused.message})")
     if first_array_use(pf) is None:
         return Route(SCALAR, f"not one elementwise expression ({where}: {refused.message}) and no array "
                              "operation: one scalar function of scalars, applied elementwise")
     return Route(ARRAY, f"more than one elementwise expression ({where}: {refused.message}): an array program")
+
+
+def _statement_kind(s) -> str:
+    """How a statement the fused planner does not read is named in a route's reason."""
+    if isinstance(s, (gast.For, gast.While, gast.If, gast.Try, gast.With, gast.Break, gast.Continue, gast.Raise)):
+        return "control flow"
+    return "a statement other than an assignment to a name"
 
 
 _FUSED_REASON = {
@@ -132,12 +149,41 @@ class _Scan:
         if id(value) in self.seen:
             return None
         self.seen.add(id(value))
+        mark = derivative_mark(value)
+        if mark is not None:
+            return self.derivative(mark)
         r = classify(value)
         if r.kind in ("primitive", "user_rule", "constant", "module", "s2sad") or rules.ordered_family(value):
             return None
         if r.kind == "function":
             return self.python_function(r.value)
         return None
+
+    def derivative(self, mark) -> ArrayUse | None:
+        """A derivative s2sad made is scalar code when the function it differentiates is
+        (the normalizer inlines its dual); a derivative of an array program is an array
+        operation (array programs refuse it, naming the derivative and its order)."""
+        fun = getattr(mark.derivative, "fun", None)
+        if not isinstance(fun, types.FunctionType):
+            return None       # a pullback: refused where it is called, whichever route
+        try:
+            pf = parse_function(fun)
+            route = route_of(pf)
+        except S2SADError:    # unreadable: the route chosen says so when it reads it
+            return None
+        of = f"s2sad.{mark.made_by} of '{getattr(mark.of, '__qualname__', mark.of)}'"
+        if route.kind == SCALAR:
+            return None
+        if route.kind == FUSED:
+            check = fused_check(pf)
+            # what the normalizer inlines (normderiv): an elementwise function's dual, or
+            # a sum of one over the loss's one argument only (its gradient is elementwise)
+            if check.reduction == "none" or (check.reduction == "sum" and len(pf.node.args.args) == 1
+                                             and not check.free_arrays):
+                return None
+            return ArrayUse(f"a derivative whose gradient is not elementwise ({of}: a {check.reduction} over "
+                            "more than its one argument's elements)", "its call")
+        return ArrayUse(f"a derivative of an array program ({of}: {route.reason})", "its call")
 
     def python_function(self, fn) -> ArrayUse | None:
         if array_prims.for_function(fn):
@@ -178,6 +224,9 @@ class _Scan:
             return "'@'"
         if isinstance(n, (gast.FunctionDef, gast.Lambda)):
             return _signature(n, defaults_ok=n is root)
+        if isinstance(n, gast.Subscript) and isinstance(n.ctx, gast.Store) and isinstance(n.value, gast.Name) \
+                and n.value.id in _parameters(root):
+            return f"an item of the parameter '{n.value.id}' written in place"   # a number in scalar code
         if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load) and n.id not in local and id(n) not in bases:
             if isinstance(pf.resolver.lookup(n.id), np.ndarray):
                 return f"the array '{n.id}' read whole"
@@ -195,8 +244,18 @@ class _Scan:
             return self.call(n, pf, local)
         return None
 
+    def written_out(self, n: gast.Call) -> bool:
+        """math.prod/fsum of one tuple or list written out, or of a local tuple."""
+        if len(n.args) != 1 or n.keywords:
+            return False
+        a = n.args[0]
+        return isinstance(a, (gast.Tuple, gast.List)) or (isinstance(a, gast.Name) and a.id in self.tuples)
+
     def subscript(self, n: gast.Subscript, pf: ParsedFunction, local: set):
         base = n.value
+        if isinstance(base, gast.Call) and isinstance(n.slice, gast.Constant) \
+                and derivative_mark(attribute_value(pf.resolver, base.func)) is not None:
+            return None            # an item of a derivative's tuple output (value_and_grad, argnums)
         if isinstance(base, gast.Name):
             if base.id in self.tuples or (base.id not in local and
                                           classify(pf.resolver.lookup(base.id)).kind == "tuple"):
@@ -214,6 +273,11 @@ class _Scan:
             return None            # unresolved: the route chosen refuses it, located
         if is_entry_point(value, "broadcast") or (value in _BUILTINS if _hashable(value) else False):
             return None
+        if derivative_mark(value) is not None:   # located at this call
+            got = self.value(value)
+            return got.what if got is not None else None
+        if (value is math.prod or value is math.fsum) and self.written_out(n):
+            return None            # folded into products and sums (the normalizer's math_fold)
         r = classify(value)
         if r.kind in ("primitive", "user_rule", "s2sad") or rules.ordered_family(value) is not None:
             return None
@@ -231,6 +295,11 @@ def _signature(fn, defaults_ok: bool) -> str | None:
         label = getattr(fn, "name", "lambda")
         return f"'{label}' taking *args, **kwargs, keyword-only parameters or defaults"
     return None
+
+
+def _parameters(root) -> set:
+    """The parameters of the defs and lambdas in `root`."""
+    return {n.id for n in gast.walk(root) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Param)}
 
 
 def _hashable(value) -> bool:

@@ -1,0 +1,37 @@
+"""scipy.special's logsumexp (b=, axis=, keepdims=; return_sign refused), softmax and
+log_softmax (axis=) as array primitives.
+
+scipy is optional: these entries exist when it is installed, and a call is recognised
+by identity once the user's code has imported scipy.special (s2sad never imports it:
+`module_funcs`). Their adjoints and tangents are softmax_rules' helpers.
+"""
+from __future__ import annotations
+
+import importlib.util
+
+from .callops import call_op, constant_in
+from .prim import Prim, kw
+
+HELPER_NAMES = frozenset({"logsumexp_bar", "logsumexp_jvp", "softmax_bar", "softmax_jvp", "log_softmax_bar",
+                          "log_softmax_jvp"})
+
+_LSE = ("axis", "keepdims")
+
+
+def _normalised(name):
+    """softmax / log_softmax(x, axis): the adjoint and tangent read the output only."""
+    return Prim(name, call_op(name), lambda i, g, args, out, p: f"{name}_bar({g}, {out}{kw(p, 'axis')})",
+                form="signature", statics=("x", "axis"), operands=("x",), module_funcs=(("scipy.special", name),),
+                jvp=lambda i, t, args, out, p: f"{name}_jvp({t}, {out}{kw(p, 'axis')})")
+
+
+PRIMS = [
+    Prim("logsumexp", call_op("logsumexp", constant_in("return_sign", (False,), "the sign has no derivative; "
+                                                       "use b= with positive weights")),
+         lambda i, g, args, out, p: f"logsumexp_bar({i}, {g}, {args[0]}, {args[1]}, {out}{kw(p, *_LSE)})",
+         form="signature", statics=("a", "axis", "b", "keepdims", "return_sign"), operands=("a", "b"),
+         module_funcs=(("scipy.special", "logsumexp"),),
+         jvp=lambda i, t, args, out, p: f"logsumexp_jvp({i}, {t}, {args[0]}, {args[1]}, {out}{kw(p, *_LSE)})"),
+    _normalised("softmax"),
+    _normalised("log_softmax"),
+] if importlib.util.find_spec("scipy") is not None else []

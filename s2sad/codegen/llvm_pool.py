@@ -1,0 +1,275 @@
+"""LLVM IR for s2sad's memory pool: the four functions of a NumPy memory handler (NEP 49).
+
+    i8* s2sad_pool_malloc(ctx, size)            void s2sad_pool_free(ctx, ptr, size)
+    i8* s2sad_pool_calloc(ctx, nelem, elsize)   i8* s2sad_pool_realloc(ctx, ptr, size)
+
+Every block handed out carries a 16-byte header holding its size (the pointer given to
+numpy is 16 bytes past libc's, so keeps libc's 16-byte alignment): a block's size is
+read from its header, never taken from numpy's `size` argument, so a block is reused
+only for a request of exactly the size it was made for.
+
+A freed block of at least `threshold` bytes goes into one of `SLOTS` slots while the
+pool's bytes stay within `cap`; a request of that exact size takes it back, warm (its
+pages already faulted in). Everything else goes to libc's malloc, calloc, realloc and
+free. The state lives in `ctx` (an array of i64 the caller owns), never in the object,
+so the object has no writable data (what `objload` maps):
+
+    ctx[0] lock (0 free, 1 held; taken with cmpxchg, held only to scan the slots)
+    ctx[1] bytes cached   ctx[2] cap   ctx[3] threshold   ctx[4] reuses   ctx[5] misses
+    ctx[6 + 2 i], ctx[7 + 2 i]: slot i's pointer (0: empty) and size
+
+numpy calls these with the GIL held, but a block may be freed by any thread (the lock
+makes the slots safe for that too).
+"""
+from __future__ import annotations
+
+SLOTS = 32
+HEADER = 16
+CTX_WORDS = 6 + 2 * SLOTS
+NAMES = ("s2sad_pool_malloc", "s2sad_pool_calloc", "s2sad_pool_realloc", "s2sad_pool_free")
+
+
+def pool_ir() -> str:
+    return _DECLS + _LOCK + _TAKE + _PUT + _MALLOC + _CALLOC + _REALLOC + _FREE
+
+
+_DECLS = """
+declare i8* @malloc(i64)
+declare i8* @calloc(i64, i64)
+declare i8* @realloc(i8*, i64)
+declare void @free(i8*)
+declare void @llvm.memset.p0i8.i64(i8*, i8, i64, i1)
+declare {i64, i1} @llvm.umul.with.overflow.i64(i64, i64)
+
+define private i64* @word(i8* %ctx, i64 %i) {
+  %c = bitcast i8* %ctx to i64*
+  %p = getelementptr i64, i64* %c, i64 %i
+  ret i64* %p
+}
+
+; the header: the block's size, 16 bytes before the pointer numpy holds
+define private i8* @with_header(i8* %raw, i64 %size) {
+  %is_null = icmp eq i8* %raw, null
+  br i1 %is_null, label %none, label %ok
+none:
+  ret i8* null
+ok:
+  %h = bitcast i8* %raw to i64*
+  store i64 %size, i64* %h
+  %p = getelementptr i8, i8* %raw, i64 16
+  ret i8* %p
+}
+
+define private i8* @raw_of(i8* %p) {
+  %raw = getelementptr i8, i8* %p, i64 -16
+  ret i8* %raw
+}
+
+define private i64 @size_of(i8* %p) {
+  %raw = getelementptr i8, i8* %p, i64 -16
+  %h = bitcast i8* %raw to i64*
+  %size = load i64, i64* %h
+  ret i64 %size
+}
+"""
+
+_LOCK = """
+define private void @lock(i8* %ctx) {
+entry:
+  %c = bitcast i8* %ctx to i64*
+  br label %spin
+spin:
+  %r = cmpxchg i64* %c, i64 0, i64 1 acquire monotonic
+  %got = extractvalue {i64, i1} %r, 1
+  br i1 %got, label %done, label %spin
+done:
+  ret void
+}
+
+define private void @unlock(i8* %ctx) {
+  %c = bitcast i8* %ctx to i64*
+  store atomic i64 0, i64* %c release, align 8
+  ret void
+}
+
+define private void @count(i8* %ctx, i64 %i) {
+  %p = call i64* @word(i8* %ctx, i64 %i)
+  %n = load i64, i64* %p
+  %n1 = add i64 %n, 1
+  store i64 %n1, i64* %p
+  ret void
+}
+"""
+
+# a cached block of exactly `size` bytes (its slot emptied), or null
+_TAKE = f"""
+define private i8* @take(i8* %ctx, i64 %size) {{
+entry:
+  call void @lock(i8* %ctx)
+  br label %loop
+loop:
+  %i = phi i64 [0, %entry], [%i1, %next]
+  %more = icmp ult i64 %i, {SLOTS}
+  br i1 %more, label %body, label %miss
+body:
+  %w = mul i64 %i, 2
+  %wp = add i64 %w, 6
+  %ws = add i64 %w, 7
+  %pp = call i64* @word(i8* %ctx, i64 %wp)
+  %sp = call i64* @word(i8* %ctx, i64 %ws)
+  %ptr = load i64, i64* %pp
+  %sz = load i64, i64* %sp
+  %full = icmp ne i64 %ptr, 0
+  %same = icmp eq i64 %sz, %size
+  %hit = and i1 %full, %same
+  br i1 %hit, label %found, label %next
+next:
+  %i1 = add i64 %i, 1
+  br label %loop
+found:
+  store i64 0, i64* %pp
+  %cp = call i64* @word(i8* %ctx, i64 1)
+  %cached = load i64, i64* %cp
+  %left = sub i64 %cached, %size
+  store i64 %left, i64* %cp
+  call void @count(i8* %ctx, i64 4)
+  call void @unlock(i8* %ctx)
+  %block = inttoptr i64 %ptr to i8*
+  ret i8* %block
+miss:
+  call void @count(i8* %ctx, i64 5)
+  call void @unlock(i8* %ctx)
+  ret i8* null
+}}
+"""
+
+# keep a freed block if the cap and a slot allow: 1 if kept, 0 if the caller frees it
+_PUT = f"""
+define private i1 @put(i8* %ctx, i8* %block, i64 %size) {{
+entry:
+  call void @lock(i8* %ctx)
+  %cp = call i64* @word(i8* %ctx, i64 1)
+  %capp = call i64* @word(i8* %ctx, i64 2)
+  %cached = load i64, i64* %cp
+  %cap = load i64, i64* %capp
+  %after = add i64 %cached, %size
+  %fits = icmp ule i64 %after, %cap
+  br i1 %fits, label %loop, label %refuse
+loop:
+  %i = phi i64 [0, %entry], [%i1, %next]
+  %more = icmp ult i64 %i, {SLOTS}
+  br i1 %more, label %body, label %refuse
+body:
+  %w = mul i64 %i, 2
+  %wp = add i64 %w, 6
+  %ws = add i64 %w, 7
+  %pp = call i64* @word(i8* %ctx, i64 %wp)
+  %ptr = load i64, i64* %pp
+  %empty = icmp eq i64 %ptr, 0
+  br i1 %empty, label %keep, label %next
+next:
+  %i1 = add i64 %i, 1
+  br label %loop
+keep:
+  %sp = call i64* @word(i8* %ctx, i64 %ws)
+  %addr = ptrtoint i8* %block to i64
+  store i64 %addr, i64* %pp
+  store i64 %size, i64* %sp
+  store i64 %after, i64* %cp
+  call void @unlock(i8* %ctx)
+  ret i1 1
+refuse:
+  call void @unlock(i8* %ctx)
+  ret i1 0
+}}
+"""
+
+_MALLOC = """
+define i8* @s2sad_pool_malloc(i8* %ctx, i64 %size) {
+entry:
+  %tp = call i64* @word(i8* %ctx, i64 3)
+  %threshold = load i64, i64* %tp
+  %big = icmp uge i64 %size, %threshold
+  br i1 %big, label %pool, label %libc
+pool:
+  %p = call i8* @take(i8* %ctx, i64 %size)
+  %got = icmp ne i8* %p, null
+  br i1 %got, label %done, label %libc
+libc:
+  %n = add i64 %size, 16
+  %raw = call i8* @malloc(i64 %n)
+  %q = call i8* @with_header(i8* %raw, i64 %size)
+  ret i8* %q
+done:
+  ret i8* %p
+}
+"""
+
+_CALLOC = """
+define i8* @s2sad_pool_calloc(i8* %ctx, i64 %nelem, i64 %elsize) {
+entry:
+  %m = call {i64, i1} @llvm.umul.with.overflow.i64(i64 %nelem, i64 %elsize)
+  %size = extractvalue {i64, i1} %m, 0
+  %over = extractvalue {i64, i1} %m, 1
+  br i1 %over, label %fail, label %sized
+fail:
+  ret i8* null
+sized:
+  %tp = call i64* @word(i8* %ctx, i64 3)
+  %threshold = load i64, i64* %tp
+  %big = icmp uge i64 %size, %threshold
+  br i1 %big, label %pool, label %libc
+pool:
+  %p = call i8* @take(i8* %ctx, i64 %size)
+  %got = icmp ne i8* %p, null
+  br i1 %got, label %zero, label %libc
+zero:
+  call void @llvm.memset.p0i8.i64(i8* %p, i8 0, i64 %size, i1 0)
+  ret i8* %p
+libc:
+  %n = add i64 %size, 16
+  %raw = call i8* @calloc(i64 1, i64 %n)
+  %q = call i8* @with_header(i8* %raw, i64 %size)
+  ret i8* %q
+}
+"""
+
+_REALLOC = """
+define i8* @s2sad_pool_realloc(i8* %ctx, i8* %p, i64 %size) {
+entry:
+  %is_null = icmp eq i8* %p, null
+  br i1 %is_null, label %fresh, label %grow
+fresh:
+  %q = call i8* @s2sad_pool_malloc(i8* %ctx, i64 %size)
+  ret i8* %q
+grow:
+  %raw = call i8* @raw_of(i8* %p)
+  %n = add i64 %size, 16
+  %moved = call i8* @realloc(i8* %raw, i64 %n)
+  %r = call i8* @with_header(i8* %moved, i64 %size)
+  ret i8* %r
+}
+"""
+
+_FREE = """
+define void @s2sad_pool_free(i8* %ctx, i8* %p, i64 %hint) {
+entry:
+  %is_null = icmp eq i8* %p, null
+  br i1 %is_null, label %done, label %some
+some:
+  %size = call i64 @size_of(i8* %p)
+  %tp = call i64* @word(i8* %ctx, i64 3)
+  %threshold = load i64, i64* %tp
+  %big = icmp uge i64 %size, %threshold
+  br i1 %big, label %pool, label %libc
+pool:
+  %kept = call i1 @put(i8* %ctx, i8* %p, i64 %size)
+  br i1 %kept, label %done, label %libc
+libc:
+  %raw = call i8* @raw_of(i8* %p)
+  call void @free(i8* %raw)
+  br label %done
+done:
+  ret void
+}
+"""

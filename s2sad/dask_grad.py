@@ -1,0 +1,441 @@
+"""Gradients over dask arrays: the loss split into one task per block, on dask's scheduler.
+
+A loss whose plan decomposes over blocks (`split_of`) is differentiated block by block:
+each task runs s2sad's own compiled value-and-gradient of the same loss on one block of
+every chunked argument (and the matching slice of every in-memory one), and the pieces
+are put back together by dask:
+
+- the gradient w.r.t. a dask argument is a dask array with its chunks, lazy: each block
+  is the task's gradient of that block (summed over the blocks it was broadcast across);
+- the gradient w.r.t. an in-memory argument is a numpy array, the tasks' pieces summed
+  by a pairwise tree (`tree_sum`), computed in the same `dask.compute` as the value;
+- the value is the tree sum of the tasks' values.
+
+Why that is exact: for a fused loss `sum(E)` (E elementwise over broadcast arguments),
+the sum over all elements is the sum over blocks of the sum within each block, and
+each element's partials depend on that element's arguments only; for `mean(E)` a block
+of m of the n elements is weighted m / n (its task's mean and gradient times m / n).
+Array programs, scans and unreduced losses do not decompose this way: they are refused
+(a located `DaskSplitError`) before any work is submitted.
+
+Workers compile for themselves: a task carries the loss (pickled by dask, by reference
+when it is importable) and the lines of the file it was read from, never compiled code;
+on the worker, s2sad plans the loss from that source as it does in the user's process,
+and maps its kernels from the disk cache when this machine compiled them before.
+
+Layer: plan (it drives derivative.Derivative); dask is imported only when a call is
+given a dask array (`is_dask` looks in sys.modules, so a process without dask pays
+nothing).
+"""
+from __future__ import annotations
+
+import itertools
+import linecache
+import operator
+import sys
+import types
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+from .derivative import Derivative
+from .errors import DaskSplitError
+from .marks import location_of_function
+from .frontend import location_of
+from .passes.rowsplit import RowSplitRefusal, row_split
+from .plans import compiled
+from .passes.rowelems import Column
+
+def is_dask(a: Any) -> bool:
+    da = sys.modules.get("dask.array")
+    return da is not None and isinstance(a, da.Array)
+
+
+def has_dask(args) -> bool:
+    return "dask.array" in sys.modules and any(is_dask(a) for a in args)
+
+
+# ------------------------------------------------------------------ the plan's split
+
+
+@dataclass(frozen=True)
+class Split:
+    kind: str          # "elementwise-sum" | "elementwise-mean"
+    why: str           # for explain
+
+
+def split_of(fun: Callable, args=None) -> Split:
+    """How a call of `fun`'s gradient over dask arrays (`args`) is split, or a
+    DaskSplitError saying why it cannot be."""
+    c = compiled(fun)
+    name = getattr(c.fun, "__qualname__", "the loss")
+    at = location_of_function(c.fun)
+    if not c.fused:
+        return _row_split(c, name, args, at)
+    if c.plan.program.state:
+        raise DaskSplitError(
+            f"{name} writes state while it runs over the elements: the order of the blocks would matter",
+            hint="Pass numpy arrays, or keep the state out of the elementwise function.", location=at)
+    _check_rows(c, name, args, at)
+    if c.plan.reduction not in ("sum", "mean"):
+        raise DaskSplitError(
+            f"{name} does not reduce its elementwise expression to a scalar",
+            hint="A gradient needs a scalar loss: np.sum(...) or np.mean(...) of the elementwise expression.",
+            location=at)
+    return Split(f"elementwise-{c.plan.reduction}",
+                 f"the loss is the {c.plan.reduction} of one elementwise kernel: each block's "
+                 f"{c.plan.reduction} and partials are its own, so any chunking splits it"
+                 + (" (a block of m of n elements weighted m / n)" if c.plan.reduction == "mean" else ""))
+
+
+def _check_rows(c, name: str, args, at) -> None:
+    """A function of rows (passes/rowelems.py) splits over blocks of whole rows of its one
+    array: a block cut through the rows would read other columns as the row's."""
+    bases = {ref.base for kind, ref in c.plan.inputs if kind == "capture" and isinstance(ref, Column)}
+    if not bases or args is None:
+        return
+    for p, a in zip(c.params, args):
+        whole = p in bases and is_dask(a) and a.ndim == 2 and len(a.chunks[1]) == 1
+        if (p in bases and is_dask(a) and not whole) or (p not in bases and np.ndim(a) > 0):
+            raise DaskSplitError(
+                f"{name} applies a function of rows: over dask arrays it splits only blocks of whole rows "
+                f"of its one array argument", location=at,
+                hint="Rechunk the array so that each block has whole rows (X.rechunk({1: -1})), and pass "
+                     "its other arguments as numbers; or compute the arrays into memory (np.asarray).")
+
+
+def _row_split(c, name: str, args, at) -> Split:
+    rows = row_params(args) if args is not None else {}
+    if not rows:
+        raise DaskSplitError(f"{name} is an array program: it splits only over blocks of rows of the dask "
+                             f"arrays it is given", location=at,
+                             hint="Pass the data as dask arrays chunked along their first axis.")
+    chunked = {c.program.params[i] for i in rows}
+    ndims = {p: np.ndim(a) for p, a in zip(c.program.params, args)}
+    try:
+        split = row_split(c.program, chunked, ndims)
+    except RowSplitRefusal as e:
+        where = location_of(c.pf.filename, e.node) if e.node is not None else at
+        raise DaskSplitError(
+            f"{name} does not split over blocks of rows: {e.why}", location=where,
+            hint="s2sad splits a loss that is a sum or mean over the rows of the chunked data (each row's "
+                 "term reading only that row and the in-memory parameters), plus terms that read no rows. "
+                 "Compute the data into memory (np.asarray) to differentiate this loss, or rewrite it "
+                 "in that form.") from None
+    return Split(f"rows-{split.kind}" + ("+offset" if split.offset else ""),
+                 f"the loss is a * ({split.kind} over the rows of one term per row) + b, a and b reading no "
+                 "row: each block of rows runs the whole program"
+                 + (", weighted m / n for a block of m of n rows" if split.kind == "mean" else "")
+                 + ("; b (the loss over no rows) taken off once per extra block"
+                    if split.kind == "sum" and split.offset else ""))
+
+
+def row_params(args) -> list[int]:
+    """The arguments that hold rows of the data: every dask array, and every in-memory
+    array with as many rows as the dask data (split with it)."""
+    n = next((a.shape[0] for a in args if is_dask(a) and a.ndim >= 1), None)
+    if n is None:
+        return []
+    return [i for i, a in enumerate(args)
+            if (is_dask(a) and a.ndim >= 1) or (not is_dask(a) and np.ndim(a) >= 1 and np.shape(a)[0] == n)]
+
+
+# ------------------------------------------------------------------ what a task runs
+
+
+class BlockTask:
+    """value_and_grad of the loss on one block, times `weight`: picklable (the loss and
+    its file's lines; no compiled code), so a fresh worker process plans and compiles for
+    itself (or maps the kernels from its machine's disk cache)."""
+
+    def __init__(self, fun: Callable, argnums: tuple[int, ...], backend, mode: str, weight: float):
+        self.fun, self.argnums, self.backend, self.mode, self.weight = fun, argnums, backend, mode, weight
+        code = getattr(fun, "__code__", None)
+        self.filename = code.co_filename if code is not None else None
+        self.lines = tuple(linecache.getlines(self.filename)) if self.filename else ()
+
+    def __call__(self, *blocks):
+        if self.filename and self.lines and not linecache.getlines(self.filename):
+            # the source is not readable here (another machine): the shipped lines stand in
+            linecache.cache[self.filename] = (sum(map(len, self.lines)), None, list(self.lines), self.filename)
+        if self.filename:
+            restore_filenames(self.fun, self.filename)
+        d = Derivative(self.fun, self.argnums, self.backend, "value_and_grad", self.mode)
+        value, grads = d(*blocks)
+        if self.weight != 1.0:
+            value = value * self.weight
+            grads = tuple(g * np.asarray(self.weight, dtype=np.result_type(g)) for g in grads)
+        return value, tuple(grads)
+
+
+PICKLED_BY_VALUE = "<dynamic-code>"    # the file name cloudpickle gives the code it ships by value
+
+
+def restore_filenames(fun: Callable, filename: str) -> None:
+    """A loss shipped by value (defined in __main__) arrives with its code's file name
+    replaced: give it, and the functions of its file it reads, their file back, so s2sad
+    finds their source (the shipped lines) as in the user's process."""
+    todo = [fun] + [v for v in getattr(fun, "__globals__", {}).values() if isinstance(v, types.FunctionType)]
+    for f in todo:
+        if f.__code__.co_filename == PICKLED_BY_VALUE:
+            f.__code__ = _renamed(f.__code__, filename)
+
+
+def _renamed(code: types.CodeType, filename: str) -> types.CodeType:
+    consts = tuple(_renamed(c, filename) if isinstance(c, types.CodeType) else c for c in code.co_consts)
+    return code.replace(co_filename=filename, co_consts=consts)
+
+
+def tree_sum(items: list):
+    """Pairwise sum of delayed values (depth log2(len)): dask's tree reduction."""
+    from dask import delayed
+
+    items = list(items)
+    while len(items) > 1:
+        items = [delayed(operator.add)(items[k], items[k + 1]) if k + 1 < len(items) else items[k]
+                 for k in range(0, len(items), 2)]
+    return items[0]
+
+
+# ------------------------------------------------------------------ a call
+
+
+@dataclass
+class Layout:
+    shape: tuple[int, ...]                  # the broadcast shape of every array argument
+    chunks: tuple[tuple[int, ...], ...]     # the blocks along each axis of it
+
+
+def layout_of(fun_name: str, args) -> Layout:
+    shapes = [np.shape(a) for a in args]
+    for a in args:
+        if is_dask(a) and any(np.isnan(c) for cs in a.chunks for c in cs):
+            raise DaskSplitError(f"{fun_name}: a dask argument has chunks of unknown size",
+                                 hint="Call x.compute_chunk_sizes() first.")
+    try:
+        shape = np.broadcast_shapes(*shapes)
+    except ValueError as e:
+        raise DaskSplitError(f"{fun_name}: the arguments do not broadcast together ({e})",
+                             hint="Pass arrays whose shapes broadcast, as numpy requires.") from None
+    chunks = []
+    for axis in range(len(shape)):
+        got = None
+        for a in args:
+            k = axis - (len(shape) - np.ndim(a))
+            if is_dask(a) and k >= 0 and a.shape[k] == shape[axis] and shape[axis] != 1:
+                got = got or a.chunks[k]
+        chunks.append(got or (shape[axis],))
+    return Layout(tuple(shape), tuple(chunks))
+
+
+def _aligned(a, lay: Layout):
+    """A dask argument rechunked to the layout along its non-broadcast axes."""
+    off = len(lay.shape) - a.ndim
+    want = tuple(lay.chunks[off + k] if a.shape[k] != 1 else (1,) for k in range(a.ndim))
+    return a if a.chunks == want else a.rechunk(want)
+
+
+def _own_index(a, lay: Layout, idx: tuple[int, ...]) -> tuple[int, ...]:
+    """The block of argument `a` a block of the layout reads (0 along its broadcast axes)."""
+    off = len(lay.shape) - np.ndim(a)
+    return tuple(idx[off + k] if np.shape(a)[k] != 1 else 0 for k in range(np.ndim(a)))
+
+
+def _slice_of(a, lay: Layout, idx: tuple[int, ...]):
+    """An in-memory argument's part for a block of the layout (a view)."""
+    if np.ndim(a) == 0:
+        return a
+    off = len(lay.shape) - np.ndim(a)
+    sl = []
+    for k in range(np.ndim(a)):
+        if np.shape(a)[k] == 1:
+            sl.append(slice(None))
+        else:
+            edges = np.cumsum((0,) + lay.chunks[off + k])
+            sl.append(slice(int(edges[idx[off + k]]), int(edges[idx[off + k] + 1])))
+    return np.asarray(a)[tuple(sl)]
+
+
+def report(split: Split, lay: Layout, args) -> list[str]:
+    """What explain(grad(f)) says of its last call over dask arrays."""
+    n = int(np.prod([len(c) for c in lay.chunks]))
+    which = ", ".join(f"argument {i} ({'dask, chunks ' + str(a.chunks) if is_dask(a) else 'in memory'})"
+                      for i, a in enumerate(args) if np.ndim(a))
+    return [f"  last call over dask arrays: {n} task(s), one per block of the broadcast shape "
+            f"{lay.shape} in chunks {lay.chunks}; {which}",
+            f"    split as {split.kind}: {split.why}",
+            "    gradients w.r.t. dask arguments: lazy, with their chunks; w.r.t. in-memory ones: the "
+            "blocks' pieces summed by a tree reduction, computed with the value"]
+
+
+def value_and_grad(fun: Callable, args, argnums: tuple[int, ...], *, backend, mode: str, want_value: bool):
+    """(value or None, grads per argnum, report) of `fun` over args some of which are dask arrays."""
+    import dask
+    import dask.array as da
+    from dask import delayed
+
+    name = getattr(fun, "__qualname__", "the loss")
+    args = list(args)
+    for i in argnums:
+        a = args[i]
+        dt = a.dtype if is_dask(a) else np.asarray(a).dtype
+        if dt.kind != "f" or dt.itemsize > 8:
+            raise DaskSplitError(f"{name}: argument {i} has dtype {dt}; only float arguments are differentiated",
+                                 hint="Convert it with .astype(np.float64), or leave it out of argnums.")
+    split = split_of(fun, args)
+    if split.kind.startswith("rows"):
+        return rows_value_and_grad(fun, args, argnums, split, backend=backend, mode=mode, want_value=want_value)
+    lay = layout_of(name, args)
+    args = [_aligned(a, lay) if is_dask(a) else a for a in args]
+    blocks = {i: a.to_delayed() for i, a in enumerate(args) if is_dask(a)}
+    total = int(np.prod(lay.shape))
+    grid = list(itertools.product(*(range(len(c)) for c in lay.chunks)))
+    tasks = {}
+    for idx in grid:
+        size = int(np.prod([lay.chunks[ax][k] for ax, k in enumerate(idx)]))
+        weight = size / total if split.kind.endswith("mean") and total else 1.0
+        task = BlockTask(fun, argnums, backend, mode, weight)
+        parts = [blocks[i][_own_index(a, lay, idx)] if i in blocks else _slice_of(a, lay, idx)
+                 for i, a in enumerate(args)]
+        tasks[idx] = delayed(task, pure=True)(*parts)
+    value = tree_sum([t[0] for t in tasks.values()]) if want_value else None
+    grads, eager = [], {}
+    for j, i in enumerate(argnums):
+        groups: dict[tuple, list] = {}
+        for idx, t in tasks.items():
+            groups.setdefault(_own_index(args[i], lay, idx), []).append(t[1][j])
+        summed = {k: tree_sum(v) for k, v in groups.items()}
+        if is_dask(args[i]):
+            grads.append(_assemble_lazy(da, args[i], summed))
+        else:
+            eager[j] = summed
+            grads.append(None)
+    computed = dask.compute(value, eager) if (want_value or eager) else (None, {})
+    value, eager_done = computed
+    for j, summed in eager_done.items():
+        grads[j] = _assemble(args[argnums[j]], summed)
+    return value, tuple(grads), report(split, lay, args)
+
+
+def rows_value_and_grad(fun: Callable, args, argnums, split: Split, *, backend, mode: str, want_value: bool):
+    """An array program over blocks of rows (split proved by passes/rowsplit): each task
+    runs the whole program on one block of rows of the data and the in-memory parameters
+    (one graph key each: sent once per worker, not once per task)."""
+    import dask
+    import dask.array as da
+    from dask import delayed
+
+    rows = row_params(args)
+    first = next(args[i] for i in rows if is_dask(args[i]))
+    chunks = first.chunks[0]
+    n = sum(chunks)
+    edges = np.cumsum((0,) + chunks)
+    parts_of = {}
+    for i in rows:
+        a = args[i]
+        if is_dask(a):     # rows in the data's blocks, each block holding whole rows
+            a = a.rechunk((chunks,) + tuple((s,) for s in a.shape[1:]))
+            parts_of[i] = list(a.to_delayed().reshape(-1))
+        else:
+            parts_of[i] = [np.asarray(a)[edges[k]:edges[k + 1]] for k in range(len(chunks))]
+    shared = {i: delayed(a, pure=True) if isinstance(a, np.ndarray) else a
+              for i, a in enumerate(args) if i not in parts_of}
+    mean = split.kind.startswith("rows-mean")
+    tasks = []
+    for k, m in enumerate(chunks):
+        task = BlockTask(fun, argnums, backend, mode, m / n if mean and n else 1.0)
+        tasks.append(delayed(task, pure=True)(*[parts_of[i][k] if i in parts_of else shared[i]
+                                                 for i in range(len(args))]))
+    extra = []
+    if split.kind.endswith("+offset") and not mean and len(chunks) > 1:
+        # the loss over no rows is b: taken off once per block beyond the first
+        empty = [np.empty((0,) + tuple(args[i].shape[1:]), dtype=args[i].dtype) if i in parts_of else shared[i]
+                 for i in range(len(args))]
+        extra.append(delayed(BlockTask(fun, argnums, backend, mode, -(len(chunks) - 1)), pure=True)(*empty))
+    value = tree_sum([t[0] for t in tasks + extra]) if want_value else None
+    grads, eager = [None] * len(argnums), {}
+    for j, i in enumerate(argnums):
+        if i in parts_of and is_dask(args[i]):
+            grads[j] = da.concatenate([da.from_delayed(t[1][j], shape=(m,) + tuple(args[i].shape[1:]),
+                                                       dtype=args[i].dtype) for t, m in zip(tasks, chunks)])
+        elif i in parts_of:
+            eager[j] = [t[1][j] for t in tasks]
+        else:
+            eager[j] = tree_sum([t[1][j] for t in tasks + extra])
+    value, done = dask.compute(value, eager) if (want_value or eager) else (None, {})
+    for j, g in done.items():
+        i = argnums[j]
+        grads[j] = np.concatenate(g) if isinstance(g, (list, tuple)) else _scalar_like(args[i], g)
+    return value, tuple(grads), report_rows(split, chunks, args, rows)
+
+
+def _scalar_like(a, g):
+    return float(g) if isinstance(a, float) else g
+
+
+def report_rows(split: Split, chunks, args, rows) -> list[str]:
+    return [f"  last call over dask arrays: {len(chunks)} task(s), one per block of rows {chunks}; rows from "
+            f"argument(s) {', '.join(map(str, rows))}; the other arguments sent once per worker",
+            f"    split as {split.kind}: {split.why}",
+            "    gradients w.r.t. dask arguments: lazy, in their row blocks; w.r.t. in-memory ones: the "
+            "blocks' pieces summed by a tree reduction, computed with the value"]
+
+
+def _assemble_lazy(da, a, summed: dict):
+    """The lazy gradient of dask argument `a`: one block per block of `a`, its chunks."""
+    nested = np.empty(a.numblocks, dtype=object)
+    for idx in itertools.product(*(range(n) for n in a.numblocks)):
+        shape = tuple(a.chunks[k][idx[k]] for k in range(a.ndim))
+        nested[idx] = da.from_delayed(summed[idx], shape=shape, dtype=a.dtype)
+    return da.block(nested.tolist()) if a.ndim else nested[()]
+
+
+def _assemble(a, summed: dict) -> Any:
+    """An in-memory argument's gradient from its pieces (one per its own block)."""
+    if np.ndim(a) == 0 or len(summed) == 1:
+        g = next(iter(summed.values()))
+        return g if np.ndim(a) else (float(g) if isinstance(a, float) else g)
+    keys = sorted(summed)
+    shape = tuple(max(k[ax] for k in keys) + 1 for ax in range(len(keys[0])))
+    nested = np.empty(shape, dtype=object)
+    for k in keys:
+        nested[k] = summed[k]
+    return np.block(nested.tolist())
+
+
+# ------------------------------------------------------------------ broadcast
+
+
+class BlockApply:
+    """`apply(f, *blocks)` on one block (apply: s2sad.broadcast, passed down by the api)."""
+
+    def __init__(self, apply: Callable, f: Callable, backend):
+        self.apply, self.f, self.backend = apply, f, backend
+
+    def __call__(self, *blocks):
+        return self.apply(self.f, *blocks, backend=self.backend)
+
+
+def broadcast(apply: Callable, f: Callable, args, backend):
+    """s2sad.broadcast(f, *args) with dask arguments: a lazy dask array in the chunks of
+    the broadcast shape (`layout_of`), f's kernel run on each block."""
+    import dask.array as da
+    from dask import delayed
+
+    name = getattr(f, "__qualname__", "the function")
+    sample = apply(f, *[np.ones((1,) * np.ndim(a), a.dtype) if is_dask(a) else a for a in args], backend=backend)
+    dtype = np.asarray(sample).dtype
+    lay = layout_of(name, args)
+    args = [_aligned(a, lay) if is_dask(a) else a for a in args]
+    blocks = {i: a.to_delayed() for i, a in enumerate(args) if is_dask(a)}
+    task = BlockApply(apply, f, backend)
+    nested = np.empty(tuple(len(c) for c in lay.chunks), dtype=object)
+    for idx in itertools.product(*(range(len(c)) for c in lay.chunks)):
+        parts = [blocks[i][_own_index(a, lay, idx)] if i in blocks else _slice_of(a, lay, idx)
+                 for i, a in enumerate(args)]
+        shape = tuple(lay.chunks[ax][k] for ax, k in enumerate(idx))
+        # each block broadcast to its full shape (an argument may be broadcast along it)
+        out = delayed(np.broadcast_to)(delayed(task, pure=True)(*parts), shape)
+        nested[idx] = da.from_delayed(out, shape=shape, dtype=dtype)
+    return da.block(nested.tolist()) if nested.ndim else nested[()]

@@ -1,0 +1,108 @@
+"""A kernel's tangent kernel: the directional derivative of its value, as a kernel of
+its own (what forward mode over array programs applies, and what forward over reverse
+differentiates once more for the tangents of a kernel's partials).
+
+For a kernel `k(p1, ..., pn)` and active params `a1..am`, the tangent kernel is
+
+    def k__tangent(p1, ..., pn, t_a1, ..., t_am):
+        _v, _d1, ..., _dm = <k's dual for a1..am>(p1, ..., pn)
+        return _d1 * t_a1 + ... + _dm * t_am
+
+made from k's scalar program and its dual (forward.make_dual), so its own partials
+w.r.t. p (the tangents held fixed) are k's second partials times the tangents: the
+tangent of `d k / d a` along the tangents. Its seeded form (`seeded=True`) takes more
+params, the adjoint `g` of k's value, its tangent `g_dot`, and a copy `q_a` of each
+active param (the caller passes the same arrays), and returns
+
+        g * (_d1 * t_a1 + ... + _dm * t_am) + g_dot * _v + g * k(p, a -> q_a)
+
+whose partial w.r.t. each active p is the tangent of k's adjoint contribution
+`g * dk/dp`, and w.r.t. its copy that contribution itself: forward over reverse through
+a kernel is one pass of this kernel's pullback. Each is
+a plan of the kernel's own class (a runtime kernel's tangent kernel is launched as
+one), made once per (kernel, active, seeded) by `TangentKernels`, which the generation
+that uses it holds.
+"""
+from __future__ import annotations
+
+import gast
+
+from ..kernel import fresh_name
+from ..parsing import gast_parse
+from .forward import make_dual
+from .normalize import ScalarProgram
+
+
+def tangent_kernel(kernel, active: tuple[str, ...], seeded: bool | int = False):
+    """The tangent kernel of `kernel` for its `active` params, or its seeded form (see
+    the module docstring); `seeded` an int k: g given as two factors and g_dot as k
+    products of two factors (an adjoint a matmul gives as an outer product, never formed)."""
+    prog = kernel.program
+    if prog.state:
+        raise ValueError("a kernel that writes state has no tangent kernel")   # callers refuse first
+    dual_entry, duals = make_dual(prog.functions, prog.entry, active, prog.custom_rules)
+    functions = {**prog.functions, **duals}
+    taken = set(prog.params) | set(functions) | {n for f in functions.values() for n in _names(f)}
+    tans = [fresh_name(f"t_{a}", taken) for a in active]
+    value = fresh_name("_v", taken)
+    parts = [fresh_name(f"_d_{a}", taken) for a in active]
+    name = fresh_name(f"{prog.entry}__{'seeded_' if seeded is not False else ''}tangent", taken)
+    total = " + ".join(f"{d} * {t}" for d, t in zip(parts, tans))
+    seeds, g, g_dot = _seeds(seeded, taken)
+    copies = [fresh_name(f"q_{a}", taken) for a in active] if seeded is not False else []
+    params = ", ".join(list(prog.params) + tans + seeds + copies)
+    body = f"    {value}, {', '.join(parts)} = {dual_entry}({', '.join(prog.params)})\n"
+    if seeded is not False:
+        # + g * k(the active params' copies): its partials w.r.t. the copies are the adjoints
+        w = fresh_name("_w", taken)
+        by = dict(zip(active, copies))
+        body += f"    {w} = {prog.entry}({', '.join(by.get(p, p) for p in prog.params)})\n"
+        total = f"{g} * ({total}) + {g_dot} * {value} + {g} * {w}"
+    text = f"def {name}({params}):\n{body}    return {total}\n"
+    fn = gast_parse(text).body[0]
+    what = (f"the tangent of {prog.entry}'s adjoint g * d{prog.entry}/dp (its params' tangents, g and g_dot "
+            f"given)" if seeded is not False else f"the tangent of {prog.entry} along its active params' tangents")
+    origins = {**prog.origins, name: what}
+    program = ScalarProgram({**functions, name: fn}, name,
+                            tuple(prog.params) + tuple(tans) + tuple(seeds) + tuple(copies), origins, prog.custom_rules)
+    return type(kernel)(program, f"{kernel.name}__{'seeded_' if seeded is not False else ''}tangent")
+
+
+def _seeds(seeded: bool | int, taken: set) -> tuple[list[str], str, str]:
+    """The seed params and the texts of g and g_dot over them."""
+    if seeded is False:
+        return [], "", ""
+    if seeded is True:
+        seeds = [fresh_name("g", taken), fresh_name("g_dot", taken)]
+        return seeds, seeds[0], seeds[1]
+    seeds = [fresh_name(f"g_{side}", taken) for side in "lr"]
+    terms = []
+    for k in range(seeded):
+        pair = [fresh_name(f"g_dot{k}_{side}", taken) for side in "lr"]
+        seeds += pair
+        terms.append(f"{pair[0]} * {pair[1]}")
+    return seeds, f"({seeds[0]} * {seeds[1]})", f"({' + '.join(terms)})"
+
+
+def _names(fn) -> set[str]:
+    return {n.id for n in gast.walk(fn) if isinstance(n, gast.Name)}
+
+
+class TangentKernels:
+    """Tangent kernels made for one generation, once per (kernel, active)."""
+
+    def __init__(self):
+        self._made: dict[tuple, object] = {}
+        self._keep: list = []     # the kernels keyed by id, kept alive with their tangents
+
+    def of(self, kernel, active: tuple[str, ...], seeded: bool | int = False):
+        key = (id(kernel), active, repr(seeded))     # (True == 1: told apart)
+        got = self._made.get(key)
+        if got is None:
+            got = self._made[key] = tangent_kernel(kernel, active, seeded)
+            self._keep.append(kernel)
+        return got
+
+    def made(self) -> list:
+        """The tangent kernels made, in order (their sources follow the program's)."""
+        return list(self._made.values())
