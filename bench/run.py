@@ -641,21 +641,15 @@ def main(argv=None) -> int:
         row_elements.run_rows(rows, errors, args.quick, measure_block, timing_row, log)
         log("\n".join(row_elements.markdown(rows)))
         return 0
-    if args.only == "hvp":
+    if args.only in ("hvp", "higher"):     # sections that compare with the other systems
         if not args.no_pin:
             pin_one_cpu()
         rows, errors, missing = [], [], {}
         systems, _ = load_systems(missing, [w for w in args.without.split(",") if w])
-        hvp.run_hvp(systems, rows, errors, args.quick, measure_block, timing_row, log)
-        log("\n".join(hvp.markdown(rows, errors)))
-        return 0
-    if args.only == "higher":
-        if not args.no_pin:
-            pin_one_cpu()
-        rows, errors, missing = [], [], {}
-        systems, _ = load_systems(missing, [w for w in args.without.split(",") if w])
-        higher.run_higher(systems, rows, errors, args.quick, measure_block, timing_row, log)
-        log("\n".join(higher.markdown(rows, errors)))
+        section = hvp if args.only == "hvp" else higher
+        (section.run_hvp if args.only == "hvp" else section.run_higher)(
+            systems, rows, errors, args.quick, measure_block, timing_row, log)
+        log("\n".join(section.markdown(rows, errors)))
         return 0
     if args.only == "arrays":
         if not args.no_pin:
