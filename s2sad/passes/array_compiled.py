@@ -23,6 +23,9 @@ from .arrayir import ArrayProgram, ArrayStmt, ForStmt, IfStmt, KernelSum, Py, wa
 from .kernelpairs import choose_mode, row_reduction
 from .reverse import Generator
 
+# scipy.special's entries whose forward runs in s2sad.rowsoftmax's row-fused loop
+ROW_FUSED = ("logsumexp", "softmax", "log_softmax")
+
 
 class ArrayCompiled:
     """A differentiated function planned at the array level: its program, and its
@@ -157,6 +160,10 @@ class ArrayCompiled:
                              f"where it is an outer product")
                 if isinstance(st.op, Product) and st.op.kind in ("matmul", "dot") and st.partner is None:
                     what += "; the product by s2sad.gemm (its own loop where the right operand is thin, else numpy's)"
+                if rule is not None and rule.name in ROW_FUSED and "axis" in st.params \
+                        and rule.forward([text_of(a) for a in st.args], {}) is not None:
+                    what += ("; fused along the last axis: max, shift, exp, sum, log (and divide) in one pass per "
+                             "row (s2sad.rowsoftmax, 2-D float arrays; elsewhere scipy's own)")
                 lines.append(f"  {loc}: {unparse(st.forward)} -> {what}")
             elif isinstance(st, ArrayStmt) and isinstance(st.op, Py):
                 loc = _short(location_of(st.ctx.filename, st.node))

@@ -1,0 +1,134 @@
+"""LLVM IR for the max-shifted exponential reductions along the rows of a 2-D float
+array, each row's elementwise work and reductions in one pass over it (the row, k
+elements, stays in cache between its sweeps):
+
+    void s2sad_rowsm_<kind>_<f64|f32>(A, n_rows, k, row_stride, out)
+        kind lse:         out[r] = log(sum_j exp(a[r, j] - m_r)) + m_r
+             softmax:     out[r, j] = exp(a[r, j] - m_r) / sum_j exp(a[r, j] - m_r)
+             logsoftmax:  out[r, j] = (a[r, j] - m_r) - log(sum_j exp(a[r, j] - m_r))
+
+m_r is the row's max, NaN when the row holds one (in order, as numpy's maximum.reduce);
+for lse and logsoftmax a non-finite max is taken as 0 (scipy.special's convention, so a
+row of -inf gives -inf and a row with +inf gives +inf or NaN as scipy does); softmax
+shifts by the max as it is (scipy's softmax). `out` is C-contiguous (n_rows x k for the
+elementwise kinds). k >= 1 (the caller handles empty rows). The sums run in order from
+0.0, not pairwise as numpy's: results agree with numpy's formula to a few ulp per term,
+not bit for bit (rowsoftmax.py states the tolerance). exp and log are s2sad's own
+(vecmath, within 4 ulp of glibc's), so no libm symbol is needed.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import vecmath
+
+_TYPES = {np.dtype(np.float64): ("double", "f64"), np.dtype(np.float32): ("float", "f32")}
+KINDS = ("lse", "softmax", "logsoftmax")
+
+
+def symbol(kind: str, dtype) -> str:
+    return f"s2sad_rowsm_{kind}_{_TYPES[np.dtype(dtype)][1]}"
+
+
+def rows_ir(dtype) -> str:
+    """The module with every kind for `dtype`, with the exp and log it calls."""
+    ty, _ = _TYPES[np.dtype(dtype)]
+    parts, seen = [], set()
+    calls = {}
+    for fname in ("exp", "log"):
+        sym, defs, decls = vecmath.define(fname, ty)
+        calls[fname] = sym
+        for name, text in (*decls, *defs):
+            if name not in seen:
+                seen.add(name)
+                parts.append(text)
+    for kind in KINDS:
+        parts.append(_row_function(ty, dtype, kind, calls))
+    return "\n\n".join(parts) + "\n"
+
+
+def _loop(tag: str, start: str, body: list[str], after: str, ty_phis=()) -> list[str]:
+    """A counted loop j = start..k-1 named `tag`, entered from block `from`: `body` uses
+    %{tag}.j; `ty_phis` are (type, name, initial, next) carried values. Falls into block
+    `after` (which the caller writes next)."""
+    lines = [f"  br label %{tag}", f"{tag}:",
+             f"  %{tag}.j = phi i64 [ {start}, %{tag}.pre ], [ %{tag}.jn, %{tag}.body ]"]
+    lines += [f"  %{name} = phi {ty} [ {init}, %{tag}.pre ], [ {nxt}, %{tag}.body ]" for ty, name, init, nxt in ty_phis]
+    lines += [f"  %{tag}.more = icmp slt i64 %{tag}.j, %k",
+              f"  br i1 %{tag}.more, label %{tag}.body, label %{after}",
+              f"{tag}.body:", *body,
+              f"  %{tag}.jn = add i64 %{tag}.j, 1",
+              f"  br label %{tag}"]
+    return lines
+
+
+def _pre(tag: str) -> list[str]:
+    return [f"  br label %{tag}.pre", f"{tag}.pre:"]
+
+
+def _row_function(ty: str, dtype, kind: str, calls: dict) -> str:
+    exp, log = calls["exp"], calls["log"]
+    shift = "%mz" if kind != "softmax" else "%m"
+    body = ["  %m0 = load {ty}, ptr %row".format(ty=ty)]
+    # the row's max, in order, NaN-propagating (llvm_reduce's rows_max)
+    body += _pre("mx") + _loop("mx", "1", [
+        f"  %mx.p = getelementptr {ty}, ptr %row, i64 %mx.j",
+        f"  %mx.v = load {ty}, ptr %mx.p",
+        f"  %mx.ge = fcmp oge {ty} %m, %mx.v",
+        f"  %mx.nan = fcmp uno {ty} %m, %m",
+        "  %mx.keep = or i1 %mx.ge, %mx.nan",
+        f"  %mx.next = select i1 %mx.keep, {ty} %m, {ty} %mx.v"], "mx.done", [(ty, "m", "%m0", "%mx.next")])
+    body += ["mx.done:",
+             f"  %m.d = fsub {ty} %m, %m",
+             f"  %m.fin = fcmp ord {ty} %m.d, 0.0",
+             f"  %mz = select i1 %m.fin, {ty} %m, {ty} 0.0"]
+    # the sum of exp(a - shift); softmax keeps each term in out
+    store = [f"  %sm.o = getelementptr {ty}, ptr %orow, i64 %sm.j", f"  store {ty} %sm.e, ptr %sm.o"] \
+        if kind == "softmax" else []
+    body += _pre("sm") + _loop("sm", "0", [
+        f"  %sm.p = getelementptr {ty}, ptr %row, i64 %sm.j",
+        f"  %sm.v = load {ty}, ptr %sm.p",
+        f"  %sm.t = fsub {ty} %sm.v, {shift}",
+        f"  %sm.e = call {ty} @{exp}({ty} %sm.t)", *store,
+        f"  %sm.next = fadd {ty} %s, %sm.e"], "sm.done", [(ty, "s", "0.0", "%sm.next")])
+    body += ["sm.done:"]
+    if kind == "lse":
+        body += [f"  %ls = call {ty} @{log}({ty} %s)", f"  %res = fadd {ty} %ls, %mz",
+                 f"  %op = getelementptr {ty}, ptr %out, i64 %ri", f"  store {ty} %res, ptr %op",
+                 "  br label %row.done"]
+    elif kind == "softmax":
+        body += _pre("dv") + _loop("dv", "0", [
+            f"  %dv.o = getelementptr {ty}, ptr %orow, i64 %dv.j",
+            f"  %dv.v = load {ty}, ptr %dv.o",
+            f"  %dv.q = fdiv {ty} %dv.v, %s",
+            f"  store {ty} %dv.q, ptr %dv.o"], "row.done")
+    else:
+        body += [f"  %ls = call {ty} @{log}({ty} %s)"]
+        body += _pre("lg") + _loop("lg", "0", [
+            f"  %lg.p = getelementptr {ty}, ptr %row, i64 %lg.j",
+            f"  %lg.v = load {ty}, ptr %lg.p",
+            f"  %lg.t = fsub {ty} %lg.v, %mz",
+            f"  %lg.r = fsub {ty} %lg.t, %ls",
+            f"  %lg.o = getelementptr {ty}, ptr %orow, i64 %lg.j",
+            f"  store {ty} %lg.r, ptr %lg.o"], "row.done")
+    return "\n".join([
+        f"define void @{symbol(kind, dtype)}(ptr noalias %A, i64 %n_rows, i64 %k, i64 %row_stride, "
+        f"ptr noalias %out) {{",
+        "entry:",
+        "  br label %rows",
+        "rows:",
+        "  %ri = phi i64 [ 0, %entry ], [ %ri.next, %row.done ]",
+        "  %rows.more = icmp slt i64 %ri, %n_rows",
+        "  br i1 %rows.more, label %row.start, label %exit",
+        "row.start:",
+        "  %ro = mul i64 %ri, %row_stride",
+        f"  %row = getelementptr {ty}, ptr %A, i64 %ro",
+        "  %oo = mul i64 %ri, %k",
+        f"  %orow = getelementptr {ty}, ptr %out, i64 %oo",
+        *body,
+        "row.done:",
+        "  %ri.next = add i64 %ri, 1",
+        "  br label %rows",
+        "exit:",
+        "  ret void",
+        "}"])
