@@ -82,15 +82,25 @@ def _row_function(ty: str, dtype, kind: str, calls: dict) -> str:
              f"  %m.d = fsub {ty} %m, %m",
              f"  %m.fin = fcmp ord {ty} %m.d, 0.0",
              f"  %mz = select i1 %m.fin, {ty} %m, {ty} 0.0"]
-    # the sum of exp(a - shift); softmax keeps each term in out
-    store = [f"  %sm.o = getelementptr {ty}, ptr %orow, i64 %sm.j", f"  store {ty} %sm.e, ptr %sm.o"] \
-        if kind == "softmax" else []
-    body += _pre("sm") + _loop("sm", "0", [
-        f"  %sm.p = getelementptr {ty}, ptr %row, i64 %sm.j",
-        f"  %sm.v = load {ty}, ptr %sm.p",
-        f"  %sm.t = fsub {ty} %sm.v, {shift}",
-        f"  %sm.e = call {ty} @{exp}({ty} %sm.t)", *store,
-        f"  %sm.next = fadd {ty} %s, %sm.e"], "sm.done", [(ty, "s", "0.0", "%sm.next")])
+    if kind == "lse":        # the sum of exp(a - shift), in order
+        body += _pre("sm") + _loop("sm", "0", [
+            f"  %sm.p = getelementptr {ty}, ptr %row, i64 %sm.j",
+            f"  %sm.v = load {ty}, ptr %sm.p",
+            f"  %sm.t = fsub {ty} %sm.v, {shift}",
+            f"  %sm.e = call {ty} @{exp}({ty} %sm.t)",
+            f"  %sm.next = fadd {ty} %s, %sm.e"], "sm.done", [(ty, "s", "0.0", "%sm.next")])
+    else:                    # the terms into out (a loop that vectorises), then their sum in order
+        body += _pre("ex") + _loop("ex", "0", [
+            f"  %ex.p = getelementptr {ty}, ptr %row, i64 %ex.j",
+            f"  %ex.v = load {ty}, ptr %ex.p",
+            f"  %ex.t = fsub {ty} %ex.v, {shift}",
+            f"  %ex.e = call {ty} @{exp}({ty} %ex.t)",
+            f"  %ex.o = getelementptr {ty}, ptr %orow, i64 %ex.j",
+            f"  store {ty} %ex.e, ptr %ex.o"], "ex.done")
+        body += ["ex.done:"] + _pre("sm") + _loop("sm", "0", [
+            f"  %sm.o = getelementptr {ty}, ptr %orow, i64 %sm.j",
+            f"  %sm.e = load {ty}, ptr %sm.o",
+            f"  %sm.next = fadd {ty} %s, %sm.e"], "sm.done", [(ty, "s", "0.0", "%sm.next")])
     body += ["sm.done:"]
     if kind == "lse":
         body += [f"  %ls = call {ty} @{log}({ty} %s)", f"  %res = fadd {ty} %ls, %mz",
