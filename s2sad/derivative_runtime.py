@@ -42,7 +42,7 @@ def runtime_names(backend: str) -> dict:
            for op in ("sum", "mean", "max", "min")},
         # scipy.special's logsumexp, softmax, log_softmax: one pass per row along the last axis
         **{f"row_{f}": functools.partial(getattr(rowsoftmax, f"row_{f}"), backend=backend)
-           for f in ("logsumexp", "softmax", "log_softmax")},
+           for f in ("logsumexp", "softmax", "log_softmax", "logsumexp_bar", "softmax_bar", "log_softmax_bar")},
         "broadcast_size": runtime.broadcast_size,
     }
 

@@ -30,12 +30,14 @@ from typing import Any
 
 import numpy as np
 
+from . import softmax_rules
 from .backends import choose
 from .backends.llvm import ptr
 from .codegen import llvm_jit, llvm_rows
 
 _F64, _F32 = np.dtype(np.float64), np.dtype(np.float32)
 _ARGTYPES = (ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p)
+_BAR_ARGTYPES = (ctypes.c_void_p,) * 3 + (ctypes.c_int64,) * 4 + (ctypes.c_void_p,)
 _FUNCS: dict = {}
 
 
@@ -48,8 +50,9 @@ def _function(kind: str, dtype: np.dtype):
     f = _FUNCS.get((kind, dtype))
     if f is None:
         addresses, keep = llvm_jit.rows_code(dtype)
-        for k in llvm_rows.KINDS:
-            _FUNCS[(k, dtype)] = llvm_jit.callable_at(addresses[llvm_rows.symbol(k, dtype)], _ARGTYPES, keep)
+        for k in llvm_rows.KINDS + llvm_rows.BAR_KINDS:
+            types = _ARGTYPES if k in llvm_rows.KINDS else _BAR_ARGTYPES
+            _FUNCS[(k, dtype)] = llvm_jit.callable_at(addresses[llvm_rows.symbol(k, dtype)], types, keep)
         f = _FUNCS[(kind, dtype)]
     return f
 
@@ -157,3 +160,62 @@ def row_log_softmax(x, axis=None, backend="auto"):
     if layout is None:
         return _scipy("log_softmax")(x, axis=axis)
     return _run("logsoftmax", x, layout, x.shape)
+
+
+# ---------------------------------------------------------------- the adjoints
+
+
+def _same_rows(x: Any, like: np.ndarray):
+    """x's row stride where the compiled adjoint reads it beside `like` (same shape and
+    dtype, contiguous rows), else None."""
+    if type(x) is not np.ndarray or x.shape != like.shape or x.dtype != like.dtype or not x.flags.aligned:
+        return None
+    size = x.dtype.itemsize
+    n, k = x.shape
+    s0, s1 = x.strides
+    if (s1 != size and k > 1) or s0 < 0 or s0 % size:
+        return None
+    return s0 // size if n > 1 else k
+
+
+def _run_bar(kind: str, a: np.ndarray, b: np.ndarray, c, a_stride: int, b_stride: int) -> np.ndarray:
+    n, k = a.shape
+    out = np.empty((n, k), a.dtype)
+    if n:
+        _function(kind, a.dtype)(ptr(a), ptr(b), ptr(c) if c is not None else 0, n, k, a_stride, b_stride, ptr(out))
+    return out
+
+
+def _pair_layout(g: Any, out: Any, axis: Any, backend: str):
+    layout = _row_layout(out, axis, backend)
+    if layout is None:
+        return None
+    gs = _same_rows(g, out)
+    return None if gs is None else (gs, layout[2])
+
+
+def row_softmax_bar(g, out, axis=None, backend="auto"):
+    """softmax_rules.softmax_bar, one pass per row where the loop takes g and out."""
+    strides = _pair_layout(g, out, axis, backend)
+    if strides is None:
+        return softmax_rules.softmax_bar(g, out, axis)
+    return _run_bar("softmaxbar", g, out, None, *strides)
+
+
+def row_log_softmax_bar(g, out, axis=None, backend="auto"):
+    """softmax_rules.log_softmax_bar, one pass per row where the loop takes g and out."""
+    strides = _pair_layout(g, out, axis, backend)
+    if strides is None:
+        return softmax_rules.log_softmax_bar(g, out, axis)
+    return _run_bar("logsoftmaxbar", g, out, None, *strides)
+
+
+def row_logsumexp_bar(i, g, a, b, out, axis=None, keepdims=False, backend="auto"):
+    """softmax_rules.logsumexp_bar; a's adjoint without b in one pass per row where the
+    loop takes a, and g and out hold one value a row of a's dtype."""
+    layout = _row_layout(a, axis, backend) if i == 0 and b is None else None
+    n = layout[0] if layout else 0
+    if layout is None or not all(type(v) is np.ndarray and v.dtype == a.dtype and v.size == n
+                                 and v.shape in ((n,), (n, 1)) for v in (g, out)):
+        return softmax_rules.logsumexp_bar(i, g, a, b, out, axis, keepdims)
+    return _run_bar("lsebar", a, np.ascontiguousarray(g), np.ascontiguousarray(out), layout[2], 1)

@@ -162,3 +162,57 @@ def test_a_nan_row_gives_nan_gradients_in_that_row_only():
     z[2, 1] = np.nan
     g = s2sad.grad(softmax_loss)(z, w)
     assert np.all(np.isnan(g[2])) and np.all(np.isfinite(np.delete(g, 2, axis=0)))
+
+
+# ---------------------------------------------------------------- the adjoints' row kernels
+
+BAR_TOL = {np.float64: 1e-12, np.float32: 1e-4}
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("n,k", [(0, 10), (1, 1), (10_000, 10), (10, 1000), (3, 7)])
+def test_adjoint_row_kernels_match_softmax_rules(n, k, dtype):
+    from s2sad import softmax_rules as S
+    rng = np.random.default_rng(n + 3 * k)
+    x = (rng.normal(size=(n, k)) * 3).astype(dtype)
+    g = rng.normal(size=(n, k)).astype(dtype)
+    tol = BAR_TOL[dtype]
+    s, ls = R.row_softmax(x, axis=1), R.row_log_softmax(x, axis=1)
+    for got, ref in [(R.row_softmax_bar(g, s, axis=1), S.softmax_bar(g, s, axis=1)),
+                     (R.row_log_softmax_bar(g, ls, axis=-1), S.log_softmax_bar(g, ls, axis=-1))]:
+        assert got.dtype == ref.dtype == dtype and got.shape == ref.shape
+        np.testing.assert_allclose(got, ref, rtol=tol, atol=tol * (1 + np.abs(g).max(initial=0)))
+    for keep in (False, True):
+        gl = rng.normal(size=(n, 1) if keep else (n,)).astype(dtype)
+        out = R.row_logsumexp(x, axis=1, keepdims=keep)
+        got = R.row_logsumexp_bar(0, gl, x, None, out, axis=1, keepdims=keep)
+        ref = S.logsumexp_bar(0, gl, x, None, out, axis=1, keepdims=keep)
+        assert got.dtype == ref.dtype and got.shape == ref.shape == x.shape
+        np.testing.assert_allclose(got, ref, rtol=tol, atol=tol)
+
+
+def test_adjoints_the_loop_does_not_take_are_softmax_rules():
+    from s2sad import softmax_rules as S
+    rng = np.random.default_rng(5)
+    x = rng.normal(size=(4, 6))
+    s = R.row_softmax(x, axis=1)
+    g_row = rng.normal(size=(1, 6))                    # a broadcast seed: the helper's own
+    np.testing.assert_array_equal(R.row_softmax_bar(g_row, s, axis=1), S.softmax_bar(g_row, s, axis=1))
+    g32 = rng.normal(size=(4, 6)).astype(np.float32)   # mixed dtypes: the helper's own
+    np.testing.assert_array_equal(R.row_log_softmax_bar(g32, s, axis=1), S.log_softmax_bar(g32, s, axis=1))
+    b = rng.random((4, 6))                             # with b=: the helper's own
+    out = sps.logsumexp(x, axis=1, b=b)
+    g = rng.normal(size=4)
+    for i in (0, 1):
+        np.testing.assert_array_equal(R.row_logsumexp_bar(i, g, x, b, out, axis=1),
+                                      S.logsumexp_bar(i, g, x, b, out, axis=1))
+    np.testing.assert_array_equal(R.row_softmax_bar(s, s, axis=0), S.softmax_bar(s, s, axis=0))   # columns
+
+
+def test_nan_seed_rows_stay_in_their_row():
+    x = np.random.default_rng(6).normal(size=(4, 5))
+    g = np.ones((4, 5))
+    g[1, 2] = np.nan
+    for fwd, bar in [(R.row_softmax, R.row_softmax_bar), (R.row_log_softmax, R.row_log_softmax_bar)]:
+        got = bar(g, fwd(x, axis=1), axis=1)
+        assert np.all(np.isnan(got[1])) and np.all(np.isfinite(np.delete(got, 1, axis=0)))

@@ -14,8 +14,9 @@ from .prim import Prim, kw
 
 HELPER_NAMES = frozenset({"logsumexp_bar", "logsumexp_jvp", "softmax_bar", "softmax_jvp", "log_softmax_bar",
                           "log_softmax_jvp"})
-# the forward lines call row_<name> (s2sad.rowsoftmax), which derivative_runtime binds per
-# backend and passes/arrayprog.RESERVED keeps off user names
+# the forward lines and adjoints call row_<name> and row_<name>_bar (s2sad.rowsoftmax:
+# one pass per row where they can, these helpers elsewhere), which derivative_runtime
+# binds per backend and passes/arrayprog.RESERVED keeps off user names
 
 _LSE = ("axis", "keepdims")
 
@@ -32,7 +33,7 @@ def _row_forward(name):
 
 def _normalised(name):
     """softmax / log_softmax(x, axis): the adjoint and tangent read the output only."""
-    return Prim(name, call_op(name), lambda i, g, args, out, p: f"{name}_bar({g}, {out}{kw(p, 'axis')})",
+    return Prim(name, call_op(name), lambda i, g, args, out, p: f"row_{name}_bar({g}, {out}{kw(p, 'axis')})",
                 form="signature", statics=("x", "axis"), operands=("x",), module_funcs=(("scipy.special", name),),
                 jvp=lambda i, t, args, out, p: f"{name}_jvp({t}, {out}{kw(p, 'axis')})", forward=_row_forward(name))
 
@@ -40,7 +41,7 @@ def _normalised(name):
 PRIMS = [
     Prim("logsumexp", call_op("logsumexp", constant_in("return_sign", (False,), "the sign has no derivative; "
                                                        "use b= with positive weights")),
-         lambda i, g, args, out, p: f"logsumexp_bar({i}, {g}, {args[0]}, {args[1]}, {out}{kw(p, *_LSE)})",
+         lambda i, g, args, out, p: f"row_logsumexp_bar({i}, {g}, {args[0]}, {args[1]}, {out}{kw(p, *_LSE)})",
          form="signature", statics=("a", "axis", "b", "keepdims", "return_sign"), operands=("a", "b"),
          module_funcs=(("scipy.special", "logsumexp"),),
          jvp=lambda i, t, args, out, p: f"logsumexp_jvp({i}, {t}, {args[0]}, {args[1]}, {out}{kw(p, *_LSE)})",

@@ -390,7 +390,7 @@ def rows_code(dtype) -> tuple[dict[str, int], object]:
     from . import llvm_rows
 
     dt = np.dtype(dtype)
-    names = tuple(llvm_rows.symbol(kind, dt) for kind in llvm_rows.KINDS)
+    names = tuple(llvm_rows.symbol(kind, dt) for kind in llvm_rows.KINDS + llvm_rows.BAR_KINDS)
     with _lock:
         return _named_code(names, lambda: llvm_rows.rows_ir(dt), "rows", dt)
 

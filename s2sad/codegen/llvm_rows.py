@@ -7,6 +7,14 @@ elements, stays in cache between its sweeps):
              softmax:     out[r, j] = exp(a[r, j] - m_r) / sum_j exp(a[r, j] - m_r)
              logsoftmax:  out[r, j] = (a[r, j] - m_r) - log(sum_j exp(a[r, j] - m_r))
 
+and their adjoints, one pass per row as well (softmax_rules' formulas, operation for
+operation but for the in-order sums):
+
+    void s2sad_rowsm_<kind>_<f64|f32>(A, B, C, n_rows, k, a_stride, b_stride, out)
+        kind softmaxbar:     A = g, B = s:    out = g s - s sum_j(g s)
+             logsoftmaxbar:  A = g, B = out:  out = g - exp(out) sum_j(g)
+             lsebar:         A = a, B = g, C = lse (one value a row): out = g_r exp(a - lse_r)
+
 m_r is the row's max, NaN when the row holds one (in order, as numpy's maximum.reduce);
 for lse and logsoftmax a non-finite max is taken as 0 (scipy.special's convention, so a
 row of -inf gives -inf and a row with +inf gives +inf or NaN as scipy does); softmax
@@ -24,6 +32,7 @@ from . import vecmath
 
 _TYPES = {np.dtype(np.float64): ("double", "f64"), np.dtype(np.float32): ("float", "f32")}
 KINDS = ("lse", "softmax", "logsoftmax")
+BAR_KINDS = ("softmaxbar", "logsoftmaxbar", "lsebar")
 
 
 def symbol(kind: str, dtype) -> str:
@@ -44,6 +53,8 @@ def rows_ir(dtype) -> str:
                 parts.append(text)
     for kind in KINDS:
         parts.append(_row_function(ty, dtype, kind, calls))
+    for kind in BAR_KINDS:
+        parts.append(_bar_function(ty, dtype, kind, calls))
     return "\n\n".join(parts) + "\n"
 
 
@@ -133,6 +144,58 @@ def _row_function(ty: str, dtype, kind: str, calls: dict) -> str:
         "row.start:",
         "  %ro = mul i64 %ri, %row_stride",
         f"  %row = getelementptr {ty}, ptr %A, i64 %ro",
+        "  %oo = mul i64 %ri, %k",
+        f"  %orow = getelementptr {ty}, ptr %out, i64 %oo",
+        *body,
+        "row.done:",
+        "  %ri.next = add i64 %ri, 1",
+        "  br label %rows",
+        "exit:",
+        "  ret void",
+        "}"])
+
+
+def _bar_function(ty: str, dtype, kind: str, calls: dict) -> str:
+    """An adjoint (BAR_KINDS); C is read by lsebar only."""
+    exp = calls["exp"]
+    if kind == "lsebar":
+        body = [f"  %gp = getelementptr {ty}, ptr %B, i64 %ri", f"  %gr = load {ty}, ptr %gp",
+                f"  %lp = getelementptr {ty}, ptr %C, i64 %ri", f"  %lr = load {ty}, ptr %lp"]
+        body += _pre("lb") + _loop("lb", "0", [
+            f"  %lb.p = getelementptr {ty}, ptr %arow, i64 %lb.j", f"  %lb.v = load {ty}, ptr %lb.p",
+            f"  %lb.t = fsub {ty} %lb.v, %lr", f"  %lb.w = call {ty} @{exp}({ty} %lb.t)",
+            f"  %lb.r = fmul {ty} %gr, %lb.w",
+            f"  %lb.o = getelementptr {ty}, ptr %orow, i64 %lb.j", f"  store {ty} %lb.r, ptr %lb.o"], "row.done")
+    else:
+        term = ([f"  %sm.b = load {ty}, ptr %sm.bp", f"  %sm.e = fmul {ty} %sm.a, %sm.b"]
+                if kind == "softmaxbar" else [f"  %sm.e = fadd {ty} %sm.a, 0.0"])
+        body = _pre("sm") + _loop("sm", "0", [
+            f"  %sm.ap = getelementptr {ty}, ptr %arow, i64 %sm.j", f"  %sm.a = load {ty}, ptr %sm.ap",
+            f"  %sm.bp = getelementptr {ty}, ptr %brow, i64 %sm.j", *term,
+            f"  %sm.next = fadd {ty} %d, %sm.e"], "sm.done", [(ty, "d", "0.0", "%sm.next")])
+        if kind == "softmaxbar":     # g s - s d
+            out = [f"  %o.gs = fmul {ty} %o.a, %o.b", f"  %o.sd = fmul {ty} %o.b, %d", f"  %o.r = fsub {ty} %o.gs, %o.sd"]
+        else:                        # g - exp(out) d
+            out = [f"  %o.e = call {ty} @{exp}({ty} %o.b)", f"  %o.ed = fmul {ty} %o.e, %d",
+                   f"  %o.r = fsub {ty} %o.a, %o.ed"]
+        body += ["sm.done:"] + _pre("o") + _loop("o", "0", [
+            f"  %o.ap = getelementptr {ty}, ptr %arow, i64 %o.j", f"  %o.a = load {ty}, ptr %o.ap",
+            f"  %o.bp = getelementptr {ty}, ptr %brow, i64 %o.j", f"  %o.b = load {ty}, ptr %o.bp", *out,
+            f"  %o.op = getelementptr {ty}, ptr %orow, i64 %o.j", f"  store {ty} %o.r, ptr %o.op"], "row.done")
+    return "\n".join([
+        f"define void @{symbol(kind, dtype)}(ptr noalias %A, ptr noalias %B, ptr noalias %C, i64 %n_rows, i64 %k, "
+        f"i64 %a_stride, i64 %b_stride, ptr noalias %out) {{",
+        "entry:",
+        "  br label %rows",
+        "rows:",
+        "  %ri = phi i64 [ 0, %entry ], [ %ri.next, %row.done ]",
+        "  %rows.more = icmp slt i64 %ri, %n_rows",
+        "  br i1 %rows.more, label %row.start, label %exit",
+        "row.start:",
+        "  %ao = mul i64 %ri, %a_stride",
+        f"  %arow = getelementptr {ty}, ptr %A, i64 %ao",
+        "  %bo = mul i64 %ri, %b_stride",
+        f"  %brow = getelementptr {ty}, ptr %B, i64 %bo",
         "  %oo = mul i64 %ri, %k",
         f"  %orow = getelementptr {ty}, ptr %out, i64 %oo",
         *body,
