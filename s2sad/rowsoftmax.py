@@ -96,17 +96,20 @@ def _shift(x: np.ndarray, axis, zero_nonfinite: bool) -> np.ndarray:
 
 
 def _float(x):
-    x = np.asarray(x)
-    return x if x.dtype.kind == "f" else x.astype(np.float64)
+    """x as a float array (an array of another module, cupy's, kept as it is)."""
+    if getattr(x, "dtype", None) is not None and x.dtype.kind == "f":
+        return x
+    return np.asarray(x).astype(np.float64)
 
 
-def reference_logsumexp(a, axis=None, keepdims=False):
-    """log(sum(exp(a - m))) + m, m the max (0 where not finite), in numpy."""
+def reference_logsumexp(a, axis=None, keepdims=False, shift="finite"):
+    """log(sum(exp(a - m))) + m, m the max (0 where not finite; as it is for shift
+    "max"), in numpy."""
     a = _float(a)
-    if a.size == 0:
+    if a.size == 0 and shift == "finite":     # scipy's answer; the numpy idiom's max raises on empty rows
         with np.errstate(divide="ignore"):
             return np.log(np.sum(np.exp(a), axis=axis, keepdims=keepdims))
-    m = _shift(a, axis, True)
+    m = _shift(a, axis, shift == "finite")
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         s = np.sum(np.exp(a - m), axis=axis, keepdims=True)
         out = np.log(s) + m
@@ -115,19 +118,15 @@ def reference_logsumexp(a, axis=None, keepdims=False):
 
 def reference_softmax(x, axis=None):
     x = _float(x)
-    if x.size == 0:
-        return np.array(x, copy=True)
     with np.errstate(invalid="ignore", over="ignore"):
         e = np.exp(x - _shift(x, axis, False))
         return e / np.sum(e, axis=axis, keepdims=True)
 
 
-def reference_log_softmax(x, axis=None):
+def reference_log_softmax(x, axis=None, shift="finite"):
     x = _float(x)
-    if x.size == 0:
-        return np.array(x, copy=True)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        t = x - _shift(x, axis, True)
+        t = x - _shift(x, axis, shift == "finite")
         return t - np.log(np.sum(np.exp(t), axis=axis, keepdims=True))
 
 
@@ -140,26 +139,36 @@ def _scipy(name: str):
     return getattr(scipy.special, name)
 
 
-def row_logsumexp(a, axis=None, keepdims=False, backend="auto"):
+def row_logsumexp(a, axis=None, keepdims=False, shift="finite", backend="auto"):
+    """shift "finite": scipy.special.logsumexp (scipy's own where the loop does not take
+    a); "max": the numpy idiom log(sum(exp(a - max))) + max (its numpy formula there)."""
     layout = _row_layout(a, axis, backend)
     if layout is None:
+        if shift == "max":
+            return reference_logsumexp(a, axis, keepdims, shift)
         return _scipy("logsumexp")(a, axis=axis, keepdims=keepdims)
     n = layout[0]
-    return _run("lse", a, layout, (n, 1) if keepdims else (n,))
+    return _run("lse" if shift == "finite" else "lseraw", a, layout, (n, 1) if keepdims else (n,))
 
 
-def row_softmax(x, axis=None, backend="auto"):
+def row_softmax(x, axis=None, shift="finite", backend="auto"):
+    """softmax shifts by the max as it is either way; shift "max": the numpy idiom."""
     layout = _row_layout(x, axis, backend)
     if layout is None:
+        if shift == "max":
+            return reference_softmax(x, axis)
         return _scipy("softmax")(x, axis=axis)
     return _run("softmax", x, layout, x.shape)
 
 
-def row_log_softmax(x, axis=None, backend="auto"):
+def row_log_softmax(x, axis=None, shift="finite", backend="auto"):
+    """As row_logsumexp: shift "max" is the numpy idiom (a - max) - log(sum(exp(a - max)))."""
     layout = _row_layout(x, axis, backend)
     if layout is None:
+        if shift == "max":
+            return reference_log_softmax(x, axis, shift)
         return _scipy("log_softmax")(x, axis=axis)
-    return _run("logsoftmax", x, layout, x.shape)
+    return _run("logsoftmax" if shift == "finite" else "logsoftmaxraw", x, layout, x.shape)
 
 
 # ---------------------------------------------------------------- the adjoints
@@ -219,3 +228,30 @@ def row_logsumexp_bar(i, g, a, b, out, axis=None, keepdims=False, backend="auto"
                                  and v.shape in ((n,), (n, 1)) for v in (g, out)):
         return softmax_rules.logsumexp_bar(i, g, a, b, out, axis, keepdims)
     return _run_bar("lsebar", a, np.ascontiguousarray(g), np.ascontiguousarray(out), layout[2], 1)
+
+
+# ---------------------------------------------------------------- the adjoints' tangents
+# (forward over reverse: the tangent of each adjoint with its seed g held fixed, the
+# output's tangent out_dot given; numpy, any layout)
+
+
+def _expand(v, like, axis, keepdims):
+    v = np.asarray(v)
+    return v if keepdims else np.expand_dims(v, axis)
+
+
+def row_softmax_bar_dot(g, out, out_dot, axis=None):
+    """d/dt of g s - s sum(g s) with s = out + t out_dot."""
+    return g * out_dot - out_dot * np.sum(g * out, axis=axis, keepdims=True) \
+        - out * np.sum(g * out_dot, axis=axis, keepdims=True)
+
+
+def row_log_softmax_bar_dot(g, out, out_dot, axis=None):
+    """d/dt of g - exp(out) sum(g)."""
+    return -(np.exp(out) * out_dot) * np.sum(np.broadcast_to(g, np.shape(out)), axis=axis, keepdims=True)
+
+
+def row_logsumexp_bar_dot(g, a, a_dot, out, out_dot, axis=None, keepdims=False):
+    """d/dt of g exp(a - out) along the rows (g, out with one value a row)."""
+    ge, oe, de = (_expand(v, a, axis, keepdims) for v in (g, out, out_dot))
+    return ge * np.exp(a - oe) * (a_dot - de)

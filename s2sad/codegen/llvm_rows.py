@@ -18,7 +18,8 @@ operation but for the in-order sums):
 m_r is the row's max, NaN when the row holds one (in order, as numpy's maximum.reduce);
 for lse and logsoftmax a non-finite max is taken as 0 (scipy.special's convention, so a
 row of -inf gives -inf and a row with +inf gives +inf or NaN as scipy does); softmax
-shifts by the max as it is (scipy's softmax). `out` is C-contiguous (n_rows x k for the
+shifts by the max as it is (scipy's softmax), and so do lseraw and logsoftmaxraw (the
+max-shift a user writes with numpy: `z - np.max(z, axis=-1, keepdims=True)`). `out` is C-contiguous (n_rows x k for the
 elementwise kinds). k >= 1 (the caller handles empty rows). The sums run in order from
 0.0, not pairwise as numpy's: results agree with numpy's formula to a few ulp per term,
 not bit for bit (rowsoftmax.py states the tolerance). exp and log are s2sad's own
@@ -31,7 +32,7 @@ import numpy as np
 from . import vecmath
 
 _TYPES = {np.dtype(np.float64): ("double", "f64"), np.dtype(np.float32): ("float", "f32")}
-KINDS = ("lse", "softmax", "logsoftmax")
+KINDS = ("lse", "softmax", "logsoftmax", "lseraw", "logsoftmaxraw")
 BAR_KINDS = ("softmaxbar", "logsoftmaxbar", "lsebar")
 
 
@@ -78,8 +79,11 @@ def _pre(tag: str) -> list[str]:
 
 
 def _row_function(ty: str, dtype, kind: str, calls: dict) -> str:
+    name = symbol(kind, dtype)
     exp, log = calls["exp"], calls["log"]
-    shift = "%mz" if kind != "softmax" else "%m"
+    raw = kind.endswith("raw")
+    kind = kind[:-3] if raw else kind
+    shift = "%m" if raw or kind == "softmax" else "%mz"
     body = ["  %m0 = load {ty}, ptr %row".format(ty=ty)]
     # the row's max, in order, NaN-propagating (llvm_reduce's rows_max)
     body += _pre("mx") + _loop("mx", "1", [
@@ -114,7 +118,7 @@ def _row_function(ty: str, dtype, kind: str, calls: dict) -> str:
             f"  %sm.next = fadd {ty} %s, %sm.e"], "sm.done", [(ty, "s", "0.0", "%sm.next")])
     body += ["sm.done:"]
     if kind == "lse":
-        body += [f"  %ls = call {ty} @{log}({ty} %s)", f"  %res = fadd {ty} %ls, %mz",
+        body += [f"  %ls = call {ty} @{log}({ty} %s)", f"  %res = fadd {ty} %ls, {shift}",
                  f"  %op = getelementptr {ty}, ptr %out, i64 %ri", f"  store {ty} %res, ptr %op",
                  "  br label %row.done"]
     elif kind == "softmax":
@@ -128,12 +132,12 @@ def _row_function(ty: str, dtype, kind: str, calls: dict) -> str:
         body += _pre("lg") + _loop("lg", "0", [
             f"  %lg.p = getelementptr {ty}, ptr %row, i64 %lg.j",
             f"  %lg.v = load {ty}, ptr %lg.p",
-            f"  %lg.t = fsub {ty} %lg.v, %mz",
+            f"  %lg.t = fsub {ty} %lg.v, {shift}",
             f"  %lg.r = fsub {ty} %lg.t, %ls",
             f"  %lg.o = getelementptr {ty}, ptr %orow, i64 %lg.j",
             f"  store {ty} %lg.r, ptr %lg.o"], "row.done")
     return "\n".join([
-        f"define void @{symbol(kind, dtype)}(ptr noalias %A, i64 %n_rows, i64 %k, i64 %row_stride, "
+        f"define void @{name}(ptr noalias %A, i64 %n_rows, i64 %k, i64 %row_stride, "
         f"ptr noalias %out) {{",
         "entry:",
         "  br label %rows",

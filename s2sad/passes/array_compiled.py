@@ -15,6 +15,7 @@ import numpy as np
 
 from .. import array_prims
 from ..array_prims import PrimOp, Product
+from ..array_prims.rowfused import RowFused
 from ..errors import NonScalarLossError
 from ..frontend import location_of, shown_location as _short
 from ..kernel_text import unparse
@@ -164,6 +165,11 @@ class ArrayCompiled:
                         and rule.forward([text_of(a) for a in st.args], {}) is not None:
                     what += ("; fused along the last axis: max, shift, exp, sum, log (and divide) in one pass per "
                              "row (s2sad.rowsoftmax, 2-D float arrays; elsewhere scipy's own)")
+                if isinstance(st.op, RowFused):
+                    what = (f"row fusion (passes/rowfusion): the max-shifted {rule.name[4:]} of {st.args[0]} along "
+                            f"axis {unparse(st.op.axis)} written with numpy (max, shift, exp, sum, log/divide), "
+                            f"as one pass per row forward and one backward (s2sad.rowsoftmax: 2-D float arrays; "
+                            f"elsewhere the numpy formula)")
                 lines.append(f"  {loc}: {unparse(st.forward)} -> {what}")
             elif isinstance(st, ArrayStmt) and isinstance(st.op, Py):
                 loc = _short(location_of(st.ctx.filename, st.node))
