@@ -4,8 +4,10 @@ where numpy's formula makes four to six passes over the whole array, each with n
 per-row reduction cost (about 20 ns a row).
 
 `row_logsumexp(a, axis, keepdims)`, `row_softmax(x, axis)`, `row_log_softmax(x, axis)`
-compute scipy.special's logsumexp (without b), softmax and log_softmax. The compiled
-path is taken when
+compute scipy.special's logsumexp (without b), softmax and log_softmax (shift="finite"),
+or the numpy idioms passes/rowfusion replaces (shift="max": the max as written);
+`row_*_bar` their adjoints (softmax_rules' formulas), `row_*_bar_dot` the adjoints'
+tangents (forward over reverse, numpy). The compiled path is taken when
 
 - row fusion is on (`enabled()`: S2SAD_ROW_FUSION unset or not "0") and the backend is
   llvm ("auto" with numpy arrays);

@@ -200,3 +200,23 @@ def test_forward_over_reverse_through_a_fused_softmax():
     g = s2sad.grad(softmax)
     fd = (g(z + h * t, w) - g(z - h * t, w)) / (2 * h)
     np.testing.assert_allclose(hv, fd, rtol=1e-5, atol=1e-7)
+
+
+def test_the_python_backend_runs_the_numpy_formula_as_the_oracle():
+    args, argnums = _args("xent", 50, 10)
+    fast = s2sad.grad(xent, argnums=argnums)(*args)
+    oracle = s2sad.grad(xent, argnums=argnums, backend="python")(*args)
+    for a, b in zip(fast, oracle):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-15)
+
+
+def test_cuda_takes_the_numpy_formula_not_a_fused_kernel():
+    """No CUDA C is written for the row-fused ops: on the cuda backend (cupy arrays) the
+    entries run the numpy formula, i.e. the unfused operations, through cupy."""
+    from s2sad import rowsoftmax as R
+    x = np.random.default_rng(4).normal(size=(6, 5))
+    for f, ref in [(R.row_log_softmax, R.reference_log_softmax), (R.row_softmax, R.reference_softmax)]:
+        np.testing.assert_array_equal(f(x, axis=1, shift="max", backend="cuda"), ref(x, axis=1, shift="max")
+                                      if f is R.row_log_softmax else ref(x, axis=1))
+    np.testing.assert_array_equal(R.row_logsumexp(x, axis=1, keepdims=True, shift="max", backend="cuda"),
+                                  R.reference_logsumexp(x, axis=1, keepdims=True, shift="max"))

@@ -19,8 +19,8 @@ m_r is the row's max, NaN when the row holds one (in order, as numpy's maximum.r
 for lse and logsoftmax a non-finite max is taken as 0 (scipy.special's convention, so a
 row of -inf gives -inf and a row with +inf gives +inf or NaN as scipy does); softmax
 shifts by the max as it is (scipy's softmax), and so do lseraw and logsoftmaxraw (the
-max-shift a user writes with numpy: `z - np.max(z, axis=-1, keepdims=True)`). `out` is C-contiguous (n_rows x k for the
-elementwise kinds). k >= 1 (the caller handles empty rows). The sums run in order from
+max-shift a user writes with numpy: `z - np.max(z, axis=-1, keepdims=True)`). `out` is
+C-contiguous (n_rows x k for the elementwise kinds). k >= 1 (the caller handles empty rows). The sums run in order from
 0.0, not pairwise as numpy's: results agree with numpy's formula to a few ulp per term,
 not bit for bit (rowsoftmax.py states the tolerance). exp and log are s2sad's own
 (vecmath, within 4 ulp of glibc's), so no libm symbol is needed.
