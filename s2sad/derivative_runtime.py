@@ -43,7 +43,6 @@ def runtime_names(backend: str) -> dict:
         # scipy.special's logsumexp, softmax, log_softmax: one pass per row along the last axis
         **{f"row_{f}": functools.partial(getattr(rowsoftmax, f"row_{f}"), backend=backend)
            for f in ("logsumexp", "softmax", "log_softmax", "logsumexp_bar", "softmax_bar", "log_softmax_bar")},
-        **{f"row_{f}_bar_dot": getattr(rowsoftmax, f"row_{f}_bar_dot") for f in ("logsumexp", "softmax", "log_softmax")},
         "broadcast_size": runtime.broadcast_size,
     }
 

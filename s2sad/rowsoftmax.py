@@ -257,3 +257,9 @@ def row_logsumexp_bar_dot(g, a, a_dot, out, out_dot, axis=None, keepdims=False):
     """d/dt of g exp(a - out) along the rows (g, out with one value a row)."""
     ge, oe, de = (_expand(v, a, axis, keepdims) for v in (g, out, out_dot))
     return ge * np.exp(a - oe) * (a_dot - de)
+
+
+# what array_rules.HELPERS takes in (array_prims' HELPER_NAMES name them); the generated
+# code's namespace binds the adjoints again per backend (derivative_runtime)
+HELPERS = {f"row_{f}{kind}": globals()[f"row_{f}{kind}"] for f in ("logsumexp", "softmax", "log_softmax")
+           for kind in ("_bar", "_bar_dot")}

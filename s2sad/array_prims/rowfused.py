@@ -20,6 +20,10 @@ from .ops import PrimOp
 from .prim import Prim, kw
 
 
+# the adjoints' tangents (forward over reverse), array_rules.HELPERS from s2sad.rowsoftmax
+HELPER_NAMES = frozenset({"row_logsumexp_bar_dot", "row_softmax_bar_dot", "row_log_softmax_bar_dot"})
+
+
 @dataclass(frozen=True)
 class RowFused(PrimOp):
     """kind: row_log_softmax | row_softmax | row_logsumexp, along `axis` (a gast

@@ -13,10 +13,10 @@ from .callops import call_op, constant_in
 from .prim import Prim, kw
 
 HELPER_NAMES = frozenset({"logsumexp_bar", "logsumexp_jvp", "softmax_bar", "softmax_jvp", "log_softmax_bar",
-                          "log_softmax_jvp"})
-# the forward lines and adjoints call row_<name> and row_<name>_bar (s2sad.rowsoftmax:
-# one pass per row where they can, these helpers elsewhere), which derivative_runtime
-# binds per backend and passes/arrayprog.RESERVED keeps off user names
+                          "log_softmax_jvp", "row_logsumexp_bar", "row_softmax_bar", "row_log_softmax_bar"})
+# the forward lines call row_<name> (s2sad.rowsoftmax: one pass per row where it can),
+# which derivative_runtime binds per backend and passes/arrayprog.RESERVED keeps off user
+# names; the adjoints call row_<name>_bar (helpers, bound per backend there as well)
 
 _LSE = ("axis", "keepdims")
 
