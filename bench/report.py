@@ -223,6 +223,8 @@ def markdown(rows, errors, missing, info, extra) -> str:
     L.extend(closure_steps.markdown(rows))
     import dask_bench
     L.extend(dask_bench.markdown(rows))
+    import pool_bench
+    L.extend(pool_bench.markdown(rows))
 
     # ---------------------------------------------------------------- higher order (issue 14)
     import higher

@@ -3,7 +3,7 @@
 Run with `make bench` (installs the `bench` extra first) or `.venv/bin/python bench/run.py`.
 Options: `--quick` (fewer repeats, a smoke test), `--out DIR` (default: bench/),
 `--only closures-state`, `--only arrays`, `--only closure-steps`, `--only containers`, `--only rows`,
-`--only hvp`, `--only higher` or `--only dask` (that section alone,
+`--only hvp`, `--only higher`, `--only pool` or `--only dask` (that section alone,
 printed, no files written),
 `--without jax,numba,torch` (leave systems out), `--no-pin`, `--default-malloc`.
 
@@ -72,6 +72,7 @@ import hvp  # noqa: E402
 import closures_state  # noqa: E402
 import closure_steps  # noqa: E402
 import dask_bench  # noqa: E402
+import pool_bench  # noqa: E402
 import containers  # noqa: E402
 import higher  # noqa: E402
 import rows as row_elements  # noqa: E402
@@ -604,7 +605,7 @@ def main(argv=None) -> int:
     ap.add_argument("--no-pin", action="store_true",
                     help="do not pin the single-thread rows to one CPU (XLA may then use several)")
     ap.add_argument("--only", choices=["closures-state", "arrays", "closure-steps", "containers", "hvp", "higher",
-                                       "dask", "rows"],
+                                       "dask", "rows", "pool"],
                     help="run one section and print its report (writes no results files)")
     args = ap.parse_args(argv)
     malloc_tuned = False if args.default_malloc else keep_freed_memory()
@@ -621,6 +622,11 @@ def main(argv=None) -> int:
         rows, errors = [], []
         closure_steps.run_closure_steps(rows, errors, args.quick, log)
         log("\n".join(closure_steps.markdown(rows) + [f"error: {e}" for e in errors]))
+        return 0
+    if args.only == "pool":
+        rows, errors = [], []
+        pool_bench.run_pool(rows, errors, args.quick, log)
+        log("\n".join(pool_bench.markdown(rows) + [f"error: {e}" for e in errors]))
         return 0
     if args.only == "dask":
         rows, errors = [], []
@@ -641,21 +647,15 @@ def main(argv=None) -> int:
         row_elements.run_rows(rows, errors, args.quick, measure_block, timing_row, log)
         log("\n".join(row_elements.markdown(rows)))
         return 0
-    if args.only == "hvp":
+    if args.only in ("hvp", "higher"):     # sections that compare with the other systems
         if not args.no_pin:
             pin_one_cpu()
         rows, errors, missing = [], [], {}
         systems, _ = load_systems(missing, [w for w in args.without.split(",") if w])
-        hvp.run_hvp(systems, rows, errors, args.quick, measure_block, timing_row, log)
-        log("\n".join(hvp.markdown(rows, errors)))
-        return 0
-    if args.only == "higher":
-        if not args.no_pin:
-            pin_one_cpu()
-        rows, errors, missing = [], [], {}
-        systems, _ = load_systems(missing, [w for w in args.without.split(",") if w])
-        higher.run_higher(systems, rows, errors, args.quick, measure_block, timing_row, log)
-        log("\n".join(higher.markdown(rows, errors)))
+        section = hvp if args.only == "hvp" else higher
+        (section.run_hvp if args.only == "hvp" else section.run_higher)(
+            systems, rows, errors, args.quick, measure_block, timing_row, log)
+        log("\n".join(section.markdown(rows, errors)))
         return 0
     if args.only == "arrays":
         if not args.no_pin:
@@ -717,6 +717,7 @@ def main(argv=None) -> int:
     unpin_all_threads()
     threads = run_threads(rows, args.quick)
     dask_bench.run_dask(rows, errors, args.quick, log)
+    pool_bench.run_pool(rows, errors, args.quick, log)
 
     info["loadavg_end"] = os.getloadavg()
     info["wall_s"] = time.perf_counter() - t_start

@@ -41,6 +41,14 @@ def qualified(f) -> str:
     return f"{public}.{name}" if public else name
 
 
+# what the entries no one writes by name stand for
+FUSED = {
+    "row_log_softmax": "z - max, then minus log(sum(exp)) along the last axis, fused (one pass per row)",
+    "row_softmax": "exp(z - max) / sum(...) along the last axis, fused (one pass per row)",
+    "row_logsumexp": "max + log(sum(exp(z - max))) along the last axis, fused (one pass per row)",
+}
+
+
 def _entry_line(prim) -> str:
     spellings = [f"`{qualified(f)}`" for f in prim.funcs]
     # an optional module's callables by their names (the list does not depend on what
@@ -49,6 +57,8 @@ def _entry_line(prim) -> str:
     spellings += [f"`{qualified(f)}([a, b, ...])`" for f in prim.literal_funcs]
     spellings += [f"`x.{m}()`" for m in prim.methods]
     spellings += [f"`{s}`" for s in SYNTAX.get(prim.name, ())]
+    if not spellings:       # made by a pass, never written (passes/rowfusion's row_* ops)
+        spellings = [FUSED.get(prim.name, "made by s2sad from other operations, not called by name")]
     jvp = "" if prim.jvp is not None else " (VJP only: no JVP text yet)"
     return f"- `{prim.name}`: {', '.join(spellings)}{jvp}"
 

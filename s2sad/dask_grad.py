@@ -39,6 +39,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from . import mempool
 from .derivative import Derivative
 from .errors import DaskSplitError
 from .marks import location_of_function
@@ -162,7 +163,11 @@ class BlockTask:
         if self.filename:
             restore_filenames(self.fun, self.filename)
         d = Derivative(self.fun, self.argnums, self.backend, "value_and_grad", self.mode)
-        value, grads = d(*blocks)
+        token = mempool.enter(blocks)     # a block's gradient from the pool: warm on the next call
+        try:
+            value, grads = d(*blocks)
+        finally:
+            mempool.leave(token)
         if self.weight != 1.0:
             value = value * self.weight
             grads = tuple(g * np.asarray(self.weight, dtype=np.result_type(g)) for g in grads)

@@ -18,7 +18,7 @@ import functools
 
 import numpy as np
 
-from . import array_rules, column_products, gemm, reduce, runtime, smath
+from . import array_rules, column_products, gemm, reduce, rowsoftmax, runtime, smath
 from .backends import backend_for
 
 
@@ -40,6 +40,9 @@ def runtime_names(backend: str) -> dict:
         "dot": functools.partial(gemm.dot, backend=backend),
         **{f"reduce_{op}": functools.partial(getattr(reduce, f"reduce_{op}"), backend=backend)
            for op in ("sum", "mean", "max", "min")},
+        # scipy.special's logsumexp, softmax, log_softmax: one pass per row along the last axis
+        **{f"row_{f}": functools.partial(getattr(rowsoftmax, f"row_{f}"), backend=backend)
+           for f in ("logsumexp", "softmax", "log_softmax", "logsumexp_bar", "softmax_bar", "log_softmax_bar")},
         "broadcast_size": runtime.broadcast_size,
     }
 

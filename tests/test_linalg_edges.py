@@ -142,7 +142,7 @@ REFUSED = [
     (qr_raw, (np.eye(2),), "mode='raw'"),
     (cholesky_overwrite, (np.eye(2),), "overwrite_a="),
     (tuple_index_variable, (np.eye(2), 0), "Index with a constant"),
-    (tuple_index_out_of_range, (np.eye(2),), "out of its range"),
+    (tuple_index_out_of_range, (np.eye(2),), "within its 2 items"),
     (wrong_unpack, (np.eye(2),), "same length"),
     (returns_the_tuple, (np.eye(2),), "one value"),
     (solve_keyword_arrays, (np.eye(2), np.ones(2)), "by position"),

@@ -119,9 +119,13 @@ def softmax_xent(W, b, X, Y):
     return -np.mean(np.sum(Y * logp, axis=1))
 
 
-def test_softmax_cross_entropy():
+def test_softmax_cross_entropy(monkeypatch):
     """A 5-class softmax: its max through s2sad.reduce, its sums with their kernels
-    (kernel_rowsum); the gradients against central differences and the python backend."""
+    (kernel_rowsum); the gradients against central differences and the python backend.
+    Without row fusion (which takes the whole chain: tests/test_row_fusion_idioms.py)."""
+    from s2sad.plans import PLANS
+    monkeypatch.setenv("S2SAD_ROW_FUSION", "0")
+    PLANS.clear()
     rng = np.random.default_rng(11)
     X = rng.standard_normal((40, 6))
     Y = np.eye(5)[rng.integers(0, 5, 40)]

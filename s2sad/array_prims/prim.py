@@ -64,6 +64,9 @@ class Prim:
     outputs: Callable[[dict], int | str | None] | None = None
     # operands given as one (array, flag) pair, e.g. cho_solve((c, lower), b): positions
     packed: tuple[int, ...] = ()
+    # forward over reverse (passes/hvp_sweep, kind "own"): second(i, g, args, arg_dots,
+    # out, out_dot, p) -> source of the VJP's tangent with the seed g held fixed
+    second: Callable[..., str] | None = None
 
     def result_of(self, spelling: str) -> str:
         return self.results.get(spelling, self.result)

@@ -384,6 +384,17 @@ def reduce_code(dtype) -> tuple[dict[str, int], object]:
         return _named_code(names, lambda: llvm_reduce.reduce_ir(dt), "reduce", dt)
 
 
+def rows_code(dtype) -> tuple[dict[str, int], object]:
+    """({symbol: address}, keepalive) of the row-wise max-shifted exponential kernels of
+    `dtype` (`llvm_rows`: log-sum-exp, softmax, log-softmax, one pass per row)."""
+    from . import llvm_rows
+
+    dt = np.dtype(dtype)
+    names = tuple(llvm_rows.symbol(kind, dt) for kind in llvm_rows.KINDS + llvm_rows.BAR_KINDS)
+    with _lock:
+        return _named_code(names, lambda: llvm_rows.rows_ir(dt), "rows", dt)
+
+
 def compile_driver(kmod: KernelModule, spec: LoopSpec | ScanSpec, dtype, *,
                    vector_math: bool | str | None = None, key: str | None = None) -> CompiledDriver:
     """The driver for (kmod, spec, dtype), compiled once per signature and cached.

@@ -15,6 +15,7 @@ import numpy as np
 
 from .. import array_prims
 from ..array_prims import PrimOp, Product
+from ..array_prims.rowfused import RowFused
 from ..errors import NonScalarLossError
 from ..frontend import location_of, shown_location as _short
 from ..kernel_text import unparse
@@ -22,6 +23,9 @@ from .adjoint_text import text_of
 from .arrayir import ArrayProgram, ArrayStmt, ForStmt, IfStmt, KernelSum, Py, walk_stmts
 from .kernelpairs import choose_mode, row_reduction
 from .reverse import Generator
+
+# scipy.special's entries whose forward runs in s2sad.rowsoftmax's row-fused loop
+ROW_FUSED = ("logsumexp", "softmax", "log_softmax")
 
 
 class ArrayCompiled:
@@ -161,6 +165,15 @@ class ArrayCompiled:
                              f"where it is an outer product")
                 if isinstance(st.op, Product) and st.op.kind in ("matmul", "dot") and st.partner is None:
                     what += "; the product by s2sad.gemm (its own loop where the right operand is thin, else numpy's)"
+                if rule is not None and rule.name in ROW_FUSED and "axis" in st.params \
+                        and rule.forward([text_of(a) for a in st.args], {}) is not None:
+                    what += ("; fused along the last axis: max, shift, exp, sum, log (and divide) in one pass per "
+                             "row (s2sad.rowsoftmax, 2-D float arrays; elsewhere scipy's own)")
+                if isinstance(st.op, RowFused):
+                    what = (f"row fusion (passes/rowfusion): the max-shifted {rule.name[4:]} of {st.args[0]} along "
+                            f"axis {unparse(st.op.axis)} written with numpy (max, shift, exp, sum, log/divide), "
+                            f"as one pass per row forward and one backward (s2sad.rowsoftmax: 2-D float arrays; "
+                            f"elsewhere the numpy formula)")
                 lines.append(f"  {loc}: {unparse(st.forward)} -> {what}")
             elif isinstance(st, ArrayStmt) and isinstance(st.op, Py):
                 loc = _short(location_of(st.ctx.filename, st.node))

@@ -59,13 +59,14 @@ from .inlining import Inliner
 from .jumps import needs_rewrite, remove_jumps
 from .kernelpairs import pair_kernels
 from .normalize import ScalarProgram
+from .rowfusion import fuse_rows
 from .primcalls import PrimCalls, register_hint, root_name  # register_hint: also for tests
 from .trees import assigned_names
 
 # Names generated code uses for its own purposes (reverse.py binds them).
 RESERVED = {"apply", "vjp", "jvp", "store_partials", "sum_dual", "sum_grads", "not_needed", "broadcast_size", "check_scalar_loss",
             "kernel_matmul", "kernel_matmul_vjp", "kernel_rowsum", "kernel_rowsum_vjp", "matmul", "dot", "reduce_sum", "reduce_mean", "reduce_max",
-            "reduce_min",
+            "reduce_min", "row_logsumexp", "row_softmax", "row_log_softmax",
             "np", "range", "reversed", "zip", "len", "float", "int", "None", "True", "False",
             "math", "_residuals"} | HELPER_NAMES
 
@@ -139,6 +140,7 @@ class Builder:
                             [], self.sites, self.namer, self.scalar)
         drop_dead_phis(prog)
         check_writes(prog, self)
+        fuse_rows(prog)
         fuse(prog, self)
         pair_kernels(prog)
         return prog

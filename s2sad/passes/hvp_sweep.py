@@ -51,6 +51,8 @@ SECOND_ORDER = {
     "r_": "shape", "c_": "shape", "max": "mask", "min": "mask",
     "matmul": "bilinear", "dot": "bilinear", "outer": "bilinear", "prod": "prod",
     "fsum": "shape", "math_prod": "prod",
+    # passes/rowfusion's ops: the entry's own `second` text
+    "row_log_softmax": "own", "row_softmax": "own", "row_logsumexp": "own",
 }
 
 
@@ -232,6 +234,10 @@ class ForwardOverReverse(TangentSweep):
                 term_dot = f"{term_dot} + {rule.vjp(i, g, swapped, st.target, params)}"
             if kind == "prod":
                 term_dot = f"{term_dot} + prod_bar_dot({g}, {a}, {self.dot(a)}{kw(params, 'axis', 'keepdims')})"
+            if kind == "own":
+                own = rule.second(i, g, args, [self.dot_text(x) for x in st.args], st.target,
+                                  self.dot_text(st.target), params)
+                term_dot = f"{term_dot} + {own}"
             self.contribute(a, rule.vjp(i, g, args, st.target, params), term_dot, ind, out, init)
 
     def seeds_kernel_only(self, name: str, st: ArrayStmt, init: set) -> bool:

@@ -33,6 +33,7 @@ from typing import Any
 import gast
 
 from ..array_prims import Copy, Index, Join, Product, Reduce
+from ..array_prims.rowfused import RowFused
 from .arrayir import ArrayProgram, ArrayStmt, Const, ForStmt, IfStmt, KernelSum, RunKernel
 
 
@@ -140,6 +141,8 @@ def _stmt(st: ArrayStmt, kinds: list[Kind]) -> Kind:
         return Kind("L", kind=op.reduction, offset=False)
     if isinstance(op, Reduce):
         return _reduce(st, op, kinds[0])
+    if isinstance(op, RowFused) and kinds[0].tag == "R" and _axis(op.axis) not in (None, 0):
+        return kinds[0]          # row-wise softmax family (passes/rowfusion): each row from its own
     if isinstance(op, Product) and op.kind in ("matmul", "dot") and len(kinds) == 2:
         a, b = kinds
         if a.tag == "R" and b.tag == "F" and a.ndim is not None and a.ndim >= 2:

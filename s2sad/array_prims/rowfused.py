@@ -1,0 +1,62 @@
+"""Row-fused softmax family: what passes/rowfusion makes of the numpy idioms
+
+    m = np.max(z, axis=-1, keepdims=True); t = z - m
+    t - np.log(np.sum(np.exp(t), axis=-1, keepdims=True))     -> row_log_softmax(z)
+    e = np.exp(t); e / np.sum(e, axis=-1, keepdims=True)       -> row_softmax(z)
+    np.log(np.sum(np.exp(t), axis=-1, keepdims=K)) + m         -> row_logsumexp(z)
+
+No call spells them ("syntax": only the rewrite builds them). Their forward lines and
+adjoints call s2sad.rowsoftmax's row_* with shift="max" (the max as the user wrote it,
+so NaN and inf rows give what the numpy statements give): one compiled pass per row
+over 2-D float arrays along the last axis, the numpy formula elsewhere. Their tangents
+are softmax_rules' helpers; `second` gives the VJP's tangent for forward over reverse.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .ops import PrimOp
+from .prim import Prim, kw
+
+
+# the adjoints' tangents (forward over reverse), array_rules.HELPERS from s2sad.rowsoftmax
+HELPER_NAMES = frozenset({"row_logsumexp_bar_dot", "row_softmax_bar_dot", "row_log_softmax_bar_dot"})
+
+
+@dataclass(frozen=True)
+class RowFused(PrimOp):
+    """kind: row_log_softmax | row_softmax | row_logsumexp, along `axis` (a gast
+    constant, the last axis); keepdims (row_logsumexp only) a gast constant."""
+    kind: str
+    axis: Any = None
+    keepdims: Any = None
+    STATIC = ("axis", "keepdims")
+
+
+def row_fused(kind: str, axis, keepdims=None) -> RowFused:
+    return RowFused(kind, axis, keepdims)
+
+
+def _normalised(name: str) -> Prim:
+    """row_softmax / row_log_softmax: the adjoint reads the output only."""
+    def second(i, g, args, arg_dots, out, out_dot, p):
+        return f"{name}_bar_dot({g}, {out}, {out_dot}{kw(p, 'axis')})"
+    return Prim(name, row_fused, lambda i, g, args, out, p: f"{name}_bar({g}, {out}{kw(p, 'axis')})",
+                form="syntax", forward=lambda args, p: f"{name}({args[0]}{kw(p, 'axis')}, shift='max')",
+                jvp=lambda i, t, args, out, p: f"{name[4:]}_jvp({t}, {out}{kw(p, 'axis')})", second=second)
+
+
+def _lse_second(i, g, args, arg_dots, out, out_dot, p):
+    return f"row_logsumexp_bar_dot({g}, {args[0]}, {arg_dots[0]}, {out}, {out_dot}{kw(p, 'axis', 'keepdims')})"
+
+
+PRIMS = [
+    _normalised("row_log_softmax"),
+    _normalised("row_softmax"),
+    Prim("row_logsumexp", row_fused,
+         lambda i, g, args, out, p: f"row_logsumexp_bar(0, {g}, {args[0]}, None, {out}{kw(p, 'axis', 'keepdims')})",
+         form="syntax", forward=lambda args, p: f"row_logsumexp({args[0]}{kw(p, 'axis', 'keepdims')}, shift='max')",
+         jvp=lambda i, t, args, out, p: f"logsumexp_jvp(0, {t}, {args[0]}, None, {out}{kw(p, 'axis', 'keepdims')})",
+         second=_lse_second),
+]

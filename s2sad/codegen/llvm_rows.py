@@ -1,0 +1,211 @@
+"""LLVM IR for the max-shifted exponential reductions along the rows of a 2-D float
+array, each row's elementwise work and reductions in one pass over it (the row, k
+elements, stays in cache between its sweeps):
+
+    void s2sad_rowsm_<kind>_<f64|f32>(A, n_rows, k, row_stride, out)
+        kind lse:         out[r] = log(sum_j exp(a[r, j] - m_r)) + m_r
+             softmax:     out[r, j] = exp(a[r, j] - m_r) / sum_j exp(a[r, j] - m_r)
+             logsoftmax:  out[r, j] = (a[r, j] - m_r) - log(sum_j exp(a[r, j] - m_r))
+
+and their adjoints, one pass per row as well (softmax_rules' formulas, operation for
+operation but for the in-order sums):
+
+    void s2sad_rowsm_<kind>_<f64|f32>(A, B, C, n_rows, k, a_stride, b_stride, out)
+        kind softmaxbar:     A = g, B = s:    out = g s - s sum_j(g s)
+             logsoftmaxbar:  A = g, B = out:  out = g - exp(out) sum_j(g)
+             lsebar:         A = a, B = g, C = lse (one value a row): out = g_r exp(a - lse_r)
+
+m_r is the row's max, NaN when the row holds one (in order, as numpy's maximum.reduce);
+for lse and logsoftmax a non-finite max is taken as 0 (scipy.special's convention, so a
+row of -inf gives -inf and a row with +inf gives +inf or NaN as scipy does); softmax
+shifts by the max as it is (scipy's softmax), and so do lseraw and logsoftmaxraw (the
+max-shift a user writes with numpy: `z - np.max(z, axis=-1, keepdims=True)`). `out` is
+C-contiguous (n_rows x k for the elementwise kinds). k >= 1 (the caller handles empty rows). The sums run in order from
+0.0, not pairwise as numpy's: results agree with numpy's formula to a few ulp per term,
+not bit for bit (rowsoftmax.py states the tolerance). exp and log are s2sad's own
+(vecmath, within 4 ulp of glibc's), so no libm symbol is needed.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import vecmath
+
+_TYPES = {np.dtype(np.float64): ("double", "f64"), np.dtype(np.float32): ("float", "f32")}
+KINDS = ("lse", "softmax", "logsoftmax", "lseraw", "logsoftmaxraw")
+BAR_KINDS = ("softmaxbar", "logsoftmaxbar", "lsebar")
+
+
+def symbol(kind: str, dtype) -> str:
+    return f"s2sad_rowsm_{kind}_{_TYPES[np.dtype(dtype)][1]}"
+
+
+def rows_ir(dtype) -> str:
+    """The module with every kind for `dtype`, with the exp and log it calls."""
+    ty, _ = _TYPES[np.dtype(dtype)]
+    parts, seen = [], set()
+    calls = {}
+    for fname in ("exp", "log"):
+        sym, defs, decls = vecmath.define(fname, ty)
+        calls[fname] = sym
+        for name, text in (*decls, *defs):
+            if name not in seen:
+                seen.add(name)
+                parts.append(text)
+    for kind in KINDS:
+        parts.append(_row_function(ty, dtype, kind, calls))
+    for kind in BAR_KINDS:
+        parts.append(_bar_function(ty, dtype, kind, calls))
+    return "\n\n".join(parts) + "\n"
+
+
+def _loop(tag: str, start: str, body: list[str], after: str, ty_phis=()) -> list[str]:
+    """A counted loop j = start..k-1 named `tag`, entered from block `from`: `body` uses
+    %{tag}.j; `ty_phis` are (type, name, initial, next) carried values. Falls into block
+    `after` (which the caller writes next)."""
+    lines = [f"  br label %{tag}", f"{tag}:",
+             f"  %{tag}.j = phi i64 [ {start}, %{tag}.pre ], [ %{tag}.jn, %{tag}.body ]"]
+    lines += [f"  %{name} = phi {ty} [ {init}, %{tag}.pre ], [ {nxt}, %{tag}.body ]" for ty, name, init, nxt in ty_phis]
+    lines += [f"  %{tag}.more = icmp slt i64 %{tag}.j, %k",
+              f"  br i1 %{tag}.more, label %{tag}.body, label %{after}",
+              f"{tag}.body:", *body,
+              f"  %{tag}.jn = add i64 %{tag}.j, 1",
+              f"  br label %{tag}"]
+    return lines
+
+
+def _pre(tag: str) -> list[str]:
+    return [f"  br label %{tag}.pre", f"{tag}.pre:"]
+
+
+def _row_function(ty: str, dtype, kind: str, calls: dict) -> str:
+    name = symbol(kind, dtype)
+    exp, log = calls["exp"], calls["log"]
+    raw = kind.endswith("raw")
+    kind = kind[:-3] if raw else kind
+    shift = "%m" if raw or kind == "softmax" else "%mz"
+    body = ["  %m0 = load {ty}, ptr %row".format(ty=ty)]
+    # the row's max, in order, NaN-propagating (llvm_reduce's rows_max)
+    body += _pre("mx") + _loop("mx", "1", [
+        f"  %mx.p = getelementptr {ty}, ptr %row, i64 %mx.j",
+        f"  %mx.v = load {ty}, ptr %mx.p",
+        f"  %mx.ge = fcmp oge {ty} %m, %mx.v",
+        f"  %mx.nan = fcmp uno {ty} %m, %m",
+        "  %mx.keep = or i1 %mx.ge, %mx.nan",
+        f"  %mx.next = select i1 %mx.keep, {ty} %m, {ty} %mx.v"], "mx.done", [(ty, "m", "%m0", "%mx.next")])
+    body += ["mx.done:",
+             f"  %m.d = fsub {ty} %m, %m",
+             f"  %m.fin = fcmp ord {ty} %m.d, 0.0",
+             f"  %mz = select i1 %m.fin, {ty} %m, {ty} 0.0"]
+    if kind == "lse":        # the sum of exp(a - shift), in order
+        body += _pre("sm") + _loop("sm", "0", [
+            f"  %sm.p = getelementptr {ty}, ptr %row, i64 %sm.j",
+            f"  %sm.v = load {ty}, ptr %sm.p",
+            f"  %sm.t = fsub {ty} %sm.v, {shift}",
+            f"  %sm.e = call {ty} @{exp}({ty} %sm.t)",
+            f"  %sm.next = fadd {ty} %s, %sm.e"], "sm.done", [(ty, "s", "0.0", "%sm.next")])
+    else:                    # the terms into out (a loop that vectorises), then their sum in order
+        body += _pre("ex") + _loop("ex", "0", [
+            f"  %ex.p = getelementptr {ty}, ptr %row, i64 %ex.j",
+            f"  %ex.v = load {ty}, ptr %ex.p",
+            f"  %ex.t = fsub {ty} %ex.v, {shift}",
+            f"  %ex.e = call {ty} @{exp}({ty} %ex.t)",
+            f"  %ex.o = getelementptr {ty}, ptr %orow, i64 %ex.j",
+            f"  store {ty} %ex.e, ptr %ex.o"], "ex.done")
+        body += ["ex.done:"] + _pre("sm") + _loop("sm", "0", [
+            f"  %sm.o = getelementptr {ty}, ptr %orow, i64 %sm.j",
+            f"  %sm.e = load {ty}, ptr %sm.o",
+            f"  %sm.next = fadd {ty} %s, %sm.e"], "sm.done", [(ty, "s", "0.0", "%sm.next")])
+    body += ["sm.done:"]
+    if kind == "lse":
+        body += [f"  %ls = call {ty} @{log}({ty} %s)", f"  %res = fadd {ty} %ls, {shift}",
+                 f"  %op = getelementptr {ty}, ptr %out, i64 %ri", f"  store {ty} %res, ptr %op",
+                 "  br label %row.done"]
+    elif kind == "softmax":
+        body += _pre("dv") + _loop("dv", "0", [
+            f"  %dv.o = getelementptr {ty}, ptr %orow, i64 %dv.j",
+            f"  %dv.v = load {ty}, ptr %dv.o",
+            f"  %dv.q = fdiv {ty} %dv.v, %s",
+            f"  store {ty} %dv.q, ptr %dv.o"], "row.done")
+    else:
+        body += [f"  %ls = call {ty} @{log}({ty} %s)"]
+        body += _pre("lg") + _loop("lg", "0", [
+            f"  %lg.p = getelementptr {ty}, ptr %row, i64 %lg.j",
+            f"  %lg.v = load {ty}, ptr %lg.p",
+            f"  %lg.t = fsub {ty} %lg.v, {shift}",
+            f"  %lg.r = fsub {ty} %lg.t, %ls",
+            f"  %lg.o = getelementptr {ty}, ptr %orow, i64 %lg.j",
+            f"  store {ty} %lg.r, ptr %lg.o"], "row.done")
+    return "\n".join([
+        f"define void @{name}(ptr noalias %A, i64 %n_rows, i64 %k, i64 %row_stride, "
+        f"ptr noalias %out) {{",
+        "entry:",
+        "  br label %rows",
+        "rows:",
+        "  %ri = phi i64 [ 0, %entry ], [ %ri.next, %row.done ]",
+        "  %rows.more = icmp slt i64 %ri, %n_rows",
+        "  br i1 %rows.more, label %row.start, label %exit",
+        "row.start:",
+        "  %ro = mul i64 %ri, %row_stride",
+        f"  %row = getelementptr {ty}, ptr %A, i64 %ro",
+        "  %oo = mul i64 %ri, %k",
+        f"  %orow = getelementptr {ty}, ptr %out, i64 %oo",
+        *body,
+        "row.done:",
+        "  %ri.next = add i64 %ri, 1",
+        "  br label %rows",
+        "exit:",
+        "  ret void",
+        "}"])
+
+
+def _bar_function(ty: str, dtype, kind: str, calls: dict) -> str:
+    """An adjoint (BAR_KINDS); C is read by lsebar only."""
+    exp = calls["exp"]
+    if kind == "lsebar":
+        body = [f"  %gp = getelementptr {ty}, ptr %B, i64 %ri", f"  %gr = load {ty}, ptr %gp",
+                f"  %lp = getelementptr {ty}, ptr %C, i64 %ri", f"  %lr = load {ty}, ptr %lp"]
+        body += _pre("lb") + _loop("lb", "0", [
+            f"  %lb.p = getelementptr {ty}, ptr %arow, i64 %lb.j", f"  %lb.v = load {ty}, ptr %lb.p",
+            f"  %lb.t = fsub {ty} %lb.v, %lr", f"  %lb.w = call {ty} @{exp}({ty} %lb.t)",
+            f"  %lb.r = fmul {ty} %gr, %lb.w",
+            f"  %lb.o = getelementptr {ty}, ptr %orow, i64 %lb.j", f"  store {ty} %lb.r, ptr %lb.o"], "row.done")
+    else:
+        term = ([f"  %sm.b = load {ty}, ptr %sm.bp", f"  %sm.e = fmul {ty} %sm.a, %sm.b"]
+                if kind == "softmaxbar" else [f"  %sm.e = fadd {ty} %sm.a, 0.0"])
+        body = _pre("sm") + _loop("sm", "0", [
+            f"  %sm.ap = getelementptr {ty}, ptr %arow, i64 %sm.j", f"  %sm.a = load {ty}, ptr %sm.ap",
+            f"  %sm.bp = getelementptr {ty}, ptr %brow, i64 %sm.j", *term,
+            f"  %sm.next = fadd {ty} %d, %sm.e"], "sm.done", [(ty, "d", "0.0", "%sm.next")])
+        if kind == "softmaxbar":     # g s - s d
+            out = [f"  %o.gs = fmul {ty} %o.a, %o.b", f"  %o.sd = fmul {ty} %o.b, %d", f"  %o.r = fsub {ty} %o.gs, %o.sd"]
+        else:                        # g - exp(out) d
+            out = [f"  %o.e = call {ty} @{exp}({ty} %o.b)", f"  %o.ed = fmul {ty} %o.e, %d",
+                   f"  %o.r = fsub {ty} %o.a, %o.ed"]
+        body += ["sm.done:"] + _pre("o") + _loop("o", "0", [
+            f"  %o.ap = getelementptr {ty}, ptr %arow, i64 %o.j", f"  %o.a = load {ty}, ptr %o.ap",
+            f"  %o.bp = getelementptr {ty}, ptr %brow, i64 %o.j", f"  %o.b = load {ty}, ptr %o.bp", *out,
+            f"  %o.op = getelementptr {ty}, ptr %orow, i64 %o.j", f"  store {ty} %o.r, ptr %o.op"], "row.done")
+    return "\n".join([
+        f"define void @{symbol(kind, dtype)}(ptr noalias %A, ptr noalias %B, ptr noalias %C, i64 %n_rows, i64 %k, "
+        f"i64 %a_stride, i64 %b_stride, ptr noalias %out) {{",
+        "entry:",
+        "  br label %rows",
+        "rows:",
+        "  %ri = phi i64 [ 0, %entry ], [ %ri.next, %row.done ]",
+        "  %rows.more = icmp slt i64 %ri, %n_rows",
+        "  br i1 %rows.more, label %row.start, label %exit",
+        "row.start:",
+        "  %ao = mul i64 %ri, %a_stride",
+        f"  %arow = getelementptr {ty}, ptr %A, i64 %ao",
+        "  %bo = mul i64 %ri, %b_stride",
+        f"  %brow = getelementptr {ty}, ptr %B, i64 %bo",
+        "  %oo = mul i64 %ri, %k",
+        f"  %orow = getelementptr {ty}, ptr %out, i64 %oo",
+        *body,
+        "row.done:",
+        "  %ri.next = add i64 %ri, 1",
+        "  br label %rows",
+        "exit:",
+        "  ret void",
+        "}"])

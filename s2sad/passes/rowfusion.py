@@ -1,0 +1,266 @@
+"""Row fusion: the numpy idioms of a max-shifted softmax family along the last axis, as
+one row-fused primitive each (array_prims/rowfused.py), before elementwise fusion.
+
+    m = np.max(z, axis=-1, keepdims=True)              (axis 1 or -1, written as such)
+    t = z - m
+    l = t - np.log(np.sum(np.exp(t), axis=-1, keepdims=True))          -> row_log_softmax(z)
+    p = e / np.sum(e, axis=-1, keepdims=True), e = np.exp(z - m)       -> row_softmax(z)
+    l = np.log(np.sum(np.exp(z - m), axis=-1, keepdims=True)) + m      -> row_logsumexp(z)
+
+(`t` may be its own statement or written inside the exp). Each runs as one compiled pass
+per row forward and one backward (s2sad.rowsoftmax), where the statements took four to
+six passes over the (n, k) values and as many numpy row reductions, forward and backward.
+
+Invariant: a chain is replaced only when nothing else reads its intermediate values
+(the max, the shifted values, the exponentials, the sums), all of it in one block, so
+the program computes the same values (to rounding: the sums' order, exp and log are
+s2sad's own, rowsoftmax states the tolerance) and its derivatives are the same
+functions. S2SAD_ROW_FUSION=0, read when a program is built, keeps the statements.
+"""
+from __future__ import annotations
+
+import copy
+import os
+
+import gast
+import numpy as np
+
+from ..array_prims import Reduce
+from ..array_prims.rowfused import RowFused
+from ..kernel_text import unparse
+from .arrayir import ArrayProgram, ArrayStmt, Elementwise, ForStmt, IfStmt, stmt_reads, walk_stmts
+
+_UFUNCS = {id(np.exp): "exp", id(np.log): "log"}
+
+
+def enabled() -> bool:
+    return os.environ.get("S2SAD_ROW_FUSION", "1") != "0"
+
+
+def fuse_rows(prog: ArrayProgram) -> None:
+    """Replace each idiom's statements by one row-fused statement, in every block."""
+    if not enabled():
+        return
+    readers: dict[str, list] = {}
+    for st in walk_stmts(prog.body):
+        for r in stmt_reads(st):
+            readers.setdefault(r, []).append(st)
+    if isinstance(prog.result, str):
+        readers.setdefault(prog.result, []).append("return")
+    _block(prog.body, readers, prog.namer)
+
+
+def _block(body: list, readers: dict, namer) -> None:
+    for st in body:
+        if isinstance(st, ForStmt):
+            _block(st.body, readers, namer)
+        elif isinstance(st, IfStmt):
+            _block(st.body, readers, namer)
+            _block(st.orelse, readers, namer)
+    for st in [s for s in body if isinstance(s, ArrayStmt) and _last_axis_max(s)]:
+        chain = _Chain(body, readers, st)
+        for find in (chain.log_softmax, chain.softmax, chain.logsumexp):
+            got = find()
+            if got and _replace(body, got, readers, namer):
+                break
+
+
+def shape(st) -> str | None:
+    """An Elementwise statement's expression with its operands as A0, A1... and numpy's
+    exp and log by name; None for any other statement (or other functions)."""
+    if not isinstance(st, ArrayStmt) or not isinstance(st.op, Elementwise) or st.op.prelude:
+        return None
+    e = copy.deepcopy(st.op.expr)
+    holders = {h: f"A{i}" for i, h in enumerate(st.op.holders)}
+    for n in gast.walk(e):
+        if isinstance(n, gast.Name):
+            if n.id in holders:
+                n.id = holders[n.id]
+            elif n.id in st.op.bindings:
+                f = _UFUNCS.get(id(st.op.bindings[n.id]))
+                if f is None:
+                    return None
+                n.id = f
+            else:
+                return None
+    return unparse(e)
+
+
+def _axis_of(e) -> int | None:
+    if isinstance(e, gast.UnaryOp) and isinstance(e.op, gast.USub) and isinstance(e.operand, gast.Constant):
+        v = e.operand.value
+        return -v if type(v) is int else None
+    return e.value if isinstance(e, gast.Constant) and type(e.value) is int else None
+
+
+def _keep(st) -> bool | None:
+    k = st.op.keepdims
+    if k is None:
+        return False
+    return k.value if isinstance(k, gast.Constant) and type(k.value) is bool else None
+
+
+def _last_axis_max(st) -> bool:
+    return isinstance(st.op, Reduce) and st.op.kind == "max" and _axis_of(st.op.axis) in (1, -1) \
+        and _keep(st) is True and isinstance(st.args[0], str)
+
+
+class _Chain:
+    """One candidate chain from a last-axis max `m` of `z`. Each idiom's finder returns
+    (statements consumed, the statement that reads the pattern, the pattern's texts
+    (`_texts`), kind, keepdims) or None."""
+
+    def __init__(self, body: list, readers: dict, m: ArrayStmt):
+        self.body, self.readers, self.m = body, readers, m
+        self.z, self.axis = m.args[0], _axis_of(m.op.axis)
+
+    def only(self, name: str, *stmts) -> bool:
+        """Is `name` read by exactly `stmts` (each once)?"""
+        got = self.readers.get(name, [])
+        return len(got) == len(stmts) and {id(s) for s in got} == {id(s) for s in stmts}
+
+    def users(self, name: str) -> list:
+        return [s for s in self.readers.get(name, []) if isinstance(s, ArrayStmt)]
+
+    def row_sum(self, e: ArrayStmt):
+        """The one statement reading e, if it sums e along the same axis with keepdims."""
+        us = [s for s in self.users(e.target) if isinstance(s.op, Reduce) and s.op.kind == "sum"
+              and s.args[0] == e.target and _axis_of(s.op.axis) == self.axis and _keep(s) is True]
+        return us[0] if len(us) == 1 and self.only(e.target, us[0]) else None
+
+    def shifted(self, t: ArrayStmt) -> bool:
+        return shape(t) == "A0 - A1" and t.args == [self.z, self.m.target]
+
+    def shifted_exps(self):
+        """(statements, e): e = exp(z - m), written in one statement or as exp(t)."""
+        out = []
+        for u in self.users(self.m.target):
+            if shape(u) == "exp(A0 - A1)" and u.args == [self.z, self.m.target]:
+                out.append(([u], u))
+            elif self.shifted(u):
+                for e in self.users(u.target):
+                    if shape(e) == "exp(A0)" and e.args == [u.target] and self.only(u.target, e):
+                        out.append(([u, e], e))
+        return out
+
+    def closing(self, s: ArrayStmt) -> ArrayStmt | None:
+        ls = self.users(s.target)
+        return ls[0] if len(ls) == 1 and isinstance(ls[0].op, Elementwise) and self.only(s.target, ls[0]) else None
+
+    def log_softmax(self):
+        for t in self.users(self.m.target):
+            if not self.shifted(t) or not self.only(self.m.target, t):
+                continue
+            for e in self.users(t.target):
+                if shape(e) != "exp(A0)" or e.args != [t.target]:
+                    continue
+                s = self.row_sum(e)
+                last = self.closing(s) if s is not None else None
+                if last is not None and self.only(t.target, e, last):
+                    return [self.m, t, e, s], last, {f"A_{t.target} - log(A_{s.target})"}, "row_log_softmax", False
+        return None
+
+    def softmax(self):
+        for stmts, e in self.shifted_exps():
+            if not self.only(self.m.target, stmts[0]):
+                continue
+            s = [u for u in self.users(e.target) if isinstance(u.op, Reduce)]
+            if len(s) != 1:
+                continue
+            s = s[0]
+            if s.op.kind != "sum" or _axis_of(s.op.axis) != self.axis or _keep(s) is not True:
+                continue
+            last = self.closing(s)
+            if last is not None and self.only(e.target, s, last):
+                return [self.m, *stmts, s], last, {f"A_{e.target} / A_{s.target}"}, "row_softmax", False
+        return None
+
+    def logsumexp(self):
+        for stmts, e in self.shifted_exps():
+            s = self.row_sum(e)
+            last = self.closing(s) if s is not None else None
+            if last is None or not self.only(self.m.target, stmts[0], last):
+                continue
+            m, st = self.m.target, s.target
+            return [self.m, *stmts, s], last, {f"log(A_{st}) + A_{m}", f"A_{m} + log(A_{st})"}, "row_logsumexp", True
+        return None
+
+
+def _texts(node, st: ArrayStmt) -> str:
+    """A subexpression of st's template with its operands as A_<name> and numpy's exp
+    and log by name (other functions as B_<name>)."""
+    holders = {h: st.args[i] for i, h in enumerate(st.op.holders)}
+    e = copy.deepcopy(node)
+    for n in gast.walk(e):
+        if isinstance(n, gast.Name):
+            if n.id in holders:
+                a = holders[n.id]
+                n.id = f"A_{a}" if isinstance(a, str) else "C_"
+            elif n.id in st.op.bindings:
+                n.id = _UFUNCS.get(id(st.op.bindings[n.id])) or f"B_{n.id}"
+    return unparse(e)
+
+
+def _split(last: ArrayStmt, texts: set, gone: list, new_name: str):
+    """last's template with the pattern replaced by a holder of `new_name`: (expr,
+    holders, args), or None where the pattern is absent or a consumed value is read
+    outside it."""
+    node = next((n for n in gast.walk(last.op.expr) if isinstance(n, gast.expr) and _texts(n, last) in texts), None)
+    if node is None:
+        return None
+    memo: dict = {}
+    expr = copy.deepcopy(last.op.expr, memo)
+    hole = memo[id(node)]
+    new_h = next(f"__h{i}" for i in range(len(last.op.holders) + 1) if f"__h{i}" not in last.op.holders)
+    filler = gast.Name(id=new_h, ctx=gast.Load(), annotation=None, type_comment=None)
+    if expr is hole:
+        expr = filler
+    else:
+        for parent in gast.walk(expr):
+            for field, value in gast.iter_fields(parent):
+                if value is hole:
+                    setattr(parent, field, filler)
+                elif isinstance(value, list) and any(v is hole for v in value):
+                    setattr(parent, field, [filler if v is hole else v for v in value])
+    used = {n.id for n in gast.walk(expr) if isinstance(n, gast.Name)}
+    consumed = {st.target for st in gone}
+    holders, args = [], []
+    for h, a in zip(last.op.holders, last.args):
+        if h in used:
+            if a in consumed:
+                return None
+            holders.append(h)
+            args.append(a)
+    return expr, holders + [new_h], args + [new_name]
+
+
+def _replace(body: list, got, readers: dict, namer) -> bool:
+    """The chain's statements out and the fused statement in, before what is left of
+    the statement that read the pattern (or as it, when the pattern was all of it)."""
+    gone, last, texts, kind, keepdims = got
+    fused_name = namer.temp()
+    split = _split(last, texts, gone, fused_name)
+    if split is None:
+        return False
+    expr, holders, args = split
+    z, axis = gone[0].args[0], gone[0].op.axis
+    whole = len(holders) == 1 and isinstance(expr, gast.Name)
+    target = last.target if whole else fused_name
+    keep = gast.Constant(value=True, kind=None) if keepdims else None
+    text = f"{kind}({z}, axis={unparse(axis)}" + (", keepdims=True" if keepdims else "") + ", shift='max')"
+    fused = ArrayStmt(target, RowFused(kind, axis, keep), [z], last.node, last.stmt, last.ctx,
+                      forward=gast.parse(text).body[0].value, reads=set())
+    at = next(i for i, s in enumerate(body) if s is last)
+    if whole:
+        body[at] = fused
+    else:
+        op = last.op
+        last.op = Elementwise(expr, holders, op.prelude, op.sites, op.bindings, op.ctx_bound)
+        last.args = args
+        body.insert(at, fused)
+        readers.setdefault(fused_name, []).append(last)
+    body[:] = [s for s in body if not any(s is g for g in gone)]
+    for name, rs in readers.items():
+        kept = [r for r in rs if not any(r is g for g in gone) and (r is not last or not whole)]
+        readers[name] = kept + ([fused] if name == z else [])
+    return True

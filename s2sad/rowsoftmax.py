@@ -1,0 +1,265 @@
+"""Row-fused log-sum-exp, softmax and log-softmax along the last axis: each row's max,
+shift, exp, sum, log and divide in one compiled pass over the row (codegen/llvm_rows),
+where numpy's formula makes four to six passes over the whole array, each with numpy's
+per-row reduction cost (about 20 ns a row).
+
+`row_logsumexp(a, axis, keepdims)`, `row_softmax(x, axis)`, `row_log_softmax(x, axis)`
+compute scipy.special's logsumexp (without b), softmax and log_softmax (shift="finite"),
+or the numpy idioms passes/rowfusion replaces (shift="max": the max as written);
+`row_*_bar` their adjoints (softmax_rules' formulas), `row_*_bar_dot` the adjoints'
+tangents (forward over reverse, numpy). The compiled path is taken when
+
+- row fusion is on (`enabled()`: S2SAD_ROW_FUSION unset or not "0") and the backend is
+  llvm ("auto" with numpy arrays);
+- x is a 2-D numpy array of float64 or float32 with contiguous rows, at least one
+  element a row, and axis is the last one (1 or -1, or a 1-tuple of it);
+
+and scipy.special's own function otherwise: other shapes, other axes, cupy arrays, the
+python and cuda backends, S2SAD_ROW_FUSION=0. `reference_*` are the numpy formulas of
+the same algorithm (the tests' unfused oracle). All follow scipy's conventions for non-finite rows (the max shift taken as 0 when it is not
+finite, for logsumexp and log_softmax; softmax shifts by the max as it is).
+
+Tolerance: the compiled sums run in order where numpy's are pairwise, and exp/log are
+s2sad's own (within 4 ulp of glibc's), so results agree with the numpy formula to a
+few ulp relative (tests/test_row_fusion.py: 1e-13 float64, 1e-5 float32, relative to
+the row's scale), not bit for bit.
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+from typing import Any
+
+import numpy as np
+
+from . import softmax_rules
+from .backends import choose
+from .backends.llvm import ptr
+from .codegen import llvm_jit, llvm_rows
+
+_F64, _F32 = np.dtype(np.float64), np.dtype(np.float32)
+_ARGTYPES = (ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p)
+_BAR_ARGTYPES = (ctypes.c_void_p,) * 3 + (ctypes.c_int64,) * 4 + (ctypes.c_void_p,)
+_FUNCS: dict = {}
+
+
+def enabled() -> bool:
+    """Row fusion on? (S2SAD_ROW_FUSION=0 turns it off, for comparisons and tests.)"""
+    return os.environ.get("S2SAD_ROW_FUSION", "1") != "0"
+
+
+def _function(kind: str, dtype: np.dtype):
+    f = _FUNCS.get((kind, dtype))
+    if f is None:
+        addresses, keep = llvm_jit.rows_code(dtype)
+        for k in llvm_rows.KINDS + llvm_rows.BAR_KINDS:
+            types = _ARGTYPES if k in llvm_rows.KINDS else _BAR_ARGTYPES
+            _FUNCS[(k, dtype)] = llvm_jit.callable_at(addresses[llvm_rows.symbol(k, dtype)], types, keep)
+        f = _FUNCS[(kind, dtype)]
+    return f
+
+
+def _last_axis(axis: Any) -> bool:
+    if isinstance(axis, tuple) and len(axis) == 1:
+        axis = axis[0]
+    return type(axis) is int and axis in (1, -1)
+
+
+def _row_layout(x: Any, axis: Any, backend: str):
+    """(n, k, row stride in elements) where the compiled loop takes x, else None."""
+    if not enabled() or type(x) is not np.ndarray or x.ndim != 2 or (x.dtype != _F64 and x.dtype != _F32):
+        return None
+    if not _last_axis(axis) or not choose(backend).fast_path:
+        return None
+    n, k = x.shape
+    size = x.dtype.itemsize
+    s0, s1 = x.strides
+    if k == 0 or (s1 != size and k > 1) or s0 < 0 or s0 % size or not x.flags.aligned:
+        return None
+    return n, k, (s0 // size if n > 1 else k)
+
+
+def _run(kind: str, x: np.ndarray, layout, shape) -> np.ndarray:
+    n, k, stride = layout
+    out = np.empty(shape, x.dtype)
+    if n:
+        _function(kind, x.dtype)(ptr(x), n, k, stride, ptr(out))
+    return out
+
+
+# ---------------------------------------------------------------- numpy's formulas
+
+
+def _shift(x: np.ndarray, axis, zero_nonfinite: bool) -> np.ndarray:
+    m = np.max(x, axis=axis, keepdims=True)
+    if zero_nonfinite:
+        m = np.where(np.isfinite(m), m, np.zeros((), m.dtype))
+    return m
+
+
+def _float(x):
+    """x as a float array (an array of another module, cupy's, kept as it is)."""
+    if getattr(x, "dtype", None) is not None and x.dtype.kind == "f":
+        return x
+    return np.asarray(x).astype(np.float64)
+
+
+def reference_logsumexp(a, axis=None, keepdims=False, shift="finite"):
+    """log(sum(exp(a - m))) + m, m the max (0 where not finite; as it is for shift
+    "max"), in numpy."""
+    a = _float(a)
+    if a.size == 0 and shift == "finite":     # scipy's answer; the numpy idiom's max raises on empty rows
+        with np.errstate(divide="ignore"):
+            return np.log(np.sum(np.exp(a), axis=axis, keepdims=keepdims))
+    m = _shift(a, axis, shift == "finite")
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        s = np.sum(np.exp(a - m), axis=axis, keepdims=True)
+        out = np.log(s) + m
+    return out if keepdims else np.squeeze(out, axis=axis)
+
+
+def reference_softmax(x, axis=None):
+    x = _float(x)
+    with np.errstate(invalid="ignore", over="ignore"):
+        e = np.exp(x - _shift(x, axis, False))
+        return e / np.sum(e, axis=axis, keepdims=True)
+
+
+def reference_log_softmax(x, axis=None, shift="finite"):
+    x = _float(x)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        t = x - _shift(x, axis, shift == "finite")
+        return t - np.log(np.sum(np.exp(t), axis=axis, keepdims=True))
+
+
+# ---------------------------------------------------------------- the entries
+
+
+def _scipy(name: str):
+    """scipy.special's function: what the user called, where the compiled loop is not taken."""
+    import scipy.special
+    return getattr(scipy.special, name)
+
+
+def row_logsumexp(a, axis=None, keepdims=False, shift="finite", backend="auto"):
+    """shift "finite": scipy.special.logsumexp (scipy's own where the loop does not take
+    a); "max": the numpy idiom log(sum(exp(a - max))) + max (its numpy formula there)."""
+    layout = _row_layout(a, axis, backend)
+    if layout is None:
+        if shift == "max":
+            return reference_logsumexp(a, axis, keepdims, shift)
+        return _scipy("logsumexp")(a, axis=axis, keepdims=keepdims)
+    n = layout[0]
+    return _run("lse" if shift == "finite" else "lseraw", a, layout, (n, 1) if keepdims else (n,))
+
+
+def row_softmax(x, axis=None, shift="finite", backend="auto"):
+    """softmax shifts by the max as it is either way; shift "max": the numpy idiom."""
+    layout = _row_layout(x, axis, backend)
+    if layout is None:
+        if shift == "max":
+            return reference_softmax(x, axis)
+        return _scipy("softmax")(x, axis=axis)
+    return _run("softmax", x, layout, x.shape)
+
+
+def row_log_softmax(x, axis=None, shift="finite", backend="auto"):
+    """As row_logsumexp: shift "max" is the numpy idiom (a - max) - log(sum(exp(a - max)))."""
+    layout = _row_layout(x, axis, backend)
+    if layout is None:
+        if shift == "max":
+            return reference_log_softmax(x, axis, shift)
+        return _scipy("log_softmax")(x, axis=axis)
+    return _run("logsoftmax" if shift == "finite" else "logsoftmaxraw", x, layout, x.shape)
+
+
+# ---------------------------------------------------------------- the adjoints
+
+
+def _same_rows(x: Any, like: np.ndarray):
+    """x's row stride where the compiled adjoint reads it beside `like` (same shape and
+    dtype, contiguous rows), else None."""
+    if type(x) is not np.ndarray or x.shape != like.shape or x.dtype != like.dtype or not x.flags.aligned:
+        return None
+    size = x.dtype.itemsize
+    n, k = x.shape
+    s0, s1 = x.strides
+    if (s1 != size and k > 1) or s0 < 0 or s0 % size:
+        return None
+    return s0 // size if n > 1 else k
+
+
+def _run_bar(kind: str, a: np.ndarray, b: np.ndarray, c, a_stride: int, b_stride: int) -> np.ndarray:
+    n, k = a.shape
+    out = np.empty((n, k), a.dtype)
+    if n:
+        _function(kind, a.dtype)(ptr(a), ptr(b), ptr(c) if c is not None else 0, n, k, a_stride, b_stride, ptr(out))
+    return out
+
+
+def _pair_layout(g: Any, out: Any, axis: Any, backend: str):
+    layout = _row_layout(out, axis, backend)
+    if layout is None:
+        return None
+    gs = _same_rows(g, out)
+    return None if gs is None else (gs, layout[2])
+
+
+def row_softmax_bar(g, out, axis=None, backend="auto"):
+    """softmax_rules.softmax_bar, one pass per row where the loop takes g and out."""
+    strides = _pair_layout(g, out, axis, backend)
+    if strides is None:
+        return softmax_rules.softmax_bar(g, out, axis)
+    return _run_bar("softmaxbar", g, out, None, *strides)
+
+
+def row_log_softmax_bar(g, out, axis=None, backend="auto"):
+    """softmax_rules.log_softmax_bar, one pass per row where the loop takes g and out."""
+    strides = _pair_layout(g, out, axis, backend)
+    if strides is None:
+        return softmax_rules.log_softmax_bar(g, out, axis)
+    return _run_bar("logsoftmaxbar", g, out, None, *strides)
+
+
+def row_logsumexp_bar(i, g, a, b, out, axis=None, keepdims=False, backend="auto"):
+    """softmax_rules.logsumexp_bar; a's adjoint without b in one pass per row where the
+    loop takes a, and g and out hold one value a row of a's dtype."""
+    layout = _row_layout(a, axis, backend) if i == 0 and b is None else None
+    n = layout[0] if layout else 0
+    if layout is None or not all(type(v) is np.ndarray and v.dtype == a.dtype and v.size == n
+                                 and v.shape in ((n,), (n, 1)) for v in (g, out)):
+        return softmax_rules.logsumexp_bar(i, g, a, b, out, axis, keepdims)
+    return _run_bar("lsebar", a, np.ascontiguousarray(g), np.ascontiguousarray(out), layout[2], 1)
+
+
+# ---------------------------------------------------------------- the adjoints' tangents
+# (forward over reverse: the tangent of each adjoint with its seed g held fixed, the
+# output's tangent out_dot given; numpy, any layout)
+
+
+def _expand(v, like, axis, keepdims):
+    v = np.asarray(v)
+    return v if keepdims else np.expand_dims(v, axis)
+
+
+def row_softmax_bar_dot(g, out, out_dot, axis=None):
+    """d/dt of g s - s sum(g s) with s = out + t out_dot."""
+    return g * out_dot - out_dot * np.sum(g * out, axis=axis, keepdims=True) \
+        - out * np.sum(g * out_dot, axis=axis, keepdims=True)
+
+
+def row_log_softmax_bar_dot(g, out, out_dot, axis=None):
+    """d/dt of g - exp(out) sum(g)."""
+    return -(np.exp(out) * out_dot) * np.sum(np.broadcast_to(g, np.shape(out)), axis=axis, keepdims=True)
+
+
+def row_logsumexp_bar_dot(g, a, a_dot, out, out_dot, axis=None, keepdims=False):
+    """d/dt of g exp(a - out) along the rows (g, out with one value a row)."""
+    ge, oe, de = (_expand(v, a, axis, keepdims) for v in (g, out, out_dot))
+    return ge * np.exp(a - oe) * (a_dot - de)
+
+
+# what array_rules.HELPERS takes in (array_prims' HELPER_NAMES name them); the generated
+# code's namespace binds the adjoints again per backend (derivative_runtime)
+HELPERS = {f"row_{f}{kind}": globals()[f"row_{f}{kind}"] for f in ("logsumexp", "softmax", "log_softmax")
+           for kind in ("_bar", "_bar_dot")}
