@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from .errors import UnsupportedOperationError
+from .reduce import float_dtype as reduce_float_dtype
 
 
 # ------------------------------------------------------------------ tuples of outputs
@@ -56,9 +57,7 @@ def parts(values):
 
 # ------------------------------------------------------------------ small pieces
 
-def float_dtype(x):
-    dt = np.asarray(x).dtype
-    return dt if dt.kind == "f" else np.dtype(np.float64)
+float_dtype = reduce_float_dtype   # (reduce's: the one there is)
 
 
 def f64(x):

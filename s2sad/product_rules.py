@@ -22,13 +22,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from .errors import UnsupportedOperationError
+from .reduce import float_dtype
 
 _LABELS = string.ascii_uppercase + string.ascii_lowercase   # numpy's order of labels
 
 
-def _float_dtype(x):
-    dt = np.asarray(x).dtype
-    return dt if dt.kind == "f" else np.dtype(np.float64)
+_float_dtype = float_dtype   # (reduce's: the one there is)
 
 
 def _as(x, like):

@@ -20,11 +20,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from .errors import SourceLocation, UnsupportedOperationError
+from .reduce import float_dtype
 
 
-def _float_dtype(x):
-    dt = np.asarray(x).dtype
-    return dt if dt.kind == "f" else np.dtype(np.float64)
+_float_dtype = float_dtype   # (reduce's: the one there is)
 
 
 def _as(x, like):

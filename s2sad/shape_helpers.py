@@ -7,16 +7,16 @@ Each adjoint helper returns a new array of the operand's shape, in the operand's
 dtype (float64 for a Python number), never a view of its input. Elements a primitive
 copies to several places (edge padding, repeated indices) have their adjoints summed.
 
-Layer: runtime (beside array_rules); imports only numpy.
+Layer: runtime (beside array_rules); imports numpy and reduce's float_dtype.
 """
 from __future__ import annotations
 
 import numpy as np
 
+from .reduce import float_dtype
 
-def _float_dtype(x):
-    dt = np.asarray(x).dtype
-    return dt if dt.kind == "f" else np.dtype(np.float64)
+
+_float_dtype = float_dtype   # (reduce's: the one there is)
 
 
 def _as(res, x):

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from .reduce import float_dtype
 
-def _float_dtype(x):
-    dt = np.asarray(x).dtype
-    return dt if dt.kind == "f" else np.dtype(np.float64)
+
+_float_dtype = float_dtype   # (reduce's: the one there is)
 
 
 def _axes(axis, ndim) -> tuple:

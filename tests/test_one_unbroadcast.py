@@ -63,3 +63,14 @@ def test_unbroadcast_shapes_and_kinds():
     np.testing.assert_array_equal(reduce.unbroadcast(np.float64(2.5), np.zeros((2, 2), np.float32)),
                                   np.full((2, 2), 2.5, np.float32))
     assert reduce.unbroadcast(np.ones((2, 3)), np.zeros((2, 3), np.float32)).dtype == np.float64
+
+
+def test_one_float_dtype_for_adjoints():
+    # the helpers main grew (products, reductions, shapes, softmax, linalg) use reduce's
+    import ast
+    import pathlib
+    root = pathlib.Path(reduce.__file__).parent
+    defining = [str(p.relative_to(root)) for p in root.rglob("*.py")
+                for n in ast.walk(ast.parse(p.read_text()))
+                if isinstance(n, ast.FunctionDef) and n.name in ("float_dtype", "_float_dtype")]
+    assert defining == ["reduce.py"]
