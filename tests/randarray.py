@@ -16,11 +16,19 @@ name from names already bound, with its shape tracked, so that the program alway
   data-dependent test and an iteration guard, a for loop that breaks, a loop over the
   rows of an array, a list grown by such a loop, a list comprehension stacked;
 - the result reduced to a scalar loss.
+
+A few programs (CONTAINER_SHARE of them) also get a container twin (issue 15): the same
+body with W and b taken from a dict (`p["W"]` read in place), a tuple or a list unpacked
+(`W, b = params`), a namedtuple (`p.W`), or a nested dict (`W, b = p["layer"]`,
+`p["v"]`). `ArrayProgram.pack` makes its arguments from the positional ones and
+`ArrayProgram.flat_grads` flattens its gradients back, so that a test can compare the
+twin with the positional program bit for bit.
 """
 from __future__ import annotations
 
 import itertools
 import linecache
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -59,11 +67,53 @@ SAME_SHAPE = {
 }
 
 
+CONTAINERS = ("dict", "tuple", "list", "named", "nested")
+CONTAINER_SHARE = 4     # one program in CONTAINER_SHARE has a container twin
+
+NAMEDTUPLE = 'from collections import namedtuple\n\nParams = namedtuple("Params", "W b")\n\n\n'
+
+
 @dataclass
 class ArrayProgram:
     source: str
     b_shape: tuple
     v_shape: tuple
+    container: str | None = None
+    container_source: str | None = None
+
+    def pack(self, ns: dict, args: list) -> list:
+        """The container twin's arguments from the positional ones (W, b, v, c, X);
+        `ns` is the twin's loaded module (its Params type)."""
+        W, b, v, c, X = args
+        if self.container == "dict":
+            return [{"W": W, "b": b}, v, c, X]
+        if self.container == "tuple":
+            return [(W, b), v, c, X]
+        if self.container == "list":
+            return [[W, b], v, c, X]
+        if self.container == "named":
+            return [ns["Params"](W, b), v, c, X]
+        return [{"layer": (W, b), "v": v}, c, X]        # nested
+
+    def container_argnums(self) -> tuple:
+        return (0, 1) if self.container == "nested" else (0, 1, 2)
+
+    def flat_grads(self, grads) -> list:
+        """The twin's gradients (in its arguments' structure) as [gW, gb, gv, gc]."""
+        if self.container == "nested":
+            p, gc = grads
+            assert type(p) is dict and type(p["layer"]) is tuple, type(p)
+            return [*p["layer"], p["v"], gc]
+        p, gv, gc = grads
+        if self.container == "dict":
+            assert type(p) is dict and sorted(p) == ["W", "b"], p
+            return [p["W"], p["b"], gv, gc]
+        kind = {"tuple": tuple, "list": list}.get(self.container)
+        assert kind is None or type(p) is kind, type(p)
+        if self.container == "named":
+            assert type(p).__name__ == "Params", type(p)
+            return [p.W, p.b, gv, gc]
+        return [*p, gv, gc]
 
     def args(self, seed: int) -> list:
         rng = np.random.default_rng(seed)
@@ -71,10 +121,11 @@ class ArrayProgram:
                 rng.normal(size=self.v_shape) * 0.7, float(rng.uniform(0.5, 1.5)), rng.normal(size=(N, D))]
 
 
-def load(program: ArrayProgram) -> dict:
-    """Execute the program under a pseudo file name that linecache knows (s2sad reads it)."""
+def load(program: ArrayProgram, src: str | None = None) -> dict:
+    """Execute the program (or `src`, its container twin) under a pseudo file name that
+    linecache knows (s2sad reads it)."""
     filename = f"<s2sad-randarray-{next(_counter)}>"
-    src = program.source
+    src = program.source if src is None else src
     linecache.cache[filename] = (len(src), None, src.splitlines(True), filename)
     ns: dict = {"__name__": filename}
     exec(compile(src, filename, "exec"), ns)
@@ -179,6 +230,27 @@ def draw_program(draw, st) -> ArrayProgram:
         last = bind(f"{k} @ v" if draw(st.booleans()) else f"np.dot({k}, v)", out)
     final = draw(st.sampled_from([f"np.sum({last} ** 2)", f"np.mean(np.tanh({last}))",
                                   f"np.sum(s2sad.broadcast(softplus, {last}))", f"np.mean({last} * {last}) * c"]))
-    body = "\n".join(lines)
-    src = HEADER + f"def loss(W, b, v, c, X):\n{body}\n    return {final}\n"
-    return ArrayProgram(src, b_shape, v_shape)
+    body = "\n".join(lines) + f"\n    return {final}\n"
+    src = HEADER + f"def loss(W, b, v, c, X):\n{body}"
+    program = ArrayProgram(src, b_shape, v_shape)
+    if draw(st.integers(0, CONTAINER_SHARE - 1)) == 0:      # drawn last: the rest stays as before
+        program.container = draw(st.sampled_from(CONTAINERS))
+        program.container_source = container_source(program.container, body)
+    return program
+
+
+def reads(body: str, names: dict) -> str:
+    """The body with each parameter name read as the container's entry, in place."""
+    for name, read in names.items():
+        body = re.sub(rf"\b{name}\b", read, body)
+    return body
+
+
+def container_source(kind: str, body: str) -> str:
+    if kind == "dict":
+        return HEADER + "def loss(p, v, c, X):\n" + reads(body, {"W": 'p["W"]', "b": 'p["b"]'})
+    if kind in ("tuple", "list"):
+        return HEADER + "def loss(params, v, c, X):\n    W, b = params\n" + body
+    if kind == "named":
+        return HEADER + NAMEDTUPLE + "def loss(p, v, c, X):\n" + reads(body, {"W": "p.W", "b": "p.b"})
+    return HEADER + 'def loss(p, c, X):\n    W, b = p["layer"]\n' + reads(body, {"v": 'p["v"]'})

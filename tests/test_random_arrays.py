@@ -1,7 +1,10 @@
 """Random array programs (tests/randarray.py) through the reverse mode: gradients against
 central finite differences of the plain numpy program, the three pullback modes bit for
-bit, and the llvm backend against the python one. S2SAD_RANDPROG_SCALE multiplies the
-number of programs, as for the scalar ones."""
+bit, and the llvm backend against the python one. A program with a container twin
+(randarray.CONTAINER_SHARE of them: parameters in a dict, tuple, list, namedtuple or
+nested dict) also runs the twin: its gradient in the arguments' structure, bit for bit
+the positional program's on each backend, and against central differences.
+S2SAD_RANDPROG_SCALE multiplies the number of programs, as for the scalar ones."""
 from __future__ import annotations
 
 import os
@@ -88,7 +91,32 @@ def check(program, seed):
     for a, b in zip(runs["python", "store"], runs["llvm", "store"]):
         np.testing.assert_allclose(b, a, rtol=1e-10, atol=1e-10 * max(1.0, float(np.max(np.abs(a)))))
     for i, g in zip(ARGNUMS, runs["llvm", "auto"]):
-        fd = central_fd(loss, args, i)
-        scale = max(1.0, float(np.max(np.abs(fd))))
-        bad = np.abs(np.asarray(g) - fd) > 1e-5 * scale
-        assert not np.any(bad), f"argument {i}: s2sad {g} fd {fd}"
+        assert_matches_fd(g, central_fd(loss, args, i), i)
+    if program.container:
+        check_container_twin(program, args, value, runs)
+
+
+def assert_matches_fd(g, fd, i):
+    scale = max(1.0, float(np.max(np.abs(fd))))
+    bad = np.abs(np.asarray(g) - fd) > 1e-5 * scale
+    assert not np.any(bad), f"argument {i}: s2sad {g} fd {fd}"
+
+
+def check_container_twin(program, args, value, runs):
+    """The same body reading W and b (and v, nested) from a container: the gradient in
+    the container's structure, the same bits as the positional program's, and central
+    differences of the twin itself (its leaves perturbed through `pack`)."""
+    note(program.container_source)
+    ns = load(program, program.container_source)
+    twin = ns["loss"]
+    packed = program.pack(ns, args)
+    assert twin(*packed) == value
+    argnums = program.container_argnums()
+    for backend in ("python", "llvm"):
+        v, grads = s2sad.value_and_grad(twin, argnums=argnums, backend=backend)(*packed)
+        assert np.isclose(v, value, rtol=1e-12, atol=1e-12), (backend, v, value)
+        for i, (g, g_positional) in enumerate(zip(program.flat_grads(grads), runs[backend, "auto"])):
+            np.testing.assert_array_equal(g, g_positional, err_msg=f"{backend}: {program.container} leaf {i}")
+    flat = program.flat_grads(grads)
+    for i in ARGNUMS:
+        assert_matches_fd(flat[i], central_fd(lambda *a: twin(*program.pack(ns, list(a))), args, i), i)
