@@ -91,3 +91,28 @@ def test_warm_cache_first_calls_are_quick_and_right(tmp_path):
     assert not warm["binding"], "a warm start compiled something: llvmlite.binding was loaded"
     for name in ("hessian", "jacfwd", "jacrev"):
         assert warm[name]["s"] < WARM_FIRST_CALL_S, (name, warm[name]["s"])
+
+
+def rosen(x):
+    return np.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2)
+
+
+def test_a_grads_jvp_computes_no_loss_and_agrees_bit_for_bit():
+    """jvp(grad(f)) reads no loss: its program runs no pass for the loss or its tangent
+    (on a cold start, two kernels fewer compiled), and gives the bits of the program
+    that computes them (jvp(value_and_grad(f)))."""
+    import s2sad
+    from s2sad.passes.array_jvp import tangent_plans
+    from s2sad.plans import compiled
+
+    x, v = np.linspace(-1.0, 1.3, 10), np.linspace(0.5, -0.7, 10)
+    g, g_dot = s2sad.jvp(s2sad.grad(rosen), (x,), (v,))
+    (value, g2), (value_dot, g2_dot) = s2sad.jvp(s2sad.value_and_grad(rosen), (x,), (v,))
+    assert np.array_equal(g, g2) and np.array_equal(g_dot, g2_dot)
+    np.testing.assert_allclose(g_dot, rosen_hessian(x) @ v, rtol=1e-12)
+    assert value == rosen(x) or abs(value - rosen(x)) <= 1e-12 * abs(rosen(x))
+    plans = tangent_plans(compiled(rosen))
+    lean, _ = plans.hvp_sweep((0,), (0,), value=False)
+    full, _ = plans.hvp_sweep((0,), (0,))
+    assert "sum_dual(" in full and "sum_dual(" not in lean
+    assert "return (None, None)" in lean
