@@ -59,8 +59,10 @@ def jvp_of_derivative(mark: marks.DerivativeMark, primals: Sequence[Any], tangen
     check_args(c, primals, argnums)
     tans = [_tangent(c, tangents, primals, i) for i in argnums]
     chosen = backend if backend != "auto" else d.backend
-    (value, value_dot), grads, grad_dots = array_hvp(c, primals, tans, argnums, grad_argnums, chosen)
-    if np.size(value) != 1:
+    # a grad's jvp reads no loss: its value is not computed where the program need not
+    (value, value_dot), grads, grad_dots = array_hvp(c, primals, tans, argnums, grad_argnums, chosen,
+                                                     value=mark.made_by != "grad")
+    if value is not None and np.size(value) != 1:
         raise NonScalarLossError(
             f"{c.fun.__name__} returns an array of {np.size(value)} elements, not a scalar loss",
             location_of(c.pf.filename, c.program.return_node),

@@ -45,13 +45,15 @@ class TangentPlans:
     def implementation(self, argnums: tuple[int, ...], backend: str):
         return self._compiled(("jvp", argnums), backend, lambda: self.sweep(argnums), "jvp")
 
-    def hvp_sweep(self, argnums: tuple[int, ...], grad_argnums: tuple[int, ...]) -> tuple[str, ForwardOverReverse]:
+    def hvp_sweep(self, argnums: tuple[int, ...], grad_argnums: tuple[int, ...],
+                  value: bool = True) -> tuple[str, ForwardOverReverse]:
         """The forward-over-reverse program: tangents for `argnums`, adjoints (and their
-        tangents) for `grad_argnums`."""
-        key = ("hvp", argnums, grad_argnums)
+        tangents) for `grad_argnums`; value False: the loss and its tangent are None
+        where nothing else reads them (jvp of a grad does not)."""
+        key = ("hvp", argnums, grad_argnums) + (() if value else ("no value",))
         got = self._sweeps.get(key)
         if got is None:
-            sweep = ForwardOverReverse(self.plan().program, argnums, grad_argnums)
+            sweep = ForwardOverReverse(self.plan().program, argnums, grad_argnums, value)
             got = self._sweeps[key] = (sweep.generate(), sweep)
         return got
 
@@ -61,9 +63,10 @@ class TangentPlans:
         kernels = sweep.kernels_text()
         return text + ("\n\n" + kernels if kernels else "")
 
-    def hvp_implementation(self, argnums: tuple[int, ...], grad_argnums: tuple[int, ...], backend: str):
-        return self._compiled(("hvp", argnums, grad_argnums), backend,
-                              lambda: self.hvp_sweep(argnums, grad_argnums), "hvp")
+    def hvp_implementation(self, argnums: tuple[int, ...], grad_argnums: tuple[int, ...], backend: str,
+                           value: bool = True):
+        return self._compiled(("hvp", argnums, grad_argnums, value), backend,
+                              lambda: self.hvp_sweep(argnums, grad_argnums, value), "hvp")
 
     def _compiled(self, key: tuple, backend: str, make, suffix: str):
         fn = self._impls.get(key + (backend,))
@@ -97,10 +100,12 @@ def tangent_plans(plan) -> TangentPlans:
     return got
 
 
-def array_hvp(plan, primals, tangents, argnums: tuple[int, ...], grad_argnums: tuple[int, ...], backend: str):
+def array_hvp(plan, primals, tangents, argnums: tuple[int, ...], grad_argnums: tuple[int, ...], backend: str,
+              value: bool = True):
     """((value, its tangent), gradients, their tangents) of an array plan's scalar loss at
-    `primals` along `tangents` (one per entry of `argnums`): forward over reverse."""
-    fn = tangent_plans(plan).hvp_implementation(argnums, grad_argnums, backend)
+    `primals` along `tangents` (one per entry of `argnums`): forward over reverse.
+    value False: the value and its tangent may be None (not computed)."""
+    fn = tangent_plans(plan).hvp_implementation(argnums, grad_argnums, backend, value)
     free = plan.free_values()
     args = list(primals) + list(tangents)
     return fn(*args, **free) if free else fn(*args)

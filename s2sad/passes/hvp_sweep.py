@@ -30,6 +30,7 @@ The adjoint s2sad writes (reverse_sweep.py) is differentiated term by term:
 from __future__ import annotations
 
 import ast
+import re
 
 from .. import array_prims
 from ..array_prims.prim import kw
@@ -74,9 +75,13 @@ class ForwardOverReverse(TangentSweep):
     """One forward-over-reverse program: `grad_argnums` get adjoints (and their
     tangents), `argnums` (a superset) get tangents. `generate` once."""
 
-    def __init__(self, prog: ArrayProgram, argnums: tuple[int, ...], grad_argnums: tuple[int, ...]):
+    def __init__(self, prog: ArrayProgram, argnums: tuple[int, ...], grad_argnums: tuple[int, ...],
+                 value: bool = True):
         super().__init__(prog, argnums)
         self.grad_argnums = grad_argnums
+        # value False: the caller (jvp of a grad) reads no loss, so its value and tangent
+        # are not computed where nothing else reads them (`_drop_unread`), returned as None
+        self.value = value
         self.partials: dict[int, list[tuple[str, str, str]]] = {}   # id(stmt) -> (operand, d, d_dot)
         self.tapes: dict[int, tuple[str, _Tape, _Tape, set]] = {}   # id(loop) -> (tape, init, push, defined)
         self.bars: dict[str, str] = {}
@@ -148,13 +153,18 @@ class ForwardOverReverse(TangentSweep):
             bars.append(self.bar(x))
             bar_dots.append(self.bar_dot(x))
         lines = [l.text() if isinstance(l, _Tape) else l for l in fwd]
+        lines = [l for l in lines if l is not None]
+        shown = (text_of(res), self.dot_text(res))
+        if not self.value and isinstance(res, str):
+            shown = (shown[0], _drop_unread(lines, rev, shown[1]))
+            shown = (_drop_unread(lines, rev, shown[0]), shown[1])
         sig = ", ".join(list(p.params) + [self.dot(p.params[i]) for i in self.argnums])
         sig += ", *, " + ", ".join(p.free) if p.free else ""
         head = (f"# Tangent of the gradient of: {_line(p.pf.filename, p.return_node)}    "
                 f"[{_short(location_of(p.pf.filename, p.return_node))}]")
-        text = (f"def {p.name}__hvp({sig}):\n    {head}\n" + "\n".join(l for l in lines if l is not None)
+        text = (f"def {p.name}__hvp({sig}):\n    {head}\n" + "\n".join(lines)
                 + "\n    # reverse sweep, each adjoint with its tangent\n" + "\n".join(rev)
-                + f"\n    return ({text_of(res)}, {self.dot_text(res)}), {tuple_text(bars)}, "
+                + f"\n    return ({shown[0]}, {shown[1]}), {tuple_text(bars)}, "
                   f"{tuple_text(bar_dots)}\n")
         ast.parse(text)   # the generated code is Python (a failure here is a bug of s2sad)
         return text
@@ -384,3 +394,21 @@ class ForwardOverReverse(TangentSweep):
                                 ind + "    ", lines, binit)
             self.reverse(branch, ind + "    ", lines, binit)
             out.extend(lines or [f"{ind}    pass"])
+
+
+def _drop_unread(fwd: list[str], rev: list[str], name: str) -> str:
+    """`name` (the loss or its tangent) when it is read, else "None" with its one
+    top-level assignment removed from `fwd`: a value nothing reads is not computed
+    (its kernel pass, and on a cold start that kernel's compilation, saved)."""
+    if not name.isidentifier():
+        return name
+    head = f"    {name} = "
+    defs = [i for i, l in enumerate(fwd) if l.startswith(head) and "\n" not in l]
+    word = re.compile(rf"\b{re.escape(name)}\b")
+    if len(defs) != 1:
+        return name
+    others = [l for i, l in enumerate(fwd) if i != defs[0]] + rev + [fwd[defs[0]][len(head):]]
+    if any(word.search(l) for l in others):
+        return name
+    del fwd[defs[0]]
+    return "None"
