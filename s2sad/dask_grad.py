@@ -247,6 +247,17 @@ def _own_index(a, lay: Layout, idx: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(idx[off + k] if np.shape(a)[k] != 1 else 0 for k in range(np.ndim(a)))
 
 
+def blocks_of(args, lay: Layout):
+    """(index, shape, parts) for each block of the layout: its place in the grid, its
+    shape, and each argument's part of it (a dask block as a delayed object, an
+    in-memory argument's slice); the dask arguments already `_aligned`."""
+    blocks = {i: a.to_delayed() for i, a in enumerate(args) if is_dask(a)}
+    for idx in itertools.product(*(range(len(c)) for c in lay.chunks)):
+        shape = tuple(lay.chunks[ax][k] for ax, k in enumerate(idx))
+        yield idx, shape, [blocks[i][_own_index(a, lay, idx)] if i in blocks else _slice_of(a, lay, idx)
+                           for i, a in enumerate(args)]
+
+
 def _slice_of(a, lay: Layout, idx: tuple[int, ...]):
     """An in-memory argument's part for a block of the layout (a view)."""
     if np.ndim(a) == 0:
@@ -293,17 +304,11 @@ def value_and_grad(fun: Callable, args, argnums: tuple[int, ...], *, backend, mo
         return rows_value_and_grad(fun, args, argnums, split, backend=backend, mode=mode, want_value=want_value)
     lay = layout_of(name, args)
     args = [_aligned(a, lay) if is_dask(a) else a for a in args]
-    blocks = {i: a.to_delayed() for i, a in enumerate(args) if is_dask(a)}
     total = int(np.prod(lay.shape))
-    grid = list(itertools.product(*(range(len(c)) for c in lay.chunks)))
     tasks = {}
-    for idx in grid:
-        size = int(np.prod([lay.chunks[ax][k] for ax, k in enumerate(idx)]))
-        weight = size / total if split.kind.endswith("mean") and total else 1.0
-        task = BlockTask(fun, argnums, backend, mode, weight)
-        parts = [blocks[i][_own_index(a, lay, idx)] if i in blocks else _slice_of(a, lay, idx)
-                 for i, a in enumerate(args)]
-        tasks[idx] = delayed(task, pure=True)(*parts)
+    for idx, shape, parts in blocks_of(args, lay):
+        weight = int(np.prod(shape)) / total if split.kind.endswith("mean") and total else 1.0
+        tasks[idx] = delayed(BlockTask(fun, argnums, backend, mode, weight), pure=True)(*parts)
     value = tree_sum([t[0] for t in tasks.values()]) if want_value else None
     grads, eager = [], {}
     for j, i in enumerate(argnums):
@@ -433,13 +438,9 @@ def broadcast(apply: Callable, f: Callable, args, backend):
     dtype = np.asarray(sample).dtype
     lay = layout_of(name, args)
     args = [_aligned(a, lay) if is_dask(a) else a for a in args]
-    blocks = {i: a.to_delayed() for i, a in enumerate(args) if is_dask(a)}
     task = BlockApply(apply, f, backend)
     nested = np.empty(tuple(len(c) for c in lay.chunks), dtype=object)
-    for idx in itertools.product(*(range(len(c)) for c in lay.chunks)):
-        parts = [blocks[i][_own_index(a, lay, idx)] if i in blocks else _slice_of(a, lay, idx)
-                 for i, a in enumerate(args)]
-        shape = tuple(lay.chunks[ax][k] for ax, k in enumerate(idx))
+    for idx, shape, parts in blocks_of(args, lay):
         # each block broadcast to its full shape (an argument may be broadcast along it)
         out = delayed(np.broadcast_to)(delayed(task, pure=True)(*parts), shape)
         nested[idx] = da.from_delayed(out, shape=shape, dtype=dtype)
