@@ -394,13 +394,18 @@ def _stencil_map(n, spacing, edge_order):
     return out
 
 
+def _scalar_spacing(spacing, where) -> None:
+    """The derivative w.r.t. np.gradient's spacing exists for one scalar spacing only."""
+    if np.ndim(spacing) != 0:
+        raise UnsupportedOperationError(
+            "the derivative of np.gradient with respect to its coordinates is not supported", _at(where),
+            hint="Pass the coordinates as a constant (not computed from the differentiated arguments).")
+
+
 def gradient_bar(i, g, f, spacing=None, axis=None, edge_order=1, out=None, where=None):
     ax = _gradient_axis(f, axis, where)
     if i == 1:
-        if np.ndim(spacing) != 0:
-            raise UnsupportedOperationError(
-                "the derivative of np.gradient with respect to its coordinates is not supported", _at(where),
-                hint="Pass the coordinates as a constant (not computed from the differentiated arguments).")
+        _scalar_spacing(spacing, where)
         # out = D f / h: d out / dh = -out / h
         return _as(-np.sum(np.asarray(g) * np.asarray(out)) / spacing, spacing)
     gm = np.moveaxis(np.asarray(g, dtype=np.float64), ax, -1)
@@ -413,10 +418,7 @@ def gradient_bar(i, g, f, spacing=None, axis=None, edge_order=1, out=None, where
 def gradient_jvp(i, t, f, spacing=None, axis=None, edge_order=1, out=None, where=None):
     ax = _gradient_axis(f, axis, where)
     if i == 1:
-        if np.ndim(spacing) != 0:
-            raise UnsupportedOperationError(
-                "the derivative of np.gradient with respect to its coordinates is not supported", _at(where),
-                hint="Pass the coordinates as a constant (not computed from the differentiated arguments).")
+        _scalar_spacing(spacing, where)
         return -np.asarray(out) * (np.asarray(t) / spacing)
     return np.gradient(np.broadcast_to(t, np.shape(f)), *_spacing(spacing), axis=ax, edge_order=int(edge_order))
 
