@@ -37,7 +37,7 @@ from ..array_prims.prim import kw
 from ..errors import UnsupportedOperationError
 from ..frontend import location_of, shown_location as _short, source_line as _line
 from ..kernel_text import unparse
-from .adjoint_text import names_read, param_texts, text_of, tuple_text
+from .adjoint_text import grad_of_line, names_read, param_texts, text_of, tuple_text
 from .arrayir import ArrayProgram, ArrayStmt, ForStmt, IfStmt, KernelSum, RunKernel, is_kernel, walk_stmts
 from .tangent_sweep import TangentSweep
 
@@ -200,8 +200,8 @@ class ForwardOverReverse(TangentSweep):
                     continue
                 node = st.stmt if st.stmt is not None else st.node
                 if node is not last:
-                    out.append(f"{ind}# Grad of: {_line(st.ctx.filename, node)}    "
-                               f"[{_short(location_of(st.ctx.filename, node))}]")
+                    out.append(ind + grad_of_line(_line(st.ctx.filename, node),
+                                                  _short(location_of(st.ctx.filename, node))))
                     last = node
                 self.reverse_stmt(st, ind, out, init)
             elif isinstance(st, ForStmt):

@@ -17,7 +17,7 @@ from ..errors import UnsupportedOperationError
 from ..frontend import location_of, shown_location as _short, source_line as _line
 from ..kernel_text import unparse
 from .adjoint_context import AdjointContext
-from .adjoint_text import names_read, param_texts, text_of, tuple_text
+from .adjoint_text import grad_of_line, names_read, param_texts, text_of, tuple_text
 from .arrayir import ArrayStmt, ForStmt, IfStmt, KernelSum, ListAppend, Py, RunKernel, SetItem, walk_stmts
 from .kernelpairs import row_reduction
 from .primcalls import call_params, register_hint
@@ -77,7 +77,7 @@ class ReverseSweep:
                 node = st.stmt if st.stmt is not None else st.node
                 if node is not last:
                     loc = location_of(st.ctx.filename, node)
-                    out.append(f"{ind}# Grad of: {_line(st.ctx.filename, node)}    [{_short(loc)}]")
+                    out.append(ind + grad_of_line(_line(st.ctx.filename, node), _short(loc)))
                     last = node
                 self.reverse_stmt(st, ind, out, init)
             elif isinstance(st, ForStmt):
