@@ -117,15 +117,11 @@ def _ready() -> bool:
 @contextlib.contextmanager
 def scope():
     """Within: numpy allocates through s2sad's pool (in this thread's context only)."""
-    if not _ready():
-        yield
-        return
-    set_handler = _state["set"]
-    old = set_handler(_state["capsule"])
+    token = _swap_in()
     try:
         yield
     finally:
-        set_handler(old)
+        leave(token)
 
 
 def stats() -> dict:
@@ -161,6 +157,12 @@ def enter(args):
             break       # jvp's primals, a list of arrays
     else:
         return None
+    return _swap_in()
+
+
+def _swap_in():
+    """s2sad's handler set in this context; the one it replaced (for leave), or None
+    when the pool is off."""
     if "set" not in _state and not _ready():
         return None
     return _state["set"](_state["capsule"])
