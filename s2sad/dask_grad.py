@@ -381,6 +381,7 @@ def rows_value_and_grad(fun: Callable, args, argnums, split: Split, *, backend, 
 
 
 def _scalar_like(a, g):
+    """The gradient of a Python float is a float, as a numpy call's is."""
     return float(g) if isinstance(a, float) else g
 
 
@@ -405,7 +406,7 @@ def _assemble(a, summed: dict) -> Any:
     """An in-memory argument's gradient from its pieces (one per its own block)."""
     if np.ndim(a) == 0 or len(summed) == 1:
         g = next(iter(summed.values()))
-        return g if np.ndim(a) else (float(g) if isinstance(a, float) else g)
+        return _scalar_like(a, g)
     keys = sorted(summed)
     shape = tuple(max(k[ax] for k in keys) + 1 for ax in range(len(keys[0])))
     nested = np.empty(shape, dtype=object)
