@@ -152,6 +152,8 @@ class BlockTask:
 
     def __init__(self, fun: Callable, argnums: tuple[int, ...], backend, mode: str, weight: float):
         self.fun, self.argnums, self.backend, self.mode, self.weight = fun, argnums, backend, mode, weight
+        # dask names a task after its callable's __name__: "s2sad_grad_loss" on the dashboard
+        self.__name__ = "s2sad_grad_" + getattr(fun, "__name__", type(fun).__name__).replace("<lambda>", "lambda")
         code = getattr(fun, "__code__", None)
         self.filename = code.co_filename if code is not None else None
         self.lines = tuple(linecache.getlines(self.filename)) if self.filename else ()
@@ -247,11 +249,19 @@ def _own_index(a, lay: Layout, idx: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(idx[off + k] if np.shape(a)[k] != 1 else 0 for k in range(np.ndim(a)))
 
 
+def delayed_blocks(arrays: dict) -> dict:
+    """Each dask array's blocks as delayed objects, their graphs not optimised: optimised
+    (to_delayed's default, and dask.optimize too, measured), two arrays read by one task
+    (X and y of a block loaded together) each get their own fused copy of it, so every
+    block was read twice."""
+    return {i: a.to_delayed(optimize_graph=False) for i, a in arrays.items()}
+
+
 def blocks_of(args, lay: Layout):
     """(index, shape, parts) for each block of the layout: its place in the grid, its
     shape, and each argument's part of it (a dask block as a delayed object, an
     in-memory argument's slice); the dask arguments already `_aligned`."""
-    blocks = {i: a.to_delayed() for i, a in enumerate(args) if is_dask(a)}
+    blocks = delayed_blocks({i: a for i, a in enumerate(args) if is_dask(a)})
     for idx in itertools.product(*(range(len(c)) for c in lay.chunks)):
         shape = tuple(lay.chunks[ax][k] for ax, k in enumerate(idx))
         yield idx, shape, [blocks[i][_own_index(a, lay, idx)] if i in blocks else _slice_of(a, lay, idx)
@@ -341,14 +351,11 @@ def rows_value_and_grad(fun: Callable, args, argnums, split: Split, *, backend, 
     chunks = first.chunks[0]
     n = sum(chunks)
     edges = np.cumsum((0,) + chunks)
-    parts_of = {}
-    for i in rows:
-        a = args[i]
-        if is_dask(a):     # rows in the data's blocks, each block holding whole rows
-            a = a.rechunk((chunks,) + tuple((s,) for s in a.shape[1:]))
-            parts_of[i] = list(a.to_delayed().reshape(-1))
-        else:
-            parts_of[i] = [np.asarray(a)[edges[k]:edges[k + 1]] for k in range(len(chunks))]
+    # rows in the data's blocks, each block holding whole rows
+    lazy = delayed_blocks({i: args[i].rechunk((chunks,) + tuple((s,) for s in args[i].shape[1:]))
+                           for i in rows if is_dask(args[i])})
+    parts_of = {i: list(lazy[i].reshape(-1)) if i in lazy else
+                [np.asarray(args[i])[edges[k]:edges[k + 1]] for k in range(len(chunks))] for i in rows}
     shared = {i: delayed(a, pure=True) if isinstance(a, np.ndarray) else a
               for i, a in enumerate(args) if i not in parts_of}
     mean = split.kind.startswith("rows-mean")

@@ -420,6 +420,43 @@ def test_rows_parameters_sent_once_per_call(monkeypatch):
     assert len(nodes) == 1
 
 
+loads = []
+
+
+def load_pair(seed, n):
+    loads.append(seed)
+    rng = np.random.default_rng(seed)
+    return rng.standard_normal((n, 6)), (rng.random(n) > 0.5) * 1.0
+
+
+@pytest.mark.parametrize("kind", ["rows", "elementwise"])
+def test_a_block_read_by_one_task_for_two_arrays_is_read_once(kind):
+    """X and y of a block loaded by one task (examples/dask_logistic_regression.py does this):
+    the gradient's graph reads each block once, not once per array (to_delayed's default graph
+    optimisation fused a copy of the task into each array's graph)."""
+    import dask
+
+    n, blocks = 50, 4
+    X_parts, y_parts = [], []
+    for seed in range(blocks):
+        both = dask.delayed(load_pair, pure=True, nout=2)(seed, n)
+        X_parts.append(da.from_delayed(both[0], shape=(n, 6), dtype=np.float64))
+        y_parts.append(da.from_delayed(both[1], shape=(n,), dtype=np.float64))
+    X, y = da.concatenate(X_parts), da.concatenate(y_parts)
+    X_mem, y_mem = np.concatenate([load_pair(s, n)[0] for s in range(blocks)]), \
+        np.concatenate([load_pair(s, n)[1] for s in range(blocks)])
+    loads.clear()
+    with dask.config.set(scheduler="sync"):
+        if kind == "rows":
+            w = np.linspace(-0.3, 0.3, 6)
+            g = s2sad.grad(logreg)(w, X, y)
+            close(g, s2sad.grad(logreg)(w, X_mem, y_mem))
+        else:
+            g = s2sad.grad(scaled, argnums=(0, 1))(X[:, 0], y)
+            close(g[0].compute(), s2sad.grad(scaled, argnums=(0, 1))(X_mem[:, 0], y_mem)[0])
+    assert sorted(loads) == list(range(blocks)), loads
+
+
 def test_example_out_of_core_logistic_regression():
     """examples/dask_logistic_regression.py, small: it trains, stays under the workers'
     memory limit and reaches its accuracy (exit status 0)."""
