@@ -29,6 +29,7 @@ nothing).
 """
 from __future__ import annotations
 
+import functools
 import itertools
 import linecache
 import operator
@@ -194,13 +195,13 @@ def _renamed(code: types.CodeType, filename: str) -> types.CodeType:
     return code.replace(co_filename=filename, co_consts=consts)
 
 
-def tree_sum(items: list):
+def tree_sum(items: list, add: Callable = operator.add):
     """Pairwise sum of delayed values (depth log2(len)): dask's tree reduction."""
     from dask import delayed
 
     items = list(items)
     while len(items) > 1:
-        items = [delayed(operator.add)(items[k], items[k + 1]) if k + 1 < len(items) else items[k]
+        items = [delayed(add)(items[k], items[k + 1]) if k + 1 < len(items) else items[k]
                  for k in range(0, len(items), 2)]
     return items[0]
 
@@ -370,21 +371,31 @@ def rows_value_and_grad(fun: Callable, args, argnums, split: Split, *, backend, 
         empty = [np.empty((0,) + tuple(args[i].shape[1:]), dtype=args[i].dtype) if i in parts_of else shared[i]
                  for i in range(len(args))]
         extra.append(delayed(BlockTask(fun, argnums, backend, mode, -(len(chunks) - 1)), pure=True)(*empty))
-    value = tree_sum([t[0] for t in tasks + extra]) if want_value else None
     grads, eager = [None] * len(argnums), {}
+    summed = tuple(j for j, i in enumerate(argnums) if i not in parts_of)
     for j, i in enumerate(argnums):
         if i in parts_of and is_dask(args[i]):
             grads[j] = da.concatenate([da.from_delayed(t[1][j], shape=(m,) + tuple(args[i].shape[1:]),
                                                        dtype=args[i].dtype) for t, m in zip(tasks, chunks)])
         elif i in parts_of:
             eager[j] = [t[1][j] for t in tasks]
-        else:
-            eager[j] = tree_sum([t[1][j] for t in tasks + extra])
-    value, done = dask.compute(value, eager) if (want_value or eager) else (None, {})
+    # the value and the parameters' gradients: one tree over the blocks' whole results (a
+    # getitem task per block and per gradient, and a tree each, cost the scheduler more
+    # than the sums)
+    total = tree_sum(tasks + extra, add=functools.partial(add_results, summed)) \
+        if (want_value or summed) else None
+    total, done = dask.compute(total, eager) if (total is not None or eager) else (None, {})
+    for j in summed:
+        grads[j] = _scalar_like(args[argnums[j]], total[1][j])
     for j, g in done.items():
-        i = argnums[j]
-        grads[j] = np.concatenate(g) if isinstance(g, (list, tuple)) else _scalar_like(args[i], g)
-    return value, tuple(grads), report_rows(split, chunks, args, rows)
+        grads[j] = np.concatenate(g)
+    return (total[0] if want_value else None), tuple(grads), report_rows(split, chunks, args, rows)
+
+
+def add_results(summed: tuple[int, ...], a, b):
+    """Two blocks' (value, gradients) added: the value and the gradients at positions
+    `summed`; the others (pieces of a row-split argument's gradient) are dropped."""
+    return a[0] + b[0], tuple(a[1][j] + b[1][j] if j in summed else None for j in range(len(a[1])))
 
 
 def _scalar_like(a, g):
