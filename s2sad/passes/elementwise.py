@@ -28,7 +28,6 @@ from ..marks import derivative_mark, is_entry_point
 from ..frontend import MISSING, ParsedFunction, attribute_value, classify, location_of, source_line
 from ..kernel_text import unparse
 from .normalize import Normalizer, ScalarProgram
-from .normderiv import register_loss_planner
 from .rowelems import Column, RowCalls, is_zip, parse_signature
 from .trees import dotted, function_def, literal, name
 from .purity import classify_function
@@ -556,9 +555,6 @@ def plan_loss(pf: ParsedFunction) -> LossPlan:
     """The fused plan of a straight-line function the fused check takes (plans routes
     it here); a refusal is raised, located."""
     return _Planner(pf).plan()
-
-
-register_loss_planner(plan_loss)   # a grad of a summed loss, called in scalar code (normderiv.py)
 
 
 def plan_scalar(pf: ParsedFunction) -> LossPlan:
