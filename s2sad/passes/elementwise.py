@@ -28,7 +28,8 @@ from ..marks import derivative_mark, is_entry_point
 from ..frontend import MISSING, ParsedFunction, attribute_value, classify, location_of, source_line
 from ..kernel_text import unparse
 from .normalize import Normalizer, ScalarProgram
-from .rowelems import Column, RowCalls, is_zip, parse_signature
+from .rowcolumns import Column, parse_signature
+from .rowelems import RowCalls, is_zip
 from .trees import dotted, function_def, literal, name
 from .purity import classify_function
 
@@ -474,7 +475,7 @@ def _number_list(e) -> list | None:
 def _inputs(p: ScalarProgram, params: list[str], columns=None) -> list[tuple]:
     """Where each non-state kernel parameter's value comes from: ("arg", index of the
     loss's argument), ("free", name of a free array) or ("capture", Capture or a row
-    function's rowelems.Column)."""
+    function's rowcolumns.Column)."""
     caps = {c.param: c for c in p.captures} | dict(columns or {})
     out = []
     for kp in p.params[: len(p.params) - len(p.state)]:
