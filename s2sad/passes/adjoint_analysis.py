@@ -19,7 +19,7 @@ from ..kernel_text import unparse
 from .adjoint_text import defs, names_read
 from .arrayir import (ArrayProgram, ArrayStmt, ForStmt, KernelSum, LoopFacts, Py, StmtFacts, is_kernel, stmt_reads,
                       walk_stmts)
-from .primcalls import call_params, register_hint
+from .primhints import call_params, register_hint
 
 
 # ------------------------------------------------------------------ the generation's copy

@@ -60,7 +60,8 @@ from .jumps import needs_rewrite, remove_jumps
 from .kernelpairs import pair_kernels
 from .normalize import ScalarProgram
 from .rowfusion import fuse_rows
-from .primcalls import PrimCalls, register_hint, root_name  # register_hint: also for tests
+from .primcalls import PrimCalls
+from .primhints import register_hint, root_name  # register_hint: also for tests
 from .trees import assigned_names
 
 # Names generated code uses for its own purposes (reverse.py binds them).

@@ -20,7 +20,7 @@ from .adjoint_context import AdjointContext
 from .adjoint_text import grad_of_line, names_read, param_texts, text_of, tuple_text
 from .arrayir import ArrayStmt, ForStmt, IfStmt, KernelSum, ListAppend, Py, RunKernel, SetItem, walk_stmts
 from .kernelpairs import row_reduction
-from .primcalls import call_params, register_hint
+from .primhints import call_params, register_hint
 
 
 class ReverseSweep:
