@@ -25,7 +25,7 @@ from ..kernel import fresh_name
 from .trees import const
 
 if TYPE_CHECKING:
-    from .elementwise import Site
+    from .ewtranslate import Site
 
 # ------------------------------------------------------------------ the program
 

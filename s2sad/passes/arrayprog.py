@@ -52,7 +52,7 @@ from .arrayscope import UNBOUND, Bound, LocalFn, Scope, source_text
 from .arraycalls import Calls
 from .arraystmts import Statements, drop_dead_phis
 from .arraywrites import check_writes
-from .elementwise import Site
+from .ewtranslate import Site
 from .ewexprs import ElementwiseExprs
 from .fusion import fuse
 from .inlining import Inliner
