@@ -33,7 +33,8 @@ from .jvp_vjp import jvp_at, pullback_of, vjp_at
 from .plancache import PLANNING, PlanCache
 from .plans import PLANS, compiled, serves
 from .passes.normalize import Normalizer, normalize
-from .passes.rowelems import row_arguments, row_parameters, row_program
+from .passes.rowcolumns import row_arguments
+from .passes.rowelems import row_parameters, row_program
 from .runtime import Kernel
 from .targets import arity, bind, entry_function, target
 from .treecalls import has_nodes, jvp_tree, needs_trees, tree_calls, vjp_tree

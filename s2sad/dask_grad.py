@@ -47,7 +47,7 @@ from .marks import location_of_function
 from .frontend import location_of
 from .passes.rowsplit import RowSplitRefusal, row_split
 from .plans import compiled
-from .passes.rowelems import Column
+from .passes.rowcolumns import Column
 
 def is_dask(a: Any) -> bool:
     da = sys.modules.get("dask.array")

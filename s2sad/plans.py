@@ -27,7 +27,7 @@ from .passes.elementwise import LossPlan, plan_loss, plan_scalar
 from .passes.array_compiled import ArrayCompiled
 from .passes.fused_adjoint import fused_derivative, with_kernel
 from .passes.routes import ARRAY, FUSED, SCALAR, Route, route_of
-from .passes.rowelems import Column, read_columns, rows_gradient
+from .passes.rowcolumns import Column, read_columns, rows_gradient
 from .runtime import Kernel
 from .targets import entry_function
 

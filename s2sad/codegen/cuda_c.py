@@ -78,12 +78,20 @@ class _Ctx:
 
 
 def _const_int(node: gast.expr) -> int:
+    v = _literal_int(node)
+    if v is None:
+        raise _unsupported(node, "range step must be a nonzero constant")
+    return v
+
+
+def _literal_int(node: gast.expr) -> int | None:
+    """A literal number (signed) as an int, else None."""
     if isinstance(node, gast.Constant) and not isinstance(node.value, str):
         return int(node.value)
     if isinstance(node, gast.UnaryOp) and isinstance(node.op, (gast.USub, gast.UAdd)):
-        v = _const_int(node.operand)
-        return -v if isinstance(node.op, gast.USub) else v
-    raise _unsupported(node, "range step must be a nonzero constant")
+        v = _literal_int(node.operand)
+        return None if v is None else -v if isinstance(node.op, gast.USub) else v
+    return None
 
 
 def _unsupported(node: Any, what: str) -> S2SADError:
@@ -365,10 +373,8 @@ class _Stmts:
         def bound(e: gast.expr, stem: str) -> str:
             if isinstance(e, gast.Constant) and isinstance(e.value, int):
                 return str(int(e.value))
-            try:
-                return str(_const_int(e))
-            except S2SADError:
-                pass
+            if _literal_int(e) is not None:
+                return str(_literal_int(e))
             v = x.value(e, pre)
             t = c.temp(stem)
             pre.append(f"const long long {t} = (long long)({v[0]});")

@@ -3,83 +3,73 @@ derivative (activity), what each statement's partials are called and read, the t
 of loops, and which forward statements the reverse sweep needs (liveness, grad variant).
 
 They depend on the differentiated arguments, the pullback mode and the variant, while
-the array program is shared (and cached by its ArrayCompiled), so they are not stored on
-the program: one `AdjointFacts` per generation holds them. Its tables are keyed by the
-identity of the program's statements (`id(stmt)`), which the program keeps alive as long
-as the generation that reads them (only AdjointFacts.of and .loop read that identity).
+the array program is shared (and cached by its ArrayCompiled). So a generation first
+takes its own copy of the program (`annotated`), whose statements carry an empty
+annotation each (`ArrayStmt.adjoint`: StmtFacts, `ForStmt.adjoint`: LoopFacts, typed
+fields of the IR); the sweeps and liveness fill those annotations and the writers read
+them there. No table is keyed by a statement, and the shared program is never changed.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Callable
+from dataclasses import dataclass, replace
 
 from ..errors import UnsupportedOperationError
 from ..frontend import location_of
 from ..kernel_text import unparse
 from .adjoint_text import defs, names_read
-from .arrayir import ArrayProgram, ArrayStmt, ForStmt, KernelSum, Py, is_kernel, stmt_reads, walk_stmts
-from .primcalls import call_params, register_hint
+from .arrayir import (ArrayProgram, ArrayStmt, ForStmt, KernelSum, LoopFacts, Py, StmtFacts, is_kernel, stmt_reads,
+                      walk_stmts)
+from .primhints import call_params, register_hint
 
 
-@dataclass
-class StmtFacts:
-    """What one generation knows of one ArrayStmt."""
-    partials: list = field(default_factory=list)   # names of its partials/grads (per active input)
-    grads_only: Callable | None = None              # live -> its line when its value is not needed
-    scalar_reads: set | None = None                 # a scalar dual: what its partials read
-    live_after: set | None = None                   # names read after it (grad variant)
+# ------------------------------------------------------------------ the generation's copy
+
+def annotated(prog: ArrayProgram) -> ArrayProgram:
+    """The pass that opens a generation: a copy of the program whose statements are new
+    nodes (the same operations, operands and user nodes), each ArrayStmt carrying an
+    empty `adjoint` StmtFacts and each ForStmt an empty LoopFacts, for the sweeps and
+    liveness to fill. Kernel pairs are re-linked within the copy (by target: SSA)."""
+    body = _annotated_body(prog.body)
+    by_target = {st.target: st for st in walk_stmts(body) if isinstance(st, ArrayStmt) and st.target}
+    for st in walk_stmts(body):
+        if isinstance(st, ArrayStmt) and st.partner is not None:
+            st.partner = by_target[st.partner.target]
+    return replace(prog, body=body)
 
 
-@dataclass
-class LoopFacts:
-    """What one generation knows of one ForStmt."""
-    tape: str | None = None                          # its tape's name (None: nothing is taped)
-    body_defined: set = field(default_factory=set)   # names its body defines
-    tape_names: list = field(default_factory=list)   # names each iteration pushes
-    counted: bool = False                            # a while or a break: the tape counts the iterations
+def _annotated_body(body: list) -> list:
+    out = []
+    for st in body:
+        if isinstance(st, ArrayStmt):
+            out.append(replace(st, adjoint=StmtFacts()))
+        elif isinstance(st, ForStmt):
+            out.append(replace(st, body=_annotated_body(st.body), adjoint=LoopFacts()))
+        else:
+            out.append(replace(st, body=_annotated_body(st.body), orelse=_annotated_body(st.orelse)))
+    return out
 
 
-@dataclass
-class AdjointFacts:
-    """One generation's annotations of the program's statements: what the forward
-    sweep's writer learns of each, for the reverse sweep's writer, liveness and the
-    rendering of the forward sweep. `of(st)` / `loop(st)` are the only places that key
-    by a statement's identity."""
-    kernel_modes: dict[str, tuple[str, str]] = field(default_factory=dict)  # kernel name -> (mode, why)
-    _stmts: dict[int, StmtFacts] = field(default_factory=dict)
-    _loops: dict[int, LoopFacts] = field(default_factory=dict)
+def binds(st: ArrayStmt) -> set:
+    """The names a statement binds in the forward sweep: its target and its partials."""
+    return defs(st) | set(st.adjoint.partials)
 
-    def of(self, st: ArrayStmt) -> StmtFacts:
-        got = self._stmts.get(id(st))
-        if got is None:
-            got = self._stmts[id(st)] = StmtFacts()
-        return got
 
-    def loop(self, st: ForStmt) -> LoopFacts:
-        got = self._loops.get(id(st))
-        if got is None:
-            got = self._loops[id(st)] = LoopFacts()
-        return got
-
-    def pushed(self) -> list[list]:
-        """The names each loop's iterations push on its tape."""
-        return [lf.tape_names for lf in self._loops.values()]
-
-    def binds(self, st: ArrayStmt) -> set:
-        """The names a statement binds in the forward sweep: its target and its partials."""
-        return defs(st) | set(self.of(st).partials)
-
-    def forward_lines(self, st: ArrayStmt, lines: list) -> list:
-        """A forward statement's lines, by liveness in the grad variant (else as they
-        are): none when dead, the gradient-only call when its value is not needed."""
-        facts = self.of(st)
-        if facts.live_after is None or isinstance(st.op, Py) or not st.target:
-            return lines
-        if not self.binds(st) & facts.live_after:
-            return []
-        if st.target not in facts.live_after and facts.grads_only is not None:
-            return [facts.grads_only(facts.live_after)]
+def forward_lines(st: ArrayStmt, lines: list) -> list:
+    """A forward statement's lines, by liveness in the grad variant (else as they are):
+    none when dead, the gradient-only call when its value is not needed."""
+    facts = st.adjoint
+    if facts.live_after is None or isinstance(st.op, Py) or not st.target:
         return lines
+    if not binds(st) & facts.live_after:
+        return []
+    if st.target not in facts.live_after and facts.grads_only is not None:
+        return [facts.grads_only(facts.live_after)]
+    return lines
+
+
+def pushed(prog: ArrayProgram) -> list[list]:
+    """The names each loop's iterations push on its tape."""
+    return [st.adjoint.tape_names for st in walk_stmts(prog.body) if isinstance(st, ForStmt)]
 
 
 @dataclass
@@ -161,26 +151,26 @@ def _stmt_active(st: ArrayStmt, act: set) -> bool:
 
 # ------------------------------------------------------------------ liveness (grad variant)
 
-def live_before(body, live: set, facts: AdjointFacts) -> set:
-    """The names `body` needs given those needed after it (`live`), as a backward
-    dataflow over the forward sweep (a loop to its fixpoint); records for each
-    statement the names needed after it (`facts.live_after`), which
-    `AdjointFacts.forward_lines` renders by."""
+def live_before(body, live: set) -> set:
+    """The names `body` (of an `annotated` program) needs given those needed after it
+    (`live`), as a backward dataflow over the forward sweep (a loop to its fixpoint);
+    records on each statement the names needed after it (`adjoint.live_after`), which
+    `forward_lines` renders by."""
     live = set(live)
     for st in reversed(body):
         if isinstance(st, ArrayStmt):
-            facts.of(st).live_after = set(live)
-            live = (live - facts.binds(st)) | _needs(st, live, facts)
+            st.adjoint.live_after = set(live)
+            live = (live - binds(st)) | _needs(st, live)
         elif isinstance(st, ForStmt):
             # `phi = first` before the loop and `phi = second` at the end of the body
             # are always written, so every first and second is needed
             phis = {ph.name for ph in st.phis}
             ends = {ph.second for ph in st.phis if isinstance(ph.second, str)}
             ends |= {st.stop} if isinstance(st.stop, str) else set()
-            ends |= set(facts.loop(st).tape_names)  # pushed on the tape
+            ends |= set(st.adjoint.tape_names)  # pushed on the tape
             head = set(live)
             while True:
-                inner = live_before(st.body, (head - phis) | ends, facts)
+                inner = live_before(st.body, (head - phis) | ends)
                 if inner - {st.var} <= head:
                     break
                 head |= inner - {st.var}
@@ -189,13 +179,13 @@ def live_before(body, live: set, facts: AdjointFacts) -> set:
             phis = {ph.name for ph in st.phis}
             firsts = {ph.first for ph in st.phis if isinstance(ph.first, str)}
             seconds = {ph.second for ph in st.phis if isinstance(ph.second, str)}
-            live = (live_before(st.body, (live - phis) | firsts, facts)
-                    | live_before(st.orelse, (live - phis) | seconds, facts)
+            live = (live_before(st.body, (live - phis) | firsts)
+                    | live_before(st.orelse, (live - phis) | seconds)
                     | stmt_reads(st))
     return live
 
 
-def _needs(st: ArrayStmt, live: set, facts: AdjointFacts) -> set:
+def _needs(st: ArrayStmt, live: set) -> set:
     """What a statement reads, given what is needed after it: nothing when it is dead
     (and pure), only its partials' inputs for a scalar dual whose value is not needed."""
     reads = stmt_reads(st)
@@ -203,19 +193,20 @@ def _needs(st: ArrayStmt, live: set, facts: AdjointFacts) -> set:
         reads |= names_read(unparse(st.forward))
     if isinstance(st.op, Py) or not st.target:   # may have effects: always runs
         return reads
-    if not facts.binds(st) & live:
+    if not binds(st) & live:
         return set()
-    scalar_reads = facts.of(st).scalar_reads
+    scalar_reads = st.adjoint.scalar_reads
     if scalar_reads is not None and st.target not in live:
         return scalar_reads | set(st.reads)
     return reads
 
 
-def deferrable_sums(prog: ArrayProgram, facts: AdjointFacts) -> frozenset:
-    """After generating the grad variant: the top-level kernel sums with partials
-    whose value nothing reads (by `live_before`), other than the result (whose adjoint
-    is 1.0: nothing to fold)."""
-    return frozenset(id(st) for st in prog.body
-                     if isinstance(st, ArrayStmt) and isinstance(st.op, KernelSum) and facts.of(st).partials
-                     and st.target != prog.result and facts.of(st).live_after is not None
-                     and st.target not in facts.of(st).live_after)
+def deferrable_sums(prog: ArrayProgram) -> frozenset:
+    """After generating the grad variant of `prog` (an `annotated` program): the
+    targets of the top-level kernel sums with partials whose value nothing reads (by
+    `live_before`), other than the result (whose adjoint is 1.0: nothing to fold). By
+    target (SSA), so that the next generation, on its own copy, finds them."""
+    return frozenset(st.target for st in prog.body
+                     if isinstance(st, ArrayStmt) and isinstance(st.op, KernelSum) and st.adjoint.partials
+                     and st.target != prog.result and st.adjoint.live_after is not None
+                     and st.target not in st.adjoint.live_after)

@@ -2,7 +2,8 @@
 program, the differentiated arguments and pullback mode, the names generation adds
 (adjoints `x_bar`, partials, temporaries: one Namer, so no two collide), the values the
 generated source runs with (`ns`: kernels and bound functions), and the generation's
-analyses (`facts`, an AdjointFacts) and the program's index.
+pullback mode chosen for each kernel (`kernel_modes`) and the program's index. The
+per-statement analyses are on the statements (adjoint_analysis.annotated).
 
 One AdjointContext per generation; the program is never changed by it.
 """
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .adjoint_analysis import AdjointFacts, ProgramIndex, active_names
+from .adjoint_analysis import ProgramIndex, active_names
 from .arrayir import ArrayProgram, ArrayStmt, Namer
 
 
@@ -23,7 +24,7 @@ class AdjointContext:
         self.namer.used = set(prog.namer.used)
         self.namer.temps = prog.namer.temps
         self.ns: dict[str, Any] = {}              # name -> value, for the generated source
-        self.facts = AdjointFacts()
+        self.kernel_modes: dict[str, tuple[str, str]] = {}   # kernel name -> (pullback mode, why)
         self.index = ProgramIndex.of(prog)
         self.active: set[str] = active_names(prog, argnums)
         self.bars: dict[str, str] = {}

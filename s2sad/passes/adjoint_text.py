@@ -7,7 +7,8 @@ lines (`for`, `if`, `else`), and three kinds whose text waits for the reverse sw
 line, each rendered by liveness), `Nones` (names only the other branch defines, kept
 when read) and `Push` (a loop's tape, its pushed names known once its reverse is
 written). `render` turns the list into lines, reading those decisions from the
-generation's `AdjointFacts` (passes/adjoint_analysis.py).
+statements' `adjoint` annotations (passes/adjoint_analysis.py), through the
+`forward_lines` it is given.
 """
 from __future__ import annotations
 
@@ -107,10 +108,10 @@ def _indent(line: str) -> int:
     return len(line) - len(line.lstrip(" "))
 
 
-def render(lines, read: set, facts) -> list[str]:
+def render(lines, read: set, forward_lines) -> list[str]:
     """The forward sweep's items as lines, given the names the reverse sweep reads and
-    the generation's facts (an AdjointFacts)."""
-    out = _render_items(lines, read, facts)
+    `forward_lines(st, its lines)`: what liveness keeps of a statement's lines."""
+    out = _render_items(lines, read, forward_lines)
     final = []
     for i, l in enumerate(out):   # a block whose statements were all dropped gets `pass`
         final.append(l)
@@ -119,11 +120,11 @@ def render(lines, read: set, facts) -> list[str]:
     return [str(l) for l in final]
 
 
-def _render_items(lines, read: set, facts) -> list[str]:
+def _render_items(lines, read: set, forward_lines) -> list[str]:
     out = []
     for l in lines:
         if isinstance(l, Group):
-            body = [t for st, ls in l.stmts for t in _render_items(facts.forward_lines(st, ls), read, facts)]
+            body = [t for st, ls in l.stmts for t in _render_items(forward_lines(st, ls), read, forward_lines)]
             if body and l.comment is not None:
                 out.append(l.comment)
             out.extend(body)
@@ -134,9 +135,9 @@ def _render_items(lines, read: set, facts) -> list[str]:
                 out.append(f"{l.indent}{' = '.join(names)} = None")
             continue
         if isinstance(l, Push):
-            names = facts.loop(l.loop).tape_names
-            tape = facts.loop(l.loop).tape
-            if names or facts.loop(l.loop).counted:    # a while or a break: the tape counts iterations
+            names = l.loop.adjoint.tape_names
+            tape = l.loop.adjoint.tape
+            if names or l.loop.counted:    # a while or a break: the tape counts iterations
                 out.append(f"{l.indent}{tape} = []" if l.init else f"{l.indent}{tape}.append({tuple_text(names)})")
         else:
             out.append(l)

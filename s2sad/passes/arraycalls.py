@@ -20,7 +20,7 @@ from ..errors import UnsupportedOperationError
 from ..frontend import MISSING, attribute_value, classify
 from .arrayir import Const, operand_expr
 from .arrayscope import Bound, LocalFn, Scope, source_text
-from .primcalls import root_name, unsupported
+from .primhints import root_name, unsupported
 
 
 def _np_funcs(*names):

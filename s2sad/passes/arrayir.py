@@ -14,7 +14,7 @@ passes/reverse.py differentiates them.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 import gast
 import numpy as np
@@ -25,7 +25,7 @@ from ..kernel import fresh_name
 from .trees import const
 
 if TYPE_CHECKING:
-    from .elementwise import Site
+    from .ewtranslate import Site
 
 # ------------------------------------------------------------------ the program
 
@@ -66,6 +66,9 @@ class ArrayStmt:
     # a kernel and the one matmul or row reduction that alone reads it, each the other's
     # partner when they run as one (passes/kernelpairs.py)
     partner: "ArrayStmt | None" = field(default=None, repr=False, compare=False)
+    # what one adjoint generation learns of it (on that generation's own copy of the
+    # program: passes/adjoint_analysis.annotated); None on a program as built
+    adjoint: "StmtFacts | None" = field(default=None, repr=False, compare=False)
 
     @property
     def params(self) -> dict:
@@ -93,8 +96,9 @@ class ForStmt:
     node: Any
     ctx: Ctx
     reads: set = field(default_factory=set)
-    tape: str = ""
     stop: Any = None
+    # what one adjoint generation learns of it (as ArrayStmt.adjoint)
+    adjoint: "LoopFacts | None" = field(default=None, repr=False, compare=False)
 
     @property
     def counted(self) -> bool:
@@ -110,6 +114,24 @@ class IfStmt:
     phis: list
     node: Any
     ctx: Ctx
+
+
+@dataclass
+class StmtFacts:
+    """An ArrayStmt's annotation in one adjoint generation (filled by its forward
+    sweep and liveness: passes/forward_sweep.py, adjoint_analysis.live_before)."""
+    partials: list = field(default_factory=list)   # names of its partials/grads (per active input)
+    grads_only: Callable | None = None              # live -> its line when its value is not needed
+    scalar_reads: set | None = None                 # a scalar dual: what its partials read
+    live_after: set | None = None                   # names read after it (grad variant)
+
+
+@dataclass
+class LoopFacts:
+    """A ForStmt's annotation in one adjoint generation (filled by its two sweeps)."""
+    tape: str | None = None                          # its tape's name (None: nothing is taped)
+    body_defined: set = field(default_factory=set)   # names its body defines
+    tape_names: list = field(default_factory=list)   # names each iteration pushes
 
 
 @dataclass
@@ -286,8 +308,6 @@ def defined_in(body) -> set:
         elif isinstance(st, ForStmt):
             out.add(st.var)
             out |= {p.name for p in st.phis}
-            if st.tape:
-                out.add(st.tape)
         elif isinstance(st, IfStmt):
             out |= {p.name for p in st.phis}
     return out

@@ -52,7 +52,7 @@ from .arrayscope import UNBOUND, Bound, LocalFn, Scope, source_text
 from .arraycalls import Calls
 from .arraystmts import Statements, drop_dead_phis
 from .arraywrites import check_writes
-from .elementwise import Site
+from .ewtranslate import Site
 from .ewexprs import ElementwiseExprs
 from .fusion import fuse
 from .inlining import Inliner
@@ -60,7 +60,8 @@ from .jumps import needs_rewrite, remove_jumps
 from .kernelpairs import pair_kernels
 from .normalize import ScalarProgram
 from .rowfusion import fuse_rows
-from .primcalls import PrimCalls, register_hint, root_name  # register_hint: also for tests
+from .primcalls import PrimCalls
+from .primhints import register_hint, root_name  # register_hint: also for tests
 from .trees import assigned_names
 
 # Names generated code uses for its own purposes (reverse.py binds them).

@@ -22,7 +22,7 @@ from .arrayints import int_arith, is_int_const
 from .arraylists import Lists, lists_appended
 from .arraystacks import Stacks
 from .arraywrites import Writes
-from .primcalls import call_params, register_hint, root_name
+from .primhints import call_params, register_hint, root_name
 from .trees import assigned_names
 
 
@@ -108,7 +108,7 @@ class Statements:
             if isinstance(value, (gast.Tuple, gast.List)) and len(value.elts) == len(target.elts):
                 ops = [self.b.expr(v, scope, want=t.id) for t, v in zip(target.elts, value.elts)]
             else:
-                # a tuple-valued call's items take the names (primcalls.unpacked)
+                # a tuple-valued call's items take the names (primoperands.unpacked)
                 self.b.unpacking = (value, [t.id for t in target.elts])
                 try:
                     ops = self.b.expr(value, scope)

@@ -26,8 +26,9 @@ from ..frontend import MISSING, attribute_value, classify, source_line
 from ..marks import is_entry_point
 from .arrayir import Const, Ctx, Elementwise, const_expr, operand_expr
 from .arrayscope import UNBOUND, Bound, LocalFn, Scope
-from .elementwise import Site, translate_elementwise
-from .primcalls import root_name
+from .elementwise import translate_elementwise
+from .ewtranslate import Site
+from .primhints import root_name
 from .trees import assigned_names, dotted, name
 
 

@@ -2,10 +2,11 @@
 ANF, kernels called through the runtime, written as items (passes/adjoint_text.py) that
 are rendered once the reverse sweep says what it reads.
 
-While writing, it records in the generation's AdjointFacts what the reverse sweep and
+While writing, it records on the statements of the generation's copy of the program
+(their `adjoint` annotations, adjoint_analysis.annotated) what the reverse sweep and
 liveness need: each statement's partials (`partials`), the line it becomes when only its
-gradients are needed (`grads_only`, `scalar_reads`), each kernel's pullback mode
-(`kernel_modes`), each loop's tape and the names its body defines. It also collects the
+gradients are needed (`grads_only`, `scalar_reads`), each loop's tape and the names its
+body defines; and in the context each kernel's pullback mode (`kernel_modes`). It also collects the
 source of every kernel it calls (`kernel_sources`, printed after the derivative).
 """
 from __future__ import annotations
@@ -25,7 +26,7 @@ class ForwardSweep:
         self.ctx = ctx
         # the shared context's parts, by their short names
         self.p, self.mode, self.namer, self.ns = ctx.p, ctx.mode, ctx.namer, ctx.ns
-        self.facts, self.index = ctx.facts, ctx.index
+        self.kernel_modes, self.index = ctx.kernel_modes, ctx.index
         self.is_active, self.kernel_name, self.kernel_active = ctx.is_active, ctx.kernel_name, ctx.kernel_active
         self.kernel_sources: list[str] = []
         self.line_of: dict = {}               # (id(kernel), its active parameters) already listed
@@ -91,11 +92,11 @@ class ForwardSweep:
             return
         names = [self.partial_name(t, a) for _, _, a in act]
         defined.extend(names)
-        self.facts.of(st).partials = names
+        st.adjoint.partials = names
         call = f"({kn}, {tup}, active={tuple_text([repr(p) for _, p, _ in act])}, scale={scale})"
         out.append(f"{ind}{t}, {tuple_text(names)} = sum_dual{call}")
         # when the reverse sweep does not read the value: its kernel skips it
-        self.facts.of(st).grads_only = lambda live, text=f"{ind}{tuple_text(names)} = sum_grads{call}": text
+        st.adjoint.grads_only = lambda live, text=f"{ind}{tuple_text(names)} = sum_grads{call}": text
 
     def scalar_kernel(self, st: ArrayStmt, ind: str, out: list, defined: list) -> None:
         """A kernel on known scalars: a plain Python call of its python form (its dual
@@ -108,7 +109,7 @@ class ForwardSweep:
             fname = self._bind_fn(kmod.dual_entry, fns[kmod.dual_entry])
             names = [self.partial_name(t, a) for _, _, a in act]
             defined.extend(names)
-            self.facts.of(st).partials = names
+            st.adjoint.partials = names
             out.append(f"{ind}{t}, {', '.join(names)} = {fname}({', '.join(args)})")
             self._record_partials_only(st, kmod, ind, fname, args, names)
         else:
@@ -121,7 +122,7 @@ class ForwardSweep:
         partials alone, and only the inputs they read (the others are not computed: NaN)."""
         reads = partials_read(kmod.functions, kmod.dual_entry)
         defined = self.index.defined
-        mine = self.facts.of(st).scalar_reads = {a for i, a in enumerate(st.args) if isinstance(a, str)
+        mine = st.adjoint.scalar_reads = {a for i, a in enumerate(st.args) if isinstance(a, str)
                                                   and (i in reads or a not in defined)}
 
         def partials_only(live):
@@ -129,7 +130,7 @@ class ForwardSweep:
             pargs = ["not_needed" if a in skipped else a for a in args]
             note = f"  # its partials do not read {', '.join(skipped)}" if skipped else ""
             return f"{ind}{tuple_text(names)} = {fname}({', '.join(pargs)})[1:]{note}"
-        self.facts.of(st).grads_only = partials_only
+        st.adjoint.grads_only = partials_only
 
     def elementwise_kernel(self, st: ArrayStmt, ind: str, out: list, defined: list) -> None:
         """A kernel applied elementwise by the runtime; its partials stored now (mode
@@ -145,7 +146,7 @@ class ForwardSweep:
             out.append(f"{ind}{t} = apply({kn}, {tup})")
             return
         mode, why = choose_mode(k, self.mode)
-        self.facts.kernel_modes[kn] = (mode, why)
+        self.kernel_modes[kn] = (mode, why)
         active = tuple(p for _, p, _ in act)
         if mode != "store":
             self._add_source(k, k.module(active))
@@ -156,7 +157,7 @@ class ForwardSweep:
         firsts = same_partials(kmod.functions, kmod.dual_entry) or tuple(range(len(act)))
         stored = {i: self.partial_name(t, act[i][2]) for i in range(len(act)) if firsts[i] == i}
         defined.extend(stored.values())
-        self.facts.of(st).partials = [stored[firsts[i]] for i in range(len(act))]
+        st.adjoint.partials = [stored[firsts[i]] for i in range(len(act))]
         unique = tuple(active[i] for i in stored)
         self._add_source(k, k.module(unique))
         out.append(f"{ind}{t}, {tuple_text(list(stored.values()))} = store_partials({kn}, {tup}, "
@@ -171,7 +172,7 @@ class ForwardSweep:
         if rows:
             act = self.kernel_active(ks) if self.is_active(ks.target) else []
             mode, why = choose_mode(ks.op.kernel, self.mode)
-            self.facts.kernel_modes[kn] = (mode, why)
+            self.kernel_modes[kn] = (mode, why)
             out.append(f"{ind}# {unparse(st.forward)} in {h}'s kernel: {h} is not formed (None) where that "
                        f"pass sums its rows")
             out.append(f"{ind}{t}, {h} = kernel_rowsum({kn}, {ins}, {tuple_text([repr(p) for _, p, _ in act])}, "
@@ -210,10 +211,9 @@ class ForwardSweep:
         needs_tape = any(self.is_active(ph.name) for ph in st.phis) or any(
             isinstance(s, ArrayStmt) and s.target and self.is_active(s.target) for s in walk_stmts(st.body))
         if needs_tape:
-            self.facts.loop(st).tape = self.namer.fresh("tape")
+            st.adjoint.tape = self.namer.fresh("tape")
             out.append(Push(st, ind, init=True))
-            defined.append(self.facts.loop(st).tape)
-        self.facts.loop(st).counted = st.counted
+            defined.append(st.adjoint.tape)
         if st.range_args is None:
             out.append(Header(f"{ind}while True:  # {_line(st.ctx.filename, st.node)}"))
         else:
@@ -222,7 +222,7 @@ class ForwardSweep:
         inner: list = []
         body_lines: list = []
         self.forward(st.body, ind + "    ", body_lines, inner)
-        self.facts.loop(st).body_defined = set(inner) | {ph.name for ph in st.phis}
+        st.adjoint.body_defined = set(inner) | {ph.name for ph in st.phis}
         defined.extend(inner)
         out.extend(body_lines)
         if needs_tape:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from .adjoint_text import def_line, grad_of_line, tuple_text
 from .elementwise import LossPlan
-from .rowelems import Column, index_text
+from .rowcolumns import Column, index_text
 
 
 def input_text(kind: str, ref, params) -> str:

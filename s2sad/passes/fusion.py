@@ -49,7 +49,8 @@ def fuse(prog: ArrayProgram, b):
     b.uses = uses
 
     def block(body) -> list:
-        region_of: dict[int, list] = {}
+        # statements are named by their targets (SSA), regions by their place in `regions`
+        region_of: dict[str, int] = {}
         regions: list[list] = []
         for st in reversed(body):
             if isinstance(st, ForStmt):
@@ -62,12 +63,12 @@ def fuse(prog: ArrayProgram, b):
             if not isinstance(st.op, Elementwise):
                 continue
             us = uses.get(st.target, [])
-            cons = {id(u) for u in us}
             joined = None
-            if us and all(isinstance(u, ArrayStmt) and isinstance(u.op, Elementwise) and id(u) in region_of for u in us):
-                rs = {id(region_of[id(u)]) for u in us}
+            if us and all(isinstance(u, ArrayStmt) and isinstance(u.op, Elementwise) and u.target in region_of
+                          for u in us):
+                rs = {region_of[u.target] for u in us}
                 if len(rs) == 1:
-                    r = region_of[id(us[0])]
+                    r = regions[rs.pop()]
                     rctx = next((x.ctx for x in r if x.op.ctx_bound), None)
                     if not st.op.ctx_bound or rctx is None or rctx is st.ctx:
                         joined = r
@@ -75,11 +76,10 @@ def fuse(prog: ArrayProgram, b):
                 joined = []
                 regions.append(joined)
             joined.insert(0, st)
-            region_of[id(st)] = joined
-            del cons
+            region_of[st.target] = next(i for i, r in enumerate(regions) if r is joined)
         # build kernels; place each at its root (or its consuming reduction)
-        replace: dict[int, Any] = {}
-        drop: set[int] = set()
+        replace: dict[str, Any] = {}     # target -> (index statements, the kernel's statement)
+        drop: set[str] = set()
         for r in regions:
             root = r[-1]
             us = uses.get(root.target, [])
@@ -89,28 +89,28 @@ def fuse(prog: ArrayProgram, b):
                     and root.target not in prog.known_scalar:
                 red = us[0]
             kst, extra = make_kernel(prog, b, r, red)
-            for s in r:
-                drop.add(id(s))
+            drop |= {s.target for s in r}
             if red is not None:
-                replace[id(red)] = (extra, kst)
+                replace[red.target] = (extra, kst)
             else:
-                replace[id(root)] = (extra, kst)
-                drop.discard(id(root))
+                replace[root.target] = (extra, kst)
+                drop.discard(root.target)
         out = []
         for st in body:
-            if id(st) in replace:
-                extra, kst = replace[id(st)]
+            key = st.target if isinstance(st, ArrayStmt) else None
+            if key in replace:
+                extra, kst = replace[key]
                 out.extend(extra)
                 out.append(kst)
-            elif id(st) in drop:
+            elif key in drop:
                 continue
             else:
                 out.append(st)
         return out
 
     prog.body = block(prog.body)
-    order = {id(st): i for i, st in enumerate(walk_stmts(prog.body))}
-    prog.kernels.sort(key=lambda k: order.get(id(k.stmt), 0))
+    order = {st.target: i for i, st in enumerate(walk_stmts(prog.body)) if isinstance(st, ArrayStmt) and st.target}
+    prog.kernels.sort(key=lambda k: order.get(k.stmt.target, 0))
 
 
 def make_kernel(prog: ArrayProgram, b, region: list, red) -> tuple[ArrayStmt, list]:

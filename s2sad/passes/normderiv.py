@@ -36,7 +36,7 @@ import copy
 import gast
 
 from .. import marks
-from ..errors import HigherOrderNotSupportedError, S2SADError
+from ..errors import HigherOrderNotSupportedError
 from ..frontend import MISSING, attribute_value, location_of, parse_function
 from ..nested import is_taken_again, parameters_of
 from ..targets import entry_function
@@ -45,13 +45,15 @@ from .normscope import Scope
 from .trees import function_def, name
 
 
-# elementwise.plan_loss, registered by passes/elementwise.py when it is imported (it
-# imports the normalizer, which imports this module: a registration, not an import)
-_LOSS_PLANNER: list = []
+# routes.summed_loss_plan, registered by passes/routes.py when it is imported (routes
+# imports the fused planner, which imports the normalizer, which imports this module: a
+# registration, not an import). s2sad's package imports routes (plans.py) before any
+# normalizer runs.
+_SUMMED_LOSS: list = []
 
 
-def register_loss_planner(plan_loss) -> None:
-    _LOSS_PLANNER[:] = [plan_loss]
+def register_summed_loss(summed_loss_plan) -> None:
+    _SUMMED_LOSS[:] = [summed_loss_plan]
 
 
 class DerivativeCallMixin:
@@ -124,7 +126,7 @@ class DerivativeCallMixin:
                                            "**kwargs, which a derivative inside scalar code cannot bind")
         label = mark.describe()
         args = self.call_args(inner, e, scope, label)
-        summed = self._summed_elementwise(inner)
+        summed = self._summed_elementwise(inner, mark, at)
         if summed is not None:     # grad of np.sum(E(x)): elementwise, E'(x) per element
             if self._selected(mark, len(params), picked, e, scope) is None:
                 raise marks.higher_order_error(mark, at, "the value of a summed loss is one number for the whole "
@@ -167,21 +169,23 @@ class DerivativeCallMixin:
                            HigherOrderNotSupportedError)
         return out
 
-    def _summed_elementwise(self, inner) -> str | None:
+    def _summed_elementwise(self, inner, mark: marks.DerivativeMark, at) -> str | None:
         """When `inner` is a loss `np.sum(E(x))` of its one argument x (a fused plan:
         elementwise E, summed, reading nothing else), its gradient is E' element by
-        element: the helper computing E here (adopted from its plan), else None."""
+        element: the helper computing E here (adopted from its plan), else None. Decided
+        by the route analysis (routes.elementwise_gradient, which also decides that a
+        call of this derivative is no array operation), never by a planner's refusal: a
+        refusal of the plan it decided on is the user's, and so is a plan that reads
+        more than its argument (a captured element, state), which the helper cannot."""
         memo = self.__dict__.setdefault("summed_helpers", {})
         if id(inner) in memo:
             return memo[id(inner)]
         found = None
-        if _LOSS_PLANNER and len(parameters_of(inner) or ()) == 1:
-            try:
-                plan = _LOSS_PLANNER[0](entry_function(parse_function(inner)))
-            except S2SADError:
-                plan = None
-            if plan is not None and plan.reduction == "sum" and plan.inputs == [("arg", 0)] \
-                    and not plan.program.captures and not plan.program.state:
+        if len(parameters_of(inner) or ()) == 1:
+            assert _SUMMED_LOSS, "passes/routes.py registers the summed-loss planner when imported"
+            plan = _SUMMED_LOSS[0](entry_function(parse_function(inner, at)))
+            if plan is not None:
+                _check_reads_its_argument_only(plan, mark, at)
                 found = self._adopt(plan.program)
         memo[id(inner)] = found
         return found
@@ -240,6 +244,21 @@ class DerivativeCallMixin:
     def _derivative_helpers(self) -> dict:
         """(helper, parameter) -> its partial helper, made once per normalizer."""
         return self.__dict__.setdefault("derivative_helpers", {})
+
+
+def _check_reads_its_argument_only(plan, mark: marks.DerivativeMark, at) -> None:
+    """The gradient of a summed loss, inlined element by element, reads the element of
+    its argument only: refused, located, when its plan reads anything else."""
+    program = plan.program
+    if program.state:
+        raise marks.higher_order_error(mark, at, f"{marks.function_name(mark.derivative.fun)} writes state, which "
+                                       "its derivative would write again at every level of differentiation")
+    if program.captures or plan.inputs != [("arg", 0)]:
+        read = ", ".join(f"{c.base}[{', '.join(map(str, c.index))}]" if c.index else c.base
+                         for c in program.captures) or "values other than its argument"
+        raise marks.higher_order_error(mark, at, f"its loss reads {read} besides its argument's elements, which "
+                                       "the gradient taken element by element cannot pass; pass them as arguments "
+                                       "of a function that is not summed")
 
 
 def _fresh_local(base: str, taken: set[str]) -> str:

@@ -9,7 +9,9 @@ through the builder (`array`, `static`, `rename`), emits one statement whose op 
 entry builds from the static parameters (`emit_prim`), and records what the builder's
 in-place checks need: whether the result is new memory or a view of its operands,
 and whether it is a known scalar. It returns None for a call that is not a primitive
-(the builder then evaluates it as written, or inlines it).
+(the builder then evaluates it as written, or inlines it). Calls over several operands
+(joins, n-array calls, tuple-valued results) are primoperands.OperandCalls'; the hints
+of its refusals are primhints'.
 """
 from __future__ import annotations
 
@@ -19,127 +21,22 @@ import gast
 import numpy as np
 
 from .. import array_prims
-from ..array_prims import Linalg, Prim, Reduce, StaticRefusal
+from ..array_prims import Prim, Reduce, StaticRefusal
 from ..array_prims.callops import Call
 from ..errors import UnsupportedOperationError
-from ..frontend import MISSING, attribute_value, classify
+from ..frontend import MISSING, attribute_value
 from .arrayir import Const, operand_expr
 from .arrayscope import LocalFn
 from .primforms import FORMS
-
-_RULE_HOW = ("one function per argument, each given the output's adjoint g, the output and the arguments, and "
-             "returning the adjoint of its argument")
-_OR_REWRITE = "or write the computation with supported numpy operations."
-
-
-def defvjp_example(label: str, params: list[str] | None = None) -> str:
-    """`s2sad.defvjp(<label>, lambda g, out, x: ..., ...)`: one line of valid Python, one
-    rule per argument (`params`: the call's argument names, default one `x`)."""
-    params = params or ["x"]
-    rule = f"lambda g, out, {', '.join(params)}: ..."
-    return f"s2sad.defvjp({label}, {', '.join([rule] * len(params))})"
-
-
-def call_params(node) -> list[str] | None:
-    """Parameter names for a rule of the call `node`: its positional arguments' own names
-    where they are plain distinct names, else x, y, z... (None when it is no call)."""
-    if not isinstance(node, gast.Call) or not node.args or any(isinstance(a, gast.Starred) for a in node.args):
-        return None
-    names = [a.id if isinstance(a, gast.Name) and a.id not in ("g", "out", "lambda") else None for a in node.args]
-    taken = {"g", "out"} | {n for n in names if n is not None and names.count(n) == 1}
-    spare = iter(n for n in ["x", "y", "z"] + [f"x{k}" for k in range(len(names))] if n not in taken)
-    return [n if n is not None and names.count(n) == 1 else next(spare) for n in names]
-
-
-def register_hint(label: str, params: list[str] | None = None) -> str:
-    """What to do about a call with no rule, as valid Python naming the real function:
-    `np.cumsum` -> s2sad.defvjp(np.cumsum, ...) (one rule per argument of the call,
-    `params`); a method `.cumsum()` -> its function form np.cumsum(x, ...) and that
-    function's rule (defvjp takes functions, not methods); anything else -> rewrite it.
-    The example stands on a line of its own."""
-    note = _COMPLEX_RESULTS.get(label.strip(".()").split(".")[-1])
-    return (note + " " if note else "") + _register_hint(label, params)
-
-
-# functions whose results are complex (s2sad differentiates real arrays only): what to use
-_COMPLEX_RESULTS = {
-    "eig": "Its results are complex (s2sad differentiates real arrays only); for a symmetric matrix, "
-           "np.linalg.eigh is differentiated.",
-    "eigvals": "Its results are complex (s2sad differentiates real arrays only); for a symmetric matrix, "
-               "np.linalg.eigvalsh is differentiated.",
-}
-_COMPLEX_RESULTS.update({f: "Its results are complex (s2sad differentiates real arrays only)."
-                         for f in ("fft", "ifft", "fft2", "ifft2", "fftn", "ifftn", "rfft", "rfft2", "rfftn")})
-
-
-def _register_hint(label: str, params: list[str] | None) -> str:
-    if label.startswith("."):
-        m = label.strip(".()")
-        fn = getattr(np, m, None)
-        if callable(fn) and _differentiated(fn):
-            return f"Call the function form np.{m}(x, ...) instead of the method: s2sad differentiates it."
-        if callable(fn):
-            return (f"Call the function form np.{m}(x, ...) instead of the method, and register its reverse-mode "
-                    f"rule ({_RULE_HOW}):\n    {defvjp_example(f'np.{m}', _with_receiver(params))}\n{_OR_REWRITE}")
-        return (f"'{label}' is a method or attribute s2sad has no derivative for (s2sad.defvjp takes "
-                "functions, not methods): write the computation with supported numpy operations.")
-    if all(part.isidentifier() for part in label.split(".")):
-        return f"Register its reverse-mode rule ({_RULE_HOW}):\n    {defvjp_example(label, params)}\n{_OR_REWRITE}"
-    return "Write the computation with supported numpy operations."
-
+from .primhints import form_hint, refuse_form, root_name, unsupported
+from .primoperands import OperandCalls
 
 # entries whose derivative may refuse what only the values show (np.gradient of an N-D
 # array with no axis): their helpers take the call's (file, line, column) as `where`
 _LOCATED_AT_RUN_TIME = frozenset({"gradient"})
 
 
-def _with_receiver(params: list[str] | None) -> list[str]:
-    """A method call's parameter names with its object first (`x.m(a)` -> x, a), distinct."""
-    rest = [p for p in (params or []) if p != "x"]
-    spare = iter(n for n in ["y", "z"] + [f"x{k}" for k in range(len(params or []) + 1)] if n not in rest)
-    rest += [next(spare) for _ in range(len(params or []) - len(rest))]
-    return ["x"] + rest
-
-
-def _differentiated(fn) -> bool:
-    """Whether s2sad differentiates the numpy function `fn` itself (a table entry or an
-    elementwise rule, np.clip's select): a method's hint then points at it."""
-    return bool(array_prims.for_function(fn)) or fn is np.clip or classify(fn).kind in ("primitive", "user_rule")
-
-
-def unsupported(label: str, loc, what: str = "") -> UnsupportedOperationError:
-    return UnsupportedOperationError(
-        f"'{label}' {what or 'has no derivative rule at the array level'}", loc, hint=register_hint(label))
-
-
-def form_hint(label: str) -> str:
-    """What to do about a call of a function s2sad differentiates, written in a form it
-    does not read: s2sad.defvjp refuses such a function (its rule would not be used), so
-    the example wraps the call in a function of the user's own."""
-    short = label.split(".")[-1].strip("()") or "f"
-    if label.startswith("."):                          # a method: x.reshape(...)
-        body = f"x.{short}(...)"
-    else:
-        body = f"{label if all(part.isidentifier() for part in label.split('.')) else short}(x, ...)"
-    return (f"Write the call in a form s2sad reads (README, \"What is covered\"), or wrap it in a function of your "
-            f"own and register that function's rule ({_RULE_HOW}):\n"
-            f"    def my_{short}(x): return {body}\n"
-            f"    s2sad.defvjp(my_{short}, lambda g, out, x: ...)")
-
-
-def refuse_form(label: str, loc, what: str) -> UnsupportedOperationError:
-    """A table entry's call in a form s2sad does not read, located."""
-    return UnsupportedOperationError(f"'{label}' {what}", loc, hint=form_hint(label))
-
-
-def root_name(node):
-    """The name an attribute/subscript chain starts from (np in np.linalg.norm), else None."""
-    while isinstance(node, (gast.Attribute, gast.Subscript)):
-        node = node.value
-    return node.id if isinstance(node, gast.Name) else None
-
-
-class PrimCalls:
+class PrimCalls(OperandCalls):
     def __init__(self, builder):
         self.b = builder
 
@@ -361,113 +258,6 @@ class PrimCalls:
         x = self.b.array(e.args[0], scope)
         p, reads = self.statics(e.args[1:], e.keywords, prim.statics, scope, e)
         return self.emit_prim(prim, spelling, [x], p, e, scope, want, self.rebuild(e, scope, [x], p), reads)
-
-    def sequence_call(self, prim: Prim, value, e: gast.Call, scope, want=None) -> str | None:
-        """np.concatenate([a, b], axis), np.stack(...), and np.array([a, b]) (a spelling
-        in `literal_funcs`: one literal list, nothing else; not a join otherwise)."""
-        label = self.b.label(e.func)
-        literal = any(value is f for f in prim.literal_funcs)
-        self.check_keywords(prim, e.keywords, e, scope)
-        seq = e.args[0] if e.args else None
-        stacked = self.b.stmts.stacks.join(prim, value, e, scope, want)    # a list grown at run time
-        if stacked is not None:
-            return stacked
-        if isinstance(seq, (gast.Name, gast.ListComp, gast.GeneratorExp)):     # a local list: its items
-            items = self.b.stmts.lists.expr(seq, scope) if not isinstance(seq, gast.Name) \
-                else self.b.stmts.lists.sequence(seq, scope)
-            if isinstance(items, list):
-                seq = gast.copy_location(gast.List(elts=[], ctx=gast.Load()), seq)
-                return self.sequence_items(prim, value, e, seq, items, literal, label, scope, want)
-        if not isinstance(seq, (gast.List, gast.Tuple)):
-            if literal:
-                return None
-            raise refuse_form(label, self.b.loc(scope.ctx, e), "needs a literal list of arrays here, "
-                               "[a, b, ...], to be differentiated")
-        xs = [self.b.array(x, scope) for x in seq.elts]
-        return self.sequence_items(prim, value, e, seq, xs, literal, label, scope, want)
-
-    def sequence_items(self, prim: Prim, value, e: gast.Call, seq, xs: list, literal: bool, label: str, scope, want):
-        """The join of operands `xs` (the items of `seq`)."""
-        if any(isinstance(x, list) for x in xs):
-            raise refuse_form(label, self.b.loc(scope.ctx, e), "takes a list of arrays or numbers here")
-        if literal:
-            if len(e.args) > 1 or e.keywords:
-                raise refuse_form(label, self.b.loc(scope.ctx, e), "takes one list of values here")
-            p, reads = {}, set()
-        else:
-            p, reads = self.statics(e.args[1:], e.keywords, prim.statics, scope, e)
-        seq2 = type(seq)(elts=[operand_expr(x) for x in xs], ctx=gast.Load())
-        fwd = gast.Call(func=self.b.rename(e.func, scope, set()), args=[seq2],
-                        keywords=[gast.keyword(arg=k, value=v) for k, v in p.items()])
-        return self.emit_prim(prim, getattr(value, "__name__", label), xs, p, e, scope, want, fwd, reads)
-
-    def check_keywords(self, prim: Prim, keywords, e, scope) -> None:
-        """Refuse a keyword the entry does not take (`prim.keywords`; None: any)."""
-        if prim.keywords is None:
-            return
-        for k in keywords:
-            if k.arg not in prim.keywords:
-                known = ", ".join(f"{n}=" for n in prim.keywords) or "none"
-                raise refuse_form(self.b.label(e.func), self.b.loc(scope.ctx, e), f"is called with '{k.arg}=', "
-                                  f"which s2sad does not differentiate (keywords taken: {known})")
-
-    def operands_call(self, prim: Prim, n: int, e: gast.Call, scope, want=None) -> str:
-        """A call of `n` arrays, then static parameters (solve_triangular(a, b, lower=True));
-        an operand in `prim.packed` is a literal pair or a tuple-valued result (cho_solve's
-        (c, lower)), both of whose values are operands."""
-        label = self.b.label(e.func)
-        if len(e.args) < n:
-            raise refuse_form(label, self.b.loc(scope.ctx, e), f"takes its {n} arrays by position here")
-        self.check_keywords(prim, e.keywords, e, scope)
-        xs, written = [], []
-        for k, a in enumerate(e.args[:n]):
-            v = self.b.expr(a, scope)
-            if k in prim.packed:
-                if not isinstance(v, list) or len(v) != 2:
-                    raise refuse_form(label, self.b.loc(scope.ctx, a), "needs its pair written out, (c, lower), or "
-                                      "the pair a call returned, here")
-                xs += v
-                written.append(gast.Tuple(elts=[operand_expr(x) for x in v], ctx=gast.Load()))
-                continue
-            if isinstance(v, (list, LocalFn)):
-                raise self.b.err(scope.ctx, a, "expected an array or a number here", "Pass an array.",
-                                 UnsupportedOperationError)
-            xs.append(v)
-            written.append(operand_expr(v))
-        p, reads = self.statics(e.args[n:], e.keywords, prim.statics, scope, e)
-        kwnames = {k.arg for k in e.keywords}
-        pos = [k for k in prim.statics[:len(e.args) - n]]
-        fwd = gast.Call(func=self.b.rename(e.func, scope, set()), args=written + [p[k] for k in pos],
-                        keywords=[gast.keyword(arg=k, value=v) for k, v in p.items() if k in kwnames])
-        return self.emit_prim(prim, getattr(e.func, "attr", label), xs, p, e, scope, want, fwd, reads)
-
-    def unpacked(self, prim: Prim, t: str, e, scope):
-        """A tuple-valued primitive's statement `t`: one `item` statement per output, their
-        list for the builder (None from `outputs`: one array, `t` itself)."""
-        st = self.b.out[-1]
-        count = prim.outputs(st.params)
-        if isinstance(count, str):
-            raise UnsupportedOperationError(
-                f"'{self.b.label(e.func)}' {count}", self.b.loc(scope.ctx, e),
-                hint="s2sad must know when it reads the call how many values it returns: write that parameter as a "
-                     "literal (np.split(x, 3), np.split(x, [2, 5]), compute_uv=False, mode='r').")
-        if count is None:
-            return t
-        if isinstance(st.op, Linalg):     # a refusal while its derivative runs names this line
-            loc = self.b.loc(scope.ctx, e)
-            st.op = st.op.located(gast.Tuple(elts=[gast.Constant(value=v, kind=None) for v in
-                                                   (loc.filename, loc.lineno, loc.col)], ctx=gast.Load()))
-        spelling = "piece" if prim.result == "view" else "item"
-        names = [None] * count
-        if self.b.unpacking is not None and self.b.unpacking[0] is e and len(self.b.unpacking[1]) == count:
-            names = self.b.unpacking[1]      # `w, V = eigh(A)`: the items are named w and V
-        items = []
-        for k in range(count):
-            index = gast.Constant(value=k, kind=None)
-            fwd = gast.Subscript(value=operand_expr(t), slice=copy.deepcopy(index), ctx=gast.Load())
-            items.append(self.emit_prim(array_prims.PRIMS["item"], spelling, [t], {"index": index}, e, scope,
-                                        names[k], fwd, set()))
-        return items
 
     def tuple_item(self, values: list, e: gast.Subscript, scope):
         """values[k] or values[i:j] of a tuple the builder holds, the index a literal."""

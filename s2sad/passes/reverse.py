@@ -14,7 +14,8 @@ followed by the source of every kernel it calls (as comments name them).
 
 (A fused plan's derivative is written by fused_adjoint.py in the same frame, through
 adjoint_text.) `Generator` coordinates: one AdjointContext per generation (adjoint_context.py: names,
-the namespace, the analyses in one AdjointFacts, adjoint_analysis.py), the forward
+the namespace, kernel modes) on its own copy of the program whose statements carry the
+analyses (adjoint_analysis.annotated), the forward
 sweep's writer (forward_sweep.py), the reverse sweep's writer (reverse_sweep.py), then
 the liveness of the grad variant and the rendering (adjoint_text.py). The plan that
 caches and runs what it writes is ArrayCompiled (array_compiled.py).
@@ -46,7 +47,7 @@ from __future__ import annotations
 import ast
 
 from ..frontend import location_of, shown_location as _short, source_line as _line
-from .adjoint_analysis import deferrable_sums, live_before
+from .adjoint_analysis import annotated, deferrable_sums, forward_lines, live_before, pushed
 from .adjoint_context import AdjointContext
 from .adjoint_text import def_line, grad_of_line, names_read, render, text_of, tuple_text
 from .arrayir import ArrayProgram, ArrayStmt
@@ -59,11 +60,10 @@ class Generator:
 
     def __init__(self, prog: ArrayProgram, argnums: tuple[int, ...], mode: str = "auto",
                  defer: frozenset = frozenset()):
-        self.p = prog
+        self.p = prog = annotated(prog)     # this generation's own statements, annotated
         self.argnums = argnums
         self.mode = mode
         self.ctx = AdjointContext(prog, argnums, mode)
-        self.facts = self.ctx.facts
         self.fwd = ForwardSweep(self.ctx)
         self.rev = ReverseSweep(self.ctx, defer)
         self.namer, self.ns = self.ctx.namer, self.ctx.ns
@@ -72,7 +72,7 @@ class Generator:
     # what ArrayCompiled.explain reads
     @property
     def kernel_modes(self) -> dict[str, tuple[str, str]]:
-        return self.facts.kernel_modes
+        return self.ctx.kernel_modes
 
     @property
     def kernel_names(self) -> dict[int, str]:
@@ -83,7 +83,7 @@ class Generator:
 
     def deferrable_sums(self) -> frozenset:
         """After generating the grad variant: adjoint_analysis.deferrable_sums."""
-        return deferrable_sums(self.p, self.facts)
+        return deferrable_sums(self.p)
 
     def generate(self, variant: str = "value_and_grad") -> str:
         """variant "value_and_grad": one function returning (value, grads) for the seed
@@ -114,7 +114,7 @@ class Generator:
                 gnames.append(self.bar(x))
                 rev.append(f"    {self.bar(x)} = zeros_bar({x})  # the result does not depend on it")
         if variant == "value_and_grad" and isinstance(res, str) and any(res in names for names in
-                                                                        self.facts.pushed()):
+                                                                        pushed(p)):
             # the reverse sweep restores loop values from the tape: keep the result aside
             keep = self.namer.fresh("value")
             fwd.append(f"    {keep} = {rtext}")
@@ -124,8 +124,8 @@ class Generator:
         if variant == "grad":
             # the forward sweep computes what the reverse sweep reads (and the result only
             # to check that it is a scalar); the rest is not computed
-            live_before(p.body, names_read(rev_text + "\n" + check), self.facts)
-        fwd_text = "\n".join(render(fwd, names_read(rev_text), self.facts))
+            live_before(p.body, names_read(rev_text + "\n" + check))
+        fwd_text = "\n".join(render(fwd, names_read(rev_text), forward_lines))
         head = grad_of_line(_line(p.pf.filename, p.return_node), _short(location_of(p.pf.filename, p.return_node)))
         if variant == "value_and_grad":
             text = (f"{def_line(p.name, variant, p.params, p.free)}\n    {head}\n{fwd_text}\n{check}"

@@ -6,9 +6,9 @@ branching on the same (saved) condition.
   never updated in place, so no adjoint aliases another (`contribute`).
 - `unit`: names whose adjoint is the seed 1.0 (the result, for value_and_grad and
   grad), multiplied by nothing.
-- It reads what the forward sweep recorded in the generation's AdjointFacts (partials,
-  kernel modes, tapes) and records for each loop the names its reverse reads
-  (`tape_names`: what the forward loop pushes).
+- It reads what the forward sweep recorded on the statements' `adjoint` annotations
+  (partials, tapes) and in the context (kernel modes), and records on each loop's
+  annotation the names its reverse reads (`tape_names`: what the forward loop pushes).
 """
 from __future__ import annotations
 
@@ -20,18 +20,18 @@ from .adjoint_context import AdjointContext
 from .adjoint_text import grad_of_line, names_read, param_texts, text_of, tuple_text
 from .arrayir import ArrayStmt, ForStmt, IfStmt, KernelSum, ListAppend, Py, RunKernel, SetItem, walk_stmts
 from .kernelpairs import row_reduction
-from .primcalls import call_params, register_hint
+from .primhints import call_params, register_hint
 
 
 class ReverseSweep:
     def __init__(self, ctx: AdjointContext, defer: frozenset = frozenset()):
         self.ctx = ctx
         # the shared context's parts, by their short names
-        self.p, self.namer, self.facts, self.index = ctx.p, ctx.namer, ctx.facts, ctx.index
+        self.p, self.namer, self.kernel_modes, self.index = ctx.p, ctx.namer, ctx.kernel_modes, ctx.index
         self.is_active, self.bar = ctx.is_active, ctx.bar
         self.kernel_name, self.kernel_active = ctx.kernel_name, ctx.kernel_active
-        # grad variant: kernel sums (by id) whose value nothing reads, run here with
-        # their adjoint folded into the scale (adjoint_analysis.deferrable_sums)
+        # grad variant: kernel sums (their targets) whose value nothing reads, run here
+        # with their adjoint folded into the scale (adjoint_analysis.deferrable_sums)
         self.defer = defer
         self.unit: set[str] = set()
 
@@ -90,19 +90,19 @@ class ReverseSweep:
     def reverse_stmt(self, st: ArrayStmt, ind: str, out: list, init: set):
         t = st.target
         g = self.g(t)
-        if id(st) in self.defer:
+        if isinstance(st.op, KernelSum) and t in self.defer:
             self.reverse_deferred_sum(st, g, ind, out, init)
             return
         if isinstance(st.op, KernelSum) or (isinstance(st.op, RunKernel) and st.op.scalar):
-            for (_, _, a), d in zip(self.kernel_active(st), self.facts.of(st).partials):
+            for (_, _, a), d in zip(self.kernel_active(st), st.adjoint.partials):
                 self.contribute(a, d if g == "1.0" else f"{d} * {g}", ind, out, init)
             return
         if isinstance(st.op, RunKernel):
             act = self.kernel_active(st)
             kn = self.kernel_name(st)
-            mode, _ = self.facts.kernel_modes[kn]
+            mode, _ = self.kernel_modes[kn]
             if mode == "store":
-                names = self.facts.of(st).partials
+                names = st.adjoint.partials
                 shared: dict[str, str] = {}      # a partial several inputs share: multiplied once
                 for (_, _, a), d in zip(act, names):
                     term = d if g == "1.0" else f"{d} * {g}"
@@ -204,7 +204,7 @@ class ReverseSweep:
         if (name == self.p.result or st.args.count(name) != 1 or self.index.readers.get(name) != 1
                 or made is None or not isinstance(made.op, RunKernel) or made.op.scalar):
             return False
-        return self.facts.kernel_modes.get(self.kernel_name(made), ("",))[0] == "recompute"
+        return self.kernel_modes.get(self.kernel_name(made), ("",))[0] == "recompute"
 
     def _contributed(self, body) -> set:
         """Names defined outside `body` whose adjoints its reverse may add to."""
@@ -233,9 +233,9 @@ class ReverseSweep:
 
     def reverse_for(self, st: ForStmt, ind: str, out: list, init: set):
         phis = [ph for ph in st.phis if self.is_active(ph.name)]
-        if self.facts.loop(st).tape is None:
+        if st.adjoint.tape is None:
             return
-        tape, body_defined = self.facts.loop(st).tape, self.facts.loop(st).body_defined
+        tape, body_defined = st.adjoint.tape, st.adjoint.body_defined
         self._preinit(self._contributed(st.body) | {ph.name for ph in phis}, ind, out, init)
         body_init = set(init)
         lines: list = []
@@ -267,14 +267,14 @@ class ReverseSweep:
         if st.counted:
             # its iterations are the tape's entries (a while, a break): the loop variable on it too
             need = need + ([st.var] if st.range_args is not None and st.var in names_read(text) else [])
-            self.facts.loop(st).tape_names = need
+            st.adjoint.tape_names = need
             head = f"{tuple_text(need)}" if need else "_"
             out.append(f"{ind}for {head} in reversed({tape}):  # Grad of: {_line(st.ctx.filename, st.node)}")
             out.extend(lines or [f"{i2}pass"])
             for ph in phis:
                 self.contribute(ph.first, self.bar(ph.name), ind, out, init)
             return
-        self.facts.loop(st).tape_names = need
+        st.adjoint.tape_names = need
         rng = f"range({', '.join(unparse(a) for a in st.range_args)})"
         if need:
             out.append(f"{ind}for {st.var}, {tuple_text(need)} in zip(reversed({rng}), reversed({tape})):  "

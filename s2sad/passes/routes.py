@@ -42,8 +42,11 @@ from .. import array_prims, rules
 from ..errors import S2SADError
 from ..frontend import MISSING, ParsedFunction, attribute_value, classify, location_of, parse_function
 from ..marks import derivative_mark, is_entry_point
+from ..targets import entry_function
 from .trees import constant_index, dotted
-from .elementwise import fused_check, function_body, straight_line, straight_line_statement
+from .elementwise import FusedCheck, LossPlan, fused_check, function_body, plan_loss, straight_line, \
+    straight_line_statement
+from .normderiv import register_summed_loss
 
 
 FUSED, SCALAR, ARRAY = "fused", "scalar", "array"
@@ -94,6 +97,29 @@ def route_of(pf: ParsedFunction) -> Route:
         return Route(SCALAR, f"not one elementwise expression ({where}: {refused.message}) and no array "
                              "operation: one scalar function of scalars, applied elementwise")
     return Route(ARRAY, f"more than one elementwise expression ({where}: {refused.message}): an array program")
+
+
+def elementwise_gradient(pf: ParsedFunction) -> bool:
+    """Is the gradient of `pf` elementwise: a fused loss `np.sum(E(x))` of its one
+    argument x that reads no free array, whose gradient is E'(x) element by element?
+    The one analysis behind both the normalizer's inlining of that gradient where its
+    grad is called in scalar code (normderiv, through `summed_loss_plan`) and this
+    module's verdict that such a call is no array operation (`_Scan.derivative`)."""
+    return route_of(pf).kind == FUSED and _sums_its_argument(pf, fused_check(pf))
+
+
+def _sums_its_argument(pf: ParsedFunction, check: FusedCheck) -> bool:
+    return (check.refusal is None and check.reduction == "sum" and len(pf.node.args.args) == 1
+            and not check.free_arrays)
+
+
+def summed_loss_plan(pf: ParsedFunction) -> LossPlan | None:
+    """The fused plan of `pf` when its gradient is elementwise (`elementwise_gradient`),
+    else None; a refusal by the planner it was routed to is the user's, raised."""
+    return plan_loss(pf) if elementwise_gradient(pf) else None
+
+
+register_summed_loss(summed_loss_plan)    # normderiv cannot import this module (it is below it)
 
 
 def _statement_kind(s) -> str:
@@ -167,7 +193,7 @@ class _Scan:
         if not isinstance(fun, types.FunctionType):
             return None       # a pullback: refused where it is called, whichever route
         try:
-            pf = parse_function(fun)
+            pf = entry_function(parse_function(fun))
             route = route_of(pf)
         except S2SADError:    # unreadable: the route chosen says so when it reads it
             return None
@@ -177,9 +203,8 @@ class _Scan:
         if route.kind == FUSED:
             check = fused_check(pf)
             # what the normalizer inlines (normderiv): an elementwise function's dual, or
-            # a sum of one over the loss's one argument only (its gradient is elementwise)
-            if check.reduction == "none" or (check.reduction == "sum" and len(pf.node.args.args) == 1
-                                             and not check.free_arrays):
+            # a sum of one over the loss's one argument only (elementwise_gradient)
+            if check.reduction == "none" or _sums_its_argument(pf, check):
                 return None
             return ArrayUse(f"a derivative whose gradient is not elementwise ({of}: a {check.reduction} over "
                             "more than its one argument's elements)", "its call")
