@@ -33,12 +33,13 @@ import numpy as np
 
 from . import tree
 from .backends.arraymodule import is_cupy
-from .derivative import Derivative
+from .derivative import Derivative, decline
 from .errors import NonDifferentiableInputError, S2SADError, ShapeError
 from .frontend import parse_function
 from .jvp_vjp import jvp_at, vjp_at
 from .passes.containers import STATIC, Layout, attributes_read, read_by_keys, returns_container as container_literal
 from .targets import entry_function
+from .treefast import fast_call, reader
 
 _READS: "weakref.WeakKeyDictionary[types.CodeType, tuple]" = weakref.WeakKeyDictionary()
 
@@ -278,6 +279,7 @@ class TreeCalls:
     def __init__(self, d: Derivative, has_aux: bool = False):
         self.d, self.has_aux = d, has_aux
         self._subs: "OrderedDict[tuple, tuple]" = OrderedDict()
+        self._last = None   # the fast call (treefast.fast_call) of the last layout met
 
     def __call__(self, args: Sequence[Any]) -> tuple:
         """(value, gradients) of a call, its arguments bound (one per parameter); value
@@ -286,13 +288,24 @@ class TreeCalls:
         fun = d.fun
         if len(args) != d.arity:     # defaults to fill in
             args = d.bind(args, {})
+        if self._last is not None:  # the last layout's fast call (it declines any other layout)
+            r = self._last(*args)
+            if r is not NotImplemented:
+                return (None, r) if d.grad_only else r
         flat = flatten_call(fun, args)
         key = (tuple(flat.skeletons), tuple(flat.floats))
         got = self._subs.get(key)
         if got is None:
             got = self._sub(key, flat, args)
-        sub, nums, leaf_nums = got
+        sub, nums, leaf_nums, fast = got
         leaves = flat.leaves
+        if fast is not None:    # sub's hot path takes the call's own arguments (treefast.py)
+            r = sub.hot(*args)
+            if r is NotImplemented:
+                r = fast(*args)
+            self._install(sub, fast)
+            if r is not NotImplemented:
+                return (None, r) if d.grad_only else r
         r = sub.hot(*leaves)
         if r is NotImplemented:
             value, grads = sub(*leaves)
@@ -305,6 +318,20 @@ class TreeCalls:
             aux = aux_of(fun, args)
             return (value, aux), result
         return value, result
+
+    def _install(self, sub: Derivative, fast: Callable) -> None:
+        """What grad's wrapper tries first (Derivative.hot) after a call of sub's layout:
+        sub's hot path (it reads the call's containers itself), or else the fast call;
+        a positional hot path of the grad object is kept."""
+        d = self.d
+        self._last = fast
+        if d.hot is decline or getattr(d.hot, "tree_fast", False):
+            hot = sub.hot
+            if hot is not decline:
+                hot.tree_fast = True
+                d.hot = hot
+            else:
+                d.hot = fast
 
     def _sub(self, key: tuple, flat: Flat, args: Sequence[Any]) -> tuple:
         """(the leaf Derivative, argnums, differentiated leaves) of a layout not met yet."""
@@ -319,7 +346,11 @@ class TreeCalls:
         layout = Layout(skeletons_of(flat), self.has_aux)
         sub = Derivative(fun, leaf_nums, d.backend, d.what, d.mode)
         sub.layout, sub.arity = layout, len(flat.leaves)
-        got = self._subs[key] = (sub, nums, leaf_nums)
+        fast = None
+        if not self.has_aux:
+            sub.reader = reader(flat, nums, leaf_nums, isinstance(d.argnums_spec, (tuple, list)))
+            fast = sub.reader and fast_call(sub.reader, d.grad_only, sub)
+        got = self._subs[key] = (sub, nums, leaf_nums, fast)
         while len(self._subs) > self.MAX_LAYOUTS:
             self._subs.popitem(last=False)
         return got
