@@ -37,7 +37,8 @@ from .derivative import Derivative, decline
 from .errors import NonDifferentiableInputError, S2SADError, ShapeError
 from .frontend import parse_function
 from .jvp_vjp import jvp_at, vjp_at
-from .passes.containers import STATIC, Layout, attributes_read, read_by_keys, returns_container as container_literal
+from .passes.container_returns import returns_container as container_literal
+from .passes.containers import STATIC, Layout, attributes_read, read_by_keys
 from .targets import entry_function
 from .treefast import fast_call, reader
 
