@@ -281,6 +281,7 @@ class TreeCalls:
         self.d, self.has_aux = d, has_aux
         self._subs: "OrderedDict[tuple, tuple]" = OrderedDict()
         self._last = None   # the fast call (treefast.fast_call) of the last layout met
+        self.last = None    # (leaf Derivative, leaf paths, differentiated leaves) of the last new layout
 
     def __call__(self, args: Sequence[Any]) -> tuple:
         """(value, gradients) of a call, its arguments bound (one per parameter); value
@@ -352,9 +353,71 @@ class TreeCalls:
             sub.reader = reader(flat, nums, leaf_nums, isinstance(d.argnums_spec, (tuple, list)))
             fast = sub.reader and fast_call(sub.reader, d.grad_only, sub)
         got = self._subs[key] = (sub, nums, leaf_nums, fast)
+        self.last = (sub, leaf_paths(fun, flat), set(leaf_nums))
         while len(self._subs) > self.MAX_LAYOUTS:
             self._subs.popitem(last=False)
         return got
+
+
+def leaf_paths(fun: Callable, flat: Flat) -> list[tuple[str, Any]]:
+    """(path, None) for each leaf the plan takes as a parameter, in order, and (path,
+    value) for each string compiled in: `p['W']`, `p.layers[0]`, `self.b`."""
+    names = parameter_reads(fun)[0] if hasattr(fun, "__code__") else ()
+    out: list = []
+
+    def walk(skel, path):
+        kind, meta, children = skel
+        if kind in ("leaf", STATIC):
+            out.append((path, None if kind == "leaf" else meta[0]))
+        elif kind in ("dict", "list", "tuple"):
+            for k, c in zip(meta if kind == "dict" else range(len(children)), children):
+                walk(c, f"{path}[{k!r}]")
+        else:       # namedtuple, dataclass, object: fields by name
+            for k, c in zip(meta, children):
+                walk(c, f"{path}.{k}")
+    for i, skel in enumerate(skeletons_of(flat)):
+        name = names[i] if i < len(names) else f"args[{i}]"
+        if skel is None:
+            out.append((name, None))
+        else:
+            walk(skel, name)
+    return out
+
+
+def flattening(d: Derivative) -> tuple[Derivative, list[str]] | None:
+    """(the leaf Derivative of d's last new container layout, explain's lines on how
+    that call was flattened), or None when d has had no container call."""
+    tc = d.trees
+    if tc is None or tc.last is None:
+        return None
+    sub, paths, diffs = tc.last
+    params = sub.c.params
+    lines = [f"  containers: the last call's arguments flattened into the plan's {len(params)} parameter(s) "
+             "(leaf path -> parameter):"]
+    leaves = iter(zip(params, range(len(params))))
+    for path, static in paths:
+        if static is not None:
+            lines.append(f"    {path} = {static!r}: a string, compiled in")
+            continue
+        param, j = next(leaves)
+        lines.append(f"    {path} -> {param}{' (differentiated)' if j in diffs else ''}")
+    if sub.reader is not None:
+        lines.append("  containers: calls of this layout read the leaves by constant keys in the generated fast "
+                     "path (treefast), then the gradients are built as literals in the arguments' structure")
+    return sub, lines
+
+
+def tree_source(d: Derivative) -> str:
+    """s2sad.source of a grad object: with containers, how its last container call was
+    flattened and the leaf plan's derivative (and the fast path's reading of the call)."""
+    got = flattening(d)
+    if got is None:
+        return d.source()
+    sub, lines = got
+    head = ["# " + line[2:] for line in lines]
+    if sub.reader is not None:
+        head += ["# the fast path reads a call as:"] + ["#     " + line for line in sub.reader.prologue]
+    return "\n".join(head) + "\n\n" + sub.source()
 
 
 def tree_calls(d: Derivative, has_aux: bool = False) -> TreeCalls:
