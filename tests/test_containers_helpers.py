@@ -256,6 +256,18 @@ def loss_recursive(p, x):
     return np.sum(recursive(p, x, 2))
 
 
+def ping(p, x, k):
+    return x if k == 0 else pong(p, np.tanh(x @ p["W"]), k - 1)
+
+
+def pong(p, x, k):
+    return ping(p, x, k)
+
+
+def loss_mutual(p, x):
+    return np.sum(ping(p, x, 2))
+
+
 def loss_other_module(p, x):
     return np.sum(other_layer(p, x))
 
@@ -286,6 +298,7 @@ def loss_sums_dict(p, x):
 
 @pytest.mark.parametrize("loss, error, words", [
     (loss_recursive, s2sad.RecursionNotSupportedError, "recursion"),
+    (loss_mutual, s2sad.RecursionNotSupportedError, "recursion"),
     (loss_other_module, s2sad.UnsupportedSyntaxError, "same module"),
     (loss_other_module_attribute, s2sad.UnsupportedSyntaxError, "used whole"),
     (loss_star, s2sad.UnsupportedSyntaxError, r"\*args"),

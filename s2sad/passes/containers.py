@@ -461,7 +461,7 @@ class _Helpers:
 
     def specialise(self, rw: "_Rewriter", call: gast.Call):
         name = call.func.id
-        helper, hpf = self._helper(rw, call, name)
+        helper, hpf, identity = self._helper(rw, call, name)
         node = helper
         a = node.args
         params = [x.id for x in a.args]
@@ -486,7 +486,7 @@ class _Helpers:
         if any(params.index(p) >= first_default for p in wholes):
             raise rw.err(call, f"'{name}' is given a container whole for a parameter with a default value",
                          "Give that parameter no default, or pass the container's entries.")
-        key = (id(helper), tuple((p, r[0]) for p, r in sorted(wholes.items())))
+        key = (identity, tuple((p, r[0]) for p, r in sorted(wholes.items())))
         if key in self.stack:
             raise RecursionNotSupportedError(f"'{name}' calls itself (recursion) with a container",
                                              location_of(rw.pf.filename, call), hint="Write the recursion as a for loop.")
@@ -512,12 +512,13 @@ class _Helpers:
         return gast.copy_location(gast.Call(func=func, args=args, keywords=keywords), call)
 
     def _helper(self, rw, call, name: str):
-        """(the helper's FunctionDef, its ParsedFunction) for a call of `name`."""
+        """(the helper's FunctionDef, its ParsedFunction, what identifies it: its code, or
+        its name for a local def) for a call of `name`."""
         where = f"'{name}' is given a container whole here"
         if isinstance(self.entry, gast.Lambda):
             raise rw.err(call, f"{where}, in a lambda", "Write the function with def, or pass the container's entries.")
         if name in self.local_defs:
-            return self.local_defs[name], rw.pf
+            return self.local_defs[name], rw.pf, ("local", name)
         fn = None if name in self.local_names else rw.pf.resolver.lookup(name)
         if not isinstance(fn, types.FunctionType) or fn.__globals__ is not rw.pf.fn.__globals__:
             raise rw.err(call, f"{where}; s2sad passes a container to a Python function of the same module (or one "
@@ -526,7 +527,7 @@ class _Helpers:
         hpf = parse_function(fn)
         if not isinstance(hpf.node, gast.FunctionDef):
             raise rw.err(call, f"{where}, and '{name}' is a lambda", "Write it with def, or pass the entries.")
-        return hpf.node, hpf
+        return hpf.node, hpf, fn.__code__
 
     def _copy(self, hpf, helper, skeletons: dict) -> tuple[str, dict]:
         """(the name of helper's copy with leaf parameters for `skeletons`, each container
