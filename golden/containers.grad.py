@@ -8,7 +8,7 @@
 
 def containers_loss__grad(params_hidden_0, params_hidden_1, params_inp_W, params_inp_b, X):
     # Grad of: return np.mean(h ** 2) + 0.01 * np.sum(params["inp"]["W"] ** 2)    [golden/examples.py:273:9]
-    # return np.tanh(x @ p["W"] + p["b"])
+    # h = dense(params["inp"], X)
     _1 = matmul(X, params_inp_W)
     h, (dh_d1,) = store_partials(containers_loss__h, (_1, params_inp_b), ('_1',))
     # h = np.tanh(h @ params["hidden"][i])
@@ -32,7 +32,7 @@ def containers_loss__grad(params_hidden_0, params_hidden_1, params_inp_W, params
     _2_bar = unbroadcast(dh_2_d2 * h_2_bar, _2)
     h_bar = matmul_lhs_bar(_2_bar, h, params_hidden_0)
     params_hidden_0_bar = matmul_rhs_bar(_2_bar, h, params_hidden_0)
-    # Grad of: return np.tanh(x @ p["W"] + p["b"])    [golden/examples.py:265:5]
+    # Grad of: h = dense(params["inp"], X)    [golden/examples.py:269:5]
     dh_d1_x_h_bar = dh_d1 * h_bar
     _1_bar = unbroadcast(dh_d1_x_h_bar, _1)
     params_inp_b_bar = unbroadcast(dh_d1_x_h_bar, params_inp_b)

@@ -335,3 +335,50 @@ def test_a_helper_rebound_between_calls_is_planned_again(backend):
         np.testing.assert_allclose(g(p, X)["W"], 2.0 * first["W"])
     finally:
         swap_me = saved
+
+
+def two_line_helper(p, x):
+    z = x * p["w"]
+    return np.tanh(z + p["b"])
+
+
+def loss_two_line(p, x):
+    return np.sum(two_line_helper(p, x) ** 2)
+
+
+def loss_helper_twice_with_expressions(p, x):
+    return np.sum(ew_helper(p, x * 2.0) + ew_helper(p, x + 1.0))
+
+
+def test_one_line_helpers_are_inlined_and_keep_the_fused_route(backend):
+    p, x = {"w": U, "b": V}, rng.normal(size=6)
+    g = s2sad.grad(ew_loss, backend=backend)
+    got = g(p, x)
+    assert "route: fused" in str(s2sad.explain(g))
+    g2 = s2sad.grad(loss_two_line, backend=backend)     # two statements: a copy of the helper, inlined later
+    got2 = g2(p, x)
+    for k in ("w", "b"):
+        np.testing.assert_allclose(got2[k], got[k], rtol=1e-13, atol=1e-14)
+    g3 = s2sad.grad(loss_helper_twice_with_expressions, backend=backend)
+    got3 = g3(p, x)
+    np.testing.assert_allclose(got3["w"], _fd_leaf(loss_helper_twice_with_expressions, p, x, ["w"]), rtol=1e-6,
+                               atol=1e-8)
+
+
+SCALE = 3.0
+
+
+def scaled(p, x):
+    return SCALE * np.sum(x * p["w"])
+
+
+def loss_shadowing(p, x):
+    SCALE = 100.0       # a local of the caller named like the helper's global: not inlined over it
+    return scaled(p, x) + 0.0 * SCALE
+
+
+def test_a_helper_global_named_like_a_caller_local_is_refused_not_misread(backend):
+    p, x = {"w": U}, V
+    with pytest.raises(s2sad.UnsupportedSyntaxError, match="SCALE") as err:
+        s2sad.grad(loss_shadowing, backend=backend)(p, x)
+    assert "scaled(p, x)" in err.value.location.source_line() and "Rename" in err.value.hint

@@ -1,6 +1,8 @@
 """What a differentiated function returns, read for one layout (passes/containers.py):
 for has_aux, the loss out of `return loss, aux`; for a function returning a container
-literal, one leaf of it (`returned`); and the constant keys both read (`const_key`).
+literal, one leaf of it (`returned`); the expression a one-line helper returns, its
+parameters replaced by a call's arguments (`inlined_return`); and the constant keys
+(`const_key`).
 
 Invariant: a return this cannot read as asked is a located UnsupportedSyntaxError that
 says how to write it, never a guess.
@@ -8,6 +10,8 @@ says how to write it, never a guess.
 from __future__ import annotations
 
 from typing import Any
+
+import copy
 
 import gast
 
@@ -89,3 +93,38 @@ def returns_container(node, aux: bool) -> bool:
         if isinstance(v, (gast.Tuple, gast.List, gast.Dict)):
             return True
     return False
+
+
+_SCOPES = (gast.Lambda, gast.ListComp, gast.SetComp, gast.DictComp, gast.GeneratorExp, gast.NamedExpr)
+
+
+def inlined_return(fnode, args: list, keywords: list, caller_names: set):
+    """The expression `return <e>`, a helper's only statement (after a docstring),
+    with its parameters replaced by a call's arguments; None where that would not mean
+    what the call does: a parameter left to its default, a name of its own the caller
+    also binds, a scope inside e (a lambda, a comprehension), or an argument that is not
+    a name or a constant read more than once (it would be computed twice)."""
+    body = [st for st in fnode.body if not (isinstance(st, gast.Expr) and isinstance(st.value, gast.Constant))]
+    if len(body) != 1 or not isinstance(body[0], gast.Return) or body[0].value is None:
+        return None
+    params = [a.id for a in fnode.args.args]
+    bound = dict(zip(params, args))
+    for kw in keywords:
+        if kw.arg is None:
+            return None
+        bound[kw.arg] = kw.value
+    if len(args) > len(params) or set(bound) != set(params):
+        return None
+    e = body[0].value
+    loads = [n for n in gast.walk(e) if isinstance(n, gast.Name)]
+    if any(isinstance(n, _SCOPES) for n in gast.walk(e)) or \
+            any(n.id not in bound and n.id in caller_names for n in loads):
+        return None
+    for p, a in bound.items():
+        if not isinstance(a, (gast.Name, gast.Constant)) and sum(n.id == p for n in loads) > 1:
+            return None
+
+    class Substitute(gast.NodeTransformer):
+        def visit_Name(self, n):
+            return copy.deepcopy(bound[n.id]) if n.id in bound and isinstance(n.ctx, gast.Load) else n
+    return Substitute().visit(copy.deepcopy(e))

@@ -31,7 +31,7 @@ import gast
 from ..errors import RecursionNotSupportedError, UnsupportedSyntaxError
 from ..frontend import ParsedFunction, location_of, parse_function
 from .arrayscope import source_text
-from .container_returns import LEAF, STATIC, const_key, own_returns, returned
+from .container_returns import LEAF, STATIC, const_key, inlined_return, own_returns, returned
 
 
 
@@ -433,6 +433,14 @@ class _Rewriter(gast.NodeTransformer):
         return self.generic_visit(node)
 
 
+def _free_names(fnode) -> set:
+    """The names a function reads that it does not bind (its module's, or builtins)."""
+    bound = {a.id for a in fnode.args.args + fnode.args.kwonlyargs + fnode.args.posonlyargs}
+    bound |= {n.id for n in gast.walk(fnode) if isinstance(n, gast.Name) and not isinstance(n.ctx, gast.Load)}
+    bound |= {n.name for n in gast.walk(fnode) if isinstance(n, (gast.FunctionDef, gast.ClassDef)) and n is not fnode}
+    return {n.id for n in gast.walk(fnode) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load)} - bound
+
+
 def _holds_mapping(skel) -> bool:
     """Whether a skeleton has a node read by key or attribute (dict, namedtuple, dataclass, object)."""
     return skel[0] in ("dict", "namedtuple", "dataclass", "object") or any(_holds_mapping(c) for c in skel[2])
@@ -490,13 +498,20 @@ class _Helpers:
         if key in self.stack:
             raise RecursionNotSupportedError(f"'{name}' calls itself (recursion) with a container",
                                              location_of(rw.pf.filename, call), hint="Write the recursion as a for loop.")
+        if not isinstance(identity, tuple):
+            clash = sorted(_free_names(helper) & self.local_names)
+            if clash:
+                raise rw.err(call, f"'{name}' is given a container whole here and reads {', '.join(clash)} of its "
+                                   "module, which this function also assigns: s2sad passes it the container through a "
+                                   "copy defined inside this function, where that name would mean this function's",
+                             "Rename the variable in this function (or in the helper), or pass the container's entries.")
         if key not in self.made:
             self.stack.append(key)
             try:
                 self.made[key] = self._copy(hpf, helper, {p: r[0] for p, r in wholes.items()})
             finally:
                 self.stack.pop()
-        new_name, leaf_names = self.made[key]
+        new_name, leaf_names, node = self.made[key]
         args, keywords = [], []
         for k, v in enumerate(call.args):
             p = params[k]
@@ -507,6 +522,12 @@ class _Helpers:
                                 for nm, e in zip(leaf_names[kw.arg], rw.leaf_exprs(wholes[kw.arg], kw.value)))
             else:
                 keywords.append(gast.keyword(arg=kw.arg, value=rw.visit(kw.value)))
+        if not isinstance(identity, tuple):     # a module's one-line helper: its expression, in place
+            inlined = inlined_return(node, args, keywords, self.local_names)
+            if inlined is not None:
+                return inlined
+        if all(d is not node for d in self.defs):
+            self.defs.append(node)
         func = gast.copy_location(gast.Name(id=new_name, ctx=gast.Load(), annotation=None, type_comment=None),
                                   call.func)
         return gast.copy_location(gast.Call(func=func, args=args, keywords=keywords), call)
@@ -531,7 +552,8 @@ class _Helpers:
 
     def _copy(self, hpf, helper, skeletons: dict) -> tuple[str, dict]:
         """(the name of helper's copy with leaf parameters for `skeletons`, each container
-        parameter's leaf names); the copy is appended to `defs`."""
+        parameter's leaf names, the copy: a def `specialise` puts in `defs` when a call
+        is not inlined)."""
         node = copy.deepcopy(helper)
         base = re.sub(r"\W", "_", f"{helper.name}__flat")
         new_name = base
@@ -555,5 +577,4 @@ class _Helpers:
         node.body = _visit_block(rw, node.body)
         node.args.args = new_args
         node.decorator_list = []
-        self.defs.append(node)
-        return new_name, leaf_names
+        return new_name, leaf_names, node
