@@ -255,3 +255,30 @@ def rows_loss(X):
 
 
 CASES["rows"] = (rows_loss, 0)
+
+
+# containers (issue 15): parameters in a dict passed whole to a layer helper, a list of
+# layers indexed by the loop counter, and a string that picks a branch; pinned as
+# s2sad.source and s2sad.explain of a grad object called with them once (the flattening,
+# the fast path's reading of a call, the leaf plan)
+def dense(p, x):
+    return np.tanh(x @ p["W"] + p["b"])
+
+
+def containers_loss(params, X, opts):
+    h = dense(params["inp"], X)
+    for i in range(len(params["hidden"])):
+        h = np.tanh(h @ params["hidden"][i])
+    if opts["penalty"] == "l2":
+        return np.mean(h ** 2) + 0.01 * np.sum(params["inp"]["W"] ** 2)
+    return np.mean(h ** 2)
+
+
+def _containers_args():
+    rng = np.random.default_rng(15)
+    params = {"inp": {"W": rng.normal(size=(4, 3)), "b": rng.normal(size=3)},
+              "hidden": [rng.normal(size=(3, 3)), rng.normal(size=(3, 3))]}
+    return params, rng.normal(size=(5, 4)), {"penalty": "l2"}
+
+
+CONTAINER_CASES = {"containers": (containers_loss, _containers_args)}

@@ -11,7 +11,7 @@ def flow_loss__grad(A, b, X):
         row = X[i]
         # H[i] = np.tanh(row * b)
         _1, (d1_db,) = store_partials(flow_loss__ew_4, (row, b), ('b',))
-        H_3 = set_items(H_2, np.s_[i], _1, differentiated=True)
+        H_3 = set_items_in_place(H_2, np.s_[i], _1, differentiated=True)
         tape.append((_1, d1_db))
         H_2 = H_3
     # x = np.zeros(len(b))
@@ -95,8 +95,9 @@ def flow_loss__grad(A, b, X):
     for i, (_1, d1_db) in zip(reversed(range(_rows_n_1)), reversed(tape)):  # Grad of: for i, row in enumerate(X):
         H_3_bar = H_2_bar
         # Grad of: H[i] = np.tanh(row * b)    [golden/examples.py:191:9]
-        H_2_bar = set_items_base_bar(H_3_bar, np.s_[i])
         _1_bar = set_items_value_bar(H_3_bar, np.s_[i], _1)
+        H_2_bar = None
+        H_2_bar = set_items_base_bar(H_3_bar, np.s_[i])
         b_bar = b_bar + unbroadcast(d1_db * _1_bar, b)
     return (A_bar, b_bar)
 

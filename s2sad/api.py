@@ -37,7 +37,7 @@ from .passes.rowcolumns import row_arguments
 from .passes.rowelems import row_parameters, row_program
 from .runtime import Kernel
 from .targets import arity, bind, entry_function, target
-from .treecalls import has_nodes, jvp_tree, needs_trees, tree_calls, vjp_tree
+from .treecalls import flattening, has_nodes, jvp_tree, needs_trees, tree_calls, tree_source, vjp_tree
 
 def calls_bound(api: Callable) -> Callable:
     """`api(fun, ...)` run with fun bound (frontend.bound): the plan reads fun's values."""
@@ -337,7 +337,7 @@ def explain(fun: Callable, argnums=0, *, mode: str = "auto") -> Explanation:
         d = mark.derivative
         fun, argnums, mode = d.fun, d.argnums_spec, d.mode
         with bound(fun):
-            e = _explain(fun, argnums, mode)
+            e = explain_containers(d) or _explain(fun, argnums, mode)
         e.lines += getattr(d, "dask_report", [])     # how its last call over dask arrays was split
         if mark.order > 1:      # explain(grad(grad(f))): the path of each level
             e.lines += nested.explain_levels(mark)
@@ -350,13 +350,25 @@ def explain(fun: Callable, argnums=0, *, mode: str = "auto") -> Explanation:
     return explanation
 
 
-def _explain(fun: Callable, argnums, mode: str) -> Explanation:
+def explain_containers(d: Derivative) -> Explanation | None:
+    """explain of a grad object whose last call had containers: how it was flattened,
+    then the plan of its leaves (None for a grad object never called with containers)."""
+    got = flattening(d)
+    if got is None:
+        return None
+    sub, lines = got
+    e = _explain(sub.fun, sub.argnums, d.mode, sub.layout)
+    e.lines[1:1] = lines
+    return e
+
+
+def _explain(fun: Callable, argnums, mode: str, layout=None) -> Explanation:
     with PLANNING:
-        return _explain_planned(fun, argnums, mode)
+        return _explain_planned(fun, argnums, mode, layout)
 
 
-def _explain_planned(fun: Callable, argnums, mode: str) -> Explanation:
-    c = compiled(fun)
+def _explain_planned(fun: Callable, argnums, mode: str, layout=None) -> Explanation:
+    c = compiled(fun, layout)
     pf = parse_function(c.fun)
     lines = [f"s2sad.explain: {c.fun.__qualname__} ({pf.location()})", f"  route: {c.route.kind}: {c.route.reason}"]
     nums = tuple(i % len(c.params) for i in argnums_tuple(argnums))
@@ -369,7 +381,7 @@ def source(g: Callable) -> str:
     if d is None:
         raise S2SADError(f"{getattr(g, '__name__', g)!r} was not made by s2sad.grad, value_and_grad or differentiate",
                          hint="Pass the function that s2sad.grad(f) returned.")
-    return d.source()
+    return tree_source(d)
 
 
 # ---------------------------------------------------------------- differentiate

@@ -13,6 +13,7 @@ derivative_runtime hands HELPERS to the generated code, so no pass imports this 
 from __future__ import annotations
 
 import math
+import sys
 
 import numpy as np
 
@@ -311,13 +312,45 @@ def index_bar(g, x, index):
     return z
 
 
+def index_add(acc, g, x, index):
+    """`acc + index_bar(g, x, index)`, the same bits: with a basic index or a mask, added
+    into acc in place when acc is the generated sweep's own (an exact float ndarray owning
+    its memory, held by the caller's one name: sys.getrefcount as write_helpers measures
+    it), so a loop reading x[i] one element at a time accumulates in O(1) per read."""
+    refs = sys.getrefcount(acc)
+    if refs <= ONE_LOCAL and type(acc) is np.ndarray and acc.flags.owndata and acc.flags.writeable \
+            and acc.shape == np.shape(x) and acc.dtype == _float_dtype(x) and _same_sum(acc, g) \
+            and (_is_basic(index) or (isinstance(index, np.ndarray) and index.dtype == bool)):
+        acc[index] += g
+        return acc
+    return acc + index_bar(g, x, index)
+
+
+def _same_sum(acc, g) -> bool:
+    """Whether acc[i] + g rounds as acc + (g cast into acc's dtype) does."""
+    gd = getattr(g, "dtype", None)
+    return gd is None or gd == acc.dtype or (acc.dtype == np.float64 and gd.kind == "f")
+
+
+def _refs_of_one_local(a) -> int:
+    return sys.getrefcount(a)
+
+
+def _one_local() -> int:
+    x = np.empty(1)
+    return _refs_of_one_local(x)
+
+
+ONE_LOCAL = _one_local()    # sys.getrefcount inside a helper of an array one local of its caller holds
+
+
 HELPERS = {
     "np": np, "zeros_bar": zeros_bar, "unbroadcast": unbroadcast, "sum_bar": sum_bar,
     "mean_bar": mean_bar, "maxmin_bar": maxmin_bar, "prod_bar": prod_bar,
     "matmul_lhs_bar": matmul_lhs_bar, "matmul_rhs_bar": matmul_rhs_bar, "matmul_factors": matmul_factors,
     "dot_factors": dot_factors, "dot_lhs_bar": dot_lhs_bar,
     "dot_rhs_bar": dot_rhs_bar, "repeat_bar": repeat_bar, "tile_bar": tile_bar,
-    "concatenate_bar": concatenate_bar, "index_bar": index_bar, "r_bar": r_bar, "c_bar": c_bar,
+    "concatenate_bar": concatenate_bar, "index_bar": index_bar, "index_add": index_add, "r_bar": r_bar, "c_bar": c_bar,
     **SHAPE_HELPERS,
     **LINALG_HELPERS,
     "seed_factors": seed_factors, "prod_bar_dot": prod_bar_dot,

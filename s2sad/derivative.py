@@ -43,6 +43,7 @@ class Derivative:
     _chosen = None          # backends.choose(backend), on the first call (see `chosen`)
     hot = staticmethod(decline)     # see _hot_path
     layout = None           # the plan's layout (passes/containers.py): set for leaf calls (treecalls)
+    reader = None           # treefast.Reader: the hot path takes a container call's arguments (treecalls)
     trees = None            # treecalls.TreeCalls, made at the first call with containers
 
     def __init__(self, fun: Callable, argnums, backend: str, what: str, mode: str = "auto"):
@@ -159,7 +160,7 @@ class Derivative:
         made yet (the first call), and when the plan's assumptions fail; the full path
         then runs, and checks. Made once per plan (as `make(FUN)`, FUN the function
         whose code it checks) and shared by the grad objects the plan serves."""
-        key = self._key(c, "hot")
+        key = self._key(c, "hot") + (self.reader and self.reader.key,)
         with PLANNING:
             if key not in c.generated:
                 c.generated[key] = self._hot_path_maker(c, float_value, has_free)
@@ -181,6 +182,9 @@ class Derivative:
         grads = [f"r[{slot[i]}]" for i in argnums]
         grads_text = grads[0] if not isinstance(self.argnums_spec, (tuple, list)) else \
             "(" + ", ".join(grads) + ("," if len(grads) == 1 else "") + ")"
+        reader = self.reader    # a container call: its leaves read first, the gradients put in its structure
+        if reader is not None:
+            grads_text = reader.result(grads)
         # a swapped __code__ or a failed assumption: the full path plans again
         checks = "entry is None" + (" or FUN.__code__ is not CODE" if hasattr(self.fun, "__code__") else "") \
             + (" or not hold(FUN)" if c.assumptions.entries else "")
@@ -191,7 +195,8 @@ class Derivative:
                 f"    entry = entries.get(KEY)\n"
                 f"    if {checks}:\n"
                 f"        return NotImplemented\n"
-                f"    r = entry(*args{state_in}, 1.0, {c.plan.reduction == 'mean'})\n"
+                + "".join(f"    {line}\n" for line in (reader.prologue if reader else ()))
+                + f"    r = entry({reader.leaves if reader else '*args'}{state_in}, 1.0, {c.plan.reduction == 'mean'})\n"
                 f"    if r is NotImplemented:\n"
                 f"        return r\n"
                 + (f"    write_state(C, r[{1 + len(active)}:], FUN)\n" if scan else "")

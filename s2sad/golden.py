@@ -7,7 +7,9 @@ optimisation; for a stateful case, its scan driver), `<case>.cu` (its CUDA C) an
 `<case>.explain.txt`; for ENTRY_CASES also `<case>.entry.ll`, the Python entry of the
 driver's shape. For each of ARRAY_CASES (array programs): `<case>.grad.py` and
 `<case>.explain.txt`; for each of HVP_CASES (array programs' Hessian-vector products)
-`<case>.hvp.py`, the forward-over-reverse program and its kernels. `gemm_f64.ll`: s2sad's matrix product (codegen/llvm_gemm) with
+`<case>.hvp.py`, the forward-over-reverse program and its kernels; for each of
+CONTAINER_CASES (a loss and its container arguments) the source and explain of its
+grad called once with them. `gemm_f64.ll`: s2sad's matrix product (codegen/llvm_gemm) with
 the tile of a host with 512-bit vectors; `reduce_f64.ll`: the reductions along an
 axis (codegen/llvm_reduce). Absolute paths are
 written relative to the repository so the files are the same on every machine.
@@ -70,6 +72,11 @@ def artifacts() -> dict[str, str]:
     for case, (loss, argnums) in _examples().ARRAY_CASES.items():
         out[f"{case}.grad.py"] = api.grad(loss, argnums=argnums).__s2sad__.source()
         out[f"{case}.explain.txt"] = str(api.explain(loss, argnums))
+    for case, (loss, args) in getattr(_examples(), "CONTAINER_CASES", {}).items():   # called once with them
+        g = api.grad(loss)
+        g(*args())
+        out[f"{case}.grad.py"] = api.source(g)
+        out[f"{case}.explain.txt"] = str(api.explain(g))
     for case, (loss, argnums) in getattr(_examples(), "HVP_CASES", {}).items():
         out[f"{case}.hvp.py"] = array_higher.hvp_source(loss, argnums)
     out["gemm_f64.ll"] = llvm_gemm.gemm_ir(np.float64, lanes=8, vectors=4)

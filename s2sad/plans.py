@@ -210,9 +210,9 @@ def _plan(fun: Callable, layout: Layout | None = None):
     route chosen once by analysis (passes/routes.py), then that route's planner; what
     it refuses is the user's error, raised located."""
     pf = entry_function(parse_function(fun))
-    if layout is not None:
-        pf = flatten_parameters(pf, layout)
     with recording() as log:
+        if layout is not None:      # (the helpers it reads to pass them containers are assumptions too)
+            pf = flatten_parameters(pf, layout)
         route = route_of(pf)
         c = _BUILD[route.kind](fun, pf)
     c.route = route

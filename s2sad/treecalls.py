@@ -33,12 +33,14 @@ import numpy as np
 
 from . import tree
 from .backends.arraymodule import is_cupy
-from .derivative import Derivative
+from .derivative import Derivative, decline
 from .errors import NonDifferentiableInputError, S2SADError, ShapeError
 from .frontend import parse_function
 from .jvp_vjp import jvp_at, vjp_at
-from .passes.containers import STATIC, Layout, attributes_read, read_by_keys, returns_container as container_literal
+from .passes.container_returns import returns_container as container_literal
+from .passes.containers import STATIC, Layout, attributes_read, read_by_keys
 from .targets import entry_function
+from .treefast import fast_call, reader
 
 _READS: "weakref.WeakKeyDictionary[types.CodeType, tuple]" = weakref.WeakKeyDictionary()
 
@@ -278,6 +280,8 @@ class TreeCalls:
     def __init__(self, d: Derivative, has_aux: bool = False):
         self.d, self.has_aux = d, has_aux
         self._subs: "OrderedDict[tuple, tuple]" = OrderedDict()
+        self._last = None   # the fast call (treefast.fast_call) of the last layout met
+        self.last = None    # (leaf Derivative, leaf paths, differentiated leaves) of the last new layout
 
     def __call__(self, args: Sequence[Any]) -> tuple:
         """(value, gradients) of a call, its arguments bound (one per parameter); value
@@ -286,13 +290,24 @@ class TreeCalls:
         fun = d.fun
         if len(args) != d.arity:     # defaults to fill in
             args = d.bind(args, {})
+        if self._last is not None:  # the last layout's fast call (it declines any other layout)
+            r = self._last(*args)
+            if r is not NotImplemented:
+                return (None, r) if d.grad_only else r
         flat = flatten_call(fun, args)
         key = (tuple(flat.skeletons), tuple(flat.floats))
         got = self._subs.get(key)
         if got is None:
             got = self._sub(key, flat, args)
-        sub, nums, leaf_nums = got
+        sub, nums, leaf_nums, fast = got
         leaves = flat.leaves
+        if fast is not None:    # sub's hot path takes the call's own arguments (treefast.py)
+            r = sub.hot(*args)
+            if r is NotImplemented:
+                r = fast(*args)
+            self._install(sub, fast)
+            if r is not NotImplemented:
+                return (None, r) if d.grad_only else r
         r = sub.hot(*leaves)
         if r is NotImplemented:
             value, grads = sub(*leaves)
@@ -305,6 +320,20 @@ class TreeCalls:
             aux = aux_of(fun, args)
             return (value, aux), result
         return value, result
+
+    def _install(self, sub: Derivative, fast: Callable) -> None:
+        """What grad's wrapper tries first (Derivative.hot) after a call of sub's layout:
+        sub's hot path (it reads the call's containers itself), or else the fast call;
+        a positional hot path of the grad object is kept."""
+        d = self.d
+        self._last = fast
+        if d.hot is decline or getattr(d.hot, "tree_fast", False):
+            hot = sub.hot
+            if hot is not decline:
+                hot.tree_fast = True
+                d.hot = hot
+            else:
+                d.hot = fast
 
     def _sub(self, key: tuple, flat: Flat, args: Sequence[Any]) -> tuple:
         """(the leaf Derivative, argnums, differentiated leaves) of a layout not met yet."""
@@ -319,10 +348,76 @@ class TreeCalls:
         layout = Layout(skeletons_of(flat), self.has_aux)
         sub = Derivative(fun, leaf_nums, d.backend, d.what, d.mode)
         sub.layout, sub.arity = layout, len(flat.leaves)
-        got = self._subs[key] = (sub, nums, leaf_nums)
+        fast = None
+        if not self.has_aux:
+            sub.reader = reader(flat, nums, leaf_nums, isinstance(d.argnums_spec, (tuple, list)))
+            fast = sub.reader and fast_call(sub.reader, d.grad_only, sub)
+        got = self._subs[key] = (sub, nums, leaf_nums, fast)
+        self.last = (sub, leaf_paths(fun, flat), set(leaf_nums))
         while len(self._subs) > self.MAX_LAYOUTS:
             self._subs.popitem(last=False)
         return got
+
+
+def leaf_paths(fun: Callable, flat: Flat) -> list[tuple[str, Any]]:
+    """(path, None) for each leaf the plan takes as a parameter, in order, and (path,
+    value) for each string compiled in: `p['W']`, `p.layers[0]`, `self.b`."""
+    names = parameter_reads(fun)[0] if hasattr(fun, "__code__") else ()
+    out: list = []
+
+    def walk(skel, path):
+        kind, meta, children = skel
+        if kind in ("leaf", STATIC):
+            out.append((path, None if kind == "leaf" else meta[0]))
+        elif kind in ("dict", "list", "tuple"):
+            for k, c in zip(meta if kind == "dict" else range(len(children)), children):
+                walk(c, f"{path}[{k!r}]")
+        else:       # namedtuple, dataclass, object: fields by name
+            for k, c in zip(meta, children):
+                walk(c, f"{path}.{k}")
+    for i, skel in enumerate(skeletons_of(flat)):
+        name = names[i] if i < len(names) else f"args[{i}]"
+        if skel is None:
+            out.append((name, None))
+        else:
+            walk(skel, name)
+    return out
+
+
+def flattening(d: Derivative) -> tuple[Derivative, list[str]] | None:
+    """(the leaf Derivative of d's last new container layout, explain's lines on how
+    that call was flattened), or None when d has had no container call."""
+    tc = d.trees
+    if tc is None or tc.last is None:
+        return None
+    sub, paths, diffs = tc.last
+    params = sub.c.params
+    lines = [f"  containers: the last call's arguments flattened into the plan's {len(params)} parameter(s) "
+             "(leaf path -> parameter):"]
+    leaves = iter(zip(params, range(len(params))))
+    for path, static in paths:
+        if static is not None:
+            lines.append(f"    {path} = {static!r}: a string, compiled in")
+            continue
+        param, j = next(leaves)
+        lines.append(f"    {path} -> {param}{' (differentiated)' if j in diffs else ''}")
+    if sub.reader is not None:
+        lines.append("  containers: calls of this layout read the leaves by constant keys in the generated fast "
+                     "path (treefast), then the gradients are built as literals in the arguments' structure")
+    return sub, lines
+
+
+def tree_source(d: Derivative) -> str:
+    """s2sad.source of a grad object: with containers, how its last container call was
+    flattened and the leaf plan's derivative (and the fast path's reading of the call)."""
+    got = flattening(d)
+    if got is None:
+        return d.source()
+    sub, lines = got
+    head = ["# " + line[2:] for line in lines]
+    if sub.reader is not None:
+        head += ["# the fast path reads a call as:"] + ["#     " + line for line in sub.reader.prologue]
+    return "\n".join(head) + "\n\n" + sub.source()
 
 
 def tree_calls(d: Derivative, has_aux: bool = False) -> TreeCalls:

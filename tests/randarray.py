@@ -20,7 +20,9 @@ name from names already bound, with its shape tracked, so that the program alway
 A few programs (CONTAINER_SHARE of them) also get a container twin (issue 15): the same
 body with W and b taken from a dict (`p["W"]` read in place), a tuple or a list unpacked
 (`W, b = params`), a namedtuple (`p.W`), or a nested dict (`W, b = p["layer"]`,
-`p["v"]`). `ArrayProgram.pack` makes its arguments from the positional ones and
+`p["v"]`). the body as a helper of the module given the dict whole (`return body_of(p, v, c, X)`),
+or a list read by a loop counter (`for i in range(1, len(params)): b = params[i]`).
+`ArrayProgram.pack` makes its arguments from the positional ones and
 `ArrayProgram.flat_grads` flattens its gradients back, so that a test can compare the
 twin with the positional program bit for bit.
 """
@@ -67,7 +69,7 @@ SAME_SHAPE = {
 }
 
 
-CONTAINERS = ("dict", "tuple", "list", "named", "nested")
+CONTAINERS = ("dict", "tuple", "list", "named", "nested", "helper", "indexed")
 CONTAINER_SHARE = 4     # one program in CONTAINER_SHARE has a container twin
 
 NAMEDTUPLE = 'from collections import namedtuple\n\nParams = namedtuple("Params", "W b")\n\n\n'
@@ -85,11 +87,11 @@ class ArrayProgram:
         """The container twin's arguments from the positional ones (W, b, v, c, X);
         `ns` is the twin's loaded module (its Params type)."""
         W, b, v, c, X = args
-        if self.container == "dict":
+        if self.container in ("dict", "helper"):
             return [{"W": W, "b": b}, v, c, X]
         if self.container == "tuple":
             return [(W, b), v, c, X]
-        if self.container == "list":
+        if self.container in ("list", "indexed"):
             return [[W, b], v, c, X]
         if self.container == "named":
             return [ns["Params"](W, b), v, c, X]
@@ -105,10 +107,10 @@ class ArrayProgram:
             assert type(p) is dict and type(p["layer"]) is tuple, type(p)
             return [*p["layer"], p["v"], gc]
         p, gv, gc = grads
-        if self.container == "dict":
+        if self.container in ("dict", "helper"):
             assert type(p) is dict and sorted(p) == ["W", "b"], p
             return [p["W"], p["b"], gv, gc]
-        kind = {"tuple": tuple, "list": list}.get(self.container)
+        kind = {"tuple": tuple, "list": list, "indexed": list}.get(self.container)
         assert kind is None or type(p) is kind, type(p)
         if self.container == "named":
             assert type(p).__name__ == "Params", type(p)
@@ -251,6 +253,12 @@ def container_source(kind: str, body: str) -> str:
         return HEADER + "def loss(p, v, c, X):\n" + reads(body, {"W": 'p["W"]', "b": 'p["b"]'})
     if kind in ("tuple", "list"):
         return HEADER + "def loss(params, v, c, X):\n    W, b = params\n" + body
+    if kind == "helper":        # the dict passed whole to a helper of the module
+        return HEADER + "def body_of(p, v, c, X):\n" + reads(body, {"W": 'p["W"]', "b": 'p["b"]'}) \
+            + "\n\ndef loss(p, v, c, X):\n    return body_of(p, v, c, X)\n"
+    if kind == "indexed":       # a list read by a loop counter whose range the call fixes
+        return HEADER + "def loss(params, v, c, X):\n    W = params[0]\n    for i in range(1, len(params)):\n" \
+            "        b = params[i]\n" + body
     if kind == "named":
         return HEADER + NAMEDTUPLE + "def loss(p, v, c, X):\n" + reads(body, {"W": "p.W", "b": "p.b"})
     return HEADER + 'def loss(p, c, X):\n    W, b = p["layer"]\n' + reads(body, {"v": 'p["v"]'})

@@ -17,7 +17,7 @@ from typing import Any, Callable
 HELPER_NAMES = frozenset({
     "np", "zeros_bar", "unbroadcast", "sum_bar", "mean_bar", "maxmin_bar", "prod_bar", "matmul_lhs_bar",
     "matmul_rhs_bar", "matmul_factors", "dot_factors", "dot_lhs_bar", "dot_rhs_bar", "repeat_bar", "tile_bar",
-    "concatenate_bar", "index_bar", "r_bar", "c_bar", "seed_factors", "prod_bar_dot"})
+    "concatenate_bar", "index_bar", "index_add", "r_bar", "c_bar", "seed_factors", "prod_bar_dot"})
 
 
 @dataclass(frozen=True)

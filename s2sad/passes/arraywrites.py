@@ -16,6 +16,7 @@ Invariants that keep this numpy's semantics:
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections import defaultdict
 
@@ -24,7 +25,7 @@ import gast
 from ..errors import UnsupportedOperationError
 from .arrayir import ArrayStmt, ForStmt, IfStmt, Py, SetItem, operand_expr, walk_stmts
 from .arrayscope import Scope, source_text
-from .write_helpers import set_items, set_items_base_bar, set_items_value_bar
+from .write_helpers import in_place_setter, set_items, set_items_base_bar, set_items_value_bar
 
 
 class Writes:
@@ -123,6 +124,7 @@ class _Timeline:
         self.fresh, self.scalar = fresh, scalar
         self.pos = 0
         self.reads: list = []                 # (pos, name, loops, branches, node-ish statement)
+        self.moves: set[int] = set()          # the reads that are a phi's value moving (by index in reads)
         self.defs: dict[str, tuple] = {}      # name -> (pos, loops)
         self.after_loop: dict[str, int] = {}  # a loop's phi -> the loop's end position
         self.writes: list = []                # (pos, SetItem statement, loops, branches)
@@ -134,8 +136,10 @@ class _Timeline:
         if isinstance(prog.result, str):
             self.read(prog.result, (), (), None)
 
-    def read(self, name, loops, branches, st):
+    def read(self, name, loops, branches, st, move=False):
         if isinstance(name, str):
+            if move:
+                self.moves.add(len(self.reads))
             self.reads.append((self.pos, name, loops, branches, st))
 
     def block(self, body, loops, branches):
@@ -159,7 +163,7 @@ class _Timeline:
 
     def loop(self, st, loops, branches):
         for ph in st.phis:
-            self.read(ph.first, loops, branches, st)
+            self.read(ph.first, loops, branches, st, move=True)
         for r in sorted(st.reads):
             self.read(r, loops, branches, st)
         inner = loops + (id(st),)
@@ -172,7 +176,7 @@ class _Timeline:
         self.block(st.body, inner, branches)
         self.pos += 1
         for ph in st.phis:
-            self.read(ph.second, inner, branches, st)
+            self.read(ph.second, inner, branches, st, move=True)
         for ph in st.phis:
             self.after_loop[ph.name] = self.pos
 
@@ -182,8 +186,8 @@ class _Timeline:
         self.block(st.orelse, loops, branches + ((id(st), 1),))
         self.pos += 1
         for ph in st.phis:
-            self.read(ph.first, loops, branches + ((id(st), 0),), st)
-            self.read(ph.second, loops, branches + ((id(st), 1),), st)
+            self.read(ph.first, loops, branches + ((id(st), 0),), st, move=True)
+            self.read(ph.second, loops, branches + ((id(st), 1),), st, move=True)
         for ph in st.phis:
             self.defs[ph.name] = (self.pos, loops)
             for v in (ph.first, ph.second):
@@ -227,7 +231,8 @@ def _exclusive(a: tuple, b: tuple) -> bool:
 
 def check_writes(prog, builder) -> None:
     """Refuse a write into an array whose old contents are read after it through another
-    name or a view (see the module docstring)."""
+    name or a view (see the module docstring); then mark the writes that may reuse their
+    array (mark_in_place)."""
     tl = _Timeline(prog, builder.fresh, builder.scalar)
     if not tl.writes:
         return
@@ -236,6 +241,28 @@ def check_writes(prog, builder) -> None:
         if isinstance(st, (ForStmt, IfStmt)):
             for ph in st.phis:
                 phi_inputs[ph.name] = [v for v in (ph.first, ph.second) if isinstance(v, str)]
+    _refuse_stale_reads(tl, phi_inputs, builder)
+    mark_in_place(tl, phi_inputs, builder)
+
+
+def mark_in_place(tl: _Timeline, phi_inputs: dict, builder) -> None:
+    """A write whose array (any name that may hold its memory) is read by no statement
+    but the write itself and the phis that carry it, except after the write and outside
+    its loops, needs its old contents nowhere (the forward code, the tape, the reverse
+    sweep): its setter may write in place (write_helpers.in_place_setter, which checks at
+    run time that only those names hold the array). O(1) per write instead of a copy."""
+    for wpos, w, wloops, wbranches in tl.writes:
+        shared = _sharing(tl, w.args[0], phi_inputs)
+        if any(not (k in tl.moves or name not in shared or rst is w or _exclusive(wbranches, rbranches)
+                    or (rpos > wpos and not any(L in rloops for L in wloops)))
+               for k, (rpos, name, rloops, rbranches, rst) in enumerate(tl.reads)):
+            continue
+        setter = builder.bind_value(in_place_setter(builder.loc(w.ctx, w.node), len(shared)), "set_items_in_place")
+        w.op = dataclasses.replace(w.op, setter=setter)
+        w.forward = gast.Call(func=operand_expr(setter), args=w.forward.args, keywords=w.forward.keywords)
+
+
+def _refuse_stale_reads(tl: _Timeline, phi_inputs: dict, builder) -> None:
     for wpos, w, wloops, wbranches in tl.writes:
         shared = _sharing(tl, w.args[0], phi_inputs)
         for rpos, name, rloops, rbranches, rst in tl.reads:

@@ -20,18 +20,19 @@ Invariants:
 """
 from __future__ import annotations
 
+import builtins
 import copy
 import re
+import types
 from typing import Any
 
 import gast
 
-from ..errors import UnsupportedSyntaxError
-from ..frontend import ParsedFunction, location_of
+from ..errors import RecursionNotSupportedError, UnsupportedSyntaxError
+from ..frontend import ParsedFunction, location_of, parse_function
 from .arrayscope import source_text
+from .container_returns import LEAF, STATIC, const_key, inlined_return, own_returns, returned
 
-LEAF = "leaf"
-STATIC = "static"     # a string leaf: (STATIC, (value,), ())
 
 
 class Layout:
@@ -79,7 +80,7 @@ def read_by_keys(node: gast.AST, name: str) -> bool:
     unpacked (`a, b = p`) in a function's tree: read as a container, not as an array."""
     for n in gast.walk(node):
         if isinstance(n, gast.Subscript) and isinstance(n.value, gast.Name) and n.value.id == name \
-                and _const_key(n.slice)[0]:
+                and const_key(n.slice)[0]:
             return True
         if isinstance(n, gast.Assign) and isinstance(n.value, gast.Name) and n.value.id == name \
                 and any(isinstance(t, (gast.Tuple, gast.List)) for t in n.targets):
@@ -101,16 +102,17 @@ def flatten_parameters(pf: ParsedFunction, layout: Layout) -> ParsedFunction:
         for nm in names:
             new_args.append(gast.copy_location(gast.Name(id=nm, ctx=gast.Param(), annotation=None,
                                                          type_comment=None), arg))
-    rw = _Rewriter(pf, containers)
+    rw = _Rewriter(pf, containers, _Helpers(node, used))
     _check_not_rebound(pf, node, containers)
     if isinstance(node, gast.Lambda):
         node.body = rw.visit(node.body)
-        node.body = _returned(pf, node.body, node.body, layout)
+        node.body = returned(pf, node.body, node.body, layout)
     else:
         node.body = _visit_block(rw, node.body)
-        for r in _own_returns(node):
+        for r in own_returns(node):
             if r.value is not None:
-                r.value = _returned(pf, r.value, r, layout)
+                r.value = returned(pf, r.value, r, layout)
+        node.body = rw.helpers.defs + node.body     # the helpers specialised for containers (_Helpers)
     node.args.args = new_args
     return ParsedFunction(pf.fn, node, pf.filename, pf.resolver)
 
@@ -159,31 +161,10 @@ def _check_not_rebound(pf, node, containers) -> None:
                 location_of(pf.filename, n), hint=f"Give the new value another name than '{n.id}'.")
 
 
-def _own_returns(fnode) -> list:
-    """The function's own return statements (not those of functions defined inside)."""
-    out, todo = [], list(fnode.body)
-    while todo:
-        n = todo.pop()
-        if isinstance(n, gast.Return):
-            out.append(n)
-        if isinstance(n, (gast.FunctionDef, gast.AsyncFunctionDef, gast.Lambda, gast.ClassDef)):
-            continue
-        todo.extend(gast.iter_child_nodes(n))
-    return out
-
-
 # ------------------------------------------------------------------ reads
 
-def _const_key(e) -> tuple[bool, Any]:
-    if isinstance(e, gast.Constant):
-        return True, e.value
-    if isinstance(e, gast.UnaryOp) and isinstance(e.op, gast.USub) and isinstance(e.operand, gast.Constant) \
-            and isinstance(e.operand.value, int):
-        return True, -e.operand.value
-    if isinstance(e, gast.Tuple) and all(_const_key(x)[0] for x in e.elts):
-        return True, tuple(_const_key(x)[1] for x in e.elts)
-    return False, None
-
+_INT_OPS = {gast.Add: lambda a, b: a + b, gast.Sub: lambda a, b: a - b, gast.Mult: lambda a, b: a * b,
+            gast.FloorDiv: lambda a, b: a // b, gast.Mod: lambda a, b: a % b}
 
 _FOLDED = {gast.Eq: lambda a, b: a == b, gast.NotEq: lambda a, b: a != b,
            gast.Is: lambda a, b: a is None and b is None, gast.IsNot: lambda a, b: not (a is None and b is None)}
@@ -195,8 +176,8 @@ _KIND_WORDS = {"dict": "dict", "list": "list", "tuple": "tuple", "namedtuple": "
 class _Rewriter(gast.NodeTransformer):
     """Reads of container parameters -> leaf names (see the module doc)."""
 
-    def __init__(self, pf, containers: dict):
-        self.pf, self.containers = pf, containers
+    def __init__(self, pf, containers: dict, helpers: "_Helpers"):
+        self.pf, self.containers, self.helpers = pf, containers, helpers
         self.shadowed: list[set] = [set()]
         self.aliases: dict = {}     # a loop variable unrolled over a container's entries -> that entry
         self.leaf_names = {nm for _, names in containers.values() for nm in names}
@@ -231,7 +212,7 @@ class _Rewriter(gast.NodeTransformer):
             base = self._resolve(node.value)
             if base is None or base[0][0] in (LEAF, STATIC):
                 return None
-            ok, key = _const_key(node.slice)
+            ok, key = self._static(node.slice)
             if not ok:
                 return None
             return self._child(node, base, key, by="key")
@@ -241,6 +222,30 @@ class _Rewriter(gast.NodeTransformer):
                 return None
             return self._child(node, base, node.attr, by="attr")
         return None
+
+    def _static(self, e) -> tuple[bool, Any]:
+        """(True, value) for an expression known now: a constant, a loop counter unrolled
+        here, len() of a container argument, and + - * // % of those; (False, None) else."""
+        ok, value = const_key(e)
+        if ok:
+            return ok, value
+        if isinstance(e, gast.Name) and isinstance(e.ctx, gast.Load) and e.id in self.aliases:
+            skel = self.aliases[e.id][0]
+            return (True, skel[1][0]) if skel[0] == STATIC else (False, None)
+        if isinstance(e, gast.BinOp) and type(e.op) in _INT_OPS:
+            (ok_l, left), (ok_r, right) = self._static(e.left), self._static(e.right)
+            if ok_l and ok_r and type(left) is int and type(right) is int and (right or type(e.op) not in (gast.FloorDiv, gast.Mod)):
+                return True, _INT_OPS[type(e.op)](left, right)
+        if isinstance(e, gast.Call) and isinstance(e.func, gast.Name) and e.func.id == "len" and len(e.args) == 1 \
+                and not e.keywords and self._builtin("len"):
+            got = self._resolve(e.args[0])
+            if got is not None and got[0][0] in ("list", "tuple", "dict", "namedtuple"):
+                return True, len(got[0][2])
+        return False, None
+
+    def _builtin(self, name: str) -> bool:
+        """Whether `name` is the builtin here (not shadowed, not a global of that name)."""
+        return name not in self.helpers.local_names and self.pf.resolver.lookup(name) is getattr(builtins, name)
 
     def _child(self, node, base, key, by: str):
         skel, start, param = base
@@ -343,7 +348,18 @@ class _Rewriter(gast.NodeTransformer):
     def visit_For(self, node):
         """`for v in <container>` (or `for i, v in enumerate(<container>)`), the
         container a list or tuple of an argument's: unrolled, v standing for each entry
-        in turn (its reads rewritten as the entry's), i for its position."""
+        in turn (its reads rewritten as the entry's), i for its position. And `for i in
+        range(...)` with bounds known now whose body indexes a container argument by i
+        (`Ws[i]`): unrolled, i a constant in each copy."""
+        counts = self._indexing_range(node)
+        if counts is not None:
+            out = []
+            for k in counts:
+                saved = dict(self.aliases)
+                self.aliases[node.target.id] = ((STATIC, (k,), ()), 0, None)
+                out.extend(_visit_block(self, copy.deepcopy(node.body)))
+                self.aliases = saved
+            return out or [gast.copy_location(gast.Pass(), node)]
         target, it, counter = node.target, node.iter, None
         if isinstance(it, gast.Call) and isinstance(it.func, gast.Name) and it.func.id == "enumerate" \
                 and len(it.args) == 1 and not it.keywords and isinstance(target, gast.Tuple) \
@@ -367,6 +383,47 @@ class _Rewriter(gast.NodeTransformer):
             offset += dynamic_leaves(child)
         return out or [gast.copy_location(gast.Pass(), node)]
 
+    def _indexing_range(self, node) -> range | None:
+        """The range of `for i in range(...)` to unroll (see visit_For), or None."""
+        it, target = node.iter, node.target
+        if not (isinstance(it, gast.Call) and isinstance(it.func, gast.Name) and it.func.id == "range"
+                and 1 <= len(it.args) <= 3 and not it.keywords and isinstance(target, gast.Name)) or node.orelse:
+            return None
+        if any(isinstance(n, (gast.Break, gast.Continue)) for n in gast.walk(node)) or any(
+                isinstance(n, gast.Name) and n.id == target.id and not isinstance(n.ctx, gast.Load)
+                for b in node.body for n in gast.walk(b)):
+            return None
+        indexes = any(isinstance(n, gast.Subscript) and any(isinstance(m, gast.Name) and m.id == target.id
+                                                               for m in gast.walk(n.slice))
+                      and self._resolve(n.value) is not None for b in node.body for n in gast.walk(b))
+        if not indexes or not self._builtin("range"):
+            return None
+        bounds = [self._static(a) for a in it.args]
+        if not all(ok and type(v) is int for ok, v in bounds):
+            return None
+        counts = range(*[v for _, v in bounds])
+        return counts if len(counts) <= MAX_UNROLLED else None
+
+    def visit_Call(self, node):
+        """A call that passes a container argument (or an entry of one holding a dict, a
+        namedtuple, a dataclass or an object) whole to a function of the module, or one
+        defined in the function: the call of that function's copy made for it
+        (_Helpers.specialise), the container's leaves passed one by one."""
+        if not isinstance(node.func, gast.Name) or node.func.id in self.shadowed[-1]:
+            return self.generic_visit(node)
+        values = list(node.args) + [k.value for k in node.keywords]
+        wholes = [self._resolve(v) for v in values]
+        if not any(w is not None and _holds_mapping(w[0]) for w in wholes):
+            return self.generic_visit(node)
+        return self.helpers.specialise(self, node)
+
+    def leaf_exprs(self, resolved, at) -> list:
+        """The caller's expressions of a resolved container's dynamic leaves, in order."""
+        skel, start, param = resolved
+        return [gast.copy_location(gast.Name(id=self.containers[param][1][start + k], ctx=gast.Load(),
+                                             annotation=None, type_comment=None), at)
+                for k in range(dynamic_leaves(skel))]
+
     def visit_Assign(self, node):
         resolved = self._resolve(node.value)
         if resolved is not None and len(node.targets) == 1 and isinstance(node.targets[0], (gast.Tuple, gast.List)):
@@ -376,47 +433,148 @@ class _Rewriter(gast.NodeTransformer):
         return self.generic_visit(node)
 
 
-# ------------------------------------------------------------------ what is returned
-
-def _returned(pf, value, at, layout: Layout):
-    if layout.aux:
-        if not (isinstance(value, gast.Tuple) and len(value.elts) == 2):
-            raise UnsupportedSyntaxError(
-                "with has_aux=True the function returns (loss, aux); this return is not a pair written out",
-                location_of(pf.filename, at), hint="Return the pair as written: return loss, aux.")
-        value = value.elts[0]
-    if layout.out is not None:
-        exprs = _literal_leaves(pf, value, layout.out_skeleton)
-        value = exprs[layout.out]
-    return value
+def _free_names(fnode) -> set:
+    """The names a function reads that it does not bind (its module's, or builtins)."""
+    bound = {a.id for a in fnode.args.args + fnode.args.kwonlyargs + fnode.args.posonlyargs}
+    bound |= {n.id for n in gast.walk(fnode) if isinstance(n, gast.Name) and not isinstance(n.ctx, gast.Load)}
+    bound |= {n.name for n in gast.walk(fnode) if isinstance(n, (gast.FunctionDef, gast.ClassDef)) and n is not fnode}
+    return {n.id for n in gast.walk(fnode) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load)} - bound
 
 
-def _literal_leaves(pf, e, skel) -> list:
-    """The leaf expressions of a returned literal container, in flatten order."""
-    kind, meta, children = skel
-    if kind in (LEAF, STATIC):
-        return [e]
-    if kind == "none" and isinstance(e, gast.Constant) and e.value is None:
-        return []
-    if kind in ("tuple", "list") and isinstance(e, (gast.Tuple, gast.List)) and len(e.elts) == len(children):
-        return [x for c, el in zip(children, e.elts) for x in _literal_leaves(pf, el, c)]
-    if kind == "dict" and isinstance(e, gast.Dict) and all(k is not None and _const_key(k)[0] for k in e.keys):
-        by_key = {_const_key(k)[1]: v for k, v in zip(e.keys, e.values)}
-        if set(by_key) == set(meta) and len(by_key) == len(e.keys):
-            return [x for k, c in zip(meta, children) for x in _literal_leaves(pf, by_key[k], c)]
-    raise UnsupportedSyntaxError(
-        f"this function returns a {kind}, and s2sad differentiates a returned container one leaf at a time "
-        "from its literal; this return is not written as one",
-        location_of(pf.filename, e),
-        hint="Return the container as a literal of the values (return a, b or return {'a': a, 'b': b}).")
+def _holds_mapping(skel) -> bool:
+    """Whether a skeleton has a node read by key or attribute (dict, namedtuple, dataclass, object)."""
+    return skel[0] in ("dict", "namedtuple", "dataclass", "object") or any(_holds_mapping(c) for c in skel[2])
 
 
-def returns_container(node, aux: bool) -> bool:
-    """Whether the function's returns are written as container literals (of the loss, with aux)."""
-    values = [node.body] if isinstance(node, gast.Lambda) else [r.value for r in _own_returns(node)]
-    for v in values:
-        if aux and isinstance(v, gast.Tuple) and len(v.elts) == 2:
-            v = v.elts[0]
-        if isinstance(v, (gast.Tuple, gast.List, gast.Dict)):
-            return True
-    return False
+MAX_UNROLLED = 256      # `for i in range(k)` indexing a container: unrolled up to k of these
+
+
+class _Helpers:
+    """The helpers a function's containers are passed to whole, each specialised once per
+    (function, container parameters' skeletons): a copy of the helper whose container
+    parameters are leaf parameters (its reads rewritten as the entry function's are),
+    defined at the top of the entry function (`defs`). A module-level helper must share
+    the entry function's globals (its names then mean the same there); a helper that
+    reaches itself is refused (recursion)."""
+
+    def __init__(self, entry, used: set):
+        self.entry, self.used = entry, used
+        self.local_defs = {} if isinstance(entry, gast.Lambda) else \
+            {st.name: st for st in entry.body if isinstance(st, gast.FunctionDef)}
+        self.local_names = {n.id for n in gast.walk(entry) if isinstance(n, gast.Name)
+                            and not isinstance(n.ctx, gast.Load)} | set(self.local_defs)
+        self.defs: list = []
+        self.made: dict = {}
+        self.stack: list = []
+
+    def specialise(self, rw: "_Rewriter", call: gast.Call):
+        name = call.func.id
+        helper, hpf, identity = self._helper(rw, call, name)
+        node = helper
+        a = node.args
+        params = [x.id for x in a.args]
+        if a.vararg or a.kwarg or a.posonlyargs or a.kwonlyargs:
+            raise rw.err(call, f"'{name}' is given a container whole here and has *args, **kwargs or "
+                               "keyword-only parameters, which s2sad does not bind containers to",
+                         f"Give '{name}' plain parameters, or pass it the container's entries.")
+        bound = {}      # parameter -> (resolved container, the argument's node)
+        for k, v in enumerate(call.args):
+            if isinstance(v, gast.Starred) or k >= len(params):
+                raise rw.err(call, f"this call of '{name}' passes more arguments than it takes, or *args",
+                             "Pass one argument per parameter.")
+            bound[params[k]] = v
+        for kw in call.keywords:
+            if kw.arg is None or kw.arg not in params or kw.arg in bound:
+                raise rw.err(call, f"this call of '{name}' passes a keyword it does not take (or twice, or **)",
+                             "Pass one argument per parameter, by name or position.")
+            bound[kw.arg] = kw.value
+        wholes = {p: rw._resolve(v) for p, v in bound.items()}
+        wholes = {p: r for p, r in wholes.items() if r is not None and r[0][0] not in (LEAF, STATIC, "none")}
+        first_default = len(params) - len(a.defaults)
+        if any(params.index(p) >= first_default for p in wholes):
+            raise rw.err(call, f"'{name}' is given a container whole for a parameter with a default value",
+                         "Give that parameter no default, or pass the container's entries.")
+        key = (identity, tuple((p, r[0]) for p, r in sorted(wholes.items())))
+        if key in self.stack:
+            raise RecursionNotSupportedError(f"'{name}' calls itself (recursion) with a container",
+                                             location_of(rw.pf.filename, call), hint="Write the recursion as a for loop.")
+        if not isinstance(identity, tuple):
+            clash = sorted(_free_names(helper) & self.local_names)
+            if clash:
+                raise rw.err(call, f"'{name}' is given a container whole here and reads {', '.join(clash)} of its "
+                                   "module, which this function also assigns: s2sad passes it the container through a "
+                                   "copy defined inside this function, where that name would mean this function's",
+                             "Rename the variable in this function (or in the helper), or pass the container's entries.")
+        if key not in self.made:
+            self.stack.append(key)
+            try:
+                self.made[key] = self._copy(hpf, helper, {p: r[0] for p, r in wholes.items()})
+            finally:
+                self.stack.pop()
+        new_name, leaf_names, node = self.made[key]
+        args, keywords = [], []
+        for k, v in enumerate(call.args):
+            p = params[k]
+            args.extend(rw.leaf_exprs(wholes[p], v) if p in wholes else [rw.visit(v)])
+        for kw in call.keywords:
+            if kw.arg in wholes:
+                keywords.extend(gast.keyword(arg=nm, value=e)
+                                for nm, e in zip(leaf_names[kw.arg], rw.leaf_exprs(wholes[kw.arg], kw.value)))
+            else:
+                keywords.append(gast.keyword(arg=kw.arg, value=rw.visit(kw.value)))
+        if not isinstance(identity, tuple):     # a module's one-line helper: its expression, in place
+            inlined = inlined_return(node, args, keywords, self.local_names)
+            if inlined is not None:
+                return inlined
+        if all(d is not node for d in self.defs):
+            self.defs.append(node)
+        func = gast.copy_location(gast.Name(id=new_name, ctx=gast.Load(), annotation=None, type_comment=None),
+                                  call.func)
+        return gast.copy_location(gast.Call(func=func, args=args, keywords=keywords), call)
+
+    def _helper(self, rw, call, name: str):
+        """(the helper's FunctionDef, its ParsedFunction, what identifies it: its code, or
+        its name for a local def) for a call of `name`."""
+        where = f"'{name}' is given a container whole here"
+        if isinstance(self.entry, gast.Lambda):
+            raise rw.err(call, f"{where}, in a lambda", "Write the function with def, or pass the container's entries.")
+        if name in self.local_defs:
+            return self.local_defs[name], rw.pf, ("local", name)
+        fn = None if name in self.local_names else rw.pf.resolver.lookup(name)
+        if not isinstance(fn, types.FunctionType) or fn.__globals__ is not rw.pf.fn.__globals__:
+            raise rw.err(call, f"{where}; s2sad passes a container to a Python function of the same module (or one "
+                               "defined in the function), not to this one",
+                         "Read the entries you need here (p[<key>] or p.<field>) and pass those.")
+        hpf = parse_function(fn)
+        if not isinstance(hpf.node, gast.FunctionDef):
+            raise rw.err(call, f"{where}, and '{name}' is a lambda", "Write it with def, or pass the entries.")
+        return hpf.node, hpf, fn.__code__
+
+    def _copy(self, hpf, helper, skeletons: dict) -> tuple[str, dict]:
+        """(the name of helper's copy with leaf parameters for `skeletons`, each container
+        parameter's leaf names, the copy: a def `specialise` puts in `defs` when a call
+        is not inlined)."""
+        node = copy.deepcopy(helper)
+        base = re.sub(r"\W", "_", f"{helper.name}__flat")
+        new_name = base
+        while new_name in self.used:
+            new_name += "_"
+        self.used.add(new_name)
+        node.name = new_name
+        used = self.used | {n.id for n in gast.walk(node) if isinstance(n, gast.Name)}
+        containers, new_args, leaf_names = {}, [], {}
+        for arg in node.args.args:
+            skel = skeletons.get(arg.id)
+            if skel is None:
+                new_args.append(arg)
+                continue
+            names = leaf_names[arg.id] = _leaf_names(arg.id, skel, used)
+            containers[arg.id] = (skel, names)
+            new_args.extend(gast.copy_location(gast.Name(id=nm, ctx=gast.Param(), annotation=None,
+                                                         type_comment=None), arg) for nm in names)
+        _check_not_rebound(hpf, node, containers)
+        rw = _Rewriter(hpf, containers, self)
+        node.body = _visit_block(rw, node.body)
+        node.args.args = new_args
+        node.decorator_list = []
+        return new_name, leaf_names, node

@@ -39,7 +39,9 @@ class ReverseSweep:
         if not self.is_active(name):
             return
         b = self.bar(name)
-        if name in init:
+        if name in init and text.startswith("index_bar("):     # in place when b is the sweep's own (array_rules)
+            out.append(f"{ind}{b} = index_add({b}, {text[len('index_bar('):]}")
+        elif name in init:
             out.append(f"{ind}{b} = {b} + {text}")
         else:
             out.append(f"{ind}{b} = {text}")
@@ -153,10 +155,14 @@ class ReverseSweep:
         elements zeroed; v's is y_2's at index (the elements that landed), in v's shape."""
         y, v = st.args
         index = unparse(st.op.index)
-        if self.is_active(y):
-            self.contribute(y, f"{st.op.base_bar}({g}, {index})", ind, out, init)
+        # v's first: y's may zero g's elements in place (write_helpers), when y's adjoint is
+        # bound here and no other name holds g (a loop's `y_3_bar = y_2_bar` is dropped)
         if self.is_active(v):
             self.contribute(v, f"{st.op.value_bar}({g}, {index}, {text_of(v)})", ind, out, init)
+        if self.is_active(y):
+            if y not in init and g != "1.0":
+                out.append(f"{ind}{self.bar(y)} = None")
+            self.contribute(y, f"{st.op.base_bar}({g}, {index})", ind, out, init)
 
     def reverse_deferred_sum(self, st: ArrayStmt, g: str, ind: str, out: list, init: set) -> None:
         """A kernel sum of `defer`: its gradients computed here, the adjoint of its value
