@@ -25,6 +25,7 @@ from ..errors import UnsupportedOperationError
 from ..frontend import MISSING, attribute_value, classify
 from .arrayir import Const, operand_expr
 from .arrayscope import LocalFn
+from .derivcalls import derivative_statement
 from .primforms import FORMS
 
 _RULE_HOW = ("one function per argument, each given the output's adjoint g, the output and the arguments, and "
@@ -154,8 +155,8 @@ class PrimCalls:
             if t is not None:
                 return self.unpacked(prim, t, e, scope) if prim.outputs is not None else t
         vjps = array_prims.user_vjp(value)
-        if vjps is None:
-            return None
+        if vjps is None:    # a grad s2sad made, of an array program: one statement (derivcalls)
+            return derivative_statement(self, value, e, scope, want)
         label = self.b.label(e.func)
         xs = [self.b.array(a, scope) for a in e.args]
         if e.keywords:

@@ -150,6 +150,10 @@ class TangentSweep:
                 hint="Use s2sad.vjp or s2sad.grad for this function, or write the operation with numpy "
                      "primitives s2sad knows.")
         params = param_texts(st)
+        if prim.jvps is not None:     # one call from every operand's tangent
+            dots = [self.dot(a) if self.is_active(a) else None for a in st.args]
+            out.append(f"{ind}{self.dot(st.target)} = {prim.jvps(dots, args, st.target, params)}")
+            return
         terms = [prim.jvp(i, self.dot(a), args, st.target, params) for i, a in enumerate(st.args)
                  if self.is_active(a)]
         out.append(f"{ind}{self.dot(st.target)} = {' + '.join(terms)}")
