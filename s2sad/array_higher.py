@@ -191,3 +191,25 @@ def _zero_like(a):
     if isinstance(a, np.ndarray):
         return np.zeros(a.shape, dtype=a.dtype if a.dtype.kind == "f" else np.float64)
     return 0.0
+
+
+def explain_levels(mark: marks.DerivativeMark) -> list[str]:
+    """For explain of grad(grad(f)) (and deeper) where f is an array program: the path of
+    each level, outermost first (reverse over reverse, not nested duals)."""
+    lines = [f"  higher order: {mark.describe()}, a derivative of order {mark.order}, reverse over reverse "
+             "(array programs)"]
+    m, level = mark, mark.order
+    while m is not None:
+        nums = m.derivative.argnums_spec if m.derivative is not None else "-"
+        if level == mark.order:
+            path = "the generated derivative of a program that calls the level below (one 'derivative' statement)"
+        elif level > 1:
+            path = ("called by the level above; its adjoint needs a derivative of order 3 of the array program "
+                    "below, refused where it is differentiated")
+        else:
+            path = ("forward: its compiled gradient program; its adjoint: the Hessian of the level below times the "
+                    "seed, from that program's forward over reverse (hvp sweep)")
+        lines.append(f"    level {level}: {m.describe()} (argnums {nums}): {path}")
+        m, level = marks.derivative_mark(m.of), level - 1
+    lines.append(f"    level 0: {marks.function_name(mark.innermost())}: an array program")
+    return lines

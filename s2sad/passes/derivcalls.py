@@ -103,3 +103,14 @@ def _check_call(mark, e: gast.Call, at) -> None:
         raise marks.higher_order_error(
             mark, at, f"it is called here with {len(e.args)} argument(s) and its function takes "
                       f"{'*args' if params is None else len(params)}")
+
+
+def derivative_call_text(op, bound: dict) -> str:
+    """What explain says of a "derivative" statement: the inner level's path."""
+    mark = marks.derivative_mark(bound.get(op.fn.id))
+    what = mark.describe() if mark is not None else "a derivative"
+    return (f"a call of {what}, a derivative of an array program: forward, its compiled gradient program; "
+            f"its adjoint, the Hessian of {marks.function_name(mark.innermost()) if mark else 'its function'} "
+            f"times the seed, from that program's forward over reverse (hvp sweep) for all operands in one "
+            f"call (array_higher.derivative_vjp; no tape of the inner adjoint); its tangent, the same sweep "
+            f"along the operands' tangents; a third derivative through it is refused")
