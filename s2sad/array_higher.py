@@ -30,7 +30,7 @@ from .errors import NonScalarLossError, S2SADError, ShapeError
 from .linalg_base import Parts
 from .frontend import bound, location_of
 from .passes.array_jvp import array_hvp, tangent_plans
-from .plans import compiled
+from .plans import compiled, compiled_array
 from .targets import bind
 
 
@@ -58,7 +58,7 @@ def jvp_of_derivative(mark: marks.DerivativeMark, primals: Sequence[Any], tangen
 def _jvp_of_array_derivative(mark: marks.DerivativeMark, primals: Sequence[Any], tangents: Sequence[Any],
                              backend: str):
     d = mark.derivative
-    c = compiled(d.fun)
+    c = compiled_array(d.fun)       # (compiled(d.fun) itself, for an array program)
     if len(primals) != len(tangents):
         raise ShapeError("jvp needs one tangent per primal", hint="Pass tangents of the same structure.")
     primals = converted(tuple(primals), range(len(primals)))
@@ -121,7 +121,7 @@ def derivative_plan(d) -> None:
     """Plan the function of the Derivative `d` (called inside an array program being
     built): its refusal, if any, is raised now; the plan is cached for the VJP."""
     with bound(d.fun):
-        compiled(d.fun)
+        compiled_array(d.fun)
 
 
 @marks.entry_point("derivative_vjp")
@@ -136,7 +136,7 @@ def derivative_vjp(fn, active: tuple[int, ...], seed, args: tuple) -> tuple:
 
 def _derivative_vjp(mark: marks.DerivativeMark, active: tuple[int, ...], seed, args: tuple) -> tuple:
     d = mark.derivative
-    c = compiled(d.fun)
+    c = compiled_array(d.fun)     # (a fused loss's too: its forward over reverse is an array plan's)
     primals = bind(d.fun, converted(tuple(args), range(len(args))), {})
     n = len(c.params)
     grad_argnums = tuple(i % n for i in d.argnums)
@@ -164,7 +164,8 @@ def derivative_jvp(fn, args: tuple, tangents: tuple):
     or value_and_grad of an array program: a Parts for a tuple output."""
     mark = marks.derivative_mark(fn)
     tans = tuple(_zero_like(a) if t is None else t for a, t in zip(args, tangents))
-    _, dot = jvp_of_derivative(mark, tuple(args), tans, "auto")
+    with bound(mark.derivative.fun):    # (a fused loss's too: derivative_plan took it)
+        _, dot = _jvp_of_array_derivative(mark, tuple(args), tans, "auto")
     if mark.made_by == "value_and_grad":
         return Parts(dot)
     return Parts(dot) if isinstance(mark.derivative.argnums_spec, (tuple, list)) else dot

@@ -29,7 +29,7 @@ from ..errors import S2SADError
 from ..frontend import parse_function, shown_location
 from ..nested import parameters_of
 from .arrayir import operand_expr
-from .routes import ARRAY, route_of
+from .routes import ARRAY, FUSED, route_of
 
 
 def derivative_statement(prims, value, e: gast.Call, scope, want=None):
@@ -77,15 +77,16 @@ def _check_route(mark, at) -> None:
     name = getattr(fun, "__qualname__", fun)
     try:
         route = route_of(parse_function(fun))
-        if route.kind == ARRAY:
+        if route.kind in (ARRAY, FUSED):
             _helper("derivative_plan")(mark.derivative)
     except S2SADError as err:
         where = f" ({shown_location(err.location)})" if err.location is not None else ""
         raise marks.higher_order_error(mark, at, f"its function {name} is refused: {err.message}{where}") from None
-    if route.kind != ARRAY:
+    if route.kind not in (ARRAY, FUSED):
         raise marks.higher_order_error(
             mark, at, f"called inside an array program, a derivative is differentiated again when its function "
-                      f"is an array program itself, and {name} is planned as a {route.kind} ({route.reason})")
+                      f"is an array program or a fused loss, and {name} is planned as a {route.kind} "
+                      f"({route.reason})")
 
 
 def _check_call(mark, e: gast.Call, at) -> None:

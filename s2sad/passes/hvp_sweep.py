@@ -58,14 +58,16 @@ SECOND_ORDER = {
 
 
 class _Tape:
-    """A loop's tape in the forward sweep: its names known once its reverse is written."""
+    """A loop's tape in the forward sweep: its names known once its reverse is written.
+    A counted loop's (a while, a break) is pushed every iteration, names or not: its
+    length is the number of iterations the reverse walks."""
 
-    def __init__(self, indent: str, name: str, init: bool):
-        self.indent, self.name, self.init = indent, name, init
+    def __init__(self, indent: str, name: str, init: bool, counted: bool = False):
+        self.indent, self.name, self.init, self.counted = indent, name, init, counted
         self.names: list[str] = []
 
     def text(self) -> str | None:
-        if not self.names:
+        if not self.names and not self.counted:
             return None
         return f"{self.indent}{self.name} = []" if self.init else \
             f"{self.indent}{self.name}.append({tuple_text(self.names)})"
@@ -122,7 +124,7 @@ class ForwardOverReverse(TangentSweep):
 
     def loop(self, st: ForStmt, ind: str, out: list) -> None:
         tape = self.namer.fresh("tape")
-        init, push = _Tape(ind, tape, True), _Tape(ind + "    ", tape, False)
+        init, push = _Tape(ind, tape, True, st.counted), _Tape(ind + "    ", tape, False, st.counted)
         self.tapes[id(st)] = (tape, init, push, set())
         out.append(init)
         super().loop(st, ind, out)
@@ -157,7 +159,7 @@ class ForwardOverReverse(TangentSweep):
         shown = (text_of(res), self.dot_text(res))
         if not self.value and isinstance(res, str):
             shown = (shown[0], _drop_unread(lines, rev, shown[1]))
-            shown = (_drop_unread(lines, rev, shown[0]), shown[1])
+            shown = (_drop_unread(lines, rev + [shown[1]], shown[0]), shown[1])    # (zeros_bar(loss) reads it)
         sig = ", ".join(list(p.params) + [self.dot(p.params[i]) for i in self.argnums])
         sig += ", *, " + ", ".join(p.free) if p.free else ""
         head = (f"# Tangent of the gradient of: {_line(p.pf.filename, p.return_node)}    "
@@ -347,7 +349,17 @@ class ForwardOverReverse(TangentSweep):
         defined |= {ph.name for s in walk_stmts(st.body) if not isinstance(s, ArrayStmt) for ph in s.phis}
         defined |= {ph.name for ph in st.phis}
         defined |= set(self.generated_in(st))
-        need = sorted((names_read("\n".join(lines)) & defined) - {st.var})
+        text = "\n".join(lines)
+        need = sorted((names_read(text) & defined) - {st.var})
+        if st.counted:      # its iterations are the tape's entries: the loop variable on it too
+            need += [st.var] if st.range_args is not None and st.var in names_read(text) else []
+            push.names = init_tape.names = need
+            out.append(f"{ind}for {tuple_text(need) if need else '_'} in reversed({tape}):  "
+                       f"# Grad of: {_line(st.ctx.filename, st.node)}")
+            out.extend(lines or [f"{i2}pass"])
+            for ph in phis:
+                self.contribute(ph.first, self.bar(ph.name), self.bar_dot(ph.name), ind, out, init)
+            return
         push.names = init_tape.names = need
         rng = f"range({', '.join(unparse(a) for a in st.range_args)})"
         if need:

@@ -15,7 +15,8 @@ dual: the one rules table), a kernel summed by the sum of its tangent kernel
 (passes/tangent_kernels.py), scalar kernels through their dual's partials, array primitives through their entry's `jvp`
 text (the output's tangent is the sum over its active operands). A primitive whose
 entry has no `jvp` (a `defvjp` rule) is refused, located at the user's line.
-Loops carry each active phi's tangent beside it; `if`s join the tangents of both
+Loops carry each active phi's tangent beside it (a while loop, its test at the head of
+its body, and a break, as the forward sweep runs them); `if`s join the tangents of both
 branches as they join the values. The program is never changed; names come from a
 copy of its Namer (AdjointContext).
 """
@@ -31,7 +32,8 @@ from ..frontend import location_of, shown_location as _short, source_line as _li
 from ..kernel_text import unparse
 from .adjoint_context import AdjointContext
 from .adjoint_text import param_texts, text_of, tuple_text
-from .arrayir import ArrayProgram, ArrayStmt, Const, ForStmt, IfStmt, KernelSum, Py, RunKernel, is_kernel, walk_stmts
+from .arrayir import (ArrayProgram, ArrayStmt, Const, ForStmt, IfStmt, KernelSum, LoopExit, Py, RunKernel, is_kernel,
+                      walk_stmts)
 from .tangent_kernels import TangentKernels
 
 
@@ -130,6 +132,9 @@ class TangentSweep:
                 self.branch(st, ind, out)
 
     def stmt(self, st: ArrayStmt, ind: str, out: list) -> None:
+        if isinstance(st.op, LoopExit):     # a while's test, at the head of its body
+            out.append(f"{ind}if not {text_of(st.args[0])}:\n{ind}    break")
+            return
         active = self.is_active(st.target)
         if is_kernel(st.op):
             self.kernel(st, ind, out, active)
@@ -205,7 +210,10 @@ class TangentSweep:
             out.append(f"{ind}{ph.name} = {text_of(ph.first)}")
             if self.is_active(ph.name):
                 out.append(f"{ind}{self.dot(ph.name)} = {self.dot_text(ph.first)}")
-        out.append(f"{ind}for {st.var} in range({', '.join(unparse(a) for a in st.range_args)}):")
+        if st.range_args is None:
+            out.append(f"{ind}while True:  # {_line(st.ctx.filename, st.node)}")
+        else:
+            out.append(f"{ind}for {st.var} in range({', '.join(unparse(a) for a in st.range_args)}):")
         inner: list = []
         self.body(st.body, ind + "    ", inner)
         self.loop_end(st, ind + "    ", inner)
@@ -219,6 +227,8 @@ class TangentSweep:
                 values.append(self.dot_text(ph.second))
         if names:
             inner.append(f"{ind}    {', '.join(names)} = {', '.join(values)}")
+        if st.stop is not None:     # a break: this iteration counts (on a tape), the loop ends
+            inner.append(f"{ind}    if {text_of(st.stop)}:\n{ind}        break")
         out.extend(inner or [f"{ind}    pass"])
 
     def loop_end(self, st: ForStmt, ind: str, body: list) -> None:
