@@ -278,3 +278,53 @@ def test_a_third_derivative_is_a_located_refusal():
 def test_explain_says_the_inner_levels_path():
     text = str(s2sad.explain(s2sad.grad(SQUARED["llvm"])))
     assert "s2sad.grad(f)" in text and "forward over reverse" in text
+
+
+# ------------------------------------------------------------------ loops whose count is known by running them
+
+
+def while_loss(w, X):
+    h = X @ w
+    k = 0
+    while np.sum(h * h) > 1.0 and k < 20:
+        h = 0.8 * h + 0.01 * np.tanh(h)
+        k += 1
+    return np.sum(np.sin(h))
+
+
+def break_loss(w, X):
+    h = X @ w
+    for i in range(10):
+        h = np.tanh(h) + 0.5 * h
+        if np.sum(h) > -7.2:     # (the 6th iteration here)
+            break
+    return np.sum(h ** 2)
+
+
+G_while, G_break = s2sad.grad(while_loss), s2sad.grad(break_loss)
+
+
+def loss_of_while_gradient(w, X):
+    return np.sum(G_while(w, X) ** 2)
+
+
+def loss_of_break_gradient(w, X):
+    return np.sum(G_break(w, X) ** 2)
+
+
+@pytest.mark.parametrize("loss", [while_loss, break_loss])
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_forward_mode_and_forward_over_reverse_through_while_and_break(loss, backend):
+    w, X, t = W0 * 3.0, X0, RNG.normal(size=3)
+    _, dot = s2sad.jvp(loss, (w, X), (t, np.zeros_like(X)), backend=backend)
+    h = 1e-6
+    assert dot == pytest.approx((loss(w + h * t, X) - loss(w - h * t, X)) / (2 * h), rel=1e-6)
+    g = s2sad.grad(loss, backend=backend)
+    _, hv = s2sad.jvp(g, (w, X), (t, np.zeros_like(X)), backend=backend)
+    np.testing.assert_allclose(hv, (g(w + h * t, X) - g(w - h * t, X)) / (2 * h), rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize("loss", [loss_of_while_gradient, loss_of_break_gradient])
+def test_a_loss_of_a_loops_gradient(loss):
+    w = W0 * 3.0
+    np.testing.assert_allclose(s2sad.grad(loss)(w, X0), _fd(loss, [w, X0], 0), rtol=1e-6, atol=1e-8)
