@@ -328,3 +328,53 @@ def test_forward_mode_and_forward_over_reverse_through_while_and_break(loss, bac
 def test_a_loss_of_a_loops_gradient(loss):
     w = W0 * 3.0
     np.testing.assert_allclose(s2sad.grad(loss)(w, X0), _fd(loss, [w, X0], 0), rtol=1e-6, atol=1e-8)
+
+
+# ------------------------------------------------------------------ in-place writes and lists grown in loops
+
+
+def writes_loss(w, X):
+    h = X @ w
+    y = np.zeros(6)
+    y[1:] = np.tanh(h)
+    y[0] = h[0] * h[1]
+    y[[1, 2, 1]] += h[:3] ** 2          # repeated indices: numpy keeps one
+    return np.sum(y * y)
+
+
+def list_loss(w, X):
+    h = X @ w
+    hs = []
+    k = 0
+    while k < 3:
+        h = np.tanh(h) * w[0]
+        hs.append(h)
+        k += 1
+    return np.sum(np.stack(hs) ** 2)
+
+
+def int_write_loss(w, X):
+    h = X @ w
+    y = np.zeros(5, dtype=int)
+    y[0] = h[0]
+    return np.sum(y * h)
+
+
+@pytest.mark.parametrize("loss", [writes_loss, list_loss])
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_writes_and_lists_in_forward_mode_forward_over_reverse_and_reverse_over_reverse(loss, backend):
+    t, h = RNG.normal(size=3), 1e-6
+    _, dot = s2sad.jvp(loss, (W0, X0), (t, np.zeros_like(X0)), backend=backend)
+    assert dot == pytest.approx((loss(W0 + h * t, X0) - loss(W0 - h * t, X0)) / (2 * h), rel=1e-6)
+    g = s2sad.grad(loss, backend=backend)
+    _, hv = s2sad.jvp(g, (W0, X0), (t, np.zeros_like(X0)), backend=backend)
+    np.testing.assert_allclose(hv, (g(W0 + h * t, X0) - g(W0 - h * t, X0)) / (2 * h), rtol=1e-6, atol=1e-8)
+    outer = lambda w, X: np.sum(g(w, X) ** 2)     # noqa: E731
+    np.testing.assert_allclose(s2sad.grad(outer, backend=backend)(W0, X0), _fd(outer, [W0, X0], 0), rtol=1e-6)
+
+
+def test_a_differentiated_value_written_into_an_int_array_is_refused_in_forward_mode():
+    with pytest.raises(s2sad.UnsupportedOperationError) as err:
+        s2sad.jvp(int_write_loss, (W0, X0), (W0, X0))
+    assert "truncates" in err.value.message
+    assert err.value.location.lineno == int_write_loss.__code__.co_firstlineno + 3

@@ -24,6 +24,8 @@ The adjoint s2sad writes (reverse_sweep.py) is differentiated term by term:
   products, prod_bar's own tangent for prod, nothing for max/min (a piecewise-constant
   mask) and for the primitives that only move elements. A primitive not in
   `SECOND_ORDER` (a defvjp rule, a new entry) is refused, located, naming the level;
+- an in-place write or a list append (a functional update) has adjoints linear in the
+  seed that read only shapes: their tangents take the seed's tangent;
 - loops push every value and tangent their reverse reads on a tape; `if`s branch on
   the same condition.
 """
@@ -38,7 +40,8 @@ from ..errors import UnsupportedOperationError
 from ..frontend import location_of, shown_location as _short, source_line as _line
 from ..kernel_text import unparse
 from .adjoint_text import grad_of_line, names_read, param_texts, text_of, tuple_text
-from .arrayir import ArrayProgram, ArrayStmt, ForStmt, IfStmt, KernelSum, RunKernel, is_kernel, walk_stmts
+from .arrayir import (ArrayProgram, ArrayStmt, ForStmt, IfStmt, KernelSum, ListAppend, RunKernel, SetItem, is_kernel,
+                      walk_stmts)
 from .tangent_sweep import TangentSweep
 
 # what the tangent of a primitive's VJP adds to the VJP of the seed's tangent, by entry:
@@ -218,6 +221,9 @@ class ForwardOverReverse(TangentSweep):
         if is_kernel(st.op):
             self.reverse_kernel(st, g, gd, ind, out, init)
             return
+        if isinstance(st.op, (SetItem, ListAppend)):
+            self.reverse_update(st, g, gd, ind, out, init)
+            return
         rule = array_prims.of(st.op)
         kind = SECOND_ORDER.get(rule.name) if rule is not None else None
         if kind is None:
@@ -251,6 +257,20 @@ class ForwardOverReverse(TangentSweep):
                                   self.dot_text(st.target), params)
                 term_dot = f"{term_dot} + {own}"
             self.contribute(a, rule.vjp(i, g, args, st.target, params), term_dot, ind, out, init)
+
+    def reverse_update(self, st: ArrayStmt, g: str, gd: str, ind: str, out: list, init: set) -> None:
+        """A functional update's adjoints (reverse_sweep's) are linear in the seed and
+        read the operands' shapes only: their tangents are the same with the seed's tangent."""
+        a, b = st.args
+        if isinstance(st.op, SetItem):
+            index = unparse(st.op.index)
+            terms = [(a, lambda s: f"{st.op.base_bar}({s}, {index})"),
+                     (b, lambda s: f"{st.op.value_bar}({s}, {index}, {text_of(b)})")]
+        else:
+            terms = [(a, lambda s: f"{st.op.base_bar}({s})"), (b, lambda s: f"{st.op.item_bar}({s})")]
+        for x, term in terms:
+            if self.is_active(x):
+                self.contribute(x, term(g), term(gd), ind, out, init)
 
     def seeds_kernel_only(self, name: str, st: ArrayStmt, init: set) -> bool:
         """Is `name` read by `st` alone (once), made by an array kernel, and not the

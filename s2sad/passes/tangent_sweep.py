@@ -13,7 +13,8 @@ differentiated arguments (adjoint_analysis.active_names: the same activity as th
 adjoint), its tangent line `x_dot`: elementwise kernels in one pass of the runtime's `jvp` (their
 dual: the one rules table), a kernel summed by the sum of its tangent kernel
 (passes/tangent_kernels.py), scalar kernels through their dual's partials, array primitives through their entry's `jvp`
-text (the output's tangent is the sum over its active operands). A primitive whose
+text (the output's tangent is the sum over its active operands), in-place writes and
+lists grown in loops (SetItem, ListAppend: linear) as the same update of the tangents. A primitive whose
 entry has no `jvp` (a `defvjp` rule) is refused, located at the user's line.
 Loops carry each active phi's tangent beside it (a while loop, its test at the head of
 its body, and a break, as the forward sweep runs them); `if`s join the tangents of both
@@ -32,8 +33,8 @@ from ..frontend import location_of, shown_location as _short, source_line as _li
 from ..kernel_text import unparse
 from .adjoint_context import AdjointContext
 from .adjoint_text import param_texts, text_of, tuple_text
-from .arrayir import (ArrayProgram, ArrayStmt, Const, ForStmt, IfStmt, KernelSum, LoopExit, Py, RunKernel, is_kernel,
-                      walk_stmts)
+from .arrayir import (ArrayProgram, ArrayStmt, Const, ForStmt, IfStmt, KernelSum, ListAppend, LoopExit, Py, RunKernel,
+                      SetItem, is_kernel, walk_stmts)
 from .tangent_kernels import TangentKernels
 
 
@@ -139,6 +140,9 @@ class TangentSweep:
         if is_kernel(st.op):
             self.kernel(st, ind, out, active)
             return
+        if isinstance(st.op, (SetItem, ListAppend)):
+            self.functional_update(st, ind, out, active)
+            return
         prim = array_prims.of(st.op)
         args = [text_of(a) for a in st.args]
         line = prim.forward(args, param_texts(st)) if prim and prim.forward else None
@@ -162,6 +166,26 @@ class TangentSweep:
         terms = [prim.jvp(i, self.dot(a), args, st.target, params) for i, a in enumerate(st.args)
                  if self.is_active(a)]
         out.append(f"{ind}{self.dot(st.target)} = {' + '.join(terms)}")
+
+    def functional_update(self, st: ArrayStmt, ind: str, out: list, active: bool) -> None:
+        """`y_2 = set_items(y, index, v)` and `hs_2 = list_append(hs, item)`: linear in
+        their operands, so the tangent is the same update of the operands' tangents. A
+        differentiated value written into an integer array is refused (the forward
+        sweep's setter, differentiated=True), as numpy would truncate it."""
+        a, b = (text_of(x) for x in st.args)
+        if isinstance(st.op, SetItem):
+            index = unparse(st.op.index)
+            line = f"{st.op.setter}({a}, {index}, {b}, differentiated=True)" if self.is_active(st.args[1]) \
+                else unparse(st.forward)
+            out.append(f"{ind}{st.target} = {line}")
+            if active:
+                out.append(f"{ind}{self.dot(st.target)} = {st.op.setter}({self.dot_text(st.args[0])}, {index}, "
+                           f"{self.dot_text(st.args[1])})")
+            return
+        out.append(f"{ind}{st.target} = {unparse(st.forward)}")
+        if active:
+            out.append(f"{ind}{self.dot(st.target)} = {st.op.appender}({self.dot_text(st.args[0])}, "
+                       f"{self.dot_text(st.args[1])})")
 
     def kernel(self, st: ArrayStmt, ind: str, out: list, active: bool) -> None:
         """A kernel's value, and its tangent: the tangent kernel over the inputs and the
