@@ -378,3 +378,21 @@ def test_a_differentiated_value_written_into_an_int_array_is_refused_in_forward_
         s2sad.jvp(int_write_loss, (W0, X0), (W0, X0))
     assert "truncates" in err.value.message
     assert err.value.location.lineno == int_write_loss.__code__.co_firstlineno + 3
+
+
+def test_the_plan_keeps_no_gradient_alive_and_follows_a_rebound_name():
+    import gc
+    import weakref
+
+    def run(scale):
+        def inner(W, X):
+            return np.sum(np.tanh(X @ W) ** 2) * scale
+        g = s2sad.grad(inner)
+        outer = lambda W, X: np.sum(g(W, X) ** 2)     # noqa: E731
+        got = s2sad.grad(outer)(W0, X0)
+        np.testing.assert_allclose(got, _fd(outer, [W0, X0], 0), rtol=1e-6)
+        return weakref.ref(inner), weakref.ref(g)
+
+    refs = run(1.0) + run(2.0)      # the second closure of the same code: its own g, its own scale
+    gc.collect()
+    assert all(r() is None for r in refs)

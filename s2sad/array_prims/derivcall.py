@@ -15,7 +15,7 @@ the array level (`np.sum(g(W, X) ** 2)`, a loss of `jacrev(g)`...) is one statem
 Both are one call for all the operands (`vjps`, `jvps`: one sweep, not one per
 operand). The functions they call run in the plan layer (array_higher.py), which
 this table cannot import: the builder binds them by value in the generated code's
-namespace, as it binds g (the op's fields name them). g's output is a tuple for a
+namespace; g is a free name read at each call (the op's fields name them). g's output is a tuple for a
 tuple of argnums and for value_and_grad: one `item` statement per entry (`outputs`),
 whose adjoints reach the VJP as a linalg_base.Parts (None: no adjoint).
 
@@ -33,7 +33,7 @@ from .prim import Prim, pieces
 
 @dataclass(frozen=True)
 class DerivativeCall(PrimOp):
-    """`fn`: the bound name of the derivative called; `vjp`, `jvp`: of the plan layer's
+    """`fn`: the free name of the derivative called; `vjp`, `jvp`: the bound names of the plan layer's
     derivative_vjp / derivative_jvp; `count`: how many values it returns (a gast
     constant, None for one array). Every field is a gast Name or Constant."""
     fn: Any = None

@@ -172,7 +172,7 @@ class ArrayCompiled:
                     what += ("; fused along the last axis: max, shift, exp, sum, log (and divide) in one pass per "
                              "row (s2sad.rowsoftmax, 2-D float arrays; elsewhere scipy's own)")
                 if isinstance(st.op, DerivativeCall):
-                    what = derivative_call_text(st.op, self.program.bound)
+                    what = derivative_call_text(st.op, self.program.free)
                 if isinstance(st.op, RowFused):
                     what = (f"row fusion (passes/rowfusion): the max-shifted {rule.name[4:]} of {st.args[0]} along "
                             f"axis {unparse(st.op.axis)} written with numpy (max, shift, exp, sum, log/divide), "

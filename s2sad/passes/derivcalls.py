@@ -5,10 +5,11 @@ where it cannot be right.
 
 Taken: `g(W, X)` for g = s2sad.grad(f) or value_and_grad(f) (any argnums; a tuple of
 argnums or value_and_grad gives a tuple, one `item` per entry), with positional
-arguments, f's route an array program (passes/routes.py). The statement's forward is
-g's own call; its VJP and JVP call the plan layer's derivative_vjp / derivative_jvp
+arguments, called by its name (read at each call, as free data is: the plan holds no
+user function), f's route an array program or a fused loss (passes/routes.py). The
+statement's forward is g's own call; its VJP and JVP call the plan layer's derivative_vjp / derivative_jvp
 (s2sad/array_higher.py), registered with marks.entry_point and bound by value here
-(this layer cannot import them); its `derivative_plan` plans the derivative's function
+(this layer cannot import them: they are s2sad's own); its `derivative_plan` plans the derivative's function
 while the outer program is built, so that a function s2sad refuses (state written, a
 free value it cannot read) is refused at the call, naming the level.
 
@@ -43,10 +44,14 @@ def derivative_statement(prims, value, e: gast.Call, scope, want=None):
     at = b.loc(scope.ctx, e)
     _check_route(mark, at)
     _check_call(mark, e, at)
+    if not isinstance(e.func, gast.Name) or b.lookup_local(e.func.id, scope) is not None:
+        raise marks.higher_order_error(mark, at, "it is called here through an expression; inside a function s2sad "
+                                                 "differentiates, call it by its name (a global or a closure's)")
+    fn = b.free_operand(scope.ctx, e.func.id)     # read at each call, as free data is: the plan holds no user function
     xs = [b.array(a, scope) for a in e.args]
     many = isinstance(d.argnums_spec, (tuple, list))
     count = 2 if mark.made_by == "value_and_grad" else (len(d.argnums) if many else None)
-    p = {"fn": b.bind_value(value, _label(mark)), "vjp": b.bind_value(_helper("derivative_vjp"), "derivative_vjp"),
+    p = {"fn": fn, "vjp": b.bind_value(_helper("derivative_vjp"), "derivative_vjp"),
          "jvp": b.bind_value(_helper("derivative_jvp"), "derivative_jvp"),
          "count": None if count is None else gast.Constant(value=count, kind=None)}
     p = {k: (gast.Name(id=v, ctx=gast.Load(), annotation=None, type_comment=None) if isinstance(v, str) else v)
@@ -55,11 +60,6 @@ def derivative_statement(prims, value, e: gast.Call, scope, want=None):
     fwd = gast.Call(func=operand_expr(p["fn"].id), args=[operand_expr(x) for x in xs], keywords=[])
     t = prims.emit_prim(prim, "derivative", xs, p, e, scope, want, fwd, set())
     return prims.unpacked(prim, t, e, scope)
-
-
-def _label(mark) -> str:
-    base = getattr(mark.of, "__name__", "fn")
-    return f"{mark.made_by}_{base if base.isidentifier() else 'fn'}"
 
 
 def _helper(role: str):
@@ -106,9 +106,11 @@ def _check_call(mark, e: gast.Call, at) -> None:
                       f"{'*args' if params is None else len(params)}")
 
 
-def derivative_call_text(op, bound: dict) -> str:
-    """What explain says of a "derivative" statement: the inner level's path."""
-    mark = marks.derivative_mark(bound.get(op.fn.id))
+def derivative_call_text(op, free: dict) -> str:
+    """What explain says of a "derivative" statement: the inner level's path (`free`:
+    the program's free names, the derivative's among them)."""
+    resolver, name = free.get(op.fn.id, (None, None))
+    mark = marks.derivative_mark(resolver.lookup(name)) if resolver is not None else None
     what = mark.describe() if mark is not None else "a derivative"
     return (f"a call of {what}, a derivative of an array program: forward, its compiled gradient program; "
             f"its adjoint, the Hessian of {marks.function_name(mark.innermost()) if mark else 'its function'} "
