@@ -396,3 +396,28 @@ def test_the_plan_keeps_no_gradient_alive_and_follows_a_rebound_name():
     refs = run(1.0) + run(2.0)      # the second closure of the same code: its own g, its own scale
     gc.collect()
     assert all(r() is None for r in refs)
+
+
+def unrolled_descent(W, X):
+    """Three gradient steps, then a loss of where they end: differentiated through the steps."""
+    for i in range(3):
+        W = W - 0.1 * g_llvm(W, X)
+    return np.sum(W ** 2)
+
+
+def twice_in_a_helper(W, X):
+    return g_llvm(W, X) * 2.0
+
+
+def loss_through_a_helper_and_a_branch(W, X):
+    if np.sum(W) > -10.0:
+        return np.sum(twice_in_a_helper(W, X) ** 2)
+    return np.sum(W)
+
+
+@pytest.mark.parametrize("loss", [unrolled_descent, loss_through_a_helper_and_a_branch])
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_the_gradient_called_in_a_loop_a_helper_and_a_branch(loss, backend):
+    got = s2sad.grad(loss, argnums=(0, 1), backend=backend)(W0, X0)
+    for i in range(2):
+        np.testing.assert_allclose(got[i], _fd(loss, [W0, X0], i), rtol=1e-6, atol=1e-8)
