@@ -421,3 +421,17 @@ def test_the_gradient_called_in_a_loop_a_helper_and_a_branch(loss, backend):
     got = s2sad.grad(loss, argnums=(0, 1), backend=backend)(W0, X0)
     for i in range(2):
         np.testing.assert_allclose(got[i], _fd(loss, [W0, X0], i), rtol=1e-6, atol=1e-8)
+
+
+def calls_its_own_gradient(W, X):
+    return np.sum(np.tanh(X @ W)) + np.sum(G_self(W, X) ** 2)
+
+
+G_self = s2sad.grad(calls_its_own_gradient)
+
+
+def test_a_function_calling_its_own_gradient_is_refused_located():
+    with pytest.raises(s2sad.HigherOrderNotSupportedError) as err:
+        G_self(W0, X0)
+    assert "recursion" in err.value.message and "calls_its_own_gradient" in err.value.message
+    assert err.value.location.lineno == calls_its_own_gradient.__code__.co_firstlineno + 1

@@ -21,16 +21,20 @@ vjp's) is left to the builder's own refusal (returns None).
 """
 from __future__ import annotations
 
+import threading
 import types
 
 import gast
 
 from .. import array_prims, marks
-from ..errors import S2SADError
+from ..errors import HigherOrderNotSupportedError, S2SADError
 from ..frontend import parse_function, shown_location
 from ..nested import parameters_of
 from .arrayir import operand_expr
 from .routes import ARRAY, FUSED, route_of
+
+
+_PLANNING = threading.local()     # .codes: the derivatives' functions being planned in this thread, innermost last
 
 
 def derivative_statement(prims, value, e: gast.Call, scope, want=None):
@@ -75,10 +79,20 @@ def _check_route(mark, at) -> None:
     refused, naming the derivative and saying why."""
     fun = mark.derivative.fun
     name = getattr(fun, "__qualname__", fun)
+    planning = _PLANNING.__dict__.setdefault("codes", [])
+    if fun.__code__ in planning:
+        raise marks.higher_order_error(mark, at, f"its function {name} calls it (a derivative of itself, through "
+                                                 f"the calls being planned): recursion is not supported")
     try:
         route = route_of(parse_function(fun))
         if route.kind in (ARRAY, FUSED):
-            _helper("derivative_plan")(mark.derivative)
+            planning.append(fun.__code__)
+            try:
+                _helper("derivative_plan")(mark.derivative)
+            finally:
+                planning.pop()
+    except HigherOrderNotSupportedError:
+        raise           # a level below's refusal (recursion): already names the derivative
     except S2SADError as err:
         where = f" ({shown_location(err.location)})" if err.location is not None else ""
         raise marks.higher_order_error(mark, at, f"its function {name} is refused: {err.message}{where}") from None
