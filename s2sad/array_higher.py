@@ -140,7 +140,7 @@ def _derivative_vjp(mark: marks.DerivativeMark, active: tuple[int, ...], seed, a
     primals = bind(d.fun, converted(tuple(args), range(len(args))), {})
     n = len(c.params)
     grad_argnums = tuple(i % n for i in d.argnums)
-    value_seed, grad_seeds = _seeds(mark, seed, len(grad_argnums))
+    value_seed, grad_seeds = _seeds(mark, seed)
     along: dict[int, Any] = {}      # argument -> its tangent: the seed of its gradient
     for i, s in zip(grad_argnums, grad_seeds):
         if s is not None:
@@ -171,7 +171,7 @@ def derivative_jvp(fn, args: tuple, tangents: tuple):
     return Parts(dot) if isinstance(mark.derivative.argnums_spec, (tuple, list)) else dot
 
 
-def _seeds(mark, seed, count: int):
+def _seeds(mark, seed):
     """(the value's seed or None, one seed per gradient or None) from g's output's adjoint."""
     many = isinstance(mark.derivative.argnums_spec, (tuple, list))
     if mark.made_by == "value_and_grad":
