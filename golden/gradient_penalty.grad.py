@@ -1,4 +1,4 @@
-def gradient_penalty_loss__grad(W1, b1, W2, X, y):
+def gradient_penalty_loss__grad(W1, b1, W2, X, y, *, mlp_tanh_grad):
     # Grad of: return mlp_tanh_loss(W1, b1, W2, X, y) + 0.1 * np.sum(mlp_tanh_grad(W1, b1, W2, X, y) ** 2)    [golden/examples.py:267:5]
     # h = np.tanh(X @ W1 + b1)
     _1 = matmul(X, W1)
@@ -6,7 +6,7 @@ def gradient_penalty_loss__grad(W1, b1, W2, X, y):
     # out = h @ W2
     out = matmul(h, W2)
     # return mlp_tanh_loss(W1, b1, W2, X, y) + 0.1 * np.sum(mlp_tanh_grad(W1, b1, W2, X, y) ** 2)
-    _4 = grad_mlp_tanh_loss(W1, b1, W2, X, y)
+    _4 = mlp_tanh_grad(W1, b1, W2, X, y)
     (dloss_d3, dloss_d6) = gradient_penalty_loss__loss__dual(not_needed, not_needed)[1:]  # its partials do not read _3, _6
     # reverse sweep
     loss_bar = 1.0
@@ -14,7 +14,7 @@ def gradient_penalty_loss__grad(W1, b1, W2, X, y):
     _3_bar = dloss_d3
     _6_bar = dloss_d6
     (_4_bar,) = sum_grads(gradient_penalty_loss__sum, (_4,), active=('_4',), scale=_6_bar)
-    (W1_bar, b1_bar, W2_bar) = derivative_vjp(grad_mlp_tanh_loss, (0, 1, 2), _4_bar, (W1, b1, W2, X, y))
+    (W1_bar, b1_bar, W2_bar) = derivative_vjp(mlp_tanh_grad, (0, 1, 2), _4_bar, (W1, b1, W2, X, y))
     # Grad of: return np.mean((out - y) ** 2)    [golden/examples.py:220:5]
     (out_bar,) = sum_grads(gradient_penalty_loss__mean, (out, y), active=('out',), scale=_3_bar / broadcast_size(out, y))
     # Grad of: out = h @ W2    [golden/examples.py:219:5]
