@@ -7,7 +7,7 @@
 #   opts['penalty'] = 'l2': a string, compiled in
 
 def containers_loss__grad(params_hidden_0, params_hidden_1, params_inp_W, params_inp_b, X):
-    # Grad of: return np.mean(h ** 2) + 0.01 * np.sum(params["inp"]["W"] ** 2)    [golden/examples.py:273:9]
+    # Grad of: return np.mean(h ** 2) + 0.01 * np.sum(params["inp"]["W"] ** 2)    [golden/examples.py:286:9]
     # h = dense(params["inp"], X)
     _1 = matmul(X, params_inp_W)
     h, (dh_d1,) = store_partials(containers_loss__h, (_1, params_inp_b), ('_1',))
@@ -20,19 +20,19 @@ def containers_loss__grad(params_hidden_0, params_hidden_1, params_inp_W, params
     (dloss_d5, dloss_d7) = containers_loss__loss__dual(not_needed, not_needed)[1:]  # its partials do not read _5, _7
     # reverse sweep
     loss_bar = 1.0
-    # Grad of: return np.mean(h ** 2) + 0.01 * np.sum(params["inp"]["W"] ** 2)    [golden/examples.py:273:9]
+    # Grad of: return np.mean(h ** 2) + 0.01 * np.sum(params["inp"]["W"] ** 2)    [golden/examples.py:286:9]
     _5_bar = dloss_d5
     _7_bar = dloss_d7
     (params_inp_W_bar,) = sum_grads(containers_loss__sum, (params_inp_W,), active=('params_inp_W',), scale=_7_bar)
     (_3_bar,) = sum_grads(containers_loss__mean, (_3,), active=('_3',), scale=_5_bar / broadcast_size(_3))
-    # Grad of: h = np.tanh(h @ params["hidden"][i])    [golden/examples.py:271:9]
+    # Grad of: h = np.tanh(h @ params["hidden"][i])    [golden/examples.py:284:9]
     h_2_bar = matmul_lhs_bar(_3_bar, h_2, params_hidden_1)
     params_hidden_1_bar = matmul_rhs_bar(_3_bar, h_2, params_hidden_1)
-    # Grad of: h = np.tanh(h @ params["hidden"][i])    [golden/examples.py:271:9]
+    # Grad of: h = np.tanh(h @ params["hidden"][i])    [golden/examples.py:284:9]
     _2_bar = unbroadcast(dh_2_d2 * h_2_bar, _2)
     h_bar = matmul_lhs_bar(_2_bar, h, params_hidden_0)
     params_hidden_0_bar = matmul_rhs_bar(_2_bar, h, params_hidden_0)
-    # Grad of: h = dense(params["inp"], X)    [golden/examples.py:269:5]
+    # Grad of: h = dense(params["inp"], X)    [golden/examples.py:282:5]
     dh_d1_x_h_bar = dh_d1 * h_bar
     _1_bar = unbroadcast(dh_d1_x_h_bar, _1)
     params_inp_b_bar = unbroadcast(dh_d1_x_h_bar, params_inp_b)

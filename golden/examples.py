@@ -257,6 +257,19 @@ def rows_loss(X):
 CASES["rows"] = (rows_loss, 0)
 
 
+# reverse over reverse (issue 14): a loss of an array program's gradient, differentiated;
+# its call of the gradient is one "derivative" statement whose adjoint is mlp_tanh_loss's
+# forward over reverse (array_higher.derivative_vjp): a gradient-norm penalty
+mlp_tanh_grad = s2sad.grad(mlp_tanh_loss, argnums=0)
+
+
+def gradient_penalty_loss(W1, b1, W2, X, y):
+    return mlp_tanh_loss(W1, b1, W2, X, y) + 0.1 * np.sum(mlp_tanh_grad(W1, b1, W2, X, y) ** 2)
+
+
+ARRAY_CASES["gradient_penalty"] = (gradient_penalty_loss, (0, 1, 2))
+
+
 # containers (issue 15): parameters in a dict passed whole to a layer helper, a list of
 # layers indexed by the loop counter, and a string that picks a branch; pinned as
 # s2sad.source and s2sad.explain of a grad object called with them once (the flattening,

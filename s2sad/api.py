@@ -28,6 +28,7 @@ from .deep import deeply
 from .derivative import Derivative
 from .errors import S2SADError
 from .frontend import Assumptions, bound, classify, parse_function, recording
+from . import array_higher
 from .array_higher import is_array_derivative, jvp_of_derivative
 from .jvp_vjp import jvp_at, pullback_of, vjp_at
 from .plancache import PLANNING, PlanCache
@@ -340,13 +341,13 @@ def explain(fun: Callable, argnums=0, *, mode: str = "auto") -> Explanation:
             e = explain_containers(d) or _explain(fun, argnums, mode)
         e.lines += getattr(d, "dask_report", [])     # how its last call over dask arrays was split
         if mark.order > 1:      # explain(grad(grad(f))): the path of each level
-            e.lines += nested.explain_levels(mark)
+            e.lines += _levels(mark)
         return e
     fun = target(fun, "explain")
     with bound(fun):
         explanation = _explain(fun, argnums, mode)
     if mark is not None and mark.order > 1:     # explain(grad(grad(f))): the path of each level
-        explanation.lines += nested.explain_levels(mark)
+        explanation.lines += _levels(mark)
     return explanation
 
 
@@ -360,6 +361,17 @@ def explain_containers(d: Derivative) -> Explanation | None:
     e = _explain(sub.fun, sub.argnums, d.mode, sub.layout)
     e.lines[1:1] = lines
     return e
+
+
+def _levels(mark: marks.DerivativeMark) -> list[str]:
+    """Each level's path: nested duals for scalar functions, reverse over reverse for an
+    array program's gradient (array_higher)."""
+    inner = marks.derivative_mark(mark.of)
+    while inner is not None and marks.derivative_mark(inner.of) is not None:
+        inner = marks.derivative_mark(inner.of)
+    if inner is not None and is_array_derivative(inner):
+        return array_higher.explain_levels(mark)
+    return nested.explain_levels(mark)
 
 
 def _explain(fun: Callable, argnums, mode: str, layout=None) -> Explanation:

@@ -10,6 +10,13 @@ path takes it first.
 
 Results are shaped as the derivative's own: one gradient for an int argnums, a tuple
 for a tuple, each like its argument (arguments.as_result); the tangent likewise.
+
+Reverse over reverse: a grad of an array program called inside another array program
+is one statement of the table's "derivative" entry (array_prims/derivcall.py); its VJP
+and JVP are `derivative_vjp` and `derivative_jvp` here (registered with
+marks.entry_point, bound by the builder). For g = grad_a f at x, the adjoint of operand
+i from g's seed v is H_ia v: the tangent of grad_i f along v on the argnums inputs (0
+on the others), from the same forward-over-reverse program jvp(grad(f)) runs.
 """
 from __future__ import annotations
 
@@ -20,9 +27,10 @@ import numpy as np
 from . import marks
 from .arguments import as_result, as_value, check_args, converted, dtype_of
 from .errors import NonScalarLossError, S2SADError, ShapeError
-from .frontend import location_of
+from .linalg_base import Parts
+from .frontend import bound, location_of
 from .passes.array_jvp import array_hvp, tangent_plans
-from .plans import compiled
+from .plans import compiled, compiled_array
 from .targets import bind
 
 
@@ -43,8 +51,14 @@ def jvp_of_derivative(mark: marks.DerivativeMark, primals: Sequence[Any], tangen
     program's grad or value_and_grad; otherwise the marks refusal."""
     if not is_array_derivative(mark):
         raise marks.higher_order_error(mark, None)
+    with bound(mark.derivative.fun):    # the plan reads this function's cells and globals (a closure's)
+        return _jvp_of_array_derivative(mark, primals, tangents, backend)
+
+
+def _jvp_of_array_derivative(mark: marks.DerivativeMark, primals: Sequence[Any], tangents: Sequence[Any],
+                             backend: str):
     d = mark.derivative
-    c = compiled(d.fun)
+    c = compiled_array(d.fun)       # (compiled(d.fun) itself, for an array program)
     if len(primals) != len(tangents):
         raise ShapeError("jvp needs one tangent per primal", hint="Pass tangents of the same structure.")
     primals = converted(tuple(primals), range(len(primals)))
@@ -98,3 +112,105 @@ def hvp_source(fun, grad_argnums: tuple[int, ...], argnums: tuple[int, ...] | No
                          hint="hvp_source shows the forward-over-reverse program of array programs only.")
     argnums = tuple(sorted(set(argnums if argnums is not None else grad_argnums) | set(grad_argnums)))
     return tangent_plans(c).hvp_source(argnums, tuple(grad_argnums))
+
+
+# ---------------------------------------------------------------- a derivative called inside a program
+
+@marks.entry_point("derivative_plan")
+def derivative_plan(d) -> None:
+    """Plan the function of the Derivative `d` (called inside an array program being
+    built): its refusal, if any, is raised now; the plan is cached for the VJP."""
+    with bound(d.fun):
+        compiled_array(d.fun)
+
+
+@marks.entry_point("derivative_vjp")
+def derivative_vjp(fn, active: tuple[int, ...], seed, args: tuple) -> tuple:
+    """The adjoints of `args[i]` for i in `active` (in that order) of the call
+    `fn(*args)` inside an array program, `fn` a grad or value_and_grad of an array
+    program, its output's adjoint `seed` (a Parts for a tuple output)."""
+    mark = marks.derivative_mark(fn)
+    with bound(mark.derivative.fun):    # the plan reads this function's cells and globals (a closure's)
+        return _derivative_vjp(mark, active, seed, args)
+
+
+def _derivative_vjp(mark: marks.DerivativeMark, active: tuple[int, ...], seed, args: tuple) -> tuple:
+    d = mark.derivative
+    c = compiled_array(d.fun)     # (a fused loss's too: its forward over reverse is an array plan's)
+    primals = bind(d.fun, converted(tuple(args), range(len(args))), {})
+    n = len(c.params)
+    grad_argnums = tuple(i % n for i in d.argnums)
+    value_seed, grad_seeds = _seeds(mark, seed)
+    along: dict[int, Any] = {}      # argument -> its tangent: the seed of its gradient
+    for i, s in zip(grad_argnums, grad_seeds):
+        if s is not None:
+            s = _like(s, primals[i])
+            along[i] = along[i] + s if i in along else s
+    wanted = tuple(sorted(set(active)))
+    argnums = tuple(sorted(set(along) | set(wanted)))
+    check_args(c, primals, argnums)
+    tans = [along[i] if i in along else _zero_like(primals[i]) for i in argnums]
+    _, grads, grad_dots = array_hvp(c, primals, tans, argnums, wanted, d.backend, value=False)
+    out = {}
+    for i, g, g_dot in zip(wanted, grads, grad_dots):
+        bar = g_dot if value_seed is None else g_dot + value_seed * g
+        out[i] = as_result(bar, primals[i])
+    return tuple(out[i] for i in active)
+
+
+@marks.entry_point("derivative_jvp")
+def derivative_jvp(fn, args: tuple, tangents: tuple):
+    """The tangent of `fn(*args)` along `tangents` (None: a constant operand), `fn` a grad
+    or value_and_grad of an array program: a Parts for a tuple output."""
+    mark = marks.derivative_mark(fn)
+    tans = tuple(_zero_like(a) if t is None else t for a, t in zip(args, tangents))
+    with bound(mark.derivative.fun):    # (a fused loss's too: derivative_plan took it)
+        _, dot = _jvp_of_array_derivative(mark, tuple(args), tans, "auto")
+    if mark.made_by == "value_and_grad":
+        return Parts(dot)
+    return Parts(dot) if isinstance(mark.derivative.argnums_spec, (tuple, list)) else dot
+
+
+def _seeds(mark, seed):
+    """(the value's seed or None, one seed per gradient or None) from g's output's adjoint."""
+    many = isinstance(mark.derivative.argnums_spec, (tuple, list))
+    if mark.made_by == "value_and_grad":
+        value_seed, grad_seed = seed[0], seed[1]
+        return value_seed, (grad_seed,)
+    return None, (tuple(seed) if many else (seed,))
+
+
+def _like(seed, primal):
+    """A seed as an array of its argument's shape (a unit seed 1.0 for a 0-d one)."""
+    dtype = dtype_of(primal)
+    if isinstance(primal, np.ndarray):
+        return np.broadcast_to(np.asarray(seed, dtype=dtype), primal.shape)
+    return float(np.asarray(seed).reshape(()))
+
+
+def _zero_like(a):
+    if isinstance(a, np.ndarray):
+        return np.zeros(a.shape, dtype=a.dtype if a.dtype.kind == "f" else np.float64)
+    return 0.0
+
+
+def explain_levels(mark: marks.DerivativeMark) -> list[str]:
+    """For explain of grad(grad(f)) (and deeper) where f is an array program: the path of
+    each level, outermost first (reverse over reverse, not nested duals)."""
+    lines = [f"  higher order: {mark.describe()}, a derivative of order {mark.order}, reverse over reverse "
+             "(array programs)"]
+    m, level = mark, mark.order
+    while m is not None:
+        nums = m.derivative.argnums_spec if m.derivative is not None else "-"
+        if level == mark.order:
+            path = "the generated derivative of a program that calls the level below (one 'derivative' statement)"
+        elif level > 1:
+            path = ("called by the level above; its adjoint needs a derivative of order 3 of the array program "
+                    "below, refused where it is differentiated")
+        else:
+            path = ("forward: its compiled gradient program; its adjoint: the Hessian of the level below times the "
+                    "seed, from that program's forward over reverse (hvp sweep)")
+        lines.append(f"    level {level}: {m.describe()} (argnums {nums}): {path}")
+        m, level = marks.derivative_mark(m.of), level - 1
+    lines.append(f"    level 0: {marks.function_name(mark.innermost())}: an array program")
+    return lines

@@ -46,6 +46,8 @@ FUSED = {
     "row_log_softmax": "z - max, then minus log(sum(exp)) along the last axis, fused (one pass per row)",
     "row_softmax": "exp(z - max) / sum(...) along the last axis, fused (one pass per row)",
     "row_logsumexp": "max + log(sum(exp(z - max))) along the last axis, fused (one pass per row)",
+    "derivative": "a call g(...) of g = s2sad.grad(f) or s2sad.value_and_grad(f), f an array program (its VJP: "
+                  "f's Hessian times the seed, forward over reverse)",
 }
 
 

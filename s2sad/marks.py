@@ -10,9 +10,10 @@ Invariants:
 - `user_function_of(value)` is the user's function inside an object s2sad made with
   @s2sad.differentiate (an instance of `HoldsUserFunction`), else None.
 - `higher_order_error` is the one refusal of a derivative met where a function to
-  differentiate was expected and s2sad cannot differentiate it again (a pullback, a
-  derivative of an array program): it names the composition (`describe`) and its order.
-  A derivative of a scalar function is differentiated again (nested.py, normcalls.py).
+  differentiate was expected and s2sad cannot differentiate it again (a pullback, a call
+  it cannot take): it names the composition (`describe`) and its order. A derivative of
+  a scalar function is differentiated again (nested.py, normcalls.py), one of an array
+  program through a "derivative" statement (passes/derivcalls.py).
 - The recognisers run no user code: no getattr that could reach a user's __getattr__.
 - `is_entry_point(value, role)` recognises s2sad's own entry points (`s2sad.broadcast`)
   where user code calls them, by identity: api registers each with `entry_point` when it
@@ -104,13 +105,14 @@ def higher_order_error(mark: DerivativeMark, used_at: SourceLocation | None,
     if not why and mark.derivative is None:
         why = "a pullback has no program s2sad can differentiate again"
     why = why or (f"differentiating it again (a derivative of order {mark.order + 1}, a higher-order derivative) "
-                  "is supported for derivatives of scalar functions of numbers, and this is not one (its "
-                  "function is an array program, or code s2sad cannot read as a scalar function)")
+                  "is supported for derivatives of scalar functions of numbers (nested duals) and of array "
+                  "programs called by name inside another (reverse over reverse), and this is neither")
     return HigherOrderNotSupportedError(
         f"this function is {mark.describe()}, a derivative made by s2sad; {why}", where,
         hint="Higher-order derivatives are compiled for scalar functions of numbers (grad(grad(f)), "
-             "broadcast(grad(f), x)); otherwise write the derivative by hand as a Python function and "
-             "differentiate that, or register its derivative with s2sad.defrule.")
+             "broadcast(grad(f), x)) and for array programs (hessian, jvp(grad(f)), a loss calling g = grad(f) "
+             "by name); otherwise write the derivative by hand as a Python function and differentiate that, or "
+             "register its derivative with s2sad.defrule or s2sad.defvjp.")
 
 
 _ENTRY_POINTS: dict[str, Callable] = {}   # role -> the function of api that plays it

@@ -201,20 +201,31 @@ def compiled(fun: Callable, layout: Layout | None = None) -> Compiled:
     return PLANS.get(fun, serves, lambda: _plan(fun, layout), layout)
 
 
+def compiled_array(fun: Callable) -> ArrayCompiled:
+    """The plan of `fun` as an array program whatever its route: the fused sum of one
+    kernel too (one KernelSum statement), for what only array plans have (forward over
+    reverse: the VJP of a fused loss's gradient called inside a program, array_higher).
+    Cached apart from `compiled`'s plan (variant "array")."""
+    c = compiled(fun)
+    if not c.fused:
+        return c
+    return PLANS.get(fun, serves, lambda: _plan(fun, force=ARRAY), "array")
+
+
 def serves(c, fun: Callable) -> bool:
     return c.assumptions.hold(fun)
 
 
-def _plan(fun: Callable, layout: Layout | None = None):
+def _plan(fun: Callable, layout: Layout | None = None, force: str | None = None):
     """The plan of `fun` (with its container arguments as leaves, given `layout`): its
-    route chosen once by analysis (passes/routes.py), then that route's planner; what
-    it refuses is the user's error, raised located."""
+    route chosen once by analysis (passes/routes.py), then that route's planner (or the
+    planner `force` names); what it refuses is the user's error, raised located."""
     pf = entry_function(parse_function(fun))
     with recording() as log:
         if layout is not None:      # (the helpers it reads to pass them containers are assumptions too)
             pf = flatten_parameters(pf, layout)
         route = route_of(pf)
-        c = _BUILD[route.kind](fun, pf)
+        c = _BUILD[force or route.kind](fun, pf)
     c.route = route
     c.assumptions = Assumptions(log, PlanCache.key_of(fun))
     return c

@@ -22,15 +22,15 @@ from __future__ import annotations
 
 import sys
 
-from . import (contractions, joins, linalg, moves, padding, prim, products, reductions, rowfused, scans, selecting,
-               shapes, softmaxes, stacking, stats)
+from . import (contractions, derivcall, joins, linalg, moves, padding, prim, products, reductions, rowfused, scans,
+               selecting, shapes, softmaxes, stacking, stats)
 from .linalg import Linalg
 from .ops import Copy, Index, Join, PrimOp, Product, Reduce, Repeat, Reshape, Tile, Transpose, User
 from .prim import Prim, StaticRefusal
 from .user import USER_VJPS, register_vjp, user_vjp
 
 FAMILIES = (reductions, products, shapes, joins, moves, stacking, padding, selecting, linalg, contractions, stats,
-            scans, softmaxes, rowfused)
+            scans, softmaxes, rowfused, derivcall)
 PRIMS: dict[str, Prim] = {p.name: p for family in FAMILIES for p in family.PRIMS}
 # every name VJP/JVP texts may call (array_rules.HELPERS): prim.py's, and those a family module lists
 HELPER_NAMES = prim.HELPER_NAMES.union(*(getattr(family, "HELPER_NAMES", ()) for family in FAMILIES))

@@ -67,6 +67,13 @@ class Prim:
     # forward over reverse (passes/hvp_sweep, kind "own"): second(i, g, args, arg_dots,
     # out, out_dot, p) -> source of the VJP's tangent with the seed g held fixed
     second: Callable[..., str] | None = None
+    # one call for all the operands, where a VJP or JVP per operand would repeat its work
+    # (array_prims/derivcall.py): vjps(active, g, args, out, p) -> source of a tuple of the
+    # adjoints of the operands at positions `active`; jvps(dots, args, out, p) -> source of
+    # the output's tangent from the operands' tangents (None: constant). The writers take
+    # these before `vjp` / `jvp` (reverse_sweep, tangent_sweep)
+    vjps: Callable[..., str] | None = None
+    jvps: Callable[..., str] | None = None
 
     def result_of(self, spelling: str) -> str:
         return self.results.get(spelling, self.result)

@@ -15,12 +15,14 @@ import numpy as np
 
 from .. import array_prims
 from ..array_prims import PrimOp, Product
+from ..array_prims.derivcall import DerivativeCall
 from ..array_prims.rowfused import RowFused
 from ..errors import NonScalarLossError
 from ..frontend import location_of, shown_location as _short
 from ..kernel_text import unparse
 from .adjoint_text import text_of
 from .arrayir import ArrayProgram, ArrayStmt, ForStmt, IfStmt, KernelSum, Py, walk_stmts
+from .derivcalls import derivative_call_text
 from .kernelpairs import choose_mode, row_reduction
 from .reverse import Generator
 
@@ -169,6 +171,8 @@ class ArrayCompiled:
                         and rule.forward([text_of(a) for a in st.args], {}) is not None:
                     what += ("; fused along the last axis: max, shift, exp, sum, log (and divide) in one pass per "
                              "row (s2sad.rowsoftmax, 2-D float arrays; elsewhere scipy's own)")
+                if isinstance(st.op, DerivativeCall):
+                    what = derivative_call_text(st.op, self.program.free)
                 if isinstance(st.op, RowFused):
                     what = (f"row fusion (passes/rowfusion): the max-shifted {rule.name[4:]} of {st.args[0]} along "
                             f"axis {unparse(st.op.axis)} written with numpy (max, shift, exp, sum, log/divide), "

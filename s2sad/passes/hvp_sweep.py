@@ -24,6 +24,8 @@ The adjoint s2sad writes (reverse_sweep.py) is differentiated term by term:
   products, prod_bar's own tangent for prod, nothing for max/min (a piecewise-constant
   mask) and for the primitives that only move elements. A primitive not in
   `SECOND_ORDER` (a defvjp rule, a new entry) is refused, located, naming the level;
+- an in-place write or a list append (a functional update) has adjoints linear in the
+  seed that read only shapes: their tangents take the seed's tangent;
 - loops push every value and tangent their reverse reads on a tape; `if`s branch on
   the same condition.
 """
@@ -38,7 +40,8 @@ from ..errors import UnsupportedOperationError
 from ..frontend import location_of, shown_location as _short, source_line as _line
 from ..kernel_text import unparse
 from .adjoint_text import grad_of_line, names_read, param_texts, text_of, tuple_text
-from .arrayir import ArrayProgram, ArrayStmt, ForStmt, IfStmt, KernelSum, RunKernel, is_kernel, walk_stmts
+from .arrayir import (ArrayProgram, ArrayStmt, ForStmt, IfStmt, KernelSum, ListAppend, RunKernel, SetItem, is_kernel,
+                      walk_stmts)
 from .tangent_sweep import TangentSweep
 
 # what the tangent of a primitive's VJP adds to the VJP of the seed's tangent, by entry:
@@ -58,14 +61,16 @@ SECOND_ORDER = {
 
 
 class _Tape:
-    """A loop's tape in the forward sweep: its names known once its reverse is written."""
+    """A loop's tape in the forward sweep: its names known once its reverse is written.
+    A counted loop's (a while, a break) is pushed every iteration, names or not: its
+    length is the number of iterations the reverse walks."""
 
-    def __init__(self, indent: str, name: str, init: bool):
-        self.indent, self.name, self.init = indent, name, init
+    def __init__(self, indent: str, name: str, init: bool, counted: bool = False):
+        self.indent, self.name, self.init, self.counted = indent, name, init, counted
         self.names: list[str] = []
 
     def text(self) -> str | None:
-        if not self.names:
+        if not self.names and not self.counted:
             return None
         return f"{self.indent}{self.name} = []" if self.init else \
             f"{self.indent}{self.name}.append({tuple_text(self.names)})"
@@ -122,7 +127,7 @@ class ForwardOverReverse(TangentSweep):
 
     def loop(self, st: ForStmt, ind: str, out: list) -> None:
         tape = self.namer.fresh("tape")
-        init, push = _Tape(ind, tape, True), _Tape(ind + "    ", tape, False)
+        init, push = _Tape(ind, tape, True, st.counted), _Tape(ind + "    ", tape, False, st.counted)
         self.tapes[id(st)] = (tape, init, push, set())
         out.append(init)
         super().loop(st, ind, out)
@@ -157,7 +162,7 @@ class ForwardOverReverse(TangentSweep):
         shown = (text_of(res), self.dot_text(res))
         if not self.value and isinstance(res, str):
             shown = (shown[0], _drop_unread(lines, rev, shown[1]))
-            shown = (_drop_unread(lines, rev, shown[0]), shown[1])
+            shown = (_drop_unread(lines, rev + [shown[1]], shown[0]), shown[1])    # (zeros_bar(loss) reads it)
         sig = ", ".join(list(p.params) + [self.dot(p.params[i]) for i in self.argnums])
         sig += ", *, " + ", ".join(p.free) if p.free else ""
         head = (f"# Tangent of the gradient of: {_line(p.pf.filename, p.return_node)}    "
@@ -216,6 +221,9 @@ class ForwardOverReverse(TangentSweep):
         if is_kernel(st.op):
             self.reverse_kernel(st, g, gd, ind, out, init)
             return
+        if isinstance(st.op, (SetItem, ListAppend)):
+            self.reverse_update(st, g, gd, ind, out, init)
+            return
         rule = array_prims.of(st.op)
         kind = SECOND_ORDER.get(rule.name) if rule is not None else None
         if kind is None:
@@ -249,6 +257,22 @@ class ForwardOverReverse(TangentSweep):
                                   self.dot_text(st.target), params)
                 term_dot = f"{term_dot} + {own}"
             self.contribute(a, rule.vjp(i, g, args, st.target, params), term_dot, ind, out, init)
+
+    def reverse_update(self, st: ArrayStmt, g: str, gd: str, ind: str, out: list, init: set) -> None:
+        """A functional update's adjoints (reverse_sweep's) are linear in the seed and
+        read the operands' shapes only: their tangents are the same with the seed's tangent."""
+        a, b = st.args
+        if isinstance(st.op, SetItem):
+            index = unparse(st.op.index)
+            # the value's first, as reverse_sweep orders them: the base's may zero the seed's
+            # elements in place (write_helpers.set_items_base_bar) when no other name holds it
+            terms = [(b, lambda s: f"{st.op.value_bar}({s}, {index}, {text_of(b)})"),
+                     (a, lambda s: f"{st.op.base_bar}({s}, {index})")]
+        else:
+            terms = [(a, lambda s: f"{st.op.base_bar}({s})"), (b, lambda s: f"{st.op.item_bar}({s})")]
+        for x, term in terms:
+            if self.is_active(x):
+                self.contribute(x, term(g), term(gd), ind, out, init)
 
     def seeds_kernel_only(self, name: str, st: ArrayStmt, init: set) -> bool:
         """Is `name` read by `st` alone (once), made by an array kernel, and not the
@@ -347,7 +371,17 @@ class ForwardOverReverse(TangentSweep):
         defined |= {ph.name for s in walk_stmts(st.body) if not isinstance(s, ArrayStmt) for ph in s.phis}
         defined |= {ph.name for ph in st.phis}
         defined |= set(self.generated_in(st))
-        need = sorted((names_read("\n".join(lines)) & defined) - {st.var})
+        text = "\n".join(lines)
+        need = sorted((names_read(text) & defined) - {st.var})
+        if st.counted:      # its iterations are the tape's entries: the loop variable on it too
+            need += [st.var] if st.range_args is not None and st.var in names_read(text) else []
+            push.names = init_tape.names = need
+            out.append(f"{ind}for {tuple_text(need) if need else '_'} in reversed({tape}):  "
+                       f"# Grad of: {_line(st.ctx.filename, st.node)}")
+            out.extend(lines or [f"{i2}pass"])
+            for ph in phis:
+                self.contribute(ph.first, self.bar(ph.name), self.bar_dot(ph.name), ind, out, init)
+            return
         push.names = init_tape.names = need
         rng = f"range({', '.join(unparse(a) for a in st.range_args)})"
         if need:

@@ -27,6 +27,7 @@ from ..errors import UnsupportedOperationError
 from ..frontend import MISSING, attribute_value
 from .arrayir import Const, operand_expr
 from .arrayscope import LocalFn
+from .derivcalls import derivative_statement
 from .primforms import FORMS
 from .primhints import form_hint, refuse_form, root_name, unsupported
 from .primoperands import OperandCalls
@@ -51,8 +52,8 @@ class PrimCalls(OperandCalls):
             if t is not None:
                 return self.unpacked(prim, t, e, scope) if prim.outputs is not None else t
         vjps = array_prims.user_vjp(value)
-        if vjps is None:
-            return None
+        if vjps is None:    # a grad s2sad made, of an array program: one statement (derivcalls)
+            return derivative_statement(self, value, e, scope, want)
         label = self.b.label(e.func)
         xs = [self.b.array(a, scope) for a in e.args]
         if e.keywords:

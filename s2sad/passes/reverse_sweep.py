@@ -141,6 +141,10 @@ class ReverseSweep:
                                             hint=register_hint(what, call_params(st.node)))
         args = [text_of(a) for a in st.args]
         params = param_texts(st)
+        if rule.vjps is not None:     # one call gives every active operand's adjoint
+            act = [i for i, a in enumerate(st.args) if self.is_active(a)]
+            self.contribute_call([st.args[i] for i in act], rule.vjps(act, g, args, t, params), ind, out, init)
+            return
         for i, a in enumerate(st.args):
             if self.is_active(a):
                 if rule.factors is not None and self.seeds_pullback_only(a, st):

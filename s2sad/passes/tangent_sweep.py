@@ -13,9 +13,11 @@ differentiated arguments (adjoint_analysis.active_names: the same activity as th
 adjoint), its tangent line `x_dot`: elementwise kernels in one pass of the runtime's `jvp` (their
 dual: the one rules table), a kernel summed by the sum of its tangent kernel
 (passes/tangent_kernels.py), scalar kernels through their dual's partials, array primitives through their entry's `jvp`
-text (the output's tangent is the sum over its active operands). A primitive whose
+text (the output's tangent is the sum over its active operands), in-place writes and
+lists grown in loops (SetItem, ListAppend: linear) as the same update of the tangents. A primitive whose
 entry has no `jvp` (a `defvjp` rule) is refused, located at the user's line.
-Loops carry each active phi's tangent beside it; `if`s join the tangents of both
+Loops carry each active phi's tangent beside it (a while loop, its test at the head of
+its body, and a break, as the forward sweep runs them); `if`s join the tangents of both
 branches as they join the values. The program is never changed; names come from a
 copy of its Namer (AdjointContext).
 """
@@ -31,7 +33,8 @@ from ..frontend import location_of, shown_location as _short, source_line as _li
 from ..kernel_text import unparse
 from .adjoint_context import AdjointContext
 from .adjoint_text import param_texts, text_of, tuple_text
-from .arrayir import ArrayProgram, ArrayStmt, Const, ForStmt, IfStmt, KernelSum, Py, RunKernel, is_kernel, walk_stmts
+from .arrayir import (ArrayProgram, ArrayStmt, Const, ForStmt, IfStmt, KernelSum, ListAppend, LoopExit, Py, RunKernel,
+                      SetItem, is_kernel, walk_stmts)
 from .tangent_kernels import TangentKernels
 
 
@@ -130,9 +133,15 @@ class TangentSweep:
                 self.branch(st, ind, out)
 
     def stmt(self, st: ArrayStmt, ind: str, out: list) -> None:
+        if isinstance(st.op, LoopExit):     # a while's test, at the head of its body
+            out.append(f"{ind}if not {text_of(st.args[0])}:\n{ind}    break")
+            return
         active = self.is_active(st.target)
         if is_kernel(st.op):
             self.kernel(st, ind, out, active)
+            return
+        if isinstance(st.op, (SetItem, ListAppend)):
+            self.functional_update(st, ind, out, active)
             return
         prim = array_prims.of(st.op)
         args = [text_of(a) for a in st.args]
@@ -150,9 +159,33 @@ class TangentSweep:
                 hint="Use s2sad.vjp or s2sad.grad for this function, or write the operation with numpy "
                      "primitives s2sad knows.")
         params = param_texts(st)
+        if prim.jvps is not None:     # one call from every operand's tangent
+            dots = [self.dot(a) if self.is_active(a) else None for a in st.args]
+            out.append(f"{ind}{self.dot(st.target)} = {prim.jvps(dots, args, st.target, params)}")
+            return
         terms = [prim.jvp(i, self.dot(a), args, st.target, params) for i, a in enumerate(st.args)
                  if self.is_active(a)]
         out.append(f"{ind}{self.dot(st.target)} = {' + '.join(terms)}")
+
+    def functional_update(self, st: ArrayStmt, ind: str, out: list, active: bool) -> None:
+        """`y_2 = set_items(y, index, v)` and `hs_2 = list_append(hs, item)`: linear in
+        their operands, so the tangent is the same update of the operands' tangents. A
+        differentiated value written into an integer array is refused (the forward
+        sweep's setter, differentiated=True), as numpy would truncate it."""
+        a, b = (text_of(x) for x in st.args)
+        if isinstance(st.op, SetItem):
+            index = unparse(st.op.index)
+            line = f"{st.op.setter}({a}, {index}, {b}, differentiated=True)" if self.is_active(st.args[1]) \
+                else unparse(st.forward)
+            out.append(f"{ind}{st.target} = {line}")
+            if active:
+                out.append(f"{ind}{self.dot(st.target)} = {st.op.setter}({self.dot_text(st.args[0])}, {index}, "
+                           f"{self.dot_text(st.args[1])})")
+            return
+        out.append(f"{ind}{st.target} = {unparse(st.forward)}")
+        if active:
+            out.append(f"{ind}{self.dot(st.target)} = {st.op.appender}({self.dot_text(st.args[0])}, "
+                       f"{self.dot_text(st.args[1])})")
 
     def kernel(self, st: ArrayStmt, ind: str, out: list, active: bool) -> None:
         """A kernel's value, and its tangent: the tangent kernel over the inputs and the
@@ -201,7 +234,10 @@ class TangentSweep:
             out.append(f"{ind}{ph.name} = {text_of(ph.first)}")
             if self.is_active(ph.name):
                 out.append(f"{ind}{self.dot(ph.name)} = {self.dot_text(ph.first)}")
-        out.append(f"{ind}for {st.var} in range({', '.join(unparse(a) for a in st.range_args)}):")
+        if st.range_args is None:
+            out.append(f"{ind}while True:  # {_line(st.ctx.filename, st.node)}")
+        else:
+            out.append(f"{ind}for {st.var} in range({', '.join(unparse(a) for a in st.range_args)}):")
         inner: list = []
         self.body(st.body, ind + "    ", inner)
         self.loop_end(st, ind + "    ", inner)
@@ -215,6 +251,8 @@ class TangentSweep:
                 values.append(self.dot_text(ph.second))
         if names:
             inner.append(f"{ind}    {', '.join(names)} = {', '.join(values)}")
+        if st.stop is not None:     # a break: this iteration counts (on a tape), the loop ends
+            inner.append(f"{ind}    if {text_of(st.stop)}:\n{ind}        break")
         out.extend(inner or [f"{ind}    pass"])
 
     def loop_end(self, st: ForStmt, ind: str, body: list) -> None:
