@@ -1,4 +1,6 @@
-"""The threads the runtime splits a large call across (fastpath.split, threaded_sum_dual).
+"""The threads the runtime splits a large call across (fastpath.threaded_sum_dual,
+fastpath.fast_apply, gemm): the count allowed, the pool, running chunks on it. How many
+of them a call uses is threadchoice.py's choice, unless S2SAD_NUM_THREADS forces it.
 
 Invariants:
 - `num_threads()` is always in 1..max_threads(): S2SAD_NUM_THREADS when it is such an
@@ -54,6 +56,15 @@ def num_threads() -> int:
     if n > cap:
         return _bad(env, f"is more than {MAX_PER_CORE} threads per core ({default_threads()} cores)", cap)
     return n
+
+
+def forced_threads() -> int | None:
+    """The count S2SAD_NUM_THREADS forces (as num_threads reads it, bad values warned
+    about and replaced), or None when it is unset or empty: the count is then chosen
+    per kernel by timing (threadchoice.py)."""
+    if not os.environ.get(ENV):
+        return None
+    return num_threads()
 
 
 def _bad(value: str, why: str, used: int) -> int:
