@@ -6,14 +6,16 @@ row from 200,000 to 4M elements; on an idle one they are up to 2x faster). So ea
 compiled kernel signature keeps a `ThreadChooser`, and it one `Bucket` per size class
 (log2 of the element count), which times the calls it serves:
 
-- probing: the calls alternate one thread and N (`threads.default_threads()`), PROBES of
-  each, every call timed (perf_counter_ns around it) per element, since a bucket spans
-  sizes a factor 2 apart;
-- settled: N when its median time per element was at least MARGIN below one thread's,
-  else one thread (a tie goes to one thread: the default is never slower than it);
-- re-probing after REPROBE_EVERY settled calls, or after SLOW_STRIKES calls in a row
-  that took SLOW_FACTOR times the settled time per element, so that a machine that
-  becomes busy (or free) is followed.
+- probing: the calls alternate one thread and N (`threads.default_threads()`), a warm-up
+  and PROBES timed calls of each (perf_counter_ns around the call), per element, since
+  a bucket spans sizes a factor 2 apart;
+- settled: N when its mean time per element was at least MARGIN below one thread's,
+  else one thread (a tie goes to one thread: the default is never slower than it). The
+  mean, not the median: on a loaded machine N threads are often fast and sometimes 10x
+  slow (a pool thread waits for the scheduler), and the user pays the mean;
+- re-probing after REPROBE_EVERY settled calls, or as soon as a running mean of the
+  settled calls (weight SMOOTHING each) is SLOW_FACTOR times the probe's, so that a
+  machine that becomes busy (or free) is followed.
 
 Invariants:
 - S2SAD_NUM_THREADS set: that count, every call, nothing timed (`threads.forced_threads`).
@@ -31,29 +33,29 @@ from typing import Callable
 from .locks import ForkSafeLock
 from .threads import default_threads, forced_threads
 
-PROBES = 3              # timed calls of each count before settling
+PROBES = 3              # timed calls of each count that decide, after one warm-up call each
 MARGIN = 0.05           # N threads must be this much faster per element than one
 REPROBE_EVERY = 256     # settled calls between two probes
-SLOW_FACTOR = 2.0       # a call this much slower than the settled time is a strike
-SLOW_STRIKES = 2        # strikes in a row that start a new probe
+SLOW_FACTOR = 1.5       # settled calls' running mean this far over the probe's: probe again
+SMOOTHING = 0.125       # weight of a call in that running mean
 
 
 class Bucket:
     """One size class of one kernel signature: its probe samples and its choice."""
 
-    __slots__ = ("most", "samples", "choice", "expected", "calls", "strikes")
+    __slots__ = ("most", "samples", "choice", "expected", "recent", "calls")
 
     def __init__(self, most: int) -> None:
         self.most = most
         self.probe()
 
     def probe(self) -> None:
-        """Start (again) measuring: no choice until both counts have PROBES samples."""
+        """Start (again) measuring: no choice until both counts have 1 + PROBES samples."""
         self.samples: dict[int, list[float]] = {1: [], self.most: []}
         self.choice = 0
         self.expected = 0.0
+        self.recent = 0.0
         self.calls = 0
-        self.strikes = 0
 
     def next_count(self) -> int:
         """The thread count for the next call: the settled choice, or while probing the
@@ -73,25 +75,26 @@ class Bucket:
         if count != self.choice:       # a call that started before the choice changed
             return
         self.calls += 1
-        self.strikes = self.strikes + 1 if per_element > SLOW_FACTOR * self.expected else 0
-        if self.calls >= REPROBE_EVERY or self.strikes >= SLOW_STRIKES:
+        self.recent += SMOOTHING * (per_element - self.recent)
+        if self.calls >= REPROBE_EVERY or self.recent > SLOW_FACTOR * self.expected:
             self.probe()
 
     def _settle_if_measured(self) -> None:
         one, many = self.samples[1], self.samples[self.most]
-        if len(one) < PROBES or len(many) < PROBES:
+        if len(one) <= PROBES or len(many) <= PROBES:
             return
-        t_one, t_many = _median(one), _median(many)
+        # the mean, which is what the calls cost (2 threads on a loaded machine are often
+        # fast and sometimes 10x slow); the first call of each, a warm-up, left out
+        t_one, t_many = _mean(one[1:]), _mean(many[1:])
         if t_many < (1.0 - MARGIN) * t_one:
             self.choice, self.expected = self.most, t_many
         else:
             self.choice, self.expected = 1, t_one
+        self.recent = self.expected
 
 
-def _median(values: list[float]) -> float:
-    s = sorted(values)
-    mid = len(s) // 2
-    return s[mid] if len(s) % 2 else 0.5 * (s[mid - 1] + s[mid])
+def _mean(values: list[float]) -> float:
+    return sum(values) / len(values)
 
 
 def size_class(n: int) -> int:

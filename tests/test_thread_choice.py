@@ -14,7 +14,9 @@ import pytest
 
 import s2sad
 from s2sad import fastpath, gemm, threadchoice
-from s2sad.threadchoice import MARGIN, PROBES, REPROBE_EVERY, SLOW_STRIKES, ThreadChooser, size_class
+from s2sad.threadchoice import MARGIN, PROBES, REPROBE_EVERY, SLOW_FACTOR, ThreadChooser, size_class
+
+ROUND = 2 * (PROBES + 1)      # a probe's calls: a warm-up and PROBES timed calls of each count
 
 
 class FakeClock:
@@ -58,28 +60,36 @@ def calls(chooser: ThreadChooser, clock: FakeClock, n: int, k: int) -> list[int]
 def test_probes_alternate_then_the_faster_count_is_kept(four_cores, one, many, chosen):
     clock = FakeClock({1: one, 4: many})
     chooser = ThreadChooser(clock)
-    probe = calls(chooser, clock, 500_000, 2 * PROBES)
-    assert probe == [1, 4] * PROBES
+    probe = calls(chooser, clock, 500_000, ROUND)
+    assert probe == [1, 4] * (PROBES + 1)
     assert chooser.choices() == {size_class(500_000): chosen}
     assert calls(chooser, clock, 500_000, 50) == [chosen] * 50
 
 
-def test_one_outlier_among_the_probes_does_not_decide(four_cores):
+def test_the_warm_up_calls_do_not_decide(four_cores):
+    clock = FakeClock({1: 10.0, 4: 1000.0})     # the first call on 4 threads starts the pool: slow
+    chooser = ThreadChooser(clock)
+    calls(chooser, clock, 500_000, 2)
+    clock.cost[4] = 4.0
+    calls(chooser, clock, 500_000, ROUND - 2)
+    assert chooser.choices() == {size_class(500_000): 4}
+
+
+def test_the_mean_decides_not_the_median(four_cores):
+    """Threads often fast and sometimes 10x slow (a loaded machine): they lose on average."""
     clock = FakeClock({1: 10.0, 4: 4.0})
     chooser = ThreadChooser(clock)
-    clock.cost[4] = 1000.0               # the first call on 4 threads starts the pool: slow
-    chooser.run(500_000, clock.work(500_000))
-    chooser.run(500_000, clock.work(500_000))
-    clock.cost[4] = 4.0
-    calls(chooser, clock, 500_000, 2 * PROBES - 2)
-    assert chooser.choices() == {size_class(500_000): 4}
+    for i in range(ROUND):
+        clock.cost[4] = 60.0 if i == ROUND - 1 else 4.0     # the last timed call on 4 threads
+        chooser.run(500_000, clock.work(500_000))
+    assert chooser.choices() == {size_class(500_000): 1}     # mean (4 + 4 + 60) / 3 > 10
 
 
 def test_sizes_in_one_class_are_compared_per_element(four_cores):
     """A bucket spans a factor 2 of sizes: a larger call is not held against its count."""
     clock = FakeClock({1: 10.0, 4: 6.0})
     chooser = ThreadChooser(clock)
-    for _ in range(PROBES):
+    for _ in range(PROBES + 1):
         chooser.run(600_000, clock.work(600_000))       # one thread, on the smaller size
         chooser.run(1_000_000, clock.work(1_000_000))   # four, on the larger
     assert size_class(600_000) == size_class(1_000_000)
@@ -89,53 +99,61 @@ def test_sizes_in_one_class_are_compared_per_element(four_cores):
 def test_each_size_class_chooses_for_itself(four_cores):
     clock = FakeClock({1: 10.0, 4: 4.0})
     chooser = ThreadChooser(clock)
-    calls(chooser, clock, 300_000, 2 * PROBES)
+    calls(chooser, clock, 300_000, ROUND)
     clock.cost = {1: 10.0, 4: 20.0}
-    calls(chooser, clock, 5_000_000, 2 * PROBES)
+    calls(chooser, clock, 5_000_000, ROUND)
     assert chooser.choices() == {size_class(300_000): 4, size_class(5_000_000): 1}
 
 
 def test_a_machine_that_becomes_free_is_followed_at_the_next_probe(four_cores):
     clock = FakeClock({1: 10.0, 4: 30.0})     # busy: threads lose
     chooser = ThreadChooser(clock)
-    calls(chooser, clock, 500_000, 2 * PROBES)
+    calls(chooser, clock, 500_000, ROUND)
     clock.cost = {1: 10.0, 4: 4.0}            # the other cores are free now
     settled = calls(chooser, clock, 500_000, REPROBE_EVERY)
     assert settled == [1] * REPROBE_EVERY     # one thread is not slower than it was: no strike
-    reprobe = calls(chooser, clock, 500_000, 2 * PROBES)
-    assert reprobe == [1, 4] * PROBES
+    reprobe = calls(chooser, clock, 500_000, ROUND)
+    assert reprobe == [1, 4] * (PROBES + 1)
     assert calls(chooser, clock, 500_000, 10) == [4] * 10
 
 
 def test_a_machine_that_becomes_busy_is_followed_at_once(four_cores):
     clock = FakeClock({1: 10.0, 4: 4.0})
     chooser = ThreadChooser(clock)
-    calls(chooser, clock, 500_000, 2 * PROBES)
+    calls(chooser, clock, 500_000, ROUND)
     clock.cost = {1: 10.0, 4: 40.0}           # another process took the cores: 10x slower
-    slow = calls(chooser, clock, 500_000, SLOW_STRIKES)
-    assert slow == [4] * SLOW_STRIKES         # then a new probe, not 254 more slow calls
-    assert calls(chooser, clock, 500_000, 2 * PROBES) == [1, 4] * PROBES
+    assert calls(chooser, clock, 500_000, 1) == [4]     # then a new probe, not 255 more slow calls
+    assert calls(chooser, clock, 500_000, ROUND) == [1, 4] * (PROBES + 1)
     assert chooser.choices() == {size_class(500_000): 1}
+
+
+def test_a_slower_spell_is_followed_within_a_few_calls(four_cores):
+    clock = FakeClock({1: 10.0, 4: 4.0})
+    chooser = ThreadChooser(clock)
+    calls(chooser, clock, 500_000, ROUND)
+    clock.cost[4] = 4.0 * (SLOW_FACTOR + 1.5)   # slower than one thread now, but not 10x
+    slow = calls(chooser, clock, 500_000, 8)
+    assert slow[:2] == [4, 4] and 1 in slow[2:5]
 
 
 def test_a_single_slow_call_does_not_start_a_probe(four_cores):
     clock = FakeClock({1: 10.0, 4: 4.0})
     chooser = ThreadChooser(clock)
-    calls(chooser, clock, 500_000, 2 * PROBES)
+    calls(chooser, clock, 500_000, ROUND)
     for _ in range(5):
-        clock.cost[4] = 40.0
-        calls(chooser, clock, 500_000, SLOW_STRIKES - 1)
-        clock.cost[4] = 4.0
+        clock.cost[4] = 8.0                     # twice the expected time, once
         assert calls(chooser, clock, 500_000, 1) == [4]
+        clock.cost[4] = 4.0
+        assert calls(chooser, clock, 500_000, 20) == [4] * 20
     assert chooser.choices() == {size_class(500_000): 4}
 
 
 def test_a_new_default_count_measures_afresh(monkeypatch, four_cores):
     clock = FakeClock({1: 10.0, 4: 4.0, 2: 30.0})
     chooser = ThreadChooser(clock)
-    calls(chooser, clock, 500_000, 2 * PROBES)
+    calls(chooser, clock, 500_000, ROUND)
     monkeypatch.setattr(threadchoice, "default_threads", lambda: 2)
-    assert calls(chooser, clock, 500_000, 2 * PROBES) == [1, 2] * PROBES
+    assert calls(chooser, clock, 500_000, ROUND) == [1, 2] * (PROBES + 1)
     assert chooser.choices() == {size_class(500_000): 1}
 
 
@@ -175,7 +193,7 @@ def test_a_failing_call_leaves_the_chooser_usable(four_cores):
         chooser.run(500_000, fail)
     assert chooser.lock.acquire(blocking=False)     # not left held
     chooser.lock.release()
-    assert calls(chooser, clock, 500_000, 2 * PROBES) == [1, 4] * PROBES
+    assert calls(chooser, clock, 500_000, ROUND) == [1, 4] * (PROBES + 1)
     assert chooser.choices() == {size_class(500_000): 4}
 
 
@@ -212,7 +230,7 @@ def test_concurrent_calls_keep_the_chooser_whole(four_cores):
     chooser.clock = fresh
     for b in chooser.buckets.values():
         b.probe()
-    assert calls(chooser, fresh, 500_000, 2 * PROBES) == [1, 4] * PROBES
+    assert calls(chooser, fresh, 500_000, ROUND) == [1, 4] * (PROBES + 1)
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork")
@@ -226,7 +244,7 @@ def test_a_child_forked_while_the_lock_is_held_can_choose(four_cores):
         if pid == 0:
             ok = False
             try:
-                ok = calls(chooser, clock, 500_000, 2 * PROBES) == [1, 4] * PROBES
+                ok = calls(chooser, clock, 500_000, ROUND) == [1, 4] * (PROBES + 1)
             finally:
                 os._exit(0 if ok else 3)
     deadline = time.monotonic() + 60
@@ -283,7 +301,7 @@ def test_probing_changes_no_bit(monkeypatch, four_cores, counts_used, dtype):
     gradient is the same, bit for bit (value, array gradient, scalar gradient)."""
     x = np.random.default_rng(5).uniform(-2.0, 2.0, 3 * fastpath.THREAD_MIN + 17).astype(dtype)
     vg = s2sad.value_and_grad(with_scale, argnums=(0, 1))
-    results = [vg(x, 0.3) for _ in range(2 * PROBES + 2)]
+    results = [vg(x, 0.3) for _ in range(ROUND + 2)]
     assert {1, 4} <= set(counts_used)
     v0, (gx0, ga0) = results[0]
     for v, (gx, ga) in results[1:]:
@@ -310,7 +328,7 @@ def test_a_nan_reaches_the_value_on_any_count(monkeypatch, four_cores):
     x = np.linspace(-1.0, 1.0, 4 * fastpath.THREAD_MIN)
     x[-3] = np.nan                       # in the last chunk
     vg = s2sad.value_and_grad(mean_square)
-    for _ in range(2 * PROBES):
+    for _ in range(ROUND):
         v, g = vg(x)
         assert np.isnan(v) and np.isnan(g[-3]) and np.isfinite(g[0])
 
@@ -319,7 +337,7 @@ def test_the_users_arrays_are_not_written(four_cores):
     x = np.random.default_rng(7).standard_normal(3 * fastpath.THREAD_MIN)
     before = x.copy()
     vg = s2sad.value_and_grad(mean_square)
-    for _ in range(2 * PROBES):
+    for _ in range(ROUND):
         vg(x)
         s2sad.broadcast(np.tanh, x)
     np.testing.assert_array_equal(x, before)
@@ -348,7 +366,7 @@ def test_products_choose_their_threads_and_keep_their_bits(monkeypatch, four_cor
     monkeypatch.delenv("S2SAD_NUM_THREADS")
     chooser = gemm._chooser(x.dtype, 64)
     chooser.buckets.clear()
-    outs = [gemm.matmul(x, w) for _ in range(2 * PROBES)]
+    outs = [gemm.matmul(x, w) for _ in range(ROUND)]
     assert size_class(x.shape[0] * 32 * 64) in chooser.buckets     # timed by the chooser
     for out in outs:
         np.testing.assert_array_equal(out, ref)
