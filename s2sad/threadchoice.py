@@ -12,10 +12,13 @@ compiled kernel signature keeps a `ThreadChooser`, and it one `Bucket` per size 
 - settled: N when its mean time per element was at least MARGIN below one thread's,
   else one thread (a tie goes to one thread: the default is never slower than it). The
   mean, not the median: on a loaded machine N threads are often fast and sometimes 10x
-  slow (a pool thread waits for the scheduler), and the user pays the mean;
-- re-probing after REPROBE_EVERY settled calls, or as soon as a running mean of the
-  settled calls (weight SMOOTHING each) is SLOW_FACTOR times the probe's, so that a
-  machine that becomes busy (or free) is followed.
+  slow (a pool thread waits for the scheduler), and the user pays the mean. A call on
+  N threads (a warm-up too) GIVE_UP times one thread's ends the probe at once: one
+  thread (on a 2-core machine whose other core is busy, that is the first call on 2);
+- re-probing after REPROBE_EVERY settled calls (doubled, up to REPROBE_MAX, each time a
+  probe confirms the choice before it: a machine that stays busy pays for few probes),
+  and, settled on N, as soon as a running mean of the calls (weight SMOOTHING each) is
+  SLOW_FACTOR times the probe's: a machine that becomes busy (or free) is followed.
 
 Invariants:
 - S2SAD_NUM_THREADS set: that count, every call, nothing timed (`threads.forced_threads`).
@@ -35,24 +38,28 @@ from .threads import default_threads, forced_threads
 
 PROBES = 3              # timed calls of each count that decide, after one warm-up call each
 MARGIN = 0.05           # N threads must be this much faster per element than one
-REPROBE_EVERY = 256     # settled calls between two probes
-SLOW_FACTOR = 1.5       # settled calls' running mean this far over the probe's: probe again
+GIVE_UP = 2.0           # a call on N threads this much slower than one thread's: one it is
+REPROBE_EVERY = 256     # settled calls before the next probe...
+REPROBE_MAX = 4096      # ...doubled, up to this, each time a probe confirms the choice before
+SLOW_FACTOR = 1.5       # on N threads, a running mean this far over the probe's: probe again
 SMOOTHING = 0.125       # weight of a call in that running mean
 
 
 class Bucket:
     """One size class of one kernel signature: its probe samples and its choice."""
 
-    __slots__ = ("most", "samples", "choice", "expected", "recent", "calls")
+    __slots__ = ("most", "samples", "choice", "expected", "recent", "calls", "interval", "previous")
 
     def __init__(self, most: int) -> None:
         self.most = most
+        self.interval = REPROBE_EVERY
+        self.choice = 0
         self.probe()
 
     def probe(self) -> None:
         """Start (again) measuring: no choice until both counts have 1 + PROBES samples."""
         self.samples: dict[int, list[float]] = {1: [], self.most: []}
-        self.choice = 0
+        self.previous, self.choice = self.choice, 0
         self.expected = 0.0
         self.recent = 0.0
         self.calls = 0
@@ -76,21 +83,33 @@ class Bucket:
             return
         self.calls += 1
         self.recent += SMOOTHING * (per_element - self.recent)
-        if self.calls >= REPROBE_EVERY or self.recent > SLOW_FACTOR * self.expected:
+        # one thread slower than it was means a busy machine, where threads help less
+        # still: only the periodic probe looks again
+        slow = self.choice != 1 and self.recent > SLOW_FACTOR * self.expected
+        if self.calls >= self.interval or slow:
             self.probe()
 
     def _settle_if_measured(self) -> None:
         one, many = self.samples[1], self.samples[self.most]
+        if one and many:
+            ref = _mean(one[1:]) if len(one) > 1 else one[0]
+            if many[-1] > GIVE_UP * ref:           # more calls on N threads would only cost
+                self._settle(1, ref)
+                return
         if len(one) <= PROBES or len(many) <= PROBES:
             return
         # the mean, which is what the calls cost (2 threads on a loaded machine are often
         # fast and sometimes 10x slow); the first call of each, a warm-up, left out
         t_one, t_many = _mean(one[1:]), _mean(many[1:])
         if t_many < (1.0 - MARGIN) * t_one:
-            self.choice, self.expected = self.most, t_many
+            self._settle(self.most, t_many)
         else:
-            self.choice, self.expected = 1, t_one
-        self.recent = self.expected
+            self._settle(1, t_one)
+
+    def _settle(self, choice: int, expected: float) -> None:
+        confirmed = choice == self.previous
+        self.interval = min(2 * self.interval, REPROBE_MAX) if confirmed else REPROBE_EVERY
+        self.choice, self.expected, self.recent = choice, expected, expected
 
 
 def _mean(values: list[float]) -> float:

@@ -14,7 +14,8 @@ import pytest
 
 import s2sad
 from s2sad import fastpath, gemm, threadchoice
-from s2sad.threadchoice import MARGIN, PROBES, REPROBE_EVERY, SLOW_FACTOR, ThreadChooser, size_class
+from s2sad.threadchoice import (GIVE_UP, MARGIN, PROBES, REPROBE_EVERY, REPROBE_MAX, SLOW_FACTOR, ThreadChooser,
+                                size_class)
 
 ROUND = 2 * (PROBES + 1)      # a probe's calls: a warm-up and PROBES timed calls of each count
 
@@ -51,38 +52,61 @@ def calls(chooser: ThreadChooser, clock: FakeClock, n: int, k: int) -> list[int]
     return clock.counts[before:]
 
 
+def settle(chooser: ThreadChooser, clock: FakeClock, n: int) -> list[int]:
+    """Calls until n's size class has a choice: the counts they ran on."""
+    out: list[int] = []
+    while not chooser.choices().get(size_class(n)):
+        out += calls(chooser, clock, n, 1)
+        assert len(out) <= ROUND
+    return out
+
+
 # ------------------------------------------------------------------ the choice
 
 @pytest.mark.parametrize("one, many, chosen", [(10.0, 4.0, 4),        # threads pay
-                                               (10.0, 30.0, 1),       # threads cost (a busy machine)
                                                (10.0, 10.0, 1),       # a tie: one thread
-                                               (10.0, 10.0 * (1 - MARGIN / 2), 1)])   # within the margin
+                                               (10.0, 10.0 * (1 - MARGIN / 2), 1),   # within the margin
+                                               (10.0, 1.5 * 10.0, 1)])   # threads cost (a busy machine)
 def test_probes_alternate_then_the_faster_count_is_kept(four_cores, one, many, chosen):
     clock = FakeClock({1: one, 4: many})
     chooser = ThreadChooser(clock)
-    probe = calls(chooser, clock, 500_000, ROUND)
-    assert probe == [1, 4] * (PROBES + 1)
+    assert settle(chooser, clock, 500_000) == [1, 4] * (PROBES + 1)
     assert chooser.choices() == {size_class(500_000): chosen}
     assert calls(chooser, clock, 500_000, 50) == [chosen] * 50
 
 
-def test_the_warm_up_calls_do_not_decide(four_cores):
-    clock = FakeClock({1: 10.0, 4: 1000.0})     # the first call on 4 threads starts the pool: slow
+@pytest.mark.parametrize("warm_up, timed, seen", [(GIVE_UP * 10.0 + 1.0, 4.0, [1, 4]),            # the warm-up
+                                                  (4.0, GIVE_UP * 10.0 + 1.0, [1, 4, 1, 4])])     # a timed call
+def test_threads_much_slower_end_the_probe_at_once(four_cores, warm_up, timed, seen):
+    clock = FakeClock({1: 10.0, 4: warm_up})
     chooser = ThreadChooser(clock)
     calls(chooser, clock, 500_000, 2)
-    clock.cost[4] = 4.0
-    calls(chooser, clock, 500_000, ROUND - 2)
-    assert chooser.choices() == {size_class(500_000): 4}
+    clock.cost[4] = timed
+    assert clock.counts[:2] + settle(chooser, clock, 500_000) == seen
+    assert chooser.choices() == {size_class(500_000): 1}
+
+
+def test_the_warm_up_calls_are_left_out(four_cores):
+    """The first call of each count (fresh memory, the pool's start) is not counted: here
+    one thread's first call is slow, and counting it would choose the threads."""
+    clock = FakeClock({1: 1000.0, 4: 20.0})
+    chooser = ThreadChooser(clock)
+    calls(chooser, clock, 500_000, 1)
+    clock.cost[1] = 10.0
+    calls(chooser, clock, 500_000, 1)
+    clock.cost[4] = 12.0
+    assert settle(chooser, clock, 500_000) == [1, 4] * PROBES
+    assert chooser.choices() == {size_class(500_000): 1}
 
 
 def test_the_mean_decides_not_the_median(four_cores):
-    """Threads often fast and sometimes 10x slow (a loaded machine): they lose on average."""
-    clock = FakeClock({1: 10.0, 4: 4.0})
+    """Threads often fast and sometimes slow (a loaded machine): they lose on average."""
+    clock = FakeClock({1: 10.0, 4: 6.0})
     chooser = ThreadChooser(clock)
     for i in range(ROUND):
-        clock.cost[4] = 60.0 if i == ROUND - 1 else 4.0     # the last timed call on 4 threads
+        clock.cost[4] = 19.0 if i == ROUND - 1 else 6.0     # the last timed call on 4 threads
         chooser.run(500_000, clock.work(500_000))
-    assert chooser.choices() == {size_class(500_000): 1}     # mean (4 + 4 + 60) / 3 > 10
+    assert chooser.choices() == {size_class(500_000): 1}     # median 6, mean (6 + 6 + 19) / 3 > 10
 
 
 def test_sizes_in_one_class_are_compared_per_element(four_cores):
@@ -108,23 +132,50 @@ def test_each_size_class_chooses_for_itself(four_cores):
 def test_a_machine_that_becomes_free_is_followed_at_the_next_probe(four_cores):
     clock = FakeClock({1: 10.0, 4: 30.0})     # busy: threads lose
     chooser = ThreadChooser(clock)
-    calls(chooser, clock, 500_000, ROUND)
+    settle(chooser, clock, 500_000)
     clock.cost = {1: 10.0, 4: 4.0}            # the other cores are free now
     settled = calls(chooser, clock, 500_000, REPROBE_EVERY)
-    assert settled == [1] * REPROBE_EVERY     # one thread is not slower than it was: no strike
-    reprobe = calls(chooser, clock, 500_000, ROUND)
-    assert reprobe == [1, 4] * (PROBES + 1)
+    assert settled == [1] * REPROBE_EVERY
+    assert settle(chooser, clock, 500_000) == [1, 4] * (PROBES + 1)
     assert calls(chooser, clock, 500_000, 10) == [4] * 10
 
 
 def test_a_machine_that_becomes_busy_is_followed_at_once(four_cores):
     clock = FakeClock({1: 10.0, 4: 4.0})
     chooser = ThreadChooser(clock)
-    calls(chooser, clock, 500_000, ROUND)
+    settle(chooser, clock, 500_000)
     clock.cost = {1: 10.0, 4: 40.0}           # another process took the cores: 10x slower
     assert calls(chooser, clock, 500_000, 1) == [4]     # then a new probe, not 255 more slow calls
-    assert calls(chooser, clock, 500_000, ROUND) == [1, 4] * (PROBES + 1)
+    assert settle(chooser, clock, 500_000) == [1, 4]
     assert chooser.choices() == {size_class(500_000): 1}
+
+
+def test_one_thread_slowing_down_is_left_to_the_periodic_probe(four_cores):
+    """Settled on one thread, slower calls mean a busier machine: probing threads then
+    would only cost."""
+    clock = FakeClock({1: 10.0, 4: 30.0})
+    chooser = ThreadChooser(clock)
+    settle(chooser, clock, 500_000)
+    clock.cost[1] = 40.0
+    assert calls(chooser, clock, 500_000, 100) == [1] * 100
+
+
+def test_a_confirmed_choice_is_probed_less_often(four_cores):
+    clock = FakeClock({1: 10.0, 4: 30.0})
+    chooser = ThreadChooser(clock)
+    settle(chooser, clock, 500_000)
+    bucket = chooser.buckets[size_class(500_000)]
+    intervals = []
+    for _ in range(6):
+        assert bucket.interval in (REPROBE_EVERY, *(REPROBE_EVERY << k for k in range(1, 5)))
+        calls(chooser, clock, 500_000, bucket.interval)
+        assert settle(chooser, clock, 500_000) == [1, 4]     # busy still: one thread again
+        intervals.append(bucket.interval)
+    assert intervals == [min(REPROBE_EVERY << k, REPROBE_MAX) for k in range(1, 7)]
+    clock.cost[4] = 4.0                       # free now: the choice changes, the interval starts again
+    calls(chooser, clock, 500_000, bucket.interval)
+    settle(chooser, clock, 500_000)
+    assert chooser.choices() == {size_class(500_000): 4} and bucket.interval == REPROBE_EVERY
 
 
 def test_a_slower_spell_is_followed_within_a_few_calls(four_cores):
@@ -151,9 +202,9 @@ def test_a_single_slow_call_does_not_start_a_probe(four_cores):
 def test_a_new_default_count_measures_afresh(monkeypatch, four_cores):
     clock = FakeClock({1: 10.0, 4: 4.0, 2: 30.0})
     chooser = ThreadChooser(clock)
-    calls(chooser, clock, 500_000, ROUND)
+    settle(chooser, clock, 500_000)
     monkeypatch.setattr(threadchoice, "default_threads", lambda: 2)
-    assert calls(chooser, clock, 500_000, ROUND) == [1, 2] * (PROBES + 1)
+    assert calls(chooser, clock, 500_000, 4) == [1, 2, 1, 1]      # 2 threads 3x slower: given up
     assert chooser.choices() == {size_class(500_000): 1}
 
 
@@ -225,7 +276,7 @@ def test_concurrent_calls_keep_the_chooser_whole(four_cores):
         t.join(60)
     assert not errors and len(used) == 8 * 400 and set(used) <= {1, 4}
     for b in chooser.buckets.values():
-        assert b.choice in (0, 1, 4) and b.calls < REPROBE_EVERY
+        assert b.choice in (0, 1, 4) and b.calls < b.interval <= REPROBE_MAX
     fresh = FakeClock({1: 10.0, 4: 4.0})
     chooser.clock = fresh
     for b in chooser.buckets.values():
