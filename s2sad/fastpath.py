@@ -5,15 +5,15 @@ backend (`Choice.fast_path`). It skips `prepare`/`launch`: one layout check per
 argument (`fast_layouts`), a cached driver, data pointers read straight from the array
 objects, and from THREAD_MIN elements the index space cut into chunks that depend on its
 size alone, run on the threads a per-signature `ThreadChooser` picks by timing the
-calls (threadchoice.py; ctypes releases the GIL). Below THREAD_MIN a sum is one call of a small Python stub generated
-per signature (`sum_dual_stub`); from a signature's second call on, one call of the
-driver's Python entry (codegen/llvm_entry.py) where it has one.
+calls (threadchoice.py; ctypes releases the GIL). Below THREAD_MIN a sum is one call of
+a small Python stub generated per signature (`sum_dual_stub`); from a signature's second
+call on, one call of the driver's Python entry (codegen/llvm_entry.py) where it has one.
 
 Invariants: the same results, bit for bit, as `runtime.launch` on the llvm backend:
 sums accumulated in float64 (`ACC_DTYPE`) and rounded once (`rounded`), chunks'
-partial sums combined in float64 in chunk order, so that the bits do not depend on the
-thread count; the user's arrays are never written. Everything made
-for a signature is kept on the kernel (`Kernel.cached`), made once.
+partial sums combined in float64 in chunk order, so that no bit depends on the thread
+count (nor on the chooser's probing); the user's arrays are never written. Everything
+made for a signature is kept on the kernel (`Kernel.cached`), made once.
 """
 from __future__ import annotations
 

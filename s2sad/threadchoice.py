@@ -18,7 +18,12 @@ compiled kernel signature keeps a `ThreadChooser`, and it one `Bucket` per size 
 - re-probing after REPROBE_EVERY settled calls (doubled, up to REPROBE_MAX, each time a
   probe confirms the choice before it: a machine that stays busy pays for few probes),
   and, settled on N, as soon as a running mean of the calls (weight SMOOTHING each) is
-  SLOW_FACTOR times the probe's: a machine that becomes busy (or free) is followed.
+  SLOW_FACTOR times the probe's: a machine that becomes busy (or free) is followed;
+- settled on N, a call now and then on one thread (every CHECK_FIRST-th, then every 2x
+  as many up to CHECK_MAX while N stays faster): three calls of each may have been
+  unlucky, and a wrong N on a busy machine costs far more than a check. One thread
+  as fast as N's running mean: one thread it is. (Settled on one thread, nothing like
+  it: a call on N threads is the one that can cost 10x; the periodic probe looks.)
 
 Invariants:
 - S2SAD_NUM_THREADS set: that count, every call, nothing timed (`threads.forced_threads`).
@@ -43,12 +48,15 @@ REPROBE_EVERY = 256     # settled calls before the next probe...
 REPROBE_MAX = 4096      # ...doubled, up to this, each time a probe confirms the choice before
 SLOW_FACTOR = 1.5       # on N threads, a running mean this far over the probe's: probe again
 SMOOTHING = 0.125       # weight of a call in that running mean
+CHECK_FIRST = 8         # settled on N threads, every CHECK_FIRST-th call runs on one...
+CHECK_MAX = 128         # ...then every 2x as many, up to this, while N stays faster
 
 
 class Bucket:
     """One size class of one kernel signature: its probe samples and its choice."""
 
-    __slots__ = ("most", "samples", "choice", "expected", "recent", "calls", "interval", "previous")
+    __slots__ = ("most", "samples", "choice", "expected", "recent", "calls", "interval", "previous",
+                 "check_every", "until_check", "one_recent")
 
     def __init__(self, most: int) -> None:
         self.most = most
@@ -60,14 +68,19 @@ class Bucket:
         """Start (again) measuring: no choice until both counts have 1 + PROBES samples."""
         self.samples: dict[int, list[float]] = {1: [], self.most: []}
         self.previous, self.choice = self.choice, 0
-        self.expected = 0.0
-        self.recent = 0.0
+        self.expected = self.recent = self.one_recent = 0.0
         self.calls = 0
 
     def next_count(self) -> int:
-        """The thread count for the next call: the settled choice, or while probing the
-        count with fewer samples (one thread first)."""
+        """The thread count for the next call: the settled choice (on N threads, now and
+        then one, to check), or while probing the count with fewer samples (one first)."""
+        if self.choice == 1:
+            return 1
         if self.choice:
+            self.until_check -= 1
+            if self.until_check <= 0:
+                self.until_check = self.check_every
+                return 1
             return self.choice
         ones, many = len(self.samples[1]), len(self.samples[self.most])
         return 1 if ones <= many else self.most
@@ -78,9 +91,12 @@ class Bucket:
             if count in self.samples:
                 self.samples[count].append(per_element)
                 self._settle_if_measured()
-            return
-        if count != self.choice:       # a call that started before the choice changed
-            return
+        elif count == 1 and self.choice != 1:
+            self._checked(per_element)
+        elif count == self.choice:     # (not: a call that started before the choice changed)
+            self._settled_call(per_element)
+
+    def _settled_call(self, per_element: float) -> None:
         self.calls += 1
         self.recent += SMOOTHING * (per_element - self.recent)
         # one thread slower than it was means a busy machine, where threads help less
@@ -88,6 +104,16 @@ class Bucket:
         slow = self.choice != 1 and self.recent > SLOW_FACTOR * self.expected
         if self.calls >= self.interval or slow:
             self.probe()
+
+    def _checked(self, one: float) -> None:
+        """Settled on N threads, a call on one took `one`: the probe's verdict (3 calls of
+        each, on a machine whose load changes) is kept only while it holds."""
+        self.one_recent = one if not self.one_recent else 0.5 * (self.one_recent + one)
+        if self.recent >= (1.0 - MARGIN) * self.one_recent:
+            self.previous = self.choice
+            self._settle(1, self.one_recent)
+        else:
+            self.check_every = self.until_check = min(2 * self.check_every, CHECK_MAX)
 
     def _settle_if_measured(self) -> None:
         one, many = self.samples[1], self.samples[self.most]
@@ -110,6 +136,9 @@ class Bucket:
         confirmed = choice == self.previous
         self.interval = min(2 * self.interval, REPROBE_MAX) if confirmed else REPROBE_EVERY
         self.choice, self.expected, self.recent = choice, expected, expected
+        self.calls = 0
+        self.check_every = self.until_check = CHECK_FIRST
+        self.one_recent = 0.0
 
 
 def _mean(values: list[float]) -> float:
