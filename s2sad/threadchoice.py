@@ -3,7 +3,7 @@
 A fixed size threshold cannot be right on every machine and every load (measured: on a
 2-core machine whose other core was busy, 2 threads were 1.0-1.7x slower than 1 on every
 row from 200,000 to 4M elements; on an idle one they are up to 2x faster). So each
-compiled kernel signature keeps a `ThreadChooser`, and it one `Bucket` per size class
+compiled kernel signature keeps a `ThreadChooser`, which keeps one `Bucket` per size class
 (log2 of the element count), which times the calls it serves:
 
 - probing: the calls alternate one thread and N (`threads.default_threads()`), a warm-up
@@ -22,8 +22,8 @@ compiled kernel signature keeps a `ThreadChooser`, and it one `Bucket` per size 
 - settled on N, a call now and then on one thread (every CHECK_FIRST-th, then every 2x
   as many up to CHECK_MAX while N stays faster): three calls of each may have been
   unlucky, and a wrong N on a busy machine costs far more than a check. One thread
-  as fast as N's running mean: one thread it is. (Settled on one thread, nothing like
-  it: a call on N threads is the one that can cost 10x; the periodic probe looks.)
+  as fast as N's running mean: one thread it is. (Settled on one thread there is no
+  such check: a call on N threads is the one that can cost 10x; the periodic probe looks.)
 
 Invariants:
 - S2SAD_NUM_THREADS set: that count, every call, nothing timed (`threads.forced_threads`).
