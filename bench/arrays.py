@@ -3,7 +3,7 @@ regression and of a two-layer MLP with respect to all their weights.
 
 Systems: s2sad `grad`, a hand-written numpy gradient (the floor; checked against s2sad's
 gradient here, and the run fails loudly if they disagree beyond 1e-9 relative), JAX
-`jit(grad)` and torch eager, all on one thread (run.py sets that up before any import).
+`jit(grad)` and torch eager, in the run's environment (run.py sets it up before any import).
 
 Rows go into results.json with the main table's row format; the case names are
 ARRAY_LABEL's values below.
@@ -294,8 +294,8 @@ def markdown(rows, errors) -> list:
              f"two-layer MLP (`X @ W1 + b1` with a bias row, leaky-ReLU applied by `s2sad.broadcast` of a scalar "
              f"function, `@ W2`, mean squared error; w.r.t. W1, b1 and W2), and, outside the issue's targets, of a "
              f"10-class softmax cross-entropy (`X @ W + b`, max-shifted log-softmax by row reductions; w.r.t. W "
-             f"and b), float64, one thread for every system "
-             f"(numpy's BLAS included), n samples × d = {D} features, hidden {H}, one output (the MLP). "
+             f"and b), float64, in the environment stated at the top of the file (on one thread: every "
+             f"system's, numpy's BLAS included), n samples × d = {D} features, hidden {H}, one output (the MLP). "
              f"The floor is a hand-written numpy gradient (forward pass, then the adjoints by hand, in place where "
              f"it can). JAX gets device arrays made beforehand and is timed to `block_until_ready`; torch eager "
              f"wraps the numpy arrays with `from_numpy` and calls `torch.autograd.grad` each time. Each cell is the "

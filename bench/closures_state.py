@@ -195,7 +195,7 @@ def markdown(rows, errors) -> list:
         L += ["Not measured.", ""]
         return L
     L.append("s2sad's gradient of a loss over a closure and over stateful scalar functions, against the same "
-             "arithmetic as a pure function (float64, one thread). The closure row closes `lambda z: tanh(w*z)` "
+             "arithmetic as a pure function (float64, in the run's environment). The closure row closes `lambda z: tanh(w*z)` "
              "over a scalar w and differentiates w.r.t. x and w; its pure twin is `f(z, w) = tanh(w*z)` "
              "broadcast over (x, w). The stateful rows write a global or a list item (the scan path: the "
              "elements in order, the state threaded through, a reverse sweep); their pure twins replace the "

@@ -5,7 +5,7 @@ mean squared error) w.r.t. W1, b1 and W2, along a random direction, at n = 10,00
 Systems: s2sad `jvp(grad(loss, argnums=(0, 1, 2)), (W1, b1, W2, X, y), (V1, Vb, V2, 0, 0))`
 (forward over reverse: the generated adjoint differentiated in forward mode) and JAX
 `jit` of the same composition (`jvp` of `grad` w.r.t. the weights, the data closed over
-as arguments), one thread each, as run.py sets up. s2sad's product is checked against a
+as arguments), in the environment run.py sets up. s2sad's product is checked against a
 hand-written numpy product (`mlp_hvp_hand`; the run fails loudly if they disagree beyond
 HVP_TOL), and JAX's against s2sad's. (Central differences of the gradient are no check
 here: at n = 10,000 some of the 640,000 pre-activations lie within a step of
@@ -115,7 +115,7 @@ def markdown(rows, errors) -> list:
         return L + ["Not measured.", ""]
     L.append(f"`s2sad.jvp(s2sad.grad(mlp_loss, argnums=(0, 1, 2)), (W1, b1, W2, X, y), (V1, Vb, V2, 0, 0))`: "
              f"forward mode over the generated adjoint program, against JAX `jit(jvp(grad))` of the same loss, "
-             f"float64, one thread, n = {HVP_N:,}. s2sad's product is checked against a hand-written numpy "
+             f"float64, in the run's environment, n = {HVP_N:,}. s2sad's product is checked against a hand-written numpy "
              f"product.")
     L += ["", "| system | median (us) | min (us) |", "|---|---:|---:|"]
     for name in HVP_SYSTEMS:

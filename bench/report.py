@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
+import bench_env
 from cases import CASES
 
 COPY = "numpy x.copy()"
@@ -51,55 +52,13 @@ def machine_line(info):
     return f"{info['cpu']} ({info.get('cpu_name', '?')}, {isa}), {info['cores']} cores"
 
 
-def markdown(rows, errors, missing, info, extra) -> str:
+def headline_table(rows, errors, heading, env) -> list:
+    """One table of the headline cases (every system, both sizes), its environment, the
+    gradient checks and the checks on the timing itself."""
     idx = _index(rows)
     floor = copy_floor(rows)
     present = [s for s in TABLE_SYSTEMS if any(r["system"] == s for r in rows)]
-    L = []
-    L.append("# s2sad benchmark: the gradient of sum(f(x))")
-    L.append("")
-    L.append(f"{info['date']} on {machine_line(info)}; Python {info['python']}, numpy {info['numpy']}, "
-             f"s2sad {info['s2sad']}"
-             + "".join(f", {k} {v}" for k, v in sorted(info.get("versions", {}).items())) + ".")
-    L.append(f"Load average {info['loadavg_start'][0]:.2f} at the start, {info['loadavg_end'][0]:.2f} at the end "
-             f"(2 cores: anything above about 1 means other work shared the machine and the figures are noisier). "
-             f"The run took {info['wall_s']:.0f} s."
-             + (f" While timing, this process used a median {info['cpu_share'][0]:.2f} of a core per wall-clock second "
-                f"(lowest block {info['cpu_share'][1]:.2f}; about 1.0 when nothing else competes)."
-                if info.get("cpu_share") else ""))
-    L.append("")
-    pin = info.get("pinned_cpu")
-    cm = [r["median_us"] for r in rows if r["system"] == COPY and r["n"] == SIZES[1] and r["case"] in LABEL.values()]
-    L.append("float64, one thread for every system (S2SAD_NUM_THREADS=1; XLA_FLAGS="
-             "`--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1`; torch.set_num_threads(1); "
-             "numba without `parallel`"
-             + (f"; and the process pinned to CPU {pin} for everything but the thread-scaling rows, since XLA's "
-                "CPU runtime otherwise still spreads a computation over several threads" if pin is not None
-                else "; the process was not pinned to one CPU")
-             + ")."
-             + (" glibc's malloc is told to keep freed memory (`mallopt`: one arena, arrays up to 256 MB from the heap, no trimming), so that repeated calls "
-                "of every system reuse warm pages instead of paying the kernel's page faults on a fresh 8 MB array "
-                "some of the time and not others (`--default-malloc` turns it off)." if info.get("malloc_tuned")
-                else " glibc's malloc was left as it is: some calls get fresh pages, some reuse warm ones.")
-             + " Each cell is the median per-call time over interleaved batches after a "
-             "warm-up (minimums are in results.json), and in brackets its multiple of numpy's `x.copy()` at the "
-             "same N (the median of the copy timings taken beside every case"
-             + (f"; at N=1M these ranged from {min(cm):.0f} to {max(cm):.0f} µs from case to case, after whatever the "
-                "system before left in the caches" if cm else "")
-             + "). JAX gets its input as a device "
-             "array made beforehand and is timed to `block_until_ready`; s2sad, numba and torch take the numpy "
-             "array. Every system returns a freshly allocated gradient. The numba loop is hand-written: value and "
-             "gradient in one loop (scalar libm). torch's sum(x > 0.1) has no graph; its gradient is "
-             "`zeros_like(x)`. JAX's Newton row is written two ways: the Python loop unrolled at trace time "
-             "(`jax jit(grad)`), and `lax.fori_loop` (`... fori_loop`); the jvp rows return value and gradient "
-             "(tangent of ones: the Jacobian is diagonal).")
-    L.append("")
-    if missing:
-        for name, why in missing.items():
-            L.append(f"**{name} is not installed or failed to load; its columns are missing** ({why}).")
-        L.append("")
-    L.append("## Time per gradient call, and multiple of x.copy()")
-    L.append("")
+    L = [heading, "", f"Environment: {env.get('text') or bench_env.describe(env)}.", ""]
     L.append("| case | N | x.copy() | " + " | ".join(present) + " |")
     L.append("|---|---:|---:|" + "---:|" * len(present))
     for key, label in LABEL.items():
@@ -123,24 +82,96 @@ def markdown(rows, errors, missing, info, extra) -> str:
         L.append(f"- **mismatch**: {e['system']} on {e['case']} at N={e['n']:,}: {e['max_rel_err']:.1e}")
     for e in failed:
         L.append(f"- **failed**: {e['system']} on {e['case']} at N={e['n']:,}: {e['error']}")
-    main_rows = [r for r in rows if r["case"] in LABEL.values() and "cores" in r]
-    if main_rows:
-        top = max(main_rows, key=lambda r: r["cores"])
-        faulty = sorted((r for r in main_rows if r.get("page_faults_per_call", 0) > 200 and r["n"] >= SIZES[1]),
-                        key=lambda r: -r["page_faults_per_call"])
-        L.append(f"Checks on the timing itself: the most CPU any system used per wall-clock second in these rows was "
-                 f"{top['cores']:.2f} cores ({top['system']}, {top['case']}, N={top['n']:,}), so every row ran on "
-                 f"one core or less." if top["cores"] < 1.15 else
-                 f"Checks on the timing itself: **{top['system']} used {top['cores']:.2f} cores** on "
-                 f"{top['case']} at N={top['n']:,}: more than one thread ran.")
-        if faulty:
-            L.append("Rows whose calls took page faults on fresh memory (the kernel zeroing pages: about 2,000 "
-                     "per call is a whole 8 MB array): "
-                     + "; ".join(f"{r['system']} on {r['case']} at N={r['n']:,}: {r['page_faults_per_call']:.0f}"
-                                 for r in faulty[:8]) + ".")
-        else:
-            L.append("No system took more than 200 page faults per call at N=1M (output memory was reused warm).")
+    L.extend(timing_checks([r for r in rows if r["case"] in LABEL.values() and "cores" in r], env))
     L.append("")
+    return L
+
+
+def timing_checks(rows, env) -> list:
+    """The cores each system used and the page faults it took, from the rows' usage."""
+    if not rows:
+        return []
+    top = max(rows, key=lambda r: r["cores"])
+    where = f"({top['system']}, {top['case']}, N={top['n']:,})"
+    if env.get("name") == "pinned":
+        L = [f"Checks on the timing itself: the most CPU any system used per wall-clock second in these rows was "
+             f"{top['cores']:.2f} cores {where}, so every row ran on one core or less." if top["cores"] < 1.15 else
+             f"Checks on the timing itself: **{top['system']} used {top['cores']:.2f} cores** on "
+             f"{top['case']} at N={top['n']:,}: more than one thread ran."]
+    else:
+        multi = sorted({r["system"] for r in rows if r["cores"] >= 1.15})
+        L = [f"Checks on the timing itself: the most CPU any system used per wall-clock second in these rows was "
+             f"{top['cores']:.2f} cores {where}; "
+             + (f"systems that ran on more than one core somewhere: {', '.join(multi)}." if multi
+                else "no system used more than one core (the default thread counts chose one, or the other core "
+                     "was busy).")]
+    faulty = sorted((r for r in rows if r.get("page_faults_per_call", 0) > 200 and r["n"] >= SIZES[1]),
+                    key=lambda r: -r["page_faults_per_call"])
+    if faulty:
+        L.append("Rows whose calls took page faults on fresh memory (the kernel zeroing pages: about 2,000 "
+                 "per call is a whole 8 MB array): "
+                 + "; ".join(f"{r['system']} on {r['case']} at N={r['n']:,}: {r['page_faults_per_call']:.0f}"
+                             for r in faulty[:8]) + ".")
+    else:
+        L.append("No system took more than 200 page faults per call at N=1M (output memory was reused warm).")
+    return L
+
+
+def second_table(rows):
+    """The rows of the second table (the child process on one pinned thread)."""
+    return [r for r in rows if r.get("table") == "second"]
+
+
+def first_table(rows):
+    """Every other row: the main run's, in its environment (by default the user's)."""
+    return [r for r in rows if r.get("table") != "second"]
+
+
+def markdown(rows, errors, missing, info, extra) -> str:
+    pinned = extra.get("pinned") or {}
+    rows = first_table(rows)
+    notes = [e for e in errors if isinstance(e, str)]       # sections that failed or were skipped say so in words
+    errors = [e for e in errors if isinstance(e, dict)]
+    idx = _index(rows)
+    floor = copy_floor(rows)
+    env = info.get("env") or {"name": "pinned" if info.get("pinned_cpu") is not None else "default",
+                              "text": "(not recorded)"}
+    L = []
+    L.append("# s2sad benchmark: the gradient of sum(f(x))")
+    L.append("")
+    L.append(f"{info['date']} on {machine_line(info)}; Python {info['python']}, numpy {info['numpy']}, "
+             f"s2sad {info['s2sad']}"
+             + "".join(f", {k} {v}" for k, v in sorted(info.get("versions", {}).items())) + ".")
+    L.append(f"Load average {info['loadavg_start'][0]:.2f} at the start, {info['loadavg_end'][0]:.2f} at the end "
+             f"(2 cores: anything above about 1 means other work shared the machine and the figures are noisier). "
+             f"The run took {info['wall_s']:.0f} s."
+             + (f" While timing the main table, this process used a median {info['cpu_share'][0]:.2f} of a core per "
+                f"wall-clock second (lowest block {info['cpu_share'][1]:.2f})." if info.get("cpu_share") else ""))
+    L.append("")
+    L.append(f"**Environment.** The main table and every section after it ran in {env['text']}. "
+             + ("The second table ran the headline cases and the array programs again, in a child process, on "
+                + bench_env.describe(pinned["env"]) + "." if pinned.get("env") else
+                "There is no second table" + (f" ({pinned['error']})." if pinned.get("error") else
+                                               " (this run was pinned itself, or --no-pinned-table)."))
+             + " Both tables: float64; each cell is the median per-call time over interleaved batches after a "
+             "warm-up (minimums are in results.json, each row with its `env`), and in brackets its multiple of "
+             "numpy's `x.copy()` at the same N (the median of the copy timings taken beside every case). JAX gets "
+             "its input as a device array made beforehand and is timed to `block_until_ready`; s2sad, numba and "
+             "torch take the numpy array. Every system returns a freshly allocated gradient. The numba loop is "
+             "hand-written: value and gradient in one loop (scalar libm). torch's sum(x > 0.1) has no graph; its "
+             "gradient is `zeros_like(x)`. JAX's Newton row is written two ways: the Python loop unrolled at trace "
+             "time (`jax jit(grad)`), and `lax.fori_loop` (`... fori_loop`); the jvp rows return value and gradient "
+             "(tangent of ones: the Jacobian is diagonal).")
+    L.append("")
+    if missing:
+        for name, why in missing.items():
+            L.append(f"**{name} is not installed or failed to load; its columns are missing** ({why}).")
+        L.append("")
+    L.extend(headline_table(rows, errors, f"## Time per gradient call, and multiple of x.copy(): {env['name']} "
+                                          "environment", env))
+    if pinned.get("rows"):
+        L.extend(headline_table(pinned["rows"], pinned.get("errors", []),
+                                "## The same on one pinned thread (second table)", pinned["env"]))
 
     # ---------------------------------------------------------------- latency
     L.append("## First call, cache, memory, threads")
@@ -181,8 +212,12 @@ def markdown(rows, errors, missing, info, extra) -> str:
     L.append(f"| threads: {LABEL['user']}, 1 thread | 10,000,000 | {S2} | {th['one_us'] / 1e3:.1f} ms |")
     L.append(f"| threads: {LABEL['user']}, 2 threads | 10,000,000 | {S2} | {th['two_us'] / 1e3:.1f} ms "
              f"({th['speedup']:.2f}x faster) |")
+    if "auto_us" in th:
+        L.append(f"| threads: {LABEL['user']}, default count (chosen by timing) | 10,000,000 | {S2} | "
+                 f"{th['auto_us'] / 1e3:.1f} ms ({th['one_us'] / th['auto_us']:.2f}x faster than 1 thread) |")
     L.append(f"| x.copy() | 10,000,000 | numpy | {th['copy_us'] / 1e3:.1f} ms |")
     L.append("")
+    L.extend(default_vs_one_table(extra.get("default_vs_one")))
     if "error" not in w:
         if w["disk_cache_implemented"]:
             L.append(f"The disk cache is in place: the warming process left {w['cache_files']} file(s) in "
@@ -205,14 +240,19 @@ def markdown(rows, errors, missing, info, extra) -> str:
     L.append("")
 
     # ---------------------------------------------------------------- targets
-    L.append("## Targets (issue 3)")
+    L.append(f"## Targets (issue 3; {env['name']} environment)")
     L.append("")
     L.extend(targets(rows, idx, floor, extra))
     L.append("")
+    L.extend(issue17_targets(rows, extra))
 
     # ---------------------------------------------------------------- array programs (issue 5)
     import arrays
     L.extend(arrays.markdown(rows, errors))
+    if pinned.get("rows"):
+        L.append("### The array programs on one pinned thread (second table)")
+        L.append("")
+        L.extend(arrays.markdown(pinned["rows"], pinned.get("errors", []))[2:])
 
     # ---------------------------------------------------------------- closures and state (issue 4)
     import hvp
@@ -230,7 +270,56 @@ def markdown(rows, errors, missing, info, extra) -> str:
     import higher
     L.append("")
     L.extend(higher.markdown(rows, errors))
+    if notes:
+        L += ["", "## Sections that failed or were skipped", ""] + [f"- {n}" for n in notes]
     return "\n".join(L)
+
+
+def default_vs_one_table(res) -> list:
+    """The headline cases at 1M with the default thread count against one thread."""
+    if not res:
+        return []
+    L = ["The default thread count (S2SAD_NUM_THREADS unset: chosen per kernel and size by timing) against "
+         "one thread (S2SAD_NUM_THREADS=1), every case at N = 1,000,000, in one process, interleaved, after the "
+         "default's first 12 calls (its first probe: a few calls on each count):", "",
+         "| case | 1 thread | default | default / 1 thread |", "|---|---:|---:|---:|"]
+    for key, v in res.items():
+        L.append(f"| {LABEL[key]} | {fmt_us(v['one_us'])} | {fmt_us(v['auto_us'])} | "
+                 f"{v['auto_us'] / v['one_us']:.2f}x |")
+    L.append("")
+    return L
+
+
+def issue17_targets(rows, extra) -> list:
+    """The benchmark's part of issue 17: JAX in both environments, threads that pay."""
+    L = ["## Targets (issue 17, in part)", ""]
+    tables = [("default environment", first_table(rows))]
+    pinned = extra.get("pinned") or {}
+    if pinned.get("rows"):
+        tables.append(("one pinned thread", pinned["rows"]))
+    for name, table in tables:
+        idx = _index(table)
+        ratios = [(idx[(LABEL[k], n, S2)]["median_us"] / idx[(LABEL[k], n, JG)]["median_us"], LABEL[k], n)
+                  for k in LABEL for n in SIZES if (LABEL[k], n, S2) in idx and (LABEL[k], n, JG) in idx]
+        if not ratios:
+            L.append(f"- Every headline row at most JAX jit(grad)'s time, {name}: **not evaluated** (JAX missing).")
+            continue
+        over = [f"{label} N={n:,}: {r:.2f}x" for r, label, n in ratios if r > 1.0]
+        L.append(f"- Every headline row, 10k and 1M, at most JAX jit(grad)'s time, {name}: {_met(not over)}. "
+                 f"Worst s2sad/JAX {max(ratios)[0]:.2f} ({max(ratios)[1]}, N={max(ratios)[2]:,})"
+                 + (f"; over: {'; '.join(over)}." if over else "."))
+    res = extra.get("default_vs_one") or {}
+    th = extra.get("threads") or {}
+    pairs = [(v["auto_us"] / v["one_us"], LABEL[k] + " N=1M") for k, v in res.items()]
+    if "auto_us" in th:
+        pairs.append((th["auto_us"] / th["one_us"], LABEL["user"] + " N=10M"))
+    if pairs:
+        worst = max(pairs)
+        L.append(f"- The default thread count never slower than one thread: {_met(worst[0] <= 1.05)} (within 5%, "
+                 f"timing noise on a shared machine). Worst default / 1 thread: {worst[0]:.2f}x ({worst[1]}); "
+                 + ", ".join(f"{name} {r:.2f}x" for r, name in pairs) + ".")
+    L.append("")
+    return L
 
 
 def _met(ok):
@@ -411,6 +500,9 @@ SHORT = {"abs": "sum(abs(x))", "cbrt": "sum(cbrt(x))", "tanh": "sum(tanh(x))", "
 
 
 def plot(rows, info, path):
+    rows = first_table(rows)
+    where = {"default": "default environment (every system's own threads)",
+             "pinned": "one pinned thread each"}.get((info.get("env") or {}).get("name"), "")
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -453,7 +545,7 @@ def plot(rows, info, path):
     order = sorted(range(len(labels)), key=lambda i: TABLE_SYSTEMS.index(labels[i]))
     fig.legend([handles[i] for i in order], [labels[i] for i in order], ncol=len(labels), fontsize=9,
                loc="lower center", frameon=False)
-    fig.suptitle(f"s2sad: gradient of sum(f(x)), float64, one thread, as multiples of numpy x.copy() (lower is better)\n"
+    fig.suptitle(f"s2sad: gradient of sum(f(x)), float64, {where}, as multiples of numpy x.copy() (lower is better)\n"
                  f"{info['date']}, {machine_line(info)}", fontsize=12)
     fig.tight_layout(rect=(0, 0.04, 1, 1))
     fig.savefig(path, dpi=110)

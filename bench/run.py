@@ -4,24 +4,30 @@ Run with `make bench` (installs the `bench` extra first) or `.venv/bin/python be
 Options: `--quick` (fewer repeats, a smoke test), `--out DIR` (default: bench/),
 `--only closures-state`, `--only arrays`, `--only closure-steps`, `--only containers`, `--only rows`,
 `--only hvp`, `--only higher`, `--only pool` or `--only dask` (that section alone,
-printed, no files written),
-`--without jax,numba,torch` (leave systems out), `--no-pin`, `--default-malloc`.
+printed, no files written), `--without jax,numba,torch` (leave systems out),
+`--pinned` (this run, or this section, on one pinned thread instead of the default
+environment), `--no-pinned-table`, `--no-pin`, `--tuned-malloc`.
 
-Everything runs in this one process, side by side, on one thread: S2SAD_NUM_THREADS=1,
-XLA_FLAGS without Eigen threads, torch.set_num_threads(1), numba without parallel=True,
-and the process pinned to one CPU (XLA's runtime spreads even an elementwise loop over
-its pool whatever XLA_FLAGS say; its maintainers recommend the affinity mask). The
-exceptions: the thread-scaling rows (1 vs 2 s2sad threads at N=10M, every thread
-unpinned first) and the warm-cache rows (fresh child processes). glibc's malloc is set
-to keep freed memory, so that repeated calls reuse warm pages (see keep_freed_memory).
+Two environments (bench_env.py), each in its own process, since the systems read their
+thread settings at import:
+- the main table and every other section: the default environment, as a user runs:
+  nothing set, every system's own threads (s2sad's chosen per kernel by timing), glibc's
+  malloc as it is, no CPU affinity;
+- the second table (the headline cases and the array programs again): one pinned thread
+  for every system (S2SAD_NUM_THREADS=1, XLA_FLAGS without Eigen threads, the BLAS and
+  torch on one thread, the process pinned to one CPU), run by this script in a child
+  process (`--pinned-table FILE`) after the main one has finished.
+`--tuned-malloc` tells glibc to keep freed memory (what earlier runs did), in both, and
+the headings say so. The thread rows compare 1 thread, 2 threads and the default count
+(chosen by timing) at N=10M, with every thread unpinned.
 
 Within a block (one case at one N) the systems take turns, one batch of calls each per
 round, so that a slow spell on a shared machine hits them all. Each batch is timed whole
 and divided by its number of calls; the median and the minimum over the batches are
 reported, after a warm-up. Each row also records the cores it used and the page faults
-per call, so that a row that was not single-threaded or paid for fresh memory shows.
+per call, so that a row that used several threads or paid for fresh memory shows.
 
-Writes results.json (rows {"case", "n", "system", "median_us", "min_us", ...}),
+Writes results.json (rows {"case", "n", "system", "median_us", "min_us", "env", ...}),
 results.md (tables and the issue's targets, met or missed) and results.png.
 """
 from __future__ import annotations
@@ -41,12 +47,12 @@ import tempfile
 import time
 import traceback
 
-# ----------------------------------------------------------- one thread, before any import
-os.environ["S2SAD_NUM_THREADS"] = "1"
-for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMBA_NUM_THREADS"):
-    os.environ.setdefault(var, "1")
-os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "")
-                           + " --xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1").strip()
+import bench_env
+
+# ------------------------------------------------- the environment, before any import
+PINNED = "--pinned" in sys.argv[1:] or "--pinned-table" in sys.argv[1:]
+if PINNED:
+    bench_env.one_thread()
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 # kernels this run compiles go to a fresh cache, never the user's ~/.cache/s2sad
@@ -73,6 +79,7 @@ import closures_state  # noqa: E402
 import closure_steps  # noqa: E402
 import dask_bench  # noqa: E402
 import pool_bench  # noqa: E402
+import thread_bench  # noqa: E402
 import containers  # noqa: E402
 import higher  # noqa: E402
 import rows as row_elements  # noqa: E402
@@ -82,8 +89,6 @@ from report import COPY, JG, JV, JVF, NB, S2, S2VG, SIZES, TABLE_SYSTEMS, TO  # 
 
 SYSTEM_ORDER = [COPY, *TABLE_SYSTEMS]
 VG_CASE = "user"     # the case that also runs s2sad.value_and_grad
-THREAD_CASE = "user"
-THREAD_N = 10_000_000
 MEM_N = 1_000_000
 
 
@@ -116,71 +121,6 @@ def machine_info() -> dict:
             "s2sad": getattr(s2sad, "__version__", "?"), "platform": platform.platform(),
             "date": datetime.datetime.now().strftime("%Y-%m-%d %H:%M"),
             "loadavg_start": os.getloadavg()}
-
-
-# ----------------------------------------------------------------------------- one core
-
-ALL_CPUS = set(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else set()
-
-
-def _idlest_cpu(cpus) -> int:
-    """The CPU of `cpus` with the most idle time over 0.3 s (from /proc/stat)."""
-    def idle():
-        out = {}
-        with open("/proc/stat") as f:
-            for line in f:
-                p = line.split()
-                if p[0].startswith("cpu") and p[0] != "cpu":
-                    out[int(p[0][3:])] = int(p[4]) + int(p[5])
-        return out
-    try:
-        a = idle()
-        time.sleep(0.3)
-        b = idle()
-        return max(cpus, key=lambda c: b.get(c, 0) - a.get(c, 0))
-    except (OSError, ValueError, IndexError):
-        return max(cpus)
-
-
-def pin_one_cpu():
-    """Pin the process to one CPU before JAX/torch start their thread pools: XLA's CPU
-    runtime runs parts of a computation on several threads whatever XLA_FLAGS say, and
-    it sizes its pool from the CPUs it may use. Returns the CPU, or None."""
-    if len(ALL_CPUS) < 2:
-        return None
-    cpu = _idlest_cpu(sorted(ALL_CPUS))
-    os.sched_setaffinity(0, {cpu})
-    return cpu
-
-
-def unpin_all_threads():
-    """Every thread of the process back on every CPU (for the thread-scaling rows)."""
-    if not ALL_CPUS:
-        return
-    for tid in os.listdir("/proc/self/task"):
-        try:
-            os.sched_setaffinity(int(tid), ALL_CPUS)
-        except OSError:
-            pass
-
-
-def keep_freed_memory() -> bool:
-    """Ask glibc's malloc to serve every array from its heap and never give freed memory
-    back to the kernel (one arena for all threads, M_MMAP_THRESHOLD=256 MiB,
-    M_TRIM_THRESHOLD=1 GiB). By default, whether an
-    8 MB or 80 MB array comes back with fresh pages (a page fault per 4 KiB, zeroed by
-    the kernel) depends on the allocator's history: in one run x.copy() at N=1M moved
-    between 0.29 and 0.63 ms from one case to the next. With this, every system's
-    repeated calls reuse warm memory, as a training loop's would."""
-    try:
-        import ctypes
-        import ctypes.util
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        M_TRIM_THRESHOLD, M_MMAP_THRESHOLD, M_ARENA_MAX = -1, -3, -8
-        return (bool(libc.mallopt(M_ARENA_MAX, 1)) and bool(libc.mallopt(M_MMAP_THRESHOLD, 256 << 20))
-                and bool(libc.mallopt(M_TRIM_THRESHOLD, 1 << 30)))
-    except (OSError, AttributeError):
-        return False
 
 
 # ----------------------------------------------------------------------------- timing
@@ -488,65 +428,39 @@ def run_memory(rows):
     return out
 
 
-def _machine_busy() -> tuple[float, float]:
-    """(busy CPU seconds of the whole machine, wall seconds) from /proc/stat, now."""
-    with open("/proc/stat") as f:
-        p = f.readline().split()
-    ticks = [int(v) for v in p[1:]]
-    idle = ticks[3] + ticks[4]
-    return (sum(ticks[:8]) - idle) / os.sysconf("SC_CLK_TCK"), time.perf_counter()
+def run_pinned_table(args) -> dict:
+    """The second table: this script again, in a child process on one pinned thread
+    (`--pinned-table FILE`), after this process's measurements. Returns its rows, errors
+    and environment, or {"error": why}."""
+    with tempfile.TemporaryDirectory(prefix="s2sad-bench-pinned-") as tmp:
+        path = os.path.join(tmp, "pinned.json")
+        cmd = [sys.executable, os.path.abspath(__file__), "--pinned-table", path]
+        cmd += [flag for flag, on in (("--quick", args.quick), ("--no-pin", args.no_pin),
+                                      ("--tuned-malloc", args.tuned_malloc)) if on]
+        cmd += ["--without", args.without] if args.without else []
+        log("\none pinned thread (a child process): " + " ".join(cmd[1:]))
+        env = {k: v for k, v in os.environ.items() if k != "S2SAD_CACHE_DIR"}
+        try:
+            p = subprocess.run(cmd, env=env, timeout=7200)
+            if p.returncode != 0:
+                return {"error": f"the child process exited with {p.returncode}"}
+            with open(path) as fh:
+                return json.load(fh)
+        except (OSError, subprocess.TimeoutExpired, ValueError) as e:
+            return {"error": f"{type(e).__name__}: {e}"}
 
 
-def run_threads(rows, quick, attempts=3):
-    """s2sad with 1 and 2 threads on the compute-bound user function at N=10M.
-
-    Two threads need both cores of a 2-core machine: when other processes took more
-    than 0.2 of a core meanwhile (from /proc/stat, less this process's own CPU), the
-    block is run again, up to `attempts` times, and the least disturbed attempt is kept.
-    The choice looks at the disturbance only, never at the speed-up."""
-    label, loss, _ = CASES[THREAD_CASE]
-    x = make_input(THREAD_CASE, THREAD_N)
-    g = s2sad.grad(loss)
-
-    def with_threads(t):
-        def call():
-            os.environ["S2SAD_NUM_THREADS"] = str(t)
-            try:
-                return g(x)
-            finally:
-                os.environ["S2SAD_NUM_THREADS"] = "1"
-        return call
-
-    fns = {COPY: lambda: x.copy(), "s2sad grad, 1 thread": with_threads(1), "s2sad grad, 2 threads": with_threads(2)}
-    for f in fns.values():
-        f()
-    tries = []
-    for attempt in range(1 if quick else attempts):
-        c0 = time.process_time()
-        b0, w0 = _machine_busy()
-        out = measure_block(fns, repeats=5 if quick else 31, budget_s=1.0 if quick else 3.0, batch_s=1e-9)
-        b1, w1 = _machine_busy()
-        own = time.process_time() - c0
-        other = max(0.0, (b1 - b0) - own) / (w1 - w0)
-        tries.append((other, own / (w1 - w0), out))
-        log(f"  threads at N=10M, attempt {attempt + 1}: other work used {other:.2f} cores meanwhile")
-        if other <= 0.2:
-            break
-    other, cores_used, out = min(tries, key=lambda t: t[0])
-    res = {}
-    for name, (ts, number) in out.items():
-        med, mn = stats(ts)
-        res[name] = med
-        rows.append({"case": f"threads: {label}", "n": THREAD_N, "system": name, "median_us": med,
-                     "min_us": mn, "batches": len(ts), "calls_per_batch": number,
-                     "other_work_cores": other, "attempts": len(tries)})
-    speedup = res["s2sad grad, 1 thread"] / res["s2sad grad, 2 threads"]
-    log(f"  threads at N=10M: 1 thread {res['s2sad grad, 1 thread'] / 1e3:.1f} ms, "
-        f"2 threads {res['s2sad grad, 2 threads'] / 1e3:.1f} ms, speed-up {speedup:.2f}x")
-    return {"one_us": res["s2sad grad, 1 thread"], "two_us": res["s2sad grad, 2 threads"],
-            "copy_us": res[COPY], "speedup": speedup, "cores_used": cores_used, "other_cores": other,
-            "attempts": len(tries),
-            "one_min_us": min(out["s2sad grad, 1 thread"][0]) * 1e6, "two_min_us": min(out["s2sad grad, 2 threads"][0]) * 1e6}
+def pinned_child(args, path: str, env: dict) -> int:
+    """The child's side of run_pinned_table: the headline cases and the array programs."""
+    rows, errors, missing = [], [], {}
+    systems, versions = load_systems(missing, [w for w in args.without.split(",") if w])
+    run_cases(systems, rows, errors, args.quick, [])
+    arrays.run_arrays(systems, rows, errors, args.quick, measure_block, timing_row, log)
+    for r in rows:
+        r["env"], r["table"] = "pinned", "second"
+    with open(path, "w") as fh:
+        json.dump({"rows": rows, "errors": errors, "missing": missing, "env": env}, fh)
+    return 0
 
 
 def run_back_to_back(rows, quick):
@@ -595,30 +509,51 @@ def run_call_overhead(rows):
 
 # ----------------------------------------------------------------------------- main
 
-def main(argv=None) -> int:
+def parse_args(argv):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="fewer repeats (a smoke test)")
     ap.add_argument("--out", default=HERE, help="where results.json/md/png go")
     ap.add_argument("--without", default="", help="comma-separated systems to leave out: jax,numba,torch")
-    ap.add_argument("--default-malloc", action="store_true",
-                    help="leave glibc's malloc as it is (freed arrays may come back with fresh pages)")
+    ap.add_argument("--pinned", action="store_true",
+                    help="run on one pinned thread (every system) instead of the default environment")
+    ap.add_argument("--no-pinned-table", action="store_true",
+                    help="leave out the second table (the headline cases again on one pinned thread)")
+    ap.add_argument("--pinned-table", metavar="FILE", help=argparse.SUPPRESS)   # the child that makes it
+    ap.add_argument("--tuned-malloc", action="store_true",
+                    help="tell glibc's malloc to keep freed memory (not what a user has; labelled)")
+    ap.add_argument("--default-malloc", action="store_true", help="the default now; kept for old command lines")
     ap.add_argument("--no-pin", action="store_true",
-                    help="do not pin the single-thread rows to one CPU (XLA may then use several)")
+                    help="on one thread, do not pin the process to one CPU (XLA may then use several)")
     ap.add_argument("--only", choices=["closures-state", "arrays", "closure-steps", "containers", "hvp", "higher",
                                        "dask", "rows", "pool"],
                     help="run one section and print its report (writes no results files)")
-    args = ap.parse_args(argv)
-    malloc_tuned = False if args.default_malloc else keep_freed_memory()
+    return ap.parse_args(argv)
+
+
+def enter_environment(args) -> dict:
+    """This process's environment (bench_env.py; the thread variables were set at import):
+    pinned to a CPU on one thread unless --no-pin, malloc tuned if asked."""
+    env = {"name": "pinned" if PINNED else "default", "cores": os.cpu_count(), "pinned_cpu": None,
+           "malloc_tuned": bool(args.tuned_malloc) and bench_env.keep_freed_memory()}
+    if PINNED and not args.no_pin:
+        env["pinned_cpu"] = bench_env.pin_one_cpu()
+    env["text"] = bench_env.describe(env)
+    return env
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    env = enter_environment(args)
+    if args.pinned_table:
+        return pinned_child(args, args.pinned_table, env)
+    if args.only:
+        log(f"{args.only}: {env['text']}")
     if args.only == "closures-state":
-        if not args.no_pin:
-            pin_one_cpu()
         rows, errors = [], []
         closures_state.run_state(rows, errors, args.quick, measure_block, timing_row, log)
         log("\n".join(closures_state.markdown(rows, errors)))
         return 0
     if args.only == "closure-steps":
-        if not args.no_pin:
-            pin_one_cpu()
         rows, errors = [], []
         closure_steps.run_closure_steps(rows, errors, args.quick, log)
         log("\n".join(closure_steps.markdown(rows) + [f"error: {e}" for e in errors]))
@@ -634,22 +569,16 @@ def main(argv=None) -> int:
         log("\n".join(dask_bench.markdown(rows) + [f"error: {e}" for e in errors]))
         return 0
     if args.only == "containers":
-        if not args.no_pin:
-            pin_one_cpu()
         rows, errors = [], []
         containers.run_containers(rows, errors, args.quick, measure_block, timing_row, log)
         log("\n".join(containers.markdown(rows)))
         return 0
     if args.only == "rows":
-        if not args.no_pin:
-            pin_one_cpu()
         rows, errors = [], []
         row_elements.run_rows(rows, errors, args.quick, measure_block, timing_row, log)
         log("\n".join(row_elements.markdown(rows)))
         return 0
     if args.only in ("hvp", "higher"):     # sections that compare with the other systems
-        if not args.no_pin:
-            pin_one_cpu()
         rows, errors, missing = [], [], {}
         systems, _ = load_systems(missing, [w for w in args.without.split(",") if w])
         section = hvp if args.only == "hvp" else higher
@@ -658,20 +587,24 @@ def main(argv=None) -> int:
         log("\n".join(section.markdown(rows, errors)))
         return 0
     if args.only == "arrays":
-        if not args.no_pin:
-            pin_one_cpu()
         rows, errors, missing = [], [], {}
         systems, _ = load_systems(missing, [w for w in args.without.split(",") if w])
         arrays.run_arrays(systems, rows, errors, args.quick, measure_block, timing_row, log)
         for r in rows:
             log(f"  {r['case'][:40]:40s} n={r['n']:>7} {r['system']:20s} {r['median_us']:9.1f} us")
         return 0
+    return run_all(args, env)
+
+
+def run_all(args, env: dict) -> int:
+    """Every section in this process's environment, then the second table (one pinned
+    thread, a child process) unless this run is pinned itself or --no-pinned-table."""
     t_start = time.perf_counter()
     info = machine_info()
-    info["pinned_cpu"] = None if args.no_pin else pin_one_cpu()
-    info["malloc_tuned"] = malloc_tuned
+    info["env"] = env
+    info["pinned_cpu"], info["malloc_tuned"] = env["pinned_cpu"], env["malloc_tuned"]
     log(f"s2sad benchmark {info['date']} on {info['cpu']} ({info['cpu_name']}), {info['cores']} cores, "
-        f"load {info['loadavg_start'][0]:.2f}, single-thread rows pinned to CPU {info['pinned_cpu']}")
+        f"load {info['loadavg_start'][0]:.2f}; main table: {env['text']}")
 
     rows: list = []
     errors: list = []
@@ -714,15 +647,22 @@ def main(argv=None) -> int:
         fresh = run_first_site_latency(workdir, rows, systems.get("jax"))
         warm = run_warm_cache(workdir, rows, args.quick)
     memory = run_memory(rows)
-    unpin_all_threads()
-    threads = run_threads(rows, args.quick)
+    bench_env.unpin_all_threads()
+    threads = thread_bench.run_threads(rows, args.quick, measure_block, stats, timing_row, log)
+    default_vs_one = thread_bench.run_default_vs_one(rows, args.quick, measure_block, stats, timing_row, log)
     dask_bench.run_dask(rows, errors, args.quick, log)
     pool_bench.run_pool(rows, errors, args.quick, log)
+    for r in rows:
+        r.setdefault("env", env["name"])
+    pinned = None if PINNED or args.no_pinned_table else run_pinned_table(args)
+    if pinned and "rows" in pinned:
+        rows.extend(pinned["rows"])
 
     info["loadavg_end"] = os.getloadavg()
     info["wall_s"] = time.perf_counter() - t_start
     extra = {"first_in_process_us": first_in_process, "fresh_sites": fresh, "warm_cache": warm,
-             "memory": memory, "threads": threads, "call_overhead": call_overhead, "back_to_back": back_to_back}
+             "memory": memory, "threads": threads, "call_overhead": call_overhead, "back_to_back": back_to_back,
+             "default_vs_one": default_vs_one, "pinned": pinned}
 
     import report
     os.makedirs(args.out, exist_ok=True)

@@ -3,20 +3,22 @@
 The common call: C-contiguous float arrays of one shape, and scalars, on the llvm
 backend (`Choice.fast_path`). It skips `prepare`/`launch`: one layout check per
 argument (`fast_layouts`), a cached driver, data pointers read straight from the array
-objects, and the index space split across threads above THREAD_MIN elements (ctypes
-releases the GIL). Below THREAD_MIN a sum is one call of a small Python stub generated
-per signature (`sum_dual_stub`); from a signature's second call on, one call of the
-driver's Python entry (codegen/llvm_entry.py) where it has one.
+objects, and from THREAD_MIN elements the index space cut into chunks that depend on its
+size alone, run on the threads a per-signature `ThreadChooser` picks by timing the
+calls (threadchoice.py; ctypes releases the GIL). Below THREAD_MIN a sum is one call of
+a small Python stub generated per signature (`sum_dual_stub`); from a signature's second
+call on, one call of the driver's Python entry (codegen/llvm_entry.py) where it has one.
 
 Invariants: the same results, bit for bit, as `runtime.launch` on the llvm backend:
-sums accumulated in float64 (`ACC_DTYPE`) and rounded once (`rounded`), threads'
-partial sums combined in float64; the user's arrays are never written. Everything made
-for a signature is kept on the kernel (`Kernel.cached`), made once.
+sums accumulated in float64 (`ACC_DTYPE`) and rounded once (`rounded`), chunks'
+partial sums combined in float64 in chunk order, so that no bit depends on the thread
+count (nor on the chooser's probing); the user's arrays are never written. Everything
+made for a signature is kept on the kernel (`Kernel.cached`), made once.
 """
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 import numpy as np
@@ -25,9 +27,15 @@ from .backends.host import ACC_DTYPE, rounded
 from .backends.llvm import DATA_OFFSET, compiled_driver, from_address, ptr
 from .kernel import LoopSpec
 from .runkernel import Kernel
-from .threads import num_threads, run_chunks
+from .threadchoice import ThreadChooser
+from .threads import run_chunks
 
-THREAD_MIN = 200_000
+# A chunk is one call of the driver (~1-2 us of Python and ctypes) over at least CHUNK
+# elements (>= ~20 us even memory-bound): one thread pays a few per cent for cutting a sum
+# into chunks, which it must, for its bits to be the threads' bits.
+CHUNK = 1 << 17
+THREAD_MIN = 2 * CHUNK   # elements from which a call is cut into chunks and may run on threads
+MAX_CHUNKS = 32          # enough for up to 8 threads to end together when one is held up
 
 
 def fast_layouts(args: Sequence[Any]):
@@ -64,18 +72,13 @@ def _fast_driver(kernel: Kernel, active: tuple[str, ...], spec: LoopSpec, dtype:
     return kernel.cached(("compiled", active, spec, dtype), lambda: compiled_driver(kernel, active, spec, dtype))
 
 
-# chunks per thread: enough that the threads end together when one is held up
-CHUNKS_PER_THREAD = 8
-
-
-def split(n: int) -> tuple[list[tuple[int, int]], int]:
-    """(chunks of [0, n), threads to run them on): one chunk below THREAD_MIN elements,
-    else up to CHUNKS_PER_THREAD per thread, none under THREAD_MIN / 4 elements."""
-    t = num_threads() if n >= THREAD_MIN else 1
-    t = min(t, max(1, n // (THREAD_MIN // 4)))
-    k = 1 if t == 1 else min(t * CHUNKS_PER_THREAD, max(t, n // (THREAD_MIN // 4)))
+def chunks_of(n: int) -> list[tuple[int, int]]:
+    """[0, n) cut into chunks that depend on n alone (never on the thread count, so that
+    a sum's per-chunk accumulators, and so its bits, are the same on 1 thread or many):
+    one below THREAD_MIN elements, else about n / CHUNK of them, at most MAX_CHUNKS."""
+    k = max(1, min(MAX_CHUNKS, n // CHUNK)) if n >= THREAD_MIN else 1
     step = -(-n // k)
-    return [(lo, min(n, lo + step)) for lo in range(0, n, step)], t
+    return [(lo, min(n, lo + step)) for lo in range(0, n, step)]
 
 
 @dataclass
@@ -91,6 +94,7 @@ class FastPlan:
     # call (a first result does not wait for it), then the entry or False (none)
     entry: Any = None
     called: bool = False
+    chooser: ThreadChooser = field(default_factory=ThreadChooser)   # thread counts of large calls
 
 
 def fast_plan(kernel: Kernel, active, layouts, dtype, value: str) -> FastPlan:
@@ -173,9 +177,10 @@ def sum_dual_stub(fp: FastPlan, layouts, dtype, value: str = "sum"):
 
 
 def threaded_sum_dual(fp: FastPlan, args, layouts, dtype, grads, scale, n, value: str = "sum"):
-    """Chunks of the index space on threads, each with its own float64 accumulators (the
-    value sum first when value is "sum", then each scalar grad), summed in float64."""
-    chunks, threads = split(n)
+    """Chunks of the index space (chunks_of(n)) on the threads fp.chooser picks, each
+    chunk with its own float64 accumulators (the value sum first when value is "sum",
+    then each scalar grad), summed in float64 in chunk order."""
+    chunks = chunks_of(n)
     g0 = 1 if value == "sum" else 0   # slot of the first scalar grad
     width = max(1, g0 + len(grads))
     accs = np.zeros(width * len(chunks), ACC_DTYPE)
@@ -183,9 +188,10 @@ def threaded_sum_dual(fp: FastPlan, args, layouts, dtype, grads, scale, n, value
     base = [ptr(a) if l == "contig" else a for a, l in zip(args, layouts)]
     gbase = [ptr(g) if g is not None else None for g in grads]
     acc0 = ptr(accs)
+    # without accumulators the chunks cannot change a bit: one thread makes one call
+    whole = not g0 and all(g is not None for g in grads)
 
-    def run(c):
-        lo, hi = chunks[c]
+    def argv(lo, hi, c):
         v = [1, hi - lo]
         v += [b + lo * itemsize if l == "contig" else b for b, l in zip(base, layouts)]
         acc = acc0 + c * width * accsize
@@ -194,27 +200,51 @@ def threaded_sum_dual(fp: FastPlan, args, layouts, dtype, grads, scale, n, value
         if grads:
             v.append(scale)
             v += [g + lo * itemsize if g is not None else acc + (g0 + k) * accsize for k, g in enumerate(gbase)]
-        fp.cfunc(*v)
+        return v
 
-    run_chunks(run, len(chunks), threads)
+    cfunc = fp.cfunc
+
+    def work(threads):
+        if whole and threads == 1:
+            cfunc(*argv(0, n, 0))
+            return
+        calls = [argv(lo, hi, c) for c, (lo, hi) in enumerate(chunks)]   # the chunks' only Python: their calls
+        run_chunks(lambda c: cfunc(*calls[c]), len(calls), threads)
+
+    on_threads(fp.chooser, n, len(chunks), work)
     return accs.reshape(len(chunks), width).sum(axis=0)
+
+
+def on_threads(chooser: ThreadChooser, n: int, n_chunks: int, work) -> None:
+    """work(threads): one thread for a single chunk, else the chooser's count."""
+    if n_chunks <= 1:
+        work(1)
+    else:
+        chooser.run(n, work)
 
 
 def fast_apply(kernel: Kernel, args, fast):
     layouts, shape, dtype = fast
-    cfunc = fast_plan(kernel, (), layouts, dtype, "store").cfunc
+    fp = fast_plan(kernel, (), layouts, dtype, "store")
+    cfunc = fp.cfunc
     out = np.empty(shape, dtype)
     n = out.size
     itemsize = dtype.itemsize
 
-    def run(lo, hi):
+    def call(lo, hi):
         argv = [1, hi - lo]
         for a, l in zip(args, layouts):
             argv.append(ptr(a) + lo * itemsize if l == "contig" else a)
         argv.append(ptr(out) + lo * itemsize)
         cfunc(*argv)
 
-    chunks, threads = split(n)
-    run_chunks(lambda c: run(*chunks[c]), len(chunks), threads)
-    return out
+    chunks = chunks_of(n)
 
+    def work(threads):      # elementwise: the chunks cannot change a bit
+        if threads == 1:
+            call(0, n)
+        else:
+            run_chunks(lambda c: call(*chunks[c]), len(chunks), threads)
+
+    on_threads(fp.chooser, n, len(chunks), work)
+    return out

@@ -18,7 +18,9 @@ and `dot` take that path when
 Everything else is numpy's `@` / `np.dot`, errors included. The result is a new
 C-contiguous array either way; no operand is written. Each element of the result is
 one multiply-add chain in index order (see llvm_gemm), so it does not depend on the
-number of threads.
+number of threads. From THREAD_WORK multiply-adds the rows may be split between threads:
+how many, a `ThreadChooser` per (dtype, columns) decides by timing the products
+(threadchoice.py), unless S2SAD_NUM_THREADS says.
 """
 from __future__ import annotations
 
@@ -31,17 +33,19 @@ from .backends import choose
 from .backends.llvm import ptr
 from .codegen import llvm_jit
 from .codegen.llvm_gemm import NARROW_ROWS
-from .threads import num_threads, run_chunks
+from .threadchoice import ThreadChooser
+from .threads import run_chunks
 
 MIN_COLUMNS = 2
 MAX_ROW_BYTES = 1024          # the right operand's row: 128 float64 or 256 float32
 MIN_WORK = 1 << 20            # multiply-adds below which numpy's product is as fast (its call is cheaper)
-THREAD_WORK = 1 << 23         # multiply-adds from which rows are split between threads (below: waking one costs more)
+THREAD_WORK = 1 << 22         # multiply-adds from which threads are tried (threadchoice times them against one)
 _F64, _F32 = np.dtype(np.float64), np.dtype(np.float32)
 _ARGTYPES = (ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p,
              ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64,
              ctypes.c_int64)
 _FUNCS: dict = {}
+_CHOOSERS: dict = {}          # (dtype, columns) -> ThreadChooser
 
 
 def _function(dtype: np.dtype):
@@ -84,16 +88,33 @@ def _product(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     f = _FUNCS.get(a.dtype) or _function(a.dtype)
     args = (ptr(a), a.strides[0] // size, a.strides[1] // size, ptr(b), b.strides[0] // size, ptr(c), m,
             p, q, m, 0)
-    threads = min(num_threads(), -(-p // NARROW_ROWS)) if p * q * m >= THREAD_WORK else 1
-    if threads <= 1:
+    work = p * q * m
+    if work < THREAD_WORK or p < 2 * NARROW_ROWS:
         f(*args, 0, p)
         return c
-    # one range of whole row tiles (of either height) per thread: a range reads all of
-    # b, so more ranges than threads would read it more often
+    _chooser(a.dtype, m).run(work, lambda threads: _rows_on_threads(f, args, p, threads))
+    return c
+
+
+def _chooser(dtype: np.dtype, m: int) -> ThreadChooser:
+    """The thread counts of products with m columns of this dtype (sized by their work)."""
+    key = (dtype, m)
+    chooser = _CHOOSERS.get(key)
+    if chooser is None:
+        chooser = _CHOOSERS.setdefault(key, ThreadChooser())
+    return chooser
+
+
+def _rows_on_threads(f, args, p: int, threads: int) -> None:
+    """The product's p rows on `threads` threads: one range of whole row tiles (of either
+    height) per thread, since a range reads all of b and more ranges would read it more."""
+    threads = min(threads, -(-p // NARROW_ROWS))
+    if threads <= 1:
+        f(*args, 0, p)
+        return
     step = -(-p // (threads * NARROW_ROWS)) * NARROW_ROWS
     bounds = [(lo, min(p, lo + step)) for lo in range(0, p, step)]
     run_chunks(lambda i: f(*args, *bounds[i]), len(bounds), len(bounds))
-    return c
 
 
 def _own(a: Any, b: Any, backend: str) -> np.ndarray | None:

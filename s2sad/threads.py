@@ -1,4 +1,6 @@
-"""The threads the runtime splits a large call across (fastpath.split, threaded_sum_dual).
+"""The threads the runtime splits a large call across (fastpath.threaded_sum_dual,
+fastpath.fast_apply, gemm): the count allowed, the pool, running chunks on it. How many
+of them a call uses is threadchoice.py's choice, unless S2SAD_NUM_THREADS forces it.
 
 Invariants:
 - `num_threads()` is always in 1..max_threads(): S2SAD_NUM_THREADS when it is such an
@@ -56,6 +58,15 @@ def num_threads() -> int:
     return n
 
 
+def forced_threads() -> int | None:
+    """The count S2SAD_NUM_THREADS forces (as num_threads reads it, bad values warned
+    about and replaced), or None when it is unset or empty: the count is then chosen
+    per kernel by timing (threadchoice.py)."""
+    if not os.environ.get(ENV):
+        return None
+    return num_threads()
+
+
 def _bad(value: str, why: str, used: int) -> int:
     warnings.warn(f"s2sad: {ENV}={value!r} {why}; using {used} threads", RuntimeWarning, stacklevel=4)
     return used
@@ -97,20 +108,56 @@ def run_chunks(run: Callable[[int], None], n_chunks: int, n_threads: int) -> Non
     n_threads - 1 of the pool's, each taking the next chunk not yet taken. A thread
     that starts late or is descheduled takes fewer chunks instead of finishing last
     with half the work. (Which thread runs a chunk does not change any result: each
-    chunk writes its own slice and its own accumulators.)"""
+    chunk writes its own slice and its own accumulators.)
+
+    The call returns once every chunk has run, not once every pool thread has: on a
+    busy machine a pool thread may wait milliseconds for a core, and by then the
+    caller has taken its chunks; it finds none left and ends. What it was given is
+    dropped first (`_Chunks.close`), so it keeps no array alive. The first exception a
+    chunk raised is raised here, after the other chunks ran."""
     if n_threads <= 1 or n_chunks <= 1:
         for c in range(n_chunks):
             run(c)
         return
-    taken = iter(range(n_chunks))     # next() on it is atomic under the GIL
+    chunks = _Chunks(run, n_chunks)
+    pool = _POOL.get(n_threads - 1)
+    for _ in range(n_threads - 1):
+        pool.submit(chunks.work)
+    chunks.work()
+    chunks.wait_and_close()
 
-    def worker() -> None:
-        for c in taken:
-            run(c)
 
-    helpers = [_POOL.get(n_threads - 1).submit(worker) for _ in range(n_threads - 1)]
-    try:
-        worker()
-    finally:                          # never return while a helper still writes
-        for f in helpers:
-            f.result()
+class _Chunks:
+    """The chunks of one run_chunks call, taken in turn by whichever threads run `work`."""
+
+    def __init__(self, run: Callable[[int], None], n_chunks: int) -> None:
+        self.run: Callable[[int], None] | None = run
+        self.taken = iter(range(n_chunks))     # next() on it is atomic under the GIL
+        self.left = n_chunks
+        self.error: BaseException | None = None
+        self.lock = threading.Lock()
+        self.all_done = threading.Event()
+
+    def work(self) -> None:
+        run = self.run
+        if run is None:                        # a pool thread that started after the call ended
+            return
+        for c in self.taken:
+            try:
+                run(c)
+            except BaseException as e:         # noqa: BLE001 - raised by the caller, in wait_and_close
+                with self.lock:
+                    self.error = self.error or e
+            finally:
+                with self.lock:
+                    self.left -= 1
+                    if self.left == 0:
+                        self.all_done.set()
+
+    def wait_and_close(self) -> None:
+        """Wait until every chunk has run (never return while a chunk still writes)."""
+        self.all_done.wait()
+        self.run = None
+        error, self.error = self.error, None
+        if error is not None:
+            raise error

@@ -1,0 +1,458 @@
+"""The thread count of a large call chosen by timing (threadchoice.py), and results that do
+not depend on it (fastpath.chunks_of cuts by the size alone).
+
+The chooser's logic is driven by a fake clock that advances by a cost per element per
+thread count: nothing here depends on how fast this machine is."""
+from __future__ import annotations
+
+import os
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import s2sad
+from s2sad import fastpath, gemm, threadchoice
+from s2sad.threadchoice import (CHECK_FIRST, CHECK_MAX, GIVE_UP, MARGIN, PROBES, REPROBE_EVERY, REPROBE_MAX,
+                                SLOW_FACTOR, ThreadChooser, size_class)
+
+ROUND = 2 * (PROBES + 1)      # a probe's calls: a warm-up and PROBES timed calls of each count
+
+
+class FakeClock:
+    """A clock that a call on t threads over n elements advances by cost[t] * n."""
+
+    def __init__(self, cost: dict[int, float]) -> None:
+        self.now = 0
+        self.cost = dict(cost)
+        self.counts: list[int] = []
+
+    def __call__(self) -> int:
+        return self.now
+
+    def work(self, n: int):
+        def run(t: int) -> None:
+            self.counts.append(t)
+            self.now += int(self.cost[t] * n)
+        return run
+
+
+@pytest.fixture
+def four_cores(monkeypatch):
+    """The chooser sees 4 cores and no S2SAD_NUM_THREADS."""
+    monkeypatch.delenv("S2SAD_NUM_THREADS", raising=False)
+    monkeypatch.setattr(threadchoice, "default_threads", lambda: 4)
+
+
+def calls(chooser: ThreadChooser, clock: FakeClock, n: int, k: int) -> list[int]:
+    before = len(clock.counts)
+    for _ in range(k):
+        chooser.run(n, clock.work(n))
+    return clock.counts[before:]
+
+
+def settle(chooser: ThreadChooser, clock: FakeClock, n: int) -> list[int]:
+    """Calls until n's size class has a choice: the counts they ran on."""
+    out: list[int] = []
+    while not chooser.choices().get(size_class(n)):
+        out += calls(chooser, clock, n, 1)
+        assert len(out) <= ROUND
+    return out
+
+
+def settled_on(counts: list[int], count: int) -> bool:
+    """The calls ran on `count`, but for the checks on one thread that a choice of N
+    threads makes now and then (at most every CHECK_FIRST-th call)."""
+    if count == 1:
+        return counts == [1] * len(counts)
+    checks = counts.count(1)
+    return set(counts) <= {1, count} and checks <= len(counts) // CHECK_FIRST + 1
+
+
+# ------------------------------------------------------------------ the choice
+
+@pytest.mark.parametrize("one, many, chosen", [(10.0, 4.0, 4),        # threads pay
+                                               (10.0, 10.0, 1),       # a tie: one thread
+                                               (10.0, 10.0 * (1 - MARGIN / 2), 1),   # within the margin
+                                               (10.0, 1.5 * 10.0, 1)])   # threads cost (a busy machine)
+def test_probes_alternate_then_the_faster_count_is_kept(four_cores, one, many, chosen):
+    clock = FakeClock({1: one, 4: many})
+    chooser = ThreadChooser(clock)
+    assert settle(chooser, clock, 500_000) == [1, 4] * (PROBES + 1)
+    assert chooser.choices() == {size_class(500_000): chosen}
+    assert settled_on(calls(chooser, clock, 500_000, 50), chosen)
+    assert chooser.choices() == {size_class(500_000): chosen}
+
+
+@pytest.mark.parametrize("warm_up, timed, seen", [(GIVE_UP * 10.0 + 1.0, 4.0, [1, 4]),            # the warm-up
+                                                  (4.0, GIVE_UP * 10.0 + 1.0, [1, 4, 1, 4])])     # a timed call
+def test_threads_much_slower_end_the_probe_at_once(four_cores, warm_up, timed, seen):
+    clock = FakeClock({1: 10.0, 4: warm_up})
+    chooser = ThreadChooser(clock)
+    calls(chooser, clock, 500_000, 2)
+    clock.cost[4] = timed
+    assert clock.counts[:2] + settle(chooser, clock, 500_000) == seen
+    assert chooser.choices() == {size_class(500_000): 1}
+
+
+def test_the_warm_up_calls_are_left_out(four_cores):
+    """The first call of each count (fresh memory, the pool's start) is not counted: here
+    one thread's first call is slow, and counting it would choose the threads."""
+    clock = FakeClock({1: 1000.0, 4: 20.0})
+    chooser = ThreadChooser(clock)
+    calls(chooser, clock, 500_000, 1)
+    clock.cost[1] = 10.0
+    calls(chooser, clock, 500_000, 1)
+    clock.cost[4] = 12.0
+    assert settle(chooser, clock, 500_000) == [1, 4] * PROBES
+    assert chooser.choices() == {size_class(500_000): 1}
+
+
+def test_the_mean_decides_not_the_median(four_cores):
+    """Threads often fast and sometimes slow (a loaded machine): they lose on average."""
+    clock = FakeClock({1: 10.0, 4: 6.0})
+    chooser = ThreadChooser(clock)
+    for i in range(ROUND):
+        clock.cost[4] = 19.0 if i == ROUND - 1 else 6.0     # the last timed call on 4 threads
+        chooser.run(500_000, clock.work(500_000))
+    assert chooser.choices() == {size_class(500_000): 1}     # median 6, mean (6 + 6 + 19) / 3 > 10
+
+
+def test_sizes_in_one_class_are_compared_per_element(four_cores):
+    """A bucket spans a factor 2 of sizes: a larger call is not held against its count."""
+    clock = FakeClock({1: 10.0, 4: 6.0})
+    chooser = ThreadChooser(clock)
+    for _ in range(PROBES + 1):
+        chooser.run(600_000, clock.work(600_000))       # one thread, on the smaller size
+        chooser.run(1_000_000, clock.work(1_000_000))   # four, on the larger
+    assert size_class(600_000) == size_class(1_000_000)
+    assert chooser.choices() == {size_class(600_000): 4}
+
+
+def test_each_size_class_chooses_for_itself(four_cores):
+    clock = FakeClock({1: 10.0, 4: 4.0})
+    chooser = ThreadChooser(clock)
+    calls(chooser, clock, 300_000, ROUND)
+    clock.cost = {1: 10.0, 4: 20.0}
+    calls(chooser, clock, 5_000_000, ROUND)
+    assert chooser.choices() == {size_class(300_000): 4, size_class(5_000_000): 1}
+
+
+def test_a_machine_that_becomes_free_is_followed_at_the_next_probe(four_cores):
+    clock = FakeClock({1: 10.0, 4: 30.0})     # busy: threads lose
+    chooser = ThreadChooser(clock)
+    settle(chooser, clock, 500_000)
+    clock.cost = {1: 10.0, 4: 4.0}            # the other cores are free now
+    settled = calls(chooser, clock, 500_000, REPROBE_EVERY)
+    assert settled == [1] * REPROBE_EVERY
+    assert settle(chooser, clock, 500_000) == [1, 4] * (PROBES + 1)
+    assert settled_on(calls(chooser, clock, 500_000, 10), 4)
+
+
+def test_a_machine_that_becomes_busy_is_followed_at_once(four_cores):
+    clock = FakeClock({1: 10.0, 4: 4.0})
+    chooser = ThreadChooser(clock)
+    settle(chooser, clock, 500_000)
+    clock.cost = {1: 10.0, 4: 40.0}           # another process took the cores: 10x slower
+    assert calls(chooser, clock, 500_000, 1) == [4]     # then a new probe, not 255 more slow calls
+    assert settle(chooser, clock, 500_000) == [1, 4]
+    assert chooser.choices() == {size_class(500_000): 1}
+
+
+def test_one_thread_slowing_down_is_left_to_the_periodic_probe(four_cores):
+    """Settled on one thread, slower calls mean a busier machine: probing threads then
+    would only cost."""
+    clock = FakeClock({1: 10.0, 4: 30.0})
+    chooser = ThreadChooser(clock)
+    settle(chooser, clock, 500_000)
+    clock.cost[1] = 40.0
+    assert calls(chooser, clock, 500_000, 100) == [1] * 100
+
+
+def test_a_confirmed_choice_is_probed_less_often(four_cores):
+    clock = FakeClock({1: 10.0, 4: 30.0})
+    chooser = ThreadChooser(clock)
+    settle(chooser, clock, 500_000)
+    bucket = chooser.buckets[size_class(500_000)]
+    intervals = []
+    for _ in range(6):
+        assert bucket.interval in (REPROBE_EVERY, *(REPROBE_EVERY << k for k in range(1, 5)))
+        calls(chooser, clock, 500_000, bucket.interval)
+        assert settle(chooser, clock, 500_000) == [1, 4]     # busy still: one thread again
+        intervals.append(bucket.interval)
+    assert intervals == [min(REPROBE_EVERY << k, REPROBE_MAX) for k in range(1, 7)]
+    clock.cost[4] = 4.0                       # free now: the choice changes, the interval starts again
+    calls(chooser, clock, 500_000, bucket.interval)
+    settle(chooser, clock, 500_000)
+    assert chooser.choices() == {size_class(500_000): 4} and bucket.interval == REPROBE_EVERY
+
+
+def test_a_slower_spell_is_followed_within_a_few_calls(four_cores):
+    clock = FakeClock({1: 10.0, 4: 4.0})
+    chooser = ThreadChooser(clock)
+    calls(chooser, clock, 500_000, ROUND)
+    clock.cost[4] = 4.0 * (SLOW_FACTOR + 1.5)   # slower than one thread now, but not 10x
+    slow = calls(chooser, clock, 500_000, 8)
+    assert slow[:2] == [4, 4] and 1 in slow[2:5]
+
+
+def test_threads_chosen_on_unlucky_probes_are_dropped_at_a_check(four_cores):
+    """The probe met a slow spell on one thread and chose 4; one thread is faster after
+    all: the first check on one thread (the CHECK_FIRST-th call) says so."""
+    clock = FakeClock({1: 20.0, 4: 8.0})
+    chooser = ThreadChooser(clock)
+    settle(chooser, clock, 500_000)
+    assert chooser.choices() == {size_class(500_000): 4}
+    clock.cost[1] = 6.0
+    assert calls(chooser, clock, 500_000, CHECK_FIRST) == [4] * (CHECK_FIRST - 1) + [1]
+    assert chooser.choices() == {size_class(500_000): 1}
+    assert calls(chooser, clock, 500_000, 50) == [1] * 50
+
+
+def test_checks_thin_out_while_threads_stay_faster(four_cores):
+    clock = FakeClock({1: 10.0, 4: 4.0})
+    chooser = ThreadChooser(clock)
+    settle(chooser, clock, 500_000)
+    first = calls(chooser, clock, 500_000, 120)
+    assert [i for i, c in enumerate(first) if c == 1] == [7, 23, 55, 119]     # after 8, 16, 32, 64 calls
+    late = calls(chooser, clock, 500_000, CHECK_MAX)     # (before the periodic probe, at 256 calls on 4)
+    assert late == [4] * (CHECK_MAX - 1) + [1] and chooser.choices() == {size_class(500_000): 4}
+
+
+def test_a_single_slow_call_does_not_start_a_probe(four_cores):
+    clock = FakeClock({1: 10.0, 4: 4.0})
+    chooser = ThreadChooser(clock)
+    calls(chooser, clock, 500_000, ROUND)
+    for _ in range(5):
+        clock.cost[4] = 8.0                     # twice the expected time, once
+        assert settled_on(calls(chooser, clock, 500_000, 1), 4)
+        clock.cost[4] = 4.0
+        assert settled_on(calls(chooser, clock, 500_000, 20), 4)
+    assert chooser.choices() == {size_class(500_000): 4}
+
+
+def test_a_new_default_count_measures_afresh(monkeypatch, four_cores):
+    clock = FakeClock({1: 10.0, 4: 4.0, 2: 30.0})
+    chooser = ThreadChooser(clock)
+    settle(chooser, clock, 500_000)
+    monkeypatch.setattr(threadchoice, "default_threads", lambda: 2)
+    assert calls(chooser, clock, 500_000, 4) == [1, 2, 1, 1]      # 2 threads 3x slower: given up
+    assert chooser.choices() == {size_class(500_000): 1}
+
+
+def test_one_core_means_one_thread_and_no_timing(monkeypatch):
+    monkeypatch.delenv("S2SAD_NUM_THREADS", raising=False)
+    monkeypatch.setattr(threadchoice, "default_threads", lambda: 1)
+    clock = FakeClock({1: 10.0})
+    chooser = ThreadChooser(lambda: pytest.fail("the clock was read"))
+    assert [chooser.run(500_000, clock.work(500_000)) for _ in range(5)] == [1] * 5
+    assert chooser.choices() == {}
+
+
+@pytest.mark.parametrize("value, count", [("1", 1), ("3", 3), (" 2 ", 2)])
+def test_the_environment_forces_the_count_without_timing(monkeypatch, four_cores, value, count):
+    monkeypatch.setenv("S2SAD_NUM_THREADS", value)
+    clock = FakeClock({count: 10.0})
+    chooser = ThreadChooser(lambda: pytest.fail("the clock was read"))
+    assert calls(chooser, clock, 500_000, 20) == [count] * 20
+    assert chooser.choices() == {}
+
+
+def test_a_bad_environment_value_forces_the_default_with_a_warning(monkeypatch, four_cores):
+    monkeypatch.setenv("S2SAD_NUM_THREADS", "lots")
+    chooser = ThreadChooser(lambda: pytest.fail("the clock was read"))
+    with pytest.warns(RuntimeWarning, match="S2SAD_NUM_THREADS='lots' is not an integer"):
+        used = chooser.run(500_000, lambda t: None)
+    assert used == (os.cpu_count() or 1)
+
+
+def test_a_failing_call_leaves_the_chooser_usable(four_cores):
+    clock = FakeClock({1: 10.0, 4: 4.0})
+    chooser = ThreadChooser(clock)
+
+    def fail(t):
+        raise MemoryError("in the kernel's call")
+    with pytest.raises(MemoryError):
+        chooser.run(500_000, fail)
+    assert chooser.lock.acquire(blocking=False)     # not left held
+    chooser.lock.release()
+    assert calls(chooser, clock, 500_000, ROUND) == [1, 4] * (PROBES + 1)
+    assert chooser.choices() == {size_class(500_000): 4}
+
+
+def test_concurrent_calls_keep_the_chooser_whole(four_cores):
+    """8 threads calling one chooser at once (the clock shared, so the times they record
+    are nonsense): no error, only counts 1 and 4, and a single caller afterwards still
+    gets a probe and a choice."""
+    lock = threading.Lock()
+    ticks = iter(range(10**9))
+
+    def clock():
+        with lock:
+            return next(ticks) * 1000
+    chooser = ThreadChooser(clock)
+    used, errors = [], []
+
+    def caller(seed):
+        rng = np.random.default_rng(seed)
+        try:
+            for _ in range(400):
+                n = int(rng.integers(300_000, 3_000_000))
+                used.append(chooser.run(n, lambda t: None))
+        except BaseException as e:      # noqa: BLE001
+            errors.append(e)
+    ts = [threading.Thread(target=caller, args=(i,)) for i in range(8)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join(60)
+    assert not errors and len(used) == 8 * 400 and set(used) <= {1, 4}
+    for b in chooser.buckets.values():
+        assert b.choice in (0, 1, 4) and b.calls < b.interval <= REPROBE_MAX
+    fresh = FakeClock({1: 10.0, 4: 4.0})
+    chooser.clock = fresh
+    for b in chooser.buckets.values():
+        b.probe()
+    assert calls(chooser, fresh, 500_000, ROUND) == [1, 4] * (PROBES + 1)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork")
+def test_a_child_forked_while_the_lock_is_held_can_choose(four_cores):
+    """The chooser's lock is renewed in a forked child (another thread of the parent held
+    it at the fork): the child's large calls do not wait for it forever."""
+    clock = FakeClock({1: 10.0, 4: 4.0})
+    chooser = ThreadChooser(clock)
+    with chooser.lock:
+        pid = os.fork()
+        if pid == 0:
+            ok = False
+            try:
+                ok = calls(chooser, clock, 500_000, ROUND) == [1, 4] * (PROBES + 1)
+            finally:
+                os._exit(0 if ok else 3)
+    deadline = time.monotonic() + 60
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        if time.monotonic() > deadline:
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+            pytest.fail("the forked child waited for its parent's lock")
+        time.sleep(0.01)
+    assert os.waitstatus_to_exitcode(status) == 0
+
+
+# ------------------------------------------------------------------ results that do not depend on it
+
+@pytest.mark.parametrize("n", [2, 1000, fastpath.THREAD_MIN - 1, fastpath.THREAD_MIN, fastpath.THREAD_MIN + 1,
+                               10**6 + 7, fastpath.MAX_CHUNKS * fastpath.CHUNK * 3 + 5])
+def test_chunks_depend_on_the_size_alone(n):
+    chunks = fastpath.chunks_of(n)
+    assert chunks[0][0] == 0 and chunks[-1][1] == n
+    assert all(a[1] == b[0] and a[0] < a[1] for a, b in zip(chunks, chunks[1:]))
+    assert len(chunks) <= fastpath.MAX_CHUNKS
+    if n < fastpath.THREAD_MIN:
+        assert chunks == [(0, n)]
+    else:
+        assert len(chunks) >= 2 and min(hi - lo for lo, hi in chunks) >= fastpath.CHUNK - 1
+
+
+def mean_square(x):
+    return np.sum(np.tanh(x) * x) / x.size
+
+
+def with_scale(x, a):
+    return np.sum(np.sin(a * x) * x)
+
+
+@pytest.fixture
+def counts_used(monkeypatch):
+    """The thread counts the fast path's calls ran on."""
+    used = []
+    on_threads = fastpath.on_threads
+
+    def recording(chooser, n, n_chunks, work):
+        on_threads(chooser, n, n_chunks, lambda t: (used.append(t), work(t)))
+    monkeypatch.setattr(fastpath, "on_threads", recording)
+    return used
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_probing_changes_no_bit(monkeypatch, four_cores, counts_used, dtype):
+    """While the chooser probes, calls alternate 1 and 4 threads: every value and
+    gradient is the same, bit for bit (value, array gradient, scalar gradient)."""
+    x = np.random.default_rng(5).uniform(-2.0, 2.0, 3 * fastpath.THREAD_MIN + 17).astype(dtype)
+    vg = s2sad.value_and_grad(with_scale, argnums=(0, 1))
+    results = [vg(x, 0.3) for _ in range(ROUND + 2)]
+    assert {1, 4} <= set(counts_used)
+    v0, (gx0, ga0) = results[0]
+    for v, (gx, ga) in results[1:]:
+        assert v == v0 and ga == ga0
+        np.testing.assert_array_equal(gx, gx0)
+    want = np.sum(np.sin(0.3 * x.astype(np.float64)) * x)
+    np.testing.assert_allclose(v0, want, rtol=1e-5 if dtype == np.float32 else 1e-12)
+
+
+@pytest.mark.parametrize("count", ["1", "2", "3", "8"])
+def test_forced_counts_give_the_same_bits(monkeypatch, counts_used, count):
+    x = np.random.default_rng(6).standard_normal(fastpath.THREAD_MIN * 5 + 3)
+    monkeypatch.setenv("S2SAD_NUM_THREADS", "1")
+    ref = s2sad.value_and_grad(mean_square)(x)
+    monkeypatch.setenv("S2SAD_NUM_THREADS", count)
+    got = s2sad.value_and_grad(mean_square)(x)
+    assert counts_used[-1] == int(count)
+    assert got[0] == ref[0]
+    np.testing.assert_array_equal(got[1], ref[1])
+    t = np.tanh(x)
+    np.testing.assert_allclose(ref[1], (t + x * (1 - t * t)) / x.size, rtol=1e-12, atol=1e-18)
+
+
+def test_a_nan_reaches_the_value_on_any_count(monkeypatch, four_cores):
+    x = np.linspace(-1.0, 1.0, 4 * fastpath.THREAD_MIN)
+    x[-3] = np.nan                       # in the last chunk
+    vg = s2sad.value_and_grad(mean_square)
+    for _ in range(ROUND):
+        v, g = vg(x)
+        assert np.isnan(v) and np.isnan(g[-3]) and np.isfinite(g[0])
+
+
+def test_the_users_arrays_are_not_written(four_cores):
+    x = np.random.default_rng(7).standard_normal(3 * fastpath.THREAD_MIN)
+    before = x.copy()
+    vg = s2sad.value_and_grad(mean_square)
+    for _ in range(ROUND):
+        vg(x)
+        s2sad.broadcast(np.tanh, x)
+    np.testing.assert_array_equal(x, before)
+
+
+def test_a_gradient_without_a_value_makes_one_call_on_one_thread(monkeypatch, counts_used):
+    """grad needs no sum: on one thread the chunks are one call (its bits cannot differ)."""
+    monkeypatch.setenv("S2SAD_NUM_THREADS", "1")
+    made = []
+    real = fastpath.run_chunks
+    monkeypatch.setattr(fastpath, "run_chunks", lambda *a: made.append(a[1]) or real(*a))
+    x = np.random.default_rng(8).standard_normal(3 * fastpath.THREAD_MIN)
+    g = s2sad.grad(lambda x: np.sum(np.tanh(x)))(x)
+    assert counts_used == [1] and made == []
+    np.testing.assert_allclose(g, 1 - np.tanh(x) ** 2, rtol=1e-12)
+    s2sad.value_and_grad(lambda x: np.sum(np.tanh(x)))(x)
+    assert made == [len(fastpath.chunks_of(x.size))]      # a value: every chunk, in turn
+
+
+def test_products_choose_their_threads_and_keep_their_bits(monkeypatch, four_cores):
+    rng = np.random.default_rng(9)
+    x, w = rng.standard_normal((20_000, 32)), rng.standard_normal((32, 64))
+    assert x.shape[0] * 32 * 64 >= gemm.THREAD_WORK
+    monkeypatch.setenv("S2SAD_NUM_THREADS", "1")
+    ref = gemm.matmul(x, w)
+    monkeypatch.delenv("S2SAD_NUM_THREADS")
+    chooser = gemm._chooser(x.dtype, 64)
+    chooser.buckets.clear()
+    outs = [gemm.matmul(x, w) for _ in range(ROUND)]
+    assert size_class(x.shape[0] * 32 * 64) in chooser.buckets     # timed by the chooser
+    for out in outs:
+        np.testing.assert_array_equal(out, ref)
+    np.testing.assert_allclose(ref, x @ w, rtol=1e-12, atol=1e-12)
