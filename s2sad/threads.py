@@ -5,9 +5,9 @@ of them a call uses is threadchoice.py's choice, unless S2SAD_NUM_THREADS forces
 Invariants:
 - `num_threads()` is always in 1..max_threads(): S2SAD_NUM_THREADS when it is such an
   integer; otherwise (not an integer, 0, negative) a warning naming the variable, the
-  bad value and the value used, and the default (the number of cores); above
-  max_threads() (MAX_PER_CORE threads a core: more only adds switching) a warning and
-  that cap.
+  bad value and the value used, and the default (the cores this process may run on,
+  at most OMP_NUM_THREADS); above max_threads() (MAX_PER_CORE threads a core: more only
+  adds switching) a warning and that cap.
 - At most max_threads() - 1 pool threads exist at a time (the calling thread is the
   other): a larger pool replaces a smaller one, whose idle threads end once it is
   dropped (concurrent.futures' own weakref callback).
@@ -28,16 +28,40 @@ ENV = "S2SAD_NUM_THREADS"
 MAX_PER_CORE = 4
 
 
-_CORES = os.cpu_count() or 1      # read once: os.cpu_count costs tens of microseconds a call
+def _cores() -> int:
+    """The cores this process may run on: its CPU affinity (taskset, a container's cpuset,
+    a batch scheduler's), not the machine's count, which would oversubscribe them."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def _omp_cap(cores: int) -> int:
+    """OMP_NUM_THREADS, when a positive integer, caps the default: it is how a process is
+    told how many threads its libraries may use (dask's workers get 1, so that two workers
+    on two cores do not run four threads; BLAS and PyTorch honour it too)."""
+    try:
+        n = int(os.environ.get("OMP_NUM_THREADS", ""))
+    except ValueError:
+        return cores
+    return min(cores, n) if n >= 1 else cores
+
+
+# read once, at import (as BLAS reads OMP_NUM_THREADS): each costs microseconds a call
+_CORES = _cores()
+_DEFAULT = _omp_cap(_CORES)
 
 
 def default_threads() -> int:
-    return _CORES
+    """Threads for a large call when S2SAD_NUM_THREADS does not say: the cores this process
+    may run on, at most OMP_NUM_THREADS."""
+    return _DEFAULT
 
 
 def max_threads() -> int:
-    """The most threads a call is split across (MAX_PER_CORE per core)."""
-    return MAX_PER_CORE * default_threads()
+    """The most threads a call is split across (MAX_PER_CORE per core it may run on)."""
+    return MAX_PER_CORE * _CORES
 
 
 def num_threads() -> int:

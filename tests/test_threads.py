@@ -5,6 +5,7 @@ timing here (see bench/; the choice of the count by timing: test_thread_choice.p
 from __future__ import annotations
 
 import math
+import os
 
 import numpy as np
 import pytest
@@ -144,3 +145,25 @@ def test_a_failing_chunk_waits_for_the_others(monkeypatch):
         threads.run_chunks(run, 16, 2)
     # every other chunk was taken by a thread that was waited for
     assert len(done) >= 1
+
+
+def _default_in_child(env: dict, prelude: str = "") -> int:
+    import subprocess
+    import sys
+    code = prelude + "import s2sad.threads as t; print(t.default_threads(), t.max_threads())"
+    full = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS", threads.ENV)}
+    r = subprocess.run([sys.executable, "-c", code], env={**full, **env}, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    return tuple(map(int, r.stdout.split()))
+
+
+def test_default_honours_omp_num_threads_and_the_cpu_affinity():
+    """A dask worker runs with OMP_NUM_THREADS=1 (two workers on two cores must not run four
+    threads): the default is capped by it, while S2SAD_NUM_THREADS may still ask up to the
+    cap; a process pinned to one core (taskset, a cpuset) defaults to one thread."""
+    cores = len(os.sched_getaffinity(0))
+    assert _default_in_child({}) == (cores, threads.MAX_PER_CORE * cores)
+    assert _default_in_child({"OMP_NUM_THREADS": "1"}) == (1, threads.MAX_PER_CORE * cores)
+    assert _default_in_child({"OMP_NUM_THREADS": "junk"})[0] == cores
+    assert _default_in_child({}, "import os; os.sched_setaffinity(0, {min(os.sched_getaffinity(0))}); ") \
+        == (1, threads.MAX_PER_CORE)
