@@ -29,11 +29,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import vecmath
+from . import llvm_rownorm, vecmath
 
 _TYPES = {np.dtype(np.float64): ("double", "f64"), np.dtype(np.float32): ("float", "f32")}
 KINDS = ("lse", "softmax", "logsoftmax", "lseraw", "logsoftmaxraw")
 BAR_KINDS = ("softmaxbar", "logsoftmaxbar", "lsebar")
+NORM_KINDS = llvm_rownorm.KINDS          # layer normalisation and its adjoint (llvm_rownorm)
+ALL_KINDS = KINDS + BAR_KINDS + NORM_KINDS
 
 
 def symbol(kind: str, dtype) -> str:
@@ -41,7 +43,8 @@ def symbol(kind: str, dtype) -> str:
 
 
 def rows_ir(dtype) -> str:
-    """The module with every kind for `dtype`, with the exp and log it calls."""
+    """The module with every kind for `dtype` (ALL_KINDS), with the exp, log and sqrt
+    they call."""
     ty, _ = _TYPES[np.dtype(dtype)]
     parts, seen = [], set()
     calls = {}
@@ -56,6 +59,7 @@ def rows_ir(dtype) -> str:
         parts.append(_row_function(ty, dtype, kind, calls))
     for kind in BAR_KINDS:
         parts.append(_bar_function(ty, dtype, kind, calls))
+    parts += llvm_rownorm.norm_ir(ty, lambda kind: symbol(kind, dtype))
     return "\n\n".join(parts) + "\n"
 
 

@@ -169,7 +169,12 @@ class ArrayCompiled:
                         and rule.forward([text_of(a) for a in st.args], {}) is not None:
                     what += ("; fused along the last axis: max, shift, exp, sum, log (and divide) in one pass per "
                              "row (s2sad.rowsoftmax, 2-D float arrays; elsewhere scipy's own)")
-                if isinstance(st.op, RowFused):
+                if isinstance(st.op, RowFused) and st.op.kind == "row_layer_norm":
+                    what = (f"row fusion (passes/layernorm): the layer normalisation of {st.args[0]} along axis "
+                            f"{unparse(st.op.axis)} written with numpy (mean, centre, variance, sqrt, divide), as one "
+                            f"pass per row forward and one backward (s2sad.rowlayernorm: float arrays whose rows are "
+                            f"contiguous; elsewhere the numpy formula)")
+                elif isinstance(st.op, RowFused):
                     what = (f"row fusion (passes/rowfusion): the max-shifted {rule.name[4:]} of {st.args[0]} along "
                             f"axis {unparse(st.op.axis)} written with numpy (max, shift, exp, sum, log/divide), "
                             f"as one pass per row forward and one backward (s2sad.rowsoftmax: 2-D float arrays; "
