@@ -46,6 +46,8 @@ FUSED = {
     "row_log_softmax": "z - max, then minus log(sum(exp)) along the last axis, fused (one pass per row)",
     "row_softmax": "exp(z - max) / sum(...) along the last axis, fused (one pass per row)",
     "row_logsumexp": "max + log(sum(exp(z - max))) along the last axis, fused (one pass per row)",
+    "row_layer_norm": "(x - mean) / sqrt(var + eps) along the last axis (mean, var as np.mean/np.var or methods), "
+                      "fused (one pass per row)",
 }
 
 

@@ -50,7 +50,7 @@ def softmax_two_lines(z, w):
 
 
 def layer_norm_softmax(z, g, c):
-    """A layer normalisation (not fused: it runs as before) feeding a softmax (fused)."""
+    """A layer normalisation (row_layer_norm: passes/layernorm) feeding a softmax (fused)."""
     mu = np.mean(z, axis=1, keepdims=True)
     v = np.mean((z - mu) ** 2, axis=1, keepdims=True)
     h = (z - mu) / np.sqrt(v + 1e-5) * g + c
