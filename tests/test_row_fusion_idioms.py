@@ -105,7 +105,7 @@ def _source(f, args, argnums):
     return s2sad.source(g)
 
 
-@pytest.mark.parametrize("name,kind", [("xent", "row_log_softmax"), ("lse", "row_logsumexp"),
+@pytest.mark.parametrize("name,kind", [("xent", "row_dot_log_softmax"), ("lse", "row_logsumexp"),
                                        ("lse_m_first", "row_logsumexp"), ("softmax", "row_softmax"),
                                        ("softmax_two_lines", "row_softmax"), ("layer_norm_softmax", "row_softmax")])
 def test_each_idiom_is_one_row_fused_statement(name, kind):
