@@ -28,7 +28,8 @@ row of -inf gives -inf and a row with +inf gives +inf or NaN as scipy does); sof
 shifts by the max as it is (scipy's softmax), and so do lseraw and logsoftmaxraw (the
 max-shift a user writes with numpy: `z - np.max(z, axis=-1, keepdims=True)`). `out` is
 C-contiguous (n_rows x k for the elementwise kinds). k >= 1 (the caller handles empty rows). The sums run in order from
-0.0, not pairwise as numpy's: results agree with numpy's formula to a few ulp per term,
+0.0 (lse's and the xent kinds' as vectorised partial sums: `reassoc`, so that their exps
+vectorise), not pairwise as numpy's: results agree with numpy's formula to a few ulp per term,
 not bit for bit (rowsoftmax.py states the tolerance). exp and log are s2sad's own
 (vecmath, within 4 ulp of glibc's), so no libm symbol is needed.
 """
@@ -110,13 +111,13 @@ def _row_function(ty: str, dtype, kind: str, calls: dict) -> str:
              f"  %m.d = fsub {ty} %m, %m",
              f"  %m.fin = fcmp ord {ty} %m.d, 0.0",
              f"  %mz = select i1 %m.fin, {ty} %m, {ty} 0.0"]
-    if kind == "lse":        # the sum of exp(a - shift), in order
+    if kind == "lse":        # the sum of exp(a - shift), reassociable so that the exps vectorise
         body += _pre("sm") + _loop("sm", "0", [
             f"  %sm.p = getelementptr {ty}, ptr %row, i64 %sm.j",
             f"  %sm.v = load {ty}, ptr %sm.p",
             f"  %sm.t = fsub {ty} %sm.v, {shift}",
             f"  %sm.e = call {ty} @{exp}({ty} %sm.t)",
-            f"  %sm.next = fadd {ty} %s, %sm.e"], "sm.done", [(ty, "s", "0.0", "%sm.next")])
+            f"  %sm.next = fadd reassoc {ty} %s, %sm.e"], "sm.done", [(ty, "s", "0.0", "%sm.next")])
     else:                    # the terms into out (a loop that vectorises), then their sum in order
         body += _pre("ex") + _loop("ex", "0", [
             f"  %ex.p = getelementptr {ty}, ptr %row, i64 %ex.j",
