@@ -298,3 +298,35 @@ def test_the_python_backend_and_the_switch_take_the_formula(monkeypatch):
     monkeypatch.setenv("S2SAD_ROW_FUSION", "0")
     np.testing.assert_array_equal(L.row_layer_norm(x, EPS), L.reference_layer_norm(x, EPS))
     np.testing.assert_array_equal(L.row_layer_norm(x, EPS, axis=0), L.reference_layer_norm(x, EPS, axis=0))
+
+
+def normalised_in_a_loop(x, g, b):
+    """The statistics outside a loop, the normalisation inside: across blocks, kept."""
+    mu = np.mean(x, axis=-1, keepdims=True)
+    xc = x - mu
+    v = np.mean(xc ** 2, axis=-1, keepdims=True)
+    acc = 0.0
+    for i in range(3):
+        acc = acc + np.sum(np.tanh(xc / np.sqrt(v + 1e-5) * g * i + b))
+    return acc
+
+
+def layers_in_a_loop(x, g, b):
+    """A layer norm in a loop's body (one block): fused there."""
+    acc = 0.0
+    for i in range(2):
+        mu = np.mean(x, axis=-1, keepdims=True)
+        xc = x - mu
+        v = np.mean(xc ** 2, axis=-1, keepdims=True)
+        x = np.tanh(xc / np.sqrt(v + 1e-5) * g + b)
+        acc = acc + np.sum(x)
+    return acc
+
+
+@pytest.mark.parametrize("f,fused", [(normalised_in_a_loop, False), (layers_in_a_loop, True)])
+def test_loops(f, fused):
+    args = _args(5, 4)
+    assert ("row_layer_norm(" in _source(f, args)) == fused
+    got = s2sad.grad(f, argnums=(0, 1, 2))(*args)
+    for i in range(3):
+        np.testing.assert_allclose(got[i], central_fd(f, args, i), rtol=1e-6, atol=1e-8)

@@ -231,3 +231,31 @@ def test_strided_rows_and_other_layouts():
                                rtol=1e-13)
     z3 = big.reshape(2, 4, 12)
     np.testing.assert_array_equal(R.row_dot_log_softmax(z3, z3, axis=-1), R.reference_dot_log_softmax(z3, z3, axis=-1))
+
+
+def summed_in_a_loop(W, b, X, Y):
+    """The log-softmax outside a loop, its product inside: across blocks, kept."""
+    z = X @ W + b
+    z = z - np.max(z, axis=1, keepdims=True)
+    logp = z - np.log(np.sum(np.exp(z), axis=1, keepdims=True))
+    acc = 0.0
+    for i in range(2):
+        acc = acc + np.sum(np.sum(Y * logp, axis=1) ** 2)
+    return acc
+
+
+def test_a_product_in_a_loop_is_kept():
+    args = _args(5, 4)
+    assert "row_dot_log_softmax" not in _source(summed_in_a_loop, args)
+    got = s2sad.grad(summed_in_a_loop, argnums=(0, 1))(*args)
+    for i in range(2):
+        np.testing.assert_allclose(got[i], central_fd(summed_in_a_loop, args, i), rtol=1e-6, atol=1e-8)
+
+
+def test_dask_splits_the_fused_cross_entropy_over_rows():
+    da = pytest.importorskip("dask.array")
+    W, b, X, Y = _args(40, 5)
+    want = s2sad.grad(xent, argnums=(0, 1))(W, b, X, Y)
+    got = s2sad.grad(xent, argnums=(0, 1))(W, b, da.from_array(X, chunks=(10, 3)), da.from_array(Y, chunks=(10, 5)))
+    for a, c in zip(got, want):
+        np.testing.assert_allclose(np.asarray(a), c, rtol=1e-12, atol=1e-14)

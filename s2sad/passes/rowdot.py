@@ -36,7 +36,7 @@ def fuse_row_dots(prog: ArrayProgram) -> None:
         for st in [s for s in body if isinstance(s, ArrayStmt) and isinstance(s.op, RowFused)
                    and s.op.kind == "row_log_softmax"]:
             found = _chain(st, readers)
-            if found is not None:
+            if found is not None and all(any(s is t for s in body) for t in (found[0], found[2])):
                 _replace(body, st, *found, prog.namer)
 
 

@@ -276,6 +276,8 @@ def replace(body: list, gone: list, last: ArrayStmt, locate, op: RowFused, text:
     (the pattern's node in last's template, make: the fused value's holder -> what
     replaces that node), or None. False (nothing changed) where the pattern is absent
     or a consumed value is read outside it."""
+    if not all(any(s is t for s in body) for t in (*gone, last)):
+        return False                 # a chain across blocks (a loop's body and its outside): kept
     fused_name = namer.temp()
     split = _split(last, locate, gone, fused_name)
     if split is None:
