@@ -21,6 +21,8 @@ and its derivatives are the same functions. S2SAD_ROW_FUSION=0 keeps the stateme
 """
 from __future__ import annotations
 
+import copy
+
 import gast
 import numpy as np
 
@@ -83,10 +85,9 @@ class _Norm:
             for last in self.users(v.target):
                 if not isinstance(last.op, Elementwise) or not self.only(v.target, last):
                     continue
-                finder = _Locate(self.x, self.mu.target, centred.target if centred else None, v.target)
-                readers_ok = self.only(self.mu.target, *([centred] if centred else []), *self.mu_readers(gone, last))
-                if not readers_ok or (centred is not None and not self.only(centred.target, *self.centred_readers(gone, last))):
+                if not self.read_only_inside(gone, last, centred):
                     continue
+                finder = _Locate(self.x, self.mu.target, centred.target if centred else None, v.target)
                 op = RowFused("row_layer_norm", self.mu.op.axis, None, finder.eps_node(last))
                 if op.eps is None:
                     continue
@@ -123,6 +124,12 @@ class _Norm:
                 and self.same_rows(us[0]):
             return us[0]
         return None
+
+    def read_only_inside(self, gone: list, last, centred) -> bool:
+        """Are the mean and the centred values read by the chain's statements alone?"""
+        if not self.only(self.mu.target, *([centred] if centred else []), *self.mu_readers(gone, last)):
+            return False
+        return centred is None or self.only(centred.target, *self.centred_readers(gone, last))
 
     def mu_readers(self, gone: list, last) -> list:
         """Who else may read the mean: the squares of x - mu, and the closing statement
@@ -167,10 +174,10 @@ class _Locate:
                 return lambda h: h
             left = node.left
             if _binop(left, gast.Mult) and c(left.right):
-                return lambda h: gast.BinOp(left=left.left, op=gast.Mult(), right=h)
+                return lambda h: gast.BinOp(left=copy.deepcopy(left.left), op=gast.Mult(), right=h)
             if _binop(left, gast.Mult) and c(left.left):
-                return lambda h: gast.BinOp(left=h, op=gast.Mult(), right=left.right)
-        if isinstance(node.op, gast.Mult) and ((c(node.left) and inv(node.right)) or (inv(node.left) and c(node.right))):
+                return lambda h: gast.BinOp(left=h, op=gast.Mult(), right=copy.deepcopy(left.right))
+        if isinstance(node.op, gast.Mult) and (c(node.left) and inv(node.right) or inv(node.left) and c(node.right)):
             return lambda h: h
         return None
 
