@@ -73,10 +73,10 @@ def rows_ir(dtype) -> str:
     return "\n\n".join(parts) + "\n"
 
 
-def _loop(tag: str, start: str, body: list[str], after: str, ty_phis=()) -> list[str]:
+def _loop(tag: str, start: str, body: list[str], after: str, ty_phis=(), loop_id: str = "") -> list[str]:
     """A counted loop j = start..k-1 named `tag`, entered from block `from`: `body` uses
     %{tag}.j; `ty_phis` are (type, name, initial, next) carried values. Falls into block
-    `after` (which the caller writes next)."""
+    `after` (which the caller writes next). `loop_id`: its `!llvm.loop` metadata node."""
     lines = [f"  br label %{tag}", f"{tag}:",
              f"  %{tag}.j = phi i64 [ {start}, %{tag}.pre ], [ %{tag}.jn, %{tag}.body ]"]
     lines += [f"  %{name} = phi {ty} [ {init}, %{tag}.pre ], [ {nxt}, %{tag}.body ]" for ty, name, init, nxt in ty_phis]
@@ -84,7 +84,7 @@ def _loop(tag: str, start: str, body: list[str], after: str, ty_phis=()) -> list
               f"  br i1 %{tag}.more, label %{tag}.body, label %{after}",
               f"{tag}.body:", *body,
               f"  %{tag}.jn = add i64 %{tag}.j, 1",
-              f"  br label %{tag}"]
+              f"  br label %{tag}" + (f", !llvm.loop {loop_id}" if loop_id else "")]
     return lines
 
 
@@ -241,20 +241,26 @@ def _dot_function(ty: str, dtype, kind: str, calls: dict) -> str:
     """xent / xentbar (DOT_KINDS): the row's max, its log-sum-exp and the sum of y in
     two sweeps, then the row's value or its adjoint in a third."""
     exp, log = calls["exp"], calls["log"]
+    base = 9000 + 10 * DOT_KINDS.index(kind)
+    ids = [f"!{base + 1}", f"!{base + 2}"]
+    # no interleaving: rows are short (10 classes), and an unrolled vector loop would
+    # leave them to the scalar remainder
+    meta = [f"!{base + 1} = distinct !{{!{base + 1}, !{base}}}", f"!{base + 2} = distinct !{{!{base + 2}, !{base}}}",
+            f'!{base} = !{{!"llvm.loop.interleave.count", i32 1}}']
     body = _row_max(ty) + _pre("sm") + _loop("sm", "0", [
         f"  %sm.p = getelementptr {ty}, ptr %arow, i64 %sm.j", f"  %sm.v = load {ty}, ptr %sm.p",
         f"  %sm.t = fsub {ty} %sm.v, %m", f"  %sm.e = call {ty} @{exp}({ty} %sm.t)",
         f"  %sm.next = fadd reassoc {ty} %s, %sm.e",
         f"  %sm.yp = getelementptr {ty}, ptr %brow, i64 %sm.j", f"  %sm.y = load {ty}, ptr %sm.yp",
         f"  %sm.ynext = fadd reassoc {ty} %sy, %sm.y"], "sm.done",
-        [(ty, "s", "0.0", "%sm.next"), (ty, "sy", "0.0", "%sm.ynext")])
+        [(ty, "s", "0.0", "%sm.next"), (ty, "sy", "0.0", "%sm.ynext")], ids[0])
     body += ["sm.done:", f"  %ls = call {ty} @{log}({ty} %s)"]
     if kind == "xent":
         body += _pre("d") + _loop("d", "0", [
             f"  %d.p = getelementptr {ty}, ptr %arow, i64 %d.j", f"  %d.v = load {ty}, ptr %d.p",
             f"  %d.yp = getelementptr {ty}, ptr %brow, i64 %d.j", f"  %d.y = load {ty}, ptr %d.yp",
             f"  %d.t = fsub {ty} %d.v, %m", f"  %d.l = fsub {ty} %d.t, %ls", f"  %d.yl = fmul {ty} %d.y, %d.l",
-            f"  %d.next = fadd reassoc {ty} %dot, %d.yl"], "d.done", [(ty, "dot", "0.0", "%d.next")])
+            f"  %d.next = fadd reassoc {ty} %dot, %d.yl"], "d.done", [(ty, "dot", "0.0", "%d.next")], ids[1])
         body += ["d.done:", f"  %op = getelementptr {ty}, ptr %out, i64 %ri", f"  store {ty} %dot, ptr %op",
                  "  br label %row.done"]
     else:
@@ -264,7 +270,8 @@ def _dot_function(ty: str, dtype, kind: str, calls: dict) -> str:
             f"  %o.yp = getelementptr {ty}, ptr %brow, i64 %o.j", f"  %o.y = load {ty}, ptr %o.yp",
             f"  %o.t = fsub {ty} %o.v, %m", f"  %o.l = fsub {ty} %o.t, %ls", f"  %o.e = call {ty} @{exp}({ty} %o.l)",
             f"  %o.es = fmul {ty} %o.e, %sy", f"  %o.d = fsub {ty} %o.y, %o.es", f"  %o.r = fmul {ty} %gr, %o.d",
-            f"  %o.op = getelementptr {ty}, ptr %orow, i64 %o.j", f"  store {ty} %o.r, ptr %o.op"], "row.done")
+            f"  %o.op = getelementptr {ty}, ptr %orow, i64 %o.j", f"  store {ty} %o.r, ptr %o.op"], "row.done",
+            loop_id=ids[1])
     return "\n".join([
         f"define void @{symbol(kind, dtype)}(ptr noalias %A, ptr noalias %B, ptr noalias %C, i64 %n_rows, i64 %k, "
         f"i64 %a_stride, i64 %b_stride, ptr noalias %out) {{",
@@ -287,4 +294,4 @@ def _dot_function(ty: str, dtype, kind: str, calls: dict) -> str:
         "  br label %rows",
         "exit:",
         "  ret void",
-        "}"])
+        "}", *meta])
