@@ -3,20 +3,15 @@ def softmax_loss__grad(W, b, X, Y):
     # z = X @ W + b
     _1 = matmul(X, W)
     z = apply(softmax_loss__z, (_1, b))
-    # logp = z - np.log(np.sum(np.exp(z), axis=1, keepdims=True))
-    logp = row_log_softmax(z, axis=1, shift='max')
     # return -np.mean(np.sum(Y * logp, axis=1))
-    # np.sum(_5, axis=1) in _5's kernel: _5 is not formed (None) where that pass sums its rows
-    _6, _5 = kernel_rowsum(softmax_loss__ew, (Y, logp), ('logp',), 1, False, False, 'recompute')
+    _6 = row_dot_log_softmax(z, Y, axis=1)
     (dloss_d7,) = softmax_loss__loss__dual(not_needed)[1:]  # its partials do not read _7
     # reverse sweep
     loss_bar = 1.0
     # Grad of: return -np.mean(np.sum(Y * logp, axis=1))    [golden/examples.py:167:5]
     _7_bar = dloss_d7
     _6_bar = mean_bar(_7_bar, _6)
-    (logp_bar,) = kernel_rowsum_vjp(softmax_loss__ew, (Y, logp), ('logp',), 1, False, False, _6_bar, _5)
-    # Grad of: logp = z - np.log(np.sum(np.exp(z), axis=1, keepdims=True))    [golden/examples.py:166:5]
-    z_bar = row_log_softmax_bar(logp_bar, logp, axis=1)
+    z_bar = row_dot_log_softmax_bar(0, _6_bar, z, Y, axis=1)
     # Grad of: z = X @ W + b    [golden/examples.py:164:5]
     (__1_g, _b_g) = vjp(softmax_loss__z, (_1, b), ('_1', 'b'), z_bar)
     _1_bar = unbroadcast(__1_g, _1)
@@ -32,15 +27,6 @@ def softmax_loss__z(_1, b):
 
 def softmax_loss__z__dual(_1, b):
     return (_1 + b, 1.0, 1.0)
-
-
-# Kernel softmax_loss__ew (applied elementwise by the runtime; partials for logp).
-def softmax_loss__ew(Y, logp):
-    return Y * logp
-
-
-def softmax_loss__ew__dual_logp(Y, logp):
-    return (Y * logp, Y)
 
 
 # Kernel softmax_loss__loss (called as Python on scalars; partials for _7).

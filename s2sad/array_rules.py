@@ -17,7 +17,7 @@ import sys
 
 import numpy as np
 
-from . import product_rules, reduction_rules, rowsoftmax, softmax_rules
+from . import product_rules, reduction_rules, rowlayernorm, rowsoftmax, softmax_rules
 from .gemm import matmul
 from .reduce import float_dtype, reduce, unbroadcast
 from .linalg_rules import HELPERS as LINALG_HELPERS
@@ -362,3 +362,4 @@ HELPERS.update(reduction_rules.HELPERS)
 HELPERS.update(softmax_rules.HELPERS)
 # the row-fused softmax family's adjoints and their tangents (rowsoftmax)
 HELPERS.update(rowsoftmax.HELPERS)
+HELPERS.update(rowlayernorm.HELPERS)

@@ -48,6 +48,10 @@ FUSED = {
     "row_logsumexp": "max + log(sum(exp(z - max))) along the last axis, fused (one pass per row)",
     "derivative": "a call g(...) of g = s2sad.grad(f) or s2sad.value_and_grad(f), f an array program (its VJP: "
                   "f's Hessian times the seed, forward over reverse)",
+    "row_layer_norm": "(x - mean) / sqrt(var + eps) along the last axis (mean, var as np.mean/np.var or methods), "
+                      "fused (one pass per row)",
+    "row_dot_log_softmax": "np.sum(y * log_softmax, axis=-1) of a fused row_log_softmax (the cross-entropy's "
+                           "one-hot product), fused into its pass",
 }
 
 

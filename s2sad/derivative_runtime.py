@@ -18,7 +18,7 @@ import functools
 
 import numpy as np
 
-from . import array_rules, column_products, gemm, reduce, rowsoftmax, runtime, smath
+from . import array_rules, column_products, gemm, reduce, rowlayernorm, rowsoftmax, runtime, smath
 from .backends import backend_for
 
 
@@ -42,7 +42,9 @@ def runtime_names(backend: str) -> dict:
            for op in ("sum", "mean", "max", "min")},
         # scipy.special's logsumexp, softmax, log_softmax: one pass per row along the last axis
         **{f"row_{f}": functools.partial(getattr(rowsoftmax, f"row_{f}"), backend=backend)
-           for f in ("logsumexp", "softmax", "log_softmax", "logsumexp_bar", "softmax_bar", "log_softmax_bar")},
+           for f in ("logsumexp", "softmax", "log_softmax", "logsumexp_bar", "softmax_bar", "log_softmax_bar",
+                     "dot_log_softmax", "dot_log_softmax_bar")},
+        **{f: functools.partial(getattr(rowlayernorm, f), backend=backend) for f in ("row_layer_norm", "row_layer_norm_bar")},
         "broadcast_size": runtime.broadcast_size,
     }
 

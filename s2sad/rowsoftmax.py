@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from . import softmax_rules
+from .reduce import unbroadcast
 from .backends import choose
 from .backends.llvm import ptr
 from .codegen import llvm_jit, llvm_rows
@@ -52,7 +53,7 @@ def _function(kind: str, dtype: np.dtype):
     f = _FUNCS.get((kind, dtype))
     if f is None:
         addresses, keep = llvm_jit.rows_code(dtype)
-        for k in llvm_rows.KINDS + llvm_rows.BAR_KINDS:
+        for k in llvm_rows.KINDS + llvm_rows.BAR_KINDS + llvm_rows.DOT_KINDS:
             types = _ARGTYPES if k in llvm_rows.KINDS else _BAR_ARGTYPES
             _FUNCS[(k, dtype)] = llvm_jit.callable_at(addresses[llvm_rows.symbol(k, dtype)], types, keep)
         f = _FUNCS[(kind, dtype)]
@@ -232,6 +233,75 @@ def row_logsumexp_bar(i, g, a, b, out, axis=None, keepdims=False, backend="auto"
     return _run_bar("lsebar", a, np.ascontiguousarray(g), np.ascontiguousarray(out), layout[2], 1)
 
 
+# ---------------------------------------------------------------- the log-softmax's product, summed
+
+
+def reference_dot_log_softmax(z, y, axis=None, keepdims=False):
+    """sum(y * log_softmax(z), axis) with the numpy idiom's log-softmax (shift "max")."""
+    with np.errstate(invalid="ignore"):
+        return np.sum(y * reference_log_softmax(z, axis, shift="max"), axis=axis, keepdims=keepdims)
+
+
+def _dot_layout(z, y, axis, backend):
+    """(n, k, z's row stride, y's) where the compiled loop takes z and y, else None."""
+    layout = _row_layout(z, axis, backend)
+    ys = _same_rows(y, z) if layout is not None else None
+    return None if ys is None else (*layout, ys)
+
+
+def row_dot_log_softmax(z, y, axis=None, keepdims=False, backend="auto"):
+    """sum(y * log_softmax(z), axis) (passes/rowdot's op: the cross-entropy's one-hot
+    product and its row sum in the log-softmax's pass): one compiled pass per row where
+    the loop takes z and y (same shape and dtype), the numpy formula elsewhere."""
+    layout = _dot_layout(z, y, axis, backend)
+    if layout is None:
+        return reference_dot_log_softmax(z, y, axis, keepdims)
+    n, k, zs, ys = layout
+    out = np.empty((n, 1) if keepdims else (n,), z.dtype)
+    if n:
+        _function("xent", z.dtype)(ptr(z), ptr(y), 0, n, k, zs, ys, ptr(out))
+    return out
+
+
+def row_dot_log_softmax_bar(i, g, z, y, axis=None, keepdims=False, backend="auto"):
+    """The adjoint w.r.t. z (i = 0: g (y - softmax(z) sum(y)), one pass per row where
+    the loop takes them) or y (i = 1: g log_softmax(z)), g one value a row."""
+    layout = _dot_layout(z, y, axis, backend) if i == 0 else None
+    if layout is not None and type(g) is np.ndarray and g.dtype == z.dtype and g.size == layout[0]:
+        n, k, zs, ys = layout
+        out = np.empty((n, k), z.dtype)
+        if n:
+            _function("xentbar", z.dtype)(ptr(z), ptr(y), ptr(np.ascontiguousarray(g)), n, k, zs, ys, ptr(out))
+        return out
+    ge = g if keepdims else np.expand_dims(g, axis)
+    logp = reference_log_softmax(z, axis, shift="max")
+    if i == 1:
+        return unbroadcast(ge * logp, y)
+    return unbroadcast(softmax_rules.log_softmax_bar(ge * y, np.broadcast_to(logp, np.broadcast_shapes(
+        np.shape(logp), np.shape(y))), axis), z)
+
+
+def dot_log_softmax_jvp(i, t, z, y, axis=None, keepdims=False):
+    """The tangent from z's (i = 0: sum(y (t - sum(softmax t)))) or y's (i = 1: sum(t log_softmax))."""
+    logp = reference_log_softmax(z, axis, shift="max")
+    if i == 1:
+        return np.sum(t * logp, axis=axis, keepdims=keepdims)
+    return np.sum(y * softmax_rules.log_softmax_jvp(t, logp, axis), axis=axis, keepdims=keepdims)
+
+
+def row_dot_log_softmax_bar_dot(i, g, z, y, z_dot, y_dot, axis=None, keepdims=False):
+    """d/dt of row_dot_log_softmax_bar(i, g, z + t z_dot, y + t y_dot), g held fixed."""
+    ge = g if keepdims else np.expand_dims(g, axis)
+    logp = reference_log_softmax(z, axis, shift="max")
+    if i == 1:
+        return unbroadcast(ge * softmax_rules.log_softmax_jvp(z_dot, logp, axis), y)
+    p = np.exp(logp)
+    p_dot = p * (z_dot - np.sum(p * z_dot, axis=axis, keepdims=True))
+    sy, sy_dot = (np.sum(np.broadcast_to(v, np.broadcast_shapes(np.shape(v), p.shape)), axis=axis, keepdims=True)
+                  for v in (y, y_dot))
+    return unbroadcast(ge * (y_dot - p_dot * sy - p * sy_dot), z)
+
+
 # ---------------------------------------------------------------- the adjoints' tangents
 # (forward over reverse: the tangent of each adjoint with its seed g held fixed, the
 # output's tangent out_dot given; numpy, any layout)
@@ -263,3 +333,5 @@ def row_logsumexp_bar_dot(g, a, a_dot, out, out_dot, axis=None, keepdims=False):
 # code's namespace binds the adjoints again per backend (derivative_runtime)
 HELPERS = {f"row_{f}{kind}": globals()[f"row_{f}{kind}"] for f in ("logsumexp", "softmax", "log_softmax")
            for kind in ("_bar", "_bar_dot")}
+HELPERS.update(row_dot_log_softmax_bar=row_dot_log_softmax_bar, dot_log_softmax_jvp=dot_log_softmax_jvp,
+               row_dot_log_softmax_bar_dot=row_dot_log_softmax_bar_dot)

@@ -5,6 +5,12 @@
     e = np.exp(t); e / np.sum(e, axis=-1, keepdims=True)       -> row_softmax(z)
     np.log(np.sum(np.exp(t), axis=-1, keepdims=K)) + m         -> row_logsumexp(z)
 
+    mu = mean(x, -1, keepdims); xc = x - mu; v = mean(xc ** 2, -1, keepdims) (or x.var)
+    xc / np.sqrt(v + eps)                                      -> row_layer_norm(x)
+                                       (passes/layernorm.py, s2sad.rowlayernorm)
+    np.sum(y * row_log_softmax(z), axis=-1)                    -> row_dot_log_softmax(z, y)
+                                       (passes/rowdot.py: the cross-entropy's product)
+
 No call spells them ("syntax": only the rewrite builds them). Their forward lines and
 adjoints call s2sad.rowsoftmax's row_* with shift="max" (the max as the user wrote it,
 so NaN and inf rows give what the numpy statements give): one compiled pass per row
@@ -21,21 +27,26 @@ from .prim import Prim, kw
 
 
 # the adjoints' tangents (forward over reverse), array_rules.HELPERS from s2sad.rowsoftmax
-HELPER_NAMES = frozenset({"row_logsumexp_bar_dot", "row_softmax_bar_dot", "row_log_softmax_bar_dot"})
+HELPER_NAMES = frozenset({"row_logsumexp_bar_dot", "row_softmax_bar_dot", "row_log_softmax_bar_dot",
+                          "row_layer_norm_bar", "layer_norm_jvp", "row_layer_norm_bar_dot",
+                          "row_dot_log_softmax_bar", "dot_log_softmax_jvp", "row_dot_log_softmax_bar_dot"})
 
 
 @dataclass(frozen=True)
 class RowFused(PrimOp):
-    """kind: row_log_softmax | row_softmax | row_logsumexp, along `axis` (a gast
-    constant, the last axis); keepdims (row_logsumexp only) a gast constant."""
+    """kind: row_log_softmax | row_softmax | row_logsumexp | row_layer_norm |
+    row_dot_log_softmax, along `axis` (a gast constant, the last axis); keepdims
+    (row_logsumexp and row_dot_log_softmax) and eps
+    (row_layer_norm only: the constant added to the variance) gast constants."""
     kind: str
     axis: Any = None
     keepdims: Any = None
-    STATIC = ("axis", "keepdims")
+    eps: Any = None
+    STATIC = ("axis", "keepdims", "eps")
 
 
-def row_fused(kind: str, axis, keepdims=None) -> RowFused:
-    return RowFused(kind, axis, keepdims)
+def row_fused(kind: str, axis, keepdims=None, eps=None) -> RowFused:
+    return RowFused(kind, axis, keepdims, eps)
 
 
 def _normalised(name: str) -> Prim:
@@ -59,4 +70,20 @@ PRIMS = [
          form="syntax", forward=lambda args, p: f"row_logsumexp({args[0]}{kw(p, 'axis', 'keepdims')}, shift='max')",
          jvp=lambda i, t, args, out, p: f"logsumexp_jvp(0, {t}, {args[0]}, None, {out}{kw(p, 'axis', 'keepdims')})",
          second=_lse_second),
+    # the adjoint recomputes the row's mean and variance from x (one pass over g and x)
+    Prim("row_layer_norm", row_fused,
+         lambda i, g, args, out, p: f"row_layer_norm_bar({g}, {args[0]}{kw(p, 'eps', 'axis')})",
+         form="syntax", forward=lambda args, p: f"row_layer_norm({args[0]}{kw(p, 'eps', 'axis')})",
+         jvp=lambda i, t, args, out, p: f"layer_norm_jvp({t}, {args[0]}, {out}{kw(p, 'eps', 'axis')})",
+         second=lambda i, g, args, arg_dots, out, out_dot, p:
+             f"row_layer_norm_bar_dot({g}, {args[0]}, {arg_dots[0]}{kw(p, 'eps', 'axis')})"),
+    # sum(y * log_softmax(z)) along the rows: operands z and y (y's adjoint g log_softmax(z))
+    Prim("row_dot_log_softmax", row_fused,
+         lambda i, g, args, out, p: f"row_dot_log_softmax_bar({i}, {g}, {args[0]}, {args[1]}{kw(p, 'axis', 'keepdims')})",
+         form="syntax",
+         forward=lambda args, p: f"row_dot_log_softmax({args[0]}, {args[1]}{kw(p, 'axis', 'keepdims')})",
+         jvp=lambda i, t, args, out, p: f"dot_log_softmax_jvp({i}, {t}, {args[0]}, {args[1]}{kw(p, 'axis', 'keepdims')})",
+         second=lambda i, g, args, arg_dots, out, out_dot, p:
+             f"row_dot_log_softmax_bar_dot({i}, {g}, {args[0]}, {args[1]}, {arg_dots[0]}, {arg_dots[1]}"
+             f"{kw(p, 'axis', 'keepdims')})"),
 ]

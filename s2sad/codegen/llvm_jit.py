@@ -385,12 +385,12 @@ def reduce_code(dtype) -> tuple[dict[str, int], object]:
 
 
 def rows_code(dtype) -> tuple[dict[str, int], object]:
-    """({symbol: address}, keepalive) of the row-wise max-shifted exponential kernels of
-    `dtype` (`llvm_rows`: log-sum-exp, softmax, log-softmax, one pass per row)."""
+    """({symbol: address}, keepalive) of the row-wise kernels of `dtype` (`llvm_rows`:
+    log-sum-exp, softmax, log-softmax, layer normalisation, one pass per row)."""
     from . import llvm_rows
 
     dt = np.dtype(dtype)
-    names = tuple(llvm_rows.symbol(kind, dt) for kind in llvm_rows.KINDS + llvm_rows.BAR_KINDS)
+    names = tuple(llvm_rows.symbol(kind, dt) for kind in llvm_rows.ALL_KINDS)
     with _lock:
         return _named_code(names, lambda: llvm_rows.rows_ir(dt), "rows", dt)
 

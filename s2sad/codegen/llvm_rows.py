@@ -7,7 +7,14 @@ elements, stays in cache between its sweeps):
              softmax:     out[r, j] = exp(a[r, j] - m_r) / sum_j exp(a[r, j] - m_r)
              logsoftmax:  out[r, j] = (a[r, j] - m_r) - log(sum_j exp(a[r, j] - m_r))
 
-and their adjoints, one pass per row as well (softmax_rules' formulas, operation for
+the one-hot (or any weights') product of a log-softmax, summed along the row, and its
+adjoint, with the BAR_KINDS signature (C unused forward; forward `out` one value a row):
+
+        xent:     A = a, B = y:            out[r] = sum_j y (a - m_r - log(sum_j exp(a - m_r)))
+        xentbar:  A = a, B = y, C = g:     out = g_r (y - exp(a - m_r - lse_r) sum_j y)
+
+(m_r the max as it is, the numpy idiom's; the sums with y carry `reassoc`, so they
+vectorise), and the softmax family's adjoints, one pass per row as well (softmax_rules' formulas, operation for
 operation but for the in-order sums):
 
     void s2sad_rowsm_<kind>_<f64|f32>(A, B, C, n_rows, k, a_stride, b_stride, out)
@@ -21,7 +28,8 @@ row of -inf gives -inf and a row with +inf gives +inf or NaN as scipy does); sof
 shifts by the max as it is (scipy's softmax), and so do lseraw and logsoftmaxraw (the
 max-shift a user writes with numpy: `z - np.max(z, axis=-1, keepdims=True)`). `out` is
 C-contiguous (n_rows x k for the elementwise kinds). k >= 1 (the caller handles empty rows). The sums run in order from
-0.0, not pairwise as numpy's: results agree with numpy's formula to a few ulp per term,
+0.0 (lse's and the xent kinds' as vectorised partial sums: `reassoc`, so that their exps
+vectorise), not pairwise as numpy's: results agree with numpy's formula to a few ulp per term,
 not bit for bit (rowsoftmax.py states the tolerance). exp and log are s2sad's own
 (vecmath, within 4 ulp of glibc's), so no libm symbol is needed.
 """
@@ -29,11 +37,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import vecmath
+from . import llvm_rownorm, vecmath
 
 _TYPES = {np.dtype(np.float64): ("double", "f64"), np.dtype(np.float32): ("float", "f32")}
 KINDS = ("lse", "softmax", "logsoftmax", "lseraw", "logsoftmaxraw")
 BAR_KINDS = ("softmaxbar", "logsoftmaxbar", "lsebar")
+NORM_KINDS = llvm_rownorm.KINDS          # layer normalisation and its adjoint (llvm_rownorm)
+DOT_KINDS = ("xent", "xentbar")          # sum_j y log_softmax(a) and its adjoint (BAR_KINDS' signature)
+ALL_KINDS = KINDS + BAR_KINDS + NORM_KINDS + DOT_KINDS
 
 
 def symbol(kind: str, dtype) -> str:
@@ -41,7 +52,8 @@ def symbol(kind: str, dtype) -> str:
 
 
 def rows_ir(dtype) -> str:
-    """The module with every kind for `dtype`, with the exp and log it calls."""
+    """The module with every kind for `dtype` (ALL_KINDS), with the exp, log and sqrt
+    they call."""
     ty, _ = _TYPES[np.dtype(dtype)]
     parts, seen = [], set()
     calls = {}
@@ -56,13 +68,15 @@ def rows_ir(dtype) -> str:
         parts.append(_row_function(ty, dtype, kind, calls))
     for kind in BAR_KINDS:
         parts.append(_bar_function(ty, dtype, kind, calls))
+    parts += llvm_rownorm.norm_ir(ty, lambda kind: symbol(kind, dtype))
+    parts += [_dot_function(ty, dtype, kind, calls) for kind in DOT_KINDS]
     return "\n\n".join(parts) + "\n"
 
 
-def _loop(tag: str, start: str, body: list[str], after: str, ty_phis=()) -> list[str]:
+def _loop(tag: str, start: str, body: list[str], after: str, ty_phis=(), loop_id: str = "") -> list[str]:
     """A counted loop j = start..k-1 named `tag`, entered from block `from`: `body` uses
     %{tag}.j; `ty_phis` are (type, name, initial, next) carried values. Falls into block
-    `after` (which the caller writes next)."""
+    `after` (which the caller writes next). `loop_id`: its `!llvm.loop` metadata node."""
     lines = [f"  br label %{tag}", f"{tag}:",
              f"  %{tag}.j = phi i64 [ {start}, %{tag}.pre ], [ %{tag}.jn, %{tag}.body ]"]
     lines += [f"  %{name} = phi {ty} [ {init}, %{tag}.pre ], [ {nxt}, %{tag}.body ]" for ty, name, init, nxt in ty_phis]
@@ -70,7 +84,7 @@ def _loop(tag: str, start: str, body: list[str], after: str, ty_phis=()) -> list
               f"  br i1 %{tag}.more, label %{tag}.body, label %{after}",
               f"{tag}.body:", *body,
               f"  %{tag}.jn = add i64 %{tag}.j, 1",
-              f"  br label %{tag}"]
+              f"  br label %{tag}" + (f", !llvm.loop {loop_id}" if loop_id else "")]
     return lines
 
 
@@ -97,13 +111,13 @@ def _row_function(ty: str, dtype, kind: str, calls: dict) -> str:
              f"  %m.d = fsub {ty} %m, %m",
              f"  %m.fin = fcmp ord {ty} %m.d, 0.0",
              f"  %mz = select i1 %m.fin, {ty} %m, {ty} 0.0"]
-    if kind == "lse":        # the sum of exp(a - shift), in order
+    if kind == "lse":        # the sum of exp(a - shift), reassociable so that the exps vectorise
         body += _pre("sm") + _loop("sm", "0", [
             f"  %sm.p = getelementptr {ty}, ptr %row, i64 %sm.j",
             f"  %sm.v = load {ty}, ptr %sm.p",
             f"  %sm.t = fsub {ty} %sm.v, {shift}",
             f"  %sm.e = call {ty} @{exp}({ty} %sm.t)",
-            f"  %sm.next = fadd {ty} %s, %sm.e"], "sm.done", [(ty, "s", "0.0", "%sm.next")])
+            f"  %sm.next = fadd reassoc {ty} %s, %sm.e"], "sm.done", [(ty, "s", "0.0", "%sm.next")])
     else:                    # the terms into out (a loop that vectorises), then their sum in order
         body += _pre("ex") + _loop("ex", "0", [
             f"  %ex.p = getelementptr {ty}, ptr %row, i64 %ex.j",
@@ -209,3 +223,75 @@ def _bar_function(ty: str, dtype, kind: str, calls: dict) -> str:
         "exit:",
         "  ret void",
         "}"])
+
+
+def _row_max(ty: str) -> list[str]:
+    """%m: the max of the row at %arow, in order, NaN-propagating (as _row_function's)."""
+    return ["  %m0 = load {ty}, ptr %arow".format(ty=ty)] + _pre("mx") + _loop("mx", "1", [
+        f"  %mx.p = getelementptr {ty}, ptr %arow, i64 %mx.j",
+        f"  %mx.v = load {ty}, ptr %mx.p",
+        f"  %mx.ge = fcmp oge {ty} %m, %mx.v",
+        f"  %mx.nan = fcmp uno {ty} %m, %m",
+        "  %mx.keep = or i1 %mx.ge, %mx.nan",
+        f"  %mx.next = select i1 %mx.keep, {ty} %m, {ty} %mx.v"], "mx.done", [(ty, "m", "%m0", "%mx.next")]) \
+        + ["mx.done:"]
+
+
+def _dot_function(ty: str, dtype, kind: str, calls: dict) -> str:
+    """xent / xentbar (DOT_KINDS): the row's max, its log-sum-exp and the sum of y in
+    two sweeps, then the row's value or its adjoint in a third."""
+    exp, log = calls["exp"], calls["log"]
+    base = 9000 + 10 * DOT_KINDS.index(kind)
+    ids = [f"!{base + 1}", f"!{base + 2}"]
+    # no interleaving: rows are short (10 classes), and an unrolled vector loop would
+    # leave them to the scalar remainder
+    meta = [f"!{base + 1} = distinct !{{!{base + 1}, !{base}}}", f"!{base + 2} = distinct !{{!{base + 2}, !{base}}}",
+            f'!{base} = !{{!"llvm.loop.interleave.count", i32 1}}']
+    body = _row_max(ty) + _pre("sm") + _loop("sm", "0", [
+        f"  %sm.p = getelementptr {ty}, ptr %arow, i64 %sm.j", f"  %sm.v = load {ty}, ptr %sm.p",
+        f"  %sm.t = fsub {ty} %sm.v, %m", f"  %sm.e = call {ty} @{exp}({ty} %sm.t)",
+        f"  %sm.next = fadd reassoc {ty} %s, %sm.e",
+        f"  %sm.yp = getelementptr {ty}, ptr %brow, i64 %sm.j", f"  %sm.y = load {ty}, ptr %sm.yp",
+        f"  %sm.ynext = fadd reassoc {ty} %sy, %sm.y"], "sm.done",
+        [(ty, "s", "0.0", "%sm.next"), (ty, "sy", "0.0", "%sm.ynext")], ids[0])
+    body += ["sm.done:", f"  %ls = call {ty} @{log}({ty} %s)"]
+    if kind == "xent":
+        body += _pre("d") + _loop("d", "0", [
+            f"  %d.p = getelementptr {ty}, ptr %arow, i64 %d.j", f"  %d.v = load {ty}, ptr %d.p",
+            f"  %d.yp = getelementptr {ty}, ptr %brow, i64 %d.j", f"  %d.y = load {ty}, ptr %d.yp",
+            f"  %d.t = fsub {ty} %d.v, %m", f"  %d.l = fsub {ty} %d.t, %ls", f"  %d.yl = fmul {ty} %d.y, %d.l",
+            f"  %d.next = fadd reassoc {ty} %dot, %d.yl"], "d.done", [(ty, "dot", "0.0", "%d.next")], ids[1])
+        body += ["d.done:", f"  %op = getelementptr {ty}, ptr %out, i64 %ri", f"  store {ty} %dot, ptr %op",
+                 "  br label %row.done"]
+    else:
+        body += [f"  %gp = getelementptr {ty}, ptr %C, i64 %ri", f"  %gr = load {ty}, ptr %gp"]
+        body += _pre("o") + _loop("o", "0", [
+            f"  %o.p = getelementptr {ty}, ptr %arow, i64 %o.j", f"  %o.v = load {ty}, ptr %o.p",
+            f"  %o.yp = getelementptr {ty}, ptr %brow, i64 %o.j", f"  %o.y = load {ty}, ptr %o.yp",
+            f"  %o.t = fsub {ty} %o.v, %m", f"  %o.l = fsub {ty} %o.t, %ls", f"  %o.e = call {ty} @{exp}({ty} %o.l)",
+            f"  %o.es = fmul {ty} %o.e, %sy", f"  %o.d = fsub {ty} %o.y, %o.es", f"  %o.r = fmul {ty} %gr, %o.d",
+            f"  %o.op = getelementptr {ty}, ptr %orow, i64 %o.j", f"  store {ty} %o.r, ptr %o.op"], "row.done",
+            loop_id=ids[1])
+    return "\n".join([
+        f"define void @{symbol(kind, dtype)}(ptr noalias %A, ptr noalias %B, ptr noalias %C, i64 %n_rows, i64 %k, "
+        f"i64 %a_stride, i64 %b_stride, ptr noalias %out) {{",
+        "entry:",
+        "  br label %rows",
+        "rows:",
+        "  %ri = phi i64 [ 0, %entry ], [ %ri.next, %row.done ]",
+        "  %rows.more = icmp slt i64 %ri, %n_rows",
+        "  br i1 %rows.more, label %row.start, label %exit",
+        "row.start:",
+        "  %ao = mul i64 %ri, %a_stride",
+        f"  %arow = getelementptr {ty}, ptr %A, i64 %ao",
+        "  %bo = mul i64 %ri, %b_stride",
+        f"  %brow = getelementptr {ty}, ptr %B, i64 %bo",
+        "  %oo = mul i64 %ri, %k",
+        f"  %orow = getelementptr {ty}, ptr %out, i64 %oo",
+        *body,
+        "row.done:",
+        "  %ri.next = add i64 %ri, 1",
+        "  br label %rows",
+        "exit:",
+        "  ret void",
+        "}", *meta])

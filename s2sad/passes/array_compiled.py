@@ -173,7 +173,17 @@ class ArrayCompiled:
                              "row (s2sad.rowsoftmax, 2-D float arrays; elsewhere scipy's own)")
                 if isinstance(st.op, DerivativeCall):
                     what = derivative_call_text(st.op, self.program.free)
-                if isinstance(st.op, RowFused):
+                elif isinstance(st.op, RowFused) and st.op.kind == "row_layer_norm":
+                    what = (f"row fusion (passes/layernorm): the layer normalisation of {st.args[0]} along axis "
+                            f"{unparse(st.op.axis)} written with numpy (mean, centre, variance, sqrt, divide), as one "
+                            f"pass per row forward and one backward (s2sad.rowlayernorm: float arrays whose rows are "
+                            f"contiguous; elsewhere the numpy formula)")
+                elif isinstance(st.op, RowFused) and st.op.kind == "row_dot_log_softmax":
+                    what = (f"row fusion (passes/rowfusion, passes/rowdot): the sum along axis {unparse(st.op.axis)} "
+                            f"of {st.args[1]} times the max-shifted log_softmax of {st.args[0]} written with numpy, "
+                            f"as one pass per row forward and one backward (s2sad.rowsoftmax: 2-D float arrays of "
+                            f"one shape and dtype; elsewhere the numpy formula)")
+                elif isinstance(st.op, RowFused):
                     what = (f"row fusion (passes/rowfusion): the max-shifted {rule.name[4:]} of {st.args[0]} along "
                             f"axis {unparse(st.op.axis)} written with numpy (max, shift, exp, sum, log/divide), "
                             f"as one pass per row forward and one backward (s2sad.rowsoftmax: 2-D float arrays; "

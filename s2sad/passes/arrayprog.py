@@ -59,6 +59,8 @@ from .inlining import Inliner
 from .jumps import needs_rewrite, remove_jumps
 from .kernelpairs import pair_kernels
 from .normalize import ScalarProgram
+from .layernorm import fuse_layer_norms
+from .rowdot import fuse_row_dots
 from .rowfusion import fuse_rows
 from .primcalls import PrimCalls
 from .primhints import register_hint, root_name  # register_hint: also for tests
@@ -67,7 +69,8 @@ from .trees import assigned_names
 # Names generated code uses for its own purposes (reverse.py binds them).
 RESERVED = {"apply", "vjp", "jvp", "store_partials", "sum_dual", "sum_grads", "not_needed", "broadcast_size", "check_scalar_loss",
             "kernel_matmul", "kernel_matmul_vjp", "kernel_rowsum", "kernel_rowsum_vjp", "matmul", "dot", "reduce_sum", "reduce_mean", "reduce_max",
-            "reduce_min", "row_logsumexp", "row_softmax", "row_log_softmax",
+            "reduce_min", "row_logsumexp", "row_softmax", "row_log_softmax", "row_layer_norm",
+            "row_dot_log_softmax",
             "np", "range", "reversed", "zip", "len", "float", "int", "None", "True", "False",
             "math", "_residuals"} | HELPER_NAMES
 
@@ -142,6 +145,8 @@ class Builder:
         drop_dead_phis(prog)
         check_writes(prog, self)
         fuse_rows(prog)
+        fuse_layer_norms(prog)
+        fuse_row_dots(prog)
         fuse(prog, self)
         pair_kernels(prog)
         return prog

@@ -56,7 +56,8 @@ SECOND_ORDER = {
     "matmul": "bilinear", "dot": "bilinear", "outer": "bilinear", "prod": "prod",
     "fsum": "shape", "math_prod": "prod",
     # passes/rowfusion's ops: the entry's own `second` text
-    "row_log_softmax": "own", "row_softmax": "own", "row_logsumexp": "own",
+    "row_log_softmax": "own", "row_softmax": "own", "row_logsumexp": "own", "row_layer_norm": "own",
+    "row_dot_log_softmax": "own",
 }
 
 

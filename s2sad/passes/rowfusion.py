@@ -30,7 +30,8 @@ from ..array_prims.rowfused import RowFused
 from ..kernel_text import unparse
 from .arrayir import ArrayProgram, ArrayStmt, Elementwise, ForStmt, IfStmt, stmt_reads, walk_stmts
 
-_UFUNCS = {id(np.exp): "exp", id(np.log): "log"}
+# numpy functions by name in the texts patterns are written in
+_UFUNCS = {id(np.exp): "exp", id(np.log): "log", id(np.sqrt): "sqrt", id(np.square): "square"}
 
 
 def enabled() -> bool:
@@ -41,22 +42,34 @@ def fuse_rows(prog: ArrayProgram) -> None:
     """Replace each idiom's statements by one row-fused statement, in every block."""
     if not enabled():
         return
+    readers = readers_of(prog)
+    for body in blocks(prog.body):
+        _block(body, readers, prog.namer)
+
+
+def readers_of(prog: ArrayProgram) -> dict[str, list]:
+    """SSA name -> the statements that read it ("return" for the result)."""
     readers: dict[str, list] = {}
     for st in walk_stmts(prog.body):
         for r in stmt_reads(st):
             readers.setdefault(r, []).append(st)
     if isinstance(prog.result, str):
         readers.setdefault(prog.result, []).append("return")
-    _block(prog.body, readers, prog.namer)
+    return readers
+
+
+def blocks(body: list):
+    """Every block of statements, inner blocks first."""
+    for st in body:
+        if isinstance(st, ForStmt):
+            yield from blocks(st.body)
+        elif isinstance(st, IfStmt):
+            yield from blocks(st.body)
+            yield from blocks(st.orelse)
+    yield body
 
 
 def _block(body: list, readers: dict, namer) -> None:
-    for st in body:
-        if isinstance(st, ForStmt):
-            _block(st.body, readers, namer)
-        elif isinstance(st, IfStmt):
-            _block(st.body, readers, namer)
-            _block(st.orelse, readers, namer)
     for st in [s for s in body if isinstance(s, ArrayStmt) and _last_axis_max(s)]:
         chain = _Chain(body, readers, st)
         for find in (chain.log_softmax, chain.softmax, chain.logsumexp):
@@ -86,14 +99,16 @@ def shape(st) -> str | None:
     return unparse(e)
 
 
-def _axis_of(e) -> int | None:
+def axis_of(e) -> int | None:
+    """A literal int axis (None for anything else)."""
     if isinstance(e, gast.UnaryOp) and isinstance(e.op, gast.USub) and isinstance(e.operand, gast.Constant):
         v = e.operand.value
         return -v if type(v) is int else None
     return e.value if isinstance(e, gast.Constant) and type(e.value) is int else None
 
 
-def _keep(st) -> bool | None:
+def keep(st) -> bool | None:
+    """A reduction's keepdims: False when absent, None when not a literal bool."""
     k = st.op.keepdims
     if k is None:
         return False
@@ -101,8 +116,8 @@ def _keep(st) -> bool | None:
 
 
 def _last_axis_max(st) -> bool:
-    return isinstance(st.op, Reduce) and st.op.kind == "max" and _axis_of(st.op.axis) in (1, -1) \
-        and _keep(st) is True and isinstance(st.args[0], str)
+    return isinstance(st.op, Reduce) and st.op.kind == "max" and axis_of(st.op.axis) in (1, -1) \
+        and keep(st) is True and isinstance(st.args[0], str)
 
 
 class _Chain:
@@ -112,7 +127,7 @@ class _Chain:
 
     def __init__(self, body: list, readers: dict, m: ArrayStmt):
         self.body, self.readers, self.m = body, readers, m
-        self.z, self.axis = m.args[0], _axis_of(m.op.axis)
+        self.z, self.axis = m.args[0], axis_of(m.op.axis)
 
     def only(self, name: str, *stmts) -> bool:
         """Is `name` read by exactly `stmts` (each once)?"""
@@ -125,7 +140,7 @@ class _Chain:
     def row_sum(self, e: ArrayStmt):
         """The one statement reading e, if it sums e along the same axis with keepdims."""
         us = [s for s in self.users(e.target) if isinstance(s.op, Reduce) and s.op.kind == "sum"
-              and s.args[0] == e.target and _axis_of(s.op.axis) == self.axis and _keep(s) is True]
+              and s.args[0] == e.target and axis_of(s.op.axis) == self.axis and keep(s) is True]
         return us[0] if len(us) == 1 and self.only(e.target, us[0]) else None
 
     def shifted(self, t: ArrayStmt) -> bool:
@@ -168,7 +183,7 @@ class _Chain:
             if len(s) != 1:
                 continue
             s = s[0]
-            if s.op.kind != "sum" or _axis_of(s.op.axis) != self.axis or _keep(s) is not True:
+            if s.op.kind != "sum" or axis_of(s.op.axis) != self.axis or keep(s) is not True:
                 continue
             last = self.closing(s)
             if last is not None and self.only(e.target, s, last):
@@ -186,7 +201,7 @@ class _Chain:
         return None
 
 
-def _texts(node, st: ArrayStmt) -> str:
+def texts_of(node, st: ArrayStmt) -> str:
     """A subexpression of st's template with its operands as A_<name> and numpy's exp
     and log by name (other functions as B_<name>)."""
     holders = {h: st.args[i] for i, h in enumerate(st.op.holders)}
@@ -201,18 +216,29 @@ def _texts(node, st: ArrayStmt) -> str:
     return unparse(e)
 
 
-def _split(last: ArrayStmt, texts: set, gone: list, new_name: str):
+def by_texts(texts: set):
+    """A locator (see `replace`) of the first subexpression whose text is in `texts`,
+    replaced by the fused value alone."""
+    def locate(last: ArrayStmt):
+        node = next((n for n in gast.walk(last.op.expr) if isinstance(n, gast.expr) and texts_of(n, last) in texts),
+                    None)
+        return None if node is None else (node, lambda filler: filler)
+    return locate
+
+
+def _split(last: ArrayStmt, locate, gone: list, new_name: str):
     """last's template with the pattern replaced by a holder of `new_name`: (expr,
     holders, args), or None where the pattern is absent or a consumed value is read
     outside it."""
-    node = next((n for n in gast.walk(last.op.expr) if isinstance(n, gast.expr) and _texts(n, last) in texts), None)
-    if node is None:
+    found = locate(last)
+    if found is None:
         return None
+    node, make = found
     memo: dict = {}
     expr = copy.deepcopy(last.op.expr, memo)
     hole = memo[id(node)]
     new_h = next(f"__h{i}" for i in range(len(last.op.holders) + 1) if f"__h{i}" not in last.op.holders)
-    filler = gast.Name(id=new_h, ctx=gast.Load(), annotation=None, type_comment=None)
+    filler = make(gast.Name(id=new_h, ctx=gast.Load(), annotation=None, type_comment=None))
     if expr is hole:
         expr = filler
     else:
@@ -235,27 +261,39 @@ def _split(last: ArrayStmt, texts: set, gone: list, new_name: str):
 
 
 def _replace(body: list, got, readers: dict, namer) -> bool:
-    """The chain's statements out and the fused statement in, before what is left of
-    the statement that read the pattern (or as it, when the pattern was all of it)."""
+    """A softmax-family chain (a _Chain finder's result) replaced (see `replace`)."""
     gone, last, texts, kind, keepdims = got
+    z, axis = gone[0].args[0], gone[0].op.axis
+    kd = gast.Constant(value=True, kind=None) if keepdims else None
+    text = f"{kind}({z}, axis={unparse(axis)}" + (", keepdims=True" if keepdims else "") + ", shift='max')"
+    return replace(body, gone, last, by_texts(texts), RowFused(kind, axis, kd), text, readers, namer)
+
+
+def replace(body: list, gone: list, last: ArrayStmt, locate, op: RowFused, text: str, readers: dict, namer) -> bool:
+    """The chain's statements `gone` out and a statement of `op` over gone[0]'s operand
+    (its forward line `text`) in, before what is left of `last`, the statement that
+    reads the pattern (or as it, when the pattern was all of it). `locate(last)` gives
+    (the pattern's node in last's template, make: the fused value's holder -> what
+    replaces that node), or None. False (nothing changed) where the pattern is absent
+    or a consumed value is read outside it."""
+    if not all(any(s is t for s in body) for t in (*gone, last)):
+        return False                 # a chain across blocks (a loop's body and its outside): kept
     fused_name = namer.temp()
-    split = _split(last, texts, gone, fused_name)
+    split = _split(last, locate, gone, fused_name)
     if split is None:
         return False
     expr, holders, args = split
-    z, axis = gone[0].args[0], gone[0].op.axis
+    z = gone[0].args[0]
     whole = len(holders) == 1 and isinstance(expr, gast.Name)
     target = last.target if whole else fused_name
-    keep = gast.Constant(value=True, kind=None) if keepdims else None
-    text = f"{kind}({z}, axis={unparse(axis)}" + (", keepdims=True" if keepdims else "") + ", shift='max')"
-    fused = ArrayStmt(target, RowFused(kind, axis, keep), [z], last.node, last.stmt, last.ctx,
+    fused = ArrayStmt(target, op, [z], last.node, last.stmt, last.ctx,
                       forward=gast.parse(text).body[0].value, reads=set())
     at = next(i for i, s in enumerate(body) if s is last)
     if whole:
         body[at] = fused
     else:
-        op = last.op
-        last.op = Elementwise(expr, holders, op.prelude, op.sites, op.bindings, op.ctx_bound)
+        ew = last.op
+        last.op = Elementwise(expr, holders, ew.prelude, ew.sites, ew.bindings, ew.ctx_bound)
         last.args = args
         body.insert(at, fused)
         readers.setdefault(fused_name, []).append(last)

@@ -141,8 +141,11 @@ def _stmt(st: ArrayStmt, kinds: list[Kind]) -> Kind:
         return Kind("L", kind=op.reduction, offset=False)
     if isinstance(op, Reduce):
         return _reduce(st, op, kinds[0])
-    if isinstance(op, RowFused) and kinds[0].tag == "R" and _axis(op.axis) not in (None, 0):
-        return kinds[0]          # row-wise softmax family (passes/rowfusion): each row from its own
+    if isinstance(op, RowFused) and kinds[0].tag == "R" and all(k.tag in ("R", "F") for k in kinds[1:]) \
+            and _axis(op.axis) not in (None, 0):
+        # row-wise softmax family, layer norm, sum(y log_softmax) (passes/rowfusion...): each
+        # row from its own; the last drops the row axis' length (keepdims aside)
+        return kinds[0] if op.kind != "row_dot_log_softmax" else Kind("R", None)
     if isinstance(op, Product) and op.kind in ("matmul", "dot") and len(kinds) == 2:
         a, b = kinds
         if a.tag == "R" and b.tag == "F" and a.ndim is not None and a.ndim >= 2:
