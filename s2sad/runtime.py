@@ -81,11 +81,17 @@ class SeedProduct:
 
 def broadcast_size(*args) -> int:
     """How many elements the arguments broadcast to (a kernel's mean divides by it; 1
-    for none)."""
+    for none). None of them: numpy's 0.0, which a mean divides by as numpy does (inf
+    or nan, with numpy's warning), not Python's int 0 (a ZeroDivisionError)."""
     shape = getattr(args[0], "shape", None) if args else None
     if shape is not None and all(getattr(a, "shape", None) == shape for a in args[1:]):
-        return int(args[0].size)      # one shape, the common case
-    return math.prod(broadcast_shapes(*(np.shape(a) for a in args)))
+        n = int(args[0].size)      # one shape, the common case
+    else:
+        n = math.prod(broadcast_shapes(*(np.shape(a) for a in args)))
+    return n if n else _EMPTY_SIZE
+
+
+_EMPTY_SIZE = np.float64(0.0)
 
 
 def _broadcast_strides(shape: tuple[int, ...], own: tuple[int, ...]) -> list[int]:

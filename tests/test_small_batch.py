@@ -1,0 +1,300 @@
+"""Small batches (issue 17): an array program's gradient at minibatch sizes, through its
+hot path (s2sad/array_hot.py) once a first call has gone through the full path.
+
+The hot path must give the full path's results to the bit and take only calls the full
+path would run unchanged: a changed shape or dtype, a float32 call, a 0-row batch, a
+non-contiguous or int argument, a changed global, a rule registered since, and two
+threads sharing one grad object all stay right (checked against the full path, the
+python backend and central differences) or refused as before.
+"""
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+
+import s2sad
+from s2sad import derivative
+from s2sad.plans import PLANS
+from s2sad.errors import NonDifferentiableInputError, S2SADError
+
+from conftest import central_fd
+
+D, H = 6, 5
+SCALE = 2.0
+
+
+def leaky(z):
+    return z if z > 0 else 0.01 * z
+
+
+def mlp_loss(W1, b1, W2, X, y):
+    h = s2sad.broadcast(leaky, X @ W1 + b1)
+    out = h @ W2
+    return np.mean((out - y) ** 2)
+
+
+def softmax_loss(W, b, X, Y):
+    z = X @ W + b
+    z = z - np.max(z, axis=1, keepdims=True)
+    logp = z - np.log(np.sum(np.exp(z), axis=1, keepdims=True))
+    return -np.mean(np.sum(Y * logp, axis=1))
+
+
+def scaled_loss(w, X):
+    return SCALE * np.sum(np.tanh(X @ w))
+
+
+FREE = np.linspace(0.5, 1.5, 7)
+
+
+def free_loss(w, X):
+    return np.sum(np.tanh(X @ w) * FREE)
+
+
+def mlp_args(n, dtype=np.float64, seed=0):
+    rng = np.random.default_rng(seed)
+    return (rng.normal(size=(D, H)).astype(dtype), rng.normal(size=(1, H)).astype(dtype) * 0.1,
+            rng.normal(size=(H, 1)).astype(dtype), rng.normal(size=(n, D)).astype(dtype),
+            rng.normal(size=(n, 1)).astype(dtype))
+
+
+def full_path(g, *args):
+    """The full path's gradients (Derivative.__call__), the hot path not tried."""
+    d = g.__s2sad__
+    value, grads = d(*args)
+    return grads if d.grad_only else (value, grads)
+
+
+def same_bits(a, b):
+    for x, y in zip(a, b):
+        assert type(x) is type(y)
+        assert np.shape(x) == np.shape(y) and np.asarray(x).dtype == np.asarray(y).dtype
+        assert np.array_equal(x, y, equal_nan=True)
+
+
+def hot_taken(g) -> bool:
+    return g.__s2sad__.hot is not derivative.decline
+
+
+# ---------------------------------------------------------------- taken, and the full path's bits
+
+def test_hot_path_is_made_after_a_first_call_and_gives_the_full_paths_bits():
+    g = s2sad.grad(mlp_loss, argnums=(0, 1, 2))
+    args = mlp_args(32)
+    first = g(*args)
+    assert hot_taken(g)
+    again = g(*args)
+    same_bits(again, first)
+    same_bits(again, full_path(g, *args))
+    same_bits(g.__s2sad__.hot(*args), first)     # the hot path itself takes this call
+
+
+def test_gradients_match_central_differences_and_the_python_backend():
+    args = mlp_args(32, seed=1)
+    g = s2sad.grad(mlp_loss, argnums=(0, 1, 2))
+    g(*args)
+    got = g(*args)
+    ref = s2sad.grad(mlp_loss, argnums=(0, 1, 2), backend="python")(*args)
+    for i in range(3):
+        np.testing.assert_allclose(got[i], ref[i], rtol=1e-12, atol=1e-14)
+        np.testing.assert_allclose(got[i], central_fd(mlp_loss, args, i), rtol=1e-5, atol=1e-7)
+
+
+def test_value_and_grad_and_a_single_argnum():
+    args = mlp_args(16)
+    vg = s2sad.value_and_grad(mlp_loss, argnums=1)
+    v0, g0 = vg(*args)
+    v1, g1 = vg(*args)
+    assert hot_taken(vg) and type(v1) is float and v1 == v0 == pytest.approx(mlp_loss(*args), rel=1e-13)
+    assert g1.shape == (1, H) and np.array_equal(g0, g1)
+
+
+def test_softmax_hot_path():
+    rng = np.random.default_rng(3)
+    W, b, X = rng.normal(size=(D, 4)), rng.normal(size=(1, 4)), rng.normal(size=(32, D))
+    Y = np.eye(4)[rng.integers(0, 4, 32)]
+    g = s2sad.grad(softmax_loss, argnums=(0, 1))
+    g(W, b, X, Y)
+    got = g(W, b, X, Y)
+    assert hot_taken(g)
+    same_bits(got, full_path(g, W, b, X, Y))
+    np.testing.assert_allclose(got[0], central_fd(softmax_loss, (W, b, X, Y), 0), rtol=1e-5, atol=1e-8)
+
+
+# ---------------------------------------------------------------- calls it must not take wrongly
+
+def test_a_changed_shape_between_calls_is_right():
+    g = s2sad.grad(mlp_loss, argnums=(0, 1, 2))
+    g(*mlp_args(32))
+    for n in (17, 1, 64, 32):
+        args = mlp_args(n, seed=n)
+        got = g(*args)
+        same_bits(got, full_path(g, *args))
+        np.testing.assert_allclose(got[0], central_fd(mlp_loss, args, 0), rtol=1e-5, atol=1e-7)
+
+
+def test_a_changed_dtype_and_float32():
+    g = s2sad.grad(mlp_loss, argnums=(0, 1, 2))
+    g(*mlp_args(32))
+    a32 = mlp_args(32, np.float32)
+    got = g(*a32)
+    assert all(x.dtype == np.float32 for x in got)
+    same_bits(got, full_path(g, *a32))
+    np.testing.assert_allclose(got[0], g(*mlp_args(32))[0], rtol=2e-4, atol=1e-5)
+    assert g(*mlp_args(32))[0].dtype == np.float64
+
+
+def test_zero_rows():
+    """The gradient of a mean over no rows: zeros (sums over no rows), as JAX gives."""
+    g = s2sad.grad(mlp_loss, argnums=(0, 1, 2))
+    g(*mlp_args(32))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        got = g(*mlp_args(0))
+        ref = s2sad.grad(mlp_loss, argnums=(0, 1, 2), backend="python")(*mlp_args(0))
+    for x, y in zip(got, ref):
+        assert x.shape == y.shape
+        np.testing.assert_array_equal(x, y)
+
+
+def test_non_contiguous_x_and_inputs_unchanged():
+    g = s2sad.grad(mlp_loss, argnums=(0, 1, 2))
+    W1, b1, W2, X, y = mlp_args(32)
+    g(W1, b1, W2, X, y)
+    wide = np.random.default_rng(5).normal(size=(32, 2 * D))
+    Xs = wide[:, ::2]                       # strided columns
+    Xt = np.asfortranarray(X)               # column-major
+    for Xn in (Xs, Xt):
+        before = Xn.copy()
+        got = g(W1, b1, W2, Xn, y)
+        np.testing.assert_array_equal(Xn, before)
+        ref = g(W1, b1, W2, np.ascontiguousarray(Xn), y)
+        for a, b in zip(got, ref):
+            np.testing.assert_allclose(a, b, rtol=1e-13, atol=1e-15)
+
+
+def test_int_and_list_arguments():
+    g = s2sad.grad(mlp_loss, argnums=(0, 1, 2))
+    W1, b1, W2, X, y = mlp_args(8)
+    g(W1, b1, W2, X, y)
+    yi = np.arange(8).reshape(8, 1)            # int data: taken, as numpy would compute
+    same_bits(g(W1, b1, W2, X, yi), full_path(g, W1, b1, W2, X, yi))
+    got = g(W1, b1, W2, X.tolist(), y)         # a list: the full path converts it
+    same_bits(got, g(W1, b1, W2, X, y))
+    with pytest.raises(NonDifferentiableInputError):
+        g(W1.astype(int), b1, W2, X, y)         # an int argument differentiated: refused
+    with pytest.raises(NonDifferentiableInputError):
+        g(W1, b1, W2, X.astype(complex), y)     # complex data: refused, not cast
+    with pytest.raises(NonDifferentiableInputError):
+        g(W1.astype(np.longdouble), b1, W2, X, y)
+
+
+def test_wrong_shapes_are_refused_located():
+    g = s2sad.grad(mlp_loss, argnums=(0, 1, 2))
+    W1, b1, W2, X, y = mlp_args(8)
+    g(W1, b1, W2, X, y)
+    with pytest.raises((S2SADError, ValueError)):
+        g(W1, b1, W2, X[:, :3], y)
+
+
+def test_keywords_and_too_few_arguments():
+    g = s2sad.grad(mlp_loss, argnums=(0, 1, 2))
+    W1, b1, W2, X, y = mlp_args(8)
+    ref = g(W1, b1, W2, X, y)
+    same_bits(g(W1, b1, W2, X=X, y=y), ref)
+    with pytest.raises(TypeError):
+        g(W1, b1, W2, X)
+
+
+def test_a_changed_global_constant_replans():
+    global SCALE
+    rng = np.random.default_rng(7)
+    w, X = rng.normal(size=3), rng.normal(size=(8, 3))
+    g = s2sad.grad(scaled_loss)
+    g(w, X)
+    first = g(w, X)
+    old = SCALE
+    try:
+        SCALE = 3.0
+        np.testing.assert_allclose(g(w, X), first * 1.5, rtol=1e-14)
+    finally:
+        SCALE = old
+    np.testing.assert_allclose(g(w, X), first, rtol=1e-14)
+
+
+def test_free_data_is_read_at_each_call():
+    rng = np.random.default_rng(8)
+    w, X = rng.normal(size=3), rng.normal(size=(7, 3))
+    g = s2sad.grad(free_loss)
+    g(w, X)
+    first = g(w, X)
+    FREE[:] *= 2.0
+    try:
+        np.testing.assert_allclose(g(w, X), 2.0 * first, rtol=1e-14)
+    finally:
+        FREE[:] /= 2.0
+
+
+def test_a_rule_registered_since_is_honoured():
+    def squash(z):
+        return z / (1.0 + abs(z))
+
+    def loss(w, X):
+        return np.sum(s2sad.broadcast(squash, X @ w))
+
+    rng = np.random.default_rng(9)
+    w, X = rng.normal(size=3), rng.normal(size=(8, 3))
+    g = s2sad.grad(loss)
+    g(w, X)
+    g(w, X)
+    gen = PLANS.generation
+    s2sad.defrule(squash, "0.0")        # a (deliberately wrong) rule: it must be used now
+    assert PLANS.generation == gen + 1
+    np.testing.assert_array_equal(g(w, X), np.zeros(3))
+
+
+def test_one_grad_object_from_two_threads():
+    g = s2sad.grad(mlp_loss, argnums=(0, 1, 2))
+    sets = [mlp_args(n, seed=n) for n in (32, 32, 9, 17)]
+    want = [full_path(g, *a) for a in sets]
+    errors = []
+
+    def work(k):
+        try:
+            for _ in range(200):
+                for a, w in zip(sets[k::2], want[k::2]):
+                    same_bits(g(*a), w)
+        except BaseException as e:     # pragma: no cover (reported below)
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in (0, 1)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors[0]
+
+
+def test_nan_inputs_give_nan_not_an_error():
+    g = s2sad.grad(mlp_loss, argnums=(0, 1, 2))
+    args = list(mlp_args(8))
+    g(*args)
+    args[3] = args[3].copy()
+    args[3][2, 1] = np.nan
+    got = g(*args)
+    assert np.isnan(got[0]).any() and np.isnan(got[2]).any()
+
+
+def elementwise_mean(x):
+    return np.mean(x ** 2)
+
+
+def test_the_mean_over_no_elements_is_numpys_nan_not_a_python_error():
+    """(it was a ZeroDivisionError: 1.0 / 0 in the generated code)"""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        value, grad = s2sad.value_and_grad(elementwise_mean)(np.zeros(0))
+        assert np.isnan(value) and grad.shape == (0,)
+        value, grads = s2sad.value_and_grad(mlp_loss, argnums=(0, 1, 2))(*mlp_args(0))
+    assert np.isnan(value)
+    assert all(np.array_equal(g, np.zeros_like(a)) for g, a in zip(grads, mlp_args(0)))
