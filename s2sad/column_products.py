@@ -134,7 +134,19 @@ def _row_weights(k: int, dtype: np.dtype, keepdims: bool, mean: bool) -> np.ndar
 
 
 def _row_pass(kernel: Kernel, args: Sequence[Any], axis: int, backend: str):
-    """(shape, dtype) when the row reduction runs in the kernel's pass, else None."""
+    """(shape, dtype) when the row reduction runs in the kernel's pass, else None; kept
+    per plain signature (it depends on the shapes, the dtype and the backend only)."""
+    sig = plain_signature(list(args))
+    if sig is None:
+        return _row_pass_of(kernel, args, axis, backend)
+    key = ("row pass", backend, axis, sig)
+    got = kernel.launch_plans.get(key, key)
+    if got is key:
+        got = remember(kernel, key, _row_pass_of(kernel, args, axis, backend))
+    return got
+
+
+def _row_pass_of(kernel: Kernel, args: Sequence[Any], axis: int, backend: str):
     shape = broadcast_shapes(*(np.shape(a) for a in args))
     if len(shape) != 2 or axis not in (1, -1) or shape[1] == 0 or kernel.program.state \
             or not backend_for(backend, list(args)).ordered_sums:

@@ -62,17 +62,37 @@ def kernel_vjp(kernel, args, active, out_bar, backend="auto"):
     at the full shape, so that its gradient is full-shape too and unbroadcast sums it."""
     if not active:   # the kernel reads no differentiated value: nothing to pull back
         return []
+    # which inputs to materialize depends on the shapes, dtype and backend only: kept per
+    # plain signature (a training loop's calls share one)
+    sig = runtime.plain_signature(list(args))
+    key = ("materialized", backend, active, sig)
+    spread = kernel.launch_plans.get(key) if sig is not None else None
+    if spread is None:
+        spread = _materialized(kernel, args, active, backend)
+        if sig is not None:
+            runtime.remember(kernel, key, spread)
+    if not spread[0]:
+        return runtime.vjp(kernel, args, active, out_bar, backend=backend)
+    indices, shape, dtype = spread
+    mat = list(args)
+    for i in indices:
+        mat[i] = np.ascontiguousarray(np.broadcast_to(np.asarray(args[i], dtype), shape))
+    return runtime.vjp(kernel, mat, active, out_bar, backend=backend)
+
+
+def _materialized(kernel, args, active, backend) -> tuple:
+    """(the indices of the active inputs kernel_vjp materializes at the full shape, that
+    shape, the dtype)."""
     shapes = [np.shape(a) for a in args]
     shape = runtime.broadcast_shapes(*shapes)
     dtype = runtime.compute_dtype(args)
     in_order = backend_for(backend, list(args)).ordered_sums
-    mat = list(args)
+    indices = []
     for a in active:
         i = kernel.params.index(a)
         if shapes[i] != shape and not (in_order and runtime.leading_broadcast(shapes[i], shape)):
-            mat[i] = np.ascontiguousarray(np.broadcast_to(np.asarray(args[i], dtype), shape))
-    grads = runtime.vjp(kernel, mat, active, out_bar, backend=backend)
-    return grads
+            indices.append(i)
+    return tuple(indices), shape, dtype
 
 
 def kernel_grads(kernel, args, active, out_bar, partials=None, backend="auto"):

@@ -187,11 +187,19 @@ def apply(kernel: Kernel, args: Sequence[Any], backend: str | backends.Choice = 
             if odt != fast[2]:
                 out = out != 0 if odt == np.dtype(bool) else out.astype(odt)
             return out
+        sig = plain_signature(args)
+        if sig is not None:
+            call = kernel.launch_plans.get(("apply", sig))
+            if call is not None:
+                return call(args)
     backend = choice.resolve(args)
     xp, prep = backend.xp, backend.prepare(args, kernel.params)
     out = xp.empty(prep.shape, prep.dtype)
-    launch(kernel, backend, LoopSpec(prep.layouts, value="store"), (), prep, out=out)
+    spec = LoopSpec(prep.layouts, value="store")
+    launch(kernel, backend, spec, (), prep, out=out)
     odt = _out_dtype(kernel, prep.dtype)
+    if choice.fast_path and odt == prep.dtype:
+        keep_signature_call(kernel, ("apply", plain_signature(args)), backend, (), spec, prep, "out")
     if odt != prep.dtype:
         out = out != 0 if odt == np.dtype(bool) else out.astype(odt)
     if out.shape == () and not any(_is_array(a) for a in args):
@@ -228,7 +236,7 @@ def leading_broadcast(own: tuple[int, ...], shape: tuple[int, ...]) -> bool:
     trail = tuple(own)
     while trail and trail[0] == 1:
         trail = trail[1:]
-    if not trail or int(np.prod(trail)) < 2 or len(trail) >= len(shape):
+    if not trail or math.prod(trail) < 2 or len(trail) >= len(shape):
         return False
     return tuple(shape[len(shape) - len(trail):]) == trail
 
@@ -342,10 +350,17 @@ def vjp(kernel: Kernel, args: Sequence[Any], active: tuple[str, ...], out_bar: A
             return got
         out_bar = out_bar.left * out_bar.right     # formed by the factors' own array module
     inputs = list(args) + [out_bar]
-    backend = backends.backend_for(backend, inputs)
+    choice = backends.choose(backend)
+    sig = plain_signature(inputs) if choice.fast_path else None
+    if sig is not None:
+        call = kernel.launch_plans.get(("vjp", active, sig))
+        if call is not None:
+            return call(inputs)
+    backend = choice.resolve(inputs)
     xp, prep = backend.xp, backend.prepare(args, kernel.params)
     ob = xp.asarray(out_bar, dtype=prep.dtype)
-    if tuple(ob.shape) != tuple(prep.shape):
+    same = tuple(ob.shape) == tuple(prep.shape)
+    if not same:
         ob = xp.broadcast_to(ob, prep.shape)
     grads = _grad_buffers(prep, kernel, active, backend, xp)
     if ob.size == 1 and prep.shape == ():
@@ -355,6 +370,8 @@ def vjp(kernel: Kernel, args: Sequence[Any], active: tuple[str, ...], out_bar: A
         ob = xp.ascontiguousarray(ob)
         spec = LoopSpec(prep.layouts, value="none", partials=True, seed="array")
         launch(kernel, backend, spec, active, prep, seed=ob, grads=grads)
+        if sig is not None and same:    # out_bar read in place: the call kept for its signature does so too
+            keep_signature_call(kernel, ("vjp", active, sig), backend, active, spec, prep, "seed")
     return backend.results(inputs, [_shape_grad(g, prep, kernel.params.index(a)) for g, a in zip(grads, active)])
 
 
@@ -417,8 +434,37 @@ def plain_signature(values: list) -> tuple | None:
     return (dt.num, tuple(shapes))
 
 
-def _seeded_call(stub, prep: Prepared, kernel: Kernel, wrt: tuple[str, ...]) -> Callable:
-    """`seeded_vjp` for one signature: its gradient buffers, then the launch stub."""
+def keep_signature_call(kernel: Kernel, key: tuple, backend: Backend, active: tuple[str, ...], spec: LoopSpec,
+                        prep: Prepared, kind: str) -> None:
+    """Keep, under `key` (whose last item is the arguments' `plain_signature`), the call
+    that repeats this launch for the next arguments of that signature: its buffers and
+    the launch plan's stub, without `prepare` and `launch` (at a small batch most of an
+    elementwise site's time; a bias row `X @ W + b` is not one shape, so `fast_layouts`
+    does not take it). `kind`: "out" (apply: the values) or "seed" (vjp: the gradients,
+    the seed the last value). Kept only on the fast-path backend, for a plain signature
+    (its values are what `prepare` passes: C-contiguous, of the dtype), a stateless
+    kernel and an index space of one run (no leading dims)."""
+    if key[-1] is None or not backend.fast_path or kernel.program.state:
+        return
+    plan = kernel.launch_plans.get(_launch_key(backend, active, spec, prep))
+    if plan is None or len(plan[0]) != 2:
+        return
+    stub = plan[2]
+    if kind == "out":
+        shape, dtype = prep.shape, prep.dtype
+
+        def call(values):
+            out = np.empty(shape, dtype)
+            stub(values, out, None, None, None, None, None)
+            return out
+        remember(kernel, key, call)
+    else:
+        remember(kernel, key, _seeded_call(stub, prep, kernel, active, seed_last=True))
+
+
+def _seeded_call(stub, prep: Prepared, kernel: Kernel, wrt: tuple[str, ...], seed_last: bool = False) -> Callable:
+    """`seeded_vjp` for one signature: its gradient buffers, then the launch stub; with
+    `seed_last`, vjp's: the seed is the last value (an array), not 1.0."""
     made = []
     for a in wrt:
         i = kernel.params.index(a)
@@ -432,7 +478,7 @@ def _seeded_call(stub, prep: Prepared, kernel: Kernel, wrt: tuple[str, ...]) -> 
 
     def call(values: list) -> list:
         grads = [make() for make, _ in made]
-        stub(values, None, None, 1.0, grads, None, None)
+        stub(values, None, None, values[-1] if seed_last else 1.0, grads, None, None)
         grads = [g.astype(prep.dtype, copy=False) for g in grads]     # float64 sums rounded once
         return [g.reshape(own) if g.shape != own else g for g, (_, own) in zip(grads, made)]
     return call
