@@ -39,7 +39,6 @@ count. The cuda backend sums in the dtype (its block sums are a tree already).
 """
 from __future__ import annotations
 
-import functools
 import math
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
@@ -464,24 +463,34 @@ def keep_signature_call(kernel: Kernel, key: tuple, backend: Backend, active: tu
 
 def _seeded_call(stub, prep: Prepared, kernel: Kernel, wrt: tuple[str, ...], seed_last: bool = False) -> Callable:
     """`seeded_vjp` for one signature: its gradient buffers, then the launch stub; with
-    `seed_last`, vjp's: the seed is the last value (an array), not 1.0."""
-    made = []
-    for a in wrt:
+    `seed_last`, vjp's: the seed is the last value (an array), not 1.0. Generated as
+    straight-line code (a small batch's call is mostly its Python): a scalar param's
+    gradient a float64 sum rounded to the dtype once, a strided one accumulated from
+    -0.0 (a copy of a kept template), a contiguous one written whole."""
+    ns = {"stub": stub, "empty": np.empty, "zeros": np.zeros, "ACC": ACC_DTYPE, "DT": prep.dtype,
+          "SHAPE": prep.shape}
+    lines, out = [], []
+    for k, a in enumerate(wrt):
         i = kernel.params.index(a)
-        lay, own = prep.layouts[i], prep.shapes[i]
+        lay, own = prep.layouts[i], tuple(prep.shapes[i])
         if lay == "scalar":
-            made.append((functools.partial(np.zeros, 1, ACC_DTYPE), own))
+            lines.append(f"g{k} = zeros(1, ACC)")
+            out.append(f"g{k}.astype(DT, copy=False).reshape({own!r})")
         elif lay == "contig":
-            made.append((functools.partial(np.empty, prep.shape, prep.dtype), own))
+            lines.append(f"g{k} = empty(SHAPE, DT)")
+            out.append(f"g{k}")
         else:
-            made.append((functools.partial(np.full, own, -0.0, prep.dtype), own))
-
-    def call(values: list) -> list:
-        grads = [make() for make, _ in made]
-        stub(values, None, None, values[-1] if seed_last else 1.0, grads, None, None)
-        grads = [g.astype(prep.dtype, copy=False) for g in grads]     # float64 sums rounded once
-        return [g.reshape(own) if g.shape != own else g for g, (_, own) in zip(grads, made)]
-    return call
+            template = np.full(own, -0.0, prep.dtype)
+            template.flags.writeable = False
+            ns[f"T{k}"] = template
+            lines.append(f"g{k} = T{k}.copy()")
+            out.append(f"g{k}")
+    grads = "[" + ", ".join(f"g{k}" for k in range(len(wrt))) + "]"
+    lines.append(f"stub(values, None, None, {'values[-1]' if seed_last else '1.0'}, {grads}, None, None)")
+    lines.append("return [" + ", ".join(out) + "]")
+    text = "def call(values):\n" + "".join(f"    {line}\n" for line in lines)
+    exec(compile(text, "<s2sad signature call>", "exec"), ns)
+    return ns["call"]
 
 
 def remember(kernel: Kernel, key: tuple, value):
