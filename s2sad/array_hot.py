@@ -53,9 +53,12 @@ def hot_maker(c, fn: Callable, argnums: tuple[int, ...], many: bool, grad_only: 
     for i, a in enumerate(names):
         if i in argnums:
             checks.append(f"(type({a}) is ndarray and {a}.dtype in FLOATS or type({a}) is float)")
-        else:
-            checks.append(f"data_ok({a})")
-    grads = [f"as_result(g[{k}], a{i})" for k, i in enumerate(argnums)]
+        else:   # (data_ok, inline for an ndarray)
+            checks.append(f"(type({a}) is ndarray and {a}.dtype.kind in 'biuf' and {a}.dtype.itemsize <= 8"
+                          f" or data_ok({a}))")
+    # as_result, inline where the gradient is already an ndarray of its argument's dtype and shape
+    grads = [f"(g{k} if type(g{k}) is ndarray and g{k}.dtype is a{i}.dtype and g{k}.shape == a{i}.shape "
+             f"else as_result(g{k}, a{i}))" for k, i in enumerate(argnums)]
     shaped = ("(" + ", ".join(grads) + ("," if len(grads) == 1 else "") + ")") if many else grads[0]
     free = ", **C.free_values()" if c.program.free else ""
     lines = [
@@ -73,10 +76,11 @@ def hot_maker(c, fn: Callable, argnums: tuple[int, ...], many: bool, grad_only: 
         "        except RecursionError:",
         "            return NotImplemented",
     ]
+    unpack = f"        {', '.join(f'g{k}' for k in range(len(argnums)))}{',' if len(argnums) == 1 else ''} = "
     if grad_only:
-        lines += ["        g = r", f"        return {shaped}"]
+        lines += [unpack + "r", f"        return {shaped}"]
     else:
-        lines += ["        g = r[1]", f"        return as_value(r[0]), {shaped}"]
+        lines += [unpack + "r[1]", f"        return as_value(r[0]), {shaped}"]
     lines += ["    return hot"]
     ns = {"ndarray": np.ndarray, "FLOATS": _FLOATS, "data_ok": data_ok, "as_result": as_result,
           "as_value": as_value, "bound": bound, "fn": fn, "C": c, "PLANS": PLANS, "GEN": PLANS.generation,

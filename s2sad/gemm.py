@@ -58,8 +58,8 @@ def _operands(a: Any, b: Any):
     if type(a) is not np.ndarray or type(b) is not np.ndarray:
         return None
     sa, sb = a.shape, b.shape
-    if len(sa) != 2 or len(sb) != 2 or sa[1] != sb[0]:
-        return None
+    if len(sa) != 2 or len(sb) != 2 or sa[1] != sb[0] or sa[0] * sa[1] * sb[1] < MIN_WORK:
+        return None     # (a small product first: a small batch's are all numpy's)
     dt = a.dtype
     if dt is not b.dtype and dt != b.dtype or dt != _F64 and dt != _F32:
         return None
