@@ -134,19 +134,7 @@ def _row_weights(k: int, dtype: np.dtype, keepdims: bool, mean: bool) -> np.ndar
 
 
 def _row_pass(kernel: Kernel, args: Sequence[Any], axis: int, backend: str):
-    """(shape, dtype) when the row reduction runs in the kernel's pass, else None; kept
-    per plain signature (it depends on the shapes, the dtype and the backend only)."""
-    sig = plain_signature(list(args))
-    if sig is None:
-        return _row_pass_of(kernel, args, axis, backend)
-    key = ("row pass", backend, axis, sig)
-    got = kernel.launch_plans.get(key, key)
-    if got is key:
-        got = remember(kernel, key, _row_pass_of(kernel, args, axis, backend))
-    return got
-
-
-def _row_pass_of(kernel: Kernel, args: Sequence[Any], axis: int, backend: str):
+    """(shape, dtype) when the row reduction runs in the kernel's pass, else None."""
     shape = broadcast_shapes(*(np.shape(a) for a in args))
     if len(shape) != 2 or axis not in (1, -1) or shape[1] == 0 or kernel.program.state \
             or not backend_for(backend, list(args)).ordered_sums:
@@ -165,19 +153,52 @@ def _calls_math(kernel: Kernel) -> bool:
 def row_sums(kernel: Kernel, args: Sequence[Any], axis: int, keepdims: bool, mean: bool = False,
              backend: str = "auto"):
     """np.sum (np.mean) of kernel(args) along `axis`, in the kernel's pass with the
-    values never formed; None where that does not apply (`_row_pass`)."""
+    values never formed; None where that does not apply (`_row_pass`). What a plain
+    signature got is kept for it (`_kept_rows`): the next call is one lookup and the
+    kept seeded call (or None at once)."""
+    sig = plain_signature(list(args))
+    key = ("row sums", backend, axis, keepdims, mean, sig)
+    if sig is not None:
+        kept = kernel.launch_plans.get(key)
+        if kept is not None:
+            return kept(args)
     got = _row_pass(kernel, args, axis, backend)
     if got is None:
+        if sig is not None:
+            remember(kernel, key, _declined)
         return None
     (n, k), dtype = got
-    out, values = kernel_matmul(kernel, args, _row_weights(k, dtype, keepdims, mean), backend)
+    w = _row_weights(k, dtype, keepdims, mean)
+    out, values = kernel_matmul(kernel, args, w, backend)
+    if sig is not None:
+        fast = kernel.launch_plans.get(("matmul", backend, plain_signature([*args, w])))
+        if values is not None:
+            remember(kernel, key, _declined)
+        elif fast is not None:
+            remember(kernel, key, lambda args: fast(args, w))
     return out if values is None else None
+
+
+def _declined(*args):
+    return None
 
 
 def row_sums_vjp(kernel: Kernel, args: Sequence[Any], active: tuple[str, ...], axis: int, keepdims: bool,
                  mean: bool, out_bar: Any, backend: str = "auto"):
     """The gradients (in the params' shapes) of sum(out_bar * row_sums(...)), in one
-    seeded pass; only after `row_sums` gave a result."""
+    seeded pass; only after `row_sums` gave a result. Kept per plain signature, as
+    row_sums is."""
+    sig = plain_signature([*args, out_bar])
+    key = ("row sums vjp", backend, axis, keepdims, mean, active, sig)
+    if sig is not None:
+        kept = kernel.launch_plans.get(key)
+        if kept is not None:
+            return kept(args, out_bar)
     (n, k), dtype = _row_pass(kernel, args, axis, backend)
-    return kernel_matmul_vjp(kernel, args, active, _row_weights(k, dtype, keepdims, mean), False, out_bar, None,
-                             backend)
+    w = _row_weights(k, dtype, keepdims, mean)
+    grads = kernel_matmul_vjp(kernel, args, active, w, False, out_bar, None, backend)
+    if sig is not None:
+        fast = kernel.launch_plans.get(("matmul_vjp", backend, active, False, plain_signature([*args, w, out_bar])))
+        if fast is not None:
+            remember(kernel, key, lambda args, out_bar: fast(args, w, out_bar))
+    return grads

@@ -19,7 +19,7 @@ import inspect
 import numpy as np
 
 from . import array_rules, column_products, gemm, reduce, rowsoftmax, runtime, smath
-from .backends import backend_for
+from .backends import backend_for, choose
 
 
 def runtime_names(backend: str) -> dict:
@@ -90,8 +90,13 @@ def kernel_vjp(kernel, args, active, out_bar, backend="auto"):
     if not active:   # the kernel reads no differentiated value: nothing to pull back
         return []
     # which inputs to materialize depends on the shapes, dtype and backend only: kept per
-    # plain signature (a training loop's calls share one)
-    sig = runtime.plain_signature(list(args))
+    # plain signature (a training loop's calls share one); where none is, runtime.vjp's
+    # call kept for the signature (`keep_signature_call`) is the whole pullback
+    sig = runtime.plain_signature([*args, out_bar])
+    if sig is not None and choose(backend).fast_path:
+        kept = kernel.launch_plans.get(("vjp", active, sig))
+        if kept is not None:
+            return kept([*args, out_bar])
     key = ("materialized", backend, active, sig)
     spread = kernel.launch_plans.get(key) if sig is not None else None
     if spread is None:
