@@ -29,6 +29,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .arguments import as_result, as_value
+from .array_special import Specializer, signature_text
 from .frontend import bound
 from .plans import PLANS
 
@@ -43,10 +44,13 @@ def data_ok(a: Any) -> bool:
     return t is np.ndarray and a.dtype.kind in "biuf" and a.dtype.itemsize <= 8
 
 
-def hot_maker(c, fn: Callable, argnums: tuple[int, ...], many: bool, grad_only: bool) -> Callable:
+def hot_maker(c, fn: Callable, argnums: tuple[int, ...], many: bool, grad_only: bool,
+              special: Specializer | None = None) -> Callable:
     """make(FUN) -> hot(*args): the hot path of the generated derivative `fn` of plan `c`
     for argnums (normalised, in order), bound to FUN (the function whose code and values
-    it checks). `many`: argnums was a tuple (a tuple of gradients)."""
+    it checks). `many`: argnums was a tuple (a tuple of gradients). `special`: fn's
+    copies specialised per signature (array_special.py), run for calls whose arguments
+    are all ndarrays."""
     n = len(c.params)
     names = [f"a{i}" for i in range(n)]
     checks = []
@@ -72,7 +76,19 @@ def hot_maker(c, fn: Callable, argnums: tuple[int, ...], many: bool, grad_only: 
         "            return NotImplemented",
         "        try:",
         "            with bound(FUN):",
-        f"                r = fn(*args{free})",
+    ]
+    if special is not None:
+        lines += [
+            f"                if {' and '.join(f'type({a}) is ndarray' for a in names)}:",
+            f"                    key = {signature_text(names)}",
+            "                    sp = SPECIAL.specs.get(key)",
+            "                    r = sp(*args) if sp is not None else SPECIAL.call(key, args)",
+            "                else:",
+            f"                    r = fn(*args{free})",
+        ]
+    else:
+        lines += [f"                r = fn(*args{free})"]
+    lines += [
         "        except RecursionError:",
         "            return NotImplemented",
     ]
@@ -81,9 +97,9 @@ def hot_maker(c, fn: Callable, argnums: tuple[int, ...], many: bool, grad_only: 
         lines += [unpack + "r", f"        return {shaped}"]
     else:
         lines += [unpack + "r[1]", f"        return as_value(r[0]), {shaped}"]
-    lines += ["    return hot"]
+    lines += ["    hot.special = SPECIAL", "    return hot"]
     ns = {"ndarray": np.ndarray, "FLOATS": _FLOATS, "data_ok": data_ok, "as_result": as_result,
           "as_value": as_value, "bound": bound, "fn": fn, "C": c, "PLANS": PLANS, "GEN": PLANS.generation,
-          "hold": c.assumptions.hold}
+          "hold": c.assumptions.hold, "SPECIAL": special}
     exec(compile("\n".join(lines) + "\n", f"<s2sad hot path of {c.name}>", "exec"), ns)
     return ns["make"]

@@ -183,7 +183,7 @@ def seed_factors(s):
     return s, 1.0
 
 
-def _plain_product(g, a, b) -> bool:
+def plain_product(g, a, b) -> bool:
     """Is `a @ b` with adjoint g a product of 2-D arrays of one shape each, g of the
     product's, neither adjoint an outer product (`_rank1`)? Its adjoints are then one
     product each, taken before the general case's conversions (a small batch's time)."""
@@ -193,7 +193,7 @@ def _plain_product(g, a, b) -> bool:
 
 
 def matmul_lhs_bar(g, a, b):
-    if _plain_product(g, a, b):
+    if plain_product(g, a, b):
         return unbroadcast(matmul(g, b.T), a)
     a, b, g = np.asarray(a), np.asarray(b), np.asarray(g)
     pair = _rank1(0, g, a, b)
@@ -210,7 +210,7 @@ def matmul_lhs_bar(g, a, b):
 
 
 def matmul_rhs_bar(g, a, b):
-    if _plain_product(g, a, b):
+    if plain_product(g, a, b):
         return unbroadcast(matmul(a.T, g), b)
     a, b, g = np.asarray(a), np.asarray(b), np.asarray(g)
     pair = _rank1(1, g, a, b)

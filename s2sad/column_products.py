@@ -42,16 +42,31 @@ def _seeded_plan(kernel: Kernel, values: list, backend: str, active: tuple[str, 
     return None if sig is None else kernel.launch_plans.get(("seeded", backend, active, factor_grads, sig))
 
 
+def kept_matmul(kernel: Kernel, args: Sequence[Any], w: Any, backend):
+    """The call `kernel_matmul` kept for this signature (fast(args, w) -> the product), or None."""
+    sig = plain_signature([*args, w])
+    return None if sig is None else kernel.launch_plans.get(("matmul", backend, sig))
+
+
+def kept_matmul_vjp(kernel: Kernel, args: Sequence[Any], active: tuple[str, ...], w: Any, w_grad: bool,
+                    out_bar: Any, backend):
+    """The call `kernel_matmul_vjp` kept for this signature (fast(args, w, out_bar) -> the
+    gradients), or None."""
+    sig = plain_signature([*args, w, out_bar])
+    if sig is None or sig[1][-1] is None:
+        return None
+    return kernel.launch_plans.get(("matmul_vjp", backend, active, w_grad, sig))
+
+
 def kernel_matmul(kernel: Kernel, args: Sequence[Any], w: Any, backend: str = "auto"):
     """(kernel(args) @ w, the values or None): in the kernel's pass, the values not
     formed (None), where w is one column or a vector and the values 2-D; else the
     values, then numpy's product. A signature seen before (`plain_signature`) runs
     the seeded call it kept, with a column of ones kept too (read-only: a factor)."""
+    fast = kept_matmul(kernel, args, w, backend)
+    if fast is not None:
+        return fast(args, w), None
     sig = plain_signature([*args, w])
-    if sig is not None:
-        fast = kernel.launch_plans.get(("matmul", backend, sig))
-        if fast is not None:
-            return fast(args, w), None
     resolved = backend_for(backend, list(args) + [w])
     shape = broadcast_shapes(*(np.shape(a) for a in args))
     dtype = compute_dtype(args)
@@ -80,12 +95,11 @@ def kernel_matmul_vjp(kernel: Kernel, args: Sequence[Any], active: tuple[str, ..
     seeded kernel (a signature seen before: the seeded call kept for it); else numpy's
     adjoints of the product and the kernel's vjp."""
     if values is None:
+        fast = kept_matmul_vjp(kernel, args, active, w, w_grad, out_bar, backend)
+        if fast is not None:
+            return fast(args, w, out_bar)
         sig = plain_signature([*args, w, out_bar])
         key = ("matmul_vjp", backend, active, w_grad, sig)
-        if sig is not None and sig[1][-1] is not None:
-            fast = kernel.launch_plans.get(key)
-            if fast is not None:
-                return fast(args, w, out_bar)
         resolved = backend_for(backend, list(args) + [w])
         n, k = broadcast_shapes(*(np.shape(a) for a in args))
         factors = [np.asarray(out_bar, compute_dtype(args)).reshape(n, 1), w.reshape(1, k)]
@@ -156,12 +170,11 @@ def row_sums(kernel: Kernel, args: Sequence[Any], axis: int, keepdims: bool, mea
     values never formed; None where that does not apply (`_row_pass`). What a plain
     signature got is kept for it (`_kept_rows`): the next call is one lookup and the
     kept seeded call (or None at once)."""
+    kept = kept_row_sums(kernel, args, axis, keepdims, mean, backend)
+    if kept is not None:
+        return kept(args)
     sig = plain_signature(list(args))
     key = ("row sums", backend, axis, keepdims, mean, sig)
-    if sig is not None:
-        kept = kernel.launch_plans.get(key)
-        if kept is not None:
-            return kept(args)
     got = _row_pass(kernel, args, axis, backend)
     if got is None:
         if sig is not None:
@@ -183,17 +196,32 @@ def _declined(*args):
     return None
 
 
+def kept_row_sums(kernel: Kernel, args: Sequence[Any], axis: int, keepdims: bool, mean: bool, backend):
+    """The call `row_sums` kept for this signature (kept(args) -> the sums, or None where
+    the row pass declines), or None."""
+    sig = plain_signature(list(args))
+    return None if sig is None else kernel.launch_plans.get(("row sums", backend, axis, keepdims, mean, sig))
+
+
+def kept_row_sums_vjp(kernel: Kernel, args: Sequence[Any], active: tuple[str, ...], axis: int, keepdims: bool,
+                      mean: bool, out_bar: Any, backend):
+    """The call `row_sums_vjp` kept for this signature (kept(args, out_bar) -> the
+    gradients), or None."""
+    sig = plain_signature([*args, out_bar])
+    return None if sig is None else \
+        kernel.launch_plans.get(("row sums vjp", backend, axis, keepdims, mean, active, sig))
+
+
 def row_sums_vjp(kernel: Kernel, args: Sequence[Any], active: tuple[str, ...], axis: int, keepdims: bool,
                  mean: bool, out_bar: Any, backend: str = "auto"):
     """The gradients (in the params' shapes) of sum(out_bar * row_sums(...)), in one
     seeded pass; only after `row_sums` gave a result. Kept per plain signature, as
     row_sums is."""
+    kept = kept_row_sums_vjp(kernel, args, active, axis, keepdims, mean, out_bar, backend)
+    if kept is not None:
+        return kept(args, out_bar)
     sig = plain_signature([*args, out_bar])
     key = ("row sums vjp", backend, axis, keepdims, mean, active, sig)
-    if sig is not None:
-        kept = kernel.launch_plans.get(key)
-        if kept is not None:
-            return kept(args, out_bar)
     (n, k), dtype = _row_pass(kernel, args, axis, backend)
     w = _row_weights(k, dtype, keepdims, mean)
     grads = kernel_matmul_vjp(kernel, args, active, w, False, out_bar, None, backend)

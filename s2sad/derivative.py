@@ -18,6 +18,7 @@ from typing import Any, Callable, Sequence
 
 from . import backends
 from .array_hot import hot_maker
+from .array_special import specializer_for
 from .arguments import argnums_tuple, as_result, as_value, check_args, check_call, converted
 from .deep import deeply
 from .frontend import bound
@@ -242,6 +243,7 @@ class Derivative:
         key = self._key(c, "array hot")
         with PLANNING:
             if key not in c.generated:
+                special = specializer_for(c, fn, self._generate(), fn.__name__, self.chosen)
                 c.generated[key] = hot_maker(c, fn, argnums, isinstance(self.argnums_spec, (tuple, list)),
-                                             self.grad_only)
+                                             self.grad_only, special)
         return c.generated[key](self.fun)

@@ -92,11 +92,12 @@ def kernel_vjp(kernel, args, active, out_bar, backend="auto"):
     # which inputs to materialize depends on the shapes, dtype and backend only: kept per
     # plain signature (a training loop's calls share one); where none is, runtime.vjp's
     # call kept for the signature (`keep_signature_call`) is the whole pullback
-    sig = runtime.plain_signature([*args, out_bar])
-    if sig is not None and choose(backend).fast_path:
-        kept = kernel.launch_plans.get(("vjp", active, sig))
+    inputs = [*args, out_bar]
+    if choose(backend).fast_path:
+        kept = runtime.kept_vjp(kernel, inputs, active)
         if kept is not None:
-            return kept([*args, out_bar])
+            return kept(inputs)
+    sig = runtime.plain_signature(inputs)
     key = ("materialized", backend, active, sig)
     spread = kernel.launch_plans.get(key) if sig is not None else None
     if spread is None:

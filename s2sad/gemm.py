@@ -101,6 +101,18 @@ def _own(a: Any, b: Any, backend: str) -> np.ndarray | None:
     return None if ops is None else _product(*ops)
 
 
+def numpy_takes(a: Any, b: Any, backend: str = "auto") -> bool:
+    """Does `matmul` give numpy's `a @ b` for every pair of ndarrays of these shapes,
+    whatever their dtype, strides and alignment (not two 2-D operands that multiply, a
+    product below MIN_WORK, or a backend without the fast path: `_operands` declines
+    them all)? array_special binds `@` at such a site."""
+    if type(a) is not np.ndarray or type(b) is not np.ndarray:
+        return False
+    sa, sb = a.shape, b.shape
+    return (not choose(backend).fast_path or len(sa) != 2 or len(sb) != 2 or sa[1] != sb[0]
+            or sa[0] * sa[1] * sb[1] < MIN_WORK)
+
+
 def matmul(a: Any, b: Any, backend: str = "auto"):
     """a @ b."""
     c = _own(a, b, backend)

@@ -186,11 +186,9 @@ def apply(kernel: Kernel, args: Sequence[Any], backend: str | backends.Choice = 
             if odt != fast[2]:
                 out = out != 0 if odt == np.dtype(bool) else out.astype(odt)
             return out
-        sig = plain_signature(args)
-        if sig is not None:
-            call = kernel.launch_plans.get(("apply", sig))
-            if call is not None:
-                return call(args)
+        call = kept_apply(kernel, args)
+        if call is not None:
+            return call(args)
     backend = choice.resolve(args)
     xp, prep = backend.xp, backend.prepare(args, kernel.params)
     out = xp.empty(prep.shape, prep.dtype)
@@ -440,6 +438,20 @@ def plain_signature(values: list) -> tuple | None:
 
 
 _F64 = np.dtype(np.float64)
+
+
+def kept_apply(kernel: Kernel, args: Sequence[Any]):
+    """The call `apply` kept for the signature of `args` (call(args) -> values), or None
+    (the fast-path backend's; see keep_signature_call)."""
+    sig = plain_signature(args)
+    return None if sig is None else kernel.launch_plans.get(("apply", sig))
+
+
+def kept_vjp(kernel: Kernel, inputs: list, active: tuple[str, ...]):
+    """The call `vjp` kept for the signature of `inputs` (its args, then out_bar):
+    call(inputs) -> the active params' gradients, or None."""
+    sig = plain_signature(inputs)
+    return None if sig is None else kernel.launch_plans.get(("vjp", active, sig))
 
 
 def keep_signature_call(kernel: Kernel, key: tuple, backend: Backend, active: tuple[str, ...], spec: LoopSpec,

@@ -339,3 +339,164 @@ def test_a_kept_call_writes_no_input_and_returns_fresh_arrays():
     assert all(np.array_equal(u, v) for u, v in zip((W, b, X), keep))
     assert not any(np.shares_memory(p, q) for p in first for q in second)
     same_bits(first, second)
+
+
+# ---------------------------------------------------------------- specialised per signature (array_special.py)
+
+def logreg_loss(w, X, y):
+    p = 1.0 / (1.0 + np.exp(-(X @ w)))
+    return -np.mean(y * np.log(p) + (1.0 - y) * np.log(1.0 - p))
+
+
+def masked_loss(w, X):
+    z = X @ w
+    return np.sum(np.tanh(z[z > 0.0]))     # a mask: its result's shape depends on values
+
+
+def looped_loss(w, X):
+    s = 0.0
+    for k in range(3):
+        s = s + np.sum(np.tanh(X @ w * (k + 1.0)))
+    return s
+
+
+def softmax_args(n, seed=0, dtype=np.float64):
+    rng = np.random.default_rng(seed)
+    return (rng.normal(size=(D, 4)).astype(dtype), rng.normal(size=(1, 4)).astype(dtype),
+            rng.normal(size=(n, D)).astype(dtype), np.eye(4, dtype=dtype)[rng.integers(0, 4, n)])
+
+
+def logreg_args(n, seed=0):
+    rng = np.random.default_rng(seed)
+    return rng.normal(size=D), rng.normal(size=(n, D)), (rng.random(n) < 0.5).astype(float)
+
+
+def special_of(g):
+    return getattr(g.__s2sad__.hot, "special", None)
+
+
+def bias_args(n, seed=0):
+    W1, b1, _, X, _ = mlp_args(n, seed=seed)
+    return W1, b1, X
+
+
+CASES = [(mlp_loss, (0, 1, 2), mlp_args), (softmax_loss, (0, 1), softmax_args), (bias_loss, (0, 1), bias_args),
+         (logreg_loss, (0,), logreg_args)]
+
+
+@pytest.mark.parametrize("loss,argnums,make", CASES, ids=[c[0].__name__ for c in CASES])
+def test_specialised_copies_give_the_full_paths_bits(loss, argnums, make):
+    g = s2sad.grad(loss, argnums=argnums)
+    args = make(32)
+    for _ in range(4):
+        got = g(*args)
+    sp = special_of(g)
+    assert sp is not None and sp.specialised(args)      # the straight-line derivative, specialised
+    same_bits(got, full_path(g, *args))
+    same_bits(g(*args), full_path(g, *args))
+    ref = s2sad.grad(loss, argnums=argnums, backend="python")(*args)
+    for a, b in zip(got, ref):
+        np.testing.assert_allclose(a, b, rtol=1e-11, atol=1e-13)
+
+
+@pytest.mark.parametrize("loss,argnums,make", CASES, ids=[c[0].__name__ for c in CASES])
+def test_each_signature_gets_its_own_copy(loss, argnums, make):
+    """Shapes, dtypes and strides change between calls: each signature is recorded on its
+    own, and every call gives the full path's bits."""
+    g = s2sad.grad(loss, argnums=argnums)
+    variants = []
+    for n in (32, 7, 2):
+        args = make(n, seed=n)
+        variants.append(args)
+        variants.append(tuple(a.astype(np.float32) for a in args))
+        variants.append(tuple(np.asfortranarray(a) if a.ndim == 2 else a for a in args))
+        wide = tuple(np.repeat(a, 2, axis=-1)[..., ::2] if a.ndim == 2 else a for a in args)
+        variants.append(wide)   # strided views, the same numbers
+    for _ in range(3):
+        for args in variants:
+            same_bits(g(*args), full_path(g, *args))
+    assert special_of(g).specialised(variants[-1])
+
+
+def test_a_mask_or_a_loop_is_not_specialised_and_stays_right():
+    rng = np.random.default_rng(13)
+    for loss in (masked_loss, looped_loss):
+        g = s2sad.grad(loss)
+        w = rng.normal(size=3)
+        for n in (8, 8, 8, 8, 8, 9):
+            X = rng.normal(size=(n, 3))       # (the mask keeps a different number of rows each time)
+            got = g(w, X)
+            same_bits((got,), (full_path(g, w, X),))
+            np.testing.assert_allclose(got, central_fd(loss, (w, X), 0), rtol=1e-5, atol=1e-7)
+        assert special_of(g) is None
+
+
+def test_more_signatures_than_kept_stay_right():
+    from s2sad import array_special
+    g = s2sad.grad(mlp_loss, argnums=(0, 1, 2))
+    sets = [mlp_args(n, seed=n) for n in range(2, array_special.MAX_SIGNATURES + 6)]
+    for _ in range(3):
+        for args in sets:
+            same_bits(g(*args), full_path(g, *args))
+    assert 1 <= len(special_of(g).specs) <= array_special.MAX_SIGNATURES
+
+
+def test_float_and_int_arguments_take_the_unspecialised_call():
+    g = s2sad.grad(scaled_loss)
+    rng = np.random.default_rng(14)
+    w, X = rng.normal(size=3), rng.normal(size=(8, 3))
+    for _ in range(4):
+        g(w, X)
+    assert special_of(g).specialised((w, X))
+    g2 = s2sad.grad(mlp_loss, argnums=(0, 1, 2))
+    W1, b1, W2, X, y = mlp_args(8)
+    yi = np.arange(8).reshape(8, 1)
+    for _ in range(4):
+        same_bits(g2(W1, b1, W2, X, yi), full_path(g2, W1, b1, W2, X, yi))
+        same_bits(g2(W1, b1, W2, X, 0.5), full_path(g2, W1, b1, W2, X, 0.5))
+
+
+# ---------------------------------------------------------------- random programs, specialised
+
+from hypothesis import HealthCheck, Phase, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from randarray import draw_program, load  # noqa: E402
+
+
+@st.composite
+def programs(draw):
+    return draw_program(draw, st)
+
+
+@settings(max_examples=20, deadline=None, derandomize=True, database=None,
+          phases=[Phase.explicit, Phase.reuse, Phase.generate], print_blob=False,
+          suppress_health_check=list(HealthCheck))
+@given(program=programs(), seed=st.integers(0, 2**16))
+def test_random_programs_specialised_give_the_full_paths_bits(program, seed):
+    """Random array programs (tests/randarray.py), every argument an ndarray (c a 0-d
+    one), called often enough to be specialised where they are straight-line: each call,
+    with new values of the same signature and with a column-major X, gives the full
+    path's bits (and the arguments are left as they were)."""
+    loss = load(program)["loss"]
+    sets = []
+    for k in range(3):
+        W, b, v, c, X = program.args(seed + k)
+        sets.append((W, b, v, np.array(c), X))
+    W, b, v, c, X = sets[0]
+    sets.append((W, b, v, c, np.asfortranarray(X)))
+    with np.errstate(all="ignore"):
+        if not all(np.isfinite(loss(*a)) for a in sets):
+            return
+        for what in ("grad", "value_and_grad"):
+            g = getattr(s2sad, what)(loss, argnums=(0, 1, 2, 3))
+            for _ in range(3):
+                for args in sets:
+                    keep = [a.copy() for a in args]
+                    got = g(*args)
+                    want = full_path(g, *args)
+                    if what == "value_and_grad":
+                        assert got[0] == want[0] or (np.isnan(got[0]) and np.isnan(want[0]))
+                        got, want = got[1], want[1]
+                    same_bits(got, want)
+                    assert all(np.array_equal(a, k, equal_nan=True) for a, k in zip(args, keep))
