@@ -11,8 +11,8 @@ shapes, strides and dtypes), runs a copy of the derivative whose sites were boun
 a recording run of that signature, to what they did:
 
 - `matmul(a, b)`, `dot(a, b)`, `matmul_lhs_bar` / `matmul_rhs_bar` of a plain 2-D
-  product or a matrix times a vector: numpy's `@` (np.dot) where `gemm.numpy_takes` says that is what the site runs for any operands
-  of those shapes;
+  product or a matrix times a vector: numpy's `@` (np.dot) where `gemm.numpy_takes`
+  says that is what the site runs for any operands of those shapes;
 - `kernel_matmul`, `kernel_matmul_vjp`, `vjp`, `apply`, `kernel_rowsum(_vjp)` taken by
   a kept call: that call, with the site's own operands;
 - `sum_grads` taken by a fused driver's entry (codegen/llvm_entry.py): the entry,
@@ -21,9 +21,10 @@ a recording run of that signature, to what they did:
 
 Every other site keeps its full call. Invariants: a specialised site does what its full
 call would do for that signature, bit for bit (the same kept call, entry or product);
-a derivative with loops, branches, or free data (read at call time: its signature is
-not the arguments') is never specialised; a signature is recorded on its second call
-(the first makes the kept calls), at most MAX_SIGNATURES are kept per derivative.
+a derivative with loops, branches, masks, or free data (read at call time: its
+signature is not the arguments') is never specialised; a signature is recorded on its
+second hot call (the calls before make the kept calls), at most MAX_SIGNATURES are kept
+per derivative. Specialised copies hold no user object (kept calls, entries, numbers).
 """
 from __future__ import annotations
 

@@ -14,7 +14,7 @@ import numpy as np
 from .array_rules import matmul_lhs_bar, matmul_rhs_bar
 from .gemm import matmul
 from .backends import backend_for
-from .runtime import (LAUNCH_PLANS, Kernel, plain_signature, remember, seeded_vjp, apply,
+from .runtime import (LAUNCH_PLANS, Kernel, keep, plain_signature, remember, seeded_vjp, apply,
                       broadcast_shapes, compute_dtype, vjp)
 
 
@@ -168,7 +168,7 @@ def row_sums(kernel: Kernel, args: Sequence[Any], axis: int, keepdims: bool, mea
              backend: str = "auto"):
     """np.sum (np.mean) of kernel(args) along `axis`, in the kernel's pass with the
     values never formed; None where that does not apply (`_row_pass`). What a plain
-    signature got is kept for it (`_kept_rows`): the next call is one lookup and the
+    signature got is kept for it (`kept_row_sums`): the next call is one lookup and the
     kept seeded call (or None at once)."""
     kept = kept_row_sums(kernel, args, axis, keepdims, mean, backend)
     if kept is not None:
@@ -178,7 +178,7 @@ def row_sums(kernel: Kernel, args: Sequence[Any], axis: int, keepdims: bool, mea
     got = _row_pass(kernel, args, axis, backend)
     if got is None:
         if sig is not None:
-            remember(kernel, key, _declined)
+            keep(kernel, key, _declined)
         return None
     (n, k), dtype = got
     w = _row_weights(k, dtype, keepdims, mean)
@@ -186,9 +186,9 @@ def row_sums(kernel: Kernel, args: Sequence[Any], axis: int, keepdims: bool, mea
     if sig is not None:
         fast = kernel.launch_plans.get(("matmul", backend, plain_signature([*args, w])))
         if values is not None:
-            remember(kernel, key, _declined)
+            keep(kernel, key, _declined)
         elif fast is not None:
-            remember(kernel, key, lambda args: fast(args, w))
+            keep(kernel, key, lambda args: fast(args, w))
     return out if values is None else None
 
 
@@ -200,7 +200,7 @@ def kept_row_sums(kernel: Kernel, args: Sequence[Any], axis: int, keepdims: bool
     """The call `row_sums` kept for this signature (kept(args) -> the sums, or None where
     the row pass declines), or None."""
     sig = plain_signature(list(args))
-    return None if sig is None else kernel.launch_plans.get(("row sums", backend, axis, keepdims, mean, sig))
+    return None if sig is None else kernel.kept.get(("row sums", backend, axis, keepdims, mean, sig))
 
 
 def kept_row_sums_vjp(kernel: Kernel, args: Sequence[Any], active: tuple[str, ...], axis: int, keepdims: bool,
@@ -209,7 +209,7 @@ def kept_row_sums_vjp(kernel: Kernel, args: Sequence[Any], active: tuple[str, ..
     gradients), or None."""
     sig = plain_signature([*args, out_bar])
     return None if sig is None else \
-        kernel.launch_plans.get(("row sums vjp", backend, axis, keepdims, mean, active, sig))
+        kernel.kept.get(("row sums vjp", backend, axis, keepdims, mean, active, sig))
 
 
 def row_sums_vjp(kernel: Kernel, args: Sequence[Any], active: tuple[str, ...], axis: int, keepdims: bool,
@@ -228,5 +228,5 @@ def row_sums_vjp(kernel: Kernel, args: Sequence[Any], active: tuple[str, ...], a
     if sig is not None:
         fast = kernel.launch_plans.get(("matmul_vjp", backend, active, False, plain_signature([*args, w, out_bar])))
         if fast is not None:
-            remember(kernel, key, lambda args, out_bar: fast(args, w, out_bar))
+            keep(kernel, key, lambda args, out_bar: fast(args, w, out_bar))
     return grads

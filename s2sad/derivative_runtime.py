@@ -99,11 +99,11 @@ def kernel_vjp(kernel, args, active, out_bar, backend="auto"):
             return kept(inputs)
     sig = runtime.plain_signature(inputs)
     key = ("materialized", backend, active, sig)
-    spread = kernel.launch_plans.get(key) if sig is not None else None
+    spread = kernel.kept.get(key) if sig is not None else None
     if spread is None:
         spread = _materialized(kernel, args, active, backend)
         if sig is not None:
-            runtime.remember(kernel, key, spread)
+            runtime.keep(kernel, key, spread)
     if not spread[0]:
         return runtime.vjp(kernel, args, active, out_bar, backend=backend)
     indices, shape, dtype = spread

@@ -350,7 +350,7 @@ def vjp(kernel: Kernel, args: Sequence[Any], active: tuple[str, ...], out_bar: A
     choice = backends.choose(backend)
     sig = plain_signature(inputs) if choice.fast_path else None
     if sig is not None:
-        call = kernel.launch_plans.get(("vjp", active, sig))
+        call = kernel.kept.get(("vjp", active, sig))
         if call is not None:
             return call(inputs)
     backend = choice.resolve(inputs)
@@ -444,14 +444,14 @@ def kept_apply(kernel: Kernel, args: Sequence[Any]):
     """The call `apply` kept for the signature of `args` (call(args) -> values), or None
     (the fast-path backend's; see keep_signature_call)."""
     sig = plain_signature(args)
-    return None if sig is None else kernel.launch_plans.get(("apply", sig))
+    return None if sig is None else kernel.kept.get(("apply", sig))
 
 
 def kept_vjp(kernel: Kernel, inputs: list, active: tuple[str, ...]):
     """The call `vjp` kept for the signature of `inputs` (its args, then out_bar):
     call(inputs) -> the active params' gradients, or None."""
     sig = plain_signature(inputs)
-    return None if sig is None else kernel.launch_plans.get(("vjp", active, sig))
+    return None if sig is None else kernel.kept.get(("vjp", active, sig))
 
 
 def keep_signature_call(kernel: Kernel, key: tuple, backend: Backend, active: tuple[str, ...], spec: LoopSpec,
@@ -477,9 +477,9 @@ def keep_signature_call(kernel: Kernel, key: tuple, backend: Backend, active: tu
             out = np.empty(shape, dtype)
             stub(values, out, None, None, None, None, None)
             return out
-        remember(kernel, key, call)
+        keep(kernel, key, call)
     else:
-        remember(kernel, key, _seeded_call(stub, prep, kernel, active, seed_last=True))
+        keep(kernel, key, _seeded_call(stub, prep, kernel, active, seed_last=True))
 
 
 def _seeded_call(stub, prep: Prepared, kernel: Kernel, wrt: tuple[str, ...], seed_last: bool = False) -> Callable:
@@ -512,6 +512,14 @@ def _seeded_call(stub, prep: Prepared, kernel: Kernel, wrt: tuple[str, ...], see
     text = "def call(values):\n" + "".join(f"    {line}\n" for line in lines)
     exec(compile(text, "<s2sad signature call>", "exec"), ns)
     return ns["call"]
+
+
+def keep(kernel: Kernel, key: tuple, value):
+    """kernel.kept[key] = value, within the LAUNCH_PLANS bound; returns value."""
+    if len(kernel.kept) >= LAUNCH_PLANS:
+        kernel.kept.clear()
+    kernel.kept[key] = value
+    return value
 
 
 def remember(kernel: Kernel, key: tuple, value):
