@@ -72,22 +72,28 @@ def hot_maker(c, fn: Callable, argnums: tuple[int, ...], many: bool, grad_only: 
         f"        if len(args) != {n} or PLANS.generation != GEN or not hold(FUN):",
         "            return NotImplemented",
         f"        {', '.join(names)}{',' if n == 1 else ''} = args",
-        f"        if not ({' and '.join(checks) or 'True'}):",
-        "            return NotImplemented",
-        "        try:",
-        "            with bound(FUN):",
     ]
-    if special is not None:
-        lines += [
-            f"                if {' and '.join(f'type({a}) is ndarray' for a in names)}:",
-            f"                    key = {signature_text(names)}",
-            "                    sp = SPECIAL.specs.get(key)",
-            "                    r = sp(*args) if sp is not None else SPECIAL.call(key, args)",
-            "                else:",
-            f"                    r = fn(*args{free})",
-        ]
+    check = [f"if not ({' and '.join(checks) or 'True'}):", "    return NotImplemented"]
+    if special is None:
+        lines += [f"        {line}" for line in check]
+        lines += ["        try:", "            with bound(FUN):", f"                r = fn(*args{free})"]
     else:
-        lines += [f"                r = fn(*args{free})"]
+        arrays = " and ".join(f"type({a}) is ndarray" for a in names)
+        lines += ["        sp = None",
+                  f"        if {arrays}:",
+                  f"            key = {signature_text(names)}",
+                  "            sp = SPECIAL.specs.get(key)",
+                  # a recorded signature passed the checks when it was recorded (same dtypes)
+                  "        if sp is None:"]
+        lines += [f"            {line}" for line in check]
+        lines += ["        try:",
+                  "            with bound(FUN):",
+                  "                if sp is not None:",
+                  "                    r = sp(*args)",
+                  f"                elif {arrays}:",
+                  "                    r = SPECIAL.call(key, args)",
+                  "                else:",
+                  f"                    r = fn(*args{free})"]
     lines += [
         "        except RecursionError:",
         "            return NotImplemented",

@@ -500,3 +500,18 @@ def test_random_programs_specialised_give_the_full_paths_bits(program, seed):
                         got, want = got[1], want[1]
                     same_bits(got, want)
                     assert all(np.array_equal(a, k, equal_nan=True) for a, k in zip(args, keep))
+
+
+def test_refusals_stand_after_specialisation():
+    g = s2sad.grad(mlp_loss, argnums=(0, 1, 2))
+    W1, b1, W2, X, y = mlp_args(8)
+    for _ in range(4):
+        g(W1, b1, W2, X, y)
+    assert special_of(g).specialised((W1, b1, W2, X, y))
+    with pytest.raises(NonDifferentiableInputError):
+        g(W1.astype(int), b1, W2, X, y)
+    with pytest.raises(NonDifferentiableInputError):
+        g(W1, b1, W2, X.astype(complex), y)
+    with pytest.raises((S2SADError, ValueError)):
+        g(W1, b1, W2, X[:, :3], y)
+    same_bits(g(W1, b1, W2, X, y), full_path(g, W1, b1, W2, X, y))
