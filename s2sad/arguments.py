@@ -123,13 +123,13 @@ def dtype_of(a: Any) -> np.dtype:
 def as_result(g: np.ndarray, like: Any):
     """A gradient shaped and typed like its argument (a float for a Python float; on
     the device for a cupy argument)."""
-    if is_cupy(like):
-        xp = sys.modules["cupy"]
-        return xp.asarray(g, dtype=like.dtype).reshape(like.shape)
     if type(like) is np.ndarray:
         if type(g) is np.ndarray and g.dtype == like.dtype and g.shape == like.shape:
             return g
         return np.asarray(g, dtype=like.dtype).reshape(like.shape)
+    if is_cupy(like):
+        xp = sys.modules["cupy"]
+        return xp.asarray(g, dtype=like.dtype).reshape(like.shape)
     if isinstance(like, np.ndarray):
         return np.asarray(g, dtype=like.dtype).reshape(like.shape)
     if isinstance(like, (list, tuple)):

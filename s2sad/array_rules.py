@@ -54,7 +54,14 @@ def _expand(g, x, axis, keepdims):
 
 
 def sum_bar(g, x, axis=None, keepdims=False):
+    if axis is None and type(x) is np.ndarray:   # the whole array's sum: its one number everywhere
+        v = np.asarray(g)
+        if v.size == 1:     # (np.full casts it as np.array of the broadcast does: the same bits)
+            return np.full(x.shape, v.reshape(()), x.dtype if x.dtype.kind == "f" else _F64)
     return np.array(np.broadcast_to(_expand(g, x, axis, keepdims), np.shape(x)), dtype=_float_dtype(x))
+
+
+_F64 = np.dtype(np.float64)
 
 
 def _count(x, axis):
@@ -66,7 +73,8 @@ def _count(x, axis):
 
 
 def mean_bar(g, x, axis=None, keepdims=False):
-    return sum_bar(np.asarray(g) / _count(x, axis), x, axis, keepdims)
+    n = math.prod(np.shape(x)) if axis is None else _count(x, axis)
+    return sum_bar(np.asarray(g) / n, x, axis, keepdims)
 
 
 def maxmin_bar(g, x, out, axis=None, keepdims=False):
@@ -176,7 +184,18 @@ def seed_factors(s):
     return s, 1.0
 
 
+def plain_product(g, a, b) -> bool:
+    """Is `a @ b` with adjoint g a product of 2-D arrays of one shape each, g of the
+    product's, neither adjoint an outer product (`_rank1`)? Its adjoints are then one
+    product each, taken before the general case's conversions (a small batch's time)."""
+    return (type(g) is np.ndarray and type(a) is np.ndarray and type(b) is np.ndarray and g.ndim == 2
+            and a.ndim == 2 and b.ndim == 2 and a.shape[0] != 1 and b.shape[1] != 1
+            and g.shape == (a.shape[0], b.shape[1]))
+
+
 def matmul_lhs_bar(g, a, b):
+    if plain_product(g, a, b):
+        return unbroadcast(matmul(g, b.T), a)
     a, b, g = np.asarray(a), np.asarray(b), np.asarray(g)
     pair = _rank1(0, g, a, b)
     if pair is not None:
@@ -192,6 +211,8 @@ def matmul_lhs_bar(g, a, b):
 
 
 def matmul_rhs_bar(g, a, b):
+    if plain_product(g, a, b):
+        return unbroadcast(matmul(a.T, g), b)
     a, b, g = np.asarray(a), np.asarray(b), np.asarray(g)
     pair = _rank1(1, g, a, b)
     if pair is not None:

@@ -14,7 +14,7 @@ import numpy as np
 from .array_rules import matmul_lhs_bar, matmul_rhs_bar
 from .gemm import matmul
 from .backends import backend_for
-from .runtime import (LAUNCH_PLANS, Kernel, plain_signature, remember, seeded_vjp, apply,
+from .runtime import (LAUNCH_PLANS, Kernel, keep, plain_signature, remember, seeded_vjp, apply,
                       broadcast_shapes, compute_dtype, vjp)
 
 
@@ -42,16 +42,31 @@ def _seeded_plan(kernel: Kernel, values: list, backend: str, active: tuple[str, 
     return None if sig is None else kernel.launch_plans.get(("seeded", backend, active, factor_grads, sig))
 
 
+def kept_matmul(kernel: Kernel, args: Sequence[Any], w: Any, backend):
+    """The call `kernel_matmul` kept for this signature (fast(args, w) -> the product), or None."""
+    sig = plain_signature([*args, w])
+    return None if sig is None else kernel.launch_plans.get(("matmul", backend, sig))
+
+
+def kept_matmul_vjp(kernel: Kernel, args: Sequence[Any], active: tuple[str, ...], w: Any, w_grad: bool,
+                    out_bar: Any, backend):
+    """The call `kernel_matmul_vjp` kept for this signature (fast(args, w, out_bar) -> the
+    gradients), or None."""
+    sig = plain_signature([*args, w, out_bar])
+    if sig is None or sig[1][-1] is None:
+        return None
+    return kernel.launch_plans.get(("matmul_vjp", backend, active, w_grad, sig))
+
+
 def kernel_matmul(kernel: Kernel, args: Sequence[Any], w: Any, backend: str = "auto"):
     """(kernel(args) @ w, the values or None): in the kernel's pass, the values not
     formed (None), where w is one column or a vector and the values 2-D; else the
     values, then numpy's product. A signature seen before (`plain_signature`) runs
     the seeded call it kept, with a column of ones kept too (read-only: a factor)."""
+    fast = kept_matmul(kernel, args, w, backend)
+    if fast is not None:
+        return fast(args, w), None
     sig = plain_signature([*args, w])
-    if sig is not None:
-        fast = kernel.launch_plans.get(("matmul", backend, sig))
-        if fast is not None:
-            return fast(args, w), None
     resolved = backend_for(backend, list(args) + [w])
     shape = broadcast_shapes(*(np.shape(a) for a in args))
     dtype = compute_dtype(args)
@@ -80,12 +95,11 @@ def kernel_matmul_vjp(kernel: Kernel, args: Sequence[Any], active: tuple[str, ..
     seeded kernel (a signature seen before: the seeded call kept for it); else numpy's
     adjoints of the product and the kernel's vjp."""
     if values is None:
+        fast = kept_matmul_vjp(kernel, args, active, w, w_grad, out_bar, backend)
+        if fast is not None:
+            return fast(args, w, out_bar)
         sig = plain_signature([*args, w, out_bar])
         key = ("matmul_vjp", backend, active, w_grad, sig)
-        if sig is not None and sig[1][-1] is not None:
-            fast = kernel.launch_plans.get(key)
-            if fast is not None:
-                return fast(args, w, out_bar)
         resolved = backend_for(backend, list(args) + [w])
         n, k = broadcast_shapes(*(np.shape(a) for a in args))
         factors = [np.asarray(out_bar, compute_dtype(args)).reshape(n, 1), w.reshape(1, k)]
@@ -153,19 +167,66 @@ def _calls_math(kernel: Kernel) -> bool:
 def row_sums(kernel: Kernel, args: Sequence[Any], axis: int, keepdims: bool, mean: bool = False,
              backend: str = "auto"):
     """np.sum (np.mean) of kernel(args) along `axis`, in the kernel's pass with the
-    values never formed; None where that does not apply (`_row_pass`)."""
+    values never formed; None where that does not apply (`_row_pass`). What a plain
+    signature got is kept for it (`kept_row_sums`): the next call is one lookup and the
+    kept seeded call (or None at once)."""
+    kept = kept_row_sums(kernel, args, axis, keepdims, mean, backend)
+    if kept is not None:
+        return kept(args)
+    sig = plain_signature(list(args))
+    key = ("row sums", backend, axis, keepdims, mean, sig)
     got = _row_pass(kernel, args, axis, backend)
     if got is None:
+        if sig is not None:
+            keep(kernel, key, _declined)
         return None
     (n, k), dtype = got
-    out, values = kernel_matmul(kernel, args, _row_weights(k, dtype, keepdims, mean), backend)
+    w = _row_weights(k, dtype, keepdims, mean)
+    out, values = kernel_matmul(kernel, args, w, backend)
+    if sig is not None:
+        fast = kernel.launch_plans.get(("matmul", backend, plain_signature([*args, w])))
+        if values is not None:
+            keep(kernel, key, _declined)
+        elif fast is not None:
+            keep(kernel, key, lambda args: fast(args, w))
     return out if values is None else None
+
+
+def _declined(*args):
+    return None
+
+
+def kept_row_sums(kernel: Kernel, args: Sequence[Any], axis: int, keepdims: bool, mean: bool, backend):
+    """The call `row_sums` kept for this signature (kept(args) -> the sums, or None where
+    the row pass declines), or None."""
+    sig = plain_signature(list(args))
+    return None if sig is None else kernel.kept.get(("row sums", backend, axis, keepdims, mean, sig))
+
+
+def kept_row_sums_vjp(kernel: Kernel, args: Sequence[Any], active: tuple[str, ...], axis: int, keepdims: bool,
+                      mean: bool, out_bar: Any, backend):
+    """The call `row_sums_vjp` kept for this signature (kept(args, out_bar) -> the
+    gradients), or None."""
+    sig = plain_signature([*args, out_bar])
+    return None if sig is None else \
+        kernel.kept.get(("row sums vjp", backend, axis, keepdims, mean, active, sig))
 
 
 def row_sums_vjp(kernel: Kernel, args: Sequence[Any], active: tuple[str, ...], axis: int, keepdims: bool,
                  mean: bool, out_bar: Any, backend: str = "auto"):
     """The gradients (in the params' shapes) of sum(out_bar * row_sums(...)), in one
-    seeded pass; only after `row_sums` gave a result."""
+    seeded pass; only after `row_sums` gave a result. Kept per plain signature, as
+    row_sums is."""
+    kept = kept_row_sums_vjp(kernel, args, active, axis, keepdims, mean, out_bar, backend)
+    if kept is not None:
+        return kept(args, out_bar)
+    sig = plain_signature([*args, out_bar])
+    key = ("row sums vjp", backend, axis, keepdims, mean, active, sig)
     (n, k), dtype = _row_pass(kernel, args, axis, backend)
-    return kernel_matmul_vjp(kernel, args, active, _row_weights(k, dtype, keepdims, mean), False, out_bar, None,
-                             backend)
+    w = _row_weights(k, dtype, keepdims, mean)
+    grads = kernel_matmul_vjp(kernel, args, active, w, False, out_bar, None, backend)
+    if sig is not None:
+        fast = kernel.launch_plans.get(("matmul_vjp", backend, active, False, plain_signature([*args, w, out_bar])))
+        if fast is not None:
+            keep(kernel, key, lambda args, out_bar: fast(args, w, out_bar))
+    return grads

@@ -17,6 +17,8 @@ from __future__ import annotations
 from typing import Any, Callable, Sequence
 
 from . import backends
+from .array_hot import hot_maker
+from .array_special import specializer_for
 from .arguments import argnums_tuple, as_result, as_value, check_args, check_call, converted
 from .deep import deeply
 from .frontend import bound
@@ -228,6 +230,8 @@ class Derivative:
         check_call(c, args, self.argnums)
         free = c.free_values()
         res = fn(*args, **free) if free else fn(*args)
+        if self.hot is decline:     # the next calls: the hot path first
+            self.hot = self._array_hot_path(c, fn, argnums)
         if self.grad_only:
             value, grads = None, res
         else:
@@ -236,3 +240,15 @@ class Derivative:
         if not isinstance(self.argnums_spec, (tuple, list)):
             return value, as_result(grads[0], args[argnums[0]])
         return value, tuple([as_result(g, args[i]) for g, i in zip(grads, argnums)])
+
+    def _array_hot_path(self, c, fn: Callable, argnums: tuple[int, ...]) -> Callable:
+        """What grad tries first for an array program (array_hot.py): made once per plan
+        and (argnums, grad or value_and_grad, backend), shared by the grad objects the
+        plan serves."""
+        key = self._key(c, "array hot")
+        with PLANNING:
+            if key not in c.generated:
+                special = specializer_for(c, fn, self._generate(), fn.__name__, self.chosen)
+                c.generated[key] = hot_maker(c, fn, argnums, isinstance(self.argnums_spec, (tuple, list)),
+                                             self.grad_only, special)
+        return c.generated[key](self.fun)

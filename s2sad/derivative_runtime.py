@@ -14,39 +14,66 @@ Invariants:
 """
 from __future__ import annotations
 
-import functools
+import inspect
 
 import numpy as np
 
 from . import array_rules, column_products, gemm, reduce, rowlayernorm, rowsoftmax, runtime, smath
-from .backends import backend_for
+from .backends import backend_for, choose
 
 
 def runtime_names(backend: str) -> dict:
     """name -> what the generated source calls by that name, on `backend`."""
     return {
-        "apply": functools.partial(runtime.apply, backend=backend),
-        "sum_dual": functools.partial(runtime.sum_dual, backend=backend),
-        "sum_grads": functools.partial(runtime.sum_grads, backend=backend),
+        "apply": with_backend(runtime.apply, backend),
+        "sum_dual": with_backend(runtime.sum_dual, backend),
+        "sum_grads": with_backend(runtime.sum_grads, backend),
         "not_needed": NOT_NEEDED,
-        "store_partials": functools.partial(runtime.store_partials, backend=backend),
-        "vjp": functools.partial(kernel_vjp, backend=backend),
-        "jvp": functools.partial(runtime.jvp, backend=backend),
-        "kernel_matmul": functools.partial(column_products.kernel_matmul, backend=backend),
-        "kernel_matmul_vjp": functools.partial(column_products.kernel_matmul_vjp, backend=backend),
-        "kernel_rowsum": functools.partial(kernel_rowsum, backend=backend),
-        "kernel_rowsum_vjp": functools.partial(kernel_rowsum_vjp, backend=backend),
-        "matmul": functools.partial(gemm.matmul, backend=backend),
-        "dot": functools.partial(gemm.dot, backend=backend),
-        **{f"reduce_{op}": functools.partial(getattr(reduce, f"reduce_{op}"), backend=backend)
+        "store_partials": with_backend(runtime.store_partials, backend),
+        "vjp": with_backend(kernel_vjp, backend),
+        "jvp": with_backend(runtime.jvp, backend),
+        "kernel_matmul": with_backend(column_products.kernel_matmul, backend),
+        "kernel_matmul_vjp": with_backend(column_products.kernel_matmul_vjp, backend),
+        "kernel_rowsum": with_backend(kernel_rowsum, backend),
+        "kernel_rowsum_vjp": with_backend(kernel_rowsum_vjp, backend),
+        "matmul": with_backend(gemm.matmul, backend),
+        "dot": with_backend(gemm.dot, backend),
+        **{f"reduce_{op}": with_backend(getattr(reduce, f"reduce_{op}"), backend)
            for op in ("sum", "mean", "max", "min")},
         # scipy.special's logsumexp, softmax, log_softmax: one pass per row along the last axis
-        **{f"row_{f}": functools.partial(getattr(rowsoftmax, f"row_{f}"), backend=backend)
+        **{f"row_{f}": with_backend(getattr(rowsoftmax, f"row_{f}"), backend)
            for f in ("logsumexp", "softmax", "log_softmax", "logsumexp_bar", "softmax_bar", "log_softmax_bar",
                      "dot_log_softmax", "dot_log_softmax_bar")},
-        **{f: functools.partial(getattr(rowlayernorm, f), backend=backend) for f in ("row_layer_norm", "row_layer_norm_bar")},
+        **{f: with_backend(getattr(rowlayernorm, f), backend) for f in ("row_layer_norm", "row_layer_norm_bar")},
         "broadcast_size": runtime.broadcast_size,
     }
+
+
+def with_backend(fn, backend):
+    """functools.partial(fn, backend=backend), as a generated function of fn's other
+    parameters (names and defaults kept): a partial with a keyword builds a dict on
+    every call, a fifth of a small elementwise site's Python. fn's parameters are all
+    positional-or-keyword, one of them `backend`."""
+    params = list(inspect.signature(fn).parameters.values())
+    assert all(p.kind is p.POSITIONAL_OR_KEYWORD for p in params) and "backend" in [p.name for p in params], fn
+    ns = {"FN": fn, "BACKEND": backend}
+    heads, names = [], []
+    for p in params:
+        if p.name == "backend":
+            names.append("BACKEND")
+            continue
+        if p.default is p.empty:
+            heads.append(p.name)
+        else:
+            ns[f"D_{p.name}"] = p.default
+            heads.append(f"{p.name}=D_{p.name}")
+        names.append(p.name)
+    text = (f"def {fn.__name__}({', '.join(heads)}):\n"
+            f"    return FN({', '.join(names)})\n")
+    exec(compile(text, f"<s2sad {fn.__name__} on a backend>", "exec"), ns)
+    made = ns[fn.__name__]
+    made.__doc__ = fn.__doc__
+    return made
 
 
 # what a scalar dual gets for an input its partials do not read, in a gradient that does
@@ -64,17 +91,43 @@ def kernel_vjp(kernel, args, active, out_bar, backend="auto"):
     at the full shape, so that its gradient is full-shape too and unbroadcast sums it."""
     if not active:   # the kernel reads no differentiated value: nothing to pull back
         return []
+    # which inputs to materialize depends on the shapes, dtype and backend only: kept per
+    # plain signature (a training loop's calls share one); where none is, runtime.vjp's
+    # call kept for the signature (`keep_signature_call`) is the whole pullback
+    inputs = [*args, out_bar]
+    if choose(backend).fast_path:
+        kept = runtime.kept_vjp(kernel, inputs, active)
+        if kept is not None:
+            return kept(inputs)
+    sig = runtime.plain_signature(inputs)
+    key = ("materialized", backend, active, sig)
+    spread = kernel.kept.get(key) if sig is not None else None
+    if spread is None:
+        spread = _materialized(kernel, args, active, backend)
+        if sig is not None:
+            runtime.keep(kernel, key, spread)
+    if not spread[0]:
+        return runtime.vjp(kernel, args, active, out_bar, backend=backend)
+    indices, shape, dtype = spread
+    mat = list(args)
+    for i in indices:
+        mat[i] = np.ascontiguousarray(np.broadcast_to(np.asarray(args[i], dtype), shape))
+    return runtime.vjp(kernel, mat, active, out_bar, backend=backend)
+
+
+def _materialized(kernel, args, active, backend) -> tuple:
+    """(the indices of the active inputs kernel_vjp materializes at the full shape, that
+    shape, the dtype)."""
     shapes = [np.shape(a) for a in args]
     shape = runtime.broadcast_shapes(*shapes)
     dtype = runtime.compute_dtype(args)
     in_order = backend_for(backend, list(args)).ordered_sums
-    mat = list(args)
+    indices = []
     for a in active:
         i = kernel.params.index(a)
         if shapes[i] != shape and not (in_order and runtime.leading_broadcast(shapes[i], shape)):
-            mat[i] = np.ascontiguousarray(np.broadcast_to(np.asarray(args[i], dtype), shape))
-    grads = runtime.vjp(kernel, mat, active, out_bar, backend=backend)
-    return grads
+            indices.append(i)
+    return tuple(indices), shape, dtype
 
 
 def kernel_grads(kernel, args, active, out_bar, partials=None, backend="auto"):

@@ -62,8 +62,8 @@ def _operands(a: Any, b: Any):
     if type(a) is not np.ndarray or type(b) is not np.ndarray:
         return None
     sa, sb = a.shape, b.shape
-    if len(sa) != 2 or len(sb) != 2 or sa[1] != sb[0]:
-        return None
+    if len(sa) != 2 or len(sb) != 2 or sa[1] != sb[0] or sa[0] * sa[1] * sb[1] < MIN_WORK:
+        return None     # (a small product first: a small batch's are all numpy's)
     dt = a.dtype
     if dt is not b.dtype and dt != b.dtype or dt != _F64 and dt != _F32:
         return None
@@ -120,6 +120,18 @@ def _rows_on_threads(f, args, p: int, threads: int) -> None:
 def _own(a: Any, b: Any, backend: str) -> np.ndarray | None:
     ops = _operands(a, b) if choose(backend).fast_path else None
     return None if ops is None else _product(*ops)
+
+
+def numpy_takes(a: Any, b: Any, backend: str = "auto") -> bool:
+    """Does `matmul` give numpy's `a @ b` for every pair of ndarrays of these shapes,
+    whatever their dtype, strides and alignment (not two 2-D operands that multiply, a
+    product below MIN_WORK, or a backend without the fast path: `_operands` declines
+    them all)? array_special binds `@` at such a site."""
+    if type(a) is not np.ndarray or type(b) is not np.ndarray:
+        return False
+    sa, sb = a.shape, b.shape
+    return (not choose(backend).fast_path or len(sa) != 2 or len(sb) != 2 or sa[1] != sb[0]
+            or sa[0] * sa[1] * sb[1] < MIN_WORK)
 
 
 def matmul(a: Any, b: Any, backend: str = "auto"):

@@ -18,6 +18,8 @@ Invariants:
   code: CPython 3.11's ast module keeps its recursion depth per interpreter, so parses
   in two threads at once can fail ("AST constructor recursion depth mismatch"), and
   planning is Python under the GIL anyway (one lock costs no parallelism).
+- `generation` counts the clears (a rule registered): a hot path made for a plan
+  declines once it changes, as the plan is no longer found.
 """
 from __future__ import annotations
 
@@ -38,6 +40,7 @@ class PlanCache:
         self._plans: "OrderedDict[Any, list]" = OrderedDict()
         self._guard = ForkSafeLock()
         self.made = 0
+        self.generation = 0
 
     @staticmethod
     def key_of(fun: Callable) -> Any:
@@ -79,6 +82,7 @@ class PlanCache:
     def clear(self) -> None:
         with self._guard:
             self._plans.clear()
+            self.generation += 1
 
     def __len__(self) -> int:
         return sum(len(v) for v in self._plans.values())

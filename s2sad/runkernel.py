@@ -5,7 +5,8 @@ What a kernel compiled or generated for a launch is kept on it, made once per ke
 compiled drivers, launchers, the lean paths' plans and call stubs (`cached`), the
 Python backend's functions (`python_functions`), the fused drivers' Python entries the
 derivative's hot path calls (`entries`) and the launch plans of `runtime.launch`
-(`launch_plans`, at most `runtime.LAUNCH_PLANS`).
+(`launch_plans`, at most `runtime.LAUNCH_PLANS`), and what a plain signature's calls found out
+(`kept`, as many).
 
 Invariant: every cache is keyed by what its value depends on beyond the (unchanging)
 program, so a kernel is compiled once per (program, LoopSpec, dtype), never per array
@@ -31,6 +32,10 @@ class Kernel(KernelPlan):
     entries: dict[tuple, Any] = field(default_factory=dict)
     # launch's per-signature work (index space, layouts, driver), at most LAUNCH_PLANS
     launch_plans: dict[tuple, Any] = field(default_factory=dict)
+    # what a plain signature's calls found out, kept for the next call of that signature
+    # (runtime.keep: whole launches, which inputs to materialize, a row pass's composed
+    # call), at most LAUNCH_PLANS
+    kept: dict[tuple, Any] = field(default_factory=dict)
 
     def cached(self, key: tuple, make: Callable[[], Any]) -> Any:
         """What this kernel compiled or generated, made once per key: compiled drivers,

@@ -39,7 +39,6 @@ count. The cuda backend sums in the dtype (its block sums are a tree already).
 """
 from __future__ import annotations
 
-import functools
 import math
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
@@ -81,11 +80,17 @@ class SeedProduct:
 
 def broadcast_size(*args) -> int:
     """How many elements the arguments broadcast to (a kernel's mean divides by it; 1
-    for none)."""
+    for none). None of them: numpy's 0.0, which a mean divides by as numpy does (inf
+    or nan, with numpy's warning), not Python's int 0 (a ZeroDivisionError)."""
     shape = getattr(args[0], "shape", None) if args else None
     if shape is not None and all(getattr(a, "shape", None) == shape for a in args[1:]):
-        return int(args[0].size)      # one shape, the common case
-    return math.prod(broadcast_shapes(*(np.shape(a) for a in args)))
+        n = int(args[0].size)      # one shape, the common case
+    else:
+        n = math.prod(broadcast_shapes(*(np.shape(a) for a in args)))
+    return n if n else _EMPTY_SIZE
+
+
+_EMPTY_SIZE = np.float64(0.0)
 
 
 def _broadcast_strides(shape: tuple[int, ...], own: tuple[int, ...]) -> list[int]:
@@ -181,11 +186,17 @@ def apply(kernel: Kernel, args: Sequence[Any], backend: str | backends.Choice = 
             if odt != fast[2]:
                 out = out != 0 if odt == np.dtype(bool) else out.astype(odt)
             return out
+        call = kept_apply(kernel, args)
+        if call is not None:
+            return call(args)
     backend = choice.resolve(args)
     xp, prep = backend.xp, backend.prepare(args, kernel.params)
     out = xp.empty(prep.shape, prep.dtype)
-    launch(kernel, backend, LoopSpec(prep.layouts, value="store"), (), prep, out=out)
+    spec = LoopSpec(prep.layouts, value="store")
+    launch(kernel, backend, spec, (), prep, out=out)
     odt = _out_dtype(kernel, prep.dtype)
+    if choice.fast_path and odt == prep.dtype:
+        keep_signature_call(kernel, ("apply", plain_signature(args)), backend, (), spec, prep, "out")
     if odt != prep.dtype:
         out = out != 0 if odt == np.dtype(bool) else out.astype(odt)
     if out.shape == () and not any(_is_array(a) for a in args):
@@ -222,7 +233,7 @@ def leading_broadcast(own: tuple[int, ...], shape: tuple[int, ...]) -> bool:
     trail = tuple(own)
     while trail and trail[0] == 1:
         trail = trail[1:]
-    if not trail or int(np.prod(trail)) < 2 or len(trail) >= len(shape):
+    if not trail or math.prod(trail) < 2 or len(trail) >= len(shape):
         return False
     return tuple(shape[len(shape) - len(trail):]) == trail
 
@@ -336,10 +347,17 @@ def vjp(kernel: Kernel, args: Sequence[Any], active: tuple[str, ...], out_bar: A
             return got
         out_bar = out_bar.left * out_bar.right     # formed by the factors' own array module
     inputs = list(args) + [out_bar]
-    backend = backends.backend_for(backend, inputs)
+    choice = backends.choose(backend)
+    sig = plain_signature(inputs) if choice.fast_path else None
+    if sig is not None:
+        call = kernel.kept.get(("vjp", active, sig))
+        if call is not None:
+            return call(inputs)
+    backend = choice.resolve(inputs)
     xp, prep = backend.xp, backend.prepare(args, kernel.params)
     ob = xp.asarray(out_bar, dtype=prep.dtype)
-    if tuple(ob.shape) != tuple(prep.shape):
+    same = tuple(ob.shape) == tuple(prep.shape)
+    if not same:
         ob = xp.broadcast_to(ob, prep.shape)
     grads = _grad_buffers(prep, kernel, active, backend, xp)
     if ob.size == 1 and prep.shape == ():
@@ -349,6 +367,8 @@ def vjp(kernel: Kernel, args: Sequence[Any], active: tuple[str, ...], out_bar: A
         ob = xp.ascontiguousarray(ob)
         spec = LoopSpec(prep.layouts, value="none", partials=True, seed="array")
         launch(kernel, backend, spec, active, prep, seed=ob, grads=grads)
+        if sig is not None and same:    # out_bar read in place: the call kept for its signature does so too
+            keep_signature_call(kernel, ("vjp", active, sig), backend, active, spec, prep, "seed")
     return backend.results(inputs, [_shape_grad(g, prep, kernel.params.index(a)) for g, a in zip(grads, active)])
 
 
@@ -391,45 +411,115 @@ def seeded_vjp(kernel: Kernel, args: Sequence[Any], active: tuple[str, ...], fac
 def plain_signature(values: list) -> tuple | None:
     """(dtype number, (shape or None for a float, ...)) when every value is a Python float
     or a C-contiguous ndarray of more than one element, all of one float dtype (float64
-    when a float is among them): values `prepare` would pass as they are. Else None."""
+    when a float is among them): values `prepare` would pass as they are. Else None.
+    (Written for speed: every kept call of a small batch's sites starts with it.)"""
     dt = None
     shapes = []
-    has_float = False
     for v in values:
         if type(v) is float:
-            has_float = True
             shapes.append(None)
-        elif type(v) is np.ndarray and v.size > 1 and v.flags.c_contiguous and v.dtype.kind == "f":
-            if dt is not None and v.dtype != dt:
-                return None
-            dt = v.dtype
-            shapes.append(v.shape)
-        else:
+            continue
+        if type(v) is not np.ndarray:
             return None
-    if dt is None or (has_float and dt != np.float64):
+        d = v.dtype
+        if d is not dt:
+            if dt is None:
+                if d.kind != "f":
+                    return None
+                dt = d
+            elif d != dt:
+                return None
+        if v.size < 2 or not v.flags.c_contiguous:
+            return None
+        shapes.append(v.shape)
+    if dt is None or (None in shapes and dt != _F64):
         return None
     return (dt.num, tuple(shapes))
 
 
-def _seeded_call(stub, prep: Prepared, kernel: Kernel, wrt: tuple[str, ...]) -> Callable:
-    """`seeded_vjp` for one signature: its gradient buffers, then the launch stub."""
-    made = []
-    for a in wrt:
-        i = kernel.params.index(a)
-        lay, own = prep.layouts[i], prep.shapes[i]
-        if lay == "scalar":
-            made.append((functools.partial(np.zeros, 1, ACC_DTYPE), own))
-        elif lay == "contig":
-            made.append((functools.partial(np.empty, prep.shape, prep.dtype), own))
-        else:
-            made.append((functools.partial(np.full, own, -0.0, prep.dtype), own))
+_F64 = np.dtype(np.float64)
 
-    def call(values: list) -> list:
-        grads = [make() for make, _ in made]
-        stub(values, None, None, 1.0, grads, None, None)
-        grads = [g.astype(prep.dtype, copy=False) for g in grads]     # float64 sums rounded once
-        return [g.reshape(own) if g.shape != own else g for g, (_, own) in zip(grads, made)]
-    return call
+
+def kept_apply(kernel: Kernel, args: Sequence[Any]):
+    """The call `apply` kept for the signature of `args` (call(args) -> values), or None
+    (the fast-path backend's; see keep_signature_call)."""
+    sig = plain_signature(args)
+    return None if sig is None else kernel.kept.get(("apply", sig))
+
+
+def kept_vjp(kernel: Kernel, inputs: list, active: tuple[str, ...]):
+    """The call `vjp` kept for the signature of `inputs` (its args, then out_bar):
+    call(inputs) -> the active params' gradients, or None."""
+    sig = plain_signature(inputs)
+    return None if sig is None else kernel.kept.get(("vjp", active, sig))
+
+
+def keep_signature_call(kernel: Kernel, key: tuple, backend: Backend, active: tuple[str, ...], spec: LoopSpec,
+                        prep: Prepared, kind: str) -> None:
+    """Keep, under `key` (whose last item is the arguments' `plain_signature`), the call
+    that repeats this launch for the next arguments of that signature: its buffers and
+    the launch plan's stub, without `prepare` and `launch` (at a small batch most of an
+    elementwise site's time; a bias row `X @ W + b` is not one shape, so `fast_layouts`
+    does not take it). `kind`: "out" (apply: the values) or "seed" (vjp: the gradients,
+    the seed the last value). Kept only on the fast-path backend, for a plain signature
+    (its values are what `prepare` passes: C-contiguous, of the dtype), a stateless
+    kernel and an index space of one run (no leading dims)."""
+    if key[-1] is None or not backend.fast_path or kernel.program.state:
+        return
+    plan = kernel.launch_plans.get(_launch_key(backend, active, spec, prep))
+    if plan is None or len(plan[0]) != 2:
+        return
+    stub = plan[2]
+    if kind == "out":
+        shape, dtype = prep.shape, prep.dtype
+
+        def call(values):
+            out = np.empty(shape, dtype)
+            stub(values, out, None, None, None, None, None)
+            return out
+        keep(kernel, key, call)
+    else:
+        keep(kernel, key, _seeded_call(stub, prep, kernel, active, seed_last=True))
+
+
+def _seeded_call(stub, prep: Prepared, kernel: Kernel, wrt: tuple[str, ...], seed_last: bool = False) -> Callable:
+    """`seeded_vjp` for one signature: its gradient buffers, then the launch stub; with
+    `seed_last`, vjp's: the seed is the last value (an array), not 1.0. Generated as
+    straight-line code (a small batch's call is mostly its Python): a scalar param's
+    gradient a float64 sum rounded to the dtype once, a strided one accumulated from
+    -0.0 (a copy of a kept template), a contiguous one written whole."""
+    ns = {"stub": stub, "empty": np.empty, "zeros": np.zeros, "ACC": ACC_DTYPE, "DT": prep.dtype,
+          "SHAPE": prep.shape}
+    lines, out = [], []
+    for k, a in enumerate(wrt):
+        i = kernel.params.index(a)
+        lay, own = prep.layouts[i], tuple(prep.shapes[i])
+        if lay == "scalar":
+            lines.append(f"g{k} = zeros(1, ACC)")
+            out.append(f"g{k}.astype(DT, copy=False).reshape({own!r})")
+        elif lay == "contig":
+            lines.append(f"g{k} = empty(SHAPE, DT)")
+            out.append(f"g{k}")
+        else:
+            template = np.full(own, -0.0, prep.dtype)
+            template.flags.writeable = False
+            ns[f"T{k}"] = template
+            lines.append(f"g{k} = T{k}.copy()")
+            out.append(f"g{k}")
+    grads = "[" + ", ".join(f"g{k}" for k in range(len(wrt))) + "]"
+    lines.append(f"stub(values, None, None, {'values[-1]' if seed_last else '1.0'}, {grads}, None, None)")
+    lines.append("return [" + ", ".join(out) + "]")
+    text = "def call(values):\n" + "".join(f"    {line}\n" for line in lines)
+    exec(compile(text, "<s2sad signature call>", "exec"), ns)
+    return ns["call"]
+
+
+def keep(kernel: Kernel, key: tuple, value):
+    """kernel.kept[key] = value, within the LAUNCH_PLANS bound; returns value."""
+    if len(kernel.kept) >= LAUNCH_PLANS:
+        kernel.kept.clear()
+    kernel.kept[key] = value
+    return value
 
 
 def remember(kernel: Kernel, key: tuple, value):

@@ -1,0 +1,111 @@
+"""The hot path of an array program's derivative: what grad tries first once a call has
+gone through the full path (derivative.Derivative._array_call).
+
+At minibatch sizes the Python around the generated derivative costs as much as the
+derivative itself: the plan's lookup, the argument checks and conversions, the
+deep-recursion guard, the keyword and default binding. The hot path is one small
+function generated per (plan, argnums, grad or value_and_grad), kept with the plan
+(`Plan.generated`) like the fused path's: it checks what the full path would decide
+from cheap facts of the call, then calls the generated derivative, every name it reads
+bound as a constant of its closure.
+
+Invariant: it takes a call only when the full path would run the same generated
+function on the same arguments, unchanged, and shape its results the same way:
+- the plan still serves the function: the function's code is the plan's, the plan's
+  assumptions hold (its compiled-in globals and cells), and no rule was registered
+  since it was made (`PlanCache.generation`);
+- as many arguments as the plan's parameters (no defaults to fill in, no keywords);
+- each differentiated argument a Python float or an exact ndarray of float64 or float32;
+  each other one a float, an int, or an exact ndarray of a bool, integer or float dtype
+  at most 8 bytes wide (nothing `converted` would convert or `check_call` refuse).
+Anything else, and a RecursionError inside, it declines (NotImplemented): the full path
+then binds, converts, checks, refuses or plans again. The results are the full path's,
+bit for bit: the same generated function, `as_result` and `as_value` on its results.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from .arguments import as_result, as_value
+from .array_special import Specializer, signature_text
+from .frontend import bound
+from .plans import PLANS
+
+_FLOATS = (np.dtype(np.float64), np.dtype(np.float32))
+
+
+def data_ok(a: Any) -> bool:
+    """A data argument the full path passes on unchanged (see the invariant)."""
+    t = type(a)
+    if t is float or t is int:
+        return True
+    return t is np.ndarray and a.dtype.kind in "biuf" and a.dtype.itemsize <= 8
+
+
+def hot_maker(c, fn: Callable, argnums: tuple[int, ...], many: bool, grad_only: bool,
+              special: Specializer | None = None) -> Callable:
+    """make(FUN) -> hot(*args): the hot path of the generated derivative `fn` of plan `c`
+    for argnums (normalised, in order), bound to FUN (the function whose code and values
+    it checks). `many`: argnums was a tuple (a tuple of gradients). `special`: fn's
+    copies specialised per signature (array_special.py), run for calls whose arguments
+    are all ndarrays."""
+    n = len(c.params)
+    names = [f"a{i}" for i in range(n)]
+    checks = []
+    for i, a in enumerate(names):
+        if i in argnums:
+            checks.append(f"(type({a}) is ndarray and {a}.dtype in FLOATS or type({a}) is float)")
+        else:   # (data_ok, inline for an ndarray)
+            checks.append(f"(type({a}) is ndarray and {a}.dtype.kind in 'biuf' and {a}.dtype.itemsize <= 8"
+                          f" or data_ok({a}))")
+    # as_result, inline where the gradient is already an ndarray of its argument's dtype and shape
+    grads = [f"(g{k} if type(g{k}) is ndarray and g{k}.dtype is a{i}.dtype and g{k}.shape == a{i}.shape "
+             f"else as_result(g{k}, a{i}))" for k, i in enumerate(argnums)]
+    shaped = ("(" + ", ".join(grads) + ("," if len(grads) == 1 else "") + ")") if many else grads[0]
+    free = ", **C.free_values()" if c.program.free else ""
+    lines = [
+        "def make(FUN):",
+        "    def hot(*args):",
+        # (hold: FUN's code is the plan's, and the plan's assumptions hold)
+        f"        if len(args) != {n} or PLANS.generation != GEN or not hold(FUN):",
+        "            return NotImplemented",
+        f"        {', '.join(names)}{',' if n == 1 else ''} = args",
+    ]
+    check = [f"if not ({' and '.join(checks) or 'True'}):", "    return NotImplemented"]
+    if special is None:
+        lines += [f"        {line}" for line in check]
+        lines += ["        try:", "            with bound(FUN):", f"                r = fn(*args{free})"]
+    else:
+        arrays = " and ".join(f"type({a}) is ndarray" for a in names)
+        lines += ["        sp = None",
+                  f"        if {arrays}:",
+                  f"            key = {signature_text(names)}",
+                  "            sp = SPECIAL.specs.get(key)",
+                  # a recorded signature passed the checks when it was recorded (same dtypes)
+                  "        if sp is None:"]
+        lines += [f"            {line}" for line in check]
+        lines += ["        try:",
+                  "            with bound(FUN):",
+                  "                if sp is not None:",
+                  "                    r = sp(*args)",
+                  f"                elif {arrays}:",
+                  "                    r = SPECIAL.call(key, args)",
+                  "                else:",
+                  f"                    r = fn(*args{free})"]
+    lines += [
+        "        except RecursionError:",
+        "            return NotImplemented",
+    ]
+    unpack = f"        {', '.join(f'g{k}' for k in range(len(argnums)))}{',' if len(argnums) == 1 else ''} = "
+    if grad_only:
+        lines += [unpack + "r", f"        return {shaped}"]
+    else:
+        lines += [unpack + "r[1]", f"        return as_value(r[0]), {shaped}"]
+    lines += ["    hot.special = SPECIAL", "    return hot"]
+    ns = {"ndarray": np.ndarray, "FLOATS": _FLOATS, "data_ok": data_ok, "as_result": as_result,
+          "as_value": as_value, "bound": bound, "fn": fn, "C": c, "PLANS": PLANS, "GEN": PLANS.generation,
+          "hold": c.assumptions.hold, "SPECIAL": special}
+    exec(compile("\n".join(lines) + "\n", f"<s2sad hot path of {c.name}>", "exec"), ns)
+    return ns["make"]

@@ -1,0 +1,349 @@
+"""An array program's derivative specialised to one signature of its arguments: each call
+site bound to the work it does for that signature (array_hot.py calls it).
+
+At a minibatch, most of a generated derivative's time is its sites finding out again
+what they found out last call: the signature of their operands, the call kept for it
+(`runtime.kept_*`, `column_products.kept_*`), whether a product is numpy's. For a
+derivative that is straight-line code (no loop, no branch: each site runs once, in
+order) every operand's type, shape, dtype and strides follow from the arguments' ones,
+so the hot path, given arguments of a signature seen before (all ndarrays: their
+shapes, strides and dtypes), runs a copy of the derivative whose sites were bound, by
+a recording run of that signature, to what they did:
+
+- `matmul(a, b)`, `dot(a, b)`, `matmul_lhs_bar` / `matmul_rhs_bar` of a plain 2-D
+  product or a matrix times a vector: numpy's `@` (np.dot) where `gemm.numpy_takes`
+  says that is what the site runs for any operands of those shapes;
+- `kernel_matmul`, `kernel_matmul_vjp`, `vjp`, `apply`, `kernel_rowsum(_vjp)` taken by
+  a kept call: that call, with the site's own operands;
+- `sum_grads` taken by a fused driver's entry (codegen/llvm_entry.py): the entry,
+  which checks its arguments itself (NotImplemented: the site's full call);
+- `broadcast_size`: its number.
+
+Every other site keeps its full call. Invariants: a specialised site does what its full
+call would do for that signature, bit for bit (the same kept call, entry or product);
+a derivative with loops, branches, masks, or free data (read at call time: its
+signature is not the arguments') is never specialised; a signature is recorded on its
+second hot call (the calls before make the kept calls), at most MAX_SIGNATURES are kept
+per derivative. Specialised copies hold no user object (kept calls, entries, numbers).
+"""
+from __future__ import annotations
+
+import ast
+import threading
+from typing import Any, Callable
+
+import numpy as np
+
+from . import column_products, fastpath, gemm, runtime
+from .array_rules import plain_product
+from .backends import choose
+
+MAX_SIGNATURES = 16
+
+
+# helpers whose results' types, shapes, dtypes and strides follow from their operands'
+# ones (never from their values): a straight-line derivative calling only these, the
+# sites below and its scalar kernels is specialised
+SHAPE_FOLLOWS = frozenset({
+    "unbroadcast", "sum_bar", "mean_bar", "zeros_bar", "maxmin_bar", "prod_bar",
+    "reduce_sum", "reduce_mean", "reduce_max", "reduce_min",
+    "row_logsumexp", "row_softmax", "row_log_softmax", "row_logsumexp_bar", "row_softmax_bar",
+    "row_log_softmax_bar", "row_dot_log_softmax", "row_dot_log_softmax_bar", "row_layer_norm", "row_layer_norm_bar",
+    "check_scalar_loss", "sum_dual", "store_partials", "dot_lhs_bar", "dot_rhs_bar"})
+
+
+def straight_line(text: str, name: str, ns: dict) -> ast.FunctionDef | None:
+    """The function `name` of the generated `text` when it is straight-line code whose
+    every operand's signature follows from the arguments' (see the module docstring):
+    statements that assign, evaluate or return; calls only of the sites, SHAPE_FOLLOWS
+    and the program's scalar kernels (ns: the namespace it runs in); subscripts only by
+    constants (a mask's or an index array's result would depend on values); no
+    conditional expression, boolean operator, comprehension or lambda."""
+    node = next((n for n in ast.parse(text).body if isinstance(n, ast.FunctionDef) and n.name == name), None)
+    if node is None or not all(isinstance(s, (ast.Assign, ast.Expr, ast.Return, ast.Pass)) for s in node.body):
+        return None
+    for n in ast.walk(ast.Module(body=node.body, type_ignores=[])):
+        if isinstance(n, (ast.IfExp, ast.BoolOp, ast.Lambda, ast.comprehension, ast.NamedExpr, ast.Await,
+                          ast.Yield, ast.YieldFrom, ast.Starred)):
+            return None
+        if isinstance(n, ast.Call) and not (isinstance(n.func, ast.Name) and _follows(n.func.id, ns)):
+            return None
+        if isinstance(n, ast.Subscript) and not _constant_index(n.slice):
+            return None
+    return node
+
+
+def _follows(name: str, ns: dict) -> bool:
+    if name in SPECIALIZERS or name in SHAPE_FOLLOWS:
+        return True
+    code = getattr(ns.get(name), "__code__", None)    # a scalar kernel's Python (its dual)
+    return code is not None and code.co_filename.startswith("<s2sad kernel")
+
+
+def _constant_index(index: ast.expr) -> bool:
+    if isinstance(index, ast.Constant):
+        return True
+    if isinstance(index, ast.Slice):
+        return all(p is None or isinstance(p, ast.Constant) for p in (index.lower, index.upper, index.step))
+    if isinstance(index, ast.Tuple):
+        return all(_constant_index(e) for e in index.elts)
+    return False
+
+
+class Specializer:
+    """The specialised copies of one generated derivative `fn`, one per signature."""
+
+    def __init__(self, fn: Callable, node: ast.FunctionDef, backend):
+        self.fn, self.backend = fn, backend
+        self.node = node
+        self.specs: dict = {}       # signature -> specialised function
+        self.seen: set = set()      # signatures called once
+        self._lock = threading.Lock()
+
+    def specialised(self, args) -> bool:
+        """Is there a copy for the signature of `args` (all ndarrays)? (for tests)"""
+        return tuple(x for a in args for x in (a.shape, a.strides, a.dtype)) in self.specs
+
+    def call(self, key, args):
+        """fn(*args), recording a specialised copy at a signature's second call."""
+        if key not in self.seen:
+            with self._lock:
+                if len(self.seen) >= 4 * MAX_SIGNATURES:
+                    self.seen.clear()
+                self.seen.add(key)
+            return self.fn(*args)
+        special, result = self._record(args)
+        with self._lock:
+            if len(self.specs) >= MAX_SIGNATURES:
+                self.specs.clear()
+            self.specs[key] = special
+        return result
+
+    def _record(self, args):
+        """(the specialised copy, the result of the recording run of fn on args)."""
+        ns = dict(self.fn.__globals__)
+        node = _SiteNames(set(SPECIALIZERS) & set(ns)).visit(_copy(self.node))
+        sites = node.sites
+        bound: dict[str, Callable] = {}
+        for site, name in sites.items():
+            ns[site] = _recorder(ns[name], SPECIALIZERS[name], self.backend, site, bound)
+        module = ast.Module(body=[node], type_ignores=[])
+        ast.fix_missing_locations(module)
+        exec(compile(module, f"<s2sad specialised {self.node.name}>", "exec"), ns)
+        special = ns[self.node.name]
+        result = special(*args)
+        for site, name in sites.items():   # each site: what it did, or its full call
+            ns[site] = bound.get(site) or ns[name]
+        return special, result
+
+
+def _copy(node: ast.FunctionDef) -> ast.FunctionDef:
+    return ast.parse(ast.unparse(node)).body[0]
+
+
+class _SiteNames(ast.NodeTransformer):
+    """Each call of a specialisable name renamed to its own site (`matmul__site3`)."""
+
+    def __init__(self, names: set):
+        self.names = names
+        self.sites: dict[str, str] = {}
+
+    def visit_Call(self, node: ast.Call):
+        self.generic_visit(node)
+        if isinstance(node.func, ast.Name) and node.func.id in self.names:
+            site = f"{node.func.id}__site{len(self.sites)}"
+            self.sites[site] = node.func.id
+            node.func = ast.Name(id=site, ctx=ast.Load())
+        return node
+
+    def visit_FunctionDef(self, node):
+        self.generic_visit(node)
+        node.sites = self.sites
+        return node
+
+
+def _recorder(full: Callable, specializer: Callable, backend, site: str, bound: dict) -> Callable:
+    def record(*args, **kwargs):
+        result = full(*args, **kwargs)
+        special = specializer(full, backend, args, kwargs, result)
+        if special is not None:
+            bound[site] = special
+        return result
+    return record
+
+
+# ---------------------------------------------------------------- one per site kind
+#
+# specializer(full, backend, args, kwargs, result) -> a function called as the site
+# calls its name, doing what `full` did for this signature; or None (the full call).
+
+def _matmul(full, backend, args, kwargs, result):
+    if kwargs or len(args) != 2 or not gemm.numpy_takes(args[0], args[1], backend):
+        return None
+    return _numpy_matmul
+
+
+def _numpy_matmul(a, b):
+    return a @ b
+
+
+def _dot(full, backend, args, kwargs, result):
+    if kwargs or len(args) != 2 or not gemm.numpy_takes(args[0], args[1], backend):
+        return None
+    return np.dot
+
+
+def _lhs_bar(full, backend, args, kwargs, result):
+    if kwargs or len(args) != 3 or not plain_product(*args):
+        return None
+    g, a, b = args
+    return _lhs_numpy if gemm.numpy_takes(g, b.T) else None
+
+
+def _lhs_numpy(g, a, b):
+    return g @ b.T
+
+
+def _rhs_bar(full, backend, args, kwargs, result):
+    if kwargs or len(args) != 3:
+        return None
+    g, a, b = args
+    if plain_product(g, a, b) and gemm.numpy_takes(a.T, g):
+        return _rhs_numpy
+    # a matrix times a vector (X @ w): its vector's adjoint is numpy's a.T @ g
+    vector = all(type(x) is np.ndarray for x in args) and a.ndim == 2 and b.ndim == 1 and g.ndim == 1
+    return _rhs_numpy if vector and a.shape == (g.shape[0], b.shape[0]) else None
+
+
+def _rhs_numpy(g, a, b):
+    return a.T @ g
+
+
+def _kernel_matmul(full, backend, args, kwargs, result):
+    if kwargs or len(args) != 3 or result[1] is not None:
+        return None
+    kernel, kargs, w = args
+    fast = column_products.kept_matmul(kernel, kargs, w, backend)
+    if fast is None:
+        return None
+
+    def kernel_matmul(kernel, args, w):
+        return fast(args, w), None
+    return kernel_matmul
+
+
+def _kernel_matmul_vjp(full, backend, args, kwargs, result):
+    if kwargs or len(args) != 7 or args[6] is not None:
+        return None
+    kernel, kargs, active, w, w_grad, out_bar, _ = args
+    fast = column_products.kept_matmul_vjp(kernel, kargs, active, w, w_grad, out_bar, backend)
+    if fast is None:
+        return None
+
+    def kernel_matmul_vjp(kernel, args, active, w, w_grad, out_bar, values):
+        return fast(args, w, out_bar)
+    return kernel_matmul_vjp
+
+
+def _sum_grads(full, backend, args, kwargs, result):
+    if not choose(backend).fast_path or len(args) < 2 or set(kwargs) - {"active", "scale"}:
+        return None
+    kernel, kargs = args[0], args[1]
+    active = kwargs.get("active", args[2] if len(args) > 2 else None)
+    fast = runtime.fast_layouts(kargs)
+    if not active or fast is None:
+        return None
+    entry = fastpath.fast_plan(kernel, active, fast[0], fast[2], "none").entry
+    if not entry:
+        return None
+
+    def sum_grads(kernel, args, active, scale=1.0):
+        # the entry takes an exact float (a Real from a scalar dual is one, as a number);
+        # it declines what its driver was not made for
+        r = entry(*args, scale if type(scale) is float else float(scale), False)
+        return list(r[1:]) if r is not NotImplemented else full(kernel, args, active, scale)
+    return sum_grads
+
+
+def _broadcast_size(full, backend, args, kwargs, result):
+    if type(result) is not int:
+        return None
+
+    def broadcast_size(*args):
+        return result
+    return broadcast_size
+
+
+def _apply(full, backend, args, kwargs, result):
+    if kwargs or len(args) != 2 or not choose(backend).fast_path:
+        return None
+    kernel, kargs = args
+    call = runtime.kept_apply(kernel, kargs)
+    if call is None or runtime.fast_layouts(kargs) is not None:   # (that one is apply's fast path)
+        return None
+
+    def apply(kernel, args):
+        return call(args)
+    return apply
+
+
+def _vjp(full, backend, args, kwargs, result):
+    if kwargs or len(args) != 4 or not choose(backend).fast_path or not args[2]:
+        return None
+    kernel, kargs, active, out_bar = args
+    call = runtime.kept_vjp(kernel, [*kargs, out_bar], active)
+    if call is None:
+        return None
+
+    def vjp(kernel, args, active, out_bar):
+        return call([*args, out_bar])
+    return vjp
+
+
+def _kernel_rowsum(full, backend, args, kwargs, result):
+    if kwargs or len(args) != 7 or result[1] is not None:
+        return None
+    kernel, kargs, _, axis, keepdims, mean, _ = args
+    kept = column_products.kept_row_sums(kernel, kargs, axis, keepdims, mean, backend)
+    if kept is None:
+        return None
+
+    def kernel_rowsum(kernel, args, active, axis, keepdims, mean, mode):
+        return kept(args), None
+    return kernel_rowsum
+
+
+def _kernel_rowsum_vjp(full, backend, args, kwargs, result):
+    if kwargs or len(args) != 8 or args[7] is not None:
+        return None
+    kernel, kargs, active, axis, keepdims, mean, out_bar, _ = args
+    kept = column_products.kept_row_sums_vjp(kernel, kargs, active, axis, keepdims, mean, out_bar, backend)
+    if kept is None:
+        return None
+
+    def kernel_rowsum_vjp(kernel, args, active, axis, keepdims, mean, out_bar, state):
+        return kept(args, out_bar)
+    return kernel_rowsum_vjp
+
+
+SPECIALIZERS: dict[str, Callable] = {
+    "matmul": _matmul, "dot": _dot, "matmul_lhs_bar": _lhs_bar, "matmul_rhs_bar": _rhs_bar,
+    "kernel_matmul": _kernel_matmul, "kernel_matmul_vjp": _kernel_matmul_vjp, "sum_grads": _sum_grads,
+    "broadcast_size": _broadcast_size, "apply": _apply, "vjp": _vjp,
+    "kernel_rowsum": _kernel_rowsum, "kernel_rowsum_vjp": _kernel_rowsum_vjp,
+}
+
+
+def signature_text(names: list[str]) -> str:
+    """The expression of a call's signature, every argument an ndarray: (shape, strides,
+    dtype) of each."""
+    return "(" + ", ".join(f"{a}.shape, {a}.strides, {a}.dtype" for a in names) + ",)"
+
+
+def specializer_for(c, fn: Callable, text: str, name: str, backend) -> Any:
+    """The Specializer of `fn` (the generated function `name` of `text`, plan c), or None
+    where it is not straight-line code or reads free data."""
+    if getattr(c.program, "free", None):
+        return None
+    node = straight_line(text, name, fn.__globals__)
+    return None if node is None else Specializer(fn, node, backend)
