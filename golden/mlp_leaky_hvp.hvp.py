@@ -4,8 +4,8 @@ def mlp_loss__hvp(W1, b1, W2, X, y, W1_dot, b1_dot, W2_dot):
     _1 = matmul(X, W1)
     _1_dot = matmul(X, W1_dot)
     # out = h @ W2
-    # out and its tangent in passes of h's kernel and its tangent kernel; h and its tangent are not formed (None) where W2 is one column
-    out, out_dot, h_values = kernel_matmul_jvp(mlp_loss__h, mlp_loss__h__tangent, (_1, b1), ('_1', 'b1'), (_1_dot, b1_dot), W2, W2_dot)
+    # out and its tangent in passes of h's kernel and its pair kernel; h and its tangent are not formed (None) where W2 is one column
+    out, out_dot, h_values = kernel_matmul_jvp(mlp_loss__h, mlp_loss__h__pair_tangent, (_1, b1), ('_1', 'b1'), (_1_dot, b1_dot), W2, W2_dot)
     # return np.mean((out - y) ** 2)
     loss = sum_dual(mlp_loss__loss, (out, y), active=(), scale=1.0 / broadcast_size(out, y))[0]
     loss_dot = sum_dual(mlp_loss__loss__tangent, (out, y, out_dot), active=(), scale=1.0 / broadcast_size(out, y))[0]
@@ -17,7 +17,7 @@ def mlp_loss__hvp(W1, b1, W2, X, y, W1_dot, b1_dot, W2_dot):
     out_bar_dot = unbroadcast(_out_g_dot, out)
     # Grad of: out = h @ W2    [golden/examples.py:159:5]
     # h_bar and its tangent only seed the pullback of h's kernel: outer products stay factors
-    h_bar, h_bar_dot, _W2_g, _W2_g_dot = kernel_matmul_hvp_bars(mlp_loss__h, mlp_loss__h__tangent, (_1, b1), (_1_dot, b1_dot), W2, W2_dot, True, out_bar, out_bar_dot, h_values)
+    h_bar, h_bar_dot, _W2_g, _W2_g_dot = kernel_matmul_hvp_bars(mlp_loss__h, mlp_loss__h__pair_tangent, (_1, b1), (_1_dot, b1_dot), W2, W2_dot, True, out_bar, out_bar_dot, h_values)
     W2_bar = _W2_g
     W2_bar_dot = _W2_g_dot
     # Grad of: h = s2sad.broadcast(leaky_relu, X @ W1 + b1)    [golden/examples.py:158:5]
@@ -46,7 +46,7 @@ def mlp_loss__loss(out, y):
     return (out - y) ** 2
 
 
-# Kernel mlp_loss__h__tangent (the tangent of mlp_loss__h along its active params' tangents).
+# Kernel mlp_loss__h__pair_tangent (g * mlp_loss__h's tangent + g_dot * mlp_loss__h (hvp_columns' products)).
 # from golden/examples.py:153 (leaky_relu)
 def leaky_relu(z):
     return z if z > 0 else 0.01 * z
@@ -72,10 +72,10 @@ def mlp_loss__h__dual(_1, b1):
     return (_d2, d_d2_dz, d_d2_dz)
 
 
-# the tangent of mlp_loss__h along its active params' tangents
-def mlp_loss__h__tangent(_1, b1, t__1, t_b1):
+# g * mlp_loss__h's tangent + g_dot * mlp_loss__h (hvp_columns' products)
+def mlp_loss__h__pair_tangent(_1, b1, t__1, t_b1, g, g_dot):
     _v, _d__1, _d_b1 = mlp_loss__h__dual(_1, b1)
-    return _d__1 * t__1 + _d_b1 * t_b1
+    return g * (_d__1 * t__1 + _d_b1 * t_b1) + g_dot * _v
 
 
 # Kernel mlp_loss__loss__tangent (the tangent of mlp_loss__loss along its active params' tangents).

@@ -140,7 +140,7 @@ def test_helpers_form_nothing_where_w_is_one_column():
     s2sad.jvp(s2sad.grad(mlp_leaky, argnums=(0, 1, 2)), args, tans)
     fn = tangent_plans(compiled_array(mlp_leaky)).hvp_implementation((0, 1, 2), (0, 1, 2), "auto", False,
                                                                       hvp_columns.runtime_names)
-    k, kt = fn.__globals__["mlp_leaky__h"], fn.__globals__["mlp_leaky__h__tangent"]
+    k, kt = fn.__globals__["mlp_leaky__h"], fn.__globals__["mlp_leaky__h__pair_tangent"]
     W1, b1, W2, X, _ = args
     z, zd = X @ W1, X @ tans[0]
     for w, wd, fused in ((W2, tans[2], True), (np.hstack([W2, W2]), np.hstack([tans[2], W2]), False)):

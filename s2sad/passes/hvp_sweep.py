@@ -124,10 +124,10 @@ class ForwardOverReverse(TangentSweep):
         names = tuple(p for _, p, _ in act)
         values = self.pair_values[id(st)] = self.namer.fresh(f"{kst.target}_values")
         w = st.args[1]
-        out.append(f"{ind}# {st.target} and its tangent in passes of {kst.target}'s kernel and its tangent kernel; "
+        out.append(f"{ind}# {st.target} and its tangent in passes of {kst.target}'s kernel and its pair kernel; "
                    f"{kst.target} and its tangent are not formed (None) where {text_of(w)} is one column")
         out.append(f"{ind}{st.target}, {self.dot(st.target)}, {values} = kernel_matmul_jvp("
-                   f"{self.ctx.kernel_name(kst)}, {self.tangent_kernel_name(kst, names)}, "
+                   f"{self.ctx.kernel_name(kst)}, {self.tangent_kernel_name(kst, names, 'pair')}, "
                    f"{tuple_text([text_of(a) for a in kst.args])}, {names!r}, "
                    f"{tuple_text([self.dot(a) for _, _, a in act])}, {text_of(w)}, {self.dot_text(w)})")
 
@@ -259,11 +259,12 @@ class ForwardOverReverse(TangentSweep):
         for the kernel's pullback, w's in passes of the kernels (hvp_columns)."""
         h, w = st.args
         act = self.ctx.kernel_active(kst)
+        pair = self.tangent_kernel_name(kst, tuple(p for _, p, _ in act), "pair")
         wb, wbd = self.namer.fresh(f"_{w}_g"), self.namer.fresh(f"_{w}_g_dot")
         out.append(f"{ind}# {self.bar(h)} and its tangent only seed the pullback of {h}'s kernel: outer "
                    f"products stay factors")
         out.append(f"{ind}{self.bar(h)}, {self.bar_dot(h)}, {wb}, {wbd} = kernel_matmul_hvp_bars("
-                   f"{self.ctx.kernel_name(kst)}, {self.tangent_kernel_name(kst, tuple(p for _, p, _ in act))}, "
+                   f"{self.ctx.kernel_name(kst)}, {pair}, "
                    f"{tuple_text([text_of(a) for a in kst.args])}, {tuple_text([self.dot(a) for _, _, a in act])}, "
                    f"{text_of(w)}, {self.dot_text(w)}, {self.is_active(w)}, {g}, {gd}, {self.pair_values[id(st)]})")
         init.add(h)
