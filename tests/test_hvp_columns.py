@@ -152,3 +152,22 @@ def test_helpers_form_nothing_where_w_is_one_column():
         bars = hvp_columns.kernel_matmul_hvp_bars(k, kt, (z, b1), (zd, tans[1]), w, wd, True, out, out_dot, values)
         _close(bars[2:], (h.T @ out, h.T @ out_dot + h_dot.T @ out), 1e-13)
         _close((np.asarray(bars[0]),), (out @ w.T,), 1e-13)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_no_rows_and_one_row(backend):
+    G = s2sad.grad(mlp_soft, argnums=(0, 1, 2), backend=backend)
+    args, tans = _problem(0, seed=1)
+    got = s2sad.jvp(G, args, tans)[1]
+    assert [np.shape(g) for g in got] == [a.shape for a in args[:3]]
+    assert all(not np.any(g) for g in got)        # a sum over no rows: every term is zero
+    args, tans = _problem(1, seed=1)
+    _close(s2sad.jvp(G, args, tans)[1], _fd_of_grad(G, args, tans), 1e-6)
+
+
+def test_float32_stays_float32():
+    args, tans = _problem(20, seed=4)
+    G = s2sad.grad(mlp_soft, argnums=(0, 1, 2))
+    r32 = s2sad.jvp(G, tuple(a.astype(np.float32) for a in args), tuple(t.astype(np.float32) for t in tans))[1]
+    assert all(r.dtype == np.float32 for r in r32)
+    _close(r32, s2sad.jvp(G, args, tans)[1], 1e-4)
