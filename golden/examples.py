@@ -309,3 +309,8 @@ def layer_norm_loss(x, g, b, W):
 
 
 ARRAY_CASES["layer_norm"] = (layer_norm_loss, (0, 1, 2, 3))
+
+
+# the bench's MLP's Hessian-vector product (issue 14): its kernel runs with its
+# one-column matmul (hvp_columns), neither h nor its tangent formed
+HVP_CASES["mlp_leaky_hvp"] = (mlp_loss, (0, 1, 2))

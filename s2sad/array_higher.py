@@ -24,7 +24,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from . import marks
+from . import hvp_columns, marks
 from .arguments import as_result, as_value, check_args, converted, dtype_of
 from .errors import NonScalarLossError, S2SADError, ShapeError
 from .linalg_base import Parts
@@ -75,7 +75,7 @@ def _jvp_of_array_derivative(mark: marks.DerivativeMark, primals: Sequence[Any],
     chosen = backend if backend != "auto" else d.backend
     # a grad's jvp reads no loss: its value is not computed where the program need not
     (value, value_dot), grads, grad_dots = array_hvp(c, primals, tans, argnums, grad_argnums, chosen,
-                                                     value=mark.made_by != "grad")
+                                                     value=mark.made_by != "grad", names=hvp_columns.runtime_names)
     if value is not None and np.size(value) != 1:
         raise NonScalarLossError(
             f"{c.fun.__name__} returns an array of {np.size(value)} elements, not a scalar loss",
@@ -150,7 +150,8 @@ def _derivative_vjp(mark: marks.DerivativeMark, active: tuple[int, ...], seed, a
     argnums = tuple(sorted(set(along) | set(wanted)))
     check_args(c, primals, argnums)
     tans = [along[i] if i in along else _zero_like(primals[i]) for i in argnums]
-    _, grads, grad_dots = array_hvp(c, primals, tans, argnums, wanted, d.backend, value=False)
+    _, grads, grad_dots = array_hvp(c, primals, tans, argnums, wanted, d.backend, value=False,
+                                  names=hvp_columns.runtime_names)
     out = {}
     for i, g, g_dot in zip(wanted, grads, grad_dots):
         bar = g_dot if value_seed is None else g_dot + value_seed * g

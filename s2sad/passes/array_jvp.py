@@ -64,16 +64,18 @@ class TangentPlans:
         return text + ("\n\n" + kernels if kernels else "")
 
     def hvp_implementation(self, argnums: tuple[int, ...], grad_argnums: tuple[int, ...], backend: str,
-                           value: bool = True):
+                           value: bool = True, names=None):
+        """`names(backend)`: runtime names the program calls beyond the plan's (the layer
+        above hands them down: hvp_columns.runtime_names)."""
         return self._compiled(("hvp", argnums, grad_argnums, value), backend,
-                              lambda: self.hvp_sweep(argnums, grad_argnums, value), "hvp")
+                              lambda: self.hvp_sweep(argnums, grad_argnums, value), "hvp", names)
 
-    def _compiled(self, key: tuple, backend: str, make, suffix: str):
+    def _compiled(self, key: tuple, backend: str, make, suffix: str, names=None):
         fn = self._impls.get(key + (backend,))
         if fn is None:
             plan = self.plan()
             text, sweep = make()
-            ns = sweep.namespace(plan.helpers, plan.runtime_names(backend))
+            ns = sweep.namespace(plan.helpers, {**plan.runtime_names(backend), **(names(backend) if names else {})})
             ns["check_scalar_loss"] = scalar_check(plan.program)
             exec(compile(text, f"<s2sad {suffix} of {plan.program.name}>", "exec"), ns)
             fn = self._impls[key + (backend,)] = ns[f"{plan.program.name}__{suffix}"]
@@ -101,11 +103,11 @@ def tangent_plans(plan) -> TangentPlans:
 
 
 def array_hvp(plan, primals, tangents, argnums: tuple[int, ...], grad_argnums: tuple[int, ...], backend: str,
-              value: bool = True):
+              value: bool = True, names=None):
     """((value, its tangent), gradients, their tangents) of an array plan's scalar loss at
     `primals` along `tangents` (one per entry of `argnums`): forward over reverse.
     value False: the value and its tangent may be None (not computed)."""
-    fn = tangent_plans(plan).hvp_implementation(argnums, grad_argnums, backend, value)
+    fn = tangent_plans(plan).hvp_implementation(argnums, grad_argnums, backend, value, names)
     free = plan.free_values()
     args = list(primals) + list(tangents)
     return fn(*args, **free) if free else fn(*args)

@@ -35,6 +35,7 @@ import ast
 import re
 
 from .. import array_prims
+from ..array_prims.ops import Product
 from ..array_prims.prim import kw
 from ..errors import UnsupportedOperationError
 from ..frontend import location_of, shown_location as _short, source_line as _line
@@ -96,13 +97,48 @@ class ForwardOverReverse(TangentSweep):
         # matmul as factors (SeedProduct or array) and the adjoint's tangent as a tuple
         # of such terms: name -> how many terms
         self.factored: dict[str, int] = {}
+        # id(matmul) -> the kernel statement it runs with (`paired_with_column`)
+        self.column_pairs: dict[int, ArrayStmt] = {}
+        self.pair_values: dict[int, str] = {}     # id(matmul) -> the name of (h, h_dot) or None
 
     # -------------------------------------------------------------- forward sweep
+
+    def paired_with_column(self, st: ArrayStmt, active: bool) -> bool:
+        """Does kernel `st` run with its one reader `h @ w` (kernelpairs' partner, both at
+        the top level, h differentiated)? Then h and its tangent are not formed where w
+        is one column (hvp_columns, at run time) and the matmul's lines say so."""
+        m = st.partner
+        if not (active and isinstance(st.op, RunKernel) and not st.op.scalar and m is not None
+                and isinstance(m.op, Product) and m.op.kind == "matmul" and len(m.args) == 2
+                and m.args[0] == st.target and m.args[1] != st.target and self.ctx.kernel_active(st)):
+            return False
+        top = {id(s) for s in self.p.body}
+        return id(st) in top and id(m) in top
+
+    def stmt(self, st: ArrayStmt, ind: str, out: list) -> None:
+        kst = self.column_pairs.get(id(st))
+        if kst is None:
+            super().stmt(st, ind, out)
+            return
+        act = self.ctx.kernel_active(kst)
+        names = tuple(p for _, p, _ in act)
+        values = self.pair_values[id(st)] = self.namer.fresh(f"{kst.target}_values")
+        w = st.args[1]
+        out.append(f"{ind}# {st.target} and its tangent in passes of {kst.target}'s kernel and its pair kernel; "
+                   f"{kst.target} and its tangent are not formed (None) where {text_of(w)} is one column")
+        out.append(f"{ind}{st.target}, {self.dot(st.target)}, {values} = kernel_matmul_jvp("
+                   f"{self.ctx.kernel_name(kst)}, {self.tangent_kernel_name(kst, names, 'pair')}, "
+                   f"{tuple_text([text_of(a) for a in kst.args])}, {names!r}, "
+                   f"{tuple_text([self.dot(a) for _, _, a in act])}, {text_of(w)}, {self.dot_text(w)})")
 
     def kernel(self, st: ArrayStmt, ind: str, out: list, active: bool) -> None:
         """A kernel's value and tangent (tangent_sweep); a scalar kernel also keeps its
         partials and their tangents (its dual's and its tangent kernel's dual's), which
-        its reverse multiplies. An array kernel's reverse recomputes what it needs."""
+        its reverse multiplies. An array kernel's reverse recomputes what it needs; one
+        paired with its matmul runs there (`stmt`)."""
+        if self.paired_with_column(st, active):
+            self.column_pairs[id(st.partner)] = st
+            return
         if not (active and isinstance(st.op, RunKernel) and st.op.scalar):
             super().kernel(st, ind, out, active)
             return
@@ -217,8 +253,30 @@ class ForwardOverReverse(TangentSweep):
                 last = None
                 self.reverse_if(st, ind, out, init)
 
+    def reverse_column_pair(self, st: ArrayStmt, kst: ArrayStmt, g: str, gd: str, ind: str, out: list,
+                            init: set) -> None:
+        """`out = h @ w` paired with h's kernel: h's adjoint and its tangent as factors
+        for the kernel's pullback, w's in passes of the kernels (hvp_columns)."""
+        h, w = st.args
+        act = self.ctx.kernel_active(kst)
+        pair = self.tangent_kernel_name(kst, tuple(p for _, p, _ in act), "pair")
+        wb, wbd = self.namer.fresh(f"_{w}_g"), self.namer.fresh(f"_{w}_g_dot")
+        out.append(f"{ind}# {self.bar(h)} and its tangent only seed the pullback of {h}'s kernel: outer "
+                   f"products stay factors")
+        out.append(f"{ind}{self.bar(h)}, {self.bar_dot(h)}, {wb}, {wbd} = kernel_matmul_hvp_bars("
+                   f"{self.ctx.kernel_name(kst)}, {pair}, "
+                   f"{tuple_text([text_of(a) for a in kst.args])}, {tuple_text([self.dot(a) for _, _, a in act])}, "
+                   f"{text_of(w)}, {self.dot_text(w)}, {self.is_active(w)}, {g}, {gd}, {self.pair_values[id(st)]})")
+        init.add(h)
+        self.factored[h] = 2
+        if self.is_active(w):
+            self.contribute(w, wb, wbd, ind, out, init)
+
     def reverse_stmt(self, st: ArrayStmt, ind: str, out: list, init: set) -> None:
         g, gd = self.bar(st.target), self.bar_dot(st.target)
+        if id(st) in self.column_pairs:
+            self.reverse_column_pair(st, self.column_pairs[id(st)], g, gd, ind, out, init)
+            return
         if is_kernel(st.op):
             self.reverse_kernel(st, g, gd, ind, out, init)
             return

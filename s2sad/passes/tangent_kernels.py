@@ -21,7 +21,9 @@ whose partial w.r.t. each active p is the tangent of k's adjoint contribution
 a kernel is one pass of this kernel's pullback. Each is
 a plan of the kernel's own class (a runtime kernel's tangent kernel is launched as
 one), made once per (kernel, active, seeded) by `TangentKernels`, which the generation
-that uses it holds.
+that uses it holds. The "pair" form (`seeded="pair"`) is `g * k_dot + g_dot * k`, no
+copies: for a kernel paired with a one-column matmul, its rows summed give
+`h_dot @ w + h @ w_dot` and `h_dot.T @ out_bar + h.T @ out_bar_dot` (hvp_columns).
 """
 from __future__ import annotations
 
@@ -33,7 +35,7 @@ from .forward import make_dual
 from .normalize import ScalarProgram
 
 
-def tangent_kernel(kernel, active: tuple[str, ...], seeded: bool | int = False):
+def tangent_kernel(kernel, active: tuple[str, ...], seeded: bool | int | str = False):
     """The tangent kernel of `kernel` for its `active` params, or its seeded form (see
     the module docstring); `seeded` an int k: g given as two factors and g_dot as k
     products of two factors (an adjoint a matmul gives as an outer product, never formed)."""
@@ -46,13 +48,17 @@ def tangent_kernel(kernel, active: tuple[str, ...], seeded: bool | int = False):
     tans = [fresh_name(f"t_{a}", taken) for a in active]
     value = fresh_name("_v", taken)
     parts = [fresh_name(f"_d_{a}", taken) for a in active]
-    name = fresh_name(f"{prog.entry}__{'seeded_' if seeded is not False else ''}tangent", taken)
+    pair = seeded == "pair"
+    kind = "pair_" if pair else "seeded_" if seeded is not False else ""
+    name = fresh_name(f"{prog.entry}__{kind}tangent", taken)
     total = " + ".join(f"{d} * {t}" for d, t in zip(parts, tans))
-    seeds, g, g_dot = _seeds(seeded, taken)
-    copies = [fresh_name(f"q_{a}", taken) for a in active] if seeded is not False else []
+    seeds, g, g_dot = _seeds(True if pair else seeded, taken)
+    copies = [fresh_name(f"q_{a}", taken) for a in active] if seeded is not False and not pair else []
     params = ", ".join(list(prog.params) + tans + seeds + copies)
     body = f"    {value}, {', '.join(parts)} = {dual_entry}({', '.join(prog.params)})\n"
-    if seeded is not False:
+    if pair:      # g * k_dot + g_dot * k: a row of it summed gives h_dot @ g.T + h @ g_dot.T
+        total = f"{g} * ({total}) + {g_dot} * {value}"
+    elif seeded is not False:
         # + g * k(the active params' copies): its partials w.r.t. the copies are the adjoints
         w = fresh_name("_w", taken)
         by = dict(zip(active, copies))
@@ -60,12 +66,13 @@ def tangent_kernel(kernel, active: tuple[str, ...], seeded: bool | int = False):
         total = f"{g} * ({total}) + {g_dot} * {value} + {g} * {w}"
     text = f"def {name}({params}):\n{body}    return {total}\n"
     fn = gast_parse(text).body[0]
-    what = (f"the tangent of {prog.entry}'s adjoint g * d{prog.entry}/dp (its params' tangents, g and g_dot "
+    what = (f"g * {prog.entry}'s tangent + g_dot * {prog.entry} (hvp_columns' products)" if pair else
+            f"the tangent of {prog.entry}'s adjoint g * d{prog.entry}/dp (its params' tangents, g and g_dot "
             f"given)" if seeded is not False else f"the tangent of {prog.entry} along its active params' tangents")
     origins = {**prog.origins, name: what}
     program = ScalarProgram({**functions, name: fn}, name,
                             tuple(prog.params) + tuple(tans) + tuple(seeds) + tuple(copies), origins, prog.custom_rules)
-    return type(kernel)(program, f"{kernel.name}__{'seeded_' if seeded is not False else ''}tangent")
+    return type(kernel)(program, f"{kernel.name}__{kind}tangent")
 
 
 def _seeds(seeded: bool | int, taken: set) -> tuple[list[str], str, str]:
@@ -95,7 +102,7 @@ class TangentKernels:
         self._made: dict[tuple, object] = {}
         self._keep: list = []     # the kernels keyed by id, kept alive with their tangents
 
-    def of(self, kernel, active: tuple[str, ...], seeded: bool | int = False):
+    def of(self, kernel, active: tuple[str, ...], seeded: bool | int | str = False):
         key = (id(kernel), active, repr(seeded))     # (True == 1: told apart)
         got = self._made.get(key)
         if got is None:

@@ -71,7 +71,7 @@ class TangentSweep:
         self.ns[nm] = value
         return nm
 
-    def tangent_kernel_name(self, st: ArrayStmt, active: tuple[str, ...], seeded: bool = False) -> str:
+    def tangent_kernel_name(self, st: ArrayStmt, active: tuple[str, ...], seeded: bool | int | str = False) -> str:
         kt = self.tangent_kernels.of(st.op.kernel, active, seeded)
         key = id(kt)
         got = self.ctx.kernel_names.get(key)

@@ -1,0 +1,92 @@
+"""Forward over reverse through a kernel times a column: `h = kernel(args); out = h @ w`
+(the pair passes/kernelpairs.py finds, the gradient's `column_products.kernel_matmul`),
+with h and its tangent h_dot never formed where w is one column.
+
+Forward: out = h @ w in a pass of h's kernel, out_dot = h_dot @ w + h @ w_dot in one of
+its "pair" kernel `g * h_dot + g_dot * h` (tangent_kernels) with the rows w.T, w_dot.T,
+each summing every row against a column: no n x k array is written.
+Reverse: h's adjoint and its tangent are outer products kept as factors
+(runtime.SeedProduct: the pullback of h's kernel reads them inside its pass); w's
+adjoint `h.T @ out_bar` is a pass of h's kernel and its tangent
+`h_dot.T @ out_bar + h.T @ out_bar_dot` one of the pair kernel with the columns out_bar,
+out_bar_dot (column_products.kernel_matmul_vjp).
+
+Invariant: where any product does not take a kernel's pass (w of several columns, h
+not 2-D, another dtype, the cuda backend), h and h_dot are formed (`values`) and every
+number is what the unpaired program computes: numpy's products of the formed arrays.
+"""
+from __future__ import annotations
+
+import functools
+from typing import Any, Sequence
+
+import numpy as np
+
+from .array_rules import matmul_factors, matmul_rhs_bar
+from .column_products import kernel_matmul, kernel_matmul_vjp
+from .gemm import matmul
+from .runtime import SeedProduct, broadcast_shapes, compute_dtype, jvp
+
+
+def kernel_matmul_jvp(kernel, pair_kernel, args: Sequence[Any], active: tuple[str, ...],
+                      tangents: Sequence[Any], w: Any, w_dot: Any, backend: str = "auto"):
+    """(h @ w, its tangent, values): values None where both products took their
+    kernel's pass (h, h_dot not formed), else (h, h_dot) and the products numpy's.
+    `pair_kernel` is `g * h_dot + g_dot * h` (tangent_kernels' "pair" form): with the
+    rows w.T and w_dot.T as g and g_dot, its row sums are the tangent h_dot @ w + h @ w_dot."""
+    out, h = kernel_matmul(kernel, args, w, backend)
+    if h is None:
+        k = np.shape(w)[0]
+        rows = [np.asarray(w).reshape(1, k), np.asarray(w_dot).reshape(1, k)]
+        ones = np.ones((k, 1), compute_dtype(args))
+        out_dot, p = kernel_matmul(pair_kernel, [*args, *tangents, *rows], ones, backend)
+        if p is None:
+            return out, out_dot.reshape(out.shape), None
+    return formed(kernel, args, active, tangents, w, w_dot, backend)
+
+
+def formed(kernel, args, active, tangents, w, w_dot, backend: str):
+    """The unpaired forward: h and h_dot formed in one pass, then numpy's products."""
+    h, h_dot = jvp(kernel, args, active, tangents, backend)
+    out = matmul(h, w, backend)
+    return out, matmul(h_dot, w, backend) + matmul(h, w_dot, backend), (h, h_dot)
+
+
+def kernel_matmul_hvp_bars(kernel, pair_kernel, args: Sequence[Any], tangents: Sequence[Any], w: Any,
+                           w_dot: Any, w_grad: bool, out_bar: Any, out_bar_dot: Any, values,
+                           backend: str = "auto"):
+    """(h_bar, (two terms of h_bar_dot), w_bar, w_bar_dot) of `out = h @ w`; w's pair
+    None unless `w_grad`. h's are factors (matmul_factors: a SeedProduct where rank 1)."""
+    if values is not None:
+        h, h_dot = values
+        bars = (matmul_factors(0, out_bar, h, w), (matmul_factors(0, out_bar_dot, h, w),
+                                                   matmul_factors(0, out_bar, h, w_dot)))
+        if not w_grad:
+            return bars + (None, None)
+        return bars + (matmul_rhs_bar(out_bar, h, w),
+                       matmul_rhs_bar(out_bar_dot, h, w) + matmul_rhs_bar(out_bar, h_dot, w))
+    n, k = broadcast_shapes(*(np.shape(a) for a in args))
+    dtype = compute_dtype(args)
+
+    def column(g):
+        return np.asarray(g, dtype).reshape(n, 1)
+
+    row, row_dot = np.asarray(w).reshape(1, k), np.asarray(w_dot).reshape(1, k)
+    bars = (SeedProduct(column(out_bar), row),
+            (SeedProduct(column(out_bar_dot), row), SeedProduct(column(out_bar), row_dot)))
+    if not w_grad:
+        return bars + (None, None)
+    w_bar = kernel_matmul_vjp(kernel, args, (), w, True, out_bar, None, backend)[-1]
+    # the pair kernel with the columns out_bar and out_bar_dot as g and g_dot: summed
+    # over the rows (the gradient w.r.t. a column of ones), h_dot.T @ out_bar + h.T @ out_bar_dot
+    ones = np.ones((k, 1), dtype)
+    w_bar_dot = kernel_matmul_vjp(pair_kernel, [*args, *tangents, column(out_bar), column(out_bar_dot)], (), ones,
+                                  True, np.ones((n, 1), dtype), None, backend)[-1]
+    return bars + (w_bar, w_bar_dot.reshape(np.shape(w)))
+
+
+def runtime_names(backend: str) -> dict:
+    """The names the forward-over-reverse program calls from this module, on `backend`
+    (passes/array_jvp adds them to the plan's runtime names)."""
+    return {"kernel_matmul_jvp": functools.partial(kernel_matmul_jvp, backend=backend),
+            "kernel_matmul_hvp_bars": functools.partial(kernel_matmul_hvp_bars, backend=backend)}
