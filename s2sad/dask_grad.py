@@ -254,8 +254,40 @@ def delayed_blocks(arrays: dict) -> dict:
     """Each dask array's blocks as delayed objects, their graphs not optimised: optimised
     (to_delayed's default, and dask.optimize too, measured), two arrays read by one task
     (X and y of a block loaded together) each get their own fused copy of it, so every
-    block was read twice."""
-    return {i: a.to_delayed(optimize_graph=False) for i, a in arrays.items()}
+    block was read twice. A block that is only another name for a task's result (a
+    concatenation's or from_delayed's alias) names that task instead: each alias is a
+    task the scheduler would run (the out-of-core example had four of them a block)."""
+    from dask.delayed import Delayed
+
+    out = {}
+    for i, a in arrays.items():
+        blocks = a.to_delayed(optimize_graph=False)
+        graph = dict(blocks.flat[0].dask) if blocks.size else {}
+        named = [Delayed(producer(graph, d.key), d.dask, layer=d.__dask_layers__()[0]) for d in blocks.flat]
+        out[i] = np.array(named, dtype=object).reshape(blocks.shape)
+    return out
+
+
+def producer(graph: dict, key):
+    """The task whose result `key` names: `key` itself, or the end of its chain of
+    aliases (a graph value that is another key, or dask's Alias node)."""
+    for _ in range(len(graph) + 1):
+        v = graph.get(key)
+        if type(v).__name__ == "Alias" and hasattr(v, "target"):
+            key = v.target
+        elif isinstance(v, (str, tuple)) and _hashable(v) and v in graph and v != key:
+            key = v
+        else:
+            return key
+    return key
+
+
+def _hashable(v) -> bool:
+    try:
+        hash(v)
+    except TypeError:
+        return False
+    return True
 
 
 def blocks_of(args, lay: Layout):
