@@ -45,6 +45,7 @@ BAR_KINDS = ("softmaxbar", "logsoftmaxbar", "lsebar")
 NORM_KINDS = llvm_rownorm.KINDS          # layer normalisation and its adjoint (llvm_rownorm)
 DOT_KINDS = ("xent", "xentbar")          # sum_j y log_softmax(a) and its adjoint (BAR_KINDS' signature)
 ALL_KINDS = KINDS + BAR_KINDS + NORM_KINDS + DOT_KINDS
+LOOP_HINTS = (("llvm.loop.interleave.count", "i32 1"), ("llvm.loop.vectorize.predicate.enable", "i1 true"), ("llvm.loop.vectorize.enable", "i1 true"))
 
 
 def symbol(kind: str, dtype) -> str:
@@ -88,16 +89,30 @@ def _loop(tag: str, start: str, body: list[str], after: str, ty_phis=(), loop_id
     return lines
 
 
+def _short_row_loops(base: int, count: int) -> tuple[list[str], list[str]]:
+    """(ids, metadata lines) for `count` loops over short rows (10 classes): vectorised
+    without interleaving and with the tail masked (LOOP_HINTS), since an unrolled vector
+    loop, or a scalar remainder, would leave most of a row's exps scalar. `base`: a
+    metadata number no other function of the module uses."""
+    ids = [f"!{base + 1 + i}" for i in range(count)]
+    hints = [f"!{base + 1 + count + i}" for i in range(len(LOOP_HINTS))]
+    meta = [f"{i} = distinct !{{{i}, {', '.join(hints)}}}" for i in ids]
+    meta += [f'{h} = !{{!"{name}", {value}}}' for h, (name, value) in zip(hints, LOOP_HINTS)]
+    return ids, meta
+
+
 def _pre(tag: str) -> list[str]:
     return [f"  br label %{tag}.pre", f"{tag}.pre:"]
 
 
 def _row_function(ty: str, dtype, kind: str, calls: dict) -> str:
     name = symbol(kind, dtype)
+    name_kind = kind
     exp, log = calls["exp"], calls["log"]
     raw = kind.endswith("raw")
     kind = kind[:-3] if raw else kind
     shift = "%m" if raw or kind == "softmax" else "%mz"
+    ids, meta = _short_row_loops(8000 + 10 * KINDS.index(name_kind), 1) if kind == "lse" else ([], [])
     body = ["  %m0 = load {ty}, ptr %row".format(ty=ty)]
     # the row's max, in order, NaN-propagating (llvm_reduce's rows_max)
     body += _pre("mx") + _loop("mx", "1", [
@@ -117,7 +132,7 @@ def _row_function(ty: str, dtype, kind: str, calls: dict) -> str:
             f"  %sm.v = load {ty}, ptr %sm.p",
             f"  %sm.t = fsub {ty} %sm.v, {shift}",
             f"  %sm.e = call {ty} @{exp}({ty} %sm.t)",
-            f"  %sm.next = fadd reassoc {ty} %s, %sm.e"], "sm.done", [(ty, "s", "0.0", "%sm.next")])
+            f"  %sm.next = fadd reassoc {ty} %s, %sm.e"], "sm.done", [(ty, "s", "0.0", "%sm.next")], ids[0])
     else:                    # the terms into out (a loop that vectorises), then their sum in order
         body += _pre("ex") + _loop("ex", "0", [
             f"  %ex.p = getelementptr {ty}, ptr %row, i64 %ex.j",
@@ -170,12 +185,13 @@ def _row_function(ty: str, dtype, kind: str, calls: dict) -> str:
         "  br label %rows",
         "exit:",
         "  ret void",
-        "}"])
+        "}", *meta])
 
 
 def _bar_function(ty: str, dtype, kind: str, calls: dict) -> str:
     """An adjoint (BAR_KINDS); C is read by lsebar only."""
     exp = calls["exp"]
+    ids, meta = _short_row_loops(8500, 1) if kind == "lsebar" else ([], [])
     if kind == "lsebar":
         body = [f"  %gp = getelementptr {ty}, ptr %B, i64 %ri", f"  %gr = load {ty}, ptr %gp",
                 f"  %lp = getelementptr {ty}, ptr %C, i64 %ri", f"  %lr = load {ty}, ptr %lp"]
@@ -183,7 +199,8 @@ def _bar_function(ty: str, dtype, kind: str, calls: dict) -> str:
             f"  %lb.p = getelementptr {ty}, ptr %arow, i64 %lb.j", f"  %lb.v = load {ty}, ptr %lb.p",
             f"  %lb.t = fsub {ty} %lb.v, %lr", f"  %lb.w = call {ty} @{exp}({ty} %lb.t)",
             f"  %lb.r = fmul {ty} %gr, %lb.w",
-            f"  %lb.o = getelementptr {ty}, ptr %orow, i64 %lb.j", f"  store {ty} %lb.r, ptr %lb.o"], "row.done")
+            f"  %lb.o = getelementptr {ty}, ptr %orow, i64 %lb.j", f"  store {ty} %lb.r, ptr %lb.o"], "row.done",
+            loop_id=ids[0])
     else:
         term = ([f"  %sm.b = load {ty}, ptr %sm.bp", f"  %sm.e = fmul {ty} %sm.a, %sm.b"]
                 if kind == "softmaxbar" else [f"  %sm.e = fadd {ty} %sm.a, 0.0"])
@@ -222,7 +239,7 @@ def _bar_function(ty: str, dtype, kind: str, calls: dict) -> str:
         "  br label %rows",
         "exit:",
         "  ret void",
-        "}"])
+        "}", *meta])
 
 
 def _row_max(ty: str) -> list[str]:
@@ -241,12 +258,7 @@ def _dot_function(ty: str, dtype, kind: str, calls: dict) -> str:
     """xent / xentbar (DOT_KINDS): the row's max, its log-sum-exp and the sum of y in
     two sweeps, then the row's value or its adjoint in a third."""
     exp, log = calls["exp"], calls["log"]
-    base = 9000 + 10 * DOT_KINDS.index(kind)
-    ids = [f"!{base + 1}", f"!{base + 2}"]
-    # no interleaving: rows are short (10 classes), and an unrolled vector loop would
-    # leave them to the scalar remainder
-    meta = [f"!{base + 1} = distinct !{{!{base + 1}, !{base}}}", f"!{base + 2} = distinct !{{!{base + 2}, !{base}}}",
-            f'!{base} = !{{!"llvm.loop.interleave.count", i32 1}}']
+    ids, meta = _short_row_loops(9000 + 10 * DOT_KINDS.index(kind), 2)
     body = _row_max(ty) + _pre("sm") + _loop("sm", "0", [
         f"  %sm.p = getelementptr {ty}, ptr %arow, i64 %sm.j", f"  %sm.v = load {ty}, ptr %sm.p",
         f"  %sm.t = fsub {ty} %sm.v, %m", f"  %sm.e = call {ty} @{exp}({ty} %sm.t)",
