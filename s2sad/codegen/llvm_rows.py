@@ -11,7 +11,8 @@ the one-hot (or any weights') product of a log-softmax, summed along the row, an
 adjoint, with the BAR_KINDS signature (C unused forward; forward `out` one value a row):
 
         xent:     A = a, B = y:            out[r] = sum_j y (a - m_r - log(sum_j exp(a - m_r)))
-        xentbar:  A = a, B = y, C = g:     out = g_r (y - exp(a - m_r - lse_r) sum_j y)
+        xentbar:  A = a, B = y, C = g:     out = g_r (y - e sum_j y / sum_j e), e = exp(a - m_r)
+                                           (each e kept in out between the sweeps: one exp an element)
 
 (m_r the max as it is, the numpy idiom's; the sums with y carry `reassoc`, so they
 vectorise), and the softmax family's adjoints, one pass per row as well (softmax_rules' formulas, operation for
@@ -22,7 +23,8 @@ operation but for the in-order sums):
              logsoftmaxbar:  A = g, B = out:  out = g - exp(out) sum_j(g)
              lsebar:         A = a, B = g, C = lse (one value a row): out = g_r exp(a - lse_r)
 
-m_r is the row's max, NaN when the row holds one (in order, as numpy's maximum.reduce);
+m_r is the row's max, NaN when the row holds one (numpy's maximum.reduce's value, found by
+integer reductions that vectorise: _row_max);
 for lse and logsoftmax a non-finite max is taken as 0 (scipy.special's convention, so a
 row of -inf gives -inf and a row with +inf gives +inf or NaN as scipy does); softmax
 shifts by the max as it is (scipy's softmax), and so do lseraw and logsoftmaxraw (the
@@ -45,6 +47,7 @@ BAR_KINDS = ("softmaxbar", "logsoftmaxbar", "lsebar")
 NORM_KINDS = llvm_rownorm.KINDS          # layer normalisation and its adjoint (llvm_rownorm)
 DOT_KINDS = ("xent", "xentbar")          # sum_j y log_softmax(a) and its adjoint (BAR_KINDS' signature)
 ALL_KINDS = KINDS + BAR_KINDS + NORM_KINDS + DOT_KINDS
+_INT = {"double": ("i64", 64), "float": ("i32", 32)}     # a float's bits as an integer
 LOOP_HINTS = (("llvm.loop.interleave.count", "i32 1"), ("llvm.loop.vectorize.predicate.enable", "i1 true"), ("llvm.loop.vectorize.enable", "i1 true"))
 
 
@@ -65,6 +68,8 @@ def rows_ir(dtype) -> str:
             if name not in seen:
                 seen.add(name)
                 parts.append(text)
+    it = _INT[ty][0]
+    parts.append(f"declare {it} @llvm.smax.{it}({it}, {it})")
     for kind in KINDS:
         parts.append(_row_function(ty, dtype, kind, calls))
     for kind in BAR_KINDS:
@@ -112,18 +117,9 @@ def _row_function(ty: str, dtype, kind: str, calls: dict) -> str:
     raw = kind.endswith("raw")
     kind = kind[:-3] if raw else kind
     shift = "%m" if raw or kind == "softmax" else "%mz"
-    ids, meta = _short_row_loops(8000 + 10 * KINDS.index(name_kind), 1) if kind == "lse" else ([], [])
-    body = ["  %m0 = load {ty}, ptr %row".format(ty=ty)]
-    # the row's max, in order, NaN-propagating (llvm_reduce's rows_max)
-    body += _pre("mx") + _loop("mx", "1", [
-        f"  %mx.p = getelementptr {ty}, ptr %row, i64 %mx.j",
-        f"  %mx.v = load {ty}, ptr %mx.p",
-        f"  %mx.ge = fcmp oge {ty} %m, %mx.v",
-        f"  %mx.nan = fcmp uno {ty} %m, %m",
-        "  %mx.keep = or i1 %mx.ge, %mx.nan",
-        f"  %mx.next = select i1 %mx.keep, {ty} %m, {ty} %mx.v"], "mx.done", [(ty, "m", "%m0", "%mx.next")])
-    body += ["mx.done:",
-             f"  %m.d = fsub {ty} %m, %m",
+    ids, meta = _short_row_loops(8000 + 10 * KINDS.index(name_kind), 2)
+    body = _row_max(ty, "%row", ids[1])
+    body += [f"  %m.d = fsub {ty} %m, %m",
              f"  %m.fin = fcmp ord {ty} %m.d, 0.0",
              f"  %mz = select i1 %m.fin, {ty} %m, {ty} 0.0"]
     if kind == "lse":        # the sum of exp(a - shift), reassociable so that the exps vectorise
@@ -242,33 +238,54 @@ def _bar_function(ty: str, dtype, kind: str, calls: dict) -> str:
         "}", *meta])
 
 
-def _row_max(ty: str) -> list[str]:
-    """%m: the max of the row at %arow, in order, NaN-propagating (as _row_function's)."""
-    return ["  %m0 = load {ty}, ptr %arow".format(ty=ty)] + _pre("mx") + _loop("mx", "1", [
-        f"  %mx.p = getelementptr {ty}, ptr %arow, i64 %mx.j",
+def _row_max(ty: str, row: str = "%arow", loop_id: str = "") -> list[str]:
+    """%m: the max of the row at `row`, NaN where it holds one (numpy's maximum.reduce's
+    value, but for a NaN's payload), as two integer reductions that vectorise: the max of
+    the elements' order-preserving integer keys (a float's bits with the magnitude bits
+    flipped where negative; a NaN's key the least) and whether any element is a NaN.
+    (A float max reduction does not vectorise without no-NaN flags.) Ends in mx.done."""
+    it, bits = _INT[ty]
+    least = -(1 << (bits - 1))
+    return _pre("mx") + _loop("mx", "0", [
+        f"  %mx.p = getelementptr {ty}, ptr {row}, i64 %mx.j",
         f"  %mx.v = load {ty}, ptr %mx.p",
-        f"  %mx.ge = fcmp oge {ty} %m, %mx.v",
-        f"  %mx.nan = fcmp uno {ty} %m, %m",
-        "  %mx.keep = or i1 %mx.ge, %mx.nan",
-        f"  %mx.next = select i1 %mx.keep, {ty} %m, {ty} %mx.v"], "mx.done", [(ty, "m", "%m0", "%mx.next")]) \
-        + ["mx.done:"]
+        f"  %mx.isnan = fcmp uno {ty} %mx.v, 0.0",
+        f"  %mx.b = bitcast {ty} %mx.v to {it}", *_order_key(it, bits, "%mx.b", "mx.k0"),
+        f"  %mx.k = select i1 %mx.isnan, {it} {least}, {it} %mx.k0",
+        f"  %mx.next = call {it} @llvm.smax.{it}({it} %mx.m, {it} %mx.k)",
+        "  %mx.bit = zext i1 %mx.isnan to i32",
+        "  %mx.nnext = or i32 %mx.any, %mx.bit"], "mx.done",
+        [(it, "mx.m", str(least), "%mx.next"), ("i32", "mx.any", "0", "%mx.nnext")], loop_id) + [
+        "mx.done:", *_order_key(it, bits, "%mx.m", "mx.mb"),       # the key's own inverse
+        f"  %mx.md = bitcast {it} %mx.mb to {ty}",
+        "  %mx.hasnan = icmp ne i32 %mx.any, 0",
+        f"  %m = select i1 %mx.hasnan, {ty} 0x7FF8000000000000, {ty} %mx.md"]
+
+
+def _order_key(it: str, bits: int, x: str, name: str) -> list[str]:
+    """%name: x (a float's bits) with its magnitude bits flipped where its sign is set."""
+    return [f"  %{name}.s = ashr {it} {x}, {bits - 1}", f"  %{name}.f = lshr {it} %{name}.s, 1",
+            f"  %{name} = xor {it} {x}, %{name}.f"]
 
 
 def _dot_function(ty: str, dtype, kind: str, calls: dict) -> str:
     """xent / xentbar (DOT_KINDS): the row's max, its log-sum-exp and the sum of y in
     two sweeps, then the row's value or its adjoint in a third."""
     exp, log = calls["exp"], calls["log"]
-    ids, meta = _short_row_loops(9000 + 10 * DOT_KINDS.index(kind), 2)
-    body = _row_max(ty) + _pre("sm") + _loop("sm", "0", [
+    ids, meta = _short_row_loops(9000 + 10 * DOT_KINDS.index(kind), 3)
+    # the adjoint keeps each exp in out (one exp an element, no log)
+    keep = [f"  %sm.o = getelementptr {ty}, ptr %orow, i64 %sm.j", f"  store {ty} %sm.e, ptr %sm.o"] \
+        if kind == "xentbar" else []
+    body = _row_max(ty, "%arow", ids[2]) + _pre("sm") + _loop("sm", "0", [
         f"  %sm.p = getelementptr {ty}, ptr %arow, i64 %sm.j", f"  %sm.v = load {ty}, ptr %sm.p",
-        f"  %sm.t = fsub {ty} %sm.v, %m", f"  %sm.e = call {ty} @{exp}({ty} %sm.t)",
+        f"  %sm.t = fsub {ty} %sm.v, %m", f"  %sm.e = call {ty} @{exp}({ty} %sm.t)", *keep,
         f"  %sm.next = fadd reassoc {ty} %s, %sm.e",
         f"  %sm.yp = getelementptr {ty}, ptr %brow, i64 %sm.j", f"  %sm.y = load {ty}, ptr %sm.yp",
         f"  %sm.ynext = fadd reassoc {ty} %sy, %sm.y"], "sm.done",
         [(ty, "s", "0.0", "%sm.next"), (ty, "sy", "0.0", "%sm.ynext")], ids[0])
-    body += ["sm.done:", f"  %ls = call {ty} @{log}({ty} %s)"]
+    body += ["sm.done:"]
     if kind == "xent":
-        body += _pre("d") + _loop("d", "0", [
+        body += [f"  %ls = call {ty} @{log}({ty} %s)"] + _pre("d") + _loop("d", "0", [
             f"  %d.p = getelementptr {ty}, ptr %arow, i64 %d.j", f"  %d.v = load {ty}, ptr %d.p",
             f"  %d.yp = getelementptr {ty}, ptr %brow, i64 %d.j", f"  %d.y = load {ty}, ptr %d.yp",
             f"  %d.t = fsub {ty} %d.v, %m", f"  %d.l = fsub {ty} %d.t, %ls", f"  %d.yl = fmul {ty} %d.y, %d.l",
@@ -276,14 +293,13 @@ def _dot_function(ty: str, dtype, kind: str, calls: dict) -> str:
         body += ["d.done:", f"  %op = getelementptr {ty}, ptr %out, i64 %ri", f"  store {ty} %dot, ptr %op",
                  "  br label %row.done"]
     else:
-        body += [f"  %gp = getelementptr {ty}, ptr %C, i64 %ri", f"  %gr = load {ty}, ptr %gp"]
+        body += [f"  %gp = getelementptr {ty}, ptr %C, i64 %ri", f"  %gr = load {ty}, ptr %gp",
+                 f"  %q = fdiv {ty} %sy, %s"]          # out = g (y - e sum(y) / sum(e))
         body += _pre("o") + _loop("o", "0", [
-            f"  %o.p = getelementptr {ty}, ptr %arow, i64 %o.j", f"  %o.v = load {ty}, ptr %o.p",
             f"  %o.yp = getelementptr {ty}, ptr %brow, i64 %o.j", f"  %o.y = load {ty}, ptr %o.yp",
-            f"  %o.t = fsub {ty} %o.v, %m", f"  %o.l = fsub {ty} %o.t, %ls", f"  %o.e = call {ty} @{exp}({ty} %o.l)",
-            f"  %o.es = fmul {ty} %o.e, %sy", f"  %o.d = fsub {ty} %o.y, %o.es", f"  %o.r = fmul {ty} %gr, %o.d",
-            f"  %o.op = getelementptr {ty}, ptr %orow, i64 %o.j", f"  store {ty} %o.r, ptr %o.op"], "row.done",
-            loop_id=ids[1])
+            f"  %o.op = getelementptr {ty}, ptr %orow, i64 %o.j", f"  %o.e = load {ty}, ptr %o.op",
+            f"  %o.es = fmul {ty} %o.e, %q", f"  %o.d = fsub {ty} %o.y, %o.es", f"  %o.r = fmul {ty} %gr, %o.d",
+            f"  store {ty} %o.r, ptr %o.op"], "row.done", loop_id=ids[1])
     return "\n".join([
         f"define void @{symbol(kind, dtype)}(ptr noalias %A, ptr noalias %B, ptr noalias %C, i64 %n_rows, i64 %k, "
         f"i64 %a_stride, i64 %b_stride, ptr noalias %out) {{",
