@@ -81,3 +81,19 @@ def test_the_xent_adjoint_writes_no_input():
     copies = [a.copy() for a in (z, y, g)]
     rs.row_dot_log_softmax_bar(0, g, z, y, axis=1)
     assert all(np.array_equal(a, c) for a, c in zip((z, y, g), copies))
+
+
+@pytest.mark.parametrize("n", [1, 2, 63, 64, 65, 128, 129, 1000])
+@pytest.mark.parametrize("dtype,tol", [(np.float64, 1e-13), (np.float32, 1e-5)])
+def test_every_row_of_every_block_of_logs_is_written(n, dtype, tol):
+    """lse and xent take their logs 64 rows at a time: first, middle and last blocks,
+    a part block, strided rows."""
+    rng = np.random.default_rng(n)
+    wide = (rng.normal(size=(2 * n, 13)) * 4).astype(dtype)
+    for x in (wide[:n, :10].copy(), wide[::2, :10], wide[:n, 3:]):
+        y = np.eye(x.shape[1], dtype=dtype)[rng.integers(0, x.shape[1], n)]
+        for shift in ("max", "finite"):
+            _same(rs.row_logsumexp(x, axis=1, shift=shift), rs.reference_logsumexp(x, 1, shift=shift), tol)
+        got = rs.row_dot_log_softmax(x, y, axis=1)
+        assert got.shape == (n,) and got.dtype == dtype
+        _same(got, rs.reference_dot_log_softmax(x, y, 1), tol)

@@ -3,14 +3,15 @@ array, each row's elementwise work and reductions in one pass over it (the row, 
 elements, stays in cache between its sweeps):
 
     void s2sad_rowsm_<kind>_<f64|f32>(A, n_rows, k, row_stride, out)
-        kind lse:         out[r] = log(sum_j exp(a[r, j] - m_r)) + m_r
+        kind lse:         out[r] = log(sum_j exp(a[r, j] - m_r)) + m_r   (logs FLUSH_ROWS rows at a time)
              softmax:     out[r, j] = exp(a[r, j] - m_r) / sum_j exp(a[r, j] - m_r)
              logsoftmax:  out[r, j] = (a[r, j] - m_r) - log(sum_j exp(a[r, j] - m_r))
 
 the one-hot (or any weights') product of a log-softmax, summed along the row, and its
 adjoint, with the BAR_KINDS signature (C unused forward; forward `out` one value a row):
 
-        xent:     A = a, B = y:            out[r] = sum_j y (a - m_r - log(sum_j exp(a - m_r)))
+        xent:     A = a, B = y:            out[r] = sum_j y (a - m_r) - log(sum_j exp(a - m_r)) sum_j y
+                                           (one sweep after the max; the logs FLUSH_ROWS rows at a time)
         xentbar:  A = a, B = y, C = g:     out = g_r (y - e sum_j y / sum_j e), e = exp(a - m_r)
                                            (each e kept in out between the sweeps: one exp an element)
 
@@ -48,6 +49,7 @@ NORM_KINDS = llvm_rownorm.KINDS          # layer normalisation and its adjoint (
 DOT_KINDS = ("xent", "xentbar")          # sum_j y log_softmax(a) and its adjoint (BAR_KINDS' signature)
 ALL_KINDS = KINDS + BAR_KINDS + NORM_KINDS + DOT_KINDS
 _INT = {"double": ("i64", 64), "float": ("i32", 32)}     # a float's bits as an integer
+FLUSH_ROWS = 64                          # rows whose logs are taken together (a power of 2)
 LOOP_HINTS = (("llvm.loop.interleave.count", "i32 1"), ("llvm.loop.vectorize.predicate.enable", "i1 true"), ("llvm.loop.vectorize.enable", "i1 true"))
 
 
@@ -106,6 +108,36 @@ def _short_row_loops(base: int, count: int) -> tuple[list[str], list[str]]:
     return ids, meta
 
 
+def _row_end(flush: list[str] | None, ty: str = "", bufs: tuple[str, ...] = ()) -> tuple[list[str], list[str]]:
+    """(entry lines, row.done block) of the rows loop. `flush` None: the next row follows.
+    Else each row leaves values in out[ri] and in the stack buffers `bufs` (FLUSH_ROWS of
+    `ty` each, slot ri mod FLUSH_ROWS), and every FLUSH_ROWS rows, and after the last,
+    `flush` runs once per row of the block (%fl.r the row, %fl.i its slot): a loop across
+    rows, so that the rows' logs vectorise instead of each waiting on its row's sums.
+    The rows loop's back edge comes from block row.next."""
+    if flush is None:
+        return [], ["row.done:", "  %ri.next = add i64 %ri, 1", "  br label %row.next", "row.next:",
+                    "  br label %rows"]
+    entry = [f"  %{b} = alloca [{FLUSH_ROWS} x {ty}]" for b in bufs]
+    low = FLUSH_ROWS - 1
+    return entry, [
+        "row.done:", "  %ri.next = add i64 %ri, 1",
+        f"  %fl.low = and i64 %ri.next, {low}", "  %fl.full = icmp eq i64 %fl.low, 0",
+        "  %fl.last = icmp eq i64 %ri.next, %n_rows", "  %fl.go = or i1 %fl.full, %fl.last",
+        "  br i1 %fl.go, label %fl.pre, label %row.next",
+        "fl.pre:", f"  %fl.c0 = and i64 %ri, {low}", "  %fl.cnt = add i64 %fl.c0, 1",
+        "  %fl.start = sub i64 %ri.next, %fl.cnt", "  br label %fl",
+        "fl:", "  %fl.i = phi i64 [ 0, %fl.pre ], [ %fl.in, %fl.body ]",
+        "  %fl.more = icmp slt i64 %fl.i, %fl.cnt", "  br i1 %fl.more, label %fl.body, label %row.next",
+        "fl.body:", "  %fl.r = add i64 %fl.start, %fl.i", *flush,
+        "  %fl.in = add i64 %fl.i, 1", "  br label %fl",
+        "row.next:", "  br label %rows"]
+
+
+def _slot(ty: str, buf: str, index: str, name: str) -> str:
+    return f"  %{name} = getelementptr {ty}, ptr %{buf}, i64 {index}"
+
+
 def _pre(tag: str) -> list[str]:
     return [f"  br label %{tag}.pre", f"{tag}.pre:"]
 
@@ -142,10 +174,15 @@ def _row_function(ty: str, dtype, kind: str, calls: dict) -> str:
             f"  %sm.e = load {ty}, ptr %sm.o",
             f"  %sm.next = fadd {ty} %s, %sm.e"], "sm.done", [(ty, "s", "0.0", "%sm.next")])
     body += ["sm.done:"]
-    if kind == "lse":
-        body += [f"  %ls = call {ty} @{log}({ty} %s)", f"  %res = fadd {ty} %ls, {shift}",
-                 f"  %op = getelementptr {ty}, ptr %out, i64 %ri", f"  store {ty} %res, ptr %op",
-                 "  br label %row.done"]
+    flush = None
+    if kind == "lse":        # the sum into out, the shift into its slot; the logs a block at a time
+        body += [f"  %op = getelementptr {ty}, ptr %out, i64 %ri", f"  store {ty} %s, ptr %op",
+                 f"  %slot = and i64 %ri, {FLUSH_ROWS - 1}", _slot(ty, "shifts", "%slot", "sp"),
+                 f"  store {ty} {shift}, ptr %sp", "  br label %row.done"]
+        flush = [f"  %fl.op = getelementptr {ty}, ptr %out, i64 %fl.r", f"  %fl.s = load {ty}, ptr %fl.op",
+                 _slot(ty, "shifts", "%fl.i", "fl.mp"), f"  %fl.m = load {ty}, ptr %fl.mp",
+                 f"  %fl.l = call {ty} @{log}({ty} %fl.s)", f"  %fl.v = fadd {ty} %fl.l, %fl.m",
+                 f"  store {ty} %fl.v, ptr %fl.op"]
     elif kind == "softmax":
         body += _pre("dv") + _loop("dv", "0", [
             f"  %dv.o = getelementptr {ty}, ptr %orow, i64 %dv.j",
@@ -161,13 +198,15 @@ def _row_function(ty: str, dtype, kind: str, calls: dict) -> str:
             f"  %lg.r = fsub {ty} %lg.t, %ls",
             f"  %lg.o = getelementptr {ty}, ptr %orow, i64 %lg.j",
             f"  store {ty} %lg.r, ptr %lg.o"], "row.done")
+    entry, done = _row_end(flush, ty, ("shifts",))
     return "\n".join([
         f"define void @{name}(ptr noalias %A, i64 %n_rows, i64 %k, i64 %row_stride, "
         f"ptr noalias %out) {{",
         "entry:",
+        *entry,
         "  br label %rows",
         "rows:",
-        "  %ri = phi i64 [ 0, %entry ], [ %ri.next, %row.done ]",
+        "  %ri = phi i64 [ 0, %entry ], [ %ri.next, %row.next ]",
         "  %rows.more = icmp slt i64 %ri, %n_rows",
         "  br i1 %rows.more, label %row.start, label %exit",
         "row.start:",
@@ -176,9 +215,7 @@ def _row_function(ty: str, dtype, kind: str, calls: dict) -> str:
         "  %oo = mul i64 %ri, %k",
         f"  %orow = getelementptr {ty}, ptr %out, i64 %oo",
         *body,
-        "row.done:",
-        "  %ri.next = add i64 %ri, 1",
-        "  br label %rows",
+        *done,
         "exit:",
         "  ret void",
         "}", *meta])
@@ -273,6 +310,10 @@ def _dot_function(ty: str, dtype, kind: str, calls: dict) -> str:
     two sweeps, then the row's value or its adjoint in a third."""
     exp, log = calls["exp"], calls["log"]
     ids, meta = _short_row_loops(9000 + 10 * DOT_KINDS.index(kind), 3)
+    # the value sums y (a - m) in the same sweep
+    dot = [f"  %sm.yt = fmul {ty} %sm.y, %sm.t", f"  %sm.dnext = fadd reassoc {ty} %dot, %sm.yt"] \
+        if kind == "xent" else []
+    dot_phi = [(ty, "dot", "0.0", "%sm.dnext")] if kind == "xent" else []
     # the adjoint keeps each exp in out (one exp an element, no log)
     keep = [f"  %sm.o = getelementptr {ty}, ptr %orow, i64 %sm.j", f"  store {ty} %sm.e, ptr %sm.o"] \
         if kind == "xentbar" else []
@@ -281,17 +322,20 @@ def _dot_function(ty: str, dtype, kind: str, calls: dict) -> str:
         f"  %sm.t = fsub {ty} %sm.v, %m", f"  %sm.e = call {ty} @{exp}({ty} %sm.t)", *keep,
         f"  %sm.next = fadd reassoc {ty} %s, %sm.e",
         f"  %sm.yp = getelementptr {ty}, ptr %brow, i64 %sm.j", f"  %sm.y = load {ty}, ptr %sm.yp",
-        f"  %sm.ynext = fadd reassoc {ty} %sy, %sm.y"], "sm.done",
-        [(ty, "s", "0.0", "%sm.next"), (ty, "sy", "0.0", "%sm.ynext")], ids[0])
+        f"  %sm.ynext = fadd reassoc {ty} %sy, %sm.y", *dot], "sm.done",
+        [(ty, "s", "0.0", "%sm.next"), (ty, "sy", "0.0", "%sm.ynext")] + dot_phi, ids[0])
     body += ["sm.done:"]
-    if kind == "xent":
-        body += [f"  %ls = call {ty} @{log}({ty} %s)"] + _pre("d") + _loop("d", "0", [
-            f"  %d.p = getelementptr {ty}, ptr %arow, i64 %d.j", f"  %d.v = load {ty}, ptr %d.p",
-            f"  %d.yp = getelementptr {ty}, ptr %brow, i64 %d.j", f"  %d.y = load {ty}, ptr %d.yp",
-            f"  %d.t = fsub {ty} %d.v, %m", f"  %d.l = fsub {ty} %d.t, %ls", f"  %d.yl = fmul {ty} %d.y, %d.l",
-            f"  %d.next = fadd reassoc {ty} %dot, %d.yl"], "d.done", [(ty, "dot", "0.0", "%d.next")], ids[1])
-        body += ["d.done:", f"  %op = getelementptr {ty}, ptr %out, i64 %ri", f"  store {ty} %dot, ptr %op",
+    flush = None
+    if kind == "xent":       # out = sum y (a - m) - log(sum e) sum y, the logs a block of rows at a time
+        body += [f"  %op = getelementptr {ty}, ptr %out, i64 %ri", f"  store {ty} %dot, ptr %op",
+                 f"  %slot = and i64 %ri, {FLUSH_ROWS - 1}", _slot(ty, "sums", "%slot", "sp"),
+                 f"  store {ty} %s, ptr %sp", _slot(ty, "ysums", "%slot", "yp"), f"  store {ty} %sy, ptr %yp",
                  "  br label %row.done"]
+        flush = [f"  %fl.op = getelementptr {ty}, ptr %out, i64 %fl.r", f"  %fl.d = load {ty}, ptr %fl.op",
+                 _slot(ty, "sums", "%fl.i", "fl.sp"), f"  %fl.s = load {ty}, ptr %fl.sp",
+                 _slot(ty, "ysums", "%fl.i", "fl.yp"), f"  %fl.y = load {ty}, ptr %fl.yp",
+                 f"  %fl.l = call {ty} @{log}({ty} %fl.s)", f"  %fl.ly = fmul {ty} %fl.l, %fl.y",
+                 f"  %fl.v = fsub {ty} %fl.d, %fl.ly", f"  store {ty} %fl.v, ptr %fl.op"]
     else:
         body += [f"  %gp = getelementptr {ty}, ptr %C, i64 %ri", f"  %gr = load {ty}, ptr %gp",
                  f"  %q = fdiv {ty} %sy, %s"]          # out = g (y - e sum(y) / sum(e))
@@ -300,13 +344,15 @@ def _dot_function(ty: str, dtype, kind: str, calls: dict) -> str:
             f"  %o.op = getelementptr {ty}, ptr %orow, i64 %o.j", f"  %o.e = load {ty}, ptr %o.op",
             f"  %o.es = fmul {ty} %o.e, %q", f"  %o.d = fsub {ty} %o.y, %o.es", f"  %o.r = fmul {ty} %gr, %o.d",
             f"  store {ty} %o.r, ptr %o.op"], "row.done", loop_id=ids[1])
+    entry, done = _row_end(flush, ty, ("sums", "ysums"))
     return "\n".join([
         f"define void @{symbol(kind, dtype)}(ptr noalias %A, ptr noalias %B, ptr noalias %C, i64 %n_rows, i64 %k, "
         f"i64 %a_stride, i64 %b_stride, ptr noalias %out) {{",
         "entry:",
+        *entry,
         "  br label %rows",
         "rows:",
-        "  %ri = phi i64 [ 0, %entry ], [ %ri.next, %row.done ]",
+        "  %ri = phi i64 [ 0, %entry ], [ %ri.next, %row.next ]",
         "  %rows.more = icmp slt i64 %ri, %n_rows",
         "  br i1 %rows.more, label %row.start, label %exit",
         "row.start:",
@@ -317,9 +363,7 @@ def _dot_function(ty: str, dtype, kind: str, calls: dict) -> str:
         "  %oo = mul i64 %ri, %k",
         f"  %orow = getelementptr {ty}, ptr %out, i64 %oo",
         *body,
-        "row.done:",
-        "  %ri.next = add i64 %ri, 1",
-        "  br label %rows",
+        *done,
         "exit:",
         "  ret void",
         "}", *meta])
