@@ -47,7 +47,9 @@ KINDS = ("lse", "softmax", "logsoftmax", "lseraw", "logsoftmaxraw")
 BAR_KINDS = ("softmaxbar", "logsoftmaxbar", "lsebar")
 NORM_KINDS = llvm_rownorm.KINDS          # layer normalisation and its adjoint (llvm_rownorm)
 DOT_KINDS = ("xent", "xentbar")          # sum_j y log_softmax(a) and its adjoint (BAR_KINDS' signature)
-ALL_KINDS = KINDS + BAR_KINDS + NORM_KINDS + DOT_KINDS
+SHORT_KINDS = ("lseshort", "lserawshort")  # lse / lseraw for short rows (KINDS' signature): _short_lse_function
+SHORT_K = 16                             # the longest row they take
+ALL_KINDS = KINDS + BAR_KINDS + NORM_KINDS + DOT_KINDS + SHORT_KINDS
 _INT = {"double": ("i64", 64), "float": ("i32", 32)}     # a float's bits as an integer
 FLUSH_ROWS = 64                          # rows whose logs are taken together (a power of 2)
 LOOP_HINTS = (("llvm.loop.interleave.count", "i32 1"), ("llvm.loop.vectorize.predicate.enable", "i1 true"), ("llvm.loop.vectorize.enable", "i1 true"))
@@ -78,17 +80,21 @@ def rows_ir(dtype) -> str:
         parts.append(_bar_function(ty, dtype, kind, calls))
     parts += llvm_rownorm.norm_ir(ty, lambda kind: symbol(kind, dtype))
     parts += [_dot_function(ty, dtype, kind, calls) for kind in DOT_KINDS]
+    parts += [_short_lse_function(ty, dtype, kind, calls) for kind in SHORT_KINDS]
     return "\n\n".join(parts) + "\n"
 
 
-def _loop(tag: str, start: str, body: list[str], after: str, ty_phis=(), loop_id: str = "") -> list[str]:
-    """A counted loop j = start..k-1 named `tag`, entered from block `from`: `body` uses
-    %{tag}.j; `ty_phis` are (type, name, initial, next) carried values. Falls into block
-    `after` (which the caller writes next). `loop_id`: its `!llvm.loop` metadata node."""
+def _loop(tag: str, start: str, body: list[str], after: str, ty_phis=(), loop_id: str = "", bound: str = "%k",
+          latch: str = "") -> list[str]:
+    """A counted loop j = start..bound-1 named `tag`, entered from block `{tag}.pre`: `body`
+    uses %{tag}.j; `ty_phis` are (type, name, initial, next) carried values. Falls into
+    block `after` (which the caller writes next). `loop_id`: its `!llvm.loop` metadata
+    node. `latch`: the block `body` ends in, where it holds a loop of its own."""
+    latch = latch or f"{tag}.body"
     lines = [f"  br label %{tag}", f"{tag}:",
-             f"  %{tag}.j = phi i64 [ {start}, %{tag}.pre ], [ %{tag}.jn, %{tag}.body ]"]
-    lines += [f"  %{name} = phi {ty} [ {init}, %{tag}.pre ], [ {nxt}, %{tag}.body ]" for ty, name, init, nxt in ty_phis]
-    lines += [f"  %{tag}.more = icmp slt i64 %{tag}.j, %k",
+             f"  %{tag}.j = phi i64 [ {start}, %{tag}.pre ], [ %{tag}.jn, %{latch} ]"]
+    lines += [f"  %{name} = phi {ty} [ {init}, %{tag}.pre ], [ {nxt}, %{latch} ]" for ty, name, init, nxt in ty_phis]
+    lines += [f"  %{tag}.more = icmp slt i64 %{tag}.j, {bound}",
               f"  br i1 %{tag}.more, label %{tag}.body, label %{after}",
               f"{tag}.body:", *body,
               f"  %{tag}.jn = add i64 %{tag}.j, 1",
@@ -364,6 +370,94 @@ def _dot_function(ty: str, dtype, kind: str, calls: dict) -> str:
         f"  %orow = getelementptr {ty}, ptr %out, i64 %oo",
         *body,
         *done,
+        "exit:",
+        "  ret void",
+        "}", *meta])
+
+
+# ---------------------------------------------------------------- short rows, across rows
+
+
+def _short_lse_function(ty: str, dtype, kind: str, calls: dict) -> str:
+    """lseshort / lserawshort: lse / lseraw computed FLUSH_ROWS rows at a time, column by
+    column: each step (the max keys, the shift, the exps summed in order, the log) a loop
+    across the block's rows over stack slots, which vectorises across rows (a row's
+    elements gathered), where a short row (SHORT_K elements at most) left the vector
+    lanes of a row loop mostly idle and each row waiting on its own reductions. Same
+    values as lse / lseraw to rounding (the sums in order)."""
+    it, bits = _INT[ty]
+    least = -(1 << (bits - 1))
+    exp, log = calls["exp"], calls["log"]
+    ids, meta = _short_row_loops(7000 + 20 * SHORT_KINDS.index(kind), 5)
+
+    def element(tag: str) -> list[str]:       # a[r0 + r, j] from the block's columns: %tag.v
+        return [f"  %{tag}.co = mul i64 %{tag}.j, {FLUSH_ROWS}", f"  %{tag}.o = add i64 %{tag}.co, %{tag}r.j",
+                f"  %{tag}.p = getelementptr {ty}, ptr %cols, i64 %{tag}.o", f"  %{tag}.v = load {ty}, ptr %{tag}.p"]
+
+    def rows(tag: str, body: list[str], loop_id: str) -> list[str]:
+        return _pre(tag) + _loop(tag, "0", body, f"{tag}.done", bound="%cnt", loop_id=loop_id) + [f"{tag}.done:"]
+
+    def columns(tag: str, body: list[str], loop_id: str) -> list[str]:
+        inner = _pre(tag + "r") + _loop(tag + "r", "0", element(tag) + body, f"{tag}.latch", bound="%cnt",
+                                        loop_id=loop_id) + [f"{tag}.latch:"]
+        return _pre(tag) + _loop(tag, "0", inner, f"{tag}.done", latch=f"{tag}.latch") + [f"{tag}.done:"]
+
+    r_in, r_mc, r_sh, r_sc, r_ot = "%in.j", "%mcr.j", "%sh.j", "%scr.j", "%ot.j"
+    # the block's rows copied to columns (cols[j][r]), so that the steps below read across rows contiguously
+    copy = _pre("tpc") + _loop("tpc", "0", [
+        "  %tp.ro = mul i64 %tp.j, %row_stride", "  %tp.o = add i64 %tp.ro, %tpc.j",
+        f"  %tp.p = getelementptr {ty}, ptr %blkp, i64 %tp.o", f"  %tp.v = load {ty}, ptr %tp.p",
+        f"  %tp.co = mul i64 %tpc.j, {FLUSH_ROWS}", "  %tp.c = add i64 %tp.co, %tp.j",
+        f"  %tp.cp = getelementptr {ty}, ptr %cols, i64 %tp.c", f"  store {ty} %tp.v, ptr %tp.cp"], "tp.latch") \
+        + ["tp.latch:"]
+    body = _pre("tp") + _loop("tp", "0", copy, "tp.done", bound="%cnt", latch="tp.latch") + ["tp.done:"]
+    body += rows("in", [_slot(it, "keys", r_in, "in.kp"), f"  store {it} {least}, ptr %in.kp",
+                       _slot("i32", "nans", r_in, "in.np"), "  store i32 0, ptr %in.np",
+                       _slot(ty, "sums", r_in, "in.sp"), f"  store {ty} 0.0, ptr %in.sp"], ids[0])
+    body += columns("mc", [
+        f"  %mc.isnan = fcmp uno {ty} %mc.v, 0.0", f"  %mc.b = bitcast {ty} %mc.v to {it}",
+        *_order_key(it, bits, "%mc.b", "mc.k0"), f"  %mc.k = select i1 %mc.isnan, {it} {least}, {it} %mc.k0",
+        _slot(it, "keys", r_mc, "mc.kp"), f"  %mc.old = load {it}, ptr %mc.kp",
+        f"  %mc.new = call {it} @llvm.smax.{it}({it} %mc.old, {it} %mc.k)", f"  store {it} %mc.new, ptr %mc.kp",
+        _slot("i32", "nans", r_mc, "mc.np"), f"  %mc.n0 = load i32, ptr %mc.np", "  %mc.bit = zext i1 %mc.isnan to i32",
+        "  %mc.n1 = or i32 %mc.n0, %mc.bit", "  store i32 %mc.n1, ptr %mc.np"], ids[1])
+    finite = kind == "lseshort"
+    body += rows("sh", [
+        _slot(it, "keys", r_sh, "sh.kp"), f"  %sh.key = load {it}, ptr %sh.kp", *_order_key(it, bits, "%sh.key", "sh.mb"),
+        f"  %sh.md = bitcast {it} %sh.mb to {ty}", _slot("i32", "nans", r_sh, "sh.np"), "  %sh.n = load i32, ptr %sh.np",
+        "  %sh.hasnan = icmp ne i32 %sh.n, 0", f"  %sh.m = select i1 %sh.hasnan, {ty} 0x7FF8000000000000, {ty} %sh.md",
+        f"  %sh.d = fsub {ty} %sh.m, %sh.m", f"  %sh.fin = fcmp ord {ty} %sh.d, 0.0",
+        f"  %sh.z = select i1 %sh.fin, {ty} %sh.m, {ty} 0.0" if finite else f"  %sh.z = fadd {ty} %sh.m, 0.0",
+        _slot(ty, "shifts", r_sh, "sh.zp"), f"  store {ty} %sh.z, ptr %sh.zp"], ids[2])
+    body += columns("sc", [
+        _slot(ty, "shifts", r_sc, "sc.zp"), f"  %sc.z = load {ty}, ptr %sc.zp", f"  %sc.t = fsub {ty} %sc.v, %sc.z",
+        f"  %sc.e = call {ty} @{exp}({ty} %sc.t)", _slot(ty, "sums", r_sc, "sc.sp"), f"  %sc.s = load {ty}, ptr %sc.sp",
+        f"  %sc.s1 = fadd {ty} %sc.s, %sc.e", f"  store {ty} %sc.s1, ptr %sc.sp"], ids[3])
+    body += rows("ot", [
+        _slot(ty, "sums", r_ot, "ot.sp"), f"  %ot.s = load {ty}, ptr %ot.sp", _slot(ty, "shifts", r_ot, "ot.zp"),
+        f"  %ot.z = load {ty}, ptr %ot.zp", f"  %ot.l = call {ty} @{log}({ty} %ot.s)", f"  %ot.res = fadd {ty} %ot.l, %ot.z",
+        "  %ot.r = add i64 %r0, %ot.j", f"  %ot.op = getelementptr {ty}, ptr %out, i64 %ot.r",
+        f"  store {ty} %ot.res, ptr %ot.op"], ids[4])
+    allocas = [f"  %{b} = alloca [{FLUSH_ROWS} x {t}]" for b, t in (("keys", it), ("nans", "i32"), ("sums", ty),
+                                                                    ("shifts", ty))]
+    allocas.append(f"  %cols = alloca [{FLUSH_ROWS * SHORT_K} x {ty}]")
+    return "\n".join([
+        f"define void @{symbol(kind, dtype)}(ptr noalias %A, i64 %n_rows, i64 %k, i64 %row_stride, "
+        f"ptr noalias %out) {{",
+        "entry:", *allocas, "  br label %blk",
+        "blk:",
+        "  %r0 = phi i64 [ 0, %entry ], [ %r0n, %ot.done ]",
+        "  %blk.more = icmp slt i64 %r0, %n_rows",
+        "  br i1 %blk.more, label %blk.body, label %exit",
+        "blk.body:",
+        "  %left = sub i64 %n_rows, %r0",
+        f"  %short = icmp slt i64 %left, {FLUSH_ROWS}",
+        f"  %cnt = select i1 %short, i64 %left, i64 {FLUSH_ROWS}",
+        "  %base = mul i64 %r0, %row_stride",
+        f"  %blkp = getelementptr {ty}, ptr %A, i64 %base",
+        *body,
+        f"  %r0n = add i64 %r0, {FLUSH_ROWS}",
+        "  br label %blk",
         "exit:",
         "  ret void",
         "}", *meta])
