@@ -54,7 +54,7 @@ def _function(kind: str, dtype: np.dtype):
     if f is None:
         addresses, keep = llvm_jit.rows_code(dtype)
         for k in llvm_rows.KINDS + llvm_rows.BAR_KINDS + llvm_rows.DOT_KINDS + llvm_rows.SHORT_KINDS:
-            types = _ARGTYPES if k in llvm_rows.KINDS or k in llvm_rows.SHORT_KINDS else _BAR_ARGTYPES
+            types = _ARGTYPES if k in llvm_rows.KINDS or k in ("lseshort", "lserawshort") else _BAR_ARGTYPES
             _FUNCS[(k, dtype)] = llvm_jit.callable_at(addresses[llvm_rows.symbol(k, dtype)], types, keep)
         f = _FUNCS[(kind, dtype)]
     return f
@@ -260,7 +260,7 @@ def row_dot_log_softmax(z, y, axis=None, keepdims=False, backend="auto"):
     n, k, zs, ys = layout
     out = np.empty((n, 1) if keepdims else (n,), z.dtype)
     if n:
-        _function("xent", z.dtype)(ptr(z), ptr(y), 0, n, k, zs, ys, ptr(out))
+        _function("xentshort" if k <= llvm_rows.SHORT_K else "xent", z.dtype)(ptr(z), ptr(y), 0, n, k, zs, ys, ptr(out))
     return out
 
 

@@ -91,9 +91,11 @@ def test_every_row_of_every_block_of_logs_is_written(n, dtype, tol):
     rng = np.random.default_rng(n)
     wide = (rng.normal(size=(2 * n, 13)) * 4).astype(dtype)
     for x in (wide[:n, :10].copy(), wide[::2, :10], wide[:n, 3:]):
-        y = np.eye(x.shape[1], dtype=dtype)[rng.integers(0, x.shape[1], n)]
+        onehot = np.eye(x.shape[1], dtype=dtype)[rng.integers(0, x.shape[1], n)]
+        weights = rng.random((2 * n, 2 * x.shape[1])).astype(dtype)[::2, :x.shape[1]]     # strided rows
         for shift in ("max", "finite"):
             _same(rs.row_logsumexp(x, axis=1, shift=shift), rs.reference_logsumexp(x, 1, shift=shift), tol)
-        got = rs.row_dot_log_softmax(x, y, axis=1)
-        assert got.shape == (n,) and got.dtype == dtype
-        _same(got, rs.reference_dot_log_softmax(x, y, 1), tol)
+        for y in (onehot, weights):
+            got = rs.row_dot_log_softmax(x, y, axis=1)
+            assert got.shape == (n,) and got.dtype == dtype
+            _same(got, rs.reference_dot_log_softmax(x, y, 1), 10 * tol)

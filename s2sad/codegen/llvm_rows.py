@@ -47,7 +47,7 @@ KINDS = ("lse", "softmax", "logsoftmax", "lseraw", "logsoftmaxraw")
 BAR_KINDS = ("softmaxbar", "logsoftmaxbar", "lsebar")
 NORM_KINDS = llvm_rownorm.KINDS          # layer normalisation and its adjoint (llvm_rownorm)
 DOT_KINDS = ("xent", "xentbar")          # sum_j y log_softmax(a) and its adjoint (BAR_KINDS' signature)
-SHORT_KINDS = ("lseshort", "lserawshort")  # lse / lseraw for short rows (KINDS' signature): _short_lse_function
+SHORT_KINDS = ("lseshort", "lserawshort", "xentshort")  # lse, lseraw, xent for short rows: _short_function
 SHORT_K = 16                             # the longest row they take
 ALL_KINDS = KINDS + BAR_KINDS + NORM_KINDS + DOT_KINDS + SHORT_KINDS
 _INT = {"double": ("i64", 64), "float": ("i32", 32)}     # a float's bits as an integer
@@ -80,7 +80,7 @@ def rows_ir(dtype) -> str:
         parts.append(_bar_function(ty, dtype, kind, calls))
     parts += llvm_rownorm.norm_ir(ty, lambda kind: symbol(kind, dtype))
     parts += [_dot_function(ty, dtype, kind, calls) for kind in DOT_KINDS]
-    parts += [_short_lse_function(ty, dtype, kind, calls) for kind in SHORT_KINDS]
+    parts += [_short_function(ty, dtype, kind, calls) for kind in SHORT_KINDS]
     return "\n\n".join(parts) + "\n"
 
 
@@ -378,21 +378,24 @@ def _dot_function(ty: str, dtype, kind: str, calls: dict) -> str:
 # ---------------------------------------------------------------- short rows, across rows
 
 
-def _short_lse_function(ty: str, dtype, kind: str, calls: dict) -> str:
-    """lseshort / lserawshort: lse / lseraw computed FLUSH_ROWS rows at a time, column by
-    column: each step (the max keys, the shift, the exps summed in order, the log) a loop
-    across the block's rows over stack slots, which vectorises across rows (a row's
-    elements gathered), where a short row (SHORT_K elements at most) left the vector
-    lanes of a row loop mostly idle and each row waiting on its own reductions. Same
-    values as lse / lseraw to rounding (the sums in order)."""
+def _short_function(ty: str, dtype, kind: str, calls: dict) -> str:
+    """lseshort / lserawshort (KINDS' signature) and xentshort (DOT_KINDS'): lse / lseraw /
+    xent computed FLUSH_ROWS rows at a time, column by column: the block copied to
+    columns on the stack (y's too), then each step (the max keys, the shift, the exps
+    summed in order, the log) a loop across the block's rows over stack slots, which
+    vectorises across rows, where a short row (SHORT_K elements at most) left the vector
+    lanes of a row loop half idle and each row waiting on its own reductions. Same
+    values as lse / lseraw / xent to rounding (the sums in order)."""
     it, bits = _INT[ty]
     least = -(1 << (bits - 1))
     exp, log = calls["exp"], calls["log"]
     ids, meta = _short_row_loops(7000 + 20 * SHORT_KINDS.index(kind), 5)
+    xent = kind == "xentshort"
 
-    def element(tag: str) -> list[str]:       # a[r0 + r, j] from the block's columns: %tag.v
-        return [f"  %{tag}.co = mul i64 %{tag}.j, {FLUSH_ROWS}", f"  %{tag}.o = add i64 %{tag}.co, %{tag}r.j",
-                f"  %{tag}.p = getelementptr {ty}, ptr %cols, i64 %{tag}.o", f"  %{tag}.v = load {ty}, ptr %{tag}.p"]
+    def element(tag: str, cols: str = "cols", v: str = "v") -> list[str]:   # a[r0 + r, j] (or y's): %tag.v
+        return [f"  %{tag}.{v}o = mul i64 %{tag}.j, {FLUSH_ROWS}", f"  %{tag}.{v}i = add i64 %{tag}.{v}o, %{tag}r.j",
+                f"  %{tag}.{v}p = getelementptr {ty}, ptr %{cols}, i64 %{tag}.{v}i",
+                f"  %{tag}.{v} = load {ty}, ptr %{tag}.{v}p"]
 
     def rows(tag: str, body: list[str], loop_id: str) -> list[str]:
         return _pre(tag) + _loop(tag, "0", body, f"{tag}.done", bound="%cnt", loop_id=loop_id) + [f"{tag}.done:"]
@@ -402,24 +405,30 @@ def _short_lse_function(ty: str, dtype, kind: str, calls: dict) -> str:
                                         loop_id=loop_id) + [f"{tag}.latch:"]
         return _pre(tag) + _loop(tag, "0", inner, f"{tag}.done", latch=f"{tag}.latch") + [f"{tag}.done:"]
 
+    def copy(src: str, stride: str, cols: str) -> list[str]:
+        return [f"  %tp.{cols}.ro = mul i64 %tp.j, {stride}", f"  %tp.{cols}.o = add i64 %tp.{cols}.ro, %tpc.j",
+                f"  %tp.{cols}.p = getelementptr {ty}, ptr {src}, i64 %tp.{cols}.o",
+                f"  %tp.{cols}.v = load {ty}, ptr %tp.{cols}.p",
+                f"  %tp.{cols}.cp = getelementptr {ty}, ptr %{cols}, i64 %tp.c", f"  store {ty} %tp.{cols}.v, ptr %tp.{cols}.cp"]
+
     r_in, r_mc, r_sh, r_sc, r_ot = "%in.j", "%mcr.j", "%sh.j", "%scr.j", "%ot.j"
     # the block's rows copied to columns (cols[j][r]), so that the steps below read across rows contiguously
-    copy = _pre("tpc") + _loop("tpc", "0", [
-        "  %tp.ro = mul i64 %tp.j, %row_stride", "  %tp.o = add i64 %tp.ro, %tpc.j",
-        f"  %tp.p = getelementptr {ty}, ptr %blkp, i64 %tp.o", f"  %tp.v = load {ty}, ptr %tp.p",
+    inner = _pre("tpc") + _loop("tpc", "0", [
         f"  %tp.co = mul i64 %tpc.j, {FLUSH_ROWS}", "  %tp.c = add i64 %tp.co, %tp.j",
-        f"  %tp.cp = getelementptr {ty}, ptr %cols, i64 %tp.c", f"  store {ty} %tp.v, ptr %tp.cp"], "tp.latch") \
+        *copy("%blkp", "%a_stride", "cols"), *(copy("%blkq", "%b_stride", "ycols") if xent else [])], "tp.latch") \
         + ["tp.latch:"]
-    body = _pre("tp") + _loop("tp", "0", copy, "tp.done", bound="%cnt", latch="tp.latch") + ["tp.done:"]
+    body = _pre("tp") + _loop("tp", "0", inner, "tp.done", bound="%cnt", latch="tp.latch") + ["tp.done:"]
+    zero = [(b, "0.0") for b in ("sums", "ysums", "dots")] if xent else [("sums", "0.0")]
     body += rows("in", [_slot(it, "keys", r_in, "in.kp"), f"  store {it} {least}, ptr %in.kp",
-                       _slot("i32", "nans", r_in, "in.np"), "  store i32 0, ptr %in.np",
-                       _slot(ty, "sums", r_in, "in.sp"), f"  store {ty} 0.0, ptr %in.sp"], ids[0])
+                        _slot("i32", "nans", r_in, "in.np"), "  store i32 0, ptr %in.np"]
+                 + [line for b, v in zero for line in (_slot(ty, b, r_in, f"in.{b}"), f"  store {ty} {v}, ptr %in.{b}")],
+                 ids[0])
     body += columns("mc", [
         f"  %mc.isnan = fcmp uno {ty} %mc.v, 0.0", f"  %mc.b = bitcast {ty} %mc.v to {it}",
         *_order_key(it, bits, "%mc.b", "mc.k0"), f"  %mc.k = select i1 %mc.isnan, {it} {least}, {it} %mc.k0",
         _slot(it, "keys", r_mc, "mc.kp"), f"  %mc.old = load {it}, ptr %mc.kp",
         f"  %mc.new = call {it} @llvm.smax.{it}({it} %mc.old, {it} %mc.k)", f"  store {it} %mc.new, ptr %mc.kp",
-        _slot("i32", "nans", r_mc, "mc.np"), f"  %mc.n0 = load i32, ptr %mc.np", "  %mc.bit = zext i1 %mc.isnan to i32",
+        _slot("i32", "nans", r_mc, "mc.np"), "  %mc.n0 = load i32, ptr %mc.np", "  %mc.bit = zext i1 %mc.isnan to i32",
         "  %mc.n1 = or i32 %mc.n0, %mc.bit", "  store i32 %mc.n1, ptr %mc.np"], ids[1])
     finite = kind == "lseshort"
     body += rows("sh", [
@@ -429,21 +438,33 @@ def _short_lse_function(ty: str, dtype, kind: str, calls: dict) -> str:
         f"  %sh.d = fsub {ty} %sh.m, %sh.m", f"  %sh.fin = fcmp ord {ty} %sh.d, 0.0",
         f"  %sh.z = select i1 %sh.fin, {ty} %sh.m, {ty} 0.0" if finite else f"  %sh.z = fadd {ty} %sh.m, 0.0",
         _slot(ty, "shifts", r_sh, "sh.zp"), f"  store {ty} %sh.z, ptr %sh.zp"], ids[2])
+    ysum = [*element("sc", "ycols", "y"), _slot(ty, "ysums", r_sc, "sc.syp"), f"  %sc.sy = load {ty}, ptr %sc.syp",
+            f"  %sc.sy1 = fadd {ty} %sc.sy, %sc.y", f"  store {ty} %sc.sy1, ptr %sc.syp",
+            f"  %sc.yt = fmul {ty} %sc.y, %sc.t", _slot(ty, "dots", r_sc, "sc.dp"), f"  %sc.dt = load {ty}, ptr %sc.dp",
+            f"  %sc.dt1 = fadd {ty} %sc.dt, %sc.yt", f"  store {ty} %sc.dt1, ptr %sc.dp"] if xent else []
     body += columns("sc", [
         _slot(ty, "shifts", r_sc, "sc.zp"), f"  %sc.z = load {ty}, ptr %sc.zp", f"  %sc.t = fsub {ty} %sc.v, %sc.z",
         f"  %sc.e = call {ty} @{exp}({ty} %sc.t)", _slot(ty, "sums", r_sc, "sc.sp"), f"  %sc.s = load {ty}, ptr %sc.sp",
-        f"  %sc.s1 = fadd {ty} %sc.s, %sc.e", f"  store {ty} %sc.s1, ptr %sc.sp"], ids[3])
+        f"  %sc.s1 = fadd {ty} %sc.s, %sc.e", f"  store {ty} %sc.s1, ptr %sc.sp", *ysum], ids[3])
+    if xent:                 # sum y (a - m) - log(sum e) sum y
+        value = [_slot(ty, "ysums", r_ot, "ot.yp"), f"  %ot.sy = load {ty}, ptr %ot.yp",
+                 _slot(ty, "dots", r_ot, "ot.dp"), f"  %ot.dt = load {ty}, ptr %ot.dp",
+                 f"  %ot.ly = fmul {ty} %ot.l, %ot.sy", f"  %ot.res = fsub {ty} %ot.dt, %ot.ly"]
+    else:
+        value = [_slot(ty, "shifts", r_ot, "ot.zp"), f"  %ot.z = load {ty}, ptr %ot.zp",
+                 f"  %ot.res = fadd {ty} %ot.l, %ot.z"]
     body += rows("ot", [
-        _slot(ty, "sums", r_ot, "ot.sp"), f"  %ot.s = load {ty}, ptr %ot.sp", _slot(ty, "shifts", r_ot, "ot.zp"),
-        f"  %ot.z = load {ty}, ptr %ot.zp", f"  %ot.l = call {ty} @{log}({ty} %ot.s)", f"  %ot.res = fadd {ty} %ot.l, %ot.z",
-        "  %ot.r = add i64 %r0, %ot.j", f"  %ot.op = getelementptr {ty}, ptr %out, i64 %ot.r",
+        _slot(ty, "sums", r_ot, "ot.sp"), f"  %ot.s = load {ty}, ptr %ot.sp", f"  %ot.l = call {ty} @{log}({ty} %ot.s)",
+        *value, "  %ot.r = add i64 %r0, %ot.j", f"  %ot.op = getelementptr {ty}, ptr %out, i64 %ot.r",
         f"  store {ty} %ot.res, ptr %ot.op"], ids[4])
-    allocas = [f"  %{b} = alloca [{FLUSH_ROWS} x {t}]" for b, t in (("keys", it), ("nans", "i32"), ("sums", ty),
-                                                                    ("shifts", ty))]
-    allocas.append(f"  %cols = alloca [{FLUSH_ROWS * SHORT_K} x {ty}]")
+    slots = (("keys", it), ("nans", "i32"), ("sums", ty), ("shifts", ty)) + ((("ysums", ty), ("dots", ty)) if xent else ())
+    allocas = [f"  %{b} = alloca [{FLUSH_ROWS} x {t}]" for b, t in slots]
+    allocas += [f"  %{c} = alloca [{FLUSH_ROWS * SHORT_K} x {ty}]" for c in (("cols", "ycols") if xent else ("cols",))]
+    params = ("ptr noalias %A, ptr noalias %B, ptr noalias %C, i64 %n_rows, i64 %k, i64 %a_stride, i64 %b_stride"
+              if xent else "ptr noalias %A, i64 %n_rows, i64 %k, i64 %a_stride")
+    ybase = ["  %ybase = mul i64 %r0, %b_stride", f"  %blkq = getelementptr {ty}, ptr %B, i64 %ybase"] if xent else []
     return "\n".join([
-        f"define void @{symbol(kind, dtype)}(ptr noalias %A, i64 %n_rows, i64 %k, i64 %row_stride, "
-        f"ptr noalias %out) {{",
+        f"define void @{symbol(kind, dtype)}({params}, ptr noalias %out) {{",
         "entry:", *allocas, "  br label %blk",
         "blk:",
         "  %r0 = phi i64 [ 0, %entry ], [ %r0n, %ot.done ]",
@@ -453,8 +474,8 @@ def _short_lse_function(ty: str, dtype, kind: str, calls: dict) -> str:
         "  %left = sub i64 %n_rows, %r0",
         f"  %short = icmp slt i64 %left, {FLUSH_ROWS}",
         f"  %cnt = select i1 %short, i64 %left, i64 {FLUSH_ROWS}",
-        "  %base = mul i64 %r0, %row_stride",
-        f"  %blkp = getelementptr {ty}, ptr %A, i64 %base",
+        "  %base = mul i64 %r0, %a_stride",
+        f"  %blkp = getelementptr {ty}, ptr %A, i64 %base", *ybase,
         *body,
         f"  %r0n = add i64 %r0, {FLUSH_ROWS}",
         "  br label %blk",
