@@ -53,7 +53,8 @@ def _function(kind: str, dtype: np.dtype):
     f = _FUNCS.get((kind, dtype))
     if f is None:
         addresses, keep = llvm_jit.rows_code(dtype)
-        for k in llvm_rows.KINDS + llvm_rows.BAR_KINDS + llvm_rows.DOT_KINDS + llvm_rows.SHORT_KINDS:
+        for k in llvm_rows.KINDS + llvm_rows.BAR_KINDS + llvm_rows.DOT_KINDS + llvm_rows.SHORT_KINDS \
+                + llvm_rows.SHORT_BAR_KINDS:
             types = _ARGTYPES if k in llvm_rows.KINDS or k in ("lseshort", "lserawshort") else _BAR_ARGTYPES
             _FUNCS[(k, dtype)] = llvm_jit.callable_at(addresses[llvm_rows.symbol(k, dtype)], types, keep)
         f = _FUNCS[(kind, dtype)]
@@ -272,7 +273,7 @@ def row_dot_log_softmax_bar(i, g, z, y, axis=None, keepdims=False, backend="auto
         n, k, zs, ys = layout
         out = np.empty((n, k), z.dtype)
         if n:
-            _function("xentbar", z.dtype)(ptr(z), ptr(y), ptr(np.ascontiguousarray(g)), n, k, zs, ys, ptr(out))
+            _function("xentbarshort" if k <= llvm_rows.SHORT_K else "xentbar", z.dtype)(ptr(z), ptr(y), ptr(np.ascontiguousarray(g)), n, k, zs, ys, ptr(out))
         return out
     ge = g if keepdims else np.expand_dims(g, axis)
     logp = reference_log_softmax(z, axis, shift="max")

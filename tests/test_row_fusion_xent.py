@@ -95,7 +95,11 @@ def test_every_row_of_every_block_of_logs_is_written(n, dtype, tol):
         weights = rng.random((2 * n, 2 * x.shape[1])).astype(dtype)[::2, :x.shape[1]]     # strided rows
         for shift in ("max", "finite"):
             _same(rs.row_logsumexp(x, axis=1, shift=shift), rs.reference_logsumexp(x, 1, shift=shift), tol)
+        g = rng.normal(size=n).astype(dtype)
         for y in (onehot, weights):
             got = rs.row_dot_log_softmax(x, y, axis=1)
             assert got.shape == (n,) and got.dtype == dtype
             _same(got, rs.reference_dot_log_softmax(x, y, 1), 10 * tol)
+            bar = rs.row_dot_log_softmax_bar(0, g, x, y, axis=1)
+            assert bar.shape == x.shape and bar.dtype == dtype and bar.flags.c_contiguous
+            _same(bar, rs.row_dot_log_softmax_bar(0, g, x, y, axis=1, backend="python"), 10 * tol)

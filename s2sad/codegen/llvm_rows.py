@@ -48,8 +48,9 @@ BAR_KINDS = ("softmaxbar", "logsoftmaxbar", "lsebar")
 NORM_KINDS = llvm_rownorm.KINDS          # layer normalisation and its adjoint (llvm_rownorm)
 DOT_KINDS = ("xent", "xentbar")          # sum_j y log_softmax(a) and its adjoint (BAR_KINDS' signature)
 SHORT_KINDS = ("lseshort", "lserawshort", "xentshort")  # lse, lseraw, xent for short rows: _short_function
+SHORT_BAR_KINDS = ("xentbarshort",)    # xent's adjoint for short rows (BAR_KINDS' signature): _short_bar_function
 SHORT_K = 16                             # the longest row they take
-ALL_KINDS = KINDS + BAR_KINDS + NORM_KINDS + DOT_KINDS + SHORT_KINDS
+ALL_KINDS = KINDS + BAR_KINDS + NORM_KINDS + DOT_KINDS + SHORT_KINDS + SHORT_BAR_KINDS
 _INT = {"double": ("i64", 64), "float": ("i32", 32)}     # a float's bits as an integer
 FLUSH_ROWS = 64                          # rows whose logs are taken together (a power of 2)
 LOOP_HINTS = (("llvm.loop.interleave.count", "i32 1"), ("llvm.loop.vectorize.predicate.enable", "i1 true"), ("llvm.loop.vectorize.enable", "i1 true"))
@@ -81,6 +82,7 @@ def rows_ir(dtype) -> str:
     parts += llvm_rownorm.norm_ir(ty, lambda kind: symbol(kind, dtype))
     parts += [_dot_function(ty, dtype, kind, calls) for kind in DOT_KINDS]
     parts += [_short_function(ty, dtype, kind, calls) for kind in SHORT_KINDS]
+    parts += [_short_bar_function(ty, dtype, kind, calls) for kind in SHORT_BAR_KINDS]
     return "\n\n".join(parts) + "\n"
 
 
@@ -378,6 +380,65 @@ def _dot_function(ty: str, dtype, kind: str, calls: dict) -> str:
 # ---------------------------------------------------------------- short rows, across rows
 
 
+def _sh_element(ty: str, tag: str, cols: str = "cols", v: str = "v") -> list[str]:
+    """%tag.v: a[r0 + r, j] from the block's columns (r the inner loop's, j the outer's)."""
+    return [f"  %{tag}.{v}o = mul i64 %{tag}.j, {FLUSH_ROWS}", f"  %{tag}.{v}i = add i64 %{tag}.{v}o, %{tag}r.j",
+            f"  %{tag}.{v}p = getelementptr {ty}, ptr %{cols}, i64 %{tag}.{v}i",
+            f"  %{tag}.{v} = load {ty}, ptr %{tag}.{v}p"]
+
+
+def _sh_rows(tag: str, body: list[str], loop_id: str) -> list[str]:
+    """A loop across the block's rows (%tag.j)."""
+    return _pre(tag) + _loop(tag, "0", body, f"{tag}.done", bound="%cnt", loop_id=loop_id) + [f"{tag}.done:"]
+
+
+def _sh_columns(ty: str, tag: str, body: list[str], loop_id: str) -> list[str]:
+    """For each column j (%tag.j), a loop across the rows (%{tag}r.j) with its element %tag.v."""
+    inner = _pre(tag + "r") + _loop(tag + "r", "0", _sh_element(ty, tag) + body, f"{tag}.latch", bound="%cnt",
+                                    loop_id=loop_id) + [f"{tag}.latch:"]
+    return _pre(tag) + _loop(tag, "0", inner, f"{tag}.done", latch=f"{tag}.latch") + [f"{tag}.done:"]
+
+
+def _sh_copy(ty: str, src: str, stride: str, cols: str) -> list[str]:
+    """In the copy loop (row %tp.j, column %tpc.j, slot %tp.c): src's element into cols."""
+    return [f"  %tp.{cols}.ro = mul i64 %tp.j, {stride}", f"  %tp.{cols}.o = add i64 %tp.{cols}.ro, %tpc.j",
+            f"  %tp.{cols}.p = getelementptr {ty}, ptr {src}, i64 %tp.{cols}.o",
+            f"  %tp.{cols}.v = load {ty}, ptr %tp.{cols}.p",
+            f"  %tp.{cols}.cp = getelementptr {ty}, ptr %{cols}, i64 %tp.c", f"  store {ty} %tp.{cols}.v, ptr %tp.{cols}.cp"]
+
+
+def _sh_to_columns(copies: list[str]) -> list[str]:
+    """The copy loop over the block's rows and their k columns (slot %tp.c = j FLUSH_ROWS + r)."""
+    inner = _pre("tpc") + _loop("tpc", "0", [f"  %tp.co = mul i64 %tpc.j, {FLUSH_ROWS}", "  %tp.c = add i64 %tp.co, %tp.j",
+                                             *copies], "tp.latch") + ["tp.latch:"]
+    return _pre("tp") + _loop("tp", "0", inner, "tp.done", bound="%cnt", latch="tp.latch") + ["tp.done:"]
+
+
+def _sh_max_shift(ty: str, finite: bool, ids: list[str], init_id: str) -> list[str]:
+    """The block's rows' shifts into the slots `shifts`: each row's max (the integer keys
+    of _row_max, across rows, column by column), 0 where not finite if `finite`."""
+    it, bits = _INT[ty]
+    least = -(1 << (bits - 1))
+    rows, columns, r_mc, r_sh = _sh_rows, (lambda *a: _sh_columns(ty, *a)), "%mcr.j", "%sh.j"
+    body = rows("mi", [_slot(it, "keys", "%mi.j", "mi.kp"), f"  store {it} {least}, ptr %mi.kp",
+                       _slot("i32", "nans", "%mi.j", "mi.np"), "  store i32 0, ptr %mi.np"], init_id)
+    body += columns("mc", [
+        f"  %mc.isnan = fcmp uno {ty} %mc.v, 0.0", f"  %mc.b = bitcast {ty} %mc.v to {it}",
+        *_order_key(it, bits, "%mc.b", "mc.k0"), f"  %mc.k = select i1 %mc.isnan, {it} {least}, {it} %mc.k0",
+        _slot(it, "keys", r_mc, "mc.kp"), f"  %mc.old = load {it}, ptr %mc.kp",
+        f"  %mc.new = call {it} @llvm.smax.{it}({it} %mc.old, {it} %mc.k)", f"  store {it} %mc.new, ptr %mc.kp",
+        _slot("i32", "nans", r_mc, "mc.np"), "  %mc.n0 = load i32, ptr %mc.np", "  %mc.bit = zext i1 %mc.isnan to i32",
+        "  %mc.n1 = or i32 %mc.n0, %mc.bit", "  store i32 %mc.n1, ptr %mc.np"], ids[0])
+    body += rows("sh", [
+        _slot(it, "keys", r_sh, "sh.kp"), f"  %sh.key = load {it}, ptr %sh.kp", *_order_key(it, bits, "%sh.key", "sh.mb"),
+        f"  %sh.md = bitcast {it} %sh.mb to {ty}", _slot("i32", "nans", r_sh, "sh.np"), "  %sh.n = load i32, ptr %sh.np",
+        "  %sh.hasnan = icmp ne i32 %sh.n, 0", f"  %sh.m = select i1 %sh.hasnan, {ty} 0x7FF8000000000000, {ty} %sh.md",
+        f"  %sh.d = fsub {ty} %sh.m, %sh.m", f"  %sh.fin = fcmp ord {ty} %sh.d, 0.0",
+        f"  %sh.z = select i1 %sh.fin, {ty} %sh.m, {ty} 0.0" if finite else f"  %sh.z = fadd {ty} %sh.m, 0.0",
+        _slot(ty, "shifts", r_sh, "sh.zp"), f"  store {ty} %sh.z, ptr %sh.zp"], ids[1])
+    return body
+
+
 def _short_function(ty: str, dtype, kind: str, calls: dict) -> str:
     """lseshort / lserawshort (KINDS' signature) and xentshort (DOT_KINDS'): lse / lseraw /
     xent computed FLUSH_ROWS rows at a time, column by column: the block copied to
@@ -389,55 +450,17 @@ def _short_function(ty: str, dtype, kind: str, calls: dict) -> str:
     it, bits = _INT[ty]
     least = -(1 << (bits - 1))
     exp, log = calls["exp"], calls["log"]
-    ids, meta = _short_row_loops(7000 + 20 * SHORT_KINDS.index(kind), 5)
+    ids, meta = _short_row_loops(7000 + 20 * SHORT_KINDS.index(kind), 6)
     xent = kind == "xentshort"
-
-    def element(tag: str, cols: str = "cols", v: str = "v") -> list[str]:   # a[r0 + r, j] (or y's): %tag.v
-        return [f"  %{tag}.{v}o = mul i64 %{tag}.j, {FLUSH_ROWS}", f"  %{tag}.{v}i = add i64 %{tag}.{v}o, %{tag}r.j",
-                f"  %{tag}.{v}p = getelementptr {ty}, ptr %{cols}, i64 %{tag}.{v}i",
-                f"  %{tag}.{v} = load {ty}, ptr %{tag}.{v}p"]
-
-    def rows(tag: str, body: list[str], loop_id: str) -> list[str]:
-        return _pre(tag) + _loop(tag, "0", body, f"{tag}.done", bound="%cnt", loop_id=loop_id) + [f"{tag}.done:"]
-
-    def columns(tag: str, body: list[str], loop_id: str) -> list[str]:
-        inner = _pre(tag + "r") + _loop(tag + "r", "0", element(tag) + body, f"{tag}.latch", bound="%cnt",
-                                        loop_id=loop_id) + [f"{tag}.latch:"]
-        return _pre(tag) + _loop(tag, "0", inner, f"{tag}.done", latch=f"{tag}.latch") + [f"{tag}.done:"]
-
-    def copy(src: str, stride: str, cols: str) -> list[str]:
-        return [f"  %tp.{cols}.ro = mul i64 %tp.j, {stride}", f"  %tp.{cols}.o = add i64 %tp.{cols}.ro, %tpc.j",
-                f"  %tp.{cols}.p = getelementptr {ty}, ptr {src}, i64 %tp.{cols}.o",
-                f"  %tp.{cols}.v = load {ty}, ptr %tp.{cols}.p",
-                f"  %tp.{cols}.cp = getelementptr {ty}, ptr %{cols}, i64 %tp.c", f"  store {ty} %tp.{cols}.v, ptr %tp.{cols}.cp"]
-
-    r_in, r_mc, r_sh, r_sc, r_ot = "%in.j", "%mcr.j", "%sh.j", "%scr.j", "%ot.j"
+    element, rows, columns = (lambda *a: _sh_element(ty, *a)), _sh_rows, (lambda *a: _sh_columns(ty, *a))
+    copy = lambda *a: _sh_copy(ty, *a)    # noqa: E731
+    r_in, r_sc, r_ot = "%in.j", "%scr.j", "%ot.j"
     # the block's rows copied to columns (cols[j][r]), so that the steps below read across rows contiguously
-    inner = _pre("tpc") + _loop("tpc", "0", [
-        f"  %tp.co = mul i64 %tpc.j, {FLUSH_ROWS}", "  %tp.c = add i64 %tp.co, %tp.j",
-        *copy("%blkp", "%a_stride", "cols"), *(copy("%blkq", "%b_stride", "ycols") if xent else [])], "tp.latch") \
-        + ["tp.latch:"]
-    body = _pre("tp") + _loop("tp", "0", inner, "tp.done", bound="%cnt", latch="tp.latch") + ["tp.done:"]
+    body = _sh_to_columns(copy("%blkp", "%a_stride", "cols") + (copy("%blkq", "%b_stride", "ycols") if xent else []))
     zero = [(b, "0.0") for b in ("sums", "ysums", "dots")] if xent else [("sums", "0.0")]
-    body += rows("in", [_slot(it, "keys", r_in, "in.kp"), f"  store {it} {least}, ptr %in.kp",
-                        _slot("i32", "nans", r_in, "in.np"), "  store i32 0, ptr %in.np"]
-                 + [line for b, v in zero for line in (_slot(ty, b, r_in, f"in.{b}"), f"  store {ty} {v}, ptr %in.{b}")],
+    body += rows("in", [line for b, v in zero for line in (_slot(ty, b, r_in, f"in.{b}"), f"  store {ty} {v}, ptr %in.{b}")],
                  ids[0])
-    body += columns("mc", [
-        f"  %mc.isnan = fcmp uno {ty} %mc.v, 0.0", f"  %mc.b = bitcast {ty} %mc.v to {it}",
-        *_order_key(it, bits, "%mc.b", "mc.k0"), f"  %mc.k = select i1 %mc.isnan, {it} {least}, {it} %mc.k0",
-        _slot(it, "keys", r_mc, "mc.kp"), f"  %mc.old = load {it}, ptr %mc.kp",
-        f"  %mc.new = call {it} @llvm.smax.{it}({it} %mc.old, {it} %mc.k)", f"  store {it} %mc.new, ptr %mc.kp",
-        _slot("i32", "nans", r_mc, "mc.np"), "  %mc.n0 = load i32, ptr %mc.np", "  %mc.bit = zext i1 %mc.isnan to i32",
-        "  %mc.n1 = or i32 %mc.n0, %mc.bit", "  store i32 %mc.n1, ptr %mc.np"], ids[1])
-    finite = kind == "lseshort"
-    body += rows("sh", [
-        _slot(it, "keys", r_sh, "sh.kp"), f"  %sh.key = load {it}, ptr %sh.kp", *_order_key(it, bits, "%sh.key", "sh.mb"),
-        f"  %sh.md = bitcast {it} %sh.mb to {ty}", _slot("i32", "nans", r_sh, "sh.np"), "  %sh.n = load i32, ptr %sh.np",
-        "  %sh.hasnan = icmp ne i32 %sh.n, 0", f"  %sh.m = select i1 %sh.hasnan, {ty} 0x7FF8000000000000, {ty} %sh.md",
-        f"  %sh.d = fsub {ty} %sh.m, %sh.m", f"  %sh.fin = fcmp ord {ty} %sh.d, 0.0",
-        f"  %sh.z = select i1 %sh.fin, {ty} %sh.m, {ty} 0.0" if finite else f"  %sh.z = fadd {ty} %sh.m, 0.0",
-        _slot(ty, "shifts", r_sh, "sh.zp"), f"  store {ty} %sh.z, ptr %sh.zp"], ids[2])
+    body += _sh_max_shift(ty, kind == "lseshort", ids[1:3], ids[5])
     ysum = [*element("sc", "ycols", "y"), _slot(ty, "ysums", r_sc, "sc.syp"), f"  %sc.sy = load {ty}, ptr %sc.syp",
             f"  %sc.sy1 = fadd {ty} %sc.sy, %sc.y", f"  store {ty} %sc.sy1, ptr %sc.syp",
             f"  %sc.yt = fmul {ty} %sc.y, %sc.t", _slot(ty, "dots", r_sc, "sc.dp"), f"  %sc.dt = load {ty}, ptr %sc.dp",
@@ -468,6 +491,67 @@ def _short_function(ty: str, dtype, kind: str, calls: dict) -> str:
         "entry:", *allocas, "  br label %blk",
         "blk:",
         "  %r0 = phi i64 [ 0, %entry ], [ %r0n, %ot.done ]",
+        "  %blk.more = icmp slt i64 %r0, %n_rows",
+        "  br i1 %blk.more, label %blk.body, label %exit",
+        "blk.body:",
+        "  %left = sub i64 %n_rows, %r0",
+        f"  %short = icmp slt i64 %left, {FLUSH_ROWS}",
+        f"  %cnt = select i1 %short, i64 %left, i64 {FLUSH_ROWS}",
+        "  %base = mul i64 %r0, %a_stride",
+        f"  %blkp = getelementptr {ty}, ptr %A, i64 %base", *ybase,
+        *body,
+        f"  %r0n = add i64 %r0, {FLUSH_ROWS}",
+        "  br label %blk",
+        "exit:",
+        "  ret void",
+        "}", *meta])
+
+
+def _short_bar_function(ty: str, dtype, kind: str, calls: dict) -> str:
+    """xentbarshort: out = g_r (y - e sum y / sum e), e = exp(a - m_r), for short rows,
+    column by column as _short_function's, the block's result in columns on the stack
+    and copied to out's rows at the end. (lsebar's one exp an element gained nothing so.)"""
+    exp = calls["exp"]
+    ids, meta = _short_row_loops(7500 + 20 * SHORT_BAR_KINDS.index(kind), 7)
+    body = _sh_to_columns(_sh_copy(ty, "%blkp", "%a_stride", "cols") + _sh_copy(ty, "%blkq", "%b_stride", "ycols"))
+    row = "%ecr.j"
+    body += _sh_rows("in", [line for b in ("sums", "ysums")
+                            for line in (_slot(ty, b, "%in.j", f"in.{b}"), f"  store {ty} 0.0, ptr %in.{b}")], ids[0])
+    body += _sh_max_shift(ty, False, ids[1:3], ids[3])
+    body += _sh_columns(ty, "ec", [     # e into ocols, its sum and y's
+        _slot(ty, "shifts", row, "ec.zp"), f"  %ec.z = load {ty}, ptr %ec.zp", f"  %ec.t = fsub {ty} %ec.v, %ec.z",
+        f"  %ec.e = call {ty} @{exp}({ty} %ec.t)", f"  %ec.op = getelementptr {ty}, ptr %ocols, i64 %ec.vi",
+        f"  store {ty} %ec.e, ptr %ec.op", _slot(ty, "sums", row, "ec.sp"), f"  %ec.s = load {ty}, ptr %ec.sp",
+        f"  %ec.s1 = fadd {ty} %ec.s, %ec.e", f"  store {ty} %ec.s1, ptr %ec.sp", *_sh_element(ty, "ec", "ycols", "y"),
+        _slot(ty, "ysums", row, "ec.syp"), f"  %ec.sy = load {ty}, ptr %ec.syp", f"  %ec.sy1 = fadd {ty} %ec.sy, %ec.y",
+        f"  store {ty} %ec.sy1, ptr %ec.syp"], ids[4])
+    body += _sh_rows("q", [             # q = sum y / sum e into the slot of the sums
+        _slot(ty, "sums", "%q.j", "q.sp"), f"  %q.s = load {ty}, ptr %q.sp", _slot(ty, "ysums", "%q.j", "q.yp"),
+        f"  %q.sy = load {ty}, ptr %q.yp", f"  %q.q = fdiv {ty} %q.sy, %q.s", f"  store {ty} %q.q, ptr %q.sp"], ids[5])
+    term = [*_sh_element(ty, "oc", "ocols", "e"), *_sh_element(ty, "oc", "ycols", "y"),
+            _slot(ty, "sums", "%ocr.j", "oc.qp"), f"  %oc.q = load {ty}, ptr %oc.qp",
+            f"  %oc.es = fmul {ty} %oc.e, %oc.q", f"  %oc.d = fsub {ty} %oc.y, %oc.es"]
+    g = ["  %oc.gr = add i64 %r0, %ocr.j", f"  %oc.gp = getelementptr {ty}, ptr %C, i64 %oc.gr"]
+    body += _sh_columns(ty, "oc", [*term, *g, f"  %oc.g = load {ty}, ptr %oc.gp", f"  %oc.r = fmul {ty} %oc.g, %oc.d",
+                                   f"  %oc.op = getelementptr {ty}, ptr %ocols, i64 %oc.vi", f"  store {ty} %oc.r, ptr %oc.op"],
+                        ids[6])
+    # ocols back to out's rows (out C-contiguous, n_rows x k)
+    back = _pre("bkc") + _loop("bkc", "0", [
+        f"  %bk.co = mul i64 %bkc.j, {FLUSH_ROWS}", "  %bk.c = add i64 %bk.co, %bk.j",
+        f"  %bk.cp = getelementptr {ty}, ptr %ocols, i64 %bk.c", f"  %bk.v = load {ty}, ptr %bk.cp",
+        "  %bk.r = add i64 %r0, %bk.j", "  %bk.ro = mul i64 %bk.r, %k", "  %bk.o = add i64 %bk.ro, %bkc.j",
+        f"  %bk.op = getelementptr {ty}, ptr %out, i64 %bk.o", f"  store {ty} %bk.v, ptr %bk.op"], "bk.latch") + ["bk.latch:"]
+    body += _pre("bk") + _loop("bk", "0", back, "bk.done", bound="%cnt", latch="bk.latch") + ["bk.done:"]
+    slots = (("keys", _INT[ty][0]), ("nans", "i32"), ("sums", ty), ("ysums", ty), ("shifts", ty))
+    allocas = [f"  %{b} = alloca [{FLUSH_ROWS} x {t}]" for b, t in slots]
+    allocas += [f"  %{c} = alloca [{FLUSH_ROWS * SHORT_K} x {ty}]" for c in ("cols", "ycols", "ocols")]
+    ybase = ["  %ybase = mul i64 %r0, %b_stride", f"  %blkq = getelementptr {ty}, ptr %B, i64 %ybase"]
+    return "\n".join([
+        f"define void @{symbol(kind, dtype)}(ptr noalias %A, ptr noalias %B, ptr noalias %C, i64 %n_rows, i64 %k, "
+        "i64 %a_stride, i64 %b_stride, ptr noalias %out) {",
+        "entry:", *allocas, "  br label %blk",
+        "blk:",
+        "  %r0 = phi i64 [ 0, %entry ], [ %r0n, %bk.done ]",
         "  %blk.more = icmp slt i64 %r0, %n_rows",
         "  br i1 %blk.more, label %blk.body, label %exit",
         "blk.body:",
