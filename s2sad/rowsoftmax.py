@@ -53,8 +53,9 @@ def _function(kind: str, dtype: np.dtype):
     f = _FUNCS.get((kind, dtype))
     if f is None:
         addresses, keep = llvm_jit.rows_code(dtype)
-        for k in llvm_rows.KINDS + llvm_rows.BAR_KINDS + llvm_rows.DOT_KINDS:
-            types = _ARGTYPES if k in llvm_rows.KINDS else _BAR_ARGTYPES
+        for k in llvm_rows.KINDS + llvm_rows.BAR_KINDS + llvm_rows.DOT_KINDS + llvm_rows.SHORT_KINDS \
+                + llvm_rows.SHORT_BAR_KINDS:
+            types = _ARGTYPES if k in llvm_rows.KINDS or k in ("lseshort", "lserawshort") else _BAR_ARGTYPES
             _FUNCS[(k, dtype)] = llvm_jit.callable_at(addresses[llvm_rows.symbol(k, dtype)], types, keep)
         f = _FUNCS[(kind, dtype)]
     return f
@@ -150,8 +151,9 @@ def row_logsumexp(a, axis=None, keepdims=False, shift="finite", backend="auto"):
         if shift == "max":
             return reference_logsumexp(a, axis, keepdims, shift)
         return _scipy("logsumexp")(a, axis=axis, keepdims=keepdims)
-    n = layout[0]
-    return _run("lse" if shift == "finite" else "lseraw", a, layout, (n, 1) if keepdims else (n,))
+    n, k = layout[0], layout[1]
+    kind = ("lse" if shift == "finite" else "lseraw") + ("short" if k <= llvm_rows.SHORT_K else "")
+    return _run(kind, a, layout, (n, 1) if keepdims else (n,))
 
 
 def row_softmax(x, axis=None, shift="finite", backend="auto"):
@@ -259,7 +261,7 @@ def row_dot_log_softmax(z, y, axis=None, keepdims=False, backend="auto"):
     n, k, zs, ys = layout
     out = np.empty((n, 1) if keepdims else (n,), z.dtype)
     if n:
-        _function("xent", z.dtype)(ptr(z), ptr(y), 0, n, k, zs, ys, ptr(out))
+        _function("xentshort" if k <= llvm_rows.SHORT_K else "xent", z.dtype)(ptr(z), ptr(y), 0, n, k, zs, ys, ptr(out))
     return out
 
 
@@ -271,7 +273,7 @@ def row_dot_log_softmax_bar(i, g, z, y, axis=None, keepdims=False, backend="auto
         n, k, zs, ys = layout
         out = np.empty((n, k), z.dtype)
         if n:
-            _function("xentbar", z.dtype)(ptr(z), ptr(y), ptr(np.ascontiguousarray(g)), n, k, zs, ys, ptr(out))
+            _function("xentbarshort" if k <= llvm_rows.SHORT_K else "xentbar", z.dtype)(ptr(z), ptr(y), ptr(np.ascontiguousarray(g)), n, k, zs, ys, ptr(out))
         return out
     ge = g if keepdims else np.expand_dims(g, axis)
     logp = reference_log_softmax(z, axis, shift="max")
