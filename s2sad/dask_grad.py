@@ -47,6 +47,7 @@ from .marks import location_of_function
 from .frontend import location_of
 from .passes.rowsplit import RowSplitRefusal, row_split
 from .plans import compiled
+from .threads import one_thread
 from .passes.rowcolumns import Column
 
 def is_dask(a: Any) -> bool:
@@ -168,7 +169,8 @@ class BlockTask:
         d = Derivative(self.fun, self.argnums, self.backend, "value_and_grad", self.mode)
         token = mempool.enter(blocks)     # a block's gradient from the pool: warm on the next call
         try:
-            value, grads = d(*blocks)
+            with one_thread():            # dask runs a task per core: the parallelism is its
+                value, grads = d(*blocks)
         finally:
             mempool.leave(token)
         if self.weight != 1.0:
@@ -475,7 +477,8 @@ class BlockApply:
         self.apply, self.f, self.backend = apply, f, backend
 
     def __call__(self, *blocks):
-        return self.apply(self.f, *blocks, backend=self.backend)
+        with one_thread():                # dask runs a task per core (see BlockTask)
+            return self.apply(self.f, *blocks, backend=self.backend)
 
 
 def broadcast(apply: Callable, f: Callable, args, backend):

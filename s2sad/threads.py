@@ -18,6 +18,7 @@ Invariants:
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import warnings
@@ -82,10 +83,30 @@ def num_threads() -> int:
     return n
 
 
+_LOCAL = threading.local()
+
+
+@contextlib.contextmanager
+def one_thread():
+    """Calls made inside run on the calling thread alone, nothing timed: for a caller that is
+    itself one of several threads sharing the cores (dask's threaded scheduler runs a task
+    per core; each task splitting its call across the cores again ran four threads on two,
+    and their timings misled the choosers)."""
+    before = getattr(_LOCAL, "forced", None)
+    _LOCAL.forced = 1
+    try:
+        yield
+    finally:
+        _LOCAL.forced = before
+
+
 def forced_threads() -> int | None:
-    """The count S2SAD_NUM_THREADS forces (as num_threads reads it, bad values warned
-    about and replaced), or None when it is unset or empty: the count is then chosen
+    """The count `one_thread` or S2SAD_NUM_THREADS forces (as num_threads reads it, bad
+    values warned about and replaced), or None when neither does: the count is then chosen
     per kernel by timing (threadchoice.py)."""
+    local = getattr(_LOCAL, "forced", None)
+    if local is not None:
+        return local
     if not os.environ.get(ENV):
         return None
     return num_threads()

@@ -167,3 +167,26 @@ def test_default_honours_omp_num_threads_and_the_cpu_affinity():
     assert _default_in_child({"OMP_NUM_THREADS": "junk"})[0] == cores
     assert _default_in_child({}, "import os; os.sched_setaffinity(0, {min(os.sched_getaffinity(0))}); ") \
         == (1, threads.MAX_PER_CORE)
+
+
+def test_one_thread_forces_one_on_this_thread_only(monkeypatch):
+    """threads.one_thread (dask's block tasks run inside it): the calls it wraps are forced to
+    one thread and not timed, on the calling thread only; outside it, the environment rules."""
+    import threading as th
+
+    monkeypatch.delenv(threads.ENV, raising=False)
+    assert threads.forced_threads() is None
+    seen = {}
+    with threads.one_thread():
+        assert threads.forced_threads() == 1
+        other = th.Thread(target=lambda: seen.setdefault("other", threads.forced_threads()))
+        other.start()
+        other.join()
+        with threads.one_thread():
+            assert threads.forced_threads() == 1
+        assert threads.forced_threads() == 1
+    assert seen["other"] is None and threads.forced_threads() is None
+    monkeypatch.setenv(threads.ENV, "2")
+    with threads.one_thread():
+        assert threads.forced_threads() == 1
+    assert threads.forced_threads() == 2
