@@ -44,6 +44,7 @@ class Derivative:
     _plan = None
     _chosen = None          # backends.choose(backend), on the first call (see `chosen`)
     hot = staticmethod(decline)     # see _hot_path
+    leaf_hot = staticmethod(decline)    # an array program's hot path on the leaves (treefast's container calls)
     layout = None           # the plan's layout (passes/containers.py): set for leaf calls (treecalls)
     reader = None           # treefast.Reader: the hot path takes a container call's arguments (treecalls)
     trees = None            # treecalls.TreeCalls, made at the first call with containers
@@ -70,7 +71,7 @@ class Derivative:
         c = compiled(self.fun, self.layout)
         if c is not self._plan:  # planned (again): generated code and call state follow
             self._plan, self._impl, self._text, self._fast, self.hot = c, None, None, None, decline
-            self._array_impl = None
+            self._array_impl, self.leaf_hot = None, decline
         return c
 
     @deeply
@@ -231,7 +232,7 @@ class Derivative:
         free = c.free_values()
         res = fn(*args, **free) if free else fn(*args)
         if self.hot is decline:     # the next calls: the hot path first
-            self.hot = self._array_hot_path(c, fn, argnums)
+            self.hot = self.leaf_hot = self._array_hot_path(c, fn, argnums)
         if self.grad_only:
             value, grads = None, res
         else:

@@ -329,10 +329,10 @@ class TreeCalls:
         self._last = fast
         if d.hot is decline or getattr(d.hot, "tree_fast", False):
             hot = sub.hot
-            if hot is not decline:
+            if hot is not decline and hot is not sub.leaf_hot:    # it reads the containers itself
                 hot.tree_fast = True
                 d.hot = hot
-            else:
+            else:           # an array program's hot path takes the leaves: the fast call reads them
                 d.hot = fast
 
     def _sub(self, key: tuple, flat: Flat, args: Sequence[Any]) -> tuple:

@@ -171,8 +171,13 @@ def _maker(rd: Reader, grad_only: bool) -> Callable:
                           for v in rd.names)
     body = list(rd.prologue) + [
         f"if not ({checks}): return NotImplemented",     # the layout's leaves, as flatten_call reads them
-        f"r = SUB({rd.leaves})",
-        "g = r[1]" if grad_only else "v, g = r"]
+        # an array program's hot path on the leaves first (the one its positional calls take)
+        f"r = SUB.leaf_hot({rd.leaves})",
+        "if r is NotImplemented:",
+        f"    r = SUB({rd.leaves})",
+        "    g = r[1]" if grad_only else "    v, g = r",
+        "else:",
+        "    g = r" if grad_only else "    v, g = r"]
     result = rd.result([f"g[{k}]" for k in range(len(rd.leaf_nums))])
     body.append(f"return {result}" if grad_only else f"return v, {result}")
     source = "def make(SUB):\n    def fast(*args):\n" + "".join(f"        {line}\n" for line in body) \

@@ -235,3 +235,42 @@ def test_new_grad_object_per_step_reuses_generated_code(backend):
         g(p, XV)
         g(p, XV)
     assert (len(treefast._READERS), len(treefast._MAKERS)) == before
+
+
+def _dict_mlp(p, X):
+    return np.mean(np.tanh(X @ p["W1"] + p["b1"]) @ p["w2"])
+
+
+def _pos_mlp(W1, b1, w2, X):
+    return np.mean(np.tanh(X @ W1 + b1) @ w2)
+
+
+@pytest.mark.parametrize("what", ["grad", "value_and_grad"])
+def test_a_container_call_of_an_array_program_takes_its_hot_path(monkeypatch, what):
+    """A dict of parameters into an array program: after the first calls, the container's
+    fast call hands the leaves to the array program's hot path (the one its positional
+    calls take), not to the full path; same bits as the positional gradient."""
+    from s2sad import derivative
+
+    rng = np.random.default_rng(4)
+    p = {"W1": rng.normal(size=(6, 5)), "b1": rng.normal(size=5), "w2": rng.normal(size=5)}
+    X = rng.normal(size=(20, 6))
+    gd = getattr(s2sad, what)(_dict_mlp)
+    gp = getattr(s2sad, what)(_pos_mlp, argnums=(0, 1, 2))
+    for _ in range(3):
+        got, want = gd(p, X), gp(p["W1"], p["b1"], p["w2"], X)
+    full = []
+    real = derivative.Derivative._array_call
+    monkeypatch.setattr(derivative.Derivative, "_array_call", lambda self, c, a: full.append(1) or real(self, c, a))
+    got = gd(p, X)
+    assert not full
+    grads, want_grads = (got, want) if what == "grad" else (got[1], want[1])
+    if what == "value_and_grad":
+        assert got[0] == want[0]
+    for k, w in zip(("W1", "b1", "w2"), want_grads):
+        np.testing.assert_array_equal(grads[k], w)
+    p2 = dict(p, b1=rng.normal(size=5))             # new values, same layout: still right
+    g2 = gd(p2, X)
+    want2 = gp(p2["W1"], p2["b1"], p2["w2"], X)
+    for k, w in zip(("W1", "b1", "w2"), want2 if what == "grad" else want2[1]):
+        np.testing.assert_array_equal((g2 if what == "grad" else g2[1])[k], w)
