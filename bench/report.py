@@ -265,6 +265,10 @@ def markdown(rows, errors, missing, info, extra) -> str:
     L.extend(dask_bench.markdown(rows))
     import pool_bench
     L.extend(pool_bench.markdown(rows))
+    import containers
+    L.extend(containers.markdown(rows))
+    import rows as row_elements
+    L.extend(row_elements.markdown(rows))
 
     # ---------------------------------------------------------------- higher order (issue 14)
     import higher

@@ -652,6 +652,8 @@ def run_all(args, env: dict) -> int:
     default_vs_one = thread_bench.run_default_vs_one(rows, args.quick, measure_block, stats, timing_row, log)
     dask_bench.run_dask(rows, errors, args.quick, log)
     pool_bench.run_pool(rows, errors, args.quick, log)
+    containers.run_containers(rows, errors, args.quick, measure_block, timing_row, log)
+    row_elements.run_rows(rows, errors, args.quick, measure_block, timing_row, log)
     for r in rows:
         r.setdefault("env", env["name"])
     pinned = None if PINNED or args.no_pinned_table else run_pinned_table(args)
