@@ -254,8 +254,8 @@ def test_prod_through_its_own_second_order_rule(backend, zeros):
 
 
 def test_a_primitive_without_a_second_order_rule_is_refused_naming_the_level(monkeypatch):
-    from s2sad.passes import hvp_sweep
-    monkeypatch.delitem(hvp_sweep.SECOND_ORDER, "max")
+    from s2sad.passes import hvp_reverse
+    monkeypatch.delitem(hvp_reverse.SECOND_ORDER, "max")
     with pytest.raises(s2sad.UnsupportedOperationError) as err:
         s2sad.jvp(s2sad.grad(lambda x: np.max(x @ np.ones((2, 2)))), (np.ones(2),), (np.ones(2),))
     e = err.value

@@ -20,7 +20,7 @@ tuple of argnums and for value_and_grad: one `item` statement per entry (`output
 whose adjoints reach the VJP as a linalg_base.Parts (None: no adjoint).
 
 Forward over reverse through it (a third derivative) has no `second`: refused, located
-(hvp_sweep's SECOND_ORDER does not list it).
+(hvp_reverse's SECOND_ORDER does not list it).
 """
 from __future__ import annotations
 

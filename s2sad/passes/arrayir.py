@@ -124,6 +124,11 @@ class StmtFacts:
     grads_only: Callable | None = None              # live -> its line when its value is not needed
     scalar_reads: set | None = None                 # a scalar dual: what its partials read
     live_after: set | None = None                   # names read after it (grad variant)
+    # forward over reverse (hvp_sweep): a kernel's kept (operand, partial, partial's tangent);
+    # a matmul run in the pass of the kernel it reads (its ArrayStmt), and the name of their values
+    tangent_partials: list | None = None
+    column_kernel: Any = None
+    pair_values: str | None = None
 
 
 @dataclass
@@ -132,6 +137,7 @@ class LoopFacts:
     tape: str | None = None                          # its tape's name (None: nothing is taped)
     body_defined: set = field(default_factory=set)   # names its body defines
     tape_names: list = field(default_factory=list)   # names each iteration pushes
+    tape_lines: tuple | None = None                  # hvp_sweep: its tape's (init, push) lines
 
 
 @dataclass
