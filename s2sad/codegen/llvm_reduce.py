@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .llvm_rowloop import row_loop
+
 _TYPES = {np.dtype(np.float64): ("double", "f64"), np.dtype(np.float32): ("float", "f32")}
 ROW_OPS = ("sum", "max", "min")
 BLOCK = 128          # numpy's PW_BLOCKSIZE
@@ -116,26 +118,10 @@ def _pairwise(ty: str) -> str:
 def _row_loop(ty: str, name: str, body: list[str], result: str) -> str:
     """define @name(A, n_rows, k, row_stride, out): for each row, `body` (with %row, the
     row's pointer, and %k) computes `result`, stored in out[row]."""
-    return "\n".join([
-        f"define void @{name}(ptr %A, i64 %n_rows, i64 %k, i64 %row_stride, ptr %out) {{",
-        "entry:",
-        "  br label %rows",
-        "rows:",
-        "  %ri = phi i64 [ 0, %entry ], [ %ri.next, %row.done ]",
-        "  %rows.more = icmp slt i64 %ri, %n_rows",
-        "  br i1 %rows.more, label %row.start, label %exit",
-        "row.start:",
-        "  %ro = mul i64 %ri, %row_stride",
-        f"  %row = getelementptr {ty}, ptr %A, i64 %ro",
-        *body,
-        "row.done:",
-        f"  %op = getelementptr {ty}, ptr %out, i64 %ri",
-        f"  store {ty} {result}, ptr %op",
-        "  %ri.next = add i64 %ri, 1",
-        "  br label %rows",
-        "exit:",
-        "  ret void",
-        "}"])
+    done = ["row.done:", f"  %op = getelementptr {ty}, ptr %out, i64 %ri", f"  store {ty} {result}, ptr %op",
+            "  %ri.next = add i64 %ri, 1", "  br label %rows"]
+    return row_loop(f"define void @{name}(ptr %A, i64 %n_rows, i64 %k, i64 %row_stride, ptr %out) {{", ty,
+                    [("row", "A", "%row_stride")], body, done=done)
 
 
 def _rows_sum(ty: str, dtype) -> str:

@@ -20,6 +20,8 @@ divides by sqrt(v + eps) where this multiplies by its reciprocal: one more round
 """
 from __future__ import annotations
 
+from .llvm_rowloop import row_loop
+
 KINDS = ("ln", "lnbar")
 
 
@@ -65,25 +67,9 @@ def _forward(ty: str, name: str) -> str:
     body += _loop("o", [*_load(ty, "o", "row", "v"), f"  %o.c = fsub {ty} %o.v, %mu", f"  %o.r = fmul {ty} %o.c, %rs",
                         "  %o.op = getelementptr {ty}, ptr %orow, i64 %o.j".format(ty=ty),
                         f"  store {ty} %o.r, ptr %o.op"], "row.done")
-    return "\n".join([
-        f"define void @{name}(ptr noalias %A, i64 %n_rows, i64 %k, i64 %row_stride, double %eps, ptr noalias %out) {{",
-        "entry:", *_eps(ty), "  br label %rows",
-        "rows:",
-        "  %ri = phi i64 [ 0, %entry ], [ %ri.next, %row.done ]",
-        "  %rows.more = icmp slt i64 %ri, %n_rows",
-        "  br i1 %rows.more, label %row.start, label %exit",
-        "row.start:",
-        "  %ro = mul i64 %ri, %row_stride",
-        f"  %row = getelementptr {ty}, ptr %A, i64 %ro",
-        "  %oo = mul i64 %ri, %k",
-        f"  %orow = getelementptr {ty}, ptr %out, i64 %oo",
-        *body,
-        "row.done:",
-        "  %ri.next = add i64 %ri, 1",
-        "  br label %rows",
-        "exit:",
-        "  ret void",
-        "}"])
+    return row_loop(f"define void @{name}(ptr noalias %A, i64 %n_rows, i64 %k, i64 %row_stride, double %eps, "
+                    f"ptr noalias %out) {{", ty, [("row", "A", "%row_stride"), ("orow", "out", "%k")], body,
+                    entry=_eps(ty))
 
 
 def _adjoint(ty: str, name: str) -> str:
@@ -100,28 +86,10 @@ def _adjoint(ty: str, name: str) -> str:
                         f"  %o.t3 = fsub {ty} %o.t1, %o.t2", f"  %o.r = fmul {ty} %o.t3, %rs",
                         f"  %o.op = getelementptr {ty}, ptr %orow, i64 %o.j", f"  store {ty} %o.r, ptr %o.op"],
                   "row.done")
-    return "\n".join([
-        f"define void @{name}(ptr noalias %G, ptr noalias %A, i64 %n_rows, i64 %k, i64 %g_stride, i64 %a_stride, "
-        f"double %eps, ptr noalias %out) {{",
-        "entry:", *_eps(ty), "  br label %rows",
-        "rows:",
-        "  %ri = phi i64 [ 0, %entry ], [ %ri.next, %row.done ]",
-        "  %rows.more = icmp slt i64 %ri, %n_rows",
-        "  br i1 %rows.more, label %row.start, label %exit",
-        "row.start:",
-        "  %go = mul i64 %ri, %g_stride",
-        f"  %grow = getelementptr {ty}, ptr %G, i64 %go",
-        "  %ao = mul i64 %ri, %a_stride",
-        f"  %arow = getelementptr {ty}, ptr %A, i64 %ao",
-        "  %oo = mul i64 %ri, %k",
-        f"  %orow = getelementptr {ty}, ptr %out, i64 %oo",
-        *body,
-        "row.done:",
-        "  %ri.next = add i64 %ri, 1",
-        "  br label %rows",
-        "exit:",
-        "  ret void",
-        "}"])
+    return row_loop(f"define void @{name}(ptr noalias %G, ptr noalias %A, i64 %n_rows, i64 %k, i64 %g_stride, "
+                    f"i64 %a_stride, double %eps, ptr noalias %out) {{", ty,
+                    [("grow", "G", "%g_stride"), ("arow", "A", "%a_stride"), ("orow", "out", "%k")], body,
+                    entry=_eps(ty))
 
 
 def norm_ir(ty: str, symbol) -> list[str]:

@@ -41,6 +41,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import llvm_rownorm, vecmath
+from .llvm_rowloop import row_loop
 
 _TYPES = {np.dtype(np.float64): ("double", "f64"), np.dtype(np.float32): ("float", "f32")}
 KINDS = ("lse", "softmax", "logsoftmax", "lseraw", "logsoftmaxraw")
@@ -146,6 +147,15 @@ def _slot(ty: str, buf: str, index: str, name: str) -> str:
     return f"  %{name} = getelementptr {ty}, ptr %{buf}, i64 {index}"
 
 
+AB_ROWS = [("arow", "A", "%a_stride"), ("brow", "B", "%b_stride"), ("orow", "out", "%k")]
+
+
+def _ab_define(name: str) -> str:
+    """The signature of a kernel reading rows of A and B (and C by row) into rows of out."""
+    return (f"define void @{name}(ptr noalias %A, ptr noalias %B, ptr noalias %C, i64 %n_rows, i64 %k, "
+            f"i64 %a_stride, i64 %b_stride, ptr noalias %out) {{")
+
+
 def _pre(tag: str) -> list[str]:
     return [f"  br label %{tag}.pre", f"{tag}.pre:"]
 
@@ -207,26 +217,9 @@ def _row_function(ty: str, dtype, kind: str, calls: dict) -> str:
             f"  %lg.o = getelementptr {ty}, ptr %orow, i64 %lg.j",
             f"  store {ty} %lg.r, ptr %lg.o"], "row.done")
     entry, done = _row_end(flush, ty, ("shifts",))
-    return "\n".join([
-        f"define void @{name}(ptr noalias %A, i64 %n_rows, i64 %k, i64 %row_stride, "
-        f"ptr noalias %out) {{",
-        "entry:",
-        *entry,
-        "  br label %rows",
-        "rows:",
-        "  %ri = phi i64 [ 0, %entry ], [ %ri.next, %row.next ]",
-        "  %rows.more = icmp slt i64 %ri, %n_rows",
-        "  br i1 %rows.more, label %row.start, label %exit",
-        "row.start:",
-        "  %ro = mul i64 %ri, %row_stride",
-        f"  %row = getelementptr {ty}, ptr %A, i64 %ro",
-        "  %oo = mul i64 %ri, %k",
-        f"  %orow = getelementptr {ty}, ptr %out, i64 %oo",
-        *body,
-        *done,
-        "exit:",
-        "  ret void",
-        "}", *meta])
+    return row_loop(f"define void @{name}(ptr noalias %A, i64 %n_rows, i64 %k, i64 %row_stride, ptr noalias %out) {{",
+                    ty, [("row", "A", "%row_stride"), ("orow", "out", "%k")], body, entry=entry, done=done,
+                    back="row.next", meta=meta)
 
 
 def _bar_function(ty: str, dtype, kind: str, calls: dict) -> str:
@@ -258,29 +251,7 @@ def _bar_function(ty: str, dtype, kind: str, calls: dict) -> str:
             f"  %o.ap = getelementptr {ty}, ptr %arow, i64 %o.j", f"  %o.a = load {ty}, ptr %o.ap",
             f"  %o.bp = getelementptr {ty}, ptr %brow, i64 %o.j", f"  %o.b = load {ty}, ptr %o.bp", *out,
             f"  %o.op = getelementptr {ty}, ptr %orow, i64 %o.j", f"  store {ty} %o.r, ptr %o.op"], "row.done")
-    return "\n".join([
-        f"define void @{symbol(kind, dtype)}(ptr noalias %A, ptr noalias %B, ptr noalias %C, i64 %n_rows, i64 %k, "
-        f"i64 %a_stride, i64 %b_stride, ptr noalias %out) {{",
-        "entry:",
-        "  br label %rows",
-        "rows:",
-        "  %ri = phi i64 [ 0, %entry ], [ %ri.next, %row.done ]",
-        "  %rows.more = icmp slt i64 %ri, %n_rows",
-        "  br i1 %rows.more, label %row.start, label %exit",
-        "row.start:",
-        "  %ao = mul i64 %ri, %a_stride",
-        f"  %arow = getelementptr {ty}, ptr %A, i64 %ao",
-        "  %bo = mul i64 %ri, %b_stride",
-        f"  %brow = getelementptr {ty}, ptr %B, i64 %bo",
-        "  %oo = mul i64 %ri, %k",
-        f"  %orow = getelementptr {ty}, ptr %out, i64 %oo",
-        *body,
-        "row.done:",
-        "  %ri.next = add i64 %ri, 1",
-        "  br label %rows",
-        "exit:",
-        "  ret void",
-        "}", *meta])
+    return row_loop(_ab_define(symbol(kind, dtype)), ty, AB_ROWS, body, meta=meta)
 
 
 def _row_max(ty: str, row: str = "%arow", loop_id: str = "") -> list[str]:
@@ -353,28 +324,8 @@ def _dot_function(ty: str, dtype, kind: str, calls: dict) -> str:
             f"  %o.es = fmul {ty} %o.e, %q", f"  %o.d = fsub {ty} %o.y, %o.es", f"  %o.r = fmul {ty} %gr, %o.d",
             f"  store {ty} %o.r, ptr %o.op"], "row.done", loop_id=ids[1])
     entry, done = _row_end(flush, ty, ("sums", "ysums"))
-    return "\n".join([
-        f"define void @{symbol(kind, dtype)}(ptr noalias %A, ptr noalias %B, ptr noalias %C, i64 %n_rows, i64 %k, "
-        f"i64 %a_stride, i64 %b_stride, ptr noalias %out) {{",
-        "entry:",
-        *entry,
-        "  br label %rows",
-        "rows:",
-        "  %ri = phi i64 [ 0, %entry ], [ %ri.next, %row.next ]",
-        "  %rows.more = icmp slt i64 %ri, %n_rows",
-        "  br i1 %rows.more, label %row.start, label %exit",
-        "row.start:",
-        "  %ao = mul i64 %ri, %a_stride",
-        f"  %arow = getelementptr {ty}, ptr %A, i64 %ao",
-        "  %bo = mul i64 %ri, %b_stride",
-        f"  %brow = getelementptr {ty}, ptr %B, i64 %bo",
-        "  %oo = mul i64 %ri, %k",
-        f"  %orow = getelementptr {ty}, ptr %out, i64 %oo",
-        *body,
-        *done,
-        "exit:",
-        "  ret void",
-        "}", *meta])
+    return row_loop(_ab_define(symbol(kind, dtype)), ty, AB_ROWS, body, entry=entry, done=done, back="row.next",
+                    meta=meta)
 
 
 # ---------------------------------------------------------------- short rows, across rows

@@ -1,0 +1,42 @@
+"""The loop over rows that each row kernel's LLVM function is (llvm_rows, llvm_rownorm,
+llvm_reduce), written once, so that a kernel writes only what it does with a row.
+
+    define ...                     `define`, the function's signature line
+    entry:     `entry`; br rows
+    rows:      %ri = phi [ 0, entry ], [ %ri.next, `back` ]; to exit once %ri = %n_rows
+    row.start: per (name, base, stride) of `rows`: %<n>o = %ri * stride and %name, the
+               row's pointer into base (<n>: name's first letter: %ro/%row, %oo/%orow)
+               `body`, which ends by branching to the block `done` opens
+    `done`:    default: row.done: %ri.next = %ri + 1; br rows
+    exit:      ret void
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+STEP = ["row.done:", "  %ri.next = add i64 %ri, 1", "  br label %rows"]
+
+
+def row_loop(define: str, ty: str, rows: Sequence[tuple[str, str, str]], body: Sequence[str], *,
+             entry: Sequence[str] = (), done: Sequence[str] = STEP, back: str = "row.done",
+             meta: Sequence[str] = ()) -> str:
+    pointers = []
+    for name, base, stride in rows:
+        pointers += [f"  %{name[0]}o = mul i64 %ri, {stride}",
+                     f"  %{name} = getelementptr {ty}, ptr %{base}, i64 %{name[0]}o"]
+    return "\n".join([
+        define,
+        "entry:",
+        *entry,
+        "  br label %rows",
+        "rows:",
+        f"  %ri = phi i64 [ 0, %entry ], [ %ri.next, %{back} ]",
+        "  %rows.more = icmp slt i64 %ri, %n_rows",
+        "  br i1 %rows.more, label %row.start, label %exit",
+        "row.start:",
+        *pointers,
+        *body,
+        *done,
+        "exit:",
+        "  ret void",
+        "}", *meta])
