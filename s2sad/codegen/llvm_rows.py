@@ -331,6 +331,31 @@ def _dot_function(ty: str, dtype, kind: str, calls: dict) -> str:
 # ---------------------------------------------------------------- short rows, across rows
 
 
+def _block_loop(define: str, ty: str, allocas: list[str], ybase: list[str], body: list[str], back: str,
+                meta: list[str]) -> str:
+    """A short-row kernel: blocks of FLUSH_ROWS rows (%r0 the first, %cnt how many, %blkp
+    and, with ybase, %blkq their pointers into A and B), `body` ending in block `back`."""
+    return "\n".join([
+        define,
+        "entry:", *allocas, "  br label %blk",
+        "blk:",
+        f"  %r0 = phi i64 [ 0, %entry ], [ %r0n, %{back} ]",
+        "  %blk.more = icmp slt i64 %r0, %n_rows",
+        "  br i1 %blk.more, label %blk.body, label %exit",
+        "blk.body:",
+        "  %left = sub i64 %n_rows, %r0",
+        f"  %short = icmp slt i64 %left, {FLUSH_ROWS}",
+        f"  %cnt = select i1 %short, i64 %left, i64 {FLUSH_ROWS}",
+        "  %base = mul i64 %r0, %a_stride",
+        f"  %blkp = getelementptr {ty}, ptr %A, i64 %base", *ybase,
+        *body,
+        f"  %r0n = add i64 %r0, {FLUSH_ROWS}",
+        "  br label %blk",
+        "exit:",
+        "  ret void",
+        "}", *meta])
+
+
 def _sh_element(ty: str, tag: str, cols: str = "cols", v: str = "v") -> list[str]:
     """%tag.v: a[r0 + r, j] from the block's columns (r the inner loop's, j the outer's)."""
     return [f"  %{tag}.{v}o = mul i64 %{tag}.j, {FLUSH_ROWS}", f"  %{tag}.{v}i = add i64 %{tag}.{v}o, %{tag}r.j",
@@ -437,25 +462,8 @@ def _short_function(ty: str, dtype, kind: str, calls: dict) -> str:
     params = ("ptr noalias %A, ptr noalias %B, ptr noalias %C, i64 %n_rows, i64 %k, i64 %a_stride, i64 %b_stride"
               if xent else "ptr noalias %A, i64 %n_rows, i64 %k, i64 %a_stride")
     ybase = ["  %ybase = mul i64 %r0, %b_stride", f"  %blkq = getelementptr {ty}, ptr %B, i64 %ybase"] if xent else []
-    return "\n".join([
-        f"define void @{symbol(kind, dtype)}({params}, ptr noalias %out) {{",
-        "entry:", *allocas, "  br label %blk",
-        "blk:",
-        "  %r0 = phi i64 [ 0, %entry ], [ %r0n, %ot.done ]",
-        "  %blk.more = icmp slt i64 %r0, %n_rows",
-        "  br i1 %blk.more, label %blk.body, label %exit",
-        "blk.body:",
-        "  %left = sub i64 %n_rows, %r0",
-        f"  %short = icmp slt i64 %left, {FLUSH_ROWS}",
-        f"  %cnt = select i1 %short, i64 %left, i64 {FLUSH_ROWS}",
-        "  %base = mul i64 %r0, %a_stride",
-        f"  %blkp = getelementptr {ty}, ptr %A, i64 %base", *ybase,
-        *body,
-        f"  %r0n = add i64 %r0, {FLUSH_ROWS}",
-        "  br label %blk",
-        "exit:",
-        "  ret void",
-        "}", *meta])
+    return _block_loop(f"define void @{symbol(kind, dtype)}({params}, ptr noalias %out) {{", ty, allocas, ybase, body,
+                       "ot.done", meta)
 
 
 def _short_bar_function(ty: str, dtype, kind: str, calls: dict) -> str:
@@ -497,23 +505,4 @@ def _short_bar_function(ty: str, dtype, kind: str, calls: dict) -> str:
     allocas = [f"  %{b} = alloca [{FLUSH_ROWS} x {t}]" for b, t in slots]
     allocas += [f"  %{c} = alloca [{FLUSH_ROWS * SHORT_K} x {ty}]" for c in ("cols", "ycols", "ocols")]
     ybase = ["  %ybase = mul i64 %r0, %b_stride", f"  %blkq = getelementptr {ty}, ptr %B, i64 %ybase"]
-    return "\n".join([
-        f"define void @{symbol(kind, dtype)}(ptr noalias %A, ptr noalias %B, ptr noalias %C, i64 %n_rows, i64 %k, "
-        "i64 %a_stride, i64 %b_stride, ptr noalias %out) {",
-        "entry:", *allocas, "  br label %blk",
-        "blk:",
-        "  %r0 = phi i64 [ 0, %entry ], [ %r0n, %bk.done ]",
-        "  %blk.more = icmp slt i64 %r0, %n_rows",
-        "  br i1 %blk.more, label %blk.body, label %exit",
-        "blk.body:",
-        "  %left = sub i64 %n_rows, %r0",
-        f"  %short = icmp slt i64 %left, {FLUSH_ROWS}",
-        f"  %cnt = select i1 %short, i64 %left, i64 {FLUSH_ROWS}",
-        "  %base = mul i64 %r0, %a_stride",
-        f"  %blkp = getelementptr {ty}, ptr %A, i64 %base", *ybase,
-        *body,
-        f"  %r0n = add i64 %r0, {FLUSH_ROWS}",
-        "  br label %blk",
-        "exit:",
-        "  ret void",
-        "}", *meta])
+    return _block_loop(_ab_define(symbol(kind, dtype)), ty, allocas, ybase, body, "bk.done", meta)
