@@ -12,10 +12,11 @@ from __future__ import annotations
 from .. import array_prims
 from ..array_prims.prim import kw
 from ..errors import UnsupportedOperationError
-from ..frontend import location_of, shown_location as _short, source_line as _line
+from ..frontend import location_of, source_line as _line
 from ..kernel_text import unparse
-from .adjoint_text import grad_of_line, names_read, param_texts, text_of, tuple_text
+from .adjoint_text import names_read, param_texts, text_of, tuple_text
 from .arrayir import ArrayStmt, ForStmt, IfStmt, KernelSum, ListAppend, RunKernel, SetItem, is_kernel, walk_stmts
+from .reverse_sweep import reverse_body
 
 # what the tangent of a primitive's VJP adds to the VJP of the seed's tangent, by entry:
 # "shape": the VJP reads its operands' shapes only (a linear primitive); "mask": a
@@ -61,23 +62,7 @@ class ReverseOfTangents:
             init.add(name)
 
     def reverse(self, body, ind: str, out: list, init: set) -> None:
-        last = None
-        for st in reversed(body):
-            if isinstance(st, ArrayStmt):
-                if not (st.target and self.is_active(st.target) and st.target in init):
-                    continue
-                node = st.stmt if st.stmt is not None else st.node
-                if node is not last:
-                    out.append(ind + grad_of_line(_line(st.ctx.filename, node),
-                                                  _short(location_of(st.ctx.filename, node))))
-                    last = node
-                self.reverse_stmt(st, ind, out, init)
-            elif isinstance(st, ForStmt):
-                last = None
-                self.reverse_for(st, ind, out, init)
-            else:
-                last = None
-                self.reverse_if(st, ind, out, init)
+        reverse_body(self, body, ind, out, init)
 
     def reverse_column_pair(self, st: ArrayStmt, kst: ArrayStmt, g: str, gd: str, ind: str, out: list,
                             init: set) -> None:

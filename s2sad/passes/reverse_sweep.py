@@ -23,6 +23,30 @@ from .kernelpairs import row_reduction
 from .primhints import call_params, register_hint
 
 
+
+def reverse_body(sweep, body, ind: str, out: list, init: set) -> None:
+    """`body`'s statements in reverse order through the sweep's reverse_stmt, reverse_for
+    and reverse_if, a statement's source line as one '# Grad of:' comment (once for the
+    statements it became); an inactive or unseeded statement is skipped. Shared by the
+    reverse sweep and forward over reverse's (hvp_reverse)."""
+    last = None
+    for st in reversed(body):
+        if isinstance(st, ArrayStmt):
+            if not (st.target and sweep.is_active(st.target) and st.target in init):
+                continue
+            node = st.stmt if st.stmt is not None else st.node
+            if node is not last:
+                loc = location_of(st.ctx.filename, node)
+                out.append(ind + grad_of_line(_line(st.ctx.filename, node), _short(loc)))
+                last = node
+            sweep.reverse_stmt(st, ind, out, init)
+        elif isinstance(st, ForStmt):
+            last = None
+            sweep.reverse_for(st, ind, out, init)
+        else:
+            last = None
+            sweep.reverse_if(st, ind, out, init)
+
 class ReverseSweep:
     def __init__(self, ctx: AdjointContext, defer: frozenset = frozenset()):
         self.ctx = ctx
@@ -71,23 +95,7 @@ class ReverseSweep:
         return "1.0" if name in self.unit else self.bar(name)
 
     def reverse(self, body, ind: str, out: list, init: set):
-        last = None
-        for st in reversed(body):
-            if isinstance(st, ArrayStmt):
-                if not (st.target and self.is_active(st.target) and st.target in init):
-                    continue
-                node = st.stmt if st.stmt is not None else st.node
-                if node is not last:
-                    loc = location_of(st.ctx.filename, node)
-                    out.append(ind + grad_of_line(_line(st.ctx.filename, node), _short(loc)))
-                    last = node
-                self.reverse_stmt(st, ind, out, init)
-            elif isinstance(st, ForStmt):
-                last = None
-                self.reverse_for(st, ind, out, init)
-            else:
-                last = None
-                self.reverse_if(st, ind, out, init)
+        reverse_body(self, body, ind, out, init)
 
     def reverse_stmt(self, st: ArrayStmt, ind: str, out: list, init: set):
         t = st.target
