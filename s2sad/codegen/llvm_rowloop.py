@@ -9,6 +9,9 @@ llvm_reduce), written once, so that a kernel writes only what it does with a row
                `body`, which ends by branching to the block `done` opens
     `done`:    default: row.done: %ri.next = %ri + 1; br rows
     exit:      ret void
+
+and the counted loop over a row's elements the kernels' bodies are made of (counted_loop,
+entered from loop_pre's block).
 """
 from __future__ import annotations
 
@@ -40,3 +43,26 @@ def row_loop(define: str, ty: str, rows: Sequence[tuple[str, str, str]], body: S
         "exit:",
         "  ret void",
         "}", *meta])
+
+
+def loop_pre(tag: str) -> list[str]:
+    """The block `{tag}.pre` a counted loop is entered from."""
+    return [f"  br label %{tag}.pre", f"{tag}.pre:"]
+
+
+def counted_loop(tag: str, start: str, body: list[str], after: str, ty_phis=(), loop_id: str = "", bound: str = "%k",
+          latch: str = "") -> list[str]:
+    """A counted loop j = start..bound-1 named `tag`, entered from block `{tag}.pre`: `body`
+    uses %{tag}.j; `ty_phis` are (type, name, initial, next) carried values. Falls into
+    block `after` (which the caller writes next). `loop_id`: its `!llvm.loop` metadata
+    node. `latch`: the block `body` ends in, where it holds a loop of its own."""
+    latch = latch or f"{tag}.body"
+    lines = [f"  br label %{tag}", f"{tag}:",
+             f"  %{tag}.j = phi i64 [ {start}, %{tag}.pre ], [ %{tag}.jn, %{latch} ]"]
+    lines += [f"  %{name} = phi {ty} [ {init}, %{tag}.pre ], [ {nxt}, %{latch} ]" for ty, name, init, nxt in ty_phis]
+    lines += [f"  %{tag}.more = icmp slt i64 %{tag}.j, {bound}",
+              f"  br i1 %{tag}.more, label %{tag}.body, label %{after}",
+              f"{tag}.body:", *body,
+              f"  %{tag}.jn = add i64 %{tag}.j, 1",
+              f"  br label %{tag}" + (f", !llvm.loop {loop_id}" if loop_id else "")]
+    return lines

@@ -20,7 +20,7 @@ divides by sqrt(v + eps) where this multiplies by its reciprocal: one more round
 """
 from __future__ import annotations
 
-from .llvm_rowloop import row_loop
+from .llvm_rowloop import counted_loop, loop_pre, row_loop
 
 KINDS = ("ln", "lnbar")
 
@@ -28,15 +28,7 @@ KINDS = ("ln", "lnbar")
 def _loop(tag: str, body: list[str], after: str, phis=()) -> list[str]:
     """j = 0..k-1 named `tag` (entered from block `{tag}.pre`), then block `after`;
     `phis`: (type, name, initial, next) values carried round it."""
-    lines = [f"  br label %{tag}.pre", f"{tag}.pre:", f"  br label %{tag}", f"{tag}:",
-             f"  %{tag}.j = phi i64 [ 0, %{tag}.pre ], [ %{tag}.jn, %{tag}.body ]"]
-    lines += [f"  %{name} = phi {ty} [ {init}, %{tag}.pre ], [ {nxt}, %{tag}.body ]" for ty, name, init, nxt in phis]
-    lines += [f"  %{tag}.more = icmp slt i64 %{tag}.j, %k",
-              f"  br i1 %{tag}.more, label %{tag}.body, label %{after}",
-              f"{tag}.body:", *body,
-              f"  %{tag}.jn = add i64 %{tag}.j, 1",
-              f"  br label %{tag}"]
-    return lines
+    return loop_pre(tag) + counted_loop(tag, "0", body, after, phis)
 
 
 def _load(ty: str, tag: str, row: str, name: str) -> list[str]:

@@ -41,7 +41,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import llvm_rownorm, vecmath
-from .llvm_rowloop import row_loop
+from .llvm_rowloop import counted_loop as _loop, loop_pre as _pre, row_loop
 
 _TYPES = {np.dtype(np.float64): ("double", "f64"), np.dtype(np.float32): ("float", "f32")}
 KINDS = ("lse", "softmax", "logsoftmax", "lseraw", "logsoftmaxraw")
@@ -85,24 +85,6 @@ def rows_ir(dtype) -> str:
     parts += [_short_function(ty, dtype, kind, calls) for kind in SHORT_KINDS]
     parts += [_short_bar_function(ty, dtype, kind, calls) for kind in SHORT_BAR_KINDS]
     return "\n\n".join(parts) + "\n"
-
-
-def _loop(tag: str, start: str, body: list[str], after: str, ty_phis=(), loop_id: str = "", bound: str = "%k",
-          latch: str = "") -> list[str]:
-    """A counted loop j = start..bound-1 named `tag`, entered from block `{tag}.pre`: `body`
-    uses %{tag}.j; `ty_phis` are (type, name, initial, next) carried values. Falls into
-    block `after` (which the caller writes next). `loop_id`: its `!llvm.loop` metadata
-    node. `latch`: the block `body` ends in, where it holds a loop of its own."""
-    latch = latch or f"{tag}.body"
-    lines = [f"  br label %{tag}", f"{tag}:",
-             f"  %{tag}.j = phi i64 [ {start}, %{tag}.pre ], [ %{tag}.jn, %{latch} ]"]
-    lines += [f"  %{name} = phi {ty} [ {init}, %{tag}.pre ], [ {nxt}, %{latch} ]" for ty, name, init, nxt in ty_phis]
-    lines += [f"  %{tag}.more = icmp slt i64 %{tag}.j, {bound}",
-              f"  br i1 %{tag}.more, label %{tag}.body, label %{after}",
-              f"{tag}.body:", *body,
-              f"  %{tag}.jn = add i64 %{tag}.j, 1",
-              f"  br label %{tag}" + (f", !llvm.loop {loop_id}" if loop_id else "")]
-    return lines
 
 
 def _short_row_loops(base: int, count: int) -> tuple[list[str], list[str]]:
@@ -154,10 +136,6 @@ def _ab_define(name: str) -> str:
     """The signature of a kernel reading rows of A and B (and C by row) into rows of out."""
     return (f"define void @{name}(ptr noalias %A, ptr noalias %B, ptr noalias %C, i64 %n_rows, i64 %k, "
             f"i64 %a_stride, i64 %b_stride, ptr noalias %out) {{")
-
-
-def _pre(tag: str) -> list[str]:
-    return [f"  br label %{tag}.pre", f"{tag}.pre:"]
 
 
 def _row_function(ty: str, dtype, kind: str, calls: dict) -> str:
