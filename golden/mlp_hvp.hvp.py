@@ -1,8 +1,7 @@
 def mlp_tanh_loss__hvp(W1, b1, W2, X, y, W1_dot, b1_dot, W2_dot):
     # Tangent of the gradient of: return np.mean((out - y) ** 2)    [golden/examples.py:220:5]
     # h = np.tanh(X @ W1 + b1)
-    _1 = matmul(X, W1)
-    _1_dot = matmul(X, W1_dot)
+    _1, _1_dot = both(matmul, (X, W1), (X, W1_dot))
     h, h_dot = jvp(mlp_tanh_loss__h, (_1, b1), ('_1', 'b1'), (_1_dot, b1_dot))
     # out = h @ W2
     out = matmul(h, W2)
@@ -28,8 +27,7 @@ def mlp_tanh_loss__hvp(W1, b1, W2, X, y, W1_dot, b1_dot, W2_dot):
     _1_bar_dot = unbroadcast(__1_g_dot, _1)
     b1_bar = unbroadcast(_b1_g, b1)
     b1_bar_dot = unbroadcast(_b1_g_dot, b1)
-    W1_bar = matmul_rhs_bar(_1_bar, X, W1)
-    W1_bar_dot = matmul_rhs_bar(_1_bar_dot, X, W1)
+    W1_bar, W1_bar_dot = both(matmul_rhs_bar, (_1_bar, X, W1), (_1_bar_dot, X, W1))
     return (loss, loss_dot), (W1_bar, b1_bar, W2_bar), (W1_bar_dot, b1_bar_dot, W2_bar_dot)
 
 

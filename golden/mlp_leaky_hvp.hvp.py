@@ -1,8 +1,7 @@
 def mlp_loss__hvp(W1, b1, W2, X, y, W1_dot, b1_dot, W2_dot):
     # Tangent of the gradient of: return np.mean((out - y) ** 2)    [golden/examples.py:160:5]
     # h = s2sad.broadcast(leaky_relu, X @ W1 + b1)
-    _1 = matmul(X, W1)
-    _1_dot = matmul(X, W1_dot)
+    _1, _1_dot = both(matmul, (X, W1), (X, W1_dot))
     # out = h @ W2
     # out and its tangent in passes of h's kernel and its pair kernel; h and its tangent are not formed (None) where W2 is one column
     out, out_dot, h_values = kernel_matmul_jvp(mlp_loss__h, mlp_loss__h__pair_tangent, (_1, b1), ('_1', 'b1'), (_1_dot, b1_dot), W2, W2_dot)
@@ -26,8 +25,7 @@ def mlp_loss__hvp(W1, b1, W2, X, y, W1_dot, b1_dot, W2_dot):
     _1_bar_dot = unbroadcast(__1_g_dot, _1)
     b1_bar = unbroadcast(_b1_g, b1)
     b1_bar_dot = unbroadcast(_b1_g_dot, b1)
-    W1_bar = matmul_rhs_bar(_1_bar, X, W1)
-    W1_bar_dot = matmul_rhs_bar(_1_bar_dot, X, W1)
+    W1_bar, W1_bar_dot = both(matmul_rhs_bar, (_1_bar, X, W1), (_1_bar_dot, X, W1))
     return (loss, loss_dot), (W1_bar, b1_bar, W2_bar), (W1_bar_dot, b1_bar_dot, W2_bar_dot)
 
 

@@ -23,9 +23,10 @@ from typing import Any, Sequence
 import numpy as np
 
 from .array_rules import matmul_factors, matmul_rhs_bar
-from .column_products import kernel_matmul, kernel_matmul_vjp
+from .column_products import kept_matmul, kept_matmul_vjp, kernel_matmul, kernel_matmul_vjp
 from .gemm import matmul
 from .runtime import SeedProduct, broadcast_shapes, compute_dtype, jvp
+from .twocalls import both, two_calls
 
 
 def kernel_matmul_jvp(kernel, pair_kernel, args: Sequence[Any], active: tuple[str, ...],
@@ -33,16 +34,39 @@ def kernel_matmul_jvp(kernel, pair_kernel, args: Sequence[Any], active: tuple[st
     """(h @ w, its tangent, values): values None where both products took their
     kernel's pass (h, h_dot not formed), else (h, h_dot) and the products numpy's.
     `pair_kernel` is `g * h_dot + g_dot * h` (tangent_kernels' "pair" form): with the
-    rows w.T and w_dot.T as g and g_dot, its row sums are the tangent h_dot @ w + h @ w_dot."""
+    rows w.T and w_dot.T as g and g_dot, its row sums are the tangent h_dot @ w + h @ w_dot.
+    Where both passes ran before for these signatures, they run side by side (twocalls)."""
+    if np.ndim(w) not in (1, 2) or np.size(w) != np.shape(w)[0] or np.shape(w_dot) != np.shape(w):
+        return formed(kernel, args, active, tangents, w, w_dot, backend)    # (the product of several columns)
+    pair_args, ones = _pair_operands(args, tangents, w, w_dot)
+    kept = kept_matmul(kernel, args, w, backend)
+    kept_pair = kept_matmul(pair_kernel, pair_args, ones, backend) if kept is not None else None
+    if kept_pair is not None:
+        out, out_dot = two_calls(("kernel_matmul_jvp", id(kernel), id(pair_kernel), _shapes(pair_args)),
+                                 lambda: kept(args, w), lambda: kept_pair(pair_args, ones), _work(args))
+        return out, out_dot.reshape(out.shape), None
     out, h = kernel_matmul(kernel, args, w, backend)
     if h is None:
-        k = np.shape(w)[0]
-        rows = [np.asarray(w).reshape(1, k), np.asarray(w_dot).reshape(1, k)]
-        ones = np.ones((k, 1), compute_dtype(args))
-        out_dot, p = kernel_matmul(pair_kernel, [*args, *tangents, *rows], ones, backend)
+        out_dot, p = kernel_matmul(pair_kernel, pair_args, ones, backend)
         if p is None:
             return out, out_dot.reshape(out.shape), None
     return formed(kernel, args, active, tangents, w, w_dot, backend)
+
+
+def _pair_operands(args, tangents, w, w_dot):
+    """(the pair kernel's operands, the column of ones it is multiplied by) for the
+    tangent h_dot @ w + h @ w_dot."""
+    k = np.shape(w)[0]
+    rows = [np.asarray(w).reshape(1, k), np.asarray(w_dot).reshape(1, k)]
+    return [*args, *tangents, *rows], np.ones((k, 1), compute_dtype(args))
+
+
+def _shapes(arrays) -> tuple:
+    return tuple((np.shape(a), getattr(a, "dtype", None)) for a in arrays)
+
+
+def _work(args) -> int:
+    return int(np.prod(broadcast_shapes(*(np.shape(a) for a in args))))
 
 
 def formed(kernel, args, active, tangents, w, w_dot, backend: str):
@@ -76,17 +100,26 @@ def kernel_matmul_hvp_bars(kernel, pair_kernel, args: Sequence[Any], tangents: S
             (SeedProduct(column(out_bar_dot), row), SeedProduct(column(out_bar), row_dot)))
     if not w_grad:
         return bars + (None, None)
-    w_bar = kernel_matmul_vjp(kernel, args, (), w, True, out_bar, None, backend)[-1]
     # the pair kernel with the columns out_bar and out_bar_dot as g and g_dot: summed
     # over the rows (the gradient w.r.t. a column of ones), h_dot.T @ out_bar + h.T @ out_bar_dot
-    ones = np.ones((k, 1), dtype)
-    w_bar_dot = kernel_matmul_vjp(pair_kernel, [*args, *tangents, column(out_bar), column(out_bar_dot)], (), ones,
-                                  True, np.ones((n, 1), dtype), None, backend)[-1]
+    ones, pair_args, all_rows = np.ones((k, 1), dtype), [*args, *tangents, column(out_bar), column(out_bar_dot)], \
+        np.ones((n, 1), dtype)
+    kept = kept_matmul_vjp(kernel, args, (), w, True, out_bar, backend)
+    kept_pair = kept_matmul_vjp(pair_kernel, pair_args, (), ones, True, all_rows, backend) \
+        if kept is not None else None
+    if kept_pair is not None:       # both passes ran before for these signatures: side by side
+        w_bar, w_bar_dot = two_calls(("kernel_matmul_hvp_bars", id(kernel), id(pair_kernel), _shapes(pair_args)),
+                                     lambda: kept(args, w, out_bar)[-1],
+                                     lambda: kept_pair(pair_args, ones, all_rows)[-1], _work(args))
+    else:
+        w_bar = kernel_matmul_vjp(kernel, args, (), w, True, out_bar, None, backend)[-1]
+        w_bar_dot = kernel_matmul_vjp(pair_kernel, pair_args, (), ones, True, all_rows, None, backend)[-1]
     return bars + (w_bar, w_bar_dot.reshape(np.shape(w)))
 
 
 def runtime_names(backend: str) -> dict:
     """The names the forward-over-reverse program calls from this module, on `backend`
     (passes/array_jvp adds them to the plan's runtime names)."""
-    return {"kernel_matmul_jvp": functools.partial(kernel_matmul_jvp, backend=backend),
+    return {"both": both,
+            "kernel_matmul_jvp": functools.partial(kernel_matmul_jvp, backend=backend),
             "kernel_matmul_hvp_bars": functools.partial(kernel_matmul_hvp_bars, backend=backend)}

@@ -40,6 +40,7 @@ from .adjoint_analysis import annotated
 from .adjoint_text import text_of, tuple_text
 from .arrayir import ArrayProgram, ArrayStmt, ForStmt, RunKernel
 from .hvp_reverse import ReverseOfTangents
+from .paired_products import pair_products
 from .tangent_sweep import TangentSweep
 
 
@@ -176,6 +177,7 @@ class ForwardOverReverse(ReverseOfTangents, TangentSweep):
         if not self.value and isinstance(res, str):
             shown = (shown[0], _drop_unread(lines, rev, shown[1]))
             shown = (_drop_unread(lines, rev + [shown[1]], shown[0]), shown[1])    # (zeros_bar(loss) reads it)
+        lines, rev = pair_products(lines), pair_products(rev)     # a product beside its tangent: one call
         sig = ", ".join(list(p.params) + [self.dot(p.params[i]) for i in self.argnums])
         sig += ", *, " + ", ".join(p.free) if p.free else ""
         head = (f"# Tangent of the gradient of: {_line(p.pf.filename, p.return_node)}    "
