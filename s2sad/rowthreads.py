@@ -3,6 +3,14 @@ their adjoints) cut into blocks of rows run on threads, as the elementwise kerne
 (fastpath): from THREAD_MIN elements the rows are cut into chunks, and a `ThreadChooser`
 per (kernel, dtype) picks one thread or N by timing the calls (threadchoice.py).
 
+The chunks are smaller than fastpath's (CHUNK elements, an eighth of its): these kernels
+take 1.4-2.3 ns an element (an exp each) where an elementwise add takes 0.15, so a chunk
+is still 20-40 us of work against 1-2 us for its call, and 100,000 rows of 10 classes
+make 32 chunks, so that two threads end together (fastpath's chunks made 7: one thread
+ran 4). THREAD_MIN is fastpath's: at 10,000 rows (100,000 elements, 140 us a kernel)
+the chooser's probes cost more than they found on a busy machine (measured 1.03x). One
+thread makes one call: it pays nothing for the chunks.
+
 Why: the row kernels are exp-bound (an exp an element, forward and backward); at
 100,000 rows of 10 classes one thread left the other core idle where XLA used both
 (s2sad's log-sum-exp read 1.55x JAX's at 100k, 0.76x at 10k).
@@ -19,11 +27,12 @@ from __future__ import annotations
 from typing import Callable
 
 from .codegen.llvm_rows import FLUSH_ROWS
-from .fastpath import CHUNK, MAX_CHUNKS, THREAD_MIN
+from .fastpath import MAX_CHUNKS, THREAD_MIN
 from .threadchoice import ThreadChooser
 from .threads import run_chunks
 
 ALIGN = FLUSH_ROWS
+CHUNK = 1 << 14               # elements a chunk (about: whole ALIGN-row blocks)
 _CHOOSERS: dict = {}          # (kind, dtype) -> ThreadChooser
 
 
