@@ -1,3 +1,5 @@
+declare void @llvm.prefetch.p0(ptr, i32, i32, i32)
+
 declare <8 x double> @llvm.fmuladd.v8f64(<8 x double>, <8 x double>, <8 x double>)
 
 declare <8 x double> @llvm.masked.load.v8f64.p0(ptr, i32, <8 x i1>, <8 x double>)
@@ -562,6 +564,7 @@ done:
 define void @s2sad_gemm_f64(ptr %A, i64 %sap, i64 %saq, ptr %B, i64 %sbq, ptr %C, i64 %scp, i64 %P, i64 %Q, i64 %M, i64 %accumulate, i64 %p_lo, i64 %p_hi) {
 entry:
   %from_zero = icmp eq i64 %accumulate, 0
+  %pf.on = icmp eq i64 %saq, 1
   %narrow = icmp slt i64 %M, 32
   %wide_end = sub i64 %p_hi, 3
   %narrow_end = sub i64 %p_hi, 7
@@ -580,26 +583,109 @@ qblock.body:
   %Aq = getelementptr double, ptr %A, i64 %ao
   %bo = mul i64 %q0, %sbq
   %Bq = getelementptr double, ptr %B, i64 %bo
+  %pf.bytes = mul i64 %qn, 8
+  %pf.end = add i64 %pf.bytes, 63
+  %pf.lines = lshr i64 %pf.end, 6
   br i1 %narrow, label %narrow_tiles, label %tiles
 tiles:
-  %tiles.p = phi i64 [ %p_lo, %qblock.body ], [ %tiles.p.next, %tiles.body ]
+  %tiles.p = phi i64 [ %p_lo, %qblock.body ], [ %tiles.p.next, %tiles.run ]
   %tiles.more = icmp slt i64 %tiles.p, %wide_end
   br i1 %tiles.more, label %tiles.body, label %single
 tiles.body:
   %tiles.ao = mul i64 %tiles.p, %sap
   %tiles.A = getelementptr double, ptr %Aq, i64 %tiles.ao
+  br i1 %pf.on, label %tiles.pf.rows, label %tiles.run
+tiles.pf.rows:
+  %tiles.pf.r0 = add i64 %tiles.p, 32
+  %tiles.pf.o0 = mul i64 %tiles.pf.r0, %sap
+  %tiles.pf.a0 = getelementptr double, ptr %Aq, i64 %tiles.pf.o0
+  %tiles.pf.r1 = add i64 %tiles.p, 33
+  %tiles.pf.o1 = mul i64 %tiles.pf.r1, %sap
+  %tiles.pf.a1 = getelementptr double, ptr %Aq, i64 %tiles.pf.o1
+  %tiles.pf.r2 = add i64 %tiles.p, 34
+  %tiles.pf.o2 = mul i64 %tiles.pf.r2, %sap
+  %tiles.pf.a2 = getelementptr double, ptr %Aq, i64 %tiles.pf.o2
+  %tiles.pf.r3 = add i64 %tiles.p, 35
+  %tiles.pf.o3 = mul i64 %tiles.pf.r3, %sap
+  %tiles.pf.a3 = getelementptr double, ptr %Aq, i64 %tiles.pf.o3
+  br label %tiles.pf
+tiles.pf:
+  %tiles.pf.l = phi i64 [ 0, %tiles.pf.rows ], [ %tiles.pf.l.next, %tiles.pf ]
+  %tiles.pf.b = shl i64 %tiles.pf.l, 6
+  %tiles.pf.p0 = getelementptr i8, ptr %tiles.pf.a0, i64 %tiles.pf.b
+  call void @llvm.prefetch.p0(ptr %tiles.pf.p0, i32 0, i32 3, i32 1)
+  %tiles.pf.p1 = getelementptr i8, ptr %tiles.pf.a1, i64 %tiles.pf.b
+  call void @llvm.prefetch.p0(ptr %tiles.pf.p1, i32 0, i32 3, i32 1)
+  %tiles.pf.p2 = getelementptr i8, ptr %tiles.pf.a2, i64 %tiles.pf.b
+  call void @llvm.prefetch.p0(ptr %tiles.pf.p2, i32 0, i32 3, i32 1)
+  %tiles.pf.p3 = getelementptr i8, ptr %tiles.pf.a3, i64 %tiles.pf.b
+  call void @llvm.prefetch.p0(ptr %tiles.pf.p3, i32 0, i32 3, i32 1)
+  %tiles.pf.l.next = add i64 %tiles.pf.l, 1
+  %tiles.pf.more = icmp slt i64 %tiles.pf.l.next, %pf.lines
+  br i1 %tiles.pf.more, label %tiles.pf, label %tiles.run
+tiles.run:
   %tiles.co = mul i64 %tiles.p, %scp
   %tiles.C = getelementptr double, ptr %C, i64 %tiles.co
   call void @rows_4(ptr %tiles.A, i64 %sap, i64 %saq, ptr %Bq, i64 %sbq, ptr %tiles.C, i64 %scp, i64 %qn, i1 %init, i64 %M)
   %tiles.p.next = add i64 %tiles.p, 4
   br label %tiles
 narrow_tiles:
-  %narrow_tiles.p = phi i64 [ %p_lo, %qblock.body ], [ %narrow_tiles.p.next, %narrow_tiles.body ]
+  %narrow_tiles.p = phi i64 [ %p_lo, %qblock.body ], [ %narrow_tiles.p.next, %narrow_tiles.run ]
   %narrow_tiles.more = icmp slt i64 %narrow_tiles.p, %narrow_end
   br i1 %narrow_tiles.more, label %narrow_tiles.body, label %single
 narrow_tiles.body:
   %narrow_tiles.ao = mul i64 %narrow_tiles.p, %sap
   %narrow_tiles.A = getelementptr double, ptr %Aq, i64 %narrow_tiles.ao
+  br i1 %pf.on, label %narrow_tiles.pf.rows, label %narrow_tiles.run
+narrow_tiles.pf.rows:
+  %narrow_tiles.pf.r0 = add i64 %narrow_tiles.p, 32
+  %narrow_tiles.pf.o0 = mul i64 %narrow_tiles.pf.r0, %sap
+  %narrow_tiles.pf.a0 = getelementptr double, ptr %Aq, i64 %narrow_tiles.pf.o0
+  %narrow_tiles.pf.r1 = add i64 %narrow_tiles.p, 33
+  %narrow_tiles.pf.o1 = mul i64 %narrow_tiles.pf.r1, %sap
+  %narrow_tiles.pf.a1 = getelementptr double, ptr %Aq, i64 %narrow_tiles.pf.o1
+  %narrow_tiles.pf.r2 = add i64 %narrow_tiles.p, 34
+  %narrow_tiles.pf.o2 = mul i64 %narrow_tiles.pf.r2, %sap
+  %narrow_tiles.pf.a2 = getelementptr double, ptr %Aq, i64 %narrow_tiles.pf.o2
+  %narrow_tiles.pf.r3 = add i64 %narrow_tiles.p, 35
+  %narrow_tiles.pf.o3 = mul i64 %narrow_tiles.pf.r3, %sap
+  %narrow_tiles.pf.a3 = getelementptr double, ptr %Aq, i64 %narrow_tiles.pf.o3
+  %narrow_tiles.pf.r4 = add i64 %narrow_tiles.p, 36
+  %narrow_tiles.pf.o4 = mul i64 %narrow_tiles.pf.r4, %sap
+  %narrow_tiles.pf.a4 = getelementptr double, ptr %Aq, i64 %narrow_tiles.pf.o4
+  %narrow_tiles.pf.r5 = add i64 %narrow_tiles.p, 37
+  %narrow_tiles.pf.o5 = mul i64 %narrow_tiles.pf.r5, %sap
+  %narrow_tiles.pf.a5 = getelementptr double, ptr %Aq, i64 %narrow_tiles.pf.o5
+  %narrow_tiles.pf.r6 = add i64 %narrow_tiles.p, 38
+  %narrow_tiles.pf.o6 = mul i64 %narrow_tiles.pf.r6, %sap
+  %narrow_tiles.pf.a6 = getelementptr double, ptr %Aq, i64 %narrow_tiles.pf.o6
+  %narrow_tiles.pf.r7 = add i64 %narrow_tiles.p, 39
+  %narrow_tiles.pf.o7 = mul i64 %narrow_tiles.pf.r7, %sap
+  %narrow_tiles.pf.a7 = getelementptr double, ptr %Aq, i64 %narrow_tiles.pf.o7
+  br label %narrow_tiles.pf
+narrow_tiles.pf:
+  %narrow_tiles.pf.l = phi i64 [ 0, %narrow_tiles.pf.rows ], [ %narrow_tiles.pf.l.next, %narrow_tiles.pf ]
+  %narrow_tiles.pf.b = shl i64 %narrow_tiles.pf.l, 6
+  %narrow_tiles.pf.p0 = getelementptr i8, ptr %narrow_tiles.pf.a0, i64 %narrow_tiles.pf.b
+  call void @llvm.prefetch.p0(ptr %narrow_tiles.pf.p0, i32 0, i32 3, i32 1)
+  %narrow_tiles.pf.p1 = getelementptr i8, ptr %narrow_tiles.pf.a1, i64 %narrow_tiles.pf.b
+  call void @llvm.prefetch.p0(ptr %narrow_tiles.pf.p1, i32 0, i32 3, i32 1)
+  %narrow_tiles.pf.p2 = getelementptr i8, ptr %narrow_tiles.pf.a2, i64 %narrow_tiles.pf.b
+  call void @llvm.prefetch.p0(ptr %narrow_tiles.pf.p2, i32 0, i32 3, i32 1)
+  %narrow_tiles.pf.p3 = getelementptr i8, ptr %narrow_tiles.pf.a3, i64 %narrow_tiles.pf.b
+  call void @llvm.prefetch.p0(ptr %narrow_tiles.pf.p3, i32 0, i32 3, i32 1)
+  %narrow_tiles.pf.p4 = getelementptr i8, ptr %narrow_tiles.pf.a4, i64 %narrow_tiles.pf.b
+  call void @llvm.prefetch.p0(ptr %narrow_tiles.pf.p4, i32 0, i32 3, i32 1)
+  %narrow_tiles.pf.p5 = getelementptr i8, ptr %narrow_tiles.pf.a5, i64 %narrow_tiles.pf.b
+  call void @llvm.prefetch.p0(ptr %narrow_tiles.pf.p5, i32 0, i32 3, i32 1)
+  %narrow_tiles.pf.p6 = getelementptr i8, ptr %narrow_tiles.pf.a6, i64 %narrow_tiles.pf.b
+  call void @llvm.prefetch.p0(ptr %narrow_tiles.pf.p6, i32 0, i32 3, i32 1)
+  %narrow_tiles.pf.p7 = getelementptr i8, ptr %narrow_tiles.pf.a7, i64 %narrow_tiles.pf.b
+  call void @llvm.prefetch.p0(ptr %narrow_tiles.pf.p7, i32 0, i32 3, i32 1)
+  %narrow_tiles.pf.l.next = add i64 %narrow_tiles.pf.l, 1
+  %narrow_tiles.pf.more = icmp slt i64 %narrow_tiles.pf.l.next, %pf.lines
+  br i1 %narrow_tiles.pf.more, label %narrow_tiles.pf, label %narrow_tiles.run
+narrow_tiles.run:
   %narrow_tiles.co = mul i64 %narrow_tiles.p, %scp
   %narrow_tiles.C = getelementptr double, ptr %C, i64 %narrow_tiles.co
   call void @rows_8(ptr %narrow_tiles.A, i64 %sap, i64 %saq, ptr %Bq, i64 %sbq, ptr %narrow_tiles.C, i64 %scp, i64 %qn, i1 %init, i64 %M)

@@ -37,6 +37,7 @@ from .reduce import unbroadcast
 from .backends import choose
 from .backends.llvm import ptr
 from .codegen import llvm_jit, llvm_rows
+from .rowthreads import run_rows
 
 _F64, _F32 = np.dtype(np.float64), np.dtype(np.float32)
 _ARGTYPES = (ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p)
@@ -85,7 +86,10 @@ def _run(kind: str, x: np.ndarray, layout, shape) -> np.ndarray:
     n, k, stride = layout
     out = np.empty(shape, x.dtype)
     if n:
-        _function(kind, x.dtype)(ptr(x), n, k, stride, ptr(out))
+        f, size = _function(kind, x.dtype), x.dtype.itemsize
+        a, o, o_row = ptr(x), ptr(out), out.size // n      # out: k values a row, or one
+        run_rows((kind, x.dtype), n, k,
+                 lambda lo, hi: f(a + lo * stride * size, hi - lo, k, stride, o + lo * o_row * size))
     return out
 
 
@@ -192,11 +196,19 @@ def _same_rows(x: Any, like: np.ndarray):
     return s0 // size if n > 1 else k
 
 
-def _run_bar(kind: str, a: np.ndarray, b: np.ndarray, c, a_stride: int, b_stride: int) -> np.ndarray:
+def _run_bar(kind: str, a: np.ndarray, b: np.ndarray, c, a_stride: int, b_stride: int, shape=None) -> np.ndarray:
+    """A BAR_KINDS-signature kernel over the rows of a and b (c: one value a row, or
+    None), into a new array of `shape` (a's by default; one value a row, or k)."""
     n, k = a.shape
-    out = np.empty((n, k), a.dtype)
+    out = np.empty(a.shape if shape is None else shape, a.dtype)
     if n:
-        _function(kind, a.dtype)(ptr(a), ptr(b), ptr(c) if c is not None else 0, n, k, a_stride, b_stride, ptr(out))
+        f, size, out_row = _function(kind, a.dtype), a.dtype.itemsize, out.size // n
+        pa, pb, pc, po = ptr(a), ptr(b), ptr(c) if c is not None else 0, ptr(out)
+
+        def rows(lo, hi):
+            f(pa + lo * a_stride * size, pb + lo * b_stride * size, pc and pc + lo * size, hi - lo, k,
+              a_stride, b_stride, po + lo * out_row * size)
+        run_rows((kind, a.dtype), n, k, rows)
     return out
 
 
@@ -259,10 +271,8 @@ def row_dot_log_softmax(z, y, axis=None, keepdims=False, backend="auto"):
     if layout is None:
         return reference_dot_log_softmax(z, y, axis, keepdims)
     n, k, zs, ys = layout
-    out = np.empty((n, 1) if keepdims else (n,), z.dtype)
-    if n:
-        _function("xentshort" if k <= llvm_rows.SHORT_K else "xent", z.dtype)(ptr(z), ptr(y), 0, n, k, zs, ys, ptr(out))
-    return out
+    return _run_bar("xentshort" if k <= llvm_rows.SHORT_K else "xent", z, y, None, zs, ys,
+                    (n, 1) if keepdims else (n,))
 
 
 def row_dot_log_softmax_bar(i, g, z, y, axis=None, keepdims=False, backend="auto"):
@@ -271,10 +281,8 @@ def row_dot_log_softmax_bar(i, g, z, y, axis=None, keepdims=False, backend="auto
     layout = _dot_layout(z, y, axis, backend) if i == 0 else None
     if layout is not None and type(g) is np.ndarray and g.dtype == z.dtype and g.size == layout[0]:
         n, k, zs, ys = layout
-        out = np.empty((n, k), z.dtype)
-        if n:
-            _function("xentbarshort" if k <= llvm_rows.SHORT_K else "xentbar", z.dtype)(ptr(z), ptr(y), ptr(np.ascontiguousarray(g)), n, k, zs, ys, ptr(out))
-        return out
+        return _run_bar("xentbarshort" if k <= llvm_rows.SHORT_K else "xentbar", z, y, np.ascontiguousarray(g),
+                        zs, ys)
     ge = g if keepdims else np.expand_dims(g, axis)
     logp = reference_log_softmax(z, axis, shift="max")
     if i == 1:

@@ -35,6 +35,7 @@ import numpy as np
 ROWS = 4
 NARROW_ROWS = 8       # a product narrower than one wide tile: taller tiles of one vector
 Q_BLOCK = 256
+PREFETCH_ROWS = 32    # A's rows this far ahead of a row tile are prefetched (where they are contiguous)
 _TYPES = {np.dtype(np.float64): ("double", "f64"), np.dtype(np.float32): ("float", "f32")}
 
 
@@ -71,7 +72,7 @@ def gemm_ir(dtype, lanes: int, vectors: int, rows: int = ROWS, q_block: int = Q_
     size = np.dtype(dtype).itemsize
     vt, mt = f"<{lanes} x {ty}>", f"<{lanes} x i1>"
     v = f"v{lanes}{suffix}"
-    out = [f"declare {vt} @llvm.fmuladd.{v}({vt}, {vt}, {vt})",
+    out = ["declare void @llvm.prefetch.p0(ptr, i32, i32, i32)", f"declare {vt} @llvm.fmuladd.{v}({vt}, {vt}, {vt})",
            f"declare {vt} @llvm.masked.load.{v}.p0(ptr, i32, {mt}, {vt})",
            f"declare void @llvm.masked.store.{v}.p0({vt}, ptr, i32, {mt})"]
     tiles = sorted({(r, n) for r in (rows, 1) for n in (vectors, 1)} | {(NARROW_ROWS, 1)}, reverse=True)
@@ -192,15 +193,42 @@ def _row_driver(ty: str, lanes: int, rows: int, vectors: int) -> str:
     return a.text()
 
 
+def _prefetch_rows(a: _Lines, ty: str, label: str, step: int) -> None:
+    """In a row-tile loop's body (block {label}.body, tile row %{label}.p): where A's
+    rows are contiguous (%pf.on), the q block's part of the `step` rows PREFETCH_ROWS
+    ahead is prefetched, a line at a time (%pf.lines lines a row); then block
+    {label}.run. (A prefetch never faults: rows past the last are harmless.)"""
+    a(f"  br i1 %pf.on, label %{label}.pf.rows, label %{label}.run")
+    a(f"{label}.pf.rows:")
+    for r in range(step):
+        a(f"  %{label}.pf.r{r} = add i64 %{label}.p, {PREFETCH_ROWS + r}")
+        a(f"  %{label}.pf.o{r} = mul i64 %{label}.pf.r{r}, %sap")
+        a(f"  %{label}.pf.a{r} = getelementptr {ty}, ptr %Aq, i64 %{label}.pf.o{r}")
+    a(f"  br label %{label}.pf")
+    a(f"{label}.pf:")
+    a(f"  %{label}.pf.l = phi i64 [ 0, %{label}.pf.rows ], [ %{label}.pf.l.next, %{label}.pf ]")
+    a(f"  %{label}.pf.b = shl i64 %{label}.pf.l, 6")
+    for r in range(step):
+        a(f"  %{label}.pf.p{r} = getelementptr i8, ptr %{label}.pf.a{r}, i64 %{label}.pf.b")
+        a(f"  call void @llvm.prefetch.p0(ptr %{label}.pf.p{r}, i32 0, i32 3, i32 1)")
+    a(f"  %{label}.pf.l.next = add i64 %{label}.pf.l, 1")
+    a(f"  %{label}.pf.more = icmp slt i64 %{label}.pf.l.next, %pf.lines")
+    a(f"  br i1 %{label}.pf.more, label %{label}.pf, label %{label}.run")
+    a(f"{label}.run:")
+
+
 def _entry(ty: str, suffix: str, rows: int, width: int, q_block: int) -> str:
     """The exported function: q blocks outside; inside, row tiles of [p_lo, p_hi): of
     `rows` rows where M fills a wide tile (`width` columns), else of NARROW_ROWS rows of
-    one vector; then the rows left, one at a time."""
+    one vector, each prefetching the rows PREFETCH_ROWS ahead (_prefetch_rows); then the
+    rows left, one at a time."""
+    size = 4 if ty == "float" else 8
     a = _Lines()
     a(f"define void @s2sad_gemm_{suffix}(ptr %A, i64 %sap, i64 %saq, ptr %B, i64 %sbq, ptr %C, i64 %scp, "
       f"i64 %P, i64 %Q, i64 %M, i64 %accumulate, i64 %p_lo, i64 %p_hi) {{")
     a("entry:")
     a("  %from_zero = icmp eq i64 %accumulate, 0")
+    a("  %pf.on = icmp eq i64 %saq, 1")
     a(f"  %narrow = icmp slt i64 %M, {width}")
     a(f"  %wide_end = sub i64 %p_hi, {rows - 1}")
     a(f"  %narrow_end = sub i64 %p_hi, {NARROW_ROWS - 1}")
@@ -219,18 +247,24 @@ def _entry(ty: str, suffix: str, rows: int, width: int, q_block: int) -> str:
     a(f"  %Aq = getelementptr {ty}, ptr %A, i64 %ao")
     a("  %bo = mul i64 %q0, %sbq")
     a(f"  %Bq = getelementptr {ty}, ptr %B, i64 %bo")
+    a("  %pf.bytes = mul i64 %qn, " + str(size))
+    a("  %pf.end = add i64 %pf.bytes, 63")
+    a("  %pf.lines = lshr i64 %pf.end, 6")
     a("  br i1 %narrow, label %narrow_tiles, label %tiles")
     loops = (("tiles", rows, "single", "%wide_end", "[ %p_lo, %qblock.body ]"),
              ("narrow_tiles", NARROW_ROWS, "single", "%narrow_end", "[ %p_lo, %qblock.body ]"),
              ("single", 1, "single.done", "%p_hi", "[ %tiles.p, %tiles ], [ %narrow_tiles.p, %narrow_tiles ]"))
     for label, step, nxt, test, incoming in loops:
+        back = f"{label}.run" if step > 1 else f"{label}.body"
         a(f"{label}:")
-        a(f"  %{label}.p = phi i64 {incoming}, [ %{label}.p.next, %{label}.body ]")
+        a(f"  %{label}.p = phi i64 {incoming}, [ %{label}.p.next, %{back} ]")
         a(f"  %{label}.more = icmp slt i64 %{label}.p, {test}")
         a(f"  br i1 %{label}.more, label %{label}.body, label %{nxt}")
         a(f"{label}.body:")
         a(f"  %{label}.ao = mul i64 %{label}.p, %sap")
         a(f"  %{label}.A = getelementptr {ty}, ptr %Aq, i64 %{label}.ao")
+        if step > 1:
+            _prefetch_rows(a, ty, label, step)
         a(f"  %{label}.co = mul i64 %{label}.p, %scp")
         a(f"  %{label}.C = getelementptr {ty}, ptr %C, i64 %{label}.co")
         a(f"  call void @rows_{step}(ptr %{label}.A, i64 %sap, i64 %saq, ptr %Bq, i64 %sbq, ptr %{label}.C, "

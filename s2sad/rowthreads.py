@@ -1,0 +1,72 @@
+"""A row kernel's call (codegen/llvm_rows: log-sum-exp, softmax, the cross-entropy and
+their adjoints) cut into blocks of rows run on threads, as the elementwise kernels' are
+(fastpath): from THREAD_MIN elements the rows are cut into chunks, and a `ThreadChooser`
+per (kernel, dtype) picks one thread or N by timing the calls (threadchoice.py).
+
+The chunks are smaller than fastpath's (CHUNK elements, an eighth of its): these kernels
+take 1.4-2.3 ns an element (an exp each) where an elementwise add takes 0.15, so a chunk
+is still 20-40 us of work against 1-2 us for its call, and 100,000 rows of 10 classes
+make 32 chunks, so that two threads end together (fastpath's chunks made 7: one thread
+ran 4). THREAD_MIN is fastpath's: at 10,000 rows (100,000 elements, 140 us a kernel)
+the chooser's probes cost more than they found on a busy machine (measured 1.03x). One
+thread makes one call: it pays nothing for the chunks.
+
+Why: the row kernels are exp-bound (an exp an element, forward and backward); at
+100,000 rows of 10 classes one thread left the other core idle where XLA used both
+(s2sad's log-sum-exp read 1.55x JAX's at 100k, 0.76x at 10k).
+
+Invariants: a chunk starts at a multiple of ALIGN rows (llvm_rows.FLUSH_ROWS: the
+short-row kernels' blocks and the logs' flush blocks are counted from a call's first
+row), so every row meets the same block, the same lanes and the same operations on one
+thread or many: results are bit for bit those of one call over all the rows. Rows are
+independent (each writes its own out row): which thread runs a chunk changes nothing.
+The chunks depend on (n, k) alone.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+from .codegen.llvm_rows import FLUSH_ROWS
+from .fastpath import MAX_CHUNKS, THREAD_MIN
+from .threadchoice import ThreadChooser
+from .threads import run_chunks
+
+ALIGN = FLUSH_ROWS
+CHUNK = 1 << 14               # elements a chunk (about: whole ALIGN-row blocks)
+_CHOOSERS: dict = {}          # (kind, dtype) -> ThreadChooser
+
+
+def row_chunks(n: int, k: int) -> list[tuple[int, int]]:
+    """[0, n) rows of k elements cut into chunks of whole ALIGN-row blocks: one below
+    THREAD_MIN elements, else about n k / CHUNK of them, at most MAX_CHUNKS."""
+    total = n * k
+    if n <= ALIGN:
+        return [(0, n)]
+    count = max(1, min(MAX_CHUNKS, total // CHUNK)) if total >= THREAD_MIN else 1
+    step = -(-n // count)
+    step = -(-step // ALIGN) * ALIGN
+    return [(lo, min(n, lo + step)) for lo in range(0, n, step)]
+
+
+def _chooser(key) -> ThreadChooser:
+    chooser = _CHOOSERS.get(key)
+    if chooser is None:
+        chooser = _CHOOSERS.setdefault(key, ThreadChooser())
+    return chooser
+
+
+def run_rows(key, n: int, k: int, call: Callable[[int, int], None]) -> None:
+    """call(lo, hi) over rows [lo, hi) covering [0, n): one call on one thread, or the
+    chunks of row_chunks on the threads key's chooser picks."""
+    chunks = row_chunks(n, k)
+    if len(chunks) <= 1:
+        call(0, n)
+        return
+
+    def work(threads: int) -> None:
+        if threads <= 1:
+            call(0, n)       # the chunks' bits (see the module docstring), in one call
+        else:
+            run_chunks(lambda c: call(*chunks[c]), len(chunks), threads)
+
+    _chooser(key).run(n * k, work)
