@@ -197,15 +197,32 @@ def _renamed(code: types.CodeType, filename: str) -> types.CodeType:
     return code.replace(co_filename=filename, co_consts=consts)
 
 
-def tree_sum(items: list, add: Callable = operator.add):
-    """Pairwise sum of delayed values (depth log2(len)): dask's tree reduction."""
-    from dask import delayed
+FAN_IN = 16    # blocks' results one task of the tree sums (dask's config "split_every" overrides it)
 
+
+def tree_sum(items: list, add: Callable = operator.add):
+    """The sum of delayed values by a tree of tasks, each folding up to `FAN_IN` of them in
+    order (depth log_FAN_IN(len)). Not pairwise: each task of the tree costs the scheduler a
+    round trip and, its inputs being on other workers, a transfer; the results summed here
+    are small (a value, the parameters' gradients), and a binary tree cost the out-of-core
+    example as much scheduling as a block's compute (measured: a third of a step)."""
+    from dask import config, delayed
+
+    every = config.get("split_every", None)
+    fan_in = every if isinstance(every, int) and every >= 2 else FAN_IN
     items = list(items)
     while len(items) > 1:
-        items = [delayed(add)(items[k], items[k + 1]) if k + 1 < len(items) else items[k]
-                 for k in range(0, len(items), 2)]
+        groups = [items[k:k + fan_in] for k in range(0, len(items), fan_in)]
+        items = [delayed(tree_add, pure=True)(add, *g) if len(g) > 1 else g[0] for g in groups]
     return items[0]
+
+
+def tree_add(add: Callable, first, *rest):
+    """One task of `tree_sum`: its inputs added left to right (new objects: dask may still
+    hold the inputs)."""
+    for item in rest:
+        first = add(first, item)
+    return first
 
 
 # ------------------------------------------------------------------ a call
