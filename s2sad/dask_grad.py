@@ -8,7 +8,8 @@ are put back together by dask:
 - the gradient w.r.t. a dask argument is a dask array with its chunks, lazy: each block
   is the task's gradient of that block (summed over the blocks it was broadcast across);
 - the gradient w.r.t. an in-memory argument is a numpy array, the tasks' pieces summed
-  by a pairwise tree (`tree_sum`), computed in the same `dask.compute` as the value;
+  by a tree of tasks adding up to 16 each (`tree_sum`), computed in the same
+  `dask.compute` as the value;
 - the value is the tree sum of the tasks' values.
 
 Why that is exact: for a fused loss `sum(E)` (E elementwise over broadcast arguments),
