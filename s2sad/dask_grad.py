@@ -8,7 +8,8 @@ are put back together by dask:
 - the gradient w.r.t. a dask argument is a dask array with its chunks, lazy: each block
   is the task's gradient of that block (summed over the blocks it was broadcast across);
 - the gradient w.r.t. an in-memory argument is a numpy array, the tasks' pieces summed
-  by a pairwise tree (`tree_sum`), computed in the same `dask.compute` as the value;
+  by a tree of tasks adding up to 16 each (`tree_sum`), computed in the same
+  `dask.compute` as the value;
 - the value is the tree sum of the tasks' values.
 
 Why that is exact: for a fused loss `sum(E)` (E elementwise over broadcast arguments),
@@ -41,6 +42,7 @@ from typing import Any, Callable
 import numpy as np
 
 from . import mempool
+from .dask_blocks import as_task_inputs, delayed_blocks, pick
 from .derivative import Derivative
 from .errors import DaskSplitError
 from .marks import location_of_function
@@ -152,8 +154,10 @@ class BlockTask:
     its file's lines; no compiled code), so a fresh worker process plans and compiles for
     itself (or maps the kernels from its machine's disk cache)."""
 
-    def __init__(self, fun: Callable, argnums: tuple[int, ...], backend, mode: str, weight: float):
+    def __init__(self, fun: Callable, argnums: tuple[int, ...], backend, mode: str, weight: float,
+                 picks: tuple = ()):
         self.fun, self.argnums, self.backend, self.mode, self.weight = fun, argnums, backend, mode, weight
+        self.picks = picks                # the items it takes of its inputs (dask_blocks.pick)
         # dask names a task after its callable's __name__: "s2sad_grad_loss" on the dashboard
         self.__name__ = "s2sad_grad_" + getattr(fun, "__name__", type(fun).__name__).replace("<lambda>", "lambda")
         code = getattr(fun, "__code__", None)
@@ -161,6 +165,7 @@ class BlockTask:
         self.lines = tuple(linecache.getlines(self.filename)) if self.filename else ()
 
     def __call__(self, *blocks):
+        blocks = pick(blocks, self.picks)
         if self.filename and self.lines and not linecache.getlines(self.filename):
             # the source is not readable here (another machine): the shipped lines stand in
             linecache.cache[self.filename] = (sum(map(len, self.lines)), None, list(self.lines), self.filename)
@@ -197,15 +202,32 @@ def _renamed(code: types.CodeType, filename: str) -> types.CodeType:
     return code.replace(co_filename=filename, co_consts=consts)
 
 
-def tree_sum(items: list, add: Callable = operator.add):
-    """Pairwise sum of delayed values (depth log2(len)): dask's tree reduction."""
-    from dask import delayed
+FAN_IN = 16    # blocks' results one task of the tree sums (dask's config "split_every" overrides it)
 
+
+def tree_sum(items: list, add: Callable = operator.add):
+    """The sum of delayed values by a tree of tasks, each folding up to `FAN_IN` of them in
+    order (depth log_FAN_IN(len)). Not pairwise: each task of the tree costs the scheduler a
+    round trip and, its inputs being on other workers, a transfer; the results summed here
+    are small (a value, the parameters' gradients), and a binary tree cost the out-of-core
+    example as much scheduling as a block's compute (measured: a third of a step)."""
+    from dask import config, delayed
+
+    every = config.get("split_every", None)
+    fan_in = every if isinstance(every, int) and every >= 2 else FAN_IN
     items = list(items)
     while len(items) > 1:
-        items = [delayed(add)(items[k], items[k + 1]) if k + 1 < len(items) else items[k]
-                 for k in range(0, len(items), 2)]
+        groups = [items[k:k + fan_in] for k in range(0, len(items), fan_in)]
+        items = [delayed(tree_add, pure=True)(add, *g) if len(g) > 1 else g[0] for g in groups]
     return items[0]
+
+
+def tree_add(add: Callable, first, *rest):
+    """One task of `tree_sum`: its inputs added left to right (new objects: dask may still
+    hold the inputs)."""
+    for item in rest:
+        first = add(first, item)
+    return first
 
 
 # ------------------------------------------------------------------ a call
@@ -252,50 +274,10 @@ def _own_index(a, lay: Layout, idx: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(idx[off + k] if np.shape(a)[k] != 1 else 0 for k in range(np.ndim(a)))
 
 
-def delayed_blocks(arrays: dict) -> dict:
-    """Each dask array's blocks as delayed objects, their graphs not optimised: optimised
-    (to_delayed's default, and dask.optimize too, measured), two arrays read by one task
-    (X and y of a block loaded together) each get their own fused copy of it, so every
-    block was read twice. A block that is only another name for a task's result (a
-    concatenation's or from_delayed's alias) names that task instead: each alias is a
-    task the scheduler would run (the out-of-core example had four of them a block)."""
-    from dask.delayed import Delayed
-
-    out = {}
-    for i, a in arrays.items():
-        blocks = a.to_delayed(optimize_graph=False)
-        graph = dict(blocks.flat[0].dask) if blocks.size else {}
-        named = [Delayed(producer(graph, d.key), d.dask, layer=d.__dask_layers__()[0]) for d in blocks.flat]
-        out[i] = np.array(named, dtype=object).reshape(blocks.shape)
-    return out
-
-
-def producer(graph: dict, key):
-    """The task whose result `key` names: `key` itself, or the end of its chain of
-    aliases (a graph value that is another key, or dask's Alias node)."""
-    for _ in range(len(graph) + 1):
-        v = graph.get(key)
-        if type(v).__name__ == "Alias" and hasattr(v, "target"):
-            key = v.target
-        elif isinstance(v, (str, tuple)) and _hashable(v) and v in graph and v != key:
-            key = v
-        else:
-            return key
-    return key
-
-
-def _hashable(v) -> bool:
-    try:
-        hash(v)
-    except TypeError:
-        return False
-    return True
-
-
 def blocks_of(args, lay: Layout):
     """(index, shape, parts) for each block of the layout: its place in the grid, its
-    shape, and each argument's part of it (a dask block as a delayed object, an
-    in-memory argument's slice); the dask arguments already `_aligned`."""
+    shape, and each argument's part of it (a dask block as a delayed object or an
+    `Item`, an in-memory argument's slice); the dask arguments already `_aligned`."""
     blocks = delayed_blocks({i: a for i, a in enumerate(args) if is_dask(a)})
     for idx in itertools.product(*(range(len(c)) for c in lay.chunks)):
         shape = tuple(lay.chunks[ax][k] for ax, k in enumerate(idx))
@@ -353,7 +335,8 @@ def value_and_grad(fun: Callable, args, argnums: tuple[int, ...], *, backend, mo
     tasks = {}
     for idx, shape, parts in blocks_of(args, lay):
         weight = int(np.prod(shape)) / total if split.kind.endswith("mean") and total else 1.0
-        tasks[idx] = delayed(BlockTask(fun, argnums, backend, mode, weight), pure=True)(*parts)
+        inputs, picks = as_task_inputs(parts)
+        tasks[idx] = delayed(BlockTask(fun, argnums, backend, mode, weight, picks), pure=True)(*inputs)
     value = tree_sum([t[0] for t in tasks.values()]) if want_value else None
     grads, eager = [], {}
     for j, i in enumerate(argnums):
@@ -396,9 +379,9 @@ def rows_value_and_grad(fun: Callable, args, argnums, split: Split, *, backend, 
     mean = split.kind.startswith("rows-mean")
     tasks = []
     for k, m in enumerate(chunks):
-        task = BlockTask(fun, argnums, backend, mode, m / n if mean and n else 1.0)
-        tasks.append(delayed(task, pure=True)(*[parts_of[i][k] if i in parts_of else shared[i]
-                                                 for i in range(len(args))]))
+        inputs, picks = as_task_inputs([parts_of[i][k] if i in parts_of else shared[i] for i in range(len(args))])
+        task = BlockTask(fun, argnums, backend, mode, m / n if mean and n else 1.0, picks)
+        tasks.append(delayed(task, pure=True)(*inputs))
     extra = []
     if split.kind.endswith("+offset") and not mean and len(chunks) > 1:
         # the loss over no rows is b: taken off once per block beyond the first
@@ -473,10 +456,11 @@ def _assemble(a, summed: dict) -> Any:
 class BlockApply:
     """`apply(f, *blocks)` on one block (apply: s2sad.broadcast, passed down by the api)."""
 
-    def __init__(self, apply: Callable, f: Callable, backend):
-        self.apply, self.f, self.backend = apply, f, backend
+    def __init__(self, apply: Callable, f: Callable, backend, picks: tuple = ()):
+        self.apply, self.f, self.backend, self.picks = apply, f, backend, picks
 
     def __call__(self, *blocks):
+        blocks = pick(blocks, self.picks)
         with one_thread():                # dask runs a task per core (see BlockTask)
             return self.apply(self.f, *blocks, backend=self.backend)
 
@@ -492,10 +476,10 @@ def broadcast(apply: Callable, f: Callable, args, backend):
     dtype = np.asarray(sample).dtype
     lay = layout_of(name, args)
     args = [_aligned(a, lay) if is_dask(a) else a for a in args]
-    task = BlockApply(apply, f, backend)
     nested = np.empty(tuple(len(c) for c in lay.chunks), dtype=object)
     for idx, shape, parts in blocks_of(args, lay):
+        inputs, picks = as_task_inputs(parts)
         # each block broadcast to its full shape (an argument may be broadcast along it)
-        out = delayed(np.broadcast_to)(delayed(task, pure=True)(*parts), shape)
+        out = delayed(np.broadcast_to)(delayed(BlockApply(apply, f, backend, picks), pure=True)(*inputs), shape)
         nested[idx] = da.from_delayed(out, shape=shape, dtype=dtype)
     return da.block(nested.tolist()) if nested.ndim else nested[()]
