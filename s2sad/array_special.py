@@ -37,6 +37,7 @@ import numpy as np
 from . import column_products, fastpath, gemm, runtime
 from .array_rules import plain_product
 from .backends import choose
+from .parsing import ast_parse
 
 MAX_SIGNATURES = 16
 
@@ -59,7 +60,7 @@ def straight_line(text: str, name: str, ns: dict) -> ast.FunctionDef | None:
     and the program's scalar kernels (ns: the namespace it runs in); subscripts only by
     constants (a mask's or an index array's result would depend on values); no
     conditional expression, boolean operator, comprehension or lambda."""
-    node = next((n for n in ast.parse(text).body if isinstance(n, ast.FunctionDef) and n.name == name), None)
+    node = next((n for n in ast_parse(text).body if isinstance(n, ast.FunctionDef) and n.name == name), None)
     if node is None or not all(isinstance(s, (ast.Assign, ast.Expr, ast.Return, ast.Pass)) for s in node.body):
         return None
     for n in ast.walk(ast.Module(body=node.body, type_ignores=[])):
@@ -138,7 +139,7 @@ class Specializer:
 
 
 def _copy(node: ast.FunctionDef) -> ast.FunctionDef:
-    return ast.parse(ast.unparse(node)).body[0]
+    return ast_parse(ast.unparse(node)).body[0]
 
 
 class _SiteNames(ast.NodeTransformer):

@@ -31,11 +31,11 @@ The adjoint s2sad writes (reverse_sweep.py) is differentiated term by term:
 """
 from __future__ import annotations
 
-import ast
 import re
 
 from ..array_prims.ops import Product
 from ..frontend import location_of, shown_location as _short, source_line as _line
+from ..parsing import ast_parse
 from .adjoint_analysis import annotated
 from .adjoint_text import text_of, tuple_text
 from .arrayir import ArrayProgram, ArrayStmt, ForStmt, RunKernel
@@ -186,7 +186,7 @@ class ForwardOverReverse(ReverseOfTangents, TangentSweep):
                 + "\n    # reverse sweep, each adjoint with its tangent\n" + "\n".join(rev)
                 + f"\n    return ({shown[0]}, {shown[1]}), {tuple_text(bars)}, "
                   f"{tuple_text(bar_dots)}\n")
-        ast.parse(text)   # the generated code is Python (a failure here is a bug of s2sad)
+        ast_parse(text)   # the generated code is Python (a failure here is a bug of s2sad)
         return text
 
 

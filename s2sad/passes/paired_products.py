@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import ast
 
+from ..parsing import ast_parse
+
 # the helpers whose calls may be joined: pure products of arrays (no output argument,
 # no operand written)
 PAIRED = frozenset({"matmul", "dot", "matmul_rhs_bar", "matmul_lhs_bar"})
@@ -55,7 +57,7 @@ def _product(line: str):
     body = line.lstrip(" ")
     indent = line[:len(line) - len(body)]
     try:
-        tree = ast.parse(body)
+        tree = ast_parse(body)
     except SyntaxError:
         return None
     if len(tree.body) != 1 or not isinstance(tree.body[0], ast.Assign):
@@ -75,7 +77,7 @@ def _plain(node: ast.AST) -> bool:
 
 
 def _reads(texts: list[str]) -> set[str]:
-    return {n.id for t in texts for n in ast.walk(ast.parse(t, mode="eval")) if isinstance(n, ast.Name)}
+    return {n.id for t in texts for n in ast.walk(ast_parse(t, mode="eval")) if isinstance(n, ast.Name)}
 
 
 def _joined(first: str, second: str) -> str | None:

@@ -42,11 +42,9 @@ caches and runs what it writes is ArrayCompiled (array_compiled.py).
   passed as `not_needed`), and other pure statements nobody reads are left out.
 """
 from __future__ import annotations
-from __future__ import annotations
-
-import ast
 
 from ..frontend import location_of, shown_location as _short, source_line as _line
+from ..parsing import ast_parse
 from .adjoint_analysis import annotated, deferrable_sums, forward_lines, live_before, pushed
 from .adjoint_context import AdjointContext
 from .adjoint_text import def_line, grad_of_line, names_read, render, text_of, tuple_text
@@ -141,7 +139,7 @@ class Generator:
                     f"    return {rtext}, {tuple_text(residuals)}\n\n\n"
                     f"def {p.name}__pullback(_residuals, {ob}):\n"
                     f"    {tuple_text(residuals)} = _residuals\n{rev_text}\n    return {tuple_text(gnames)}\n")
-        ast.parse(text)  # the generated code is Python (a failure here is a bug of s2sad)
+        ast_parse(text)  # the generated code is Python (a failure here is a bug of s2sad)
         return text
 
     def kernels_text(self) -> str:

@@ -23,6 +23,7 @@ import gast
 from ..array_prims import Reduce
 from ..array_prims.rowfused import RowFused
 from ..kernel_text import unparse
+from ..parsing import gast_parse
 from .arrayir import ArrayProgram, ArrayStmt, Elementwise
 from .rowfusion import axis_of, blocks, enabled, keep, readers_of, shape
 
@@ -68,7 +69,7 @@ def _replace(body: list, logp: ArrayStmt, prod: ArrayStmt, y: str, total: ArrayS
         target, kd = total.target, (total.op.keepdims if keep(total) else None)
     text = f"row_dot_log_softmax({z}, {y}, axis={unparse(axis)}" + (", keepdims=True" if kd is not None else "") + ")"
     fused = ArrayStmt(target, RowFused("row_dot_log_softmax", axis, kd), [z, y], total.node, total.stmt, total.ctx,
-                      forward=gast.parse(text).body[0].value, reads=set())
+                      forward=gast_parse(text).body[0].value, reads=set())
     if total.op.full:
         total.args = [target]
         for n in gast.walk(total.forward) if total.forward is not None else ():

@@ -28,6 +28,7 @@ import numpy as np
 from ..array_prims import Reduce
 from ..array_prims.rowfused import RowFused
 from ..kernel_text import unparse
+from ..parsing import gast_parse
 from .arrayir import ArrayProgram, ArrayStmt, Elementwise, ForStmt, IfStmt, stmt_reads, walk_stmts
 
 # numpy functions by name in the texts patterns are written in
@@ -287,7 +288,7 @@ def replace(body: list, gone: list, last: ArrayStmt, locate, op: RowFused, text:
     whole = len(holders) == 1 and isinstance(expr, gast.Name)
     target = last.target if whole else fused_name
     fused = ArrayStmt(target, op, [z], last.node, last.stmt, last.ctx,
-                      forward=gast.parse(text).body[0].value, reads=set())
+                      forward=gast_parse(text).body[0].value, reads=set())
     at = next(i for i, s in enumerate(body) if s is last)
     if whole:
         body[at] = fused

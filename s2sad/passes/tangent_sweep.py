@@ -23,13 +23,12 @@ copy of its Namer (AdjointContext).
 """
 from __future__ import annotations
 
-import ast
-
 import gast
 
 from .. import array_prims
 from ..errors import UnsupportedOperationError
 from ..frontend import location_of, shown_location as _short, source_line as _line
+from ..parsing import ast_parse
 from ..kernel_text import unparse
 from .adjoint_context import AdjointContext
 from .adjoint_text import param_texts, text_of, tuple_text
@@ -92,7 +91,7 @@ class TangentSweep:
                 f"[{_short(location_of(p.pf.filename, p.return_node))}]")
         text = (f"def {p.name}__jvp({sig}):\n    {head}\n" + "\n".join(lines)
                 + f"\n    return {text_of(res)}, {self.dot_text(res)}\n")
-        ast.parse(text)   # the generated code is Python (a failure here is a bug of s2sad)
+        ast_parse(text)   # the generated code is Python (a failure here is a bug of s2sad)
         return text
 
     def kernels_text(self) -> str:
