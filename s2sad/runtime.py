@@ -260,15 +260,20 @@ def sum_dual(kernel: Kernel, args: Sequence[Any], active: tuple[str, ...], scale
     if not value and not (with_grads and active):
         choice.resolve(args).prepare(args, kernel.params)   # the same shape checks, nothing to compute
         return None, []
+    if choice.fast_path:
+        fast = fast_layouts(args)
+        if fast is not None:
+            # (at most ENTRY_MAX elements: the driver's one-call entry, cheaper than making zeros)
+            if with_grads and active and math.prod(fast[1]) > ENTRY_MAX and kernel.zero_partials(active):
+                got = zero_sum_fast(kernel, args, active, scale, fast, value)
+                if got is not None:
+                    return got
+            return fast_sum_dual(kernel, args, active if with_grads else (), scale, fast,
+                                  "sum" if value else "none")
     if with_grads and active and kernel.zero_partials(active):
         got = zero_sum_dual(kernel, args, active, scale, choice, value)
         if got is not None:
             return got
-    if choice.fast_path:
-        fast = fast_layouts(args)
-        if fast is not None:
-            return fast_sum_dual(kernel, args, active if with_grads else (), scale, fast,
-                                  "sum" if value else "none")
     backend = choice.resolve(args)
     xp, prep = backend.xp, backend.prepare(args, kernel.params)
     acc = xp.zeros(1, backend.acc_dtype(prep.dtype)) if value else None
@@ -292,21 +297,11 @@ def zero_sum_dual(kernel: Kernel, args: Sequence[Any], active: tuple[str, ...], 
     comes from the kernel without partials (it reads the inputs, stores nothing). The
     zeros are real memory (numpy's calloc, or the pool's block cleared: nothing is
     deferred to the caller beyond what any fresh np.zeros defers). None where it does
-    not apply: a seed that is not a finite number (0 * inf is NaN), a lean call small
-    enough for the driver's one-call entry (ENTRY_MAX elements: the hot path calls that
-    entry, cheaper than Python making zeros), another array module, an empty shape."""
+    not apply: a seed that is not a finite number (0 * inf is NaN), another array
+    module, an empty shape. `zero_sum_fast` is this on the lean path's arguments."""
     zero = _zero_times(scale)
     if zero is None:
         return None
-    if choice.fast_path:
-        fast = fast_layouts(args)
-        if fast is not None:
-            layouts, shape, dtype = fast
-            if math.prod(shape) <= ENTRY_MAX:
-                return None
-            total = fast_sum_dual(kernel, args, (), scale, fast, "sum")[0] if value else None
-            return total, [_zeros(shape, dtype, zero) if layouts[kernel.params.index(a)] == "contig" else 0.0
-                           for a in active]
     backend = choice.resolve(args)
     if backend.xp is not np:
         return None
@@ -325,6 +320,19 @@ def zero_sum_dual(kernel: Kernel, args: Sequence[Any], active: tuple[str, ...], 
         g = np.zeros(1, backend.acc_dtype(prep.dtype)) if scalar else _zeros(prep.shapes[i], prep.dtype, zero)
         grads.append(_shape_grad(g, prep, i))
     return total, backend.results(args, grads)
+
+
+def zero_sum_fast(kernel: Kernel, args: Sequence[Any], active: tuple[str, ...], scale, fast, value: bool):
+    """zero_sum_dual for the lean path's arguments (`fast_layouts`: contiguous arrays of
+    one shape and scalars); a scalar param's gradient is the Python float the lean path
+    gives."""
+    zero = _zero_times(scale)
+    if zero is None:
+        return None
+    layouts, shape, dtype = fast
+    total = fast_sum_dual(kernel, args, (), scale, fast, "sum")[0] if value else None
+    return total, [_zeros(shape, dtype, zero) if layouts[kernel.params.index(a)] == "contig" else 0.0
+                   for a in active]
 
 
 def _zero_times(scale) -> float | None:

@@ -37,15 +37,19 @@ def test_a_checkout_against_itself(tmp_path):
         assert r["n"] == 1000 and r["err_a"] < 1e-12 and r["err_b"] < 1e-12
         assert r["verdict"] in ("same", "B slower", "B faster")
         assert r["ratio_q1"] <= r["ratio_median"] <= r["ratio_q3"]
-        assert 0.2 < r["ratio_median"] < 5.0
+        assert 0.2 < r["ratio_median"] < 5.0 and 0.2 < r["null_median"] < 5.0
+        assert r["null_q1"] <= r["null_median"] <= r["null_q3"]
     assert "verdict" in p.stdout and "sum(x > 0.1)" in p.stdout
 
 
-@pytest.mark.parametrize("ratios,want", [([1.2, 1.25, 1.3, 1.22], "B slower"), ([0.8, 0.82, 0.85, 0.9], "B faster"),
-                                         ([0.9, 1.1, 1.3, 0.95], "same"), ([1.01, 1.02, 1.03, 1.02], "same")])
-def test_verdict(ratios, want):
+@pytest.mark.parametrize("ratios,null,want", [
+    ([1.2, 1.25, 1.3, 1.22], None, "B slower"), ([0.8, 0.82, 0.85, 0.9], None, "B faster"),
+    ([0.9, 1.1, 1.3, 0.95], None, "same"), ([1.01, 1.02, 1.03, 1.02], None, "same"),
+    # the null's spread widens the band: two processes of A differ by up to 1.3x here
+    ([1.2, 1.25, 1.3, 1.22], [0.7, 1.0, 1.3, 1.35], "same"), ([1.2, 1.25, 1.3, 1.22], [0.98, 1.0, 1.02, 1.0], "B slower")])
+def test_verdict(ratios, null, want):
     mod = _module()
-    assert mod.verdict(*mod.quartiles(ratios), 0.05) == want
+    assert mod.verdict(mod.quartiles(ratios), null and mod.quartiles(null), 0.05) == want
 
 
 def test_an_unknown_revision_is_refused():
