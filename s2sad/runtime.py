@@ -30,17 +30,8 @@ value when it has one element ("scalar"), and otherwise read through broadcast
 strides of a contiguous copy of itself ("strided"; the llvm driver is told "row" or
 "column" where the inner stride is 1 or 0, `_known_strides`).
 
-Gradients that are zero by the rules: a kernel whose dual's partials are all the
-constant +0 on every path (`KernelPlan.zero_partials`: comparisons, floor, sign, round,
-a `where` between constants: `sum(x > 0.1)`) gets its gradients made as zeros by
-`zero_sum_dual`, without a derivative kernel, with the bits the kernel would give (the
-sign of zero included); the value, when asked, still runs the kernel, without partials.
-The zeros are real, zeroed memory: numpy's calloc (a fresh large block is the OS's
-zero pages, faulted in by whoever first touches them, as with any np.zeros) or, inside
-an s2sad call, a warm pool block cleared by memset (mempool). Nothing is deferred to the
-caller that a plain np.zeros would not defer: the shortcut saves the read of the inputs
-and the arithmetic, not the memory. A lean call of at most ENTRY_MAX elements keeps
-the driver's one-call entry, which costs less than Python making the zeros.
+Gradients that are zero by the rules (`sum(x > 0.1)`): `sum_dual` makes them as zeros,
+without a derivative kernel (zerograds.py says when, and why that is right).
 
 Sums (the value's, and the gradient of each param that is one element) are accumulated
 in float64 for every dtype on the CPU backends (`ACC_DTYPE`: the llvm drivers add in
@@ -62,12 +53,12 @@ from .backends import Backend
 from .backends.arraymodule import is_cupy
 from .backends.arrays import Prepared, broadcast_shape, broadcast_shapes, compute_dtype, prepare  # noqa: F401
 from .backends.host import ACC_DTYPE, rounded
-from .codegen.llvm_entry import ENTRY_MAX
 from .errors import ShapeError
 from .fastpath import fast_apply, fast_layouts, fast_sum_dual
 from .kernel import LoopSpec
 from .runkernel import Kernel
 from .scans import scan_apply, scan_grads  # noqa: F401  (the entry points generated code calls)
+from .zerograds import zero_buffers, zero_seed, zero_sum_fast, zero_worth
 
 BACKENDS = backends.NAMES
 
@@ -263,93 +254,30 @@ def sum_dual(kernel: Kernel, args: Sequence[Any], active: tuple[str, ...], scale
     if choice.fast_path:
         fast = fast_layouts(args)
         if fast is not None:
-            # (at most ENTRY_MAX elements: the driver's one-call entry, cheaper than making zeros)
-            if with_grads and active and math.prod(fast[1]) > ENTRY_MAX and kernel.zero_partials(active):
+            if with_grads and active and zero_worth(fast[1]) and kernel.zero_partials(active):
                 got = zero_sum_fast(kernel, args, active, scale, fast, value)
                 if got is not None:
                     return got
             return fast_sum_dual(kernel, args, active if with_grads else (), scale, fast,
                                   "sum" if value else "none")
-    if with_grads and active and kernel.zero_partials(active):
-        got = zero_sum_dual(kernel, args, active, scale, choice, value)
-        if got is not None:
-            return got
     backend = choice.resolve(args)
     xp, prep = backend.xp, backend.prepare(args, kernel.params)
     acc = xp.zeros(1, backend.acc_dtype(prep.dtype)) if value else None
-    if not with_grads or not active:
-        launch(kernel, backend, LoopSpec(prep.layouts, value="sum"), (), prep, acc=acc)
-        return rounded(acc[0], prep.dtype) * scale, []
+    zero = zero_seed(kernel, active if with_grads else (), scale, xp, prep)
+    if not with_grads or not active or zero is not None:     # the value only: no partials to compute
+        if value:
+            launch(kernel, backend, LoopSpec(prep.layouts, value="sum"), (), prep, acc=acc)
+        total = rounded(acc[0], prep.dtype) * scale if value else None
+        if zero is None:
+            return total, []
+        zeros = zero_buffers(prep, kernel, active, acc_dtype=backend.acc_dtype(prep.dtype), zero=zero)
+        return total, backend.results(args, [_shape_grad(g, prep, kernel.params.index(a))
+                                             for g, a in zip(zeros, active)])
     grads = _grad_buffers(prep, kernel, active, backend, xp)
     spec = LoopSpec(prep.layouts, value="sum" if value else "none", partials=True, seed="scalar")
     launch(kernel, backend, spec, active, prep, acc=acc, seed=scale, grads=grads)
     return rounded(acc[0], prep.dtype) * scale if value else None, backend.results(args, [
         _shape_grad(g, prep, kernel.params.index(a)) for g, a in zip(grads, active)])
-
-
-def zero_sum_dual(kernel: Kernel, args: Sequence[Any], active: tuple[str, ...], scale, choice: backends.Choice,
-                  value: bool):
-    """sum_dual of a kernel whose partials are the constant +0 on every path
-    (`KernelPlan.zero_partials`: comparisons, floor, sign, round, a `where` between
-    constants): the gradients are made as zeros, not computed, with the bits the kernel
-    would give (a stored partial times the seed has the seed's sign; a sum from +0 is
-    +0; a broadcast param's sum from -0.0 takes the terms' sign); the value, when asked,
-    comes from the kernel without partials (it reads the inputs, stores nothing). The
-    zeros are real memory (numpy's calloc, or the pool's block cleared: nothing is
-    deferred to the caller beyond what any fresh np.zeros defers). None where it does
-    not apply: a seed that is not a finite number (0 * inf is NaN), another array
-    module, an empty shape. `zero_sum_fast` is this on the lean path's arguments."""
-    zero = _zero_times(scale)
-    if zero is None:
-        return None
-    backend = choice.resolve(args)
-    if backend.xp is not np:
-        return None
-    prep = backend.prepare(args, kernel.params)
-    if math.prod(prep.shape) == 0:
-        return None
-    total = None
-    if value:
-        acc = np.zeros(1, backend.acc_dtype(prep.dtype))
-        launch(kernel, backend, LoopSpec(prep.layouts, value="sum"), (), prep, acc=acc)
-        total = rounded(acc[0], prep.dtype) * scale
-    grads = []
-    for a in active:
-        i = kernel.params.index(a)
-        scalar = prep.layouts[i] == "scalar"
-        g = np.zeros(1, backend.acc_dtype(prep.dtype)) if scalar else _zeros(prep.shapes[i], prep.dtype, zero)
-        grads.append(_shape_grad(g, prep, i))
-    return total, backend.results(args, grads)
-
-
-def zero_sum_fast(kernel: Kernel, args: Sequence[Any], active: tuple[str, ...], scale, fast, value: bool):
-    """zero_sum_dual for the lean path's arguments (`fast_layouts`: contiguous arrays of
-    one shape and scalars); a scalar param's gradient is the Python float the lean path
-    gives."""
-    zero = _zero_times(scale)
-    if zero is None:
-        return None
-    layouts, shape, dtype = fast
-    total = fast_sum_dual(kernel, args, (), scale, fast, "sum")[0] if value else None
-    return total, [_zeros(shape, dtype, zero) if layouts[kernel.params.index(a)] == "contig" else 0.0
-                   for a in active]
-
-
-def _zero_times(scale) -> float | None:
-    """0.0 * scale (signed as the seed) for a finite real seed; None for anything else."""
-    if isinstance(scale, bool) or not isinstance(scale, (float, int, np.floating, np.integer)):
-        return None
-    try:
-        s = float(scale)
-    except OverflowError:
-        return None
-    return math.copysign(0.0, s) if math.isfinite(s) else None
-
-
-def _zeros(shape, dtype, zero: float) -> np.ndarray:
-    if math.copysign(1.0, zero) > 0:
-        return np.zeros(shape, dtype)
-    return np.full(shape, zero, dtype)
 
 
 def sum_grads(kernel: Kernel, args: Sequence[Any], active: tuple[str, ...], scale: float = 1.0,
