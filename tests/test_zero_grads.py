@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import s2sad
-from s2sad import errors, runtime
+from s2sad import errors, runtime, zerograds
 from s2sad.codegen.llvm_entry import ENTRY_MAX
 from s2sad.frontend import parse_function
 from s2sad.passes.kernelplan import KernelPlan
@@ -243,6 +243,10 @@ def k_half(z):
 def _kernel(fn) -> runtime.Kernel:
     p = normalize(parse_function(fn))
     return runtime.Kernel(p, p.entry)
+
+
+def test_the_size_below_which_the_entry_runs_is_the_entrys():
+    assert zerograds.ENTRY_MAX == ENTRY_MAX
 
 
 def test_the_proof():
