@@ -58,7 +58,7 @@ from .fastpath import fast_apply, fast_layouts, fast_sum_dual
 from .kernel import LoopSpec
 from .runkernel import Kernel
 from .scans import scan_apply, scan_grads  # noqa: F401  (the entry points generated code calls)
-from .zerograds import zero_buffers, zero_seed, zero_sum_fast, zero_worth
+from .zerograds import proven_zero, zero_buffers, zero_seed, zero_sum_fast, zero_worth
 
 BACKENDS = backends.NAMES
 
@@ -254,7 +254,7 @@ def sum_dual(kernel: Kernel, args: Sequence[Any], active: tuple[str, ...], scale
     if choice.fast_path:
         fast = fast_layouts(args)
         if fast is not None:
-            if with_grads and active and zero_worth(fast[1]) and kernel.zero_partials(active):
+            if with_grads and active and zero_worth(fast[1]) and proven_zero(kernel, active):
                 got = zero_sum_fast(kernel, args, active, scale, fast, value)
                 if got is not None:
                     return got

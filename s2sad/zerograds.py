@@ -15,7 +15,8 @@ so stays +0; a broadcast param's sum starts at -0.0 and takes its terms' sign. T
 shortcut is not taken for a seed that is not a finite number (0 * inf is NaN: the
 kernel's answer), another array module than numpy, an empty broadcast shape, or a lean
 call of at most ENTRY_MAX elements (the hot path calls the driver's one-call entry
-there, cheaper than Python making zeros). The zeros are real, zeroed memory: numpy's
+there, cheaper than Python making zeros), nor on a kernel's first call (`proven_zero`:
+the first result does not wait for the proof). The zeros are real, zeroed memory: numpy's
 calloc (a fresh large block is the OS's zero pages, faulted in by whoever first touches
 them, as for any np.zeros) or, inside an s2sad call, a warm block of s2sad's pool
 cleared by memset (mempool): nothing is deferred to the caller that np.zeros would not
@@ -41,6 +42,18 @@ ENTRY_MAX = 1 << 15
 def zero_worth(shape: tuple[int, ...]) -> bool:
     """Is a lean call of this shape past the driver's one-call entry (ENTRY_MAX)?"""
     return math.prod(shape) > ENTRY_MAX
+
+
+def proven_zero(kernel: Kernel, active: tuple[str, ...]) -> bool:
+    """kernel.zero_partials(active), from the second time it is asked on (per kernel and
+    `active`): the proof makes the kernel's dual, which a process that found the
+    compiled driver in the disk cache does not otherwise make, and a first result does
+    not wait for it (the first call runs the kernel)."""
+    asked = kernel.cached(("zero partials asked", active), lambda: [False])
+    if not asked[0]:
+        asked[0] = True
+        return False
+    return kernel.zero_partials(active)
 
 
 def seed_times_zero(scale) -> float | None:
@@ -78,7 +91,7 @@ def zero_seed(kernel: Kernel, active: tuple[str, ...], scale, xp, prep: Prepared
     """On the general path: the signed zero every gradient element gets when the
     shortcut applies (numpy arrays, a non-empty shape, zero partials, a finite seed),
     else None (the kernel runs)."""
-    if not active or xp is not np or math.prod(prep.shape) == 0 or not kernel.zero_partials(active):
+    if not active or xp is not np or math.prod(prep.shape) == 0 or not proven_zero(kernel, active):
         return None
     return seed_times_zero(scale)
 

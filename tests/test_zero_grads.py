@@ -151,7 +151,7 @@ def test_zero_gradient_without_a_derivative_kernel(loss, dtype, backend, taken, 
         assert not np.signbit(grad).any()
         np.testing.assert_allclose(value, ZERO[loss](x.astype(np.float64)), rtol=1e-5 if dtype == np.float32 else 1e-12)
         _same(g(x), grad)
-    assert taken[0] >= 4
+    assert taken[0] >= 3        # (not the kernel's first call: proven_zero)
     np.testing.assert_array_equal(x, x_before)
     _same(_without_shortcut(monkeypatch, lambda: s2sad.value_and_grad(loss, backend=backend)(x)), vg(x))
 
@@ -175,10 +175,13 @@ def test_sizes_give_the_kernels_results(n, backend, monkeypatch):
 def test_nan_and_inf_inputs(backend, taken):
     x = _input(BIG if backend == "llvm" else 50, np.float64)
     x[::7], x[1::7], x[2::7] = np.nan, np.inf, -np.inf
-    value, grad = s2sad.value_and_grad(sign_loss, backend=backend)(x)
+    vg = s2sad.value_and_grad(sign_loss, backend=backend)
+    first = vg(x)
+    value, grad = vg(x)
     assert not grad.any() and not np.isnan(grad).any()
     assert np.isnan(value)
-    assert taken[0] == 1
+    assert taken[0] >= 1          # (the plan, and so its kernel, may be another test's)
+    _same(first, (value, grad))
 
 
 @pytest.mark.parametrize("backend", ["llvm", "python"])
@@ -189,11 +192,12 @@ def test_two_params_broadcast(shapes, backend, taken, monkeypatch):
     rng = np.random.default_rng(1)
     x, y = (rng.standard_normal(s) if s else 0.4 for s in shapes)
     vg = s2sad.value_and_grad(two_loss, argnums=(0, 1), backend=backend)
+    vg(x, y)
     got = vg(x, y)
     want = _without_shortcut(monkeypatch, lambda: s2sad.value_and_grad(two_loss, argnums=(0, 1), backend=backend)(x, y))
     _same(got, want)
     assert np.shape(got[1][0]) == np.shape(x) and np.shape(got[1][1]) == np.shape(y)
-    assert taken[0] == 1
+    assert taken[0] >= 1
 
 
 @pytest.mark.parametrize("backend", ["llvm", "python"])
@@ -204,9 +208,10 @@ def test_shape_mismatch_is_still_refused(backend):
 
 def test_non_contiguous_and_int_inputs(taken, monkeypatch):
     x = _input(2 * BIG, np.float64)[::2]
+    s2sad.value_and_grad(floor_loss)(x)
     got = s2sad.value_and_grad(floor_loss)(x)
     _same(got, _without_shortcut(monkeypatch, lambda: s2sad.value_and_grad(floor_loss)(x)))
-    assert got[1].shape == x.shape and not got[1].any() and taken[0] == 1
+    assert got[1].shape == x.shape and not got[1].any() and taken[0] >= 1
 
 
 @pytest.mark.parametrize("backend", ["llvm", "python"])
@@ -215,6 +220,7 @@ def test_looks_zero_but_is_not(loss, backend, taken):
     """A partial that is a comparison (x * (x > 0.1)), or zero on one branch only, is
     computed by the kernel: the gradient is not zero."""
     x = _input(BIG if backend == "llvm" else 300, np.float64)
+    s2sad.grad(loss, backend=backend)(x)
     grad = s2sad.grad(loss, backend=backend)(x)
     np.testing.assert_array_equal(grad, NOT_ZERO[loss](x))
     assert grad.any() and taken[0] == 0
@@ -271,6 +277,7 @@ def test_seeds_sign_the_zeros_as_the_kernel_does(scale, layout, backend, monkeyp
     if layout == "row":
         z = np.stack([z, -z])
     k = _kernel(k_two)
+    runtime.sum_dual(k, [z, b], ("z", "b"), scale=scale, backend=backend)     # the first call runs the kernel
     for value in (True, False):
         got = runtime.sum_dual(k, [z, b], ("z", "b"), scale=scale, backend=backend, value=value)
         want = _without_shortcut(monkeypatch, lambda: runtime.sum_dual(
@@ -282,5 +289,21 @@ def test_seeds_sign_the_zeros_as_the_kernel_does(scale, layout, backend, monkeyp
 @pytest.mark.parametrize("scale", [math.inf, -math.inf, math.nan], ids=str)
 def test_a_seed_that_is_not_finite_runs_the_kernel(scale, taken):
     """0 * inf is NaN: the kernel's answer, not zeros."""
-    got = runtime.sum_dual(_kernel(k_gt), [np.linspace(-1, 1, BIG)], ("z",), scale=scale, value=False)[1][0]
-    assert np.isnan(got).all() and taken[0] == 0
+    k = _kernel(k_gt)
+    for _ in range(2):
+        got = runtime.sum_dual(k, [np.linspace(-1, 1, BIG)], ("z",), scale=scale, value=False)[1][0]
+        assert np.isnan(got).all() and taken[0] == 0
+
+
+@pytest.mark.parametrize("backend", ["llvm", "python"])
+def test_a_first_call_does_not_wait_for_the_proof(backend, taken):
+    """The proof makes the dual, which a warm start from the disk cache does not
+    otherwise make: the first call runs the kernel, the second proves and takes the
+    shortcut."""
+    k = _kernel(k_gt)
+    x = np.linspace(-1, 1, BIG if backend == "llvm" else 100)
+    first = runtime.sum_dual(k, [x], ("z",), backend=backend, value=False)
+    assert taken[0] == 0 and ("zero partials", ("z",)) not in k._derived
+    second = runtime.sum_dual(k, [x], ("z",), backend=backend, value=False)
+    assert taken[0] == 1
+    _same(first, second)
