@@ -3,7 +3,7 @@ VENV := .venv
 VPY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test golden readme-coverage bench gpu-check clean
+.PHONY: demo test golden readme-coverage bench bench-compare gpu-check clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -27,6 +27,13 @@ readme-coverage: $(STAMP)
 bench: $(STAMP)
 	$(VPY) -m pip install -q -e ".[bench,dask]" || echo "bench extras not all installed; comparing against what is there"
 	$(VPY) bench/run.py
+
+# the main table's s2sad rows of two revisions, interleaved in one session, with per-row
+# ratios B/A and their spread (bench/compare_revs.py); B=. is this working tree
+A ?= HEAD
+B ?= .
+bench-compare: $(STAMP)
+	$(VPY) bench/compare_revs.py $(A) $(B) $(COMPARE_FLAGS)
 
 gpu-check: $(STAMP)
 	$(VPY) -m pip install -q -e ".[cuda]"

@@ -30,6 +30,9 @@ value when it has one element ("scalar"), and otherwise read through broadcast
 strides of a contiguous copy of itself ("strided"; the llvm driver is told "row" or
 "column" where the inner stride is 1 or 0, `_known_strides`).
 
+Gradients that are zero by the rules (`sum(x > 0.1)`): `sum_dual` makes them as zeros,
+without a derivative kernel (zerograds.py says when, and why that is right).
+
 Sums (the value's, and the gradient of each param that is one element) are accumulated
 in float64 for every dtype on the CPU backends (`ACC_DTYPE`: the llvm drivers add in
 double, the python reference into float64 cells, threads' partial sums are combined
@@ -55,6 +58,7 @@ from .fastpath import fast_apply, fast_layouts, fast_sum_dual
 from .kernel import LoopSpec
 from .runkernel import Kernel
 from .scans import scan_apply, scan_grads  # noqa: F401  (the entry points generated code calls)
+from .zerograds import proven_zero, zero_buffers, zero_seed, zero_sum_fast, zero_worth
 
 BACKENDS = backends.NAMES
 
@@ -250,14 +254,25 @@ def sum_dual(kernel: Kernel, args: Sequence[Any], active: tuple[str, ...], scale
     if choice.fast_path:
         fast = fast_layouts(args)
         if fast is not None:
+            if with_grads and active and zero_worth(fast[1]) and proven_zero(kernel, active):
+                got = zero_sum_fast(kernel, args, active, scale, fast, value)
+                if got is not None:
+                    return got
             return fast_sum_dual(kernel, args, active if with_grads else (), scale, fast,
                                   "sum" if value else "none")
     backend = choice.resolve(args)
     xp, prep = backend.xp, backend.prepare(args, kernel.params)
     acc = xp.zeros(1, backend.acc_dtype(prep.dtype)) if value else None
-    if not with_grads or not active:
-        launch(kernel, backend, LoopSpec(prep.layouts, value="sum"), (), prep, acc=acc)
-        return rounded(acc[0], prep.dtype) * scale, []
+    zero = zero_seed(kernel, active if with_grads else (), scale, xp, prep)
+    if not with_grads or not active or zero is not None:     # the value only: no partials to compute
+        if value:
+            launch(kernel, backend, LoopSpec(prep.layouts, value="sum"), (), prep, acc=acc)
+        total = rounded(acc[0], prep.dtype) * scale if value else None
+        if zero is None:
+            return total, []
+        zeros = zero_buffers(prep, kernel, active, acc_dtype=backend.acc_dtype(prep.dtype), zero=zero)
+        return total, backend.results(args, [_shape_grad(g, prep, kernel.params.index(a))
+                                             for g, a in zip(zeros, active)])
     grads = _grad_buffers(prep, kernel, active, backend, xp)
     spec = LoopSpec(prep.layouts, value="sum" if value else "none", partials=True, seed="scalar")
     launch(kernel, backend, spec, active, prep, acc=acc, seed=scale, grads=grads)

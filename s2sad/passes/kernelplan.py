@@ -3,9 +3,11 @@
 `KernelPlan` holds a `ScalarProgram` and makes, once each and on demand, the things the
 compiler derives from it: the kernel module with the dual for a set of active params
 (`forward.make_dual`, and the result kind `activity.result_kind` finds), the signature
-that finds its compiled drivers on disk, and its seeded form (the kernel times a seed
-given as two factors). It compiles and launches nothing: `runtime.Kernel` extends it
-with the caches of its launches.
+that finds its compiled drivers on disk, its seeded form (the kernel times a seed
+given as two factors), and whether the dual's partials are all the constant zero
+(`zero_partials`: a comparison, floor, sign, round, a `where` between constants, whose
+rules' partials are zero and which the dual folds to the constant). It compiles and
+launches nothing: `runtime.Kernel` extends it with the caches of its launches.
 
 Invariants: a plan's program never changes after it is made, so every derived form is
 made at most once per key; the seeded form is a plan of the same class as the one it
@@ -14,8 +16,11 @@ was made from (a runtime kernel's seeded form is launched as one).
 from __future__ import annotations
 
 import hashlib
+import math
 from dataclasses import dataclass, field
 from typing import Any
+
+import gast
 
 from ..kernel import KernelModule, KernelSignature, fresh_name
 from ..kernel_text import unparse
@@ -87,3 +92,46 @@ class KernelPlan:
                                     prog.custom_rules)
             got = self._derived[("seeded",)] = type(self)(program, f"{self.name}__seeded")
         return got
+
+    def zero_partials(self, active: tuple[str, ...]) -> bool:
+        """Is every partial of the dual for `active` the constant +0 on every path, so
+        that a gradient of this kernel is zeros whatever the inputs (NaN and inf
+        included: a constant partial does not read them)? A proof from the dual's text
+        (`constant_zero_partials`), made once per `active`; False for no active param."""
+        key = ("zero partials", active)
+        got = self._derived.get(key)
+        if got is None:
+            got = False
+            if active:
+                module = self.module(active)
+                got = constant_zero_partials(module.functions[module.dual_entry], len(active))
+            self._derived[key] = got
+        return got
+
+
+def constant_zero_partials(dual: gast.FunctionDef, n_partials: int) -> bool:
+    """Does every return of the dual entry `dual` give (value, 0, ..., 0), each partial
+    the literal +0 (int or float; never -0.0, whose product with a seed has the other
+    sign), and its body end in a return? Anything else (a partial computed, a return of
+    a helper's dual, a nested function) is not proven: the kernel runs. The frontend
+    refuses `raise` and a path that reaches the end without returning."""
+    if not dual.body or not isinstance(dual.body[-1], gast.Return):
+        return False
+    found = False
+    for node in gast.walk(dual):
+        if node is not dual and isinstance(node, (gast.FunctionDef, gast.Lambda)):
+            return False
+        if isinstance(node, gast.Return):
+            value = node.value
+            if not isinstance(value, gast.Tuple) or len(value.elts) != 1 + n_partials:
+                return False
+            if not all(_is_plus_zero(e) for e in value.elts[1:]):
+                return False
+            found = True
+    return found
+
+
+def _is_plus_zero(node) -> bool:
+    if not isinstance(node, gast.Constant) or type(node.value) not in (int, float):
+        return False
+    return node.value == 0 and math.copysign(1.0, node.value) > 0
