@@ -28,6 +28,10 @@ from .trees import assigned_names, const, constant_value, dotted, name, primitiv
 
 # numpy's round with decimals (the builtin round(x, n) rounds the decimal value: not these)
 _NUMPY_ROUNDS = tuple(f for f in (np.round, getattr(np, "around", None)) if f is not None)
+# numpy's roundings give floats where math's and the builtins give ints (np.floor(nan) is
+# nan, np.sum(np.floor(x)) a float64): their primitive is wrapped in float() so that the
+# kernel's result kind (activity.result_kind) is numpy's
+_NUMPY_FLOAT_ROUNDINGS = tuple(getattr(np, n) for n in ("floor", "ceil", "trunc", "rint") if hasattr(np, n)) + _NUMPY_ROUNDS
 
 
 class CallMixin(DerivativeCallMixin):
@@ -83,7 +87,10 @@ class CallMixin(DerivativeCallMixin):
         if r.kind == "primitive":
             if r.value == "round" and len(args) == 2 and any(value is f for f in _NUMPY_ROUNDS):
                 return self.round_decimals(args, e, scope, label)
-            return self.primitive(r.value, args, e, scope, label)
+            call = self.primitive(r.value, args, e, scope, label)
+            if any(value is f for f in _NUMPY_FLOAT_ROUNDINGS):
+                return primitive_call("float", [call])
+            return call
         family = rules.ordered_family(value)
         if family is not None:
             return self.ordered_call(family, args, e, scope, label)
