@@ -30,19 +30,30 @@ from . import marks
 from .api import grad, jvp, vjp
 from .arguments import argnums_tuple, dtype_of
 from .errors import NonDifferentiableInputError, S2SADError
+from .batched_jac import Blocks
 from .jacdiag import Diagonal
 
 
 def jacfwd(fun: Callable, argnums=0, *, backend: str = "auto") -> Callable:
-    """The Jacobian of `fun` by forward mode: one jvp per input direction (an elementwise
-    map: its diagonal from one gradient, jacdiag.py)."""
+    """The Jacobian of `fun` by forward mode: one jvp per input direction; an elementwise
+    map: its diagonal from one gradient (jacdiag.py); an array program or the grad of
+    one: all columns from one sweep of batched tangents where every statement has a
+    batched form (batched_jac.py)."""
     diagonal = Diagonal(fun, argnums_tuple(argnums), backend, "jacfwd")
+    mark = marks.derivative_mark(fun)
+    of_grad = mark is not None and mark.made_by == "grad" and mark.derivative is not None
+    inner = mark.derivative if of_grad else None
+    batched = Blocks(inner.fun if of_grad else fun,
+                     inner.backend if of_grad and backend == "auto" else backend, "jacfwd")
 
     def jacfwd_fun(*args):
         got = _diagonal_of(diagonal, argnums, args)
+        if got is None:
+            got = _batched_columns(batched, inner, argnums, args)
         if got is not None:
             return got
         return _per_argnum(argnums, lambda i: _jacfwd_one(fun, args, i, backend))
+    jacfwd_fun.batched = batched        # (why_not: the statement with no batched form, if any)
     return _named(jacfwd_fun, "jacfwd", fun)
 
 
@@ -73,15 +84,25 @@ jacobian = jacrev
 
 def hessian(fun: Callable, argnums=0, *, backend: str = "auto") -> Callable:
     """The Hessian of a scalar `fun`: jacfwd of its grad (forward over reverse). For a
-    tuple of argnums, H[i][j] = d^2 fun / d args[i] d args[j] (a tuple of tuples)."""
+    tuple of argnums, H[i][j] = d^2 fun / d args[i] d args[j] (a tuple of tuples). An
+    array program: all columns from one sweep of batched tangents (batched_jac.py) where
+    every statement has a batched form, else one sweep per column."""
     nums = argnums_tuple(argnums)
     grads = {i: grad(fun, argnums=i, backend=backend) for i in nums}
+    batched = Blocks(fun, backend, "hessian")
 
     def hessian_fun(*args):
         _check_argnums(argnums, args)
+        norm = tuple(i % len(args) for i in nums)
+        blocks = batched(args, norm, norm)
+        if blocks is not None:
+            if not isinstance(argnums, (tuple, list)):
+                return blocks[(norm[0], norm[0])]
+            return tuple(tuple(blocks[(i, j)] for j in norm) for i in norm)
         if not isinstance(argnums, (tuple, list)):
             return jacfwd(grads[argnums], argnums, backend=backend)(*args)
         return tuple(tuple(jacfwd(grads[i], j, backend=backend)(*args) for j in nums) for i in nums)
+    hessian_fun.batched = batched       # (why_not: the statement with no batched form, if any)
     return _named(hessian_fun, "hessian", fun)
 
 
@@ -133,6 +154,30 @@ def _diagonal_of(diagonal: Diagonal, argnums, args: tuple):
         if got is None:
             return None
     return got if isinstance(argnums, (tuple, list)) else got[0]
+
+
+def _batched_columns(batched: Blocks, inner, argnums, args: tuple):
+    """jacfwd of an array program (inner None) or of its grad `inner` (a Derivative) from
+    batched tangents, or None: the per-column path runs (see batched_jac). A grad of a
+    tuple of argnums gives a tuple of Jacobians, outputs outside, argnums inside (JAX's)."""
+    n = len(args)
+    norm = tuple(i % n for i in argnums_tuple(argnums))
+    many = isinstance(argnums, (tuple, list))
+    if inner is None:
+        blocks = batched(args, None, norm)
+        if blocks is None:
+            return None
+        return tuple(blocks[j] for j in norm) if many else blocks[norm[0]]
+    grad_nums = tuple(i % n for i in argnums_tuple(inner.argnums_spec))
+    blocks = batched(args, grad_nums, norm)
+    if blocks is None:
+        return None
+
+    def of_output(i):
+        return tuple(blocks[(i, j)] for j in norm) if many else blocks[(i, norm[0])]
+    if isinstance(inner.argnums_spec, (tuple, list)):
+        return tuple(of_output(i) for i in grad_nums)
+    return of_output(grad_nums[0])
 
 
 def _jacfwd_one(fun: Callable, args: tuple, i: int, backend: str):

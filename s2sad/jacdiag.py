@@ -49,7 +49,10 @@ class Diagonal:
 
     def full(self, args: tuple) -> tuple | None:
         """The Jacobians by the full path (the argnums checked by the caller), or None."""
-        planned = target(self.fun, self.entry)
+        try:
+            planned = target(self.fun, self.entry)
+        except S2SADError:
+            return None     # (a derivative with no caller: the column-by-column path says why)
         with bound(planned):    # the plan reads this function's cells and globals
             return self._full(planned, args)
 

@@ -1,0 +1,132 @@
+"""Hessians and Jacobians of array programs from one sweep with batched tangents
+(passes/batched_sweep.py), instead of one sweep per column (higher.py).
+
+`Blocks(fun, backend, entry)` answers `blocks(args, grad_nums, tan_nums)`:
+- with grad_nums: {(i, j): d grad_i f / d x_j} (the Hessian's blocks, or jacfwd of a
+  grad) from the batched forward-over-reverse program: per tangent argument j one sweep
+  (K = x_j.size directions: the identity) whose other tangents are zeros; an input of
+  more than BUDGET / x_j.size ... columns runs in chunks of columns, so a batched
+  tangent has at most about BUDGET elements;
+- without (grad_nums None): {j: d f / d x_j} from the batched tangent program (jacfwd
+  of an array program), the Jacobian of shape out.shape + x_j.shape.
+It answers None where the per-column path must run instead: the function is not planned
+as an array program (a fused or scalar plan, a derivative, a refusal the per-column path
+raises located), a tangent argument is not an ndarray of at least one dimension and one
+element, or the program has a statement with no batched form (NotBatched, decided once
+per plan: `why_not` says which). User errors (wrong types, a non-scalar loss) are
+raised as the per-column path raises them.
+
+Invariants: column j of a block is what the per-column program gives along the j-th
+basis direction (the same kernels and rules, the rows of one batch); a block has shape
+out.shape + x_j.shape and the dtype of the per-column result; no argument is written.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from . import batch_rules, hvp_columns
+from .arguments import check_args, converted, dtype_of
+from .errors import S2SADError
+from .frontend import bound
+from .passes.batched_sweep import NotBatched, batched_hvp, batched_jvp
+from .plans import compiled
+from .targets import bind, target
+
+BUDGET = 1 << 20    # elements of one batched tangent (columns x input size) before the columns run in chunks
+
+HELPERS = ("brows", "bindex", "bindex_bar", "breduce", "breduce_bar", "bkernel_tangent", "bkernel_sum_tangent",
+           "bscalar_tangents", "bseeded_grads")
+
+
+def runtime_names(backend: str) -> dict:
+    """The names a batched program calls beyond its plan's."""
+    return {**hvp_columns.runtime_names(backend), **{n: getattr(batch_rules, n) for n in HELPERS}}
+
+
+class Blocks:
+    """The batched Jacobian blocks of `fun` (see the module doc)."""
+
+    def __init__(self, fun: Callable, backend: str, entry: str):
+        self.fun, self.backend, self.entry = fun, backend, entry
+        self.why_not: str | None = None     # the last NotBatched reason (explain)
+
+    def __call__(self, args: tuple, grad_nums: tuple[int, ...] | None, tan_nums: tuple[int, ...]) -> dict | None:
+        """The blocks keyed (i, j) (j without grad_nums), argnums given non-negative."""
+        try:
+            planned = target(self.fun, self.entry)
+        except S2SADError:
+            return None         # the per-column path raises it, located
+        with bound(planned):    # the plan reads this function's cells and globals
+            try:
+                c = compiled(planned)
+            except S2SADError:
+                return None
+            if c.fused:
+                return None
+            return self._blocks(c, planned, args, grad_nums, tan_nums)
+
+    def _blocks(self, c, planned, args, grad_nums, tan_nums) -> dict | None:
+        primals = converted(tuple(args), range(len(args)))
+        if len(primals) != len(c.params):
+            primals = bind(planned, primals, {})
+        tans = tuple(sorted(set(tan_nums) | set(grad_nums or ())))
+        check_args(c, primals, tans)
+        if any(not isinstance(primals[j], np.ndarray) or primals[j].ndim == 0 or primals[j].size == 0
+               for j in tans):
+            return None
+        grads = tuple(dict.fromkeys(grad_nums)) if grad_nums is not None else None
+        try:
+            fn = (batched_hvp(c, tans, grads, self.backend, runtime_names) if grads is not None
+                  else batched_jvp(c, tans, self.backend, runtime_names))
+        except NotBatched as e:
+            self.why_not = e.reason
+            return None
+        self.why_not = None
+        free = c.free_values()
+        out: dict = {}
+        try:
+            for j in dict.fromkeys(tan_nums):
+                out.update(self._columns(fn, primals, tans, j, free, grads))
+        except NotBatched as e:
+            self.why_not = e.reason
+            return None
+        return out
+
+    def _columns(self, fn, primals, tans, j: int, free: dict, grads) -> dict:
+        """The blocks d(.)/d x_j: one batched sweep per chunk of x_j's basis directions."""
+        x = primals[j]
+        size = x.size
+        step = max(1, min(size, BUDGET // size))
+        parts: dict[Any, list] = {}
+        out_shapes: dict[Any, tuple] = {}
+        for lo in range(0, size, step):
+            k = min(step, size - lo)
+            tangents = []
+            for a in tans:
+                p = primals[a]
+                t = np.zeros((k,) + p.shape, dtype=dtype_of(p))
+                if a == j:
+                    t.reshape(k, size)[np.arange(k), lo + np.arange(k)] = 1.0
+                tangents.append(t)
+            res = fn(*primals, *tangents, **free) if free else fn(*primals, *tangents)
+            if grads is not None:
+                for i, bd in zip(grads, res[2]):
+                    shape = np.shape(primals[i])
+                    parts.setdefault((i, j), []).append(np.broadcast_to(bd, (k,) + shape))
+                    out_shapes[(i, j)] = (shape, dtype_of(primals[i]))
+            else:
+                value, dot = res
+                if not isinstance(value, (np.ndarray, float, np.floating)):    # a tuple of results: column by column
+                    raise NotBatched("a result that is not one array")
+                shape = np.shape(value)
+                parts.setdefault(j, []).append(np.broadcast_to(dot, (k,) + shape))
+                out_shapes[j] = (shape, np.asarray(value).dtype if isinstance(value, np.ndarray) else dtype_of(x))
+        blocks = {}
+        for key, cols in parts.items():
+            shape, dtype = out_shapes[key]
+            stacked = np.concatenate(cols) if len(cols) > 1 else cols[0]
+            m = int(np.prod(shape, dtype=np.int64))
+            blocks[key] = np.ascontiguousarray(stacked.reshape(size, m).T, dtype=dtype).reshape(shape + x.shape)
+        return blocks
