@@ -50,22 +50,26 @@ class Blocks:
 
     def __init__(self, fun: Callable, backend: str, entry: str):
         self.fun, self.backend, self.entry = fun, backend, entry
-        self.why_not: str | None = None     # the last NotBatched reason (explain)
+        self.why_not: str | None = None     # why the last call answered None (None: it did not)
 
     def __call__(self, args: tuple, grad_nums: tuple[int, ...] | None, tan_nums: tuple[int, ...]) -> dict | None:
         """The blocks keyed (i, j) (j without grad_nums), argnums given non-negative."""
         try:
             planned = target(self.fun, self.entry)
-        except S2SADError:
-            return None         # the per-column path raises it, located
+        except S2SADError as e:
+            return self._not_batched(f"refused ({e.message})")     # the per-column path raises it, located
         with bound(planned):    # the plan reads this function's cells and globals
             try:
                 c = compiled(planned)
-            except S2SADError:
-                return None
+            except S2SADError as e:
+                return self._not_batched(f"refused ({e.message})")
             if c.fused:
-                return None
+                return self._not_batched("not an array program (one fused kernel: its own derivatives)")
             return self._blocks(c, planned, args, grad_nums, tan_nums)
+
+    def _not_batched(self, why: str) -> None:
+        self.why_not = why
+        return None
 
     def _blocks(self, c, planned, args, grad_nums, tan_nums) -> dict | None:
         primals = converted(tuple(args), range(len(args)))
@@ -75,14 +79,13 @@ class Blocks:
         check_args(c, primals, tans)
         if any(not isinstance(primals[j], np.ndarray) or primals[j].ndim == 0 or primals[j].size == 0
                for j in tans):
-            return None
+            return self._not_batched("an argument that is a number, 0-d or empty")
         grads = tuple(dict.fromkeys(grad_nums)) if grad_nums is not None else None
         try:
             fn = (batched_hvp(c, tans, grads, self.backend, runtime_names) if grads is not None
                   else batched_jvp(c, tans, self.backend, runtime_names))
         except NotBatched as e:
-            self.why_not = e.reason
-            return None
+            return self._not_batched(e.reason)
         self.why_not = None
         free = c.free_values()
         out: dict = {}
@@ -90,8 +93,7 @@ class Blocks:
             for j in dict.fromkeys(tan_nums):
                 out.update(self._columns(fn, primals, tans, j, free, grads))
         except NotBatched as e:
-            self.why_not = e.reason
-            return None
+            return self._not_batched(e.reason)
         return out
 
     def _columns(self, fn, primals, tans, j: int, free: dict, grads) -> dict:
