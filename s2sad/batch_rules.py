@@ -106,10 +106,16 @@ def _full(a, shape: tuple, batched: bool = False, dtype=None):
     one shape, and a pullback then sums over nothing but what the row's own would); a
     Python number stays one unless `dtype` is given (an active input: its pullback must
     not sum over the rows)."""
-    if (type(a) is float or type(a) is int) and dtype is None:
+    if type(a) is float or type(a) is int:
+        if dtype is None:
+            return a
+        return np.full(shape, a, dtype)
+    if type(a) is np.ndarray and a.shape == shape and a.flags.c_contiguous:
         return a
-    a = _pad(a, len(shape) - 1) if batched else np.asarray(a, dtype=dtype if type(a) in (float, int) else None)
-    return np.ascontiguousarray(np.broadcast_to(a, shape))
+    a = _pad(a, len(shape) - 1) if batched else np.asarray(a)
+    out = np.empty(shape, a.dtype)
+    out[...] = a
+    return out
 
 
 def _unbatched_sum(s, shape: tuple):

@@ -27,10 +27,10 @@ from typing import Any, Callable
 import numpy as np
 
 from . import batch_rules, hvp_columns
-from .arguments import check_args, converted, dtype_of
+from .arguments import argnums_tuple, check_args, converted, dtype_of
 from .errors import S2SADError
 from .frontend import bound
-from .passes.batched_sweep import NotBatched, batched_hvp, batched_jvp
+from .passes.batched_sweep import NotBatched, batched_hvp, batched_hvp_source, batched_jvp
 from .plans import compiled
 from .targets import bind, target
 
@@ -132,3 +132,18 @@ class Blocks:
             m = int(np.prod(shape, dtype=np.int64))
             blocks[key] = np.ascontiguousarray(stacked.reshape(size, m).T, dtype=dtype).reshape(shape + x.shape)
         return blocks
+
+
+def hessian_source(fun: Callable, argnums=0) -> str:
+    """What hessian(fun, argnums) runs for an array program: the forward-over-reverse
+    program with batched tangents, then its kernels; or the line that says why there is
+    none (the per-column program then runs: array_higher.hvp_source)."""
+    with bound(fun):
+        c = compiled(fun)
+        if c.fused:
+            return "# no batched program: not an array program (one fused kernel: its own derivatives)\n"
+        nums = tuple(dict.fromkeys(i % len(c.params) for i in argnums_tuple(argnums)))
+        try:
+            return batched_hvp_source(c, tuple(sorted(nums)), nums)
+        except NotBatched as e:
+            return f"# no batched program: {e.reason}\n"

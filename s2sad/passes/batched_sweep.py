@@ -261,9 +261,13 @@ def batched_jvp(plan, argnums: tuple[int, ...], backend: str, names):
     return _program(plan, ("jvp", argnums), backend, names, lambda: BatchedTangentSweep(plan.program, argnums))
 
 
-def batched_source(plan, key: tuple) -> str | None:
-    got = _PROGRAMS.get(plan, {}).get(key)
-    return got[0] if isinstance(got, tuple) else None
+def batched_hvp_source(plan, argnums: tuple[int, ...], grad_argnums: tuple[int, ...]) -> str:
+    """The batched forward-over-reverse program's source, then its kernels' (NotBatched
+    where there is none)."""
+    sweep = BatchedForwardOverReverse(plan.program, argnums, grad_argnums, False)
+    text = sweep.generate()
+    kernels = sweep.kernels_text()
+    return text + ("\n\n" + kernels if kernels else "")
 
 
 def _program(plan, key: tuple, backend: str, names, make):
