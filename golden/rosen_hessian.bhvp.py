@@ -11,19 +11,13 @@ def rosen__hvp(x, x_dot):
     loss_bar, loss_bar_dot = 1.0, np.zeros(np.shape(x_dot)[0])
     # Grad of: return np.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2)    [golden/examples.py:322:5]
     (__1_g_dot, __2_g_dot, __3_g_dot), (__1_g, __2_g, __3_g) = bseeded_grads(sum_grads, rosen__loss__seeded_tangent, (_1, _2, _3), (0, 1, 2), (_1_dot, _2_dot, _3_dot), loss_bar * 1.0, loss_bar_dot * 1.0, ('_1', '_2', '_3', 'q__1', 'q__2', 'q__3'))
-    _1_bar = unbroadcast(__1_g, _1)
     _1_bar_dot = __1_g_dot
-    _2_bar = unbroadcast(__2_g, _2)
     _2_bar_dot = __2_g_dot
-    _3_bar = unbroadcast(__3_g, _3)
     _3_bar_dot = __3_g_dot
-    x_bar = index_bar(_3_bar, x, np.s_[:-1])
     x_bar_dot = bindex_bar(_3_bar_dot, x, np.s_[:-1])
-    x_bar = x_bar + index_bar(_2_bar, x, np.s_[:-1])
     x_bar_dot = x_bar_dot + bindex_bar(_2_bar_dot, x, np.s_[:-1])
-    x_bar = x_bar + index_bar(_1_bar, x, np.s_[1:])
     x_bar_dot = x_bar_dot + bindex_bar(_1_bar_dot, x, np.s_[1:])
-    return (None, None), (x_bar,), (x_bar_dot,)
+    return (None, None), (None,), (x_bar_dot,)
 
 
 # Kernel rosen__loss.

@@ -30,6 +30,8 @@ is what the unbatched program gives along direction b.
 """
 from __future__ import annotations
 
+import ast
+import re
 import weakref
 
 from .. import array_prims
@@ -239,7 +241,49 @@ class BatchedForwardOverReverse(BatchedForward, ForwardOverReverse):
             seed = f"    {self.bar(res)}, {self.bar_dot(res)} = 1.0, 0.0\n"
             text = text.replace(seed, f"    {self.bar(res)}, {self.bar_dot(res)} = 1.0, "
                                       f"np.zeros(np.shape({first})[0])\n", 1)
-        return text.replace("    # Tangent of the gradient of:", "    # Batched tangents of the gradient of:", 1)
+        text = text.replace("    # Tangent of the gradient of:", "    # Batched tangents of the gradient of:", 1)
+        return _without_adjoints(text)
+
+
+def _without_adjoints(text: str) -> str:
+    """The program returning None for the adjoints (the caller reads their tangents
+    only), less each top-level line that binds only names nothing after it reads: the
+    adjoints' own lines where no tangent needs them. (A batched program is straight-line
+    code: loops and ifs have no batched form.)"""
+    lines = text.split("\n")
+    ret = next(k for k in range(len(lines) - 1, -1, -1) if lines[k].startswith("    return "))
+    tree = ast.parse(lines[ret].strip()).body[0].value      # ((value, its tangent), adjoints, their tangents)
+    lines[ret] = (f"    return {ast.unparse(tree.elts[0])}, "
+                  f"{tuple_text(['None'] * len(tree.elts[1].elts))}, {ast.unparse(tree.elts[2])}")
+    live: set[str] = set()
+    kept: list[str] = []
+    for line in reversed(lines):
+        node = _statement(line)
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and _plain_target(node.targets[0]):
+            bound_names = {n.id for n in ast.walk(node.targets[0]) if isinstance(n, ast.Name)}
+            if not bound_names & live:
+                continue        # nothing after it reads what it binds
+            live -= bound_names
+            live |= {n.id for n in ast.walk(node.value) if isinstance(n, ast.Name)}
+        elif node is not None or line.strip() and not line.strip().startswith("#"):
+            live |= set(re.findall(r"[A-Za-z_]\w*", line))
+        kept.append(line)
+    return "\n".join(reversed(kept))
+
+
+def _statement(line: str):
+    """A top-level line of the program as its statement, else None."""
+    if not line.startswith("    ") or line.startswith("     "):
+        return None
+    try:
+        body = ast.parse(line.strip()).body
+    except SyntaxError:
+        return None
+    return body[0] if len(body) == 1 else None
+
+
+def _plain_target(target) -> bool:
+    return all(isinstance(n, (ast.Name, ast.Tuple, ast.Store, ast.Load)) for n in ast.walk(target))
 
 
 # ---------------------------------------------------------------- compiled, once per plan
