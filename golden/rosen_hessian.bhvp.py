@@ -25,28 +25,6 @@ def rosen__loss(_1, _2, _3):
     return 100.0 * (_1 - _2 ** 2) ** 2 + (1.0 - _3) ** 2
 
 
-# Kernel rosen__loss__tangent (the tangent of rosen__loss along its active params' tangents).
-def rosen__loss(_1, _2, _3):
-    return 100.0 * (_1 - _2 ** 2) ** 2 + (1.0 - _3) ** 2
-
-
-def rosen__loss__dual(_1, _2, _3):
-    _d1 = _2 ** 2
-    _d2 = _1 - _d1
-    _d3 = 2 * _d2
-    _d4 = _d2 ** 2
-    _d5 = 100.0 * _d4
-    _d6 = 1.0 - _3
-    _d7 = _d6 ** 2
-    return (_d5 + _d7, 100.0 * _d3, 100.0 * (_d3 * -(2 * _2)), -(2 * _d6))
-
-
-# the tangent of rosen__loss along its active params' tangents
-def rosen__loss__tangent(_1, _2, _3, t__1, t__2, t__3):
-    _v, _d__1, _d__2, _d__3 = rosen__loss__dual(_1, _2, _3)
-    return _d__1 * t__1 + _d__2 * t__2 + _d__3 * t__3
-
-
 # Kernel rosen__loss__seeded_tangent (the tangent of rosen__loss's adjoint g * drosen__loss/dp (its params' tangents, g and g_dot given)).
 def rosen__loss(_1, _2, _3):
     return 100.0 * (_1 - _2 ** 2) ** 2 + (1.0 - _3) ** 2

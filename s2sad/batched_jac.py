@@ -51,9 +51,15 @@ class Blocks:
     def __init__(self, fun: Callable, backend: str, entry: str):
         self.fun, self.backend, self.entry = fun, backend, entry
         self.why_not: str | None = None     # why the last call answered None (None: it did not)
+        self.hot: Hot | None = None         # the last plain call's path, tried first
 
     def __call__(self, args: tuple, grad_nums: tuple[int, ...] | None, tan_nums: tuple[int, ...]) -> dict | None:
         """The blocks keyed (i, j) (j without grad_nums), argnums given non-negative."""
+        hot = self.hot
+        if hot is not None and hot.key == (grad_nums, tan_nums):
+            got = hot(args)
+            if got is not None:
+                return got
         try:
             planned = target(self.fun, self.entry)
         except S2SADError as e:
@@ -91,12 +97,14 @@ class Blocks:
         out: dict = {}
         try:
             for j in dict.fromkeys(tan_nums):
-                out.update(self._columns(fn, primals, tans, j, free, grads))
+                out.update(self.columns(fn, primals, tans, j, free, grads))
         except NotBatched as e:
             return self._not_batched(e.reason)
+        if not free and primals is args and all(type(a) in (np.ndarray, float, int) for a in args):
+            self.hot = Hot(self, (grad_nums, tan_nums), planned, c, fn, tans, grads)
         return out
 
-    def _columns(self, fn, primals, tans, j: int, free: dict, grads) -> dict:
+    def columns(self, fn, primals, tans, j: int, free: dict, grads) -> dict:
         """The blocks d(.)/d x_j: one batched sweep per chunk of x_j's basis directions."""
         x = primals[j]
         size = x.size
@@ -105,18 +113,15 @@ class Blocks:
         out_shapes: dict[Any, tuple] = {}
         for lo in range(0, size, step):
             k = min(step, size - lo)
-            tangents = []
-            for a in tans:
-                p = primals[a]
-                t = np.zeros((k,) + p.shape, dtype=dtype_of(p))
-                if a == j:
-                    t.reshape(k, size)[np.arange(k), lo + np.arange(k)] = 1.0
-                tangents.append(t)
+            tangents = [_basis(primals[a], lo, k) if a == j else np.zeros((k,) + primals[a].shape, primals[a].dtype)
+                        for a in tans]
             res = fn(*primals, *tangents, **free) if free else fn(*primals, *tangents)
             if grads is not None:
                 for i, bd in zip(grads, res[2]):
                     shape = np.shape(primals[i])
-                    parts.setdefault((i, j), []).append(np.broadcast_to(bd, (k,) + shape))
+                    if np.shape(bd) != (k,) + shape:    # (an unbatched zero: the loss does not depend on it)
+                        bd = np.broadcast_to(bd, (k,) + shape)
+                    parts.setdefault((i, j), []).append(bd)
                     out_shapes[(i, j)] = (shape, dtype_of(primals[i]))
             else:
                 value, dot = res
@@ -132,6 +137,50 @@ class Blocks:
             m = int(np.prod(shape, dtype=np.int64))
             blocks[key] = np.ascontiguousarray(stacked.reshape(size, m).T, dtype=dtype).reshape(shape + x.shape)
         return blocks
+
+
+def _basis(x: np.ndarray, lo: int, k: int) -> np.ndarray:
+    """The basis directions lo .. lo + k - 1 of x's elements: shape (k,) + x.shape."""
+    if lo == 0 and k == x.size:
+        return np.eye(k, dtype=x.dtype).reshape((k,) + x.shape)
+    t = np.zeros((k, x.size), x.dtype)
+    t[np.arange(k), lo + np.arange(k)] = 1.0
+    return t.reshape((k,) + x.shape)
+
+
+class Hot:
+    """A Blocks call taken again without planning: the function's code is the planned
+    one, the plan's assumptions hold, every argument is an ndarray or a number (none
+    to convert), each tangent argument a float ndarray of at least one element and one
+    dimension (check_args' and _blocks' conditions), and the plan reads no free data;
+    else None, and the full path runs (and checks)."""
+
+    def __init__(self, blocks: Blocks, key: tuple, planned, c, fn, tans: tuple, grads):
+        self.blocks, self.key, self.planned, self.fn, self.tans, self.grads = blocks, key, planned, fn, tans, grads
+        self.code, self.hold, self.holds = planned.__code__, c.assumptions.hold, bool(c.assumptions.entries)
+        self.n = len(c.params)
+        self.order = tuple(dict.fromkeys(key[1]))
+
+    def __call__(self, args: tuple) -> dict | None:
+        if len(args) != self.n or self.planned.__code__ is not self.code:
+            return None
+        for a in args:
+            t = type(a)
+            if t is not np.ndarray and t is not float and t is not int:
+                return None
+        for j in self.tans:
+            a = args[j]
+            if type(a) is not np.ndarray or a.ndim == 0 or a.size == 0 or a.dtype.kind != "f" or a.dtype.itemsize > 8:
+                return None
+        if self.holds and not self.hold(self.planned):
+            return None
+        out: dict = {}
+        try:
+            for j in self.order:
+                out.update(self.blocks.columns(self.fn, args, self.tans, j, {}, self.grads))
+        except NotBatched:
+            return None     # (the full path says why)
+        return out
 
 
 def hessian_source(fun: Callable, argnums=0) -> str:

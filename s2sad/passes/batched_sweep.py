@@ -118,16 +118,25 @@ class BatchedForward:
         t = st.target
         args = tuple_text([text_of(a) for a in st.args])
         act = self.ctx.kernel_active(st)
-        tk = self.tangent_kernel_name(st, tuple(p for _, p, _ in act))
+        names = tuple(p for _, p, _ in act)
         dots = tuple_text([self.dot(a) for _, _, a in act])
         kn = self.ctx.kernel_name(st)
         if isinstance(st.op, KernelSum):
             scale = "1.0" if st.op.reduction == "sum" else f"(1.0 / broadcast_size{args})"
             out.append(f"{ind}{t} = sum_dual({kn}, {args}, active=(), scale={scale})[0]")
-            out.append(f"{ind}{self.dot(t)} = bkernel_sum_tangent(apply, {tk}, {args}, {dots}) * {scale}")
+            if not self.tangent_read(st):
+                return
+            out.append(f"{ind}{self.dot(t)} = bkernel_sum_tangent(apply, {self.tangent_kernel_name(st, names)}, "
+                       f"{args}, {dots}) * {scale}")
             return
         out.append(f"{ind}{t} = apply({kn}, {args})")
-        out.append(f"{ind}{self.dot(t)} = bkernel_tangent(apply, {tk}, {args}, {dots})")
+        out.append(f"{ind}{self.dot(t)} = bkernel_tangent(apply, {self.tangent_kernel_name(st, names)}, {args}, "
+                   f"{dots})")
+
+    def tangent_read(self, st) -> bool:
+        """Is this statement's tangent read? (Not the loss's, in forward over reverse:
+        the batched program returns no value; its kernel is then not even made.)"""
+        return True
 
 
     def batched_scalar_kernel(self, st, ind: str, out: list) -> None:
@@ -167,6 +176,9 @@ class BatchedForwardOverReverse(BatchedForward, ForwardOverReverse):
         out.append(f"{ind}{t}, {', '.join(ds)} = {dual}({', '.join(args)})")
         out.append(f"{ind}{self.dot(t)}, {', '.join(dds)} = bscalar_tangents({tdual}, {tuple_text(args)}, "
                    f"{tuple_text([self.dot(a) for _, _, a in act])})")
+
+    def tangent_read(self, st) -> bool:
+        return st.target != self.p.result
 
     def reverse_for(self, st, ind: str, out: list, init: set) -> None:
         self.not_batched(st, "a loop")
@@ -246,15 +258,14 @@ class BatchedForwardOverReverse(BatchedForward, ForwardOverReverse):
 
 
 def _without_adjoints(text: str) -> str:
-    """The program returning None for the adjoints (the caller reads their tangents
-    only), less each top-level line that binds only names nothing after it reads: the
+    """The program returning None for the value, its tangent and the adjoints (the
+    caller reads the adjoints' tangents only), less each top-level line that binds only names nothing after it reads: the
     adjoints' own lines where no tangent needs them. (A batched program is straight-line
     code: loops and ifs have no batched form.)"""
     lines = text.split("\n")
     ret = next(k for k in range(len(lines) - 1, -1, -1) if lines[k].startswith("    return "))
     tree = ast.parse(lines[ret].strip()).body[0].value      # ((value, its tangent), adjoints, their tangents)
-    lines[ret] = (f"    return {ast.unparse(tree.elts[0])}, "
-                  f"{tuple_text(['None'] * len(tree.elts[1].elts))}, {ast.unparse(tree.elts[2])}")
+    lines[ret] = f"    return (None, None), {tuple_text(['None'] * len(tree.elts[1].elts))}, {ast.unparse(tree.elts[2])}"
     live: set[str] = set()
     kept: list[str] = []
     for line in reversed(lines):
