@@ -34,12 +34,17 @@ def brows(fn, *ts):
 
 
 def _basic(index) -> bool:
+    if type(index) is slice:
+        return True
     items = index if isinstance(index, tuple) else (index,)
     return all(i is None or i is Ellipsis or isinstance(i, (slice, int, np.integer)) for i in items)
 
 
 def _shifted(index) -> tuple:
-    return (slice(None),) + (index if isinstance(index, tuple) else (index,))
+    return (_ALL,) + (index if type(index) is tuple else (index,))
+
+
+_ALL = slice(None)
 
 
 def bindex(t, index):
@@ -52,7 +57,7 @@ def bindex(t, index):
 def bindex_bar(g, x, index):
     """Row by row index_bar(g[b], x, index)."""
     if _basic(index):
-        z = np.zeros((np.shape(g)[0],) + np.shape(x), np.result_type(g, np.float32))
+        z = np.zeros((g.shape[0],) + _shape(x), np.result_type(g, np.float32))
         z[_shifted(index)] = g
         return z
     return brows(lambda r: index_bar(r, x, index), g)
@@ -95,10 +100,25 @@ def _pad(t, nd: int):
     return t.reshape(t.shape[:1] + (1,) * (nd - t.ndim + 1) + t.shape[1:])
 
 
+def _shape(a) -> tuple:
+    return a.shape if type(a) is np.ndarray else np.shape(a)
+
+
 def _full_shape(args, dots, extra=()) -> tuple:
     """(K,) + the kernel's broadcast shape over the primals, the seeds and the rows."""
-    shapes = [np.shape(a) for a in tuple(args) + tuple(extra)] + [np.shape(d)[1:] for d in dots]
-    return (np.shape(dots[0])[0],) + np.broadcast_shapes(*shapes)
+    out: tuple = ()
+    for shape in [_shape(a) for a in tuple(args) + tuple(extra)] + [_shape(d)[1:] for d in dots]:
+        if shape != out:
+            out = _broadcast2(out, shape)
+    return (_shape(dots[0])[0],) + out
+
+
+def _broadcast2(a: tuple, b: tuple) -> tuple:
+    """numpy's broadcast of two shapes (they do broadcast: the unbatched program ran)."""
+    if len(a) < len(b):
+        a, b = b, a
+    b = (1,) * (len(a) - len(b)) + b
+    return tuple(x if y == 1 else y for x, y in zip(a, b))
 
 
 def _full(a, shape: tuple, batched: bool = False, dtype=None):
@@ -152,7 +172,7 @@ def bseeded_grads(sum_grads, kernel, args: tuple, active: tuple, dots: tuple, g,
     grads = sum_grads(kernel, tuple(margs) + tuple(_full(d, shape, True) for d in dots)
                       + (_full(g, shape), gd) + tuple(margs[j] for j in active), wrt)
     n = len(active)
-    seconds = [_unbatched_sum(s, np.shape(args[j])) for s, j in zip(grads[:n], active)]
+    seconds = [_unbatched_sum(s, _shape(args[j])) for s, j in zip(grads[:n], active)]
     firsts = [np.asarray(f)[0] if np.ndim(f) else f for f in grads[n:]]
     return seconds, firsts
 

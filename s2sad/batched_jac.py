@@ -22,6 +22,7 @@ out.shape + x_j.shape and the dtype of the per-column result; no argument is wri
 """
 from __future__ import annotations
 
+import math
 from typing import Any, Callable
 
 import numpy as np
@@ -118,7 +119,7 @@ class Blocks:
             res = fn(*primals, *tangents, **free) if free else fn(*primals, *tangents)
             if grads is not None:
                 for i, bd in zip(grads, res[2]):
-                    shape = np.shape(primals[i])
+                    shape = primals[i].shape
                     if np.shape(bd) != (k,) + shape:    # (an unbatched zero: the loss does not depend on it)
                         bd = np.broadcast_to(bd, (k,) + shape)
                     parts.setdefault((i, j), []).append(bd)
@@ -134,8 +135,8 @@ class Blocks:
         for key, cols in parts.items():
             shape, dtype = out_shapes[key]
             stacked = np.concatenate(cols) if len(cols) > 1 else cols[0]
-            m = int(np.prod(shape, dtype=np.int64))
-            blocks[key] = np.ascontiguousarray(stacked.reshape(size, m).T, dtype=dtype).reshape(shape + x.shape)
+            m = math.prod(shape)
+            blocks[key] = stacked.reshape(size, m).T.astype(dtype, order="C").reshape(shape + x.shape)
         return blocks
 
 

@@ -59,11 +59,20 @@ def jacfwd(fun: Callable, argnums=0, *, backend: str = "auto") -> Callable:
 
 def jacrev(fun: Callable, argnums=0, *, backend: str = "auto") -> Callable:
     """The Jacobian of `fun` by reverse mode: one vjp, pulled back once per output element
-    (an elementwise map: its diagonal from one gradient, jacdiag.py)."""
+    (an elementwise map: its diagonal from one gradient, jacdiag.py; the grad of an array
+    program: the batched forward-over-reverse sweep, batched_jac.py)."""
     diagonal = Diagonal(fun, argnums_tuple(argnums), backend, "jacrev")
+    mark = marks.derivative_mark(fun)
+    inner = mark.derivative if mark is not None and mark.made_by == "grad" else None
+    # the grad of an array program: its Jacobian (a Hessian block) from the batched
+    # forward-over-reverse sweep, the same numbers as its rows
+    batched = Blocks(inner.fun, inner.backend if backend == "auto" else backend, "jacrev") \
+        if inner is not None else None
 
     def jacrev_fun(*args):
         got = _diagonal_of(diagonal, argnums, args)
+        if got is None and batched is not None:
+            got = _batched_columns(batched, inner, argnums, args)
         if got is not None:
             return got
         out, pullback = vjp(fun, *args, backend=backend)
@@ -76,6 +85,7 @@ def jacrev(fun: Callable, argnums=0, *, backend: str = "auto") -> Callable:
             rows.append(pullback(seed))
         return _per_argnum(argnums, lambda i: _assemble([r[i] for r in rows], out_shape, np.shape(args[i]),
                                                         rows_first=True))
+    jacrev_fun.batched = batched
     return _named(jacrev_fun, "jacrev", fun)
 
 

@@ -231,3 +231,19 @@ def test_central_fd_of_the_gradient_agrees():
     for k in range(5):
         np.testing.assert_allclose(got[k], central_fd(lambda x: s2sad.grad(rosen)(x)[k], (x,), 0), rtol=1e-6,
                                    atol=1e-5)
+
+
+def test_jacrev_of_a_grad_takes_the_batched_sweep():
+    x, y = np.linspace(-1.0, 1.3, 6), np.linspace(0.2, 0.9, 6)
+    jr = s2sad.jacrev(s2sad.grad(rosen))
+    np.testing.assert_allclose(jr(x), rosen_hessian(x), rtol=1e-12, atol=1e-10)
+    assert jr.batched.why_not is None
+    got = s2sad.jacrev(s2sad.grad(two, argnums=(0, 1)), argnums=(0, 1))(x, y)
+    for a in range(2):
+        for b in range(2):
+            np.testing.assert_allclose(got[a][b], per_column(two, (x, y), a, b), rtol=1e-12, atol=1e-12)
+    one = s2sad.jacrev(s2sad.grad(two, argnums=1), argnums=0)(x, y)
+    np.testing.assert_allclose(one, per_column(two, (x, y), 1, 0), rtol=1e-12, atol=1e-12)
+    jl = s2sad.jacrev(s2sad.grad(looped))       # no batched form: its rows, one pullback each
+    np.testing.assert_allclose(jl(x), per_column(looped, (x,), 0, 0), rtol=1e-11, atol=1e-12)
+    assert "loop" in jl.batched.why_not
