@@ -4,9 +4,9 @@
 `Blocks(fun, backend, entry)` answers `blocks(args, grad_nums, tan_nums)`:
 - with grad_nums: {(i, j): d grad_i f / d x_j} (the Hessian's blocks, or jacfwd of a
   grad) from the batched forward-over-reverse program: per tangent argument j one sweep
-  (K = x_j.size directions: the identity) whose other tangents are zeros; an input of
-  more than BUDGET / x_j.size ... columns runs in chunks of columns, so a batched
-  tangent has at most about BUDGET elements;
+  (K = x_j.size directions: the identity) whose other tangents are zeros, in chunks of
+  K columns such that K times the largest array given is at most about BUDGET elements
+  (the batched operands of a kernel are K times its shape);
 - without (grad_nums None): {j: d f / d x_j} from the batched tangent program (jacfwd
   of an array program), the Jacobian of shape out.shape + x_j.shape.
 It answers None where the per-column path must run instead: the function is not planned
@@ -63,13 +63,11 @@ class Blocks:
                 return got
         try:
             planned = target(self.fun, self.entry)
-        except S2SADError as e:
-            return self._not_batched(f"refused ({e.message})")     # the per-column path raises it, located
-        with bound(planned):    # the plan reads this function's cells and globals
-            try:
+            with bound(planned):    # the plan reads this function's cells and globals
                 c = compiled(planned)
-            except S2SADError as e:
-                return self._not_batched(f"refused ({e.message})")
+        except S2SADError as e:     # the per-column path raises it, located
+            return self._not_batched(f"refused ({e.message})")
+        with bound(planned):
             if c.fused:
                 return self._not_batched("not an array program (one fused kernel: its own derivatives)")
             return self._blocks(c, planned, args, grad_nums, tan_nums)
@@ -109,7 +107,10 @@ class Blocks:
         """The blocks d(.)/d x_j: one batched sweep per chunk of x_j's basis directions."""
         x = primals[j]
         size = x.size
-        step = max(1, min(size, BUDGET // size))
+        # a kernel's batched operands are K times its broadcast shape: bounded by the
+        # largest array given (an intermediate may be larger: a proxy)
+        largest = max([a.size for a in tuple(primals) + tuple(free.values()) if isinstance(a, np.ndarray)])
+        step = max(1, min(size, BUDGET // largest))
         parts: dict[Any, list] = {}
         out_shapes: dict[Any, tuple] = {}
         for lo in range(0, size, step):

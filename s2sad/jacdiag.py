@@ -51,16 +51,14 @@ class Diagonal:
         """The Jacobians by the full path (the argnums checked by the caller), or None."""
         try:
             planned = target(self.fun, self.entry)
-        except S2SADError:
-            return None     # (a derivative with no caller: the column-by-column path says why)
-        with bound(planned):    # the plan reads this function's cells and globals
-            return self._full(planned, args)
-
-    def _full(self, planned: Callable, args: tuple) -> tuple | None:
-        try:
-            c = compiled(planned)
+            with bound(planned):    # the plan reads this function's cells and globals
+                c = compiled(planned)
         except S2SADError:
             return None     # the column-by-column path says why, where jvp is called
+        with bound(planned):
+            return self._full(planned, c, args)
+
+    def _full(self, planned: Callable, c, args: tuple) -> tuple | None:
         if not _elementwise(c) or any(np.ndim(args[i]) == 0 for i in self.argnums):
             return None
         args = converted(tuple(args), range(len(args)))

@@ -156,6 +156,10 @@ def test_chunks_of_columns_give_the_same(monkeypatch):
     whole = s2sad.hessian(rosen)(x)
     monkeypatch.setattr(batched_jac, "BUDGET", 30)      # 3 columns a sweep
     np.testing.assert_array_equal(s2sad.hessian(rosen)(x), whole)
+    W, X = np.linspace(-0.4, 0.5, 6).reshape(3, 2), np.linspace(-1.0, 1.0, 12).reshape(4, 3)
+    monkeypatch.setattr(batched_jac, "BUDGET", 25)      # 2 columns a sweep: X (12 elements) bounds it
+    np.testing.assert_allclose(s2sad.hessian(layer)(W, X), per_column(layer, (W, X), 0, 0), rtol=1e-12,
+                               atol=1e-12)
 
 
 @pytest.mark.parametrize("fun, why", [(looped, "loop"), (written, "in-place write")])
