@@ -314,3 +314,12 @@ ARRAY_CASES["layer_norm"] = (layer_norm_loss, (0, 1, 2, 3))
 # the bench's MLP's Hessian-vector product (issue 14): its kernel runs with its
 # one-column matmul (hvp_columns), neither h nor its tangent formed
 HVP_CASES["mlp_leaky_hvp"] = (mlp_loss, (0, 1, 2))
+
+
+# hessian of an array program (issue 14): one sweep whose tangents carry a leading batch
+# axis of K directions (passes/batched_sweep.py), the Rosenbrock function of the bench
+def rosen(x):
+    return np.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2)
+
+
+BATCHED_CASES = {"rosen_hessian": (rosen, 0)}

@@ -2,11 +2,12 @@
 jacrev), hessian, hvp.
 
 Built on the public jvp, vjp and grad only:
-- `jacfwd(fun)`: one jvp per basis direction of the input (a column each); where the
-  plan shows an elementwise map of the input (a fused kernel with no reduction, the
-  output of the input's shape), one jvp along ones gives the diagonal, which is the
-  whole Jacobian.
-- `jacrev(fun)`: one vjp, its pullback run once per output element (a row each).
+- `jacfwd(fun)`: one jvp per basis direction of the input (a column each);
+- `jacrev(fun)`: one vjp, its pullback run once per output element (a row each);
+- either, where the plan shows an elementwise map of the input (a fused kernel with no
+  reduction, the output of the input's shape): the diagonal from one gradient of the
+  map's sum, which is the whole Jacobian, decided once per plan and called through the
+  driver's entry from the third call (jacdiag.py).
 - `hessian(fun)` = jacfwd(grad(fun)); `hvp(fun, primals, tangents)` = jvp(grad(fun))
   (forward over reverse). For a scalar function of numbers the grad is differentiated
   again as nested duals in one kernel (passes/normderiv.py); for an array program the
@@ -29,22 +30,51 @@ from . import marks
 from .api import grad, jvp, vjp
 from .arguments import argnums_tuple, dtype_of
 from .errors import NonDifferentiableInputError, S2SADError
-from .frontend import bound
-from .plans import compiled
-from .targets import target
+from .batched_jac import Blocks
+from .jacdiag import Diagonal
 
 
 def jacfwd(fun: Callable, argnums=0, *, backend: str = "auto") -> Callable:
-    """The Jacobian of `fun` by forward mode: one jvp per input direction."""
+    """The Jacobian of `fun` by forward mode: one jvp per input direction; an elementwise
+    map: its diagonal from one gradient (jacdiag.py); an array program or the grad of
+    one: all columns from one sweep of batched tangents where every statement has a
+    batched form (batched_jac.py)."""
+    diagonal = Diagonal(fun, argnums_tuple(argnums), backend, "jacfwd")
+    mark = marks.derivative_mark(fun)
+    of_grad = mark is not None and mark.made_by == "grad" and mark.derivative is not None
+    inner = mark.derivative if of_grad else None
+    batched = Blocks(inner.fun if of_grad else fun,
+                     inner.backend if of_grad and backend == "auto" else backend, "jacfwd")
+
     def jacfwd_fun(*args):
+        got = _diagonal_of(diagonal, argnums, args)
+        if got is None:
+            got = _batched_columns(batched, inner, argnums, args)
+        if got is not None:
+            return got
         return _per_argnum(argnums, lambda i: _jacfwd_one(fun, args, i, backend))
+    jacfwd_fun.batched = batched        # (why_not: the statement with no batched form, if any)
     return _named(jacfwd_fun, "jacfwd", fun)
 
 
 def jacrev(fun: Callable, argnums=0, *, backend: str = "auto") -> Callable:
-    """The Jacobian of `fun` by reverse mode: one vjp, pulled back once per output element."""
+    """The Jacobian of `fun` by reverse mode: one vjp, pulled back once per output element
+    (an elementwise map: its diagonal from one gradient, jacdiag.py; the grad of an array
+    program: the batched forward-over-reverse sweep, batched_jac.py)."""
+    diagonal = Diagonal(fun, argnums_tuple(argnums), backend, "jacrev")
+    mark = marks.derivative_mark(fun)
+    inner = mark.derivative if mark is not None and mark.made_by == "grad" else None
+    # the grad of an array program: its Jacobian (a Hessian block) from the batched
+    # forward-over-reverse sweep, the same numbers as its rows
+    batched = Blocks(inner.fun, inner.backend if backend == "auto" else backend, "jacrev") \
+        if inner is not None else None
+
     def jacrev_fun(*args):
-        _check_argnums(argnums, args)
+        got = _diagonal_of(diagonal, argnums, args)
+        if got is None and batched is not None:
+            got = _batched_columns(batched, inner, argnums, args)
+        if got is not None:
+            return got
         out, pullback = vjp(fun, *args, backend=backend)
         out_shape = np.shape(out)
         rows = []
@@ -55,6 +85,7 @@ def jacrev(fun: Callable, argnums=0, *, backend: str = "auto") -> Callable:
             rows.append(pullback(seed))
         return _per_argnum(argnums, lambda i: _assemble([r[i] for r in rows], out_shape, np.shape(args[i]),
                                                         rows_first=True))
+    jacrev_fun.batched = batched
     return _named(jacrev_fun, "jacrev", fun)
 
 
@@ -63,15 +94,25 @@ jacobian = jacrev
 
 def hessian(fun: Callable, argnums=0, *, backend: str = "auto") -> Callable:
     """The Hessian of a scalar `fun`: jacfwd of its grad (forward over reverse). For a
-    tuple of argnums, H[i][j] = d^2 fun / d args[i] d args[j] (a tuple of tuples)."""
+    tuple of argnums, H[i][j] = d^2 fun / d args[i] d args[j] (a tuple of tuples). An
+    array program: all columns from one sweep of batched tangents (batched_jac.py) where
+    every statement has a batched form, else one sweep per column."""
     nums = argnums_tuple(argnums)
     grads = {i: grad(fun, argnums=i, backend=backend) for i in nums}
+    batched = Blocks(fun, backend, "hessian")
 
     def hessian_fun(*args):
         _check_argnums(argnums, args)
+        norm = tuple(i % len(args) for i in nums)
+        blocks = batched(args, norm, norm)
+        if blocks is not None:
+            if not isinstance(argnums, (tuple, list)):
+                return blocks[(norm[0], norm[0])]
+            return tuple(tuple(blocks[(i, j)] for j in norm) for i in norm)
         if not isinstance(argnums, (tuple, list)):
             return jacfwd(grads[argnums], argnums, backend=backend)(*args)
         return tuple(tuple(jacfwd(grads[i], j, backend=backend)(*args) for j in nums) for i in nums)
+    hessian_fun.batched = batched       # (why_not: the statement with no batched form, if any)
     return _named(hessian_fun, "hessian", fun)
 
 
@@ -114,13 +155,45 @@ def _per_argnum(argnums, one: Callable) -> Any:
     return one(argnums)
 
 
+def _diagonal_of(diagonal: Diagonal, argnums, args: tuple):
+    """The Jacobian(s) of an elementwise map (hot path first), or None: not one."""
+    got = diagonal.hot(args) if len(args) == diagonal.arity else None
+    if got is None:
+        _check_argnums(argnums, args)
+        got = diagonal.full(args)
+        if got is None:
+            return None
+    return got if isinstance(argnums, (tuple, list)) else got[0]
+
+
+def _batched_columns(batched: Blocks, inner, argnums, args: tuple):
+    """jacfwd of an array program (inner None) or of its grad `inner` (a Derivative) from
+    batched tangents, or None: the per-column path runs (see batched_jac). A grad of a
+    tuple of argnums gives a tuple of Jacobians, outputs outside, argnums inside (JAX's)."""
+    n = len(args)
+    norm = tuple(i % n for i in argnums_tuple(argnums))
+    many = isinstance(argnums, (tuple, list))
+    if inner is None:
+        blocks = batched(args, None, norm)
+        if blocks is None:
+            return None
+        return tuple(blocks[j] for j in norm) if many else blocks[norm[0]]
+    grad_nums = tuple(i % n for i in argnums_tuple(inner.argnums_spec))
+    blocks = batched(args, grad_nums, norm)
+    if blocks is None:
+        return None
+
+    def of_output(i):
+        return tuple(blocks[(i, j)] for j in norm) if many else blocks[(i, norm[0])]
+    if isinstance(inner.argnums_spec, (tuple, list)):
+        return tuple(of_output(i) for i in grad_nums)
+    return of_output(grad_nums[0])
+
+
 def _jacfwd_one(fun: Callable, args: tuple, i: int, backend: str):
     _check_argnums(i, args)
     x = args[i]
     zeros = [_zero_tangent(a) for a in args]
-    diagonal = _elementwise_diagonal(fun, args, i, zeros, backend)
-    if diagonal is not None:
-        return diagonal
     in_shape = np.shape(x)
     columns, out_shape = [], ()
     for j in np.ndindex(in_shape):
@@ -130,34 +203,6 @@ def _jacfwd_one(fun: Callable, args: tuple, i: int, backend: str):
         out_shape = np.shape(out)
         columns.append(column)
     return _assemble(columns, out_shape, in_shape, rows_first=False)
-
-
-def _elementwise_diagonal(fun, args, i, zeros, backend):
-    """The Jacobian of an elementwise map in args[i] from one jvp along ones, or None
-    when the plan is not one (see the module doc)."""
-    x = args[i]
-    if np.ndim(x) == 0 or not _is_elementwise_map(fun):
-        return None
-    tangents = list(zeros)
-    tangents[i] = np.ones(np.shape(x), dtype=np.result_type(x, np.float32))
-    out, diag = jvp(fun, tuple(args), tuple(tangents), backend=backend)
-    if np.shape(out) != np.shape(x):     # broadcast against a larger argument: not diagonal
-        return None
-    n = int(np.size(x))
-    jac = np.zeros((n, n), dtype=np.asarray(diag).dtype)
-    jac[np.arange(n), np.arange(n)] = np.ravel(diag)
-    return jac.reshape(np.shape(x) + np.shape(x))
-
-
-def _is_elementwise_map(fun: Callable) -> bool:
-    try:
-        planned = target(fun, "jacfwd")
-        with bound(planned):
-            c = compiled(planned)
-    except S2SADError:
-        return False        # jvp says why, where it is called
-    return c.fused and c.plan.reduction == "none" and not c.plan.program.state \
-        and not c.plan.program.captures
 
 
 def _zero_tangent(a):

@@ -130,7 +130,10 @@ CAUGHT = {
     "api.py:run": "calls_bound: the target of a call that fails to bind is the api's own to refuse, "
                   "where it is located (a deferral)",
     "array_higher.py:is_array_derivative": "owned by a parallel change this session (route_of would decide)",
-    "higher.py:_is_elementwise_map": "owned by a parallel change this session (route_of would decide)",
+    "jacdiag.py:full": "jacfwd/jacrev of what cannot be planned: the column-by-column path's jvp/vjp "
+                       "refuses it, located (a deferral)",
+    "batched_jac.py:__call__": "a Hessian or Jacobian of what cannot be planned: the per-column path "
+                               "refuses it, located (a deferral)",
     "passes/routes.py:derivative": "an unreadable function: the route chosen says so where it reads it "
                                    "(frontend has no non-raising parse)",
     "passes/routes.py:python_function": "an unreadable function: as derivative",
