@@ -38,6 +38,7 @@ from .. import array_prims
 from ..array_prims.prim import kw
 from ..frontend import location_of, shown_location as _short
 from ..kernel_text import unparse
+from ..parsing import ast_parse
 from .adjoint_text import param_texts, text_of, tuple_text
 from .arrayir import KernelSum, ListAppend, LoopExit, RunKernel, SetItem, is_kernel
 from .array_jvp import scalar_check
@@ -264,7 +265,7 @@ def _without_adjoints(text: str) -> str:
     code: loops and ifs have no batched form.)"""
     lines = text.split("\n")
     ret = next(k for k in range(len(lines) - 1, -1, -1) if lines[k].startswith("    return "))
-    tree = ast.parse(lines[ret].strip()).body[0].value      # ((value, its tangent), adjoints, their tangents)
+    tree = ast_parse(lines[ret].strip()).body[0].value      # ((value, its tangent), adjoints, their tangents)
     lines[ret] = f"    return (None, None), {tuple_text(['None'] * len(tree.elts[1].elts))}, {ast.unparse(tree.elts[2])}"
     live: set[str] = set()
     kept: list[str] = []
@@ -287,7 +288,7 @@ def _statement(line: str):
     if not line.startswith("    ") or line.startswith("     "):
         return None
     try:
-        body = ast.parse(line.strip()).body
+        body = ast_parse(line.strip()).body
     except SyntaxError:
         return None
     return body[0] if len(body) == 1 else None
