@@ -3,9 +3,10 @@ call under 100 ms for `hessian` of a 10-vector's Rosenbrock and `jacfwd`/`jacrev
 10-to-10 map).
 
 A fresh child process, after an earlier one filled the disk cache, times its first
-call of each; the bound here is generous (0.5 s: CI machines vary, and the test is
-meant to catch a bad regression such as a kernel compiled again on every start, not
-to benchmark). The results are checked against analytic values, so a fast wrong
+call of each. A kernel compiled again on every start is caught by what the child loaded
+(llvmlite.binding: no compile on a warm start), not by the clock; the time bound is
+only a backstop against something far slower (2 s: 0.5 s failed once at load 10 on 2
+cores; the 100 ms target is measured by `make bench`, not here). The results are checked against analytic values, so a fast wrong
 answer fails too.
 """
 from __future__ import annotations
@@ -18,7 +19,7 @@ import sys
 import numpy as np
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-WARM_FIRST_CALL_S = 0.5
+WARM_FIRST_CALL_S = 2.0
 
 CHILD = """\
 import json, sys, time
