@@ -163,18 +163,8 @@ class BatchedForwardOverReverse(BatchedForward, ForwardOverReverse):
         tangents: the tangent dual run once per active input along its unit tangent (the
         kernel's second partials), times the tangents (bscalar_tangents); its reverse
         (hvp_reverse) multiplies them as the unbatched one does."""
+        args, act, dds, tdual = self.scalar_kernel_partials(st, ind, out)
         t = st.target
-        args = [text_of(a) for a in st.args]
-        act = self.ctx.kernel_active(st)
-        names = tuple(p for _, p, _ in act)
-        ds = [self.namer.fresh(f"d{t.lstrip('_')}_d{a.lstrip('_')}") for _, _, a in act]
-        dds = [self.namer.fresh(f"{d}_dot") for d in ds]
-        st.adjoint.tangent_partials = [(a, d, dd) for (_, _, a), d, dd in zip(act, ds, dds)]
-        kt = self.tangent_kernels.of(st.op.kernel, names)
-        kmod, ktmod = st.op.kernel.module(names), kt.module(names)
-        dual = self.bind(kmod.dual_entry, st.op.kernel.python_functions(names)[kmod.dual_entry])
-        tdual = self.bind(ktmod.dual_entry, kt.python_functions(names)[ktmod.dual_entry])
-        out.append(f"{ind}{t}, {', '.join(ds)} = {dual}({', '.join(args)})")
         out.append(f"{ind}{self.dot(t)}, {', '.join(dds)} = bscalar_tangents({tdual}, {tuple_text(args)}, "
                    f"{tuple_text([self.dot(a) for _, _, a in act])})")
 

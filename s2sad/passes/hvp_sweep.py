@@ -119,6 +119,16 @@ class ForwardOverReverse(ReverseOfTangents, TangentSweep):
         if not (active and isinstance(st.op, RunKernel) and st.op.scalar):
             super().kernel(st, ind, out, active)
             return
+        args, act, dds, tdual = self.scalar_kernel_partials(st, ind, out)
+        targs = args + [self.dot(a) for _, _, a in act]
+        out.append(f"{ind}{self.dot(st.target)}, {', '.join(dds)} = {tdual}({', '.join(targs)})")
+
+    def scalar_kernel_partials(self, st, ind: str, out: list) -> tuple:
+        """The primal line of a kernel on known scalars, `t, dt_da, ... = dual(args)`,
+        with its partials kept on the statement (tangent_partials, which the reverse
+        half multiplies); returns (args, the active inputs, the partials' tangent names,
+        the bound tangent dual) for the caller's tangent line (one direction here, a
+        batch of them in batched_sweep)."""
         t = st.target
         args = [text_of(a) for a in st.args]
         act = self.ctx.kernel_active(st)
@@ -131,8 +141,7 @@ class ForwardOverReverse(ReverseOfTangents, TangentSweep):
         dual = self.bind(kmod.dual_entry, st.op.kernel.python_functions(names)[kmod.dual_entry])
         tdual = self.bind(ktmod.dual_entry, kt.python_functions(names)[ktmod.dual_entry])
         out.append(f"{ind}{t}, {', '.join(ds)} = {dual}({', '.join(args)})")
-        targs = args + [self.dot(a) for _, _, a in act]
-        out.append(f"{ind}{self.dot(t)}, {', '.join(dds)} = {tdual}({', '.join(targs)})")
+        return args, act, dds, tdual
 
     def scale(self, st: ArrayStmt) -> str:
         if st.op.reduction == "sum":
