@@ -11,13 +11,15 @@ plan (plans.Compiled or array_compiled.ArrayCompiled): what it reads is `params`
 from __future__ import annotations
 
 import sys
+import weakref
 from typing import Any, Sequence
 
 import numpy as np
 
 from .backends.arraymodule import is_cupy
-from .errors import NonDifferentiableInputError, S2SADError
+from .errors import NonDifferentiableInputError, S2SADError, ShapeError
 from .frontend import parse_function
+from .paramuses import array_uses
 
 def argnums_tuple(argnums) -> tuple[int, ...]:
     return tuple(argnums) if isinstance(argnums, (tuple, list)) else (argnums,)
@@ -42,6 +44,7 @@ def check_args(c, args: Sequence[Any], argnums: tuple[int, ...]) -> None:
                      f"'{c.params[i]}' out of argnums.")
     for i, a in enumerate(args):
         _check_data(c, i, a)
+    check_dimensions(c, args)
 
 
 def _check_data(c, i: int, a: Any) -> None:
@@ -87,6 +90,44 @@ def check_call(c, args: Sequence[Any], argnums: tuple[int, ...]) -> None:
         for i, a in enumerate(args):
             if type(a) is not float:
                 _check_data(c, i, a)
+    for a in args:
+        if type(a) is float or (type(a) is np.ndarray and not a.ndim) or isinstance(a, np.generic):
+            check_dimensions(c, args)
+            return
+
+
+# plan -> ((position, parameter, its first use that needs an array), ...) (paramuses)
+_ARRAY_PARAMS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def array_params(c) -> tuple:
+    """((position, parameter, location of its use, what the use does, the fewest
+    dimensions it needs), ...) for the parameters plan `c`'s function needs to be
+    arrays (paramuses.array_uses)."""
+    got = _ARRAY_PARAMS.get(c)
+    if got is None:
+        pf = parse_function(c.fun)
+        uses = array_uses(pf.node)
+        got = tuple((i, p, pf.location(uses[p][0]), uses[p][1], uses[p][2])
+                    for i, p in enumerate(c.params) if p in uses)
+        _ARRAY_PARAMS[c] = got
+    return got
+
+
+def check_dimensions(c, args: Sequence[Any]) -> None:
+    """Refuse a number (a float, a numpy scalar, a 0-d array) given for a parameter the
+    function indexes, measures or loops over (paramuses): the function itself would
+    raise there."""
+    for i, p, where, what, ndim in array_params(c):
+        a = args[i] if i < len(args) else None
+        if type(a) in (float, int) or (ndim and (isinstance(a, (float, np.generic))
+                                                 or (isinstance(a, np.ndarray) and a.ndim == 0))):
+            kind = "a 0-d array" if isinstance(a, np.ndarray) else f"a number ({type(a).__name__})"
+            raise ShapeError(
+                f"argument '{p}' of {c.fun.__name__} is {kind}, but {c.fun.__name__} {what} here, as an array's: "
+                f"a number has no items, length or dimensions",
+                where, hint=f"Pass an array of at least one dimension for '{p}' (e.g. np.atleast_1d({p})), "
+                            f"or write {c.fun.__name__} for a number.")
 
 
 def _array_like(a: Any) -> bool:

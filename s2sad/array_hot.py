@@ -17,7 +17,9 @@ function on the same arguments, unchanged, and shape its results the same way:
 - as many arguments as the plan's parameters (no defaults to fill in, no keywords);
 - each differentiated argument a Python float or an exact ndarray of float64 or float32;
   each other one a float, an int, or an exact ndarray of a bool, integer or float dtype
-  at most 8 bytes wide (nothing `converted` would convert or `check_call` refuse).
+  at most 8 bytes wide (nothing `converted` would convert or `check_call` refuse);
+  one the function indexes or measures (arguments.array_params) an ndarray of at least
+  one dimension (a number there is check_call's refusal).
 Anything else, and a RecursionError inside, it declines (NotImplemented): the full path
 then binds, converts, checks, refuses or plans again. The results are the full path's,
 bit for bit: the same generated function, `as_result` and `as_value` on its results.
@@ -28,7 +30,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .arguments import as_result, as_value
+from .arguments import array_params, as_result, as_value
 from .array_special import Specializer, signature_text
 from .frontend import bound
 from .plans import PLANS
@@ -54,8 +56,12 @@ def hot_maker(c, fn: Callable, argnums: tuple[int, ...], many: bool, grad_only: 
     n = len(c.params)
     names = [f"a{i}" for i in range(n)]
     checks = []
+    arrays_only = {use[0] for use in array_params(c)}    # indexed, measured: a number is refused (check_call)
     for i, a in enumerate(names):
-        if i in argnums:
+        if i in arrays_only:
+            dtype_ok = f"{a}.dtype in FLOATS" if i in argnums else f"{a}.dtype.kind in 'biuf' and {a}.dtype.itemsize <= 8"
+            checks.append(f"(type({a}) is ndarray and {a}.ndim and {dtype_ok})")
+        elif i in argnums:
             checks.append(f"(type({a}) is ndarray and {a}.dtype in FLOATS or type({a}) is float)")
         else:   # (data_ok, inline for an ndarray)
             checks.append(f"(type({a}) is ndarray and {a}.dtype.kind in 'biuf' and {a}.dtype.itemsize <= 8"

@@ -1,0 +1,122 @@
+"""A number given where the function needs an array (session 8, trust): `grad(neighbours)(0.5)`
+for `np.sum(a[1:] * a[:-1])` raised a raw TypeError from the generated code (IndexError for a
+numpy scalar or a 0-d array, AttributeError for `a.shape[0]`, TypeError for `len(a)`), through
+every entry point, and the hot path took the number after an array call had made it. Now each
+is a located ShapeError at the use (arguments.check_dimensions, paramuses.array_uses); a
+function that uses its argument whole still takes a number."""
+import numpy as np
+import pytest
+
+import s2sad
+from s2sad.errors import ShapeError
+from conftest import central_fd
+
+
+def neighbours(a):
+    return np.sum(a[1:] * a[:-1])
+
+
+def first_item(a):
+    return a[0] * 2.0 + np.sum(a ** 2)
+
+
+def by_length(a):
+    s = 0.0
+    for i in range(len(a)):
+        s = s + a[i] ** 2
+    return s
+
+
+def by_dimension(a):
+    return np.sum(a ** 2) * a.shape[0]
+
+
+def over_rows(a):
+    s = 0.0
+    for r in a:
+        s = s + np.sum(r ** 2)
+    return s
+
+
+def data_indexed(w, X):
+    return np.sum(np.tanh(w * X[0]))
+
+
+def whole(a):
+    return np.sum(np.tanh(a))
+
+
+def whole_index(a):
+    return np.sum(np.tanh(a[...])) + a[()] * 0.0
+
+
+def rebound_first(a):
+    a = np.atleast_1d(a)
+    return np.sum(a[:1] ** 2)
+
+
+def guarded(a):
+    if np.ndim(a) == 0:
+        return a ** 2
+    return np.sum(a[1:] ** 2)
+
+
+USES = {neighbours: "indexes it", first_item: "indexes it", by_length: "takes its length",
+        by_dimension: "reads a dimension of it", over_rows: "loops over it"}
+NUMBERS = [0.5, np.float64(0.5), np.float32(0.5), np.array(0.5)]
+ENTRIES = {
+    "grad": lambda f, a: s2sad.grad(f)(a),
+    "value_and_grad": lambda f, a: s2sad.value_and_grad(f)(a),
+    "jvp": lambda f, a: s2sad.jvp(f, (a,), (a,)),
+    "vjp": lambda f, a: s2sad.vjp(f, a)[1](1.0),
+    "hessian": lambda f, a: s2sad.hessian(f)(a),
+    "jacfwd": lambda f, a: s2sad.jacfwd(f)(a),
+    "jacrev": lambda f, a: s2sad.jacrev(f)(a),
+    "grad python": lambda f, a: s2sad.grad(f, backend="python")(a),
+}
+
+
+@pytest.mark.parametrize("f", list(USES), ids=lambda f: f.__name__)
+@pytest.mark.parametrize("entry", list(ENTRIES))
+def test_a_number_where_an_array_is_used_is_a_located_refusal(f, entry):
+    for a in NUMBERS:
+        with pytest.raises(ShapeError) as info:
+            ENTRIES[entry](f, a)
+        msg = str(info.value)
+        assert "test_trust_arguments.py:" in msg and USES[f] in msg and "np.atleast_1d(a)" in msg
+
+
+@pytest.mark.parametrize("f", list(USES), ids=lambda f: f.__name__)
+def test_the_hot_path_does_not_take_a_number_after_an_array(f):
+    g = s2sad.grad(f)
+    x = np.array([0.5, -1.0, 2.0])
+    for _ in range(3):      # the full path, then the hot path and its specialised copy
+        np.testing.assert_allclose(g(x), central_fd(f, [x], 0), rtol=1e-6)
+    for a in NUMBERS:
+        with pytest.raises(ShapeError):
+            g(a)
+    np.testing.assert_allclose(g(x), central_fd(f, [x], 0), rtol=1e-6)
+
+
+def test_a_data_argument_given_as_a_number_is_refused_too():
+    g = s2sad.grad(data_indexed)
+    X = np.array([[0.5, 1.0], [2.0, 3.0]])
+    np.testing.assert_allclose(g(0.3, X), central_fd(data_indexed, [0.3, X], 0), rtol=1e-6)
+    np.testing.assert_allclose(g(0.3, X), central_fd(data_indexed, [0.3, X], 0), rtol=1e-6)
+    with pytest.raises(ShapeError, match="argument 'X'"):
+        g(0.3, 2.0)
+
+
+@pytest.mark.parametrize("f", [whole, rebound_first, guarded], ids=lambda f: f.__name__)
+def test_numbers_still_taken_where_the_function_runs_on_them(f):
+    for a in [0.5, np.float64(0.5), np.array(0.5)]:
+        got = s2sad.grad(f)(a)
+        assert float(got) == pytest.approx(float(central_fd(f, [float(a)], 0)), rel=1e-6)
+
+
+def test_a_whole_index_takes_numpy_numbers_not_a_python_float():
+    g = s2sad.grad(whole_index)
+    for a in [np.float64(0.5), np.array(0.5)]:
+        assert float(g(a)) == pytest.approx(1 - np.tanh(0.5) ** 2, rel=1e-12)
+    with pytest.raises(ShapeError, match="indexes it"):
+        g(0.5)
