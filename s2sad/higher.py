@@ -14,7 +14,9 @@ Built on the public jvp, vjp and grad only:
 
 Invariants:
 - A Jacobian has shape `out.shape + in.shape` (JAX's); for a tuple of argnums, a tuple
-  of Jacobians (a Hessian: a tuple of tuples), as JAX's.
+  of Jacobians (a Hessian: a tuple of tuples), as JAX's. A function returning a container
+  (tuple, list, dict...) has the Jacobians in that structure, each leaf's a tuple over a
+  tuple of argnums (JAX's layout). An empty input or output gives zeros of that shape.
 - A Jacobian of scalars of scalars is a float, as grad's gradient of a float is.
 - Arguments not differentiated get zero tangents; an argument that is not a float is
   refused by jvp/vjp as for any derivative.
@@ -25,7 +27,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from . import marks
+from . import marks, tree
 from .api import grad, jvp, vjp
 from .arguments import argnums_tuple, dtype_of
 from .errors import NonDifferentiableInputError, S2SADError
@@ -37,7 +39,10 @@ from .targets import target
 def jacfwd(fun: Callable, argnums=0, *, backend: str = "auto") -> Callable:
     """The Jacobian of `fun` by forward mode: one jvp per input direction."""
     def jacfwd_fun(*args):
-        return _per_argnum(argnums, lambda i: _jacfwd_one(fun, args, i, backend))
+        _check_argnums(argnums, args)
+        per = {i: _jacfwd_one(fun, args, i, backend) for i in argnums_tuple(argnums)}
+        td = next(iter(per.values()))[0]
+        return _by_output(td, argnums, lambda i, k: per[i][1][k])
     return _named(jacfwd_fun, "jacfwd", fun)
 
 
@@ -46,16 +51,27 @@ def jacrev(fun: Callable, argnums=0, *, backend: str = "auto") -> Callable:
     def jacrev_fun(*args):
         _check_argnums(argnums, args)
         out, pullback = vjp(fun, *args, backend=backend)
-        out_shape = np.shape(out)
-        rows = []
-        for k in np.ndindex(out_shape):
-            seed = np.zeros(out_shape) if out_shape else 1.0
-            if out_shape:
-                seed[k] = 1.0
-            rows.append(pullback(seed))
-        return _per_argnum(argnums, lambda i: _assemble([r[i] for r in rows], out_shape, np.shape(args[i]),
-                                                        rows_first=True))
+        outs, td = tree.flatten(out)
+        rows: list[list] = [[] for _ in outs]       # per output leaf, one pullback per element
+        for k, leaf in enumerate(outs):
+            for e in np.ndindex(np.shape(leaf)):
+                seeds = [np.zeros(np.shape(o)) if np.shape(o) else 0.0 for o in outs]
+                if np.shape(leaf):
+                    seeds[k][e] = 1.0
+                else:
+                    seeds[k] = 1.0
+                rows[k].append(pullback(tree.unflatten(td, seeds)))
+        return _by_output(td, argnums, lambda i, k: _assemble([r[i] for r in rows[k]], np.shape(outs[k]),
+                                                              np.shape(args[i]), rows_first=True,
+                                                              dtype=_float_dtype(args[i])))
     return _named(jacrev_fun, "jacrev", fun)
+
+
+def _by_output(td, argnums, jac: Callable) -> Any:
+    """The Jacobians in the output's structure, each leaf's a tuple over a tuple of
+    argnums (JAX's layout); `jac(i, k)`: output leaf k's Jacobian in argument i."""
+    leaves = [_per_argnum(argnums, lambda i: jac(i, k)) for k in range(td.num_leaves)]
+    return tree.unflatten(td, leaves)
 
 
 jacobian = jacrev
@@ -115,21 +131,29 @@ def _per_argnum(argnums, one: Callable) -> Any:
 
 
 def _jacfwd_one(fun: Callable, args: tuple, i: int, backend: str):
-    _check_argnums(i, args)
+    """(the output's structure, the Jacobian of each of its leaves in args[i])."""
     x = args[i]
     zeros = [_zero_tangent(a) for a in args]
     diagonal = _elementwise_diagonal(fun, args, i, zeros, backend)
     if diagonal is not None:
-        return diagonal
+        return tree.LEAF, [diagonal]
     in_shape = np.shape(x)
-    columns, out_shape = [], ()
+    columns = []
     for j in np.ndindex(in_shape):
         tangents = list(zeros)
         tangents[i] = _basis(x, j)
         out, column = jvp(fun, tuple(args), tuple(tangents), backend=backend)
-        out_shape = np.shape(out)
-        columns.append(column)
-    return _assemble(columns, out_shape, in_shape, rows_first=False)
+        columns.append(tree.leaves(column))
+    if not columns:         # an empty input: the output's shapes from one call
+        out, _ = jvp(fun, tuple(args), tuple(zeros), backend=backend)
+    outs, td = tree.flatten(out)
+    return td, [_assemble([c[k] for c in columns], np.shape(o), in_shape, rows_first=False, dtype=_float_dtype(x))
+                for k, o in enumerate(outs)]
+
+
+def _float_dtype(x) -> np.dtype:
+    dtype = np.asarray(x).dtype
+    return dtype if dtype.kind == "f" else np.dtype(np.float64)
 
 
 def _elementwise_diagonal(fun, args, i, zeros, backend):
@@ -174,11 +198,14 @@ def _basis(x, j):
     return e
 
 
-def _assemble(parts: list, out_shape: tuple, in_shape: tuple, rows_first: bool):
+def _assemble(parts: list, out_shape: tuple, in_shape: tuple, rows_first: bool, dtype=np.float64):
     """Columns (one per input element) or rows (one per output element) -> the Jacobian,
-    shape out_shape + in_shape; a float when both are scalars."""
+    shape out_shape + in_shape; a float when both are scalars; zeros of `dtype` when
+    there are no parts (an empty input or output)."""
     if not out_shape and not in_shape:
         return parts[0] if not isinstance(parts[0], np.ndarray) else parts[0][()]
+    if not parts:
+        return np.zeros(out_shape + in_shape, dtype=dtype)
     stacked = np.asarray([np.asarray(p) for p in parts])
     if rows_first:      # (out..., in...)
         return stacked.reshape(out_shape + in_shape)
