@@ -2,7 +2,8 @@
 the way out, for every entry point that differentiates (derivative, jvp_vjp).
 
 Invariants: an argument s2sad would change (complex, wider than float64, not a float
-where a derivative is asked for) is refused with a located NonDifferentiableInputError,
+where a derivative is asked for) or whose operators numpy reads otherwise (a masked
+array, a np.matrix) is refused with a located NonDifferentiableInputError,
 never silently converted; the common case (float64/float32 floats and ndarrays) is
 checked without allocating; a gradient has its argument's shape, dtype and array
 module (a float for a Python float, a cupy array for a cupy argument). `c` below is a
@@ -53,6 +54,8 @@ def _check_data(c, i: int, a: Any) -> None:
     kernels compute in float64)."""
     if type(a) is float or type(a) is int:
         return
+    if isinstance(a, (np.ma.MaskedArray, np.matrix)):
+        _refuse_subclass(c, i, a)
     if isinstance(a, complex):
         dtype = np.dtype(complex)
     elif isinstance(a, (np.ndarray, np.generic)) or is_cupy(a):
@@ -72,6 +75,21 @@ def _check_data(c, i: int, a: Any) -> None:
             parse_function(c.fun).location(),
             hint="Pass float64 or float32 values (e.g. np.asarray(..., dtype=np.float64))"
                  + ("; split complex numbers into their real and imaginary parts." if dtype.kind == "c" else "."))
+
+
+def _refuse_subclass(c, i: int, a: Any) -> None:
+    """A masked array or a np.matrix: numpy gives its operators other meanings (masked
+    elements left out of sums, `*` and `**` as matrix products), which s2sad's array
+    programs do not follow: its value and gradient would be another function's."""
+    masked = isinstance(a, np.ma.MaskedArray)
+    what = ("a masked array (numpy leaves its masked elements out of sums and means)" if masked else
+            "a np.matrix (numpy reads * and ** on it as matrix products)")
+    raise NonDifferentiableInputError(
+        f"argument '{c.params[i]}' of {c.fun.__name__} is {what}; s2sad differentiates plain arrays and would "
+        f"compute another function", parse_function(c.fun).location(),
+        hint=(f"Pass the values to use: {c.params[i]}.filled(0.0) for a sum without the masked elements, or "
+              f"pass the mask as an array of its own and use np.where(mask, 0.0, x)." if masked else
+              f"Pass np.asarray({c.params[i]}) and write matrix products with @."))
 
 
 def check_call(c, args: Sequence[Any], argnums: tuple[int, ...]) -> None:

@@ -4,6 +4,8 @@ numpy scalar or a 0-d array, AttributeError for `a.shape[0]`, TypeError for `len
 every entry point, and the hot path took the number after an array call had made it. Now each
 is a located ShapeError at the use (arguments.check_dimensions, paramuses.array_uses); a
 function that uses its argument whole still takes a number."""
+import warnings
+
 import numpy as np
 import pytest
 
@@ -120,3 +122,33 @@ def test_a_whole_index_takes_numpy_numbers_not_a_python_float():
         assert float(g(a)) == pytest.approx(1 - np.tanh(0.5) ** 2, rel=1e-12)
     with pytest.raises(ShapeError, match="indexes it"):
         g(0.5)
+
+
+def squares(v):
+    return np.sum(v ** 2)
+
+
+def scaled(w, X):
+    return np.sum((X * w) ** 2)
+
+
+MASKED = np.ma.array([1.0, 2.0], mask=[0, 1])
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore", PendingDeprecationWarning)
+    MATRIX = np.matrix([[1.0, 2.0]])
+
+
+@pytest.mark.parametrize("f,args", [(squares, (MASKED,)), (scaled, (1.0, MASKED)), (neighbours, (MASKED,)),
+                                    (squares, (MATRIX,))], ids=["sum", "data", "array", "matrix"])
+def test_masked_arrays_and_matrices_are_refused_not_read_as_plain_arrays(f, args):
+    """numpy leaves masked elements out of the sum (the loss is 1.0 here) and reads ** on a
+    matrix as a matrix power: s2sad computed 5.0 and the gradient of the plain array."""
+    from s2sad.errors import NonDifferentiableInputError
+    g = s2sad.grad(f)
+    plain = tuple(np.asarray(a) if isinstance(a, np.ndarray) else a for a in args)
+    for _ in range(3):      # the full path, then the hot paths: they decline a subclass
+        g(*plain)
+    for call in (lambda: g(*args), lambda: s2sad.value_and_grad(f)(*args), lambda: s2sad.jvp(f, args, args)):
+        with pytest.raises(NonDifferentiableInputError, match="masked array|np.matrix") as info:
+            call()
+        assert "test_trust_arguments.py:" in str(info.value)
