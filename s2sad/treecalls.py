@@ -38,7 +38,7 @@ from .errors import NonDifferentiableInputError, S2SADError, ShapeError
 from .frontend import parse_function
 from .jvp_vjp import jvp_at, vjp_at
 from .passes.container_returns import returns_container as container_literal
-from .passes.containers import STATIC, Layout, attributes_read, read_by_keys
+from .passes.containers import STATIC, Layout, attributes_read, read_as_list
 from .targets import entry_function
 from .treefast import fast_call, reader
 
@@ -56,15 +56,15 @@ def has_nodes(args: Sequence[Any]) -> bool:
 
 
 def parameter_reads(fun: Callable) -> tuple:
-    """(parameter names, the attributes read off each, whether each is read by keys) of
-    fun's planned parameters, once per code."""
+    """(parameter names, the attributes read off each, whether each is read as a list
+    (containers.read_as_list)) of fun's planned parameters, once per code."""
     code = fun.__code__
     got = _READS.get(code)
     if got is None:
         node = entry_function(parse_function(fun)).node
         names = tuple(a.id for a in node.args.args)
         got = _READS[code] = (names, tuple(attributes_read(node, n) for n in names),
-                              tuple(read_by_keys(node, n) for n in names))
+                              tuple(read_as_list(node, n) for n in names))
     return got
 
 
@@ -81,8 +81,9 @@ def _numbers_only(a: Any) -> bool:
 
 
 def _array_like_list(fun: Callable, i: int, a: Any) -> bool:
-    """A list or tuple of numbers the function never reads by keys: numpy's array (the
-    reading it had before containers, e.g. `np.sum(s2sad.broadcast(f, [1.0, 2.0]))`)."""
+    """A list or tuple of numbers the function never reads as a list (by keys, or with
+    an operator, which means another thing for a list): numpy's array (the reading it had
+    before containers, e.g. `np.sum(s2sad.broadcast(f, [1.0, 2.0]))`)."""
     if not (type(a) is list or type(a) is tuple) or not a or not _numbers_only(a):
         return False
     reads = parameter_reads(fun)

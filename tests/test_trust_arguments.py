@@ -152,3 +152,38 @@ def test_masked_arrays_and_matrices_are_refused_not_read_as_plain_arrays(f, args
         with pytest.raises(NonDifferentiableInputError, match="masked array|np.matrix") as info:
             call()
         assert "test_trust_arguments.py:" in str(info.value)
+
+
+def repeated(a):
+    return np.sum(np.tanh(a * 2))
+
+
+def joined(a):
+    return np.sum(np.tanh(a + a))
+
+
+def shifted_product(a):
+    return np.sum(a[1:] * a[:-1])
+
+
+def as_array(a):
+    return np.sum(np.tanh(np.asarray(a) * 2))
+
+
+@pytest.mark.parametrize("f", [repeated, joined, shifted_product], ids=lambda f: f.__name__)
+def test_a_list_under_an_operator_is_not_read_as_an_array(f):
+    """`a * 2` repeats a list and `a + a` joins it: s2sad read the list as numpy's array
+    and returned 1.726 (and its gradient) where the function's value is 2.447; `a[1:] *
+    a[:-1]` raises for lists and s2sad returned a gradient."""
+    for a in ([0.5, 1.0], (0.5, 1.0)):
+        with pytest.raises(s2sad.S2SADError, match="a list or tuple is used here") as info:
+            s2sad.value_and_grad(f)(a)
+        assert "test_trust_arguments.py:" in str(info.value) and "np.asarray" in str(info.value)
+
+
+def test_a_list_used_whole_is_still_numpys_array():
+    v, g = s2sad.value_and_grad(as_array)([0.5, 1.0])
+    assert v == pytest.approx(as_array([0.5, 1.0]))
+    assert type(g) is list
+    np.testing.assert_allclose(g, 2 * (1 - np.tanh(2 * np.array([0.5, 1.0])) ** 2), rtol=1e-12)
+    np.testing.assert_allclose(s2sad.grad(by_length)([0.5, 1.0, 2.0]), [1.0, 2.0, 4.0])

@@ -283,7 +283,11 @@ class Builder:
     def array(self, e, scope: Scope, want=None):
         """An operand that must be a value (not a tuple or a function)."""
         v = self.expr(e, scope, want)
-        if isinstance(v, (list, LocalFn)):
+        if isinstance(v, list):     # (Python's operators join, repeat or refuse lists: never numpy's meaning)
+            raise self.err(scope.ctx, e, "a list or tuple is used here where an array or a number is expected (Python's "
+                           "operators join, repeat or refuse lists)",
+                           "Convert it first (np.asarray(...)), or read its items by index.", UnsupportedOperationError)
+        if isinstance(v, LocalFn):
             raise self.err(scope.ctx, e, "expected an array or a number here", "Pass an array.",
                            UnsupportedOperationError)
         return v

@@ -88,6 +88,26 @@ def read_by_keys(node: gast.AST, name: str) -> bool:
     return False
 
 
+def read_as_list(node: gast.AST, name: str) -> bool:
+    """Whether the name is read as a Python list would be, not as numpy's array of it:
+    by keys (`read_by_keys`), or as an operand of an operator, itself or a slice of it
+    (`a * 2` repeats a list, `a + b` joins lists, `a[1:] * a[:-1]` raises)."""
+    if read_by_keys(node, name):
+        return True
+
+    def is_list(e) -> bool:
+        if isinstance(e, gast.Subscript) and isinstance(e.slice, gast.Slice):
+            e = e.value
+        return isinstance(e, gast.Name) and e.id == name
+    for n in gast.walk(node):
+        operands = [n.left, n.right] if isinstance(n, gast.BinOp) else [n.operand] if isinstance(n, gast.UnaryOp) \
+            else [n.left] + n.comparators if isinstance(n, gast.Compare) else [n.target, n.value] \
+            if isinstance(n, gast.AugAssign) else []
+        if any(is_list(o) for o in operands):
+            return True
+    return False
+
+
 def flatten_parameters(pf: ParsedFunction, layout: Layout) -> ParsedFunction:
     """pf with its container parameters as leaf parameters, as the module doc says."""
     node = copy.deepcopy(pf.node)
