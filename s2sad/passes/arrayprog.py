@@ -299,7 +299,8 @@ class Builder:
             reads = set()
             out = self.rename(e, scope, reads)
             return out, reads
-        if isinstance(e, gast.Slice) or (isinstance(e, gast.Tuple) and any(isinstance(x, gast.Slice) for x in e.elts)):
+        if isinstance(e, (gast.Slice, gast.UnaryOp, gast.Tuple)) or (isinstance(e, gast.BinOp)
+                                                                       and not isinstance(e.op, gast.MatMult)):
             return _static_parts(self, e, scope)
         v = self.expr(e, scope)
         if isinstance(v, list):
@@ -390,8 +391,11 @@ def _walk_no_defs(node):
 
 
 def _static_parts(b: Builder, e, scope: Scope):
-    """An index with a slice in it (`x[:len(x) - 1]`, `x[1:n + 1, 0]`): each bound or
-    item its own static parameter (Builder.static), the slice kept as written around them."""
+    """An index with a slice in it (`x[:len(x) - 1]`, `x[1:n + 1, 0]`), or arithmetic
+    (`(i + 1) % len(x)`, `np.arange(n) % 2`): each bound, item or operand its own static
+    parameter (Builder.static), the slice or the operator kept as written around them. A
+    static parameter carries no derivative, so its arithmetic is numpy's as written (an
+    index stays an integer array), never a float kernel's."""
     reads: set = set()
 
     def part(x):
@@ -402,6 +406,10 @@ def _static_parts(b: Builder, e, scope: Scope):
         return out
     if isinstance(e, gast.Slice):
         out = gast.Slice(lower=part(e.lower), upper=part(e.upper), step=part(e.step))
+    elif isinstance(e, gast.BinOp):
+        out = gast.BinOp(left=part(e.left), op=e.op, right=part(e.right))
+    elif isinstance(e, gast.UnaryOp):
+        out = gast.UnaryOp(op=e.op, operand=part(e.operand))
     else:
         out = gast.Tuple(elts=[part(x) for x in e.elts], ctx=gast.Load())
     return gast.copy_location(out, e), reads
