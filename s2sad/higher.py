@@ -39,7 +39,7 @@ from .targets import target
 def jacfwd(fun: Callable, argnums=0, *, backend: str = "auto") -> Callable:
     """The Jacobian of `fun` by forward mode: one jvp per input direction."""
     def jacfwd_fun(*args):
-        _check_argnums(argnums, args)
+        _check_argnums(argnums, args, fun)
         per = {i: _jacfwd_one(fun, args, i, backend) for i in argnums_tuple(argnums)}
         td = next(iter(per.values()))[0]
         return _by_output(td, argnums, lambda i, k: per[i][1][k])
@@ -49,7 +49,7 @@ def jacfwd(fun: Callable, argnums=0, *, backend: str = "auto") -> Callable:
 def jacrev(fun: Callable, argnums=0, *, backend: str = "auto") -> Callable:
     """The Jacobian of `fun` by reverse mode: one vjp, pulled back once per output element."""
     def jacrev_fun(*args):
-        _check_argnums(argnums, args)
+        _check_argnums(argnums, args, fun)
         out, pullback = vjp(fun, *args, backend=backend)
         outs, td = tree.flatten(out)
         rows: list[list] = [[] for _ in outs]       # per output leaf, one pullback per element
@@ -84,7 +84,7 @@ def hessian(fun: Callable, argnums=0, *, backend: str = "auto") -> Callable:
     grads = {i: grad(fun, argnums=i, backend=backend) for i in nums}
 
     def hessian_fun(*args):
-        _check_argnums(argnums, args)
+        _check_argnums(argnums, args, fun)
         if not isinstance(argnums, (tuple, list)):
             return jacfwd(grads[argnums], argnums, backend=backend)(*args)
         return tuple(tuple(jacfwd(grads[i], j, backend=backend)(*args) for j in nums) for i in nums)
@@ -95,7 +95,7 @@ def hvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], *, backe
     """The Hessian of scalar `fun` (in its first argument) times `tangents`: the jvp of
     grad(fun) at `primals` along `tangents` (forward over reverse)."""
     primals = tuple(primals)
-    _check_argnums(0, primals)
+    _check_argnums(0, primals, fun)
     return jvp(grad(fun, backend=backend), primals, tuple(tangents), backend=backend)[1]
 
 
@@ -109,19 +109,29 @@ def _named(wrapper: Callable, what: str, fun: Callable) -> Callable:
     return wrapper
 
 
-def _check_argnums(argnums, args: Sequence[Any]) -> None:
+def _check_argnums(argnums, args: Sequence[Any], fun: Any = None) -> None:
     """Each argnum names an argument, and that argument is a float (jvp and vjp take an
-    int as a constant: its zero derivative is not the Jacobian asked for)."""
+    int as a constant: its zero derivative is not the Jacobian asked for); refused at
+    `fun`'s definition."""
     for i in argnums_tuple(argnums):
         if not isinstance(i, (int, np.integer)) or isinstance(i, bool) or not -len(args) <= i < len(args):
             raise S2SADError(f"argnums {i!r} is out of range for a call with {len(args)} argument(s)",
-                             hint="Pick argnums among the function's positional parameters.")
+                             _where(fun), hint="Pick argnums among the function's positional parameters.")
         a = args[i]
         dtype = dtype_of(a)
         if dtype.kind != "f" or dtype.itemsize > 8 or isinstance(a, (bool, int, np.integer, np.bool_)):
             raise NonDifferentiableInputError(
                 f"argument {i} has {type(a).__name__} {dtype}; only float arguments (float32, float64) can be "
-                "differentiated", hint="Pass floats (e.g. np.asarray(x, dtype=np.float64)).")
+                "differentiated", _where(fun), hint="Pass floats (e.g. np.asarray(x, dtype=np.float64)).")
+
+
+def _where(fun: Any):
+    """Where the user's function starts (through the derivatives s2sad made of it)."""
+    mark = marks.derivative_mark(fun)
+    while mark is not None:
+        fun = mark.of
+        mark = marks.derivative_mark(fun)
+    return marks.location_of_function(getattr(fun, "__wrapped__", fun))
 
 
 def _per_argnum(argnums, one: Callable) -> Any:
