@@ -164,6 +164,10 @@ def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], *, backe
     """(fun(*primals), its directional derivative along tangents); primals, tangents
     and the result may be containers (tangents in the primals' structure); parameters
     not given take their defaults (and no tangent)."""
+    if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):   # (JAX's rule too)
+        raise S2SADError(f"jvp takes its primals and its tangents as tuples or lists, not a "
+                         f"{type(primals if not isinstance(primals, (tuple, list)) else tangents).__name__}",
+                         marks.location_of_function(fun), hint="Write jvp(f, (x,), (v,)) for one argument.")
     mark = marks.derivative_mark(fun)
     if mark is not None and is_array_derivative(mark):   # grad of an array program: forward over reverse
         return jvp_of_derivative(mark, primals, tangents, backend)

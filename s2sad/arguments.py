@@ -77,6 +77,25 @@ def _check_data(c, i: int, a: Any) -> None:
                  + ("; split complex numbers into their real and imaginary parts." if dtype.kind == "c" else "."))
 
 
+def check_cotangent(c, shape: tuple, out_bar: Any) -> None:
+    """A pullback's cotangent: numbers (no None, complex or object), of the output's
+    shape or broadcasting to it without changing it (a number for any output)."""
+    if is_cupy(out_bar):
+        return
+    try:
+        dtype = np.asarray(out_bar).dtype
+        ok = out_bar is not None and dtype.kind in "biuf" and np.broadcast_shapes(np.shape(out_bar), shape) == shape
+    except (ValueError, TypeError):
+        ok, dtype = False, None
+    if not ok:
+        what = "is None" if out_bar is None else f"has shape {np.shape(out_bar)}" + (
+            f" and dtype {dtype}" if dtype is not None and dtype.kind not in "biuf" else "")
+        raise ShapeError(f"the cotangent given to the pullback of {c.fun.__name__} {what}; the output it pulls "
+                         f"back has shape {shape}", parse_function(c.fun).location(),
+                         hint="Pass a float array of the output's shape (np.ones_like(out) for the sum of its "
+                              "rows), or a number.")
+
+
 def _refuse_subclass(c, i: int, a: Any) -> None:
     """A masked array or a np.matrix: numpy gives its operators other meanings (masked
     elements left out of sums, `*` and `**` as matrix products), which s2sad's array
