@@ -20,7 +20,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from . import dask_grad, marks, mempool, nested, rules, runtime
-from .arguments import argnums_tuple, converted
+from .arguments import argnums_tuple, check_argnums_spec, converted
 from .callables import bound_call
 from . import array_prims
 from .array_prims import register_vjp
@@ -74,6 +74,7 @@ def _differentiated(fun: Callable, argnums, backend: str, what: str, mode: str, 
     floats, the hot path first), or, for containers, methods, partials and has_aux,
     treecalls.TreeCalls."""
     _check_mode(mode)
+    check_argnums_spec(argnums, marks.location_of_function(fun))
     planned, argnums, call = _prepared(fun, what, argnums)
     d = Derivative(planned, argnums, backend, what, mode)
     if call is None and not has_aux:

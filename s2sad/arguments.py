@@ -26,6 +26,15 @@ def argnums_tuple(argnums) -> tuple[int, ...]:
     return tuple(argnums) if isinstance(argnums, (tuple, list)) else (argnums,)
 
 
+def check_argnums_spec(argnums: Any, where=None) -> None:
+    """argnums as grad takes it: an int, or a tuple or list of ints (bools are not)."""
+    items = argnums if isinstance(argnums, (tuple, list)) else (argnums,)
+    for i in items:
+        if not isinstance(i, (int, np.integer)) or isinstance(i, (bool, np.bool_)):
+            raise S2SADError(f"argnums must be an int or a tuple of ints, not {argnums!r}", where,
+                             hint="Name the arguments to differentiate by position: argnums=0, or argnums=(0, 2).")
+
+
 def check_args(c, args: Sequence[Any], argnums: tuple[int, ...]) -> None:
     if len(args) != len(c.params):
         raise TypeError(f"{c.fun.__name__}() takes {len(c.params)} arguments, {len(args)} given")

@@ -41,6 +41,8 @@ def jacfwd(fun: Callable, argnums=0, *, backend: str = "auto") -> Callable:
     def jacfwd_fun(*args):
         _check_argnums(argnums, args, fun)
         per = {i: _jacfwd_one(fun, args, i, backend) for i in argnums_tuple(argnums)}
+        if not per:     # argnums=(): no Jacobian, as grad gives no gradient
+            return ()
         td = next(iter(per.values()))[0]
         return _by_output(td, argnums, lambda i, k: per[i][1][k])
     return _named(jacfwd_fun, "jacfwd", fun)

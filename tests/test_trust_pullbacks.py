@@ -59,3 +59,22 @@ def test_jvp_wants_tuples():
         assert "test_trust_pullbacks.py:" in str(info.value)
     out, dot = s2sad.jvp(f, [X], [np.ones(3)])
     np.testing.assert_allclose(dot, s2sad.jacfwd(f)(X) @ np.ones(3), rtol=1e-12)
+
+
+@pytest.mark.parametrize("argnums", [1.0, "x", None, True, (0, 1.5)], ids=repr)
+def test_argnums_that_are_not_ints_are_refused(argnums):
+    """They raised raw TypeErrors from s2sad's insides (True was taken as 1)."""
+    for make in (s2sad.grad, s2sad.value_and_grad, s2sad.hessian):
+        with pytest.raises(s2sad.S2SADError, match="argnums") as info:
+            make(two_args, argnums=argnums)(X, X)
+        assert "test_trust_pullbacks.py:" in str(info.value)
+
+
+def two_args(x, y):
+    return np.sum(x * y ** 2)
+
+
+def test_empty_argnums_give_nothing():
+    assert s2sad.grad(two_args, argnums=())(X, X) == ()
+    assert s2sad.jacfwd(f, argnums=())(X) == ()
+    assert s2sad.hessian(two_args, argnums=())(X, X) == ()
