@@ -67,7 +67,9 @@ def hot_maker(c, fn: Callable, argnums: tuple[int, ...], many: bool, grad_only: 
             checks.append(f"(type({a}) is ndarray and {a}.dtype.kind in 'biuf' and {a}.dtype.itemsize <= 8"
                           f" or data_ok({a}))")
     # as_result, inline where the gradient is already an ndarray of its argument's dtype and shape
-    grads = [f"(g{k} if type(g{k}) is ndarray and g{k}.dtype is a{i}.dtype and g{k}.shape == a{i}.shape "
+    # (a float argument's gradient may come back as a 0-d ndarray: as_result makes it a float)
+    grads = [f"(g{k} if type(g{k}) is ndarray and type(a{i}) is ndarray and g{k}.dtype is a{i}.dtype "
+             f"and g{k}.shape == a{i}.shape "
              f"else as_result(g{k}, a{i}))" for k, i in enumerate(argnums)]
     shaped = ("(" + ", ".join(grads) + ("," if len(grads) == 1 else "") + ")") if many else grads[0]
     free = ", **C.free_values()" if c.program.free else ""

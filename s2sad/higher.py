@@ -33,6 +33,7 @@ from .arguments import argnums_tuple, dtype_of
 from .errors import NonDifferentiableInputError, S2SADError
 from .frontend import bound
 from .plans import compiled
+from .reduce import float_dtype
 from .targets import target
 
 
@@ -65,7 +66,7 @@ def jacrev(fun: Callable, argnums=0, *, backend: str = "auto") -> Callable:
                 rows[k].append(pullback(tree.unflatten(td, seeds)))
         return _by_output(td, argnums, lambda i, k: _assemble([r[i] for r in rows[k]], np.shape(outs[k]),
                                                               np.shape(args[i]), rows_first=True,
-                                                              dtype=_float_dtype(args[i])))
+                                                              dtype=float_dtype(args[i])))
     return _named(jacrev_fun, "jacrev", fun)
 
 
@@ -159,13 +160,8 @@ def _jacfwd_one(fun: Callable, args: tuple, i: int, backend: str):
     if not columns:         # an empty input: the output's shapes from one call
         out, _ = jvp(fun, tuple(args), tuple(zeros), backend=backend)
     outs, td = tree.flatten(out)
-    return td, [_assemble([c[k] for c in columns], np.shape(o), in_shape, rows_first=False, dtype=_float_dtype(x))
+    return td, [_assemble([c[k] for c in columns], np.shape(o), in_shape, rows_first=False, dtype=float_dtype(x))
                 for k, o in enumerate(outs)]
-
-
-def _float_dtype(x) -> np.dtype:
-    dtype = np.asarray(x).dtype
-    return dtype if dtype.kind == "f" else np.dtype(np.float64)
 
 
 def _elementwise_diagonal(fun, args, i, zeros, backend):

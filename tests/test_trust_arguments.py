@@ -187,3 +187,17 @@ def test_a_list_used_whole_is_still_numpys_array():
     assert type(g) is list
     np.testing.assert_allclose(g, 2 * (1 - np.tanh(2 * np.array([0.5, 1.0])) ** 2), rtol=1e-12)
     np.testing.assert_allclose(s2sad.grad(by_length)([0.5, 1.0, 2.0]), [1.0, 2.0, 4.0])
+
+
+def list_times_array(a, x):
+    return np.sum(np.tanh(a * x)) + np.sum(np.asarray(a) @ x)
+
+
+def test_a_list_beside_an_array_takes_numpys_operator():
+    """list * ndarray and list @ ndarray run numpy's operators (ndarray's reflected ones):
+    read as an array, as before."""
+    a, x = [0.5, 1.0], np.array([2.0, -1.0])
+    g = s2sad.grad(list_times_array)(a, x)
+    want = x * (1 - np.tanh(np.array(a) * x) ** 2) + x
+    assert type(g) is list
+    np.testing.assert_allclose(g, want, rtol=1e-12)

@@ -65,7 +65,7 @@ def big(x):
     return np.sum(np.sin(x) * x)
 
 
-@pytest.mark.parametrize("value", ["0", "-1", "garbage", "2.5", " "])
+@pytest.mark.parametrize("value", ["0", "-1", "garbage", "2.5"])
 def test_bad_thread_counts_warn_and_give_the_right_gradient(value, monkeypatch):
     x = np.linspace(-1.0, 1.0, 300_000)
     monkeypatch.setenv("S2SAD_NUM_THREADS", value)
@@ -73,5 +73,4 @@ def test_bad_thread_counts_warn_and_give_the_right_gradient(value, monkeypatch):
         warnings.simplefilter("always")
         got = s2sad.grad(big)(x)
     np.testing.assert_allclose(got, np.sin(x) + x * np.cos(x), rtol=1e-12, atol=1e-15)
-    if value.strip():
-        assert any("S2SAD_NUM_THREADS" in str(w.message) for w in caught)
+    assert any("S2SAD_NUM_THREADS" in str(w.message) for w in caught)

@@ -4,6 +4,7 @@ strides and contiguity (a view, a Fortran-ordered array, negative strides, a rea
 array, int data), and the answer follows, each call against central differences, the
 arguments never written; then the original signature again. Containers and in-place
 writes in loops likewise."""
+import math
 from collections import namedtuple
 
 import numpy as np
@@ -156,3 +157,36 @@ def test_containers_and_writes_in_loops():
         assert g32.dtype == np.float32
         np.testing.assert_allclose(g32, s2sad.grad(f)(x.astype(np.float32).astype(np.float64)), rtol=1e-5)
     assert s2sad.grad(appended)(x[:0]).shape == (0,)
+
+
+def while_and_stack(W, b, v, c, X):
+    """A random program (test_higher_rr_random) whose gradient in the float `c` comes
+    back from the generated code as a 0-d ndarray: the hot path read `c.dtype` of the
+    float (a raw AttributeError from the second call on)."""
+    t0 = X @ W
+    t2 = np.sin(X) * c
+    k3 = [t2 * w for w in (0.5, -1.0, 2.0)]
+    t3 = np.sum(np.stack(k3) ** 2, axis=0) + sum(k3)     # noqa: F841 (unused, as drawn)
+    t4 = t0 * 1.0
+    k4 = 0
+    while np.sum(t4 * t4) > 0.5 and k4 < 12:
+        t4 = t4 * 0.7 + 0.01 * np.tanh(t4)
+        k4 += 1
+    t6 = s2sad.broadcast(softplus, t4)
+    t7 = t6 @ v
+    return np.mean(t7 * t7) * c
+
+
+def softplus(z):
+    return math.log(1.0 + math.exp(-abs(z))) + max(z, 0.0)
+
+
+def test_a_float_arguments_gradient_through_the_hot_path():
+    W, b, v, X = RNG.normal(size=(3, 4)), RNG.normal(size=4), RNG.normal(size=4), RNG.normal(size=(5, 3))
+    g = s2sad.grad(while_and_stack, argnums=(0, 1, 2, 3))
+    for k in range(4):      # the full path, then the hot path
+        c = 0.8 + 0.01 * k
+        gW, _, _, gc = g(W, b, v, c, X)
+        assert type(gc) is float
+        assert gc == pytest.approx(float(central_fd(while_and_stack, [W, b, v, c, X], 3)), rel=1e-6)
+        np.testing.assert_allclose(gW, central_fd(while_and_stack, [W, b, v, c, X], 0), rtol=1e-6, atol=1e-9)
