@@ -29,6 +29,7 @@ import weakref
 from collections import OrderedDict
 from typing import Any, Callable, Sequence
 
+import gast
 import numpy as np
 
 from . import tree
@@ -38,7 +39,7 @@ from .errors import NonDifferentiableInputError, S2SADError, ShapeError
 from .frontend import parse_function
 from .jvp_vjp import jvp_at, vjp_at
 from .passes.container_returns import returns_container as container_literal
-from .passes.containers import STATIC, Layout, attributes_read, read_as_list
+from .passes.containers import STATIC, Layout, attributes_read, read_by_keys
 from .targets import entry_function
 from .treefast import fast_call, reader
 
@@ -57,7 +58,7 @@ def has_nodes(args: Sequence[Any]) -> bool:
 
 def parameter_reads(fun: Callable) -> tuple:
     """(parameter names, the attributes read off each, whether each is read as a list
-    (containers.read_as_list)) of fun's planned parameters, once per code."""
+    (read_as_list)) of fun's planned parameters, once per code."""
     code = fun.__code__
     got = _READS.get(code)
     if got is None:
@@ -66,6 +67,33 @@ def parameter_reads(fun: Callable) -> tuple:
         got = _READS[code] = (names, tuple(attributes_read(node, n) for n in names),
                               tuple(read_as_list(node, n) for n in names))
     return got
+
+
+def read_as_list(node: gast.AST, name: str) -> bool:
+    """Whether the name is read as a Python list would be, not as numpy's array of it:
+    by keys (`read_by_keys`), or under an operator whose other operand is not an array:
+    a number or a list literal, or the list again (`a * 2` repeats a list, `a + a` joins
+    lists, `a[1:] * a[:-1]`, `a * 2.0` and `-a` raise), itself or a slice of it. With an
+    array on the other side (`a @ W`, `a * x`) numpy's operator runs, as s2sad reads it."""
+    if read_by_keys(node, name):
+        return True
+
+    def is_list(e) -> bool:
+        if isinstance(e, gast.Subscript) and isinstance(e.slice, gast.Slice):
+            e = e.value
+        return isinstance(e, gast.Name) and e.id == name
+
+    def not_array(e) -> bool:
+        return is_list(e) or isinstance(e, (gast.Constant, gast.List, gast.Tuple))
+    for n in gast.walk(node):
+        pairs = [(n.left, n.right)] if isinstance(n, gast.BinOp) else \
+            [(n.left, c) for c in n.comparators] if isinstance(n, gast.Compare) else \
+            [(n.target, n.value)] if isinstance(n, gast.AugAssign) else []
+        if isinstance(n, gast.UnaryOp) and is_list(n.operand):
+            return True
+        if any((is_list(a) and not_array(b)) or (is_list(b) and not_array(a)) for a, b in pairs):
+            return True
+    return False
 
 
 def _numbers_only(a: Any) -> bool:

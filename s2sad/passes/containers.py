@@ -88,33 +88,6 @@ def read_by_keys(node: gast.AST, name: str) -> bool:
     return False
 
 
-def read_as_list(node: gast.AST, name: str) -> bool:
-    """Whether the name is read as a Python list would be, not as numpy's array of it:
-    by keys (`read_by_keys`), or under an operator whose other operand is not an array:
-    a number or a list literal, or the list again (`a * 2` repeats a list, `a + a` joins
-    lists, `a[1:] * a[:-1]`, `a * 2.0` and `-a` raise), itself or a slice of it. With an
-    array on the other side (`a @ W`, `a * x`) numpy's operator runs, as s2sad reads it."""
-    if read_by_keys(node, name):
-        return True
-
-    def is_list(e) -> bool:
-        if isinstance(e, gast.Subscript) and isinstance(e.slice, gast.Slice):
-            e = e.value
-        return isinstance(e, gast.Name) and e.id == name
-
-    def not_array(e) -> bool:
-        return is_list(e) or isinstance(e, (gast.Constant, gast.List, gast.Tuple))
-    for n in gast.walk(node):
-        pairs = [(n.left, n.right)] if isinstance(n, gast.BinOp) else \
-            [(n.left, c) for c in n.comparators] if isinstance(n, gast.Compare) else \
-            [(n.target, n.value)] if isinstance(n, gast.AugAssign) else []
-        if isinstance(n, gast.UnaryOp) and is_list(n.operand):
-            return True
-        if any((is_list(a) and not_array(b)) or (is_list(b) and not_array(a)) for a, b in pairs):
-            return True
-    return False
-
-
 def flatten_parameters(pf: ParsedFunction, layout: Layout) -> ParsedFunction:
     """pf with its container parameters as leaf parameters, as the module doc says."""
     node = copy.deepcopy(pf.node)
