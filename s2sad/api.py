@@ -20,7 +20,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from . import dask_grad, marks, mempool, nested, rules, runtime
-from .arguments import argnums_tuple, converted
+from .arguments import argnums_tuple, check_argnums_spec, converted
 from .callables import bound_call
 from . import array_prims
 from .array_prims import register_vjp
@@ -74,6 +74,7 @@ def _differentiated(fun: Callable, argnums, backend: str, what: str, mode: str, 
     floats, the hot path first), or, for containers, methods, partials and has_aux,
     treecalls.TreeCalls."""
     _check_mode(mode)
+    check_argnums_spec(argnums, marks.location_of_function(fun))
     planned, argnums, call = _prepared(fun, what, argnums)
     d = Derivative(planned, argnums, backend, what, mode)
     if call is None and not has_aux:
@@ -164,6 +165,10 @@ def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], *, backe
     """(fun(*primals), its directional derivative along tangents); primals, tangents
     and the result may be containers (tangents in the primals' structure); parameters
     not given take their defaults (and no tangent)."""
+    if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):   # (JAX's rule too)
+        raise S2SADError(f"jvp takes its primals and its tangents as tuples or lists, not a "
+                         f"{type(primals if not isinstance(primals, (tuple, list)) else tangents).__name__}",
+                         marks.location_of_function(fun), hint="Write jvp(f, (x,), (v,)) for one argument.")
     mark = marks.derivative_mark(fun)
     if mark is not None and is_array_derivative(mark):   # grad of an array program: forward over reverse
         return jvp_of_derivative(mark, primals, tangents, backend)

@@ -2,7 +2,8 @@
 the way out, for every entry point that differentiates (derivative, jvp_vjp).
 
 Invariants: an argument s2sad would change (complex, wider than float64, not a float
-where a derivative is asked for) is refused with a located NonDifferentiableInputError,
+where a derivative is asked for) or whose operators numpy reads otherwise (a masked
+array, a np.matrix) is refused with a located NonDifferentiableInputError,
 never silently converted; the common case (float64/float32 floats and ndarrays) is
 checked without allocating; a gradient has its argument's shape, dtype and array
 module (a float for a Python float, a cupy array for a cupy argument). `c` below is a
@@ -11,16 +12,27 @@ plan (plans.Compiled or array_compiled.ArrayCompiled): what it reads is `params`
 from __future__ import annotations
 
 import sys
+import weakref
 from typing import Any, Sequence
 
 import numpy as np
 
 from .backends.arraymodule import is_cupy
-from .errors import NonDifferentiableInputError, S2SADError
+from .errors import NonDifferentiableInputError, S2SADError, ShapeError
 from .frontend import parse_function
+from .paramuses import array_uses
 
 def argnums_tuple(argnums) -> tuple[int, ...]:
     return tuple(argnums) if isinstance(argnums, (tuple, list)) else (argnums,)
+
+
+def check_argnums_spec(argnums: Any, where=None) -> None:
+    """argnums as grad takes it: an int, or a tuple or list of ints (bools are not)."""
+    items = argnums if isinstance(argnums, (tuple, list)) else (argnums,)
+    for i in items:
+        if not isinstance(i, (int, np.integer)) or isinstance(i, (bool, np.bool_)):
+            raise S2SADError(f"argnums must be an int or a tuple of ints, not {argnums!r}", where,
+                             hint="Name the arguments to differentiate by position: argnums=0, or argnums=(0, 2).")
 
 
 def check_args(c, args: Sequence[Any], argnums: tuple[int, ...]) -> None:
@@ -42,6 +54,7 @@ def check_args(c, args: Sequence[Any], argnums: tuple[int, ...]) -> None:
                      f"'{c.params[i]}' out of argnums.")
     for i, a in enumerate(args):
         _check_data(c, i, a)
+    check_dimensions(c, args)
 
 
 def _check_data(c, i: int, a: Any) -> None:
@@ -50,6 +63,8 @@ def _check_data(c, i: int, a: Any) -> None:
     kernels compute in float64)."""
     if type(a) is float or type(a) is int:
         return
+    if isinstance(a, (np.ma.MaskedArray, np.matrix)):
+        _refuse_subclass(c, i, a)
     if isinstance(a, complex):
         dtype = np.dtype(complex)
     elif isinstance(a, (np.ndarray, np.generic)) or is_cupy(a):
@@ -71,6 +86,40 @@ def _check_data(c, i: int, a: Any) -> None:
                  + ("; split complex numbers into their real and imaginary parts." if dtype.kind == "c" else "."))
 
 
+def check_cotangent(c, shape: tuple, out_bar: Any) -> None:
+    """A pullback's cotangent: numbers (no None, complex or object), of the output's
+    shape or broadcasting to it without changing it (a number for any output)."""
+    if is_cupy(out_bar):
+        return
+    try:
+        dtype = np.asarray(out_bar).dtype
+        ok = out_bar is not None and dtype.kind in "biuf" and np.broadcast_shapes(np.shape(out_bar), shape) == shape
+    except (ValueError, TypeError):
+        ok, dtype = False, None
+    if not ok:
+        what = "is None" if out_bar is None else f"has shape {np.shape(out_bar)}" + (
+            f" and dtype {dtype}" if dtype is not None and dtype.kind not in "biuf" else "")
+        raise ShapeError(f"the cotangent given to the pullback of {c.fun.__name__} {what}; the output it pulls "
+                         f"back has shape {shape}", parse_function(c.fun).location(),
+                         hint="Pass a float array of the output's shape (np.ones_like(out) for the sum of its "
+                              "rows), or a number.")
+
+
+def _refuse_subclass(c, i: int, a: Any) -> None:
+    """A masked array or a np.matrix: numpy gives its operators other meanings (masked
+    elements left out of sums, `*` and `**` as matrix products), which s2sad's array
+    programs do not follow: its value and gradient would be another function's."""
+    masked = isinstance(a, np.ma.MaskedArray)
+    what = ("a masked array (numpy leaves its masked elements out of sums and means)" if masked else
+            "a np.matrix (numpy reads * and ** on it as matrix products)")
+    raise NonDifferentiableInputError(
+        f"argument '{c.params[i]}' of {c.fun.__name__} is {what}; s2sad differentiates plain arrays and would "
+        f"compute another function", parse_function(c.fun).location(),
+        hint=(f"Pass the values to use: {c.params[i]}.filled(0.0) for a sum without the masked elements, or "
+              f"pass the mask as an array of its own and use np.where(mask, 0.0, x)." if masked else
+              f"Pass np.asarray({c.params[i]}) and write matrix products with @."))
+
+
 def check_call(c, args: Sequence[Any], argnums: tuple[int, ...]) -> None:
     """`check_args` for a compiled derivative's call: the common case (float64/float32
     or float ndarray arguments, as many as the function takes) is checked here, quickly;
@@ -87,6 +136,44 @@ def check_call(c, args: Sequence[Any], argnums: tuple[int, ...]) -> None:
         for i, a in enumerate(args):
             if type(a) is not float:
                 _check_data(c, i, a)
+    for a in args:
+        if type(a) is float or (type(a) is np.ndarray and not a.ndim) or isinstance(a, np.generic):
+            check_dimensions(c, args)
+            return
+
+
+# plan -> ((position, parameter, its first use that needs an array), ...) (paramuses)
+_ARRAY_PARAMS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def array_params(c) -> tuple:
+    """((position, parameter, location of its use, what the use does, the fewest
+    dimensions it needs), ...) for the parameters plan `c`'s function needs to be
+    arrays (paramuses.array_uses)."""
+    got = _ARRAY_PARAMS.get(c)
+    if got is None:
+        pf = parse_function(c.fun)
+        uses = array_uses(pf.node)
+        got = tuple((i, p, pf.location(uses[p][0]), uses[p][1], uses[p][2])
+                    for i, p in enumerate(c.params) if p in uses)
+        _ARRAY_PARAMS[c] = got
+    return got
+
+
+def check_dimensions(c, args: Sequence[Any]) -> None:
+    """Refuse a number (a float, a numpy scalar, a 0-d array) given for a parameter the
+    function indexes, measures or loops over (paramuses): the function itself would
+    raise there."""
+    for i, p, where, what, ndim in array_params(c):
+        a = args[i] if i < len(args) else None
+        if type(a) in (float, int) or (ndim and (isinstance(a, (float, np.generic))
+                                                 or (isinstance(a, np.ndarray) and a.ndim == 0))):
+            kind = "a 0-d array" if isinstance(a, np.ndarray) else f"a number ({type(a).__name__})"
+            raise ShapeError(
+                f"argument '{p}' of {c.fun.__name__} is {kind}, but {c.fun.__name__} {what} here, as an array's: "
+                f"a number has no items, length or dimensions",
+                where, hint=f"Pass an array of at least one dimension for '{p}' (e.g. np.atleast_1d({p})), "
+                            f"or write {c.fun.__name__} for a number.")
 
 
 def _array_like(a: Any) -> bool:

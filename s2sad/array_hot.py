@@ -17,7 +17,9 @@ function on the same arguments, unchanged, and shape its results the same way:
 - as many arguments as the plan's parameters (no defaults to fill in, no keywords);
 - each differentiated argument a Python float or an exact ndarray of float64 or float32;
   each other one a float, an int, or an exact ndarray of a bool, integer or float dtype
-  at most 8 bytes wide (nothing `converted` would convert or `check_call` refuse).
+  at most 8 bytes wide (nothing `converted` would convert or `check_call` refuse);
+  one the function indexes or measures (arguments.array_params) an ndarray of at least
+  one dimension (a number there is check_call's refusal).
 Anything else, and a RecursionError inside, it declines (NotImplemented): the full path
 then binds, converts, checks, refuses or plans again. The results are the full path's,
 bit for bit: the same generated function, `as_result` and `as_value` on its results.
@@ -28,7 +30,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .arguments import as_result, as_value
+from .arguments import array_params, as_result, as_value
 from .array_special import Specializer, signature_text
 from .frontend import bound
 from .plans import PLANS
@@ -54,14 +56,20 @@ def hot_maker(c, fn: Callable, argnums: tuple[int, ...], many: bool, grad_only: 
     n = len(c.params)
     names = [f"a{i}" for i in range(n)]
     checks = []
+    arrays_only = {use[0] for use in array_params(c)}    # indexed, measured: a number is refused (check_call)
     for i, a in enumerate(names):
-        if i in argnums:
+        if i in arrays_only:
+            dtype_ok = f"{a}.dtype in FLOATS" if i in argnums else f"{a}.dtype.kind in 'biuf' and {a}.dtype.itemsize <= 8"
+            checks.append(f"(type({a}) is ndarray and {a}.ndim and {dtype_ok})")
+        elif i in argnums:
             checks.append(f"(type({a}) is ndarray and {a}.dtype in FLOATS or type({a}) is float)")
         else:   # (data_ok, inline for an ndarray)
             checks.append(f"(type({a}) is ndarray and {a}.dtype.kind in 'biuf' and {a}.dtype.itemsize <= 8"
                           f" or data_ok({a}))")
     # as_result, inline where the gradient is already an ndarray of its argument's dtype and shape
-    grads = [f"(g{k} if type(g{k}) is ndarray and g{k}.dtype is a{i}.dtype and g{k}.shape == a{i}.shape "
+    # (a float argument's gradient may come back as a 0-d ndarray: as_result makes it a float)
+    grads = [f"(g{k} if type(g{k}) is ndarray and type(a{i}) is ndarray and g{k}.dtype is a{i}.dtype "
+             f"and g{k}.shape == a{i}.shape "
              f"else as_result(g{k}, a{i}))" for k, i in enumerate(argnums)]
     shaped = ("(" + ", ".join(grads) + ("," if len(grads) == 1 else "") + ")") if many else grads[0]
     free = ", **C.free_values()" if c.program.free else ""

@@ -15,7 +15,9 @@ Built on the public jvp, vjp and grad only:
 
 Invariants:
 - A Jacobian has shape `out.shape + in.shape` (JAX's); for a tuple of argnums, a tuple
-  of Jacobians (a Hessian: a tuple of tuples), as JAX's.
+  of Jacobians (a Hessian: a tuple of tuples), as JAX's. A function returning a container
+  (tuple, list, dict...) has the Jacobians in that structure, each leaf's a tuple over a
+  tuple of argnums (JAX's layout). An empty input or output gives zeros of that shape.
 - A Jacobian of scalars of scalars is a float, as grad's gradient of a float is.
 - Arguments not differentiated get zero tangents; an argument that is not a float is
   refused by jvp/vjp as for any derivative.
@@ -26,12 +28,13 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from . import marks
+from . import marks, tree
 from .api import grad, jvp, vjp
 from .arguments import argnums_tuple, dtype_of
 from .errors import NonDifferentiableInputError, S2SADError
 from .batched_jac import Blocks
 from .jacdiag import Diagonal
+from .reduce import float_dtype
 
 
 def jacfwd(fun: Callable, argnums=0, *, backend: str = "auto") -> Callable:
@@ -52,7 +55,12 @@ def jacfwd(fun: Callable, argnums=0, *, backend: str = "auto") -> Callable:
             got = _batched_columns(batched, inner, argnums, args)
         if got is not None:
             return got
-        return _per_argnum(argnums, lambda i: _jacfwd_one(fun, args, i, backend))
+        _check_argnums(argnums, args, fun)
+        per = {i: _jacfwd_one(fun, args, i, backend) for i in argnums_tuple(argnums)}
+        if not per:     # argnums=(): no Jacobian, as grad gives no gradient
+            return ()
+        td = next(iter(per.values()))[0]
+        return _by_output(td, argnums, lambda i, k: per[i][1][k])
     jacfwd_fun.batched = batched        # (why_not: the statement with no batched form, if any)
     return _named(jacfwd_fun, "jacfwd", fun)
 
@@ -75,18 +83,33 @@ def jacrev(fun: Callable, argnums=0, *, backend: str = "auto") -> Callable:
             got = _batched_columns(batched, inner, argnums, args)
         if got is not None:
             return got
+        _check_argnums(argnums, args, fun)
         out, pullback = vjp(fun, *args, backend=backend)
-        out_shape = np.shape(out)
-        rows = []
-        for k in np.ndindex(out_shape):
-            seed = np.zeros(out_shape) if out_shape else 1.0
-            if out_shape:
-                seed[k] = 1.0
-            rows.append(pullback(seed))
-        return _per_argnum(argnums, lambda i: _assemble([r[i] for r in rows], out_shape, np.shape(args[i]),
-                                                        rows_first=True))
+        outs, td = tree.flatten(out)
+        rows: list[list] = [[] for _ in outs]       # per output leaf, one pullback per element
+        for k, leaf in enumerate(outs):
+            for e in np.ndindex(np.shape(leaf)):
+                seeds = [np.zeros(np.shape(o)) if np.shape(o) else 0.0 for o in outs]
+                if np.shape(leaf):
+                    seeds[k][e] = 1.0
+                else:
+                    seeds[k] = 1.0
+                rows[k].append(pullback(tree.unflatten(td, seeds)))
+        return _by_output(td, argnums, lambda i, k: _assemble([r[i] for r in rows[k]], np.shape(outs[k]),
+                                                              np.shape(args[i]), rows_first=True,
+                                                              dtype=float_dtype(args[i])))
     jacrev_fun.batched = batched
     return _named(jacrev_fun, "jacrev", fun)
+
+
+jacobian = jacrev
+
+
+def _by_output(td, argnums, jac: Callable) -> Any:
+    """The Jacobians in the output's structure, each leaf's a tuple over a tuple of
+    argnums (JAX's layout); `jac(i, k)`: output leaf k's Jacobian in argument i."""
+    leaves = [_per_argnum(argnums, lambda i: jac(i, k)) for k in range(td.num_leaves)]
+    return tree.unflatten(td, leaves)
 
 
 jacobian = jacrev
@@ -102,7 +125,7 @@ def hessian(fun: Callable, argnums=0, *, backend: str = "auto") -> Callable:
     batched = Blocks(fun, backend, "hessian")
 
     def hessian_fun(*args):
-        _check_argnums(argnums, args)
+        _check_argnums(argnums, args, fun)
         norm = tuple(i % len(args) for i in nums)
         blocks = batched(args, norm, norm)
         if blocks is not None:
@@ -120,7 +143,7 @@ def hvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], *, backe
     """The Hessian of scalar `fun` (in its first argument) times `tangents`: the jvp of
     grad(fun) at `primals` along `tangents` (forward over reverse)."""
     primals = tuple(primals)
-    _check_argnums(0, primals)
+    _check_argnums(0, primals, fun)
     return jvp(grad(fun, backend=backend), primals, tuple(tangents), backend=backend)[1]
 
 
@@ -134,19 +157,29 @@ def _named(wrapper: Callable, what: str, fun: Callable) -> Callable:
     return wrapper
 
 
-def _check_argnums(argnums, args: Sequence[Any]) -> None:
+def _check_argnums(argnums, args: Sequence[Any], fun: Any = None) -> None:
     """Each argnum names an argument, and that argument is a float (jvp and vjp take an
-    int as a constant: its zero derivative is not the Jacobian asked for)."""
+    int as a constant: its zero derivative is not the Jacobian asked for); refused at
+    `fun`'s definition."""
     for i in argnums_tuple(argnums):
         if not isinstance(i, (int, np.integer)) or isinstance(i, bool) or not -len(args) <= i < len(args):
             raise S2SADError(f"argnums {i!r} is out of range for a call with {len(args)} argument(s)",
-                             hint="Pick argnums among the function's positional parameters.")
+                             _where(fun), hint="Pick argnums among the function's positional parameters.")
         a = args[i]
         dtype = dtype_of(a)
         if dtype.kind != "f" or dtype.itemsize > 8 or isinstance(a, (bool, int, np.integer, np.bool_)):
             raise NonDifferentiableInputError(
                 f"argument {i} has {type(a).__name__} {dtype}; only float arguments (float32, float64) can be "
-                "differentiated", hint="Pass floats (e.g. np.asarray(x, dtype=np.float64)).")
+                "differentiated", _where(fun), hint="Pass floats (e.g. np.asarray(x, dtype=np.float64)).")
+
+
+def _where(fun: Any):
+    """Where the user's function starts (through the derivatives s2sad made of it)."""
+    mark = marks.derivative_mark(fun)
+    while mark is not None:
+        fun = mark.of
+        mark = marks.derivative_mark(fun)
+    return marks.location_of_function(getattr(fun, "__wrapped__", fun))
 
 
 def _per_argnum(argnums, one: Callable) -> Any:
@@ -159,7 +192,7 @@ def _diagonal_of(diagonal: Diagonal, argnums, args: tuple):
     """The Jacobian(s) of an elementwise map (hot path first), or None: not one."""
     got = diagonal.hot(args) if len(args) == diagonal.arity else None
     if got is None:
-        _check_argnums(argnums, args)
+        _check_argnums(argnums, args, diagonal.fun)
         got = diagonal.full(args)
         if got is None:
             return None
@@ -191,18 +224,21 @@ def _batched_columns(batched: Blocks, inner, argnums, args: tuple):
 
 
 def _jacfwd_one(fun: Callable, args: tuple, i: int, backend: str):
-    _check_argnums(i, args)
+    """(the output's structure, the Jacobian of each of its leaves in args[i])."""
     x = args[i]
     zeros = [_zero_tangent(a) for a in args]
     in_shape = np.shape(x)
-    columns, out_shape = [], ()
+    columns = []
     for j in np.ndindex(in_shape):
         tangents = list(zeros)
         tangents[i] = _basis(x, j)
         out, column = jvp(fun, tuple(args), tuple(tangents), backend=backend)
-        out_shape = np.shape(out)
-        columns.append(column)
-    return _assemble(columns, out_shape, in_shape, rows_first=False)
+        columns.append(tree.leaves(column))
+    if not columns:         # an empty input: the output's shapes from one call
+        out, _ = jvp(fun, tuple(args), tuple(zeros), backend=backend)
+    outs, td = tree.flatten(out)
+    return td, [_assemble([c[k] for c in columns], np.shape(o), in_shape, rows_first=False, dtype=float_dtype(x))
+                for k, o in enumerate(outs)]
 
 
 def _zero_tangent(a):
@@ -219,11 +255,14 @@ def _basis(x, j):
     return e
 
 
-def _assemble(parts: list, out_shape: tuple, in_shape: tuple, rows_first: bool):
+def _assemble(parts: list, out_shape: tuple, in_shape: tuple, rows_first: bool, dtype=np.float64):
     """Columns (one per input element) or rows (one per output element) -> the Jacobian,
-    shape out_shape + in_shape; a float when both are scalars."""
+    shape out_shape + in_shape; a float when both are scalars; zeros of `dtype` when
+    there are no parts (an empty input or output)."""
     if not out_shape and not in_shape:
         return parts[0] if not isinstance(parts[0], np.ndarray) else parts[0][()]
+    if not parts:
+        return np.zeros(out_shape + in_shape, dtype=dtype)
     stacked = np.asarray([np.asarray(p) for p in parts])
     if rows_first:      # (out..., in...)
         return stacked.reshape(out_shape + in_shape)

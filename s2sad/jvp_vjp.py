@@ -15,7 +15,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from . import derivative_runtime, runtime
-from .arguments import as_result, as_value, check_args, converted, dtype_of
+from .arguments import as_result, as_value, check_args, check_cotangent, converted, dtype_of
 from .errors import S2SADError, ShapeError, StatefulError
 from .passes.array_jvp import array_jvp
 from .passes.kernelpairs import choose_mode
@@ -64,6 +64,16 @@ def vjp_at(fun: Callable, primals, backend, mode: str, layout=None):
     float_nums = tuple(i for i in range(len(primals)) if dtype_of(primals[i]).kind == "f")
     primals = bind(fun, primals, {}) if len(primals) != len(c.params) else tuple(primals)
     check_args(c, primals, float_nums)
+    out, pullback = _vjp_at(c, primals, float_nums, backend, mode)
+    shape = np.shape(out)
+
+    def checked(out_bar):
+        check_cotangent(c, shape, out_bar)
+        return pullback(out_bar)
+    return out, checked
+
+
+def _vjp_at(c, primals, float_nums, backend, mode: str):
     if not c.fused:
         out, pull = c.vjp(primals, float_nums, mode, backend)
         return as_value(out) if np.ndim(out) == 0 else out, \

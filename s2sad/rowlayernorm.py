@@ -34,7 +34,7 @@ import numpy as np
 from .backends import choose
 from .backends.llvm import ptr
 from .codegen import llvm_jit, llvm_rows
-from .rowsoftmax import enabled
+from .passes.rowfusion import SWITCH
 
 _F64, _F32 = np.dtype(np.float64), np.dtype(np.float32)
 _ARGTYPES = {"ln": (ctypes.c_void_p,) + (ctypes.c_int64,) * 3 + (ctypes.c_double, ctypes.c_void_p),
@@ -55,7 +55,7 @@ def _function(kind: str, dtype: np.dtype):
 def _rows(x: Any, axis: Any, backend: str):
     """x as (n, k) rows with their row stride in elements, where the compiled loop takes
     it; else None."""
-    if not enabled() or type(x) is not np.ndarray or x.ndim < 1 or (x.dtype != _F64 and x.dtype != _F32):
+    if not SWITCH.on or type(x) is not np.ndarray or x.ndim < 1 or (x.dtype != _F64 and x.dtype != _F32):
         return None
     if type(axis) is not int or axis not in (-1, x.ndim - 1) or not choose(backend).fast_path:
         return None

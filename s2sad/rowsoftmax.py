@@ -9,8 +9,9 @@ or the numpy idioms passes/rowfusion replaces (shift="max": the max as written);
 `row_*_bar` their adjoints (softmax_rules' formulas), `row_*_bar_dot` the adjoints'
 tangents (forward over reverse, numpy). The compiled path is taken when
 
-- row fusion is on (`enabled()`: S2SAD_ROW_FUSION unset or not "0") and the backend is
-  llvm ("auto" with numpy arrays);
+- row fusion is on (S2SAD_ROW_FUSION unset or not "0" when a plan was last built or
+  `enabled()` last asked: passes/rowfusion.SWITCH) and the backend is llvm ("auto" with
+  numpy arrays);
 - x is a 2-D numpy array of float64 or float32 with contiguous rows, at least one
   element a row, and axis is the last one (1 or -1, or a 1-tuple of it);
 
@@ -27,7 +28,6 @@ the row's scale), not bit for bit.
 from __future__ import annotations
 
 import ctypes
-import os
 from typing import Any
 
 import numpy as np
@@ -38,6 +38,8 @@ from .backends import choose
 from .backends.llvm import ptr
 from .codegen import llvm_jit, llvm_rows
 from .rowthreads import run_rows
+from .passes import rowfusion
+from .passes.rowfusion import SWITCH
 
 _F64, _F32 = np.dtype(np.float64), np.dtype(np.float32)
 _ARGTYPES = (ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p)
@@ -46,8 +48,10 @@ _FUNCS: dict = {}
 
 
 def enabled() -> bool:
-    """Row fusion on? (S2SAD_ROW_FUSION=0 turns it off, for comparisons and tests.)"""
-    return os.environ.get("S2SAD_ROW_FUSION", "1") != "0"
+    """Row fusion on? (S2SAD_ROW_FUSION=0 turns it off, for comparisons and tests.) Reads
+    the environment (passes/rowfusion.enabled): a plan's build does too; the row
+    functions read the switch it sets."""
+    return rowfusion.enabled()
 
 
 def _function(kind: str, dtype: np.dtype):
@@ -70,7 +74,7 @@ def _last_axis(axis: Any) -> bool:
 
 def _row_layout(x: Any, axis: Any, backend: str):
     """(n, k, row stride in elements) where the compiled loop takes x, else None."""
-    if not enabled() or type(x) is not np.ndarray or x.ndim != 2 or (x.dtype != _F64 and x.dtype != _F32):
+    if not SWITCH.on or type(x) is not np.ndarray or x.ndim != 2 or (x.dtype != _F64 and x.dtype != _F32):
         return None
     if not _last_axis(axis) or not choose(backend).fast_path:
         return None

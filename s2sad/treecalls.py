@@ -29,6 +29,7 @@ import weakref
 from collections import OrderedDict
 from typing import Any, Callable, Sequence
 
+import gast
 import numpy as np
 
 from . import tree
@@ -56,16 +57,43 @@ def has_nodes(args: Sequence[Any]) -> bool:
 
 
 def parameter_reads(fun: Callable) -> tuple:
-    """(parameter names, the attributes read off each, whether each is read by keys) of
-    fun's planned parameters, once per code."""
+    """(parameter names, the attributes read off each, whether each is read as a list
+    (read_as_list)) of fun's planned parameters, once per code."""
     code = fun.__code__
     got = _READS.get(code)
     if got is None:
         node = entry_function(parse_function(fun)).node
         names = tuple(a.id for a in node.args.args)
         got = _READS[code] = (names, tuple(attributes_read(node, n) for n in names),
-                              tuple(read_by_keys(node, n) for n in names))
+                              tuple(read_as_list(node, n) for n in names))
     return got
+
+
+def read_as_list(node: gast.AST, name: str) -> bool:
+    """Whether the name is read as a Python list would be, not as numpy's array of it:
+    by keys (`read_by_keys`), or under an operator whose other operand is not an array:
+    a number or a list literal, or the list again (`a * 2` repeats a list, `a + a` joins
+    lists, `a[1:] * a[:-1]`, `a * 2.0` and `-a` raise), itself or a slice of it. With an
+    array on the other side (`a @ W`, `a * x`) numpy's operator runs, as s2sad reads it."""
+    if read_by_keys(node, name):
+        return True
+
+    def is_list(e) -> bool:
+        if isinstance(e, gast.Subscript) and isinstance(e.slice, gast.Slice):
+            e = e.value
+        return isinstance(e, gast.Name) and e.id == name
+
+    def not_array(e) -> bool:
+        return is_list(e) or isinstance(e, (gast.Constant, gast.List, gast.Tuple))
+    for n in gast.walk(node):
+        pairs = [(n.left, n.right)] if isinstance(n, gast.BinOp) else \
+            [(n.left, c) for c in n.comparators] if isinstance(n, gast.Compare) else \
+            [(n.target, n.value)] if isinstance(n, gast.AugAssign) else []
+        if isinstance(n, gast.UnaryOp) and is_list(n.operand):
+            return True
+        if any((is_list(a) and not_array(b)) or (is_list(b) and not_array(a)) for a, b in pairs):
+            return True
+    return False
 
 
 def _numbers_only(a: Any) -> bool:
@@ -81,8 +109,9 @@ def _numbers_only(a: Any) -> bool:
 
 
 def _array_like_list(fun: Callable, i: int, a: Any) -> bool:
-    """A list or tuple of numbers the function never reads by keys: numpy's array (the
-    reading it had before containers, e.g. `np.sum(s2sad.broadcast(f, [1.0, 2.0]))`)."""
+    """A list or tuple of numbers the function never reads as a list (by keys, or with
+    an operator, which means another thing for a list): numpy's array (the reading it had
+    before containers, e.g. `np.sum(s2sad.broadcast(f, [1.0, 2.0]))`)."""
     if not (type(a) is list or type(a) is tuple) or not a or not _numbers_only(a):
         return False
     reads = parameter_reads(fun)

@@ -7,8 +7,17 @@ import numpy as np
 import pytest
 
 from s2sad.kernel import KernelModule
+from s2sad.passes import rowfusion
 
 BACKENDS = ["python", "llvm"]
+
+
+@pytest.fixture(autouse=True)
+def row_fusion_switch_follows_the_environment():
+    """S2SAD_ROW_FUSION is read when a plan is built (passes/rowfusion.SWITCH): a test that
+    set it through monkeypatch leaves the switch as it read it; read it again after."""
+    yield
+    rowfusion.enabled()
 
 
 @pytest.fixture(params=BACKENDS)

@@ -15,6 +15,8 @@ name from names already bound, with its shape tracked, so that the program alway
   element, a row, a column with +=, a mask, repeated fancy indices), a while loop with a
   data-dependent test and an iteration guard, a for loop that breaks, a loop over the
   rows of an array, a list grown by such a loop, a list comprehension stacked;
+- shape arithmetic (session 8): `np.zeros(a.shape[0] + 1)` written into and sliced
+  with `len(k) - 1` bounds, or an index computed as `(np.arange(len(a)) + 1) % a.shape[0]`;
 - the result reduced to a scalar loss.
 
 A few programs (CONTAINER_SHARE of them) also get a container twin (issue 15): the same
@@ -177,6 +179,13 @@ def draw_program(draw, st) -> ArrayProgram:
                           f"    {t} = np.sum(np.stack({k}) ** 2, axis=0) + sum({k})"])
             shapes[t] = (shape[1],)
             return t
+        elif kind == "shape":        # shape arithmetic (integer metadata) in np.zeros and slice bounds
+            size = f"({a}.shape[0] + 1, {a}.shape[1])" if two else f"{a}.shape[0] + 1"
+            if draw(st.booleans()):
+                lines.extend([f"    {k} = np.zeros({size})", f"    {k}[1:] = {a}",
+                              f"    {t} = {k}[:len({k}) - 1] * c + {k}[1:{a}.shape[0] + 1]"])
+            else:                    # an index computed by integer arithmetic (a roll by one)
+                lines.append(f"    {t} = {a}[(np.arange(len({a})) + 1) % {a}.shape[0]] * c + {a}")
         elif kind == "stack":
             lines.extend([f"    {k} = [{a} * w for w in (0.5, -1.0, 2.0)]",
                           f"    {t} = np.sum(np.stack({k}) ** 2, axis=0) + sum({k})"])
@@ -196,14 +205,14 @@ def draw_program(draw, st) -> ArrayProgram:
         if len(s) == 2:
             options += ["sum0", "mean1", "T", "slice", "rows", "append"]
         if s[0] > 1:
-            options += ["write", "while", "break", "stack"]
+            options += ["write", "while", "break", "stack", "shape"]
         same = [n for n in shapes if shapes[n] == s and n != a]
         if same:
             options += ["mul", "add", "sub"]
         op = draw(st.sampled_from(options))
         if op in SAME_SHAPE:
             bind(SAME_SHAPE[op].format(a=a), s)
-        elif op in ("write", "while", "break", "rows", "append", "stack"):
+        elif op in ("write", "while", "break", "rows", "append", "stack", "shape"):
             block(a, s, op)
         elif op == "matmul_v":
             out = (N,) if v_shape == (K,) else (N, v_shape[1])

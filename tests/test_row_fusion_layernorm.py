@@ -18,6 +18,7 @@ import pytest
 
 import s2sad
 from s2sad import rowlayernorm as L
+from s2sad import rowsoftmax as R
 from s2sad.errors import S2SADError
 from s2sad.plans import PLANS
 
@@ -296,6 +297,7 @@ def test_the_python_backend_and_the_switch_take_the_formula(monkeypatch):
     x = np.random.default_rng(4).normal(size=(6, 5))
     np.testing.assert_array_equal(L.row_layer_norm(x, EPS, backend="python"), L.reference_layer_norm(x, EPS))
     monkeypatch.setenv("S2SAD_ROW_FUSION", "0")
+    assert not R.enabled()      # (read when a plan is built or when asked, not at each call)
     np.testing.assert_array_equal(L.row_layer_norm(x, EPS), L.reference_layer_norm(x, EPS))
     np.testing.assert_array_equal(L.row_layer_norm(x, EPS, axis=0), L.reference_layer_norm(x, EPS, axis=0))
 

@@ -4,10 +4,13 @@ so they must stay Python ints, as in the user's code, not become the floats of a
 kernel: integer arithmetic on known ints is evaluated as written (no derivative, which
 an int does not have).
 
-Known ints: int constants, `range` loop variables, `len(...)`, results of `+ - * // %`
+Known ints: int constants, `range` loop variables, `len(...)`, shape metadata
+(`a.shape[k]`, `a.ndim`, `a.size`: `shape_read`), results of `+ - * // %`
 (and unary minus), `min` and `max` on known ints, and loop-carried names that start as an int and are only ever
 assigned such arithmetic in the loop (`loop_ints`, a fixpoint over the loop's body,
-checked again when the loop closes).
+checked again when the loop closes). Shape metadata is never an array value: an
+expression such as `h.shape[0] + 1` is evaluated as written, wherever it appears (an
+argument of np.zeros, a range, a slice bound), never fused into a float kernel.
 """
 from __future__ import annotations
 
@@ -40,7 +43,21 @@ def _int_leafy(e, is_int) -> bool:
         return is_int_const(e.value)
     if isinstance(e, gast.Name):
         return is_int(e.id)
-    return int_arith(e, is_int)
+    return shape_read(e, is_int) or int_arith(e, is_int)
+
+
+def shape_read(e, is_int) -> bool:
+    """Is `e` an array's integer metadata: `a.shape[k]` (k an int), `a.ndim`, `a.size`?"""
+    if isinstance(e, gast.Attribute):
+        return e.attr in ("ndim", "size")
+    return (isinstance(e, gast.Subscript) and isinstance(e.value, gast.Attribute) and e.value.attr == "shape"
+            and _int_leafy(e.slice, is_int))
+
+
+def int_expr(e, is_int) -> bool:
+    """Integer arithmetic (`int_arith`) or a shape read alone: a Python int, never an
+    array value."""
+    return shape_read(e, is_int) or int_arith(e, is_int)
 
 
 def _assignments(body):

@@ -51,6 +51,7 @@ from .arrayir import ArrayProgram, ArrayStmt, Const, Ctx, Namer, Py, const_expr,
 from .arrayscope import UNBOUND, Bound, LocalFn, Scope, source_text
 from .arraycalls import Calls
 from .arraystmts import Statements, drop_dead_phis
+from .arrayints import int_expr
 from .arraywrites import check_writes
 from .ewtranslate import Site
 from .ewexprs import ElementwiseExprs
@@ -250,6 +251,8 @@ class Builder:
             return v
         if isinstance(e, gast.Constant):
             return Const(e.value)
+        if int_expr(e, lambda n: self.stmts.is_int(n, scope)):     # shape metadata: a Python int, never a kernel's
+            return self.stmts.int_value(e, scope, want)
         listed = self.stmts.lists.expr(e, scope, want)   # comprehensions over lists, hs[k], sum(hs)
         if listed is not None:
             return listed
@@ -280,7 +283,11 @@ class Builder:
     def array(self, e, scope: Scope, want=None):
         """An operand that must be a value (not a tuple or a function)."""
         v = self.expr(e, scope, want)
-        if isinstance(v, (list, LocalFn)):
+        if isinstance(v, list):     # (Python's operators join, repeat or refuse lists: never numpy's meaning)
+            raise self.err(scope.ctx, e, "a list or tuple is used here where an array or a number is expected (Python's "
+                           "operators join, repeat or refuse lists)",
+                           "Convert it first (np.asarray(...)), or read its items by index.", UnsupportedOperationError)
+        if isinstance(v, LocalFn):
             raise self.err(scope.ctx, e, "expected an array or a number here", "Pass an array.",
                            UnsupportedOperationError)
         return v
@@ -292,6 +299,9 @@ class Builder:
             reads = set()
             out = self.rename(e, scope, reads)
             return out, reads
+        if isinstance(e, (gast.Slice, gast.UnaryOp, gast.Tuple)) or (isinstance(e, gast.BinOp)
+                                                                       and not isinstance(e.op, gast.MatMult)):
+            return _static_parts(self, e, scope)
         v = self.expr(e, scope)
         if isinstance(v, list):
             elts = [operand_expr(x) for x in v]
@@ -378,6 +388,31 @@ def _walk_no_defs(node):
     for child in gast.iter_child_nodes(node):
         if not isinstance(child, (gast.FunctionDef, gast.Lambda)):
             yield from _walk_no_defs(child)
+
+
+def _static_parts(b: Builder, e, scope: Scope):
+    """An index with a slice in it (`x[:len(x) - 1]`, `x[1:n + 1, 0]`), or arithmetic
+    (`(i + 1) % len(x)`, `np.arange(n) % 2`): each bound, item or operand its own static
+    parameter (Builder.static), the slice or the operator kept as written around them. A
+    static parameter carries no derivative, so its arithmetic is numpy's as written (an
+    index stays an integer array), never a float kernel's."""
+    reads: set = set()
+
+    def part(x):
+        if x is None:
+            return None
+        out, rr = b.static(x, scope)
+        reads.update(rr)
+        return out
+    if isinstance(e, gast.Slice):
+        out = gast.Slice(lower=part(e.lower), upper=part(e.upper), step=part(e.step))
+    elif isinstance(e, gast.BinOp):
+        out = gast.BinOp(left=part(e.left), op=e.op, right=part(e.right))
+    elif isinstance(e, gast.UnaryOp):
+        out = gast.UnaryOp(op=e.op, operand=part(e.operand))
+    else:
+        out = gast.Tuple(elts=[part(x) for x in e.elts], ctx=gast.Load())
+    return gast.copy_location(out, e), reads
 
 
 def _simple(e) -> bool:

@@ -18,7 +18,7 @@ from ..errors import StatefulError, UnsupportedOperationError
 from .arrayir import ArrayProgram, Const, ForStmt, IfStmt, Phi, operand_expr, stmt_reads, walk_stmts
 from .arrayscope import LocalFn, Scope, is_number, source_text
 from .arrayloops import Loops, rebound_names
-from .arrayints import int_arith, is_int_const
+from .arrayints import int_arith, int_expr, is_int_const
 from .arraylists import Lists, lists_appended
 from .arraystacks import Stacks
 from .arraywrites import Writes
@@ -98,7 +98,7 @@ class Statements:
             if isinstance(value, gast.Lambda):
                 scope.vars[target.id] = LocalFn(value, scope, target.id)
                 return
-            op = self.int_value(value, scope, target.id) if int_arith(value, lambda n: self.is_int(n, scope)) \
+            op = self.int_value(value, scope, target.id) if int_expr(value, lambda n: self.is_int(n, scope)) \
                 else self.b.expr(value, scope, want=target.id)
             self.bind(scope, target.id, op)
             return
@@ -119,8 +119,11 @@ class Statements:
                     raise UnsupportedOperationError(
                         f"'{label}' returns values s2sad cannot unpack here: it has no rule at the array level", self.b.loc(ctx, value), hint=register_hint(label, call_params(value)))
                 if not isinstance(ops, list) or len(ops) != len(target.elts):
+                    shape = isinstance(value, gast.Attribute) and value.attr == "shape"
                     raise self.b.err(ctx, s, "tuple unpacking at the array level needs a tuple of the same length",
-                                   "Assign each variable separately.", UnsupportedOperationError)
+                                   "Read each dimension by itself: " + ", ".join(
+                                       f"{t.id} = {source_text(value)}[{k}]" for k, t in enumerate(target.elts))
+                                   if shape else "Assign each variable separately.", UnsupportedOperationError)
             for t, op in zip(target.elts, ops):
                 self.bind(scope, t.id, op)
             return

@@ -35,8 +35,24 @@ from .arrayir import ArrayProgram, ArrayStmt, Elementwise, ForStmt, IfStmt, stmt
 _UFUNCS = {id(np.exp): "exp", id(np.log): "log", id(np.sqrt): "sqrt", id(np.square): "square"}
 
 
+class Switch:
+    """Row fusion on or off: S2SAD_ROW_FUSION as `enabled()` last read it. The row
+    functions a plan runs (rowsoftmax, rowlayernorm) read `SWITCH.on` at each call, not
+    the environment (a lookup in os.environ costs about a microsecond a call)."""
+    on = True
+
+
+SWITCH = Switch()
+
+
 def enabled() -> bool:
-    return os.environ.get("S2SAD_ROW_FUSION", "1") != "0"
+    """Row fusion on? (S2SAD_ROW_FUSION=0 turns it off, for comparisons and tests.) Read
+    from the environment here: when a plan is built, and when a caller asks."""
+    SWITCH.on = os.environ.get("S2SAD_ROW_FUSION", "1") != "0"
+    return SWITCH.on
+
+
+enabled()
 
 
 def fuse_rows(prog: ArrayProgram) -> None:
