@@ -237,12 +237,21 @@ class _fusion:
     def __enter__(self):
         self.old = os.environ.get("S2SAD_ROW_FUSION")
         os.environ["S2SAD_ROW_FUSION"] = "1" if self.on else "0"
+        _reread_switch()
 
     def __exit__(self, *exc):
         if self.old is None:
             os.environ.pop("S2SAD_ROW_FUSION", None)
         else:
             os.environ["S2SAD_ROW_FUSION"] = self.old
+        _reread_switch()
+
+
+def _reread_switch() -> None:
+    """s2sad reads S2SAD_ROW_FUSION when a plan is built or when asked, not at every call
+    (passes/rowfusion.SWITCH): ask, so that the calls inside the block run as it says."""
+    from s2sad import rowsoftmax
+    rowsoftmax.enabled()
 
 
 def _check(a: list, b: list, what: str, tol: float = 1e-9) -> None:
