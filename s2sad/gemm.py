@@ -33,7 +33,7 @@ from .backends import choose
 from .backends.llvm import ptr
 from .codegen import llvm_jit
 from .codegen.llvm_gemm import NARROW_ROWS
-from .threadchoice import ThreadChooser
+from .threadchoice import Choosers, ThreadChooser
 from .threads import run_chunks
 
 MIN_COLUMNS = 2
@@ -45,7 +45,7 @@ _ARGTYPES = (ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p, c
              ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64,
              ctypes.c_int64)
 _FUNCS: dict = {}
-_CHOOSERS: dict = {}          # (dtype, columns) -> ThreadChooser
+_CHOOSERS = Choosers()       # (dtype, columns) -> ThreadChooser
 
 
 def _function(dtype: np.dtype):
@@ -98,11 +98,7 @@ def _product(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 def _chooser(dtype: np.dtype, m: int) -> ThreadChooser:
     """The thread counts of products with m columns of this dtype (sized by their work)."""
-    key = (dtype, m)
-    chooser = _CHOOSERS.get(key)
-    if chooser is None:
-        chooser = _CHOOSERS.setdefault(key, ThreadChooser())
-    return chooser
+    return _CHOOSERS.of((dtype, m))
 
 
 def _rows_on_threads(f, args, p: int, threads: int) -> None:

@@ -28,12 +28,12 @@ from typing import Callable
 
 from .codegen.llvm_rows import FLUSH_ROWS
 from .fastpath import MAX_CHUNKS, THREAD_MIN
-from .threadchoice import ThreadChooser
+from .threadchoice import Choosers
 from .threads import run_chunks
 
 ALIGN = FLUSH_ROWS
 CHUNK = 1 << 14               # elements a chunk (about: whole ALIGN-row blocks)
-_CHOOSERS: dict = {}          # (kind, dtype) -> ThreadChooser
+_CHOOSERS = Choosers()        # (kind, dtype) -> ThreadChooser
 
 
 def row_chunks(n: int, k: int) -> list[tuple[int, int]]:
@@ -46,13 +46,6 @@ def row_chunks(n: int, k: int) -> list[tuple[int, int]]:
     step = -(-n // count)
     step = -(-step // ALIGN) * ALIGN
     return [(lo, min(n, lo + step)) for lo in range(0, n, step)]
-
-
-def _chooser(key) -> ThreadChooser:
-    chooser = _CHOOSERS.get(key)
-    if chooser is None:
-        chooser = _CHOOSERS.setdefault(key, ThreadChooser())
-    return chooser
 
 
 def run_rows(key, n: int, k: int, call: Callable[[int, int], None]) -> None:
@@ -69,4 +62,4 @@ def run_rows(key, n: int, k: int, call: Callable[[int, int], None]) -> None:
         else:
             run_chunks(lambda c: call(*chunks[c]), len(chunks), threads)
 
-    _chooser(key).run(n * k, work)
+    _CHOOSERS.of(key).run(n * k, work)

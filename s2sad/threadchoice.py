@@ -203,3 +203,15 @@ class ThreadChooser:
         """{size class: settled count} (0 while probing): for tests and explain."""
         with self.lock:
             return {k: b.choice for k, b in self.buckets.items()}
+
+
+class Choosers:
+    """A ThreadChooser per key (a kernel's signature, a product's dtype and width), made
+    on first use; two threads meeting a new key keep one (dict.setdefault)."""
+
+    def __init__(self) -> None:
+        self._by_key: dict = {}
+
+    def of(self, key) -> ThreadChooser:
+        chooser = self._by_key.get(key)
+        return chooser if chooser is not None else self._by_key.setdefault(key, ThreadChooser())
