@@ -104,3 +104,19 @@ def cache(tmp_path, monkeypatch):
     monkeypatch.delenv("S2SAD_CACHE", raising=False)
     monkeypatch.setattr(llvm_jit, "_cache", {})
     return d
+
+
+# the Rosenbrock function of a vector and its Hessian by hand (the higher-order tests)
+def rosen(x):
+    return np.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2)
+
+
+def rosen_hessian(x):
+    """The Rosenbrock function's Hessian, by hand."""
+    n = len(x)
+    h = np.zeros((n, n))
+    for i in range(n - 1):
+        h[i, i] += 1200.0 * x[i] ** 2 - 400.0 * x[i + 1] + 2.0
+        h[i + 1, i + 1] += 200.0
+        h[i, i + 1] = h[i + 1, i] = -400.0 * x[i]
+    return h

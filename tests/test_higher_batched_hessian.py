@@ -12,23 +12,9 @@ import pytest
 
 import s2sad
 from s2sad import batched_jac
-from conftest import central_fd
+from conftest import central_fd, rosen, rosen_hessian
 
 DATA = np.linspace(-0.5, 0.7, 9).reshape(3, 3)
-
-
-def rosen(x):
-    return np.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2)
-
-
-def rosen_hessian(x):
-    n = len(x)
-    h = np.zeros((n, n))
-    for i in range(n - 1):
-        h[i, i] += 1200.0 * x[i] ** 2 - 400.0 * x[i + 1] + 2.0
-        h[i + 1, i + 1] += 200.0
-        h[i, i + 1] = h[i + 1, i] = -400.0 * x[i]
-    return h
 
 
 def layer(W, x):

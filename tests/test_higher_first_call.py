@@ -18,6 +18,8 @@ import sys
 
 import numpy as np
 
+from conftest import rosen, rosen_hessian
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 WARM_FIRST_CALL_S = 2.0
 
@@ -56,16 +58,6 @@ def child_env(cache_dir) -> dict:
     return env
 
 
-def rosen_hessian(x):
-    n = len(x)
-    h = np.zeros((n, n))
-    for i in range(n - 1):
-        h[i, i] += 1200.0 * x[i] ** 2 - 400.0 * x[i + 1] + 2.0
-        h[i + 1, i + 1] += 200.0
-        h[i, i + 1] = h[i + 1, i] = -400.0 * x[i]
-    return h
-
-
 def layer_jacobian(x):
     a = np.linspace(-1.0, 1.0, 100).reshape(10, 10) / 3.0
     t = np.tanh(a @ x)
@@ -92,10 +84,6 @@ def test_warm_cache_first_calls_are_quick_and_right(tmp_path):
     assert not warm["binding"], "a warm start compiled something: llvmlite.binding was loaded"
     for name in ("hessian", "jacfwd", "jacrev"):
         assert warm[name]["s"] < WARM_FIRST_CALL_S, (name, warm[name]["s"])
-
-
-def rosen(x):
-    return np.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2)
 
 
 def test_a_grads_jvp_computes_no_loss_and_agrees_bit_for_bit():
