@@ -25,6 +25,7 @@ from __future__ import annotations
 import ast
 
 from ..parsing import ast_parse
+from .adjoint_text import tuple_text
 
 # the helpers whose calls may be joined: pure products of arrays (no output argument,
 # no operand written)
@@ -85,8 +86,4 @@ def _joined(first: str, second: str) -> str | None:
     if a is None or b is None or a[0] != b[0] or a[2] != b[2] or a[1] == b[1] or a[1] in _reads(b[3]):
         return None
     indent, helper = a[0], a[2]
-    return f"{indent}{a[1]}, {b[1]} = both({helper}, {_args(a[3])}, {_args(b[3])})"
-
-
-def _args(texts: list[str]) -> str:
-    return f"({', '.join(texts)},)" if len(texts) == 1 else f"({', '.join(texts)})"
+    return f"{indent}{a[1]}, {b[1]} = both({helper}, {tuple_text(a[3])}, {tuple_text(b[3])})"
