@@ -37,7 +37,7 @@ from .passes.normalize import Normalizer, normalize
 from .passes.rowcolumns import row_arguments
 from .passes.rowelems import row_parameters, row_program
 from .runtime import Kernel
-from .targets import arity, bind, entry_function, target
+from .targets import arity, bind, entry_function, positional_count, target
 from .treecalls import flattening, has_nodes, jvp_tree, needs_trees, tree_calls, tree_source, vjp_tree
 
 def calls_bound(api: Callable) -> Callable:
@@ -79,9 +79,11 @@ def _differentiated(fun: Callable, argnums, backend: str, what: str, mode: str, 
     d = Derivative(planned, argnums, backend, what, mode)
     if call is None and not has_aux:
         grad_only = what == "grad"
+        npos = positional_count(planned)
 
         def differentiated(*args, **kwargs):
-            if kwargs:     # (keywords to positions; a positional call pays for nothing more)
+            if kwargs or len(args) > npos:   # (keywords to positions, or Python's refusal of a
+                # keyword-only parameter given by position; a positional call pays for nothing more)
                 args = d.bind(args, kwargs)
             token = mempool.enter(args)     # the call's arrays from s2sad's pool (mempool)
             try:
@@ -418,12 +420,13 @@ class Differentiable(marks.HoldsUserFunction):
         self._vg = Derivative(planned, argnums, backend, "value_and_grad")
         self._g = Derivative(planned, argnums, backend, "grad")
         self.__s2sad__ = self._vg
+        self._npos = positional_count(planned)
 
     def __call__(self, *args, **kwargs):
         return self._call(*args, **kwargs)
 
     def grad(self, *args, **kwargs):
-        if kwargs:
+        if kwargs or len(args) > self._npos:
             args = self._g.bind(args, kwargs)
         r = self._g.hot(*args)
         if r is NotImplemented:
@@ -431,7 +434,7 @@ class Differentiable(marks.HoldsUserFunction):
         return r
 
     def value_and_grad(self, *args, **kwargs):
-        if kwargs:
+        if kwargs or len(args) > self._npos:
             args = self._vg.bind(args, kwargs)
         r = self._vg.hot(*args)
         if r is NotImplemented:

@@ -18,7 +18,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from .backends.arraymodule import is_cupy
-from .errors import NonDifferentiableInputError, S2SADError, ShapeError
+from .errors import ArgumentError, NonDifferentiableInputError, S2SADError, ShapeError
 from .frontend import parse_function
 from .paramuses import array_uses
 
@@ -37,7 +37,8 @@ def check_argnums_spec(argnums: Any, where=None) -> None:
 
 def check_args(c, args: Sequence[Any], argnums: tuple[int, ...]) -> None:
     if len(args) != len(c.params):
-        raise TypeError(f"{c.fun.__name__}() takes {len(c.params)} arguments, {len(args)} given")
+        raise ArgumentError(f"{c.fun.__name__}() takes {len(c.params)} arguments, {len(args)} given",
+                            parse_function(c.fun).location(), hint=f"Pass one argument per parameter of {c.fun.__name__}.")
     for i in argnums:
         if not -len(args) <= i < len(args):
             raise S2SADError(f"argnums {i} is out of range for {c.fun.__name__}, which has {len(args)} arguments",

@@ -76,6 +76,11 @@ class NonScalarLossError(S2SADError):
     """grad/value_and_grad of a function that does not return a real scalar."""
 
 
+class ArgumentError(S2SADError, TypeError):
+    """A call the function would not take (a missing or unexpected argument, too many):
+    Python's own message, located at the function; a TypeError too, as Python raises."""
+
+
 class ShapeError(S2SADError):
     """Arguments whose shapes do not broadcast together."""
 

@@ -17,13 +17,14 @@ from __future__ import annotations
 import copy
 import functools
 import inspect
+import sys
 import types
 import weakref
 from typing import Any, Callable, Sequence
 
 from . import marks
 from .callables import as_python_function
-from .errors import NoSourceError, S2SADError
+from .errors import ArgumentError, NoSourceError, S2SADError
 from .frontend import ParsedFunction, forwarded, parse_function
 from .nested import caller_of, why_not
 
@@ -72,6 +73,15 @@ def arity(fun: Callable) -> int:
     return code.co_argcount + code.co_kwonlyargcount
 
 
+def positional_count(fun: Callable) -> int:
+    """How many arguments a call may pass by position (more: Python refuses the call,
+    `bind` says so); sys.maxsize where that is not a fixed number (*args)."""
+    code = getattr(fun, "__code__", None)
+    if code is None or code.co_flags & inspect.CO_VARARGS:
+        return sys.maxsize
+    return code.co_argcount
+
+
 def _bind_quickly(fun: types.FunctionType, args: Sequence[Any], kwargs: dict) -> tuple | None:
     """`bind` for a call Python takes, from the code's names and the function's defaults
     (no inspect.signature: a few hundred ns); None for anything else, which `bind`
@@ -106,6 +116,49 @@ def _bind_quickly(fun: types.FunctionType, args: Sequence[Any], kwargs: dict) ->
 
 
 _UNSET = object()
+
+
+def call_error(fun: Callable, args: Sequence[Any], kwargs: dict, fallback: str) -> ArgumentError:
+    """The error of a call `fun` would not take: Python's own message (its stub's, see
+    `pythons_message`; `fallback`, inspect's, where there is none), at `fun`'s def."""
+    name = marks.function_name(fun)
+    message = pythons_message(fun, args, kwargs) or f"{name}(): {fallback}"
+    return ArgumentError(message, marks.location_of_function(fun),
+                         hint=f"Pass the arguments {name} takes, as a direct call of it would.")
+
+
+def pythons_message(fun: Callable, args: Sequence[Any], kwargs: dict) -> str | None:
+    """What Python says for this call of the plain function `fun` (a stub of its
+    signature, called: inspect.Signature.bind names a missing argument where Python
+    names an unexpected keyword first); None if the stub takes the call or `fun` is no
+    plain function."""
+    code = getattr(fun, "__code__", None)
+    if type(fun) is not types.FunctionType or code is None:
+        return None
+    n, nk, npos = code.co_argcount, code.co_kwonlyargcount, code.co_posonlyargcount
+    names = list(code.co_varnames[:n + nk])
+    first_default = n - len(fun.__defaults__ or ())
+    kwdefaults = fun.__kwdefaults__ or {}
+    params = [nm + ("=None" if i >= first_default else "") for i, nm in enumerate(names[:n])]
+    if npos:
+        params.insert(npos, "/")
+    k = n + nk
+    if code.co_flags & inspect.CO_VARARGS:
+        params.append("*" + code.co_varnames[k])
+        k += 1
+    elif nk:
+        params.append("*")
+    params += [nm + ("=None" if nm in kwdefaults else "") for nm in names[n:]]
+    if code.co_flags & inspect.CO_VARKEYWORDS:
+        params.append("**" + code.co_varnames[k])
+    space: dict = {}
+    exec(f"def s2sad_stub({', '.join(params)}): pass", space)   # (names are identifiers: the code's own)
+    try:
+        space["s2sad_stub"](*args, **kwargs)
+    except TypeError as e:
+        text = str(e)
+        return marks.function_name(fun) + text[len("s2sad_stub"):] if text.startswith("s2sad_stub") else text
+    return None
 
 _SIGNATURES: "weakref.WeakKeyDictionary[Callable, inspect.Signature]" = weakref.WeakKeyDictionary()
 
@@ -144,7 +197,7 @@ def bind(fun: Callable, args: Sequence[Any], kwargs: dict) -> tuple:
     try:
         bound = sig.bind(*args, **kwargs)
     except TypeError as e:
-        raise TypeError(f"{getattr(fun, '__qualname__', fun)}(): {e}") from None
+        raise call_error(fun, args, kwargs, str(e)) from None
     bound.apply_defaults()
     return tuple(bound.arguments.values())
 
