@@ -20,7 +20,7 @@ import numpy as np
 from .backends.arraymodule import is_cupy
 from .errors import ArgumentError, NonDifferentiableInputError, S2SADError, ShapeError
 from .frontend import parse_function
-from .paramuses import array_uses
+from .paramuses import needs
 
 def argnums_tuple(argnums) -> tuple[int, ...]:
     return tuple(argnums) if isinstance(argnums, (tuple, list)) else (argnums,)
@@ -153,9 +153,8 @@ def array_params(c) -> tuple:
     arrays (paramuses.array_uses)."""
     got = _ARRAY_PARAMS.get(c)
     if got is None:
-        pf = parse_function(c.fun)
-        uses = array_uses(pf.node)
-        got = tuple((i, p, pf.location(uses[p][0]), uses[p][1], uses[p][2])
+        uses = needs(parse_function(c.fun))
+        got = tuple((i, p, uses[p].where, uses[p].what, uses[p].ndim)
                     for i, p in enumerate(c.params) if p in uses)
         _ARRAY_PARAMS[c] = got
     return got

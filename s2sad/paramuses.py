@@ -7,6 +7,11 @@ float for `a[...]` / `a[()]`) makes the user's own function raise (TypeError, In
 front, at that use, instead of letting the generated code raise the same error from
 its insides (arguments.check_args).
 
+A parameter passed on to a helper function (`first(a)`, a plain Python function the
+name resolves to, with source) counts where the helper's own body needs it (`needs`,
+followed through helpers of helpers, a function met twice not read again): the
+refusal is located at the helper's use and names the call.
+
 Invariant: a use counts only where it is certain to run before the parameter could
 be rebound: a parameter assigned anywhere in the function is not counted, and only
 the top-level statements and the headers of compound statements (a loop's iterable,
@@ -16,7 +21,14 @@ use it reports fails for a number: a refusal here never refuses a call that runs
 """
 from __future__ import annotations
 
+import types
+from dataclasses import dataclass
+
 import gast
+
+from .errors import S2SADError, SourceLocation
+from .frontend import MISSING, ParsedFunction, Resolver, classify, parse_function
+from .marks import derivative_mark, function_name
 
 _UNCERTAIN = (gast.IfExp, gast.BoolOp, gast.Lambda, gast.ListComp, gast.SetComp, gast.DictComp,
               gast.GeneratorExp, gast.FunctionDef, gast.ClassDef)
@@ -27,11 +39,8 @@ def array_uses(node) -> dict[str, tuple[gast.AST, str, int]]:
     dimensions it needs)} for a parsed function or lambda. 0 dimensions: `a[...]` and
     `a[()]`, which a numpy scalar or a 0-d array takes and a Python float does not; 1: the
     rest. A use needing 1 is reported before one needing 0."""
-    params = [a.id for a in node.args.args if isinstance(a, gast.Name)]
-    body = [gast.Return(value=node.body)] if isinstance(node, gast.Lambda) else node.body
-    rebound = {n.id for s in body for n in gast.walk(s) if isinstance(n, gast.Name)
-               and isinstance(n.ctx, (gast.Store, gast.Del))}
-    wanted = set(params) - rebound
+    body = _body(node)
+    wanted = _unrebound_params(node)
     found: dict[str, tuple[gast.AST, str, int]] = {}
     for expr in _always_run(body):
         for n in _walk_certain(expr):
@@ -39,6 +48,90 @@ def array_uses(node) -> dict[str, tuple[gast.AST, str, int]]:
             if p in wanted and (p not in found or found[p][2] < ndim):
                 found[p] = (n, what, ndim)
     return found
+
+
+@dataclass(frozen=True)
+class Need:
+    """A parameter's first use that needs an array: where it is, what it does (through
+    which helper calls), the fewest dimensions it needs."""
+
+    where: SourceLocation
+    what: str
+    ndim: int
+
+
+_DEPTH = 8      # helpers of helpers read at most this deep
+
+
+def needs(pf: ParsedFunction, _seen: frozenset = frozenset()) -> dict[str, Need]:
+    """`array_uses` of `pf`'s own body, and of the helpers it passes a parameter to on a
+    path every call runs (each call's argument bound to the helper's parameter as
+    Python binds it): {parameter: Need}."""
+    found = {p: Need(pf.location(n), what, ndim) for p, (n, what, ndim) in array_uses(pf.node).items()}
+    seen = _seen | {pf.fn.__code__}
+    if len(seen) > _DEPTH:
+        return found
+    wanted = _unrebound_params(pf.node)
+    for call, helper in _helper_calls(pf, seen):
+        inner = needs(helper, seen)
+        for p, q in _passed(call, helper):
+            need = inner.get(q)
+            if need is not None and p in wanted and (p not in found or found[p].ndim < need.ndim):
+                label = function_name(helper.fn)
+                found[p] = Need(need.where, f"passes it to {label}() (line {call.lineno}), which {need.what}",
+                                need.ndim)
+    return found
+
+
+def _helper_calls(pf: ParsedFunction, seen: frozenset):
+    """(call, parsed helper) for each call `h(...)` every call of `pf` makes whose `h` is a
+    plain Python function with source, not `pf` itself or one already being read."""
+    body = _body(pf.node)
+    local = _rebound(body) | {a.id for a in pf.node.args.args if isinstance(a, gast.Name)}
+    resolver = Resolver(pf.fn)
+    for expr in _always_run(body):
+        for n in _walk_certain(expr):
+            if not (isinstance(n, gast.Call) and isinstance(n.func, gast.Name)) or n.func.id in local:
+                continue
+            value = resolver.current(n.func.id)
+            if value is MISSING or derivative_mark(value) is not None:
+                continue
+            helper = classify(value).value if classify(value).kind == "function" else None
+            if type(helper) is not types.FunctionType or helper.__code__ in seen:
+                continue
+            try:
+                yield n, parse_function(helper)
+            except S2SADError:      # no source: nothing to read
+                continue
+
+
+def _passed(call: gast.Call, helper: ParsedFunction):
+    """(parameter of the caller, parameter of the helper it binds) for each argument of
+    `call` that is a plain name, as Python binds it (up to a `*` or `**` argument)."""
+    code = helper.fn.__code__
+    names = code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]
+    for k, a in enumerate(call.args):
+        if isinstance(a, gast.Starred):
+            return
+        if isinstance(a, gast.Name) and k < code.co_argcount:
+            yield a.id, names[k]
+    for kw in call.keywords:
+        if kw.arg is not None and isinstance(kw.value, gast.Name) and kw.arg in names[code.co_posonlyargcount:]:
+            yield kw.value.id, kw.arg
+
+
+def _body(node) -> list:
+    return [gast.Return(value=node.body)] if isinstance(node, gast.Lambda) else node.body
+
+
+def _rebound(body) -> set[str]:
+    return {n.id for s in body for n in gast.walk(s) if isinstance(n, gast.Name)
+            and isinstance(n.ctx, (gast.Store, gast.Del))}
+
+
+def _unrebound_params(node) -> set[str]:
+    """The parameters of a function or lambda that its body never assigns or deletes."""
+    return {a.id for a in node.args.args if isinstance(a, gast.Name)} - _rebound(_body(node))
 
 
 def _always_run(body):
