@@ -154,7 +154,7 @@ def _named(wrapper: Callable, what: str, fun: Callable) -> Callable:
     wrapper.__name__ = f"{what}_of_{getattr(fun, '__name__', 'fn')}"
     wrapper.__qualname__ = f"s2sad.{what}({name})"
     wrapper.__doc__ = f"s2sad.{what} of {name}."
-    return wrapper
+    return marks.mark_jacobian(wrapper, what, fun)     # (differentiated again: refused, marks.jacobian_error)
 
 
 def _check_argnums(argnums, args: Sequence[Any], fun: Any = None) -> None:

@@ -77,6 +77,51 @@ def derivative_mark(value: Any) -> DerivativeMark | None:
     return mark if isinstance(mark, DerivativeMark) else None
 
 
+JACOBIAN_MARK = "__s2sad_jacobian__"
+
+
+def mark_jacobian(fn: types.FunctionType, made_by: str, of: Callable):
+    """Mark `fn`, a Jacobian or Hessian function s2sad made (higher.py: "jacfwd",
+    "jacrev", "hessian"), so that differentiating it, or calling it inside a function
+    s2sad differentiates, is refused by `jacobian_error`; returns `fn`."""
+    code = fn.__code__
+    if id(code) not in _WRAPPER_CODES:
+        _WRAPPER_CODES[id(code)] = code
+    fn.__dict__[JACOBIAN_MARK] = (made_by, of)
+    return fn
+
+
+def jacobian_mark(value: Any) -> tuple[str, Callable] | None:
+    """(the entry point that made it, the function it is of) for a `mark_jacobian` function."""
+    if type(value) is not types.FunctionType or _WRAPPER_CODES.get(id(value.__code__)) is not value.__code__:
+        return None
+    mark = value.__dict__.get(JACOBIAN_MARK)
+    return mark if isinstance(mark, tuple) else None
+
+
+def jacobian_error(value: Callable, used_at: SourceLocation | None) -> HigherOrderNotSupportedError:
+    """The refusal of a Jacobian or Hessian function s2sad made, differentiated (used_at
+    None: located at the user's function) or called inside a function s2sad
+    differentiates (located at the call): the derivative asked for is one order above
+    it, which s2sad does not take through these objects."""
+    made_by, of = jacobian_mark(value)
+    inner = derivative_mark(of)
+    order = 2 if made_by == "hessian" else 1 + (inner.order if inner is not None else 0)
+    named = f"s2sad.{made_by}({inner.describe() if inner is not None else function_name(of)})"
+    base = inner.innermost() if inner is not None else of
+    how = "called inside a function s2sad differentiates" if used_at is not None else "differentiated"
+    return HigherOrderNotSupportedError(
+        f"this function is {named}, a derivative of order {order} made by s2sad, {how}: that asks for a "
+        f"derivative of order {order + 1}, which s2sad does not take through a "
+        f"{'Hessian' if made_by == 'hessian' else 'Jacobian'} object", used_at or location_of_function(base),
+        hint=f"Compute it outside the differentiated function and pass its value in as data "
+             f"(M = {named}(x); then differentiate a loss of x and M, in which M is a constant)"
+             + (f"; for a second derivative of {function_name(base)}, ask for it directly: s2sad.hessian, "
+                "s2sad.jacfwd(s2sad.grad(...)) or a loss calling a grad by name (g = s2sad.grad(...))." if order == 1 else
+                "; third derivatives are not computed: write the second derivative as a Python function of "
+                "your own and differentiate that."))
+
+
 def location_of_function(fn: Any) -> SourceLocation | None:
     """Where a Python function's `def` (or lambda) starts; None for anything else."""
     if type(fn) is not types.FunctionType:

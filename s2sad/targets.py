@@ -42,6 +42,8 @@ def target(fun: Any, entry: str) -> Callable:
     inner = marks.user_function_of(fun) or forwarded(fun)
     if inner is not None:
         return inner
+    if marks.jacobian_mark(fun) is not None:   # a Jacobian or Hessian s2sad made: one order too many
+        raise marks.jacobian_error(fun, None)
     if type(fun) is not types.FunctionType:
         if not callable(fun):
             raise S2SADError(f"s2sad.{entry} needs a function, not a {type(fun).__name__}",

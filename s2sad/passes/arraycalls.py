@@ -18,6 +18,7 @@ import numpy as np
 
 from ..errors import UnsupportedOperationError
 from ..frontend import MISSING, attribute_value, classify
+from ..marks import jacobian_error, jacobian_mark
 from .arrayir import Const, operand_expr
 from .arrayscope import Bound, LocalFn, Scope, source_text
 from .primhints import root_name, unsupported
@@ -107,6 +108,8 @@ class Calls:
         r = classify(value)
         if r.kind == "function" and isinstance(r.value, types.FunctionType):   # (an @differentiate's function)
             return self.b.inliner.inline_function(r.value, e, scope, want)
+        if jacobian_mark(value) is not None:     # a Jacobian or Hessian s2sad made: one order too many
+            raise jacobian_error(value, self.b.loc(ctx, e))
         if r.kind == "s2sad":
             raise unsupported(label, self.b.loc(ctx, e), "cannot be called inside a function s2sad differentiates")
         # anything else: evaluated as is; an error if it reads a differentiated value

@@ -21,6 +21,7 @@ from .. import special
 from ..defaults import bind_call
 from ..errors import FreeVariableError, NoSourceError, UnsupportedOperationError
 from ..frontend import MISSING, attribute_value, classify, location_of
+from ..marks import jacobian_error, jacobian_mark
 from .normderiv import DerivativeCallMixin
 from .normscope import LocalFunction, Scope
 from .trees import assigned_names, const, constant_value, dotted, name, primitive_call
@@ -109,6 +110,8 @@ class CallMixin(DerivativeCallMixin):
                 raise self.err(scope, e, f"'{label}' takes {nparams} arguments, {len(args)} given", "Fix the call.")
             call = gast.Call(func=name(helper), args=args + self.pass_captures(caps, scope, e, {}), keywords=[])
             return self.check_stateful(call, helper, scope, e)
+        if jacobian_mark(value) is not None:     # a Jacobian or Hessian s2sad made: one order too many
+            raise jacobian_error(value, location_of(scope.filename, e))
         raise self.err(scope, e, f"'{label}' has no Python source s2sad can read and no derivative rule",
                        f"Register a rule for it: s2sad.defrule({label}, \"<d out/d x>\", impl=<a Python "
                        f"function computing it>), or call a function written in Python.", NoSourceError)
