@@ -1,6 +1,6 @@
 """Which parameters a function's source needs to have at least one dimension: those it
 indexes (`a[1:]`, `a[0]`), takes the length of (`len(a)`), reads a dimension of
-(`a.shape[0]`) or loops over (`for r in a:`), on a path every call runs.
+(`a.shape[0]`), reads the shape of (`n, d = a.shape`) or loops over (`for r in a:`), on a path every call runs.
 
 A number (a float, a numpy scalar, a 0-d array) given for such a parameter (a Python
 float for `a[...]` / `a[()]`) makes the user's own function raise (TypeError, IndexError, AttributeError); s2sad refuses it up
@@ -171,6 +171,8 @@ def _needs_array(n) -> tuple[str | None, str, int]:
             return v.value.id, "reads a dimension of it", 1    # a.shape[k]: () has no item k
         if isinstance(v, gast.Name):
             return v.id, "indexes it", 0 if _whole(n.slice) else 1
+    if isinstance(n, gast.Attribute) and n.attr == "shape" and isinstance(n.value, gast.Name):
+        return n.value.id, "reads its shape", 0     # (a numpy scalar's shape is (); a float has none)
     if isinstance(n, gast.Call) and isinstance(n.func, gast.Name) and n.func.id == "len" \
             and len(n.args) == 1 and isinstance(n.args[0], gast.Name) and not n.keywords:
         return n.args[0].id, "takes its length", 1

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .errors import ShapeError, SourceLocation
 from .reduce import float_dtype
 
 
@@ -223,8 +224,21 @@ def take_along_axis_bar(g, x, indices, axis):
     return z
 
 
+def shape_items(shape: tuple, count: int, k: int, where: tuple):
+    """Item k of `shape` unpacked into `count` names (`n, d = x.shape`), as Python's
+    unpacking: a shape of another length is a ShapeError located at the statement
+    (`where`: file, line, column, the unpacked expression), not a raw ValueError."""
+    if len(shape) != count:
+        filename, line, col, text = where
+        raise ShapeError(f"{text} has {len(shape)} dimension(s) {tuple(shape)}, unpacked into {count} names",
+                         SourceLocation(filename, line, col),
+                         hint=f"Pass an array of {count} dimensions, or read the dimensions you need by "
+                              f"position ({text}[0], {text}[-1]).")
+    return shape[k]
+
+
 HELPERS = {
-    "cast_like": cast_like, "rollaxis_bar": rollaxis_bar, "rollaxis_jvp": rollaxis_jvp, "join_bar": join_bar,
+    "shape_items": shape_items, "cast_like": cast_like, "rollaxis_bar": rollaxis_bar, "rollaxis_jvp": rollaxis_jvp, "join_bar": join_bar,
     "join_jvp": join_jvp, "append_bar": append_bar, "append_jvp": append_jvp, "pad_bar": pad_bar,
     "pad_jvp": pad_jvp, "tri_bar": tri_bar, "diag_bar": diag_bar, "diagonal_bar": diagonal_bar,
     "take_bar": take_bar, "take_along_axis_bar": take_along_axis_bar, "with_piece": with_piece,

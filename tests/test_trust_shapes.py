@@ -146,11 +146,9 @@ def shape_unpacked(x):
     return np.sum(x) / n
 
 
-def test_unpacking_a_shape_is_refused_with_the_spelling_that_works():
-    with pytest.raises(s2sad.S2SADError) as info:
-        s2sad.grad(shape_unpacked)(np.ones((2, 3)))
-    assert "n = x.shape[0], d = x.shape[1]" in str(info.value)
-    assert "test_trust_shapes.py" in str(info.value)
+def test_unpacking_a_shape_works():
+    """(refused until session 9; tests/test_trust_s9_shape_unpacking.py has the routes)"""
+    np.testing.assert_allclose(s2sad.grad(shape_unpacked)(np.ones((2, 3))), np.full((2, 3), 0.5), rtol=1e-15)
 
 
 def shapes_of_a_row_program(x, W):

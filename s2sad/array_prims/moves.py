@@ -16,7 +16,8 @@ from .ops import PrimOp
 from .prim import Prim, kw
 from .strict import strict
 
-HELPER_NAMES = frozenset({"rollaxis_bar", "rollaxis_jvp", "cast_like"})
+HELPER_NAMES = frozenset({"rollaxis_bar", "rollaxis_jvp", "cast_like",
+                          "shape_items"})    # (`n, d = x.shape`: passes/arraystmts.py)
 
 
 @dataclass(frozen=True)

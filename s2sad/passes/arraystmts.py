@@ -107,6 +107,8 @@ class Statements:
                 raise self.b.err(ctx, s, "only names can be unpacked into", "Unpack into plain variables.")
             if isinstance(value, (gast.Tuple, gast.List)) and len(value.elts) == len(target.elts):
                 ops = [self.b.expr(v, scope, want=t.id) for t, v in zip(target.elts, value.elts)]
+            elif isinstance(value, gast.Attribute) and value.attr == "shape":
+                ops = self.shape_items(value, [t.id for t in target.elts], scope, s)
             else:
                 # a tuple-valued call's items take the names (primoperands.unpacked)
                 self.b.unpacking = (value, [t.id for t in target.elts])
@@ -177,6 +179,24 @@ class Statements:
         """Does the name hold a Python int here (arrayints)?"""
         v = self.b.lookup_local(nm, scope)
         return (isinstance(v, Const) and is_int_const(v.value)) or (isinstance(v, str) and v in self.ints)
+
+    def shape_items(self, value: gast.Attribute, names: list[str], scope: Scope, s) -> list[str]:
+        """`n, d = x.shape`: each name a Python int, as `x.shape[k]` is (int_value); a
+        shape of another length refused where the statement is (shape_helpers.shape_items)."""
+        loc = self.b.loc(scope.ctx, s)
+        where = gast.Constant(value=(loc.filename, loc.lineno, loc.col, source_text(value)), kind=None)
+        ops = []
+        for k, nm in enumerate(names):
+            reads: set = set()
+            shape = self.b.rename(value, scope, reads)
+            item = gast.Call(func=gast.Name(id="shape_items", ctx=gast.Load(), annotation=None, type_comment=None),
+                             args=[shape, gast.Constant(value=len(names), kind=None), gast.Constant(value=k, kind=None),
+                                   where], keywords=[])
+            t = self.b.py_stmt(item, sorted(reads), set(), value, scope, nm, "nograd", fresh=True)
+            self.ints.add(t)
+            self.b.scalar.add(t)
+            ops.append(t)
+        return ops
 
     def int_value(self, e, scope: Scope, want: str) -> str:
         """Integer arithmetic on ints, evaluated as written: an int, as in the user's code."""
