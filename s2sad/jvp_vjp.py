@@ -21,6 +21,7 @@ from .passes.array_jvp import array_jvp
 from .passes.kernelpairs import choose_mode
 from .plans import Compiled, compiled, read_state, return_location, write_state
 from .targets import bind
+from .zerograds import finite_tangents, proven_zero, times_seed
 
 def jvp_at(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], backend, layout=None) -> tuple:
     """(fun(*primals), its directional derivative along tangents), `fun` bound and
@@ -40,6 +41,9 @@ def jvp_at(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], backe
     tans = [tangents[i] if index is None else np.asarray(tangents[i])[index] for _, i, index in pairs]
     if c.plan.program.state:
         return _stateful_jvp(c, primals, active, tans, backend)
+    zero = _zero_jvp(c, primals, active, tans, backend)
+    if zero is not None:
+        return zero
     out, out_dot = runtime.jvp(c.kernel, c.kernel_args(primals), active, tans,
                                backend=backend)
     if c.plan.reduction in ("sum", "mean"):
@@ -48,6 +52,25 @@ def jvp_at(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], backe
     if out.shape == () and not any(isinstance(p, np.ndarray) for p in primals):
         return out.item(), out_dot.item()
     return out, out_dot
+
+
+def _zero_jvp(c, primals, active: tuple, tans: list, backend):
+    """(value, +0.0) for a summed kernel whose partials are the constant +0 and finite
+    tangents (zerograds.finite_tangents says why the tangent is +0): the value from the
+    kernel's sum, the number grad and vjp give, with no tangent pass nor the values and
+    tangents stored at every element; None otherwise (numpy arrays and numbers only)."""
+    if c.plan.reduction not in ("sum", "mean") or not active:
+        return None
+    kargs = c.kernel_args(primals)
+    if not all(type(a) in (float, int) or type(a) is np.ndarray for a in kargs):
+        return None
+    if not proven_zero(c.kernel, active, "jvp"):
+        return None
+    if not finite_tangents(tans, [kargs[c.kernel.params.index(a)] for a in active]):
+        return None
+    value, _ = runtime.sum_dual(c.kernel, kargs, (), backend=backend, with_grads=False)
+    scale = 1.0 / max(runtime.broadcast_size(*kargs), 1) if c.plan.reduction == "mean" else 1.0
+    return float(value) * scale, 0.0
 
 
 def pullback_of(pullback: Callable, given: int) -> Callable:
@@ -84,13 +107,21 @@ def _vjp_at(c, primals, float_nums, backend, mode: str):
     if c.plan.program.state:
         return _stateful_vjp(c, primals, pairs, active, kargs, backend)
     if c.plan.reduction in ("sum", "mean"):
-        value, grads = runtime.sum_dual(c.kernel, kargs, active, backend=backend)
+        # partials proven the constant +0 (zerograds): the value alone now, the pullback's
+        # gradients made as zeros when asked, signed as g * ob (zerograds.times_seed)
+        zero = bool(active) and proven_zero(c.kernel, active, "pullback")
+        value, grads = runtime.sum_dual(c.kernel, kargs, () if zero else active, backend=backend,
+                                        with_grads=not zero)
         n = runtime.broadcast_size(*kargs)
         scale = 1.0 / n if c.plan.reduction == "mean" else 1.0
         out = value * scale
 
         def pullback(out_bar):
             ob = float(np.asarray(out_bar)) * scale
+            if zero:    # (seed 1: +0 everywhere, then the product's sign; a scalar param's sum seeded
+                # by ob would stay +0 where g * ob is -0)
+                return _per_primal(c, primals, pairs, times_seed(runtime.sum_grads(c.kernel, kargs, active,
+                                                                                   backend=backend), ob))
             return _per_primal(c, primals, pairs, [g * ob for g in grads])
     else:
         how, _ = choose_mode(c.kernel, mode)
@@ -154,7 +185,8 @@ def _stateful_vjp(c: Compiled, primals, pairs, active, kargs, backend):
 
         def pullback(out_bar):
             ob = float(np.asarray(out_bar)) * scale
-            return _per_primal(c, primals, pairs, [g * ob for g in grads])
+            zeros = zero_products(grads, ob) if active and proven_zero(c.kernel, active, "pullback") else None
+            return _per_primal(c, primals, pairs, [g * ob for g in grads] if zeros is None else zeros)
         return value * scale, pullback
     out, final = runtime.scan_apply(c.kernel, kargs, initial, backend=backend)
     write_state(c, final)

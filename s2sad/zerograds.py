@@ -44,12 +44,13 @@ def zero_worth(shape: tuple[int, ...]) -> bool:
     return math.prod(shape) > ENTRY_MAX
 
 
-def proven_zero(kernel: Kernel, active: tuple[str, ...]) -> bool:
-    """kernel.zero_partials(active), from the second time it is asked on (per kernel and
-    `active`): the proof makes the kernel's dual, which a process that found the
-    compiled driver in the disk cache does not otherwise make, and a first result does
-    not wait for it (the first call runs the kernel)."""
-    asked = kernel.cached(("zero partials asked", active), lambda: [False])
+def proven_zero(kernel: Kernel, active: tuple[str, ...], who: str = "sum") -> bool:
+    """kernel.zero_partials(active), from the second time `who` asks on (per kernel and
+    `active`; "sum": sum_dual, "pullback" / "jvp": jvp_vjp's): the proof makes the
+    kernel's dual, which a process that found the compiled driver in the disk cache does
+    not otherwise make, and a first result does not wait for it (the first call runs
+    the kernel)."""
+    asked = kernel.cached(("zero partials asked", active, who), lambda: [False])
     if not asked[0]:
         asked[0] = True
         return False
@@ -65,6 +66,44 @@ def seed_times_zero(scale) -> float | None:
     except OverflowError:
         return None
     return math.copysign(0.0, s) if math.isfinite(s) else None
+
+
+def times_seed(grads: list, seed) -> list:
+    """[g * seed for g in grads] for gradients that are +0 everywhere (made by sum_dual
+    with seed 1 for a kernel with zero partials), bit for bit, without the multiply's
+    pass where the product is +0 (a positive finite seed: the gradients themselves, each
+    sum_dual's own new array) and negated in place where it is -0 (a negative one); a NaN
+    or infinite seed multiplies (0 * inf is NaN: the product's answer)."""
+    zero = seed_times_zero(seed)
+    if zero is None:
+        return [g * seed for g in grads]
+    positive = math.copysign(1.0, zero) > 0
+    out = []
+    for g in grads:
+        if type(g) is np.ndarray and g.dtype.kind == "f":
+            out.append(g if positive else np.negative(g, out=g))
+        else:
+            out.append(g * seed)
+    return out
+
+
+def finite_tangents(tangents: Sequence[Any], primals: Sequence[Any]) -> bool:
+    """Is each tangent a real number, or a numpy float array of its primal's shape, every
+    element finite? Then a kernel whose partials are the constant +0 has the tangent
+    +0 at every element: both drivers start each element's tangent at +0.0 and add
+    0 * t, which is +-0 for finite t (codegen/python.py, llvm_drivers.py); a NaN or an
+    inf tangent gives NaN there. One pass a tangent: a sum is finite only if each term
+    is (an overflowing sum says no, which only costs the shortcut)."""
+    for t, p in zip(tangents, primals):
+        if isinstance(t, (float, int, np.floating, np.integer)) and not isinstance(t, (bool, np.bool_)):
+            if not math.isfinite(t) or np.ndim(p) != 0:
+                return False
+        elif type(t) is np.ndarray and t.dtype.kind == "f" and t.shape == np.shape(p):
+            if not math.isfinite(np.add.reduce(t, axis=None)):
+                return False
+        else:
+            return False
+    return True
 
 
 def signed_zeros(shape, dtype, zero: float) -> np.ndarray:
