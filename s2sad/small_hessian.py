@@ -165,11 +165,10 @@ def _normalised(argnums, n: int) -> tuple[int, ...] | None:
     return tuple(i % n for i in nums)
 
 
-def _fast(backend: str) -> bool:
-    try:
-        return backends.choose(backend).fast_path and llvm_entry.supported()
-    except S2SADError:
-        return False
+def _fast(backend) -> bool:
+    """The llvm backend's fast path (an unknown backend: the general path refuses it)."""
+    return isinstance(backend, str) and backend in backends.NAMES and backends.choose(backend).fast_path \
+        and llvm_entry.supported()
 
 
 def _decline(args: tuple) -> None:

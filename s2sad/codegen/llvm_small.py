@@ -7,8 +7,11 @@ It takes the call only when each array parameter is an exact `numpy.ndarray` of
 float64, C-contiguous and aligned, of exactly the planned shape, each scalar parameter
 an exact `float`, and `out` an exact float64 ndarray, C-contiguous, one-dimensional of
 the planned length; then it runs the program (the GIL held: a few thousand operations)
-and writes every output element (0.0 where an output has no node), returning None.
-For anything else it returns NotImplemented, writing nothing. The object layouts it
+and, where every input element it reads and every output is finite, writes every
+output element (0.0 where an output has no node), returning None. For anything else
+it returns NotImplemented, writing nothing: the caller's general path answers, so a
+NaN or an inf spreads through a Hessian as that path (and JAX's dense sweep) spreads it,
+not only to the entries whose formulas read it. The object layouts it
 reads are llvm_entry's (checked once per process by `llvm_entry.supported`), its
 table the same (llvm_entry.python_entry; it calls no driver).
 
@@ -135,6 +138,19 @@ class _Writer:
             ok = f"%{p}.s{k}"
         self(f"br i1 {ok}, label %{then}, label %decline")
 
+    def finite(self, nodes: list[int]) -> None:
+        """Decline unless every input read and every output is finite: v - v is 0 for a
+        finite v and NaN for an inf or a NaN, so one sum of them says (see the module doc)."""
+        acc = "0.0"
+        for j, k in enumerate(nodes):
+            v = self.operand(k)
+            self(f"%fin.d{j} = fsub double {v}, {v}")
+            self(f"%fin.s{j} = fadd double {acc}, %fin.d{j}")
+            acc = f"%fin.s{j}"
+        self(f"%fin = fcmp ord double {acc}, 0.0")
+        self("br i1 %fin, label %store, label %decline")
+        self.label("store")
+
     # ---- the program
     def operand(self, k: int) -> str:
         name, _, const = self.ops[k]
@@ -147,6 +163,8 @@ class _Writer:
         needed = _needed(self.ops, [o for o in outputs if o is not None])
         for k in sorted(needed):
             self.node(k)
+        self.finite(sorted({o for o in outputs if o is not None}
+                           | {k for k in needed if self.ops[k][0] == "input"}))
         for i, o in enumerate(outputs):
             v = self.operand(o) if o is not None else "0.0"
             self(f"%o{i} = getelementptr inbounds double, ptr %out.data, i64 {i}")
