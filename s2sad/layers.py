@@ -72,6 +72,9 @@ LAZY_INTERNAL = {
     ("s2sad.codegen.llvm_jit", "s2sad.codegen.llvm_gemm"): "as llvm_drivers",
     ("s2sad.codegen.llvm_jit", "s2sad.codegen.llvm_reduce"): "as llvm_drivers",
     ("s2sad.codegen.llvm_jit", "s2sad.codegen.llvm_rows"): "as llvm_drivers",
+    ("s2sad.small_hessian", "s2sad.codegen.llvm_entry"):
+        "it imports the drivers' lowering, which `import s2sad` and a warm start of grad do not pay (test_cache)",
+    ("s2sad.small_hessian", "s2sad.codegen.llvm_small"): "as llvm_entry (it imports llvm_entry)",
 }
 
 # optional or costly packages a function may import when it needs them (top-level names)

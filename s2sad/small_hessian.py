@@ -33,8 +33,7 @@ from typing import Any, Callable
 import numpy as np
 
 from . import backends
-from .codegen import llvm_entry, llvm_jit
-from .codegen.llvm_small import small_ir
+from .codegen import llvm_jit
 from .errors import S2SADError
 from .frontend import bound
 from .passes.small_second import second_order
@@ -42,6 +41,7 @@ from .passes.unroll_small import NotSmall, Unrolled, unroll
 from .plans import compiled_array
 from .targets import target
 
+COMPARISONS = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}
 MAX_PLANS = 16      # small plans kept per wrapper (argument shapes seen); more: the oldest dropped
 _ENTRIES: dict[str, Callable] = {}      # symbol -> its Python entry, one per compiled program
 
@@ -56,6 +56,11 @@ class SmallHessian:
         self.hot: Callable = _decline
         self.why_not: str | None = None
         self.plans: dict[tuple, tuple] = {}     # (kinds, nums) -> (array plan, Plan or the reason there is none)
+
+    @property
+    def warm(self) -> bool:
+        """Has a call been answered here (so the next one tries the hot path first)?"""
+        return self.hot is not _decline
 
     def __call__(self, args: tuple) -> Any:
         got = self.hot(args)
@@ -120,6 +125,9 @@ class Plan:
 def plan_for(program, kinds: tuple, nums: tuple[int, ...]) -> Plan | str:
     """The compiled small Hessian of `program` for parameters of `kinds`, differentiated
     in `nums` (each once: a repeated argnum is the general path's), or why there is none."""
+    from .codegen import llvm_entry     # (lazy: they import the drivers' lowering; see layers.py)
+    from .codegen.llvm_small import small_ir
+
     if len(set(nums)) != len(nums):
         return "an argnum given twice"
     try:
@@ -167,6 +175,8 @@ def _normalised(argnums, n: int) -> tuple[int, ...] | None:
 
 def _fast(backend) -> bool:
     """The llvm backend's fast path (an unknown backend: the general path refuses it)."""
+    from .codegen import llvm_entry
+
     return isinstance(backend, str) and backend in backends.NAMES and backends.choose(backend).fast_path \
         and llvm_entry.supported()
 
@@ -240,6 +250,14 @@ def program_text(plan: Plan, params: list, name: str) -> str:
             rhs = f"-{a[0]}"
         elif op == "powc":
             rhs = f"{a[0]} ** {const!r}"
+        elif op in COMPARISONS:
+            rhs = f"float({a[0]} {COMPARISONS[op]} {a[1]})"
+        elif op == "select":
+            rhs = f"{a[1]} if {a[0]} else {a[2]}"
+        elif op == "abs":
+            rhs = f"abs({a[0]})"
+        elif op in ("maximum", "minimum"):
+            rhs = f"np.{op}({a[0]}, {a[1]})"
         else:
             rhs = f"math.{op}({a[0]})"
         lines.append(f"    v{k} = {rhs}")

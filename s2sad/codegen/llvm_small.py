@@ -7,7 +7,8 @@ It takes the call only when each array parameter is an exact `numpy.ndarray` of
 float64, C-contiguous and aligned, of exactly the planned shape, each scalar parameter
 an exact `float`, and `out` an exact float64 ndarray, C-contiguous, one-dimensional of
 the planned length; then it runs the program (the GIL held: a few thousand operations)
-and, where every input element it reads and every output is finite, writes every
+and, where every value it computes (inputs read, intermediates, outputs) is finite,
+writes every
 output element (0.0 where an output has no node), returning None. For anything else
 it returns NotImplemented, writing nothing: the caller's general path answers, so a
 NaN or an inf spreads through a Hessian as that path (and JAX's dense sweep) spreads it,
@@ -30,6 +31,7 @@ import struct
 from .llvm_entry import ARRAY_DATA, ARRAY_DESCR, ARRAY_DIMS, ARRAY_FLAGS, ARRAY_ND, CARRAY, FLOAT_VALUE, OB_TYPE, SLOTS
 
 ARITH = {"add": "fadd", "sub": "fsub", "mul": "fmul", "div": "fdiv"}
+CMP = {"lt": "olt", "le": "ole", "gt": "ogt", "ge": "oge", "eq": "oeq", "ne": "une"}
 LIBM = {"exp", "log", "sin", "cos", "tan", "tanh", "sqrt", "sinh", "cosh", "expm1", "log1p", "atan", "cbrt",
         "log2", "log10", "exp2"}
 
@@ -54,6 +56,8 @@ def small_ir(name: str, kinds: tuple, ops: list, outputs: list) -> str:
     decls = [f"declare double @{f}(double)" for f in sorted(w.calls)]
     if w.pow_used:
         decls.append("declare double @pow(double, double)")
+    if w.fabs:
+        decls.append("declare double @llvm.fabs.f64(double)")
     return "\n".join(head + w.lines + ["}", ""] + decls + [""])
 
 
@@ -63,6 +67,7 @@ class _Writer:
         self.lines: list[str] = []
         self.calls: set[str] = set()
         self.pow_used = False
+        self.fabs = False
         self.names: dict[int, str] = {}
 
     def __call__(self, line: str) -> None:
@@ -139,15 +144,24 @@ class _Writer:
         self(f"br i1 {ok}, label %{then}, label %decline")
 
     def finite(self, nodes: list[int]) -> None:
-        """Decline unless every input read and every output is finite: v - v is 0 for a
-        finite v and NaN for an inf or a NaN, so one sum of them says (see the module doc)."""
-        acc = "0.0"
+        """Decline unless every value computed (and every output) is finite: v - v is 0
+        for a finite v and NaN for an inf or a NaN, so one sum of them says (see the
+        module doc); summed as a balanced tree, not one chain."""
+        level = []
         for j, k in enumerate(nodes):
             v = self.operand(k)
             self(f"%fin.d{j} = fsub double {v}, {v}")
-            self(f"%fin.s{j} = fadd double {acc}, %fin.d{j}")
-            acc = f"%fin.s{j}"
-        self(f"%fin = fcmp ord double {acc}, 0.0")
+            level.append(f"%fin.d{j}")
+        depth = 0
+        while len(level) > 1:
+            nxt = []
+            for j in range(0, len(level) - 1, 2):
+                self(f"%fin.l{depth}.{j} = fadd double {level[j]}, {level[j + 1]}")
+                nxt.append(f"%fin.l{depth}.{j}")
+            if len(level) % 2:
+                nxt.append(level[-1])
+            level, depth = nxt, depth + 1
+        self(f"%fin = fcmp ord double {level[0] if level else '0.0'}, 0.0")
         self("br i1 %fin, label %store, label %decline")
         self.label("store")
 
@@ -163,8 +177,8 @@ class _Writer:
         needed = _needed(self.ops, [o for o in outputs if o is not None])
         for k in sorted(needed):
             self.node(k)
-        self.finite(sorted({o for o in outputs if o is not None}
-                           | {k for k in needed if self.ops[k][0] == "input"}))
+        self.finite(sorted(k for k in needed if self.ops[k][0] != "const") + sorted(
+            {o for o in outputs if o is not None and self.ops[o][0] == "const"}))
         for i, o in enumerate(outputs):
             v = self.operand(o) if o is not None else "0.0"
             self(f"%o{i} = getelementptr inbounds double, ptr %out.data, i64 {i}")
@@ -194,6 +208,18 @@ class _Writer:
             self(f"{v} = {ARITH[name]} double {a[0]}, {a[1]}")
         elif name == "neg":
             self(f"{v} = fneg double {a[0]}")
+        elif name in CMP:
+            self(f"{v}.b = fcmp {CMP[name]} double {a[0]}, {a[1]}")
+            self(f"{v} = uitofp i1 {v}.b to double")
+        elif name == "select":
+            self(f"{v}.c = fcmp une double {a[0]}, 0.0")
+            self(f"{v} = select i1 {v}.c, double {a[1]}, double {a[2]}")
+        elif name in ("maximum", "minimum"):
+            self(f"{v}.c = fcmp {'oge' if name == 'maximum' else 'ole'} double {a[0]}, {a[1]}")
+            self(f"{v} = select i1 {v}.c, double {a[0]}, double {a[1]}")
+        elif name == "abs":
+            self.fabs = True
+            self(f"{v} = call double @llvm.fabs.f64(double {a[0]})")
         elif name == "square" or (name == "powc" and const == 2.0):
             self(f"{v} = fmul double {a[0]}, {a[0]}")
         elif name == "reciprocal" or (name == "powc" and const == -1.0):

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from .unroll_small import Graph, Node, Unrolled
 
+CMP = frozenset({"lt", "le", "gt", "ge", "eq", "ne"})
 LN2 = 0.6931471805599453
 LN10 = 2.302585092994046
 
@@ -128,6 +129,17 @@ def partials(g: Graph, name: str, a: list[Node], u: Node, const) -> tuple[list, 
         f1 = g.op("mul", c, g.op("powc", a[0], const=c - 1.0)) if c != 0.0 else None
         f2 = g.op("mul", c * (c - 1.0), g.op("powc", a[0], const=c - 2.0)) if c not in (0.0, 1.0) else None
         return [f1], {(0, 0): f2}
+    if name in CMP:
+        return [None, None], {}
+    if name == "select":        # the taken branch's slopes (a[0], the test, has none)
+        return [None, g.select(a[0], 1.0, 0.0), g.select(a[0], 0.0, 1.0)], {}
+    if name == "abs":           # the rules table's abs: slope 1 at +-0 (finite values: the entry checks)
+        return [g.select(g.op("ge", a[0], 0.0), 1.0, -1.0)], {}
+    if name in ("maximum", "minimum"):      # a tie splits the slope 0.5 / 0.5, as the rules table (and JAX)
+        wins = "gt" if name == "maximum" else "lt"
+        tie = g.op("eq", a[0], a[1])
+        return [g.select(tie, 0.5, g.select(g.op(wins, a[0], a[1]), 1.0, 0.0)),
+                g.select(tie, 0.5, g.select(g.op(wins, a[1], a[0]), 1.0, 0.0))], {}
     return _unary(g, name, a[0], u)
 
 

@@ -11,10 +11,12 @@ compile into one function (codegen/llvm_small.py): a Hessian in one call.
 
 What unrolls: parameters that are float arrays (their shapes given) or floats; `Const`
 operands; a fused kernel (RunKernel, KernelSum: sum or mean) whose body is straight-line
-scalar code of + - * / unary minus, `**` by a constant and the math functions of
-`UNARY`; the structural primitives of STRUCTURAL (indexing by constants, reshape, sum,
+scalar code of + - * / unary minus, `**` by a constant, the math functions of `UNARY`,
+comparisons, if-expressions (a `select` node: both branches are computed, the value
+and the slopes of the branch taken), abs, min, max, np.maximum and np.minimum (their
+slopes as the rules table has them); the structural primitives of STRUCTURAL (indexing by constants, reshape, sum,
 mean, dot, matmul...), evaluated by numpy itself on arrays of nodes. Anything else (a
-loop, an if, a comparison, abs/min/max, a `**` by a variable, a primitive not listed,
+loop, an if statement, and/or/not, a `**` by a variable, a primitive not listed,
 an index read from a variable, a kernel with state or captures, an array of more than
 MAX_ELEMENTS elements, a graph of more than MAX_NODES nodes, a result that is not one
 number) raises NotSmall with the reason; the caller then takes its general path.
@@ -50,6 +52,9 @@ STRUCTURAL = frozenset({"index", "reshape", "sum", "mean", "dot", "matmul", "tra
 UNARY = frozenset({"exp", "log", "sin", "cos", "tan", "tanh", "sqrt", "sinh", "cosh", "expm1", "log1p", "atan",
                    "square", "reciprocal", "cbrt", "log2", "log10", "exp2"})
 BINARY = {gast.Add: "add", gast.Sub: "sub", gast.Mult: "mul", gast.Div: "div"}
+# comparisons: nodes of value 1.0 or 0.0 (no derivative), read by `select` (an if-expression)
+COMPARE = {gast.Lt: "lt", gast.LtE: "le", gast.Gt: "gt", gast.GtE: "ge", gast.Eq: "eq", gast.NotEq: "ne"}
+PIECEWISE = {"fabs": "abs", "maximum": "maximum", "minimum": "minimum"}     # math.<name> -> node
 
 
 class NotSmall(Exception):
@@ -150,11 +155,22 @@ class Graph:
             return self.const(1.0)
         return self._make(name, tuple(a.id for a in args), const)
 
+    def select(self, test, a, b) -> Node:
+        """`a if test else b` (test a node of value 1.0 / 0.0, or any number: true when not 0)."""
+        t = self.value(self.node(test))
+        if t is not None and not math.isnan(t):
+            return self.node(a if t != 0.0 else b)
+        return self.op("select", test, a, b)
+
     def power(self, base, exponent) -> Node:
         c = self.value(self.node(exponent))
         if c is None:
             raise NotSmall("a power with a variable exponent")
         return self.op("powc", base, const=c)
+
+
+_COMPARE_FOLD = {"lt": lambda a, b: a < b, "le": lambda a, b: a <= b, "gt": lambda a, b: a > b,
+                 "ge": lambda a, b: a >= b, "eq": lambda a, b: a == b, "ne": lambda a, b: a != b}
 
 
 def _fold(name: str, v: list[float], const: Any) -> float | None:
@@ -174,6 +190,10 @@ def _fold(name: str, v: list[float], const: Any) -> float | None:
         if name == "powc":
             r = v[0] ** const
             return r if isinstance(r, float) else None
+        if name in _COMPARE_FOLD:
+            return 1.0 if _COMPARE_FOLD[name](v[0], v[1]) else 0.0
+        if name == "abs":
+            return abs(v[0])
         return None
     except (ZeroDivisionError, OverflowError, ValueError):
         return None
@@ -195,6 +215,8 @@ def unroll(program, kinds: tuple) -> Unrolled:
             env[name] = _obj(g.input(p, 0))
             continue
         arr = np.empty(kind, dtype=object)
+        if arr.size > MAX_ELEMENTS:
+            raise NotSmall(f"an argument of {arr.size} elements (more than {MAX_ELEMENTS})")
         for k in range(arr.size):
             arr.flat[k] = g.input(p, k)
         env[name] = arr
@@ -325,6 +347,10 @@ class _Body:
         if isinstance(e, gast.UnaryOp) and isinstance(e.op, (gast.USub, gast.UAdd)):
             a = self.expr(e.operand, env)
             return g.op("neg", a) if isinstance(e.op, gast.USub) else a
+        if isinstance(e, gast.Compare) and len(e.ops) == 1 and type(e.ops[0]) in COMPARE:
+            return g.op(COMPARE[type(e.ops[0])], self.expr(e.left, env), self.expr(e.comparators[0], env))
+        if isinstance(e, gast.IfExp):   # (both branches computed: the entry checks every value is finite)
+            return g.select(self.expr(e.test, env), self.expr(e.body, env), self.expr(e.orelse, env))
         if isinstance(e, gast.Call) and not e.keywords:
             return self.call_expr(e, env)
         raise NotSmall(f"'{unparse(e)}' in a kernel")
@@ -335,8 +361,17 @@ class _Body:
         if isinstance(f, gast.Attribute) and isinstance(f.value, gast.Name) and f.value.id == "math" \
                 and f.attr in UNARY and len(args) == 1:
             return self.g.op(f.attr, args[0])
+        if isinstance(f, gast.Attribute) and isinstance(f.value, gast.Name) and f.value.id == "math" \
+                and f.attr in PIECEWISE and len(args) == (1 if f.attr == "fabs" else 2):
+            return self.g.op(PIECEWISE[f.attr], *args)
         if isinstance(f, gast.Name) and f.id == "float" and len(args) == 1:
             return args[0]
+        if isinstance(f, gast.Name) and f.id == "abs" and len(args) == 1:
+            return self.g.op("abs", args[0])
+        if isinstance(f, gast.Name) and f.id in ("min", "max") and len(args) == 2:
+            # Python's min(x, y) is y if y < x else x (max: y > x): the slope goes with the value
+            x, y = args
+            return self.g.select(self.g.op("lt" if f.id == "min" else "gt", y, x), y, x)
         if isinstance(f, gast.Name) and f.id in self.functions:
             return self.call(f.id, args)
         raise NotSmall(f"'{unparse(e)}' in a kernel")
