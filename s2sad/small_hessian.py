@@ -100,8 +100,8 @@ class SmallHessian:
 class Plan:
     """One compiled Hessian program: its entry and how its output is laid out."""
 
-    def __init__(self, unrolled: Unrolled, nums: tuple[int, ...], outputs: list, entry: Callable, name: str):
-        self.unrolled, self.nums, self.outputs, self.entry, self.name = unrolled, nums, outputs, entry, name
+    def __init__(self, unrolled: Unrolled, nums: tuple[int, ...], outputs: list, entry: Callable, name: str, ir: str):
+        self.unrolled, self.nums, self.outputs, self.entry, self.name, self.ir = unrolled, nums, outputs, entry, name, ir
         self.shapes = [tuple(unrolled.kinds[i]) for i in nums]
         self.sizes = [math.prod(s) for s in self.shapes]
         self.n = sum(self.sizes)
@@ -148,7 +148,7 @@ def plan_for(program, kinds: tuple, nums: tuple[int, ...]) -> Plan | str:
         if entry is None:
             return "no Python entries in this process"
         _ENTRIES[name] = entry
-    return Plan(u, nums, outputs, entry, name)
+    return Plan(u, nums, outputs, entry, name, text.replace("@NAME@", name))
 
 
 def _kinds(args: tuple) -> tuple | None:
@@ -204,16 +204,32 @@ def source(fun: Callable, args: tuple, argnums=0) -> str:
     """The unrolled Hessian program hessian(fun, argnums) runs for `args`' shapes, as
     Python (one line per value; out[i] the Hessian's elements, row by row), or the line
     that says why there is none."""
-    kinds, nums = _kinds(tuple(args)), _normalised(argnums, len(args))
+    got = _plan_of(fun, tuple(args), argnums)
+    if isinstance(got, str):
+        return f"# no small program: {got}\n"
+    plan, params, name = got
+    return program_text(plan, params, name)
+
+
+def ir(fun: Callable, args: tuple, argnums=0) -> str:
+    """The LLVM IR of that program's entry (codegen/llvm_small.py), or why there is none."""
+    got = _plan_of(fun, tuple(args), argnums)
+    if isinstance(got, str):
+        return f"; no small program: {got}\n"
+    return got[0].ir
+
+
+def _plan_of(fun: Callable, args: tuple, argnums) -> tuple | str:
+    kinds, nums = _kinds(args), _normalised(argnums, len(args))
     if kinds is None or nums is None:
-        return "# no small program: an argument that is not a float64 array or a float\n"
+        return "an argument that is not a float64 array or a float"
     planned = target(fun, "hessian")
     with bound(planned):
         c = compiled_array(planned)
     plan = plan_for(c.plan.program, kinds, nums)
     if isinstance(plan, str):
-        return f"# no small program: {plan}\n"
-    return program_text(plan, c.plan.program.params, getattr(planned, "__name__", "fn"))
+        return plan
+    return plan, c.plan.program.params, getattr(planned, "__name__", "fn")
 
 
 def program_text(plan: Plan, params: list, name: str) -> str:
