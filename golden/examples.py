@@ -323,3 +323,9 @@ def rosen(x):
 
 
 BATCHED_CASES = {"rosen_hessian": (rosen, 0)}
+
+
+# hessian of a small fixed-shape program (issue 14): the program unrolled for a 5-vector
+# into straight-line scalars, its second derivatives by sparse forward mode, one function
+# with a Python entry (small_hessian.py): the Rosenbrock Hessian's three bands
+SMALL_CASES = {"rosen_small": (rosen, ((5,),), 0)}

@@ -349,6 +349,17 @@ def entry_code(spec: LoopSpec | ScanSpec, dtype, active_idx: tuple[int, ...]) ->
         return addresses[name], keep, name
 
 
+def small_code(name: str, make_ir: Callable[[], str]) -> tuple[int, object]:
+    """(address, keepalive) of a straight-line function s2sad wrote whole
+    (`llvm_small`: an unrolled Hessian), named `name` (a digest of its program, so one
+    name is one IR), compiled once a process and cached on disk. Not optimised: the
+    program is already one expression per value (hash-consed), and its size is bounded."""
+    with _lock:
+        addresses, keep = _named_code((name,), make_ir, "small (not optimised)", np.dtype(np.float64),
+                                      optimized=False)
+        return addresses[name], keep
+
+
 def gemm_code(dtype) -> tuple[int, object]:
     """(address, keepalive) of s2sad's matrix product for `dtype` (`llvm_gemm`), its
     tiles sized for this host's vector registers. Its IR is explicit vector code, which

@@ -1,0 +1,284 @@
+"""The Hessian of a small fixed-shape array program in one call into machine code.
+
+For arguments of small fixed shapes an array program is a straight-line scalar program
+(passes/unroll_small.py); its second derivatives by sparse forward mode
+(passes/small_second.py) and the program computing them compile into one function with
+a Python entry (codegen/llvm_small.py). `SmallHessian(fun, argnums, backend)(args)`
+(higher.hessian tries it first) gives the Hessian (a tuple of tuples of blocks for a
+tuple of argnums, as hessian's other paths), or None: the general path runs instead.
+
+A call takes, in order:
+- the hot path, made after a call of the full path answered: the entry called with the
+  user's arguments, guarded as jacdiag's and batched_jac's are (the function's code is
+  the planned one, the plan's assumptions on its globals and cells hold); the entry
+  itself takes only exact float64 ndarrays, C-contiguous, of the planned shapes, and
+  exact floats (codegen/llvm_small.py), and declines (None) anything else;
+- the full path: every argument an exact float64 ndarray or an exact float, the
+  differentiated ones arrays of at least one dimension and element, the llvm backend;
+  the plan of the function as an array program (plans.compiled_array, cached; one that
+  reads free data is not taken), then its small plan for these argument shapes and
+  argnums, made once per (plan, shapes, argnums) and kept with the plan it was made
+  from (a new plan of the function, a global changed, makes it again). A program that
+  does not unroll (NotSmall) is remembered as such: `why_not` says why.
+Invariants: a result has shape x_i.shape + x_j.shape per block, float64, symmetric by
+construction (one triangle computed); no argument is written; the hot path holds the
+function the wrapper holds anyway and nothing else of the user's.
+"""
+from __future__ import annotations
+
+import hashlib
+import math
+from typing import Any, Callable
+
+import numpy as np
+
+from . import backends
+from .codegen import llvm_jit
+from .errors import S2SADError
+from .frontend import bound
+from .passes.small_second import second_order
+from .passes.unroll_small import NotSmall, Unrolled, unroll
+from .plans import compiled_array
+from .targets import target
+
+COMPARISONS = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}
+MAX_PLANS = 16      # small plans kept per wrapper (argument shapes seen); more: the oldest dropped
+_ENTRIES: dict[str, Callable] = {}      # symbol -> its Python entry, one per compiled program
+
+
+class SmallHessian:
+    """The Hessian of `fun` in `argnums` (an int or a tuple, as hessian takes it) for small
+    fixed shapes (see the module doc)."""
+
+    def __init__(self, fun: Callable, argnums, backend: str):
+        self.fun, self.argnums, self.backend = fun, argnums, backend
+        self.many = isinstance(argnums, (tuple, list))
+        self.hot: Callable = _decline
+        self.why_not: str | None = None
+        self.plans: dict[tuple, tuple] = {}     # (kinds, nums) -> (array plan, Plan or the reason there is none)
+
+    @property
+    def warm(self) -> bool:
+        """Has a call been answered here (so the next one tries the hot path first)?"""
+        return self.hot is not _decline
+
+    def __call__(self, args: tuple) -> Any:
+        got = self.hot(args)
+        return got if got is not None else self.full(args)
+
+    def full(self, args: tuple) -> Any:
+        kinds, nums = _kinds(args), _normalised(self.argnums, len(args))
+        if kinds is None or nums is None or not _fast(self.backend):
+            return None
+        if any(kinds[i] is None or not kinds[i] or 0 in kinds[i] for i in nums):
+            return None
+        try:
+            planned = target(self.fun, "hessian")
+            with bound(planned):
+                c = compiled_array(planned)
+        except S2SADError:
+            return None     # the general path raises it, located
+        if len(c.params) != len(args) or c.free_values():
+            return None
+        key = (kinds, nums)
+        got = self.plans.get(key)
+        if got is None or got[0] is not c:
+            if len(self.plans) >= MAX_PLANS:
+                self.plans.pop(next(iter(self.plans)))
+            got = self.plans[key] = (c, plan_for(c.plan.program, kinds, nums))
+        plan = got[1]
+        if isinstance(plan, str):
+            self.why_not = plan
+            return None
+        self.why_not = None
+        out = plan.run(args, self.many)
+        if out is not None:
+            self.hot = _hot_path(planned, c, plan, len(args), self.many)
+        return out
+
+
+class Plan:
+    """One compiled Hessian program: its entry and how its output is laid out."""
+
+    def __init__(self, unrolled: Unrolled, nums: tuple[int, ...], outputs: list, entry: Callable, name: str, ir: str):
+        self.unrolled, self.nums, self.outputs, self.entry, self.name, self.ir = unrolled, nums, outputs, entry, name, ir
+        self.shapes = [tuple(unrolled.kinds[i]) for i in nums]
+        self.sizes = [math.prod(s) for s in self.shapes]
+        self.n = sum(self.sizes)
+
+    def run(self, args: tuple, many: bool) -> Any:
+        out = np.empty(self.n * self.n)
+        if self.entry(*args, out) is not None:
+            return None
+        return self.shaped(out, many)
+
+    def shaped(self, out: np.ndarray, many: bool) -> Any:
+        if not many:
+            return out.reshape(self.shapes[0] * 2)
+        h = out.reshape(self.n, self.n)
+        starts = np.cumsum([0] + self.sizes)
+        return tuple(tuple(np.ascontiguousarray(h[starts[a]:starts[a + 1], starts[b]:starts[b + 1]])
+                           .reshape(self.shapes[a] + self.shapes[b]) for b in range(len(self.nums)))
+                     for a in range(len(self.nums)))
+
+
+def plan_for(program, kinds: tuple, nums: tuple[int, ...]) -> Plan | str:
+    """The compiled small Hessian of `program` for parameters of `kinds`, differentiated
+    in `nums` (each once: a repeated argnum is the general path's), or why there is none."""
+    from .codegen import llvm_entry     # (lazy: they import the drivers' lowering; see layers.py)
+    from .codegen.llvm_small import small_ir
+
+    if len(set(nums)) != len(nums):
+        return "an argnum given twice"
+    try:
+        u = unroll(program, kinds)
+        _, hess = second_order(u, nums)
+    except NotSmall as e:
+        return e.reason
+    n = sum(math.prod(kinds[i]) for i in nums)
+    outputs: list = [None] * (n * n)
+    for (i, j), node in hess.items():
+        outputs[i * n + j] = outputs[j * n + i] = node.id
+    text = small_ir("@NAME@", kinds, u.graph.ops, outputs)
+    name = "s2sad_small_" + hashlib.sha256(text.encode()).hexdigest()[:24]
+    entry = _ENTRIES.get(name)
+    if entry is None:
+        address, keep = llvm_jit.small_code(name, lambda: text.replace("@NAME@", name))
+        entry = llvm_entry.python_entry(0, address, name, np.float64, keep)
+        if entry is None:
+            return "no Python entries in this process"
+        _ENTRIES[name] = entry
+    return Plan(u, nums, outputs, entry, name, text.replace("@NAME@", name))
+
+
+def _kinds(args: tuple) -> tuple | None:
+    """Per argument its shape (an exact float64 ndarray) or None (an exact float); None
+    when any argument is neither."""
+    kinds = []
+    for a in args:
+        t = type(a)
+        if t is float:
+            kinds.append(None)
+        elif t is np.ndarray and a.dtype == np.float64:
+            kinds.append(a.shape)
+        else:
+            return None
+    return tuple(kinds)
+
+
+def _normalised(argnums, n: int) -> tuple[int, ...] | None:
+    nums = tuple(argnums) if isinstance(argnums, (tuple, list)) else (argnums,)
+    if not nums or any(type(i) is not int or not -n <= i < n for i in nums):
+        return None     # (the general path refuses it, located)
+    return tuple(i % n for i in nums)
+
+
+def _fast(backend) -> bool:
+    """The llvm backend's fast path (an unknown backend: the general path refuses it)."""
+    from .codegen import llvm_entry
+
+    return isinstance(backend, str) and backend in backends.NAMES and backends.choose(backend).fast_path \
+        and llvm_entry.supported()
+
+
+def _decline(args: tuple) -> None:
+    return None
+
+
+def _hot_path(fun: Callable, c, plan: Plan, n: int, many: bool) -> Callable:
+    """The entry called with the user's arguments (see the module doc)."""
+    code, hold, holds = fun.__code__, c.assumptions.hold, bool(c.assumptions.entries)
+    entry, size, shape = plan.entry, plan.n * plan.n, plan.shapes[0] * 2
+
+    def hot(args: tuple) -> Any:
+        if len(args) != n or fun.__code__ is not code or (holds and not hold(fun)):
+            return None
+        out = np.empty(size)
+        if entry(*args, out) is not None:
+            return None
+        return plan.shaped(out, True) if many else out.reshape(shape)
+    return hot
+
+
+def source(fun: Callable, args: tuple, argnums=0) -> str:
+    """The unrolled Hessian program hessian(fun, argnums) runs for `args`' shapes, as
+    Python (one line per value; out[i] the Hessian's elements, row by row), or the line
+    that says why there is none."""
+    got = _plan_of(fun, tuple(args), argnums)
+    if isinstance(got, str):
+        return f"# no small program: {got}\n"
+    plan, params, name = got
+    return program_text(plan, params, name)
+
+
+def ir(fun: Callable, args: tuple, argnums=0) -> str:
+    """The LLVM IR of that program's entry (codegen/llvm_small.py), or why there is none."""
+    got = _plan_of(fun, tuple(args), argnums)
+    if isinstance(got, str):
+        return f"; no small program: {got}\n"
+    return got[0].ir
+
+
+def _plan_of(fun: Callable, args: tuple, argnums) -> tuple | str:
+    kinds, nums = _kinds(args), _normalised(argnums, len(args))
+    if kinds is None or nums is None:
+        return "an argument that is not a float64 array or a float"
+    planned = target(fun, "hessian")
+    with bound(planned):
+        c = compiled_array(planned)
+    plan = plan_for(c.plan.program, kinds, nums)
+    if isinstance(plan, str):
+        return plan
+    return plan, c.plan.program.params, getattr(planned, "__name__", "fn")
+
+
+def program_text(plan: Plan, params: list, name: str) -> str:
+    """The plan's program as Python source, the nodes the outputs read only."""
+    ops = plan.unrolled.graph.ops
+    roots = [o for o in plan.outputs if o is not None]
+    needed, stack = set(roots), list(roots)
+    while stack:
+        for a in ops[stack.pop()][1]:
+            if a not in needed:
+                needed.add(a)
+                stack.append(a)
+
+    def operand(k: int) -> str:
+        op, _, const = ops[k]
+        if op == "const":
+            return repr(float.fromhex(const)) if const != "nan" else "float('nan')"
+        if op == "input":
+            p, off = const
+            return params[p] if plan.unrolled.kinds[p] is None else f"{params[p]}.flat[{off}]"
+        return f"v{k}"
+    lines = [f"def {name}__small_hessian({', '.join(params)}, out):",
+             f"    # the Hessian in {', '.join(params[i] for i in plan.nums)}, unrolled for shapes "
+             f"{', '.join(str(plan.unrolled.kinds[i]) for i in range(len(params)))}; out: {plan.n} x {plan.n}"]
+    symbols = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
+    for k in sorted(needed):
+        op, args, const = ops[k]
+        if op in ("const", "input"):
+            continue
+        a = [operand(x) for x in args]
+        if op in symbols:
+            rhs = f"{a[0]} {symbols[op]} {a[1]}"
+        elif op == "neg":
+            rhs = f"-{a[0]}"
+        elif op == "powc":
+            rhs = f"{a[0]} ** {const!r}"
+        elif op in COMPARISONS:
+            rhs = f"float({a[0]} {COMPARISONS[op]} {a[1]})"
+        elif op == "select":
+            rhs = f"{a[1]} if {a[0]} else {a[2]}"
+        elif op == "abs":
+            rhs = f"abs({a[0]})"
+        elif op in ("maximum", "minimum"):
+            rhs = f"np.{op}({a[0]}, {a[1]})"
+        else:
+            rhs = f"math.{op}({a[0]})"
+        lines.append(f"    v{k} = {rhs}")
+    for i, o in enumerate(plan.outputs):
+        if o is not None:
+            lines.append(f"    out[{i}] = {operand(o)}")
+    lines.append(f"    # the other {plan.outputs.count(None)} elements: 0.0")
+    return "\n".join(lines) + "\n"
