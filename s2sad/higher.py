@@ -3,7 +3,8 @@ jacrev), hessian, hvp.
 
 Built on the public jvp, vjp and grad only:
 - `jacfwd(fun)`: one jvp per basis direction of the input (a column each);
-- `jacrev(fun)`: one vjp, its pullback run once per output element (a row each);
+- `jacrev(fun)`: one vjp, its pullback run once per output element (a row each); an
+  array program: every row from one pullback of batched cotangents (batched_rows.py);
 - either, where the plan shows an elementwise map of the input (a fused kernel with no
   reduction, the output of the input's shape): the diagonal from one gradient of the
   map's sum, which is the whole Jacobian, decided once per plan and called through the
@@ -33,6 +34,7 @@ from .api import grad, jvp, vjp
 from .arguments import argnums_tuple, dtype_of
 from .errors import NonDifferentiableInputError, S2SADError
 from .batched_jac import Blocks
+from .batched_rows import Rows
 from .jacdiag import Diagonal
 from .reduce import float_dtype
 
@@ -68,19 +70,25 @@ def jacfwd(fun: Callable, argnums=0, *, backend: str = "auto") -> Callable:
 def jacrev(fun: Callable, argnums=0, *, backend: str = "auto") -> Callable:
     """The Jacobian of `fun` by reverse mode: one vjp, pulled back once per output element
     (an elementwise map: its diagonal from one gradient, jacdiag.py; the grad of an array
-    program: the batched forward-over-reverse sweep, batched_jac.py)."""
+    program: the batched forward-over-reverse sweep, batched_jac.py; another array
+    program: one pullback of batched cotangents, batched_rows.py)."""
     diagonal = Diagonal(fun, argnums_tuple(argnums), backend, "jacrev")
     mark = marks.derivative_mark(fun)
     inner = mark.derivative if mark is not None and mark.made_by == "grad" else None
     # the grad of an array program: its Jacobian (a Hessian block) from the batched
-    # forward-over-reverse sweep, the same numbers as its rows
+    # forward-over-reverse sweep, the same numbers as its rows; any other array
+    # program: all rows from one batched pullback (batched_rows.py)
     batched = Blocks(inner.fun, inner.backend if backend == "auto" else backend, "jacrev") \
-        if inner is not None else None
+        if inner is not None else Rows(fun, backend)
 
     def jacrev_fun(*args):
-        got = _diagonal_of(diagonal, argnums, args)
-        if got is None and batched is not None:
-            got = _batched_columns(batched, inner, argnums, args)
+        # an array program's warm path first (it is never an elementwise map's)
+        got = _batched_rows(batched, argnums, args, hot=True) if inner is None else None
+        if got is None:
+            got = _diagonal_of(diagonal, argnums, args)
+        if got is None:
+            got = _batched_columns(batched, inner, argnums, args) if inner is not None else \
+                _batched_rows(batched, argnums, args)
         if got is not None:
             return got
         _check_argnums(argnums, args, fun)
@@ -221,6 +229,21 @@ def _batched_columns(batched: Blocks, inner, argnums, args: tuple):
     if isinstance(inner.argnums_spec, (tuple, list)):
         return tuple(of_output(i) for i in grad_nums)
     return of_output(grad_nums[0])
+
+
+def _batched_rows(batched: Rows, argnums, args: tuple, hot: bool = False):
+    """jacrev of an array program from one batched pullback (`hot`: by its warm path
+    only), or None: the per-row path runs (see batched_rows)."""
+    n = len(args)
+    if not n:
+        return None
+    norm = tuple(i % n if type(i) is int else i for i in argnums_tuple(argnums))
+    if not norm:
+        return None
+    rows = batched.hot_call(args, norm) if hot else batched(args, norm)
+    if rows is None:
+        return None
+    return tuple(rows[j] for j in norm) if isinstance(argnums, (tuple, list)) else rows[norm[0]]
 
 
 def _jacfwd_one(fun: Callable, args: tuple, i: int, backend: str):
