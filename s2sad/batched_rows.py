@@ -51,7 +51,7 @@ class Rows:
     def __init__(self, fun: Callable, backend: str):
         self.fun, self.backend = fun, backend
         self.why_not: str | None = None     # why the last call answered None (None: it did not)
-        self.chunks: int = 0                # how many batched pullbacks the last call ran
+        self.chunks: tuple[int, int] = (0, 0)   # the last call's (batched pullbacks, rows a pullback)
         self.hot: Hot | None = None         # the last plain call's path, tried first
 
     def __call__(self, args: tuple, nums: tuple[int, ...]) -> dict | None:
@@ -103,7 +103,7 @@ class Rows:
 
 
 def jacobians(fns, primals: tuple, wrt: tuple[int, ...], free: dict) -> dict | str:
-    """{j: the Jacobian in primals[j]} (and None: the number of chunks) from the forward
+    """{j: the Jacobian in primals[j]} (and None: (chunks, rows a chunk)) from the forward
     and the batched pullback, or the reason there is none (a result not one array)."""
     forward, pullback = fns
     out, residuals = forward(*primals, **free) if free else forward(*primals)
@@ -124,7 +124,7 @@ def jacobians(fns, primals: tuple, wrt: tuple[int, ...], free: dict) -> dict | s
             if np.shape(g) != (k,) + shape:     # (an unbatched zero: the result does not depend on it)
                 g = np.broadcast_to(g, (k,) + shape)
             parts[j].append(g)
-    got: dict = {None: chunks}
+    got: dict = {None: (chunks, step)}
     for j in wrt:
         x = primals[j]
         rows = parts[j]

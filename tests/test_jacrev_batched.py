@@ -170,18 +170,18 @@ def test_chunks_of_rows_give_the_same_jacobian(monkeypatch):
     args = rng_args((3, 5), (5,))
     whole = s2sad.jacrev(row_broadcast, argnums=(0, 1))
     want = whole(*args)
-    assert whole.batched.chunks == 1
+    assert whole.batched.chunks == (1, 3)
     monkeypatch.setattr(batched_rows, "BUDGET", 16)     # 16 // 15 elements: one row a chunk
     jac = s2sad.jacrev(row_broadcast, argnums=(0, 1))
     got = jac(*args)
-    assert jac.batched.chunks == 3 and jac.batched.why_not is None
+    assert jac.batched.chunks == (3, 1) and jac.batched.why_not is None
     for g, w in zip(got, want):
         np.testing.assert_allclose(g, w, rtol=1e-13, atol=1e-14)
     monkeypatch.setattr(batched_rows, "BUDGET", 2 * 15)
     jac = s2sad.jacrev(softmax)
     X = rng_args((3, 5))[0]
     np.testing.assert_allclose(jac(X), per_row(softmax, (X,), 0), rtol=1e-12, atol=1e-13)
-    assert jac.batched.chunks == 8       # 15 rows, 2 a chunk
+    assert jac.batched.chunks == (8, 2)       # 15 rows, 2 a chunk
 
 
 @pytest.mark.parametrize("fun,what,line", [(looped, "a loop", "for _ in range(3)"),
