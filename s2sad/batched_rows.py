@@ -6,9 +6,10 @@ out.shape + args[j].shape, from the forward run once and its batched pullback se
 with the identity over the output's elements, in chunks of K rows such that K times
 the largest array given or made is at most about batched_jac.BUDGET elements (every
 adjoint of a chunk is K times its value's shape).
-It answers None where the per-row path must run instead: the function is not planned
-as an array program (a fused or scalar plan, a refusal the per-row path raises
-located), it returns something other than one float array or number, an argument
+A plan of one fused kernel (a map that broadcasts, a sum) runs as its array program of
+one statement (plans.compiled_array). It answers None where the per-row path must run
+instead: the plan is a kernel with state or captured elements, or a refusal the
+per-row path raises located, it returns something other than one float array or number, an argument
 differentiated is not an ndarray of at least one dimension and one element, or the
 program has a statement with no batched reverse form (NotBatched, decided once per
 plan). `why_not` says which. User errors (wrong types) are raised as the per-row path
@@ -32,7 +33,7 @@ from .errors import S2SADError
 from .frontend import bound
 from .passes.batched_reverse import batched_pullback
 from .passes.batched_sweep import NotBatched
-from .plans import compiled
+from .plans import compiled, compiled_array
 from .targets import bind, target
 
 PLAIN = (np.ndarray, float, int)     # the argument types the hot path takes as they are
@@ -63,11 +64,14 @@ class Rows:
             planned = target(self.fun, "jacrev")
             with bound(planned):    # the plan reads this function's cells and globals
                 c = compiled(planned)
+                if c.fused and (c.plan.program.state or c.plan.program.captures):
+                    return self._not_batched("not an array program (one fused kernel with state or captured "
+                                             "elements: its own derivatives)")
+                if c.fused:     # one kernel (a map that broadcasts, a sum): its program of one statement
+                    c = compiled_array(planned)
         except S2SADError as e:     # the per-row path raises it, located
             return self._not_batched(f"refused ({e.message})")
         with bound(planned):
-            if c.fused:
-                return self._not_batched("not an array program (one fused kernel: its own derivatives)")
             return self._rows(c, planned, args, nums)
 
     def hot_call(self, args: tuple, nums: tuple[int, ...]) -> dict | None:

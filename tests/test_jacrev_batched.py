@@ -66,6 +66,14 @@ def matrix_vector(W, v):
     return np.exp(W @ v) + (np.cos(v) @ W.T) * 0.5
 
 
+def broadcast_map(X, b):
+    return np.tanh(X * b) * 2.0       # one fused kernel, not elementwise in b: its program of one statement
+
+
+def total(x):
+    return np.sum(np.sin(x) ** 2)     # one fused sum: the gradient as the one row
+
+
 def looped(x):
     s = x * 1.0
     for _ in range(3):
@@ -101,6 +109,8 @@ CASES = [
     (scalar_out, rng_args((5,)), 0),
     (vector_dot, rng_args((4,), (4,)), (0, 1)),
     (matrix_vector, rng_args((3, 4), (4,)), (0, 1)),
+    (broadcast_map, rng_args((3, 4), (4,)), (0, 1)),
+    (total, rng_args((6,)), 0),
 ]
 IDS = [f"{c[0].__name__}-{c[2]}" for c in CASES]
 

@@ -134,6 +134,8 @@ CAUGHT = {
                        "refuses it, located (a deferral)",
     "batched_jac.py:__call__": "a Hessian or Jacobian of what cannot be planned: the per-column path "
                                "refuses it, located (a deferral)",
+    "batched_rows.py:__call__": "jacrev of what cannot be planned: the per-row path refuses it, located "
+                                "(a deferral)",
     "passes/routes.py:derivative": "an unreadable function: the route chosen says so where it reads it "
                                    "(frontend has no non-raising parse)",
     "passes/routes.py:python_function": "an unreadable function: as derivative",
