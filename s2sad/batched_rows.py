@@ -15,6 +15,11 @@ program has a statement with no batched reverse form (NotBatched, decided once p
 plan). `why_not` says which. User errors (wrong types) are raised as the per-row path
 raises them.
 
+A function returning a container (tuple, dict...) gets one plan per float leaf of its
+output (as vjp's) and one batched pullback each: {"tree": the output's TreeDef, (j, k):
+leaf k's Jacobian}; a container argument, a leaf that is not a float array or is planned
+as one fused kernel: the per-row path.
+
 Invariants: row i of a Jacobian is what the unbatched pullback gives for the i-th
 basis cotangent (the same stored partials and rules, one row of a batch); a Jacobian
 has shape out.shape + x_j.shape and the dtype of the per-row result; no argument is
@@ -26,15 +31,17 @@ from typing import Callable
 
 import numpy as np
 
-from . import batch_rules, batch_vjps
+from . import batch_rules, batch_vjps, tree
 from .arguments import check_args, converted
 from .batched_jac import BUDGET
 from .errors import S2SADError
 from .frontend import bound
 from .passes.batched_reverse import batched_pullback
 from .passes.batched_sweep import NotBatched
+from .passes.containers import Layout
 from .plans import compiled, compiled_array
 from .targets import bind, target
+from .treecalls import flatten_call, returns_container, skeletons_of
 
 PLAIN = (np.ndarray, float, int)     # the argument types the hot path takes as they are
 HELPERS = {**{n: getattr(batch_rules, n) for n in ("brows", "bindex_bar", "breduce_bar")},
@@ -54,6 +61,7 @@ class Rows:
         self.why_not: str | None = None     # why the last call answered None (None: it did not)
         self.chunks: tuple[int, int] = (0, 0)   # the last call's (batched pullbacks, rows a pullback)
         self.hot: Hot | None = None         # the last plain call's path, tried first
+        self.fns = None                     # the last (forward, batched pullback) run
 
     def __call__(self, args: tuple, nums: tuple[int, ...]) -> dict | None:
         """The Jacobians keyed by argnum (given non-negative), or None."""
@@ -62,6 +70,9 @@ class Rows:
             return got
         try:
             planned = target(self.fun, "jacrev")
+            if returns_container(planned, False):
+                with bound(planned):
+                    return self._leaves(planned, args, nums)
             with bound(planned):    # the plan reads this function's cells and globals
                 c = compiled(planned)
                 if c.fused and (c.plan.program.state or c.plan.program.captures):
@@ -84,25 +95,57 @@ class Rows:
         return None
 
     def _rows(self, c, planned, args: tuple, nums: tuple[int, ...]) -> dict | None:
-        primals = converted(tuple(args), range(len(args)))
-        if len(primals) != len(c.params):
-            primals = bind(planned, primals, {})
+        primals = self._primals(planned, args, len(c.params))
         wrt = tuple(sorted(set(nums)))
+        got = self._jacobians(c, primals, wrt)
+        if got is None:
+            return None
+        if primals is args and all(type(a) in PLAIN for a in args + tuple(c.free_values().values())):
+            self.hot = Hot(self, nums, planned, c, self.fns, wrt)
+        return got
+
+    def _leaves(self, planned, args: tuple, nums: tuple[int, ...]) -> dict | None:
+        """A function returning a container: per float leaf of the output, the plan of
+        that leaf (as vjp's) and its batched pullback; {"tree": the output's TreeDef,
+        (j, k): leaf k's Jacobian in args[j]}."""
+        primals = self._primals(planned, args, None)
+        flat = flatten_call(planned, primals)
+        if any(s is not None for s in flat.skeletons):
+            return self._not_batched("a container argument")
+        wrt = tuple(sorted(set(nums)))
+        values, td = tree.flatten(planned(*primals))      # the output's structure (as vjp's)
+        skels = skeletons_of(flat)
+        got: dict = {"tree": td}
+        for k, v in enumerate(values):
+            if not isinstance(v, (np.ndarray, float, np.floating)) or np.asarray(v).dtype.kind != "f":
+                return self._not_batched(f"output leaf {k} is not a float array")
+            c = compiled(planned, Layout(skels, False, k, td.skeleton))
+            if c.fused:
+                return self._not_batched(f"output leaf {k} is planned as one fused kernel")
+            leaf = self._jacobians(c, tuple(flat.leaves), wrt)
+            if leaf is None:
+                return None
+            got.update({(j, k): jac for j, jac in leaf.items()})
+        return got
+
+    def _primals(self, planned, args: tuple, n: int | None) -> tuple:
+        primals = converted(tuple(args), range(len(args)))
+        return bind(planned, primals, {}) if n is None or len(primals) != n else primals
+
+    def _jacobians(self, c, primals: tuple, wrt: tuple[int, ...]) -> dict | None:
+        """{j: the Jacobian in primals[j]} of plan c's output, or None (why_not says why)."""
         check_args(c, primals, wrt)
         if any(not isinstance(primals[j], np.ndarray) or primals[j].ndim == 0 or primals[j].size == 0 for j in wrt):
             return self._not_batched("an argument that is a number, 0-d or empty")
         try:
-            fns = batched_pullback(c, wrt, self.backend, runtime_names)
+            self.fns = batched_pullback(c, wrt, self.backend, runtime_names)
         except NotBatched as e:
             return self._not_batched(e.reason)
-        free = c.free_values()
-        got = jacobians(fns, primals, wrt, free)
+        got = jacobians(self.fns, primals, wrt, c.free_values())
         if isinstance(got, str):
             return self._not_batched(got)
         self.why_not = None
         self.chunks = got.pop(None)
-        if primals is args and all(type(a) in PLAIN for a in args + tuple(free.values())):
-            self.hot = Hot(self, nums, planned, c, fns, wrt)
         return got
 
 

@@ -270,6 +270,8 @@ def _batched_rows(batched: Rows, argnums, args: tuple, hot: bool = False):
     rows = batched.hot_call(args, norm) if hot else batched(args, norm)
     if rows is None:
         return None
+    if "tree" in rows:      # a container output: each leaf's Jacobians (JAX's layout)
+        return _by_output(rows["tree"], argnums, lambda i, k: rows[(i % n, k)])
     return tuple(rows[j] for j in norm) if isinstance(argnums, (tuple, list)) else rows[norm[0]]
 
 

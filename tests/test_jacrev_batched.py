@@ -74,6 +74,11 @@ def total(x):
     return np.sum(np.sin(x) ** 2)     # one fused sum: the gradient as the one row
 
 
+def two_leaves(x, W):
+    h = np.tanh(W @ x)
+    return h, {"a": x[1:] * h[0], "b": np.sum(W * W, axis=1)}
+
+
 def looped(x):
     s = x * 1.0
     for _ in range(3):
@@ -204,6 +209,26 @@ def test_no_batched_form_falls_back_and_says_why(fun, what, line):
     assert "test_jacrev_batched.py" in jac.batched.why_not
     np.testing.assert_allclose(got, per_row(fun, (x,), 0), rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(got, fd_jacobian(fun, (x,), 0), rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("backend", ["python", "llvm"])
+def test_container_output_one_batched_pullback_per_leaf(backend):
+    x, W = rng_args((4,), (3, 4))
+    jac = s2sad.jacrev(two_leaves, argnums=(0, 1), backend=backend)
+    got = jac(x, W)
+    assert jac.batched.why_not is None, jac.batched.why_not
+    want = s2sad.jacfwd(two_leaves, argnums=(0, 1), backend=backend)(x, W)     # forward mode: independent
+    leaves = [got[0], got[1]["a"], got[1]["b"]]
+    for g, w, name in zip(leaves, [want[0], want[1]["a"], want[1]["b"]], ("h", "a", "b")):
+        assert isinstance(g, tuple) and len(g) == 2
+        for i, (gi, wi) in enumerate(zip(g, w)):
+            np.testing.assert_allclose(gi, wi, rtol=1e-12, atol=1e-12)
+            leaf = {"h": lambda *a: two_leaves(*a)[0], "a": lambda *a: two_leaves(*a)[1]["a"],
+                    "b": lambda *a: two_leaves(*a)[1]["b"]}[name]
+            np.testing.assert_allclose(gi, fd_jacobian(leaf, (x, W), i), rtol=1e-6, atol=1e-6)
+    one = s2sad.jacrev(two_leaves)(x, W)        # one argnum: each leaf's Jacobian, not a tuple
+    np.testing.assert_allclose(one[1]["b"], np.zeros((3, 4)))
+    np.testing.assert_allclose(one[0], leaves[0][0], rtol=1e-14)
 
 
 def test_float32_gives_the_per_row_dtype():
