@@ -335,11 +335,23 @@ class Explanation:
     __repr__ = __str__
 
 
+EXAMPLES_NOT_GIVEN = None     # explain(f): argnums 0; explain(jacrev(f)): its last call
+
+
 @deeply
-def explain(fun: Callable, argnums=0, *, mode: str = "auto") -> Explanation:
+def explain(fun: Callable, argnums=EXAMPLES_NOT_GIVEN, *args, mode: str = "auto") -> Explanation:
     """Every elementwise site of `fun`, the path chosen for it, and why; for an array
     program also each primitive's rule, what was fused into each kernel, and whether
-    its partials are stored or recomputed (`mode`, as for grad)."""
+    its partials are stored or recomputed (`mode`, as for grad). For a wrapper of
+    s2sad.hessian / jacfwd / jacrev: `explain(wrapper, *example_args)`, which path each
+    level took on those arguments (higher_explain)."""
+    own = getattr(fun, "__s2sad_explain__", None)
+    if own is not None:         # the example arguments are what follows fun
+        return own(*(() if argnums is EXAMPLES_NOT_GIVEN else (argnums,)), *args)
+    argnums = 0 if argnums is EXAMPLES_NOT_GIVEN else argnums
+    if args:
+        raise S2SADError(f"s2sad.explain takes fun and argnums, {2 + len(args)} arguments given",
+                         hint="Pass explain(f, argnums); example arguments are for hessian/jacfwd/jacrev wrappers.")
     mark = marks.derivative_mark(fun)
     if mark is not None and mark.derivative is not None:   # explain(grad(f)): f's plan, as that grad uses it
         d = mark.derivative

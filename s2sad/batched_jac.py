@@ -53,6 +53,7 @@ class Blocks:
         self.fun, self.backend, self.entry = fun, backend, entry
         self.why_not: str | None = None     # why the last call answered None (None: it did not)
         self.hot: Hot | None = None         # the last plain call's path, tried first
+        self.chunks: tuple[int, int] = (0, 0)
 
     def __call__(self, args: tuple, grad_nums: tuple[int, ...] | None, tan_nums: tuple[int, ...]) -> dict | None:
         """The blocks keyed (i, j) (j without grad_nums), argnums given non-negative."""
@@ -111,6 +112,7 @@ class Blocks:
         # largest array given (an intermediate may be larger: a proxy)
         largest = max([a.size for a in tuple(primals) + tuple(free.values()) if isinstance(a, np.ndarray)])
         step = max(1, min(size, BUDGET // largest))
+        self.chunks = (-(-size // step), step)     # (sweeps, columns a sweep) of the last x_j: for explain
         parts: dict[Any, list] = {}
         out_shapes: dict[Any, tuple] = {}
         for lo in range(0, size, step):

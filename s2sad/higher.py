@@ -3,7 +3,8 @@ jacrev), hessian, hvp.
 
 Built on the public jvp, vjp and grad only:
 - `jacfwd(fun)`: one jvp per basis direction of the input (a column each);
-- `jacrev(fun)`: one vjp, its pullback run once per output element (a row each);
+- `jacrev(fun)`: one vjp, its pullback run once per output element (a row each); an
+  array program: every row from one pullback of batched cotangents (batched_rows.py);
 - either, where the plan shows an elementwise map of the input (a fused kernel with no
   reduction, the output of the input's shape): the diagonal from one gradient of the
   map's sum, which is the whole Jacobian, decided once per plan and called through the
@@ -28,14 +29,18 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from . import marks, tree
+from . import higher_explain, marks, tree
 from .api import grad, jvp, vjp
 from .arguments import argnums_tuple, dtype_of
 from .errors import NonDifferentiableInputError, S2SADError
 from .batched_jac import Blocks
+from .batched_rows import Rows
 from .jacdiag import Diagonal
 from .small_hessian import SmallHessian
 from .reduce import float_dtype
+
+# which path a wrapper's last call took (`wrapper.took`, read by higher_explain)
+DIAGONAL, BATCHED, ONE_BY_ONE = ("diagonal",), ("batched",), ("one by one",)
 
 
 def jacfwd(fun: Callable, argnums=0, *, backend: str = "auto") -> Callable:
@@ -52,58 +57,79 @@ def jacfwd(fun: Callable, argnums=0, *, backend: str = "auto") -> Callable:
 
     def jacfwd_fun(*args):
         got = _diagonal_of(diagonal, argnums, args)
-        if got is None:
-            got = _batched_columns(batched, inner, argnums, args)
         if got is not None:
+            jacfwd_fun.took = DIAGONAL
+            return got
+        got = _batched_columns(batched, inner, argnums, args)
+        if got is not None:
+            jacfwd_fun.took = BATCHED
             return got
         _check_argnums(argnums, args, fun)
+        jacfwd_fun.took = ONE_BY_ONE
         per = {i: _jacfwd_one(fun, args, i, backend) for i in argnums_tuple(argnums)}
         if not per:     # argnums=(): no Jacobian, as grad gives no gradient
             return ()
         td = next(iter(per.values()))[0]
         return _by_output(td, argnums, lambda i, k: per[i][1][k])
     jacfwd_fun.batched = batched        # (why_not: the statement with no batched form, if any)
-    return _named(jacfwd_fun, "jacfwd", fun)
+    return _named(jacfwd_fun, "jacfwd", fun, argnums)
 
 
 def jacrev(fun: Callable, argnums=0, *, backend: str = "auto") -> Callable:
     """The Jacobian of `fun` by reverse mode: one vjp, pulled back once per output element
     (an elementwise map: its diagonal from one gradient, jacdiag.py; the grad of an array
-    program: the batched forward-over-reverse sweep, batched_jac.py)."""
+    program: the batched forward-over-reverse sweep, batched_jac.py; another array
+    program: one pullback of batched cotangents, batched_rows.py)."""
     diagonal = Diagonal(fun, argnums_tuple(argnums), backend, "jacrev")
     mark = marks.derivative_mark(fun)
     inner = mark.derivative if mark is not None and mark.made_by == "grad" else None
     # the grad of an array program: its Jacobian (a Hessian block) from the batched
-    # forward-over-reverse sweep, the same numbers as its rows
+    # forward-over-reverse sweep, the same numbers as its rows; any other array
+    # program: all rows from one batched pullback (batched_rows.py)
     batched = Blocks(inner.fun, inner.backend if backend == "auto" else backend, "jacrev") \
-        if inner is not None else None
+        if inner is not None else Rows(fun, backend)
 
     def jacrev_fun(*args):
-        got = _diagonal_of(diagonal, argnums, args)
-        if got is None and batched is not None:
-            got = _batched_columns(batched, inner, argnums, args)
+        # an array program's warm path first (it is never an elementwise map's)
+        got = _batched_rows(batched, argnums, args, hot=True) if inner is None else None
         if got is not None:
+            jacrev_fun.took = BATCHED
+            return got
+        got = _diagonal_of(diagonal, argnums, args)
+        if got is not None:
+            jacrev_fun.took = DIAGONAL
+            return got
+        got = _batched_columns(batched, inner, argnums, args) if inner is not None else \
+            _batched_rows(batched, argnums, args)
+        if got is not None:
+            jacrev_fun.took = BATCHED
             return got
         _check_argnums(argnums, args, fun)
-        out, pullback = vjp(fun, *args, backend=backend)
-        outs, td = tree.flatten(out)
-        rows: list[list] = [[] for _ in outs]       # per output leaf, one pullback per element
-        for k, leaf in enumerate(outs):
-            for e in np.ndindex(np.shape(leaf)):
-                seeds = [np.zeros(np.shape(o)) if np.shape(o) else 0.0 for o in outs]
-                if np.shape(leaf):
-                    seeds[k][e] = 1.0
-                else:
-                    seeds[k] = 1.0
-                rows[k].append(pullback(tree.unflatten(td, seeds)))
-        return _by_output(td, argnums, lambda i, k: _assemble([r[i] for r in rows[k]], np.shape(outs[k]),
-                                                              np.shape(args[i]), rows_first=True,
-                                                              dtype=float_dtype(args[i])))
+        jacrev_fun.took = ONE_BY_ONE
+        return _jacrev_rows(fun, args, argnums, backend)
     jacrev_fun.batched = batched
-    return _named(jacrev_fun, "jacrev", fun)
+    return _named(jacrev_fun, "jacrev", fun, argnums)
 
 
 jacobian = jacrev
+
+
+def _jacrev_rows(fun: Callable, args: tuple, argnums, backend: str):
+    """jacrev by one vjp, its pullback run once per output element (a row each)."""
+    out, pullback = vjp(fun, *args, backend=backend)
+    outs, td = tree.flatten(out)
+    rows: list[list] = [[] for _ in outs]       # per output leaf, one pullback per element
+    for k, leaf in enumerate(outs):
+        for e in np.ndindex(np.shape(leaf)):
+            seeds = [np.zeros(np.shape(o)) if np.shape(o) else 0.0 for o in outs]
+            if np.shape(leaf):
+                seeds[k][e] = 1.0
+            else:
+                seeds[k] = 1.0
+            rows[k].append(pullback(tree.unflatten(td, seeds)))
+    return _by_output(td, argnums, lambda i, k: _assemble([r[i] for r in rows[k]], np.shape(outs[k]),
+                                                          np.shape(args[i]), rows_first=True,
+                                                          dtype=float_dtype(args[i])))
 
 
 def _by_output(td, argnums, jac: Callable) -> Any:
@@ -134,15 +160,20 @@ def hessian(fun: Callable, argnums=0, *, backend: str = "auto") -> Callable:
         norm = tuple(i % len(args) for i in nums)
         blocks = batched(args, norm, norm)
         if blocks is not None:
+            hessian_fun.took = BATCHED
             if not isinstance(argnums, (tuple, list)):
                 return blocks[(norm[0], norm[0])]
             return tuple(tuple(blocks[(i, j)] for j in norm) for i in norm)
         if not isinstance(argnums, (tuple, list)):
-            return jacfwd(grads[argnums], argnums, backend=backend)(*args)
-        return tuple(tuple(jacfwd(grads[i], j, backend=backend)(*args) for j in nums) for i in nums)
+            inner = jacfwd(grads[argnums], argnums, backend=backend)
+            hessian_fun.took = (ONE_BY_ONE[0], inner)
+            return inner(*args)
+        inners = {(i, j): jacfwd(grads[i], j, backend=backend) for i in nums for j in nums}
+        hessian_fun.took = (ONE_BY_ONE[0], inners[(nums[0], nums[0])]) if nums else ONE_BY_ONE
+        return tuple(tuple(inners[(i, j)](*args) for j in nums) for i in nums)
     hessian_fun.batched = batched       # (why_not: the statement with no batched form, if any)
     hessian_fun.small = small           # (why_not: what kept the program from unrolling, if anything)
-    return _named(hessian_fun, "hessian", fun)
+    return _named(hessian_fun, "hessian", fun, argnums)
 
 
 def hvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], *, backend: str = "auto"):
@@ -155,7 +186,11 @@ def hvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], *, backe
 
 # ---------------------------------------------------------------- helpers
 
-def _named(wrapper: Callable, what: str, fun: Callable) -> Callable:
+def _named(wrapper: Callable, what: str, fun: Callable, argnums=0) -> Callable:
+    """The wrapper's names, what it differentiates (`of`) and its explain hook (which
+    path its last call took: `took`, higher_explain)."""
+    wrapper.of, wrapper.kind, wrapper.argnums, wrapper.took = fun, what, argnums, ()
+    wrapper.__s2sad_explain__ = lambda *args: higher_explain.explanation(wrapper, args)
     name = marks.function_name(fun)
     wrapper.__name__ = f"{what}_of_{getattr(fun, '__name__', 'fn')}"
     wrapper.__qualname__ = f"s2sad.{what}({name})"
@@ -227,6 +262,23 @@ def _batched_columns(batched: Blocks, inner, argnums, args: tuple):
     if isinstance(inner.argnums_spec, (tuple, list)):
         return tuple(of_output(i) for i in grad_nums)
     return of_output(grad_nums[0])
+
+
+def _batched_rows(batched: Rows, argnums, args: tuple, hot: bool = False):
+    """jacrev of an array program from one batched pullback (`hot`: by its warm path
+    only), or None: the per-row path runs (see batched_rows)."""
+    n = len(args)
+    if not n:
+        return None
+    norm = tuple(i % n if type(i) is int else i for i in argnums_tuple(argnums))
+    if not norm:
+        return None
+    rows = batched.hot_call(args, norm) if hot else batched(args, norm)
+    if rows is None:
+        return None
+    if "tree" in rows:      # a container output: each leaf's Jacobians (JAX's layout)
+        return _by_output(rows["tree"], argnums, lambda i, k: rows[(i % n, k)])
+    return tuple(rows[j] for j in norm) if isinstance(argnums, (tuple, list)) else rows[norm[0]]
 
 
 def _jacfwd_one(fun: Callable, args: tuple, i: int, backend: str):

@@ -44,20 +44,20 @@ LAYERS = (
     ("runtime", ("s2sad.mempool", "s2sad.threads", "s2sad.threadchoice", "s2sad.twocalls", "s2sad.runkernel", "s2sad.fastpath", "s2sad.scans", "s2sad.zerograds", "s2sad.runtime", "s2sad.gemm", "s2sad.reduce", "s2sad.rowthreads", "s2sad.rowsoftmax", "s2sad.rowlayernorm", "s2sad.array_rules", "s2sad.shape_helpers",
                  "s2sad.linalg_base", "s2sad.linalg_norm", "s2sad.linalg_more", "s2sad.linalg_rules",
                  "s2sad.product_rules", "s2sad.reduction_rules", "s2sad.softmax_rules",
-                 "s2sad.column_products", "s2sad.hvp_columns", "s2sad.batch_rules", "s2sad.derivative_runtime"),
+                 "s2sad.column_products", "s2sad.hvp_columns", "s2sad.batch_rules", "s2sad.batch_vjps", "s2sad.derivative_runtime"),
      "kernels applied over arrays: warm memory for a call's arrays (mempool); a kernel's launch caches (runkernel), the lean llvm paths "
      "(fastpath), state-passing kernels (scans), gradients that are zero by the rules made as zeros (zerograds), layouts, the index space, threads and their count chosen by timing (threadchoice), two independent calls side by side (twocalls); matrix products and "
      "reductions; the helpers generated adjoints call (array_rules) and the rest of what "
      "they run on (derivative_runtime)"),
     ("plan", ("s2sad.plancache", "s2sad.arguments", "s2sad.plans", "s2sad.array_special", "s2sad.array_hot", "s2sad.derivative", "s2sad.jvp_vjp",
               "s2sad.treefast", "s2sad.treecalls", "s2sad.dask_grad", "s2sad.dask_blocks", "s2sad.array_higher",
-              "s2sad.jacdiag", "s2sad.batched_jac", "s2sad.small_hessian"),
+              "s2sad.jacdiag", "s2sad.batched_jac", "s2sad.batched_rows", "s2sad.small_hessian"),
      "plans found by the code of the function called (plancache), made and served (plans); "
      "the user's arguments checked and gradients shaped (arguments); the generated "
      "derivative grad runs (derivative) and its hot path for array programs (array_hot), specialised per signature (array_special); jvp and vjp through a plan (jvp_vjp); jvp of an "
-     "array program's gradient, forward over reverse (array_higher); the Jacobian of an elementwise map from one gradient (jacdiag); Hessians and Jacobians of array programs from one sweep of batched tangents (batched_jac); the Hessian of a small fixed-shape program in one call (small_hessian)"),
-    ("api", ("s2sad.api", "s2sad.higher"),
-     "the user's entry points; Jacobians and Hessians built on them (higher)"),
+     "array program's gradient, forward over reverse (array_higher); the Jacobian of an elementwise map from one gradient (jacdiag); Hessians and Jacobians of array programs from one sweep of batched tangents (batched_jac) or of batched cotangents (batched_rows); the Hessian of a small fixed-shape program in one call (small_hessian)"),
+    ("api", ("s2sad.api", "s2sad.higher", "s2sad.higher_explain"),
+     "the user's entry points; Jacobians and Hessians built on them (higher) and which path each level took (higher_explain)"),
     ("tools", ("s2sad", "s2sad.__main__", "s2sad.cli", "s2sad.golden", "s2sad.coverage"),
      "the package's face, the command line, the golden files"),
 )

@@ -138,6 +138,8 @@ CAUGHT = {
                                   "planner takes or refuses the call where it is, located)",
     "small_hessian.py:full": "a Hessian of what cannot be planned: the batched or per-column path "
                              "refuses it, located (a deferral)",
+    "batched_rows.py:__call__": "jacrev of what cannot be planned: the per-row path refuses it, located "
+                                "(a deferral)",
     "passes/routes.py:derivative": "an unreadable function: the route chosen says so where it reads it "
                                    "(frontend has no non-raising parse)",
     "passes/routes.py:python_function": "an unreadable function: as derivative",
