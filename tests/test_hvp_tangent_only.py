@@ -58,6 +58,7 @@ def test_the_mlp_product_computes_no_gradient():
     assert "W1_bar_dot = matmul_rhs_bar(_1_bar_dot, X, W1)" in product
     assert "('_1', 'b1', 'q__1', 'q_b1'))" in both
     assert "(__1_g_dot, _b1_g_dot) = sum_grads(" in product and "('_1', 'b1'))" in product
+    assert "W2, W2_dot, True, out_bar" in both and "W2, W2_dot, 'tangent', out_bar" in product
     assert "return (None, None), (None, None, None), (W1_bar_dot, b1_bar_dot, W2_bar_dot)" in product
 
 
@@ -165,3 +166,31 @@ def test_hvp_of_zero_rows_float32_and_a_scalar_argument():
     G = s2sad.grad(loss, argnums=2)
     fd = (G(W64 + 1e-6 * V64, X64, 1.5 + 0.7e-6) - G(W64 - 1e-6 * V64, X64, 1.5 - 0.7e-6)) / 2e-6
     assert isinstance(along_s, float) and along_s == pytest.approx(fd, rel=1e-5)
+
+
+def test_the_column_pair_computes_w_bar_dot_alone():
+    """kernel_matmul_hvp_bars with w_grad "tangent" (what s2sad.hvp's program passes where
+    w's gradient is dead): w_bar None, w_bar_dot the same as with True, on the factored
+    path and on the path with h and h_dot formed."""
+    from s2sad import hvp_columns
+    args = _mlp_args(n=7)
+    W1, b1, W2, X, y = args
+    fn = tangent_plans(compiled_array(mlp_leaky)).hvp_implementation((0, 1, 2), (0, 1, 2), "llvm", False,
+                                                                     hvp_columns.runtime_names, False)
+    ns = fn.__globals__
+    k, pk = ns["mlp_leaky__h"], ns["mlp_leaky__h__pair_tangent"]
+    rng = np.random.default_rng(9)
+    z, z_dot, W2_dot = X @ W1, rng.normal(size=(7, 4)), rng.normal(size=W2.shape)
+    out_bar, out_bar_dot = rng.normal(size=(7, 1)), rng.normal(size=(7, 1))
+    h = np.where(z + b1 > 0, z + b1, 0.01 * (z + b1))
+    h_dot = np.where(z + b1 > 0, 1.0, 0.01) * z_dot
+    want = h_dot.T @ out_bar + h.T @ out_bar_dot
+    for values in (None, (h, h_dot)):
+        full = hvp_columns.kernel_matmul_hvp_bars(k, pk, (z, b1), (z_dot, np.zeros_like(b1)), W2, W2_dot, True,
+                                                  out_bar, out_bar_dot, values, backend="llvm")
+        alone = hvp_columns.kernel_matmul_hvp_bars(k, pk, (z, b1), (z_dot, np.zeros_like(b1)), W2, W2_dot,
+                                                   "tangent", out_bar, out_bar_dot, values, backend="llvm")
+        assert alone[2] is None and full[2].shape == W2.shape
+        np.testing.assert_allclose(full[2], h.T @ out_bar, rtol=1e-12)
+        np.testing.assert_allclose(alone[3], want, rtol=1e-12)
+        np.testing.assert_array_equal(alone[3], full[3])

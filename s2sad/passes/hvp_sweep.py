@@ -229,21 +229,33 @@ def _drop_unread(fwd: list[str], rev: list[str], name: str) -> str:
 
 
 def _fewer_partials(text: str, node, dead: set) -> str | None:
-    """`(a_g_dot, ..., a_g, ...) = sum_grads(kernel, args, wrt)` with the partials named
-    `dead` (nothing reads them) left out of the pass: the targets are the partials w.r.t.
-    `wrt`'s params in order, so each dead target goes with its param. Else None."""
+    """A pass that computes some results nothing reads, rewritten to compute fewer (for
+    dead_lines.drop_dead), else None:
+    - `(a_g_dot, ..., a_g, ...) = sum_grads(kernel, args, wrt)`: the targets are the
+      partials w.r.t. `wrt`'s params in order, so each dead target leaves with its param;
+    - `h_bar, h_bar_dot, w_g, w_g_dot = kernel_matmul_hvp_bars(..., True, ...)` with w_g
+      dead: its w_grad True becomes "tangent" (w_g None, one kernel pass fewer)."""
     call, target = node.value, node.targets[0]
-    if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == "sum_grads"
-            and len(call.args) == 3 and not call.keywords and isinstance(target, ast.Tuple)):
+    if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and not call.keywords
+            and isinstance(target, ast.Tuple) and all(isinstance(t, ast.Name) for t in target.elts)):
         return None
-    try:
-        wrt = ast.literal_eval(call.args[2])
-    except ValueError:
-        return None
-    names = [t.id if isinstance(t, ast.Name) else None for t in target.elts]
-    if not isinstance(wrt, tuple) or len(wrt) != len(names) or None in names:
-        return None
-    keep = [k for k, nm in enumerate(names) if nm not in dead]
-    args = [ast.get_source_segment(text, a) for a in call.args[:2]]
-    return (f"{tuple_text([names[k] for k in keep])} = sum_grads({args[0]}, {args[1]}, "
-            f"{tuple(wrt[k] for k in keep)!r})")
+    names = [t.id for t in target.elts]
+    if call.func.id == "sum_grads" and len(call.args) == 3:
+        try:
+            wrt = ast.literal_eval(call.args[2])
+        except ValueError:
+            return None
+        if not isinstance(wrt, tuple) or len(wrt) != len(names):
+            return None
+        keep = [k for k, nm in enumerate(names) if nm not in dead]
+        args = [ast.get_source_segment(text, a) for a in call.args[:2]]
+        return (f"{tuple_text([names[k] for k in keep])} = sum_grads({args[0]}, {args[1]}, "
+                f"{tuple(wrt[k] for k in keep)!r})")
+    if call.func.id == "kernel_matmul_hvp_bars" and len(names) == 4 and names[2] in dead and names[3] not in dead:
+        flag = call.args[6] if len(call.args) > 6 else None
+        if not (isinstance(flag, ast.Constant) and flag.value is True):
+            return None
+        if "\n" in text:       # (drop_dead gives one line: the offsets are columns of it)
+            return None
+        return text[:flag.col_offset] + "'tangent'" + text[flag.end_col_offset:]
+    return None
