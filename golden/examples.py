@@ -323,3 +323,8 @@ def rosen(x):
 
 
 BATCHED_CASES = {"rosen_hessian": (rosen, 0)}
+
+
+# what s2sad.hvp runs for the bench's MLP (HVP_CASES' mlp_leaky_hvp): the product alone, no
+# gradient computed that it does not read
+PRODUCT_CASES = {"mlp_leaky_hvp": (mlp_loss, (0, 1, 2))}

@@ -114,16 +114,18 @@ def _shaped(grads, primals, grad_argnums, many: bool):
     return out if many else out[0]
 
 
-def hvp_source(fun, grad_argnums: tuple[int, ...], argnums: tuple[int, ...] | None = None) -> str:
+def hvp_source(fun, grad_argnums: tuple[int, ...], argnums: tuple[int, ...] | None = None,
+               product_only: bool = False) -> str:
     """The source of what `jvp(grad(fun, grad_argnums), primals, tangents)` runs for an
     array program, with tangents along `argnums` (default: the differentiated arguments):
-    the forward-over-reverse program, then its kernels."""
+    the forward-over-reverse program, then its kernels; product_only: what
+    `s2sad.hvp(fun, primals, tangents, argnums=grad_argnums)` runs (no gradient, no value)."""
     c = compiled(fun)
     if c.fused:
         raise S2SADError(f"{getattr(fun, '__name__', fun)} is not planned as an array program",
                          hint="hvp_source shows the forward-over-reverse program of array programs only.")
     argnums = tuple(sorted(set(argnums if argnums is not None else grad_argnums) | set(grad_argnums)))
-    return tangent_plans(c).hvp_source(argnums, tuple(grad_argnums))
+    return tangent_plans(c).hvp_source(argnums, tuple(grad_argnums), *((False, False) if product_only else ()))
 
 
 # ---------------------------------------------------------------- a derivative called inside a program

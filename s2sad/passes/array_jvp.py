@@ -58,9 +58,10 @@ class TangentPlans:
             got = self._sweeps[key] = (sweep.generate(), sweep)
         return got
 
-    def hvp_source(self, argnums: tuple[int, ...], grad_argnums: tuple[int, ...]) -> str:
+    def hvp_source(self, argnums: tuple[int, ...], grad_argnums: tuple[int, ...], value: bool = True,
+                   grads: bool = True) -> str:
         """The forward-over-reverse program and the kernels it calls."""
-        text, sweep = self.hvp_sweep(argnums, grad_argnums)
+        text, sweep = self.hvp_sweep(argnums, grad_argnums, value, grads)
         kernels = sweep.kernels_text()
         return text + ("\n\n" + kernels if kernels else "")
 
