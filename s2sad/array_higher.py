@@ -55,8 +55,19 @@ def jvp_of_derivative(mark: marks.DerivativeMark, primals: Sequence[Any], tangen
         return _jvp_of_array_derivative(mark, primals, tangents, backend)
 
 
+def hvp_of_derivative(mark: marks.DerivativeMark, primals: Sequence[Any], tangents: Sequence[Any],
+                      backend: str):
+    """The directional derivative alone of an array program's grad (`mark`, made by
+    grad) at `primals` along `tangents`: what jvp_of_derivative gives second, from the
+    forward-over-reverse program that computes no gradient no tangent reads (s2sad.hvp).
+    The caller has checked is_array_derivative(mark)."""
+    with bound(mark.derivative.fun):
+        return _jvp_of_array_derivative(mark, primals, tangents, backend, grads=False)[1]
+
+
 def _jvp_of_array_derivative(mark: marks.DerivativeMark, primals: Sequence[Any], tangents: Sequence[Any],
-                             backend: str):
+                             backend: str, grads: bool = True):
+    """jvp_of_derivative's pair; grads False: the gradient None (not computed)."""
     d = mark.derivative
     c = compiled_array(d.fun)       # (compiled(d.fun) itself, for an array program)
     if len(primals) != len(tangents):
@@ -74,15 +85,16 @@ def _jvp_of_array_derivative(mark: marks.DerivativeMark, primals: Sequence[Any],
     tans = [_tangent(c, tangents, primals, i) for i in argnums]
     chosen = backend if backend != "auto" else d.backend
     # a grad's jvp reads no loss: its value is not computed where the program need not
-    (value, value_dot), grads, grad_dots = array_hvp(c, primals, tans, argnums, grad_argnums, chosen,
-                                                     value=mark.made_by != "grad", names=hvp_columns.runtime_names)
+    (value, value_dot), gs, grad_dots = array_hvp(c, primals, tans, argnums, grad_argnums, chosen,
+                                                  value=mark.made_by != "grad", names=hvp_columns.runtime_names,
+                                                  grads=grads)
     if value is not None and np.size(value) != 1:
         raise NonScalarLossError(
             f"{c.fun.__name__} returns an array of {np.size(value)} elements, not a scalar loss",
             location_of(c.pf.filename, c.program.return_node),
             hint="grad needs a real scalar: reduce the result, e.g. return np.sum(...), or use s2sad.vjp.")
     many = isinstance(d.argnums_spec, (tuple, list))
-    g = _shaped(grads, primals, grad_argnums, many)
+    g = _shaped(gs, primals, grad_argnums, many) if grads else None
     g_dot = _shaped(grad_dots, primals, grad_argnums, many)
     if mark.made_by == "grad":
         return g, g_dot
@@ -102,16 +114,18 @@ def _shaped(grads, primals, grad_argnums, many: bool):
     return out if many else out[0]
 
 
-def hvp_source(fun, grad_argnums: tuple[int, ...], argnums: tuple[int, ...] | None = None) -> str:
+def hvp_source(fun, grad_argnums: tuple[int, ...], argnums: tuple[int, ...] | None = None,
+               product_only: bool = False) -> str:
     """The source of what `jvp(grad(fun, grad_argnums), primals, tangents)` runs for an
     array program, with tangents along `argnums` (default: the differentiated arguments):
-    the forward-over-reverse program, then its kernels."""
+    the forward-over-reverse program, then its kernels; product_only: what
+    `s2sad.hvp(fun, primals, tangents, argnums=grad_argnums)` runs (no gradient, no value)."""
     c = compiled(fun)
     if c.fused:
         raise S2SADError(f"{getattr(fun, '__name__', fun)} is not planned as an array program",
                          hint="hvp_source shows the forward-over-reverse program of array programs only.")
     argnums = tuple(sorted(set(argnums if argnums is not None else grad_argnums) | set(grad_argnums)))
-    return tangent_plans(c).hvp_source(argnums, tuple(grad_argnums))
+    return tangent_plans(c).hvp_source(argnums, tuple(grad_argnums), *((False, False) if product_only else ()))
 
 
 # ---------------------------------------------------------------- a derivative called inside a program

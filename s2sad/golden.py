@@ -8,6 +8,7 @@ optimisation; for a stateful case, its scan driver), `<case>.cu` (its CUDA C) an
 driver's shape. For each of ARRAY_CASES (array programs): `<case>.grad.py` and
 `<case>.explain.txt`; for each of HVP_CASES (array programs' Hessian-vector products)
 `<case>.hvp.py`, the forward-over-reverse program and its kernels; for each of
+PRODUCT_CASES `<case>.product.py`, what s2sad.hvp runs (the product alone); for each of
 BATCHED_CASES (what hessian runs for an array program) `<case>.bhvp.py`, the
 forward-over-reverse program with batched tangents and its kernels; for each of
 SMALL_CASES (hessian of a small fixed-shape program, small_hessian.py) `<case>.shess.py`,
@@ -83,6 +84,8 @@ def artifacts() -> dict[str, str]:
         out[f"{case}.explain.txt"] = str(api.explain(g))
     for case, (loss, argnums) in getattr(_examples(), "HVP_CASES", {}).items():
         out[f"{case}.hvp.py"] = array_higher.hvp_source(loss, argnums)
+    for case, (loss, argnums) in getattr(_examples(), "PRODUCT_CASES", {}).items():
+        out[f"{case}.product.py"] = array_higher.hvp_source(loss, argnums, product_only=True)
     for case, (loss, argnums) in getattr(_examples(), "BATCHED_CASES", {}).items():
         out[f"{case}.bhvp.py"] = batched_jac.hessian_source(loss, argnums)
     for case, (loss, shapes, argnums) in getattr(_examples(), "SMALL_CASES", {}).items():

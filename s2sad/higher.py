@@ -29,12 +29,13 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from . import higher_explain, marks, tree
+from . import array_higher, higher_explain, marks, mempool, tree
 from .api import grad, jvp, vjp
 from .arguments import argnums_tuple, dtype_of
 from .errors import NonDifferentiableInputError, S2SADError
 from .batched_jac import Blocks
 from .batched_rows import Rows
+from .deep import deeply
 from .jacdiag import Diagonal
 from .small_hessian import SmallHessian
 from .reduce import float_dtype
@@ -176,12 +177,25 @@ def hessian(fun: Callable, argnums=0, *, backend: str = "auto") -> Callable:
     return _named(hessian_fun, "hessian", fun, argnums)
 
 
-def hvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], *, backend: str = "auto"):
-    """The Hessian of scalar `fun` (in its first argument) times `tangents`: the jvp of
-    grad(fun) at `primals` along `tangents` (forward over reverse)."""
+def hvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], *, argnums=0, backend: str = "auto"):
+    """The Hessian of scalar `fun` (in its `argnums` arguments) times `tangents`: the jvp
+    of grad(fun, argnums) at `primals` along `tangents` (forward over reverse), the
+    product alone (shaped as that grad's gradient). An array program's runs the
+    forward-over-reverse program that computes no gradient the product does not read."""
     primals = tuple(primals)
-    _check_argnums(0, primals, fun)
-    return jvp(grad(fun, backend=backend), primals, tuple(tangents), backend=backend)[1]
+    _check_argnums(argnums, primals, fun)
+    g = grad(fun, argnums, backend=backend)
+    mark = marks.derivative_mark(g)
+    if isinstance(tangents, (tuple, list)) and array_higher.is_array_derivative(mark):
+        return _array_hvp(mark, primals, tuple(tangents), backend)
+    return jvp(g, primals, tangents, backend=backend)[1]
+
+
+@deeply
+@mempool.pooled
+def _array_hvp(mark, primals: tuple, tangents: tuple, backend: str):
+    """(as jvp runs jvp_of_derivative: a deep tree's retry, the warm memory pool)"""
+    return array_higher.hvp_of_derivative(mark, primals, tangents, backend)
 
 
 # ---------------------------------------------------------------- helpers

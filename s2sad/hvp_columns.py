@@ -80,14 +80,17 @@ def kernel_matmul_hvp_bars(kernel, pair_kernel, args: Sequence[Any], tangents: S
                            w_dot: Any, w_grad: bool, out_bar: Any, out_bar_dot: Any, values,
                            backend: str = "auto"):
     """(h_bar, (two terms of h_bar_dot), w_bar, w_bar_dot) of `out = h @ w`; w's pair
-    None unless `w_grad`. h's are factors (matmul_factors: a SeedProduct where rank 1)."""
+    None unless `w_grad`; w_grad "tangent": w_bar None, only its tangent computed (a
+    program that reads no gradient, s2sad.hvp's). h's are factors (matmul_factors: a
+    SeedProduct where rank 1)."""
+    value = w_grad != "tangent"
     if values is not None:
         h, h_dot = values
         bars = (matmul_factors(0, out_bar, h, w), (matmul_factors(0, out_bar_dot, h, w),
                                                    matmul_factors(0, out_bar, h, w_dot)))
         if not w_grad:
             return bars + (None, None)
-        return bars + (matmul_rhs_bar(out_bar, h, w),
+        return bars + (matmul_rhs_bar(out_bar, h, w) if value else None,
                        matmul_rhs_bar(out_bar_dot, h, w) + matmul_rhs_bar(out_bar, h_dot, w))
     n, k = broadcast_shapes(*(np.shape(a) for a in args))
     dtype = compute_dtype(args)
@@ -104,6 +107,8 @@ def kernel_matmul_hvp_bars(kernel, pair_kernel, args: Sequence[Any], tangents: S
     # over the rows (the gradient w.r.t. a column of ones), h_dot.T @ out_bar + h.T @ out_bar_dot
     ones, pair_args, all_rows = np.ones((k, 1), dtype), [*args, *tangents, column(out_bar), column(out_bar_dot)], \
         np.ones((n, 1), dtype)
+    if not value:
+        return bars + (None, _w_bar_dot(pair_kernel, pair_args, ones, all_rows, w, backend))
     kept = kept_matmul_vjp(kernel, args, (), w, True, out_bar, backend)
     kept_pair = kept_matmul_vjp(pair_kernel, pair_args, (), ones, True, all_rows, backend) \
         if kept is not None else None
@@ -115,6 +120,14 @@ def kernel_matmul_hvp_bars(kernel, pair_kernel, args: Sequence[Any], tangents: S
         w_bar = kernel_matmul_vjp(kernel, args, (), w, True, out_bar, None, backend)[-1]
         w_bar_dot = kernel_matmul_vjp(pair_kernel, pair_args, (), ones, True, all_rows, None, backend)[-1]
     return bars + (w_bar, w_bar_dot.reshape(np.shape(w)))
+
+
+def _w_bar_dot(pair_kernel, pair_args, ones, all_rows, w, backend: str):
+    """h_dot.T @ out_bar + h.T @ out_bar_dot alone: one pass of the pair kernel."""
+    kept = kept_matmul_vjp(pair_kernel, pair_args, (), ones, True, all_rows, backend)
+    if kept is not None:
+        return kept(pair_args, ones, all_rows)[-1].reshape(np.shape(w))
+    return kernel_matmul_vjp(pair_kernel, pair_args, (), ones, True, all_rows, None, backend)[-1].reshape(np.shape(w))
 
 
 def runtime_names(backend: str) -> dict:

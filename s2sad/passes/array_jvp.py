@@ -46,29 +46,31 @@ class TangentPlans:
         return self._compiled(("jvp", argnums), backend, lambda: self.sweep(argnums), "jvp")
 
     def hvp_sweep(self, argnums: tuple[int, ...], grad_argnums: tuple[int, ...],
-                  value: bool = True) -> tuple[str, ForwardOverReverse]:
+                  value: bool = True, grads: bool = True) -> tuple[str, ForwardOverReverse]:
         """The forward-over-reverse program: tangents for `argnums`, adjoints (and their
         tangents) for `grad_argnums`; value False: the loss and its tangent are None
-        where nothing else reads them (jvp of a grad does not)."""
-        key = ("hvp", argnums, grad_argnums) + (() if value else ("no value",))
+        where nothing else reads them (jvp of a grad does not); grads False: the
+        adjoints are None, only their tangents computed (s2sad.hvp)."""
+        key = ("hvp", argnums, grad_argnums) + (() if value else ("no value",)) + (() if grads else ("no grads",))
         got = self._sweeps.get(key)
         if got is None:
-            sweep = ForwardOverReverse(self.plan().program, argnums, grad_argnums, value)
+            sweep = ForwardOverReverse(self.plan().program, argnums, grad_argnums, value, grads)
             got = self._sweeps[key] = (sweep.generate(), sweep)
         return got
 
-    def hvp_source(self, argnums: tuple[int, ...], grad_argnums: tuple[int, ...]) -> str:
+    def hvp_source(self, argnums: tuple[int, ...], grad_argnums: tuple[int, ...], value: bool = True,
+                   grads: bool = True) -> str:
         """The forward-over-reverse program and the kernels it calls."""
-        text, sweep = self.hvp_sweep(argnums, grad_argnums)
+        text, sweep = self.hvp_sweep(argnums, grad_argnums, value, grads)
         kernels = sweep.kernels_text()
         return text + ("\n\n" + kernels if kernels else "")
 
     def hvp_implementation(self, argnums: tuple[int, ...], grad_argnums: tuple[int, ...], backend: str,
-                           value: bool = True, names=None):
+                           value: bool = True, names=None, grads: bool = True):
         """`names(backend)`: runtime names the program calls beyond the plan's (the layer
         above hands them down: hvp_columns.runtime_names)."""
-        return self._compiled(("hvp", argnums, grad_argnums, value), backend,
-                              lambda: self.hvp_sweep(argnums, grad_argnums, value), "hvp", names)
+        return self._compiled(("hvp", argnums, grad_argnums, value, grads), backend,
+                              lambda: self.hvp_sweep(argnums, grad_argnums, value, grads), "hvp", names)
 
     def _compiled(self, key: tuple, backend: str, make, suffix: str, names=None):
         fn = self._impls.get(key + (backend,))
@@ -103,11 +105,12 @@ def tangent_plans(plan) -> TangentPlans:
 
 
 def array_hvp(plan, primals, tangents, argnums: tuple[int, ...], grad_argnums: tuple[int, ...], backend: str,
-              value: bool = True, names=None):
+              value: bool = True, names=None, grads: bool = True):
     """((value, its tangent), gradients, their tangents) of an array plan's scalar loss at
     `primals` along `tangents` (one per entry of `argnums`): forward over reverse.
-    value False: the value and its tangent may be None (not computed)."""
-    fn = tangent_plans(plan).hvp_implementation(argnums, grad_argnums, backend, value, names)
+    value False: the value and its tangent may be None (not computed); grads False: the
+    gradients are None (not computed where no tangent reads them)."""
+    fn = tangent_plans(plan).hvp_implementation(argnums, grad_argnums, backend, value, names, grads)
     free = plan.free_values()
     args = list(primals) + list(tangents)
     return fn(*args, **free) if free else fn(*args)

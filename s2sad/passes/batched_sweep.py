@@ -31,7 +31,6 @@ is what the unbatched program gives along direction b.
 from __future__ import annotations
 
 import ast
-import re
 import weakref
 
 from .. import array_prims
@@ -42,6 +41,7 @@ from ..parsing import ast_parse
 from .adjoint_text import param_texts, text_of, tuple_text
 from .arrayir import KernelSum, ListAppend, LoopExit, RunKernel, SetItem, is_kernel
 from .array_jvp import scalar_check
+from .dead_lines import drop_dead
 from .hvp_reverse import SECOND_ORDER
 from .hvp_sweep import ForwardOverReverse
 from .tangent_sweep import TangentSweep
@@ -257,35 +257,7 @@ def _without_adjoints(text: str) -> str:
     ret = next(k for k in range(len(lines) - 1, -1, -1) if lines[k].startswith("    return "))
     tree = ast_parse(lines[ret].strip()).body[0].value      # ((value, its tangent), adjoints, their tangents)
     lines[ret] = f"    return (None, None), {tuple_text(['None'] * len(tree.elts[1].elts))}, {ast.unparse(tree.elts[2])}"
-    live: set[str] = set()
-    kept: list[str] = []
-    for line in reversed(lines):
-        node = _statement(line)
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and _plain_target(node.targets[0]):
-            bound_names = {n.id for n in ast.walk(node.targets[0]) if isinstance(n, ast.Name)}
-            if not bound_names & live:
-                continue        # nothing after it reads what it binds
-            live -= bound_names
-            live |= {n.id for n in ast.walk(node.value) if isinstance(n, ast.Name)}
-        elif node is not None or line.strip() and not line.strip().startswith("#"):
-            live |= set(re.findall(r"[A-Za-z_]\w*", line))
-        kept.append(line)
-    return "\n".join(reversed(kept))
-
-
-def _statement(line: str):
-    """A top-level line of the program as its statement, else None."""
-    if not line.startswith("    ") or line.startswith("     "):
-        return None
-    try:
-        body = ast_parse(line.strip()).body
-    except SyntaxError:
-        return None
-    return body[0] if len(body) == 1 else None
-
-
-def _plain_target(target) -> bool:
-    return all(isinstance(n, (ast.Name, ast.Tuple, ast.Store, ast.Load)) for n in ast.walk(target))
+    return "\n".join(drop_dead(lines))
 
 
 # ---------------------------------------------------------------- compiled, once per plan

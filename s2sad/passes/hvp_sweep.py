@@ -31,6 +31,7 @@ The adjoint s2sad writes (reverse_sweep.py) is differentiated term by term:
 """
 from __future__ import annotations
 
+import ast
 import re
 
 from ..array_prims.ops import Product
@@ -38,6 +39,7 @@ from ..frontend import location_of, shown_location as _short, source_line as _li
 from ..parsing import ast_parse
 from .adjoint_analysis import annotated
 from .adjoint_text import text_of, tuple_text
+from .dead_lines import drop_dead
 from .arrayir import ArrayProgram, ArrayStmt, ForStmt, RunKernel
 from .hvp_reverse import ReverseOfTangents
 from .paired_products import pair_products
@@ -66,12 +68,16 @@ class ForwardOverReverse(ReverseOfTangents, TangentSweep):
     tangents), `argnums` (a superset) get tangents. `generate` once."""
 
     def __init__(self, prog: ArrayProgram, argnums: tuple[int, ...], grad_argnums: tuple[int, ...],
-                 value: bool = True):
+                 value: bool = True, grads: bool = True):
         super().__init__(annotated(prog), argnums)     # its own copy: the sweeps annotate it
         self.grad_argnums = grad_argnums
         # value False: the caller (jvp of a grad) reads no loss, so its value and tangent
         # are not computed where nothing else reads them (`_drop_unread`), returned as None
         self.value = value
+        # grads False: the caller (s2sad.hvp) reads the adjoints' tangents only: the
+        # adjoints are returned as None and their lines dropped where no tangent reads
+        # them (dead_lines), a kernel pass then computing only the partials still read
+        self.grads = grads
         self.bars: dict[str, str] = {}
         self.init: set[str] = set()
         # kernel outputs whose adjoint only seeds their kernel's pullback, given by a
@@ -186,15 +192,19 @@ class ForwardOverReverse(ReverseOfTangents, TangentSweep):
         if not self.value and isinstance(res, str):
             shown = (shown[0], _drop_unread(lines, rev, shown[1]))
             shown = (_drop_unread(lines, rev + [shown[1]], shown[0]), shown[1])    # (zeros_bar(loss) reads it)
-        lines, rev = pair_products(lines), pair_products(rev)     # a product beside its tangent: one call
         sig = ", ".join(list(p.params) + [self.dot(p.params[i]) for i in self.argnums])
         sig += ", *, " + ", ".join(p.free) if p.free else ""
         head = (f"# Tangent of the gradient of: {_line(p.pf.filename, p.return_node)}    "
                 f"[{_short(location_of(p.pf.filename, p.return_node))}]")
-        text = (f"def {p.name}__hvp({sig}):\n    {head}\n" + "\n".join(lines)
-                + "\n    # reverse sweep, each adjoint with its tangent\n" + "\n".join(rev)
-                + f"\n    return ({shown[0]}, {shown[1]}), {tuple_text(bars)}, "
-                  f"{tuple_text(bar_dots)}\n")
+        ret = f"    return ({shown[0]}, {shown[1]}), {tuple_text(bars)}, {tuple_text(bar_dots)}"
+        if not self.grads:
+            ret = f"    return ({shown[0]}, {shown[1]}), {tuple_text(['None'] * len(bars))}, {tuple_text(bar_dots)}"
+        # (an empty half leaves an empty line, as it always has: golden files pin the text)
+        body = (lines or [""]) + ["    # reverse sweep, each adjoint with its tangent"] + (rev or [""]) + [ret]
+        if not self.grads:
+            body = drop_dead("\n".join(body).split("\n"), _fewer_partials)
+        body = pair_products(body)     # a product beside its tangent: one call
+        text = f"def {p.name}__hvp({sig}):\n    {head}\n" + "\n".join(body) + "\n"
         ast_parse(text)   # the generated code is Python (a failure here is a bug of s2sad)
         return text
 
@@ -216,3 +226,36 @@ def _drop_unread(fwd: list[str], rev: list[str], name: str) -> str:
         return name
     del fwd[defs[0]]
     return "None"
+
+
+def _fewer_partials(text: str, node, dead: set) -> str | None:
+    """A pass that computes some results nothing reads, rewritten to compute fewer (for
+    dead_lines.drop_dead), else None:
+    - `(a_g_dot, ..., a_g, ...) = sum_grads(kernel, args, wrt)`: the targets are the
+      partials w.r.t. `wrt`'s params in order, so each dead target leaves with its param;
+    - `h_bar, h_bar_dot, w_g, w_g_dot = kernel_matmul_hvp_bars(..., True, ...)` with w_g
+      dead: its w_grad True becomes "tangent" (w_g None, one kernel pass fewer)."""
+    call, target = node.value, node.targets[0]
+    if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and not call.keywords
+            and isinstance(target, ast.Tuple) and all(isinstance(t, ast.Name) for t in target.elts)):
+        return None
+    names = [t.id for t in target.elts]
+    if call.func.id == "sum_grads" and len(call.args) == 3:
+        try:
+            wrt = ast.literal_eval(call.args[2])
+        except ValueError:
+            return None
+        if not isinstance(wrt, tuple) or len(wrt) != len(names):
+            return None
+        keep = [k for k, nm in enumerate(names) if nm not in dead]
+        args = [ast.get_source_segment(text, a) for a in call.args[:2]]
+        return (f"{tuple_text([names[k] for k in keep])} = sum_grads({args[0]}, {args[1]}, "
+                f"{tuple(wrt[k] for k in keep)!r})")
+    if call.func.id == "kernel_matmul_hvp_bars" and len(names) == 4 and names[2] in dead and names[3] not in dead:
+        flag = call.args[6] if len(call.args) > 6 else None
+        if not (isinstance(flag, ast.Constant) and flag.value is True):
+            return None
+        if "\n" in text:       # (drop_dead gives one line: the offsets are columns of it)
+            return None
+        return text[:flag.col_offset] + "'tangent'" + text[flag.end_col_offset:]
+    return None
