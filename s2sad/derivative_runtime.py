@@ -18,7 +18,7 @@ import inspect
 
 import numpy as np
 
-from . import array_rules, column_products, gemm, reduce, rowlayernorm, rowsoftmax, runtime, smath
+from . import array_rules, column_products, gemm, productsums, reduce, rowlayernorm, rowsoftmax, runtime, smath
 from .backends import backend_for, choose
 
 
@@ -46,6 +46,7 @@ def runtime_names(backend: str) -> dict:
                      "dot_log_softmax", "dot_log_softmax_bar")},
         **{f: with_backend(getattr(rowlayernorm, f), backend) for f in ("row_layer_norm", "row_layer_norm_bar")},
         "broadcast_size": runtime.broadcast_size,
+        "product_sums": with_backend(productsums.product_sums, backend),
     }
 
 

@@ -113,14 +113,17 @@ class ReverseSweep:
             mode, _ = self.kernel_modes[kn]
             if mode == "store":
                 names = st.adjoint.partials
-                shared: dict[str, str] = {}      # a partial several inputs share: multiplied once
+                shared: set[str] = set()
                 for (_, _, a), d in zip(act, names):
-                    term = d if g == "1.0" else f"{d} * {g}"
                     if g != "1.0" and names.count(d) > 1:
+                        # a partial several inputs share (a bias added in the kernel): multiplied
+                        # once, each input's sum in the product's pass (productsums)
                         if d not in shared:
-                            shared[d] = self.namer.fresh(f"{d}_x_{g}")
-                            out.append(f"{ind}{shared[d]} = {term}")
-                        term = shared[d]
+                            shared.add(d)
+                            group = [b for (_, _, b), e in zip(act, names) if e == d]
+                            self.contribute_call(group, f"product_sums({d}, {g}, {tuple_text(group)})", ind, out, init)
+                        continue
+                    term = d if g == "1.0" else f"{d} * {g}"
                     self.contribute(a, f"unbroadcast({term}, {a})", ind, out, init)
                 return
             tmps = [self.namer.fresh(f"_{a}_g") for _, _, a in act]
