@@ -21,6 +21,7 @@ from .adjoint_text import grad_of_line, names_read, param_texts, text_of, tuple_
 from .arrayir import ArrayStmt, ForStmt, IfStmt, KernelSum, ListAppend, Py, RunKernel, SetItem, walk_stmts
 from .kernelpairs import row_reduction
 from .primhints import call_params, register_hint
+from .unitpartials import unit_partials
 
 
 
@@ -128,7 +129,8 @@ class ReverseSweep:
                 return
             tmps = [self.namer.fresh(f"_{a}_g") for _, _, a in act]
             args = tuple_text([text_of(a) for a in st.args])
-            out.append(f"{ind}{tuple_text(tmps)} = vjp({kn}, {args}, {tuple_text([repr(p) for _, p, _ in act])}, {g})")
+            call = "unit_vjp" if unit_partials(st.op.kernel, tuple(p for _, p, _ in act)) else "vjp"
+            out.append(f"{ind}{tuple_text(tmps)} = {call}({kn}, {args}, {tuple_text([repr(p) for _, p, _ in act])}, {g})")
             for (_, _, a), tm in zip(act, tmps):
                 self.contribute(a, f"unbroadcast({tm}, {a})", ind, out, init)
             return
