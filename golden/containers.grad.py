@@ -33,9 +33,7 @@ def containers_loss__grad(params_hidden_0, params_hidden_1, params_inp_W, params
     h_bar = matmul_lhs_bar(_2_bar, h, params_hidden_0)
     params_hidden_0_bar = matmul_rhs_bar(_2_bar, h, params_hidden_0)
     # Grad of: h = dense(params["inp"], X)    [golden/examples.py:282:5]
-    dh_d1_x_h_bar = dh_d1 * h_bar
-    _1_bar = unbroadcast(dh_d1_x_h_bar, _1)
-    params_inp_b_bar = unbroadcast(dh_d1_x_h_bar, params_inp_b)
+    (_1_bar, params_inp_b_bar) = product_sums(dh_d1, h_bar, (_1, params_inp_b))
     params_inp_W_bar = params_inp_W_bar + matmul_rhs_bar(_1_bar, X, params_inp_W)
     return (params_hidden_0_bar, params_hidden_1_bar, params_inp_W_bar, params_inp_b_bar)
 

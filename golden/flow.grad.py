@@ -87,9 +87,8 @@ def flow_loss__grad(A, b, X):
     for (_6, dx_new_d6, x_2) in reversed(tape_2):  # Grad of: while err > 1e-8 and k < 50:
         x_new_bar = x_2_bar
         # Grad of: x_new = np.tanh(A @ x + b)    [golden/examples.py:196:9]
-        dx_new_d6_x_x_new_bar = dx_new_d6 * x_new_bar
-        _6_bar = unbroadcast(dx_new_d6_x_x_new_bar, _6)
-        b_bar = b_bar + unbroadcast(dx_new_d6_x_x_new_bar, b)
+        (_6_bar, _b_g) = product_sums(dx_new_d6, x_new_bar, (_6, b))
+        b_bar = b_bar + _b_g
         A_bar = A_bar + matmul_lhs_bar(_6_bar, A, x_2)
         x_2_bar = matmul_rhs_bar(_6_bar, A, x_2)
     for i, (_1, d1_db) in zip(reversed(range(_rows_n_1)), reversed(tape)):  # Grad of: for i, row in enumerate(X):

@@ -21,9 +21,8 @@ def gradient_penalty_loss__grad(W1, b1, W2, X, y, *, mlp_tanh_grad):
     h_bar = matmul_lhs_bar(out_bar, h, W2)
     W2_bar = W2_bar + matmul_rhs_bar(out_bar, h, W2)
     # Grad of: h = np.tanh(X @ W1 + b1)    [golden/examples.py:218:5]
-    dh_d1_x_h_bar = dh_d1 * h_bar
-    _1_bar = unbroadcast(dh_d1_x_h_bar, _1)
-    b1_bar = b1_bar + unbroadcast(dh_d1_x_h_bar, b1)
+    (_1_bar, _b1_g) = product_sums(dh_d1, h_bar, (_1, b1))
+    b1_bar = b1_bar + _b1_g
     W1_bar = W1_bar + matmul_rhs_bar(_1_bar, X, W1)
     return (W1_bar, b1_bar, W2_bar)
 

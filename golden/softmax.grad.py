@@ -13,7 +13,7 @@ def softmax_loss__grad(W, b, X, Y):
     _6_bar = mean_bar(_7_bar, _6)
     z_bar = row_dot_log_softmax_bar(0, _6_bar, z, Y, axis=1)
     # Grad of: z = X @ W + b    [golden/examples.py:164:5]
-    (__1_g, _b_g) = vjp(softmax_loss__z, (_1, b), ('_1', 'b'), z_bar)
+    (__1_g, _b_g) = unit_vjp(softmax_loss__z, (_1, b), ('_1', 'b'), z_bar)
     _1_bar = unbroadcast(__1_g, _1)
     b_bar = unbroadcast(_b_g, b)
     W_bar = matmul_rhs_bar(_1_bar, X, W)

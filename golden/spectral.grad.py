@@ -15,7 +15,7 @@ def spectral_loss__grad(A):
     # reverse sweep
     loss_bar = 1.0
     # Grad of: return np.sum(w * V[0] ** 2) + logdet    [golden/examples.py:183:5]
-    (__5_g, _logdet_g) = vjp(spectral_loss__loss, (_5, logdet), ('_5', 'logdet'), 1.0)
+    (__5_g, _logdet_g) = unit_vjp(spectral_loss__loss, (_5, logdet), ('_5', 'logdet'), 1.0)
     _5_bar = unbroadcast(__5_g, _5)
     logdet_bar = unbroadcast(_logdet_g, logdet)
     w_bar = d5_dw * _5_bar

@@ -18,7 +18,7 @@ import inspect
 
 import numpy as np
 
-from . import array_rules, column_products, gemm, reduce, rowlayernorm, rowsoftmax, runtime, smath
+from . import array_rules, column_products, gemm, productsums, reduce, rowlayernorm, rowsoftmax, runtime, smath
 from .backends import backend_for, choose
 
 
@@ -31,6 +31,7 @@ def runtime_names(backend: str) -> dict:
         "not_needed": NOT_NEEDED,
         "store_partials": with_backend(runtime.store_partials, backend),
         "vjp": with_backend(kernel_vjp, backend),
+        "unit_vjp": with_backend(unit_vjp, backend),
         "jvp": with_backend(runtime.jvp, backend),
         "kernel_matmul": with_backend(column_products.kernel_matmul, backend),
         "kernel_matmul_vjp": with_backend(column_products.kernel_matmul_vjp, backend),
@@ -46,6 +47,7 @@ def runtime_names(backend: str) -> dict:
                      "dot_log_softmax", "dot_log_softmax_bar")},
         **{f: with_backend(getattr(rowlayernorm, f), backend) for f in ("row_layer_norm", "row_layer_norm_bar")},
         "broadcast_size": runtime.broadcast_size,
+        "product_sums": with_backend(productsums.product_sums, backend),
     }
 
 
@@ -113,6 +115,37 @@ def kernel_vjp(kernel, args, active, out_bar, backend="auto"):
     for i in indices:
         mat[i] = np.ascontiguousarray(np.broadcast_to(np.asarray(args[i], dtype), shape))
     return runtime.vjp(kernel, mat, active, out_bar, backend=backend)
+
+
+def unit_vjp(kernel, args, active, out_bar, backend="auto"):
+    """kernel_vjp of a kernel whose partials are the literal 1 (passes/unitpartials): the
+    seed itself for each active input (x * 1.0 is x: the bits of the kernel's pass,
+    without its copy; the generated unbroadcast sums it back) where the seed is a float
+    ndarray of the operands' broadcast shape and every operand an ndarray of its dtype;
+    kernel_vjp elsewhere."""
+    if type(out_bar) is np.ndarray and out_bar.dtype.kind == "f" and active and \
+            all(type(a) is np.ndarray and a.dtype == out_bar.dtype for a in args) and \
+            broadcasts_to([a.shape for a in args], out_bar.shape):
+        return [out_bar] * len(active)
+    return kernel_vjp(kernel, args, active, out_bar, backend)
+
+
+def broadcasts_to(shapes: list, full: tuple) -> bool:
+    """Is `full` the broadcast shape of `shapes`? (np.broadcast_shapes costs microseconds.)"""
+    if any(len(s) > len(full) for s in shapes):
+        return False
+    for k, d in enumerate(full):
+        met = False
+        for s in shapes:
+            j = k - (len(full) - len(s))
+            if j >= 0:
+                if s[j] == d:
+                    met = True
+                elif s[j] != 1:
+                    return False
+        if not met and d != 1:
+            return False
+    return True
 
 
 def _materialized(kernel, args, active, backend) -> tuple:

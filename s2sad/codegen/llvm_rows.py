@@ -24,6 +24,9 @@ operation but for the in-order sums):
              logsoftmaxbar:  A = g, B = out:  out = g - exp(out) sum_j(g)
              lsebar:         A = a, B = g, C = lse (one value a row): out = g_r exp(a - lse_r)
 
+The module also holds llvm_rownorm's layer normalisation and llvm_mulsum's product with
+its column sums (MULSUM_KINDS, its own signature: see there).
+
 m_r is the row's max, NaN when the row holds one (numpy's maximum.reduce's value, found by
 integer reductions that vectorise: _row_max);
 for lse and logsoftmax a non-finite max is taken as 0 (scipy.special's convention, so a
@@ -40,7 +43,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import llvm_rownorm, vecmath
+from . import llvm_mulsum, llvm_rownorm, vecmath
 from .llvm_rowloop import counted_loop as _loop, loop_pre as _pre, row_loop
 
 _TYPES = {np.dtype(np.float64): ("double", "f64"), np.dtype(np.float32): ("float", "f32")}
@@ -51,7 +54,8 @@ DOT_KINDS = ("xent", "xentbar")          # sum_j y log_softmax(a) and its adjoin
 SHORT_KINDS = ("lseshort", "lserawshort", "xentshort")  # lse, lseraw, xent for short rows: _short_function
 SHORT_BAR_KINDS = ("xentbarshort",)    # xent's adjoint for short rows (BAR_KINDS' signature): _short_bar_function
 SHORT_K = 16                             # the longest row they take
-ALL_KINDS = KINDS + BAR_KINDS + NORM_KINDS + DOT_KINDS + SHORT_KINDS + SHORT_BAR_KINDS
+MULSUM_KINDS = llvm_mulsum.KINDS         # a product and its column sums (llvm_mulsum)
+ALL_KINDS = KINDS + BAR_KINDS + NORM_KINDS + DOT_KINDS + SHORT_KINDS + SHORT_BAR_KINDS + MULSUM_KINDS
 _INT = {"double": ("i64", 64), "float": ("i32", 32)}     # a float's bits as an integer
 FLUSH_ROWS = 64                          # rows whose logs are taken together (a power of 2)
 LOOP_HINTS = (("llvm.loop.interleave.count", "i32 1"), ("llvm.loop.vectorize.predicate.enable", "i1 true"), ("llvm.loop.vectorize.enable", "i1 true"))
@@ -84,6 +88,7 @@ def rows_ir(dtype) -> str:
     parts += [_dot_function(ty, dtype, kind, calls) for kind in DOT_KINDS]
     parts += [_short_function(ty, dtype, kind, calls) for kind in SHORT_KINDS]
     parts += [_short_bar_function(ty, dtype, kind, calls) for kind in SHORT_BAR_KINDS]
+    parts += llvm_mulsum.mulsum_ir(ty, lambda kind: symbol(kind, dtype))
     return "\n\n".join(parts) + "\n"
 
 

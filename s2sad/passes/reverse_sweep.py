@@ -21,6 +21,7 @@ from .adjoint_text import grad_of_line, names_read, param_texts, text_of, tuple_
 from .arrayir import ArrayStmt, ForStmt, IfStmt, KernelSum, ListAppend, Py, RunKernel, SetItem, walk_stmts
 from .kernelpairs import row_reduction
 from .primhints import call_params, register_hint
+from .unitpartials import unit_partials
 
 
 
@@ -113,19 +114,23 @@ class ReverseSweep:
             mode, _ = self.kernel_modes[kn]
             if mode == "store":
                 names = st.adjoint.partials
-                shared: dict[str, str] = {}      # a partial several inputs share: multiplied once
+                shared: set[str] = set()
                 for (_, _, a), d in zip(act, names):
-                    term = d if g == "1.0" else f"{d} * {g}"
                     if g != "1.0" and names.count(d) > 1:
+                        # a partial several inputs share (a bias added in the kernel): multiplied
+                        # once, each input's sum in the product's pass (productsums)
                         if d not in shared:
-                            shared[d] = self.namer.fresh(f"{d}_x_{g}")
-                            out.append(f"{ind}{shared[d]} = {term}")
-                        term = shared[d]
+                            shared.add(d)
+                            group = [b for (_, _, b), e in zip(act, names) if e == d]
+                            self.contribute_call(group, f"product_sums({d}, {g}, {tuple_text(group)})", ind, out, init)
+                        continue
+                    term = d if g == "1.0" else f"{d} * {g}"
                     self.contribute(a, f"unbroadcast({term}, {a})", ind, out, init)
                 return
             tmps = [self.namer.fresh(f"_{a}_g") for _, _, a in act]
             args = tuple_text([text_of(a) for a in st.args])
-            out.append(f"{ind}{tuple_text(tmps)} = vjp({kn}, {args}, {tuple_text([repr(p) for _, p, _ in act])}, {g})")
+            call = "unit_vjp" if unit_partials(st.op.kernel, tuple(p for _, p, _ in act)) else "vjp"
+            out.append(f"{ind}{tuple_text(tmps)} = {call}({kn}, {args}, {tuple_text([repr(p) for _, p, _ in act])}, {g})")
             for (_, _, a), tm in zip(act, tmps):
                 self.contribute(a, f"unbroadcast({tm}, {a})", ind, out, init)
             return
