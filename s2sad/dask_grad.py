@@ -33,8 +33,10 @@ from __future__ import annotations
 import functools
 import itertools
 import linecache
+import multiprocessing
 import operator
 import sys
+import threading
 import types
 import uuid
 from dataclasses import dataclass
@@ -50,7 +52,7 @@ from .marks import location_of_function
 from .frontend import location_of
 from .passes.rowsplit import RowSplitRefusal, row_split
 from .plans import compiled
-from .threads import one_thread
+from .threads import sharing_cores
 from .passes.rowcolumns import Column
 
 def is_dask(a: Any) -> bool:
@@ -156,9 +158,10 @@ class BlockTask:
     itself (or maps the kernels from its machine's disk cache)."""
 
     def __init__(self, fun: Callable, argnums: tuple[int, ...], backend, mode: str, weight: float,
-                 picks: tuple = ()):
+                 picks: tuple = (), blocks: int = 0):
         self.fun, self.argnums, self.backend, self.mode, self.weight = fun, argnums, backend, mode, weight
         self.picks = picks                # the items it takes of its inputs (dask_blocks.pick)
+        self.blocks = blocks              # the call's block tasks (0: not known, as many as run at once)
         # dask names a task after its callable's __name__: "s2sad_grad_loss" on the dashboard
         self.__name__ = "s2sad_grad_" + getattr(fun, "__name__", type(fun).__name__).replace("<lambda>", "lambda")
         code = getattr(fun, "__code__", None)
@@ -178,7 +181,7 @@ class BlockTask:
         d = Derivative(self.fun, self.argnums, self.backend, "value_and_grad", self.mode)
         token = mempool.enter(blocks)     # a block's gradient from the pool: warm on the next call
         try:
-            with one_thread():            # dask runs a task per core: the parallelism is its
+            with sharing_cores(tasks_at_once(self.blocks)):     # the parallelism is dask's first
                 value, grads = d(*blocks)
         finally:
             mempool.leave(token)
@@ -186,6 +189,51 @@ class BlockTask:
             value = value * weight
             grads = tuple(g * np.asarray(weight, dtype=np.result_type(g)) for g in grads)
         return value, tuple(grads)
+
+
+def tasks_at_once(blocks: int) -> int:
+    """How many of a call's `blocks` block tasks (0: not known) run at once in this process,
+    by what is running them: a distributed worker its threads; dask's threaded scheduler
+    its pool's (`num_workers`, `pool`, else dask's count of the cores); on the main thread
+    of the user's process (the synchronous scheduler) one; a `processes` scheduler's child
+    as the threaded one. Each kernel call then takes its share of the cores
+    (threads.sharing_cores): measured at 10M in 4 blocks on 2 cores,
+    each block on both cores ran four threads on two and was slower than one thread each;
+    a single block on one thread left a core idle."""
+    slots = _worker_threads()
+    if slots is None:
+        if threading.current_thread() is threading.main_thread() and multiprocessing.parent_process() is None:
+            return 1            # the synchronous scheduler: one task at a time
+        slots = _scheduler_threads()
+    return max(1, min(blocks, slots) if blocks else slots)
+
+
+def _worker_threads() -> int | None:
+    """The threads of the distributed workers in this process (one, with its own threads,
+    in a worker process; several in a cluster of threads, processes=False), None outside
+    a worker."""
+    dist = sys.modules.get("distributed")
+    if dist is None:
+        return None
+    try:
+        worker = dist.get_worker()
+    except ValueError:
+        return None
+    workers = [w for w in getattr(type(worker), "_instances", ()) if str(getattr(w, "status", "")).endswith("running")]
+    workers = workers or [worker]       # (closed workers not yet collected left out)
+    return sum(int(getattr(getattr(w, "state", None), "nthreads", 1) or 1) for w in workers)
+
+
+def _scheduler_threads() -> int:
+    """The tasks dask's local threaded (or processes) scheduler runs at once."""
+    from dask import config
+    from dask.system import CPU_COUNT
+
+    pool = config.get("pool", None)
+    if pool is not None:
+        return int(getattr(pool, "_max_workers", None) or getattr(pool, "_processes", None) or CPU_COUNT)
+    n = config.get("num_workers", None)
+    return int(n) if isinstance(n, int) and n >= 1 else CPU_COUNT
 
 
 class BlockGrad:
@@ -355,11 +403,12 @@ def value_and_grad(fun: Callable, args, argnums: tuple[int, ...], *, backend, mo
             report(split, lay, args, blockwise=True)
     args = [_aligned(a, lay) if is_dask(a) else a for a in args]
     total = int(np.prod(lay.shape))
+    n_blocks = int(np.prod([len(c) for c in lay.chunks]))
     tasks = {}
     for idx, shape, parts in blocks_of(args, lay):
         weight = int(np.prod(shape)) / total if split.kind.endswith("mean") and total else 1.0
         inputs, picks = as_task_inputs(parts)
-        tasks[idx] = delayed(BlockTask(fun, argnums, backend, mode, weight, picks), pure=True)(*inputs)
+        tasks[idx] = delayed(BlockTask(fun, argnums, backend, mode, weight, picks, n_blocks), pure=True)(*inputs)
     value = tree_sum([t[0] for t in tasks.values()]) if want_value else None
     grads, eager = [], {}
     for j, i in enumerate(argnums):
@@ -408,7 +457,8 @@ def lazy_grad(fun: Callable, args, argnum: int, lay: Layout, split: Split, *, ba
         else:
             pairs += [a, None]
     total = int(np.prod(lay.shape)) if split.kind.endswith("mean") else None
-    task = BlockGrad(BlockTask(fun, (argnum,), backend, mode, 1.0), argnum, total)
+    n_blocks = int(np.prod([len(c) for c in lay.chunks]))
+    task = BlockGrad(BlockTask(fun, (argnum,), backend, mode, 1.0, blocks=n_blocks), argnum, total)
     dtype = args[argnum].dtype
     # a fresh name per call, as delayed(pure=False) gives: a closure's captured values may
     # have changed since the last call, so no earlier result may stand in for this one
@@ -440,14 +490,15 @@ def rows_value_and_grad(fun: Callable, args, argnums, split: Split, *, backend, 
     tasks = []
     for k, m in enumerate(chunks):
         inputs, picks = as_task_inputs([parts_of[i][k] if i in parts_of else shared[i] for i in range(len(args))])
-        task = BlockTask(fun, argnums, backend, mode, m / n if mean and n else 1.0, picks)
+        task = BlockTask(fun, argnums, backend, mode, m / n if mean and n else 1.0, picks, len(chunks))
         tasks.append(delayed(task, pure=True)(*inputs))
     extra = []
     if split.kind.endswith("+offset") and not mean and len(chunks) > 1:
         # the loss over no rows is b: taken off once per block beyond the first
         empty = [np.empty((0,) + tuple(args[i].shape[1:]), dtype=args[i].dtype) if i in parts_of else shared[i]
                  for i in range(len(args))]
-        extra.append(delayed(BlockTask(fun, argnums, backend, mode, -(len(chunks) - 1)), pure=True)(*empty))
+        extra.append(delayed(BlockTask(fun, argnums, backend, mode, -(len(chunks) - 1), blocks=len(chunks) + 1),
+                             pure=True)(*empty))
     grads, eager = [None] * len(argnums), {}
     summed = tuple(j for j, i in enumerate(argnums) if i not in parts_of)
     for j, i in enumerate(argnums):
@@ -516,12 +567,12 @@ def _assemble(a, summed: dict) -> Any:
 class BlockApply:
     """`apply(f, *blocks)` on one block (apply: s2sad.broadcast, passed down by the api)."""
 
-    def __init__(self, apply: Callable, f: Callable, backend, picks: tuple = ()):
-        self.apply, self.f, self.backend, self.picks = apply, f, backend, picks
+    def __init__(self, apply: Callable, f: Callable, backend, picks: tuple = (), blocks: int = 0):
+        self.apply, self.f, self.backend, self.picks, self.blocks = apply, f, backend, picks, blocks
 
     def __call__(self, *blocks):
         blocks = pick(blocks, self.picks)
-        with one_thread():                # dask runs a task per core (see BlockTask)
+        with sharing_cores(tasks_at_once(self.blocks)):      # see BlockTask
             return self.apply(self.f, *blocks, backend=self.backend)
 
 
@@ -540,6 +591,7 @@ def broadcast(apply: Callable, f: Callable, args, backend):
     for idx, shape, parts in blocks_of(args, lay):
         inputs, picks = as_task_inputs(parts)
         # each block broadcast to its full shape (an argument may be broadcast along it)
-        out = delayed(np.broadcast_to)(delayed(BlockApply(apply, f, backend, picks), pure=True)(*inputs), shape)
+        task = BlockApply(apply, f, backend, picks, nested.size)
+        out = delayed(np.broadcast_to)(delayed(task, pure=True)(*inputs), shape)
         nested[idx] = da.from_delayed(out, shape=shape, dtype=dtype)
     return da.block(nested.tolist()) if nested.ndim else nested[()]
