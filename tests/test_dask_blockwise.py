@@ -159,3 +159,40 @@ def test_on_a_cluster_of_processes():
     want = s2sad.grad(sum_loss)(x)
     assert got.tobytes() == want.tobytes()
     np.testing.assert_allclose(total, want.sum(), rtol=1e-13)
+
+
+COMPILES = [0]
+
+
+def count_compiles() -> None:
+    """On a worker: count the machine code it maps into the process from now on, compiled
+    or loaded from the disk cache (both link it: llvm_jit._link)."""
+    from s2sad.codegen import llvm_jit
+    real = llvm_jit._link
+
+    def counted(*a, **k):
+        COMPILES[0] += 1
+        return real(*a, **k)
+    llvm_jit._link = counted
+
+
+def worker_state() -> tuple[int, int]:
+    from s2sad.plans import PLANS
+    return COMPILES[0], len(PLANS)
+
+
+def test_a_warm_worker_plans_and_compiles_nothing_again():
+    """The first call on a fresh worker plans and compiles (or maps from the disk cache) its
+    kernels; every later call, a new graph each time, finds them in the process."""
+    distributed = pytest.importorskip("distributed")
+    x = data((4000,), 10)
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, dashboard_address=None,
+                                  silence_logs=40) as cluster, distributed.Client(cluster) as client:
+        client.run(count_compiles)
+        Z = da.from_array(x, chunks=1000)
+        first = s2sad.grad(mean_loss)(Z, 0.3).sum().compute()
+        (compiles, plans), = client.run(worker_state).values()
+        assert compiles >= 1 and plans >= 1
+        for _ in range(3):
+            assert s2sad.grad(mean_loss)(Z, 0.3).sum().compute() == first
+        assert list(client.run(worker_state).values()) == [(compiles, plans)]
