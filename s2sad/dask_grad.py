@@ -33,9 +33,12 @@ from __future__ import annotations
 import functools
 import itertools
 import linecache
+import multiprocessing
 import operator
 import sys
+import threading
 import types
+import uuid
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -49,7 +52,7 @@ from .marks import location_of_function
 from .frontend import location_of
 from .passes.rowsplit import RowSplitRefusal, row_split
 from .plans import compiled
-from .threads import one_thread
+from .threads import sharing_cores
 from .passes.rowcolumns import Column
 
 def is_dask(a: Any) -> bool:
@@ -155,9 +158,10 @@ class BlockTask:
     itself (or maps the kernels from its machine's disk cache)."""
 
     def __init__(self, fun: Callable, argnums: tuple[int, ...], backend, mode: str, weight: float,
-                 picks: tuple = ()):
+                 picks: tuple = (), blocks: int = 0):
         self.fun, self.argnums, self.backend, self.mode, self.weight = fun, argnums, backend, mode, weight
         self.picks = picks                # the items it takes of its inputs (dask_blocks.pick)
+        self.blocks = blocks              # the call's block tasks (0: not known, as many as run at once)
         # dask names a task after its callable's __name__: "s2sad_grad_loss" on the dashboard
         self.__name__ = "s2sad_grad_" + getattr(fun, "__name__", type(fun).__name__).replace("<lambda>", "lambda")
         code = getattr(fun, "__code__", None)
@@ -165,7 +169,10 @@ class BlockTask:
         self.lines = tuple(linecache.getlines(self.filename)) if self.filename else ()
 
     def __call__(self, *blocks):
-        blocks = pick(blocks, self.picks)
+        return self.run(pick(blocks, self.picks), self.weight)
+
+    def run(self, blocks, weight: float):
+        """(value, grads) of the loss on `blocks`, times `weight`."""
         if self.filename and self.lines and not linecache.getlines(self.filename):
             # the source is not readable here (another machine): the shipped lines stand in
             linecache.cache[self.filename] = (sum(map(len, self.lines)), None, list(self.lines), self.filename)
@@ -174,14 +181,73 @@ class BlockTask:
         d = Derivative(self.fun, self.argnums, self.backend, "value_and_grad", self.mode)
         token = mempool.enter(blocks)     # a block's gradient from the pool: warm on the next call
         try:
-            with one_thread():            # dask runs a task per core: the parallelism is its
+            with sharing_cores(tasks_at_once(self.blocks)):     # the parallelism is dask's first
                 value, grads = d(*blocks)
         finally:
             mempool.leave(token)
-        if self.weight != 1.0:
-            value = value * self.weight
-            grads = tuple(g * np.asarray(self.weight, dtype=np.result_type(g)) for g in grads)
+        if weight != 1.0:
+            value = value * weight
+            grads = tuple(g * np.asarray(weight, dtype=np.result_type(g)) for g in grads)
         return value, tuple(grads)
+
+
+def tasks_at_once(blocks: int) -> int:
+    """How many of a call's `blocks` block tasks (0: not known) run at once in this process,
+    by what is running them: a distributed worker its threads; dask's threaded scheduler
+    its pool's (`num_workers`, `pool`, else dask's count of the cores); on the main thread
+    of the user's process (the synchronous scheduler) one; a `processes` scheduler's child
+    as the threaded one. Each kernel call then takes its share of the cores
+    (threads.sharing_cores): measured at 10M in 4 blocks on 2 cores,
+    each block on both cores ran four threads on two and was slower than one thread each;
+    a single block on one thread left a core idle."""
+    slots = _worker_threads()
+    if slots is None:
+        if threading.current_thread() is threading.main_thread() and multiprocessing.parent_process() is None:
+            return 1            # the synchronous scheduler: one task at a time
+        slots = _scheduler_threads()
+    return max(1, min(blocks, slots) if blocks else slots)
+
+
+def _worker_threads() -> int | None:
+    """The threads of the distributed workers in this process (one, with its own threads,
+    in a worker process; several in a cluster of threads, processes=False), None outside
+    a worker."""
+    dist = sys.modules.get("distributed")
+    if dist is None:
+        return None
+    try:
+        worker = dist.get_worker()
+    except ValueError:
+        return None
+    workers = [w for w in getattr(type(worker), "_instances", ()) if str(getattr(w, "status", "")).endswith("running")]
+    workers = workers or [worker]       # (closed workers not yet collected left out)
+    return sum(int(getattr(getattr(w, "state", None), "nthreads", 1) or 1) for w in workers)
+
+
+def _scheduler_threads() -> int:
+    """The tasks dask's local threaded (or processes) scheduler runs at once."""
+    from dask import config
+    from dask.system import CPU_COUNT
+
+    pool = config.get("pool", None)
+    if pool is not None:
+        return int(getattr(pool, "_max_workers", None) or getattr(pool, "_processes", None) or CPU_COUNT)
+    n = config.get("num_workers", None)
+    return int(n) if isinstance(n, int) and n >= 1 else CPU_COUNT
+
+
+class BlockGrad:
+    """blockwise's function (`lazy_grad`): the gradient w.r.t. the one differentiated
+    argument, at position `which`, of the loss on one block; for a mean, weighted by that
+    block's share (its size over `total`), as BlockTask's weight is."""
+
+    def __init__(self, task: BlockTask, which: int, total: int | None):
+        self.task, self.which, self.total = task, which, total
+        self.__name__ = task.__name__
+
+    def __call__(self, *blocks):
+        weight = np.size(blocks[self.which]) / self.total if self.total else 1.0
+        return self.task.run(blocks, weight)[1][0]
 
 
 PICKLED_BY_VALUE = "<dynamic-code>"    # the file name cloudpickle gives the code it ships by value
@@ -300,7 +366,7 @@ def _slice_of(a, lay: Layout, idx: tuple[int, ...]):
     return np.asarray(a)[tuple(sl)]
 
 
-def report(split: Split, lay: Layout, args) -> list[str]:
+def report(split: Split, lay: Layout, args, blockwise: bool = False) -> list[str]:
     """What explain(grad(f)) says of its last call over dask arrays."""
     n = int(np.prod([len(c) for c in lay.chunks]))
     which = ", ".join(f"argument {i} ({'dask, chunks ' + str(a.chunks) if is_dask(a) else 'in memory'})"
@@ -308,6 +374,8 @@ def report(split: Split, lay: Layout, args) -> list[str]:
     return [f"  last call over dask arrays: {n} task(s), one per block of the broadcast shape "
             f"{lay.shape} in chunks {lay.chunks}; {which}",
             f"    split as {split.kind}: {split.why}",
+            "    the gradient alone, w.r.t. one dask argument: one blockwise layer (dask fuses it with the "
+            "tasks that make the blocks and those that reduce the gradient)" if blockwise else
             "    gradients w.r.t. dask arguments: lazy, with their chunks; w.r.t. in-memory ones: the "
             "blocks' pieces summed by a tree reduction, computed with the value"]
 
@@ -330,13 +398,17 @@ def value_and_grad(fun: Callable, args, argnums: tuple[int, ...], *, backend, mo
     if split.kind.startswith("rows"):
         return rows_value_and_grad(fun, args, argnums, split, backend=backend, mode=mode, want_value=want_value)
     lay = layout_of(name, args)
+    if not want_value and blockwise_applies(args, argnums, lay):
+        return None, (lazy_grad(fun, args, argnums[0], lay, split, backend=backend, mode=mode),), \
+            report(split, lay, args, blockwise=True)
     args = [_aligned(a, lay) if is_dask(a) else a for a in args]
     total = int(np.prod(lay.shape))
+    n_blocks = int(np.prod([len(c) for c in lay.chunks]))
     tasks = {}
     for idx, shape, parts in blocks_of(args, lay):
         weight = int(np.prod(shape)) / total if split.kind.endswith("mean") and total else 1.0
         inputs, picks = as_task_inputs(parts)
-        tasks[idx] = delayed(BlockTask(fun, argnums, backend, mode, weight, picks), pure=True)(*inputs)
+        tasks[idx] = delayed(BlockTask(fun, argnums, backend, mode, weight, picks, n_blocks), pure=True)(*inputs)
     value = tree_sum([t[0] for t in tasks.values()]) if want_value else None
     grads, eager = [], {}
     for j, i in enumerate(argnums):
@@ -354,6 +426,44 @@ def value_and_grad(fun: Callable, args, argnums: tuple[int, ...], *, backend, mo
     for j, summed in eager_done.items():
         grads[j] = _assemble(args[argnums[j]], summed)
     return value, tuple(grads), report(split, lay, args)
+
+
+def blockwise_applies(args, argnums, lay: Layout) -> bool:
+    """The gradient alone w.r.t. one dask argument of the loss's full shape, the others
+    dask arrays or numbers: each block's gradient is its task's, nothing summed, so one
+    blockwise layer is the whole graph (`lazy_grad`)."""
+    if len(argnums) != 1 or not lay.shape:
+        return False
+    a = args[argnums[0]]
+    return (is_dask(a) and a.shape == lay.shape
+            and all(is_dask(b) or np.ndim(b) == 0 for b in args))
+
+
+def lazy_grad(fun: Callable, args, argnum: int, lay: Layout, split: Split, *, backend, mode: str):
+    """The gradient w.r.t. dask argument `argnum` as one blockwise layer over the layout:
+    a task per block, which dask fuses with the tasks that make its blocks (from_array's
+    slices, random blocks) and the ones that reduce it (a .sum()'s per-block sums). Built
+    directly (a name, the output's meta given: nothing inferred, nothing tokenized; ~50 us,
+    where the delayed objects of `value_and_grad`'s general graph cost ~3 ms at 4 blocks,
+    measured): a call over data in memory is ~10 ms."""
+    import dask.array as da
+
+    ndim = len(lay.shape)
+    pairs = []
+    for a in args:
+        if is_dask(a):
+            a = _aligned(a, lay)
+            pairs += [a, tuple(range(ndim - a.ndim, ndim))]
+        else:
+            pairs += [a, None]
+    total = int(np.prod(lay.shape)) if split.kind.endswith("mean") else None
+    n_blocks = int(np.prod([len(c) for c in lay.chunks]))
+    task = BlockGrad(BlockTask(fun, (argnum,), backend, mode, 1.0, blocks=n_blocks), argnum, total)
+    dtype = args[argnum].dtype
+    # a fresh name per call, as delayed(pure=False) gives: a closure's captured values may
+    # have changed since the last call, so no earlier result may stand in for this one
+    return da.blockwise(task, tuple(range(ndim)), *pairs, dtype=dtype, meta=np.empty((0,) * ndim, dtype),
+                        name=f"{task.__name__}-{uuid.uuid4().hex}", concatenate=True, align_arrays=False)
 
 
 def rows_value_and_grad(fun: Callable, args, argnums, split: Split, *, backend, mode: str, want_value: bool):
@@ -380,14 +490,15 @@ def rows_value_and_grad(fun: Callable, args, argnums, split: Split, *, backend, 
     tasks = []
     for k, m in enumerate(chunks):
         inputs, picks = as_task_inputs([parts_of[i][k] if i in parts_of else shared[i] for i in range(len(args))])
-        task = BlockTask(fun, argnums, backend, mode, m / n if mean and n else 1.0, picks)
+        task = BlockTask(fun, argnums, backend, mode, m / n if mean and n else 1.0, picks, len(chunks))
         tasks.append(delayed(task, pure=True)(*inputs))
     extra = []
     if split.kind.endswith("+offset") and not mean and len(chunks) > 1:
         # the loss over no rows is b: taken off once per block beyond the first
         empty = [np.empty((0,) + tuple(args[i].shape[1:]), dtype=args[i].dtype) if i in parts_of else shared[i]
                  for i in range(len(args))]
-        extra.append(delayed(BlockTask(fun, argnums, backend, mode, -(len(chunks) - 1)), pure=True)(*empty))
+        extra.append(delayed(BlockTask(fun, argnums, backend, mode, -(len(chunks) - 1), blocks=len(chunks) + 1),
+                             pure=True)(*empty))
     grads, eager = [None] * len(argnums), {}
     summed = tuple(j for j, i in enumerate(argnums) if i not in parts_of)
     for j, i in enumerate(argnums):
@@ -456,12 +567,12 @@ def _assemble(a, summed: dict) -> Any:
 class BlockApply:
     """`apply(f, *blocks)` on one block (apply: s2sad.broadcast, passed down by the api)."""
 
-    def __init__(self, apply: Callable, f: Callable, backend, picks: tuple = ()):
-        self.apply, self.f, self.backend, self.picks = apply, f, backend, picks
+    def __init__(self, apply: Callable, f: Callable, backend, picks: tuple = (), blocks: int = 0):
+        self.apply, self.f, self.backend, self.picks, self.blocks = apply, f, backend, picks, blocks
 
     def __call__(self, *blocks):
         blocks = pick(blocks, self.picks)
-        with one_thread():                # dask runs a task per core (see BlockTask)
+        with sharing_cores(tasks_at_once(self.blocks)):      # see BlockTask
             return self.apply(self.f, *blocks, backend=self.backend)
 
 
@@ -480,6 +591,7 @@ def broadcast(apply: Callable, f: Callable, args, backend):
     for idx, shape, parts in blocks_of(args, lay):
         inputs, picks = as_task_inputs(parts)
         # each block broadcast to its full shape (an argument may be broadcast along it)
-        out = delayed(np.broadcast_to)(delayed(BlockApply(apply, f, backend, picks), pure=True)(*inputs), shape)
+        task = BlockApply(apply, f, backend, picks, nested.size)
+        out = delayed(np.broadcast_to)(delayed(task, pure=True)(*inputs), shape)
         nested[idx] = da.from_delayed(out, shape=shape, dtype=dtype)
     return da.block(nested.tolist()) if nested.ndim else nested[()]

@@ -92,8 +92,27 @@ def one_thread():
     itself one of several threads sharing the cores (dask's threaded scheduler runs a task
     per core; each task splitting its call across the cores again ran four threads on two,
     and their timings misled the choosers)."""
+    with _forced(1):
+        yield
+
+
+@contextlib.contextmanager
+def sharing_cores(callers: int):
+    """Calls made inside run alongside `callers - 1` others of the same kind (a dask call's
+    block tasks on the scheduler's threads): each gets its share of the cores, at least one
+    thread, nothing timed (calls that share the cores would mislead the choosers); a caller
+    alone (1) is left to the chooser. Results never depend on the count."""
+    if callers <= 1:
+        yield
+        return
+    with _forced(max(1, default_threads() // callers)):
+        yield
+
+
+@contextlib.contextmanager
+def _forced(n: int):
     before = getattr(_LOCAL, "forced", None)
-    _LOCAL.forced = 1
+    _LOCAL.forced = n
     try:
         yield
     finally:

@@ -1,0 +1,198 @@
+"""The gradient alone w.r.t. one dask argument as one blockwise layer (dask_grad.lazy_grad):
+dask fuses it with the tasks that make its blocks and the ones that reduce it, so a call
+is a task per block; every result is checked against the numpy gradient (the same bits
+for a sum: each element's partials are its own) and against the general graph."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import s2sad
+from s2sad import dask_grad
+
+da = pytest.importorskip("dask.array", reason="dask is an optional extra: make test installs it")
+dask = pytest.importorskip("dask")
+
+
+def f(z):
+    return math.tanh(z) * z / (1 + z * z)
+
+
+def sum_loss(x):
+    return np.sum(s2sad.broadcast(f, x))
+
+
+def mean_loss(x, w):
+    return np.mean(np.tanh(x * w) ** 2 + 0.5 * x)
+
+
+def scaled(x, s):
+    return np.sum(np.log1p(x * x) * s)
+
+
+K = 1.0
+
+
+def closure_loss(x):
+    return np.sum(np.sin(x) * K)
+
+
+def data(shape, seed=0, dtype=np.float64):
+    return np.random.default_rng(seed).standard_normal(shape).astype(dtype)
+
+
+def general(monkeypatch, call):
+    """The call through value_and_grad's general graph (delayed tasks, getitems, da.block)."""
+    monkeypatch.setattr(dask_grad, "blockwise_applies", lambda *a: False)
+    try:
+        return call()
+    finally:
+        monkeypatch.undo()
+
+
+def blockwise(a) -> str | None:
+    """The name of the loss whose blockwise gradient layer makes `a`, else None."""
+    layer = a.__dask_graph__().layers[a.name]
+    return a.name.split("-")[0] if type(layer).__name__ == "Blockwise" else None
+
+
+@pytest.fixture(autouse=True)
+def threads():
+    with dask.config.set(scheduler="threads"):
+        yield
+
+
+@pytest.mark.parametrize("chunks", [2500, 1000, 997, 10_000])
+def test_sum_same_bits_as_numpy_and_the_general_graph(monkeypatch, chunks):
+    x = data(10_000)
+    X = da.from_array(x, chunks=chunks)
+    g = s2sad.grad(sum_loss)(X)
+    assert blockwise(g) == "s2sad_grad_sum_loss" and g.chunks == X.chunks
+    got = g.compute()
+    assert got.tobytes() == s2sad.grad(sum_loss)(x).tobytes()
+    assert got.tobytes() == general(monkeypatch, lambda: s2sad.grad(sum_loss)(X)).compute().tobytes()
+
+
+def test_one_task_per_block_after_dask_fuses():
+    X = da.from_array(data(4000), chunks=1000)
+    g = s2sad.grad(sum_loss)(X)
+    optimized = dask.optimize(g)[0].__dask_graph__()
+    # each block: one fused task (the slice and the gradient) and dask's alias to it
+    runs = [k for k, v in optimized.items() if type(v).__name__ != "Alias"]
+    assert len(runs) == 4
+    s = dask.optimize(g.sum())[0].__dask_graph__()
+    assert len([k for k, v in s.items() if type(v).__name__ != "Alias"]) == 5    # 4 fused + the total
+
+
+def test_mean_weights_each_block_by_its_share(monkeypatch):
+    x = data((1001, 3), 2)
+    X = da.from_array(x, chunks=(300, 2))      # blocks of unequal sizes along both axes
+    g = s2sad.grad(mean_loss)(X, 0.7)
+    assert blockwise(g) == "s2sad_grad_mean_loss"
+    np.testing.assert_allclose(g.compute(), s2sad.grad(mean_loss)(x, 0.7), rtol=1e-12, atol=1e-15)
+    assert g.compute().tobytes() == general(monkeypatch, lambda: s2sad.grad(mean_loss)(X, 0.7)).compute().tobytes()
+
+
+def test_other_dask_argument_broadcast_along_the_rows():
+    x, s = data((600, 4), 4), data((1, 4), 5)
+    X, S = da.from_array(x, chunks=(200, 3)), da.from_array(s, chunks=(1, 2))
+    g = s2sad.grad(scaled)(X, S)
+    assert blockwise(g) == "s2sad_grad_scaled" and g.chunks == X.chunks
+    assert g.compute().tobytes() == s2sad.grad(scaled)(x, s).tobytes()
+
+
+def test_float32_keeps_its_dtype():
+    x = data(3000, 6, np.float32)
+    g = s2sad.grad(sum_loss)(da.from_array(x, chunks=700))
+    assert g.dtype == np.float32 and g.compute().dtype == np.float32
+    assert g.compute().tobytes() == s2sad.grad(sum_loss)(x).tobytes()
+
+
+def test_nan_block_gives_nan_where_numpy_does():
+    x = data(1000, 7)
+    x[640] = np.nan
+    got = s2sad.grad(sum_loss)(da.from_array(x, chunks=250)).compute()
+    want = s2sad.grad(sum_loss)(x)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    assert np.isnan(got[640]) and np.isfinite(got[:640]).all()
+
+
+def test_each_call_a_fresh_graph_a_closure_read_anew():
+    X = da.from_array(data(800, 8), chunks=200)
+    global K
+    K = 1.0
+    g1 = s2sad.grad(closure_loss)(X)
+    K = 3.0
+    try:
+        g3 = s2sad.grad(closure_loss)(X)
+        assert g1.name != g3.name
+        np.testing.assert_allclose(g3.compute(), 3.0 * np.cos(data(800, 8)), rtol=1e-14)
+    finally:
+        K = 1.0
+
+
+def test_other_cases_keep_the_general_graph():
+    x, s = data((600, 4), 4), data((600, 4), 5)
+    X = da.from_array(x, chunks=(200, 4))
+    assert blockwise(s2sad.grad(scaled)(X, s)) is None      # an in-memory array: sliced
+    v, g = s2sad.value_and_grad(sum_loss)(da.from_array(x[:, 0], chunks=200))
+    assert blockwise(g) is None                          # the value wanted too
+    np.testing.assert_allclose(v, s2sad.value_and_grad(sum_loss)(x[:, 0])[0], rtol=1e-13)
+
+
+def test_explain_says_blockwise():
+    g = s2sad.grad(sum_loss)
+    g(da.from_array(data(1000), chunks=250))
+    text = str(s2sad.explain(g))
+    assert "4 task(s)" in text and "one blockwise layer" in text
+
+
+def test_on_a_cluster_of_processes():
+    distributed = pytest.importorskip("distributed")
+    x = data((5000,), 9)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=None,
+                                  silence_logs=40) as cluster, distributed.Client(cluster):
+        Z = da.from_array(x, chunks=1000)
+        got, total = dask.compute(s2sad.grad(sum_loss)(Z), s2sad.grad(sum_loss)(Z).sum())
+    want = s2sad.grad(sum_loss)(x)
+    assert got.tobytes() == want.tobytes()
+    np.testing.assert_allclose(total, want.sum(), rtol=1e-13)
+
+
+COMPILES = [0]
+
+
+def count_compiles() -> None:
+    """On a worker: count the machine code it maps into the process from now on, compiled
+    or loaded from the disk cache (both link it: llvm_jit._link)."""
+    from s2sad.codegen import llvm_jit
+    real = llvm_jit._link
+
+    def counted(*a, **k):
+        COMPILES[0] += 1
+        return real(*a, **k)
+    llvm_jit._link = counted
+
+
+def worker_state() -> tuple[int, int]:
+    from s2sad.plans import PLANS
+    return COMPILES[0], len(PLANS)
+
+
+def test_a_warm_worker_plans_and_compiles_nothing_again():
+    """The first call on a fresh worker plans and compiles (or maps from the disk cache) its
+    kernels; every later call, a new graph each time, finds them in the process."""
+    distributed = pytest.importorskip("distributed")
+    x = data((4000,), 10)
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, dashboard_address=None,
+                                  silence_logs=40) as cluster, distributed.Client(cluster) as client:
+        client.run(count_compiles)
+        Z = da.from_array(x, chunks=1000)
+        first = s2sad.grad(mean_loss)(Z, 0.3).sum().compute()
+        (compiles, plans), = client.run(worker_state).values()
+        assert compiles >= 1 and plans >= 1
+        for _ in range(3):
+            assert s2sad.grad(mean_loss)(Z, 0.3).sum().compute() == first
+        assert list(client.run(worker_state).values()) == [(compiles, plans)]
