@@ -41,7 +41,7 @@ from .small_hessian import SmallHessian
 from .reduce import float_dtype
 
 # which path a wrapper's last call took (`wrapper.took`, read by higher_explain)
-DIAGONAL, BATCHED, ONE_BY_ONE = ("diagonal",), ("batched",), ("one by one",)
+DIAGONAL, BATCHED, ONE_BY_ONE, UNROLLED = ("diagonal",), ("batched",), ("one by one",), ("unrolled",)
 
 
 def jacfwd(fun: Callable, argnums=0, *, backend: str = "auto") -> Callable:
@@ -156,6 +156,7 @@ def hessian(fun: Callable, argnums=0, *, backend: str = "auto") -> Callable:
     def hessian_fun(*args):
         got = small(args)
         if got is not None:
+            hessian_fun.took = UNROLLED
             return got
         _check_argnums(argnums, args, fun)
         norm = tuple(i % len(args) for i in nums)

@@ -6,6 +6,9 @@ arguments and say which path each level took on them, as the wrapper recorded it
 - "batched sweep": every column from one sweep of tangents with a leading batch axis
   (batched_jac), or every row from one pullback of batched cotangents (batched_rows),
   with its chunks (sweeps x directions, by batched_jac.BUDGET);
+- "unrolled" (hessian only): a small fixed-shape program unrolled into straight-line
+  scalars, its second derivatives by sparse forward mode, one call into machine code
+  (small_hessian); where it was not taken, the batched or per-column line says why not;
 - "per column" / "per row": one jvp per input element or one pullback per output
   element, and why not batched (the statement with no batched form, or the reason);
 - for the derivative below (the grad that hessian and jacfwd(grad(f)) differentiate):
@@ -50,10 +53,15 @@ def levels_of(wrapper: Callable, args: tuple) -> list[str]:
         return [f"{what}: not called yet (pass example arguments: explain(wrapper, *args))"]
     if wrapper.kind == "hessian":
         what = f"{what} = jacfwd of s2sad.grad({_describe(of)})"
+        if took[0] == "unrolled":
+            return [f"{what}: unrolled: the program for these shapes as straight-line scalars, its second "
+                    f"derivatives by sparse forward mode, one call into machine code (small_hessian)"]
+        unrolled = f"; not unrolled: {wrapper.small.why_not}" if wrapper.small.why_not else ""
         if took[0] == "batched":
-            return [_batched(what, batched), f"s2sad.grad({_describe(of)}): {FOR}"]
+            return [_batched(what, batched) + unrolled, f"s2sad.grad({_describe(of)}): {FOR}"]
         inner = took[1] if len(took) > 1 else None
-        return [f"{what}, not batched: {batched.why_not}"] + (levels_of(inner, args) if inner is not None else [])
+        return [f"{what}, not batched: {batched.why_not}{unrolled}"] + \
+            (levels_of(inner, args) if inner is not None else [])
     if took[0] == "diagonal":
         return [f"{what}: diagonal: an elementwise map of the argument, its Jacobian's diagonal from one "
                 f"gradient of the map's sum (jacdiag), zeros elsewhere"] + _below(of, ELEMENTWISE)

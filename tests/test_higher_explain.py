@@ -77,10 +77,17 @@ def test_jacfwd_batched_columns():
     assert "every column from one sweep whose tangents carry a leading batch axis" in text(s2sad.jacfwd(mlp), X)
 
 
-def test_hessian_batched_forward_over_reverse():
+def test_hessian_of_a_small_program_unrolled():
     t = text(s2sad.hessian(rosen), X)
+    assert "level 1: s2sad.hessian(rosen) = jacfwd of s2sad.grad(rosen): unrolled: " in t
+    assert "one call into machine code (small_hessian)" in t
+
+
+def test_hessian_batched_forward_over_reverse_says_why_not_unrolled():
+    big = np.linspace(0.1, 0.9, 100)        # more elements than a small program takes
+    t = text(s2sad.hessian(rosen), big)
     assert "level 2: s2sad.hessian(rosen) = jacfwd of s2sad.grad(rosen): batched sweep" in t
-    assert "1 sweep of 4 columns" in t
+    assert "1 sweep of 100 columns" in t and "; not unrolled: " in t
     assert "level 1: s2sad.grad(rosen): its adjoint program differentiated in forward mode with batched tangents" in t
 
 
