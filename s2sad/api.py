@@ -172,6 +172,8 @@ def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], *, backe
                          f"{type(primals if not isinstance(primals, (tuple, list)) else tangents).__name__}",
                          marks.location_of_function(fun), hint="Write jvp(f, (x,), (v,)) for one argument.")
     mark = marks.derivative_mark(fun)
+    if mark is not None and mark.derivative is not None and has_nodes(primals):
+        fun(*primals)   # a container: the derivative says first whether it takes it (a list under `**`: refused)
     if mark is not None and is_array_derivative(mark):   # grad of an array program: forward over reverse
         return jvp_of_derivative(mark, primals, tangents, backend)
     planned, _, call = _prepared(fun, "jvp", 0)

@@ -24,14 +24,16 @@ Invariants:
 """
 from __future__ import annotations
 
+import types
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from . import marks, tree
 from .api import grad, jvp, vjp
-from .arguments import argnums_tuple, dtype_of
-from .errors import NonDifferentiableInputError, S2SADError
+from .arguments import argnums_tuple, check_argnums_spec, dtype_of
+from .errors import ArgumentError, NonDifferentiableInputError, S2SADError
+from .targets import arity, bind
 from .batched_jac import Blocks
 from .jacdiag import Diagonal
 from .reduce import float_dtype
@@ -42,6 +44,7 @@ def jacfwd(fun: Callable, argnums=0, *, backend: str = "auto") -> Callable:
     map: its diagonal from one gradient (jacdiag.py); an array program or the grad of
     one: all columns from one sweep of batched tangents where every statement has a
     batched form (batched_jac.py)."""
+    _check_callable(fun, "jacfwd")
     diagonal = Diagonal(fun, argnums_tuple(argnums), backend, "jacfwd")
     mark = marks.derivative_mark(fun)
     of_grad = mark is not None and mark.made_by == "grad" and mark.derivative is not None
@@ -49,7 +52,9 @@ def jacfwd(fun: Callable, argnums=0, *, backend: str = "auto") -> Callable:
     batched = Blocks(inner.fun if of_grad else fun,
                      inner.backend if of_grad and backend == "auto" else backend, "jacfwd")
 
-    def jacfwd_fun(*args):
+    def jacfwd_fun(*args, **kwargs):
+        if kwargs:
+            args = _with_keywords(fun, args, kwargs)
         got = _diagonal_of(diagonal, argnums, args)
         if got is None:
             got = _batched_columns(batched, inner, argnums, args)
@@ -69,6 +74,7 @@ def jacrev(fun: Callable, argnums=0, *, backend: str = "auto") -> Callable:
     """The Jacobian of `fun` by reverse mode: one vjp, pulled back once per output element
     (an elementwise map: its diagonal from one gradient, jacdiag.py; the grad of an array
     program: the batched forward-over-reverse sweep, batched_jac.py)."""
+    _check_callable(fun, "jacrev")
     diagonal = Diagonal(fun, argnums_tuple(argnums), backend, "jacrev")
     mark = marks.derivative_mark(fun)
     inner = mark.derivative if mark is not None and mark.made_by == "grad" else None
@@ -77,7 +83,9 @@ def jacrev(fun: Callable, argnums=0, *, backend: str = "auto") -> Callable:
     batched = Blocks(inner.fun, inner.backend if backend == "auto" else backend, "jacrev") \
         if inner is not None else None
 
-    def jacrev_fun(*args):
+    def jacrev_fun(*args, **kwargs):
+        if kwargs:
+            args = _with_keywords(fun, args, kwargs)
         got = _diagonal_of(diagonal, argnums, args)
         if got is None and batched is not None:
             got = _batched_columns(batched, inner, argnums, args)
@@ -120,11 +128,14 @@ def hessian(fun: Callable, argnums=0, *, backend: str = "auto") -> Callable:
     tuple of argnums, H[i][j] = d^2 fun / d args[i] d args[j] (a tuple of tuples). An
     array program: all columns from one sweep of batched tangents (batched_jac.py) where
     every statement has a batched form, else one sweep per column."""
+    _check_callable(fun, "hessian")
     nums = argnums_tuple(argnums)
     grads = {i: grad(fun, argnums=i, backend=backend) for i in nums}
     batched = Blocks(fun, backend, "hessian")
 
-    def hessian_fun(*args):
+    def hessian_fun(*args, **kwargs):
+        if kwargs:
+            args = _with_keywords(fun, args, kwargs)
         _check_argnums(argnums, args, fun)
         norm = tuple(i % len(args) for i in nums)
         blocks = batched(args, norm, norm)
@@ -142,6 +153,11 @@ def hessian(fun: Callable, argnums=0, *, backend: str = "auto") -> Callable:
 def hvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], *, backend: str = "auto"):
     """The Hessian of scalar `fun` (in its first argument) times `tangents`: the jvp of
     grad(fun) at `primals` along `tangents` (forward over reverse)."""
+    _check_callable(fun, "hvp")
+    if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):    # (as jvp)
+        raise S2SADError(f"s2sad.hvp takes its primals and its tangents as tuples or lists, not a "
+                         f"{type(primals if not isinstance(primals, (tuple, list)) else tangents).__name__}",
+                         _where(fun), hint="Write s2sad.hvp(f, (x,), (v,)) for one argument.")
     primals = tuple(primals)
     _check_argnums(0, primals, fun)
     return jvp(grad(fun, backend=backend), primals, tuple(tangents), backend=backend)[1]
@@ -161,16 +177,43 @@ def _check_argnums(argnums, args: Sequence[Any], fun: Any = None) -> None:
     """Each argnum names an argument, and that argument is a float (jvp and vjp take an
     int as a constant: its zero derivative is not the Jacobian asked for); refused at
     `fun`'s definition."""
+    check_argnums_spec(argnums, _where(fun))
     for i in argnums_tuple(argnums):
-        if not isinstance(i, (int, np.integer)) or isinstance(i, bool) or not -len(args) <= i < len(args):
+        if not -len(args) <= i < len(args):
             raise S2SADError(f"argnums {i!r} is out of range for a call with {len(args)} argument(s)",
                              _where(fun), hint="Pick argnums among the function's positional parameters.")
         a = args[i]
+        if isinstance(a, (list, tuple, dict)):
+            raise NonDifferentiableInputError(
+                f"argument {i} is a {type(a).__name__}; Jacobians and Hessians are taken in arrays and numbers "
+                "(a container's has no array layout here, and Python's operators join or repeat a list)",
+                _where(fun), hint="Pass np.asarray(...) and write the function for an array; s2sad.grad takes "
+                                  "containers.")
         dtype = dtype_of(a)
         if dtype.kind != "f" or dtype.itemsize > 8 or isinstance(a, (bool, int, np.integer, np.bool_)):
             raise NonDifferentiableInputError(
                 f"argument {i} has {type(a).__name__} {dtype}; only float arguments (float32, float64) can be "
                 "differentiated", _where(fun), hint="Pass floats (e.g. np.asarray(x, dtype=np.float64)).")
+
+
+def _check_callable(fun: Any, what: str) -> None:
+    if not callable(fun):
+        raise S2SADError(f"s2sad.{what} needs a function, not a {type(fun).__name__}",
+                         hint="Pass a Python function (a def or a lambda).")
+
+
+def _with_keywords(fun: Callable, args: tuple, kwargs: dict) -> tuple:
+    """A call's keyword arguments bound to the positions of the user's function under
+    `fun` (through the derivatives s2sad made of it), as Python binds them; argnums
+    count those positions. Refused for a function whose parameters are not named."""
+    mark = marks.derivative_mark(fun)
+    base = mark.innermost() if mark is not None else fun
+    base = marks.user_function_of(base) or base
+    if type(base) is not types.FunctionType or arity(base) < 0:
+        raise ArgumentError(f"{marks.function_name(fun)} is called with keyword arguments, which s2sad binds only "
+                            "for a Python function with named parameters", _where(fun),
+                            hint="Pass the arguments by position.")
+    return bind(base, args, kwargs)
 
 
 def _where(fun: Any):
