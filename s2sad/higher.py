@@ -30,7 +30,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from . import marks, tree
-from .api import grad, jvp, vjp
+from .api import first_order_checked, grad, jvp, vjp
 from .arguments import argnums_tuple, check_argnums_spec, dtype_of
 from .errors import ArgumentError, NonDifferentiableInputError, S2SADError
 from .targets import arity, bind
@@ -55,6 +55,8 @@ def jacfwd(fun: Callable, argnums=0, *, backend: str = "auto") -> Callable:
     def jacfwd_fun(*args, **kwargs):
         if kwargs:
             args = _with_keywords(fun, args, kwargs)
+        if of_grad:     # (what the grad refuses: a map's grad is no elementwise derivative)
+            first_order_checked(mark, args)
         got = _diagonal_of(diagonal, argnums, args)
         if got is None:
             got = _batched_columns(batched, inner, argnums, args)
@@ -86,6 +88,8 @@ def jacrev(fun: Callable, argnums=0, *, backend: str = "auto") -> Callable:
     def jacrev_fun(*args, **kwargs):
         if kwargs:
             args = _with_keywords(fun, args, kwargs)
+        if inner is not None:   # (as jacfwd's)
+            first_order_checked(mark, args)
         got = _diagonal_of(diagonal, argnums, args)
         if got is None and batched is not None:
             got = _batched_columns(batched, inner, argnums, args)
@@ -94,6 +98,7 @@ def jacrev(fun: Callable, argnums=0, *, backend: str = "auto") -> Callable:
         _check_argnums(argnums, args, fun)
         out, pullback = vjp(fun, *args, backend=backend)
         outs, td = tree.flatten(out)
+        _check_numbers(outs, fun, "jacrev")
         rows: list[list] = [[] for _ in outs]       # per output leaf, one pullback per element
         for k, leaf in enumerate(outs):
             for e in np.ndindex(np.shape(leaf)):
@@ -177,8 +182,13 @@ def _check_argnums(argnums, args: Sequence[Any], fun: Any = None) -> None:
     """Each argnum names an argument, and that argument is a float (jvp and vjp take an
     int as a constant: its zero derivative is not the Jacobian asked for); refused at
     `fun`'s definition."""
-    check_argnums_spec(argnums, _where(fun))
-    for i in argnums_tuple(argnums):
+    nums = argnums_tuple(argnums)
+    if not all(type(i) is int for i in nums):   # (the common case without building a location)
+        check_argnums_spec(argnums, _where(fun))
+    for i in nums:
+        a = args[i] if -len(args) <= i < len(args) else None
+        if type(a) is np.ndarray and a.dtype.kind == "f" and a.dtype.itemsize <= 8:
+            continue        # (the common case quickly)
         if not -len(args) <= i < len(args):
             raise S2SADError(f"argnums {i!r} is out of range for a call with {len(args)} argument(s)",
                              _where(fun), hint="Pick argnums among the function's positional parameters.")
@@ -194,6 +204,18 @@ def _check_argnums(argnums, args: Sequence[Any], fun: Any = None) -> None:
             raise NonDifferentiableInputError(
                 f"argument {i} has {type(a).__name__} {dtype}; only float arguments (float32, float64) can be "
                 "differentiated", _where(fun), hint="Pass floats (e.g. np.asarray(x, dtype=np.float64)).")
+
+
+def _check_numbers(outs: list, fun: Any, what: str) -> None:
+    """Each output leaf a number or an array of numbers: a string's (or None's, an
+    object's) Jacobian is no array of zeros."""
+    for leaf in outs:
+        kind = np.asarray(leaf).dtype.kind if leaf is not None and not isinstance(leaf, str) else "O"
+        if kind not in "biuf":
+            raise S2SADError(f"s2sad.{what}: {marks.function_name(fun)} returns {type(leaf).__name__} "
+                             f"{leaf!r:.40} among its outputs; a Jacobian is taken of numbers", _where(fun),
+                             hint="Return only numbers and arrays (leave the rest out, or return it from another "
+                                  "function).")
 
 
 def _check_callable(fun: Any, what: str) -> None:
@@ -280,6 +302,7 @@ def _jacfwd_one(fun: Callable, args: tuple, i: int, backend: str):
     if not columns:         # an empty input: the output's shapes from one call
         out, _ = jvp(fun, tuple(args), tuple(zeros), backend=backend)
     outs, td = tree.flatten(out)
+    _check_numbers(outs, fun, "jacfwd")
     return td, [_assemble([c[k] for c in columns], np.shape(o), in_shape, rows_first=False, dtype=float_dtype(x))
                 for k, o in enumerate(outs)]
 

@@ -93,9 +93,10 @@ def test_a_list_argument_is_refused_at_the_function(entry, fun):
 
 
 def test_jacobians_of_a_grad_refuse_a_list_too():
-    for entry in ("jacfwd", "jacrev"):
-        with pytest.raises(NonDifferentiableInputError, match="is a list"):
+    for entry in ("jacfwd", "jacrev"):     # (the grad's own refusal, or the container's)
+        with pytest.raises(S2SADError, match="is a list|list or tuple is used here") as e:
             getattr(s2sad, entry)(s2sad.grad(cubes))([1.0, 2.0])
+        assert e.value.location.filename == __file__
     with pytest.raises(NonDifferentiableInputError, match="is a list"):
         s2sad.hvp(cubes, ([1.0, 2.0],), ([1.0, 0.0],))
 
@@ -190,3 +191,36 @@ def test_the_right_answers_stay_right(backend):
     np.testing.assert_allclose(H32, np.diag(6 * X), rtol=1e-6)
     Hn = s2sad.hessian(cubes, backend=backend)(np.array([np.nan, 1.0]))
     assert np.isnan(Hn[0, 0]) and Hn[1, 1] == 6.0
+
+
+def squares_map(x):
+    return x ** 2
+
+
+def with_a_string(x):
+    return (np.sum(x), "a")
+
+
+def test_a_map_whose_grad_is_refused_is_refused_at_every_level():
+    """grad(squares_map)(x) refuses (not a scalar loss); its Hessian, hvp, and jvp / vjp /
+    jacfwd / jacrev of its grad gave the elementwise second derivative (a diagonal)."""
+    with pytest.raises(S2SADError, match="not a scalar loss"):
+        s2sad.grad(squares_map)(X)
+    calls = [lambda: s2sad.hessian(squares_map)(X), lambda: s2sad.hvp(squares_map, (X,), (Y,)),
+             lambda: s2sad.jvp(s2sad.grad(squares_map), (X,), (Y,)), lambda: s2sad.vjp(s2sad.grad(squares_map), X),
+             lambda: s2sad.jacfwd(s2sad.grad(squares_map))(X), lambda: s2sad.jacrev(s2sad.grad(squares_map))(X),
+             lambda: s2sad.jvp(s2sad.value_and_grad(squares_map), (X,), (Y,))]
+    for call in calls:
+        with pytest.raises(S2SADError, match="returns an array of 2 elements, not a scalar loss") as e:
+            call()
+        assert e.value.location.filename == __file__
+    # a number is a scalar: its second derivative stands
+    assert s2sad.hessian(squares_map)(1.5) == pytest.approx(2.0, rel=1e-15)
+    assert s2sad.jvp(s2sad.grad(squares_map), (1.5,), (1.0,)) == pytest.approx((3.0, 2.0), rel=1e-15)
+
+
+@pytest.mark.parametrize("entry", ["jacfwd", "jacrev"])
+def test_a_string_among_the_outputs_is_refused(entry):
+    with pytest.raises(S2SADError, match="returns str 'a' among its outputs") as e:
+        getattr(s2sad, entry)(with_a_string)(X)
+    _here(e, with_a_string)
