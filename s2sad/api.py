@@ -172,6 +172,8 @@ def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], *, backe
                          f"{type(primals if not isinstance(primals, (tuple, list)) else tangents).__name__}",
                          marks.location_of_function(fun), hint="Write jvp(f, (x,), (v,)) for one argument.")
     mark = marks.derivative_mark(fun)
+    if mark is not None and mark.derivative is not None:
+        first_order_checked(mark, tuple(primals))
     if mark is not None and is_array_derivative(mark):   # grad of an array program: forward over reverse
         return jvp_of_derivative(mark, primals, tangents, backend)
     planned, _, call = _prepared(fun, "jvp", 0)
@@ -196,6 +198,9 @@ def vjp(fun: Callable, *primals, has_aux: bool = False, backend: str = "auto", m
     the forward pass, "recompute" them in the pullback, or "auto"; both give identical
     results."""
     _check_mode(mode)
+    mark = marks.derivative_mark(fun)
+    if mark is not None and mark.derivative is not None and not has_aux:
+        first_order_checked(mark, primals)
     planned, _, call = _prepared(fun, "vjp", 0)
     if dask_grad.has_dask(primals) and call is None and not has_aux:
         out, pullback = _dask_vjp(planned, primals, backend, mode)
@@ -213,6 +218,28 @@ def vjp(fun: Callable, *primals, has_aux: bool = False, backend: str = "auto", m
     out, pullback = vjp_at(planned, primals, backend, mode)
     # a pullback may plan and compile kernels too (deeply)
     return out, marks.mark_derivative(pullback_of(deeply(mempool.pooled(pullback)), len(primals)), "vjp", planned)
+
+
+def first_order_checked(mark: marks.DerivativeMark, primals: tuple) -> None:
+    """What the derivative `mark` (grad or value_and_grad of f) refuses at these primals,
+    refused before jvp or vjp differentiates it again: a container it does not take (it
+    is called once: a list under `**`), or f's output not a scalar (f a map of numbers,
+    whose derivative the nested path would take element by element: the grad refuses)."""
+    if has_nodes(primals):
+        mark_fun = mark.derivative
+        with bound(mark_fun.fun):
+            tree_calls(mark_fun)(bind(mark_fun.fun, primals, {}))
+        return
+    d = mark.derivative
+    if is_array_derivative(mark) or len(primals) != d.arity:
+        return      # (an array program's jvp checks it; a call it does not take is refused there)
+    with bound(d.fun):
+        try:
+            c = d.c
+        except S2SADError:      # no plan: the composition is refused where it is built, naming its level
+            return
+        if c.fused and c.plan.reduction not in ("sum", "mean"):
+            c.check_scalar_loss(runtime.broadcast_size(*c.kernel_args(primals)))
 
 
 def _pullback_fn(pull: Callable) -> Callable:

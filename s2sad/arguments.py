@@ -20,6 +20,8 @@ import numpy as np
 from .backends.arraymodule import is_cupy
 from .errors import ArgumentError, NonDifferentiableInputError, S2SADError, ShapeError
 from .frontend import parse_function
+from .marks import location_of_function
+from .nested import user_function_of_caller
 from .paramuses import needs
 
 def argnums_tuple(argnums) -> tuple[int, ...]:
@@ -38,7 +40,7 @@ def check_argnums_spec(argnums: Any, where=None) -> None:
 def check_args(c, args: Sequence[Any], argnums: tuple[int, ...]) -> None:
     if len(args) != len(c.params):
         raise ArgumentError(f"{c.fun.__name__}() takes {len(c.params)} arguments, {len(args)} given",
-                            parse_function(c.fun).location(), hint=f"Pass one argument per parameter of {c.fun.__name__}.")
+                            users_location(c), hint=f"Pass one argument per parameter of {c.fun.__name__}.")
     for i in argnums:
         if not -len(args) <= i < len(args):
             raise S2SADError(f"argnums {i} is out of range for {c.fun.__name__}, which has {len(args)} arguments",
@@ -104,6 +106,36 @@ def check_cotangent(c, shape: tuple, out_bar: Any) -> None:
                          f"back has shape {shape}", parse_function(c.fun).location(),
                          hint="Pass a float array of the output's shape (np.ones_like(out) for the sum of its "
                               "rows), or a number.")
+
+
+def users_location(c):
+    """Where plan `c`'s function starts: the user's function for a caller s2sad generated
+    for a derivative (nested.py), whose own file is no file the user has."""
+    user = user_function_of_caller(c.fun)
+    return location_of_function(user) if user is not None else parse_function(c.fun).location()
+
+
+def check_tangents(c, tangents: Sequence[Any]) -> None:
+    """jvp's tangents: real numbers (a bool, int or float array, a number) or None (none
+    given); a complex tangent would lose its imaginary part in the float kernels (a
+    wrong directional derivative), a string or an object has no numbers."""
+    for i, t in enumerate(tangents):
+        if t is None or type(t) is float or (type(t) is np.ndarray and t.dtype.kind in "biuf"):
+            continue
+        try:
+            dtype = t.dtype if is_cupy(t) else np.asarray(t).dtype
+        except (TypeError, ValueError):      # ragged
+            dtype = np.dtype(object)
+        if dtype.kind in "biuf" and dtype.itemsize <= 8:
+            continue
+        name = c.params[i] if i < len(c.params) else str(i)
+        why = ("a complex tangent would lose its imaginary part" if dtype.kind == "c" else
+               "it is no real number" if dtype.kind != "f" else "s2sad computes in float64 or float32")
+        raise NonDifferentiableInputError(
+            f"the tangent given for argument '{name}' of {c.fun.__qualname__} has {type(t).__name__} {dtype}: {why}",
+            users_location(c),
+            hint="Pass real tangents of their primals' shapes (np.asarray(v, dtype=np.float64)); for a complex "
+                 "direction take the real and imaginary parts as two jvps.")
 
 
 def _refuse_subclass(c, i: int, a: Any) -> None:

@@ -25,7 +25,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from . import hvp_columns, marks
-from .arguments import as_result, as_value, check_args, converted, dtype_of
+from .arguments import as_result, as_value, check_args, check_tangents, converted, dtype_of
 from .errors import NonScalarLossError, S2SADError, ShapeError
 from .linalg_base import Parts
 from .frontend import bound, location_of
@@ -74,6 +74,7 @@ def _jvp_of_array_derivative(mark: marks.DerivativeMark, primals: Sequence[Any],
         raise ShapeError("jvp needs one tangent per primal", hint="Pass tangents of the same structure.")
     primals = converted(tuple(primals), range(len(primals)))
     tangents = converted(tuple(tangents), range(len(tangents)))
+    check_tangents(c, tangents)
     # a tangent that is exactly zero contributes nothing: its argument is not carried
     # (jvp(grad(f)) along the weights, the data's tangents zero, runs no product of them)
     moved = tuple(i for i, p in enumerate(primals) if dtype_of(p).kind == "f" and np.any(tangents[i]))

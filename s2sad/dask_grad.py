@@ -389,10 +389,15 @@ def value_and_grad(fun: Callable, args, argnums: tuple[int, ...], *, backend, mo
     name = getattr(fun, "__qualname__", "the loss")
     args = list(args)
     for i in argnums:
+        if not -len(args) <= i < len(args):
+            raise DaskSplitError(f"argnums {i} is out of range for {name}, which has {len(args)} arguments",
+                                 location_of_function(fun), hint="Pick argnums among the function's positional "
+                                                                 "parameters.")
         a = args[i]
         dt = a.dtype if is_dask(a) else np.asarray(a).dtype
         if dt.kind != "f" or dt.itemsize > 8:
             raise DaskSplitError(f"{name}: argument {i} has dtype {dt}; only float arguments are differentiated",
+                                 location_of_function(fun),
                                  hint="Convert it with .astype(np.float64), or leave it out of argnums.")
     split = split_of(fun, args)
     if split.kind.startswith("rows"):

@@ -25,14 +25,16 @@ Invariants:
 """
 from __future__ import annotations
 
+import types
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from . import array_higher, higher_explain, marks, mempool, tree
-from .api import grad, jvp, vjp
-from .arguments import argnums_tuple, dtype_of
-from .errors import NonDifferentiableInputError, S2SADError
+from .api import first_order_checked, grad, jvp, vjp
+from .arguments import argnums_tuple, check_argnums_spec, dtype_of
+from .errors import ArgumentError, NonDifferentiableInputError, S2SADError
+from .targets import arity, bind
 from .batched_jac import Blocks
 from .batched_rows import Rows
 from .deep import deeply
@@ -49,6 +51,7 @@ def jacfwd(fun: Callable, argnums=0, *, backend: str = "auto") -> Callable:
     map: its diagonal from one gradient (jacdiag.py); an array program or the grad of
     one: all columns from one sweep of batched tangents where every statement has a
     batched form (batched_jac.py)."""
+    _check_callable(fun, "jacfwd")
     diagonal = Diagonal(fun, argnums_tuple(argnums), backend, "jacfwd")
     mark = marks.derivative_mark(fun)
     of_grad = mark is not None and mark.made_by == "grad" and mark.derivative is not None
@@ -56,7 +59,11 @@ def jacfwd(fun: Callable, argnums=0, *, backend: str = "auto") -> Callable:
     batched = Blocks(inner.fun if of_grad else fun,
                      inner.backend if of_grad and backend == "auto" else backend, "jacfwd")
 
-    def jacfwd_fun(*args):
+    def jacfwd_fun(*args, **kwargs):
+        if kwargs:
+            args = _with_keywords(fun, args, kwargs)
+        if of_grad:     # (what the grad refuses: a map's grad is no elementwise derivative)
+            first_order_checked(mark, args)
         got = _diagonal_of(diagonal, argnums, args)
         if got is not None:
             jacfwd_fun.took = DIAGONAL
@@ -81,6 +88,7 @@ def jacrev(fun: Callable, argnums=0, *, backend: str = "auto") -> Callable:
     (an elementwise map: its diagonal from one gradient, jacdiag.py; the grad of an array
     program: the batched forward-over-reverse sweep, batched_jac.py; another array
     program: one pullback of batched cotangents, batched_rows.py)."""
+    _check_callable(fun, "jacrev")
     diagonal = Diagonal(fun, argnums_tuple(argnums), backend, "jacrev")
     mark = marks.derivative_mark(fun)
     inner = mark.derivative if mark is not None and mark.made_by == "grad" else None
@@ -90,7 +98,11 @@ def jacrev(fun: Callable, argnums=0, *, backend: str = "auto") -> Callable:
     batched = Blocks(inner.fun, inner.backend if backend == "auto" else backend, "jacrev") \
         if inner is not None else Rows(fun, backend)
 
-    def jacrev_fun(*args):
+    def jacrev_fun(*args, **kwargs):
+        if kwargs:
+            args = _with_keywords(fun, args, kwargs)
+        if inner is not None:   # (as jacfwd's)
+            first_order_checked(mark, args)
         # an array program's warm path first (it is never an elementwise map's)
         got = _batched_rows(batched, argnums, args, hot=True) if inner is None else None
         if got is not None:
@@ -119,6 +131,7 @@ def _jacrev_rows(fun: Callable, args: tuple, argnums, backend: str):
     """jacrev by one vjp, its pullback run once per output element (a row each)."""
     out, pullback = vjp(fun, *args, backend=backend)
     outs, td = tree.flatten(out)
+    _check_numbers(outs, fun, "jacrev")
     rows: list[list] = [[] for _ in outs]       # per output leaf, one pullback per element
     for k, leaf in enumerate(outs):
         for e in np.ndindex(np.shape(leaf)):
@@ -148,12 +161,15 @@ def hessian(fun: Callable, argnums=0, *, backend: str = "auto") -> Callable:
     tuple of argnums, H[i][j] = d^2 fun / d args[i] d args[j] (a tuple of tuples). An
     array program: all columns from one sweep of batched tangents (batched_jac.py) where
     every statement has a batched form, else one sweep per column."""
+    _check_callable(fun, "hessian")
     nums = argnums_tuple(argnums)
     grads = {i: grad(fun, argnums=i, backend=backend) for i in nums}
     batched = Blocks(fun, backend, "hessian")
     small = SmallHessian(fun, argnums, backend)     # small fixed shapes: one call (small_hessian.py)
 
-    def hessian_fun(*args):
+    def hessian_fun(*args, **kwargs):
+        if kwargs:
+            args = _with_keywords(fun, args, kwargs)
         got = small(args)
         if got is not None:
             hessian_fun.took = UNROLLED
@@ -183,6 +199,11 @@ def hvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], *, argnu
     of grad(fun, argnums) at `primals` along `tangents` (forward over reverse), the
     product alone (shaped as that grad's gradient). An array program's runs the
     forward-over-reverse program that computes no gradient the product does not read."""
+    _check_callable(fun, "hvp")
+    if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):    # (as jvp)
+        raise S2SADError(f"s2sad.hvp takes its primals and its tangents as tuples or lists, not a "
+                         f"{type(primals if not isinstance(primals, (tuple, list)) else tangents).__name__}",
+                         _where(fun), hint="Write s2sad.hvp(f, (x,), (v,)) for one argument.")
     primals = tuple(primals)
     _check_argnums(argnums, primals, fun)
     g = grad(fun, argnums, backend=backend)
@@ -217,16 +238,60 @@ def _check_argnums(argnums, args: Sequence[Any], fun: Any = None) -> None:
     """Each argnum names an argument, and that argument is a float (jvp and vjp take an
     int as a constant: its zero derivative is not the Jacobian asked for); refused at
     `fun`'s definition."""
-    for i in argnums_tuple(argnums):
-        if not isinstance(i, (int, np.integer)) or isinstance(i, bool) or not -len(args) <= i < len(args):
+    nums = argnums_tuple(argnums)
+    if not all(type(i) is int for i in nums):   # (the common case without building a location)
+        check_argnums_spec(argnums, _where(fun))
+    for i in nums:
+        a = args[i] if -len(args) <= i < len(args) else None
+        if type(a) is np.ndarray and a.dtype.kind == "f" and a.dtype.itemsize <= 8:
+            continue        # (the common case quickly)
+        if not -len(args) <= i < len(args):
             raise S2SADError(f"argnums {i!r} is out of range for a call with {len(args)} argument(s)",
                              _where(fun), hint="Pick argnums among the function's positional parameters.")
         a = args[i]
+        if isinstance(a, (list, tuple, dict)):
+            raise NonDifferentiableInputError(
+                f"argument {i} is a {type(a).__name__}; Jacobians and Hessians are taken in arrays and numbers "
+                "(a container's has no array layout here, and Python's operators join or repeat a list)",
+                _where(fun), hint="Pass np.asarray(...) and write the function for an array; s2sad.grad takes "
+                                  "containers.")
         dtype = dtype_of(a)
         if dtype.kind != "f" or dtype.itemsize > 8 or isinstance(a, (bool, int, np.integer, np.bool_)):
             raise NonDifferentiableInputError(
                 f"argument {i} has {type(a).__name__} {dtype}; only float arguments (float32, float64) can be "
                 "differentiated", _where(fun), hint="Pass floats (e.g. np.asarray(x, dtype=np.float64)).")
+
+
+def _check_numbers(outs: list, fun: Any, what: str) -> None:
+    """Each output leaf a number or an array of numbers: a string's (or None's, an
+    object's) Jacobian is no array of zeros."""
+    for leaf in outs:
+        kind = np.asarray(leaf).dtype.kind if leaf is not None and not isinstance(leaf, str) else "O"
+        if kind not in "biuf":
+            raise S2SADError(f"s2sad.{what}: {marks.function_name(fun)} returns {type(leaf).__name__} "
+                             f"{leaf!r:.40} among its outputs; a Jacobian is taken of numbers", _where(fun),
+                             hint="Return only numbers and arrays (leave the rest out, or return it from another "
+                                  "function).")
+
+
+def _check_callable(fun: Any, what: str) -> None:
+    if not callable(fun):
+        raise S2SADError(f"s2sad.{what} needs a function, not a {type(fun).__name__}",
+                         hint="Pass a Python function (a def or a lambda).")
+
+
+def _with_keywords(fun: Callable, args: tuple, kwargs: dict) -> tuple:
+    """A call's keyword arguments bound to the positions of the user's function under
+    `fun` (through the derivatives s2sad made of it), as Python binds them; argnums
+    count those positions. Refused for a function whose parameters are not named."""
+    mark = marks.derivative_mark(fun)
+    base = mark.innermost() if mark is not None else fun
+    base = marks.user_function_of(base) or base
+    if type(base) is not types.FunctionType or arity(base) < 0:
+        raise ArgumentError(f"{marks.function_name(fun)} is called with keyword arguments, which s2sad binds only "
+                            "for a Python function with named parameters", _where(fun),
+                            hint="Pass the arguments by position.")
+    return bind(base, args, kwargs)
 
 
 def _where(fun: Any):
@@ -310,6 +375,7 @@ def _jacfwd_one(fun: Callable, args: tuple, i: int, backend: str):
     if not columns:         # an empty input: the output's shapes from one call
         out, _ = jvp(fun, tuple(args), tuple(zeros), backend=backend)
     outs, td = tree.flatten(out)
+    _check_numbers(outs, fun, "jacfwd")
     return td, [_assemble([c[k] for c in columns], np.shape(o), in_shape, rows_first=False, dtype=float_dtype(x))
                 for k, o in enumerate(outs)]
 

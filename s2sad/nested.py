@@ -116,6 +116,18 @@ def _generate(fn: Callable, mark: marks.DerivativeMark, item: tuple[int, ...]) -
     return made
 
 
+def user_function_of_caller(fn: Any) -> Callable | None:
+    """The user's function under a caller `_generate` made (through every derivative
+    level), None for any other function: an error about a call of the caller is the
+    user's call of their derivative, located at their function."""
+    code = getattr(fn, "__code__", None)
+    if code is None or not code.co_filename.startswith(marks.GENERATED_CALLER_PREFIX):
+        return None
+    callee = fn.__globals__.get("derivative", fn.__globals__.get("derivative_"))
+    mark = marks.derivative_mark(callee)
+    return mark.innermost() if mark is not None else None
+
+
 def explain_levels(mark: marks.DerivativeMark) -> list[str]:
     """For explain: the path each level of a composition takes, outermost first."""
     lines = [f"  higher order: {mark.describe()}, a derivative of order {mark.order}, one kernel with nested duals"]

@@ -26,7 +26,7 @@ from . import marks
 from .callables import as_python_function
 from .errors import ArgumentError, NoSourceError, S2SADError
 from .frontend import ParsedFunction, forwarded, parse_function
-from .nested import caller_of, why_not
+from .nested import caller_of, user_function_of_caller, why_not
 
 
 def target(fun: Any, entry: str) -> Callable:
@@ -125,7 +125,7 @@ def call_error(fun: Callable, args: Sequence[Any], kwargs: dict, fallback: str) 
     `pythons_message`; `fallback`, inspect's, where there is none), at `fun`'s def."""
     name = marks.function_name(fun)
     message = pythons_message(fun, args, kwargs) or f"{name}(): {fallback}"
-    return ArgumentError(message, marks.location_of_function(fun),
+    return ArgumentError(message, marks.location_of_function(user_function_of_caller(fun) or fun),
                          hint=f"Pass the arguments {name} takes, as a direct call of it would.")
 
 
