@@ -154,6 +154,8 @@ def plan_for(program, kinds: tuple, nums: tuple[int, ...]) -> Plan | str:
         _, hess = second_order(u, nums)
     except NotSmall as e:
         return e.reason
+    except RecursionError:      # (a kernel expression nested past Python's stack: the general path's)
+        return "an expression nested too deeply to unroll"
     n = sum(math.prod(kinds[i]) for i in nums)
     outputs: list = [None] * (n * n)
     for (i, j), node in hess.items():
