@@ -1,6 +1,6 @@
-; s2sad's unrolled program (codegen/llvm_small.py): s2sad_small_c90043af5e6dc956a50cede7(p0, out) -> None, or NotImplemented
+; s2sad's unrolled program (codegen/llvm_small.py): s2sad_small_19d8f641a25fa1fafb631c4b(p0, out) -> None, or NotImplemented
 ;   params: p0 float64(5,); out float64 (25,)
-define ptr @s2sad_small_c90043af5e6dc956a50cede7(ptr %table.obj, ptr %args, i64 %nargs) {
+define ptr @s2sad_small_19d8f641a25fa1fafb631c4b(ptr %table.obj, ptr %args, i64 %nargs) {
 entry:
   ; the table (llvm_entry.SLOTS): the types and objects compared with, Py_IncRef
   %table.at = getelementptr inbounds i8, ptr %table.obj, i64 16
@@ -271,52 +271,29 @@ run:
   %fin = fcmp ord double %fin.l5.0, 0.0
   br i1 %fin, label %store, label %decline
 store:
+  call void @llvm.memset.p0.i64(ptr %out.data, i8 0, i64 200, i1 false)
   %o0 = getelementptr inbounds double, ptr %out.data, i64 0
   store double %v58, ptr %o0
   %o1 = getelementptr inbounds double, ptr %out.data, i64 1
   store double %v54, ptr %o1
-  %o2 = getelementptr inbounds double, ptr %out.data, i64 2
-  store double 0.0, ptr %o2
-  %o3 = getelementptr inbounds double, ptr %out.data, i64 3
-  store double 0.0, ptr %o3
-  %o4 = getelementptr inbounds double, ptr %out.data, i64 4
-  store double 0.0, ptr %o4
   %o5 = getelementptr inbounds double, ptr %out.data, i64 5
   store double %v54, ptr %o5
   %o6 = getelementptr inbounds double, ptr %out.data, i64 6
   store double %v111, ptr %o6
   %o7 = getelementptr inbounds double, ptr %out.data, i64 7
   store double %v71, ptr %o7
-  %o8 = getelementptr inbounds double, ptr %out.data, i64 8
-  store double 0.0, ptr %o8
-  %o9 = getelementptr inbounds double, ptr %out.data, i64 9
-  store double 0.0, ptr %o9
-  %o10 = getelementptr inbounds double, ptr %out.data, i64 10
-  store double 0.0, ptr %o10
   %o11 = getelementptr inbounds double, ptr %out.data, i64 11
   store double %v71, ptr %o11
   %o12 = getelementptr inbounds double, ptr %out.data, i64 12
   store double %v113, ptr %o12
   %o13 = getelementptr inbounds double, ptr %out.data, i64 13
   store double %v88, ptr %o13
-  %o14 = getelementptr inbounds double, ptr %out.data, i64 14
-  store double 0.0, ptr %o14
-  %o15 = getelementptr inbounds double, ptr %out.data, i64 15
-  store double 0.0, ptr %o15
-  %o16 = getelementptr inbounds double, ptr %out.data, i64 16
-  store double 0.0, ptr %o16
   %o17 = getelementptr inbounds double, ptr %out.data, i64 17
   store double %v88, ptr %o17
   %o18 = getelementptr inbounds double, ptr %out.data, i64 18
   store double %v115, ptr %o18
   %o19 = getelementptr inbounds double, ptr %out.data, i64 19
   store double %v105, ptr %o19
-  %o20 = getelementptr inbounds double, ptr %out.data, i64 20
-  store double 0.0, ptr %o20
-  %o21 = getelementptr inbounds double, ptr %out.data, i64 21
-  store double 0.0, ptr %o21
-  %o22 = getelementptr inbounds double, ptr %out.data, i64 22
-  store double 0.0, ptr %o22
   %o23 = getelementptr inbounds double, ptr %out.data, i64 23
   store double %v105, ptr %o23
   %o24 = getelementptr inbounds double, ptr %out.data, i64 24
@@ -328,3 +305,4 @@ decline:
   ret ptr %not_implemented
 }
 
+declare void @llvm.memset.p0.i64(ptr, i8, i64, i1)

@@ -37,11 +37,12 @@ from .codegen import llvm_jit
 from .errors import S2SADError
 from .frontend import bound
 from .passes.small_second import second_order
-from .passes.unroll_small import NotSmall, Unrolled, unroll
+from .passes.unroll_small import MAX_ELEMENTS, NotSmall, Unrolled, unroll
 from .plans import compiled_array
 from .targets import target
 
 COMPARISONS = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}
+LONG_LINES = 2000   # IR lines past which its code is generated fast (llvm_jit.small_code's `long`)
 MAX_PLANS = 16      # small plans kept per wrapper (argument shapes seen); more: the oldest dropped
 _ENTRIES: dict[str, Callable] = {}      # symbol -> its Python entry, one per compiled program
 
@@ -54,8 +55,11 @@ class SmallHessian:
         self.fun, self.argnums, self.backend = fun, argnums, backend
         self.many = isinstance(argnums, (tuple, list))
         self.hot: Callable = _decline
+        self.fast: bool | None = None      # the llvm backend's fast path and Python entries (once known)
+        self.nums: dict[int, tuple | None] = {}     # number of arguments -> argnums normalised
         self.why_not: str | None = None
-        self.plans: dict[tuple, tuple] = {}     # (kinds, nums) -> (array plan, Plan or the reason there is none)
+        # (kinds, nums) -> (array plan, Plan or the reason there is none, does that plan still serve?)
+        self.plans: dict[tuple, tuple] = {}
 
     @property
     def warm(self) -> bool:
@@ -67,11 +71,19 @@ class SmallHessian:
         return got if got is not None else self.full(args)
 
     def full(self, args: tuple) -> Any:
-        kinds, nums = _kinds(args), _normalised(self.argnums, len(args))
-        if kinds is None or nums is None or not _fast(self.backend):
+        if self.fast is None:
+            self.fast = _fast(self.backend)
+        kinds, nums = _kinds(args), self.normalised(len(args))
+        if kinds is None or nums is None or not self.fast:
             return None
         if any(kinds[i] is None or not kinds[i] or 0 in kinds[i] for i in nums):
             return None
+        if any(k is not None and math.prod(k) > MAX_ELEMENTS for k in kinds):
+            return self._declined(f"an argument of more than {MAX_ELEMENTS} elements")
+        key = (kinds, nums)
+        got = self.plans.get(key)
+        if got is not None and isinstance(got[1], str) and got[2]():
+            return self._declined(got[1])      # (decided for this plan, which still serves: no lookup)
         try:
             planned = target(self.fun, "hessian")
             with bound(planned):
@@ -80,21 +92,28 @@ class SmallHessian:
             return None     # the general path raises it, located
         if len(c.params) != len(args) or c.free_values():
             return None
-        key = (kinds, nums)
-        got = self.plans.get(key)
         if got is None or got[0] is not c:
-            if len(self.plans) >= MAX_PLANS:
-                self.plans.pop(next(iter(self.plans)))
-            got = self.plans[key] = (c, plan_for(c.plan.program, kinds, nums))
+            for old in list(self.plans)[:max(0, len(self.plans) - MAX_PLANS + 1)]:
+                self.plans.pop(old, None)
+            got = self.plans[key] = (c, plan_for(c.plan.program, kinds, nums), _still(planned, c))
         plan = got[1]
         if isinstance(plan, str):
-            self.why_not = plan
-            return None
+            return self._declined(plan)
         self.why_not = None
         out = plan.run(args, self.many)
         if out is not None:
             self.hot = _hot_path(planned, c, plan, len(args), self.many)
         return out
+
+    def normalised(self, n: int) -> tuple[int, ...] | None:
+        """The argnums for a call of n arguments, non-negative (None: not valid for n)."""
+        if n not in self.nums:
+            self.nums[n] = _normalised(self.argnums, n)
+        return self.nums[n]
+
+    def _declined(self, why: str) -> None:
+        self.why_not = why
+        return None
 
 
 class Plan:
@@ -135,6 +154,8 @@ def plan_for(program, kinds: tuple, nums: tuple[int, ...]) -> Plan | str:
         _, hess = second_order(u, nums)
     except NotSmall as e:
         return e.reason
+    except RecursionError:      # (a kernel expression nested past Python's stack: the general path's)
+        return "an expression nested too deeply to unroll"
     n = sum(math.prod(kinds[i]) for i in nums)
     outputs: list = [None] * (n * n)
     for (i, j), node in hess.items():
@@ -143,7 +164,8 @@ def plan_for(program, kinds: tuple, nums: tuple[int, ...]) -> Plan | str:
     name = "s2sad_small_" + hashlib.sha256(text.encode()).hexdigest()[:24]
     entry = _ENTRIES.get(name)
     if entry is None:
-        address, keep = llvm_jit.small_code(name, lambda: text.replace("@NAME@", name))
+        long = text.count("\n") > LONG_LINES
+        address, keep = llvm_jit.small_code(name, lambda: text.replace("@NAME@", name), long)
         entry = llvm_entry.python_entry(0, address, name, np.float64, keep)
         if entry is None:
             return "no Python entries in this process"
@@ -183,6 +205,12 @@ def _fast(backend) -> bool:
 
 def _decline(args: tuple) -> None:
     return None
+
+
+def _still(fun: Callable, c) -> Callable[[], bool]:
+    """Does plan `c` still serve `fun` (its code, its assumptions: the hot path's guard)?"""
+    code, hold, holds = fun.__code__, c.assumptions.hold, bool(c.assumptions.entries)
+    return lambda: fun.__code__ is code and (not holds or hold(fun))
 
 
 def _hot_path(fun: Callable, c, plan: Plan, n: int, many: bool) -> Callable:

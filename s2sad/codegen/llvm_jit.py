@@ -131,6 +131,18 @@ def _llvm():
     return llvm_host.state
 
 
+def _machine(level: int):
+    """The host's target machine with the code generator at `level` (OPT_LEVEL: `_llvm`'s)."""
+    if level == OPT_LEVEL:
+        return _llvm()["tm"]
+    key = f"tm{level}"
+    if key not in llvm_host.state:
+        llvm, h = _llvm()["llvm"], verified_host()
+        llvm_host.state[key] = llvm.Target.from_triple(h.triple).create_target_machine(
+            cpu=h.cpu, features=h.features, opt=level, reloc="pic", codemodel="default")
+    return llvm_host.state[key]
+
+
 def _lljit():
     if "jit" not in llvm_host.state:
         st = _llvm()
@@ -310,11 +322,12 @@ _entries: dict[str, tuple[dict[str, int], object]] = {}   # first symbol -> ({sy
 
 
 def _named_code(names: tuple[str, ...], make_ir: Callable[[], str], spec, dt: np.dtype,
-                optimized: bool = True) -> tuple[dict[str, int], object]:
+                optimized: bool = True, codegen_level: int = OPT_LEVEL) -> tuple[dict[str, int], object]:
     """({name: address}, keepalive) of the functions `names` in the module `make_ir()`
     makes: compiled once a process, and cached on disk by a digest of the IR and the
     host. `optimized` False: the IR is as it should run (only the code generator's own
-    optimisations). Call with _lock held."""
+    optimisations); `codegen_level` the code generator's (0: fast instruction selection
+    and register allocation, for long straight-line code). Call with _lock held."""
     hit = _entries.get(names[0])
     if hit is None:
         ir = make_ir()
@@ -330,7 +343,7 @@ def _named_code(names: tuple[str, ...], make_ir: Callable[[], str], spec, dt: np
                               objcache.CacheWarning, stacklevel=4)
         if hit is None:
             mod = optimize(ir)[0] if optimized else parse(ir)
-            obj = _llvm()["tm"].emit_object(mod)
+            obj = _machine(codegen_level).emit_object(mod)
             objcache.store(key, [obj], {"symbol": ",".join(names)})
             hit = _link(obj, list(names))
         _entries[names[0]] = hit
@@ -349,14 +362,17 @@ def entry_code(spec: LoopSpec | ScanSpec, dtype, active_idx: tuple[int, ...]) ->
         return addresses[name], keep, name
 
 
-def small_code(name: str, make_ir: Callable[[], str]) -> tuple[int, object]:
+def small_code(name: str, make_ir: Callable[[], str], long: bool) -> tuple[int, object]:
     """(address, keepalive) of a straight-line function s2sad wrote whole
     (`llvm_small`: an unrolled Hessian), named `name` (a digest of its program, so one
     name is one IR), compiled once a process and cached on disk. Not optimised: the
-    program is already one expression per value (hash-consed), and its size is bounded."""
+    program is already one expression per value (hash-consed), and its size is bounded.
+    `long`: its code generated at level 0 (LLVM's scheduler and register allocator take
+    seconds on a block of thousands of values; level 0 about 15x less, the code ~3x slower)."""
+    level = 0 if long else OPT_LEVEL
     with _lock:
-        addresses, keep = _named_code((name,), make_ir, "small (not optimised)", np.dtype(np.float64),
-                                      optimized=False)
+        addresses, keep = _named_code((name,), make_ir, f"small (not optimised, codegen {level})",
+                                      np.dtype(np.float64), optimized=False, codegen_level=level)
         return addresses[name], keep
 
 

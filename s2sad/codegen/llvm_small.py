@@ -9,7 +9,7 @@ an exact `float`, and `out` an exact float64 ndarray, C-contiguous, one-dimensio
 the planned length; then it runs the program (the GIL held: a few thousand operations)
 and, where every value it computes (inputs read, intermediates, outputs) is finite,
 writes every
-output element (0.0 where an output has no node), returning None. For anything else
+output element (0.0 where an output has no node: one memset first), returning None. For anything else
 it returns NotImplemented, writing nothing: the caller's general path answers, so a
 NaN or an inf spreads through a Hessian as that path (and JAX's dense sweep) spreads it,
 not only to the entries whose formulas read it. The object layouts it
@@ -54,6 +54,8 @@ def small_ir(name: str, kinds: tuple, ops: list, outputs: list) -> str:
                                        for p, k in enumerate(kinds)) + f"; out float64 ({len(outputs)},)",
             f"define ptr @{name}(ptr %table.obj, ptr %args, i64 %nargs) {{", "entry:"]
     decls = [f"declare double @{f}(double)" for f in sorted(w.calls)]
+    if None in outputs:
+        decls.append("declare void @llvm.memset.p0.i64(ptr, i8, i64, i1)")
     if w.pow_used:
         decls.append("declare double @pow(double, double)")
     if w.fabs:
@@ -179,10 +181,12 @@ class _Writer:
             self.node(k)
         self.finite(sorted(k for k in needed if self.ops[k][0] != "const") + sorted(
             {o for o in outputs if o is not None and self.ops[o][0] == "const"}))
+        if None in outputs:     # the structural zeros at once, then the rest
+            self(f"call void @llvm.memset.p0.i64(ptr %out.data, i8 0, i64 {8 * len(outputs)}, i1 false)")
         for i, o in enumerate(outputs):
-            v = self.operand(o) if o is not None else "0.0"
-            self(f"%o{i} = getelementptr inbounds double, ptr %out.data, i64 {i}")
-            self(f"store double {v}, ptr %o{i}")
+            if o is not None:
+                self(f"%o{i} = getelementptr inbounds double, ptr %out.data, i64 {i}")
+                self(f"store double {self.operand(o)}, ptr %o{i}")
         self("call void %incref(ptr %none)")
         self("ret ptr %none")
         self.label("decline")

@@ -41,7 +41,7 @@ from ..kernel_text import unparse
 from .arrayir import ArrayStmt, Const, KernelSum, is_kernel
 
 MAX_ELEMENTS = 64       # elements of any one array of the program
-MAX_NODES = 40_000      # nodes of the graph, derivatives included (compile time: ~ms per thousand)
+MAX_NODES = 6_000       # nodes of the graph, derivatives included (its first call compiles: ~0.1 s a thousand)
 
 # primitives numpy evaluates on arrays of nodes by + and * alone (no comparison, no branch)
 STRUCTURAL = frozenset({"index", "reshape", "sum", "mean", "dot", "matmul", "transpose", "ravel", "flatten",
