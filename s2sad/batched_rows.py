@@ -154,30 +154,38 @@ def jacobians(fns, primals: tuple, wrt: tuple[int, ...], free: dict) -> dict | s
     and the batched pullback, or the reason there is none (a result not one array)."""
     forward, pullback = fns
     out, residuals = forward(*primals, **free) if free else forward(*primals)
-    if not isinstance(out, (np.ndarray, float, np.floating)) or np.asarray(out).dtype.kind != "f":
+    if type(out) is np.ndarray and out.dtype.kind == "f":
+        out_shape, m = out.shape, out.size
+    elif isinstance(out, (float, np.floating)):
+        out_shape, m = (), 1
+    else:
         return "a result that is not one float array"
-    out_shape = np.shape(out)
-    m = int(np.prod(out_shape, dtype=np.int64))
-    largest = max([m] + [a.size for a in tuple(primals) + tuple(free.values()) if isinstance(a, np.ndarray)])
+    largest = m
+    for a in primals + tuple(free.values()):
+        if type(a) is np.ndarray and a.size > largest:
+            largest = a.size
     step = max(1, min(m, BUDGET // largest))
     parts: dict = {j: [] for j in wrt}
-    chunks = 0
     for lo in range(0, m, step):
         k = min(step, m - lo)
-        grads = pullback(residuals, _seeds(out_shape, lo, k, m))
-        chunks += 1
-        for j, g in zip(wrt, grads):
-            shape = primals[j].shape
-            if np.shape(g) != (k,) + shape:     # (an unbatched zero: the result does not depend on it)
-                g = np.broadcast_to(g, (k,) + shape)
+        for j, g in zip(wrt, pullback(residuals, _seeds(out_shape, lo, k, m))):
             parts[j].append(g)
-    got: dict = {None: (chunks, step)}
+    got: dict = {None: (-(-m // step) if m else 0, step)}
     for j in wrt:
-        x = primals[j]
-        rows = parts[j]
-        stacked = (np.concatenate(rows) if len(rows) > 1 else rows[0]) if rows else np.zeros((0,) + x.shape)
-        got[j] = np.asarray(stacked, dtype=x.dtype).reshape(out_shape + x.shape)     # (the pullback's dtype)
+        got[j] = _assembled(parts[j], out_shape, primals[j])
     return got
+
+
+def _assembled(rows: list, out_shape: tuple, x: np.ndarray) -> np.ndarray:
+    """The chunks' rows (each (k,) + x.shape, or an unbatched zero where the result does
+    not depend on x) as one new array out_shape + x.shape of x's dtype (the pullback's)."""
+    shape = out_shape + x.shape
+    if not rows or any(np.ndim(g) != x.ndim + 1 for g in rows):    # no rows, or x's unbatched zero
+        return np.zeros(shape, x.dtype)
+    stacked = np.concatenate(rows) if len(rows) > 1 else rows[0]
+    if stacked.dtype != x.dtype:
+        stacked = stacked.astype(x.dtype)
+    return stacked.reshape(shape)
 
 
 def _seeds(shape: tuple, lo: int, k: int, m: int) -> np.ndarray:

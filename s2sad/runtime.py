@@ -326,15 +326,22 @@ def store_partials(kernel: Kernel, args: Sequence[Any], active: tuple[str, ...],
     argument's shape). Active inputs are materialized at the broadcast shape, so each
     partial is a full-shape store: partial * seed with seed 1.0, bit for bit what
     `vjp` multiplies by its seed."""
+    sig = plain_signature(args) if active and backends.choose(backend).fast_path else None
+    if sig is not None:
+        call = kernel.kept.get(("store", active, sig))
+        if call is not None:
+            return call(args)
     arrays = [a if isinstance(a, np.ndarray) else np.asarray(a) for a in args]
     dtype = compute_dtype(arrays)
     prep = prepare(arrays, kernel.params, dtype)
+    as_given = True     # every active input already at the broadcast shape (the kept call's condition)
     if active:
         mat = list(arrays)
         for a in active:
             i = kernel.params.index(a)
             if prep.layouts[i] != "contig" and prep.shape != ():
                 mat[i] = np.ascontiguousarray(np.broadcast_to(np.asarray(mat[i], dtype), prep.shape))
+                as_given = False
         prep = prepare(mat, kernel.params, dtype)
     backend = backends.backend_for(backend, args)
     out = np.empty(prep.shape, prep.dtype)
@@ -347,7 +354,31 @@ def store_partials(kernel: Kernel, args: Sequence[Any], active: tuple[str, ...],
     odt = _out_dtype(kernel, prep.dtype)
     if odt != prep.dtype:
         out = out != 0 if odt == np.dtype(bool) else out.astype(odt)
+    elif sig is not None and as_given and all(prep.layouts[kernel.params.index(a)] == "contig" for a in active):
+        keep_stored_partials(kernel, ("store", active, sig), backend, active, spec, prep)
     return out, [g.astype(prep.dtype, copy=False).reshape(prep.shape) for g in grads]
+
+
+def keep_stored_partials(kernel: Kernel, key: tuple, backend: Backend, active: tuple[str, ...], spec: LoopSpec,
+                         prep: Prepared) -> None:
+    """Keep, under `key` (its last item the arguments' plain_signature), the call that
+    repeats this store_partials launch for the next arguments of that signature: new
+    buffers (the values and one full-shape partial per active input) and the launch
+    plan's stub, without `prepare` and `launch` (as keep_signature_call does for apply
+    and vjp); the same driver, so the same bits."""
+    if not backend.fast_path or kernel.program.state:
+        return
+    plan = kernel.launch_plans.get(_launch_key(backend, active, spec, prep))
+    if plan is None or len(plan[0]) != 2:
+        return
+    stub, shape, dtype, n = plan[2], prep.shape, prep.dtype, len(active)
+
+    def call(values):
+        out = np.empty(shape, dtype)
+        grads = [np.empty(shape, dtype) for _ in range(n)]
+        stub(values, out, None, 1.0, grads, None, None)
+        return out, grads
+    keep(kernel, key, call)
 
 
 def vjp(kernel: Kernel, args: Sequence[Any], active: tuple[str, ...], out_bar: Any,

@@ -280,3 +280,26 @@ def test_hostile_arguments():
     np.testing.assert_array_equal(jac(nan), per_row(slices, (nan,), 0))     # NaN where the rows give NaN
     with pytest.raises(s2sad.S2SADError):
         jac(2.5)        # a number where the function slices its parameter: located, as per row
+
+
+def test_one_array_given_twice():
+    x = rng_args((4,))[0]
+    got = s2sad.jacrev(vector_dot, argnums=(0, 1))(x, x)
+    want = per_row(vector_dot, (x, x), (0, 1))
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-12)
+    assert not np.shares_memory(got[0], got[1])
+
+
+def test_zero_dimensional_argument_falls_back_and_is_right():
+    y = rng_args((4,))[0]
+    jac = s2sad.jacrev(lambda_like, argnums=(0, 1))
+    got = jac(np.array(0.7), y)
+    assert jac.batched.why_not == "an argument that is a number, 0-d or empty"
+    want = per_row(lambda_like, (np.array(0.7), y), (0, 1))
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-12)
+
+
+def lambda_like(a, y):
+    return np.exp(a * y[::-1]) @ np.ones((4, 2))
