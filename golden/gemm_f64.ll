@@ -6,7 +6,7 @@ declare <8 x double> @llvm.masked.load.v8f64.p0(ptr, i32, <8 x i1>, <8 x double>
 
 declare void @llvm.masked.store.v8f64.p0(<8 x double>, ptr, i32, <8 x i1>)
 
-define internal void @tile_8_1(ptr noalias %A, i64 %sap, i64 %saq, ptr noalias %B, i64 %sbq, ptr noalias %C, i64 %scp, i64 %qn, i1 %init, <8 x i1> %mask) {
+define internal void @tile_8_1(ptr noalias %A, i64 %sap, i64 %saq, ptr noalias %B, i64 %sbq, ptr noalias %C, i64 %scp, i64 %qn, i1 %init, <8 x i1> %mask, ptr noalias %bias, i1 %addb) {
 entry:
   %co0 = mul i64 %scp, 0
   %cr0 = getelementptr double, ptr %C, i64 %co0
@@ -128,18 +128,40 @@ loop:
   %more = icmp slt i64 %q.next, %qn
   br i1 %more, label %loop, label %done
 done:
-  call void @llvm.masked.store.v8f64.p0(<8 x double> %new0_0, ptr %cp0_0, i32 8, <8 x i1> %mask)
-  call void @llvm.masked.store.v8f64.p0(<8 x double> %new1_0, ptr %cp1_0, i32 8, <8 x i1> %mask)
-  call void @llvm.masked.store.v8f64.p0(<8 x double> %new2_0, ptr %cp2_0, i32 8, <8 x i1> %mask)
-  call void @llvm.masked.store.v8f64.p0(<8 x double> %new3_0, ptr %cp3_0, i32 8, <8 x i1> %mask)
-  call void @llvm.masked.store.v8f64.p0(<8 x double> %new4_0, ptr %cp4_0, i32 8, <8 x i1> %mask)
-  call void @llvm.masked.store.v8f64.p0(<8 x double> %new5_0, ptr %cp5_0, i32 8, <8 x i1> %mask)
-  call void @llvm.masked.store.v8f64.p0(<8 x double> %new6_0, ptr %cp6_0, i32 8, <8 x i1> %mask)
-  call void @llvm.masked.store.v8f64.p0(<8 x double> %new7_0, ptr %cp7_0, i32 8, <8 x i1> %mask)
+  br i1 %addb, label %epilogue, label %store
+epilogue:
+  %biasp0 = getelementptr double, ptr %bias, i64 0
+  %bv0 = call <8 x double> @llvm.masked.load.v8f64.p0(ptr %biasp0, i32 8, <8 x i1> %mask, <8 x double> zeroinitializer)
+  %nb0_0 = fadd <8 x double> %new0_0, %bv0
+  %nb1_0 = fadd <8 x double> %new1_0, %bv0
+  %nb2_0 = fadd <8 x double> %new2_0, %bv0
+  %nb3_0 = fadd <8 x double> %new3_0, %bv0
+  %nb4_0 = fadd <8 x double> %new4_0, %bv0
+  %nb5_0 = fadd <8 x double> %new5_0, %bv0
+  %nb6_0 = fadd <8 x double> %new6_0, %bv0
+  %nb7_0 = fadd <8 x double> %new7_0, %bv0
+  br label %store
+store:
+  %out0_0 = phi <8 x double> [ %new0_0, %done ], [ %nb0_0, %epilogue ]
+  %out1_0 = phi <8 x double> [ %new1_0, %done ], [ %nb1_0, %epilogue ]
+  %out2_0 = phi <8 x double> [ %new2_0, %done ], [ %nb2_0, %epilogue ]
+  %out3_0 = phi <8 x double> [ %new3_0, %done ], [ %nb3_0, %epilogue ]
+  %out4_0 = phi <8 x double> [ %new4_0, %done ], [ %nb4_0, %epilogue ]
+  %out5_0 = phi <8 x double> [ %new5_0, %done ], [ %nb5_0, %epilogue ]
+  %out6_0 = phi <8 x double> [ %new6_0, %done ], [ %nb6_0, %epilogue ]
+  %out7_0 = phi <8 x double> [ %new7_0, %done ], [ %nb7_0, %epilogue ]
+  call void @llvm.masked.store.v8f64.p0(<8 x double> %out0_0, ptr %cp0_0, i32 8, <8 x i1> %mask)
+  call void @llvm.masked.store.v8f64.p0(<8 x double> %out1_0, ptr %cp1_0, i32 8, <8 x i1> %mask)
+  call void @llvm.masked.store.v8f64.p0(<8 x double> %out2_0, ptr %cp2_0, i32 8, <8 x i1> %mask)
+  call void @llvm.masked.store.v8f64.p0(<8 x double> %out3_0, ptr %cp3_0, i32 8, <8 x i1> %mask)
+  call void @llvm.masked.store.v8f64.p0(<8 x double> %out4_0, ptr %cp4_0, i32 8, <8 x i1> %mask)
+  call void @llvm.masked.store.v8f64.p0(<8 x double> %out5_0, ptr %cp5_0, i32 8, <8 x i1> %mask)
+  call void @llvm.masked.store.v8f64.p0(<8 x double> %out6_0, ptr %cp6_0, i32 8, <8 x i1> %mask)
+  call void @llvm.masked.store.v8f64.p0(<8 x double> %out7_0, ptr %cp7_0, i32 8, <8 x i1> %mask)
   ret void
 }
 
-define internal void @tile_4_4(ptr noalias %A, i64 %sap, i64 %saq, ptr noalias %B, i64 %sbq, ptr noalias %C, i64 %scp, i64 %qn, i1 %init, <8 x i1> %mask) {
+define internal void @tile_4_4(ptr noalias %A, i64 %sap, i64 %saq, ptr noalias %B, i64 %sbq, ptr noalias %C, i64 %scp, i64 %qn, i1 %init, <8 x i1> %mask, ptr noalias %bias, i1 %addb) {
 entry:
   %co0 = mul i64 %scp, 0
   %cr0 = getelementptr double, ptr %C, i64 %co0
@@ -275,26 +297,70 @@ loop:
   %more = icmp slt i64 %q.next, %qn
   br i1 %more, label %loop, label %done
 done:
-  store <8 x double> %new0_0, ptr %cp0_0, align 8
-  store <8 x double> %new0_1, ptr %cp0_1, align 8
-  store <8 x double> %new0_2, ptr %cp0_2, align 8
-  call void @llvm.masked.store.v8f64.p0(<8 x double> %new0_3, ptr %cp0_3, i32 8, <8 x i1> %mask)
-  store <8 x double> %new1_0, ptr %cp1_0, align 8
-  store <8 x double> %new1_1, ptr %cp1_1, align 8
-  store <8 x double> %new1_2, ptr %cp1_2, align 8
-  call void @llvm.masked.store.v8f64.p0(<8 x double> %new1_3, ptr %cp1_3, i32 8, <8 x i1> %mask)
-  store <8 x double> %new2_0, ptr %cp2_0, align 8
-  store <8 x double> %new2_1, ptr %cp2_1, align 8
-  store <8 x double> %new2_2, ptr %cp2_2, align 8
-  call void @llvm.masked.store.v8f64.p0(<8 x double> %new2_3, ptr %cp2_3, i32 8, <8 x i1> %mask)
-  store <8 x double> %new3_0, ptr %cp3_0, align 8
-  store <8 x double> %new3_1, ptr %cp3_1, align 8
-  store <8 x double> %new3_2, ptr %cp3_2, align 8
-  call void @llvm.masked.store.v8f64.p0(<8 x double> %new3_3, ptr %cp3_3, i32 8, <8 x i1> %mask)
+  br i1 %addb, label %epilogue, label %store
+epilogue:
+  %biasp0 = getelementptr double, ptr %bias, i64 0
+  %bv0 = load <8 x double>, ptr %biasp0, align 8
+  %biasp1 = getelementptr double, ptr %bias, i64 8
+  %bv1 = load <8 x double>, ptr %biasp1, align 8
+  %biasp2 = getelementptr double, ptr %bias, i64 16
+  %bv2 = load <8 x double>, ptr %biasp2, align 8
+  %biasp3 = getelementptr double, ptr %bias, i64 24
+  %bv3 = call <8 x double> @llvm.masked.load.v8f64.p0(ptr %biasp3, i32 8, <8 x i1> %mask, <8 x double> zeroinitializer)
+  %nb0_0 = fadd <8 x double> %new0_0, %bv0
+  %nb0_1 = fadd <8 x double> %new0_1, %bv1
+  %nb0_2 = fadd <8 x double> %new0_2, %bv2
+  %nb0_3 = fadd <8 x double> %new0_3, %bv3
+  %nb1_0 = fadd <8 x double> %new1_0, %bv0
+  %nb1_1 = fadd <8 x double> %new1_1, %bv1
+  %nb1_2 = fadd <8 x double> %new1_2, %bv2
+  %nb1_3 = fadd <8 x double> %new1_3, %bv3
+  %nb2_0 = fadd <8 x double> %new2_0, %bv0
+  %nb2_1 = fadd <8 x double> %new2_1, %bv1
+  %nb2_2 = fadd <8 x double> %new2_2, %bv2
+  %nb2_3 = fadd <8 x double> %new2_3, %bv3
+  %nb3_0 = fadd <8 x double> %new3_0, %bv0
+  %nb3_1 = fadd <8 x double> %new3_1, %bv1
+  %nb3_2 = fadd <8 x double> %new3_2, %bv2
+  %nb3_3 = fadd <8 x double> %new3_3, %bv3
+  br label %store
+store:
+  %out0_0 = phi <8 x double> [ %new0_0, %done ], [ %nb0_0, %epilogue ]
+  %out0_1 = phi <8 x double> [ %new0_1, %done ], [ %nb0_1, %epilogue ]
+  %out0_2 = phi <8 x double> [ %new0_2, %done ], [ %nb0_2, %epilogue ]
+  %out0_3 = phi <8 x double> [ %new0_3, %done ], [ %nb0_3, %epilogue ]
+  %out1_0 = phi <8 x double> [ %new1_0, %done ], [ %nb1_0, %epilogue ]
+  %out1_1 = phi <8 x double> [ %new1_1, %done ], [ %nb1_1, %epilogue ]
+  %out1_2 = phi <8 x double> [ %new1_2, %done ], [ %nb1_2, %epilogue ]
+  %out1_3 = phi <8 x double> [ %new1_3, %done ], [ %nb1_3, %epilogue ]
+  %out2_0 = phi <8 x double> [ %new2_0, %done ], [ %nb2_0, %epilogue ]
+  %out2_1 = phi <8 x double> [ %new2_1, %done ], [ %nb2_1, %epilogue ]
+  %out2_2 = phi <8 x double> [ %new2_2, %done ], [ %nb2_2, %epilogue ]
+  %out2_3 = phi <8 x double> [ %new2_3, %done ], [ %nb2_3, %epilogue ]
+  %out3_0 = phi <8 x double> [ %new3_0, %done ], [ %nb3_0, %epilogue ]
+  %out3_1 = phi <8 x double> [ %new3_1, %done ], [ %nb3_1, %epilogue ]
+  %out3_2 = phi <8 x double> [ %new3_2, %done ], [ %nb3_2, %epilogue ]
+  %out3_3 = phi <8 x double> [ %new3_3, %done ], [ %nb3_3, %epilogue ]
+  store <8 x double> %out0_0, ptr %cp0_0, align 8
+  store <8 x double> %out0_1, ptr %cp0_1, align 8
+  store <8 x double> %out0_2, ptr %cp0_2, align 8
+  call void @llvm.masked.store.v8f64.p0(<8 x double> %out0_3, ptr %cp0_3, i32 8, <8 x i1> %mask)
+  store <8 x double> %out1_0, ptr %cp1_0, align 8
+  store <8 x double> %out1_1, ptr %cp1_1, align 8
+  store <8 x double> %out1_2, ptr %cp1_2, align 8
+  call void @llvm.masked.store.v8f64.p0(<8 x double> %out1_3, ptr %cp1_3, i32 8, <8 x i1> %mask)
+  store <8 x double> %out2_0, ptr %cp2_0, align 8
+  store <8 x double> %out2_1, ptr %cp2_1, align 8
+  store <8 x double> %out2_2, ptr %cp2_2, align 8
+  call void @llvm.masked.store.v8f64.p0(<8 x double> %out2_3, ptr %cp2_3, i32 8, <8 x i1> %mask)
+  store <8 x double> %out3_0, ptr %cp3_0, align 8
+  store <8 x double> %out3_1, ptr %cp3_1, align 8
+  store <8 x double> %out3_2, ptr %cp3_2, align 8
+  call void @llvm.masked.store.v8f64.p0(<8 x double> %out3_3, ptr %cp3_3, i32 8, <8 x i1> %mask)
   ret void
 }
 
-define internal void @tile_4_1(ptr noalias %A, i64 %sap, i64 %saq, ptr noalias %B, i64 %sbq, ptr noalias %C, i64 %scp, i64 %qn, i1 %init, <8 x i1> %mask) {
+define internal void @tile_4_1(ptr noalias %A, i64 %sap, i64 %saq, ptr noalias %B, i64 %sbq, ptr noalias %C, i64 %scp, i64 %qn, i1 %init, <8 x i1> %mask, ptr noalias %bias, i1 %addb) {
 entry:
   %co0 = mul i64 %scp, 0
   %cr0 = getelementptr double, ptr %C, i64 %co0
@@ -364,14 +430,28 @@ loop:
   %more = icmp slt i64 %q.next, %qn
   br i1 %more, label %loop, label %done
 done:
-  call void @llvm.masked.store.v8f64.p0(<8 x double> %new0_0, ptr %cp0_0, i32 8, <8 x i1> %mask)
-  call void @llvm.masked.store.v8f64.p0(<8 x double> %new1_0, ptr %cp1_0, i32 8, <8 x i1> %mask)
-  call void @llvm.masked.store.v8f64.p0(<8 x double> %new2_0, ptr %cp2_0, i32 8, <8 x i1> %mask)
-  call void @llvm.masked.store.v8f64.p0(<8 x double> %new3_0, ptr %cp3_0, i32 8, <8 x i1> %mask)
+  br i1 %addb, label %epilogue, label %store
+epilogue:
+  %biasp0 = getelementptr double, ptr %bias, i64 0
+  %bv0 = call <8 x double> @llvm.masked.load.v8f64.p0(ptr %biasp0, i32 8, <8 x i1> %mask, <8 x double> zeroinitializer)
+  %nb0_0 = fadd <8 x double> %new0_0, %bv0
+  %nb1_0 = fadd <8 x double> %new1_0, %bv0
+  %nb2_0 = fadd <8 x double> %new2_0, %bv0
+  %nb3_0 = fadd <8 x double> %new3_0, %bv0
+  br label %store
+store:
+  %out0_0 = phi <8 x double> [ %new0_0, %done ], [ %nb0_0, %epilogue ]
+  %out1_0 = phi <8 x double> [ %new1_0, %done ], [ %nb1_0, %epilogue ]
+  %out2_0 = phi <8 x double> [ %new2_0, %done ], [ %nb2_0, %epilogue ]
+  %out3_0 = phi <8 x double> [ %new3_0, %done ], [ %nb3_0, %epilogue ]
+  call void @llvm.masked.store.v8f64.p0(<8 x double> %out0_0, ptr %cp0_0, i32 8, <8 x i1> %mask)
+  call void @llvm.masked.store.v8f64.p0(<8 x double> %out1_0, ptr %cp1_0, i32 8, <8 x i1> %mask)
+  call void @llvm.masked.store.v8f64.p0(<8 x double> %out2_0, ptr %cp2_0, i32 8, <8 x i1> %mask)
+  call void @llvm.masked.store.v8f64.p0(<8 x double> %out3_0, ptr %cp3_0, i32 8, <8 x i1> %mask)
   ret void
 }
 
-define internal void @tile_1_4(ptr noalias %A, i64 %sap, i64 %saq, ptr noalias %B, i64 %sbq, ptr noalias %C, i64 %scp, i64 %qn, i1 %init, <8 x i1> %mask) {
+define internal void @tile_1_4(ptr noalias %A, i64 %sap, i64 %saq, ptr noalias %B, i64 %sbq, ptr noalias %C, i64 %scp, i64 %qn, i1 %init, <8 x i1> %mask, ptr noalias %bias, i1 %addb) {
 entry:
   %co0 = mul i64 %scp, 0
   %cr0 = getelementptr double, ptr %C, i64 %co0
@@ -423,14 +503,34 @@ loop:
   %more = icmp slt i64 %q.next, %qn
   br i1 %more, label %loop, label %done
 done:
-  store <8 x double> %new0_0, ptr %cp0_0, align 8
-  store <8 x double> %new0_1, ptr %cp0_1, align 8
-  store <8 x double> %new0_2, ptr %cp0_2, align 8
-  call void @llvm.masked.store.v8f64.p0(<8 x double> %new0_3, ptr %cp0_3, i32 8, <8 x i1> %mask)
+  br i1 %addb, label %epilogue, label %store
+epilogue:
+  %biasp0 = getelementptr double, ptr %bias, i64 0
+  %bv0 = load <8 x double>, ptr %biasp0, align 8
+  %biasp1 = getelementptr double, ptr %bias, i64 8
+  %bv1 = load <8 x double>, ptr %biasp1, align 8
+  %biasp2 = getelementptr double, ptr %bias, i64 16
+  %bv2 = load <8 x double>, ptr %biasp2, align 8
+  %biasp3 = getelementptr double, ptr %bias, i64 24
+  %bv3 = call <8 x double> @llvm.masked.load.v8f64.p0(ptr %biasp3, i32 8, <8 x i1> %mask, <8 x double> zeroinitializer)
+  %nb0_0 = fadd <8 x double> %new0_0, %bv0
+  %nb0_1 = fadd <8 x double> %new0_1, %bv1
+  %nb0_2 = fadd <8 x double> %new0_2, %bv2
+  %nb0_3 = fadd <8 x double> %new0_3, %bv3
+  br label %store
+store:
+  %out0_0 = phi <8 x double> [ %new0_0, %done ], [ %nb0_0, %epilogue ]
+  %out0_1 = phi <8 x double> [ %new0_1, %done ], [ %nb0_1, %epilogue ]
+  %out0_2 = phi <8 x double> [ %new0_2, %done ], [ %nb0_2, %epilogue ]
+  %out0_3 = phi <8 x double> [ %new0_3, %done ], [ %nb0_3, %epilogue ]
+  store <8 x double> %out0_0, ptr %cp0_0, align 8
+  store <8 x double> %out0_1, ptr %cp0_1, align 8
+  store <8 x double> %out0_2, ptr %cp0_2, align 8
+  call void @llvm.masked.store.v8f64.p0(<8 x double> %out0_3, ptr %cp0_3, i32 8, <8 x i1> %mask)
   ret void
 }
 
-define internal void @tile_1_1(ptr noalias %A, i64 %sap, i64 %saq, ptr noalias %B, i64 %sbq, ptr noalias %C, i64 %scp, i64 %qn, i1 %init, <8 x i1> %mask) {
+define internal void @tile_1_1(ptr noalias %A, i64 %sap, i64 %saq, ptr noalias %B, i64 %sbq, ptr noalias %C, i64 %scp, i64 %qn, i1 %init, <8 x i1> %mask, ptr noalias %bias, i1 %addb) {
 entry:
   %co0 = mul i64 %scp, 0
   %cr0 = getelementptr double, ptr %C, i64 %co0
@@ -461,11 +561,19 @@ loop:
   %more = icmp slt i64 %q.next, %qn
   br i1 %more, label %loop, label %done
 done:
-  call void @llvm.masked.store.v8f64.p0(<8 x double> %new0_0, ptr %cp0_0, i32 8, <8 x i1> %mask)
+  br i1 %addb, label %epilogue, label %store
+epilogue:
+  %biasp0 = getelementptr double, ptr %bias, i64 0
+  %bv0 = call <8 x double> @llvm.masked.load.v8f64.p0(ptr %biasp0, i32 8, <8 x i1> %mask, <8 x double> zeroinitializer)
+  %nb0_0 = fadd <8 x double> %new0_0, %bv0
+  br label %store
+store:
+  %out0_0 = phi <8 x double> [ %new0_0, %done ], [ %nb0_0, %epilogue ]
+  call void @llvm.masked.store.v8f64.p0(<8 x double> %out0_0, ptr %cp0_0, i32 8, <8 x i1> %mask)
   ret void
 }
 
-define internal void @rows_4(ptr %A, i64 %sap, i64 %saq, ptr %B, i64 %sbq, ptr %C, i64 %scp, i64 %qn, i1 %init, i64 %M) {
+define internal void @rows_4(ptr %A, i64 %sap, i64 %saq, ptr %B, i64 %sbq, ptr %C, i64 %scp, i64 %qn, i1 %init, i64 %M, ptr %bias, i1 %addb) {
 entry:
   %wide_end = sub i64 %M, 31
   br label %wide
@@ -476,7 +584,8 @@ wide:
 wide.body:
   %Bw = getelementptr double, ptr %B, i64 %j
   %Cw = getelementptr double, ptr %C, i64 %j
-  call void @tile_4_4(ptr %A, i64 %sap, i64 %saq, ptr %Bw, i64 %sbq, ptr %Cw, i64 %scp, i64 %qn, i1 %init, <8 x i1> <i1 true, i1 true, i1 true, i1 true, i1 true, i1 true, i1 true, i1 true>)
+  %biasw = getelementptr double, ptr %bias, i64 %j
+  call void @tile_4_4(ptr %A, i64 %sap, i64 %saq, ptr %Bw, i64 %sbq, ptr %Cw, i64 %scp, i64 %qn, i1 %init, <8 x i1> <i1 true, i1 true, i1 true, i1 true, i1 true, i1 true, i1 true, i1 true>, ptr %biasw, i1 %addb)
   %j.next = add i64 %j, 32
   br label %wide
 narrow:
@@ -490,14 +599,15 @@ narrow.body:
   %mask = icmp slt <8 x i64> <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7>, %left.s
   %Bn = getelementptr double, ptr %B, i64 %k
   %Cn = getelementptr double, ptr %C, i64 %k
-  call void @tile_4_1(ptr %A, i64 %sap, i64 %saq, ptr %Bn, i64 %sbq, ptr %Cn, i64 %scp, i64 %qn, i1 %init, <8 x i1> %mask)
+  %biasn = getelementptr double, ptr %bias, i64 %k
+  call void @tile_4_1(ptr %A, i64 %sap, i64 %saq, ptr %Bn, i64 %sbq, ptr %Cn, i64 %scp, i64 %qn, i1 %init, <8 x i1> %mask, ptr %biasn, i1 %addb)
   %k.next = add i64 %k, 8
   br label %narrow
 done:
   ret void
 }
 
-define internal void @rows_1(ptr %A, i64 %sap, i64 %saq, ptr %B, i64 %sbq, ptr %C, i64 %scp, i64 %qn, i1 %init, i64 %M) {
+define internal void @rows_1(ptr %A, i64 %sap, i64 %saq, ptr %B, i64 %sbq, ptr %C, i64 %scp, i64 %qn, i1 %init, i64 %M, ptr %bias, i1 %addb) {
 entry:
   %wide_end = sub i64 %M, 31
   br label %wide
@@ -508,7 +618,8 @@ wide:
 wide.body:
   %Bw = getelementptr double, ptr %B, i64 %j
   %Cw = getelementptr double, ptr %C, i64 %j
-  call void @tile_1_4(ptr %A, i64 %sap, i64 %saq, ptr %Bw, i64 %sbq, ptr %Cw, i64 %scp, i64 %qn, i1 %init, <8 x i1> <i1 true, i1 true, i1 true, i1 true, i1 true, i1 true, i1 true, i1 true>)
+  %biasw = getelementptr double, ptr %bias, i64 %j
+  call void @tile_1_4(ptr %A, i64 %sap, i64 %saq, ptr %Bw, i64 %sbq, ptr %Cw, i64 %scp, i64 %qn, i1 %init, <8 x i1> <i1 true, i1 true, i1 true, i1 true, i1 true, i1 true, i1 true, i1 true>, ptr %biasw, i1 %addb)
   %j.next = add i64 %j, 32
   br label %wide
 narrow:
@@ -522,14 +633,15 @@ narrow.body:
   %mask = icmp slt <8 x i64> <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7>, %left.s
   %Bn = getelementptr double, ptr %B, i64 %k
   %Cn = getelementptr double, ptr %C, i64 %k
-  call void @tile_1_1(ptr %A, i64 %sap, i64 %saq, ptr %Bn, i64 %sbq, ptr %Cn, i64 %scp, i64 %qn, i1 %init, <8 x i1> %mask)
+  %biasn = getelementptr double, ptr %bias, i64 %k
+  call void @tile_1_1(ptr %A, i64 %sap, i64 %saq, ptr %Bn, i64 %sbq, ptr %Cn, i64 %scp, i64 %qn, i1 %init, <8 x i1> %mask, ptr %biasn, i1 %addb)
   %k.next = add i64 %k, 8
   br label %narrow
 done:
   ret void
 }
 
-define internal void @rows_8(ptr %A, i64 %sap, i64 %saq, ptr %B, i64 %sbq, ptr %C, i64 %scp, i64 %qn, i1 %init, i64 %M) {
+define internal void @rows_8(ptr %A, i64 %sap, i64 %saq, ptr %B, i64 %sbq, ptr %C, i64 %scp, i64 %qn, i1 %init, i64 %M, ptr %bias, i1 %addb) {
 entry:
   %wide_end = sub i64 %M, 7
   br label %wide
@@ -540,7 +652,8 @@ wide:
 wide.body:
   %Bw = getelementptr double, ptr %B, i64 %j
   %Cw = getelementptr double, ptr %C, i64 %j
-  call void @tile_8_1(ptr %A, i64 %sap, i64 %saq, ptr %Bw, i64 %sbq, ptr %Cw, i64 %scp, i64 %qn, i1 %init, <8 x i1> <i1 true, i1 true, i1 true, i1 true, i1 true, i1 true, i1 true, i1 true>)
+  %biasw = getelementptr double, ptr %bias, i64 %j
+  call void @tile_8_1(ptr %A, i64 %sap, i64 %saq, ptr %Bw, i64 %sbq, ptr %Cw, i64 %scp, i64 %qn, i1 %init, <8 x i1> <i1 true, i1 true, i1 true, i1 true, i1 true, i1 true, i1 true, i1 true>, ptr %biasw, i1 %addb)
   %j.next = add i64 %j, 8
   br label %wide
 narrow:
@@ -554,7 +667,8 @@ narrow.body:
   %mask = icmp slt <8 x i64> <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7>, %left.s
   %Bn = getelementptr double, ptr %B, i64 %k
   %Cn = getelementptr double, ptr %C, i64 %k
-  call void @tile_8_1(ptr %A, i64 %sap, i64 %saq, ptr %Bn, i64 %sbq, ptr %Cn, i64 %scp, i64 %qn, i1 %init, <8 x i1> %mask)
+  %biasn = getelementptr double, ptr %bias, i64 %k
+  call void @tile_8_1(ptr %A, i64 %sap, i64 %saq, ptr %Bn, i64 %sbq, ptr %Cn, i64 %scp, i64 %qn, i1 %init, <8 x i1> %mask, ptr %biasn, i1 %addb)
   %k.next = add i64 %k, 8
   br label %narrow
 done:
@@ -563,6 +677,7 @@ done:
 
 define void @s2sad_gemm_f64(ptr %A, i64 %sap, i64 %saq, ptr %B, i64 %sbq, ptr %C, i64 %scp, i64 %P, i64 %Q, i64 %M, i64 %accumulate, i64 %p_lo, i64 %p_hi) {
 entry:
+  %bias = getelementptr i8, ptr null, i64 0
   %from_zero = icmp eq i64 %accumulate, 0
   %pf.on = icmp eq i64 %saq, 1
   %narrow = icmp slt i64 %M, 32
@@ -579,6 +694,7 @@ qblock.body:
   %qn = select i1 %q.short, i64 %q.left, i64 256
   %first = icmp eq i64 %q0, 0
   %init = and i1 %first, %from_zero
+  %addb = and i1 false, %first
   %ao = mul i64 %q0, %saq
   %Aq = getelementptr double, ptr %A, i64 %ao
   %bo = mul i64 %q0, %sbq
@@ -626,7 +742,7 @@ tiles.pf:
 tiles.run:
   %tiles.co = mul i64 %tiles.p, %scp
   %tiles.C = getelementptr double, ptr %C, i64 %tiles.co
-  call void @rows_4(ptr %tiles.A, i64 %sap, i64 %saq, ptr %Bq, i64 %sbq, ptr %tiles.C, i64 %scp, i64 %qn, i1 %init, i64 %M)
+  call void @rows_4(ptr %tiles.A, i64 %sap, i64 %saq, ptr %Bq, i64 %sbq, ptr %tiles.C, i64 %scp, i64 %qn, i1 %init, i64 %M, ptr %bias, i1 %addb)
   %tiles.p.next = add i64 %tiles.p, 4
   br label %tiles
 narrow_tiles:
@@ -688,7 +804,7 @@ narrow_tiles.pf:
 narrow_tiles.run:
   %narrow_tiles.co = mul i64 %narrow_tiles.p, %scp
   %narrow_tiles.C = getelementptr double, ptr %C, i64 %narrow_tiles.co
-  call void @rows_8(ptr %narrow_tiles.A, i64 %sap, i64 %saq, ptr %Bq, i64 %sbq, ptr %narrow_tiles.C, i64 %scp, i64 %qn, i1 %init, i64 %M)
+  call void @rows_8(ptr %narrow_tiles.A, i64 %sap, i64 %saq, ptr %Bq, i64 %sbq, ptr %narrow_tiles.C, i64 %scp, i64 %qn, i1 %init, i64 %M, ptr %bias, i1 %addb)
   %narrow_tiles.p.next = add i64 %narrow_tiles.p, 8
   br label %narrow_tiles
 single:
@@ -700,7 +816,158 @@ single.body:
   %single.A = getelementptr double, ptr %Aq, i64 %single.ao
   %single.co = mul i64 %single.p, %scp
   %single.C = getelementptr double, ptr %C, i64 %single.co
-  call void @rows_1(ptr %single.A, i64 %sap, i64 %saq, ptr %Bq, i64 %sbq, ptr %single.C, i64 %scp, i64 %qn, i1 %init, i64 %M)
+  call void @rows_1(ptr %single.A, i64 %sap, i64 %saq, ptr %Bq, i64 %sbq, ptr %single.C, i64 %scp, i64 %qn, i1 %init, i64 %M, ptr %bias, i1 %addb)
+  %single.p.next = add i64 %single.p, 1
+  br label %single
+single.done:
+  %q0.next = add i64 %q0, 256
+  br label %qblock
+exit:
+  ret void
+}
+
+define void @s2sad_gemm_bias_f64(ptr %A, i64 %sap, i64 %saq, ptr %B, i64 %sbq, ptr %C, i64 %scp, i64 %P, i64 %Q, i64 %M, i64 %accumulate, i64 %p_lo, i64 %p_hi, ptr %bias) {
+entry:
+  %from_zero = icmp eq i64 %accumulate, 0
+  %pf.on = icmp eq i64 %saq, 1
+  %narrow = icmp slt i64 %M, 32
+  %wide_end = sub i64 %p_hi, 3
+  %narrow_end = sub i64 %p_hi, 7
+  br label %qblock
+qblock:
+  %q0 = phi i64 [ 0, %entry ], [ %q0.next, %single.done ]
+  %q.more = icmp slt i64 %q0, %Q
+  br i1 %q.more, label %qblock.body, label %exit
+qblock.body:
+  %q.left = sub i64 %Q, %q0
+  %q.short = icmp slt i64 %q.left, 256
+  %qn = select i1 %q.short, i64 %q.left, i64 256
+  %first = icmp eq i64 %q0, 0
+  %init = and i1 %first, %from_zero
+  %q.end = add i64 %q0, %qn
+  %addb = icmp eq i64 %q.end, %Q
+  %ao = mul i64 %q0, %saq
+  %Aq = getelementptr double, ptr %A, i64 %ao
+  %bo = mul i64 %q0, %sbq
+  %Bq = getelementptr double, ptr %B, i64 %bo
+  %pf.bytes = mul i64 %qn, 8
+  %pf.end = add i64 %pf.bytes, 63
+  %pf.lines = lshr i64 %pf.end, 6
+  br i1 %narrow, label %narrow_tiles, label %tiles
+tiles:
+  %tiles.p = phi i64 [ %p_lo, %qblock.body ], [ %tiles.p.next, %tiles.run ]
+  %tiles.more = icmp slt i64 %tiles.p, %wide_end
+  br i1 %tiles.more, label %tiles.body, label %single
+tiles.body:
+  %tiles.ao = mul i64 %tiles.p, %sap
+  %tiles.A = getelementptr double, ptr %Aq, i64 %tiles.ao
+  br i1 %pf.on, label %tiles.pf.rows, label %tiles.run
+tiles.pf.rows:
+  %tiles.pf.r0 = add i64 %tiles.p, 32
+  %tiles.pf.o0 = mul i64 %tiles.pf.r0, %sap
+  %tiles.pf.a0 = getelementptr double, ptr %Aq, i64 %tiles.pf.o0
+  %tiles.pf.r1 = add i64 %tiles.p, 33
+  %tiles.pf.o1 = mul i64 %tiles.pf.r1, %sap
+  %tiles.pf.a1 = getelementptr double, ptr %Aq, i64 %tiles.pf.o1
+  %tiles.pf.r2 = add i64 %tiles.p, 34
+  %tiles.pf.o2 = mul i64 %tiles.pf.r2, %sap
+  %tiles.pf.a2 = getelementptr double, ptr %Aq, i64 %tiles.pf.o2
+  %tiles.pf.r3 = add i64 %tiles.p, 35
+  %tiles.pf.o3 = mul i64 %tiles.pf.r3, %sap
+  %tiles.pf.a3 = getelementptr double, ptr %Aq, i64 %tiles.pf.o3
+  br label %tiles.pf
+tiles.pf:
+  %tiles.pf.l = phi i64 [ 0, %tiles.pf.rows ], [ %tiles.pf.l.next, %tiles.pf ]
+  %tiles.pf.b = shl i64 %tiles.pf.l, 6
+  %tiles.pf.p0 = getelementptr i8, ptr %tiles.pf.a0, i64 %tiles.pf.b
+  call void @llvm.prefetch.p0(ptr %tiles.pf.p0, i32 0, i32 3, i32 1)
+  %tiles.pf.p1 = getelementptr i8, ptr %tiles.pf.a1, i64 %tiles.pf.b
+  call void @llvm.prefetch.p0(ptr %tiles.pf.p1, i32 0, i32 3, i32 1)
+  %tiles.pf.p2 = getelementptr i8, ptr %tiles.pf.a2, i64 %tiles.pf.b
+  call void @llvm.prefetch.p0(ptr %tiles.pf.p2, i32 0, i32 3, i32 1)
+  %tiles.pf.p3 = getelementptr i8, ptr %tiles.pf.a3, i64 %tiles.pf.b
+  call void @llvm.prefetch.p0(ptr %tiles.pf.p3, i32 0, i32 3, i32 1)
+  %tiles.pf.l.next = add i64 %tiles.pf.l, 1
+  %tiles.pf.more = icmp slt i64 %tiles.pf.l.next, %pf.lines
+  br i1 %tiles.pf.more, label %tiles.pf, label %tiles.run
+tiles.run:
+  %tiles.co = mul i64 %tiles.p, %scp
+  %tiles.C = getelementptr double, ptr %C, i64 %tiles.co
+  call void @rows_4(ptr %tiles.A, i64 %sap, i64 %saq, ptr %Bq, i64 %sbq, ptr %tiles.C, i64 %scp, i64 %qn, i1 %init, i64 %M, ptr %bias, i1 %addb)
+  %tiles.p.next = add i64 %tiles.p, 4
+  br label %tiles
+narrow_tiles:
+  %narrow_tiles.p = phi i64 [ %p_lo, %qblock.body ], [ %narrow_tiles.p.next, %narrow_tiles.run ]
+  %narrow_tiles.more = icmp slt i64 %narrow_tiles.p, %narrow_end
+  br i1 %narrow_tiles.more, label %narrow_tiles.body, label %single
+narrow_tiles.body:
+  %narrow_tiles.ao = mul i64 %narrow_tiles.p, %sap
+  %narrow_tiles.A = getelementptr double, ptr %Aq, i64 %narrow_tiles.ao
+  br i1 %pf.on, label %narrow_tiles.pf.rows, label %narrow_tiles.run
+narrow_tiles.pf.rows:
+  %narrow_tiles.pf.r0 = add i64 %narrow_tiles.p, 32
+  %narrow_tiles.pf.o0 = mul i64 %narrow_tiles.pf.r0, %sap
+  %narrow_tiles.pf.a0 = getelementptr double, ptr %Aq, i64 %narrow_tiles.pf.o0
+  %narrow_tiles.pf.r1 = add i64 %narrow_tiles.p, 33
+  %narrow_tiles.pf.o1 = mul i64 %narrow_tiles.pf.r1, %sap
+  %narrow_tiles.pf.a1 = getelementptr double, ptr %Aq, i64 %narrow_tiles.pf.o1
+  %narrow_tiles.pf.r2 = add i64 %narrow_tiles.p, 34
+  %narrow_tiles.pf.o2 = mul i64 %narrow_tiles.pf.r2, %sap
+  %narrow_tiles.pf.a2 = getelementptr double, ptr %Aq, i64 %narrow_tiles.pf.o2
+  %narrow_tiles.pf.r3 = add i64 %narrow_tiles.p, 35
+  %narrow_tiles.pf.o3 = mul i64 %narrow_tiles.pf.r3, %sap
+  %narrow_tiles.pf.a3 = getelementptr double, ptr %Aq, i64 %narrow_tiles.pf.o3
+  %narrow_tiles.pf.r4 = add i64 %narrow_tiles.p, 36
+  %narrow_tiles.pf.o4 = mul i64 %narrow_tiles.pf.r4, %sap
+  %narrow_tiles.pf.a4 = getelementptr double, ptr %Aq, i64 %narrow_tiles.pf.o4
+  %narrow_tiles.pf.r5 = add i64 %narrow_tiles.p, 37
+  %narrow_tiles.pf.o5 = mul i64 %narrow_tiles.pf.r5, %sap
+  %narrow_tiles.pf.a5 = getelementptr double, ptr %Aq, i64 %narrow_tiles.pf.o5
+  %narrow_tiles.pf.r6 = add i64 %narrow_tiles.p, 38
+  %narrow_tiles.pf.o6 = mul i64 %narrow_tiles.pf.r6, %sap
+  %narrow_tiles.pf.a6 = getelementptr double, ptr %Aq, i64 %narrow_tiles.pf.o6
+  %narrow_tiles.pf.r7 = add i64 %narrow_tiles.p, 39
+  %narrow_tiles.pf.o7 = mul i64 %narrow_tiles.pf.r7, %sap
+  %narrow_tiles.pf.a7 = getelementptr double, ptr %Aq, i64 %narrow_tiles.pf.o7
+  br label %narrow_tiles.pf
+narrow_tiles.pf:
+  %narrow_tiles.pf.l = phi i64 [ 0, %narrow_tiles.pf.rows ], [ %narrow_tiles.pf.l.next, %narrow_tiles.pf ]
+  %narrow_tiles.pf.b = shl i64 %narrow_tiles.pf.l, 6
+  %narrow_tiles.pf.p0 = getelementptr i8, ptr %narrow_tiles.pf.a0, i64 %narrow_tiles.pf.b
+  call void @llvm.prefetch.p0(ptr %narrow_tiles.pf.p0, i32 0, i32 3, i32 1)
+  %narrow_tiles.pf.p1 = getelementptr i8, ptr %narrow_tiles.pf.a1, i64 %narrow_tiles.pf.b
+  call void @llvm.prefetch.p0(ptr %narrow_tiles.pf.p1, i32 0, i32 3, i32 1)
+  %narrow_tiles.pf.p2 = getelementptr i8, ptr %narrow_tiles.pf.a2, i64 %narrow_tiles.pf.b
+  call void @llvm.prefetch.p0(ptr %narrow_tiles.pf.p2, i32 0, i32 3, i32 1)
+  %narrow_tiles.pf.p3 = getelementptr i8, ptr %narrow_tiles.pf.a3, i64 %narrow_tiles.pf.b
+  call void @llvm.prefetch.p0(ptr %narrow_tiles.pf.p3, i32 0, i32 3, i32 1)
+  %narrow_tiles.pf.p4 = getelementptr i8, ptr %narrow_tiles.pf.a4, i64 %narrow_tiles.pf.b
+  call void @llvm.prefetch.p0(ptr %narrow_tiles.pf.p4, i32 0, i32 3, i32 1)
+  %narrow_tiles.pf.p5 = getelementptr i8, ptr %narrow_tiles.pf.a5, i64 %narrow_tiles.pf.b
+  call void @llvm.prefetch.p0(ptr %narrow_tiles.pf.p5, i32 0, i32 3, i32 1)
+  %narrow_tiles.pf.p6 = getelementptr i8, ptr %narrow_tiles.pf.a6, i64 %narrow_tiles.pf.b
+  call void @llvm.prefetch.p0(ptr %narrow_tiles.pf.p6, i32 0, i32 3, i32 1)
+  %narrow_tiles.pf.p7 = getelementptr i8, ptr %narrow_tiles.pf.a7, i64 %narrow_tiles.pf.b
+  call void @llvm.prefetch.p0(ptr %narrow_tiles.pf.p7, i32 0, i32 3, i32 1)
+  %narrow_tiles.pf.l.next = add i64 %narrow_tiles.pf.l, 1
+  %narrow_tiles.pf.more = icmp slt i64 %narrow_tiles.pf.l.next, %pf.lines
+  br i1 %narrow_tiles.pf.more, label %narrow_tiles.pf, label %narrow_tiles.run
+narrow_tiles.run:
+  %narrow_tiles.co = mul i64 %narrow_tiles.p, %scp
+  %narrow_tiles.C = getelementptr double, ptr %C, i64 %narrow_tiles.co
+  call void @rows_8(ptr %narrow_tiles.A, i64 %sap, i64 %saq, ptr %Bq, i64 %sbq, ptr %narrow_tiles.C, i64 %scp, i64 %qn, i1 %init, i64 %M, ptr %bias, i1 %addb)
+  %narrow_tiles.p.next = add i64 %narrow_tiles.p, 8
+  br label %narrow_tiles
+single:
+  %single.p = phi i64 [ %tiles.p, %tiles ], [ %narrow_tiles.p, %narrow_tiles ], [ %single.p.next, %single.body ]
+  %single.more = icmp slt i64 %single.p, %p_hi
+  br i1 %single.more, label %single.body, label %single.done
+single.body:
+  %single.ao = mul i64 %single.p, %sap
+  %single.A = getelementptr double, ptr %Aq, i64 %single.ao
+  %single.co = mul i64 %single.p, %scp
+  %single.C = getelementptr double, ptr %C, i64 %single.co
+  call void @rows_1(ptr %single.A, i64 %sap, i64 %saq, ptr %Bq, i64 %sbq, ptr %single.C, i64 %scp, i64 %qn, i1 %init, i64 %M, ptr %bias, i1 %addb)
   %single.p.next = add i64 %single.p, 1
   br label %single
 single.done:

@@ -1,8 +1,7 @@
 def softmax_loss__grad(W, b, X, Y):
     # Grad of: return -np.mean(np.sum(Y * logp, axis=1))    [golden/examples.py:167:5]
     # z = X @ W + b
-    _1 = matmul(X, W)
-    z = apply(softmax_loss__z, (_1, b))
+    _1, z = matmul_bias(X, W, softmax_loss__z, 0, b)
     # return -np.mean(np.sum(Y * logp, axis=1))
     _6 = row_dot_log_softmax(z, Y, axis=1)
     (dloss_d7,) = softmax_loss__loss__dual(not_needed)[1:]  # its partials do not read _7

@@ -17,7 +17,9 @@ a recording run of that signature, to what they did:
   a kept call: that call, with the site's own operands;
 - `sum_grads` taken by a fused driver's entry (codegen/llvm_entry.py): the entry,
   which checks its arguments itself (NotImplemented: the site's full call);
-- `broadcast_size`: its number.
+- `broadcast_size`: its number;
+- `matmul_bias` (passes/biasproducts) where numpy multiplies: numpy's `@` and the
+  kernel's kept apply (the two sites it replaced).
 
 Every other site keeps its full call. Invariants: a specialised site does what its full
 call would do for that signature, bit for bit (the same kept call, entry or product);
@@ -288,6 +290,25 @@ def _apply(full, backend, args, kwargs, result):
     return apply
 
 
+def _matmul_bias(full, backend, args, kwargs, result):
+    """`_1, z = matmul_bias(a, w, kernel, at, row)` where numpy multiplies (a small
+    batch): numpy's product and the kernel's apply, as the two sites it stands for bind."""
+    if kwargs or len(args) != 5 or not choose(backend).fast_path or not gemm.numpy_takes(args[0], args[1], backend):
+        return None
+    _, _, kernel, at, row = args
+    kargs = (result[0], row) if at == 0 else (row, result[0])
+    call = runtime.kept_apply(kernel, kargs)
+    if call is None or runtime.fast_layouts(kargs) is not None:    # apply's own fast path
+
+        def call(kargs):
+            return runtime.apply(kernel, kargs, backend)
+
+    def matmul_bias(a, w, kernel, at, row):
+        p = a @ w
+        return p, call((p, row) if at == 0 else (row, p))
+    return matmul_bias
+
+
 def _vjp(full, backend, args, kwargs, result):
     if kwargs or len(args) != 4 or not choose(backend).fast_path or not args[2]:
         return None
@@ -330,7 +351,7 @@ def _kernel_rowsum_vjp(full, backend, args, kwargs, result):
 SPECIALIZERS: dict[str, Callable] = {
     "matmul": _matmul, "dot": _dot, "matmul_lhs_bar": _lhs_bar, "matmul_rhs_bar": _rhs_bar,
     "kernel_matmul": _kernel_matmul, "kernel_matmul_vjp": _kernel_matmul_vjp, "sum_grads": _sum_grads,
-    "broadcast_size": _broadcast_size, "apply": _apply, "vjp": _vjp,
+    "broadcast_size": _broadcast_size, "apply": _apply, "vjp": _vjp, "matmul_bias": _matmul_bias,
     "kernel_rowsum": _kernel_rowsum, "kernel_rowsum_vjp": _kernel_rowsum_vjp,
 }
 

@@ -20,6 +20,7 @@ import numpy as np
 
 from . import array_rules, column_products, gemm, productsums, reduce, rowlayernorm, rowsoftmax, runtime, smath
 from .backends import backend_for, choose
+from .passes.rowfusion import SWITCH
 
 
 def runtime_names(backend: str) -> dict:
@@ -32,6 +33,7 @@ def runtime_names(backend: str) -> dict:
         "store_partials": with_backend(runtime.store_partials, backend),
         "vjp": with_backend(kernel_vjp, backend),
         "unit_vjp": with_backend(unit_vjp, backend),
+        "matmul_bias": with_backend(matmul_bias, backend),
         "jvp": with_backend(runtime.jvp, backend),
         "kernel_matmul": with_backend(column_products.kernel_matmul, backend),
         "kernel_matmul_vjp": with_backend(column_products.kernel_matmul_vjp, backend),
@@ -115,6 +117,21 @@ def kernel_vjp(kernel, args, active, out_bar, backend="auto"):
     for i in indices:
         mat[i] = np.ascontiguousarray(np.broadcast_to(np.asarray(args[i], dtype), shape))
     return runtime.vjp(kernel, mat, active, out_bar, backend=backend)
+
+
+def matmul_bias(a, w, kernel, at, row, backend="auto"):
+    """(p, kernel applied to p and row), p = a @ w at the kernel's parameter `at`, the
+    kernel `p + row` (passes/biasproducts): where s2sad's product takes a and w and row
+    is a row of their dtype (rowfusion's switch on), z = a @ w + row in one pass
+    (gemm.product_plus_row: the same bits) and p a read-only zero-stride array of the
+    product's shape and dtype (its pullback reads no value of it); else the product and
+    the kernel's apply, as the two statements were."""
+    if SWITCH.on:
+        z = gemm.product_plus_row(a, w, row, backend)
+        if z is not None:
+            return np.broadcast_to(np.zeros((), z.dtype), z.shape), z
+    p = gemm.matmul(a, w, backend)
+    return p, runtime.apply(kernel, (p, row) if at == 0 else (row, p), backend)
 
 
 def unit_vjp(kernel, args, active, out_bar, backend="auto"):

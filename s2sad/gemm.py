@@ -44,7 +44,8 @@ _F64, _F32 = np.dtype(np.float64), np.dtype(np.float32)
 _ARGTYPES = (ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p,
              ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64,
              ctypes.c_int64)
-_FUNCS: dict = {}
+_BIAS_ARGTYPES = _ARGTYPES + (ctypes.c_void_p,)
+_FUNCS: dict = {}            # dtype -> the product; (dtype, "bias") -> the product plus a row
 _CHOOSERS = Choosers()       # (dtype, columns) -> ThreadChooser
 
 
@@ -53,6 +54,14 @@ def _function(dtype: np.dtype):
     if f is None:
         address, keep = llvm_jit.gemm_code(dtype)
         f = _FUNCS[dtype] = llvm_jit.callable_at(address, _ARGTYPES, keep)
+    return f
+
+
+def _bias_function(dtype: np.dtype):
+    f = _FUNCS.get((dtype, "bias"))
+    if f is None:
+        address, keep = llvm_jit.gemm_code(dtype, bias=True)
+        f = _FUNCS[(dtype, "bias")] = llvm_jit.callable_at(address, _BIAS_ARGTYPES, keep)
     return f
 
 
@@ -81,11 +90,18 @@ def _operands(a: Any, b: Any):
     return a, b
 
 
-def _product(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+def _product(a: np.ndarray, b: np.ndarray, bias: np.ndarray | None = None) -> np.ndarray:
+    """a @ b (+ bias, a contiguous row of b.shape[1] values of a's dtype, added to each
+    row of the finished product)."""
     (p, q), m = a.shape, b.shape[1]
     size = a.dtype.itemsize
     c = np.empty((p, m), a.dtype)
-    f = _FUNCS.get(a.dtype) or _function(a.dtype)
+    if bias is None:
+        f = _FUNCS.get(a.dtype) or _function(a.dtype)
+    else:
+        plain = _FUNCS.get((a.dtype, "bias")) or _bias_function(a.dtype)
+        row = ptr(bias)
+        f = lambda *args: plain(*args, row)      # noqa: E731 (the row after the range)
     args = (ptr(a), a.strides[0] // size, a.strides[1] // size, ptr(b), b.strides[0] // size, ptr(c), m,
             p, q, m, 0)
     work = p * q * m
@@ -116,6 +132,24 @@ def _rows_on_threads(f, args, p: int, threads: int) -> None:
 def _own(a: Any, b: Any, backend: str) -> np.ndarray | None:
     ops = _operands(a, b) if choose(backend).fast_path else None
     return None if ops is None else _product(*ops)
+
+
+def product_plus_row(a: Any, b: Any, bias: Any, backend: str = "auto") -> np.ndarray | None:
+    """a @ b + bias in one pass of s2sad's product (the row added in the tile's store:
+    the bits of the product, then of numpy's add), or None where the product is not
+    s2sad's or bias is not a row of the product's dtype: shape (m,) or (1, m), m the
+    product's columns, contiguous and aligned."""
+    if not choose(backend).fast_path or type(bias) is not np.ndarray:
+        return None
+    ops = _operands(a, b)
+    if ops is None:
+        return None
+    a, b = ops
+    m = b.shape[1]
+    if bias.dtype != a.dtype or bias.shape not in ((m,), (1, m)) or not bias.flags.c_contiguous \
+            or not bias.flags.aligned:
+        return None
+    return _product(a, b, bias)
 
 
 def numpy_takes(a: Any, b: Any, backend: str = "auto") -> bool:

@@ -3,10 +3,14 @@ columns (a layer's weights, a gradient's right factor), as `X @ W1` and `X.T @ G
 an MLP's gradient.
 
     void s2sad_gemm_<f64|f32>(A, sa_p, sa_q, B, sb_q, C, sc_p, P, Q, M, accumulate, p_lo, p_hi)
+    void s2sad_gemm_bias_<f64|f32>(A, sa_p, sa_q, B, sb_q, C, sc_p, P, Q, M, accumulate, p_lo, p_hi, bias)
 
 computes, for p in [p_lo, p_hi) and j in [0, M):
 
-    C[p, j] (+)= sum over q in [0, Q) of A[p*sa_p + q*sa_q] * B[q*sb_q + j]
+    C[p, j] (+)= sum over q in [0, Q) of A[p*sa_p + q*sa_q] * B[q*sb_q + j]   (+ bias[j])
+
+the bias row (M contiguous values) added to the finished chain, in the tile's store after
+the last q block: `(X @ W) + b`'s operations, one add after the product's own.
 
 (strides in elements; B's and C's rows are contiguous; `accumulate` 0 starts from zero,
 else from C). A's two strides make A and A.T the same call.
@@ -39,8 +43,8 @@ PREFETCH_ROWS = 32    # A's rows this far ahead of a row tile are prefetched (wh
 _TYPES = {np.dtype(np.float64): ("double", "f64"), np.dtype(np.float32): ("float", "f32")}
 
 
-def symbol(dtype) -> str:
-    return f"s2sad_gemm_{_TYPES[np.dtype(dtype)][1]}"
+def symbol(dtype, bias: bool = False) -> str:
+    return f"s2sad_gemm_{'bias_' if bias else ''}{_TYPES[np.dtype(dtype)][1]}"
 
 
 def lanes_for(vector_bits: int | None, dtype) -> int:
@@ -79,7 +83,8 @@ def gemm_ir(dtype, lanes: int, vectors: int, rows: int = ROWS, q_block: int = Q_
     out += [_tile(ty, size, lanes, r, n, v) for r, n in tiles]
     out += [_row_driver(ty, lanes, r, vectors) for r in sorted({rows, 1}, reverse=True)]
     out.append(_row_driver(ty, lanes, NARROW_ROWS, 1))
-    out.append(_entry(ty, suffix, rows, lanes * vectors, q_block))
+    out.append(_entry(ty, suffix, rows, lanes * vectors, q_block, bias=False))
+    out.append(_entry(ty, suffix, rows, lanes * vectors, q_block, bias=True))
     return "\n\n".join(out) + "\n"
 
 
@@ -103,7 +108,7 @@ def _tile(ty: str, size: int, lanes: int, rows: int, vectors: int, v: str) -> st
     cells = [(i, j) for i in range(rows) for j in range(vectors)]
     last = vectors - 1
     a(f"define internal void @tile_{rows}_{vectors}(ptr noalias %A, i64 %sap, i64 %saq, ptr noalias %B, i64 %sbq, "
-      f"ptr noalias %C, i64 %scp, i64 %qn, i1 %init, {mt} %mask) {{")
+      f"ptr noalias %C, i64 %scp, i64 %qn, i1 %init, {mt} %mask, ptr noalias %bias, i1 %addb) {{")
     a("entry:")
     for i in range(rows):
         a(f"  %co{i} = mul i64 %scp, {i}")
@@ -142,8 +147,19 @@ def _tile(ty: str, size: int, lanes: int, rows: int, vectors: int, v: str) -> st
     a("  %more = icmp slt i64 %q.next, %qn")
     a("  br i1 %more, label %loop, label %done")
     a("done:")
+    a("  br i1 %addb, label %epilogue, label %store")
+    a("epilogue:")       # the epilogue: + bias[j] after the whole chain, as `(X @ W) + b` adds it
+    for j in range(vectors):
+        a(f"  %biasp{j} = getelementptr {ty}, ptr %bias, i64 {j * lanes}")
+        _vector_access(a, ty, size, vt, mt, v, f"%bv{j}", f"%biasp{j}", j == last)
     for i, j in cells:
-        _vector_access(a, ty, size, vt, mt, v, "", f"%cp{i}_{j}", j == last, value=f"%new{i}_{j}")
+        a(f"  %nb{i}_{j} = fadd {vt} %new{i}_{j}, %bv{j}")
+    a("  br label %store")
+    a("store:")
+    for i, j in cells:
+        a(f"  %out{i}_{j} = phi {vt} [ %new{i}_{j}, %done ], [ %nb{i}_{j}, %epilogue ]")
+    for i, j in cells:
+        _vector_access(a, ty, size, vt, mt, v, "", f"%cp{i}_{j}", j == last, value=f"%out{i}_{j}")
     a("  ret void")
     a("}")
     return a.text()
@@ -159,7 +175,7 @@ def _row_driver(ty: str, lanes: int, rows: int, vectors: int) -> str:
     args = "i64 %sap, i64 %saq, ptr %B{}, i64 %sbq, ptr %C{}, i64 %scp, i64 %qn, i1 %init"
     a = _Lines()
     a(f"define internal void @rows_{rows}(ptr %A, i64 %sap, i64 %saq, ptr %B, i64 %sbq, ptr %C, i64 %scp, "
-      f"i64 %qn, i1 %init, i64 %M) {{")
+      f"i64 %qn, i1 %init, i64 %M, ptr %bias, i1 %addb) {{")
     a("entry:")
     a(f"  %wide_end = sub i64 %M, {width - 1}")
     a("  br label %wide")
@@ -170,7 +186,8 @@ def _row_driver(ty: str, lanes: int, rows: int, vectors: int) -> str:
     a("wide.body:")
     a(f"  %Bw = getelementptr {ty}, ptr %B, i64 %j")
     a(f"  %Cw = getelementptr {ty}, ptr %C, i64 %j")
-    a(f"  call void @tile_{rows}_{vectors}(ptr %A, {args.format('w', 'w')}, {mt} {all_true})")
+    a(f"  %biasw = getelementptr {ty}, ptr %bias, i64 %j")
+    a(f"  call void @tile_{rows}_{vectors}(ptr %A, {args.format('w', 'w')}, {mt} {all_true}, ptr %biasw, i1 %addb)")
     a(f"  %j.next = add i64 %j, {width}")
     a("  br label %wide")
     a("narrow:")
@@ -184,7 +201,8 @@ def _row_driver(ty: str, lanes: int, rows: int, vectors: int) -> str:
     a(f"  %mask = icmp slt <{lanes} x i64> {iota}, %left.s")
     a(f"  %Bn = getelementptr {ty}, ptr %B, i64 %k")
     a(f"  %Cn = getelementptr {ty}, ptr %C, i64 %k")
-    a(f"  call void @tile_{rows}_1(ptr %A, {args.format('n', 'n')}, {mt} %mask)")
+    a(f"  %biasn = getelementptr {ty}, ptr %bias, i64 %k")
+    a(f"  call void @tile_{rows}_1(ptr %A, {args.format('n', 'n')}, {mt} %mask, ptr %biasn, i1 %addb)")
     a(f"  %k.next = add i64 %k, {lanes}")
     a("  br label %narrow")
     a("done:")
@@ -217,16 +235,19 @@ def _prefetch_rows(a: _Lines, ty: str, label: str, step: int) -> None:
     a(f"{label}.run:")
 
 
-def _entry(ty: str, suffix: str, rows: int, width: int, q_block: int) -> str:
+def _entry(ty: str, suffix: str, rows: int, width: int, q_block: int, bias: bool) -> str:
     """The exported function: q blocks outside; inside, row tiles of [p_lo, p_hi): of
     `rows` rows where M fills a wide tile (`width` columns), else of NARROW_ROWS rows of
     one vector, each prefetching the rows PREFETCH_ROWS ahead (_prefetch_rows); then the
     rows left, one at a time."""
     size = 4 if ty == "float" else 8
     a = _Lines()
-    a(f"define void @s2sad_gemm_{suffix}(ptr %A, i64 %sap, i64 %saq, ptr %B, i64 %sbq, ptr %C, i64 %scp, "
-      f"i64 %P, i64 %Q, i64 %M, i64 %accumulate, i64 %p_lo, i64 %p_hi) {{")
+    name, extra = (f"s2sad_gemm_bias_{suffix}", ", ptr %bias") if bias else (f"s2sad_gemm_{suffix}", "")
+    a(f"define void @{name}(ptr %A, i64 %sap, i64 %saq, ptr %B, i64 %sbq, ptr %C, i64 %scp, "
+      f"i64 %P, i64 %Q, i64 %M, i64 %accumulate, i64 %p_lo, i64 %p_hi{extra}) {{")
     a("entry:")
+    if not bias:
+        a("  %bias = getelementptr i8, ptr null, i64 0")
     a("  %from_zero = icmp eq i64 %accumulate, 0")
     a("  %pf.on = icmp eq i64 %saq, 1")
     a(f"  %narrow = icmp slt i64 %M, {width}")
@@ -243,6 +264,11 @@ def _entry(ty: str, suffix: str, rows: int, width: int, q_block: int) -> str:
     a(f"  %qn = select i1 %q.short, i64 %q.left, i64 {q_block}")
     a("  %first = icmp eq i64 %q0, 0")
     a("  %init = and i1 %first, %from_zero")
+    if bias:         # the row goes in with the last q block's store
+        a("  %q.end = add i64 %q0, %qn")
+        a("  %addb = icmp eq i64 %q.end, %Q")
+    else:
+        a("  %addb = and i1 false, %first")
     a("  %ao = mul i64 %q0, %saq")
     a(f"  %Aq = getelementptr {ty}, ptr %A, i64 %ao")
     a("  %bo = mul i64 %q0, %sbq")
@@ -268,7 +294,7 @@ def _entry(ty: str, suffix: str, rows: int, width: int, q_block: int) -> str:
         a(f"  %{label}.co = mul i64 %{label}.p, %scp")
         a(f"  %{label}.C = getelementptr {ty}, ptr %C, i64 %{label}.co")
         a(f"  call void @rows_{step}(ptr %{label}.A, i64 %sap, i64 %saq, ptr %Bq, i64 %sbq, ptr %{label}.C, "
-          f"i64 %scp, i64 %qn, i1 %init, i64 %M)")
+          f"i64 %scp, i64 %qn, i1 %init, i64 %M, ptr %bias, i1 %addb)")
         a(f"  %{label}.p.next = add i64 %{label}.p, {step}")
         a(f"  br label %{label}")
     a("single.done:")

@@ -376,11 +376,11 @@ def small_code(name: str, make_ir: Callable[[], str], long: bool) -> tuple[int, 
         return addresses[name], keep
 
 
-def gemm_code(dtype) -> tuple[int, object]:
+def gemm_code(dtype, bias: bool = False) -> tuple[int, object]:
     """(address, keepalive) of s2sad's matrix product for `dtype` (`llvm_gemm`), its
-    tiles sized for this host's vector registers. Its IR is explicit vector code, which
-    runs as fast unoptimised (the register allocator keeps the tile) and compiles in
-    about 20 ms instead of 170."""
+    tiles sized for this host's vector registers (`bias`: the one that adds a bias row
+    to its result). Its IR is explicit vector code, which runs as fast unoptimised (the
+    register allocator keeps the tile) and compiles in about 20 ms instead of 170."""
     from . import llvm_gemm
 
     dt = np.dtype(dtype)
@@ -389,9 +389,9 @@ def gemm_code(dtype) -> tuple[int, object]:
         bits = host_vector_bits(h)
         wide = "avx512f" in h.feature_set or h.triple.startswith(("aarch64", "arm64"))
         make = lambda: llvm_gemm.gemm_ir(dt, llvm_gemm.lanes_for(bits, dt), llvm_gemm.vectors_for(32 if wide else 16))
-        name = llvm_gemm.symbol(dt)
-        addresses, keep = _named_code((name,), make, "gemm (not optimised)", dt, optimized=False)
-        return addresses[name], keep
+        names = (llvm_gemm.symbol(dt), llvm_gemm.symbol(dt, bias=True))
+        addresses, keep = _named_code(names, make, "gemm (not optimised)", dt, optimized=False)
+        return addresses[names[bias]], keep
 
 
 def pool_code() -> tuple[dict[str, int], object]:

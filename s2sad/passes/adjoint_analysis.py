@@ -51,7 +51,7 @@ def _annotated_body(body: list) -> list:
 
 def binds(st: ArrayStmt) -> set:
     """The names a statement binds in the forward sweep: its target and its partials."""
-    return defs(st) | set(st.adjoint.partials)
+    return defs(st) | set(st.adjoint.partials) | st.adjoint.also_binds
 
 
 def forward_lines(st: ArrayStmt, lines: list) -> list:

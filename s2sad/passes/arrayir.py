@@ -124,6 +124,7 @@ class StmtFacts:
     grads_only: Callable | None = None              # live -> its line when its value is not needed
     scalar_reads: set | None = None                 # a scalar dual: what its partials read
     live_after: set | None = None                   # names read after it (grad variant)
+    also_binds: set = field(default_factory=set)    # names its line binds too (a product fused in: biasproducts)
     # forward over reverse (hvp_sweep): a kernel's kept (operand, partial, partial's tangent);
     # a matmul run in the pass of the kernel it reads (its ArrayStmt), and the name of their values
     tangent_partials: list | None = None

@@ -11,6 +11,7 @@ source of every kernel it calls (`kernel_sources`, printed after the derivative)
 """
 from __future__ import annotations
 
+from .biasproducts import fused_bias_line
 from .. import array_prims
 from ..frontend import source_line as _line
 from ..kernel_text import unparse
@@ -29,6 +30,7 @@ class ForwardSweep:
         self.kernel_modes, self.index = ctx.kernel_modes, ctx.index
         self.is_active, self.kernel_name, self.kernel_active = ctx.is_active, ctx.kernel_name, ctx.kernel_active
         self.kernel_sources: list[str] = []
+        self.previous = None     # (statement, its lines) just written in this block (biasproducts)
         self.line_of: dict = {}               # (id(kernel), its active parameters) already listed
 
     def forward(self, body, ind: str, out: list, defined: list):
@@ -45,11 +47,12 @@ class ForwardSweep:
                 lines: list = []
                 self.forward_stmt(st, ind, lines, defined)
                 group.stmts.append((st, lines))
+                self.previous = (st, lines)
             elif isinstance(st, ForStmt):
-                last = group = None
+                last = group = self.previous = None
                 self.forward_for(st, ind, out, defined)
             else:
-                last = group = None
+                last = group = self.previous = None
                 self.forward_if(st, ind, out, defined)
 
     def forward_stmt(self, st: ArrayStmt, ind: str, out: list, defined: list):
@@ -150,6 +153,8 @@ class ForwardSweep:
         active = tuple(p for _, p, _ in act)
         if mode != "store":
             self._add_source(k, k.module(active))
+            if self._bias_in_product(st, kn, active, ind, out):
+                return
             out.append(f"{ind}{t} = apply({kn}, {tup})")
             return
         # partials that are one value (`tanh(h + b)`: d/dh = d/db) are stored once
@@ -162,6 +167,20 @@ class ForwardSweep:
         self._add_source(k, k.module(unique))
         out.append(f"{ind}{t}, {tuple_text(list(stored.values()))} = store_partials({kn}, {tup}, "
                    f"{tuple_text([repr(p) for p in unique])})")
+
+    def _bias_in_product(self, st: ArrayStmt, kn: str, active: tuple, ind: str, out: list) -> bool:
+        """`X @ W + b` (biasproducts): the product's line, the statement right before,
+        becomes st's `_1, z = matmul_bias(...)`, which binds both names."""
+        prev = self.previous
+        if prev is None or len(prev[1]) != 1 or not isinstance(prev[1][0], str):
+            return False
+        fused = fused_bias_line(st, kn, active, prev[1][0], ind, self.index.readers, self.p.result)
+        if fused is None or prev[0].target not in st.args:
+            return False
+        prev[1].clear()
+        st.adjoint.also_binds = {prev[0].target}
+        out.append(fused)
+        return True
 
     def with_partner(self, st: ArrayStmt, ind: str, out: list) -> None:
         """A matmul or row reduction computed in the pass of the kernel that made its
