@@ -196,3 +196,19 @@ def test_a_warm_worker_plans_and_compiles_nothing_again():
         for _ in range(3):
             assert s2sad.grad(mean_loss)(Z, 0.3).sum().compute() == first
         assert list(client.run(worker_state).values()) == [(compiles, plans)]
+
+
+def test_a_block_task_reuses_its_derivative_and_never_pickles_it():
+    import pickle
+
+    from s2sad.dask_tasks import BlockTask
+
+    task = BlockTask(sum_loss, (0,), "auto", "auto", 1.0, blocks=2, what="grad")
+    a, b = data(300, 1), data(300, 2)
+    value, (ga,) = task(a)
+    made = task.derivative
+    assert value is None and made is not None
+    assert task(b)[1][0].tobytes() == s2sad.grad(sum_loss)(b).tobytes() and task.derivative is made
+    copy = pickle.loads(pickle.dumps(task))
+    assert copy.derivative is None and task.derivative is made
+    assert copy(a)[1][0].tobytes() == ga.tobytes()

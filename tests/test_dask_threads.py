@@ -1,4 +1,4 @@
-"""The threads a kernel takes inside a dask block task (dask_grad.tasks_at_once,
+"""The threads a kernel takes inside a dask block task (dask_tasks.tasks_at_once,
 threads.sharing_cores): its share of the cores, by what dask runs at once in this process
 (the call's blocks, the scheduler's threads), never more threads than cores in all, one
 block alone left to the chooser; the results are the same bits on any count."""
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import s2sad
-from s2sad import dask_grad, threadchoice, threads
+from s2sad import dask_tasks, threadchoice, threads
 
 da = pytest.importorskip("dask.array", reason="dask is an optional extra: make test installs it")
 dask = pytest.importorskip("dask")
@@ -77,14 +77,14 @@ def test_sharing_cores_alone_keeps_the_environment(cores, monkeypatch):
 
 
 def test_tasks_at_once_reads_the_scheduler():
-    assert dask_grad.tasks_at_once(4) == 1                  # the main thread: the synchronous scheduler
+    assert dask_tasks.tasks_at_once(4) == 1                  # the main thread: the synchronous scheduler
     with dask.config.set(num_workers=3):
-        assert in_thread(lambda: dask_grad.tasks_at_once(4)) == 3
-        assert in_thread(lambda: dask_grad.tasks_at_once(2)) == 2
-        assert in_thread(lambda: dask_grad.tasks_at_once(0)) == 3     # blocks not known
+        assert in_thread(lambda: dask_tasks.tasks_at_once(4)) == 3
+        assert in_thread(lambda: dask_tasks.tasks_at_once(2)) == 2
+        assert in_thread(lambda: dask_tasks.tasks_at_once(0)) == 3     # blocks not known
     from concurrent.futures import ThreadPoolExecutor
     with ThreadPoolExecutor(5) as pool, dask.config.set(pool=pool):
-        assert in_thread(lambda: dask_grad.tasks_at_once(8)) == 5
+        assert in_thread(lambda: dask_tasks.tasks_at_once(8)) == 5
 
 
 @pytest.mark.parametrize("blocks, workers, want", [(1, 2, None), (4, 2, 1), (2, 4, 2), (3, 4, 1)])
@@ -112,12 +112,12 @@ def test_a_worker_of_one_thread_runs_its_kernels_on_one():
     distributed = pytest.importorskip("distributed")
     with distributed.LocalCluster(n_workers=1, threads_per_worker=1, dashboard_address=None,
                                   silence_logs=40) as cluster, distributed.Client(cluster) as client:
-        assert client.submit(dask_grad.tasks_at_once, 8, pure=False).result() == 1
-        assert client.submit(dask_grad.tasks_at_once, 0, pure=False).result() == 1
+        assert client.submit(dask_tasks.tasks_at_once, 8, pure=False).result() == 1
+        assert client.submit(dask_tasks.tasks_at_once, 0, pure=False).result() == 1
 
 
 def test_workers_in_one_process_share_its_cores():
     distributed = pytest.importorskip("distributed")
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None,
                                   silence_logs=40) as cluster, distributed.Client(cluster) as client:
-        assert client.submit(dask_grad.tasks_at_once, 8, pure=False).result() == 2
+        assert client.submit(dask_tasks.tasks_at_once, 8, pure=False).result() == 2

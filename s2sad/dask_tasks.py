@@ -1,0 +1,171 @@
+"""What a dask task of s2sad runs (dask_grad builds the graphs): the loss's value and
+gradients on one block (`BlockTask`), the gradient alone in a blockwise layer
+(`BlockGrad`), a function broadcast over one block (`BlockApply`), each kernel call with
+its share of the cores (`tasks_at_once`).
+
+Invariants: a task object is picklable and ships no compiled code (the loss by
+reference or by value, its file's lines; a Derivative made in a process is left out of
+its pickle), so a fresh worker process plans and compiles for itself or maps its kernels
+from its machine's disk cache; each block's result is the in-memory call's on that block
+(weighted for a mean), on any thread count.
+
+Layer: plan (with dask_grad; dask and distributed are read only when a task runs).
+"""
+from __future__ import annotations
+
+import linecache
+import multiprocessing
+import sys
+import threading
+import types
+from typing import Callable
+
+import numpy as np
+
+from . import mempool
+from .dask_blocks import pick
+from .derivative import Derivative
+from .threads import sharing_cores
+
+
+class BlockTask:
+    """value_and_grad (or, `what`="grad", the gradients alone: value None) of the loss on
+    one block, times `weight`: picklable (the loss and its file's lines; no compiled code,
+    the Derivative it made left out), so a fresh worker process plans and compiles for
+    itself (or maps the kernels from its machine's disk cache). The blocks of one call
+    that share this object share its Derivative (made at the first, ~60 us a block)."""
+
+    def __init__(self, fun: Callable, argnums: tuple[int, ...], backend, mode: str, weight: float,
+                 picks: tuple = (), blocks: int = 0, what: str = "value_and_grad"):
+        self.fun, self.argnums, self.backend, self.mode, self.weight = fun, argnums, backend, mode, weight
+        self.what = what
+        self.derivative: Derivative | None = None
+        self.picks = picks                # the items it takes of its inputs (dask_blocks.pick)
+        self.blocks = blocks              # the call's block tasks (0: not known, as many as run at once)
+        # dask names a task after its callable's __name__: "s2sad_grad_loss" on the dashboard
+        self.__name__ = "s2sad_grad_" + getattr(fun, "__name__", type(fun).__name__).replace("<lambda>", "lambda")
+        code = getattr(fun, "__code__", None)
+        self.filename = code.co_filename if code is not None else None
+        self.lines = tuple(linecache.getlines(self.filename)) if self.filename else ()
+
+    def __getstate__(self) -> dict:
+        return dict(self.__dict__, derivative=None)      # never compiled code in a task
+
+    def __call__(self, *blocks):
+        return self.run(pick(blocks, self.picks), self.weight)
+
+    def made(self) -> Derivative:
+        """The Derivative this object's blocks run, made at the first (two blocks meeting
+        here at once may each make one: the same plan, from the process's caches)."""
+        d = self.derivative
+        if d is None:
+            if self.filename and self.lines and not linecache.getlines(self.filename):
+                # the source is not readable here (another machine): the shipped lines stand in
+                linecache.cache[self.filename] = (sum(map(len, self.lines)), None, list(self.lines), self.filename)
+            if self.filename:
+                restore_filenames(self.fun, self.filename)
+            d = self.derivative = Derivative(self.fun, self.argnums, self.backend, self.what, self.mode)
+        return d
+
+    def run(self, blocks, weight: float):
+        """(value, grads) of the loss on `blocks`, times `weight`."""
+        d = self.made()
+        token = mempool.enter(blocks)     # a block's gradient from the pool: warm on the next call
+        try:
+            with sharing_cores(tasks_at_once(self.blocks)):     # the parallelism is dask's first
+                value, grads = d(*blocks)
+        finally:
+            mempool.leave(token)
+        if weight != 1.0:
+            value = None if value is None else value * weight
+            grads = tuple(g * np.asarray(weight, dtype=np.result_type(g)) for g in grads)
+        return value, tuple(grads)
+
+
+def tasks_at_once(blocks: int) -> int:
+    """How many of a call's `blocks` block tasks (0: not known) run at once in this process,
+    by what is running them: a distributed worker its threads; dask's threaded scheduler
+    its pool's (`num_workers`, `pool`, else dask's count of the cores); on the main thread
+    of the user's process (the synchronous scheduler) one; a `processes` scheduler's child
+    as the threaded one. Each kernel call then takes its share of the cores
+    (threads.sharing_cores): measured at 10M in 4 blocks on 2 cores,
+    each block on both cores ran four threads on two and was slower than one thread each;
+    a single block on one thread left a core idle."""
+    slots = _worker_threads()
+    if slots is None:
+        if threading.current_thread() is threading.main_thread() and multiprocessing.parent_process() is None:
+            return 1            # the synchronous scheduler: one task at a time
+        slots = _scheduler_threads()
+    return max(1, min(blocks, slots) if blocks else slots)
+
+
+def _worker_threads() -> int | None:
+    """The threads of the distributed workers in this process (one, with its own threads,
+    in a worker process; several in a cluster of threads, processes=False), None outside
+    a worker."""
+    dist = sys.modules.get("distributed")
+    if dist is None:
+        return None
+    try:
+        worker = dist.get_worker()
+    except ValueError:
+        return None
+    workers = [w for w in getattr(type(worker), "_instances", ()) if str(getattr(w, "status", "")).endswith("running")]
+    workers = workers or [worker]       # (closed workers not yet collected left out)
+    return sum(int(getattr(getattr(w, "state", None), "nthreads", 1) or 1) for w in workers)
+
+
+def _scheduler_threads() -> int:
+    """The tasks dask's local threaded (or processes) scheduler runs at once."""
+    from dask import config
+    from dask.system import CPU_COUNT
+
+    pool = config.get("pool", None)
+    if pool is not None:
+        return int(getattr(pool, "_max_workers", None) or getattr(pool, "_processes", None) or CPU_COUNT)
+    n = config.get("num_workers", None)
+    return int(n) if isinstance(n, int) and n >= 1 else CPU_COUNT
+
+
+class BlockGrad:
+    """blockwise's function (`lazy_grad`): the gradient w.r.t. the one differentiated
+    argument, at position `which`, of the loss on one block; for a mean, weighted by that
+    block's share (its size over `total`), as BlockTask's weight is."""
+
+    def __init__(self, task: BlockTask, which: int, total: int | None):
+        self.task, self.which, self.total = task, which, total
+        self.__name__ = task.__name__
+
+    def __call__(self, *blocks):
+        weight = np.size(blocks[self.which]) / self.total if self.total else 1.0
+        return self.task.run(blocks, weight)[1][0]
+
+
+PICKLED_BY_VALUE = "<dynamic-code>"    # the file name cloudpickle gives the code it ships by value
+
+
+def restore_filenames(fun: Callable, filename: str) -> None:
+    """A loss shipped by value (defined in __main__) arrives with its code's file name
+    replaced: give it, and the functions of its file it reads, their file back, so s2sad
+    finds their source (the shipped lines) as in the user's process."""
+    todo = [fun] + [v for v in getattr(fun, "__globals__", {}).values() if isinstance(v, types.FunctionType)]
+    for f in todo:
+        if f.__code__.co_filename == PICKLED_BY_VALUE:
+            f.__code__ = _renamed(f.__code__, filename)
+
+
+def _renamed(code: types.CodeType, filename: str) -> types.CodeType:
+    consts = tuple(_renamed(c, filename) if isinstance(c, types.CodeType) else c for c in code.co_consts)
+    return code.replace(co_filename=filename, co_consts=consts)
+
+
+class BlockApply:
+    """`apply(f, *blocks)` on one block (apply: s2sad.broadcast, passed down by the api)."""
+
+    def __init__(self, apply: Callable, f: Callable, backend, picks: tuple = (), blocks: int = 0):
+        self.apply, self.f, self.backend, self.picks, self.blocks = apply, f, backend, picks, blocks
+
+    def __call__(self, *blocks):
+        blocks = pick(blocks, self.picks)
+        with sharing_cores(tasks_at_once(self.blocks)):      # see BlockTask
+            return self.apply(self.f, *blocks, backend=self.backend)
