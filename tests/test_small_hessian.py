@@ -415,3 +415,15 @@ def test_a_primitive_with_no_second_order_rule_unrolls_right():
     close(got[0][0], 2 * np.outer(y, y))
     close(got[0][1], 2 * np.outer(y, x) + 2 * (x @ y) * np.eye(3))
     close(got[1][1], 2 * np.outer(x, x))
+
+
+def test_threads_calling_one_hessian_with_different_shapes():
+    from concurrent.futures import ThreadPoolExecutor
+    h = s2sad.hessian(rosen)
+    xs = [RNG.normal(size=n) for n in (4, 7, 10, 4, 7, 10) * 4]
+
+    def one(x):
+        return np.max(np.abs(h(x) - rosen_hessian(x))) / np.max(np.abs(rosen_hessian(x)))
+    with ThreadPoolExecutor(4) as pool:
+        errors = list(pool.map(one, xs))
+    assert max(errors) < 1e-12
