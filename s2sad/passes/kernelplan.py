@@ -18,7 +18,7 @@ from __future__ import annotations
 import hashlib
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 import gast
 
@@ -115,6 +115,13 @@ def constant_zero_partials(dual: gast.FunctionDef, n_partials: int) -> bool:
     sign), and its body end in a return? Anything else (a partial computed, a return of
     a helper's dual, a nested function) is not proven: the kernel runs. The frontend
     refuses `raise` and a path that reaches the end without returning."""
+    return literal_partials(dual, n_partials, _is_plus_zero)
+
+
+def literal_partials(dual: gast.FunctionDef, n_partials: int, is_literal: Callable[[gast.AST], bool]) -> bool:
+    """Does every return of the dual entry `dual` give (value, p1, ..., pn) with each
+    partial a literal `is_literal` accepts, with no nested function, and its body end in
+    a return (so every path returns one of them)?"""
     if not dual.body or not isinstance(dual.body[-1], gast.Return):
         return False
     found = False
@@ -125,7 +132,7 @@ def constant_zero_partials(dual: gast.FunctionDef, n_partials: int) -> bool:
             value = node.value
             if not isinstance(value, gast.Tuple) or len(value.elts) != 1 + n_partials:
                 return False
-            if not all(_is_plus_zero(e) for e in value.elts[1:]):
+            if not all(is_literal(e) for e in value.elts[1:]):
                 return False
             found = True
     return found

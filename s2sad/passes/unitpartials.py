@@ -13,27 +13,15 @@ from __future__ import annotations
 
 import gast
 
+from .kernelplan import literal_partials
+
 
 def unit_partials(kernel, active: tuple[str, ...]) -> bool:
     """Is every partial of `kernel`'s dual for `active` the literal 1 on every path?"""
     if not active:
         return False
     module = kernel.module(active)
-    dual = module.functions[module.dual_entry]
-    if not dual.body or not isinstance(dual.body[-1], gast.Return):
-        return False
-    found = False
-    for node in gast.walk(dual):
-        if node is not dual and isinstance(node, (gast.FunctionDef, gast.Lambda)):
-            return False
-        if isinstance(node, gast.Return):
-            value = node.value
-            if not isinstance(value, gast.Tuple) or len(value.elts) != 1 + len(active):
-                return False
-            if not all(_is_one(e) for e in value.elts[1:]):
-                return False
-            found = True
-    return found
+    return literal_partials(module.functions[module.dual_entry], len(active), _is_one)
 
 
 def _is_one(node) -> bool:
