@@ -6,6 +6,7 @@ import gast
 import numpy as np
 import pytest
 
+import s2sad
 from s2sad.kernel import KernelModule
 from s2sad.passes import rowfusion
 
@@ -120,3 +121,19 @@ def rosen_hessian(x):
         h[i + 1, i + 1] += 200.0
         h[i, i + 1] = h[i + 1, i] = -400.0 * x[i]
     return h
+
+
+def hessian_per_column(loss, args, i, j, backend="llvm"):
+    """Block (i, j) of loss's Hessian one column at a time: jvp(grad_i loss) along each
+    basis direction of argument j (the oracle the batched and unrolled paths are checked
+    against)."""
+    g = s2sad.grad(loss, argnums=i, backend=backend)
+    x = np.asarray(args[j])
+    cols = []
+    for k in range(x.size):
+        tangents = [np.zeros_like(a) if isinstance(a, np.ndarray) else 0.0 for a in args]
+        e = np.zeros(x.size)
+        e[k] = 1.0
+        tangents[j] = e.reshape(x.shape)
+        cols.append(np.asarray(s2sad.jvp(g, tuple(args), tuple(tangents), backend=backend)[1]))
+    return np.stack(cols, axis=-1).reshape(np.shape(args[i]) + x.shape)

@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 import s2sad
 from s2sad.batched_jac import Blocks
 
+from conftest import hessian_per_column as per_column
 from randarray import draw_program, load
 
 SCALE = float(os.environ.get("S2SAD_RANDPROG_SCALE", "1"))
@@ -31,17 +32,6 @@ def programs(draw):
     return draw_program(draw, st)
 
 
-def per_column(loss, args, i, j, backend):
-    g = s2sad.grad(loss, argnums=i, backend=backend)
-    x = np.asarray(args[j])
-    cols = []
-    for k in range(x.size):
-        tangents = [np.zeros_like(a) if isinstance(a, np.ndarray) else 0.0 for a in args]
-        e = np.zeros(x.size)
-        e[k] = 1.0
-        tangents[j] = e.reshape(x.shape)
-        cols.append(np.asarray(s2sad.jvp(g, tuple(args), tuple(tangents), backend=backend)[1]))
-    return np.stack(cols, axis=-1).reshape(np.shape(args[i]) + x.shape)
 
 
 @settings(max_examples=max(1, int(25 * SCALE)), deadline=None, derandomize=True, database=None,

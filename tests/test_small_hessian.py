@@ -19,7 +19,7 @@ import s2sad
 from s2sad import small_hessian
 from s2sad.batched_jac import Blocks
 from s2sad.passes import unroll_small
-from conftest import central_fd, rosen, rosen_hessian
+from conftest import hessian_per_column as per_column, central_fd, rosen, rosen_hessian
 
 RNG = np.random.default_rng(7)
 SCALE = 100.0
@@ -34,17 +34,6 @@ def batched(fun, args, i, j):
     return Blocks(fun, "llvm", "hessian")(tuple(args), (i,), (j,))[(i, j)]
 
 
-def per_column(fun, args, i, j, backend="llvm"):
-    g = s2sad.grad(fun, argnums=i, backend=backend)
-    x = np.asarray(args[j])
-    cols = []
-    for k in range(x.size):
-        tangents = [np.zeros_like(a) if isinstance(a, np.ndarray) else 0.0 for a in args]
-        e = np.zeros(x.size)
-        e[k] = 1.0
-        tangents[j] = e.reshape(x.shape)
-        cols.append(np.asarray(s2sad.jvp(g, tuple(args), tuple(tangents), backend=backend)[1]))
-    return np.stack(cols, axis=-1).reshape(np.shape(args[i]) + x.shape)
 
 
 def mixed(x, y):

@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 import s2sad
 from s2sad.small_hessian import SmallHessian
 
+from conftest import hessian_per_column as per_column
 from randarray import draw_program, load
 
 SCALE = float(os.environ.get("S2SAD_RANDPROG_SCALE", "1"))
@@ -35,17 +36,6 @@ SETTINGS = dict(deadline=None, derandomize=True, database=None, print_blob=False
                 phases=[Phase.explicit, Phase.reuse, Phase.generate], suppress_health_check=list(HealthCheck))
 
 
-def per_column(loss, args, i, j, backend="llvm"):
-    g = s2sad.grad(loss, argnums=i, backend=backend)
-    x = np.asarray(args[j])
-    cols = []
-    for k in range(x.size):
-        tangents = [np.zeros_like(a) if isinstance(a, np.ndarray) else 0.0 for a in args]
-        e = np.zeros(x.size)
-        e[k] = 1.0
-        tangents[j] = e.reshape(x.shape)
-        cols.append(np.asarray(s2sad.jvp(g, tuple(args), tuple(tangents), backend=backend)[1]))
-    return np.stack(cols, axis=-1).reshape(np.shape(args[i]) + x.shape)
 
 
 def assert_close(got, want):
