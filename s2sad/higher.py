@@ -143,7 +143,8 @@ def _jacrev_rows(fun: Callable, args: tuple, argnums, backend: str):
             rows[k].append(pullback(tree.unflatten(td, seeds)))
     return _by_output(td, argnums, lambda i, k: _assemble([r[i] for r in rows[k]], np.shape(outs[k]),
                                                           np.shape(args[i]), rows_first=True,
-                                                          dtype=float_dtype(args[i])))
+                                                          dtype=float_dtype(args[i]),
+                                                          array_in=isinstance(args[i], np.ndarray)))
 
 
 def _by_output(td, argnums, jac: Callable) -> Any:
@@ -376,8 +377,8 @@ def _jacfwd_one(fun: Callable, args: tuple, i: int, backend: str):
         out, _ = jvp(fun, tuple(args), tuple(zeros), backend=backend)
     outs, td = tree.flatten(out)
     _check_numbers(outs, fun, "jacfwd")
-    return td, [_assemble([c[k] for c in columns], np.shape(o), in_shape, rows_first=False, dtype=float_dtype(x))
-                for k, o in enumerate(outs)]
+    return td, [_assemble([c[k] for c in columns], np.shape(o), in_shape, rows_first=False, dtype=float_dtype(x),
+                          array_in=isinstance(x, np.ndarray)) for k, o in enumerate(outs)]
 
 
 def _zero_tangent(a):
@@ -394,12 +395,15 @@ def _basis(x, j):
     return e
 
 
-def _assemble(parts: list, out_shape: tuple, in_shape: tuple, rows_first: bool, dtype=np.float64):
+def _assemble(parts: list, out_shape: tuple, in_shape: tuple, rows_first: bool, dtype=np.float64,
+              array_in: bool = False):
     """Columns (one per input element) or rows (one per output element) -> the Jacobian,
-    shape out_shape + in_shape; a float when both are scalars; zeros of `dtype` when
-    there are no parts (an empty input or output)."""
+    shape out_shape + in_shape; when both are scalars, a float, or a 0-d array of `dtype`
+    for an array input (`array_in`: grad's gradient of a 0-d array is one); zeros of
+    `dtype` when there are no parts (an empty input or output)."""
     if not out_shape and not in_shape:
-        return parts[0] if not isinstance(parts[0], np.ndarray) else parts[0][()]
+        part = parts[0] if not isinstance(parts[0], np.ndarray) else parts[0][()]
+        return np.asarray(part, dtype=dtype) if array_in else part
     if not parts:
         return np.zeros(out_shape + in_shape, dtype=dtype)
     stacked = np.asarray([np.asarray(p) for p in parts])
