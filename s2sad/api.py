@@ -25,6 +25,7 @@ from .callables import bound_call
 from . import array_prims
 from .array_prims import register_vjp
 from .deep import deeply
+from .first_order import first_order_checked
 from .derivative import Derivative
 from .errors import S2SADError
 from .frontend import Assumptions, bound, classify, parse_function, recording
@@ -218,28 +219,6 @@ def vjp(fun: Callable, *primals, has_aux: bool = False, backend: str = "auto", m
     out, pullback = vjp_at(planned, primals, backend, mode)
     # a pullback may plan and compile kernels too (deeply)
     return out, marks.mark_derivative(pullback_of(deeply(mempool.pooled(pullback)), len(primals)), "vjp", planned)
-
-
-def first_order_checked(mark: marks.DerivativeMark, primals: tuple) -> None:
-    """What the derivative `mark` (grad or value_and_grad of f) refuses at these primals,
-    refused before jvp or vjp differentiates it again: a container it does not take (it
-    is called once: a list under `**`), or f's output not a scalar (f a map of numbers,
-    whose derivative the nested path would take element by element: the grad refuses)."""
-    if has_nodes(primals):
-        mark_fun = mark.derivative
-        with bound(mark_fun.fun):
-            tree_calls(mark_fun)(bind(mark_fun.fun, primals, {}))
-        return
-    d = mark.derivative
-    if is_array_derivative(mark) or len(primals) != d.arity:
-        return      # (an array program's jvp checks it; a call it does not take is refused there)
-    with bound(d.fun):
-        try:
-            c = d.c
-        except S2SADError:      # no plan: the composition is refused where it is built, naming its level
-            return
-        if c.fused and c.plan.reduction not in ("sum", "mean"):
-            c.check_scalar_loss(runtime.broadcast_size(*c.kernel_args(primals)))
 
 
 def _pullback_fn(pull: Callable) -> Callable:

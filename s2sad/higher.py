@@ -31,13 +31,14 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from . import array_higher, higher_explain, marks, mempool, tree
-from .api import first_order_checked, grad, jvp, vjp
+from .api import grad, jvp, vjp
 from .arguments import argnums_tuple, check_argnums_spec, dtype_of
 from .errors import ArgumentError, NonDifferentiableInputError, S2SADError
 from .targets import arity, bind
 from .batched_jac import Blocks
 from .batched_rows import Rows
 from .deep import deeply
+from .first_order import first_order_checked
 from .jacdiag import Diagonal
 from .small_hessian import SmallHessian
 from .reduce import float_dtype
