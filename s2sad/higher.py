@@ -39,7 +39,7 @@ from .batched_jac import Blocks
 from .batched_rows import Rows
 from .deep import deeply
 from .jacdiag import Diagonal
-from .small_hessian import SmallHessian
+from .small_hessian import OfGrad, SmallHessian
 from .reduce import float_dtype
 
 # which path a wrapper's last call took (`wrapper.took`, read by higher_explain)
@@ -58,12 +58,17 @@ def jacfwd(fun: Callable, argnums=0, *, backend: str = "auto") -> Callable:
     inner = mark.derivative if of_grad else None
     batched = Blocks(inner.fun if of_grad else fun,
                      inner.backend if of_grad and backend == "auto" else backend, "jacfwd")
+    small = _small_of_grad(mark, inner, argnums, backend) if of_grad else None
 
     def jacfwd_fun(*args, **kwargs):
         if kwargs:
             args = _with_keywords(fun, args, kwargs)
         if of_grad:     # (what the grad refuses: a map's grad is no elementwise derivative)
             first_order_checked(mark, args)
+            got = small(args)       # a small fixed-shape program: hessian's unrolled plan
+            if got is not None:
+                jacfwd_fun.took = UNROLLED
+                return got
         got = _diagonal_of(diagonal, argnums, args)
         if got is not None:
             jacfwd_fun.took = DIAGONAL
@@ -80,6 +85,7 @@ def jacfwd(fun: Callable, argnums=0, *, backend: str = "auto") -> Callable:
         td = next(iter(per.values()))[0]
         return _by_output(td, argnums, lambda i, k: per[i][1][k])
     jacfwd_fun.batched = batched        # (why_not: the statement with no batched form, if any)
+    jacfwd_fun.small = small
     return _named(jacfwd_fun, "jacfwd", fun, argnums)
 
 
@@ -97,12 +103,17 @@ def jacrev(fun: Callable, argnums=0, *, backend: str = "auto") -> Callable:
     # program: all rows from one batched pullback (batched_rows.py)
     batched = Blocks(inner.fun, inner.backend if backend == "auto" else backend, "jacrev") \
         if inner is not None else Rows(fun, backend)
+    small = _small_of_grad(mark, inner, argnums, backend) if inner is not None else None
 
     def jacrev_fun(*args, **kwargs):
         if kwargs:
             args = _with_keywords(fun, args, kwargs)
         if inner is not None:   # (as jacfwd's)
             first_order_checked(mark, args)
+            got = small(args)
+            if got is not None:
+                jacrev_fun.took = UNROLLED
+                return got
         # an array program's warm path first (it is never an elementwise map's)
         got = _batched_rows(batched, argnums, args, hot=True) if inner is None else None
         if got is not None:
@@ -121,6 +132,7 @@ def jacrev(fun: Callable, argnums=0, *, backend: str = "auto") -> Callable:
         jacrev_fun.took = ONE_BY_ONE
         return _jacrev_rows(fun, args, argnums, backend)
     jacrev_fun.batched = batched
+    jacrev_fun.small = small
     return _named(jacrev_fun, "jacrev", fun, argnums)
 
 
@@ -144,6 +156,12 @@ def _jacrev_rows(fun: Callable, args: tuple, argnums, backend: str):
     return _by_output(td, argnums, lambda i, k: _assemble([r[i] for r in rows[k]], np.shape(outs[k]),
                                                           np.shape(args[i]), rows_first=True,
                                                           dtype=float_dtype(args[i])))
+
+
+def _small_of_grad(mark, inner, argnums, backend: str) -> OfGrad:
+    """jacfwd/jacrev of grad(f): hessian(f)'s unrolled plan for small fixed shapes (the
+    grad's function and argnums from its mark; its backend where this one is "auto")."""
+    return OfGrad(mark.of, inner.argnums_spec, argnums, inner.backend if backend == "auto" else backend)
 
 
 def _by_output(td, argnums, jac: Callable) -> Any:

@@ -310,3 +310,46 @@ def program_text(plan: Plan, params: list, name: str) -> str:
             lines.append(f"    out[{i}] = {operand(o)}")
     lines.append(f"    # the other {plan.outputs.count(None)} elements: 0.0")
     return "\n".join(lines) + "\n"
+
+
+class OfGrad:
+    """jacfwd / jacrev (argnums `jac_nums`) of grad(fun, `grad_nums`): Hessian blocks,
+    the grad's outputs outside, the Jacobian's argnums inside (JAX's layout), from one
+    SmallHessian in the union of both argnums (one per call arity), or None."""
+
+    def __init__(self, fun: Callable, grad_nums, jac_nums, backend: str):
+        self.fun, self.grad_nums, self.jac_nums, self.backend = fun, grad_nums, jac_nums, backend
+        self.same = type(grad_nums) is int and grad_nums == jac_nums    # hessian(fun, argnums) itself
+        self.by_arity: dict[int, tuple] = {}        # n -> (SmallHessian, picks) or None
+
+    @property
+    def why_not(self) -> str | None:
+        return next((s[0].why_not for s in self.by_arity.values() if s and s[0].why_not), None)
+
+    def __call__(self, args: tuple) -> Any:
+        n = len(args)
+        if n not in self.by_arity:
+            self.by_arity[n] = self._made(n)
+        got = self.by_arity[n]
+        if got is None:
+            return None
+        small, pick = got
+        h = small(args)
+        return h if h is None or pick is None else pick(h)
+
+    def _made(self, n: int) -> tuple | None:
+        g, j = _normalised(self.grad_nums, n), _normalised(self.jac_nums, n)
+        if g is None or j is None:
+            return None
+        if self.same:
+            return SmallHessian(self.fun, self.grad_nums, self.backend), None
+        union = g + tuple(i for i in j if i not in g)
+        at = {i: k for k, i in enumerate(union)}
+        many_g, many_j = isinstance(self.grad_nums, (tuple, list)), isinstance(self.jac_nums, (tuple, list))
+
+        def pick(h: tuple) -> Any:
+            def row(a: int) -> Any:
+                blocks = tuple(h[at[a]][at[b]] for b in j)
+                return blocks if many_j else blocks[0]
+            return tuple(row(a) for a in g) if many_g else row(g[0])
+        return SmallHessian(self.fun, union, self.backend), pick
