@@ -51,6 +51,8 @@ class SmallHessian:
     """The Hessian of `fun` in `argnums` (an int or a tuple, as hessian takes it) for small
     fixed shapes (see the module doc)."""
 
+    what = "hessian"        # (the entry point named in a refusal of the function: targets.target)
+
     def __init__(self, fun: Callable, argnums, backend: str):
         self.fun, self.argnums, self.backend = fun, argnums, backend
         self.many = isinstance(argnums, (tuple, list))
@@ -85,7 +87,7 @@ class SmallHessian:
         if got is not None and isinstance(got[1], str) and got[2]():
             return self._declined(got[1])      # (decided for this plan, which still serves: no lookup)
         try:
-            planned = target(self.fun, "hessian")
+            planned = target(self.fun, self.what)
             with bound(planned):
                 c = compiled_array(planned)
         except S2SADError:
@@ -95,7 +97,7 @@ class SmallHessian:
         if got is None or got[0] is not c:
             for old in list(self.plans)[:max(0, len(self.plans) - MAX_PLANS + 1)]:
                 self.plans.pop(old, None)
-            got = self.plans[key] = (c, plan_for(c.plan.program, kinds, nums), _still(planned, c))
+            got = self.plans[key] = (c, self.plan_for(c.plan.program, kinds, nums), _still(planned, c))
         plan = got[1]
         if isinstance(plan, str):
             return self._declined(plan)
@@ -104,6 +106,10 @@ class SmallHessian:
         if out is not None:
             self.hot = _hot_path(planned, c, plan, len(args), self.many)
         return out
+
+    def plan_for(self, program, kinds: tuple, nums: tuple[int, ...]) -> "Plan | str":
+        """The compiled plan for these shapes and argnums (a subclass: another derivative)."""
+        return plan_for(program, kinds, nums)
 
     def normalised(self, n: int) -> tuple[int, ...] | None:
         """The argnums for a call of n arguments, non-negative (None: not valid for n)."""
@@ -124,9 +130,10 @@ class Plan:
         self.shapes = [tuple(unrolled.kinds[i]) for i in nums]
         self.sizes = [math.prod(s) for s in self.shapes]
         self.n = sum(self.sizes)
+        self.size, self.single = self.n * self.n, self.shapes[0] * 2    # out's length; one argnum's shape
 
     def run(self, args: tuple, many: bool) -> Any:
-        out = np.empty(self.n * self.n)
+        out = np.empty(self.size)
         if self.entry(*args, out) is not None:
             return None
         return self.shaped(out, many)
@@ -144,22 +151,33 @@ class Plan:
 def plan_for(program, kinds: tuple, nums: tuple[int, ...]) -> Plan | str:
     """The compiled small Hessian of `program` for parameters of `kinds`, differentiated
     in `nums` (each once: a repeated argnum is the general path's), or why there is none."""
+    def hessian(u: Unrolled) -> list:
+        _, hess = second_order(u, nums)
+        n = sum(math.prod(kinds[i]) for i in nums)
+        outputs: list = [None] * (n * n)
+        for (i, j), node in hess.items():
+            outputs[i * n + j] = outputs[j * n + i] = node.id
+        return outputs
+    got = compiled(program, kinds, nums, hessian)
+    return got if isinstance(got, str) else Plan(*got)
+
+
+def compiled(program, kinds: tuple, nums: tuple[int, ...], derivative: Callable, array: bool = False) -> tuple | str:
+    """(unrolled, nums, outputs, entry, name, ir) of `program` unrolled for `kinds`, the
+    entry storing out[i] = node `outputs[i]` (None: 0.0) of `derivative(unrolled)`, or why
+    there is none; `array`: the program's result may be an array."""
     from .codegen import llvm_entry     # (lazy: they import the drivers' lowering; see layers.py)
     from .codegen.llvm_small import small_ir
 
     if len(set(nums)) != len(nums):
         return "an argnum given twice"
     try:
-        u = unroll(program, kinds)
-        _, hess = second_order(u, nums)
+        u = unroll(program, kinds, array)
+        outputs = derivative(u)
     except NotSmall as e:
         return e.reason
     except RecursionError:      # (a kernel expression nested past Python's stack: the general path's)
         return "an expression nested too deeply to unroll"
-    n = sum(math.prod(kinds[i]) for i in nums)
-    outputs: list = [None] * (n * n)
-    for (i, j), node in hess.items():
-        outputs[i * n + j] = outputs[j * n + i] = node.id
     text = small_ir("@NAME@", kinds, u.graph.ops, outputs)
     name = "s2sad_small_" + hashlib.sha256(text.encode()).hexdigest()[:24]
     entry = _ENTRIES.get(name)
@@ -170,7 +188,7 @@ def plan_for(program, kinds: tuple, nums: tuple[int, ...]) -> Plan | str:
         if entry is None:
             return "no Python entries in this process"
         _ENTRIES[name] = entry
-    return Plan(u, nums, outputs, entry, name, text.replace("@NAME@", name))
+    return u, nums, outputs, entry, name, text.replace("@NAME@", name)
 
 
 def _kinds(args: tuple) -> tuple | None:
@@ -216,7 +234,7 @@ def _still(fun: Callable, c) -> Callable[[], bool]:
 def _hot_path(fun: Callable, c, plan: Plan, n: int, many: bool) -> Callable:
     """The entry called with the user's arguments (see the module doc)."""
     code, hold, holds = fun.__code__, c.assumptions.hold, bool(c.assumptions.entries)
-    entry, size, shape = plan.entry, plan.n * plan.n, plan.shapes[0] * 2
+    entry, size, shape = plan.entry, plan.size, plan.single
 
     def hot(args: tuple) -> Any:
         if len(args) != n or fun.__code__ is not code or (holds and not hold(fun)):
