@@ -52,6 +52,7 @@ class SmallHessian:
     fixed shapes (see the module doc)."""
 
     what = "hessian"        # (the entry point named in a refusal of the function: targets.target)
+    takes_free = False      # free data (a global array) read per call as extra entry arguments?
 
     def __init__(self, fun: Callable, argnums, backend: str):
         self.fun, self.argnums, self.backend = fun, argnums, backend
@@ -92,23 +93,34 @@ class SmallHessian:
                 c = compiled_array(planned)
         except S2SADError:
             return None     # the general path raises it, located
-        if len(c.params) != len(args) or c.free_values():
+        if len(c.params) != len(args):
             return None
+        free = c.free_values()
+        if free and not self.takes_free:
+            return None
+        fkinds = _kinds(tuple(free.values())) if free else ()
+        if fkinds is None:
+            return self._declined("free data that is not a float64 array or a float")
+        if fkinds:      # (the plan for these shapes of the free data too)
+            key = (kinds, nums, fkinds)
+            got = self.plans.get(key)
         if got is None or got[0] is not c:
             for old in list(self.plans)[:max(0, len(self.plans) - MAX_PLANS + 1)]:
                 self.plans.pop(old, None)
-            got = self.plans[key] = (c, self.plan_for(c.plan.program, kinds, nums), _still(planned, c))
+            got = self.plans[key] = (c, self.plan_for(c.plan.program, kinds + fkinds, nums, tuple(free)),
+                                     _still(planned, c))
         plan = got[1]
         if isinstance(plan, str):
             return self._declined(plan)
         self.why_not = None
-        out = plan.run(args, self.many)
+        out = plan.run(args + tuple(free.values()), self.many)
         if out is not None:
             self.hot = _hot_path(planned, c, plan, len(args), self.many)
         return out
 
-    def plan_for(self, program, kinds: tuple, nums: tuple[int, ...]) -> "Plan | str":
-        """The compiled plan for these shapes and argnums (a subclass: another derivative)."""
+    def plan_for(self, program, kinds: tuple, nums: tuple[int, ...], free: tuple = ()) -> "Plan | str":
+        """The compiled plan for these shapes and argnums (a subclass: another derivative);
+        `free`: the names of the free data read as the last parameters (kinds: theirs last)."""
         return plan_for(program, kinds, nums)
 
     def normalised(self, n: int) -> tuple[int, ...] | None:
@@ -162,17 +174,19 @@ def plan_for(program, kinds: tuple, nums: tuple[int, ...]) -> Plan | str:
     return got if isinstance(got, str) else Plan(*got)
 
 
-def compiled(program, kinds: tuple, nums: tuple[int, ...], derivative: Callable, array: bool = False) -> tuple | str:
+def compiled(program, kinds: tuple, nums: tuple[int, ...], derivative: Callable, array: bool = False,
+             free: tuple = ()) -> tuple | str:
     """(unrolled, nums, outputs, entry, name, ir) of `program` unrolled for `kinds`, the
     entry storing out[i] = node `outputs[i]` (None: 0.0) of `derivative(unrolled)`, or why
-    there is none; `array`: the program's result may be an array."""
+    there is none; `array`: the program's result may be an array; `free`: names of free
+    data the entry takes after the parameters (`kinds` has theirs last)."""
     from .codegen import llvm_entry     # (lazy: they import the drivers' lowering; see layers.py)
     from .codegen.llvm_small import small_ir
 
     if len(set(nums)) != len(nums):
         return "an argnum given twice"
     try:
-        u = unroll(program, kinds, array)
+        u = unroll(program, kinds, array, free)
         outputs = derivative(u)
     except NotSmall as e:
         return e.reason
@@ -235,10 +249,13 @@ def _hot_path(fun: Callable, c, plan: Plan, n: int, many: bool) -> Callable:
     """The entry called with the user's arguments (see the module doc)."""
     code, hold, holds = fun.__code__, c.assumptions.hold, bool(c.assumptions.entries)
     entry, size, shape = plan.entry, plan.size, plan.single
+    reads = c.free_values if len(plan.unrolled.kinds) > n else None     # free data: read now, as Python reads it
 
     def hot(args: tuple) -> Any:
         if len(args) != n or fun.__code__ is not code or (holds and not hold(fun)):
             return None
+        if reads is not None:
+            args = args + tuple(reads().values())
         out = np.empty(size)
         if entry(*args, out) is not None:
             return None

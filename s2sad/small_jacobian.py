@@ -34,9 +34,10 @@ class SmallJacobian(SmallHessian):
     """The Jacobian of `fun` in `argnums` for small fixed shapes (see the module doc)."""
 
     what = "jacfwd"
+    takes_free = True       # a global array read: an extra entry argument, read per call
 
-    def plan_for(self, program, kinds: tuple, nums: tuple[int, ...]) -> "JacobianPlan | str":
-        return plan_for(program, kinds, nums)
+    def plan_for(self, program, kinds: tuple, nums: tuple[int, ...], free: tuple = ()) -> "JacobianPlan | str":
+        return plan_for(program, kinds, nums, free)
 
 
 class JacobianPlan(Plan):
@@ -58,9 +59,9 @@ class JacobianPlan(Plan):
                      for a in range(len(self.nums)))
 
 
-def plan_for(program, kinds: tuple, nums: tuple[int, ...]) -> JacobianPlan | str:
-    """The compiled small Jacobian of `program` for parameters of `kinds` in `nums`, or
-    why there is none."""
+def plan_for(program, kinds: tuple, nums: tuple[int, ...], free: tuple = ()) -> JacobianPlan | str:
+    """The compiled small Jacobian of `program` for parameters of `kinds` in `nums` (free
+    data named `free` read as the last parameters), or why there is none."""
     def jacobian(u: Unrolled) -> list:
         rows = first_order(u, nums)
         n = sum(math.prod(kinds[i]) for i in nums)
@@ -69,5 +70,5 @@ def plan_for(program, kinds: tuple, nums: tuple[int, ...]) -> JacobianPlan | str
             for c, node in row.items():
                 outputs[r * n + c] = node.id
         return outputs
-    got = compiled(program, kinds, nums, jacobian, array=True)
+    got = compiled(program, kinds, nums, jacobian, array=True, free=free)
     return got if isinstance(got, str) else JacobianPlan(*got)

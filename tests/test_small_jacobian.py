@@ -3,8 +3,8 @@ machine code (s2sad/small_jacobian.py: the program unrolled per argument shapes,
 first derivatives by sparse forward mode, one LLVM function). Checked here against the
 batched paths (batched_jac.Blocks columns, batched_rows.Rows rows), per-column jvps and
 central differences; tuples of argnums; what falls back (containers, ints, float32,
-0-d, empty, NaN, strided, free global arrays, loops) with the general path's numbers or
-its located refusal; shapes and globals changing between calls; no argument written,
+0-d, empty, NaN, strided, loops) with the general path's numbers or
+its located refusal; free global arrays read per call; shapes and globals changing between calls; no argument written,
 the function not kept alive; explain says "unrolled".
 """
 import gc
@@ -173,7 +173,7 @@ def test_zero_d_and_floats_fall_back(jac):
 
 
 @pytest.mark.parametrize("jac", JACS)
-def test_containers_loops_and_free_arrays_fall_back(jac):
+def test_containers_and_loops_fall_back(jac):
     x = RNG.normal(size=4)
     j, g = jac(pair)(x)
     assert jac(pair).took != ("unrolled",)
@@ -182,9 +182,31 @@ def test_containers_loops_and_free_arrays_fall_back(jac):
     w = jac(looped)
     close(w(x), per_column(looped, (x,), 0))
     assert w.took != ("unrolled",) and w.small.why_not == "a loop"
+
+
+@pytest.mark.parametrize("jac", JACS)
+def test_a_free_global_array_is_read_per_call(jac):
+    global A
+    x = RNG.normal(size=4)
+    keep = A
     w = jac(reads_a)
-    close(w(x), (1 - np.tanh(A @ x) ** 2)[:, None] * A)
-    assert w.took != ("unrolled",)
+    try:
+        for k in range(3):
+            close(w(x), (1 - np.tanh(A @ x) ** 2)[:, None] * A)
+            assert w.took == ("unrolled",)
+        A[0, 0] += 1.0          # written in place: read now
+        close(w(x), (1 - np.tanh(A @ x) ** 2)[:, None] * A)
+        A = 2.0 * A             # rebound
+        close(w(x), (1 - np.tanh(A @ x) ** 2)[:, None] * A)
+        assert w.took == ("unrolled",)
+        A = RNG.normal(size=(3, 4))     # another shape: planned again
+        close(w(x), (1 - np.tanh(A @ x) ** 2)[:, None] * A)
+        assert w.took == ("unrolled",)
+        A = np.ones((4, 4), dtype=np.int64)     # ints: the general path
+        close(w(x), (1 - np.tanh(A @ x) ** 2)[:, None] * A)
+        assert w.took != ("unrolled",)
+    finally:
+        A = keep
 
 
 @pytest.mark.parametrize("jac", JACS)

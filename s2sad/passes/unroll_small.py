@@ -208,12 +208,13 @@ class Unrolled:
     results: tuple = ()     # its elements' nodes, C order
 
 
-def unroll(program, kinds: tuple, array: bool = False) -> Unrolled:
+def unroll(program, kinds: tuple, array: bool = False, free: tuple = ()) -> Unrolled:
     """`program` (an ArrayProgram) for parameters of `kinds` (see the module doc); `array`:
-    its result may be an array of at least one element (a Jacobian's program)."""
+    its result may be an array of at least one element (a Jacobian's program); `free`:
+    names of free data the program reads, inputs after the parameters (`kinds` theirs last)."""
     g = Graph()
     env: dict[str, np.ndarray] = {}
-    for p, (name, kind) in enumerate(zip(program.params, kinds)):
+    for p, (name, kind) in enumerate(zip(list(program.params) + list(free), kinds)):
         if kind is None:
             env[name] = _obj(g.input(p, 0))
             continue
