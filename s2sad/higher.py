@@ -40,7 +40,8 @@ from .batched_rows import Rows
 from .deep import deeply
 from .first_order import first_order_checked
 from .jacdiag import Diagonal
-from .small_hessian import SmallHessian
+from .small_hessian import OfGrad, SmallHessian
+from .small_jacobian import SmallJacobian
 from .reduce import float_dtype
 
 # which path a wrapper's last call took (`wrapper.took`, read by higher_explain)
@@ -59,15 +60,28 @@ def jacfwd(fun: Callable, argnums=0, *, backend: str = "auto") -> Callable:
     inner = mark.derivative if of_grad else None
     batched = Blocks(inner.fun if of_grad else fun,
                      inner.backend if of_grad and backend == "auto" else backend, "jacfwd")
+    small = _small_of_grad(mark, inner, argnums, backend) if of_grad else _small(mark, fun, argnums, backend)
 
     def jacfwd_fun(*args, **kwargs):
         if kwargs:
             args = _with_keywords(fun, args, kwargs)
         if of_grad:     # (what the grad refuses: a map's grad is no elementwise derivative)
             first_order_checked(mark, args)
+            got = small(args)       # a small fixed-shape program: hessian's unrolled plan
+            if got is not None:
+                jacfwd_fun.took = UNROLLED
+                return got
+        got = _unrolled_hot(small, args) if not of_grad else None
+        if got is not None:
+            jacfwd_fun.took = UNROLLED
+            return got
         got = _diagonal_of(diagonal, argnums, args)
         if got is not None:
             jacfwd_fun.took = DIAGONAL
+            return got
+        got = small.full(args) if small is not None and not of_grad else None
+        if got is not None:
+            jacfwd_fun.took = UNROLLED
             return got
         got = _batched_columns(batched, inner, argnums, args)
         if got is not None:
@@ -81,6 +95,7 @@ def jacfwd(fun: Callable, argnums=0, *, backend: str = "auto") -> Callable:
         td = next(iter(per.values()))[0]
         return _by_output(td, argnums, lambda i, k: per[i][1][k])
     jacfwd_fun.batched = batched        # (why_not: the statement with no batched form, if any)
+    jacfwd_fun.small = small
     return _named(jacfwd_fun, "jacfwd", fun, argnums)
 
 
@@ -98,13 +113,23 @@ def jacrev(fun: Callable, argnums=0, *, backend: str = "auto") -> Callable:
     # program: all rows from one batched pullback (batched_rows.py)
     batched = Blocks(inner.fun, inner.backend if backend == "auto" else backend, "jacrev") \
         if inner is not None else Rows(fun, backend)
+    small = _small_of_grad(mark, inner, argnums, backend) if inner is not None else _small(mark, fun, argnums, backend)
 
     def jacrev_fun(*args, **kwargs):
         if kwargs:
             args = _with_keywords(fun, args, kwargs)
         if inner is not None:   # (as jacfwd's)
             first_order_checked(mark, args)
-        # an array program's warm path first (it is never an elementwise map's)
+            got = small(args)
+            if got is not None:
+                jacrev_fun.took = UNROLLED
+                return got
+        # an array program's warm paths first (the unrolled one's, the batched rows'; it is
+        # never an elementwise map's)
+        got = _unrolled_hot(small, args) if inner is None else None
+        if got is not None:
+            jacrev_fun.took = UNROLLED
+            return got
         got = _batched_rows(batched, argnums, args, hot=True) if inner is None else None
         if got is not None:
             jacrev_fun.took = BATCHED
@@ -112,6 +137,10 @@ def jacrev(fun: Callable, argnums=0, *, backend: str = "auto") -> Callable:
         got = _diagonal_of(diagonal, argnums, args)
         if got is not None:
             jacrev_fun.took = DIAGONAL
+            return got
+        got = small.full(args) if small is not None and inner is None else None
+        if got is not None:
+            jacrev_fun.took = UNROLLED
             return got
         got = _batched_columns(batched, inner, argnums, args) if inner is not None else \
             _batched_rows(batched, argnums, args)
@@ -122,6 +151,7 @@ def jacrev(fun: Callable, argnums=0, *, backend: str = "auto") -> Callable:
         jacrev_fun.took = ONE_BY_ONE
         return _jacrev_rows(fun, args, argnums, backend)
     jacrev_fun.batched = batched
+    jacrev_fun.small = small
     return _named(jacrev_fun, "jacrev", fun, argnums)
 
 
@@ -146,6 +176,23 @@ def _jacrev_rows(fun: Callable, args: tuple, argnums, backend: str):
                                                           np.shape(args[i]), rows_first=True,
                                                           dtype=float_dtype(args[i]),
                                                           array_in=isinstance(args[i], np.ndarray)))
+
+
+def _small_of_grad(mark, inner, argnums, backend: str) -> OfGrad:
+    """jacfwd/jacrev of grad(f): hessian(f)'s unrolled plan for small fixed shapes (the
+    grad's function and argnums from its mark; its backend where this one is "auto")."""
+    return OfGrad(mark.of, inner.argnums_spec, argnums, inner.backend if backend == "auto" else backend)
+
+
+def _small(mark, fun: Callable, argnums, backend: str) -> SmallJacobian | None:
+    """The unrolled first-derivative plan of a small fixed-shape program (small_jacobian);
+    none for a derivative s2sad made (its own paths answer)."""
+    return SmallJacobian(fun, argnums, backend) if mark is None else None
+
+
+def _unrolled_hot(small: SmallJacobian | None, args: tuple) -> Any:
+    """The unrolled plan's hot path (warm after a call it answered), or None."""
+    return small.hot(args) if small is not None else None
 
 
 def _by_output(td, argnums, jac: Callable) -> Any:

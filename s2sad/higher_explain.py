@@ -6,9 +6,10 @@ arguments and say which path each level took on them, as the wrapper recorded it
 - "batched sweep": every column from one sweep of tangents with a leading batch axis
   (batched_jac), or every row from one pullback of batched cotangents (batched_rows),
   with its chunks (sweeps x directions, by batched_jac.BUDGET);
-- "unrolled" (hessian only): a small fixed-shape program unrolled into straight-line
-  scalars, its second derivatives by sparse forward mode, one call into machine code
-  (small_hessian); where it was not taken, the batched or per-column line says why not;
+- "unrolled": a small fixed-shape program unrolled into straight-line scalars, its
+  second derivatives (hessian, jacfwd/jacrev of a grad) or first (jacfwd/jacrev of the
+  program) by sparse forward mode, one call into machine code (small_hessian,
+  small_jacobian); where hessian's was not taken, its batched or per-column line says why not;
 - "per column" / "per row": one jvp per input element or one pullback per output
   element, and why not batched (the statement with no batched form, or the reason);
 - for the derivative below (the grad that hessian and jacfwd(grad(f)) differentiate):
@@ -62,6 +63,10 @@ def levels_of(wrapper: Callable, args: tuple) -> list[str]:
         inner = took[1] if len(took) > 1 else None
         return [f"{what}, not batched: {batched.why_not}{unrolled}"] + \
             (levels_of(inner, args) if inner is not None else [])
+    if took[0] == "unrolled":
+        return [f"{what}: unrolled: the program for these shapes as straight-line scalars, its "
+                f"{_order(wrapper)} derivatives by sparse forward mode, one call into machine code "
+                f"({'small_hessian' if _order(wrapper) == 'second' else 'small_jacobian'})"]
     if took[0] == "diagonal":
         return [f"{what}: diagonal: an elementwise map of the argument, its Jacobian's diagonal from one "
                 f"gradient of the map's sum (jacdiag), zeros elsewhere"] + _below(of, ELEMENTWISE)
@@ -74,6 +79,12 @@ def levels_of(wrapper: Callable, args: tuple) -> list[str]:
     n = sum(int(np.size(args[i])) for i in _nums(wrapper.argnums) if -len(args) <= i < len(args)) if args else "?"
     return [f"{what}: per column: one jvp per input element ({n}), not batched: {why}"] + \
         _below(of, NESTED if why.startswith(FUSED) else FOR_EACH)
+
+
+def _order(wrapper: Callable) -> str:
+    """Which derivatives the unrolled plan of a jacfwd/jacrev wrapper computes: second
+    for one of a grad (hessian's plan), first otherwise."""
+    return "second" if marks.derivative_mark(wrapper.of) is not None else "first"
 
 
 # what the level above makes of the grad below it

@@ -51,6 +51,9 @@ class SmallHessian:
     """The Hessian of `fun` in `argnums` (an int or a tuple, as hessian takes it) for small
     fixed shapes (see the module doc)."""
 
+    what = "hessian"        # (the entry point named in a refusal of the function: targets.target)
+    takes_free = False      # free data (a global array) read per call as extra entry arguments?
+
     def __init__(self, fun: Callable, argnums, backend: str):
         self.fun, self.argnums, self.backend = fun, argnums, backend
         self.many = isinstance(argnums, (tuple, list))
@@ -85,25 +88,40 @@ class SmallHessian:
         if got is not None and isinstance(got[1], str) and got[2]():
             return self._declined(got[1])      # (decided for this plan, which still serves: no lookup)
         try:
-            planned = target(self.fun, "hessian")
+            planned = target(self.fun, self.what)
             with bound(planned):
                 c = compiled_array(planned)
         except S2SADError:
             return None     # the general path raises it, located
-        if len(c.params) != len(args) or c.free_values():
+        if len(c.params) != len(args):
             return None
+        free = c.free_values()
+        if free and not self.takes_free:
+            return None
+        fkinds = _kinds(tuple(free.values())) if free else ()
+        if fkinds is None:
+            return self._declined("free data that is not a float64 array or a float")
+        if fkinds:      # (the plan for these shapes of the free data too)
+            key = (kinds, nums, fkinds)
+            got = self.plans.get(key)
         if got is None or got[0] is not c:
             for old in list(self.plans)[:max(0, len(self.plans) - MAX_PLANS + 1)]:
                 self.plans.pop(old, None)
-            got = self.plans[key] = (c, plan_for(c.plan.program, kinds, nums), _still(planned, c))
+            got = self.plans[key] = (c, self.plan_for(c.plan.program, kinds + fkinds, nums, tuple(free)),
+                                     _still(planned, c))
         plan = got[1]
         if isinstance(plan, str):
             return self._declined(plan)
         self.why_not = None
-        out = plan.run(args, self.many)
+        out = plan.run(args + tuple(free.values()), self.many)
         if out is not None:
             self.hot = _hot_path(planned, c, plan, len(args), self.many)
         return out
+
+    def plan_for(self, program, kinds: tuple, nums: tuple[int, ...], free: tuple = ()) -> "Plan | str":
+        """The compiled plan for these shapes and argnums (a subclass: another derivative);
+        `free`: the names of the free data read as the last parameters (kinds: theirs last)."""
+        return plan_for(program, kinds, nums)
 
     def normalised(self, n: int) -> tuple[int, ...] | None:
         """The argnums for a call of n arguments, non-negative (None: not valid for n)."""
@@ -124,9 +142,10 @@ class Plan:
         self.shapes = [tuple(unrolled.kinds[i]) for i in nums]
         self.sizes = [math.prod(s) for s in self.shapes]
         self.n = sum(self.sizes)
+        self.size, self.single = self.n * self.n, self.shapes[0] * 2    # out's length; one argnum's shape
 
     def run(self, args: tuple, many: bool) -> Any:
-        out = np.empty(self.n * self.n)
+        out = np.empty(self.size)
         if self.entry(*args, out) is not None:
             return None
         return self.shaped(out, many)
@@ -144,22 +163,35 @@ class Plan:
 def plan_for(program, kinds: tuple, nums: tuple[int, ...]) -> Plan | str:
     """The compiled small Hessian of `program` for parameters of `kinds`, differentiated
     in `nums` (each once: a repeated argnum is the general path's), or why there is none."""
+    def hessian(u: Unrolled) -> list:
+        _, hess = second_order(u, nums)
+        n = sum(math.prod(kinds[i]) for i in nums)
+        outputs: list = [None] * (n * n)
+        for (i, j), node in hess.items():
+            outputs[i * n + j] = outputs[j * n + i] = node.id
+        return outputs
+    got = compiled(program, kinds, nums, hessian)
+    return got if isinstance(got, str) else Plan(*got)
+
+
+def compiled(program, kinds: tuple, nums: tuple[int, ...], derivative: Callable, array: bool = False,
+             free: tuple = ()) -> tuple | str:
+    """(unrolled, nums, outputs, entry, name, ir) of `program` unrolled for `kinds`, the
+    entry storing out[i] = node `outputs[i]` (None: 0.0) of `derivative(unrolled)`, or why
+    there is none; `array`: the program's result may be an array; `free`: names of free
+    data the entry takes after the parameters (`kinds` has theirs last)."""
     from .codegen import llvm_entry     # (lazy: they import the drivers' lowering; see layers.py)
     from .codegen.llvm_small import small_ir
 
     if len(set(nums)) != len(nums):
         return "an argnum given twice"
     try:
-        u = unroll(program, kinds)
-        _, hess = second_order(u, nums)
+        u = unroll(program, kinds, array, free)
+        outputs = derivative(u)
     except NotSmall as e:
         return e.reason
     except RecursionError:      # (a kernel expression nested past Python's stack: the general path's)
         return "an expression nested too deeply to unroll"
-    n = sum(math.prod(kinds[i]) for i in nums)
-    outputs: list = [None] * (n * n)
-    for (i, j), node in hess.items():
-        outputs[i * n + j] = outputs[j * n + i] = node.id
     text = small_ir("@NAME@", kinds, u.graph.ops, outputs)
     name = "s2sad_small_" + hashlib.sha256(text.encode()).hexdigest()[:24]
     entry = _ENTRIES.get(name)
@@ -170,7 +202,7 @@ def plan_for(program, kinds: tuple, nums: tuple[int, ...]) -> Plan | str:
         if entry is None:
             return "no Python entries in this process"
         _ENTRIES[name] = entry
-    return Plan(u, nums, outputs, entry, name, text.replace("@NAME@", name))
+    return u, nums, outputs, entry, name, text.replace("@NAME@", name)
 
 
 def _kinds(args: tuple) -> tuple | None:
@@ -216,11 +248,14 @@ def _still(fun: Callable, c) -> Callable[[], bool]:
 def _hot_path(fun: Callable, c, plan: Plan, n: int, many: bool) -> Callable:
     """The entry called with the user's arguments (see the module doc)."""
     code, hold, holds = fun.__code__, c.assumptions.hold, bool(c.assumptions.entries)
-    entry, size, shape = plan.entry, plan.n * plan.n, plan.shapes[0] * 2
+    entry, size, shape = plan.entry, plan.size, plan.single
+    reads = c.free_values if len(plan.unrolled.kinds) > n else None     # free data: read now, as Python reads it
 
     def hot(args: tuple) -> Any:
         if len(args) != n or fun.__code__ is not code or (holds and not hold(fun)):
             return None
+        if reads is not None:
+            args = args + tuple(reads().values())
         out = np.empty(size)
         if entry(*args, out) is not None:
             return None
@@ -310,3 +345,46 @@ def program_text(plan: Plan, params: list, name: str) -> str:
             lines.append(f"    out[{i}] = {operand(o)}")
     lines.append(f"    # the other {plan.outputs.count(None)} elements: 0.0")
     return "\n".join(lines) + "\n"
+
+
+class OfGrad:
+    """jacfwd / jacrev (argnums `jac_nums`) of grad(fun, `grad_nums`): Hessian blocks,
+    the grad's outputs outside, the Jacobian's argnums inside (JAX's layout), from one
+    SmallHessian in the union of both argnums (one per call arity), or None."""
+
+    def __init__(self, fun: Callable, grad_nums, jac_nums, backend: str):
+        self.fun, self.grad_nums, self.jac_nums, self.backend = fun, grad_nums, jac_nums, backend
+        self.same = type(grad_nums) is int and grad_nums == jac_nums    # hessian(fun, argnums) itself
+        self.by_arity: dict[int, tuple] = {}        # n -> (SmallHessian, picks) or None
+
+    @property
+    def why_not(self) -> str | None:
+        return next((s[0].why_not for s in self.by_arity.values() if s and s[0].why_not), None)
+
+    def __call__(self, args: tuple) -> Any:
+        n = len(args)
+        if n not in self.by_arity:
+            self.by_arity[n] = self._made(n)
+        got = self.by_arity[n]
+        if got is None:
+            return None
+        small, pick = got
+        h = small(args)
+        return h if h is None or pick is None else pick(h)
+
+    def _made(self, n: int) -> tuple | None:
+        g, j = _normalised(self.grad_nums, n), _normalised(self.jac_nums, n)
+        if g is None or j is None:
+            return None
+        if self.same:
+            return SmallHessian(self.fun, self.grad_nums, self.backend), None
+        union = g + tuple(i for i in j if i not in g)
+        at = {i: k for k, i in enumerate(union)}
+        many_g, many_j = isinstance(self.grad_nums, (tuple, list)), isinstance(self.jac_nums, (tuple, list))
+
+        def pick(h: tuple) -> Any:
+            def row(a: int) -> Any:
+                blocks = tuple(h[at[a]][at[b]] for b in j)
+                return blocks if many_j else blocks[0]
+            return tuple(row(a) for a in g) if many_g else row(g[0])
+        return SmallHessian(self.fun, union, self.backend), pick

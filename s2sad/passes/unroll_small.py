@@ -203,14 +203,18 @@ def _fold(name: str, v: list[float], const: Any) -> float | None:
 class Unrolled:
     graph: Graph
     kinds: tuple            # per parameter: its shape (an array) or None (a float)
-    loss: Node
+    loss: Node | None       # the result, one number (None: an array result, unroll(..., array=True))
+    shape: tuple = ()       # the result's shape
+    results: tuple = ()     # its elements' nodes, C order
 
 
-def unroll(program, kinds: tuple) -> Unrolled:
-    """`program` (an ArrayProgram) for parameters of `kinds` (see the module doc)."""
+def unroll(program, kinds: tuple, array: bool = False, free: tuple = ()) -> Unrolled:
+    """`program` (an ArrayProgram) for parameters of `kinds` (see the module doc); `array`:
+    its result may be an array of at least one element (a Jacobian's program); `free`:
+    names of free data the program reads, inputs after the parameters (`kinds` theirs last)."""
     g = Graph()
     env: dict[str, np.ndarray] = {}
-    for p, (name, kind) in enumerate(zip(program.params, kinds)):
+    for p, (name, kind) in enumerate(zip(list(program.params) + list(free), kinds)):
         if kind is None:
             env[name] = _obj(g.input(p, 0))
             continue
@@ -227,10 +231,13 @@ def unroll(program, kinds: tuple) -> Unrolled:
         if value.size > MAX_ELEMENTS:
             raise NotSmall(f"an array of {value.size} elements (more than {MAX_ELEMENTS})")
         env[st.target] = value
+    if not isinstance(program.result, (str, Const)):
+        raise NotSmall("a result that is not one value")
     result = _operand(g, program.result, env)
-    if result.shape != ():
-        raise NotSmall("a result that is not one number")
-    return Unrolled(g, tuple(kinds), g.node(result[()]))
+    if result.shape != () and not (array and result.size):
+        raise NotSmall("a result that is not one number" if not array else "an empty result")
+    results = tuple(g.node(v) for v in result.flat)
+    return Unrolled(g, tuple(kinds), results[0] if result.shape == () else None, result.shape, results)
 
 
 def _obj(x) -> np.ndarray:
