@@ -14,27 +14,14 @@ elements laid end to end (each C order). Past MAX_NODES the graph raises NotSmal
 """
 from __future__ import annotations
 
-from .small_second import partials
-from .unroll_small import Graph, Unrolled
+from .small_second import forward_sweep, partials
+from .unroll_small import Unrolled
 
 
 def first_order(u: Unrolled, active: tuple[int, ...]) -> list[dict]:
     g = u.graph
-    offsets, at = {}, 0
-    for p in active:
-        offsets[p] = at
-        at += _size(u.kinds[p])
-    roots = {r.id for r in u.results}
-    grads: dict[int, dict] = {}
-    for k in sorted(_ancestors(g, roots)):
-        name, args, const = g.ops[k]
-        if name == "input":
-            p, off = const
-            if p in offsets:
-                grads[k] = {offsets[p] + off: g.const(1.0)}
-            continue
-        if name == "const" or not any(a in grads for a in args):
-            continue
+
+    def step(k: int, name: str, args: tuple, const, grads: dict) -> None:
         first, _ = partials(g, name, [g.nodes[a] for a in args], g.nodes[k], const)
         gk: dict = {}
         for f, a in zip(first, args):
@@ -45,21 +32,5 @@ def first_order(u: Unrolled, active: tuple[int, ...]) -> list[dict]:
                 gk[i] = g.op("add", gk[i], term) if i in gk else term
         if gk:
             grads[k] = gk
+    grads = forward_sweep(u, active, {r.id for r in u.results}, step)
     return [grads.get(r.id, {}) for r in u.results]
-
-
-def _size(shape) -> int:
-    n = 1
-    for d in shape or ():
-        n *= d
-    return n
-
-
-def _ancestors(g: Graph, roots: set[int]) -> set[int]:
-    seen, stack = set(roots), list(roots)
-    while stack:
-        for a in g.ops[stack.pop()][1]:
-            if a not in seen:
-                seen.add(a)
-                stack.append(a)
-    return seen

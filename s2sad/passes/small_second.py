@@ -21,6 +21,8 @@ MAX_NODES the pass raises NotSmall (the caller takes its general path).
 """
 from __future__ import annotations
 
+from typing import Callable
+
 from .unroll_small import Graph, Node, Unrolled
 
 CMP = frozenset({"lt", "le", "gt", "ge", "eq", "ne"})
@@ -30,15 +32,25 @@ LN10 = 2.302585092994046
 
 def second_order(u: Unrolled, active: tuple[int, ...]) -> tuple[dict, dict]:
     g = u.graph
+    hess: dict[int, dict] = {}
+    grads = forward_sweep(u, active, {u.loss.id},
+                          lambda k, name, args, const, grads: _chain(g, k, name, args, const, grads, hess))
+    return grads.get(u.loss.id, {}), hess.get(u.loss.id, {})
+
+
+def forward_sweep(u: Unrolled, active: tuple[int, ...], roots: set[int], step: Callable) -> dict[int, dict]:
+    """The sparse forward sweep both orders run: over the nodes `roots` depend on, in
+    order, each active input's element seeded with its index (the active parameters'
+    elements laid end to end, each C order) and `step(k, name, args, const, grads)`
+    called for every other node reading a node with a gradient (it sets grads[k]).
+    Returns the gradient dicts (node -> {index: node}); absent entries are zeros."""
+    g = u.graph
     offsets, at = {}, 0
     for p in active:
-        shape = u.kinds[p]
         offsets[p] = at
-        at += _size(shape)
-    needed = _ancestors(g, u.loss.id)
+        at += _size(u.kinds[p])
     grads: dict[int, dict] = {}
-    hess: dict[int, dict] = {}
-    for k in sorted(needed):
+    for k in sorted(_ancestors(g, roots)):
         name, args, const = g.ops[k]
         if name == "input":
             p, off = const
@@ -47,8 +59,8 @@ def second_order(u: Unrolled, active: tuple[int, ...]) -> tuple[dict, dict]:
             continue
         if name == "const" or not any(a in grads for a in args):
             continue
-        _chain(g, k, name, args, const, grads, hess)
-    return grads.get(u.loss.id, {}), hess.get(u.loss.id, {})
+        step(k, name, args, const, grads)
+    return grads
 
 
 def _size(shape) -> int:
@@ -58,8 +70,8 @@ def _size(shape) -> int:
     return n
 
 
-def _ancestors(g: Graph, root: int) -> set[int]:
-    seen, stack = {root}, [root]
+def _ancestors(g: Graph, roots: set[int]) -> set[int]:
+    seen, stack = set(roots), list(roots)
     while stack:
         for a in g.ops[stack.pop()][1]:
             if a not in seen:
