@@ -276,3 +276,28 @@ def zeros_like(a):
     return xp.zeros(a.shape, a.dtype if a.dtype.kind == "f" else np.float64)
 
 
+
+
+# what numpy's messages say when an operation refuses the shapes it is given (operands
+# that do not broadcast, a product's inner dimensions, a reshape, a join, an index past
+# the end): the words that tell a shape error from any other ValueError or IndexError
+SHAPE_WORDS = ("broadcast", "core dimension", "reshape", "aligned", "dimension", "out of bounds", "shape")
+
+
+def shape_refusal(fun: Any, error: Exception) -> ShapeError | None:
+    """numpy's ValueError / IndexError for a shape, raised while fun's generated
+    derivative ran on the user's arrays (`A @ x` with a global A of another width), as a
+    ShapeError located at fun's def that keeps numpy's message (a kernel's unlocated
+    ShapeError likewise); None for any other error (the caller re-raises it as it is)."""
+    fn = user_function_of_caller(fun) or fun
+    name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", "the function")
+    if isinstance(error, ShapeError) and error.location is None:    # a kernel's: located at fn
+        return ShapeError(f"{error.message} (while differentiating {name})", location_of_function(fn),
+                          hint=error.hint)
+    if isinstance(error, S2SADError) or not any(w in str(error) for w in SHAPE_WORDS):
+        return None
+    return ShapeError(f"numpy refused a shape while differentiating {name} at these arguments: {error}",
+                      location_of_function(fn),
+                      hint=f"Check the shapes of {name}'s arguments and of the arrays it reads (globals, "
+                           f"closures). If {name} itself runs on these arguments, the error is s2sad's: please "
+                           f"report it with this message.")

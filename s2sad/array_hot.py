@@ -30,8 +30,9 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .arguments import array_params, as_result, as_value
+from .arguments import array_params, as_result, as_value, shape_refusal
 from .array_special import Specializer, signature_text
+from .errors import ShapeError
 from .frontend import bound
 from .plans import PLANS
 
@@ -105,6 +106,11 @@ def hot_maker(c, fn: Callable, argnums: tuple[int, ...], many: bool, grad_only: 
     lines += [
         "        except RecursionError:",
         "            return NotImplemented",
+        "        except (ValueError, IndexError, ShapeError) as e:",   # (numpy refusing the user's shapes: located)
+        "            refused = shape_refusal(FUN, e)",
+        "            if refused is None:",
+        "                raise",
+        "            raise refused from e",
     ]
     unpack = f"        {', '.join(f'g{k}' for k in range(len(argnums)))}{',' if len(argnums) == 1 else ''} = "
     if grad_only:
@@ -113,7 +119,7 @@ def hot_maker(c, fn: Callable, argnums: tuple[int, ...], many: bool, grad_only: 
         lines += [unpack + "r[1]", f"        return as_value(r[0]), {shaped}"]
     lines += ["    hot.special = SPECIAL", "    return hot"]
     ns = {"ndarray": np.ndarray, "FLOATS": _FLOATS, "data_ok": data_ok, "as_result": as_result,
-          "as_value": as_value, "bound": bound, "fn": fn, "C": c, "PLANS": PLANS, "GEN": PLANS.generation,
+          "as_value": as_value, "shape_refusal": shape_refusal, "ShapeError": ShapeError, "bound": bound, "fn": fn, "C": c, "PLANS": PLANS, "GEN": PLANS.generation,
           "hold": c.assumptions.hold, "SPECIAL": special}
     exec(compile("\n".join(lines) + "\n", f"<s2sad hot path of {c.name}>", "exec"), ns)
     return ns["make"]
