@@ -20,7 +20,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from . import dask_grad, marks, mempool, nested, rules, runtime
-from .arguments import argnums_tuple, check_argnums_spec, converted
+from .arguments import argnums_tuple, check_argnums_spec, converted, pullback_shapes_located, shapes_located
 from .callables import bound_call
 from . import array_prims
 from .array_prims import register_vjp
@@ -162,6 +162,7 @@ def _check_mode(mode: str) -> None:
 
 
 @deeply
+@shapes_located
 @mempool.pooled
 @calls_bound
 def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], *, backend: str = "auto"):
@@ -190,6 +191,7 @@ def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], *, backe
 
 
 @deeply
+@shapes_located
 @mempool.pooled
 @calls_bound
 def vjp(fun: Callable, *primals, has_aux: bool = False, backend: str = "auto", mode: str = "auto"):
@@ -218,6 +220,7 @@ def vjp(fun: Callable, *primals, has_aux: bool = False, backend: str = "auto", m
         return res
     out, pullback = vjp_at(planned, primals, backend, mode)
     # a pullback may plan and compile kernels too (deeply)
+    pullback = pullback_shapes_located(fun, pullback)
     return out, marks.mark_derivative(pullback_of(deeply(mempool.pooled(pullback)), len(primals)), "vjp", planned)
 
 

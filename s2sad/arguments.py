@@ -11,6 +11,7 @@ plan (plans.Compiled or array_compiled.ArrayCompiled): what it reads is `params`
 """
 from __future__ import annotations
 
+import functools
 import sys
 import weakref
 from typing import Any, Sequence
@@ -20,7 +21,7 @@ import numpy as np
 from .backends.arraymodule import is_cupy
 from .errors import ArgumentError, NonDifferentiableInputError, S2SADError, ShapeError
 from .frontend import parse_function
-from .marks import location_of_function
+from .marks import derivative_mark, location_of_function
 from .nested import user_function_of_caller
 from .paramuses import needs
 
@@ -289,7 +290,8 @@ def shape_refusal(fun: Any, error: Exception) -> ShapeError | None:
     derivative ran on the user's arrays (`A @ x` with a global A of another width), as a
     ShapeError located at fun's def that keeps numpy's message (a kernel's unlocated
     ShapeError likewise); None for any other error (the caller re-raises it as it is)."""
-    fn = user_function_of_caller(fun) or fun
+    mark = derivative_mark(fun)         # (jvp of a grad: the user's function under it)
+    fn = mark.innermost() if mark is not None else user_function_of_caller(fun) or fun
     name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", "the function")
     if isinstance(error, ShapeError) and error.location is None:    # a kernel's: located at fn
         return ShapeError(f"{error.message} (while differentiating {name})", location_of_function(fn),
@@ -301,3 +303,32 @@ def shape_refusal(fun: Any, error: Exception) -> ShapeError | None:
                       hint=f"Check the shapes of {name}'s arguments and of the arrays it reads (globals, "
                            f"closures). If {name} itself runs on these arguments, the error is s2sad's: please "
                            f"report it with this message.")
+
+
+def shapes_located(entry):
+    """`entry(fun, ...)` (jvp, vjp, a pullback's maker) with shape_refusal applied to what
+    it raises: numpy's shape errors located at fun, anything else as it was."""
+    @functools.wraps(entry)
+    def run(fun, *args, **kwargs):
+        try:
+            return entry(fun, *args, **kwargs)
+        except (ValueError, IndexError, ShapeError) as e:
+            refused = shape_refusal(fun, e)
+            if refused is None:
+                raise
+            raise refused from e
+    return run
+
+
+def pullback_shapes_located(fun, pullback):
+    """A pullback of fun whose numpy shape errors (a cotangent numpy refuses deep in the
+    adjoint program) are located at fun, as shapes_located does for its entry."""
+    def located(out_bar):
+        try:
+            return pullback(out_bar)
+        except (ValueError, IndexError, ShapeError) as e:
+            refused = shape_refusal(fun, e)
+            if refused is None:
+                raise
+            raise refused from e
+    return located

@@ -32,8 +32,8 @@ import numpy as np
 
 from . import array_higher, higher_explain, marks, mempool, tree
 from .api import grad, jvp, vjp
-from .arguments import argnums_tuple, check_argnums_spec, dtype_of
-from .errors import ArgumentError, NonDifferentiableInputError, S2SADError
+from .arguments import argnums_tuple, check_argnums_spec, dtype_of, shape_refusal
+from .errors import ArgumentError, NonDifferentiableInputError, S2SADError, ShapeError
 from .targets import arity, bind
 from .batched_jac import Blocks
 from .batched_rows import Rows
@@ -63,37 +63,43 @@ def jacfwd(fun: Callable, argnums=0, *, backend: str = "auto") -> Callable:
     small = _small_of_grad(mark, inner, argnums, backend) if of_grad else _small(mark, fun, argnums, backend)
 
     def jacfwd_fun(*args, **kwargs):
-        if kwargs:
-            args = _with_keywords(fun, args, kwargs)
-        if of_grad:     # (what the grad refuses: a map's grad is no elementwise derivative)
-            first_order_checked(mark, args)
-            got = small(args)       # a small fixed-shape program: hessian's unrolled plan
+        try:
+            if kwargs:
+                args = _with_keywords(fun, args, kwargs)
+            if of_grad:     # (what the grad refuses: a map's grad is no elementwise derivative)
+                first_order_checked(mark, args)
+                got = small(args)       # a small fixed-shape program: hessian's unrolled plan
+                if got is not None:
+                    jacfwd_fun.took = UNROLLED
+                    return got
+            got = _unrolled_hot(small, args) if not of_grad else None
             if got is not None:
                 jacfwd_fun.took = UNROLLED
                 return got
-        got = _unrolled_hot(small, args) if not of_grad else None
-        if got is not None:
-            jacfwd_fun.took = UNROLLED
-            return got
-        got = _diagonal_of(diagonal, argnums, args)
-        if got is not None:
-            jacfwd_fun.took = DIAGONAL
-            return got
-        got = small.full(args) if small is not None and not of_grad else None
-        if got is not None:
-            jacfwd_fun.took = UNROLLED
-            return got
-        got = _batched_columns(batched, inner, argnums, args)
-        if got is not None:
-            jacfwd_fun.took = BATCHED
-            return got
-        _check_argnums(argnums, args, fun)
-        jacfwd_fun.took = ONE_BY_ONE
-        per = {i: _jacfwd_one(fun, args, i, backend) for i in argnums_tuple(argnums)}
-        if not per:     # argnums=(): no Jacobian, as grad gives no gradient
-            return ()
-        td = next(iter(per.values()))[0]
-        return _by_output(td, argnums, lambda i, k: per[i][1][k])
+            got = _diagonal_of(diagonal, argnums, args)
+            if got is not None:
+                jacfwd_fun.took = DIAGONAL
+                return got
+            got = small.full(args) if small is not None and not of_grad else None
+            if got is not None:
+                jacfwd_fun.took = UNROLLED
+                return got
+            got = _batched_columns(batched, inner, argnums, args)
+            if got is not None:
+                jacfwd_fun.took = BATCHED
+                return got
+            _check_argnums(argnums, args, fun)
+            jacfwd_fun.took = ONE_BY_ONE
+            per = {i: _jacfwd_one(fun, args, i, backend) for i in argnums_tuple(argnums)}
+            if not per:     # argnums=(): no Jacobian, as grad gives no gradient
+                return ()
+            td = next(iter(per.values()))[0]
+            return _by_output(td, argnums, lambda i, k: per[i][1][k])
+        except (ValueError, IndexError, ShapeError) as e:     # (numpy refusing the user's shapes: located)
+            refused = shape_refusal(fun, e)
+            if refused is None:
+                raise
+            raise refused from e
     jacfwd_fun.batched = batched        # (why_not: the statement with no batched form, if any)
     jacfwd_fun.small = small
     return _named(jacfwd_fun, "jacfwd", fun, argnums)
@@ -116,40 +122,46 @@ def jacrev(fun: Callable, argnums=0, *, backend: str = "auto") -> Callable:
     small = _small_of_grad(mark, inner, argnums, backend) if inner is not None else _small(mark, fun, argnums, backend)
 
     def jacrev_fun(*args, **kwargs):
-        if kwargs:
-            args = _with_keywords(fun, args, kwargs)
-        if inner is not None:   # (as jacfwd's)
-            first_order_checked(mark, args)
-            got = small(args)
+        try:
+            if kwargs:
+                args = _with_keywords(fun, args, kwargs)
+            if inner is not None:   # (as jacfwd's)
+                first_order_checked(mark, args)
+                got = small(args)
+                if got is not None:
+                    jacrev_fun.took = UNROLLED
+                    return got
+            # an array program's warm paths first (the unrolled one's, the batched rows'; it is
+            # never an elementwise map's)
+            got = _unrolled_hot(small, args) if inner is None else None
             if got is not None:
                 jacrev_fun.took = UNROLLED
                 return got
-        # an array program's warm paths first (the unrolled one's, the batched rows'; it is
-        # never an elementwise map's)
-        got = _unrolled_hot(small, args) if inner is None else None
-        if got is not None:
-            jacrev_fun.took = UNROLLED
-            return got
-        got = _batched_rows(batched, argnums, args, hot=True) if inner is None else None
-        if got is not None:
-            jacrev_fun.took = BATCHED
-            return got
-        got = _diagonal_of(diagonal, argnums, args)
-        if got is not None:
-            jacrev_fun.took = DIAGONAL
-            return got
-        got = small.full(args) if small is not None and inner is None else None
-        if got is not None:
-            jacrev_fun.took = UNROLLED
-            return got
-        got = _batched_columns(batched, inner, argnums, args) if inner is not None else \
-            _batched_rows(batched, argnums, args)
-        if got is not None:
-            jacrev_fun.took = BATCHED
-            return got
-        _check_argnums(argnums, args, fun)
-        jacrev_fun.took = ONE_BY_ONE
-        return _jacrev_rows(fun, args, argnums, backend)
+            got = _batched_rows(batched, argnums, args, hot=True) if inner is None else None
+            if got is not None:
+                jacrev_fun.took = BATCHED
+                return got
+            got = _diagonal_of(diagonal, argnums, args)
+            if got is not None:
+                jacrev_fun.took = DIAGONAL
+                return got
+            got = small.full(args) if small is not None and inner is None else None
+            if got is not None:
+                jacrev_fun.took = UNROLLED
+                return got
+            got = _batched_columns(batched, inner, argnums, args) if inner is not None else \
+                _batched_rows(batched, argnums, args)
+            if got is not None:
+                jacrev_fun.took = BATCHED
+                return got
+            _check_argnums(argnums, args, fun)
+            jacrev_fun.took = ONE_BY_ONE
+            return _jacrev_rows(fun, args, argnums, backend)
+        except (ValueError, IndexError, ShapeError) as e:     # (numpy refusing the user's shapes: located)
+            refused = shape_refusal(fun, e)
+            if refused is None:
+                raise
+            raise refused from e
     jacrev_fun.batched = batched
     jacrev_fun.small = small
     return _named(jacrev_fun, "jacrev", fun, argnums)
@@ -217,27 +229,33 @@ def hessian(fun: Callable, argnums=0, *, backend: str = "auto") -> Callable:
     small = SmallHessian(fun, argnums, backend)     # small fixed shapes: one call (small_hessian.py)
 
     def hessian_fun(*args, **kwargs):
-        if kwargs:
-            args = _with_keywords(fun, args, kwargs)
-        got = small(args)
-        if got is not None:
-            hessian_fun.took = UNROLLED
-            return got
-        _check_argnums(argnums, args, fun)
-        norm = tuple(i % len(args) for i in nums)
-        blocks = batched(args, norm, norm)
-        if blocks is not None:
-            hessian_fun.took = BATCHED
+        try:
+            if kwargs:
+                args = _with_keywords(fun, args, kwargs)
+            got = small(args)
+            if got is not None:
+                hessian_fun.took = UNROLLED
+                return got
+            _check_argnums(argnums, args, fun)
+            norm = tuple(i % len(args) for i in nums)
+            blocks = batched(args, norm, norm)
+            if blocks is not None:
+                hessian_fun.took = BATCHED
+                if not isinstance(argnums, (tuple, list)):
+                    return blocks[(norm[0], norm[0])]
+                return tuple(tuple(blocks[(i, j)] for j in norm) for i in norm)
             if not isinstance(argnums, (tuple, list)):
-                return blocks[(norm[0], norm[0])]
-            return tuple(tuple(blocks[(i, j)] for j in norm) for i in norm)
-        if not isinstance(argnums, (tuple, list)):
-            inner = jacfwd(grads[argnums], argnums, backend=backend)
-            hessian_fun.took = (ONE_BY_ONE[0], inner)
-            return inner(*args)
-        inners = {(i, j): jacfwd(grads[i], j, backend=backend) for i in nums for j in nums}
-        hessian_fun.took = (ONE_BY_ONE[0], inners[(nums[0], nums[0])]) if nums else ONE_BY_ONE
-        return tuple(tuple(inners[(i, j)](*args) for j in nums) for i in nums)
+                inner = jacfwd(grads[argnums], argnums, backend=backend)
+                hessian_fun.took = (ONE_BY_ONE[0], inner)
+                return inner(*args)
+            inners = {(i, j): jacfwd(grads[i], j, backend=backend) for i in nums for j in nums}
+            hessian_fun.took = (ONE_BY_ONE[0], inners[(nums[0], nums[0])]) if nums else ONE_BY_ONE
+            return tuple(tuple(inners[(i, j)](*args) for j in nums) for i in nums)
+        except (ValueError, IndexError, ShapeError) as e:     # (numpy refusing the user's shapes: located)
+            refused = shape_refusal(fun, e)
+            if refused is None:
+                raise
+            raise refused from e
     hessian_fun.batched = batched       # (why_not: the statement with no batched form, if any)
     hessian_fun.small = small           # (why_not: what kept the program from unrolling, if anything)
     return _named(hessian_fun, "hessian", fun, argnums)

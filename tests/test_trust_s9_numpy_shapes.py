@@ -82,3 +82,24 @@ def test_other_errors_are_not_taken_for_shapes():
     assert shape_refusal(two_products, located) is None
     refused = shape_refusal(two_products, IndexError("index 12 is out of bounds for axis 0 with size 7"))
     assert isinstance(refused, ShapeError) and "two_products" in str(refused)
+
+
+def products(W, x):
+    return np.tanh(W @ x)
+
+
+@pytest.mark.parametrize("route", ["jvp", "vjp", "jvp of grad", "jacfwd", "jacrev", "hessian"])
+def test_every_route_locates_it(route):
+    W, x = np.ones((5, 7)), np.ones(12)
+    calls = {
+        "jvp": lambda: s2sad.jvp(products, (W, x), (W, x)),
+        "vjp": lambda: s2sad.vjp(products, W, x),
+        "jvp of grad": lambda: s2sad.jvp(s2sad.grad(two_products), (W, x), (W, x)),
+        "jacfwd": lambda: s2sad.jacfwd(products, argnums=1)(W, x),
+        "jacrev": lambda: s2sad.jacrev(products, argnums=1)(W, x),
+        "hessian": lambda: s2sad.hessian(two_products, argnums=1)(W, x),
+    }
+    with pytest.raises(ShapeError) as e:
+        calls[route]()
+    name = "two_products" if route in ("jvp of grad", "hessian") else "products"
+    _check(e, name)
