@@ -305,18 +305,27 @@ def shape_refusal(fun: Any, error: Exception) -> ShapeError | None:
                            f"report it with this message.")
 
 
+# what a derivative's run may raise for the user's shapes (reraise_located takes them)
+SHAPE_ERRORS = (ValueError, IndexError, ShapeError)
+
+
+def reraise_located(fun: Any, error: Exception):
+    """Raise `error` (caught as one of SHAPE_ERRORS while fun's derivative ran) as
+    shape_refusal locates it, chained, or as it was."""
+    refused = shape_refusal(fun, error)
+    if refused is None:
+        raise error
+    raise refused from error
+
+
 def shapes_located(entry):
-    """`entry(fun, ...)` (jvp, vjp, a pullback's maker) with shape_refusal applied to what
-    it raises: numpy's shape errors located at fun, anything else as it was."""
+    """`entry(fun, ...)` (jvp, vjp) with numpy's shape errors located at fun."""
     @functools.wraps(entry)
     def run(fun, *args, **kwargs):
         try:
             return entry(fun, *args, **kwargs)
-        except (ValueError, IndexError, ShapeError) as e:
-            refused = shape_refusal(fun, e)
-            if refused is None:
-                raise
-            raise refused from e
+        except SHAPE_ERRORS as e:
+            reraise_located(fun, e)
     return run
 
 
@@ -326,9 +335,6 @@ def pullback_shapes_located(fun, pullback):
     def located(out_bar):
         try:
             return pullback(out_bar)
-        except (ValueError, IndexError, ShapeError) as e:
-            refused = shape_refusal(fun, e)
-            if refused is None:
-                raise
-            raise refused from e
+        except SHAPE_ERRORS as e:
+            reraise_located(fun, e)
     return located

@@ -30,9 +30,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .arguments import array_params, as_result, as_value, shape_refusal
+from .arguments import array_params, as_result, as_value, reraise_located, SHAPE_ERRORS
 from .array_special import Specializer, signature_text
-from .errors import ShapeError
 from .frontend import bound
 from .plans import PLANS
 
@@ -106,11 +105,8 @@ def hot_maker(c, fn: Callable, argnums: tuple[int, ...], many: bool, grad_only: 
     lines += [
         "        except RecursionError:",
         "            return NotImplemented",
-        "        except (ValueError, IndexError, ShapeError) as e:",   # (numpy refusing the user's shapes: located)
-        "            refused = shape_refusal(FUN, e)",
-        "            if refused is None:",
-        "                raise",
-        "            raise refused from e",
+        "        except SHAPE_ERRORS as e:",   # (numpy refusing the user's shapes: located)
+        "            reraise_located(FUN, e)",
     ]
     unpack = f"        {', '.join(f'g{k}' for k in range(len(argnums)))}{',' if len(argnums) == 1 else ''} = "
     if grad_only:
@@ -119,7 +115,7 @@ def hot_maker(c, fn: Callable, argnums: tuple[int, ...], many: bool, grad_only: 
         lines += [unpack + "r[1]", f"        return as_value(r[0]), {shaped}"]
     lines += ["    hot.special = SPECIAL", "    return hot"]
     ns = {"ndarray": np.ndarray, "FLOATS": _FLOATS, "data_ok": data_ok, "as_result": as_result,
-          "as_value": as_value, "shape_refusal": shape_refusal, "ShapeError": ShapeError, "bound": bound, "fn": fn, "C": c, "PLANS": PLANS, "GEN": PLANS.generation,
+          "as_value": as_value, "reraise_located": reraise_located, "SHAPE_ERRORS": SHAPE_ERRORS, "bound": bound, "fn": fn, "C": c, "PLANS": PLANS, "GEN": PLANS.generation,
           "hold": c.assumptions.hold, "SPECIAL": special}
     exec(compile("\n".join(lines) + "\n", f"<s2sad hot path of {c.name}>", "exec"), ns)
     return ns["make"]

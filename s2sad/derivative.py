@@ -19,9 +19,8 @@ from typing import Any, Callable, Sequence
 from . import backends
 from .array_hot import hot_maker
 from .array_special import specializer_for
-from .arguments import argnums_tuple, as_result, as_value, check_args, check_call, converted, shape_refusal
+from .arguments import argnums_tuple, as_result, as_value, check_args, check_call, converted, reraise_located, SHAPE_ERRORS
 from .deep import deeply
-from .errors import ShapeError
 from .frontend import bound
 from .plancache import PLANNING
 from .plans import Plan, compiled, read_state, write_state
@@ -233,11 +232,8 @@ class Derivative:
         free = c.free_values()
         try:
             res = fn(*args, **free) if free else fn(*args)
-        except (ValueError, IndexError, ShapeError) as e:     # (numpy refusing the user's shapes: located)
-            refused = shape_refusal(self.fun, e)
-            if refused is None:
-                raise
-            raise refused from e
+        except SHAPE_ERRORS as e:     # (numpy refusing the user's shapes: located)
+            reraise_located(self.fun, e)
         if self.hot is decline:     # the next calls: the hot path first
             self.hot = self.leaf_hot = self._array_hot_path(c, fn, argnums)
         if self.grad_only:

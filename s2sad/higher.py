@@ -32,8 +32,8 @@ import numpy as np
 
 from . import array_higher, higher_explain, marks, mempool, tree
 from .api import grad, jvp, vjp
-from .arguments import argnums_tuple, check_argnums_spec, dtype_of, shape_refusal
-from .errors import ArgumentError, NonDifferentiableInputError, S2SADError, ShapeError
+from .arguments import argnums_tuple, check_argnums_spec, dtype_of, reraise_located, SHAPE_ERRORS
+from .errors import ArgumentError, NonDifferentiableInputError, S2SADError
 from .targets import arity, bind
 from .batched_jac import Blocks
 from .batched_rows import Rows
@@ -95,11 +95,8 @@ def jacfwd(fun: Callable, argnums=0, *, backend: str = "auto") -> Callable:
                 return ()
             td = next(iter(per.values()))[0]
             return _by_output(td, argnums, lambda i, k: per[i][1][k])
-        except (ValueError, IndexError, ShapeError) as e:     # (numpy refusing the user's shapes: located)
-            refused = shape_refusal(fun, e)
-            if refused is None:
-                raise
-            raise refused from e
+        except SHAPE_ERRORS as e:     # (numpy refusing the user's shapes: located)
+            reraise_located(fun, e)
     jacfwd_fun.batched = batched        # (why_not: the statement with no batched form, if any)
     jacfwd_fun.small = small
     return _named(jacfwd_fun, "jacfwd", fun, argnums)
@@ -157,11 +154,8 @@ def jacrev(fun: Callable, argnums=0, *, backend: str = "auto") -> Callable:
             _check_argnums(argnums, args, fun)
             jacrev_fun.took = ONE_BY_ONE
             return _jacrev_rows(fun, args, argnums, backend)
-        except (ValueError, IndexError, ShapeError) as e:     # (numpy refusing the user's shapes: located)
-            refused = shape_refusal(fun, e)
-            if refused is None:
-                raise
-            raise refused from e
+        except SHAPE_ERRORS as e:     # (numpy refusing the user's shapes: located)
+            reraise_located(fun, e)
     jacrev_fun.batched = batched
     jacrev_fun.small = small
     return _named(jacrev_fun, "jacrev", fun, argnums)
@@ -251,11 +245,8 @@ def hessian(fun: Callable, argnums=0, *, backend: str = "auto") -> Callable:
             inners = {(i, j): jacfwd(grads[i], j, backend=backend) for i in nums for j in nums}
             hessian_fun.took = (ONE_BY_ONE[0], inners[(nums[0], nums[0])]) if nums else ONE_BY_ONE
             return tuple(tuple(inners[(i, j)](*args) for j in nums) for i in nums)
-        except (ValueError, IndexError, ShapeError) as e:     # (numpy refusing the user's shapes: located)
-            refused = shape_refusal(fun, e)
-            if refused is None:
-                raise
-            raise refused from e
+        except SHAPE_ERRORS as e:     # (numpy refusing the user's shapes: located)
+            reraise_located(fun, e)
     hessian_fun.batched = batched       # (why_not: the statement with no batched form, if any)
     hessian_fun.small = small           # (why_not: what kept the program from unrolling, if anything)
     return _named(hessian_fun, "hessian", fun, argnums)
