@@ -37,7 +37,7 @@ from .codegen import llvm_jit
 from .errors import S2SADError
 from .frontend import bound
 from .passes.small_second import second_order
-from .passes.unroll_small import MAX_ELEMENTS, NotSmall, Unrolled, unroll
+from .passes.unroll_small import MAX_ELEMENTS, NotSmall, Unrolled, needed_nodes, unroll
 from .plans import compiled_array
 from .targets import target
 
@@ -298,13 +298,7 @@ def _plan_of(fun: Callable, args: tuple, argnums) -> tuple | str:
 def program_text(plan: Plan, params: list, name: str) -> str:
     """The plan's program as Python source, the nodes the outputs read only."""
     ops = plan.unrolled.graph.ops
-    roots = [o for o in plan.outputs if o is not None]
-    needed, stack = set(roots), list(roots)
-    while stack:
-        for a in ops[stack.pop()][1]:
-            if a not in needed:
-                needed.add(a)
-                stack.append(a)
+    needed = needed_nodes(ops, [o for o in plan.outputs if o is not None])
 
     def operand(k: int) -> str:
         op, _, const = ops[k]

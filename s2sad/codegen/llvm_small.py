@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import struct
 
+from ..passes.unroll_small import needed_nodes
 from .llvm_entry import ARRAY_DATA, ARRAY_DESCR, ARRAY_DIMS, ARRAY_FLAGS, ARRAY_ND, CARRAY, FLOAT_VALUE, OB_TYPE, SLOTS
 
 ARITH = {"add": "fadd", "sub": "fsub", "mul": "fmul", "div": "fdiv"}
@@ -176,7 +177,7 @@ class _Writer:
 
     def body(self, outputs: list) -> None:
         self.label("run")
-        needed = _needed(self.ops, [o for o in outputs if o is not None])
+        needed = needed_nodes(self.ops, [o for o in outputs if o is not None])
         for k in sorted(needed):
             self.node(k)
         self.finite(sorted(k for k in needed if self.ops[k][0] != "const") + sorted(
@@ -236,13 +237,3 @@ class _Writer:
             self(f"{v} = call double @{name}(double {a[0]})")
         else:
             raise AssertionError(name)
-
-
-def _needed(ops: list, roots: list[int]) -> set[int]:
-    seen, stack = set(roots), list(roots)
-    while stack:
-        for a in ops[stack.pop()][1]:
-            if a not in seen:
-                seen.add(a)
-                stack.append(a)
-    return seen

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from .unroll_small import Graph, Node, Unrolled
+from .unroll_small import Graph, Node, Unrolled, needed_nodes
 
 CMP = frozenset({"lt", "le", "gt", "ge", "eq", "ne"})
 LN2 = 0.6931471805599453
@@ -50,7 +50,7 @@ def forward_sweep(u: Unrolled, active: tuple[int, ...], roots: set[int], step: C
         offsets[p] = at
         at += _size(u.kinds[p])
     grads: dict[int, dict] = {}
-    for k in sorted(_ancestors(g, roots)):
+    for k in sorted(needed_nodes(g.ops, roots)):
         name, args, const = g.ops[k]
         if name == "input":
             p, off = const
@@ -68,16 +68,6 @@ def _size(shape) -> int:
     for d in shape or ():
         n *= d
     return n
-
-
-def _ancestors(g: Graph, roots: set[int]) -> set[int]:
-    seen, stack = set(roots), list(roots)
-    while stack:
-        for a in g.ops[stack.pop()][1]:
-            if a not in seen:
-                seen.add(a)
-                stack.append(a)
-    return seen
 
 
 def _acc(d: dict, key, term: Node, g: Graph) -> None:

@@ -91,6 +91,18 @@ class Node:
         return f"v{self.id}"
 
 
+def needed_nodes(ops: list, roots) -> set[int]:
+    """The nodes `roots` read, themselves included (ops[k] = (name, operand ids, const)):
+    what a sweep, a program's text or its IR needs of the graph."""
+    seen, stack = set(roots), list(roots)
+    while stack:
+        for a in ops[stack.pop()][1]:
+            if a not in seen:
+                seen.add(a)
+                stack.append(a)
+    return seen
+
+
 class Graph:
     """The straight-line program: `ops[k]` (name, operand ids, constant) of node k."""
 
