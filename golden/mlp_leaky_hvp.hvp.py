@@ -15,16 +15,17 @@ def mlp_loss__hvp(W1, b1, W2, X, y, W1_dot, b1_dot, W2_dot):
     out_bar = unbroadcast(_out_g, out)
     out_bar_dot = unbroadcast(_out_g_dot, out)
     # Grad of: out = h @ W2    [golden/examples.py:159:5]
-    # h_bar and its tangent only seed the pullback of h's kernel: outer products stay factors
-    h_bar, h_bar_dot, _W2_g, _W2_g_dot = kernel_matmul_hvp_bars(mlp_loss__h, mlp_loss__h__pair_tangent, (_1, b1), (_1_dot, b1_dot), W2, W2_dot, True, out_bar, out_bar_dot, h_values)
-    W2_bar = _W2_g
-    W2_bar_dot = _W2_g_dot
+    # h_bar and its tangent only seed the pullback of h's kernel: outer products stay factors; _W2_g_dot is summed in that pullback's pass
+    h_bar, h_bar_dot, _W2_g, _W2_g_dot = kernel_matmul_hvp_bars(mlp_loss__h, mlp_loss__h__pair_tangent, (_1, b1), (_1_dot, b1_dot), W2, W2_dot, True, out_bar, out_bar_dot, h_values, True)
     # Grad of: h = s2sad.broadcast(leaky_relu, X @ W1 + b1)    [golden/examples.py:158:5]
-    (__1_g_dot, _b1_g_dot, __1_g, _b1_g) = sum_grads(mlp_loss__h__seeded_tangent, (_1, b1, _1_dot, b1_dot, *seed_factors(h_bar), *seed_factors(h_bar_dot[0]), *seed_factors(h_bar_dot[1]), _1, b1), ('_1', 'b1', 'q__1', 'q_b1'))
+    (__1_g_dot, _b1_g_dot, __1_g, _b1_g, _W2_g_dot_sums) = sum_grads(mlp_loss__h__seeded_sums_tangent, (_1, b1, _1_dot, b1_dot, *seed_factors(h_bar), *seed_factors(h_bar_dot[0]), *seed_factors(h_bar_dot[1]), *column_sum_seeds(_W2_g_dot), _1, b1), ('_1', 'b1', 'q__1', 'q_b1', 'c_sum'))
     _1_bar = unbroadcast(__1_g, _1)
     _1_bar_dot = unbroadcast(__1_g_dot, _1)
     b1_bar = unbroadcast(_b1_g, b1)
     b1_bar_dot = unbroadcast(_b1_g_dot, b1)
+    _W2_g_dot = column_sums(_W2_g_dot, _W2_g_dot_sums)
+    W2_bar = _W2_g
+    W2_bar_dot = _W2_g_dot
     W1_bar, W1_bar_dot = both(matmul_rhs_bar, (_1_bar, X, W1), (_1_bar_dot, X, W1))
     return (loss, loss_dot), (W1_bar, b1_bar, W2_bar), (W1_bar_dot, b1_bar_dot, W2_bar_dot)
 
@@ -109,7 +110,7 @@ def mlp_loss__loss__seeded_tangent(out, y, t_out, g, g_dot, q_out):
     return g * (_d_out * t_out) + g_dot * _v + g * _w
 
 
-# Kernel mlp_loss__h__seeded_tangent (the tangent of mlp_loss__h's adjoint g * dmlp_loss__h/dp (its params' tangents, g and g_dot given)).
+# Kernel mlp_loss__h__seeded_sums_tangent (the tangent of mlp_loss__h's adjoint g * dmlp_loss__h/dp (its params' tangents, g and g_dot given; c * (u * its tangent + u_dot * it): column sums by c)).
 # from golden/examples.py:153 (leaky_relu)
 def leaky_relu(z):
     return z if z > 0 else 0.01 * z
@@ -135,8 +136,8 @@ def mlp_loss__h__dual(_1, b1):
     return (_d2, d_d2_dz, d_d2_dz)
 
 
-# the tangent of mlp_loss__h's adjoint g * dmlp_loss__h/dp (its params' tangents, g and g_dot given)
-def mlp_loss__h__seeded_tangent(_1, b1, t__1, t_b1, g_l, g_r, g_dot0_l, g_dot0_r, g_dot1_l, g_dot1_r, q__1, q_b1):
+# the tangent of mlp_loss__h's adjoint g * dmlp_loss__h/dp (its params' tangents, g and g_dot given; c * (u * its tangent + u_dot * it): column sums by c)
+def mlp_loss__h__seeded_sums_tangent(_1, b1, t__1, t_b1, g_l, g_r, g_dot0_l, g_dot0_r, g_dot1_l, g_dot1_r, c_sum, u, u_dot, q__1, q_b1):
     _v, _d__1, _d_b1 = mlp_loss__h__dual(_1, b1)
     _w = mlp_loss__h(q__1, q_b1)
-    return g_l * g_r * (_d__1 * t__1 + _d_b1 * t_b1) + (g_dot0_l * g_dot0_r + g_dot1_l * g_dot1_r) * _v + g_l * g_r * _w
+    return g_l * g_r * (_d__1 * t__1 + _d_b1 * t_b1) + (g_dot0_l * g_dot0_r + g_dot1_l * g_dot1_r) * _v + g_l * g_r * _w + c_sum * (u * (_d__1 * t__1 + _d_b1 * t_b1) + u_dot * _v)

@@ -11,6 +11,11 @@ adjoint `h.T @ out_bar` is a pass of h's kernel and its tangent
 `h_dot.T @ out_bar + h.T @ out_bar_dot` one of the pair kernel with the columns out_bar,
 out_bar_dot (column_products.kernel_matmul_vjp).
 
+With `sums` (the program folds w's adjoint's tangent into h's pullback, hvp_reverse),
+that tangent is not computed here where the kernels' passes were taken: a `ColumnSums`
+stands for it, whose columns seed the column sums of h's seeded tangent kernel
+(tangent_kernels, "with column sums"); `column_sums` gives the result from that pass.
+
 Invariant: where any product does not take a kernel's pass (w of several columns, h
 not 2-D, another dtype, the cuda backend), h and h_dot are formed (`values`) and every
 number is what the unpaired program computes: numpy's products of the formed arrays.
@@ -18,6 +23,7 @@ number is what the unpaired program computes: numpy's products of the formed arr
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
 from typing import Any, Sequence
 
 import numpy as np
@@ -76,13 +82,40 @@ def formed(kernel, args, active, tangents, w, w_dot, backend: str):
     return out, matmul(h_dot, w, backend) + matmul(h, w_dot, backend), (h, h_dot)
 
 
+@dataclass(frozen=True)
+class ColumnSums:
+    """w's adjoint's tangent `h_dot.T @ u + h.T @ u_dot` (w of `k` entries, shaped
+    `shape`) still to be summed in h's seeded pullback: u, u_dot the columns out_bar,
+    out_bar_dot."""
+    u: Any
+    u_dot: Any
+    k: int
+    shape: tuple
+    dtype: Any
+
+
+def column_sum_seeds(w_bar_dot) -> tuple:
+    """The seeded kernel's (c, u, u_dot): a row of zeros and the columns where w's
+    adjoint's tangent is a ColumnSums, else zeros (its sums are not read)."""
+    if isinstance(w_bar_dot, ColumnSums):
+        return np.zeros((1, w_bar_dot.k), w_bar_dot.dtype), w_bar_dot.u, w_bar_dot.u_dot
+    return 0.0, 0.0, 0.0
+
+
+def column_sums(w_bar_dot, sums):
+    """w's adjoint's tangent: the seeded pass's column sums where it was a ColumnSums."""
+    if isinstance(w_bar_dot, ColumnSums):
+        return np.asarray(sums).reshape(w_bar_dot.shape)
+    return w_bar_dot
+
+
 def kernel_matmul_hvp_bars(kernel, pair_kernel, args: Sequence[Any], tangents: Sequence[Any], w: Any,
                            w_dot: Any, w_grad: bool, out_bar: Any, out_bar_dot: Any, values,
-                           backend: str = "auto"):
+                           sums: bool = False, backend: str = "auto"):
     """(h_bar, (two terms of h_bar_dot), w_bar, w_bar_dot) of `out = h @ w`; w's pair
     None unless `w_grad`; w_grad "tangent": w_bar None, only its tangent computed (a
     program that reads no gradient, s2sad.hvp's). h's are factors (matmul_factors: a
-    SeedProduct where rank 1)."""
+    SeedProduct where rank 1). `sums`: w_bar_dot a ColumnSums where h is not formed."""
     value = w_grad != "tangent"
     if values is not None:
         h, h_dot = values
@@ -103,6 +136,9 @@ def kernel_matmul_hvp_bars(kernel, pair_kernel, args: Sequence[Any], tangents: S
             (SeedProduct(column(out_bar_dot), row), SeedProduct(column(out_bar), row_dot)))
     if not w_grad:
         return bars + (None, None)
+    if sums:    # w_bar_dot summed in h's seeded pullback
+        deferred = ColumnSums(column(out_bar), column(out_bar_dot), k, np.shape(w), dtype)
+        return bars + (_w_bar(kernel, args, w, out_bar, backend) if value else None, deferred)
     # the pair kernel with the columns out_bar and out_bar_dot as g and g_dot: summed
     # over the rows (the gradient w.r.t. a column of ones), h_dot.T @ out_bar + h.T @ out_bar_dot
     ones, pair_args, all_rows = np.ones((k, 1), dtype), [*args, *tangents, column(out_bar), column(out_bar_dot)], \
@@ -122,6 +158,14 @@ def kernel_matmul_hvp_bars(kernel, pair_kernel, args: Sequence[Any], tangents: S
     return bars + (w_bar, w_bar_dot.reshape(np.shape(w)))
 
 
+def _w_bar(kernel, args, w, out_bar, backend: str):
+    """h.T @ out_bar alone: one pass of h's kernel."""
+    kept = kept_matmul_vjp(kernel, args, (), w, True, out_bar, backend)
+    if kept is not None:
+        return kept(args, w, out_bar)[-1]
+    return kernel_matmul_vjp(kernel, args, (), w, True, out_bar, None, backend)[-1]
+
+
 def _w_bar_dot(pair_kernel, pair_args, ones, all_rows, w, backend: str):
     """h_dot.T @ out_bar + h.T @ out_bar_dot alone: one pass of the pair kernel."""
     kept = kept_matmul_vjp(pair_kernel, pair_args, (), ones, True, all_rows, backend)
@@ -133,6 +177,6 @@ def _w_bar_dot(pair_kernel, pair_args, ones, all_rows, w, backend: str):
 def runtime_names(backend: str) -> dict:
     """The names the forward-over-reverse program calls from this module, on `backend`
     (passes/array_jvp adds them to the plan's runtime names)."""
-    return {"both": both,
+    return {"both": both, "column_sum_seeds": column_sum_seeds, "column_sums": column_sums,
             "kernel_matmul_jvp": functools.partial(kernel_matmul_jvp, backend=backend),
             "kernel_matmul_hvp_bars": functools.partial(kernel_matmul_hvp_bars, backend=backend)}

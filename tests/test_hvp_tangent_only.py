@@ -56,9 +56,11 @@ def test_the_mlp_product_computes_no_gradient():
     assert "W1_bar, W1_bar_dot = both(matmul_rhs_bar, (_1_bar, X, W1), (_1_bar_dot, X, W1))" in both
     assert "W1_bar =" not in product and "W1_bar," not in product and "_1_bar =" not in product
     assert "W1_bar_dot = matmul_rhs_bar(_1_bar_dot, X, W1)" in product
-    assert "('_1', 'b1', 'q__1', 'q_b1'))" in both
-    assert "(__1_g_dot, _b1_g_dot) = sum_grads(" in product and "('_1', 'b1'))" in product
+    assert "('_1', 'b1', 'q__1', 'q_b1', 'c_sum'))" in both
+    # W2's adjoint's tangent: column sums of h's seeded pass (no pass of its own)
+    assert "(__1_g_dot, _b1_g_dot, _W2_g_dot_sums) = sum_grads(" in product and "('_1', 'b1', 'c_sum'))" in product
     assert "W2, W2_dot, True, out_bar" in both and "W2, W2_dot, 'tangent', out_bar" in product
+    assert "h_values, True)" in product and "_W2_g_dot = column_sums(_W2_g_dot, _W2_g_dot_sums)" in product
     assert "return (None, None), (None, None, None), (W1_bar_dot, b1_bar_dot, W2_bar_dot)" in product
 
 

@@ -72,15 +72,22 @@ class ReverseOfTangents:
         act = self.ctx.kernel_active(kst)
         pair = self.tangent_kernel_name(kst, tuple(p for _, p, _ in act), "pair")
         wb, wbd = self.namer.fresh(f"_{w}_g"), self.namer.fresh(f"_{w}_g_dot")
+        # w a parameter: its adjoint is only summed into until the end, so its tangent
+        # can wait for h's pullback, whose pass sums it (hvp_columns.ColumnSums)
+        sums = self.is_active(w) and isinstance(w, str) and w in self.p.params \
+            and self.ctx.index.made_by.get(w) is None
         out.append(f"{ind}# {self.bar(h)} and its tangent only seed the pullback of {h}'s kernel: outer "
-                   f"products stay factors")
+                   f"products stay factors" + (f"; {wbd} is summed in that pullback's pass" if sums else ""))
         out.append(f"{ind}{self.bar(h)}, {self.bar_dot(h)}, {wb}, {wbd} = kernel_matmul_hvp_bars("
                    f"{self.ctx.kernel_name(kst)}, {pair}, "
                    f"{tuple_text([text_of(a) for a in kst.args])}, {tuple_text([self.dot(a) for _, _, a in act])}, "
-                   f"{text_of(w)}, {self.dot_text(w)}, {self.is_active(w)}, {g}, {gd}, {st.adjoint.pair_values})")
+                   f"{text_of(w)}, {self.dot_text(w)}, {self.is_active(w)}, {g}, {gd}, {st.adjoint.pair_values}"
+                   + (", True)" if sums else ")"))
         init.add(h)
         self.factored[h] = 2
-        if self.is_active(w):
+        if sums:
+            self.column_sums[h] = (w, wb, wbd)
+        elif self.is_active(w):
             self.contribute(w, wb, wbd, ind, out, init)
 
     def reverse_stmt(self, st: ArrayStmt, ind: str, out: list, init: set) -> None:
@@ -189,13 +196,25 @@ class ReverseOfTangents:
             seeds = [f"*seed_factors({g})"] + [f"*seed_factors({gd}[{k}])" for k in range(terms)]
         else:
             seeds = [g, gd]
+        summed = self.column_sums.pop(st.target, None)     # (w, its adjoint, its tangent: a ColumnSums)
+        if summed is not None:
+            how = ("sums", how)
+            seeds.append(f"*column_sum_seeds({summed[2]})")
         kt = self.tangent_kernels.of(st.op.kernel, names, how)
         wrt = names + tuple(kt.params[len(kt.params) - len(names):])     # the active params, then their copies
+        targets = seconds + firsts
+        if summed is not None:     # and the row c, whose partial is the column sums
+            wrt += (kt.params[len(kt.params) - len(names) - 3],)
+            targets.append(self.namer.fresh(f"{summed[2]}_sums"))
         seeded = tuple_text(args + [self.dot(a) for _, _, a in act] + seeds + actives)
-        out.append(f"{ind}{tuple_text(seconds + firsts)} = sum_grads({self.tangent_kernel_name(st, names, how)}, "
+        out.append(f"{ind}{tuple_text(targets)} = sum_grads({self.tangent_kernel_name(st, names, how)}, "
                    f"{seeded}, {wrt!r})")
         for (_, _, a), first, second in zip(act, firsts, seconds):
             self.contribute(a, f"unbroadcast({first}, {a})", f"unbroadcast({second}, {a})", ind, out, init)
+        if summed is not None:
+            w, wb, wbd = summed
+            out.append(f"{ind}{wbd} = column_sums({wbd}, {targets[-1]})")
+            self.contribute(w, wb, wbd, ind, out, init)
 
     def _contributed(self, body) -> set:
         """Names defined outside `body` whose adjoints its reverse may add to."""

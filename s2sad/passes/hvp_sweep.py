@@ -84,6 +84,9 @@ class ForwardOverReverse(ReverseOfTangents, TangentSweep):
         # matmul as factors (SeedProduct or array) and the adjoint's tangent as a tuple
         # of such terms: name -> how many terms
         self.factored: dict[str, int] = {}
+        # kernel outputs h of `out = h @ w` whose pullback's pass also sums w's adjoint's
+        # tangent: h -> (w, the names of w's adjoint and its tangent)
+        self.column_sums: dict[str, tuple[str, str, str]] = {}
 
     # -------------------------------------------------------------- forward sweep
 
@@ -178,6 +181,8 @@ class ForwardOverReverse(ReverseOfTangents, TangentSweep):
             rev.append(f"    {self.bar(res)}, {self.bar_dot(res)} = 1.0, 0.0")
             self.init.add(res)
             self.reverse(p.body, "    ", rev, self.init)
+        if self.column_sums:    # (each pair's kernel is reversed after it: a bug of s2sad if not)
+            raise AssertionError(f"column sums never taken: {sorted(self.column_sums)}")
         bars, bar_dots = [], []
         for i in self.grad_argnums:
             x = p.params[i]

@@ -24,6 +24,15 @@ one), made once per (kernel, active, seeded) by `TangentKernels`, which the gene
 that uses it holds. The "pair" form (`seeded="pair"`) is `g * k_dot + g_dot * k`, no
 copies: for a kernel paired with a one-column matmul, its rows summed give
 `h_dot @ w + h @ w_dot` and `h_dot.T @ out_bar + h.T @ out_bar_dot` (hvp_columns).
+The seeded form "with column sums" (`seeded=("sums", s)`, s as `seeded` above) takes
+three more params before the copies, a row `c`, columns `u` and `u_dot`, and adds
+
+        + c * (u * (_d1 * t_a1 + ...) + u_dot * _v)
+
+called with c a row of zeros: the term is zero and adds nothing to the other partials,
+while its partial w.r.t. c, summed over the rows, is `h_dot.T @ u + h.T @ u_dot`: with
+u, u_dot = out_bar, out_bar_dot, the tangent of w's adjoint in `out = h @ w` (w one
+column) from the pass that gives h's adjoints' tangents (hvp_columns.ColumnSums).
 """
 from __future__ import annotations
 
@@ -35,10 +44,14 @@ from .forward import make_dual
 from .normalize import ScalarProgram
 
 
-def tangent_kernel(kernel, active: tuple[str, ...], seeded: bool | int | str = False):
+def tangent_kernel(kernel, active: tuple[str, ...], seeded: bool | int | str | tuple = False):
     """The tangent kernel of `kernel` for its `active` params, or its seeded form (see
     the module docstring); `seeded` an int k: g given as two factors and g_dot as k
-    products of two factors (an adjoint a matmul gives as an outer product, never formed)."""
+    products of two factors (an adjoint a matmul gives as an outer product, never formed);
+    ("sums", seeded): the seeded form with column sums."""
+    sums = isinstance(seeded, tuple)
+    if sums:
+        seeded = seeded[1]
     prog = kernel.program
     if prog.state:
         raise ValueError("a kernel that writes state has no tangent kernel")   # callers refuse first
@@ -49,11 +62,13 @@ def tangent_kernel(kernel, active: tuple[str, ...], seeded: bool | int | str = F
     value = fresh_name("_v", taken)
     parts = [fresh_name(f"_d_{a}", taken) for a in active]
     pair = seeded == "pair"
-    kind = "pair_" if pair else "seeded_" if seeded is not False else ""
+    kind = "pair_" if pair else "seeded_sums_" if sums else "seeded_" if seeded is not False else ""
     name = fresh_name(f"{prog.entry}__{kind}tangent", taken)
     total = " + ".join(f"{d} * {t}" for d, t in zip(parts, tans))
     seeds, g, g_dot = _seeds(True if pair else seeded, taken)
     copies = [fresh_name(f"q_{a}", taken) for a in active] if seeded is not False and not pair else []
+    summed = [fresh_name(n, taken) for n in ("c_sum", "u", "u_dot")] if sums else []
+    seeds = seeds + summed
     params = ", ".join(list(prog.params) + tans + seeds + copies)
     body = f"    {value}, {', '.join(parts)} = {dual_entry}({', '.join(prog.params)})\n"
     if pair:      # g * k_dot + g_dot * k: a row of it summed gives h_dot @ g.T + h @ g_dot.T
@@ -63,12 +78,16 @@ def tangent_kernel(kernel, active: tuple[str, ...], seeded: bool | int | str = F
         w = fresh_name("_w", taken)
         by = dict(zip(active, copies))
         body += f"    {w} = {prog.entry}({', '.join(by.get(p, p) for p in prog.params)})\n"
+        tangent = total
         total = f"{g} * ({total}) + {g_dot} * {value} + {g} * {w}"
+        if sums:    # (c a row of zeros: see the module docstring)
+            c, u, u_dot = summed
+            total += f" + {c} * ({u} * ({tangent}) + {u_dot} * {value})"
     text = f"def {name}({params}):\n{body}    return {total}\n"
     fn = gast_parse(text).body[0]
     what = (f"g * {prog.entry}'s tangent + g_dot * {prog.entry} (hvp_columns' products)" if pair else
             f"the tangent of {prog.entry}'s adjoint g * d{prog.entry}/dp (its params' tangents, g and g_dot "
-            f"given)" if seeded is not False else f"the tangent of {prog.entry} along its active params' tangents")
+            f"given{'; c * (u * its tangent + u_dot * it): column sums by c' if sums else ''})" if seeded is not False else f"the tangent of {prog.entry} along its active params' tangents")
     origins = {**prog.origins, name: what}
     program = ScalarProgram({**functions, name: fn}, name,
                             tuple(prog.params) + tuple(tans) + tuple(seeds) + tuple(copies), origins, prog.custom_rules)
@@ -102,7 +121,7 @@ class TangentKernels:
         self._made: dict[tuple, object] = {}
         self._keep: list = []     # the kernels keyed by id, kept alive with their tangents
 
-    def of(self, kernel, active: tuple[str, ...], seeded: bool | int | str = False):
+    def of(self, kernel, active: tuple[str, ...], seeded: bool | int | str | tuple = False):
         key = (id(kernel), active, repr(seeded))     # (True == 1: told apart)
         got = self._made.get(key)
         if got is None:

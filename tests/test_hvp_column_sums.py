@@ -1,0 +1,158 @@
+"""W's adjoint's tangent of `out = h @ W` (W a parameter of one column) summed in the pass
+of h's seeded tangent kernel (tangent_kernels "with column sums", hvp_columns.ColumnSums):
+no pass of its own. Checked against a hand-written product and central differences of
+s2sad.grad, on both backends, on s2sad.hvp and jvp(grad), and where the fold does not
+apply (W made inside the program, W not differentiated) or its sums are not read (W of
+several columns: h formed), with NaN, no rows and float32.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import s2sad
+from s2sad import array_higher, hvp_columns
+
+BACKENDS = ("python", "llvm")
+
+
+def soft(z):
+    return z / (1.0 + z * z) + 0.5 * z
+
+
+def mlp(W1, b1, W2, X, y):
+    h = s2sad.broadcast(soft, X @ W1 + b1)
+    out = h @ W2
+    return np.mean((out - y) ** 2)
+
+
+def mlp_made_w(W1, b1, W2, X, y):
+    W = W2 * 2.0          # W made by the program: its adjoint is read back, no fold
+    h = s2sad.broadcast(soft, X @ W1 + b1)
+    out = h @ W
+    return np.mean((out - y) ** 2)
+
+
+def mlp_w_twice(W1, b1, W2, X, y):
+    h = s2sad.broadcast(soft, X @ W1 + b1)
+    out = h @ W2
+    return np.mean((out - y) ** 2) + np.sum(W2 * W2) * 0.25
+
+
+def _problem(n, d=4, k=6, cols=1, seed=0):
+    rng = np.random.default_rng(seed)
+    args = (rng.normal(size=(d, k)), rng.normal(size=(1, k)) * 0.1, rng.normal(size=(k, cols)),
+            rng.normal(size=(n, d)), rng.normal(size=(n, cols)))
+    tans = tuple(rng.normal(size=a.shape) for a in args[:3]) + (np.zeros((n, d)), np.zeros((n, cols)))
+    return args, tans
+
+
+def _hand(W1, b1, W2, X, y, V1, Vb, V2, scale=2.0):
+    """soft's second derivative times the tangent enters h_bar_dot: the whole product by hand."""
+    z = X @ W1 + b1
+    zd = X @ V1 + Vb
+    q = 1.0 + z * z
+    h = z / q + 0.5 * z
+    s = (1.0 - z * z) / q ** 2 + 0.5
+    s2 = (2.0 * z ** 3 - 6.0 * z) / q ** 3
+    hd = s * zd
+    n = y.size
+    ob, obd = scale * (h @ W2 - y) / n, scale * (hd @ W2 + h @ V2) / n
+    hb, hbd = ob @ W2.T, obd @ W2.T + ob @ V2.T
+    zbd = hbd * s + hb * s2 * zd
+    return X.T @ zbd, zbd.sum(0, keepdims=True), hd.T @ ob + h.T @ obd
+
+
+def _fd_of_grad(G, args, tans, h=1e-6):
+    plus = [a + h * t for a, t in zip(args, tans)]
+    minus = [a - h * t for a, t in zip(args, tans)]
+    return tuple((p - m) / (2 * h) for p, m in zip(G(*plus), G(*minus)))
+
+
+def _close(got, want, tol):
+    for g, w in zip(got, want):
+        assert np.shape(g) == np.shape(w)
+        assert np.max(np.abs(np.asarray(g) - w), initial=0.0) <= tol * (1.0 + np.max(np.abs(w), initial=0.0))
+
+
+def test_the_source_sums_w_in_the_kernels_pass():
+    text = array_higher.hvp_source(mlp, (0, 1, 2), product_only=True)
+    assert "mlp__h__seeded_sums_tangent" in text and "*column_sum_seeds(_W2_g_dot)" in text
+    assert "_W2_g_dot = column_sums(_W2_g_dot, _W2_g_dot_sums)" in text
+    assert "c_sum * (u * (" in text     # the kernel's column-sum term
+    # a W the program makes has no fold (its adjoint is read before the kernel's pullback)
+    assert "column_sum_seeds(" not in array_higher.hvp_source(mlp_made_w, (0, 1, 2), product_only=True)
+    # W not differentiated: nothing to sum
+    assert "column_sum_seeds(" not in array_higher.hvp_source(mlp, (0, 1), argnums=(0, 1), product_only=True)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("fn", [mlp, mlp_made_w, mlp_w_twice])
+def test_product_and_jvp_of_grad_match_differences(backend, fn):
+    args, tans = _problem(40, seed=1)
+    G = s2sad.grad(fn, argnums=(0, 1, 2), backend=backend)
+    want = _fd_of_grad(G, args, tans)
+    _close(s2sad.hvp(fn, args, tans, argnums=(0, 1, 2), backend=backend), want, 1e-6)
+    _close(s2sad.jvp(G, args, tans)[1], want, 1e-6)
+    g = s2sad.jvp(G, args, tans)[0]
+    _close(g, G(*args), 1e-13)           # the gradient returned beside it unchanged
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_matches_the_hand_product_to_rounding(backend):
+    args, tans = _problem(500, seed=2)
+    want = _hand(*args, *tans[:3])
+    _close(s2sad.hvp(mlp, args, tans, argnums=(0, 1, 2), backend=backend), want, 1e-12)
+    _close(s2sad.jvp(s2sad.grad(mlp, argnums=(0, 1, 2), backend=backend), args, tans)[1], want, 1e-12)
+
+
+def test_several_columns_form_h_and_ignore_the_sums():
+    args, tans = _problem(30, cols=3, seed=3)
+    G = s2sad.grad(mlp, argnums=(0, 1, 2))
+    _close(s2sad.hvp(mlp, args, tans, argnums=(0, 1, 2)), _fd_of_grad(G, args, tans), 1e-6)
+
+
+def test_w_not_differentiated_and_w_alone():
+    args, tans = _problem(25, seed=4)
+    for argnums in ((0, 1), (2,), (1, 2)):
+        G = s2sad.grad(mlp, argnums=argnums)
+        t = tuple(tans[i] if i in argnums else np.zeros_like(a) for i, a in enumerate(args))
+        got = s2sad.hvp(mlp, args, t, argnums=argnums)
+        want = _fd_of_grad(G, args, t)
+        _close(got if isinstance(got, tuple) else (got,), want, 1e-6)
+
+
+def test_nan_in_the_direction_of_w_reaches_its_own_tangent():
+    args, tans = _problem(20, seed=5)
+    tans = list(tans)
+    tans[2] = tans[2].copy()
+    tans[2][1, 0] = np.nan
+    got = s2sad.hvp(mlp, args, tuple(tans), argnums=(0, 1, 2))
+    want = _hand(*args, *tans[:3])
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(np.isnan(g), np.isnan(w))
+
+
+def test_no_rows_one_row_float32_inputs_unchanged():
+    for n in (0, 1):
+        args, tans = _problem(n, seed=6)
+        got = s2sad.hvp(mlp, args, tans, argnums=(0, 1, 2))
+        assert [np.shape(g) for g in got] == [a.shape for a in args[:3]]
+        _close(got, _hand(*args, *tans[:3]), 1e-12)
+    args, tans = _problem(30, seed=7)
+    a32, t32 = tuple(a.astype(np.float32) for a in args), tuple(t.astype(np.float32) for t in tans)
+    copies = [a.copy() for a in a32 + t32]
+    r32 = s2sad.hvp(mlp, a32, t32, argnums=(0, 1, 2))
+    assert all(r.dtype == np.float32 for r in r32)
+    _close(r32, _hand(*args, *tans[:3]), 1e-4)
+    assert all(np.array_equal(a, c) for a, c in zip(a32 + t32, copies))
+
+
+def test_column_sum_helpers():
+    k, u, ud = 3, np.ones((4, 1)), np.zeros((4, 1))
+    cs = hvp_columns.ColumnSums(u, ud, k, (k, 1), np.dtype(np.float64))
+    c, got_u, got_ud = hvp_columns.column_sum_seeds(cs)
+    assert c.shape == (1, k) and not np.any(c) and got_u is u and got_ud is ud
+    assert hvp_columns.column_sums(cs, np.arange(3.0).reshape(1, 3)).shape == (k, 1)
+    w = np.arange(3.0)
+    assert hvp_columns.column_sum_seeds(w) == (0.0, 0.0, 0.0) and hvp_columns.column_sums(w, None) is w
