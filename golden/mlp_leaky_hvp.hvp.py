@@ -3,8 +3,8 @@ def mlp_loss__hvp(W1, b1, W2, X, y, W1_dot, b1_dot, W2_dot):
     # h = s2sad.broadcast(leaky_relu, X @ W1 + b1)
     _1, _1_dot = both(matmul, (X, W1), (X, W1_dot))
     # out = h @ W2
-    # out and its tangent in passes of h's kernel and its pair kernel; h and its tangent are not formed (None) where W2 is one column
-    out, out_dot, h_values = kernel_matmul_jvp(mlp_loss__h, mlp_loss__h__pair_tangent, (_1, b1), ('_1', 'b1'), (_1_dot, b1_dot), W2, W2_dot)
+    # out and its tangent in one pass of h's kernel's rows form; h and its tangent are not formed (None) where W2 is one column
+    out, out_dot, h_values = kernel_matmul_jvp(mlp_loss__h, mlp_loss__h__rows_tangent, (_1, b1), ('_1', 'b1'), (_1_dot, b1_dot), W2, W2_dot)
     # return np.mean((out - y) ** 2)
     loss = sum_dual(mlp_loss__loss, (out, y), active=(), scale=1.0 / broadcast_size(out, y))[0]
     loss_dot = sum_dual(mlp_loss__loss__tangent, (out, y, out_dot), active=(), scale=1.0 / broadcast_size(out, y))[0]
@@ -45,7 +45,7 @@ def mlp_loss__loss(out, y):
     return (out - y) ** 2
 
 
-# Kernel mlp_loss__h__pair_tangent (g * mlp_loss__h's tangent + g_dot * mlp_loss__h (hvp_columns' products)).
+# Kernel mlp_loss__h__rows_tangent (a * g * mlp_loss__h + a_dot * (g * mlp_loss__h's tangent + g_dot * mlp_loss__h) (hvp_columns' product and its tangent, one pass)).
 # from golden/examples.py:153 (leaky_relu)
 def leaky_relu(z):
     return z if z > 0 else 0.01 * z
@@ -71,10 +71,10 @@ def mlp_loss__h__dual(_1, b1):
     return (_d2, d_d2_dz, d_d2_dz)
 
 
-# g * mlp_loss__h's tangent + g_dot * mlp_loss__h (hvp_columns' products)
-def mlp_loss__h__pair_tangent(_1, b1, t__1, t_b1, g, g_dot):
+# a * g * mlp_loss__h + a_dot * (g * mlp_loss__h's tangent + g_dot * mlp_loss__h) (hvp_columns' product and its tangent, one pass)
+def mlp_loss__h__rows_tangent(_1, b1, t__1, t_b1, g, g_dot, a, a_dot):
     _v, _d__1, _d_b1 = mlp_loss__h__dual(_1, b1)
-    return g * (_d__1 * t__1 + _d_b1 * t_b1) + g_dot * _v
+    return a * (g * _v) + a_dot * (g * (_d__1 * t__1 + _d_b1 * t_b1) + g_dot * _v)
 
 
 # Kernel mlp_loss__loss__tangent (the tangent of mlp_loss__loss along its active params' tangents).
@@ -108,6 +108,38 @@ def mlp_loss__loss__seeded_tangent(out, y, t_out, g, g_dot, q_out):
     _v, _d_out = mlp_loss__loss__dual_out(out, y)
     _w = mlp_loss__loss(q_out, y)
     return g * (_d_out * t_out) + g_dot * _v + g * _w
+
+
+# Kernel mlp_loss__h__pair_tangent (g * mlp_loss__h's tangent + g_dot * mlp_loss__h (hvp_columns' products)).
+# from golden/examples.py:153 (leaky_relu)
+def leaky_relu(z):
+    return z if z > 0 else 0.01 * z
+
+
+def mlp_loss__h(_1, b1):
+    return leaky_relu(_1 + b1)
+
+
+def leaky_relu__dual(z):
+    if z > 0:
+        _d2 = 1.0
+        _d1 = z
+    else:
+        _d2 = 0.01
+        _d1 = 0.01 * z
+    return (_d1, _d2)
+
+
+def mlp_loss__h__dual(_1, b1):
+    _d1 = _1 + b1
+    _d2, d_d2_dz = leaky_relu__dual(_d1)
+    return (_d2, d_d2_dz, d_d2_dz)
+
+
+# g * mlp_loss__h's tangent + g_dot * mlp_loss__h (hvp_columns' products)
+def mlp_loss__h__pair_tangent(_1, b1, t__1, t_b1, g, g_dot):
+    _v, _d__1, _d_b1 = mlp_loss__h__dual(_1, b1)
+    return g * (_d__1 * t__1 + _d_b1 * t_b1) + g_dot * _v
 
 
 # Kernel mlp_loss__h__seeded_sums_tangent (the tangent of mlp_loss__h's adjoint g * dmlp_loss__h/dp (its params' tangents, g and g_dot given; c * (u * its tangent + u_dot * it): column sums by c)).

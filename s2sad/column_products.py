@@ -28,7 +28,7 @@ from .runtime import (LAUNCH_PLANS, Kernel, keep, plain_signature, remember, see
 # Otherwise (w of several columns, h not 2-D, the cuda backend) h is formed and numpy
 # multiplies: the same numbers up to the order of the sums.
 
-def _one_column(shape: tuple[int, ...], w: Any, dtype: np.dtype) -> bool:
+def one_column(shape: tuple[int, ...], w: Any, dtype: np.dtype) -> bool:
     """Do values of `shape` times w take the fused path: 2-D values, w an ndarray of the
     values' dtype that is one column (k, 1) or a vector (k,)?"""
     ws = np.shape(w)
@@ -70,7 +70,7 @@ def kernel_matmul(kernel: Kernel, args: Sequence[Any], w: Any, backend: str = "a
     resolved = backend_for(backend, list(args) + [w])
     shape = broadcast_shapes(*(np.shape(a) for a in args))
     dtype = compute_dtype(args)
-    if _one_column(shape, w, dtype):
+    if one_column(shape, w, dtype):
         n, k = shape
         factors = [np.ones((n, 1), dtype), w.reshape(1, k)]
         got = seeded_vjp(kernel, args, (), factors, resolved, factor_grads=(0,))

@@ -2,9 +2,10 @@
 (the pair passes/kernelpairs.py finds, the gradient's `column_products.kernel_matmul`),
 with h and its tangent h_dot never formed where w is one column.
 
-Forward: out = h @ w in a pass of h's kernel, out_dot = h_dot @ w + h @ w_dot in one of
-its "pair" kernel `g * h_dot + g_dot * h` (tangent_kernels) with the rows w.T, w_dot.T,
-each summing every row against a column: no n x k array is written.
+Forward: out = h @ w and out_dot = h_dot @ w + h @ w_dot in ONE pass of h's "rows"
+tangent kernel `a * g * h + a_dot * (g * h_dot + g_dot * h)` (tangent_kernels) with the
+rows w.T, w_dot.T as g, g_dot: its partials w.r.t. the columns of ones a, a_dot sum every
+row against w and w_dot; no n x k array is written, h's operands are read once.
 Reverse: h's adjoint and its tangent are outer products kept as factors
 (runtime.SeedProduct: the pullback of h's kernel reads them inside its pass); w's
 adjoint `h.T @ out_bar` is a pass of h's kernel and its tangent
@@ -29,42 +30,34 @@ from typing import Any, Sequence
 import numpy as np
 
 from .array_rules import matmul_factors, matmul_rhs_bar
-from .column_products import kept_matmul, kept_matmul_vjp, kernel_matmul, kernel_matmul_vjp
+from .backends import backend_for
+from .column_products import kept_matmul_vjp, kernel_matmul_vjp, one_column
 from .gemm import matmul
-from .runtime import SeedProduct, broadcast_shapes, compute_dtype, jvp
+from .runtime import SeedProduct, broadcast_shapes, compute_dtype, jvp, sum_grads
 from .twocalls import both, two_calls
 
 
-def kernel_matmul_jvp(kernel, pair_kernel, args: Sequence[Any], active: tuple[str, ...],
+def kernel_matmul_jvp(kernel, rows_kernel, args: Sequence[Any], active: tuple[str, ...],
                       tangents: Sequence[Any], w: Any, w_dot: Any, backend: str = "auto"):
-    """(h @ w, its tangent, values): values None where both products took their
-    kernel's pass (h, h_dot not formed), else (h, h_dot) and the products numpy's.
-    `pair_kernel` is `g * h_dot + g_dot * h` (tangent_kernels' "pair" form): with the
-    rows w.T and w_dot.T as g and g_dot, its row sums are the tangent h_dot @ w + h @ w_dot.
-    Where both passes ran before for these signatures, they run side by side (twocalls)."""
-    if np.ndim(w) not in (1, 2) or np.size(w) != np.shape(w)[0] or np.shape(w_dot) != np.shape(w):
+    """(h @ w, its tangent, values): values None where both products took ONE pass of
+    `rows_kernel` (h, h_dot not formed), else (h, h_dot) and the products numpy's.
+    `rows_kernel` is `a * g * h + a_dot * (g * h_dot + g_dot * h)` (tangent_kernels'
+    "rows" form): with the rows w.T, w_dot.T as g, g_dot and columns of ones as a, a_dot,
+    its partials w.r.t. a and a_dot are h @ w and its tangent h_dot @ w + h @ w_dot.
+    The pass takes the kernel's seeded pullback's conditions (a host backend, w a column
+    of the values' dtype), so the reverse's passes of h's kernel apply where it ran."""
+    shape = broadcast_shapes(*(np.shape(a) for a in args))
+    dtype = compute_dtype(args)
+    if not (one_column(shape, w, dtype) and np.shape(w_dot) == np.shape(w)
+            and backend_for(backend, [*args, w]).ordered_sums):
         return formed(kernel, args, active, tangents, w, w_dot, backend)    # (the product of several columns)
-    pair_args, ones = _pair_operands(args, tangents, w, w_dot)
-    kept = kept_matmul(kernel, args, w, backend)
-    kept_pair = kept_matmul(pair_kernel, pair_args, ones, backend) if kept is not None else None
-    if kept_pair is not None:
-        out, out_dot = two_calls(("kernel_matmul_jvp", id(kernel), id(pair_kernel), _shapes(pair_args)),
-                                 lambda: kept(args, w), lambda: kept_pair(pair_args, ones), _work(args))
-        return out, out_dot.reshape(out.shape), None
-    out, h = kernel_matmul(kernel, args, w, backend)
-    if h is None:
-        out_dot, p = kernel_matmul(pair_kernel, pair_args, ones, backend)
-        if p is None:
-            return out, out_dot.reshape(out.shape), None
-    return formed(kernel, args, active, tangents, w, w_dot, backend)
-
-
-def _pair_operands(args, tangents, w, w_dot):
-    """(the pair kernel's operands, the column of ones it is multiplied by) for the
-    tangent h_dot @ w + h @ w_dot."""
-    k = np.shape(w)[0]
-    rows = [np.asarray(w).reshape(1, k), np.asarray(w_dot).reshape(1, k)]
-    return [*args, *tangents, *rows], np.ones((k, 1), compute_dtype(args))
+    n, k = shape
+    ones = np.ones((n, 1), dtype)
+    rows = [w.reshape(1, k), np.asarray(w_dot, dtype).reshape(1, k)]
+    out, out_dot = sum_grads(rows_kernel, [*args, *tangents, *rows, ones, ones], tuple(rows_kernel.params[-2:]),
+                             backend=backend)
+    shaped = (n, 1) if w.ndim == 2 else (n,)
+    return out.reshape(shaped), out_dot.reshape(shaped), None
 
 
 def _shapes(arrays) -> tuple:

@@ -3,7 +3,8 @@ of h's seeded tangent kernel (tangent_kernels "with column sums", hvp_columns.Co
 no pass of its own. Checked against a hand-written product and central differences of
 s2sad.grad, on both backends, on s2sad.hvp and jvp(grad), and where the fold does not
 apply (W made inside the program, W not differentiated) or its sums are not read (W of
-several columns: h formed), with NaN, no rows and float32.
+several columns: h formed), with NaN, no rows and float32. And the forward's
+`out = h @ W` with its tangent as ONE pass of h's "rows" tangent kernel.
 """
 from __future__ import annotations
 
@@ -156,3 +157,56 @@ def test_column_sum_helpers():
     assert hvp_columns.column_sums(cs, np.arange(3.0).reshape(1, 3)).shape == (k, 1)
     w = np.arange(3.0)
     assert hvp_columns.column_sum_seeds(w) == (0.0, 0.0, 0.0) and hvp_columns.column_sums(w, None) is w
+
+
+# ---------------------------------------------------------------- the forward: one rows pass
+
+def _kernels(fn):
+    from s2sad.passes.array_jvp import tangent_plans
+    from s2sad.plans import compiled_array
+    args, tans = _problem(12, seed=8)
+    s2sad.hvp(fn, args, tans, argnums=(0, 1, 2))
+    impl = tangent_plans(compiled_array(fn)).hvp_implementation((0, 1, 2), (0, 1, 2), "auto", False,
+                                                                hvp_columns.runtime_names, False)
+    return impl.__globals__["mlp__h"], impl.__globals__["mlp__h__rows_tangent"], args, tans
+
+
+def test_the_forward_is_one_rows_pass_in_the_source():
+    text = array_higher.hvp_source(mlp, (0, 1, 2), product_only=True)
+    assert "kernel_matmul_jvp(mlp__h, mlp__h__rows_tangent, " in text
+    assert "a * (g * _v) + a_dot * (g * (" in text
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_rows_pass_gives_the_product_and_its_tangent(backend):
+    k, rows, args, _ = _kernels(mlp)
+    W1, b1, W2, X, _ = args
+    rng = np.random.default_rng(11)
+    z, zd, bd = X @ W1, rng.normal(size=(12, 6)), rng.normal(size=(1, 6))
+    h = soft(z + b1)
+    q = 1.0 + (z + b1) ** 2
+    hd = ((1.0 - (z + b1) ** 2) / q ** 2 + 0.5) * (zd + bd)
+    for w, wd in ((W2, rng.normal(size=W2.shape)), (W2.ravel(), rng.normal(size=6)),
+                  (W2, rng.normal(size=W2.shape).astype(np.float32))):    # (a float32 tangent: cast)
+        out, out_dot, values = hvp_columns.kernel_matmul_jvp(k, rows, (z, b1), ("_1", "b1"), (zd, bd), w, wd,
+                                                             backend=backend)
+        assert values is None and out.shape == (h @ w).shape and out_dot.shape == out.shape
+        wd64 = np.asarray(wd, np.float64)
+        np.testing.assert_allclose(out, h @ w, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(out_dot, hd @ w + h @ wd64, rtol=1e-12, atol=1e-12)
+    # several columns: h and h_dot formed, numpy's products
+    w3, wd3 = np.hstack([W2, W2]), np.hstack([W2, -W2])
+    out, out_dot, values = hvp_columns.kernel_matmul_jvp(k, rows, (z, b1), ("_1", "b1"), (zd, bd), w3, wd3,
+                                                         backend=backend)
+    assert values is not None
+    np.testing.assert_allclose(out_dot, hd @ w3 + h @ wd3, rtol=1e-12, atol=1e-12)
+
+
+def test_rows_pass_nan_stays_in_its_row():
+    k, rows, args, _ = _kernels(mlp)
+    W1, b1, W2, X, _ = args
+    z, zd = X @ W1, np.zeros((12, 6))
+    zd[3, 2] = np.nan
+    out, out_dot, _ = hvp_columns.kernel_matmul_jvp(k, rows, (z, b1), ("_1", "b1"), (zd, np.zeros((1, 6))), W2,
+                                                    np.zeros_like(W2))
+    assert np.isfinite(out).all() and np.isnan(out_dot[3, 0]) and np.isfinite(np.delete(out_dot, 3, axis=0)).all()

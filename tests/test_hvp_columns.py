@@ -140,7 +140,8 @@ def test_helpers_form_nothing_where_w_is_one_column():
     s2sad.jvp(s2sad.grad(mlp_leaky, argnums=(0, 1, 2)), args, tans)
     fn = tangent_plans(compiled_array(mlp_leaky)).hvp_implementation((0, 1, 2), (0, 1, 2), "auto", False,
                                                                       hvp_columns.runtime_names)
-    k, kt = fn.__globals__["mlp_leaky__h"], fn.__globals__["mlp_leaky__h__pair_tangent"]
+    k, kt = fn.__globals__["mlp_leaky__h"], fn.__globals__["mlp_leaky__h__rows_tangent"]
+    kp = fn.__globals__["mlp_leaky__h__pair_tangent"]
     W1, b1, W2, X, _ = args
     z, zd = X @ W1, X @ tans[0]
     for w, wd, fused in ((W2, tans[2], True), (np.hstack([W2, W2]), np.hstack([tans[2], W2]), False)):
@@ -149,7 +150,7 @@ def test_helpers_form_nothing_where_w_is_one_column():
         s = np.where(z + b1 > 0, 1.0, 0.01)
         h, h_dot = s * (z + b1), s * (zd + tans[1])
         _close((out, out_dot), (h @ w, h_dot @ w + h @ wd), 1e-13)
-        bars = hvp_columns.kernel_matmul_hvp_bars(k, kt, (z, b1), (zd, tans[1]), w, wd, True, out, out_dot, values)
+        bars = hvp_columns.kernel_matmul_hvp_bars(k, kp, (z, b1), (zd, tans[1]), w, wd, True, out, out_dot, values)
         _close(bars[2:], (h.T @ out, h.T @ out_dot + h_dot.T @ out), 1e-13)
         _close((np.asarray(bars[0]),), (out @ w.T,), 1e-13)
 

@@ -110,10 +110,10 @@ class ForwardOverReverse(ReverseOfTangents, TangentSweep):
         names = tuple(p for _, p, _ in act)
         values = st.adjoint.pair_values = self.namer.fresh(f"{kst.target}_values")
         w = st.args[1]
-        out.append(f"{ind}# {st.target} and its tangent in passes of {kst.target}'s kernel and its pair kernel; "
+        out.append(f"{ind}# {st.target} and its tangent in one pass of {kst.target}'s kernel's rows form; "
                    f"{kst.target} and its tangent are not formed (None) where {text_of(w)} is one column")
         out.append(f"{ind}{st.target}, {self.dot(st.target)}, {values} = kernel_matmul_jvp("
-                   f"{self.ctx.kernel_name(kst)}, {self.tangent_kernel_name(kst, names, 'pair')}, "
+                   f"{self.ctx.kernel_name(kst)}, {self.tangent_kernel_name(kst, names, 'rows')}, "
                    f"{tuple_text([text_of(a) for a in kst.args])}, {names!r}, "
                    f"{tuple_text([self.dot(a) for _, _, a in act])}, {text_of(w)}, {self.dot_text(w)})")
 

@@ -24,6 +24,11 @@ one), made once per (kernel, active, seeded) by `TangentKernels`, which the gene
 that uses it holds. The "pair" form (`seeded="pair"`) is `g * k_dot + g_dot * k`, no
 copies: for a kernel paired with a one-column matmul, its rows summed give
 `h_dot @ w + h @ w_dot` and `h_dot.T @ out_bar + h.T @ out_bar_dot` (hvp_columns).
+The "rows" form (`seeded="rows"`) takes the pair form's params and two more,
+columns `a` and `a_dot`, and returns `a * (g * k) + a_dot * (g * k_dot + g_dot * k)`:
+called with columns of ones, its partials w.r.t. them (each row summed in the pass) are
+`h @ w` and `h_dot @ w + h @ w_dot` for the rows g, g_dot = w.T, w_dot.T: a product and
+its tangent in ONE pass that reads h's operands and their tangents once (hvp_columns).
 The seeded form "with column sums" (`seeded=("sums", s)`, s as `seeded` above) takes
 three more params before the copies, a row `c`, columns `u` and `u_dot`, and adds
 
@@ -61,18 +66,22 @@ def tangent_kernel(kernel, active: tuple[str, ...], seeded: bool | int | str | t
     tans = [fresh_name(f"t_{a}", taken) for a in active]
     value = fresh_name("_v", taken)
     parts = [fresh_name(f"_d_{a}", taken) for a in active]
-    pair = seeded == "pair"
-    kind = "pair_" if pair else "seeded_sums_" if sums else "seeded_" if seeded is not False else ""
+    rows = seeded == "rows"
+    pair = seeded == "pair" or rows
+    kind = "rows_" if rows else "pair_" if pair else "seeded_sums_" if sums else "seeded_" if seeded is not False else ""
     name = fresh_name(f"{prog.entry}__{kind}tangent", taken)
     total = " + ".join(f"{d} * {t}" for d, t in zip(parts, tans))
     seeds, g, g_dot = _seeds(True if pair else seeded, taken)
     copies = [fresh_name(f"q_{a}", taken) for a in active] if seeded is not False and not pair else []
     summed = [fresh_name(n, taken) for n in ("c_sum", "u", "u_dot")] if sums else []
+    summed += [fresh_name(n, taken) for n in ("a", "a_dot")] if rows else []
     seeds = seeds + summed
     params = ", ".join(list(prog.params) + tans + seeds + copies)
     body = f"    {value}, {', '.join(parts)} = {dual_entry}({', '.join(prog.params)})\n"
     if pair:      # g * k_dot + g_dot * k: a row of it summed gives h_dot @ g.T + h @ g_dot.T
         total = f"{g} * ({total}) + {g_dot} * {value}"
+        if rows:      # (a, a_dot columns of ones: see the module docstring)
+            total = f"{summed[0]} * ({g} * {value}) + {summed[1]} * ({total})"
     elif seeded is not False:
         # + g * k(the active params' copies): its partials w.r.t. the copies are the adjoints
         w = fresh_name("_w", taken)
@@ -85,7 +94,9 @@ def tangent_kernel(kernel, active: tuple[str, ...], seeded: bool | int | str | t
             total += f" + {c} * ({u} * ({tangent}) + {u_dot} * {value})"
     text = f"def {name}({params}):\n{body}    return {total}\n"
     fn = gast_parse(text).body[0]
-    what = (f"g * {prog.entry}'s tangent + g_dot * {prog.entry} (hvp_columns' products)" if pair else
+    what = (f"a * g * {prog.entry} + a_dot * (g * {prog.entry}'s tangent + g_dot * {prog.entry}) (hvp_columns' "
+            f"product and its tangent, one pass)" if rows else
+            f"g * {prog.entry}'s tangent + g_dot * {prog.entry} (hvp_columns' products)" if pair else
             f"the tangent of {prog.entry}'s adjoint g * d{prog.entry}/dp (its params' tangents, g and g_dot "
             f"given{'; c * (u * its tangent + u_dot * it): column sums by c' if sums else ''})" if seeded is not False else f"the tangent of {prog.entry} along its active params' tangents")
     origins = {**prog.origins, name: what}
