@@ -103,8 +103,8 @@ def _same_or_close(got, want, bias_like):
 
 @pytest.mark.parametrize("f,forward,reverse", [
     (mlp3, 2, 2), (no_bias, 1, 0), (product_read_twice, 0, 1), (full_bias, 1, 1), (in_a_loop, 1, 0),
-    # not yet: partials not proven equal are stored apart (two), a broadcast's kernel runs with the next product
-    (sigmoid_layer, 0, 0), (leaky_numpy, 0, 0), (leaky_broadcast, 0, 0)])
+    (sigmoid_layer, 1, 1), (leaky_numpy, 1, 1),     # partials proven equal: one stored (activity.same_partials)
+    (leaky_broadcast, 0, 0)])       # its kernel runs with the next product (kernel_matmul): h never formed
 def test_which_programs_take_it(f, forward, reverse, monkeypatch):
     args, argnums = _args(f)
     _, src = _grads(f, args, argnums, monkeypatch, True, calls=1)
@@ -114,14 +114,14 @@ def test_which_programs_take_it(f, forward, reverse, monkeypatch):
     assert "product_partials(" not in src and "lhs_bar_sums(" not in src
 
 
-@pytest.mark.parametrize("f", [mlp3, no_bias, product_read_twice, full_bias, in_a_loop, sigmoid_layer])
+@pytest.mark.parametrize("f", [mlp3, no_bias, product_read_twice, full_bias, in_a_loop, sigmoid_layer, leaky_numpy])
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_the_unfused_bits(f, dtype, monkeypatch):
     args, argnums = _args(f, dtype=dtype)
     copies = [np.copy(a) for a in args]
     fused, _ = _grads(f, args, argnums, monkeypatch, True)
     (want,), _ = _grads(f, args, argnums, monkeypatch, False, calls=1)
-    bias_like = {1, 3} if f is mlp3 else {1} if f in (product_read_twice, full_bias) else set()  # lhs_bar_sums' sums
+    bias_like = {1, 3} if f is mlp3 else set() if f in (no_bias, in_a_loop) else {1}     # lhs_bar_sums' sums
     for got in fused:
         _same_or_close(got, want, bias_like)
     for a, c in zip(args, copies):
@@ -219,3 +219,22 @@ def test_block_rows_are_fixed_by_the_columns_and_dtype():
         for dt in (np.float64, np.float32):
             rows = gemm_epilogue.block_rows(m, np.dtype(dt))
             assert rows % gemm_epilogue.BLOCK_ROWS == 0 and rows >= gemm_epilogue.BLOCK_ROWS
+
+
+def test_same_partials_reads_equal_expressions():
+    """activity.same_partials: one call-free expression of the same values, or names
+    bound once to the same number, is one partial; a name bound twice, another
+    expression or a call is not."""
+    import gast
+
+    from s2sad.passes.activity import same_partials
+
+    def firsts(text):
+        fn = gast.parse(text).body[0]
+        return same_partials({"f": fn}, "f")
+    assert firsts("def f(x, b):\n    d = x + b\n    return (d, 0.5 * (d * 0.5), 0.5 * (d * 0.5))") == (0, 0)
+    assert firsts("def f(x, b):\n    u = 1.0\n    v = 1.0\n    return (x, 2.0 * u + x, 2.0 * v + x)") == (0, 0)
+    assert firsts("def f(x, b):\n    u = 1.0\n    u = 2.0\n    v = 1.0\n    return (x, 2.0 * u, 2.0 * v)") == (0, 1)
+    assert firsts("def f(x, b):\n    return (x, 2.0 * x, x * 2.0)") == (0, 1)
+    assert firsts("def f(x, b):\n    return (x, math.exp(x), math.exp(x))") == (0, 1)
+    assert firsts("def f(u, b):\n    if b > 0:\n        u = 1.0\n    return (u, u, 1.0)") == (0, 1)
