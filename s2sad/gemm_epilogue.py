@@ -45,7 +45,8 @@ from .productsums import product_sums
 from .threadchoice import Choosers
 from .threads import run_chunks
 
-SCRATCH_BYTES = 1 << 19       # a block's product: within a core's L2 with its operands
+SCRATCH_BYTES = 1 << 19       # a block's product: within a core's L2 (1 MiB here) with its operands
+SCRATCHES = 4                 # scratches a thread keeps (products of different widths or dtypes)
 BLOCK_ROWS = 64               # blocks are a multiple of this many rows: of every row tile (llvm_gemm)
 _F64, _F32 = np.dtype(np.float64), np.dtype(np.float32)
 _MULSUM_ARGS = (ctypes.c_void_p,) * 4 + (ctypes.c_int64,) * 4
@@ -61,6 +62,8 @@ def _scratch(dtype: np.dtype, rows: int, m: int) -> np.ndarray:
     key = (dtype, rows, m)
     buf = got.get(key)
     if buf is None:
+        if len(got) >= SCRATCHES:      # a bounded number kept per thread
+            got.clear()
         buf = got[key] = np.empty((rows, m), dtype)
     return buf
 
