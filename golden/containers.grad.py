@@ -9,11 +9,9 @@
 def containers_loss__grad(params_hidden_0, params_hidden_1, params_inp_W, params_inp_b, X):
     # Grad of: return np.mean(h ** 2) + 0.01 * np.sum(params["inp"]["W"] ** 2)    [golden/examples.py:286:9]
     # h = dense(params["inp"], X)
-    _1 = matmul(X, params_inp_W)
-    h, (dh_d1,) = store_partials(containers_loss__h, (_1, params_inp_b), ('_1',))
+    _1, h, (dh_d1,) = product_partials(X, params_inp_W, containers_loss__h, 0, (None, params_inp_b), ('_1',))
     # h = np.tanh(h @ params["hidden"][i])
-    _2 = matmul(h, params_hidden_0)
-    h_2, (dh_2_d2,) = store_partials(containers_loss__h_2, (_2,), ('_2',))
+    _2, h_2, (dh_2_d2,) = product_partials(h, params_hidden_0, containers_loss__h_2, 0, (None,), ('_2',))
     # h = np.tanh(h @ params["hidden"][i])
     _3 = matmul(h_2, params_hidden_1)
     # return np.mean(h ** 2) + 0.01 * np.sum(params["inp"]["W"] ** 2)
@@ -30,10 +28,9 @@ def containers_loss__grad(params_hidden_0, params_hidden_1, params_inp_W, params
     params_hidden_1_bar = matmul_rhs_bar(_3_bar, h_2, params_hidden_1)
     # Grad of: h = np.tanh(h @ params["hidden"][i])    [golden/examples.py:284:9]
     _2_bar = unbroadcast(dh_2_d2 * h_2_bar, _2)
-    h_bar = matmul_lhs_bar(_2_bar, h, params_hidden_0)
     params_hidden_0_bar = matmul_rhs_bar(_2_bar, h, params_hidden_0)
     # Grad of: h = dense(params["inp"], X)    [golden/examples.py:282:5]
-    (_1_bar, params_inp_b_bar) = product_sums(dh_d1, h_bar, (_1, params_inp_b))
+    (_1_bar, params_inp_b_bar) = lhs_bar_sums(_2_bar, h, params_hidden_0, dh_d1, (_1, params_inp_b))
     params_inp_W_bar = params_inp_W_bar + matmul_rhs_bar(_1_bar, X, params_inp_W)
     return (params_hidden_0_bar, params_hidden_1_bar, params_inp_W_bar, params_inp_b_bar)
 

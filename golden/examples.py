@@ -332,3 +332,14 @@ SMALL_CASES = {"rosen_small": (rosen, ((5,),), 0)}
 # what s2sad.hvp runs for the bench's MLP (HVP_CASES' mlp_leaky_hvp): the product alone, no
 # gradient computed that it does not read
 PRODUCT_CASES = {"mlp_leaky_hvp": (mlp_loss, (0, 1, 2))}
+
+
+# dense layers with their activations next to the products (gemm_epilogue, session 10):
+# tanh and relu forward in the product's blocks, their adjoints with the biases' sums
+def mlp3_loss(W1, b1, W2, b2, W3, X, y):
+    h1 = np.tanh(X @ W1 + b1)
+    h2 = np.maximum(h1 @ W2 + b2, 0.0)
+    return np.mean((h2 @ W3 - y) ** 2)
+
+
+ARRAY_CASES["mlp3"] = (mlp3_loss, (0, 1, 2, 3, 4))

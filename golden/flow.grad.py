@@ -29,8 +29,7 @@ def flow_loss__grad(A, b, X):
         if not _5:
             break
         # x_new = np.tanh(A @ x + b)
-        _6 = matmul(A, x_2)
-        x_new, (dx_new_d6,) = store_partials(flow_loss__x_new, (_6, b), ('_6',))
+        _6, x_new, (dx_new_d6,) = product_partials(A, x_2, flow_loss__x_new, 0, (None, b), ('_6',))
         # err = np.max(np.abs(x_new - x))
         _7 = apply(flow_loss__ew, (x_new, x_2))
         err_2 = np.max(_7)

@@ -680,6 +680,7 @@ entry:
   %bias = getelementptr i8, ptr null, i64 0
   %from_zero = icmp eq i64 %accumulate, 0
   %pf.on = icmp eq i64 %saq, 1
+  %qblk = select i1 %pf.on, i64 256, i64 64
   %narrow = icmp slt i64 %M, 32
   %wide_end = sub i64 %p_hi, 3
   %narrow_end = sub i64 %p_hi, 7
@@ -690,8 +691,8 @@ qblock:
   br i1 %q.more, label %qblock.body, label %exit
 qblock.body:
   %q.left = sub i64 %Q, %q0
-  %q.short = icmp slt i64 %q.left, 256
-  %qn = select i1 %q.short, i64 %q.left, i64 256
+  %q.short = icmp slt i64 %q.left, %qblk
+  %qn = select i1 %q.short, i64 %q.left, i64 %qblk
   %first = icmp eq i64 %q0, 0
   %init = and i1 %first, %from_zero
   %addb = and i1 false, %first
@@ -820,7 +821,7 @@ single.body:
   %single.p.next = add i64 %single.p, 1
   br label %single
 single.done:
-  %q0.next = add i64 %q0, 256
+  %q0.next = add i64 %q0, %qblk
   br label %qblock
 exit:
   ret void
@@ -830,6 +831,7 @@ define void @s2sad_gemm_bias_f64(ptr %A, i64 %sap, i64 %saq, ptr %B, i64 %sbq, p
 entry:
   %from_zero = icmp eq i64 %accumulate, 0
   %pf.on = icmp eq i64 %saq, 1
+  %qblk = select i1 %pf.on, i64 256, i64 64
   %narrow = icmp slt i64 %M, 32
   %wide_end = sub i64 %p_hi, 3
   %narrow_end = sub i64 %p_hi, 7
@@ -840,8 +842,8 @@ qblock:
   br i1 %q.more, label %qblock.body, label %exit
 qblock.body:
   %q.left = sub i64 %Q, %q0
-  %q.short = icmp slt i64 %q.left, 256
-  %qn = select i1 %q.short, i64 %q.left, i64 256
+  %q.short = icmp slt i64 %q.left, %qblk
+  %qn = select i1 %q.short, i64 %q.left, i64 %qblk
   %first = icmp eq i64 %q0, 0
   %init = and i1 %first, %from_zero
   %q.end = add i64 %q0, %qn
@@ -971,7 +973,7 @@ single.body:
   %single.p.next = add i64 %single.p, 1
   br label %single
 single.done:
-  %q0.next = add i64 %q0, 256
+  %q0.next = add i64 %q0, %qblk
   br label %qblock
 exit:
   ret void

@@ -1,8 +1,7 @@
 def gradient_penalty_loss__grad(W1, b1, W2, X, y, *, mlp_tanh_grad):
     # Grad of: return mlp_tanh_loss(W1, b1, W2, X, y) + 0.1 * np.sum(mlp_tanh_grad(W1, b1, W2, X, y) ** 2)    [golden/examples.py:267:5]
     # h = np.tanh(X @ W1 + b1)
-    _1 = matmul(X, W1)
-    h, (dh_d1,) = store_partials(gradient_penalty_loss__h, (_1, b1), ('_1',))
+    _1, h, (dh_d1,) = product_partials(X, W1, gradient_penalty_loss__h, 0, (None, b1), ('_1',))
     # out = h @ W2
     out = matmul(h, W2)
     # return mlp_tanh_loss(W1, b1, W2, X, y) + 0.1 * np.sum(mlp_tanh_grad(W1, b1, W2, X, y) ** 2)
@@ -18,10 +17,9 @@ def gradient_penalty_loss__grad(W1, b1, W2, X, y, *, mlp_tanh_grad):
     # Grad of: return np.mean((out - y) ** 2)    [golden/examples.py:220:5]
     (out_bar,) = sum_grads(gradient_penalty_loss__mean, (out, y), active=('out',), scale=_3_bar / broadcast_size(out, y))
     # Grad of: out = h @ W2    [golden/examples.py:219:5]
-    h_bar = matmul_lhs_bar(out_bar, h, W2)
     W2_bar = W2_bar + matmul_rhs_bar(out_bar, h, W2)
     # Grad of: h = np.tanh(X @ W1 + b1)    [golden/examples.py:218:5]
-    (_1_bar, _b1_g) = product_sums(dh_d1, h_bar, (_1, b1))
+    (_1_bar, _b1_g) = lhs_bar_sums(out_bar, h, W2, dh_d1, (_1, b1))
     b1_bar = b1_bar + _b1_g
     W1_bar = W1_bar + matmul_rhs_bar(_1_bar, X, W1)
     return (W1_bar, b1_bar, W2_bar)

@@ -18,7 +18,7 @@ import inspect
 
 import numpy as np
 
-from . import array_rules, column_products, gemm, productsums, reduce, rowlayernorm, rowsoftmax, runtime, smath
+from . import array_rules, column_products, gemm, gemm_epilogue, productsums, reduce, rowlayernorm, rowsoftmax, runtime, smath
 from .backends import backend_for, choose
 from .passes.rowfusion import SWITCH
 
@@ -34,6 +34,8 @@ def runtime_names(backend: str) -> dict:
         "vjp": with_backend(kernel_vjp, backend),
         "unit_vjp": with_backend(unit_vjp, backend),
         "matmul_bias": with_backend(matmul_bias, backend),
+        "product_partials": with_backend(gemm_epilogue.product_partials, backend),
+        "lhs_bar_sums": with_backend(gemm_epilogue.lhs_bar_sums, backend),
         "jvp": with_backend(runtime.jvp, backend),
         "kernel_matmul": with_backend(column_products.kernel_matmul, backend),
         "kernel_matmul_vjp": with_backend(column_products.kernel_matmul_vjp, backend),

@@ -152,6 +152,28 @@ def product_plus_row(a: Any, b: Any, bias: Any, backend: str = "auto") -> np.nda
     return _product(a, b, bias)
 
 
+def row_product(a: Any, b: Any, backend: str = "auto"):
+    """rows(lo, hi, out): (a @ b)[lo:hi] written into `out` (C-contiguous, hi - lo rows of
+    the product's columns, a's dtype), the bits `matmul` gives those rows (each element
+    one chain in order, whatever the range); or None where `matmul` would not take s2sad's
+    product. For passes that run the product a block of rows at a time (gemm_epilogue)."""
+    ops = _operands(a, b) if choose(backend).fast_path else None
+    if ops is None:
+        return None
+    a, b = ops
+    f = _FUNCS.get(a.dtype) or _function(a.dtype)
+    (p, q), m = a.shape, b.shape[1]
+    size = a.dtype.itemsize
+    a0, a1 = a.strides[0] // size, a.strides[1] // size
+    a_at, b_at, b0 = ptr(a), ptr(b), b.strides[0] // size
+
+    def rows(lo: int, hi: int, out: np.ndarray) -> None:
+        # A starts at row lo: the call's rows are [0, hi - lo), written from out's start
+        f(a_at + lo * a0 * size, a0, a1, b_at, b0, ptr(out), m, hi - lo, q, m, 0, 0, hi - lo)
+    rows.operands = (a, b)        # alive while rows is (b may be a contiguous copy)
+    return rows
+
+
 def numpy_takes(a: Any, b: Any, backend: str = "auto") -> bool:
     """Does `matmul` give numpy's `a @ b` for every pair of ndarrays of these shapes,
     whatever their dtype, strides and alignment (not two 2-D operands that multiply, a

@@ -27,6 +27,8 @@ Shape of the code: a register tile of ROWS rows by VECTORS vectors of C (16 vect
 accumulators with 32 vector registers, 8 with 16) runs over a block of q, loading one
 row-vector of B per vector and broadcasting one element of A per row. q runs in blocks
 of Q_BLOCK so that B's block stays in the L2 cache while every row tile passes over it.
+Where A's rows are strided (A = X.T, its q step the long one), the q blocks are
+SHORT_Q_BLOCK long instead, so that A's block (one cache line per q) and B's stay in L1.
 Rows that do not fill a tile run one at a time; columns that do not fill a tile run a
 vector at a time, the last one masked. A product narrower than one tile (a 10-class
 output layer) takes tiles of NARROW_ROWS rows by one vector instead: as many
@@ -39,6 +41,7 @@ import numpy as np
 ROWS = 4
 NARROW_ROWS = 8       # a product narrower than one wide tile: taller tiles of one vector
 Q_BLOCK = 256
+SHORT_Q_BLOCK = 64    # A's rows strided (A = X.T: `X.T @ G`): the q block of A and B within L1
 PREFETCH_ROWS = 32    # A's rows this far ahead of a row tile are prefetched (where they are contiguous)
 _TYPES = {np.dtype(np.float64): ("double", "f64"), np.dtype(np.float32): ("float", "f32")}
 
@@ -250,6 +253,7 @@ def _entry(ty: str, suffix: str, rows: int, width: int, q_block: int, bias: bool
         a("  %bias = getelementptr i8, ptr null, i64 0")
     a("  %from_zero = icmp eq i64 %accumulate, 0")
     a("  %pf.on = icmp eq i64 %saq, 1")
+    a(f"  %qblk = select i1 %pf.on, i64 {q_block}, i64 {min(q_block, SHORT_Q_BLOCK)}")
     a(f"  %narrow = icmp slt i64 %M, {width}")
     a(f"  %wide_end = sub i64 %p_hi, {rows - 1}")
     a(f"  %narrow_end = sub i64 %p_hi, {NARROW_ROWS - 1}")
@@ -260,8 +264,8 @@ def _entry(ty: str, suffix: str, rows: int, width: int, q_block: int, bias: bool
     a("  br i1 %q.more, label %qblock.body, label %exit")
     a("qblock.body:")
     a("  %q.left = sub i64 %Q, %q0")
-    a(f"  %q.short = icmp slt i64 %q.left, {q_block}")
-    a(f"  %qn = select i1 %q.short, i64 %q.left, i64 {q_block}")
+    a("  %q.short = icmp slt i64 %q.left, %qblk")
+    a("  %qn = select i1 %q.short, i64 %q.left, i64 %qblk")
     a("  %first = icmp eq i64 %q0, 0")
     a("  %init = and i1 %first, %from_zero")
     if bias:         # the row goes in with the last q block's store
@@ -298,7 +302,7 @@ def _entry(ty: str, suffix: str, rows: int, width: int, q_block: int, bias: bool
         a(f"  %{label}.p.next = add i64 %{label}.p, {step}")
         a(f"  br label %{label}")
     a("single.done:")
-    a(f"  %q0.next = add i64 %q0, {q_block}")
+    a("  %q0.next = add i64 %q0, %qblk")
     a("  br label %qblock")
     a("exit:")
     a("  ret void")

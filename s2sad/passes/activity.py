@@ -257,19 +257,27 @@ def partials_read(functions: dict[str, gast.FunctionDef], fname: str) -> frozens
 def same_partials(functions: dict[str, gast.FunctionDef], fname: str) -> tuple[int, ...]:
     """For each partial of a dual function `fname` (returning `(value, d1, ..., dk)`),
     the position (0-based among d1..dk) of the first partial that is the same value
-    wherever the function returns: the same name (or the same constant) in every
-    `return`. `tanh(h + b)`'s dual returns `(t, d, d)`: (0, 0). Such partials are
-    equal bit for bit, so the caller may store and multiply one of them."""
-    rets = [n.value.elts for n in gast.walk(functions[fname])
-            if isinstance(n, gast.Return) and isinstance(n.value, gast.Tuple)]
+    wherever the function returns: in every `return`, the same name, the same constant,
+    or the same call-free arithmetic expression (names assigned once, to a number, read
+    as that number: `z_dot_x = 1.0`). `tanh(h + b)`'s dual returns `(t, d, d)`: (0, 0);
+    a sigmoid's `(s, 0.5 * (d * 0.5), 0.5 * (d * 0.5))` too. Such partials are equal bit
+    for bit (one expression of the same values), so the caller may store and multiply
+    one of them."""
+    fn = functions[fname]
+    rets = [n.value.elts for n in gast.walk(fn) if isinstance(n, gast.Return) and isinstance(n.value, gast.Tuple)]
     if not rets:
         return ()
+    numbers = _numbers_assigned_once(fn)
 
     def key(e):
         if isinstance(e, gast.Name):
-            return ("name", e.id)
+            return ("const", repr(numbers[e.id])) if e.id in numbers else ("name", e.id)
         if isinstance(e, gast.Constant) and type(e.value) in (int, float):
             return ("const", repr(e.value))
+        if isinstance(e, _ARITHMETIC):
+            parts = [key(c) for c in gast.iter_child_nodes(e) if not isinstance(c, _OPERATORS)]
+            ops = [type(c).__name__ for c in gast.iter_child_nodes(e) if isinstance(c, _OPERATORS)]
+            return None if None in parts else (type(e).__name__, tuple(ops), tuple(parts))
         return None
 
     k = len(rets[0]) - 1
@@ -282,3 +290,25 @@ def same_partials(functions: dict[str, gast.FunctionDef], fname: str) -> tuple[i
                      and all(key(r[1 + j]) == kk for r, kk in zip(rets, keys))), i)
         firsts.append(same)
     return tuple(firsts)
+
+
+# expressions whose value is their operands' values through IEEE arithmetic (no call)
+_ARITHMETIC = (gast.BinOp, gast.UnaryOp, gast.Compare, gast.IfExp, gast.BoolOp)
+_OPERATORS = (gast.operator, gast.unaryop, gast.cmpop, gast.boolop)
+
+
+def _numbers_assigned_once(fn: gast.FunctionDef) -> dict:
+    """name -> the int or float constant it is bound to, for names bound exactly once
+    in `fn` (a parameter counts), by a plain `name = <number>`: wherever it is read, it
+    holds that number."""
+    stores: dict[str, int] = {}
+    for n in gast.walk(fn):
+        if isinstance(n, gast.Name) and isinstance(n.ctx, (gast.Store, gast.Param, gast.Del)):
+            stores[n.id] = stores.get(n.id, 0) + 1
+    out = {}
+    for n in gast.walk(fn):
+        if isinstance(n, gast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], gast.Name) \
+                and isinstance(n.value, gast.Constant) and type(n.value.value) in (int, float) \
+                and stores.get(n.targets[0].id) == 1:
+            out[n.targets[0].id] = n.value.value
+    return out

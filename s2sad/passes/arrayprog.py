@@ -71,7 +71,7 @@ from .trees import assigned_names
 RESERVED = {"apply", "vjp", "jvp", "store_partials", "sum_dual", "sum_grads", "not_needed", "broadcast_size", "check_scalar_loss",
             "kernel_matmul", "kernel_matmul_vjp", "kernel_rowsum", "kernel_rowsum_vjp", "matmul", "dot", "reduce_sum", "reduce_mean", "reduce_max",
             "reduce_min", "row_logsumexp", "row_softmax", "row_log_softmax", "row_layer_norm",
-            "row_dot_log_softmax", "product_sums", "unit_vjp", "matmul_bias",
+            "row_dot_log_softmax", "product_sums", "unit_vjp", "matmul_bias", "product_partials", "lhs_bar_sums",
             "np", "range", "reversed", "zip", "len", "float", "int", "None", "True", "False",
             "math", "_residuals"} | HELPER_NAMES
 

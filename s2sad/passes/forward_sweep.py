@@ -12,6 +12,7 @@ source of every kernel it calls (`kernel_sources`, printed after the derivative)
 from __future__ import annotations
 
 from .biasproducts import fused_bias_line
+from .epilogues import fused_partials_line
 from .. import array_prims
 from ..frontend import source_line as _line
 from ..kernel_text import unparse
@@ -165,6 +166,8 @@ class ForwardSweep:
         st.adjoint.partials = [stored[firsts[i]] for i in range(len(act))]
         unique = tuple(active[i] for i in stored)
         self._add_source(k, k.module(unique))
+        if self._kernel_after_product(st, kn, unique, list(stored.values()), ind, out):
+            return
         out.append(f"{ind}{t}, {tuple_text(list(stored.values()))} = store_partials({kn}, {tup}, "
                    f"{tuple_text([repr(p) for p in unique])})")
 
@@ -175,6 +178,24 @@ class ForwardSweep:
         if prev is None or len(prev[1]) != 1 or not isinstance(prev[1][0], str):
             return False
         fused = fused_bias_line(st, kn, active, prev[1][0], ind, self.index.readers, self.p.result)
+        if fused is None or prev[0].target not in st.args:
+            return False
+        prev[1].clear()
+        st.adjoint.also_binds = {prev[0].target}
+        out.append(fused)
+        return True
+
+    def _kernel_after_product(self, st: ArrayStmt, kn: str, unique: tuple, stored: list, ind: str,
+                              out: list) -> bool:
+        """`h = k(X @ W, b)` storing one partial, w.r.t. the product (passes/epilogues):
+        the product's line, the statement right before, and st's become one
+        `_1, h, (dh,) = product_partials(...)`, which binds the product's name too."""
+        prev = self.previous
+        if prev is None or len(prev[1]) != 1 or not isinstance(prev[1][0], str) or len(unique) != 1 \
+                or prev[0].target == self.p.result:
+            return False
+        args = [text_of(a) for a in st.args]
+        fused = fused_partials_line(st, kn, args, unique[0], stored, prev[1][0], ind, self.index.readers)
         if fused is None or prev[0].target not in st.args:
             return False
         prev[1].clear()

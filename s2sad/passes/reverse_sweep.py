@@ -18,6 +18,7 @@ from ..frontend import location_of, shown_location as _short, source_line as _li
 from ..kernel_text import unparse
 from .adjoint_context import AdjointContext
 from .adjoint_text import grad_of_line, names_read, param_texts, text_of, tuple_text
+from .epilogues import fused_sums_call
 from .arrayir import ArrayStmt, ForStmt, IfStmt, KernelSum, ListAppend, Py, RunKernel, SetItem, walk_stmts
 from .kernelpairs import row_reduction
 from .primhints import call_params, register_hint
@@ -122,7 +123,9 @@ class ReverseSweep:
                         if d not in shared:
                             shared.add(d)
                             group = [b for (_, _, b), e in zip(act, names) if e == d]
-                            self.contribute_call(group, f"product_sums({d}, {g}, {tuple_text(group)})", ind, out, init)
+                            call = fused_sums_call(out, g, d, tuple_text(group), ind) or \
+                                f"product_sums({d}, {g}, {tuple_text(group)})"
+                            self.contribute_call(group, call, ind, out, init)
                         continue
                     term = d if g == "1.0" else f"{d} * {g}"
                     self.contribute(a, f"unbroadcast({term}, {a})", ind, out, init)

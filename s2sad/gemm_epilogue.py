@@ -1,0 +1,212 @@
+"""A matrix product and the elementwise pass around it run a block of rows at a time, the
+block's product kept in a cache-sized scratch, so that the product never goes to memory
+(issue 17's MLP: `h = tanh(X @ W + b)` and its adjoint):
+
+- `product_partials` (forward, passes/epilogues.py writes it): the kernel's values and
+  its stored partial w.r.t. the product, `h, dh = store_partials(kernel, (X @ W, b))`,
+  where each block of rows is first the product's (gemm.row_product) into the scratch,
+  then the kernel's driver over that block (runtime.launch) into h and dh;
+- `lhs_bar_sums` (reverse): `product_sums(d, matmul_lhs_bar(G, X, W), inputs)`, each
+  block G @ W.T into the scratch, then d times it (codegen/llvm_mulsum) into the
+  full-shape adjoint, with the block's column sums for the bias.
+
+Invariants:
+- h, dh and the full-shape adjoint have the bits of the two unfused calls: each product
+  element is one chain in order whatever rows a call covers (llvm_gemm), and the kernel's
+  driver runs per row of the same (rows, columns) index space (the other operands are
+  rows broadcast down the product, never full-shape).
+- the bias's sums: each block of rows (block_rows: fixed, whatever the thread count) is
+  summed in row order from 0, then the blocks' sums added in block order: the same bits
+  on any number of threads, within rounding of numpy's one chain (not its bits).
+- where any condition does not hold (not s2sad's product, another dtype, a full-shape
+  operand, the row-fusion switch off: S2SAD_ROW_FUSION=0), the unfused calls run: the
+  oracle the tests compare against.
+- the product's own value is never formed: callers get a read-only zero-stride
+  array of its shape and dtype in its place (only its shape is read after: the kernel's
+  partial was stored).
+"""
+from __future__ import annotations
+
+import ctypes
+import dataclasses
+import threading
+from typing import Any
+
+import numpy as np
+
+from . import gemm, runtime
+from .array_rules import matmul_lhs_bar, plain_product
+from .backends import backend_for, choose
+from .backends.llvm import ptr
+from .codegen import llvm_jit, llvm_rows
+from .kernel import LoopSpec
+from .passes.rowfusion import SWITCH
+from .productsums import product_sums
+from .threadchoice import Choosers
+from .threads import run_chunks
+
+SCRATCH_BYTES = 1 << 19       # a block's product: within a core's L2 (1 MiB here) with its operands
+SCRATCHES = 4                 # scratches a thread keeps (products of different widths or dtypes)
+BLOCK_ROWS = 64               # blocks are a multiple of this many rows: of every row tile (llvm_gemm)
+_F64, _F32 = np.dtype(np.float64), np.dtype(np.float32)
+_MULSUM_ARGS = (ctypes.c_void_p,) * 4 + (ctypes.c_int64,) * 4
+_MULSUM: dict = {}
+_CHOOSERS = Choosers()        # (what, dtype, columns) -> ThreadChooser
+_LOCAL = threading.local()    # each thread's scratch, by (dtype, rows, columns)
+
+
+def _scratch(dtype: np.dtype, rows: int, m: int) -> np.ndarray:
+    got = getattr(_LOCAL, "buffers", None)
+    if got is None:
+        got = _LOCAL.buffers = {}
+    key = (dtype, rows, m)
+    buf = got.get(key)
+    if buf is None:
+        if len(got) >= SCRATCHES:      # a bounded number kept per thread
+            got.clear()
+        buf = got[key] = np.empty((rows, m), dtype)
+    return buf
+
+
+def block_rows(m: int, dtype: np.dtype) -> int:
+    """Rows per block of a product with m columns: the scratch within SCRATCH_BYTES, a
+    multiple of BLOCK_ROWS (fixed by m and the dtype alone, never by the threads)."""
+    return max(1, SCRATCH_BYTES // (m * dtype.itemsize * BLOCK_ROWS)) * BLOCK_ROWS
+
+
+def _in_blocks(what: str, dtype: np.dtype, work: int, p: int, m: int, run_block) -> None:
+    """run_block(lo, hi, scratch, i) for block i, rows [lo, hi), over [0, p) in blocks of
+    block_rows(m, dtype) rows, on the threads a chooser picks for products of this work
+    (each thread its own scratch)."""
+    rows = block_rows(m, dtype)
+    bounds = [(lo, min(p, lo + rows)) for lo in range(0, p, rows)]
+
+    def block(i: int) -> None:
+        lo, hi = bounds[i]
+        run_block(lo, hi, _scratch(dtype, rows, m)[:hi - lo], i)
+    if work < gemm.THREAD_WORK or len(bounds) < 2:
+        for i in range(len(bounds)):
+            block(i)
+        return
+    _CHOOSERS.of((what, dtype, m)).run(work, lambda threads: run_chunks(block, len(bounds), threads))
+
+
+# ---------------------------------------------------------------- forward: the kernel's partials
+
+def _row_operands(args: tuple, at: int, shape: tuple, dtype: np.dtype) -> bool:
+    """Is every operand but the product's a scalar or a row broadcast down `shape`, of
+    `dtype` where it is an array?"""
+    m = shape[1]
+    for i, x in enumerate(args):
+        if i == at:
+            continue
+        if isinstance(x, (bool, int, float)):
+            continue
+        if type(x) is not np.ndarray or x.dtype != dtype or x.shape not in ((), (1,), (m,), (1, 1), (1, m)):
+            return False
+    return True
+
+
+def product_partials(a: Any, w: Any, kernel, at: int, args: tuple, active: tuple, backend: str = "auto"):
+    """(p, h, [dh]) of `p = matmul(a, w)`, `h, [dh] = store_partials(kernel, args with p
+    at `at`, active)`: fused where it can be (see the module docstring; p is then a
+    zero-stride stand-in), else those two calls."""
+    fused = _fused_partials(a, w, kernel, at, args, active, backend) if SWITCH.on else None
+    if fused is not None:
+        return fused
+    p = gemm.matmul(a, w, backend)
+    full = args[:at] + (p,) + args[at + 1:]
+    h, partials = runtime.store_partials(kernel, full, active, backend)
+    return p, h, partials
+
+
+def _fused_partials(a, w, kernel, at, args, active, backend):
+    if len(active) != 1 or kernel.params.index(active[0]) != at or kernel.program.state:
+        return None
+    rows = gemm.row_product(a, w, backend)
+    if rows is None:
+        return None
+    a, w = rows.operands
+    dtype, shape = a.dtype, (a.shape[0], w.shape[1])
+    if not _row_operands(args, at, shape, dtype) or kernel.module(()).result_kind in ("bool", "int"):
+        return None
+    stand_in = np.broadcast_to(np.zeros((), dtype), shape)
+    full = args[:at] + (stand_in,) + args[at + 1:]
+    if runtime.compute_dtype(full) != dtype:
+        return None
+    # the layouts of a block's launch (a two-row stand-in: a row operand stays a row)
+    template = runtime.prepare(args[:at] + (np.empty((2, shape[1]), dtype),) + args[at + 1:], kernel.params, dtype)
+    chosen = backend_for(backend, list(full))
+    spec = LoopSpec(template.layouts, value="store", partials=True, seed="scalar")
+    h, dh = np.empty(shape, dtype), np.empty(shape, dtype)
+
+    def run_block(lo: int, hi: int, scratch: np.ndarray, _: int) -> None:
+        rows(lo, hi, scratch)
+        values, shapes = list(template.values), list(template.shapes)
+        values[at], shapes[at] = scratch, scratch.shape
+        prep = dataclasses.replace(template, shape=scratch.shape, values=values, shapes=shapes)
+        runtime.launch(kernel, chosen, spec, active, prep, out=h[lo:hi], seed=1.0, grads=[dh[lo:hi]])
+    _in_blocks("partials", dtype, shape[0] * a.shape[1] * shape[1], shape[0], shape[1], run_block)
+    return stand_in, h, [dh]
+
+
+# ---------------------------------------------------------------- reverse: the product's adjoint times d
+
+def _mulsum(dtype: np.dtype):
+    f = _MULSUM.get(dtype)
+    if f is None:
+        addresses, keep = llvm_jit.rows_code(dtype)
+        f = _MULSUM[dtype] = llvm_jit.callable_at(addresses[llvm_rows.symbol("mulsum", dtype)], _MULSUM_ARGS, keep)
+    return f
+
+
+def lhs_bar_sums(g: Any, a: Any, w: Any, d: Any, inputs: tuple, backend: str = "auto") -> tuple:
+    """product_sums(d, matmul_lhs_bar(g, a, w), inputs): fused where it can be (see the
+    module docstring), else those two calls."""
+    fused = _fused_sums(g, a, w, d, inputs, backend) if SWITCH.on else None
+    if fused is not None:
+        return fused
+    return product_sums(d, matmul_lhs_bar(g, a, w), inputs, backend)
+
+
+def _d_rows(d: Any, shape: tuple, dtype: np.dtype) -> int | None:
+    """d's row stride in elements where it is a float array of `shape` and `dtype` with
+    contiguous aligned rows, else None."""
+    if type(d) is not np.ndarray or d.shape != shape or d.dtype != dtype:
+        return None
+    size = dtype.itemsize
+    s0, s1 = d.strides
+    if s1 != size or s0 < 0 or s0 % size or not d.flags.aligned:
+        return None
+    return s0 // size
+
+
+def _fused_sums(g, a, w, d, inputs, backend):
+    if not plain_product(g, a, w):
+        return None
+    rows = gemm.row_product(g, w.T, backend)
+    if rows is None:
+        return None
+    dtype, (p, m) = g.dtype, a.shape
+    shapes = [np.shape(x) for x in inputs]
+    if m < 2 or not any(s in ((1, m), (m,)) for s in shapes) or not all(s in ((p, m), (1, m), (m,)) for s in shapes):
+        return None
+    ds = _d_rows(d, (p, m), dtype)
+    if ds is None:
+        return None
+    f = _mulsum(dtype)
+    out = np.empty((p, m), dtype)
+    block_sums = np.zeros((-(-p // block_rows(m, dtype)), m), dtype)
+    size = dtype.itemsize
+
+    def run_block(lo: int, hi: int, scratch: np.ndarray, i: int) -> None:
+        rows(lo, hi, scratch)
+        f(ptr(d) + lo * ds * size, ptr(scratch), ptr(out) + lo * m * size, ptr(block_sums) + i * m * size,
+          hi - lo, m, ds, m)
+    _in_blocks("sums", dtype, p * g.shape[1] * m, p, m, run_block)
+    sums = np.add.reduce(block_sums, axis=0)
+    result, given = [], False
+    for x, shape in zip(inputs, shapes):      # a second bias input gets its own copy: no two adjoints alias
+        result.append(out if shape == (p, m) else (sums.copy() if given else sums).reshape(shape))
+        given = given or shape != (p, m)
+    return tuple(result)

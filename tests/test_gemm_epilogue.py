@@ -1,0 +1,240 @@
+"""A product and the elementwise pass next to it run a block of rows at a time, the product
+never stored (passes/epilogues.py, gemm_epilogue.py): `h = k(X @ W + b)` with its stored
+partial (product_partials), and the adjoint `dh * (G @ W.T)` with the bias's sums
+(lhs_bar_sums). Against S2SAD_GEMM_EPILOGUE=0 (the same program unfused): the same bits,
+the bias's sums within rounding (they are summed by blocks); central differences; the
+programs and operands it declines; threads; inputs never written."""
+import numpy as np
+import pytest
+
+import s2sad
+from s2sad import gemm_epilogue
+from s2sad.plans import PLANS
+
+from conftest import central_fd
+
+N, D, H, C = 3000, 32, 64, 10          # N D H >= gemm.MIN_WORK: s2sad's product takes it
+
+
+def mlp3(W1, b1, W2, b2, W3, X, Y):
+    h1 = np.tanh(X @ W1 + b1)
+    h2 = np.maximum(h1 @ W2 + b2, 0.0)
+    z = h2 @ W3
+    return np.mean((z - Y) ** 2)
+
+
+def sigmoid_layer(W1, b1, W2, X, Y):
+    h = 0.5 * (np.tanh(0.5 * (X @ W1 + b1)) + 1.0)       # the logistic sigmoid
+    return np.sum((h @ W2 - Y) ** 2)
+
+
+def leaky_numpy(W1, b1, W2, X, Y):
+    z = X @ W1 + b1
+    h = np.maximum(z, 0.01 * z)
+    return np.sum((h @ W2 - Y) ** 2)
+
+
+def _leaky(z):
+    return z if z > 0.0 else 0.01 * z
+
+
+def leaky_broadcast(W1, b1, W2, X, Y):
+    h = s2sad.broadcast(_leaky, X @ W1 + b1)
+    return np.sum((h @ W2 - Y) ** 2)
+
+
+def no_bias(W1, b1, W2, X, Y):
+    h = np.tanh(X @ W1)
+    return np.sum((h @ W2 - Y) ** 2) + np.sum(b1 ** 2)
+
+
+def product_read_twice(W1, b1, W2, X, Y):
+    p = X @ W1
+    h = np.tanh(p + b1)
+    return np.sum((h @ W2 - Y) ** 2) + np.sum(p)
+
+
+def full_bias(W1, b1, W2, X, Y):
+    h = np.tanh(X @ W1 + b1)           # b1 is full-shape here: the runtime declines it
+    return np.sum((h @ W2 - Y) ** 2)
+
+
+def in_a_loop(W1, b1, W2, X, Y):
+    total = 0.0
+    for k in range(2):
+        h = np.tanh(X @ W1 + b1 + 0.5 * k)
+        total = total + np.sum((h @ W2 - Y) ** 2)
+    return total
+
+
+def _args(f, n=N, dtype=np.float64, bias_shape=(1, H)):
+    rng = np.random.default_rng(n + 7)
+    W1 = (rng.normal(size=(D, H)) / np.sqrt(D)).astype(dtype)
+    b1 = (rng.normal(size=bias_shape) * 0.1).astype(dtype)
+    X = rng.normal(size=(n, D)).astype(dtype)
+    if f is mlp3:
+        return (W1, b1, (rng.normal(size=(H, H)) / 8).astype(dtype), (rng.normal(size=bias_shape) * 0.1).astype(dtype),
+                (rng.normal(size=(H, C)) / 8).astype(dtype), X, rng.normal(size=(n, C)).astype(dtype)), (0, 1, 2, 3, 4)
+    if f is full_bias:
+        b1 = (rng.normal(size=(n, H)) * 0.1).astype(dtype)
+    return (W1, b1, (rng.normal(size=(H, C)) / 8).astype(dtype), X, rng.normal(size=(n, C)).astype(dtype)), (0, 1, 2)
+
+
+def _grads(f, args, argnums, monkeypatch, on: bool, calls: int = 2):
+    monkeypatch.setenv("S2SAD_GEMM_EPILOGUE", "1" if on else "0")
+    PLANS.clear()
+    g = s2sad.value_and_grad(f, argnums=argnums)
+    got = [g(*args) for _ in range(calls)]         # the hot path too
+    return got, s2sad.source(s2sad.grad(f, argnums=argnums))
+
+
+def _same_or_close(got, want, bias_like):
+    value, grads = got
+    v0, g0 = want
+    assert np.asarray(value).tobytes() == np.asarray(v0).tobytes()
+    for k, (a, b) in enumerate(zip(grads, g0)):
+        assert a.dtype == b.dtype and a.shape == b.shape
+        if k in bias_like:       # summed by blocks: rounding apart
+            tol = 1e-12 if a.dtype == np.float64 else 1e-5
+            np.testing.assert_allclose(a, b, rtol=tol, atol=tol * np.max(np.abs(b)))
+        else:
+            assert a.tobytes() == b.tobytes(), k
+
+
+@pytest.mark.parametrize("f,forward,reverse", [
+    (mlp3, 2, 2), (no_bias, 1, 0), (product_read_twice, 0, 1), (full_bias, 1, 1), (in_a_loop, 1, 0),
+    (sigmoid_layer, 1, 1), (leaky_numpy, 1, 1),     # partials proven equal: one stored (activity.same_partials)
+    (leaky_broadcast, 0, 0)])       # its kernel runs with the next product (kernel_matmul): h never formed
+def test_which_programs_take_it(f, forward, reverse, monkeypatch):
+    args, argnums = _args(f)
+    _, src = _grads(f, args, argnums, monkeypatch, True, calls=1)
+    assert src.count("product_partials(") == forward
+    assert src.count("lhs_bar_sums(") == reverse
+    _, src = _grads(f, args, argnums, monkeypatch, False, calls=1)
+    assert "product_partials(" not in src and "lhs_bar_sums(" not in src
+
+
+@pytest.mark.parametrize("f", [mlp3, no_bias, product_read_twice, full_bias, in_a_loop, sigmoid_layer, leaky_numpy])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_the_unfused_bits(f, dtype, monkeypatch):
+    args, argnums = _args(f, dtype=dtype)
+    copies = [np.copy(a) for a in args]
+    fused, _ = _grads(f, args, argnums, monkeypatch, True)
+    (want,), _ = _grads(f, args, argnums, monkeypatch, False, calls=1)
+    bias_like = {1, 3} if f is mlp3 else set() if f in (no_bias, in_a_loop) else {1}     # lhs_bar_sums' sums
+    for got in fused:
+        _same_or_close(got, want, bias_like)
+    for a, c in zip(args, copies):
+        np.testing.assert_array_equal(a, c)
+
+
+@pytest.mark.parametrize("bias_shape", [(1, H), (H,)])
+def test_mlp_against_central_differences(bias_shape, monkeypatch):
+    monkeypatch.setenv("S2SAD_GEMM_EPILOGUE", "1")
+    args, argnums = _args(mlp3, n=1200, bias_shape=bias_shape)
+    PLANS.clear()
+    got = s2sad.grad(mlp3, argnums=argnums)(*args)
+    assert "lhs_bar_sums(" in s2sad.source(s2sad.grad(mlp3, argnums=argnums))
+    for i in (1, 3):             # the biases: every entry
+        np.testing.assert_allclose(got[i], central_fd(mlp3, args, i), rtol=1e-6, atol=1e-9)
+    rng = np.random.default_rng(0)
+    for i in (0, 2, 4):          # the weights: a random direction each
+        v = rng.normal(size=args[i].shape)
+        eps = 1e-6
+        plus, minus = list(args), list(args)
+        plus[i], minus[i] = args[i] + eps * v, args[i] - eps * v
+        fd = (mlp3(*plus) - mlp3(*minus)) / (2 * eps)
+        np.testing.assert_allclose(np.sum(got[i] * v), fd, rtol=1e-6)
+
+
+def test_threads_do_not_change_the_bits(monkeypatch):
+    args, argnums = _args(mlp3, n=20000)
+    runs = []
+    for threads in ("1", "2"):
+        monkeypatch.setenv("S2SAD_NUM_THREADS", threads)
+        runs.append(_grads(mlp3, args, argnums, monkeypatch, True)[0][-1])
+    for a, b in zip(runs[0][1], runs[1][1]):
+        assert a.tobytes() == b.tobytes()
+
+
+@pytest.mark.parametrize("case", ["x_transposed", "x_column_step", "fortran_w", "nan", "zero_rows", "one_row",
+                                  "mixed_dtypes", "int_x"])
+def test_odd_operands_give_the_unfused_results(case, monkeypatch):
+    args, argnums = _args(mlp3)
+    W1, b1, W2, b2, W3, X, Y = args
+    if case == "x_transposed":
+        X = np.ascontiguousarray(X.T).T            # columns contiguous: taken, its rows strided
+    elif case == "x_column_step":
+        X = np.repeat(X, 2, axis=1)[:, ::2]
+    elif case == "fortran_w":
+        W2 = np.asfortranarray(W2)
+    elif case == "nan":
+        X = X.copy()
+        X[5, 3] = np.nan
+        X[7, 1] = np.inf
+    elif case == "zero_rows":
+        X, Y = X[:0], Y[:0]
+    elif case == "one_row":
+        X, Y = X[:1], Y[:1]
+    elif case == "mixed_dtypes":
+        b1 = b1.astype(np.float32)
+    elif case == "int_x":
+        X = np.round(X * 3).astype(np.int64)
+    args = (W1, b1, W2, b2, W3, X, Y)
+    copies = [np.copy(a) for a in args]
+    with np.errstate(all="ignore"):
+        fused, _ = _grads(mlp3, args, argnums, monkeypatch, True)
+        (want,), _ = _grads(mlp3, args, argnums, monkeypatch, False, calls=1)
+    for got in fused:
+        v, gs = got
+        np.testing.assert_array_equal(v, want[0])
+        for a, b in zip(gs, want[1]):
+            assert a.dtype == b.dtype and a.shape == b.shape
+            np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12 * max(1.0, np.nanmax(np.abs(b), initial=0.0)))
+    for a, c in zip(args, copies):
+        np.testing.assert_array_equal(a, c)
+
+
+def square_layer(A, b):
+    h = np.tanh(A @ A + b)             # one array on both sides of the product, and after it
+    return np.sum((h @ A) ** 2)
+
+
+def test_aliased_operands(monkeypatch):
+    rng = np.random.default_rng(3)
+    A, b = rng.normal(size=(128, 128)) / 12, rng.normal(size=(1, 128)) * 0.1
+    fused, src = _grads(square_layer, (A, b), (0, 1), monkeypatch, True)
+    assert "product_partials(" in src
+    (want,), _ = _grads(square_layer, (A, b), (0, 1), monkeypatch, False, calls=1)
+    for got in fused:
+        _same_or_close(got, want, set())
+    small = (A[:12, :12].copy(), b[:, :12].copy())
+    got = s2sad.grad(square_layer, argnums=(0, 1))(*small)
+    for i in (0, 1):
+        np.testing.assert_allclose(got[i], central_fd(square_layer, small, i), rtol=1e-6, atol=1e-8)
+
+
+def test_block_rows_are_fixed_by_the_columns_and_dtype():
+    for m in (2, 10, 64, 100, 128):
+        for dt in (np.float64, np.float32):
+            rows = gemm_epilogue.block_rows(m, np.dtype(dt))
+            assert rows % gemm_epilogue.BLOCK_ROWS == 0 and rows >= gemm_epilogue.BLOCK_ROWS
+
+
+def test_same_partials_reads_equal_expressions():
+    """activity.same_partials: one call-free expression of the same values, or names
+    bound once to the same number, is one partial; a name bound twice, another
+    expression or a call is not."""
+    import gast
+
+    from s2sad.passes.activity import same_partials
+
+    def firsts(text):
+        fn = gast.parse(text).body[0]
+        return same_partials({"f": fn}, "f")
+    assert firsts("def f(x, b):\n    d = x + b\n    return (d, 0.5 * (d * 0.5), 0.5 * (d * 0.5))") == (0, 0)
+    assert firsts("def f(x, b):\n    u = 1.0\n    v = 1.0\n    return (x, 2.0 * u + x, 2.0 * v + x)") == (0, 0)
+    assert firsts("def f(x, b):\n    u = 1.0\n    u = 2.0\n    v = 1.0\n    return (x, 2.0 * u, 2.0 * v)") == (0, 1)
+    assert firsts("def f(x, b):\n    return (x, 2.0 * x, x * 2.0)") == (0, 1)
+    assert firsts("def f(x, b):\n    return (x, math.exp(x), math.exp(x))") == (0, 1)
+    assert firsts("def f(u, b):\n    if b > 0:\n        u = 1.0\n    return (u, u, 1.0)") == (0, 1)
