@@ -24,6 +24,7 @@ from .frontend import parse_function
 from .marks import derivative_mark, location_of_function
 from .nested import user_function_of_caller
 from .paramuses import needs
+from .passes.linemap import statement_at
 
 def argnums_tuple(argnums) -> tuple[int, ...]:
     return tuple(argnums) if isinstance(argnums, (tuple, list)) else (argnums,)
@@ -288,18 +289,20 @@ SHAPE_WORDS = ("broadcast", "core dimension", "reshape", "aligned", "dimension",
 def shape_refusal(fun: Any, error: Exception) -> ShapeError | None:
     """numpy's ValueError / IndexError for a shape, raised while fun's generated
     derivative ran on the user's arrays (`A @ x` with a global A of another width), as a
-    ShapeError located at fun's def that keeps numpy's message (a kernel's unlocated
-    ShapeError likewise); None for any other error (the caller re-raises it as it is)."""
+    ShapeError located at the user's statement whose generated lines refused it
+    (linemap; at fun's def where no located program ran) that keeps numpy's message (a
+    kernel's unlocated ShapeError likewise); None for any other error (the caller
+    re-raises it as it is)."""
     mark = derivative_mark(fun)         # (jvp of a grad: the user's function under it)
     fn = mark.innermost() if mark is not None else user_function_of_caller(fun) or fun
     name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", "the function")
+    where = statement_at(error.__traceback__) or location_of_function(fn)
     if isinstance(error, ShapeError) and error.location is None:    # a kernel's: located at fn
-        return ShapeError(f"{error.message} (while differentiating {name})", location_of_function(fn),
-                          hint=error.hint)
+        return ShapeError(f"{error.message} (while differentiating {name})", where, hint=error.hint)
     if isinstance(error, S2SADError) or not any(w in str(error) for w in SHAPE_WORDS):
         return None
     return ShapeError(f"numpy refused a shape while differentiating {name} at these arguments: {error}",
-                      location_of_function(fn),
+                      where,
                       hint=f"Check the shapes of {name}'s arguments and of the arrays it reads (globals, "
                            f"closures). If {name} itself runs on these arguments, the error is s2sad's: please "
                            f"report it with this message.")
