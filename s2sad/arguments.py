@@ -24,7 +24,7 @@ from .frontend import parse_function
 from .marks import derivative_mark, location_of_function
 from .nested import user_function_of_caller
 from .paramuses import needs
-from .passes.linemap import statement_at
+from .passes.linemap import statement_and_names_at
 
 def argnums_tuple(argnums) -> tuple[int, ...]:
     return tuple(argnums) if isinstance(argnums, (tuple, list)) else (argnums,)
@@ -296,9 +296,11 @@ def shape_refusal(fun: Any, error: Exception) -> ShapeError | None:
     mark = derivative_mark(fun)         # (jvp of a grad: the user's function under it)
     fn = mark.innermost() if mark is not None else user_function_of_caller(fun) or fun
     name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", "the function")
-    where = statement_at(error.__traceback__) or location_of_function(fn)
-    if isinstance(error, ShapeError) and error.location is None:    # a kernel's: located at fn
-        return ShapeError(f"{error.message} (while differentiating {name})", where, hint=error.hint)
+    statement, temporaries = statement_and_names_at(error.__traceback__)
+    where = statement or location_of_function(fn)
+    if isinstance(error, ShapeError) and error.location is None:    # a kernel's: located at its statement
+        return ShapeError(f"{users_names(error.message, temporaries)} (while differentiating {name})", where,
+                          hint=error.hint)
     if isinstance(error, S2SADError) or not any(w in str(error) for w in SHAPE_WORDS):
         return None
     return ShapeError(f"numpy refused a shape while differentiating {name} at these arguments: {error}",
@@ -306,6 +308,14 @@ def shape_refusal(fun: Any, error: Exception) -> ShapeError | None:
                       hint=f"Check the shapes of {name}'s arguments and of the arrays it reads (globals, "
                            f"closures). If {name} itself runs on these arguments, the error is s2sad's: please "
                            f"report it with this message.")
+
+
+def users_names(message: str, temporaries: dict[str, str]) -> str:
+    """A kernel's message naming its operands (`(_1: (3,), y: (4,))`) with the user's
+    expression for each temporary (`(x @ A: (3,), y: (4,))`)."""
+    for temp, text in temporaries.items():
+        message = message.replace(f"({temp}: ", f"({text}: ").replace(f", {temp}: ", f", {text}: ")
+    return message
 
 
 # what a derivative's run may raise for the user's shapes (reraise_located takes them)

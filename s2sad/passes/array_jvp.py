@@ -80,7 +80,7 @@ class TangentPlans:
             text, sweep = make()
             ns = sweep.namespace(plan.helpers, {**plan.runtime_names(backend), **(names(backend) if names else {})})
             ns["check_scalar_loss"] = scalar_check(plan.program)
-            exec(compile_located(text, f"<s2sad {suffix} of {plan.program.name}>", getattr(sweep, "located", ())), ns)
+            exec(compile_located(text, f"<s2sad {suffix} of {plan.program.name}>", getattr(sweep, "located", ()), program=plan.program), ns)
             fn = self._impls[key + (backend,)] = ns[f"{plan.program.name}__{suffix}"]
         return fn
 
