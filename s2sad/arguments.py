@@ -318,6 +318,20 @@ def users_names(message: str, temporaries: dict[str, str]) -> str:
     return message
 
 
+def check_one_tangent_per_primal(fun: Any, primals: Sequence[Any], tangents: Sequence[Any],
+                                 cls: type = S2SADError) -> None:
+    """jvp's and hvp's tangents: one per primal (also for the arguments not
+    differentiated), else `cls` located at the user's function under fun."""
+    if len(primals) == len(tangents):
+        return
+    mark = derivative_mark(fun)
+    fn = mark.innermost() if mark is not None else user_function_of_caller(fun) or fun
+    raise cls(f"{len(primals)} primal(s) and {len(tangents)} tangent(s): jvp and hvp need one tangent per primal",
+              location_of_function(fn),
+              hint="Pass tangents of the same structure as the primals, one for every argument (zeros for "
+                   "those you do not move along), e.g. s2sad.hvp(f, (x, y), (v, np.zeros_like(y)), argnums=0).")
+
+
 # what a derivative's run may raise for the user's shapes (reraise_located takes them)
 SHAPE_ERRORS = (ValueError, IndexError, ShapeError)
 
