@@ -16,10 +16,11 @@ import sys
 import weakref
 from typing import Any, Sequence
 
+import gast
 import numpy as np
 
 from .backends.arraymodule import is_cupy
-from .errors import ArgumentError, NonDifferentiableInputError, S2SADError, ShapeError
+from .errors import ArgumentError, NonDifferentiableInputError, S2SADError, ShapeError, SourceLocation
 from .frontend import parse_function
 from .marks import derivative_mark, location_of_function
 from .nested import user_function_of_caller
@@ -299,6 +300,8 @@ def shape_refusal(fun: Any, error: Exception) -> ShapeError | None:
     statement, temporaries = statement_and_names_at(error.__traceback__)
     where = statement or location_of_function(fn)
     if isinstance(error, ShapeError) and error.location is None:    # a kernel's: located at its statement
+        # (run with no generated program around it: the function's one fused kernel, its return)
+        where = statement or only_return(fn) or where
         return ShapeError(f"{users_names(error.message, temporaries)} (while differentiating {name})", where,
                           hint=error.hint)
     if isinstance(error, S2SADError) or not any(w in str(error) for w in SHAPE_WORDS):
@@ -308,6 +311,16 @@ def shape_refusal(fun: Any, error: Exception) -> ShapeError | None:
                       hint=f"Check the shapes of {name}'s arguments and of the arrays it reads (globals, "
                            f"closures). If {name} itself runs on these arguments, the error is s2sad's: please "
                            f"report it with this message.")
+
+
+def only_return(fn: Any) -> SourceLocation | None:
+    """The location of fn's one return statement (None: not one, or no source)."""
+    try:
+        pf = parse_function(fn)
+    except S2SADError:
+        return None
+    returns = [n for n in gast.walk(pf.node) if isinstance(n, gast.Return)]
+    return pf.location(returns[0]) if len(returns) == 1 else None
 
 
 def users_names(message: str, temporaries: dict[str, str]) -> str:

@@ -115,3 +115,21 @@ def test_users_names_replaces_whole_names_only():
     msg = "do not broadcast together (_1: (3,), _12: (4,), y_1: (2,))"
     assert users_names(msg, {"_1": "x @ A", "y_1": "y"}) == \
         "do not broadcast together (x @ A: (3,), _12: (4,), y: (2,))"
+
+
+def map_one_kernel(x, y):
+    w = np.sin(x) * y
+    return np.tanh(w)
+
+
+@pytest.mark.parametrize("route", ["jvp", "vjp"])
+def test_one_kernel_map_is_located_at_its_return(route):
+    """jvp / vjp run a fused kernel with no generated program around it: the kernel is
+    the function's return (it was located at the def). (jacfwd / jacrev of it take the
+    diagonal path, where numpy refuses first: located at the def, as before.)"""
+    calls = {"jvp": lambda: s2sad.jvp(map_one_kernel, (X3, Y4), (X3, Y4)),
+             "vjp": lambda: s2sad.vjp(map_one_kernel, X3, Y4)}
+    with pytest.raises(ShapeError) as e:
+        calls[route]()
+    _located(e, map_one_kernel, "return np.tanh(w)")
+    assert "(x: (3,), y: (4,))" in str(e.value)
