@@ -12,6 +12,7 @@ plan (plans.Compiled or array_compiled.ArrayCompiled): what it reads is `params`
 from __future__ import annotations
 
 import functools
+import re
 import sys
 import weakref
 from typing import Any, Sequence
@@ -20,7 +21,8 @@ import gast
 import numpy as np
 
 from .backends.arraymodule import is_cupy
-from .errors import ArgumentError, NonDifferentiableInputError, S2SADError, ShapeError, SourceLocation
+from .errors import (ArgumentError, NonDifferentiableInputError, S2SADError, ShapeError, SourceLocation,
+                     UnsupportedOperationError)
 from .frontend import parse_function
 from .marks import derivative_mark, location_of_function
 from .nested import user_function_of_caller
@@ -298,6 +300,8 @@ def shape_refusal(fun: Any, error: Exception) -> ShapeError | None:
     fn = mark.innermost() if mark is not None else user_function_of_caller(fun) or fun
     name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", "the function")
     statement, temporaries = statement_and_names_at(error.__traceback__)
+    if isinstance(error, AttributeError):
+        return number_method_refusal(error, statement, temporaries)
     where = statement or location_of_function(fn)
     if isinstance(error, ShapeError) and error.location is None:    # a kernel's: located at its statement
         # (run with no generated program around it: the function's one fused kernel, its return)
@@ -311,6 +315,26 @@ def shape_refusal(fun: Any, error: Exception) -> ShapeError | None:
                       hint=f"Check the shapes of {name}'s arguments and of the arrays it reads (globals, "
                            f"closures). If {name} itself runs on these arguments, the error is s2sad's: please "
                            f"report it with this message.")
+
+
+_NUMBER_METHOD = re.compile(r"'float' object has no attribute '(\w+)'")
+
+
+def number_method_refusal(error: AttributeError, statement, temporaries: dict) -> S2SADError | None:
+    """An array method (`.reshape`, `.astype`) that the generated program called on a
+    value s2sad computes as a Python float (a kernel's sum, where numpy gives a numpy
+    scalar), as a located UnsupportedOperationError at the user's statement; None for
+    any other AttributeError (re-raised as it is)."""
+    found = _NUMBER_METHOD.fullmatch(str(error))
+    if found is None or statement is None:
+        return None
+    method = found.group(1)
+    return UnsupportedOperationError(
+        f"'.{method}' is called on a value s2sad computes as a Python number (a sum or another "
+        f"reduction to one element), which has no '.{method}'",
+        statement,
+        hint=f"Call numpy's function instead of the method (np.{method}(value, ...)): it takes numbers and "
+             f"arrays alike.")
 
 
 def only_return(fn: Any) -> SourceLocation | None:
@@ -345,8 +369,9 @@ def check_one_tangent_per_primal(fun: Any, primals: Sequence[Any], tangents: Seq
                    "those you do not move along), e.g. s2sad.hvp(f, (x, y), (v, np.zeros_like(y)), argnums=0).")
 
 
-# what a derivative's run may raise for the user's shapes (reraise_located takes them)
-SHAPE_ERRORS = (ValueError, IndexError, ShapeError)
+# what a derivative's run may raise for the user's shapes, or for an array method called
+# on what s2sad computes as a number (reraise_located takes them)
+SHAPE_ERRORS = (ValueError, IndexError, ShapeError, AttributeError)
 
 
 def reraise_located(fun: Any, error: Exception):

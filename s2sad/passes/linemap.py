@@ -101,6 +101,19 @@ def _user_text(st: ArrayStmt) -> str | None:
     return None
 
 
+def operand_text(st: ArrayStmt, name: str) -> str:
+    """What the user wrote for operand `name` of a call statement `st` (a method's
+    receiver, else the call's first argument) where `name` is a temporary; else name."""
+    node = st.node
+    if not _TEMPORARY.fullmatch(name) or type(node).__name__ != "Call" or st.ctx is None:
+        return name
+    label = getattr(st.op, "label", "") or ""
+    part = node.func.value if label.startswith(".") and hasattr(node.func, "value") else (
+        node.args[0] if node.args else None)
+    text = expression_text(st.ctx.filename, part) if part is not None else None
+    return text or name
+
+
 # id(code) -> (weak reference to that code, its table, its temporaries' texts): by
 # identity, not by equality
 _TABLES: dict[int, tuple] = {}
