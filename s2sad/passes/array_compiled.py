@@ -101,7 +101,7 @@ class ArrayCompiled:
         if fn is None:
             text, gen = self._generator(argnums, mode, variant)
             ns = gen.namespace(self.helpers, self.runtime_names(backend), self._check_scalar)
-            exec(compile_located(text, f"<s2sad derivative of {self.program.name}>", gen.located, program=self.program), ns)
+            exec(compile_located(text, f"<s2sad derivative of {self.program.name}>", getattr(gen, "located", ()), program=self.program), ns)
             if variant in ("value_and_grad", "grad"):
                 fn = ns[f"{self.program.name}__{variant}"]
             else:

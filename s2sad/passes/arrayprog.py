@@ -206,9 +206,7 @@ class Builder:
         if kind == "tuple":
             return Const(value)
         if isinstance(value, (np.ndarray, list)):
-            lossy = lossy_data(value)
-            if lossy is not None:
-                raise self.err(ctx, node, f"'{nm}' holds {lossy}", FREE_DATA_HINT, FreeVariableError)
+            _refuse_lossy(self, ctx, node, nm, value)
             return self.free_operand(ctx, nm)
         if value is None:
             return Const(None)
@@ -382,6 +380,13 @@ class Builder:
                 if isinstance(a, str):
                     self.aliased.add(a)
         return t
+
+
+def _refuse_lossy(b: Builder, ctx: Ctx, node, nm: str, value) -> None:
+    """Free data the kernels would change (complex, long double: freedata) is refused at its read."""
+    lossy = lossy_data(value)
+    if lossy is not None:
+        raise b.err(ctx, node, f"'{nm}' holds {lossy}", FREE_DATA_HINT, FreeVariableError)
 
 
 def _walk_no_defs(node):

@@ -157,6 +157,6 @@ def _compiled(plan, argnums: tuple[int, ...], backend: str, names):
     except NotBatched as e:
         return e.reason
     ns = gen.namespace(plan.helpers, {**plan.runtime_names(backend), **names(backend)}, None)
-    exec(compile_located(text, f"<s2sad batched pullback of {plan.program.name}>", gen.located, program=plan.program), ns)
+    exec(compile_located(text, f"<s2sad batched pullback of {plan.program.name}>", getattr(gen, "located", ()), program=plan.program), ns)
     name = plan.program.name
     return text, (ns[f"{name}__forward"], ns[f"{name}__pullback"])
