@@ -20,7 +20,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from . import dask_grad, marks, mempool, nested, rules, runtime
-from .arguments import argnums_tuple, check_argnums_spec, converted, pullback_shapes_located, shapes_located
+from .arguments import argnums_tuple, check_argnums_spec, check_one_tangent_per_primal, converted, pullback_shapes_located, shapes_located
 from .callables import bound_call
 from . import array_prims
 from .array_prims import register_vjp
@@ -181,8 +181,7 @@ def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], *, backe
     planned, _, call = _prepared(fun, "jvp", 0)
     primals, tangents = tuple(primals), tuple(tangents)
     if call is not None or needs_trees(planned, primals, False):
-        if len(primals) != len(tangents):
-            raise S2SADError("jvp needs one tangent per primal", hint="Pass tangents of the same structure.")
+        check_one_tangent_per_primal(planned, primals, tangents)
         if call is not None:
             primals, tangents = call.args + primals, (None,) * len(call.args) + tangents
         primals = bind(planned, converted(primals, range(len(primals))), call.kwargs if call else {})

@@ -12,18 +12,22 @@ plan (plans.Compiled or array_compiled.ArrayCompiled): what it reads is `params`
 from __future__ import annotations
 
 import functools
+import re
 import sys
 import weakref
 from typing import Any, Sequence
 
+import gast
 import numpy as np
 
 from .backends.arraymodule import is_cupy
-from .errors import ArgumentError, NonDifferentiableInputError, S2SADError, ShapeError
+from .errors import (ArgumentError, NonDifferentiableInputError, S2SADError, ShapeError, SourceLocation,
+                     UnsupportedOperationError)
 from .frontend import parse_function
 from .marks import derivative_mark, location_of_function
 from .nested import user_function_of_caller
 from .paramuses import needs
+from .passes.linemap import statement_and_names_at
 
 def argnums_tuple(argnums) -> tuple[int, ...]:
     return tuple(argnums) if isinstance(argnums, (tuple, list)) else (argnums,)
@@ -288,25 +292,86 @@ SHAPE_WORDS = ("broadcast", "core dimension", "reshape", "aligned", "dimension",
 def shape_refusal(fun: Any, error: Exception) -> ShapeError | None:
     """numpy's ValueError / IndexError for a shape, raised while fun's generated
     derivative ran on the user's arrays (`A @ x` with a global A of another width), as a
-    ShapeError located at fun's def that keeps numpy's message (a kernel's unlocated
-    ShapeError likewise); None for any other error (the caller re-raises it as it is)."""
+    ShapeError located at the user's statement whose generated lines refused it
+    (linemap; at fun's def where no located program ran) that keeps numpy's message (a
+    kernel's unlocated ShapeError likewise); None for any other error (the caller
+    re-raises it as it is)."""
     mark = derivative_mark(fun)         # (jvp of a grad: the user's function under it)
     fn = mark.innermost() if mark is not None else user_function_of_caller(fun) or fun
     name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", "the function")
-    if isinstance(error, ShapeError) and error.location is None:    # a kernel's: located at fn
-        return ShapeError(f"{error.message} (while differentiating {name})", location_of_function(fn),
+    statement, temporaries = statement_and_names_at(error.__traceback__)
+    if isinstance(error, AttributeError):
+        return number_method_refusal(error, statement, temporaries)
+    where = statement or location_of_function(fn)
+    if isinstance(error, ShapeError) and error.location is None:    # a kernel's: located at its statement
+        # (run with no generated program around it: the function's one fused kernel, its return)
+        where = statement or only_return(fn) or where
+        return ShapeError(f"{users_names(error.message, temporaries)} (while differentiating {name})", where,
                           hint=error.hint)
     if isinstance(error, S2SADError) or not any(w in str(error) for w in SHAPE_WORDS):
         return None
     return ShapeError(f"numpy refused a shape while differentiating {name} at these arguments: {error}",
-                      location_of_function(fn),
+                      where,
                       hint=f"Check the shapes of {name}'s arguments and of the arrays it reads (globals, "
                            f"closures). If {name} itself runs on these arguments, the error is s2sad's: please "
                            f"report it with this message.")
 
 
-# what a derivative's run may raise for the user's shapes (reraise_located takes them)
-SHAPE_ERRORS = (ValueError, IndexError, ShapeError)
+_NUMBER_METHOD = re.compile(r"'float' object has no attribute '(\w+)'")
+
+
+def number_method_refusal(error: AttributeError, statement, temporaries: dict) -> S2SADError | None:
+    """An array method (`.reshape`, `.astype`) that the generated program called on a
+    value s2sad computes as a Python float (a kernel's sum, where numpy gives a numpy
+    scalar), as a located UnsupportedOperationError at the user's statement; None for
+    any other AttributeError (re-raised as it is)."""
+    found = _NUMBER_METHOD.fullmatch(str(error))
+    if found is None or statement is None:
+        return None
+    method = found.group(1)
+    return UnsupportedOperationError(
+        f"'.{method}' is called on a value s2sad computes as a Python number (a sum or another "
+        f"reduction to one element), which has no '.{method}'",
+        statement,
+        hint=f"Call numpy's function instead of the method (np.{method}(value, ...)): it takes numbers and "
+             f"arrays alike.")
+
+
+def only_return(fn: Any) -> SourceLocation | None:
+    """The location of fn's one return statement (None: not one, or no source)."""
+    try:
+        pf = parse_function(fn)
+    except S2SADError:
+        return None
+    returns = [n for n in gast.walk(pf.node) if isinstance(n, gast.Return)]
+    return pf.location(returns[0]) if len(returns) == 1 else None
+
+
+def users_names(message: str, temporaries: dict[str, str]) -> str:
+    """A kernel's message naming its operands (`(_1: (3,), y: (4,))`) with the user's
+    expression for each temporary (`(x @ A: (3,), y: (4,))`)."""
+    for temp, text in temporaries.items():
+        message = message.replace(f"({temp}: ", f"({text}: ").replace(f", {temp}: ", f", {text}: ")
+    return message
+
+
+def check_one_tangent_per_primal(fun: Any, primals: Sequence[Any], tangents: Sequence[Any],
+                                 cls: type = S2SADError) -> None:
+    """jvp's and hvp's tangents: one per primal (also for the arguments not
+    differentiated), else `cls` located at the user's function under fun."""
+    if len(primals) == len(tangents):
+        return
+    mark = derivative_mark(fun)
+    fn = mark.innermost() if mark is not None else user_function_of_caller(fun) or fun
+    raise cls(f"{len(primals)} primal(s) and {len(tangents)} tangent(s): jvp and hvp need one tangent per primal",
+              location_of_function(fn),
+              hint="Pass tangents of the same structure as the primals, one for every argument (zeros for "
+                   "those you do not move along), e.g. s2sad.hvp(f, (x, y), (v, np.zeros_like(y)), argnums=0).")
+
+
+# what a derivative's run may raise for the user's shapes, or for an array method called
+# on what s2sad computes as a number (reraise_located takes them)
+SHAPE_ERRORS = (ValueError, IndexError, ShapeError, AttributeError)
 
 
 def reraise_located(fun: Any, error: Exception):

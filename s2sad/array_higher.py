@@ -25,7 +25,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from . import hvp_columns, marks
-from .arguments import as_result, as_value, check_args, check_tangents, converted, dtype_of
+from .arguments import as_result, as_value, check_args, check_one_tangent_per_primal, check_tangents, converted, dtype_of
 from .errors import NonScalarLossError, S2SADError, ShapeError
 from .linalg_base import Parts
 from .frontend import bound, location_of
@@ -70,8 +70,7 @@ def _jvp_of_array_derivative(mark: marks.DerivativeMark, primals: Sequence[Any],
     """jvp_of_derivative's pair; grads False: the gradient None (not computed)."""
     d = mark.derivative
     c = compiled_array(d.fun)       # (compiled(d.fun) itself, for an array program)
-    if len(primals) != len(tangents):
-        raise ShapeError("jvp needs one tangent per primal", hint="Pass tangents of the same structure.")
+    check_one_tangent_per_primal(d.fun, primals, tangents, ShapeError)
     primals = converted(tuple(primals), range(len(primals)))
     tangents = converted(tuple(tangents), range(len(tangents)))
     check_tangents(c, tangents)

@@ -140,7 +140,10 @@ class Derivative:
             self.hot = self._hot_path(c, float_value, has_free)
         c, impl, float_value, has_free, many, grad_only = fast
         check_call(c, args, self.argnums)
-        res = impl(*args, **c.free_values()) if has_free else impl(*args)
+        try:
+            res = impl(*args, **c.free_values()) if has_free else impl(*args)
+        except SHAPE_ERRORS as e:   # (a kernel's operands that do not broadcast: located at its statement)
+            reraise_located(self.fun, e)
         if grad_only:   # (None, grads): the value was not computed
             value, grads = None, res
         else:

@@ -15,7 +15,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from . import derivative_runtime, runtime
-from .arguments import as_result, as_value, check_args, check_cotangent, check_tangents, converted, dtype_of
+from .arguments import as_result, as_value, check_args, check_cotangent, check_one_tangent_per_primal, check_tangents, converted, dtype_of
 from .errors import S2SADError, ShapeError, StatefulError
 from .passes.array_jvp import array_jvp
 from .passes.kernelpairs import choose_mode
@@ -29,8 +29,7 @@ def jvp_at(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], backe
     their leaves (plans.compiled), primals and tangents given as those leaves."""
     c = compiled(fun, layout)
     primals, tangents = converted(tuple(primals), range(len(primals))), converted(tuple(tangents), range(len(tangents)))
-    if len(primals) != len(tangents):
-        raise S2SADError("jvp needs one tangent per primal", hint="Pass tangents of the same structure.")
+    check_one_tangent_per_primal(fun, primals, tangents)
     check_tangents(c, tangents)
     argnums = tuple(i for i, p in enumerate(primals) if dtype_of(p).kind == "f")
     primals = bind(fun, primals, {}) if len(primals) != len(c.params) else primals

@@ -26,6 +26,7 @@ from .passes.containers import Layout, flatten_parameters
 from .passes.elementwise import LossPlan, plan_loss, plan_scalar
 from .passes.array_compiled import ArrayCompiled
 from .passes.fused_adjoint import fused_derivative, with_kernel
+from .passes.linemap import compile_located
 from .passes.routes import ARRAY, FUSED, SCALAR, Route, route_of
 from .passes.rowcolumns import Column, read_columns, rows_gradient
 from .runtime import Kernel
@@ -152,7 +153,7 @@ class Compiled:
             "write_state": functools.partial(write_state, self),
         }
         text = self.derivative(argnums, variant)[0]
-        exec(compile(text, f"<s2sad derivative of {self.name}>", "exec"), namespace)
+        exec(compile_located(text, f"<s2sad derivative of {self.name}>", (), return_location(self)), namespace)
         return next(v for k, v in namespace.items() if k.endswith("__" + variant))
 
     def check_scalar_loss(self, size: int) -> None:

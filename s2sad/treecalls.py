@@ -34,6 +34,7 @@ import numpy as np
 
 from . import tree
 from .backends.arraymodule import is_cupy
+from .arguments import check_one_tangent_per_primal
 from .derivative import Derivative, decline
 from .errors import NonDifferentiableInputError, S2SADError, ShapeError
 from .frontend import parse_function
@@ -541,7 +542,7 @@ def vjp_tree(fun: Callable, primals: tuple, given: int, backend, mode: str, has_
 def jvp_tree(fun: Callable, primals: tuple, tangents: tuple, backend):
     """jvp with containers in or out: (out, tangent out) in the output's structure."""
     if len(tangents) > len(primals):
-        raise S2SADError("jvp needs one tangent per primal", hint="Pass tangents of the same structure.")
+        check_one_tangent_per_primal(fun, primals, tangents)
     flat = flatten_call(fun, primals)
     tans = _tangent_leaves(flat, primals, tangents)
     skels = skeletons_of(flat)

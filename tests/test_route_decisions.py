@@ -138,6 +138,8 @@ CAUGHT = {
                                "refuses it, located (a deferral)",
     "paramuses.py:_helper_calls": "a helper whose source cannot be read: no use of it to report (the "
                                   "planner takes or refuses the call where it is, located)",
+    "arguments.py:only_return": "the location of an error already being raised: a function whose source "
+                                "cannot be read has no return to point at (the def is used)",
     "small_hessian.py:full": "a Hessian of what cannot be planned: the batched or per-column path "
                              "refuses it, located (a deferral)",
     "batched_rows.py:__call__": "jacrev of what cannot be planned: the per-row path refuses it, located "

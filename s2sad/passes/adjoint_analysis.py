@@ -19,6 +19,7 @@ from ..kernel_text import unparse
 from .adjoint_text import defs, names_read
 from .arrayir import (ArrayProgram, ArrayStmt, ForStmt, KernelSum, LoopFacts, Py, StmtFacts, is_kernel, stmt_reads,
                       walk_stmts)
+from .linemap import operand_text
 from .primhints import call_params, register_hint
 
 
@@ -141,7 +142,7 @@ def _stmt_active(st: ArrayStmt, act: set) -> bool:
             return False
         label = st.op.label
         raise UnsupportedOperationError(
-            f"'{label}' is applied to '{ins[0]}', which depends on the differentiated arguments, and has no "
+            f"'{label}' is applied to '{operand_text(st, ins[0])}', which depends on the differentiated arguments, and has no "
             f"derivative rule at the array level", location_of(st.ctx.filename, st.node),
             hint=register_hint(label, call_params(st.node)))
     if is_kernel(st.op):

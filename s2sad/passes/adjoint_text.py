@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from ..kernel_text import unparse
 from ..parsing import ast_parse
 from .arrayir import ArrayStmt, Const, ForStmt
+from .linemap import LocatedLine
 
 
 def param_texts(st: ArrayStmt) -> dict[str, str]:
@@ -117,7 +118,7 @@ def render(lines, read: set, forward_lines) -> list[str]:
         final.append(l)
         if isinstance(l, Header) and (i + 1 == len(out) or _indent(out[i + 1]) <= _indent(l)):
             final.append(" " * (_indent(l) + 4) + "pass")
-    return [str(l) for l in final]
+    return [l if isinstance(l, LocatedLine) else str(l) for l in final]   # (linemap reads the located)
 
 
 def _render_items(lines, read: set, forward_lines) -> list[str]:

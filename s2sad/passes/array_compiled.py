@@ -24,6 +24,7 @@ from .adjoint_text import text_of
 from .arrayir import ArrayProgram, ArrayStmt, ForStmt, IfStmt, KernelSum, Py, walk_stmts
 from .derivcalls import derivative_call_text
 from .kernelpairs import choose_mode, row_reduction
+from .linemap import compile_located
 from .reverse import Generator
 
 # scipy.special's entries whose forward runs in s2sad.rowsoftmax's row-fused loop
@@ -100,7 +101,7 @@ class ArrayCompiled:
         if fn is None:
             text, gen = self._generator(argnums, mode, variant)
             ns = gen.namespace(self.helpers, self.runtime_names(backend), self._check_scalar)
-            exec(compile(text, f"<s2sad derivative of {self.program.name}>", "exec"), ns)
+            exec(compile_located(text, f"<s2sad derivative of {self.program.name}>", getattr(gen, "located", ()), program=self.program), ns)
             if variant in ("value_and_grad", "grad"):
                 fn = ns[f"{self.program.name}__{variant}"]
             else:

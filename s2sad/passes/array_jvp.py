@@ -18,6 +18,7 @@ from ..errors import NonScalarLossError
 from ..frontend import location_of
 
 from .hvp_sweep import ForwardOverReverse
+from .linemap import compile_located
 from .tangent_sweep import TangentSweep
 
 _TANGENTS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()   # plan -> TangentPlans
@@ -79,7 +80,7 @@ class TangentPlans:
             text, sweep = make()
             ns = sweep.namespace(plan.helpers, {**plan.runtime_names(backend), **(names(backend) if names else {})})
             ns["check_scalar_loss"] = scalar_check(plan.program)
-            exec(compile(text, f"<s2sad {suffix} of {plan.program.name}>", "exec"), ns)
+            exec(compile_located(text, f"<s2sad {suffix} of {plan.program.name}>", getattr(sweep, "located", ()), program=plan.program), ns)
             fn = self._impls[key + (backend,)] = ns[f"{plan.program.name}__{suffix}"]
         return fn
 

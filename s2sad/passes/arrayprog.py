@@ -47,6 +47,7 @@ import numpy as np
 from ..array_prims import HELPER_NAMES
 from ..errors import FreeVariableError, UnsupportedOperationError, UnsupportedSyntaxError
 from ..frontend import MISSING, ParsedFunction, Resolver, attribute_value, classify, location_of
+from ..freedata import HINT as FREE_DATA_HINT, lossy_data
 from .arrayir import ArrayProgram, ArrayStmt, Const, Ctx, Namer, Py, const_expr, operand_expr
 from .arrayscope import UNBOUND, Bound, LocalFn, Scope, source_text
 from .arraycalls import Calls
@@ -205,6 +206,7 @@ class Builder:
         if kind == "tuple":
             return Const(value)
         if isinstance(value, (np.ndarray, list)):
+            _refuse_lossy(self, ctx, node, nm, value)
             return self.free_operand(ctx, nm)
         if value is None:
             return Const(None)
@@ -378,6 +380,13 @@ class Builder:
                 if isinstance(a, str):
                     self.aliased.add(a)
         return t
+
+
+def _refuse_lossy(b: Builder, ctx: Ctx, node, nm: str, value) -> None:
+    """Free data the kernels would change (complex, long double: freedata) is refused at its read."""
+    lossy = lossy_data(value)
+    if lossy is not None:
+        raise b.err(ctx, node, f"'{nm}' holds {lossy}", FREE_DATA_HINT, FreeVariableError)
 
 
 def _walk_no_defs(node):

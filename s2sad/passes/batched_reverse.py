@@ -40,6 +40,7 @@ from ..array_prims.prim import kw
 from .adjoint_text import param_texts, text_of
 from .arrayir import ArrayStmt, KernelSum, ListAppend, RunKernel, SetItem, walk_stmts
 from .batched_sweep import NotBatched, BatchedForward
+from .linemap import compile_located
 from .reverse import Generator
 from .reverse_sweep import ReverseSweep
 
@@ -156,6 +157,6 @@ def _compiled(plan, argnums: tuple[int, ...], backend: str, names):
     except NotBatched as e:
         return e.reason
     ns = gen.namespace(plan.helpers, {**plan.runtime_names(backend), **names(backend)}, None)
-    exec(compile(text, f"<s2sad batched pullback of {plan.program.name}>", "exec"), ns)
+    exec(compile_located(text, f"<s2sad batched pullback of {plan.program.name}>", getattr(gen, "located", ()), program=plan.program), ns)
     name = plan.program.name
     return text, (ns[f"{name}__forward"], ns[f"{name}__pullback"])

@@ -44,6 +44,7 @@ from .array_jvp import scalar_check
 from .dead_lines import drop_dead
 from .hvp_reverse import SECOND_ORDER
 from .hvp_sweep import ForwardOverReverse
+from .linemap import compile_located
 from .tangent_sweep import TangentSweep
 
 VECTORIZED = ("index", "sum", "mean")   # primitives with a batched form of their own (the rest: row by row)
@@ -303,7 +304,7 @@ def _program(plan, key: tuple, backend: str, names, make):
             ns = sweep.namespace(plan.helpers, {**plan.runtime_names(backend), **names(backend)})
             ns["check_scalar_loss"] = scalar_check(plan.program)
             kind = "batched hvp" if key[0] == "hvp" else "batched jvp"
-            exec(compile(text, f"<s2sad {kind} of {plan.program.name}>", "exec"), ns)
+            exec(compile_located(text, f"<s2sad {kind} of {plan.program.name}>", getattr(sweep, "located", ()), program=plan.program), ns)
             got = (text, ns[f"{plan.program.name}__{key[0]}"])
         per_plan[key + (backend,)] = got
         per_plan[key] = got

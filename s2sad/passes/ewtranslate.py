@@ -16,6 +16,7 @@ import numpy as np
 from .. import rules
 from ..errors import FreeVariableError, S2SADError, UnsupportedOperationError, UnsupportedSyntaxError
 from ..frontend import MISSING, ParsedFunction, attribute_value, classify, location_of, source_line
+from ..freedata import HINT as FREE_DATA_HINT, lossy_data
 from ..kernel_text import unparse
 from ..marks import derivative_mark, is_entry_point
 from .purity import classify_function
@@ -129,6 +130,9 @@ class Translation:
             if value is MISSING:
                 return self.refuse(e, f"name '{e.id}' is not defined", "Define it.", FreeVariableError)
             if isinstance(value, np.ndarray):
+                lossy = lossy_data(value)
+                if lossy is not None:
+                    return self.refuse(e, f"'{e.id}' holds {lossy}", FREE_DATA_HINT, FreeVariableError)
                 if e.id not in self.free_arrays:
                     self.free_arrays.append(e.id)
                 return e

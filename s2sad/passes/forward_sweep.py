@@ -15,6 +15,7 @@ from .biasproducts import fused_bias_line
 from .epilogues import fused_partials_line
 from .. import array_prims
 from ..frontend import source_line as _line
+from .linemap import statement_comment
 from ..kernel_text import unparse
 from .activity import partials_read, same_partials
 from .adjoint_context import AdjointContext
@@ -42,7 +43,7 @@ class ForwardSweep:
                 node = st.stmt if st.stmt is not None else st.node
                 if group is None or (node is not last and node is not None):
                     # the statements of one user line, under `# <the line>`
-                    group = Group(f"{ind}# {_line(st.ctx.filename, node)}" if node is not None else None, [])
+                    group = Group(statement_comment(ind, st.ctx.filename, node) if node is not None else None, [])
                     out.append(group)
                     last = node
                 lines: list = []

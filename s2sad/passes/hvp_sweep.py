@@ -43,6 +43,7 @@ from .dead_lines import drop_dead
 from .arrayir import ArrayProgram, ArrayStmt, ForStmt, RunKernel
 from .hvp_reverse import ReverseOfTangents
 from .paired_products import pair_products
+from .linemap import LocatedLine, located_lines
 from .tangent_sweep import TangentSweep
 
 
@@ -210,6 +211,8 @@ class ForwardOverReverse(ReverseOfTangents, TangentSweep):
             body = drop_dead("\n".join(body).split("\n"), _fewer_partials)
         body = pair_products(body)     # a product beside its tangent: one call
         text = f"def {p.name}__hvp({sig}):\n    {head}\n" + "\n".join(body) + "\n"
+        self.located = ([LocatedLine("    " + head, location_of(p.pf.filename, p.return_node))]
+                        + located_lines(lines) + located_lines(rev))
         ast_parse(text)   # the generated code is Python (a failure here is a bug of s2sad)
         return text
 

@@ -50,6 +50,7 @@ from .adjoint_context import AdjointContext
 from .adjoint_text import def_line, grad_of_line, names_read, render, text_of, tuple_text
 from .arrayir import ArrayProgram, ArrayStmt
 from .forward_sweep import ForwardSweep
+from .linemap import LocatedLine, located_lines
 from .reverse_sweep import ReverseSweep
 
 
@@ -123,8 +124,12 @@ class Generator:
             # the forward sweep computes what the reverse sweep reads (and the result only
             # to check that it is a scalar); the rest is not computed
             live_before(p.body, names_read(rev_text + "\n" + check))
-        fwd_text = "\n".join(render(fwd, names_read(rev_text), forward_lines))
-        head = grad_of_line(_line(p.pf.filename, p.return_node), _short(location_of(p.pf.filename, p.return_node)))
+        rendered = render(fwd, names_read(rev_text), forward_lines)
+        fwd_text = "\n".join(rendered)
+        ret = location_of(p.pf.filename, p.return_node)
+        head = grad_of_line(_line(p.pf.filename, p.return_node), _short(ret))
+        # what linemap ties each generated line to: the return, then each statement's comment
+        self.located = [LocatedLine("    " + head, ret)] + located_lines(rendered) + located_lines(rev)
         if variant == "value_and_grad":
             text = (f"{def_line(p.name, variant, p.params, p.free)}\n    {head}\n{fwd_text}\n{check}"
                     f"    # reverse sweep\n{rev_text}\n    return {rtext}, {tuple_text(gnames)}\n")

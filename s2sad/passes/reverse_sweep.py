@@ -21,6 +21,7 @@ from .adjoint_text import grad_of_line, names_read, param_texts, text_of, tuple_
 from .epilogues import fused_sums_call
 from .arrayir import ArrayStmt, ForStmt, IfStmt, KernelSum, ListAppend, Py, RunKernel, SetItem, walk_stmts
 from .kernelpairs import row_reduction
+from .linemap import LocatedLine
 from .primhints import call_params, register_hint
 from .unitpartials import unit_partials
 
@@ -39,7 +40,7 @@ def reverse_body(sweep, body, ind: str, out: list, init: set) -> None:
             node = st.stmt if st.stmt is not None else st.node
             if node is not last:
                 loc = location_of(st.ctx.filename, node)
-                out.append(ind + grad_of_line(_line(st.ctx.filename, node), _short(loc)))
+                out.append(LocatedLine(ind + grad_of_line(_line(st.ctx.filename, node), _short(loc)), loc))
                 last = node
             sweep.reverse_stmt(st, ind, out, init)
         elif isinstance(st, ForStmt):

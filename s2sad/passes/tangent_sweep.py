@@ -34,6 +34,7 @@ from .adjoint_context import AdjointContext
 from .adjoint_text import param_texts, text_of, tuple_text
 from .arrayir import (ArrayProgram, ArrayStmt, Const, ForStmt, IfStmt, KernelSum, ListAppend, LoopExit, Py, RunKernel,
                       SetItem, is_kernel, walk_stmts)
+from .linemap import LocatedLine, located_lines, statement_comment
 from .tangent_kernels import TangentKernels
 
 
@@ -91,6 +92,7 @@ class TangentSweep:
                 f"[{_short(location_of(p.pf.filename, p.return_node))}]")
         text = (f"def {p.name}__jvp({sig}):\n    {head}\n" + "\n".join(lines)
                 + f"\n    return {text_of(res)}, {self.dot_text(res)}\n")
+        self.located = [LocatedLine("    " + head, location_of(p.pf.filename, p.return_node))] + located_lines(lines)
         ast_parse(text)   # the generated code is Python (a failure here is a bug of s2sad)
         return text
 
@@ -121,7 +123,7 @@ class TangentSweep:
             if isinstance(st, ArrayStmt):
                 node = st.stmt if st.stmt is not None else st.node
                 if node is not None and node is not last:
-                    out.append(f"{ind}# {_line(st.ctx.filename, node)}")
+                    out.append(statement_comment(ind, st.ctx.filename, node))
                     last = node
                 self.stmt(st, ind, out)
             elif isinstance(st, ForStmt):

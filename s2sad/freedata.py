@@ -1,0 +1,40 @@
+"""Free data whose numbers s2sad would change: refused where the function reads it.
+
+A global or closure array (or list) that an array program or a fused kernel reads at
+call time is real float64/float32 data to the kernels. Complex data would lose its
+imaginary part (numpy only warns), long double its extra precision, and an object or
+string array has no numbers: the plan refuses them (located at the read, by its caller)
+instead of computing with what numpy's cast leaves. A change of a global's dtype makes a
+new plan (frontend.Assumptions keys arrays by dtype), so the check runs for every dtype
+a call meets, at plan time only.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+
+def lossy_data(value: Any) -> str | None:
+    """Why the kernels cannot read `value` (an array or a list of free data) as it is,
+    or None when they can (real numbers of at most 64 bits, bools, ints)."""
+    if isinstance(value, np.ndarray):
+        dtype = value.dtype
+    elif isinstance(value, list):
+        try:
+            dtype = np.asarray(value).dtype
+        except (TypeError, ValueError):     # ragged or not numbers: the program says so where it reads it
+            return None
+    else:
+        return None
+    if dtype.kind == "c":
+        return f"dtype {dtype}: s2sad differentiates real code and would drop the imaginary part"
+    if dtype.kind == "f" and dtype.itemsize > 8:
+        return f"dtype {dtype}: s2sad computes in float64 or float32 and would lose the extra precision"
+    if dtype.kind not in "biuf":
+        return f"dtype {dtype}, not numbers"
+    return None
+
+
+HINT = ("Make it a float64 (or float32) array: np.asarray(..., dtype=np.float64); split complex "
+        "numbers into their real and imaginary parts.")
