@@ -174,23 +174,26 @@ class ForwardSweep:
 
     def _bias_in_product(self, st: ArrayStmt, kn: str, active: tuple, ind: str, out: list) -> bool:
         """`X @ W + b` (biasproducts): the product's line, the statement right before,
-        becomes st's `_1, z = matmul_bias(...)`, which binds both names."""
+        becomes st's `_1, z = matmul_bias(...)`, which binds both names, written where
+        the product's line was."""
         prev = self.previous
         if prev is None or len(prev[1]) != 1 or not isinstance(prev[1][0], str):
             return False
         fused = fused_bias_line(st, kn, active, prev[1][0], ind, self.index.readers, self.p.result)
         if fused is None or prev[0].target not in st.args:
             return False
-        prev[1].clear()
+        # under the product's statement: numpy's refusal of the product's shapes (the
+        # likelier one) is located there (linemap)
+        prev[1][:] = [fused]
         st.adjoint.also_binds = {prev[0].target}
-        out.append(fused)
         return True
 
     def _kernel_after_product(self, st: ArrayStmt, kn: str, unique: tuple, stored: list, ind: str,
                               out: list) -> bool:
         """`h = k(X @ W, b)` storing one partial, w.r.t. the product (passes/epilogues):
         the product's line, the statement right before, and st's become one
-        `_1, h, (dh,) = product_partials(...)`, which binds the product's name too."""
+        `_1, h, (dh,) = product_partials(...)`, which binds the product's name too,
+        written where the product's line was."""
         prev = self.previous
         if prev is None or len(prev[1]) != 1 or not isinstance(prev[1][0], str) or len(unique) != 1 \
                 or prev[0].target == self.p.result:
@@ -199,9 +202,10 @@ class ForwardSweep:
         fused = fused_partials_line(st, kn, args, unique[0], stored, prev[1][0], ind, self.index.readers)
         if fused is None or prev[0].target not in st.args:
             return False
-        prev[1].clear()
+        # under the product's statement: numpy's refusal of the product's shapes (the
+        # likelier one) is located there (linemap)
+        prev[1][:] = [fused]
         st.adjoint.also_binds = {prev[0].target}
-        out.append(fused)
         return True
 
     def with_partner(self, st: ArrayStmt, ind: str, out: list) -> None:
