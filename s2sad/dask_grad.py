@@ -40,7 +40,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .dask_blocks import as_task_inputs, delayed_blocks
+from .dask_blocks import as_task_inputs, delayed_blocks, with_producers_inlined
 from .dask_tasks import BlockApply, BlockGrad, BlockTask
 from .errors import DaskSplitError
 from .marks import location_of_function
@@ -301,7 +301,8 @@ def value_and_grad(fun: Callable, args, argnums: tuple[int, ...], *, backend, mo
         else:
             eager[j] = summed
             grads.append(None)
-    computed = dask.compute(value, eager) if (want_value or eager) else (None, {})
+    computed = dask.compute(*with_producers_inlined((value, eager), BlockTask.PREFIX)) \
+        if (want_value or eager) else (None, {})
     value, eager_done = computed
     for j, summed in eager_done.items():
         grads[j] = _assemble(args[argnums[j]], summed)
@@ -392,7 +393,8 @@ def rows_value_and_grad(fun: Callable, args, argnums, split: Split, *, backend, 
     # than the sums)
     total = tree_sum(tasks + extra, add=functools.partial(add_results, summed)) \
         if (want_value or summed) else None
-    total, done = dask.compute(total, eager) if (total is not None or eager) else (None, {})
+    total, done = dask.compute(*with_producers_inlined((total, eager), BlockTask.PREFIX)) \
+        if (total is not None or eager) else (None, {})
     for j in summed:
         grads[j] = _scalar_like(args[argnums[j]], total[1][j])
     for j, g in done.items():
