@@ -8,9 +8,13 @@ of a task's result (from_delayed of `delayed(load, nout=2)(...)[0]`, X and y rea
 is handed to the block task as that result plus the item's index, which the block task
 takes itself (`pick`), instead of a getitem task per block and array.
 
-Invariants: the graphs are read, never changed; a block is an `Item` only when its task is
-a getitem of a constant int from another task of the same graph, so `pick` gives the
-object that task would have given; anything else stays a plain delayed block. Layer: plan
+Before the call's graph goes to the scheduler, a task that only one block task reads (the
+read itself) runs inside that task (`with_producers_inlined`): one task per block.
+
+Invariants: the user's graphs are read, never changed (the inlined graph is a new one); a
+block is an `Item` only when its task is a getitem of a constant int from another task of
+the same graph, so `pick` gives the object that task would have given; anything else
+stays a plain delayed block; an inlined task runs once, inside its one reader. Layer: plan
 (with dask_grad; dask is imported only inside functions).
 """
 from __future__ import annotations
