@@ -148,6 +148,8 @@ def with_producers_inlined(objs, ours: str):
         return objs
     keys = [d.key for d in found]
     needed = _needed(dict(graph), keys)
+    if needed is None:
+        return objs
     readers: dict = {}
     for node in needed.values():
         for dep in _deps(node):
@@ -177,13 +179,16 @@ def _deps(node) -> frozenset:
     return frozenset(getattr(node, "dependencies", ()) or ())
 
 
-def _needed(graph: dict, keys) -> dict:
-    """The tasks of `graph` that `keys` depend on (each task names its dependencies)."""
+def _needed(graph: dict, keys) -> dict | None:
+    """The tasks of `graph` that `keys` depend on, or None when a node does not name its
+    dependencies (an older dask's tuple task, a bare value): such a graph is left whole."""
     todo, out = list(keys), {}
     while todo:
         k = todo.pop()
         if k in out or k not in graph:
             continue
+        if not hasattr(graph[k], "dependencies"):
+            return None
         out[k] = graph[k]
         todo.extend(_deps(graph[k]))
     return out

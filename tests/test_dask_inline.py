@@ -119,3 +119,13 @@ def test_on_a_cluster_of_processes():
     v0, g0 = s2sad.value_and_grad(logreg)(w, X_mem)
     assert v == pytest.approx(v0, rel=1e-12, abs=1e-14)
     np.testing.assert_allclose(g, g0, rtol=1e-12, atol=1e-14)
+
+
+def test_a_graph_of_tuple_tasks_is_left_whole():
+    """A node that does not name its dependencies (an older dask's tuple task): nothing is
+    culled or inlined, the call's objects come back as they were."""
+    from dask.delayed import Delayed
+
+    graph = {"src": (read, 3), "s2sad_grad_x": (np.sum, "src")}
+    top = Delayed("s2sad_grad_x", graph)
+    assert with_producers_inlined((top,), "s2sad_grad_")[0] is top
