@@ -11,18 +11,21 @@ The lock cannot cover another library's thread: in a dask worker, the event loop
 may parse at the same moment (Python 3.11's traceback module parses source lines to place
 its carets), and a worker's first gradient failed so (seen once, 50 blocks on 2 workers).
 The count is set anew at the start of every parse and only checked at its end, so the
-error says nothing about the text: the parse is made again, up to RETRIES times.
+error says nothing about the text: the parse is made again, up to RETRIES times, each
+after a pause that lets the other thread finish its own parse (8 immediate retries all
+failed once, in a test that makes such a thread parse without pause, on a loaded machine).
 """
 from __future__ import annotations
 
 import ast
+import time
 
 import gast
 
 from .locks import PARSING
 
 MISMATCH = "recursion depth mismatch"
-RETRIES = 8
+RETRIES = 50
 
 
 def ast_parse(text: str, mode: str = "exec") -> ast.AST:
@@ -41,4 +44,5 @@ def _retried(parse, text: str, mode: str):
         except SystemError as e:
             if MISMATCH not in str(e) or attempt == RETRIES:
                 raise
+        time.sleep(min(0.001 * attempt, 0.01))      # the GIL to the other thread, out of the lock
     raise AssertionError("unreachable")
