@@ -106,6 +106,13 @@ def peak_rss_bytes() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
+def cpu_seconds() -> float:
+    """Run anywhere: the CPU time this process has used (every thread, user and system). On
+    a machine others load, CPU per row says where the work goes when wall time cannot."""
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
 def evict(*paths: str) -> None:
     """Drop the files' pages from the page cache (--cold): the next read comes from the disk."""
     for path in paths:
@@ -117,15 +124,16 @@ def evict(*paths: str) -> None:
             os.close(fd)
 
 
-def in_memory_seconds(vg, w, b, block_X, block_y, calls: int = 3) -> list[float]:
+def in_memory_seconds(vg, w, b, block_X, block_y, calls: int = 3) -> tuple[list[float], float]:
     """The in-memory gradient on one block, timed between the steps so that both see the
-    same machine (other work on it slows both alike)."""
-    out = []
+    same machine (other work on it slows both alike): wall seconds per call, and the CPU
+    seconds of all of them."""
+    out, cpu = [], cpu_seconds()
     for _ in range(calls):
         t = time.perf_counter()
         vg(w, b, block_X, block_y)
         out.append(time.perf_counter() - t)
-    return out
+    return out, cpu_seconds() - cpu
 
 
 def main(argv=None) -> int:
@@ -154,14 +162,20 @@ def main(argv=None) -> int:
         with cluster, Client(cluster) as client:
             vg = s2sad.value_and_grad(loss, argnums=(0, 1))
             w, b = np.zeros(D), 0.0
-            seconds, in_memory_s = [], []
+            seconds, in_memory_s, cpu = [], [], {"workers": 0.0, "client": 0.0, "in memory": 0.0}
             for step in range(args.steps):
                 if args.cold:
                     evict(xs, ys)
+                before, mine = client.run(cpu_seconds), cpu_seconds()
                 start = time.perf_counter()
                 value, (gw, gb) = vg(w, b, X, y)
                 seconds.append(time.perf_counter() - start)
-                in_memory_s += in_memory_seconds(vg, w, b, block_X, block_y)
+                if step:        # the first step compiles on the workers
+                    cpu["client"] += cpu_seconds() - mine
+                    cpu["workers"] += sum(client.run(cpu_seconds).values()) - sum(before.values())
+                walls, used = in_memory_seconds(vg, w, b, block_X, block_y)
+                in_memory_s += walls
+                cpu["in memory"] += used if step else 0.0
                 w, b = w - args.lr * gw, b - args.lr * gb
                 print(f"step {step}: loss {value:.5f} ({seconds[-1]:.2f} s)")
             # the first step also compiles on each worker: the throughput is that of the
@@ -176,6 +190,12 @@ def main(argv=None) -> int:
         "from the page cache (as just written)"
     print(f"{rate:,.0f} rows/s over dask ({args.workers} workers, the file read {read}); in memory, one process: "
           f"{in_memory:,.0f} rows/s ({in_memory / rate:.2f}x)")
+    timed = max(1, args.steps - 1)
+    per_row = {k: v / (args.rows * timed if k != "in memory" else 3 * len(block_y) * timed) * 1e9
+               for k, v in cpu.items()}
+    print(f"CPU per row: workers {per_row['workers']:.1f} ns + client and scheduler {per_row['client']:.1f} ns "
+          f"over dask; in memory {per_row['in memory']:.1f} ns "
+          f"({(per_row['workers'] + per_row['client']) / max(per_row['in memory'], 1e-9):.2f}x)")
     print("peak memory per worker: " + ", ".join(f"{v / 2**20:.0f} MiB" for v in peaks.values())
           + f" (limit {limit / 2**20:.0f} MiB)")
     print(f"training accuracy (first block): {acc:.3f}")

@@ -40,7 +40,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .dask_blocks import as_task_inputs, delayed_blocks
+from .dask_blocks import as_task_inputs, delayed_blocks, with_producers_inlined
 from .dask_tasks import BlockApply, BlockGrad, BlockTask
 from .errors import DaskSplitError
 from .marks import location_of_function
@@ -159,7 +159,7 @@ def tree_sum(items: list, add: Callable = operator.add):
     items = list(items)
     while len(items) > 1:
         groups = [items[k:k + fan_in] for k in range(0, len(items), fan_in)]
-        items = [delayed(tree_add, pure=True)(add, *g) if len(g) > 1 else g[0] for g in groups]
+        items = [delayed(tree_add, pure=False)(add, *g) if len(g) > 1 else g[0] for g in groups]
     return items[0]
 
 
@@ -288,7 +288,7 @@ def value_and_grad(fun: Callable, args, argnums: tuple[int, ...], *, backend, mo
     for idx, shape, parts in blocks_of(args, lay):
         weight = int(np.prod(shape)) / total if split.kind.endswith("mean") and total else 1.0
         inputs, picks = as_task_inputs(parts)
-        tasks[idx] = delayed(BlockTask(fun, argnums, backend, mode, weight, picks, n_blocks), pure=True)(*inputs)
+        tasks[idx] = delayed(BlockTask(fun, argnums, backend, mode, weight, picks, n_blocks), pure=False)(*inputs)
     value = tree_sum([t[0] for t in tasks.values()]) if want_value else None
     grads, eager = [], {}
     for j, i in enumerate(argnums):
@@ -301,7 +301,8 @@ def value_and_grad(fun: Callable, args, argnums: tuple[int, ...], *, backend, mo
         else:
             eager[j] = summed
             grads.append(None)
-    computed = dask.compute(value, eager) if (want_value or eager) else (None, {})
+    computed = dask.compute(*with_producers_inlined((value, eager), BlockTask.PREFIX)) \
+        if (want_value or eager) else (None, {})
     value, eager_done = computed
     for j, summed in eager_done.items():
         grads[j] = _assemble(args[argnums[j]], summed)
@@ -364,21 +365,21 @@ def rows_value_and_grad(fun: Callable, args, argnums, split: Split, *, backend, 
                            for i in rows if is_dask(args[i])})
     parts_of = {i: list(lazy[i].reshape(-1)) if i in lazy else
                 [np.asarray(args[i])[edges[k]:edges[k + 1]] for k in range(len(chunks))] for i in rows}
-    shared = {i: delayed(a, pure=True) if isinstance(a, np.ndarray) else a
+    shared = {i: delayed(a, pure=False) if isinstance(a, np.ndarray) else a
               for i, a in enumerate(args) if i not in parts_of}
     mean = split.kind.startswith("rows-mean")
     tasks = []
     for k, m in enumerate(chunks):
         inputs, picks = as_task_inputs([parts_of[i][k] if i in parts_of else shared[i] for i in range(len(args))])
         task = BlockTask(fun, argnums, backend, mode, m / n if mean and n else 1.0, picks, len(chunks))
-        tasks.append(delayed(task, pure=True)(*inputs))
+        tasks.append(delayed(task, pure=False)(*inputs))
     extra = []
     if split.kind.endswith("+offset") and not mean and len(chunks) > 1:
         # the loss over no rows is b: taken off once per block beyond the first
         empty = [np.empty((0,) + tuple(args[i].shape[1:]), dtype=args[i].dtype) if i in parts_of else shared[i]
                  for i in range(len(args))]
         extra.append(delayed(BlockTask(fun, argnums, backend, mode, -(len(chunks) - 1), blocks=len(chunks) + 1),
-                             pure=True)(*empty))
+                             pure=False)(*empty))
     grads, eager = [None] * len(argnums), {}
     summed = tuple(j for j, i in enumerate(argnums) if i not in parts_of)
     for j, i in enumerate(argnums):
@@ -392,7 +393,8 @@ def rows_value_and_grad(fun: Callable, args, argnums, split: Split, *, backend, 
     # than the sums)
     total = tree_sum(tasks + extra, add=functools.partial(add_results, summed)) \
         if (want_value or summed) else None
-    total, done = dask.compute(total, eager) if (total is not None or eager) else (None, {})
+    total, done = dask.compute(*with_producers_inlined((total, eager), BlockTask.PREFIX)) \
+        if (total is not None or eager) else (None, {})
     for j in summed:
         grads[j] = _scalar_like(args[argnums[j]], total[1][j])
     for j, g in done.items():
@@ -460,6 +462,6 @@ def broadcast(apply: Callable, f: Callable, args, backend):
         inputs, picks = as_task_inputs(parts)
         # each block broadcast to its full shape (an argument may be broadcast along it)
         task = BlockApply(apply, f, backend, picks, nested.size)
-        out = delayed(np.broadcast_to)(delayed(task, pure=True)(*inputs), shape)
+        out = delayed(np.broadcast_to)(delayed(task, pure=False)(*inputs), shape)
         nested[idx] = da.from_delayed(out, shape=shape, dtype=dtype)
     return da.block(nested.tolist()) if nested.ndim else nested[()]

@@ -35,6 +35,8 @@ class BlockTask:
     itself (or maps the kernels from its machine's disk cache). The blocks of one call
     that share this object share its Derivative (made at the first, ~60 us a block)."""
 
+    PREFIX = "s2sad_grad_"      # of its dask name (and of its tasks' keys)
+
     def __init__(self, fun: Callable, argnums: tuple[int, ...], backend, mode: str, weight: float,
                  picks: tuple = (), blocks: int = 0, what: str = "value_and_grad"):
         self.fun, self.argnums, self.backend, self.mode, self.weight = fun, argnums, backend, mode, weight
@@ -43,7 +45,7 @@ class BlockTask:
         self.picks = picks                # the items it takes of its inputs (dask_blocks.pick)
         self.blocks = blocks              # the call's block tasks (0: not known, as many as run at once)
         # dask names a task after its callable's __name__: "s2sad_grad_loss" on the dashboard
-        self.__name__ = "s2sad_grad_" + getattr(fun, "__name__", type(fun).__name__).replace("<lambda>", "lambda")
+        self.__name__ = self.PREFIX + getattr(fun, "__name__", type(fun).__name__).replace("<lambda>", "lambda")
         code = getattr(fun, "__code__", None)
         self.filename = code.co_filename if code is not None else None
         self.lines = tuple(linecache.getlines(self.filename)) if self.filename else ()

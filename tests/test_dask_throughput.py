@@ -161,7 +161,8 @@ def test_items_of_one_read_reach_the_block_task_without_getitem_tasks(monkeypatc
     v0, (gw0, gb0) = vg(w, 0.2, X_mem, y_mem)
     close(v, v0), close(gw, gw0), close(gb, gb0)
     assert sorted(loads) == [0, 1, 2, 3]                      # each block read once
-    assert named(graph, "getitem") == 0 and named(graph, "load_pair") == 4
+    # the reads run inside the block tasks (dask_blocks.with_producers_inlined): 4 tasks, not 8
+    assert named(graph, "getitem") == 0 and named(graph, "load_pair") == 0
     assert named(graph, "s2sad_grad_logreg") == 4
 
 
@@ -209,6 +210,18 @@ def test_pick_takes_items_and_passes_the_rest():
     from s2sad.dask_blocks import pick
 
     pair, other = (np.zeros(2), np.ones(3)), np.full(4, 2.0)
-    got = pick((pair, pair, other), (1, 0, None))
+    got = pick((pair, other), ((0, 1), (0, 0), (1, None)))
     assert got[0] is pair[1] and got[1] is pair[0] and got[2] is other
     assert pick((pair,), ()) == (pair,)
+
+
+def test_an_items_source_is_one_input_however_many_items_are_taken():
+    """X's and y's blocks of one read: the read's result is handed to the task once (one
+    dependency, and one run once the read is inlined into the task)."""
+    from s2sad.dask_blocks import Item, as_task_inputs
+
+    read, w = dask.delayed(load_pair)(0, 5), np.ones(5)
+    inputs, picks = as_task_inputs([w, Item(read, 0), Item(read, 1), 0.5])
+    assert len(inputs) == 3 and inputs[1] is read and inputs[0] is w and inputs[2] == 0.5
+    assert picks == ((0, None), (1, 0), (1, 1), (2, None))
+    assert as_task_inputs([w, 0.5]) == ([w, 0.5], ())
