@@ -13,9 +13,9 @@ wrapper; a call of it, in order:
 - binds keyword arguments to the positions of the user's function (`with_keywords`);
 - for the grad of a function: what that grad refuses at these arguments, refused
   first (first_order_checked: a map's grad is no Hessian);
-- tries each path in order; the argnums are checked (`check_argnums`) once, before the
-  first path that needs them checked (`checks_argnums`: its full path; a warm path
-  guards its own arguments);
+- tries each path in order (the first, a warm one, outside the loop); the argnums are
+  checked (`check_argnums`) once, before the first path that needs them checked
+  (`checks_argnums`: a full path; a warm path guards its own arguments);
 - records the path that answered as `wrapper.took` (that path's own tuple: explain
   finds the path by identity) and returns its result;
 - a shape numpy refuses while a path runs is re-raised located at the user's function.
@@ -98,9 +98,11 @@ def runner(kind: str, parts: Parts, table: Sequence[type]) -> Callable:
     `table` that serve it, walked by one runner (see the module doc)."""
     paths = tuple(p(parts) for p in table if p.serves(parts))
     assert paths and paths[-1].total, f"{kind}'s table ends with a path that may decline"
-    steps = tuple((p, p.try_, p.checks_argnums) for p in paths)
+    assert not paths[0].checks_argnums and not paths[0].total, f"{kind}'s first path is not a warm one"
     fun, argnums = parts.fun, parts.argnums
     of_grad = parts.first_order
+    first, first_took = paths[0].try_, paths[0].took     # (the warm path: tried outside the loop)
+    rest = _steps(paths[1:], lambda args: check_argnums(argnums, args, fun))
 
     def wrapper(*args, **kwargs):
         try:
@@ -108,11 +110,11 @@ def runner(kind: str, parts: Parts, table: Sequence[type]) -> Callable:
                 args = with_keywords(fun, args, kwargs)
             if of_grad is not None:     # (what the grad refuses: a map's grad is no elementwise derivative)
                 first_order_checked(of_grad, args)
-            checked = False
-            for path, try_, checks in steps:
-                if checks and not checked:
-                    check_argnums(argnums, args, fun)
-                    checked = True
+            got = first(args)
+            if got is not None:
+                wrapper.took = first_took
+                return got
+            for try_, path in rest:
                 got = try_(args)
                 if got is not None:
                     wrapper.took = path.took
@@ -122,6 +124,14 @@ def runner(kind: str, parts: Parts, table: Sequence[type]) -> Callable:
         raise AssertionError(f"no path of {kind} answered")     # (unreachable: the last path is total)
     wrapper.kind, wrapper.paths = kind, paths
     return wrapper
+
+
+def _steps(paths: tuple, check: Callable) -> tuple:
+    """(try_, path) per path, the argnums `check` (which answers None) before the first
+    path that needs it; the first path needs none (it is a warm one, or hessian's)."""
+    at = next((k for k, p in enumerate(paths) if p.checks_argnums), len(paths))
+    steps = [(p.try_, p) for p in paths]
+    return tuple(steps[:at] + [(check, None)] + steps[at:]) if at < len(paths) else tuple(steps)
 
 
 def answered(wrapper: Callable) -> int | None:

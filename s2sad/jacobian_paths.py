@@ -25,8 +25,8 @@ from .errors import S2SADError
 from .higher_paths import ANY, NOT_GRAD, OF_GRAD, USERS, Path, where
 from .reduce import float_dtype
 
-NOT_WARM = "not warm (no call answered by its full path yet)"
-NOT_PLANNED = "these arguments are not the warm plan's (shapes, dtypes, layout), or the function changed"
+# why a warm path declined (it keeps no reason: none made yet, or made for other arguments)
+NOT_WARM = "no warm entry for these arguments (none made yet, or one for other arguments)"
 
 
 # ---------------------------------------------------------------- unrolled (small fixed shapes)
@@ -44,8 +44,21 @@ class UnrolledOfGrad(Path):
 
 
 class UnrolledHessian(UnrolledOfGrad):
-    """hessian(f) of a small fixed-shape program (small_hessian.SmallHessian)."""
-    when = ANY
+    """hessian(f) of a small fixed-shape program (small_hessian.SmallHessian): its warm
+    entry, else its full path (whose why_not then says why it declined, or nothing)."""
+    step, when = "unrolled second derivatives, warm, else planned (small_hessian)", ANY
+
+    def __init__(self, parts):
+        super().__init__(parts)
+        self.small = parts.small
+
+    def try_(self, args: tuple) -> Any:
+        small = self.small
+        got = small.hot(args)
+        if got is None:
+            small.why_not = None    # (a silent decline leaves no earlier call's reason)
+            got = small.full(args)
+        return got
 
 
 class UnrolledHot(Path):
@@ -62,7 +75,7 @@ class UnrolledHot(Path):
 
     @property
     def why_not(self) -> str | None:
-        return NOT_PLANNED if self.small.warm else NOT_WARM
+        return NOT_WARM
 
 
 class UnrolledFull(Path):
@@ -70,7 +83,9 @@ class UnrolledFull(Path):
     name, step, when = "unrolled", "unrolled (small_jacobian)", USERS
 
     def try_(self, args: tuple) -> Any:
-        return self.parts.small.full(args)
+        small = self.parts.small
+        small.why_not = None    # (a silent decline leaves no earlier call's reason)
+        return small.full(args)
 
     @property
     def why_not(self) -> str | None:
@@ -94,7 +109,7 @@ class DiagonalHot(Path):
 
     @property
     def why_not(self) -> str | None:
-        return NOT_PLANNED if self.diagonal.warm else NOT_WARM
+        return NOT_WARM
 
 
 class DiagonalFull(Path):
@@ -171,7 +186,7 @@ class BatchedRowsHot(Path):
 
     @property
     def why_not(self) -> str | None:
-        return NOT_WARM if self.parts.batched.hot is None else NOT_PLANNED
+        return NOT_WARM
 
 
 class BatchedRows(BatchedRowsHot):
