@@ -34,7 +34,7 @@ from .batched_jac import Blocks
 from .batched_rows import Rows
 from .deep import deeply
 from .errors import S2SADError
-from .higher_paths import ANY, Parts, Path, runner
+from .higher_paths import Parts, Path, runner
 from .higher_paths import check_argnums as _check_argnums, where as _where     # (hvp's names for them)
 from .jacdiag import Diagonal
 from .jacobian_paths import (BatchedColumns, BatchedRows, BatchedRowsHot, BlocksOfGrad, DiagonalFull, DiagonalHot,
@@ -45,7 +45,7 @@ from .small_jacobian import SmallJacobian
 
 class HessianBlocks(Path):
     """hessian of an array program: all blocks from one sweep of batched tangents (batched_jac)."""
-    name, step, checks_argnums = "batched", "batched columns (batched_jac)", True
+    name, step, checks_argnums, planner = "batched", "batched columns (batched_jac)", True, "batched"
 
     def try_(self, args: tuple) -> Any:
         nums = self.parts.argnums
@@ -56,10 +56,6 @@ class HessianBlocks(Path):
         if not self.parts.many:
             return blocks[(norm[0], norm[0])]
         return tuple(tuple(blocks[(i, j)] for j in norm) for i in norm)
-
-    @property
-    def why_not(self) -> str | None:
-        return self.parts.batched.why_not
 
 
 class HessianColumns(Path):

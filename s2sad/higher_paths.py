@@ -40,6 +40,8 @@ OF_GRAD = "the grad of a function"
 USERS = "a function s2sad did not make"
 NOT_GRAD = "anything but a grad"
 ANY = "any function"
+# why a warm path declined (it keeps no reason: none made yet, or one for other arguments)
+NOT_WARM = "no warm entry for these arguments (none made yet, or one for other arguments)"
 
 
 class Parts:
@@ -48,7 +50,7 @@ class Parts:
     unrolled plan; `diagonal`, jacdiag's; `batched`, batched_jac's or batched_rows')."""
 
     def __init__(self, fun: Callable, argnums, backend: str, *, small=None, diagonal=None, batched=None,
-                 first_order: bool = True, **more):
+                 first_order: bool = True, grads: dict | None = None):
         self.fun, self.argnums, self.backend = fun, argnums, backend
         self.many = isinstance(argnums, (tuple, list))
         self.mark = mark = marks.derivative_mark(fun)
@@ -56,7 +58,7 @@ class Parts:
         # the grad's mark, whose refusals a call checks first (first_order_checked), or None
         self.first_order = mark if first_order and self.inner is not None else None
         self.small, self.diagonal, self.batched = small, diagonal, batched
-        self.__dict__.update(more)      # (a table's own planners: hessian's grads)
+        self.grads = grads      # (hessian's: grad(fun, i) per argnum i)
 
     def kind(self) -> str:
         """Which `when` the function is: OF_GRAD or USERS (or NOT_GRAD: a derivative that is no grad)."""
@@ -74,6 +76,8 @@ class Path:
     when = ANY
     checks_argnums = False      # the argnums checked before it runs (its full path)
     total = False               # always answers (the table's last path)
+    warm = False                # a planner's warm entry (it keeps no reason to decline)
+    planner = ""                # the Parts attribute whose `why_not` says why it declined
 
     def __init__(self, parts: Parts):
         self.parts = parts
@@ -90,7 +94,9 @@ class Path:
     @property
     def why_not(self) -> str | None:
         """Why the path declined its last try, where it knows (None: it does not say)."""
-        return None
+        if self.warm:
+            return NOT_WARM
+        return getattr(self.parts, self.planner).why_not if self.planner else None
 
 
 def runner(kind: str, parts: Parts, table: Sequence[type]) -> Callable:

@@ -25,22 +25,15 @@ from .errors import S2SADError
 from .higher_paths import ANY, NOT_GRAD, OF_GRAD, USERS, Path, where
 from .reduce import float_dtype
 
-# why a warm path declined (it keeps no reason: none made yet, or made for other arguments)
-NOT_WARM = "no warm entry for these arguments (none made yet, or one for other arguments)"
-
 
 # ---------------------------------------------------------------- unrolled (small fixed shapes)
 
 class UnrolledOfGrad(Path):
     """jacfwd / jacrev of grad(f): hessian(f)'s unrolled plan (small_hessian.OfGrad)."""
-    name, step, when = "unrolled", "unrolled second derivatives (small_hessian)", OF_GRAD
+    name, step, when, planner = "unrolled", "unrolled second derivatives (small_hessian)", OF_GRAD, "small"
 
     def try_(self, args: tuple) -> Any:
         return self.parts.small(args)
-
-    @property
-    def why_not(self) -> str | None:
-        return self.parts.small.why_not
 
 
 class UnrolledHessian(UnrolledOfGrad):
@@ -64,7 +57,7 @@ class UnrolledHessian(UnrolledOfGrad):
 class UnrolledHot(Path):
     """The unrolled first-derivative plan's warm entry (small_jacobian), made by a call
     its full path answered."""
-    name, step, when = "unrolled", "unrolled, warm (small_jacobian)", USERS
+    name, step, when, warm = "unrolled", "unrolled, warm (small_jacobian)", USERS, True
 
     def __init__(self, parts):
         super().__init__(parts)
@@ -73,30 +66,22 @@ class UnrolledHot(Path):
     def try_(self, args: tuple) -> Any:
         return self.small.hot(args)
 
-    @property
-    def why_not(self) -> str | None:
-        return NOT_WARM
-
 
 class UnrolledFull(Path):
     """The unrolled first-derivative plan for these shapes, made or found (small_jacobian)."""
-    name, step, when = "unrolled", "unrolled (small_jacobian)", USERS
+    name, step, when, planner = "unrolled", "unrolled (small_jacobian)", USERS, "small"
 
     def try_(self, args: tuple) -> Any:
         small = self.parts.small
         small.why_not = None    # (a silent decline leaves no earlier call's reason)
         return small.full(args)
 
-    @property
-    def why_not(self) -> str | None:
-        return self.parts.small.why_not
-
 
 # ---------------------------------------------------------------- the diagonal of an elementwise map
 
 class DiagonalHot(Path):
     """An elementwise map's Jacobians by the driver's warm entry (jacdiag)."""
-    name, step = "diagonal", "diagonal, warm (jacdiag)"
+    name, step, warm = "diagonal", "diagonal, warm (jacdiag)", True
 
     def __init__(self, parts):
         super().__init__(parts)
@@ -107,22 +92,14 @@ class DiagonalHot(Path):
         got = d.hot(args) if len(args) == d.arity else None
         return got if got is None or self.parts.many else got[0]
 
-    @property
-    def why_not(self) -> str | None:
-        return NOT_WARM
-
 
 class DiagonalFull(Path):
     """An elementwise map's Jacobians from one gradient of its sum (jacdiag)."""
-    name, step, checks_argnums = "diagonal", "diagonal (jacdiag)", True
+    name, step, checks_argnums, planner = "diagonal", "diagonal (jacdiag)", True, "diagonal"
 
     def try_(self, args: tuple) -> Any:
         got = self.parts.diagonal.full(args)
         return got if got is None or self.parts.many else got[0]
-
-    @property
-    def why_not(self) -> str | None:
-        return self.parts.diagonal.why_not
 
 
 # ---------------------------------------------------------------- batched sweeps
@@ -131,7 +108,7 @@ class BatchedColumns(Path):
     """jacfwd of an array program (or of its grad: Hessian blocks) from batched tangents
     (batched_jac): a grad of a tuple of argnums gives a tuple of Jacobians, outputs
     outside, argnums inside (JAX's)."""
-    name, step = "batched", "batched columns (batched_jac)"
+    name, step, planner = "batched", "batched columns (batched_jac)", "batched"
 
     def try_(self, args: tuple) -> Any:
         p = self.parts
@@ -154,10 +131,6 @@ class BatchedColumns(Path):
             return tuple(of_output(i) for i in grad_nums)
         return of_output(grad_nums[0])
 
-    @property
-    def why_not(self) -> str | None:
-        return self.parts.batched.why_not
-
 
 class BlocksOfGrad(BatchedColumns):
     """jacrev of grad(f): the same Hessian blocks as its rows, from batched tangents."""
@@ -166,8 +139,7 @@ class BlocksOfGrad(BatchedColumns):
 
 class BatchedRowsHot(Path):
     """jacrev of an array program by the batched pullback's warm path (batched_rows)."""
-    name, step, when = "batched", "batched rows, warm (batched_rows)", NOT_GRAD
-    hot = True
+    name, step, when, warm, planner = "batched", "batched rows, warm (batched_rows)", NOT_GRAD, True, "batched"
 
     def try_(self, args: tuple) -> Any:
         p = self.parts
@@ -177,25 +149,17 @@ class BatchedRowsHot(Path):
         norm = tuple(i % n if type(i) is int else i for i in argnums_tuple(p.argnums))
         if not norm:
             return None
-        rows = p.batched.hot_call(args, norm) if self.hot else p.batched(args, norm)
+        rows = p.batched.hot_call(args, norm) if self.warm else p.batched(args, norm)
         if rows is None:
             return None
         if "tree" in rows:      # a container output: each leaf's Jacobians (JAX's layout)
             return by_output(rows["tree"], p.argnums, lambda i, k: rows[(i % n, k)])
         return tuple(rows[j] for j in norm) if p.many else rows[norm[0]]
 
-    @property
-    def why_not(self) -> str | None:
-        return NOT_WARM
-
 
 class BatchedRows(BatchedRowsHot):
     """jacrev of an array program from one batched pullback (batched_rows)."""
-    step, hot = "batched rows (batched_rows)", False
-
-    @property
-    def why_not(self) -> str | None:
-        return self.parts.batched.why_not
+    step, warm = "batched rows (batched_rows)", False
 
 
 # ---------------------------------------------------------------- one by one (always answers)
