@@ -15,6 +15,9 @@ arguments and say which path each level took on them, as the wrapper recorded it
 - for the derivative below (the grad that hessian and jacfwd(grad(f)) differentiate):
   nested duals (a fused kernel's derivative dualized again) or forward over reverse of
   its adjoint program.
+Then each wrapper's table of paths (higher_paths, `wrapper.paths`) in the order its
+last call tried them: the ones before the path that answered declined (with the path's
+`why_not` where it has one), the ones after it were not tried.
 The path depends on the arguments (a number or an empty array is not batched), hence
 the example arguments. Nothing here changes what a wrapper computes.
 """
