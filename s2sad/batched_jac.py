@@ -152,31 +152,48 @@ def _basis(x: np.ndarray, lo: int, k: int) -> np.ndarray:
     return t.reshape((k,) + x.shape)
 
 
-class Hot:
-    """A Blocks call taken again without planning: the function's code is the planned
-    one, the plan's assumptions hold, every argument is an ndarray or a number (none
-    to convert), each tangent argument a float ndarray of at least one element and one
-    dimension (check_args' and _blocks' conditions), and the plan reads no free data;
-    else None, and the full path runs (and checks)."""
+class Warm:
+    """The guards of a call a Hot path (this module's, batched_rows') takes without
+    planning or checking again: the planned function's code unchanged and the plan's
+    assumptions on its globals and cells holding; every argument (and free data value)
+    an ndarray or a number, none to convert; each argument in `wrt` a float ndarray of
+    at least one dimension and one element (check_args' conditions). Else the full path
+    runs (and checks)."""
 
-    def __init__(self, blocks: Blocks, key: tuple, planned, c, fn, tans: tuple, grads):
-        self.blocks, self.key, self.planned, self.fn, self.tans, self.grads = blocks, key, planned, fn, tans, grads
+    def __init__(self, planned, c, wrt: tuple):
+        self.planned, self.wrt = planned, wrt
         self.code, self.hold, self.holds = planned.__code__, c.assumptions.hold, bool(c.assumptions.entries)
         self.n = len(c.params)
+
+    def same(self, args: tuple) -> bool:
+        """The call of the planned code, with as many arguments as it was planned for?"""
+        return len(args) == self.n and self.planned.__code__ is self.code
+
+    def takes(self, values: tuple, args: tuple) -> bool:
+        """`values` (the arguments, then any free data) plain, args[wrt] float arrays, the
+        plan's assumptions holding?"""
+        for a in values:
+            t = type(a)
+            if t is not np.ndarray and t is not float and t is not int:
+                return False
+        for j in self.wrt:
+            a = args[j]
+            if type(a) is not np.ndarray or a.ndim == 0 or a.size == 0 or a.dtype.kind != "f" or a.dtype.itemsize > 8:
+                return False
+        return not self.holds or self.hold(self.planned)
+
+
+class Hot(Warm):
+    """A Blocks call taken again without planning, where Warm's guards pass and the plan
+    reads no free data; else None, and the full path runs (and checks)."""
+
+    def __init__(self, blocks: Blocks, key: tuple, planned, c, fn, tans: tuple, grads):
+        super().__init__(planned, c, tans)
+        self.blocks, self.key, self.fn, self.tans, self.grads = blocks, key, fn, tans, grads
         self.order = tuple(dict.fromkeys(key[1]))
 
     def __call__(self, args: tuple) -> dict | None:
-        if len(args) != self.n or self.planned.__code__ is not self.code:
-            return None
-        for a in args:
-            t = type(a)
-            if t is not np.ndarray and t is not float and t is not int:
-                return None
-        for j in self.tans:
-            a = args[j]
-            if type(a) is not np.ndarray or a.ndim == 0 or a.size == 0 or a.dtype.kind != "f" or a.dtype.itemsize > 8:
-                return None
-        if self.holds and not self.hold(self.planned):
+        if not self.same(args) or not self.takes(args, args):
             return None
         out: dict = {}
         try:

@@ -33,7 +33,7 @@ import numpy as np
 
 from . import batch_rules, batch_vjps, tree
 from .arguments import check_args, converted
-from .batched_jac import BUDGET
+from .batched_jac import BUDGET, Warm
 from .errors import S2SADError
 from .frontend import bound
 from .passes.batched_reverse import batched_pullback
@@ -197,32 +197,21 @@ def _seeds(shape: tuple, lo: int, k: int, m: int) -> np.ndarray:
     return t.reshape((k,) + shape)
 
 
-class Hot:
-    """A Rows call taken again without planning: the function's code is the planned
-    one, the plan's assumptions hold, every argument and free data value (read now, as
-    the full path reads them) is an ndarray or a number (none to convert), each
-    differentiated argument a float ndarray of at least one element and one dimension;
+class Hot(Warm):
+    """A Rows call taken again without planning, where batched_jac.Warm's guards pass on
+    the arguments and the free data values (read now, as the full path reads them);
     else None, and the full path runs (and checks)."""
 
     def __init__(self, rows: Rows, nums: tuple, planned, c, fns, wrt: tuple):
-        self.rows, self.nums, self.planned, self.fns, self.wrt = rows, nums, planned, fns, wrt
-        self.code, self.hold, self.holds = planned.__code__, c.assumptions.hold, bool(c.assumptions.entries)
+        super().__init__(planned, c, wrt)
+        self.rows, self.nums, self.fns = rows, nums, fns
         self.free = c.free_values if c.program.free else None
-        self.n = len(c.params)
 
     def __call__(self, args: tuple) -> dict | None:
-        if len(args) != self.n or self.planned.__code__ is not self.code:
+        if not self.same(args):
             return None
         free = self.free() if self.free is not None else {}
-        for a in args + tuple(free.values()):
-            t = type(a)
-            if t is not np.ndarray and t is not float and t is not int:
-                return None
-        for j in self.wrt:
-            a = args[j]
-            if type(a) is not np.ndarray or a.ndim == 0 or a.size == 0 or a.dtype.kind != "f" or a.dtype.itemsize > 8:
-                return None
-        if self.holds and not self.hold(self.planned):
+        if not self.takes(args + tuple(free.values()), args):
             return None
         got = jacobians(self.fns, args, self.wrt, free)
         if isinstance(got, str):

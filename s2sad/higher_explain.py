@@ -15,6 +15,9 @@ arguments and say which path each level took on them, as the wrapper recorded it
 - for the derivative below (the grad that hessian and jacfwd(grad(f)) differentiate):
   nested duals (a fused kernel's derivative dualized again) or forward over reverse of
   its adjoint program.
+Then each wrapper's table of paths (higher_paths, `wrapper.paths`) in the order its
+last call tried them: the ones before the path that answered declined (with the path's
+`why_not` where it has one), the ones after it were not tried.
 The path depends on the arguments (a number or an empty array is not batched), hence
 the example arguments. Nothing here changes what a wrapper computes.
 """
@@ -28,6 +31,7 @@ from . import marks
 from .api import Explanation
 from .batched_jac import BUDGET, Blocks
 from .batched_rows import Rows
+from .higher_paths import answered
 
 FUSED = "not an array program"      # how batched_jac / batched_rows say "one fused kernel"
 
@@ -43,7 +47,28 @@ def explanation(wrapper: Callable, args: tuple) -> Explanation:
     lines += [f"  level {len(levels) - k}: {t}" for k, t in enumerate(levels)]
     lines.append(f"  level 0: {marks.function_name(_innermost(wrapper.of))} "
                  f"(s2sad.explain of it shows its own plan)")
+    lines += path_lines(wrapper)
+    below = wrapper.took[1] if len(wrapper.took) > 1 else None     # (hessian's jacfwd of its grad)
+    if below is not None:
+        lines += path_lines(below)
     return Explanation(name, lines)
+
+
+def path_lines(wrapper: Callable) -> list[str]:
+    """The wrapper's paths in the order its last call tried them: the ones that declined
+    (and why, where the path says), the one that answered, the ones not tried."""
+    at = answered(wrapper)
+    if at is None:
+        return []
+    lines = [f"  paths of s2sad.{wrapper.kind}({_describe(wrapper.of)}), in order:"]
+    for k, path in enumerate(wrapper.paths):
+        if k < at:
+            why = path.why_not
+            state = f"declined: {why}" if why else "declined"
+        else:
+            state = "answered" if k == at else "not tried"
+        lines.append(f"    {k + 1}. {path.step or path.name}: {state}")
+    return lines
 
 
 def levels_of(wrapper: Callable, args: tuple) -> list[str]:

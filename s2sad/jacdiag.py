@@ -46,6 +46,12 @@ class Diagonal:
         self.fun, self.argnums, self.backend, self.entry = fun, argnums, backend, entry
         self.arity = arity(fun)
         self.hot: Callable = _decline   # hot(args) -> the Jacobians or None; see the module doc
+        self.why_not: str | None = None     # why the last full call answered None (None: it did not)
+
+    @property
+    def warm(self) -> bool:
+        """Has a full call made the hot path?"""
+        return self.hot is not _decline
 
     def full(self, args: tuple) -> tuple | None:
         """The Jacobians by the full path (the argnums checked by the caller), or None."""
@@ -53,33 +59,42 @@ class Diagonal:
             planned = target(self.fun, self.entry)
             with bound(planned):    # the plan reads this function's cells and globals
                 c = compiled(planned)
-        except S2SADError:
-            return None     # the column-by-column path says why, where jvp is called
+        except S2SADError as e:
+            return self._declined(f"refused ({e.message})")     # (the column-by-column path raises it, located)
         with bound(planned):
             return self._full(planned, c, args)
 
     def _full(self, planned: Callable, c, args: tuple) -> tuple | None:
-        if not _elementwise(c) or any(np.ndim(args[i]) == 0 for i in self.argnums):
-            return None
+        if not _elementwise(c):
+            return self._declined("not an elementwise map (its plan is not one fused kernel with no reduction, "
+                                  "state or captured elements)")
+        if any(np.ndim(args[i]) == 0 for i in self.argnums):
+            return self._declined("an argument that is a number or 0-d")
         args = converted(tuple(args), range(len(args)))
         primals = bind(planned, args, {}) if len(args) != len(c.params) else args
         nums = tuple(i % len(primals) for i in self.argnums)
         check_args(c, primals, nums)
         pairs = c.active_pairs(nums)
         if any(index is not None for _, _, index in pairs) or {i for _, i, _ in pairs} != set(nums):
-            return None     # an element of x read, or x not read: not a map of x's elements
+            return self._declined("not a map of the argument's elements (an element of it read, or it not read)")
         kargs = c.kernel_args(primals)
         shape = np.broadcast_shapes(*(np.shape(a) for a in kargs))
         if any(np.shape(primals[i]) != shape for i in nums):
-            return None     # x broadcast against a larger argument: not diagonal
+            return self._declined("the argument broadcasts against a larger one (not diagonal)")
         active = tuple(k for k, _, _ in pairs)
         _, grads = runtime.sum_dual(c.kernel, kargs, active, backend=self.backend, value=False)
         by_arg = {i: g for (_, i, _), g in zip(pairs, grads)}
+        self.why_not = None
         if len(args) == self.arity and _plain(c, self.backend):
             order = [i for _, i, _ in pairs]
             self.hot = _hot_path(c, planned, nums, [order.index(i) for i in nums], active)
         return tuple(spread(np.asarray(by_arg[i], dtype=_dtype(primals[i])), np.shape(primals[i]))
                      for i in nums)
+
+
+    def _declined(self, why: str) -> None:
+        self.why_not = why
+        return None
 
 
 def spread(d: np.ndarray, shape: tuple) -> np.ndarray:

@@ -47,6 +47,7 @@ from __future__ import annotations
 import ctypes
 import sys
 import sysconfig
+from typing import Callable
 
 import numpy as np
 
@@ -106,6 +107,38 @@ class _Text:
         self.lines.append(f"  ; {text}")
 
 
+def load_object(w: Callable[[str], None], i: int, name: str) -> None:
+    """%name: args[i], and %name.type its type (`w` writes an IR line)."""
+    w(f"%{name}.at = getelementptr inbounds ptr, ptr %args, i64 {i}")
+    w(f"%{name} = load ptr, ptr %{name}.at")
+    w(f"%{name}.type.at = getelementptr inbounds i8, ptr %{name}, i64 {OB_TYPE}")
+    w(f"%{name}.type = load ptr, ptr %{name}.type.at")
+
+
+def load_field(w: Callable[[str], None], name: str, what: str, off: int, ty: str) -> None:
+    """%name.what: the `ty` at byte `off` of object %name."""
+    w(f"%{name}.{what}.at = getelementptr inbounds i8, ptr %{name}, i64 {off}")
+    w(f"%{name}.{what} = load {ty}, ptr %{name}.{what}.at")
+
+
+def array_fields(w, p: str) -> None:
+    """What every entry checks of an array argument %p (its object loaded): an exact
+    ndarray, else `decline`; then its fields (%p.descr, .flags, .nd, .dims, .data),
+    %p.dtype.ok (the table's descr) and %p.carray.ok (C-contiguous and aligned).
+    `w` writes a line and, by `w.label`, a label (this module's _Text, llvm_small's)."""
+    w(f"%{p}.isarray = icmp eq ptr %{p}.type, %array_type")
+    w(f"br i1 %{p}.isarray, label %{p}.fields, label %decline")
+    w.label(f"{p}.fields")
+    load_field(w, p, "descr", ARRAY_DESCR, "ptr")
+    load_field(w, p, "flags", ARRAY_FLAGS, "i32")
+    load_field(w, p, "nd", ARRAY_ND, "i32")
+    load_field(w, p, "dims", ARRAY_DIMS, "ptr")
+    load_field(w, p, "data", ARRAY_DATA, "ptr")
+    w(f"%{p}.dtype.ok = icmp eq ptr %{p}.descr, %descr")
+    w(f"%{p}.carray = and i32 %{p}.flags, {CARRAY}")
+    w(f"%{p}.carray.ok = icmp eq i32 %{p}.carray, {CARRAY}")
+
+
 def entry_ir(spec: LoopSpec | ScanSpec, dtype, active_idx: tuple[int, ...]) -> str:
     """The module of the entry for drivers of this shape (ABI: kernel.py's for `spec`),
     calling the driver found in its table. `active_idx`: the params the drivers
@@ -144,16 +177,10 @@ class _EntryWriter:
 
     # ---- pieces
     def obj(self, i: int, name: str) -> None:
-        """%name: args[i], and %name.type its type."""
-        t = self.t
-        t(f"%{name}.at = getelementptr inbounds ptr, ptr %args, i64 {i}")
-        t(f"%{name} = load ptr, ptr %{name}.at")
-        t(f"%{name}.type.at = getelementptr inbounds i8, ptr %{name}, i64 {OB_TYPE}")
-        t(f"%{name}.type = load ptr, ptr %{name}.type.at")
+        load_object(self.t, i, name)
 
     def field(self, name: str, what: str, off: int, ty: str) -> None:
-        self.t(f"%{name}.{what}.at = getelementptr inbounds i8, ptr %{name}, i64 {off}")
-        self.t(f"%{name}.{what} = load {ty}, ptr %{name}.{what}.at")
+        load_field(self.t, name, what, off, ty)
 
     def after(self, i: int) -> str:
         """The check that follows param i's."""
@@ -234,17 +261,7 @@ class _EntryWriter:
         t.comment(f"p{i}: an exact ndarray of the driver's dtype, C-contiguous and aligned"
                   + (f", of p{first}'s shape" if i != first else ""))
         self.obj(i, p)
-        t(f"%{p}.isarray = icmp eq ptr %{p}.type, %array_type")
-        t(f"br i1 %{p}.isarray, label %{p}.fields, label %decline")
-        t.label(f"{p}.fields")
-        self.field(p, "descr", ARRAY_DESCR, "ptr")
-        self.field(p, "flags", ARRAY_FLAGS, "i32")
-        self.field(p, "nd", ARRAY_ND, "i32")
-        self.field(p, "dims", ARRAY_DIMS, "ptr")
-        self.field(p, "data", ARRAY_DATA, "ptr")
-        t(f"%{p}.dtype.ok = icmp eq ptr %{p}.descr, %descr")
-        t(f"%{p}.carray = and i32 %{p}.flags, {CARRAY}")
-        t(f"%{p}.carray.ok = icmp eq i32 %{p}.carray, {CARRAY}")
+        array_fields(t, p)
         t(f"%{p}.ok = and i1 %{p}.dtype.ok, %{p}.carray.ok")
         if i == first:
             self.size(p, self.after(i))

@@ -29,7 +29,7 @@ from __future__ import annotations
 import struct
 
 from ..passes.unroll_small import needed_nodes
-from .llvm_entry import ARRAY_DATA, ARRAY_DESCR, ARRAY_DIMS, ARRAY_FLAGS, ARRAY_ND, CARRAY, FLOAT_VALUE, OB_TYPE, SLOTS
+from .llvm_entry import ARRAY_DATA, FLOAT_VALUE, SLOTS, array_fields, load_field, load_object
 
 ARITH = {"add": "fadd", "sub": "fsub", "mul": "fmul", "div": "fdiv"}
 CMP = {"lt": "olt", "le": "ole", "gt": "ogt", "ge": "oge", "eq": "oeq", "ne": "une"}
@@ -80,14 +80,10 @@ class _Writer:
         self.lines.append(f"{name}:")
 
     def obj(self, i: int, name: str) -> None:
-        self(f"%{name}.at = getelementptr inbounds ptr, ptr %args, i64 {i}")
-        self(f"%{name} = load ptr, ptr %{name}.at")
-        self(f"%{name}.type.at = getelementptr inbounds i8, ptr %{name}, i64 {OB_TYPE}")
-        self(f"%{name}.type = load ptr, ptr %{name}.type.at")
+        load_object(self, i, name)
 
     def field(self, name: str, what: str, off: int, ty: str) -> None:
-        self(f"%{name}.{what}.at = getelementptr inbounds i8, ptr %{name}, i64 {off}")
-        self(f"%{name}.{what} = load {ty}, ptr %{name}.{what}.at")
+        load_field(self, name, what, off, ty)
 
     def prologue(self, nargs: int) -> None:
         self("; the table (llvm_entry.SLOTS): the types and objects compared with, Py_IncRef")
@@ -120,17 +116,7 @@ class _Writer:
 
     def array(self, p: str, shape: tuple, then: str) -> None:
         """p: an exact float64 ndarray, C-contiguous and aligned, of `shape`; %p.data."""
-        self(f"%{p}.isarray = icmp eq ptr %{p}.type, %array_type")
-        self(f"br i1 %{p}.isarray, label %{p}.fields, label %decline")
-        self.label(f"{p}.fields")
-        self.field(p, "descr", ARRAY_DESCR, "ptr")
-        self.field(p, "flags", ARRAY_FLAGS, "i32")
-        self.field(p, "nd", ARRAY_ND, "i32")
-        self.field(p, "dims", ARRAY_DIMS, "ptr")
-        self.field(p, "data", ARRAY_DATA, "ptr")
-        self(f"%{p}.dtype.ok = icmp eq ptr %{p}.descr, %descr")
-        self(f"%{p}.carray = and i32 %{p}.flags, {CARRAY}")
-        self(f"%{p}.carray.ok = icmp eq i32 %{p}.carray, {CARRAY}")
+        array_fields(self, p)     # (llvm_entry's checks of an array)
         self(f"%{p}.nd.ok = icmp eq i32 %{p}.nd, {len(shape)}")
         self(f"%{p}.ok0 = and i1 %{p}.dtype.ok, %{p}.carray.ok")
         ok = f"%{p}.ok0"
