@@ -279,6 +279,9 @@ def row_dot_log_softmax(z, y, axis=None, keepdims=False, backend="auto"):
                     (n, 1) if keepdims else (n,))
 
 
+_ZERO_BYTES = bytes(16)        # one zero of any float dtype, for row_dot_like's zero strides
+
+
 def row_dot_like(z, y, axis=None, keepdims=False):
     """An array of row_dot_log_softmax(z, y, axis, keepdims)'s shape and dtype, for an
     adjoint that reads only those (a loss's mean over the rows: array_prims.Prim.like):
@@ -292,7 +295,8 @@ def row_dot_like(z, y, axis=None, keepdims=False):
         if type(ax) is int and -z.ndim <= ax < z.ndim and z.shape[ax] > 0:
             ax %= z.ndim
             shape = z.shape[:ax] + ((1,) if keepdims else ()) + z.shape[ax + 1:]
-            return np.broadcast_to(np.zeros((), z.dtype), shape)
+            # over immutable bytes: read-only; cheaper to make than np.broadcast_to's
+            return np.ndarray(shape, z.dtype, buffer=_ZERO_BYTES, strides=(0,) * len(shape))
     return row_dot_log_softmax(z, y, axis, keepdims)
 
 
