@@ -183,3 +183,24 @@ def test_like_of_empty_rows_raises_as_the_value_does():
         R.row_dot_log_softmax(z, z, axis=1)
     with pytest.raises(ValueError):
         R.row_dot_like(z, z, axis=1)
+
+
+def xent_names_rebound(W, b, X, Y):
+    """The operands' names bound again after the row values: the stand-in reads the values
+    the row op read."""
+    z = X @ W + b
+    z = z - np.max(z, axis=1, keepdims=True)
+    logp = z - np.log(np.sum(np.exp(z), axis=1, keepdims=True))
+    rows = np.sum(Y * logp, axis=1)
+    Y = Y[:2] * W[0, 0]
+    z = X[:1] @ W * 3.0
+    return -np.mean(rows) + 0.01 * np.sum(z * z) + np.sum(Y)
+
+
+def test_names_bound_again_after_the_row_values():
+    args = _args(6, 4)
+    g = s2sad.grad(xent_names_rebound, argnums=(0, 1))
+    got = g(*args)
+    assert "row_dot_like(" in s2sad.source(g)
+    for j in (0, 1):
+        np.testing.assert_allclose(got[j], central_fd(xent_names_rebound, args, j), rtol=1e-6, atol=1e-7)
