@@ -51,7 +51,8 @@ SHAPE_FOLLOWS = frozenset({
     "unbroadcast", "sum_bar", "mean_bar", "zeros_bar", "maxmin_bar", "prod_bar",
     "reduce_sum", "reduce_mean", "reduce_max", "reduce_min",
     "row_logsumexp", "row_softmax", "row_log_softmax", "row_logsumexp_bar", "row_softmax_bar",
-    "row_log_softmax_bar", "row_dot_log_softmax", "row_dot_log_softmax_bar", "row_layer_norm", "row_layer_norm_bar",
+    "row_log_softmax_bar", "row_dot_log_softmax", "row_dot_log_softmax_bar", "row_dot_like", "row_layer_norm",
+    "row_layer_norm_bar",
     "check_scalar_loss", "sum_dual", "store_partials", "dot_lhs_bar", "dot_rhs_bar", "product_sums", "unit_vjp",
     "product_partials", "lhs_bar_sums"})
 

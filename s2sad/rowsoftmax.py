@@ -279,6 +279,27 @@ def row_dot_log_softmax(z, y, axis=None, keepdims=False, backend="auto"):
                     (n, 1) if keepdims else (n,))
 
 
+_ZERO_BYTES = bytes(16)        # one zero of any float dtype, for row_dot_like's zero strides
+
+
+def row_dot_like(z, y, axis=None, keepdims=False):
+    """An array of row_dot_log_softmax(z, y, axis, keepdims)'s shape and dtype, for an
+    adjoint that reads only those (a loss's mean over the rows: array_prims.Prim.like):
+    read-only zeros with zero strides, made without a pass over z, where z and y are
+    float arrays of one shape and dtype with at least one element a row and axis one
+    of their axes (so that the value has z's dtype and z's shape less that axis); the
+    value itself elsewhere (its shape and errors exactly the forward line's)."""
+    if type(z) is np.ndarray and type(y) is np.ndarray and z.dtype.kind == "f" and y.dtype == z.dtype \
+            and y.shape == z.shape and z.ndim:
+        ax = axis[0] if isinstance(axis, tuple) and len(axis) == 1 else axis
+        if type(ax) is int and -z.ndim <= ax < z.ndim and z.shape[ax] > 0:
+            ax %= z.ndim
+            shape = z.shape[:ax] + ((1,) if keepdims else ()) + z.shape[ax + 1:]
+            # over immutable bytes: read-only; cheaper to make than np.broadcast_to's
+            return np.ndarray(shape, z.dtype, buffer=_ZERO_BYTES, strides=(0,) * len(shape))
+    return row_dot_log_softmax(z, y, axis, keepdims)
+
+
 def row_dot_log_softmax_bar(i, g, z, y, axis=None, keepdims=False, backend="auto"):
     """The adjoint w.r.t. z (i = 0: g (y - softmax(z) sum(y)), one pass per row where
     the loop takes them) or y (i = 1: g log_softmax(z)), g one value a row."""
@@ -348,4 +369,4 @@ def row_logsumexp_bar_dot(g, a, a_dot, out, out_dot, axis=None, keepdims=False):
 HELPERS = {f"row_{f}{kind}": globals()[f"row_{f}{kind}"] for f in ("logsumexp", "softmax", "log_softmax")
            for kind in ("_bar", "_bar_dot")}
 HELPERS.update(row_dot_log_softmax_bar=row_dot_log_softmax_bar, dot_log_softmax_jvp=dot_log_softmax_jvp,
-               row_dot_log_softmax_bar_dot=row_dot_log_softmax_bar_dot)
+               row_dot_log_softmax_bar_dot=row_dot_log_softmax_bar_dot, row_dot_like=row_dot_like)

@@ -74,6 +74,14 @@ class Prim:
     # these before `vjp` / `jvp` (reverse_sweep, tangent_sweep)
     vjps: Callable[..., str] | None = None
     jvps: Callable[..., str] | None = None
+    # the operand positions its VJP reads for their shape and dtype only (sum's and mean's
+    # operand): the reverse sweep may give it its producer's `like` there instead
+    shape_reads: tuple[int, ...] = ()
+    # like(args, p) -> source of an array of the output's shape and dtype whose values
+    # are never read (cheap: no pass over the operands), or the output itself where that
+    # is not known; given to a `shape_reads` position, it lets the grad variant drop a
+    # forward line only a shape was read from
+    like: Callable[..., str] | None = None
 
     def result_of(self, spelling: str) -> str:
         return self.results.get(spelling, self.result)

@@ -31,8 +31,10 @@ def _funcs(*names):
 
 
 def _reduction(kind, funcs, vjp, jvp) -> Prim:
+    # sum_bar and mean_bar read their operand's shape and dtype only
     return Prim(kind, _reduce_op(kind), vjp, statics=("axis",), keywords=("axis", "keepdims"),
-                funcs=_funcs(*funcs), methods=(kind,), forward=_forward(kind), jvp=jvp)
+                funcs=_funcs(*funcs), methods=(kind,), forward=_forward(kind), jvp=jvp,
+                shape_reads=(0,) if kind in ("sum", "mean") else ())
 
 
 def _linear_jvp(kind):
@@ -72,7 +74,7 @@ PRIMS = [
     # math.fsum(x), math.prod(x) of an array: its elements, one by one (no keyword: start=
     # of math.prod is refused where it is read)
     Prim("fsum", call_op("fsum"), lambda i, g, args, out, p: f"sum_bar({g}, {args[0]})", keywords=(),
-         funcs=(math.fsum,), jvp=lambda i, t, args, out, p: f"np.sum({t})"),
+         funcs=(math.fsum,), jvp=lambda i, t, args, out, p: f"np.sum({t})", shape_reads=(0,)),
     # (math.prod of an N-D array multiplies its rows: np.prod along axis 0, whose rules these are)
     Prim("math_prod", _along_rows, lambda i, g, args, out, p: f"prod_bar({g}, {args[0]}{kw(p, 'axis')})",
          keywords=(), funcs=(math.prod,), jvp=_weighted_jvp("prod_bar")),

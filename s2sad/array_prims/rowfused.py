@@ -29,7 +29,8 @@ from .prim import Prim, kw
 # the adjoints' tangents (forward over reverse), array_rules.HELPERS from s2sad.rowsoftmax
 HELPER_NAMES = frozenset({"row_logsumexp_bar_dot", "row_softmax_bar_dot", "row_log_softmax_bar_dot",
                           "row_layer_norm_bar", "layer_norm_jvp", "row_layer_norm_bar_dot",
-                          "row_dot_log_softmax_bar", "dot_log_softmax_jvp", "row_dot_log_softmax_bar_dot"})
+                          "row_dot_log_softmax_bar", "dot_log_softmax_jvp", "row_dot_log_softmax_bar_dot",
+                          "row_dot_like"})
 
 
 @dataclass(frozen=True)
@@ -85,5 +86,7 @@ PRIMS = [
          jvp=lambda i, t, args, out, p: f"dot_log_softmax_jvp({i}, {t}, {args[0]}, {args[1]}{kw(p, 'axis', 'keepdims')})",
          second=lambda i, g, args, arg_dots, out, out_dot, p:
              f"row_dot_log_softmax_bar_dot({i}, {g}, {args[0]}, {args[1]}, {arg_dots[0]}, {arg_dots[1]}"
-             f"{kw(p, 'axis', 'keepdims')})"),
+             f"{kw(p, 'axis', 'keepdims')})",
+         # a loss's mean or sum over the rows reads their shape only: the rows' pass not run for it
+         like=lambda args, p: f"row_dot_like({args[0]}, {args[1]}{kw(p, 'axis', 'keepdims')})"),
 ]

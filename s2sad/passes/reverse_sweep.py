@@ -156,7 +156,7 @@ class ReverseSweep:
             what = st.op.label if isinstance(st.op, Py) else st.op.name
             raise UnsupportedOperationError(f"no reverse-mode rule for '{what}'", location_of(st.ctx.filename, st.node),
                                             hint=register_hint(what, call_params(st.node)))
-        args = [text_of(a) for a in st.args]
+        args = self.shape_stand_ins(st, rule, [text_of(a) for a in st.args])
         params = param_texts(st)
         if rule.vjps is not None:     # one call gives every active operand's adjoint
             act = [i for i, a in enumerate(st.args) if self.is_active(a)]
@@ -170,6 +170,22 @@ class ReverseSweep:
                     self.contribute(a, rule.factors(i, g, args, t, params), ind, out, init)
                 else:
                     self.contribute(a, rule.vjp(i, g, args, t, params), ind, out, init)
+
+    def shape_stand_ins(self, st: ArrayStmt, rule, args: list) -> list:
+        """`args` with each operand the VJP reads for its shape only (rule.shape_reads)
+        replaced by its producer's `like` text, where both statements are at the top of
+        the program (the producer's operands are then bound once, and still bound here):
+        so the grad variant's liveness drops a forward line whose value only gave a shape
+        (a cross-entropy's rows under its mean). The VJP's text is otherwise the same."""
+        if not rule.shape_reads or not any(s is st for s in self.p.body):
+            return args
+        args = list(args)
+        for i in rule.shape_reads:
+            made = self.index.made_by.get(st.args[i]) if i < len(st.args) and isinstance(st.args[i], str) else None
+            prule = array_prims.of(made.op) if made is not None and not isinstance(made.op, Py) else None
+            if prule is not None and prule.like is not None and any(s is made for s in self.p.body):
+                args[i] = prule.like([text_of(a) for a in made.args], param_texts(made))
+        return args
 
     def reverse_set_items(self, st: ArrayStmt, g: str, ind: str, out: list, init: set) -> None:
         """`y_2 = set_items(y, index, v)`: y's adjoint is y_2's with the overwritten
