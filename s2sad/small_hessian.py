@@ -115,8 +115,12 @@ class SmallHessian:
         self.why_not = None
         out = plan.run(args + tuple(free.values()), self.many)
         if out is not None:
-            self.hot = _hot_path(planned, c, plan, len(args), self.many)
+            self.hot = self.hot_path(planned, c, plan, len(args))
         return out
+
+    def hot_path(self, fun: Callable, c, plan: "Plan", n: int) -> Callable:
+        """The hot path made after a call the full path answered (a subclass: its own)."""
+        return _hot_path(fun, c, plan, n, self.many)
 
     def plan_for(self, program, kinds: tuple, nums: tuple[int, ...], free: tuple = ()) -> "Plan | str":
         """The compiled plan for these shapes and argnums (a subclass: another derivative);
@@ -175,11 +179,12 @@ def plan_for(program, kinds: tuple, nums: tuple[int, ...]) -> Plan | str:
 
 
 def compiled(program, kinds: tuple, nums: tuple[int, ...], derivative: Callable, array: bool = False,
-             free: tuple = ()) -> tuple | str:
+             free: tuple = (), value: bool = False) -> tuple | str:
     """(unrolled, nums, outputs, entry, name, ir) of `program` unrolled for `kinds`, the
     entry storing out[i] = node `outputs[i]` (None: 0.0) of `derivative(unrolled)`, or why
     there is none; `array`: the program's result may be an array; `free`: names of free
-    data the entry takes after the parameters (`kinds` has theirs last)."""
+    data the entry takes after the parameters (`kinds` has theirs last); `value`: the
+    entry returns the program's result as a float (codegen/llvm_small.py)."""
     from .codegen import llvm_entry     # (lazy: they import the drivers' lowering; see layers.py)
     from .codegen.llvm_small import small_ir
 
@@ -192,7 +197,7 @@ def compiled(program, kinds: tuple, nums: tuple[int, ...], derivative: Callable,
         return e.reason
     except RecursionError:      # (a kernel expression nested past Python's stack: the general path's)
         return "an expression nested too deeply to unroll"
-    text = small_ir("@NAME@", kinds, u.graph.ops, outputs)
+    text = small_ir("@NAME@", kinds, u.graph.ops, outputs, u.loss.id if value else None)
     name = "s2sad_small_" + hashlib.sha256(text.encode()).hexdigest()[:24]
     entry = _ENTRIES.get(name)
     if entry is None:

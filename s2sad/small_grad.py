@@ -1,0 +1,190 @@
+"""grad and value_and_grad of a small fixed-shape array program in one call into
+machine code.
+
+As small_hessian.py for a Hessian: for arguments of small fixed shapes the array
+program is a straight-line scalar program (passes/unroll_small.py); its gradient by
+reverse mode on that graph (passes/small_reverse.py), and for value_and_grad its value,
+compile into one function with a Python entry (codegen/llvm_small.py: the gradient
+written into `out`, the value returned as a float). derivative.Derivative tries it
+first for an array program (`SmallGrad.first`); the planning per (plan, shapes,
+argnums), its cache, the free data read per call and the decisions not to take a call
+are SmallHessian's.
+
+A call takes, in order:
+- the hot path (`hot(*args)`, made after a call the full path answered): the entry
+  called with the user's arguments, guarded as the array hot path is (the function's
+  code is the planned one, no rule registered since, the plan's assumptions on its
+  globals and cells hold); the entry itself takes only exact float64 ndarrays,
+  C-contiguous, of the planned shapes, and exact floats, every value finite; anything
+  else goes to `then`, the derivative's other hot path (the array hot path once made),
+  and from there to the full path;
+- the full path (`first`): what SmallHessian.full takes (an argument not an exact
+  float64 array or float, a differentiated one 0-d or empty, a backend other than llvm,
+  an array of more than 64 elements, a program that does not unroll: None, the general
+  path runs; `why_not` says why).
+Invariants: a gradient is float64 of its argument's shape (a tuple of them for a tuple
+of argnums), written only by the entry; the value is the unrolled program's (the same
+IEEE operations as the program, its sums in element order); no argument is written;
+the hot path holds the function the Derivative holds anyway and nothing else of the
+user's.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from .passes.small_reverse import gradient
+from .passes.unroll_small import MAX_ELEMENTS, Unrolled, needed_nodes
+from .plans import PLANS
+from .small_hessian import Plan, SmallHessian, compiled
+
+_F64 = np.dtype(np.float64)
+
+def decline(*args) -> Any:
+    return NotImplemented
+
+
+class SmallGrad(SmallHessian):
+    """grad (or, `with_value`, value_and_grad) of `fun` in `argnums` for small fixed
+    shapes (see the module doc)."""
+
+    what = "grad"
+    takes_free = True       # a global array read: an extra entry argument, read per call
+
+    def __init__(self, fun: Callable, argnums, backend: str, with_value: bool):
+        super().__init__(fun, argnums, backend)
+        self.with_value = with_value
+        self.then: list[Callable] = [decline]      # what the hot path hands a call it declines
+        self.current: list = [None]     # the guards and entry of the plan that answered last
+        self.never = None       # the array plan for which no shapes unroll (a loop, a branch...)
+        self.router = _router(self)
+
+    def first(self, args: tuple) -> Any:
+        """(value or None, gradients) from the full path, or None (the general path's). A
+        list among the data is read as numpy reads it (the general path computes with it
+        as with its array: both give the same bits)."""
+        if list in map(type, args):
+            args = tuple(np.asarray(a) if type(a) is list else a for a in args)
+        got = self.full(args)
+        if got is None and self.why_not is not None and not _shape_dependent(self.why_not):
+            self.never = self.plans[next(reversed(self.plans))][0] if self.plans else None
+        return got
+
+    def plan_of(self, args: tuple) -> "GradPlan | None":
+        """The plan a call with `args` ran (after `first` answered it), for explain."""
+        kinds = tuple(None if type(a) is float else np.shape(a) for a in args)
+        for key, (_, plan, _) in self.plans.items():
+            if isinstance(plan, GradPlan) and key[0] == kinds:
+                return plan
+        return None
+
+    def plan_for(self, program, kinds: tuple, nums: tuple[int, ...], free: tuple = ()) -> "GradPlan | str":
+        return plan_for(program, kinds, nums, free, self.with_value)
+
+    def hot_path(self, fun: Callable, c, plan: "GradPlan", n: int) -> Callable:
+        """(SmallHessian.full, on an answer) the router's fast case now calls this plan."""
+        reads = c.free_values if len(plan.unrolled.kinds) > n else None     # free data: read per call
+        self.current[0] = (plan.entry, plan, n, fun.__code__, c.assumptions.hold, bool(c.assumptions.entries),
+                           PLANS.generation, reads, len(plan.single) == 1 and not self.many)
+        return self.router
+
+
+def _shape_dependent(why: str) -> bool:
+    """Could other shapes unroll where these did not (a size, a broadcast, an index)?"""
+    return any(w in why for w in ("element", "scalar operations", "broadcast", "empty", "does not unroll",
+                                  "no value of the program", "argnum"))
+
+
+class GradPlan(Plan):
+    """One compiled gradient program: out[i] = d loss / d x[i] (x: the differentiated
+    arguments' elements laid end to end); the entry returns the loss for value_and_grad."""
+
+    def __init__(self, *parts, with_value: bool = False):
+        super().__init__(*parts)
+        self.with_value = with_value
+        self.size, self.single = self.n, self.shapes[0]
+
+    def run(self, args: tuple, many: bool) -> Any:
+        out = np.empty(self.size)
+        value = self.entry(*args, out)
+        if value is NotImplemented:
+            return None
+        return value, self.shaped(out, many)
+
+    def shaped(self, out: np.ndarray, many: bool) -> Any:
+        if not many:
+            return out if len(self.single) == 1 else out.reshape(self.single)
+        starts = np.cumsum([0] + self.sizes)
+        return tuple(out[starts[a]:starts[a + 1]].reshape(self.shapes[a]) for a in range(len(self.nums)))
+
+
+def plan_for(program, kinds: tuple, nums: tuple[int, ...], free: tuple = (), with_value: bool = False
+             ) -> GradPlan | str:
+    """The compiled small gradient of `program` (a scalar result) for parameters of
+    `kinds` in `nums` (free data named `free` read as the last parameters), or why there
+    is none."""
+    def grads(u: Unrolled) -> list:
+        return gradient(u, nums)
+    got = compiled(program, kinds, nums, grads, free=free, value=with_value)
+    return got if isinstance(got, str) else GradPlan(*got, with_value=with_value)
+
+
+def _router(small: SmallGrad) -> Callable:
+    """hot(*args) -> what grad (or value_and_grad) returns: the entry of the plan that
+    answered last, guarded (see the module doc); a call it declines whose arguments
+    could unroll goes to the full small path (another shape's plan, made once), any
+    other to `small.then[0]`, the array hot path (NotImplemented until made)."""
+    current, then, many, with_value, plans = small.current, small.then, small.many, small.with_value, PLANS
+
+    def hot(*args) -> Any:
+        cur = current[0]
+        if cur is not None:
+            entry, plan, n, code, hold, holds, gen, reads, one_d = cur
+            if len(args) == n and small.fun.__code__ is code and plans.generation == gen and (
+                    not holds or hold(small.fun)):
+                out = np.empty(plan.size)
+                value = entry(*args, *reads().values(), out) if reads is not None else entry(*args, out)
+                if value is not NotImplemented:
+                    g = out if one_d else plan.shaped(out, many)
+                    return (value, g) if with_value else g
+        if small.never is not None or not _may_unroll(args):
+            return then[0](*args)
+        got = small.first(args)
+        if got is None:
+            return then[0](*args)
+        return got if with_value else got[1]
+    return hot
+
+
+def _may_unroll(args: tuple) -> bool:
+    """Could the full small path take these arguments (SmallHessian's kinds and sizes)?"""
+    for a in args:
+        t = type(a)
+        if t is np.ndarray:
+            if a.size > MAX_ELEMENTS or a.dtype is not _F64:
+                return False
+        elif t is not float:
+            return False
+    return True
+
+
+def path_lines(small: "SmallGrad | None", fused: bool, examples: tuple | None) -> list[str]:
+    """explain(grad(f), *example_args): the path a call with those arguments takes (the
+    unrolled program is run once to know: it runs no user code), or what decides it."""
+    if fused:
+        return [] if examples is None else ["  path for these arguments: the fused kernel's entry "
+                                            "(one call into machine code; not unrolled)"]
+    if small is None or examples is None:
+        return ["  path: unrolled (one call into machine code, small_grad) for float64 arguments of at most "
+                f"{MAX_ELEMENTS} elements that unroll, else the generated program; "
+                "explain(grad(f), *example_args) says which"]
+    got = small.first(tuple(examples))
+    if got is None:
+        why = small.why_not or "an argument that is not an exact float64 array or float, a non-finite value, " \
+                               "or a backend other than llvm"
+        return [f"  path for these arguments: the generated program (not unrolled: {why})"]
+    plan = small.plan_of(tuple(examples))
+    size = f"; {len(needed_nodes(plan.unrolled.graph.ops, [o for o in plan.outputs if o is not None]))} " \
+           "scalar operations" if plan is not None else ""
+    return [f"  path for these arguments: unrolled: one call into machine code (small_grad){size}"]
