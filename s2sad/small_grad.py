@@ -36,8 +36,10 @@ import numpy as np
 
 from .passes.small_reverse import gradient
 from .passes.unroll_small import MAX_ELEMENTS, Unrolled, needed_nodes
-from .plans import PLANS
-from .small_hessian import Plan, SmallHessian, compiled
+from .frontend import bound
+from .plans import PLANS, compiled_array
+from .small_hessian import Plan, SmallHessian, compiled, program_text
+from .targets import target
 
 _F64 = np.dtype(np.float64)
 
@@ -188,3 +190,39 @@ def path_lines(small: "SmallGrad | None", fused: bool, examples: tuple | None) -
     size = f"; {len(needed_nodes(plan.unrolled.graph.ops, [o for o in plan.outputs if o is not None]))} " \
            "scalar operations" if plan is not None else ""
     return [f"  path for these arguments: unrolled: one call into machine code (small_grad){size}"]
+
+
+def source(fun: Callable, args: tuple, argnums=0) -> str:
+    """The unrolled program value_and_grad(fun, argnums) runs for `args`' shapes, as
+    Python (one line per value; out[i] the gradient's elements, the value returned), or
+    the line that says why there is none."""
+    got = _plan_of(fun, tuple(args), argnums)
+    if isinstance(got, str):
+        return f"# no small program: {got}\n"
+    plan, params, name = got
+    lines = program_text(plan, params, name, (plan.unrolled.loss.id,)).splitlines()
+    lines[0] = f"def {name}__small_value_and_grad({', '.join(params)}, out):"
+    lines[1] = (f"    # the gradient in {', '.join(params[i] for i in plan.nums)} (out, {plan.n} elements) and the "
+                f"value, unrolled for shapes {', '.join(str(k) for k in plan.unrolled.kinds)}")
+    loss = plan.unrolled.loss.id
+    value = repr(float.fromhex(plan.unrolled.graph.ops[loss][2])) if plan.unrolled.graph.ops[loss][0] == "const" \
+        else f"v{loss}"
+    return "\n".join(lines + [f"    return {value}"]) + "\n"
+
+
+def ir(fun: Callable, args: tuple, argnums=0) -> str:
+    """The LLVM IR of that program's entry (codegen/llvm_small.py), or why there is none."""
+    got = _plan_of(fun, tuple(args), argnums)
+    return got[0].ir if not isinstance(got, str) else f"; no small program: {got}\n"
+
+
+def _plan_of(fun: Callable, args: tuple, argnums) -> tuple | str:
+    kinds = tuple(None if type(a) is float else a.shape for a in args)
+    nums = tuple(i % len(args) for i in (argnums if isinstance(argnums, tuple) else (argnums,)))
+    planned = target(fun, "grad")
+    with bound(planned):
+        c = compiled_array(planned)
+    plan = plan_for(c.plan.program, kinds, nums, with_value=True)
+    if isinstance(plan, str):
+        return plan
+    return plan, c.plan.program.params, getattr(planned, "__name__", "fn")

@@ -300,10 +300,10 @@ def _plan_of(fun: Callable, args: tuple, argnums) -> tuple | str:
     return plan, c.plan.program.params, getattr(planned, "__name__", "fn")
 
 
-def program_text(plan: Plan, params: list, name: str) -> str:
-    """The plan's program as Python source, the nodes the outputs read only."""
+def program_text(plan: Plan, params: list, name: str, roots: tuple = ()) -> str:
+    """The plan's program as Python source, the nodes the outputs (and `roots`) read only."""
     ops = plan.unrolled.graph.ops
-    needed = needed_nodes(ops, [o for o in plan.outputs if o is not None])
+    needed = needed_nodes(ops, [o for o in plan.outputs if o is not None] + list(roots))
 
     def operand(k: int) -> str:
         op, _, const = ops[k]

@@ -357,3 +357,20 @@ def test_a_new_grad_object_per_call_is_right():
     for _ in range(3):
         assert np.array_equal(s2sad.grad(rosen)(x), want)
         assert np.array_equal(s2sad.value_and_grad(rosen)(x)[1], want)
+
+
+def test_the_shown_program_is_the_one_that_runs():
+    """small_grad.source (golden rosen_small.sgrad.py) run by Python gives the compiled
+    entry's value and gradient bit for bit (the same IEEE operations in the same order)."""
+    import math
+
+    from s2sad import small_grad
+    for n in (3, 10, 17):
+        x = xs(n, seed=n)
+        ns = {"np": np, "math": math}
+        exec(small_grad.source(rosen, (x,)), ns)
+        out = np.zeros(n)
+        value = ns["rosen__small_value_and_grad"](x, out)
+        got = s2sad.value_and_grad(rosen)(x)
+        assert value == got[0] == rosen(x) and np.array_equal(out, got[1])
+    assert small_grad.source(rosen, (xs(100),)).startswith("# no small program: an argument of 100 elements")
