@@ -21,7 +21,10 @@ A call takes, in order:
 - the full path (`first`): what SmallHessian.full takes (an argument not an exact
   float64 array or float, a differentiated one 0-d or empty, a backend other than llvm,
   an array of more than 64 elements, a program that does not unroll: None, the general
-  path runs; `why_not` says why).
+  path runs; `why_not` says why). A program whose IR is longer than LONG_LINES is not
+  taken either: llvm_jit compiles such a one without optimising it, and its entry then
+  costs more than the general path (33 us for the Rosenbrock 64-vector's, 0.2-0.5 us for
+  the 10-vector's and a 4 x 4 product's gradient of 1,700 lines; loaded machine).
 Invariants: a gradient is float64 of its argument's shape (a tuple of them for a tuple
 of argnums), written only by the entry; the value is the unrolled program's (the same
 IEEE operations as the program, its sums in element order); no argument is written;
@@ -38,7 +41,7 @@ from .passes.small_reverse import gradient
 from .passes.unroll_small import MAX_ELEMENTS, Unrolled, needed_nodes
 from .frontend import bound
 from .plans import PLANS, compiled_array
-from .small_hessian import Plan, SmallHessian, compiled, program_text
+from .small_hessian import LONG_LINES, Plan, SmallHessian, compiled, program_text
 from .targets import target
 
 _F64 = np.dtype(np.float64)
@@ -94,8 +97,8 @@ class SmallGrad(SmallHessian):
 
 def _shape_dependent(why: str) -> bool:
     """Could other shapes unroll where these did not (a size, a broadcast, an index)?"""
-    return any(w in why for w in ("element", "scalar operations", "broadcast", "empty", "does not unroll",
-                                  "no value of the program", "argnum"))
+    return any(w in why for w in ("element", "scalar operations", "IR lines", "broadcast", "empty",
+                                  "does not unroll", "no value of the program", "argnum"))
 
 
 class GradPlan(Plan):
@@ -128,7 +131,7 @@ def plan_for(program, kinds: tuple, nums: tuple[int, ...], free: tuple = (), wit
     is none."""
     def grads(u: Unrolled) -> list:
         return gradient(u, nums)
-    got = compiled(program, kinds, nums, grads, free=free, value=with_value)
+    got = compiled(program, kinds, nums, grads, free=free, value=with_value, max_lines=LONG_LINES)
     return got if isinstance(got, str) else GradPlan(*got, with_value=with_value)
 
 

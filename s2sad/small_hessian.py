@@ -179,12 +179,13 @@ def plan_for(program, kinds: tuple, nums: tuple[int, ...]) -> Plan | str:
 
 
 def compiled(program, kinds: tuple, nums: tuple[int, ...], derivative: Callable, array: bool = False,
-             free: tuple = (), value: bool = False) -> tuple | str:
+             free: tuple = (), value: bool = False, max_lines: int | None = None) -> tuple | str:
     """(unrolled, nums, outputs, entry, name, ir) of `program` unrolled for `kinds`, the
     entry storing out[i] = node `outputs[i]` (None: 0.0) of `derivative(unrolled)`, or why
     there is none; `array`: the program's result may be an array; `free`: names of free
     data the entry takes after the parameters (`kinds` has theirs last); `value`: the
-    entry returns the program's result as a float (codegen/llvm_small.py)."""
+    entry returns the program's result as a float (codegen/llvm_small.py); `max_lines`: a
+    longer IR is not compiled (why: its length)."""
     from .codegen import llvm_entry     # (lazy: they import the drivers' lowering; see layers.py)
     from .codegen.llvm_small import small_ir
 
@@ -198,6 +199,8 @@ def compiled(program, kinds: tuple, nums: tuple[int, ...], derivative: Callable,
     except RecursionError:      # (a kernel expression nested past Python's stack: the general path's)
         return "an expression nested too deeply to unroll"
     text = small_ir("@NAME@", kinds, u.graph.ops, outputs, u.loss.id if value else None)
+    if max_lines is not None and text.count("\n") > max_lines:
+        return f"a program of {text.count(chr(10))} IR lines (more than {max_lines})"
     name = "s2sad_small_" + hashlib.sha256(text.encode()).hexdigest()[:24]
     entry = _ENTRIES.get(name)
     if entry is None:
