@@ -11,23 +11,26 @@ argnums), its cache, the free data read per call and the decisions not to take a
 are SmallHessian's.
 
 A call takes, in order:
-- the hot path (`hot(*args)`, made after a call the full path answered): the entry
-  called with the user's arguments, guarded as the array hot path is (the function's
-  code is the planned one, no rule registered since, the plan's assumptions on its
-  globals and cells hold); the entry itself takes only exact float64 ndarrays,
-  C-contiguous, of the planned shapes, and exact floats, every value finite; anything
-  else goes to `then`, the derivative's other hot path (the array hot path once made),
-  and from there to the full path;
+- the hot path (`router(*args)`, the Derivative's from its first array call while some
+  shapes may unroll): the entry of the plan that answered last, guarded as the array hot
+  path is (the function's code is the planned one, no rule registered since, the plan's
+  assumptions on its globals and cells hold); the entry itself takes only exact float64
+  ndarrays, C-contiguous, of the planned shapes, and exact floats, every value finite.
+  A call it declines whose arguments could unroll (`_may_unroll`) goes to the full path
+  (another shape: its own plan, made once); any other to `then[0]`, the array hot path
+  (NotImplemented until made: the Derivative's full path then). So which path answers
+  a call depends on its arguments only, never on the calls before it;
 - the full path (`first`): what SmallHessian.full takes (an argument not an exact
   float64 array or float, a differentiated one 0-d or empty, a backend other than llvm,
   an array of more than 64 elements, a program that does not unroll: None, the general
-  path runs; `why_not` says why). A program whose IR is longer than LONG_LINES is not
+  path runs; `why_not` says why; a reason no other shapes could change, such as a loop,
+  turns the router off for good). A program whose IR is longer than LONG_LINES is not
   taken either: llvm_jit compiles such a one without optimising it, and its entry then
   costs more than the general path (33 us for the Rosenbrock 64-vector's, 0.2-0.5 us for
   the 10-vector's and a 4 x 4 product's gradient of 1,700 lines; loaded machine).
 Invariants: a gradient is float64 of its argument's shape (a tuple of them for a tuple
 of argnums), written only by the entry; the value is the unrolled program's (the same
-IEEE operations as the program, its sums in element order); no argument is written;
+IEEE operations as the program, a fused sum in numpy's pairwise order: np.sum's bits); no argument is written;
 the hot path holds the function the Derivative holds anyway and nothing else of the
 user's.
 """
@@ -45,6 +48,7 @@ from .small_hessian import LONG_LINES, Plan, SmallHessian, compiled, program_tex
 from .targets import target
 
 _F64 = np.dtype(np.float64)
+
 
 def decline(*args) -> Any:
     return NotImplemented
@@ -96,9 +100,10 @@ class SmallGrad(SmallHessian):
 
 
 def _shape_dependent(why: str) -> bool:
-    """Could other shapes unroll where these did not (a size, a broadcast, an index)?"""
+    """Could other arguments unroll where these did not (a size, a broadcast, an index, the
+    free data's type)?"""
     return any(w in why for w in ("element", "scalar operations", "IR lines", "broadcast", "empty",
-                                  "does not unroll", "no value of the program", "argnum"))
+                                  "does not unroll", "no value of the program", "argnum", "free data"))
 
 
 class GradPlan(Plan):
