@@ -48,6 +48,7 @@ from .small_hessian import LONG_LINES, Plan, SmallHessian, compiled, program_tex
 from .targets import target
 
 _F64 = np.dtype(np.float64)
+ndarray = np.ndarray
 
 
 def decline(*args) -> Any:
@@ -146,6 +147,7 @@ def _router(small: SmallGrad) -> Callable:
     could unroll goes to the full small path (another shape's plan, made once), any
     other to `small.then[0]`, the array hot path (NotImplemented until made)."""
     current, then, many, with_value, plans = small.current, small.then, small.many, small.with_value, PLANS
+    last_big = [0]      # the argument that kept the last call from unrolling: looked at first
 
     def hot(*args) -> Any:
         cur = current[0]
@@ -158,7 +160,13 @@ def _router(small: SmallGrad) -> Callable:
                 if value is not NotImplemented:
                     g = out if one_d else plan.shaped(out, many)
                     return (value, g) if with_value else g
-        if small.never is not None or not _may_unroll(args):
+        k = last_big[0]     # (the argument that kept the last call from unrolling, first: inline)
+        if k < len(args):
+            a = args[k]
+            t = type(a)
+            if (a.size > MAX_ELEMENTS or a.dtype is not _F64) if t is ndarray else t is not float:
+                return then[0](*args)
+        if small.never is not None or not _may_unroll(args, last_big):
             return then[0](*args)
         got = small.first(args)
         if got is None:
@@ -167,16 +175,24 @@ def _router(small: SmallGrad) -> Callable:
     return hot
 
 
-def _may_unroll(args: tuple) -> bool:
-    """Could the full small path take these arguments (SmallHessian's kinds and sizes)?"""
-    for a in args:
-        t = type(a)
-        if t is np.ndarray:
-            if a.size > MAX_ELEMENTS or a.dtype is not _F64:
-                return False
-        elif t is not float:
+def _may_unroll(args: tuple, last_big: list) -> bool:
+    """Could the full small path take these arguments (SmallHessian's kinds and sizes)?
+    (The argument that said no last time is asked first: a batch of data, usually.)"""
+    k = last_big[0]
+    if k < len(args) and not _small_argument(args[k]):
+        return False
+    for i, a in enumerate(args):
+        if not _small_argument(a):
+            last_big[0] = i
             return False
     return True
+
+
+def _small_argument(a) -> bool:
+    t = type(a)
+    if t is np.ndarray:
+        return a.size <= MAX_ELEMENTS and a.dtype is _F64
+    return t is float
 
 
 def path_lines(small: "SmallGrad | None", fused: bool, examples: tuple | None) -> list[str]:
