@@ -386,3 +386,21 @@ def test_the_shown_program_is_the_one_that_runs():
         got = s2sad.value_and_grad(rosen)(x)
         assert value == got[0] == rosen(x) and np.array_equal(out, got[1])
     assert small_grad.source(rosen, (xs(100),)).startswith("# no small program: an argument of 100 elements")
+
+
+def test_aliased_arguments_and_fresh_results():
+    x = xs(6, 1)
+    got = s2sad.value_and_grad(two_args, (0, 1))(x, x)      # one array as both arguments
+    close(got, reference(two_args, (x, x), (0, 1)))
+    g = s2sad.grad(rosen)
+    a, b = g(x), g(x)
+    assert a is not b and not np.shares_memory(a, b) and not np.shares_memory(a, x)
+    a[:] = 0.0      # the caller's to write: the next call is not affected
+    assert np.array_equal(g(x), b)
+
+
+def test_a_list_argument_is_refused_as_before():
+    """(Python's operators would join or repeat it: refused, located, as on every path)"""
+    for backend in ("auto", "python"):
+        with pytest.raises(S2SADError, match="a list or tuple is used here"):
+            s2sad.value_and_grad(rosen, backend=backend)(xs(10).tolist())
