@@ -76,7 +76,8 @@ class SmallGrad(SmallHessian):
         as with its array: both give the same bits)."""
         if list in map(type, args):
             args = tuple(np.asarray(a) if type(a) is list else a for a in args)
-        got = self.full(args)
+        with bound(self.fun):       # (its free data: this closure's cells, not the plan's first one's)
+            got = self.full(args)
         if got is None and self.why_not is not None and not _shape_dependent(self.why_not):
             self.never = self.plans[next(reversed(self.plans))][0] if self.plans else None
         return got
@@ -156,7 +157,12 @@ def _router(small: SmallGrad) -> Callable:
             if len(args) == n and small.fun.__code__ is code and plans.generation == gen and (
                     not holds or hold(small.fun)):
                 out = np.empty(plan.size)
-                value = entry(*args, *reads().values(), out) if reads is not None else entry(*args, out)
+                if reads is None:
+                    value = entry(*args, out)
+                else:
+                    with bound(small.fun):      # (free data read from this closure's cells and globals)
+                        free = reads()
+                    value = entry(*args, *free.values(), out)
                 if value is not NotImplemented:
                     g = out if one_d else plan.shaped(out, many)
                     return (value, g) if with_value else g

@@ -95,7 +95,8 @@ class SmallHessian:
             return None     # the general path raises it, located
         if len(c.params) != len(args):
             return None
-        free = c.free_values()
+        with bound(planned):    # (this closure's cells: a plan of the same code may be another's)
+            free = c.free_values()
         if free and not self.takes_free:
             return None
         fkinds = _kinds(tuple(free.values())) if free else ()
@@ -263,7 +264,8 @@ def _hot_path(fun: Callable, c, plan: Plan, n: int, many: bool) -> Callable:
         if len(args) != n or fun.__code__ is not code or (holds and not hold(fun)):
             return None
         if reads is not None:
-            args = args + tuple(reads().values())
+            with bound(fun):    # (as in full: this closure's data)
+                args = args + tuple(reads().values())
         out = np.empty(size)
         if entry(*args, out) is not None:
             return None

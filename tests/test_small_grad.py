@@ -404,3 +404,39 @@ def test_a_list_argument_is_refused_as_before():
     for backend in ("auto", "python"):
         with pytest.raises(S2SADError, match="a list or tuple is used here"):
             s2sad.value_and_grad(rosen, backend=backend)(xs(10).tolist())
+
+
+def make_tanh_loss(X):
+    return lambda w: np.sum(np.tanh(X @ w) ** 2)
+
+
+def test_closures_of_one_code_each_read_their_own_data():
+    """Two closures of the same code share a plan and an unrolled program, but each call
+    reads its own closure's array (first call and hot path alike)."""
+    rng = np.random.default_rng(21)
+    w = rng.normal(size=3)
+    losses = [make_tanh_loss(rng.normal(size=(5, 3)) * s) for s in (1.0, 3.0, 0.5)]
+    grads = [s2sad.grad(f) for f in losses]
+    for _ in range(3):
+        for f, g in zip(losses, grads):
+            close(g(w), reference(f, (w,))[1])
+            close(s2sad.value_and_grad(f)(w), reference(f, (w,)))
+
+
+def make_tanh_map(X):
+    return lambda w: np.tanh(X @ w)
+
+
+def test_jacobians_of_closures_of_one_code_read_their_own_data():
+    """(small_jacobian read the free data of the closure its plan was first made for:
+    a wrong Jacobian for the second closure, first call and hot path)"""
+    rng = np.random.default_rng(22)
+    w = rng.normal(size=3)
+    for s in (1.0, 3.0, 0.5):
+        X = rng.normal(size=(4, 3)) * s
+        t = np.tanh(X @ w)
+        want = (1 - t * t)[:, None] * X
+        for jac in (s2sad.jacfwd, s2sad.jacrev):
+            J = jac(make_tanh_map(X))
+            for _ in range(3):
+                np.testing.assert_allclose(J(w), want, rtol=1e-13, atol=1e-15)
