@@ -440,3 +440,18 @@ def test_jacobians_of_closures_of_one_code_read_their_own_data():
             J = jac(make_tanh_map(X))
             for _ in range(3):
                 np.testing.assert_allclose(J(w), want, rtol=1e-13, atol=1e-15)
+
+
+def picks(a, b):
+    return np.sum(np.array([a[0, 0], b[1, 2]]) ** 3) + np.sum(a * b)
+
+
+def test_an_array_built_of_elements_declines_not_raises():
+    """(unroll_small's guard raised a raw TypeError here, on hessian and jacfwd too)"""
+    rng = np.random.default_rng(23)
+    a, b = rng.normal(size=(2, 3)), rng.normal(size=(2, 3))
+    close(s2sad.grad(picks, (0, 1))(a, b), reference(picks, (a, b), (0, 1))[1])
+    h = s2sad.hessian(picks, (0, 1))(a, b)
+    assert h[0][0].shape == (2, 3, 2, 3)
+    assert h[0][0][0, 0, 0, 0] == pytest.approx(6.0 * a[0, 0])
+    assert h[0][1][1, 2, 1, 2] == pytest.approx(1.0) and h[0][1][0, 0, 0, 0] == pytest.approx(1.0)

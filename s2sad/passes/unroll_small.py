@@ -144,7 +144,7 @@ class Graph:
             return x
         if isinstance(x, (bool, int, float, np.integer, np.floating)) and not isinstance(x, np.complexfloating):
             return self.const(float(x))
-        raise TypeError(f"{type(x).__name__} in the unrolled program")
+        raise NotSmall(f"a value of type {type(x).__name__} where the unrolled program needs a number")
 
     def op(self, name: str, *operands, const: Any = None) -> Node:
         """Node `name`(operands), folded where every operand is a constant or an exact identity holds."""
