@@ -5,6 +5,8 @@ Cases:
   np.sum(broadcast(grad(user), x)))` (one kernel with nested duals), next to the
   first-derivative kernel `grad(sum(broadcast(user, x)))` it is measured against
   (target: at most 2x) and JAX `jit(grad(sum(vmap(grad(user)))))`;
+- `grad` of the Rosenbrock function of a 10-vector (the unrolled plan, small_grad.py),
+  against JAX `jit(grad)`, per call after the first and the first call;
 - `hessian` of the Rosenbrock function of a 10-vector, and `jacfwd` / `jacrev` of a
   10-to-10 elementwise map: per call after the first, and the first call (target: under
   100 ms), against JAX `jit(hessian)`, `jit(jacfwd)`, `jit(jacrev)`.
@@ -26,6 +28,7 @@ S2_FIRST = "s2sad first derivative"
 JX = "jax jit"
 DIAG_SIZES = (100_000, 1_000_000)
 LABELS = {"diag": "diagonal second derivative, user function: grad(sum(broadcast(grad(f), x)))",
+          "grad": "grad of Rosenbrock, 10-vector",
           "rosen": "hessian of Rosenbrock, 10-vector",
           "jacfwd": "jacfwd of a 10-to-10 elementwise map",
           "jacrev": "jacrev of a 10-to-10 elementwise map"}
@@ -54,6 +57,13 @@ def user_second(x):
 
 def rosen(x):
     return np.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2)
+
+
+def rosen_gradient(x):
+    g = np.zeros_like(x)
+    g[:-1] = -400.0 * x[:-1] * (x[1:] - x[:-1] ** 2) - 2.0 * (1.0 - x[:-1])
+    g[1:] += 200.0 * (x[1:] - x[:-1] ** 2)
+    return g
 
 
 def rosen_hessian(x):
@@ -90,8 +100,8 @@ def make_jax():
         return jnp.tanh(x) * x
 
     table = {"diag": jax.jit(jax.grad(lambda x: jnp.sum(jax.vmap(jax.grad(j_user))(x)))),
-             "rosen": jax.jit(jax.hessian(j_rosen)), "jacfwd": jax.jit(jax.jacfwd(j_emap)),
-             "jacrev": jax.jit(jax.jacrev(j_emap))}
+             "grad": jax.jit(jax.grad(j_rosen)), "rosen": jax.jit(jax.hessian(j_rosen)),
+             "jacfwd": jax.jit(jax.jacfwd(j_emap)), "jacrev": jax.jit(jax.jacrev(j_emap))}
     return table, jnp.asarray, lambda r: r.block_until_ready()
 
 
@@ -126,7 +136,8 @@ def run_higher(systems, rows, errors, quick, measure_block, timing_row, log):
         for name in fns:
             rows.append(timing_row(LABELS["diag"], n, name, measured[name]))
     x10 = np.linspace(-1.0, 1.3, 10)
-    small = {"rosen": (lambda: s2sad.hessian(rosen), rosen_hessian),
+    small = {"grad": (lambda: s2sad.grad(rosen), rosen_gradient),
+             "rosen": (lambda: s2sad.hessian(rosen), rosen_hessian),
              "jacfwd": (lambda: s2sad.jacfwd(emap), emap_jacobian),
              "jacrev": (lambda: s2sad.jacrev(emap), emap_jacobian)}
     for key, (make, want) in small.items():

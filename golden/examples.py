@@ -329,6 +329,9 @@ BATCHED_CASES = {"rosen_hessian": (rosen, 0)}
 # into straight-line scalars, its second derivatives by sparse forward mode, one function
 # with a Python entry (small_hessian.py): the Rosenbrock Hessian's three bands
 SMALL_CASES = {"rosen_small": (rosen, ((5,),), 0)}
+# what grad / value_and_grad run for a small fixed-shape array program (small_grad.py): a
+# 10-vector, so that its sum takes numpy's eight running sums
+SMALL_GRAD_CASES = {"rosen_small": (rosen, ((10,),), 0)}
 # what s2sad.hvp runs for the bench's MLP (HVP_CASES' mlp_leaky_hvp): the product alone, no
 # gradient computed that it does not read
 PRODUCT_CASES = {"mlp_leaky_hvp": (mlp_loss, (0, 1, 2))}

@@ -26,6 +26,7 @@ from . import array_prims
 from .array_prims import register_vjp
 from .deep import deeply
 from .first_order import first_order_checked
+from .small_grad import path_lines
 from .derivative import Derivative
 from .errors import S2SADError
 from .frontend import Assumptions, bound, classify, parse_function, recording
@@ -356,26 +357,37 @@ def explain(fun: Callable, argnums=EXAMPLES_NOT_GIVEN, *args, mode: str = "auto"
     own = getattr(fun, "__s2sad_explain__", None)
     if own is not None:         # the example arguments are what follows fun
         return own(*(() if argnums is EXAMPLES_NOT_GIVEN else (argnums,)), *args)
-    argnums = 0 if argnums is EXAMPLES_NOT_GIVEN else argnums
-    if args:
-        raise S2SADError(f"s2sad.explain takes fun and argnums, {2 + len(args)} arguments given",
-                         hint="Pass explain(f, argnums); example arguments are for hessian/jacfwd/jacrev wrappers.")
     mark = marks.derivative_mark(fun)
     if mark is not None and mark.derivative is not None:   # explain(grad(f)): f's plan, as that grad uses it
         d = mark.derivative
+        examples = None if argnums is EXAMPLES_NOT_GIVEN or _argnums_like(argnums) else (argnums, *args)
         fun, argnums, mode = d.fun, d.argnums_spec, d.mode
         with bound(fun):
-            e = explain_containers(d) or _explain(fun, argnums, mode)
+            e = explain_containers(d)
+            if e is None:
+                e = _explain(fun, argnums, mode)
+                if mark.order == 1:     # (grad(f)(*examples): unrolled or not)
+                    e.lines += path_lines(d.small_for_explain(), d.c.fused, examples)
         e.lines += getattr(d, "dask_report", [])     # how its last call over dask arrays was split
         if mark.order > 1:      # explain(grad(grad(f))): the path of each level
             e.lines += _levels(mark)
         return e
+    argnums = 0 if argnums is EXAMPLES_NOT_GIVEN else argnums
+    if args:
+        raise S2SADError(f"s2sad.explain takes fun and argnums, {2 + len(args)} arguments given",
+                         hint="Pass explain(f, argnums); example arguments are for grad, value_and_grad, "
+                              "hessian, jacfwd and jacrev objects.")
     fun = target(fun, "explain")
     with bound(fun):
         explanation = _explain(fun, argnums, mode)
     if mark is not None and mark.order > 1:     # explain(grad(grad(f))): the path of each level
         explanation.lines += _levels(mark)
     return explanation
+
+
+def _argnums_like(a) -> bool:
+    """explain(grad(f), a): is `a` an argnums (an int, a tuple of them) rather than an example argument?"""
+    return type(a) is int or (isinstance(a, (tuple, list)) and all(type(i) is int for i in a) and bool(a))
 
 
 def explain_containers(d: Derivative) -> Explanation | None:

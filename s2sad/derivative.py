@@ -24,6 +24,7 @@ from .deep import deeply
 from .frontend import bound
 from .plancache import PLANNING
 from .plans import Plan, compiled, read_state, write_state
+from .small_grad import SmallGrad
 from .targets import arity, bind
 
 def decline(*args):
@@ -48,6 +49,7 @@ class Derivative:
     layout = None           # the plan's layout (passes/containers.py): set for leaf calls (treecalls)
     reader = None           # treefast.Reader: the hot path takes a container call's arguments (treecalls)
     trees = None            # treecalls.TreeCalls, made at the first call with containers
+    small = None            # small_grad.SmallGrad: an array program's unrolled plan for small shapes
 
     def __init__(self, fun: Callable, argnums, backend: str, what: str, mode: str = "auto"):
         self.mode = mode
@@ -219,6 +221,15 @@ class Derivative:
         (argnums, mode, backend), checked and shaped like the fused path's. The
         generated function is kept with its plan (`_array_impl`), so that a call costs
         the plan's lookup, the argument checks and the call itself."""
+        small = self._small()
+        if small is not None and small.never is None:   # small fixed shapes: one call into machine code
+            got = small.first(args)
+            if got is not None:
+                if self.hot is decline:     # (the array hot path, when made, takes what it declines)
+                    small.then[0] = self.leaf_hot
+                    small.router.special = getattr(self.leaf_hot, "special", None)
+                    self.hot = small.router
+                return (None, got[1]) if self.grad_only else got
         impl = self._array_impl
         if impl is None:   # (kept with the plan too: a new grad object of a known plan generates nothing)
             key = (self.argnums, self.mode, self.chosen, self.what)
@@ -237,8 +248,13 @@ class Derivative:
             res = fn(*args, **free) if free else fn(*args)
         except SHAPE_ERRORS as e:     # (numpy refusing the user's shapes: located)
             reraise_located(self.fun, e)
-        if self.hot is decline:     # the next calls: the hot path first
-            self.hot = self.leaf_hot = self._array_hot_path(c, fn, argnums)
+        if self.leaf_hot is decline:     # the next calls: the hot path first
+            self.leaf_hot = self._array_hot_path(c, fn, argnums)
+            if small is not None:
+                small.then[0] = self.leaf_hot
+                small.router.special = getattr(self.leaf_hot, "special", None)    # (its signatures, seen by tests)
+            routed = small is not None and small.never is None and small.fast    # (other shapes may unroll)
+            self.hot = small.router if routed else self.leaf_hot
         if self.grad_only:
             value, grads = None, res
         else:
@@ -247,6 +263,17 @@ class Derivative:
         if not isinstance(self.argnums_spec, (tuple, list)):
             return value, as_result(grads[0], args[argnums[0]])
         return value, tuple([as_result(g, args[i]) for g, i in zip(grads, argnums)])
+
+    def _small(self):
+        """The unrolled plan for small fixed shapes (small_grad.SmallGrad), made at the first
+        array call; none for a container call's leaves (their own layout)."""
+        if self.small is None and self.layout is None and self.reader is None:
+            self.small = SmallGrad(self.fun, self.argnums_spec, self.backend, not self.grad_only)
+        return self.small if self.layout is None and self.reader is None else None
+
+    def small_for_explain(self):
+        """The unrolled plan explain asks (none for a fused sum, a container call's leaves)."""
+        return self._small() if not self.c.fused else None
 
     def _array_hot_path(self, c, fn: Callable, argnums: tuple[int, ...]) -> Callable:
         """What grad tries first for an array program (array_hot.py): made once per plan

@@ -13,6 +13,8 @@ BATCHED_CASES (what hessian runs for an array program) `<case>.bhvp.py`, the
 forward-over-reverse program with batched tangents and its kernels; for each of
 SMALL_CASES (hessian of a small fixed-shape program, small_hessian.py) `<case>.shess.py`,
 the unrolled Hessian program as Python, and `<case>.shess.ll`, its entry's LLVM IR; for each of
+SMALL_GRAD_CASES (value_and_grad of a small fixed-shape program, small_grad.py)
+`<case>.sgrad.py` and `<case>.sgrad.ll`, the same for its unrolled gradient; for each of
 CONTAINER_CASES (a loss and its container arguments) the source and explain of its
 grad called once with them. `gemm_f64.ll`: s2sad's matrix product (codegen/llvm_gemm) with
 the tile of a host with 512-bit vectors; `reduce_f64.ll`: the reductions along an
@@ -28,7 +30,7 @@ import sys
 
 import numpy as np
 
-from . import api, array_higher, batched_jac, small_hessian
+from . import api, array_higher, batched_jac, small_grad, small_hessian
 from .codegen import cuda, llvm, llvm_entry, llvm_gemm, llvm_reduce
 from .frontend import PROJECT_ROOT
 from .kernel import LoopSpec, ScanSpec, active_indices
@@ -92,6 +94,10 @@ def artifacts() -> dict[str, str]:
         args = tuple(np.zeros(s) for s in shapes)
         out[f"{case}.shess.py"] = small_hessian.source(loss, args, argnums)
         out[f"{case}.shess.ll"] = small_hessian.ir(loss, args, argnums)
+    for case, (loss, shapes, argnums) in getattr(_examples(), "SMALL_GRAD_CASES", {}).items():
+        args = tuple(np.linspace(-1.0, 1.0, int(np.prod(s))).reshape(s) for s in shapes)
+        out[f"{case}.sgrad.py"] = small_grad.source(loss, args, argnums)
+        out[f"{case}.sgrad.ll"] = small_grad.ir(loss, args, argnums)
     out["gemm_f64.ll"] = llvm_gemm.gemm_ir(np.float64, lanes=8, vectors=4)
     out["reduce_f64.ll"] = llvm_reduce.reduce_ir(np.float64)
     root = str(ROOT) + "/"

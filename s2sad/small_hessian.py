@@ -95,7 +95,8 @@ class SmallHessian:
             return None     # the general path raises it, located
         if len(c.params) != len(args):
             return None
-        free = c.free_values()
+        with bound(planned):    # (this closure's cells: a plan of the same code may be another's)
+            free = c.free_values()
         if free and not self.takes_free:
             return None
         fkinds = _kinds(tuple(free.values())) if free else ()
@@ -115,8 +116,12 @@ class SmallHessian:
         self.why_not = None
         out = plan.run(args + tuple(free.values()), self.many)
         if out is not None:
-            self.hot = _hot_path(planned, c, plan, len(args), self.many)
+            self.hot = self.hot_path(planned, c, plan, len(args))
         return out
+
+    def hot_path(self, fun: Callable, c, plan: "Plan", n: int) -> Callable:
+        """The hot path made after a call the full path answered (a subclass: its own)."""
+        return _hot_path(fun, c, plan, n, self.many)
 
     def plan_for(self, program, kinds: tuple, nums: tuple[int, ...], free: tuple = ()) -> "Plan | str":
         """The compiled plan for these shapes and argnums (a subclass: another derivative);
@@ -175,11 +180,13 @@ def plan_for(program, kinds: tuple, nums: tuple[int, ...]) -> Plan | str:
 
 
 def compiled(program, kinds: tuple, nums: tuple[int, ...], derivative: Callable, array: bool = False,
-             free: tuple = ()) -> tuple | str:
+             free: tuple = (), value: bool = False, max_lines: int | None = None) -> tuple | str:
     """(unrolled, nums, outputs, entry, name, ir) of `program` unrolled for `kinds`, the
     entry storing out[i] = node `outputs[i]` (None: 0.0) of `derivative(unrolled)`, or why
     there is none; `array`: the program's result may be an array; `free`: names of free
-    data the entry takes after the parameters (`kinds` has theirs last)."""
+    data the entry takes after the parameters (`kinds` has theirs last); `value`: the
+    entry returns the program's result as a float (codegen/llvm_small.py); `max_lines`: a
+    longer IR is not compiled (why: its length)."""
     from .codegen import llvm_entry     # (lazy: they import the drivers' lowering; see layers.py)
     from .codegen.llvm_small import small_ir
 
@@ -192,7 +199,9 @@ def compiled(program, kinds: tuple, nums: tuple[int, ...], derivative: Callable,
         return e.reason
     except RecursionError:      # (a kernel expression nested past Python's stack: the general path's)
         return "an expression nested too deeply to unroll"
-    text = small_ir("@NAME@", kinds, u.graph.ops, outputs)
+    text = small_ir("@NAME@", kinds, u.graph.ops, outputs, u.loss.id if value else None)
+    if max_lines is not None and text.count("\n") > max_lines:
+        return f"a program of {text.count(chr(10))} IR lines (more than {max_lines})"
     name = "s2sad_small_" + hashlib.sha256(text.encode()).hexdigest()[:24]
     entry = _ENTRIES.get(name)
     if entry is None:
@@ -255,7 +264,8 @@ def _hot_path(fun: Callable, c, plan: Plan, n: int, many: bool) -> Callable:
         if len(args) != n or fun.__code__ is not code or (holds and not hold(fun)):
             return None
         if reads is not None:
-            args = args + tuple(reads().values())
+            with bound(fun):    # (as in full: this closure's data)
+                args = args + tuple(reads().values())
         out = np.empty(size)
         if entry(*args, out) is not None:
             return None
@@ -295,10 +305,10 @@ def _plan_of(fun: Callable, args: tuple, argnums) -> tuple | str:
     return plan, c.plan.program.params, getattr(planned, "__name__", "fn")
 
 
-def program_text(plan: Plan, params: list, name: str) -> str:
-    """The plan's program as Python source, the nodes the outputs read only."""
+def program_text(plan: Plan, params: list, name: str, roots: tuple = ()) -> str:
+    """The plan's program as Python source, the nodes the outputs (and `roots`) read only."""
     ops = plan.unrolled.graph.ops
-    needed = needed_nodes(ops, [o for o in plan.outputs if o is not None])
+    needed = needed_nodes(ops, [o for o in plan.outputs if o is not None] + list(roots))
 
     def operand(k: int) -> str:
         op, _, const = ops[k]

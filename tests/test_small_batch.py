@@ -175,10 +175,11 @@ def test_non_contiguous_x_and_inputs_unchanged():
 
 
 def test_int_and_list_arguments():
+    # (16 rows: past the unrolled plan's 64 elements, small_grad.py, whose bits are its own)
     g = s2sad.grad(mlp_loss, argnums=(0, 1, 2))
-    W1, b1, W2, X, y = mlp_args(8)
+    W1, b1, W2, X, y = mlp_args(16)
     g(W1, b1, W2, X, y)
-    yi = np.arange(8).reshape(8, 1)            # int data: taken, as numpy would compute
+    yi = np.arange(16).reshape(16, 1)            # int data: taken, as numpy would compute
     same_bits(g(W1, b1, W2, X, yi), full_path(g, W1, b1, W2, X, yi))
     got = g(W1, b1, W2, X.tolist(), y)         # a list: the full path converts it
     same_bits(got, g(W1, b1, W2, X, y))
@@ -442,15 +443,15 @@ def test_more_signatures_than_kept_stay_right():
 
 
 def test_float_and_int_arguments_take_the_unspecialised_call():
-    g = s2sad.grad(scaled_loss)
+    g = s2sad.grad(scaled_loss)     # (sizes past the unrolled plan's 64 elements: the array hot path)
     rng = np.random.default_rng(14)
-    w, X = rng.normal(size=3), rng.normal(size=(8, 3))
+    w, X = rng.normal(size=3), rng.normal(size=(32, 3))
     for _ in range(4):
         g(w, X)
     assert special_of(g).specialised((w, X))
     g2 = s2sad.grad(mlp_loss, argnums=(0, 1, 2))
-    W1, b1, W2, X, y = mlp_args(8)
-    yi = np.arange(8).reshape(8, 1)
+    W1, b1, W2, X, y = mlp_args(16)
+    yi = np.arange(16).reshape(16, 1)
     for _ in range(4):
         same_bits(g2(W1, b1, W2, X, yi), full_path(g2, W1, b1, W2, X, yi))
         same_bits(g2(W1, b1, W2, X, 0.5), full_path(g2, W1, b1, W2, X, 0.5))
@@ -504,7 +505,7 @@ def test_random_programs_specialised_give_the_full_paths_bits(program, seed):
 
 def test_refusals_stand_after_specialisation():
     g = s2sad.grad(mlp_loss, argnums=(0, 1, 2))
-    W1, b1, W2, X, y = mlp_args(8)
+    W1, b1, W2, X, y = mlp_args(16)  # (past the unrolled plan's 64 elements)
     for _ in range(4):
         g(W1, b1, W2, X, y)
     assert special_of(g).specialised((W1, b1, W2, X, y))

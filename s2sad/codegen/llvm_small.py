@@ -2,6 +2,7 @@
 derivatives) as one LLVM function with CPython's METH_FASTCALL signature:
 
     entry(p0, ..., pn-1, out) -> None | NotImplemented
+    entry(p0, ..., pn-1, out) -> float | NotImplemented       (with a value node: grad's value)
 
 It takes the call only when each array parameter is an exact `numpy.ndarray` of
 float64, C-contiguous and aligned, of exactly the planned shape, each scalar parameter
@@ -16,11 +17,12 @@ not only to the entries whose formulas read it. The object layouts it
 reads are llvm_entry's (checked once per process by `llvm_entry.supported`), its
 table the same (llvm_entry.python_entry; it calls no driver).
 
-    small_ir(name, kinds, ops, outputs) -> str
+    small_ir(name, kinds, ops, outputs, value=None) -> str
 
 `ops[k]`: node k as (name, operand ids, constant), operands older than k; `kinds`:
 per parameter its shape (an array) or None (a float); `outputs[i]`: the node stored at
-out[i], or None. Only the nodes the outputs read are emitted. Arithmetic is IEEE
+out[i], or None; `value`: a node returned as a Python float (value_and_grad's value)
+instead of None, in the same finiteness check. Only the nodes the outputs read are emitted. Arithmetic is IEEE
 double without fast-math: + - * / and negation as written, `powc` x ** c (x * x for
 c = 2, 1 / x for -1, else libm's pow), the math functions by libm.
 """
@@ -42,15 +44,16 @@ def hex_double(value: float) -> str:
     return "0x%016X" % struct.unpack("<Q", struct.pack("<d", value))[0]
 
 
-def small_ir(name: str, kinds: tuple, ops: list, outputs: list) -> str:
+def small_ir(name: str, kinds: tuple, ops: list, outputs: list, value: int | None = None) -> str:
     w = _Writer(kinds, ops)
-    w.prologue(len(kinds) + 1)
+    w.prologue(len(kinds) + 1, value is not None)
     for p, kind in enumerate(kinds):
         w.check_param(p, kind)
     w.check_out(len(kinds), len(outputs))
-    w.body(outputs)
+    w.body(outputs, value)
+    returns = "None" if value is None else "float (the value)"
     head = [f"; s2sad's unrolled program (codegen/llvm_small.py): {name}"
-            f"({', '.join(f'p{p}' for p in range(len(kinds)))}, out) -> None, or NotImplemented",
+            f"({', '.join(f'p{p}' for p in range(len(kinds)))}, out) -> {returns}, or NotImplemented",
             ";   params: " + ", ".join(f"p{p} {'float' if k is None else 'float64' + str(tuple(k))}"
                                        for p, k in enumerate(kinds)) + f"; out float64 ({len(outputs)},)",
             f"define ptr @{name}(ptr %table.obj, ptr %args, i64 %nargs) {{", "entry:"]
@@ -85,12 +88,13 @@ class _Writer:
     def field(self, name: str, what: str, off: int, ty: str) -> None:
         load_field(self, name, what, off, ty)
 
-    def prologue(self, nargs: int) -> None:
+    def prologue(self, nargs: int, value: bool = False) -> None:
         self("; the table (llvm_entry.SLOTS): the types and objects compared with, Py_IncRef")
         self(f"%table.at = getelementptr inbounds i8, ptr %table.obj, i64 {ARRAY_DATA}")
         self("%table = load ptr, ptr %table.at")
         for j, slot in enumerate(SLOTS):
-            if slot in ("array_type", "descr", "float_type", "not_implemented", "none", "incref"):
+            if slot in ("array_type", "descr", "float_type", "not_implemented", "none", "incref") or (
+                    value and slot == "float_from_double"):
                 self(f"%{slot}.at = getelementptr inbounds ptr, ptr %table, i64 {j}")
                 self(f"%{slot} = load ptr, ptr %{slot}.at")
         self(f"%nargs.ok = icmp eq i64 %nargs, {nargs}")
@@ -161,21 +165,26 @@ class _Writer:
             return hex_double(float.fromhex(const) if const != "nan" else float("nan"))
         return self.names[k]
 
-    def body(self, outputs: list) -> None:
+    def body(self, outputs: list, value: int | None = None) -> None:
         self.label("run")
-        needed = needed_nodes(self.ops, [o for o in outputs if o is not None])
+        roots = [o for o in outputs if o is not None] + ([] if value is None else [value])
+        needed = needed_nodes(self.ops, roots)
         for k in sorted(needed):
             self.node(k)
         self.finite(sorted(k for k in needed if self.ops[k][0] != "const") + sorted(
-            {o for o in outputs if o is not None and self.ops[o][0] == "const"}))
+            {o for o in roots if self.ops[o][0] == "const"}))
         if None in outputs:     # the structural zeros at once, then the rest
             self(f"call void @llvm.memset.p0.i64(ptr %out.data, i8 0, i64 {8 * len(outputs)}, i1 false)")
         for i, o in enumerate(outputs):
             if o is not None:
                 self(f"%o{i} = getelementptr inbounds double, ptr %out.data, i64 {i}")
                 self(f"store double {self.operand(o)}, ptr %o{i}")
-        self("call void %incref(ptr %none)")
-        self("ret ptr %none")
+        if value is None:
+            self("call void %incref(ptr %none)")
+            self("ret ptr %none")
+        else:       # (a new reference; NULL with MemoryError set if none could be made)
+            self(f"%value = call ptr %float_from_double(double {self.operand(value)})")
+            self("ret ptr %value")
         self.label("decline")
         self("call void %incref(ptr %not_implemented)")
         self("ret ptr %not_implemented")

@@ -25,7 +25,8 @@ Invariants: a node's operands are older nodes (creation order is a topological o
 equal (op, operands, constant) make one node (hash-consing); operations on constants
 are folded with Python's float arithmetic (IEEE double, as the machine code's); the
 only identities used are x * 1.0, x / 1.0, 1.0 * x (exact) and x + 0.0, 0.0 + x (exact
-but for the sign of a zero sum). No user code runs: only the plan's own program.
+but for the sign of a zero sum). A fused kernel's sum adds in numpy's pairwise order
+(`numpy_sum`), so the program's value is np.sum's. No user code runs: only the plan's own program.
 """
 from __future__ import annotations
 
@@ -143,7 +144,7 @@ class Graph:
             return x
         if isinstance(x, (bool, int, float, np.integer, np.floating)) and not isinstance(x, np.complexfloating):
             return self.const(float(x))
-        raise TypeError(f"{type(x).__name__} in the unrolled program")
+        raise NotSmall(f"a value of type {type(x).__name__} where the unrolled program needs a number")
 
     def op(self, name: str, *operands, const: Any = None) -> Node:
         """Node `name`(operands), folded where every operand is a constant or an exact identity holds."""
@@ -313,11 +314,34 @@ def _kernel(g: Graph, st: ArrayStmt, env: dict) -> np.ndarray:
     if isinstance(st.op, KernelSum):
         if out.size == 0:
             raise NotSmall("a sum over no elements")
-        total = out.flat[0]
-        for k in range(1, out.size):
-            total = g.op("add", total, out.flat[k])
+        total = numpy_sum(g, list(out.flat))
         return _obj(total if st.op.reduction == "sum" else g.op("div", total, float(out.size)))
     return out
+
+
+def numpy_sum(g: Graph, terms: list):
+    """The sum of `terms` (C order) in the order numpy's pairwise summation adds a
+    contiguous float64 array (below 8 terms one chain; up to 128, eight running sums
+    then the tail; beyond, two halves): the value is np.sum's bit for bit."""
+    n = len(terms)
+    if n < 8:
+        total = terms[0]
+        for t in terms[1:]:
+            total = g.op("add", total, t)
+        return total
+    if n <= 128:
+        r = list(terms[:8])
+        i = 8
+        while i < n - n % 8:
+            r = [g.op("add", r[j], terms[i + j]) for j in range(8)]
+            i += 8
+        add = lambda a, b: g.op("add", a, b)     # noqa: E731
+        total = add(add(add(r[0], r[1]), add(r[2], r[3])), add(add(r[4], r[5]), add(r[6], r[7])))
+        for t in terms[i:]:
+            total = g.op("add", total, t)
+        return total
+    half = n // 2 - (n // 2) % 8
+    return g.op("add", numpy_sum(g, terms[:half]), numpy_sum(g, terms[half:]))
 
 
 class _Body:
