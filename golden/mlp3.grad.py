@@ -1,5 +1,5 @@
 def mlp3_loss__grad(W1, b1, W2, b2, W3, X, y):
-    # Grad of: return np.mean((h2 @ W3 - y) ** 2)    [golden/examples.py:342:5]
+    # Grad of: return np.mean((h2 @ W3 - y) ** 2)    [golden/examples.py:345:5]
     # h1 = np.tanh(X @ W1 + b1)
     _1, h1, (dh1_d1,) = product_partials(X, W1, mlp3_loss__h1, 0, (None, b1), ('_1',))
     # h2 = np.maximum(h1 @ W2 + b2, 0.0)
@@ -9,13 +9,13 @@ def mlp3_loss__grad(W1, b1, W2, b2, W3, X, y):
     (dloss_d3,) = sum_grads(mlp3_loss__loss, (_3, y), active=('_3',), scale=1.0 / broadcast_size(_3, y))
     # reverse sweep
     loss_bar = 1.0
-    # Grad of: return np.mean((h2 @ W3 - y) ** 2)    [golden/examples.py:342:5]
+    # Grad of: return np.mean((h2 @ W3 - y) ** 2)    [golden/examples.py:345:5]
     _3_bar = dloss_d3
     W3_bar = matmul_rhs_bar(_3_bar, h2, W3)
-    # Grad of: h2 = np.maximum(h1 @ W2 + b2, 0.0)    [golden/examples.py:341:5]
+    # Grad of: h2 = np.maximum(h1 @ W2 + b2, 0.0)    [golden/examples.py:344:5]
     (_2_bar, b2_bar) = lhs_bar_sums(_3_bar, h2, W3, dh2_d2, (_2, b2))
     W2_bar = matmul_rhs_bar(_2_bar, h1, W2)
-    # Grad of: h1 = np.tanh(X @ W1 + b1)    [golden/examples.py:340:5]
+    # Grad of: h1 = np.tanh(X @ W1 + b1)    [golden/examples.py:343:5]
     (_1_bar, b1_bar) = lhs_bar_sums(_2_bar, h1, W2, dh1_d1, (_1, b1))
     W1_bar = matmul_rhs_bar(_1_bar, X, W1)
     return (W1_bar, b1_bar, W2_bar, b2_bar, W3_bar)
