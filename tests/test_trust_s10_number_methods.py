@@ -40,12 +40,15 @@ def line_of(fun, text):
 X = np.array([0.1, 0.4, 0.7])
 
 
+XL = np.linspace(0.1, 0.7, 100)      # past the unrolled plan's 64 elements: the general path
+
+
 @pytest.mark.parametrize("route", ["grad", "value_and_grad", "grad python", "hot grad"])
 def test_reshape_of_a_sum_is_refused_at_its_statement(route):
-    calls = {"grad": lambda: s2sad.grad(reshaped_sum)(X),
-             "value_and_grad": lambda: s2sad.value_and_grad(reshaped_sum)(X),
-             "grad python": lambda: s2sad.grad(reshaped_sum, backend="python")(X),
-             "hot grad": lambda: [s2sad.grad(reshaped_sum)(X) for _ in range(3)]}
+    calls = {"grad": lambda: s2sad.grad(reshaped_sum)(XL),
+             "value_and_grad": lambda: s2sad.value_and_grad(reshaped_sum)(XL),
+             "grad python": lambda: s2sad.grad(reshaped_sum, backend="python")(XL),
+             "hot grad": lambda: [s2sad.grad(reshaped_sum)(XL) for _ in range(3)]}
     with pytest.raises(UnsupportedOperationError) as e:
         calls[route]()
     err = e.value
@@ -53,6 +56,21 @@ def test_reshape_of_a_sum_is_refused_at_its_statement(route):
     assert err.location.lineno == line_of(reshaped_sum, "s = np.sum(x ** 2).reshape(1)")
     assert "'.reshape'" in str(err) and "np.reshape(" in err.hint
     assert isinstance(err.__cause__, AttributeError)     # (chained, never raw)
+
+
+@pytest.mark.parametrize("route", ["grad", "value_and_grad", "hot grad"])
+def test_reshape_of_a_sum_in_a_small_program_is_right_or_refused(route):
+    """A 3-vector takes grad's unrolled plan (small_grad), which computes the sum as an
+    array: right, or the same located refusal."""
+    calls = {"grad": lambda: s2sad.grad(reshaped_sum)(X),
+             "value_and_grad": lambda: s2sad.value_and_grad(reshaped_sum)(X)[1],
+             "hot grad": lambda: [s2sad.grad(reshaped_sum)(X) for _ in range(3)][-1]}
+    try:
+        got = calls[route]()
+    except UnsupportedOperationError as e:
+        assert e.location.lineno == line_of(reshaped_sum, "s = np.sum(x ** 2).reshape(1)")
+    else:       # d(sum(x^2) * sum(x))/dx = 2 x sum(x) + sum(x^2)
+        np.testing.assert_allclose(got, 2 * X * np.sum(X) + np.sum(X ** 2), rtol=1e-12)
 
 
 @pytest.mark.parametrize("route", ["jvp", "vjp", "jacrev", "jacfwd"])
