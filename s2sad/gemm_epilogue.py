@@ -27,7 +27,6 @@ Invariants:
 """
 from __future__ import annotations
 
-import ctypes
 import dataclasses
 import threading
 from typing import Any
@@ -38,10 +37,9 @@ from . import gemm, runtime
 from .array_rules import matmul_lhs_bar, plain_product
 from .backends import backend_for, choose
 from .backends.llvm import ptr
-from .codegen import llvm_jit, llvm_rows
 from .kernel import LoopSpec
 from .passes.rowfusion import SWITCH
-from .productsums import product_sums
+from .productsums import mulsum_function, product_sums
 from .threadchoice import Choosers
 from .threads import run_chunks
 
@@ -49,8 +47,6 @@ SCRATCH_BYTES = 1 << 19       # a block's product: within a core's L2 (1 MiB her
 SCRATCHES = 4                 # scratches a thread keeps (products of different widths or dtypes)
 BLOCK_ROWS = 64               # blocks are a multiple of this many rows: of every row tile (llvm_gemm)
 _F64, _F32 = np.dtype(np.float64), np.dtype(np.float32)
-_MULSUM_ARGS = (ctypes.c_void_p,) * 4 + (ctypes.c_int64,) * 4
-_MULSUM: dict = {}
 _CHOOSERS = Choosers()        # (what, dtype, columns) -> ThreadChooser
 _LOCAL = threading.local()    # each thread's scratch, by (dtype, rows, columns)
 
@@ -152,14 +148,6 @@ def _fused_partials(a, w, kernel, at, args, active, backend):
 
 # ---------------------------------------------------------------- reverse: the product's adjoint times d
 
-def _mulsum(dtype: np.dtype):
-    f = _MULSUM.get(dtype)
-    if f is None:
-        addresses, keep = llvm_jit.rows_code(dtype)
-        f = _MULSUM[dtype] = llvm_jit.callable_at(addresses[llvm_rows.symbol("mulsum", dtype)], _MULSUM_ARGS, keep)
-    return f
-
-
 def lhs_bar_sums(g: Any, a: Any, w: Any, d: Any, inputs: tuple, backend: str = "auto") -> tuple:
     """product_sums(d, matmul_lhs_bar(g, a, w), inputs): fused where it can be (see the
     module docstring), else those two calls."""
@@ -194,7 +182,7 @@ def _fused_sums(g, a, w, d, inputs, backend):
     ds = _d_rows(d, (p, m), dtype)
     if ds is None:
         return None
-    f = _mulsum(dtype)
+    f = mulsum_function(dtype)
     out = np.empty((p, m), dtype)
     block_sums = np.zeros((-(-p // block_rows(m, dtype)), m), dtype)
     size = dtype.itemsize

@@ -38,7 +38,8 @@ _ARGTYPES = (ctypes.c_void_p,) * 4 + (ctypes.c_int64,) * 4
 _FUNCS: dict = {}
 
 
-def _function(dtype: np.dtype):
+def mulsum_function(dtype: np.dtype):
+    """llvm_mulsum's compiled `sums += d * g` over rows, for dtype (loaded once)."""
     f = _FUNCS.get(dtype)
     if f is None:
         addresses, keep = llvm_jit.rows_code(dtype)
@@ -82,7 +83,7 @@ def product_sums(d: Any, g: Any, inputs: tuple, backend: str = "auto") -> tuple:
     n, k, ds, gs = layout
     p = np.empty((n, k), d.dtype)
     sums = np.zeros(k, d.dtype)
-    _function(d.dtype)(ptr(d), ptr(g), ptr(p), ptr(sums), n, k, ds, gs)
+    mulsum_function(d.dtype)(ptr(d), ptr(g), ptr(p), ptr(sums), n, k, ds, gs)
     out, given = [], False
     for x in inputs:        # a second bias input gets its own copy: no two adjoints alias
         shape = np.shape(x)
