@@ -6,7 +6,10 @@ imaginary part (numpy only warns), long double its extra precision, and an objec
 string array has no numbers: the plan refuses them (located at the read, by its caller)
 instead of computing with what numpy's cast leaves. A change of a global's dtype makes a
 new plan (frontend.Assumptions keys arrays by dtype), so the check runs for every dtype
-a call meets, at plan time only.
+a call meets, at plan time. A list has no dtype to key on: the plan's assumption on a
+list (frontend.Assumptions) also holds only while its data stays as usable as when
+planned (`list_still_usable`, run per call), so a list whose elements turn complex,
+long double or strings after warm calls is planned again, and refused there.
 """
 from __future__ import annotations
 
@@ -38,3 +41,14 @@ def lossy_data(value: Any) -> str | None:
 
 HINT = ("Make it a float64 (or float32) array: np.asarray(..., dtype=np.float64); split complex "
         "numbers into their real and imaginary parts.")
+
+
+def list_usable(value: list) -> bool:
+    """Whether the kernels can read the list `value` as it is (what the plan recorded)."""
+    return lossy_data(value) is None
+
+
+def list_still_usable(current: Any, want: tuple) -> bool:
+    """A plan's test on a free list (want = (list, usable when planned)): still a list,
+    and its numbers as usable as they were (a list of functions stays one)."""
+    return type(current) is want[0] and (type(current) is not list or list_usable(current) == want[1])

@@ -34,7 +34,7 @@ from typing import Any, Callable
 import gast
 import numpy as np
 
-from . import forwarders, marks, rules, sourcecheck
+from . import forwarders, freedata, marks, rules, sourcecheck
 from .deep import check_nesting, deep_recursion
 from .errors import NoSourceError, S2SADError, SourceLocation, StaleSourceError, UnsupportedSyntaxError
 from .parsing import ast_parse
@@ -321,7 +321,9 @@ def _expectation(value) -> tuple[Callable, Any]:
     call time, its value where it was compiled in."""
     if isinstance(value, np.ndarray):
         return _same_kind, ("array", value.dtype, value.ndim)
-    if isinstance(value, (list, dict, set)):
+    if isinstance(value, list):     # (its elements' dtype: freedata)
+        return freedata.list_still_usable, (type(value), freedata.list_usable(value))
+    if isinstance(value, (dict, set)):
         return _same_kind, (type(value),)
     if isinstance(value, (bool, int, float, complex, np.bool_, np.number, tuple)) or value is None:
         return _same_value, value
