@@ -82,6 +82,8 @@ def hot_maker(c, fn: Callable, argnums: tuple[int, ...], many: bool, grad_only: 
         f"        {', '.join(names)}{',' if n == 1 else ''} = args",
     ]
     check = [f"if not ({' and '.join(checks) or 'True'}):", "    return NotImplemented"]
+    unpack = f"{', '.join(f'g{k}' for k in range(len(argnums)))}{',' if len(argnums) == 1 else ''} = "
+    got = "r" if grad_only else "r[1]"
     if special is None:
         lines += [f"        {line}" for line in check]
         lines += ["        try:", "            with bound(FUN):", f"                r = fn(*args{free})"]
@@ -97,9 +99,9 @@ def hot_maker(c, fn: Callable, argnums: tuple[int, ...], many: bool, grad_only: 
         lines += ["        try:",
                   "            with bound(FUN):",
                   "                if sp is not None:",
-                  "                    r = sp(*args)",
+                  "                    r = sp[0](*args)",
                   f"                elif {arrays}:",
-                  "                    r = SPECIAL.call(key, args)",
+                  "                    r = SPECIAL.call(key, args, as_is)",
                   "                else:",
                   f"                    r = fn(*args{free})"]
     lines += [
@@ -108,11 +110,21 @@ def hot_maker(c, fn: Callable, argnums: tuple[int, ...], many: bool, grad_only: 
         "        except SHAPE_ERRORS as e:",   # (numpy refusing the user's shapes: located)
         "            reraise_located(FUN, e)",
     ]
-    unpack = f"        {', '.join(f'g{k}' for k in range(len(argnums)))}{',' if len(argnums) == 1 else ''} = "
-    if grad_only:
-        lines += [unpack + "r", f"        return {shaped}"]
-    else:
-        lines += [unpack + "r[1]", f"        return as_value(r[0]), {shaped}"]
+    if special is not None:     # shaped when recorded: shaped now (types, dtypes, shapes follow the signature)
+        direct = ("r" if many else "r[0]") if grad_only else ("r[1]" if many else "r[1][0]")
+        lines += ["        if sp is not None and sp[1]:",
+                  f"            return {direct if grad_only else f'as_value(r[0]), {direct}'}"]
+    lines += [f"        {unpack}{got}", f"        return {shaped if grad_only else f'as_value(r[0]), {shaped}'}"]
+    as_is = [f"(type(g{k}) is ndarray and type(a{i}) is ndarray and g{k}.dtype is a{i}.dtype "
+             f"and g{k}.shape == a{i}.shape)" for k, i in enumerate(argnums)]
+    lines = ["def as_is(r, args):",
+              "    \"\"\"The results of the derivative on args need no as_result (returned as they are).\"\"\"",
+              f"    {', '.join(names)}{',' if n == 1 else ''} = args",
+              f"    if {'type(' + got + ') is not tuple' if many else 'False'}:",     # (returned as the tuple)
+              "        return False",
+              f"    {unpack}{got}",
+              f"    return {' and '.join(as_is)}",
+              "def make(FUN):"] + lines[1:]
     lines += ["    hot.special = SPECIAL", "    return hot"]
     ns = {"ndarray": np.ndarray, "FLOATS": _FLOATS, "data_ok": data_ok, "as_result": as_result,
           "as_value": as_value, "reraise_located": reraise_located, "SHAPE_ERRORS": SHAPE_ERRORS, "bound": bound, "fn": fn, "C": c, "PLANS": PLANS, "GEN": PLANS.generation,

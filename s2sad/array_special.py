@@ -101,7 +101,7 @@ class Specializer:
     def __init__(self, fn: Callable, node: ast.FunctionDef, backend):
         self.fn, self.backend = fn, backend
         self.node = node
-        self.specs: dict = {}       # signature -> specialised function
+        self.specs: dict = {}       # signature -> (specialised function, its results returned as they are)
         self.seen: set = set()      # signatures called once
         self._lock = threading.Lock()
 
@@ -109,8 +109,10 @@ class Specializer:
         """Is there a copy for the signature of `args` (all ndarrays)? (for tests)"""
         return tuple(x for a in args for x in (a.shape, a.strides, a.dtype)) in self.specs
 
-    def call(self, key, args):
-        """fn(*args), recording a specialised copy at a signature's second call."""
+    def call(self, key, args, as_is: Callable | None = None):
+        """fn(*args), recording a specialised copy at a signature's second call; `as_is(result,
+        args)`: may the hot path return that copy's results unshaped (each gradient already an
+        ndarray of its argument's dtype and shape: they follow from the signature)."""
         if key not in self.seen:
             with self._lock:
                 if len(self.seen) >= 4 * MAX_SIGNATURES:
@@ -121,7 +123,7 @@ class Specializer:
         with self._lock:
             if len(self.specs) >= MAX_SIGNATURES:
                 self.specs.clear()
-            self.specs[key] = special
+            self.specs[key] = (special, as_is is not None and as_is(result, args))
         return result
 
     def _record(self, args):
