@@ -226,8 +226,7 @@ class Derivative:
             got = small.first(args)
             if got is not None:
                 if self.hot is decline:     # (the array hot path, when made, takes what it declines)
-                    small.then[0] = self.leaf_hot
-                    small.router.special = getattr(self.leaf_hot, "special", None)
+                    small.hand_on_to(self.leaf_hot)
                     self.hot = small.router
                 return (None, got[1]) if self.grad_only else got
         impl = self._array_impl
@@ -251,8 +250,7 @@ class Derivative:
         if self.leaf_hot is decline:     # the next calls: the hot path first
             self.leaf_hot = self._array_hot_path(c, fn, argnums)
             if small is not None:
-                small.then[0] = self.leaf_hot
-                small.router.special = getattr(self.leaf_hot, "special", None)    # (its signatures, seen by tests)
+                small.hand_on_to(self.leaf_hot)
             routed = small is not None and small.never is None and small.fast    # (other shapes may unroll)
             self.hot = small.router if routed else self.leaf_hot
         if self.grad_only:

@@ -70,6 +70,12 @@ class SmallGrad(SmallHessian):
         self.never = None       # the array plan for which no shapes unroll (a loop, a branch...)
         self.router = _router(self)
 
+    def hand_on_to(self, hot: Callable) -> None:
+        """The router hands what it declines to `hot` (the array hot path), whose
+        signatures it shows as its own (`special`, seen by tests)."""
+        self.then[0] = hot
+        self.router.special = getattr(hot, "special", None)
+
     def first(self, args: tuple) -> Any:
         """(value or None, gradients) from the full path, or None (the general path's). A
         list among the data is read as numpy reads it (the general path computes with it
