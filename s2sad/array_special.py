@@ -52,6 +52,7 @@ SHAPE_FOLLOWS = frozenset({
     "reduce_sum", "reduce_mean", "reduce_max", "reduce_min",
     "row_logsumexp", "row_softmax", "row_log_softmax", "row_logsumexp_bar", "row_softmax_bar",
     "row_log_softmax_bar", "row_dot_log_softmax", "row_dot_log_softmax_bar", "row_dot_like", "row_layer_norm",
+    "row_logsumexp_max_bar", "row_logsumexp_like",
     "row_layer_norm_bar",
     "check_scalar_loss", "sum_dual", "store_partials", "dot_lhs_bar", "dot_rhs_bar", "product_sums", "unit_vjp",
     "product_partials", "lhs_bar_sums"})

@@ -48,7 +48,7 @@ def runtime_names(backend: str) -> dict:
         # scipy.special's logsumexp, softmax, log_softmax: one pass per row along the last axis
         **{f"row_{f}": with_backend(getattr(rowsoftmax, f"row_{f}"), backend)
            for f in ("logsumexp", "softmax", "log_softmax", "logsumexp_bar", "softmax_bar", "log_softmax_bar",
-                     "dot_log_softmax", "dot_log_softmax_bar")},
+                     "dot_log_softmax", "dot_log_softmax_bar", "logsumexp_max_bar")},
         **{f: with_backend(getattr(rowlayernorm, f), backend) for f in ("row_layer_norm", "row_layer_norm_bar")},
         "broadcast_size": runtime.broadcast_size,
         "product_sums": with_backend(productsums.product_sums, backend),

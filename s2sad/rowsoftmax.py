@@ -251,6 +251,35 @@ def row_logsumexp_bar(i, g, a, b, out, axis=None, keepdims=False, backend="auto"
     return _run_bar("lsebar", a, np.ascontiguousarray(g), np.ascontiguousarray(out), layout[2], 1)
 
 
+def row_logsumexp_max_bar(g, a, axis=None, keepdims=False, backend="auto"):
+    """The adjoint w.r.t. a of row_logsumexp(a, axis, keepdims, shift="max") (the numpy
+    idiom's) from a alone, not its value: g_r exp(a - m_r) / sum_j exp(a - m_r), one pass
+    per row and one exp an element where the loop takes a and g holds one value a row of
+    a's dtype, so that a gradient whose forward line only gave a shape (a loss's sum of
+    the rows' log-sum-exps: Prim.like) runs one pass, not the forward's and this one.
+    Elsewhere the forward's value and row_logsumexp_bar (numpy's formula)."""
+    layout = _row_layout(a, axis, backend)
+    if layout is not None and type(g) is np.ndarray and g.dtype == a.dtype and g.size == layout[0] \
+            and g.shape in ((layout[0],), (layout[0], 1)):
+        n, k, stride = layout
+        return _run_bar("lsezbarshort" if k <= llvm_rows.SHORT_K else "lsezbar", a, a, np.ascontiguousarray(g),
+                        stride, stride)
+    out = row_logsumexp(a, axis, keepdims, shift="max", backend=backend)
+    return row_logsumexp_bar(0, g, a, None, out, axis, keepdims, backend)
+
+
+def row_logsumexp_like(a, axis=None, keepdims=False):
+    """An array of row_logsumexp(a, axis, keepdims, shift="max")'s shape and dtype, for
+    an adjoint that reads only those (array_prims.Prim.like): read-only zero-stride zeros
+    where a is a float numpy array with at least one element along axis, one of its axes;
+    the value itself elsewhere (its shape and errors exactly the forward line's)."""
+    if type(a) is np.ndarray and a.dtype.kind == "f":
+        like = _reduced_like(a, axis, keepdims)
+        if like is not None:
+            return like
+    return row_logsumexp(a, axis, keepdims, shift="max")
+
+
 # ---------------------------------------------------------------- the log-softmax's product, summed
 
 
@@ -290,14 +319,24 @@ def row_dot_like(z, y, axis=None, keepdims=False):
     of their axes (so that the value has z's dtype and z's shape less that axis); the
     value itself elsewhere (its shape and errors exactly the forward line's)."""
     if type(z) is np.ndarray and type(y) is np.ndarray and z.dtype.kind == "f" and y.dtype == z.dtype \
-            and y.shape == z.shape and z.ndim:
-        ax = axis[0] if isinstance(axis, tuple) and len(axis) == 1 else axis
-        if type(ax) is int and -z.ndim <= ax < z.ndim and z.shape[ax] > 0:
-            ax %= z.ndim
-            shape = z.shape[:ax] + ((1,) if keepdims else ()) + z.shape[ax + 1:]
-            # over immutable bytes: read-only; cheaper to make than np.broadcast_to's
-            return np.ndarray(shape, z.dtype, buffer=_ZERO_BYTES, strides=(0,) * len(shape))
+            and y.shape == z.shape:
+        like = _reduced_like(z, axis, keepdims)
+        if like is not None:
+            return like
     return row_dot_log_softmax(z, y, axis, keepdims)
+
+
+def _reduced_like(z: np.ndarray, axis, keepdims) -> np.ndarray | None:
+    """Read-only zeros with zero strides of z's shape less `axis` (kept as 1 if keepdims)
+    and z's dtype, where axis is one of z's axes (an int or a 1-tuple of one) along which
+    z has at least one element; else None."""
+    ax = axis[0] if isinstance(axis, tuple) and len(axis) == 1 else axis
+    if z.ndim and type(ax) is int and -z.ndim <= ax < z.ndim and z.shape[ax] > 0:
+        ax %= z.ndim
+        shape = z.shape[:ax] + ((1,) if keepdims else ()) + z.shape[ax + 1:]
+        # over immutable bytes: read-only; cheaper to make than np.broadcast_to's
+        return np.ndarray(shape, z.dtype, buffer=_ZERO_BYTES, strides=(0,) * len(shape))
+    return None
 
 
 def row_dot_log_softmax_bar(i, g, z, y, axis=None, keepdims=False, backend="auto"):
@@ -369,4 +408,5 @@ def row_logsumexp_bar_dot(g, a, a_dot, out, out_dot, axis=None, keepdims=False):
 HELPERS = {f"row_{f}{kind}": globals()[f"row_{f}{kind}"] for f in ("logsumexp", "softmax", "log_softmax")
            for kind in ("_bar", "_bar_dot")}
 HELPERS.update(row_dot_log_softmax_bar=row_dot_log_softmax_bar, dot_log_softmax_jvp=dot_log_softmax_jvp,
-               row_dot_log_softmax_bar_dot=row_dot_log_softmax_bar_dot, row_dot_like=row_dot_like)
+               row_dot_log_softmax_bar_dot=row_dot_log_softmax_bar_dot, row_dot_like=row_dot_like,
+               row_logsumexp_max_bar=row_logsumexp_max_bar, row_logsumexp_like=row_logsumexp_like)

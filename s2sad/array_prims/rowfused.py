@@ -30,7 +30,7 @@ from .prim import Prim, kw
 HELPER_NAMES = frozenset({"row_logsumexp_bar_dot", "row_softmax_bar_dot", "row_log_softmax_bar_dot",
                           "row_layer_norm_bar", "layer_norm_jvp", "row_layer_norm_bar_dot",
                           "row_dot_log_softmax_bar", "dot_log_softmax_jvp", "row_dot_log_softmax_bar_dot",
-                          "row_dot_like"})
+                          "row_dot_like", "row_logsumexp_max_bar", "row_logsumexp_like"})
 
 
 @dataclass(frozen=True)
@@ -66,11 +66,14 @@ def _lse_second(i, g, args, arg_dots, out, out_dot, p):
 PRIMS = [
     _normalised("row_log_softmax"),
     _normalised("row_softmax"),
+    # the adjoint from a alone (one pass, one exp an element), so that a loss's sum of the
+    # rows' values, which reads their shape only, runs no forward pass for them
     Prim("row_logsumexp", row_fused,
-         lambda i, g, args, out, p: f"row_logsumexp_bar(0, {g}, {args[0]}, None, {out}{kw(p, 'axis', 'keepdims')})",
+         lambda i, g, args, out, p: f"row_logsumexp_max_bar({g}, {args[0]}{kw(p, 'axis', 'keepdims')})",
          form="syntax", forward=lambda args, p: f"row_logsumexp({args[0]}{kw(p, 'axis', 'keepdims')}, shift='max')",
          jvp=lambda i, t, args, out, p: f"logsumexp_jvp(0, {t}, {args[0]}, None, {out}{kw(p, 'axis', 'keepdims')})",
-         second=_lse_second),
+         second=_lse_second,
+         like=lambda args, p: f"row_logsumexp_like({args[0]}{kw(p, 'axis', 'keepdims')})"),
     # the adjoint recomputes the row's mean and variance from x (one pass over g and x)
     Prim("row_layer_norm", row_fused,
          lambda i, g, args, out, p: f"row_layer_norm_bar({g}, {args[0]}{kw(p, 'eps', 'axis')})",

@@ -14,6 +14,9 @@ adjoint, with the BAR_KINDS signature (C unused forward; forward `out` one value
                                            (one sweep after the max; the logs FLUSH_ROWS rows at a time)
         xentbar:  A = a, B = y, C = g:     out = g_r (y - e sum_j y / sum_j e), e = exp(a - m_r)
                                            (each e kept in out between the sweeps: one exp an element)
+        lsezbar:  A = a, B unread, C = g:  out = e g_r / sum_j e, e = exp(a - m_r): the adjoint of
+                                           the max-shifted log-sum-exp from a alone, its value not
+                                           needed (a gradient whose forward line only gave a shape)
 
 (m_r the max as it is, the numpy idiom's; the sums with y carry `reassoc`, so they
 vectorise), and the softmax family's adjoints, one pass per row as well (softmax_rules' formulas, operation for
@@ -50,9 +53,9 @@ _TYPES = {np.dtype(np.float64): ("double", "f64"), np.dtype(np.float32): ("float
 KINDS = ("lse", "softmax", "logsoftmax", "lseraw", "logsoftmaxraw")
 BAR_KINDS = ("softmaxbar", "logsoftmaxbar", "lsebar")
 NORM_KINDS = llvm_rownorm.KINDS          # layer normalisation and its adjoint (llvm_rownorm)
-DOT_KINDS = ("xent", "xentbar")          # sum_j y log_softmax(a) and its adjoint (BAR_KINDS' signature)
+DOT_KINDS = ("xent", "xentbar", "lsezbar")   # sum_j y log_softmax(a), its adjoint, lse's from a (BAR_KINDS' signature)
 SHORT_KINDS = ("lseshort", "lserawshort", "xentshort")  # lse, lseraw, xent for short rows: _short_function
-SHORT_BAR_KINDS = ("xentbarshort",)    # xent's adjoint for short rows (BAR_KINDS' signature): _short_bar_function
+SHORT_BAR_KINDS = ("xentbarshort", "lsezbarshort")    # xentbar, lsezbar for short rows (BAR_KINDS' signature)
 SHORT_K = 16                             # the longest row they take
 MULSUM_KINDS = llvm_mulsum.KINDS         # a product and its column sums (llvm_mulsum)
 ALL_KINDS = KINDS + BAR_KINDS + NORM_KINDS + DOT_KINDS + SHORT_KINDS + SHORT_BAR_KINDS + MULSUM_KINDS
@@ -268,9 +271,11 @@ def _order_key(it: str, bits: int, x: str, name: str) -> list[str]:
 
 
 def _dot_function(ty: str, dtype, kind: str, calls: dict) -> str:
-    """xent / xentbar (DOT_KINDS): the row's max, its log-sum-exp and the sum of y in
-    two sweeps, then the row's value or its adjoint in a third."""
+    """xent / xentbar / lsezbar (DOT_KINDS): the row's max, its log-sum-exp and the sum of
+    y (not lsezbar's: it reads no B) in two sweeps, then the row's value or its adjoint in
+    a third."""
     exp, log = calls["exp"], calls["log"]
+    lsez = kind == "lsezbar"
     ids, meta = _short_row_loops(9000 + 10 * DOT_KINDS.index(kind), 3)
     # the value sums y (a - m) in the same sweep
     dot = [f"  %sm.yt = fmul {ty} %sm.y, %sm.t", f"  %sm.dnext = fadd reassoc {ty} %dot, %sm.yt"] \
@@ -278,14 +283,14 @@ def _dot_function(ty: str, dtype, kind: str, calls: dict) -> str:
     dot_phi = [(ty, "dot", "0.0", "%sm.dnext")] if kind == "xent" else []
     # the adjoint keeps each exp in out (one exp an element, no log)
     keep = [f"  %sm.o = getelementptr {ty}, ptr %orow, i64 %sm.j", f"  store {ty} %sm.e, ptr %sm.o"] \
-        if kind == "xentbar" else []
+        if kind != "xent" else []
+    ysum = [] if lsez else [f"  %sm.yp = getelementptr {ty}, ptr %brow, i64 %sm.j", f"  %sm.y = load {ty}, ptr %sm.yp",
+                            f"  %sm.ynext = fadd reassoc {ty} %sy, %sm.y"]
     body = _row_max(ty, "%arow", ids[2]) + _pre("sm") + _loop("sm", "0", [
         f"  %sm.p = getelementptr {ty}, ptr %arow, i64 %sm.j", f"  %sm.v = load {ty}, ptr %sm.p",
         f"  %sm.t = fsub {ty} %sm.v, %m", f"  %sm.e = call {ty} @{exp}({ty} %sm.t)", *keep,
-        f"  %sm.next = fadd reassoc {ty} %s, %sm.e",
-        f"  %sm.yp = getelementptr {ty}, ptr %brow, i64 %sm.j", f"  %sm.y = load {ty}, ptr %sm.yp",
-        f"  %sm.ynext = fadd reassoc {ty} %sy, %sm.y", *dot], "sm.done",
-        [(ty, "s", "0.0", "%sm.next"), (ty, "sy", "0.0", "%sm.ynext")] + dot_phi, ids[0])
+        f"  %sm.next = fadd reassoc {ty} %s, %sm.e", *ysum, *dot], "sm.done",
+        [(ty, "s", "0.0", "%sm.next")] + ([] if lsez else [(ty, "sy", "0.0", "%sm.ynext")]) + dot_phi, ids[0])
     body += ["sm.done:"]
     flush = None
     if kind == "xent":       # out = sum y (a - m) - log(sum e) sum y, the logs a block of rows at a time
@@ -298,6 +303,12 @@ def _dot_function(ty: str, dtype, kind: str, calls: dict) -> str:
                  _slot(ty, "ysums", "%fl.i", "fl.yp"), f"  %fl.y = load {ty}, ptr %fl.yp",
                  f"  %fl.l = call {ty} @{log}({ty} %fl.s)", f"  %fl.ly = fmul {ty} %fl.l, %fl.y",
                  f"  %fl.v = fsub {ty} %fl.d, %fl.ly", f"  store {ty} %fl.v, ptr %fl.op"]
+    elif lsez:               # out = e (g / sum(e))
+        body += [f"  %gp = getelementptr {ty}, ptr %C, i64 %ri", f"  %gr = load {ty}, ptr %gp",
+                 f"  %q = fdiv {ty} %gr, %s"]
+        body += _pre("o") + _loop("o", "0", [
+            f"  %o.op = getelementptr {ty}, ptr %orow, i64 %o.j", f"  %o.e = load {ty}, ptr %o.op",
+            f"  %o.r = fmul {ty} %o.e, %q", f"  store {ty} %o.r, ptr %o.op"], "row.done", loop_id=ids[1])
     else:
         body += [f"  %gp = getelementptr {ty}, ptr %C, i64 %ri", f"  %gr = load {ty}, ptr %gp",
                  f"  %q = fdiv {ty} %sy, %s"]          # out = g (y - e sum(y) / sum(e))
@@ -450,33 +461,44 @@ def _short_function(ty: str, dtype, kind: str, calls: dict) -> str:
 
 
 def _short_bar_function(ty: str, dtype, kind: str, calls: dict) -> str:
-    """xentbarshort: out = g_r (y - e sum y / sum e), e = exp(a - m_r), for short rows,
-    column by column as _short_function's, the block's result in columns on the stack
-    and copied to out's rows at the end. (lsebar's one exp an element gained nothing so.)"""
+    """xentbarshort: out = g_r (y - e sum y / sum e), e = exp(a - m_r), and lsezbarshort:
+    out = e g_r / sum e (no y), for short rows, column by column as _short_function's,
+    the block's result in columns on the stack and copied to out's rows at the end.
+    (lsebar's one exp an element gained nothing so: it has no reduction a row.)"""
     exp = calls["exp"]
+    xent = kind == "xentbarshort"
     ids, meta = _short_row_loops(7500 + 20 * SHORT_BAR_KINDS.index(kind), 7)
-    body = _sh_to_columns(_sh_copy(ty, "%blkp", "%a_stride", "cols") + _sh_copy(ty, "%blkq", "%b_stride", "ycols"))
+    body = _sh_to_columns(_sh_copy(ty, "%blkp", "%a_stride", "cols")
+                          + (_sh_copy(ty, "%blkq", "%b_stride", "ycols") if xent else []))
     row = "%ecr.j"
-    body += _sh_rows("in", [line for b in ("sums", "ysums")
+    sums = ("sums", "ysums") if xent else ("sums",)
+    body += _sh_rows("in", [line for b in sums
                             for line in (_slot(ty, b, "%in.j", f"in.{b}"), f"  store {ty} 0.0, ptr %in.{b}")], ids[0])
     body += _sh_max_shift(ty, False, ids[1:3], ids[3])
-    body += _sh_columns(ty, "ec", [     # e into ocols, its sum and y's
+    ysum = [*_sh_element(ty, "ec", "ycols", "y"), _slot(ty, "ysums", row, "ec.syp"), f"  %ec.sy = load {ty}, ptr %ec.syp",
+            f"  %ec.sy1 = fadd {ty} %ec.sy, %ec.y", f"  store {ty} %ec.sy1, ptr %ec.syp"] if xent else []
+    body += _sh_columns(ty, "ec", [     # e into ocols, its sum (and y's)
         _slot(ty, "shifts", row, "ec.zp"), f"  %ec.z = load {ty}, ptr %ec.zp", f"  %ec.t = fsub {ty} %ec.v, %ec.z",
         f"  %ec.e = call {ty} @{exp}({ty} %ec.t)", f"  %ec.op = getelementptr {ty}, ptr %ocols, i64 %ec.vi",
         f"  store {ty} %ec.e, ptr %ec.op", _slot(ty, "sums", row, "ec.sp"), f"  %ec.s = load {ty}, ptr %ec.sp",
-        f"  %ec.s1 = fadd {ty} %ec.s, %ec.e", f"  store {ty} %ec.s1, ptr %ec.sp", *_sh_element(ty, "ec", "ycols", "y"),
-        _slot(ty, "ysums", row, "ec.syp"), f"  %ec.sy = load {ty}, ptr %ec.syp", f"  %ec.sy1 = fadd {ty} %ec.sy, %ec.y",
-        f"  store {ty} %ec.sy1, ptr %ec.syp"], ids[4])
-    body += _sh_rows("q", [             # q = sum y / sum e into the slot of the sums
-        _slot(ty, "sums", "%q.j", "q.sp"), f"  %q.s = load {ty}, ptr %q.sp", _slot(ty, "ysums", "%q.j", "q.yp"),
-        f"  %q.sy = load {ty}, ptr %q.yp", f"  %q.q = fdiv {ty} %q.sy, %q.s", f"  store {ty} %q.q, ptr %q.sp"], ids[5])
-    term = [*_sh_element(ty, "oc", "ocols", "e"), *_sh_element(ty, "oc", "ycols", "y"),
-            _slot(ty, "sums", "%ocr.j", "oc.qp"), f"  %oc.q = load {ty}, ptr %oc.qp",
-            f"  %oc.es = fmul {ty} %oc.e, %oc.q", f"  %oc.d = fsub {ty} %oc.y, %oc.es"]
-    g = ["  %oc.gr = add i64 %r0, %ocr.j", f"  %oc.gp = getelementptr {ty}, ptr %C, i64 %oc.gr"]
-    body += _sh_columns(ty, "oc", [*term, *g, f"  %oc.g = load {ty}, ptr %oc.gp", f"  %oc.r = fmul {ty} %oc.g, %oc.d",
-                                   f"  %oc.op = getelementptr {ty}, ptr %ocols, i64 %oc.vi", f"  store {ty} %oc.r, ptr %oc.op"],
-                        ids[6])
+        f"  %ec.s1 = fadd {ty} %ec.s, %ec.e", f"  store {ty} %ec.s1, ptr %ec.sp", *ysum], ids[4])
+    if xent:                 # q = sum y / sum e into the slot of the sums
+        num = [_slot(ty, "ysums", "%q.j", "q.yp"), f"  %q.n = load {ty}, ptr %q.yp"]
+    else:                    # q = g / sum e
+        num = ["  %q.gr = add i64 %r0, %q.j", f"  %q.gp = getelementptr {ty}, ptr %C, i64 %q.gr",
+               f"  %q.n = load {ty}, ptr %q.gp"]
+    body += _sh_rows("q", [_slot(ty, "sums", "%q.j", "q.sp"), f"  %q.s = load {ty}, ptr %q.sp", *num,
+                           f"  %q.q = fdiv {ty} %q.n, %q.s", f"  store {ty} %q.q, ptr %q.sp"], ids[5])
+    term = [*_sh_element(ty, "oc", "ocols", "e"), _slot(ty, "sums", "%ocr.j", "oc.qp"), f"  %oc.q = load {ty}, ptr %oc.qp"]
+    if xent:
+        g = ["  %oc.gr = add i64 %r0, %ocr.j", f"  %oc.gp = getelementptr {ty}, ptr %C, i64 %oc.gr"]
+        term += [f"  %oc.es = fmul {ty} %oc.e, %oc.q", *_sh_element(ty, "oc", "ycols", "y"),
+                 f"  %oc.d = fsub {ty} %oc.y, %oc.es", *g, f"  %oc.g = load {ty}, ptr %oc.gp",
+                 f"  %oc.r = fmul {ty} %oc.g, %oc.d"]
+    else:
+        term += [f"  %oc.r = fmul {ty} %oc.e, %oc.q"]
+    body += _sh_columns(ty, "oc", [*term, f"  %oc.op = getelementptr {ty}, ptr %ocols, i64 %oc.vi",
+                                   f"  store {ty} %oc.r, ptr %oc.op"], ids[6])
     # ocols back to out's rows (out C-contiguous, n_rows x k)
     back = _pre("bkc") + _loop("bkc", "0", [
         f"  %bk.co = mul i64 %bkc.j, {FLUSH_ROWS}", "  %bk.c = add i64 %bk.co, %bk.j",
@@ -484,8 +506,9 @@ def _short_bar_function(ty: str, dtype, kind: str, calls: dict) -> str:
         "  %bk.r = add i64 %r0, %bk.j", "  %bk.ro = mul i64 %bk.r, %k", "  %bk.o = add i64 %bk.ro, %bkc.j",
         f"  %bk.op = getelementptr {ty}, ptr %out, i64 %bk.o", f"  store {ty} %bk.v, ptr %bk.op"], "bk.latch") + ["bk.latch:"]
     body += _pre("bk") + _loop("bk", "0", back, "bk.done", bound="%cnt", latch="bk.latch") + ["bk.done:"]
-    slots = (("keys", _INT[ty][0]), ("nans", "i32"), ("sums", ty), ("ysums", ty), ("shifts", ty))
+    slots = (("keys", _INT[ty][0]), ("nans", "i32"), *((b, ty) for b in sums), ("shifts", ty))
     allocas = [f"  %{b} = alloca [{FLUSH_ROWS} x {t}]" for b, t in slots]
-    allocas += [f"  %{c} = alloca [{FLUSH_ROWS * SHORT_K} x {ty}]" for c in ("cols", "ycols", "ocols")]
-    ybase = ["  %ybase = mul i64 %r0, %b_stride", f"  %blkq = getelementptr {ty}, ptr %B, i64 %ybase"]
+    allocas += [f"  %{c} = alloca [{FLUSH_ROWS * SHORT_K} x {ty}]" for c in (("cols", "ycols", "ocols") if xent
+                                                                            else ("cols", "ocols"))]
+    ybase = ["  %ybase = mul i64 %r0, %b_stride", f"  %blkq = getelementptr {ty}, ptr %B, i64 %ybase"] if xent else []
     return _block_loop(_ab_define(symbol(kind, dtype)), ty, allocas, ybase, body, "bk.done", meta)
