@@ -21,6 +21,15 @@ calloc (a fresh large block is the OS's zero pages, faulted in by whoever first 
 them, as for any np.zeros) or, inside an s2sad call, a warm block of s2sad's pool
 cleared by memset (mempool): nothing is deferred to the caller that np.zeros would not
 defer; what is saved is the kernel's pass, not the memory.
+
+What is left at 1M elements is the 8 MB fill, on one thread (bench/mem_rows.py runs the
+table's conditions). Measured and not done: the fill on two threads (the pool's block
+cleared by chunks on threads.run_chunks, chosen by a ThreadChooser) was slower here at
+every load (idle: 120-140 us against one memset's 80-95 warm; a pool thread's wake-up
+costs ~100 us on this 2-vCPU machine; under load 4-5, 2-5 ms), and its one-thread path
+cost 5-20 us over calloc's memset; non-temporal stores (no read for ownership) clear a
+cold block in 0.65-0.75x memset's time but a warm one in 1.2-1.45x, and the caller's
+first read of the result then misses the cache: fill plus one read measured the same.
 """
 from __future__ import annotations
 
