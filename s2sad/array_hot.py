@@ -23,6 +23,9 @@ function on the same arguments, unchanged, and shape its results the same way:
 Anything else, and a RecursionError inside, it declines (NotImplemented): the full path
 then binds, converts, checks, refuses or plans again. The results are the full path's,
 bit for bit: the same generated function, `as_result` and `as_value` on its results.
+A specialised copy runs without `bound(FUN)`: it reads no free data and no state
+(array_special.specializer_for refuses both), so nothing in it asks a resolver for
+FUN's cells or globals; the general and recording calls run bound.
 """
 from __future__ import annotations
 
@@ -96,14 +99,17 @@ def hot_maker(c, fn: Callable, argnums: tuple[int, ...], many: bool, grad_only: 
                   # a recorded signature passed the checks when it was recorded (same dtypes)
                   "        if sp is None:"]
         lines += [f"            {line}" for line in check]
+        # a specialised copy reads no free data and no state (specializer_for, straight_line):
+        # nothing in it reads a resolver, so it runs without `bound` (0.7 us of ~20 at n = 32)
         lines += ["        try:",
-                  "            with bound(FUN):",
-                  "                if sp is not None:",
-                  "                    r = sp[0](*args)",
-                  f"                elif {arrays}:",
-                  "                    r = SPECIAL.call(key, args, as_is)",
-                  "                else:",
-                  f"                    r = fn(*args{free})"]
+                  "            if sp is not None:",
+                  "                r = sp[0](*args)",
+                  "            else:",
+                  "                with bound(FUN):",
+                  f"                    if {arrays}:",
+                  "                        r = SPECIAL.call(key, args, as_is)",
+                  "                    else:",
+                  f"                        r = fn(*args{free})"]
     lines += [
         "        except RecursionError:",
         "            return NotImplemented",
