@@ -36,6 +36,7 @@ import numpy as np
 
 from .codegen import llvm_jit, llvm_pool
 
+ndarray = np.ndarray         # (enter's loop runs on every grad call: a global, not an attribute)
 THRESHOLD = 1 << 18          # 256 KiB: below it glibc keeps freed memory itself
 NAME = b"s2sad_pool"
 
@@ -149,11 +150,12 @@ def enter(args):
     """The handler to restore (leave), or None: the pool is set for calls given an array
     of at least WORTH bytes (a smaller call allocates below THRESHOLD, where the pool
     would cost its 0.5 us and give nothing)."""
-    for a in args:
-        if type(a) is np.ndarray:
+    for a in args:      # (every grad call pays this loop: one type() an argument)
+        t = type(a)
+        if t is ndarray:
             if a.nbytes >= WORTH:
                 break
-        elif type(a) in (tuple, list) and any(type(b) is np.ndarray and b.nbytes >= WORTH for b in a):
+        elif (t is tuple or t is list) and any(type(b) is ndarray and b.nbytes >= WORTH for b in a):
             break       # jvp's primals, a list of arrays
     else:
         return None
