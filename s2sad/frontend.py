@@ -272,7 +272,7 @@ class Assumptions:
     array: names are read from `fun` (the planned code's own names, directly from its
     globals and closure) or through their resolver (other functions', weakly held)."""
 
-    def __init__(self, log: list, code: types.CodeType) -> None:
+    def __init__(self, log: list, code: types.CodeType, checked_lists=frozenset()) -> None:
         self.code = code
         self._globals, self._cells, self._others, self.entries = [], [], [], []
         seen = set()
@@ -283,6 +283,8 @@ class Assumptions:
             if name in resolver.extra and name not in resolver.freevars:
                 continue        # a resolver's fixed `extra` value cannot change
             test, want = _expectation(value)
+            if test is freedata.list_still_usable and (id(resolver), name) in checked_lists:
+                test = freedata.still_a_list    # (its generated code checks its conversion)
             self.entries.append((name, test))
             if resolver.code is not code:
                 self._others.append((resolver, name, test, want))

@@ -54,6 +54,7 @@ from .arraycalls import Calls
 from .arraystmts import Statements, drop_dead_phis
 from .arrayints import int_expr
 from .arraywrites import check_writes
+from .freelists import check_free_lists
 from .ewtranslate import Site
 from .ewexprs import ElementwiseExprs
 from .fusion import fuse
@@ -151,6 +152,7 @@ class Builder:
         fuse_row_dots(prog)
         fuse(prog, self)
         pair_kernels(prog)
+        prog.checked_lists = check_free_lists(prog, self)      # (last: the passes above see np.array(L))
         return prog
 
     def function_body(self, body, scope: Scope, fnode, want=None):
