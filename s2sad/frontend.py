@@ -266,7 +266,9 @@ class Assumptions:
     - a name whose value was compiled in holds an equal number or tuple (by type and
       value) or the same object (a function, held weakly);
     - a name read at call time (an array, list, dict) holds the same kind (for arrays,
-      dtype and ndim): a new closure of known code over a new batch reuses the plan.
+      dtype and ndim): a new closure of known code over a new batch reuses the plan; a
+      list's numbers stay as usable as planned (freedata), tested here per call unless
+      the generated code checks its one conversion (`checked_lists`).
 
     Modules are not recorded. Nothing here holds a user's function, globals dict or
     array: names are read from `fun` (the planned code's own names, directly from its
