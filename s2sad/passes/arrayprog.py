@@ -152,7 +152,6 @@ class Builder:
         fuse_row_dots(prog)
         fuse(prog, self)
         pair_kernels(prog)
-        prog.checked_lists = check_free_lists(prog, self)      # (last: the passes above see np.array(L))
         return prog
 
     def function_body(self, body, scope: Scope, fnode, want=None):
@@ -449,4 +448,7 @@ def build_program(pf: ParsedFunction, new_kernel: Callable[[ScalarProgram, str],
     """The array program of `pf`. Each fused region's kernel is `new_kernel(program, name)`:
     runtime.Kernel, handed down by the caller (plans), since the runtime is a layer above
     the passes."""
-    return Builder(pf, new_kernel).build()
+    builder = Builder(pf, new_kernel)
+    prog = builder.build()
+    prog.checked_lists = check_free_lists(prog, builder)     # (last: every pass above sees np.array(L))
+    return prog

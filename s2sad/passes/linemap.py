@@ -41,12 +41,13 @@ def statement_comment(ind: str, filename: str, node) -> LocatedLine:
     return LocatedLine(f"{ind}# {source_line(filename, node)}", location_of(filename, node))
 
 
-def block_header(text: str, st) -> LocatedLine:
-    """The header line of a sweep's block for the loop or `if` statement `st` (a reverse
-    loop's `for`, its `if`; the user's line quoted after it), located at `st`: the lines
-    under it, up to its body's first statement comment, run for it, not for the
+def block_header(code: str, st) -> LocatedLine:
+    """`<code>  # Grad of: <st's source line>`: the header line of a sweep's block for the
+    loop or `if` statement `st` (a reverse loop's `for`, its `if`), located at `st`: the
+    lines under it, up to its body's first statement comment, run for it, not for the
     statement before."""
-    return LocatedLine(text, location_of(st.ctx.filename, st.node))
+    return LocatedLine(f"{code}  # Grad of: {source_line(st.ctx.filename, st.node)}",
+                       location_of(st.ctx.filename, st.node))
 
 
 def located_lines(items) -> list:
