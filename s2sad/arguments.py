@@ -265,9 +265,15 @@ def as_result(g: np.ndarray, like: Any):
 
 
 def as_value(v):
-    """A loss as a Python number (a float, or an int for a count)."""
-    if isinstance(v, (float, int)):
+    """A loss as a Python number (a float, or an int for a count), whatever computed it:
+    a kernel's sum (a float, or smath.Real, whose arithmetic never raises), numpy's
+    (np.float64, np.int64) or the unrolled entry's (a float). Every path gives the same
+    type for the same call."""
+    t = type(v)
+    if t is float or t is int or t is bool:
         return v
+    if isinstance(v, float):        # (np.float64, smath.Real: a float as Python's)
+        return float(v)
     a = np.asarray(v)
     if a.size == 1:
         return a.reshape(()).item()

@@ -9,13 +9,19 @@ new plan (frontend.Assumptions keys arrays by dtype), so the check runs for ever
 a call meets, at plan time. A list has no dtype to key on: the plan's assumption on a
 list (frontend.Assumptions) also holds only while its data stays as usable as when
 planned (`list_still_usable`, run per call), so a list whose elements turn complex,
-long double or strings after warm calls is planned again, and refused there.
+long double or strings after warm calls is planned again, and refused there. Where the
+array program itself converts the list (every statement reading it is plain Python,
+`np.array(L)`), that conversion's result is checked instead (`RealData`, bound around the
+statement by passes/freelists.py) and the per-call test only asks that it is still a
+list (`still_a_list`): the list is converted once a call, not twice.
 """
 from __future__ import annotations
 
 from typing import Any
 
 import numpy as np
+
+from .errors import FreeVariableError, SourceLocation
 
 
 def lossy_data(value: Any) -> str | None:
@@ -30,6 +36,11 @@ def lossy_data(value: Any) -> str | None:
             return None
     else:
         return None
+    return lossy_dtype(dtype)
+
+
+def lossy_dtype(dtype: np.dtype) -> str | None:
+    """lossy_data's answer for data of `dtype`."""
     if dtype.kind == "c":
         return f"dtype {dtype}: s2sad differentiates real code and would drop the imaginary part"
     if dtype.kind == "f" and dtype.itemsize > 8:
@@ -46,6 +57,31 @@ HINT = ("Make it a float64 (or float32) array: np.asarray(..., dtype=np.float64)
 def list_usable(value: list) -> bool:
     """Whether the kernels can read the list `value` as it is (what the plan recorded)."""
     return lossy_data(value) is None
+
+
+def still_a_list(current: Any, want: tuple) -> bool:
+    """A plan's test on a free list whose conversions the generated code checks (RealData):
+    still a list (want = (list, usable when planned), as list_still_usable's)."""
+    return type(current) is want[0]
+
+
+class RealData:
+    """checker(array) -> array, bound in generated code around the statement that converts
+    the free list `name` (`real_data(np.array(L))`, passes/freelists.py): an array whose
+    numbers the kernels would change (complex, long double, strings, objects) is refused,
+    located at the read, with the words the plan uses on a first call. Holds no user
+    object."""
+
+    __slots__ = ("name", "where")
+
+    def __init__(self, name: str, where: SourceLocation | None):
+        self.name, self.where = name, where
+
+    def __call__(self, value: Any) -> Any:
+        lossy = lossy_dtype(value.dtype) if type(value) is np.ndarray else None
+        if lossy is not None:
+            raise FreeVariableError(f"'{self.name}' holds {lossy}", self.where, hint=HINT)
+        return value
 
 
 def list_still_usable(current: Any, want: tuple) -> bool:

@@ -266,13 +266,15 @@ class Assumptions:
     - a name whose value was compiled in holds an equal number or tuple (by type and
       value) or the same object (a function, held weakly);
     - a name read at call time (an array, list, dict) holds the same kind (for arrays,
-      dtype and ndim): a new closure of known code over a new batch reuses the plan.
+      dtype and ndim): a new closure of known code over a new batch reuses the plan; a
+      list's numbers stay as usable as planned (freedata), tested here per call unless
+      the generated code checks its one conversion (`checked_lists`).
 
     Modules are not recorded. Nothing here holds a user's function, globals dict or
     array: names are read from `fun` (the planned code's own names, directly from its
     globals and closure) or through their resolver (other functions', weakly held)."""
 
-    def __init__(self, log: list, code: types.CodeType) -> None:
+    def __init__(self, log: list, code: types.CodeType, checked_lists=frozenset()) -> None:
         self.code = code
         self._globals, self._cells, self._others, self.entries = [], [], [], []
         seen = set()
@@ -283,6 +285,8 @@ class Assumptions:
             if name in resolver.extra and name not in resolver.freevars:
                 continue        # a resolver's fixed `extra` value cannot change
             test, want = _expectation(value)
+            if test is freedata.list_still_usable and (id(resolver), name) in checked_lists:
+                test = freedata.still_a_list    # (its generated code checks its conversion)
             self.entries.append((name, test))
             if resolver.code is not code:
                 self._others.append((resolver, name, test, want))

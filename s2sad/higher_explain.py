@@ -40,7 +40,7 @@ def explanation(wrapper: Callable, args: tuple) -> Explanation:
     """Call `wrapper` on `args` (none: its last call) and say which path each level took."""
     if args:
         wrapper(*args)
-    name = wrapper.__qualname__
+    name = f"s2sad.{wrapper.kind}({_describe(wrapper.of)})"     # (the whole composition: jacfwd(grad(f)))
     at = f" at ({', '.join(_arg(a) for a in args)})" if args else " (its last call)"
     lines = [f"s2sad.explain: {name}{at}"]
     levels = levels_of(wrapper, args)

@@ -32,7 +32,7 @@ import numpy as np
 from . import marks
 from .arguments import argnums_tuple, check_argnums_spec, dtype_of, reraise_located, SHAPE_ERRORS
 from .errors import ArgumentError, NonDifferentiableInputError, S2SADError
-from .first_order import first_order_checked
+from .first_order import FirstOrderCheck
 from .targets import arity, bind
 
 # which kind of function a path serves (`Path.when`)
@@ -106,7 +106,7 @@ def runner(kind: str, parts: Parts, table: Sequence[type]) -> Callable:
     assert paths and paths[-1].total, f"{kind}'s table ends with a path that may decline"
     assert not paths[0].checks_argnums and not paths[0].total, f"{kind}'s first path is not a warm one"
     fun, argnums = parts.fun, parts.argnums
-    of_grad = parts.first_order
+    of_grad = FirstOrderCheck(parts.first_order) if parts.first_order is not None else None
     first, first_took = paths[0].try_, paths[0].took     # (the warm path: tried outside the loop)
     rest = _steps(paths[1:], lambda args: check_argnums(argnums, args, fun))
 
@@ -115,7 +115,7 @@ def runner(kind: str, parts: Parts, table: Sequence[type]) -> Callable:
             if kwargs:
                 args = with_keywords(fun, args, kwargs)
             if of_grad is not None:     # (what the grad refuses: a map's grad is no elementwise derivative)
-                first_order_checked(of_grad, args)
+                of_grad(args)
             got = first(args)
             if got is not None:
                 wrapper.took = first_took

@@ -78,7 +78,10 @@ class Diagonal:
         if any(index is not None for _, _, index in pairs) or {i for _, i, _ in pairs} != set(nums):
             return self._declined("not a map of the argument's elements (an element of it read, or it not read)")
         kargs = c.kernel_args(primals)
-        shape = np.broadcast_shapes(*(np.shape(a) for a in kargs))
+        try:
+            shape = np.broadcast_shapes(*(np.shape(a) for a in kargs))
+        except ValueError:      # (the column path refuses them, located at the kernel's statement)
+            return self._declined("arguments whose shapes do not broadcast")
         if any(np.shape(primals[i]) != shape for i in nums):
             return self._declined("the argument broadcasts against a larger one (not diagonal)")
         active = tuple(k for k, _, _ in pairs)

@@ -228,7 +228,7 @@ def _plan(fun: Callable, layout: Layout | None = None, force: str | None = None)
         route = route_of(pf)
         c = _BUILD[force or route.kind](fun, pf)
     c.route = route
-    c.assumptions = Assumptions(log, PlanCache.key_of(fun))
+    c.assumptions = Assumptions(log, PlanCache.key_of(fun), getattr(getattr(c, "program", None), "checked_lists", ()))
     return c
 
 

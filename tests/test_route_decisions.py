@@ -129,7 +129,7 @@ CAUGHT = {
     "cli.py:compile_module": "reports the error to the user (exit status 1): not a path choice",
     "api.py:run": "calls_bound: the target of a call that fails to bind is the api's own to refuse, "
                   "where it is located (a deferral)",
-    "first_order.py:first_order_checked": "a derivative whose function cannot be planned: the higher-order path "
+    "first_order.py:_checked_planned": "a derivative whose function cannot be planned: the higher-order path "
                                   "refuses it, naming the composition's level (a deferral)",
     "array_higher.py:is_array_derivative": "owned by a parallel change this session (route_of would decide)",
     "jacdiag.py:full": "jacfwd/jacrev of what cannot be planned: the column-by-column path's jvp/vjp "

@@ -23,6 +23,7 @@ from ..kernel_text import unparse
 from .adjoint_text import text_of
 from .arrayir import ArrayProgram, ArrayStmt, ForStmt, IfStmt, KernelSum, Py, walk_stmts
 from .derivcalls import derivative_call_text
+from .freelists import user_forward
 from .kernelpairs import choose_mode, row_reduction
 from .linemap import compile_located
 from .reverse import Generator
@@ -189,10 +190,11 @@ class ArrayCompiled:
                             f"axis {unparse(st.op.axis)} written with numpy (max, shift, exp, sum, log/divide), "
                             f"as one pass per row forward and one backward (s2sad.rowsoftmax: 2-D float arrays; "
                             f"elsewhere the numpy formula)")
-                lines.append(f"  {loc}: {unparse(st.forward)} -> {what}")
+                lines.append(f"  {loc}: {unparse(user_forward(st, prog.bound))} -> {what}")
             elif isinstance(st, ArrayStmt) and isinstance(st.op, Py):
                 loc = _short(location_of(st.ctx.filename, st.node))
-                lines.append(f"  {loc}: {unparse(st.forward)} -> evaluated as is (no derivative flows through it)")
+                lines.append(f"  {loc}: {unparse(user_forward(st, prog.bound))} -> evaluated as is (no derivative "
+                             f"flows through it)")
         for info in prog.kernels:
             st = info.stmt
             k = info.kernel

@@ -166,6 +166,9 @@ class ArrayProgram:
     sites: list[Site]
     namer: "Namer"
     known_scalar: set[str]
+    # (id(resolver), user's name) of the free lists whose conversions the generated code
+    # checks (passes/freelists.py): their plan tests per call only that each is a list
+    checked_lists: set = field(default_factory=set)
 
 
 class Namer:

@@ -54,6 +54,7 @@ from .arraycalls import Calls
 from .arraystmts import Statements, drop_dead_phis
 from .arrayints import int_expr
 from .arraywrites import check_writes
+from .freelists import check_free_lists
 from .ewtranslate import Site
 from .ewexprs import ElementwiseExprs
 from .fusion import fuse
@@ -447,4 +448,7 @@ def build_program(pf: ParsedFunction, new_kernel: Callable[[ScalarProgram, str],
     """The array program of `pf`. Each fused region's kernel is `new_kernel(program, name)`:
     runtime.Kernel, handed down by the caller (plans), since the runtime is a layer above
     the passes."""
-    return Builder(pf, new_kernel).build()
+    builder = Builder(pf, new_kernel)
+    prog = builder.build()
+    prog.checked_lists = check_free_lists(prog, builder)     # (last: every pass above sees np.array(L))
+    return prog

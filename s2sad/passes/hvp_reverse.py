@@ -12,10 +12,11 @@ from __future__ import annotations
 from .. import array_prims
 from ..array_prims.prim import kw
 from ..errors import UnsupportedOperationError
-from ..frontend import location_of, source_line as _line
+from ..frontend import location_of
 from ..kernel_text import unparse
 from .adjoint_text import names_read, param_texts, text_of, tuple_text
 from .arrayir import ArrayStmt, ForStmt, IfStmt, KernelSum, ListAppend, RunKernel, SetItem, is_kernel, walk_stmts
+from .linemap import block_header
 from .reverse_sweep import reverse_body
 
 # what the tangent of a primitive's VJP adds to the VJP of the seed's tangent, by entry:
@@ -265,8 +266,7 @@ class ReverseOfTangents:
         if st.counted:      # its iterations are the tape's entries: the loop variable on it too
             need += [st.var] if st.range_args is not None and st.var in names_read(text) else []
             push.names = init_tape.names = need
-            out.append(f"{ind}for {tuple_text(need) if need else '_'} in reversed({tape}):  "
-                       f"# Grad of: {_line(st.ctx.filename, st.node)}")
+            out.append(block_header(f"{ind}for {tuple_text(need) if need else '_'} in reversed({tape}):", st))
             out.extend(lines or [f"{i2}pass"])
             for ph in phis:
                 self.contribute(ph.first, self.bar(ph.name), self.bar_dot(ph.name), ind, out, init)
@@ -274,10 +274,10 @@ class ReverseOfTangents:
         push.names = init_tape.names = need
         rng = f"range({', '.join(unparse(a) for a in st.range_args)})"
         if need:
-            out.append(f"{ind}for {st.var}, {tuple_text(need)} in zip(reversed({rng}), reversed({tape})):  "
-                       f"# Grad of: {_line(st.ctx.filename, st.node)}")
+            out.append(block_header(f"{ind}for {st.var}, {tuple_text(need)} in zip(reversed({rng}), reversed({tape})):",
+                                    st))
         else:
-            out.append(f"{ind}for {st.var} in reversed({rng}):  # Grad of: {_line(st.ctx.filename, st.node)}")
+            out.append(block_header(f"{ind}for {st.var} in reversed({rng}):", st))
         out.extend(lines or [f"{i2}pass"])
         for ph in phis:
             self.contribute(ph.first, self.bar(ph.name), self.bar_dot(ph.name), ind, out, init)
@@ -306,7 +306,7 @@ class ReverseOfTangents:
         if not has:
             return
         self._preinit(self._contributed(st.body + st.orelse), ind, out, init)
-        out.append(f"{ind}if {text_of(st.test)}:  # Grad of: {_line(st.ctx.filename, st.node)}")
+        out.append(block_header(f"{ind}if {text_of(st.test)}:", st))
         for branch, k in ((st.body, 0), (st.orelse, 1)):
             if k == 1:
                 out.append(f"{ind}else:")

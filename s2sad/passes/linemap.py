@@ -41,6 +41,15 @@ def statement_comment(ind: str, filename: str, node) -> LocatedLine:
     return LocatedLine(f"{ind}# {source_line(filename, node)}", location_of(filename, node))
 
 
+def block_header(code: str, st) -> LocatedLine:
+    """`<code>  # Grad of: <st's source line>`: the header line of a sweep's block for the
+    loop or `if` statement `st` (a reverse loop's `for`, its `if`), located at `st`: the
+    lines under it, up to its body's first statement comment, run for it, not for the
+    statement before."""
+    return LocatedLine(f"{code}  # Grad of: {source_line(st.ctx.filename, st.node)}",
+                       location_of(st.ctx.filename, st.node))
+
+
 def located_lines(items) -> list:
     """The LocatedLines among `items` (lines and other parts of a generation), in order."""
     return [l for l in items if isinstance(l, LocatedLine)]

@@ -21,7 +21,7 @@ from .adjoint_text import grad_of_line, names_read, param_texts, text_of, tuple_
 from .epilogues import fused_sums_call
 from .arrayir import ArrayStmt, ForStmt, IfStmt, KernelSum, ListAppend, Py, RunKernel, SetItem, walk_stmts
 from .kernelpairs import row_reduction
-from .linemap import LocatedLine
+from .linemap import LocatedLine, block_header
 from .primhints import call_params, register_hint
 from .unitpartials import unit_partials
 
@@ -312,7 +312,7 @@ class ReverseSweep:
             need = need + ([st.var] if st.range_args is not None and st.var in names_read(text) else [])
             st.adjoint.tape_names = need
             head = f"{tuple_text(need)}" if need else "_"
-            out.append(f"{ind}for {head} in reversed({tape}):  # Grad of: {_line(st.ctx.filename, st.node)}")
+            out.append(block_header(f"{ind}for {head} in reversed({tape}):", st))
             out.extend(lines or [f"{i2}pass"])
             for ph in phis:
                 self.contribute(ph.first, self.bar(ph.name), ind, out, init)
@@ -320,10 +320,10 @@ class ReverseSweep:
         st.adjoint.tape_names = need
         rng = f"range({', '.join(unparse(a) for a in st.range_args)})"
         if need:
-            out.append(f"{ind}for {st.var}, {tuple_text(need)} in zip(reversed({rng}), reversed({tape})):  "
-                       f"# Grad of: {_line(st.ctx.filename, st.node)}")
+            out.append(block_header(f"{ind}for {st.var}, {tuple_text(need)} in zip(reversed({rng}), reversed({tape})):",
+                                    st))
         else:
-            out.append(f"{ind}for {st.var} in reversed({rng}):  # Grad of: {_line(st.ctx.filename, st.node)}")
+            out.append(block_header(f"{ind}for {st.var} in reversed({rng}):", st))
         out.extend(lines or [f"{i2}pass"])
         for ph in phis:
             self.contribute(ph.first, self.bar(ph.name), ind, out, init)
@@ -339,7 +339,7 @@ class ReverseSweep:
         inside = {n for b in (st.body, st.orelse) for x in walk_stmts(b) for n in _defines(x)}
         outer = {v for ph in phis for v in (ph.first, ph.second) if self.is_active(v) and v not in inside}
         self._preinit(self._contributed(st.body + st.orelse) | outer, ind, out, init)
-        out.append(f"{ind}if {text_of(st.test)}:  # Grad of: {_line(st.ctx.filename, st.node)}")
+        out.append(block_header(f"{ind}if {text_of(st.test)}:", st))
         for branch, k in ((st.body, 0), (st.orelse, 1)):
             if k == 1:
                 out.append(f"{ind}else:")
