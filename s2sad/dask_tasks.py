@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import linecache
 import multiprocessing
+import pickle
 import sys
 import threading
 import types
@@ -185,8 +186,6 @@ def arrived(digest: bytes, data: bytes) -> Shipped:
     process keeps it (the last ARRIVED_MAX, each of at most ARRIVED_MAX_BYTES: a loss that
     carries big data by value is unpickled per task, as dask would, not kept), else the
     bytes unpickled."""
-    import pickle
-
     with _ARRIVING:
         fun = _ARRIVED.get(digest)
         if fun is not None:
