@@ -458,10 +458,11 @@ def broadcast(apply: Callable, f: Callable, args, backend):
     lay = layout_of(name, args)
     args = [_aligned(a, lay) if is_dask(a) else a for a in args]
     nested = np.empty(tuple(len(c) for c in lay.chunks), dtype=object)
+    ship = Shipped(f)       # (f pickled once for all the blocks)
     for idx, shape, parts in blocks_of(args, lay):
         inputs, picks = as_task_inputs(parts)
         # each block broadcast to its full shape (an argument may be broadcast along it)
-        task = BlockApply(apply, f, backend, picks, nested.size)
+        task = BlockApply(apply, ship, backend, picks, nested.size)
         out = delayed(np.broadcast_to)(delayed(task, pure=False)(*inputs), shape)
         nested[idx] = da.from_delayed(out, shape=shape, dtype=dtype)
     return da.block(nested.tolist()) if nested.ndim else nested[()]

@@ -243,8 +243,18 @@ def _renamed(code: types.CodeType, filename: str) -> types.CodeType:
 class BlockApply:
     """`apply(f, *blocks)` on one block (apply: s2sad.broadcast, passed down by the api)."""
 
-    def __init__(self, apply: Callable, f: Callable, backend, picks: tuple = (), blocks: int = 0):
-        self.apply, self.f, self.backend, self.picks, self.blocks = apply, f, backend, picks, blocks
+    def __init__(self, apply: Callable, f: "Callable | Shipped", backend, picks: tuple = (), blocks: int = 0):
+        self.shipped = f if isinstance(f, Shipped) else Shipped(f)      # (as BlockTask's loss)
+        self.apply, self.f, self.backend, self.picks, self.blocks = apply, self.shipped.fun, backend, picks, blocks
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        del state["f"]
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self.f = self.shipped.fun
 
     def __call__(self, *blocks):
         blocks = pick(blocks, self.picks)

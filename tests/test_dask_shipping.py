@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import s2sad
-from s2sad.dask_tasks import ARRIVED_MAX_BYTES, BlockTask, Shipped
+from s2sad.dask_tasks import ARRIVED_MAX_BYTES, BlockApply, BlockTask, Shipped
 
 da = pytest.importorskip("dask.array", reason="dask is an optional extra: make test installs it")
 distributed = pytest.importorskip("distributed")
@@ -108,3 +108,13 @@ def test_workers_plan_a_by_value_loss_once_and_follow_its_globals(client, by_val
         changed = g(X).compute()
     assert np.array_equal(changed, g(x))
     np.testing.assert_allclose(changed, first * 1.5, rtol=1e-12)
+
+
+def test_broadcast_ships_its_function_the_same_way(client, by_value):
+    ship = Shipped(by_value.term)
+    a, b = (pickle.loads(cloudpickle.dumps(BlockApply(s2sad.broadcast, ship, "llvm"))).f for _ in range(2))
+    assert a is b and a is not by_value.term
+    x = np.random.default_rng(4).uniform(-2, 2, 4000)
+    with client.as_current():
+        got = s2sad.broadcast(by_value.term, da.from_array(x, chunks=500)).compute()
+    np.testing.assert_array_equal(got, s2sad.broadcast(by_value.term, x))
