@@ -41,7 +41,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .dask_blocks import as_task_inputs, delayed_blocks, with_producers_inlined
-from .dask_tasks import BlockApply, BlockGrad, BlockTask
+from .dask_tasks import BlockApply, BlockGrad, BlockTask, Shipped
 from .errors import DaskSplitError
 from .marks import location_of_function
 from .frontend import location_of
@@ -284,11 +284,11 @@ def value_and_grad(fun: Callable, args, argnums: tuple[int, ...], *, backend, mo
     args = [_aligned(a, lay) if is_dask(a) else a for a in args]
     total = int(np.prod(lay.shape))
     n_blocks = int(np.prod([len(c) for c in lay.chunks]))
-    tasks = {}
+    tasks, ship = {}, Shipped(fun)      # (the loss pickled once for all the blocks)
     for idx, shape, parts in blocks_of(args, lay):
         weight = int(np.prod(shape)) / total if split.kind.endswith("mean") and total else 1.0
         inputs, picks = as_task_inputs(parts)
-        tasks[idx] = delayed(BlockTask(fun, argnums, backend, mode, weight, picks, n_blocks), pure=False)(*inputs)
+        tasks[idx] = delayed(BlockTask(ship, argnums, backend, mode, weight, picks, n_blocks), pure=False)(*inputs)
     value = tree_sum([t[0] for t in tasks.values()]) if want_value else None
     grads, eager = [], {}
     for j, i in enumerate(argnums):
@@ -368,17 +368,17 @@ def rows_value_and_grad(fun: Callable, args, argnums, split: Split, *, backend, 
     shared = {i: delayed(a, pure=False) if isinstance(a, np.ndarray) else a
               for i, a in enumerate(args) if i not in parts_of}
     mean = split.kind.startswith("rows-mean")
-    tasks = []
+    tasks, ship = [], Shipped(fun)      # (the loss pickled once for all the blocks)
     for k, m in enumerate(chunks):
         inputs, picks = as_task_inputs([parts_of[i][k] if i in parts_of else shared[i] for i in range(len(args))])
-        task = BlockTask(fun, argnums, backend, mode, m / n if mean and n else 1.0, picks, len(chunks))
+        task = BlockTask(ship, argnums, backend, mode, m / n if mean and n else 1.0, picks, len(chunks))
         tasks.append(delayed(task, pure=False)(*inputs))
     extra = []
     if split.kind.endswith("+offset") and not mean and len(chunks) > 1:
         # the loss over no rows is b: taken off once per block beyond the first
         empty = [np.empty((0,) + tuple(args[i].shape[1:]), dtype=args[i].dtype) if i in parts_of else shared[i]
                  for i in range(len(args))]
-        extra.append(delayed(BlockTask(fun, argnums, backend, mode, -(len(chunks) - 1), blocks=len(chunks) + 1),
+        extra.append(delayed(BlockTask(ship, argnums, backend, mode, -(len(chunks) - 1), blocks=len(chunks) + 1),
                              pure=False)(*empty))
     grads, eager = [None] * len(argnums), {}
     summed = tuple(j for j, i in enumerate(argnums) if i not in parts_of)
@@ -458,10 +458,11 @@ def broadcast(apply: Callable, f: Callable, args, backend):
     lay = layout_of(name, args)
     args = [_aligned(a, lay) if is_dask(a) else a for a in args]
     nested = np.empty(tuple(len(c) for c in lay.chunks), dtype=object)
+    ship = Shipped(f)       # (f pickled once for all the blocks)
     for idx, shape, parts in blocks_of(args, lay):
         inputs, picks = as_task_inputs(parts)
         # each block broadcast to its full shape (an argument may be broadcast along it)
-        task = BlockApply(apply, f, backend, picks, nested.size)
+        task = BlockApply(apply, ship, backend, picks, nested.size)
         out = delayed(np.broadcast_to)(delayed(task, pure=False)(*inputs), shape)
         nested[idx] = da.from_delayed(out, shape=shape, dtype=dtype)
     return da.block(nested.tolist()) if nested.ndim else nested[()]

@@ -13,11 +13,14 @@ Layer: plan (with dask_grad; dask and distributed are read only when a task runs
 """
 from __future__ import annotations
 
+import hashlib
 import linecache
 import multiprocessing
+import pickle
 import sys
 import threading
 import types
+from collections import OrderedDict
 from typing import Callable
 
 import numpy as np
@@ -37,8 +40,11 @@ class BlockTask:
 
     PREFIX = "s2sad_grad_"      # of its dask name (and of its tasks' keys)
 
-    def __init__(self, fun: Callable, argnums: tuple[int, ...], backend, mode: str, weight: float,
+    def __init__(self, fun: "Callable | Shipped", argnums: tuple[int, ...], backend, mode: str, weight: float,
                  picks: tuple = (), blocks: int = 0, what: str = "value_and_grad"):
+        # the loss as tasks ship it: one `Shipped` for all the blocks of a call (pickled once)
+        self.shipped = fun if isinstance(fun, Shipped) else Shipped(fun)
+        fun = self.shipped.fun
         self.fun, self.argnums, self.backend, self.mode, self.weight = fun, argnums, backend, mode, weight
         self.what = what
         self.derivative: Derivative | None = None
@@ -51,7 +57,13 @@ class BlockTask:
         self.lines = tuple(linecache.getlines(self.filename)) if self.filename else ()
 
     def __getstate__(self) -> dict:
-        return dict(self.__dict__, derivative=None)      # never compiled code in a task
+        state = dict(self.__dict__, derivative=None)      # never compiled code in a task
+        del state["fun"]                                  # (shipped once, in `shipped`)
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self.fun = self.shipped.fun
 
     def __call__(self, *blocks):
         return self.run(pick(blocks, self.picks), self.weight)
@@ -129,6 +141,73 @@ def _scheduler_threads() -> int:
     return int(n) if isinstance(n, int) and n >= 1 else CPU_COUNT
 
 
+ARRIVED_MAX = 8              # losses a process keeps as they arrived (by their pickle's digest)
+ARRIVED_MAX_BYTES = 1 << 20  # a larger pickle (a loss carrying data by value) is not kept
+
+
+class Shipped:
+    """A loss as a call's tasks ship it: pickled once for the call (cloudpickle: by reference
+    where it is importable, else by value, code and globals), and named by the digest of
+    those bytes. A process that receives it (a worker) unpickles each digest once and gives
+    every task of it the same function object (`arrived`).
+
+    Why: s2sad's plans serve a function whose code object is the one planned (frontend.
+    Assumptions); a loss shipped by value (defined in __main__, as a script's is) arrived
+    as a new function with a new code object in every task, and the worker planned it again
+    per task (measured: the out-of-core example's block tasks took 36-52 ns of CPU a row
+    where the same loss imported by reference took 18-26). Equal bytes are an equal
+    function (its code, and the values of the globals and cells it reads), so the one
+    object stands for all of them; a loss whose globals changed between calls pickles to
+    other bytes and arrives as a new function."""
+
+    def __init__(self, fun: Callable):
+        self.fun = fun
+        self._payload: tuple[bytes, bytes] | None = None
+
+    def payload(self) -> tuple[bytes, bytes]:
+        """(digest, pickled bytes), made at the first pickling (once per call)."""
+        if self._payload is None:
+            import cloudpickle     # (dask's own dependency: a Shipped is pickled only by dask)
+
+            data = cloudpickle.dumps(self.fun)
+            self._payload = (hashlib.blake2b(data, digest_size=20).digest(), data)
+        return self._payload
+
+    def __reduce__(self):
+        return arrived, self.payload()
+
+
+_ARRIVED: "OrderedDict[bytes, Callable]" = OrderedDict()
+_ARRIVING = threading.Lock()
+
+
+def arrived(digest: bytes, data: bytes) -> Shipped:
+    """Unpickling a Shipped: the function that arrived with these bytes before, while this
+    process keeps it (the last ARRIVED_MAX, each of at most ARRIVED_MAX_BYTES: a loss that
+    carries big data by value is unpickled per task, as dask would, not kept), else the
+    bytes unpickled."""
+    with _ARRIVING:
+        fun = _ARRIVED.get(digest)
+        if fun is not None:
+            _ARRIVED.move_to_end(digest)
+    if fun is None:
+        fun = pickle.loads(data)
+        if len(data) > ARRIVED_MAX_BYTES:
+            return Shipped(fun)
+        with _ARRIVING:
+            fun = _ARRIVED.setdefault(digest, fun)      # (two tasks meeting here: the first one's)
+            while len(_ARRIVED) > ARRIVED_MAX:
+                _ARRIVED.popitem(last=False)
+    shipped = Shipped(fun)
+    shipped._payload = (digest, data)       # (shipped on as it came, if dask sends it on)
+    return shipped
+
+
+def arrived_losses() -> int:
+    """How many shipped losses this process keeps (for tests and explain)."""
+    return len(_ARRIVED)
+
+
 class BlockGrad:
     """blockwise's function (`lazy_grad`): the gradient w.r.t. the one differentiated
     argument, at position `which`, of the loss on one block; for a mean, weighted by that
@@ -164,8 +243,18 @@ def _renamed(code: types.CodeType, filename: str) -> types.CodeType:
 class BlockApply:
     """`apply(f, *blocks)` on one block (apply: s2sad.broadcast, passed down by the api)."""
 
-    def __init__(self, apply: Callable, f: Callable, backend, picks: tuple = (), blocks: int = 0):
-        self.apply, self.f, self.backend, self.picks, self.blocks = apply, f, backend, picks, blocks
+    def __init__(self, apply: Callable, f: "Callable | Shipped", backend, picks: tuple = (), blocks: int = 0):
+        self.shipped = f if isinstance(f, Shipped) else Shipped(f)      # (as BlockTask's loss)
+        self.apply, self.f, self.backend, self.picks, self.blocks = apply, self.shipped.fun, backend, picks, blocks
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        del state["f"]
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self.f = self.shipped.fun
 
     def __call__(self, *blocks):
         blocks = pick(blocks, self.picks)

@@ -85,6 +85,7 @@ LAZY_EXTERNAL = {
     "cuda": "cuda.bindings, optional: NVRTC for the CUDA backend's checks",
     "scipy": "optional",
     "dask": "optional",
+    "cloudpickle": "dask's dependency (optional with it): only when dask pickles a task's loss",
     "mpmath": "the maintenance tool that refits vecmath's polynomials",
     "secrets": "1-2 ms; only when the cache key is first made",
     "ctypes": "ctypes.util.find_library may run ldconfig: only when libmvec is looked for",
