@@ -6,6 +6,229 @@ declare <8 x double> @llvm.masked.load.v8f64.p0(ptr, i32, <8 x i1>, <8 x double>
 
 declare void @llvm.masked.store.v8f64.p0(<8 x double>, ptr, i32, <8 x i1>)
 
+define internal void @tile_8_2(ptr noalias %A, i64 %sap, i64 %saq, ptr noalias %B, i64 %sbq, ptr noalias %C, i64 %scp, i64 %qn, i1 %init, <8 x i1> %mask, ptr noalias %bias, i1 %addb) {
+entry:
+  %co0 = mul i64 %scp, 0
+  %cr0 = getelementptr double, ptr %C, i64 %co0
+  %cp0_0 = getelementptr double, ptr %cr0, i64 0
+  %cp0_1 = getelementptr double, ptr %cr0, i64 8
+  %co1 = mul i64 %scp, 1
+  %cr1 = getelementptr double, ptr %C, i64 %co1
+  %cp1_0 = getelementptr double, ptr %cr1, i64 0
+  %cp1_1 = getelementptr double, ptr %cr1, i64 8
+  %co2 = mul i64 %scp, 2
+  %cr2 = getelementptr double, ptr %C, i64 %co2
+  %cp2_0 = getelementptr double, ptr %cr2, i64 0
+  %cp2_1 = getelementptr double, ptr %cr2, i64 8
+  %co3 = mul i64 %scp, 3
+  %cr3 = getelementptr double, ptr %C, i64 %co3
+  %cp3_0 = getelementptr double, ptr %cr3, i64 0
+  %cp3_1 = getelementptr double, ptr %cr3, i64 8
+  %co4 = mul i64 %scp, 4
+  %cr4 = getelementptr double, ptr %C, i64 %co4
+  %cp4_0 = getelementptr double, ptr %cr4, i64 0
+  %cp4_1 = getelementptr double, ptr %cr4, i64 8
+  %co5 = mul i64 %scp, 5
+  %cr5 = getelementptr double, ptr %C, i64 %co5
+  %cp5_0 = getelementptr double, ptr %cr5, i64 0
+  %cp5_1 = getelementptr double, ptr %cr5, i64 8
+  %co6 = mul i64 %scp, 6
+  %cr6 = getelementptr double, ptr %C, i64 %co6
+  %cp6_0 = getelementptr double, ptr %cr6, i64 0
+  %cp6_1 = getelementptr double, ptr %cr6, i64 8
+  %co7 = mul i64 %scp, 7
+  %cr7 = getelementptr double, ptr %C, i64 %co7
+  %cp7_0 = getelementptr double, ptr %cr7, i64 0
+  %cp7_1 = getelementptr double, ptr %cr7, i64 8
+  br i1 %init, label %head, label %from_c
+from_c:
+  %c0_0 = load <8 x double>, ptr %cp0_0, align 8
+  %c0_1 = call <8 x double> @llvm.masked.load.v8f64.p0(ptr %cp0_1, i32 8, <8 x i1> %mask, <8 x double> zeroinitializer)
+  %c1_0 = load <8 x double>, ptr %cp1_0, align 8
+  %c1_1 = call <8 x double> @llvm.masked.load.v8f64.p0(ptr %cp1_1, i32 8, <8 x i1> %mask, <8 x double> zeroinitializer)
+  %c2_0 = load <8 x double>, ptr %cp2_0, align 8
+  %c2_1 = call <8 x double> @llvm.masked.load.v8f64.p0(ptr %cp2_1, i32 8, <8 x i1> %mask, <8 x double> zeroinitializer)
+  %c3_0 = load <8 x double>, ptr %cp3_0, align 8
+  %c3_1 = call <8 x double> @llvm.masked.load.v8f64.p0(ptr %cp3_1, i32 8, <8 x i1> %mask, <8 x double> zeroinitializer)
+  %c4_0 = load <8 x double>, ptr %cp4_0, align 8
+  %c4_1 = call <8 x double> @llvm.masked.load.v8f64.p0(ptr %cp4_1, i32 8, <8 x i1> %mask, <8 x double> zeroinitializer)
+  %c5_0 = load <8 x double>, ptr %cp5_0, align 8
+  %c5_1 = call <8 x double> @llvm.masked.load.v8f64.p0(ptr %cp5_1, i32 8, <8 x i1> %mask, <8 x double> zeroinitializer)
+  %c6_0 = load <8 x double>, ptr %cp6_0, align 8
+  %c6_1 = call <8 x double> @llvm.masked.load.v8f64.p0(ptr %cp6_1, i32 8, <8 x i1> %mask, <8 x double> zeroinitializer)
+  %c7_0 = load <8 x double>, ptr %cp7_0, align 8
+  %c7_1 = call <8 x double> @llvm.masked.load.v8f64.p0(ptr %cp7_1, i32 8, <8 x i1> %mask, <8 x double> zeroinitializer)
+  br label %head
+head:
+  %s0_0 = phi <8 x double> [ zeroinitializer, %entry ], [ %c0_0, %from_c ]
+  %s0_1 = phi <8 x double> [ zeroinitializer, %entry ], [ %c0_1, %from_c ]
+  %s1_0 = phi <8 x double> [ zeroinitializer, %entry ], [ %c1_0, %from_c ]
+  %s1_1 = phi <8 x double> [ zeroinitializer, %entry ], [ %c1_1, %from_c ]
+  %s2_0 = phi <8 x double> [ zeroinitializer, %entry ], [ %c2_0, %from_c ]
+  %s2_1 = phi <8 x double> [ zeroinitializer, %entry ], [ %c2_1, %from_c ]
+  %s3_0 = phi <8 x double> [ zeroinitializer, %entry ], [ %c3_0, %from_c ]
+  %s3_1 = phi <8 x double> [ zeroinitializer, %entry ], [ %c3_1, %from_c ]
+  %s4_0 = phi <8 x double> [ zeroinitializer, %entry ], [ %c4_0, %from_c ]
+  %s4_1 = phi <8 x double> [ zeroinitializer, %entry ], [ %c4_1, %from_c ]
+  %s5_0 = phi <8 x double> [ zeroinitializer, %entry ], [ %c5_0, %from_c ]
+  %s5_1 = phi <8 x double> [ zeroinitializer, %entry ], [ %c5_1, %from_c ]
+  %s6_0 = phi <8 x double> [ zeroinitializer, %entry ], [ %c6_0, %from_c ]
+  %s6_1 = phi <8 x double> [ zeroinitializer, %entry ], [ %c6_1, %from_c ]
+  %s7_0 = phi <8 x double> [ zeroinitializer, %entry ], [ %c7_0, %from_c ]
+  %s7_1 = phi <8 x double> [ zeroinitializer, %entry ], [ %c7_1, %from_c ]
+  br label %loop
+loop:
+  %q = phi i64 [ 0, %head ], [ %q.next, %loop ]
+  %acc0_0 = phi <8 x double> [ %s0_0, %head ], [ %new0_0, %loop ]
+  %acc0_1 = phi <8 x double> [ %s0_1, %head ], [ %new0_1, %loop ]
+  %acc1_0 = phi <8 x double> [ %s1_0, %head ], [ %new1_0, %loop ]
+  %acc1_1 = phi <8 x double> [ %s1_1, %head ], [ %new1_1, %loop ]
+  %acc2_0 = phi <8 x double> [ %s2_0, %head ], [ %new2_0, %loop ]
+  %acc2_1 = phi <8 x double> [ %s2_1, %head ], [ %new2_1, %loop ]
+  %acc3_0 = phi <8 x double> [ %s3_0, %head ], [ %new3_0, %loop ]
+  %acc3_1 = phi <8 x double> [ %s3_1, %head ], [ %new3_1, %loop ]
+  %acc4_0 = phi <8 x double> [ %s4_0, %head ], [ %new4_0, %loop ]
+  %acc4_1 = phi <8 x double> [ %s4_1, %head ], [ %new4_1, %loop ]
+  %acc5_0 = phi <8 x double> [ %s5_0, %head ], [ %new5_0, %loop ]
+  %acc5_1 = phi <8 x double> [ %s5_1, %head ], [ %new5_1, %loop ]
+  %acc6_0 = phi <8 x double> [ %s6_0, %head ], [ %new6_0, %loop ]
+  %acc6_1 = phi <8 x double> [ %s6_1, %head ], [ %new6_1, %loop ]
+  %acc7_0 = phi <8 x double> [ %s7_0, %head ], [ %new7_0, %loop ]
+  %acc7_1 = phi <8 x double> [ %s7_1, %head ], [ %new7_1, %loop ]
+  %bo = mul i64 %q, %sbq
+  %brow = getelementptr double, ptr %B, i64 %bo
+  %bp0 = getelementptr double, ptr %brow, i64 0
+  %b0 = load <8 x double>, ptr %bp0, align 8
+  %bp1 = getelementptr double, ptr %brow, i64 8
+  %b1 = call <8 x double> @llvm.masked.load.v8f64.p0(ptr %bp1, i32 8, <8 x i1> %mask, <8 x double> zeroinitializer)
+  %aq = mul i64 %q, %saq
+  %ap.o0 = mul i64 %sap, 0
+  %ao0 = add i64 %aq, %ap.o0
+  %ap0 = getelementptr double, ptr %A, i64 %ao0
+  %a0 = load double, ptr %ap0, align 8
+  %a0.v = insertelement <8 x double> poison, double %a0, i32 0
+  %a0.s = shufflevector <8 x double> %a0.v, <8 x double> poison, <8 x i32> zeroinitializer
+  %new0_0 = call <8 x double> @llvm.fmuladd.v8f64(<8 x double> %a0.s, <8 x double> %b0, <8 x double> %acc0_0)
+  %new0_1 = call <8 x double> @llvm.fmuladd.v8f64(<8 x double> %a0.s, <8 x double> %b1, <8 x double> %acc0_1)
+  %ap.o1 = mul i64 %sap, 1
+  %ao1 = add i64 %aq, %ap.o1
+  %ap1 = getelementptr double, ptr %A, i64 %ao1
+  %a1 = load double, ptr %ap1, align 8
+  %a1.v = insertelement <8 x double> poison, double %a1, i32 0
+  %a1.s = shufflevector <8 x double> %a1.v, <8 x double> poison, <8 x i32> zeroinitializer
+  %new1_0 = call <8 x double> @llvm.fmuladd.v8f64(<8 x double> %a1.s, <8 x double> %b0, <8 x double> %acc1_0)
+  %new1_1 = call <8 x double> @llvm.fmuladd.v8f64(<8 x double> %a1.s, <8 x double> %b1, <8 x double> %acc1_1)
+  %ap.o2 = mul i64 %sap, 2
+  %ao2 = add i64 %aq, %ap.o2
+  %ap2 = getelementptr double, ptr %A, i64 %ao2
+  %a2 = load double, ptr %ap2, align 8
+  %a2.v = insertelement <8 x double> poison, double %a2, i32 0
+  %a2.s = shufflevector <8 x double> %a2.v, <8 x double> poison, <8 x i32> zeroinitializer
+  %new2_0 = call <8 x double> @llvm.fmuladd.v8f64(<8 x double> %a2.s, <8 x double> %b0, <8 x double> %acc2_0)
+  %new2_1 = call <8 x double> @llvm.fmuladd.v8f64(<8 x double> %a2.s, <8 x double> %b1, <8 x double> %acc2_1)
+  %ap.o3 = mul i64 %sap, 3
+  %ao3 = add i64 %aq, %ap.o3
+  %ap3 = getelementptr double, ptr %A, i64 %ao3
+  %a3 = load double, ptr %ap3, align 8
+  %a3.v = insertelement <8 x double> poison, double %a3, i32 0
+  %a3.s = shufflevector <8 x double> %a3.v, <8 x double> poison, <8 x i32> zeroinitializer
+  %new3_0 = call <8 x double> @llvm.fmuladd.v8f64(<8 x double> %a3.s, <8 x double> %b0, <8 x double> %acc3_0)
+  %new3_1 = call <8 x double> @llvm.fmuladd.v8f64(<8 x double> %a3.s, <8 x double> %b1, <8 x double> %acc3_1)
+  %ap.o4 = mul i64 %sap, 4
+  %ao4 = add i64 %aq, %ap.o4
+  %ap4 = getelementptr double, ptr %A, i64 %ao4
+  %a4 = load double, ptr %ap4, align 8
+  %a4.v = insertelement <8 x double> poison, double %a4, i32 0
+  %a4.s = shufflevector <8 x double> %a4.v, <8 x double> poison, <8 x i32> zeroinitializer
+  %new4_0 = call <8 x double> @llvm.fmuladd.v8f64(<8 x double> %a4.s, <8 x double> %b0, <8 x double> %acc4_0)
+  %new4_1 = call <8 x double> @llvm.fmuladd.v8f64(<8 x double> %a4.s, <8 x double> %b1, <8 x double> %acc4_1)
+  %ap.o5 = mul i64 %sap, 5
+  %ao5 = add i64 %aq, %ap.o5
+  %ap5 = getelementptr double, ptr %A, i64 %ao5
+  %a5 = load double, ptr %ap5, align 8
+  %a5.v = insertelement <8 x double> poison, double %a5, i32 0
+  %a5.s = shufflevector <8 x double> %a5.v, <8 x double> poison, <8 x i32> zeroinitializer
+  %new5_0 = call <8 x double> @llvm.fmuladd.v8f64(<8 x double> %a5.s, <8 x double> %b0, <8 x double> %acc5_0)
+  %new5_1 = call <8 x double> @llvm.fmuladd.v8f64(<8 x double> %a5.s, <8 x double> %b1, <8 x double> %acc5_1)
+  %ap.o6 = mul i64 %sap, 6
+  %ao6 = add i64 %aq, %ap.o6
+  %ap6 = getelementptr double, ptr %A, i64 %ao6
+  %a6 = load double, ptr %ap6, align 8
+  %a6.v = insertelement <8 x double> poison, double %a6, i32 0
+  %a6.s = shufflevector <8 x double> %a6.v, <8 x double> poison, <8 x i32> zeroinitializer
+  %new6_0 = call <8 x double> @llvm.fmuladd.v8f64(<8 x double> %a6.s, <8 x double> %b0, <8 x double> %acc6_0)
+  %new6_1 = call <8 x double> @llvm.fmuladd.v8f64(<8 x double> %a6.s, <8 x double> %b1, <8 x double> %acc6_1)
+  %ap.o7 = mul i64 %sap, 7
+  %ao7 = add i64 %aq, %ap.o7
+  %ap7 = getelementptr double, ptr %A, i64 %ao7
+  %a7 = load double, ptr %ap7, align 8
+  %a7.v = insertelement <8 x double> poison, double %a7, i32 0
+  %a7.s = shufflevector <8 x double> %a7.v, <8 x double> poison, <8 x i32> zeroinitializer
+  %new7_0 = call <8 x double> @llvm.fmuladd.v8f64(<8 x double> %a7.s, <8 x double> %b0, <8 x double> %acc7_0)
+  %new7_1 = call <8 x double> @llvm.fmuladd.v8f64(<8 x double> %a7.s, <8 x double> %b1, <8 x double> %acc7_1)
+  %q.next = add i64 %q, 1
+  %more = icmp slt i64 %q.next, %qn
+  br i1 %more, label %loop, label %done
+done:
+  br i1 %addb, label %epilogue, label %store
+epilogue:
+  %biasp0 = getelementptr double, ptr %bias, i64 0
+  %bv0 = load <8 x double>, ptr %biasp0, align 8
+  %biasp1 = getelementptr double, ptr %bias, i64 8
+  %bv1 = call <8 x double> @llvm.masked.load.v8f64.p0(ptr %biasp1, i32 8, <8 x i1> %mask, <8 x double> zeroinitializer)
+  %nb0_0 = fadd <8 x double> %new0_0, %bv0
+  %nb0_1 = fadd <8 x double> %new0_1, %bv1
+  %nb1_0 = fadd <8 x double> %new1_0, %bv0
+  %nb1_1 = fadd <8 x double> %new1_1, %bv1
+  %nb2_0 = fadd <8 x double> %new2_0, %bv0
+  %nb2_1 = fadd <8 x double> %new2_1, %bv1
+  %nb3_0 = fadd <8 x double> %new3_0, %bv0
+  %nb3_1 = fadd <8 x double> %new3_1, %bv1
+  %nb4_0 = fadd <8 x double> %new4_0, %bv0
+  %nb4_1 = fadd <8 x double> %new4_1, %bv1
+  %nb5_0 = fadd <8 x double> %new5_0, %bv0
+  %nb5_1 = fadd <8 x double> %new5_1, %bv1
+  %nb6_0 = fadd <8 x double> %new6_0, %bv0
+  %nb6_1 = fadd <8 x double> %new6_1, %bv1
+  %nb7_0 = fadd <8 x double> %new7_0, %bv0
+  %nb7_1 = fadd <8 x double> %new7_1, %bv1
+  br label %store
+store:
+  %out0_0 = phi <8 x double> [ %new0_0, %done ], [ %nb0_0, %epilogue ]
+  %out0_1 = phi <8 x double> [ %new0_1, %done ], [ %nb0_1, %epilogue ]
+  %out1_0 = phi <8 x double> [ %new1_0, %done ], [ %nb1_0, %epilogue ]
+  %out1_1 = phi <8 x double> [ %new1_1, %done ], [ %nb1_1, %epilogue ]
+  %out2_0 = phi <8 x double> [ %new2_0, %done ], [ %nb2_0, %epilogue ]
+  %out2_1 = phi <8 x double> [ %new2_1, %done ], [ %nb2_1, %epilogue ]
+  %out3_0 = phi <8 x double> [ %new3_0, %done ], [ %nb3_0, %epilogue ]
+  %out3_1 = phi <8 x double> [ %new3_1, %done ], [ %nb3_1, %epilogue ]
+  %out4_0 = phi <8 x double> [ %new4_0, %done ], [ %nb4_0, %epilogue ]
+  %out4_1 = phi <8 x double> [ %new4_1, %done ], [ %nb4_1, %epilogue ]
+  %out5_0 = phi <8 x double> [ %new5_0, %done ], [ %nb5_0, %epilogue ]
+  %out5_1 = phi <8 x double> [ %new5_1, %done ], [ %nb5_1, %epilogue ]
+  %out6_0 = phi <8 x double> [ %new6_0, %done ], [ %nb6_0, %epilogue ]
+  %out6_1 = phi <8 x double> [ %new6_1, %done ], [ %nb6_1, %epilogue ]
+  %out7_0 = phi <8 x double> [ %new7_0, %done ], [ %nb7_0, %epilogue ]
+  %out7_1 = phi <8 x double> [ %new7_1, %done ], [ %nb7_1, %epilogue ]
+  store <8 x double> %out0_0, ptr %cp0_0, align 8
+  call void @llvm.masked.store.v8f64.p0(<8 x double> %out0_1, ptr %cp0_1, i32 8, <8 x i1> %mask)
+  store <8 x double> %out1_0, ptr %cp1_0, align 8
+  call void @llvm.masked.store.v8f64.p0(<8 x double> %out1_1, ptr %cp1_1, i32 8, <8 x i1> %mask)
+  store <8 x double> %out2_0, ptr %cp2_0, align 8
+  call void @llvm.masked.store.v8f64.p0(<8 x double> %out2_1, ptr %cp2_1, i32 8, <8 x i1> %mask)
+  store <8 x double> %out3_0, ptr %cp3_0, align 8
+  call void @llvm.masked.store.v8f64.p0(<8 x double> %out3_1, ptr %cp3_1, i32 8, <8 x i1> %mask)
+  store <8 x double> %out4_0, ptr %cp4_0, align 8
+  call void @llvm.masked.store.v8f64.p0(<8 x double> %out4_1, ptr %cp4_1, i32 8, <8 x i1> %mask)
+  store <8 x double> %out5_0, ptr %cp5_0, align 8
+  call void @llvm.masked.store.v8f64.p0(<8 x double> %out5_1, ptr %cp5_1, i32 8, <8 x i1> %mask)
+  store <8 x double> %out6_0, ptr %cp6_0, align 8
+  call void @llvm.masked.store.v8f64.p0(<8 x double> %out6_1, ptr %cp6_1, i32 8, <8 x i1> %mask)
+  store <8 x double> %out7_0, ptr %cp7_0, align 8
+  call void @llvm.masked.store.v8f64.p0(<8 x double> %out7_1, ptr %cp7_1, i32 8, <8 x i1> %mask)
+  ret void
+}
+
 define internal void @tile_8_1(ptr noalias %A, i64 %sap, i64 %saq, ptr noalias %B, i64 %sbq, ptr noalias %C, i64 %scp, i64 %qn, i1 %init, <8 x i1> %mask, ptr noalias %bias, i1 %addb) {
 entry:
   %co0 = mul i64 %scp, 0
@@ -594,12 +817,12 @@ narrow:
   br i1 %narrow.more, label %narrow.body, label %done
 narrow.body:
   %left = sub i64 %M, %k
-  %left.v = insertelement <8 x i64> poison, i64 %left, i32 0
-  %left.s = shufflevector <8 x i64> %left.v, <8 x i64> poison, <8 x i32> zeroinitializer
-  %mask = icmp slt <8 x i64> <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7>, %left.s
   %Bn = getelementptr double, ptr %B, i64 %k
   %Cn = getelementptr double, ptr %C, i64 %k
   %biasn = getelementptr double, ptr %bias, i64 %k
+  %mask.v = insertelement <8 x i64> poison, i64 %left, i32 0
+  %mask.s = shufflevector <8 x i64> %mask.v, <8 x i64> poison, <8 x i32> zeroinitializer
+  %mask = icmp slt <8 x i64> <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7>, %mask.s
   call void @tile_4_1(ptr %A, i64 %sap, i64 %saq, ptr %Bn, i64 %sbq, ptr %Cn, i64 %scp, i64 %qn, i1 %init, <8 x i1> %mask, ptr %biasn, i1 %addb)
   %k.next = add i64 %k, 8
   br label %narrow
@@ -628,12 +851,12 @@ narrow:
   br i1 %narrow.more, label %narrow.body, label %done
 narrow.body:
   %left = sub i64 %M, %k
-  %left.v = insertelement <8 x i64> poison, i64 %left, i32 0
-  %left.s = shufflevector <8 x i64> %left.v, <8 x i64> poison, <8 x i32> zeroinitializer
-  %mask = icmp slt <8 x i64> <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7>, %left.s
   %Bn = getelementptr double, ptr %B, i64 %k
   %Cn = getelementptr double, ptr %C, i64 %k
   %biasn = getelementptr double, ptr %bias, i64 %k
+  %mask.v = insertelement <8 x i64> poison, i64 %left, i32 0
+  %mask.s = shufflevector <8 x i64> %mask.v, <8 x i64> poison, <8 x i32> zeroinitializer
+  %mask = icmp slt <8 x i64> <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7>, %mask.s
   call void @tile_1_1(ptr %A, i64 %sap, i64 %saq, ptr %Bn, i64 %sbq, ptr %Cn, i64 %scp, i64 %qn, i1 %init, <8 x i1> %mask, ptr %biasn, i1 %addb)
   %k.next = add i64 %k, 8
   br label %narrow
@@ -643,7 +866,7 @@ done:
 
 define internal void @rows_8(ptr %A, i64 %sap, i64 %saq, ptr %B, i64 %sbq, ptr %C, i64 %scp, i64 %qn, i1 %init, i64 %M, ptr %bias, i1 %addb) {
 entry:
-  %wide_end = sub i64 %M, 7
+  %wide_end = sub i64 %M, 15
   br label %wide
 wide:
   %j = phi i64 [ 0, %entry ], [ %j.next, %wide.body ]
@@ -653,21 +876,32 @@ wide.body:
   %Bw = getelementptr double, ptr %B, i64 %j
   %Cw = getelementptr double, ptr %C, i64 %j
   %biasw = getelementptr double, ptr %bias, i64 %j
-  call void @tile_8_1(ptr %A, i64 %sap, i64 %saq, ptr %Bw, i64 %sbq, ptr %Cw, i64 %scp, i64 %qn, i1 %init, <8 x i1> <i1 true, i1 true, i1 true, i1 true, i1 true, i1 true, i1 true, i1 true>, ptr %biasw, i1 %addb)
-  %j.next = add i64 %j, 8
+  call void @tile_8_2(ptr %A, i64 %sap, i64 %saq, ptr %Bw, i64 %sbq, ptr %Cw, i64 %scp, i64 %qn, i1 %init, <8 x i1> <i1 true, i1 true, i1 true, i1 true, i1 true, i1 true, i1 true, i1 true>, ptr %biasw, i1 %addb)
+  %j.next = add i64 %j, 16
   br label %wide
 narrow:
-  %k = phi i64 [ %j, %wide ], [ %k.next, %narrow.body ]
+  %k = phi i64 [ %j, %wide ], [ %k.next, %one.body ], [ %k.next2, %pair.body ]
   %narrow.more = icmp slt i64 %k, %M
   br i1 %narrow.more, label %narrow.body, label %done
 narrow.body:
   %left = sub i64 %M, %k
-  %left.v = insertelement <8 x i64> poison, i64 %left, i32 0
-  %left.s = shufflevector <8 x i64> %left.v, <8 x i64> poison, <8 x i32> zeroinitializer
-  %mask = icmp slt <8 x i64> <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7>, %left.s
   %Bn = getelementptr double, ptr %B, i64 %k
   %Cn = getelementptr double, ptr %C, i64 %k
   %biasn = getelementptr double, ptr %bias, i64 %k
+  %two = icmp sgt i64 %left, 8
+  br i1 %two, label %pair.body, label %one.body
+pair.body:
+  %left2 = sub i64 %left, 8
+  %mask2.v = insertelement <8 x i64> poison, i64 %left2, i32 0
+  %mask2.s = shufflevector <8 x i64> %mask2.v, <8 x i64> poison, <8 x i32> zeroinitializer
+  %mask2 = icmp slt <8 x i64> <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7>, %mask2.s
+  call void @tile_8_2(ptr %A, i64 %sap, i64 %saq, ptr %Bn, i64 %sbq, ptr %Cn, i64 %scp, i64 %qn, i1 %init, <8 x i1> %mask2, ptr %biasn, i1 %addb)
+  %k.next2 = add i64 %k, 16
+  br label %narrow
+one.body:
+  %mask.v = insertelement <8 x i64> poison, i64 %left, i32 0
+  %mask.s = shufflevector <8 x i64> %mask.v, <8 x i64> poison, <8 x i32> zeroinitializer
+  %mask = icmp slt <8 x i64> <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7>, %mask.s
   call void @tile_8_1(ptr %A, i64 %sap, i64 %saq, ptr %Bn, i64 %sbq, ptr %Cn, i64 %scp, i64 %qn, i1 %init, <8 x i1> %mask, ptr %biasn, i1 %addb)
   %k.next = add i64 %k, 8
   br label %narrow
