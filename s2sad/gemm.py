@@ -174,32 +174,6 @@ def row_product(a: Any, b: Any, backend: str = "auto"):
     return rows
 
 
-def inner_blocks(a: Any, b: Any, backend: str = "auto"):
-    """part(lo, hi, c, accumulate): c (+)= a[:, lo:hi] @ b[lo:hi] written into `c`
-    (C-contiguous, a's rows by b's columns, a's dtype), from zero where accumulate is 0,
-    else added to c's values; or None where `matmul(a, b)` would not take s2sad's
-    product or b's rows are not contiguous (b is read as its blocks are written, never
-    copied first). Each element stays one chain in order: the inner ranges [0, k1), [k1, k2),
-    ... run in order into one c give the bits of matmul(a, b) (llvm_gemm's invariant).
-    For passes that consume b a block of rows at a time while it is in cache
-    (gemm_epilogue: `X.T @ G` in G's pass)."""
-    contiguous = type(b) is np.ndarray and b.ndim == 2 and b.strides[1] == b.itemsize
-    ops = _operands(a, b) if contiguous and choose(backend).fast_path else None
-    if ops is None:
-        return None
-    a, b = ops
-    f = _FUNCS.get(a.dtype) or _function(a.dtype)
-    p, m = a.shape[0], b.shape[1]
-    size = a.dtype.itemsize
-    a0, a1, b0 = a.strides[0] // size, a.strides[1] // size, b.strides[0] // size
-    a_at, b_at = ptr(a), ptr(b)
-
-    def part(lo: int, hi: int, c: np.ndarray, accumulate: bool) -> None:
-        f(a_at + lo * a1 * size, a0, a1, b_at + lo * b0 * size, b0, ptr(c), m, p, hi - lo, m, int(accumulate), 0, p)
-    part.operands = (a, b)        # alive while part is (b may be a contiguous copy)
-    return part
-
-
 def numpy_takes(a: Any, b: Any, backend: str = "auto") -> bool:
     """Does `matmul` give numpy's `a @ b` for every pair of ndarrays of these shapes,
     whatever their dtype, strides and alignment (not two 2-D operands that multiply, a

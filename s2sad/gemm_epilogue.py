@@ -8,9 +8,7 @@ block's product kept in a cache-sized scratch, so that the product never goes to
   then the kernel's driver over that block (runtime.launch) into h and dh;
 - `lhs_bar_sums` (reverse): `product_sums(d, matmul_lhs_bar(G, X, W), inputs)`, each
   block G @ W.T into the scratch, then d times it (codegen/llvm_mulsum) into the
-  full-shape adjoint, with the block's column sums for the bias; given rhs = (k, X, W)
-  (passes/epilogues.py), also the next product's weights' adjoint `X.T @ out`, out's
-  block consumed while in cache (gemm.inner_blocks), never read again from memory.
+  full-shape adjoint, with the block's column sums for the bias.
 
 Invariants:
 - h, dh and the full-shape adjoint have the bits of the two unfused calls: each product
@@ -20,11 +18,6 @@ Invariants:
 - the bias's sums: each block of rows (block_rows: fixed, whatever the thread count) is
   summed in row order from 0, then the blocks' sums added in block order: the same bits
   on any number of threads, within rounding of numpy's one chain (not its bits).
-- the weights' adjoint `X.T @ out`: the blocks in at most PARTIALS runs (block_groups:
-  fixed by the row count, never by the threads), each run one thread's, its blocks in
-  order accumulating one partial; the partials added in run order. The same bits on any
-  number of threads; within rounding of the separate product (its bits where there is
-  one run: a single block).
 - where any condition does not hold (not s2sad's product, another dtype, a full-shape
   operand, the row-fusion switch off: S2SAD_ROW_FUSION=0), the unfused calls run: the
   oracle the tests compare against.
@@ -41,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from . import gemm, runtime
-from .array_rules import matmul_lhs_bar, matmul_rhs_bar, plain_product
+from .array_rules import matmul_lhs_bar, plain_product
 from .backends import backend_for, choose
 from .backends.llvm import ptr
 from .kernel import LoopSpec
@@ -53,7 +46,6 @@ from .threads import run_chunks
 SCRATCH_BYTES = 1 << 19       # a block's product: within a core's L2 (1 MiB here) with its operands
 SCRATCHES = 4                 # scratches a thread keeps (products of different widths or dtypes)
 BLOCK_ROWS = 64               # blocks are a multiple of this many rows: of every row tile (llvm_gemm)
-PARTIALS = 8                  # X.T @ G in G's pass: at most this many partial sums (runs of blocks), then added
 _F64, _F32 = np.dtype(np.float64), np.dtype(np.float32)
 _CHOOSERS = Choosers()        # (what, dtype, columns) -> ThreadChooser
 _LOCAL = threading.local()    # each thread's scratch, by (dtype, rows, columns)
@@ -78,37 +70,21 @@ def block_rows(m: int, dtype: np.dtype) -> int:
     return max(1, SCRATCH_BYTES // (m * dtype.itemsize * BLOCK_ROWS)) * BLOCK_ROWS
 
 
-def block_count(p: int, m: int, dtype: np.dtype) -> int:
-    return -(-p // block_rows(m, dtype))
-
-
-def block_groups(blocks: int) -> list:
-    """The blocks in at most PARTIALS runs of consecutive blocks, as even as can be
-    (fixed by the block count alone, never by the threads): a run is one thread's, in
-    order, and accumulates one partial sum of a product over the rows (lhs_bar_sums's
-    `X.T @ G`)."""
-    runs = min(blocks, PARTIALS)
-    return [range(blocks * r // runs, blocks * (r + 1) // runs) for r in range(runs)]
-
-
-def _in_blocks(what: str, dtype: np.dtype, work: int, p: int, m: int, run_block, chunks: list | None = None) -> None:
+def _in_blocks(what: str, dtype: np.dtype, work: int, p: int, m: int, run_block) -> None:
     """run_block(lo, hi, scratch, i) for block i, rows [lo, hi), over [0, p) in blocks of
     block_rows(m, dtype) rows, on the threads a chooser picks for products of this work
-    (each thread its own scratch). `chunks` (lists of block numbers, each run in order
-    on one thread) groups them; each block is its own chunk where it is None."""
+    (each thread its own scratch)."""
     rows = block_rows(m, dtype)
     bounds = [(lo, min(p, lo + rows)) for lo in range(0, p, rows)]
-    chunks = [[i] for i in range(len(bounds))] if chunks is None else chunks
 
-    def chunk(c: int) -> None:
-        for i in chunks[c]:
-            lo, hi = bounds[i]
-            run_block(lo, hi, _scratch(dtype, rows, m)[:hi - lo], i)
-    if work < gemm.THREAD_WORK or len(chunks) < 2:
-        for c in range(len(chunks)):
-            chunk(c)
+    def block(i: int) -> None:
+        lo, hi = bounds[i]
+        run_block(lo, hi, _scratch(dtype, rows, m)[:hi - lo], i)
+    if work < gemm.THREAD_WORK or len(bounds) < 2:
+        for i in range(len(bounds)):
+            block(i)
         return
-    _CHOOSERS.of((what, dtype, m)).run(work, lambda threads: run_chunks(chunk, len(chunks), threads))
+    _CHOOSERS.of((what, dtype, m)).run(work, lambda threads: run_chunks(block, len(bounds), threads))
 
 
 # ---------------------------------------------------------------- forward: the kernel's partials
@@ -172,20 +148,13 @@ def _fused_partials(a, w, kernel, at, args, active, backend):
 
 # ---------------------------------------------------------------- reverse: the product's adjoint times d
 
-def lhs_bar_sums(g: Any, a: Any, w: Any, d: Any, inputs: tuple, rhs: tuple | None = None,
-                 backend: str = "auto") -> tuple:
-    """product_sums(d, matmul_lhs_bar(g, a, w), inputs), and where rhs = (k, x, wx) is
-    given, then also matmul_rhs_bar(that result k, x, wx) (the adjoint of wx in the
-    product `x @ wx` whose adjoint result k is): fused where it can be (see the module
-    docstring), else those calls."""
-    fused = _fused_sums(g, a, w, d, inputs, rhs, backend) if SWITCH.on else None
+def lhs_bar_sums(g: Any, a: Any, w: Any, d: Any, inputs: tuple, backend: str = "auto") -> tuple:
+    """product_sums(d, matmul_lhs_bar(g, a, w), inputs): fused where it can be (see the
+    module docstring), else those two calls."""
+    fused = _fused_sums(g, a, w, d, inputs, backend) if SWITCH.on else None
     if fused is not None:
         return fused
-    got = product_sums(d, matmul_lhs_bar(g, a, w), inputs, backend)
-    if rhs is None:
-        return got
-    k, x, wx = rhs
-    return got + (matmul_rhs_bar(got[k], x, wx),)
+    return product_sums(d, matmul_lhs_bar(g, a, w), inputs, backend)
 
 
 def _d_rows(d: Any, shape: tuple, dtype: np.dtype) -> int | None:
@@ -200,20 +169,7 @@ def _d_rows(d: Any, shape: tuple, dtype: np.dtype) -> int | None:
     return s0 // size
 
 
-def _rhs_part(rhs: tuple | None, shapes: list, out: np.ndarray, backend: str):
-    """(part, wx) for `x.T @ out` a block of out's rows at a time (gemm.inner_blocks),
-    where rhs = (k, x, wx) asks for it, input k is out's (full-shape) and the product is
-    a plain one s2sad's gemm takes; else None (matmul_rhs_bar then runs after)."""
-    if rhs is None:
-        return None
-    k, x, wx = rhs
-    if shapes[k] != out.shape or not plain_product(out, x, wx) or wx.shape != (x.shape[1], out.shape[1]):
-        return None
-    part = gemm.inner_blocks(x.T, out, backend)
-    return None if part is None else (part, wx)
-
-
-def _fused_sums(g, a, w, d, inputs, rhs, backend):
+def _fused_sums(g, a, w, d, inputs, backend):
     if not plain_product(g, a, w):
         return None
     rows = gemm.row_product(g, w.T, backend)
@@ -228,31 +184,17 @@ def _fused_sums(g, a, w, d, inputs, rhs, backend):
         return None
     f = mulsum_function(dtype)
     out = np.empty((p, m), dtype)
-    blocks = block_count(p, m, dtype)
-    block_sums = np.zeros((blocks, m), dtype)
+    block_sums = np.zeros((-(-p // block_rows(m, dtype)), m), dtype)
     size = dtype.itemsize
-    consumer = _rhs_part(rhs, shapes, out, backend)
-    groups = block_groups(blocks) if consumer is not None else None
-    if consumer is not None:
-        part, wx = consumer
-        firsts = {r[0]: n for n, r in enumerate(groups)}      # a run's first block starts its partial
-        run_of = {i: n for n, r in enumerate(groups) for i in r}
-        partials = np.empty((len(groups),) + wx.shape, dtype)
 
     def run_block(lo: int, hi: int, scratch: np.ndarray, i: int) -> None:
         rows(lo, hi, scratch)
         f(ptr(d) + lo * ds * size, ptr(scratch), ptr(out) + lo * m * size, ptr(block_sums) + i * m * size,
           hi - lo, m, ds, m)
-        if consumer is not None:         # out's block is in cache: its share of X.T @ out
-            part(lo, hi, partials[run_of[i]], i not in firsts)
-    _in_blocks("sums", dtype, p * g.shape[1] * m, p, m, run_block, groups)
+    _in_blocks("sums", dtype, p * g.shape[1] * m, p, m, run_block)
     sums = np.add.reduce(block_sums, axis=0)
     result, given = [], False
     for x, shape in zip(inputs, shapes):      # a second bias input gets its own copy: no two adjoints alias
         result.append(out if shape == (p, m) else (sums.copy() if given else sums).reshape(shape))
         given = given or shape != (p, m)
-    if rhs is None:
-        return tuple(result)
-    if consumer is None:
-        return tuple(result) + (matmul_rhs_bar(result[rhs[0]], rhs[1], rhs[2]),)
-    return tuple(result) + (np.add.reduce(partials, axis=0),)    # the runs' partials in order
+    return tuple(result)

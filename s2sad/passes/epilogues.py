@@ -23,13 +23,6 @@ Invariants:
   binds G, h or W: the product moved down to the sums' line computes the same value,
   and `h_bar` is read by nothing else (the adjoint of a kernel's output is read only
   where that kernel is reversed).
-- the weights' adjoint `W_bar = matmul_rhs_bar(_1_bar, X, W)`, where `_1_bar` is bound by
-  such an lhs_bar_sums line, moves into it: `(_1_bar, b_bar, W_bar) = lhs_bar_sums(G, h,
-  W, dh, (_1, b), (0, X, W))`, so that each block of `_1_bar` is consumed while in cache
-  (gemm_epilogue). It moves only where no line between binds `_1_bar`, X or W or
-  mentions W_bar, every line between is a comment or a plain assignment at the top
-  level (no loop, branch or augmented assignment), and W_bar is bound there for the
-  first time (not added to).
 - only the gradient's sweeps (forward_sweep, reverse_sweep) write these; the sweeps of
   higher derivatives keep the separate calls. S2SAD_GEMM_EPILOGUE=0 (or
   S2SAD_ROW_FUSION=0), read when a plan is built, keeps them too: the oracle tests and
@@ -41,10 +34,6 @@ import os
 import re
 
 _PRODUCT = re.compile(r"^(?P<ind> *)(?P<x>\w+) = matmul\((?P<a>\w+), (?P<b>\w+)\)$")
-_RHS_BAR = re.compile(r"^matmul_rhs_bar\((?P<g>\w+), (?P<x>\w+), (?P<w>\w+)\)$")
-_SUMS = re.compile(r"^(?P<ind> *)\((?P<targets>\w+(?:, \w+)*),?\) = (?P<call>lhs_bar_sums\(\w+, \w+, \w+, \w+, "
-                   r"\((?P<inputs>\w+(?:, \w+)*),?\))\)$")
-_PLAIN = re.compile(r"^ *#|^    \(?\w+(?:, \w+)*,?\)? = ")     # a comment, or names bound at the top level
 _LHS_BAR = re.compile(r"^(?P<ind> *)(?P<g>\w+) = matmul_lhs_bar\((?P<G>\w+), (?P<a>\w+), (?P<w>\w+)\)$")
 TOP = "    "          # the generated function's body: outside every loop and branch
 
@@ -103,30 +92,3 @@ def fused_sums_call(out: list, g: str, d: str, inputs: str, ind: str) -> str | N
         if word.search(line) and not line.lstrip().startswith("#"):
             return None
     return None
-
-
-def fused_rhs_bar(out: list, bar: str, text: str, ind: str) -> bool:
-    """Where `text` is `matmul_rhs_bar(G, X, W)`, to be bound to `bar`, and G is bound by
-    an lhs_bar_sums line in `out` (see the module docstring): that line binds `bar` too,
-    its call taking (k, X, W), k G's place among its targets, and True; else False (out
-    unchanged)."""
-    m = _RHS_BAR.match(text)
-    if m is None or ind != TOP or not enabled():
-        return False
-    g, names = m["g"], {m["g"], m["x"], m["w"]}
-    bar_word = re.compile(rf"\b{re.escape(bar)}\b")
-    for i in range(len(out) - 1, -1, -1):
-        line = out[i]
-        if not isinstance(line, str) or "\n" in line or bar_word.search(line):
-            return False
-        s = _SUMS.match(line)
-        if s is not None and s["ind"] == ind and g in s["targets"].split(", "):
-            if any(_binds(x, names) for x in out[i + 1:]):
-                return False
-            targets = s["targets"].split(", ")
-            out[i] = (f"{ind}({', '.join(targets + [bar])}) = {s['call']}, "
-                      f"({targets.index(g)}, {m['x']}, {m['w']}))")
-            return True
-        if _binds(line, names) or not _PLAIN.match(line):
-            return False
-    return False

@@ -18,7 +18,7 @@ from ..frontend import location_of, shown_location as _short, source_line as _li
 from ..kernel_text import unparse
 from .adjoint_context import AdjointContext
 from .adjoint_text import grad_of_line, names_read, param_texts, text_of, tuple_text
-from .epilogues import fused_rhs_bar, fused_sums_call
+from .epilogues import fused_sums_call
 from .arrayir import ArrayStmt, ForStmt, IfStmt, KernelSum, ListAppend, Py, RunKernel, SetItem, walk_stmts
 from .kernelpairs import row_reduction
 from .linemap import LocatedLine, block_header
@@ -71,8 +71,7 @@ class ReverseSweep:
         elif name in init:
             out.append(f"{ind}{b} = {b} + {text}")
         else:
-            if not fused_rhs_bar(out, b, text, ind):       # else moved into its G's lhs_bar_sums line
-                out.append(f"{ind}{b} = {text}")
+            out.append(f"{ind}{b} = {text}")
             init.add(name)
         self.unit.discard(name)
 
