@@ -123,3 +123,24 @@ def test_the_gradients_source_pairs_through_the_records(monkeypatch):
         assert "product_partials(" not in src and "matmul(X, W1, )" in src
     finally:
         PLANS.clear()
+
+
+def _peak(W, b, X):
+    z = X @ W + b
+    return np.sum(np.max(z, axis=1))
+
+
+def test_the_bias_row_pairs_through_the_records(monkeypatch):
+    """biasproducts: the same program fuses its bias row with the product printed another
+    way (the record decides), and unfused when the product's line is plain text."""
+    monkeypatch.setattr(ProductCall, "text", lambda self: f"{self.helper}({', '.join(self.operands)}, )")
+    PLANS.clear()
+    try:
+        assert "matmul_bias(X, W, " in s2sad.source(s2sad.grad(_peak, argnums=(0, 1)))
+        monkeypatch.setattr(emitted, "product_line", lambda ind, t, call: f"{ind}{t} = {call.text()}")
+        monkeypatch.setattr("s2sad.passes.forward_sweep.product_line", emitted.product_line)
+        PLANS.clear()
+        src = s2sad.source(s2sad.grad(_peak, argnums=(0, 1)))
+        assert "matmul_bias(" not in src and "matmul(X, W, )" in src
+    finally:
+        PLANS.clear()

@@ -88,6 +88,16 @@ def record_of(line) -> ProductLine | None:
     return line.record if isinstance(line, Emitted) else None
 
 
+def named_product(line, helper: str, indent: str, arity: int) -> ProductLine | None:
+    """`line`'s record when it is a `helper` product at `indent` whose `arity` operands
+    are names (so what binds them can be checked), else None."""
+    rec = record_of(line)
+    if rec is None or rec.helper != helper or rec.indent != indent or len(rec.operands) != arity \
+            or not all(o.isidentifier() for o in rec.operands):
+        return None
+    return rec
+
+
 def _operands(st) -> tuple[str, ...] | None:
     """The operand texts of st when it is a recorded product (`RECORDED`), else None."""
     if not isinstance(st.op, Product) or st.op.kind not in RECORDED or len(st.args) != 2:

@@ -38,7 +38,7 @@ import ast
 import os
 
 from ..parsing import ast_parse
-from .emitted import ProductLine, record_of
+from .emitted import named_product, record_of
 
 TOP = "    "          # the generated function's body: outside every loop and branch
 
@@ -46,16 +46,6 @@ TOP = "    "          # the generated function's body: outside every loop and br
 def enabled() -> bool:
     """Are products joined with their elementwise neighbours? (Read when a plan is built.)"""
     return os.environ.get("S2SAD_GEMM_EPILOGUE", "1") != "0" and os.environ.get("S2SAD_ROW_FUSION", "1") != "0"
-
-
-def named_product(line, helper: str, indent: str, arity: int) -> ProductLine | None:
-    """`line`'s record when it is a `helper` product at `indent` whose `arity` operands
-    are names, else None."""
-    rec = record_of(line)
-    if rec is None or rec.helper != helper or rec.indent != indent or len(rec.operands) != arity \
-            or not all(o.isidentifier() for o in rec.operands):
-        return None
-    return rec
 
 
 def fused_partials_line(st, kn: str, arg_texts: list, param: str, stored: list, prev, ind: str,
