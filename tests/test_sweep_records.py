@@ -144,3 +144,22 @@ def test_the_bias_row_pairs_through_the_records(monkeypatch):
         assert "matmul_bias(" not in src and "matmul(X, W, )" in src
     finally:
         PLANS.clear()
+
+
+def _mlp(W1, b1, W2, X):
+    h = np.tanh(X @ W1 + b1)
+    return np.mean((h @ W2) ** 2)
+
+
+def test_products_beside_their_tangents_pair_through_the_records(monkeypatch):
+    """paired_products: forward over reverse's products and their tangents (tangent_sweep,
+    hvp_reverse write them as records) still join printed another way, and the product
+    alone (s2sad.hvp: dead lines dropped first) keeps its records through that pass."""
+    from s2sad import array_higher
+    monkeypatch.setattr(ProductCall, "text", lambda self: f"{self.helper}({', '.join(self.operands)}, )")
+    src = array_higher.hvp_source(_mlp, (0, 1, 2))
+    assert "_1, _1_dot = both(matmul, (X, W1), (X, W1_dot))" in src
+    assert "W1_bar, W1_bar_dot = both(matmul_rhs_bar, " in src
+    alone = array_higher.hvp_source(_mlp, (0, 1, 2), product_only=True)
+    assert "_1, _1_dot = both(matmul, (X, W1), (X, W1_dot))" in alone and "W1_bar = " not in alone
+
