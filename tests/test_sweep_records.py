@@ -163,3 +163,13 @@ def test_products_beside_their_tangents_pair_through_the_records(monkeypatch):
     alone = array_higher.hvp_source(_mlp, (0, 1, 2), product_only=True)
     assert "_1, _1_dot = both(matmul, (X, W1), (X, W1_dot))" in alone and "W1_bar = " not in alone
 
+
+
+def test_not_joinable_a_second_product_binding_an_operand_between():
+    """A third product (recorded too) that binds G between the pair: the pair's G is
+    another value by the sums' line."""
+    between = product_line(TOP, "G", ProductCall("matmul", ("A", "B")))
+    out = [_lhs_bar(), between]
+    assert _sums(out) is None and out == [_lhs_bar(), between]
+    out = [_lhs_bar(), _lhs_bar(target="k_bar")]      # another product's adjoint: independent
+    assert _sums(out) == "lhs_bar_sums(G, h, W, dh, (_1, b))" and out == [_lhs_bar(target="k_bar")]
