@@ -63,18 +63,15 @@ class ReverseSweep:
         self.defer = defer
         self.unit: set[str] = set()
 
-    def contribute(self, name, text, ind: str, out: list, init: set):
-        """Add `text` (a term's source, or a recorded ProductCall) to name's adjoint."""
+    def contribute(self, name, text: str | ProductCall, ind: str, out: list, init: set):     # (a ProductCall: recorded)
         if not self.is_active(name):
             return
-        b = self.bar(name)
-        call, text = (text, text.text()) if isinstance(text, ProductCall) else (None, text)
+        b, call, text = self.bar(name), text if isinstance(text, ProductCall) else None, str(text)
         if name in init and text.startswith("index_bar("):     # in place when b is the sweep's own (array_rules)
             out.append(f"{ind}{b} = index_add({b}, {text[len('index_bar('):]}")
         elif name in init:
             out.append(f"{ind}{b} = {b} + {text}")
         else:
-            # a product binding the adjoint: recorded, the epilogue may join it (fused_sums_call)
             out.append(product_line(ind, b, call) if call is not None else f"{ind}{b} = {text}")
             init.add(name)
         self.unit.discard(name)
@@ -173,8 +170,8 @@ class ReverseSweep:
                                f"an outer product stays two factors")
                     self.contribute(a, rule.factors(i, g, args, t, params), ind, out, init)
                 else:
-                    term = product_vjp_call(st, i, g, args) or rule.vjp(i, g, args, t, params)
-                    self.contribute(a, term, ind, out, init)
+                    self.contribute(a, product_vjp_call(st, i, g, args) or rule.vjp(i, g, args, t, params), ind,
+                                    out, init)
 
     def shape_stand_ins(self, st: ArrayStmt, rule, args: list) -> list:
         """`args` with each operand the VJP reads for its shape only (rule.shape_reads)
