@@ -11,18 +11,17 @@ the product's bits, then the add's), and `_1` is then a read-only zero-stride ar
 the product's shape and dtype, never its values: the kernel's pullback (its partials are
 the literal 1: `unit_vjp`, or the kernel's vjp, which reads no value) and the generated
 unbroadcast read only its shape and dtype. Elsewhere it is the product and the kernel's
-apply, as written. Only the gradient's forward sweep (forward_sweep.py) does this; the
+apply, as written. The product is known by the forward sweep's record of its line
+(passes/emitted.py: a `matmul` of two names at the kernel's indentation), never by its
+text. Only the gradient's forward sweep (forward_sweep.py) does this; the
 sweeps of higher derivatives keep the two statements.
 """
 from __future__ import annotations
 
-import re
-
 import gast
 
+from .emitted import named_product
 from .unitpartials import unit_partials
-
-_PRODUCT = re.compile(r"^(?P<ind> *)(?P<x>\w+) = matmul\((?P<a>\w+), (?P<b>\w+)\)$")
 
 
 def _adds_its_params(kernel) -> bool:
@@ -38,18 +37,19 @@ def _adds_its_params(kernel) -> bool:
     return sorted(names) == sorted(module.params)
 
 
-def fused_bias_line(st, kn: str, active: tuple[str, ...], prev: str | None, ind: str, readers: dict,
+def fused_bias_line(st, kn: str, active: tuple[str, ...], prev, ind: str, readers: dict,
                     result) -> str | None:
     """The line that replaces `prev` (`x = matmul(A, B)`) and st's apply (see the module
     docstring), or None where st is not that kernel of that product."""
-    m = _PRODUCT.match(prev or "")
-    if m is None or m["ind"] != ind or len(st.args) != 2:
+    rec = named_product(prev, "matmul", ind, 2)     # the forward sweep's record of the product
+    if rec is None or len(st.args) != 2:
         return None
-    x = m["x"]
+    x = rec.target
     if st.args.count(x) != 1 or readers.get(x, 0) != 1 or x == result:
         return None
     at = st.args.index(x)
     other = st.args[1 - at]
     if not isinstance(other, str) or not _adds_its_params(st.op.kernel) or not unit_partials(st.op.kernel, active):
         return None
-    return f"{ind}{x}, {st.target} = matmul_bias({m['a']}, {m['b']}, {kn}, {at}, {other})"
+    a, b = rec.operands
+    return f"{ind}{x}, {st.target} = matmul_bias({a}, {b}, {kn}, {at}, {other})"

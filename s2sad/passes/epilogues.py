@@ -13,16 +13,20 @@ multiplied by the stored partial and summed for the bias):
     ...                                             ->  ...
     (_1_bar, b_bar) = product_sums(dh, h_bar, (_1, b))  (_1_bar, b_bar) = lhs_bar_sums(G, h, W, dh, (_1, b))
 
-Invariants:
-- forward: nothing but the kernel reads `_1` in the forward program and it is not the
-  result; the kernel's partial w.r.t. `_1` is stored (store mode), so the reverse sweep
-  reads only `_1`'s shape (unbroadcast, product_sums): the runtime binds `_1` to a
-  zero-stride stand-in of its shape and dtype where it fuses.
-- reverse: `h_bar`'s one binding is the product's line, in the same block at the
-  function's top level, and no line between it and the sums reads or binds `h_bar` or
-  binds G, h or W: the product moved down to the sums' line computes the same value,
-  and `h_bar` is read by nothing else (the adjoint of a kernel's output is read only
-  where that kernel is reversed).
+Invariants (checked on the records the sweeps wrote, passes/emitted.py, never on the
+lines' text):
+- forward: the product is the statement right before the kernel, written as a recorded
+  `matmul` line of two named operands at the kernel's indentation; nothing but the
+  kernel reads `_1` in the forward program (once) and it is not the result; the kernel's
+  partial w.r.t. `_1` is stored (store mode), so the reverse sweep reads only `_1`'s
+  shape (unbroadcast, product_sums): the runtime binds `_1` to a zero-stride stand-in of
+  its shape and dtype where it fuses.
+- reverse: `h_bar`'s one binding is a recorded `matmul_lhs_bar` line of three named
+  operands, in the same block at the function's top level, and no line between it and
+  the sums (each parsed as Python) reads or binds `h_bar` or binds G, h or W, and none
+  is a block of several lines: the product moved down to the sums' line computes the
+  same value, and `h_bar` is read by nothing else (the adjoint of a kernel's output is
+  read only where that kernel is reversed).
 - only the gradient's sweeps (forward_sweep, reverse_sweep) write these; the sweeps of
   higher derivatives keep the separate calls. S2SAD_GEMM_EPILOGUE=0 (or
   S2SAD_ROW_FUSION=0), read when a plan is built, keeps them too: the oracle tests and
@@ -30,11 +34,12 @@ Invariants:
 """
 from __future__ import annotations
 
+import ast
 import os
-import re
 
-_PRODUCT = re.compile(r"^(?P<ind> *)(?P<x>\w+) = matmul\((?P<a>\w+), (?P<b>\w+)\)$")
-_LHS_BAR = re.compile(r"^(?P<ind> *)(?P<g>\w+) = matmul_lhs_bar\((?P<G>\w+), (?P<a>\w+), (?P<w>\w+)\)$")
+from ..parsing import ast_parse
+from .emitted import named_product, record_of
+
 TOP = "    "          # the generated function's body: outside every loop and branch
 
 
@@ -43,15 +48,15 @@ def enabled() -> bool:
     return os.environ.get("S2SAD_GEMM_EPILOGUE", "1") != "0" and os.environ.get("S2SAD_ROW_FUSION", "1") != "0"
 
 
-def fused_partials_line(st, kn: str, arg_texts: list, param: str, stored: list, prev: str | None, ind: str,
+def fused_partials_line(st, kn: str, arg_texts: list, param: str, stored: list, prev, ind: str,
                         readers: dict) -> str | None:
     """The line that replaces `prev` (`x = matmul(A, B)`) and st's store_partials, whose
     one stored partial is w.r.t. kernel parameter `param` (see the module docstring),
     or None where st is not that kernel of that product."""
-    m = _PRODUCT.match(prev or "")
-    if m is None or m["ind"] != ind or not enabled():
+    rec = named_product(prev, "matmul", ind, 2)
+    if rec is None or not enabled():
         return None
-    x = m["x"]
+    x = rec.target
     if st.args.count(x) != 1 or readers.get(x, 0) != 1:
         return None
     at = st.args.index(x)
@@ -60,16 +65,24 @@ def fused_partials_line(st, kn: str, arg_texts: list, param: str, stored: list, 
     texts = ["None" if i == at else t for i, t in enumerate(arg_texts)]
     tup = "(" + ", ".join(texts) + ("," if len(texts) == 1 else "") + ")"
     stored_text = "(" + ", ".join(stored) + ("," if len(stored) == 1 else "") + ")"
-    return (f"{ind}{x}, {st.target}, {stored_text} = product_partials({m['a']}, {m['b']}, {kn}, {at}, {tup}, "
-            f"({param!r},))")
+    a, b = rec.operands
+    return f"{ind}{x}, {st.target}, {stored_text} = product_partials({a}, {b}, {kn}, {at}, {tup}, ({param!r},))"
 
 
-def _binds(line: str, names: set) -> bool:
-    """Does `line` (an assignment, a comment or else) bind one of `names`?"""
-    if line.lstrip().startswith("#"):
-        return False
-    lhs, eq, _ = line.partition(" = ")
-    return bool(eq) and bool(names & set(re.findall(r"\w+", lhs)))
+def _names(line: str) -> tuple[set, set] | None:
+    """(names bound, names mentioned) by `line`, one statement or a comment; None where
+    it is not one line of Python."""
+    if "\n" in line:
+        return None
+    try:
+        body = ast_parse(line.strip()).body
+    except SyntaxError:
+        return None
+    every = {n.id for stmt in body for n in ast.walk(stmt) if isinstance(n, ast.Name)}
+    # a target's every name counts as bound: `x[i] = v` writes into x
+    targets = [t for stmt in body for t in getattr(stmt, "targets", [getattr(stmt, "target", None)]) if t]
+    bound = {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+    return bound, every
 
 
 def fused_sums_call(out: list, g: str, d: str, inputs: str, ind: str) -> str | None:
@@ -77,18 +90,20 @@ def fused_sums_call(out: list, g: str, d: str, inputs: str, ind: str) -> str | N
     of `out` (see the module docstring), or None (out unchanged) where g is not bound so."""
     if ind != TOP or not enabled():
         return None
-    word = re.compile(rf"\b{re.escape(g)}\b")
+    bound_after: set = set()
     for i in range(len(out) - 1, -1, -1):
         line = out[i]
-        if not isinstance(line, str) or "\n" in line:
+        if not isinstance(line, str):
             return None
-        m = _LHS_BAR.match(line)
-        if m is not None and m["g"] == g and m["ind"] == ind:
-            later = out[i + 1:]
-            if any(_binds(x, {m["G"], m["a"], m["w"]}) for x in later):
+        rec = record_of(line)
+        if rec is not None and rec.target == g:
+            rec = named_product(line, "matmul_lhs_bar", ind, 3)
+            if rec is None or bound_after & set(rec.operands):
                 return None
             del out[i]
-            return f"lhs_bar_sums({m['G']}, {m['a']}, {m['w']}, {d}, {inputs})"
-        if word.search(line) and not line.lstrip().startswith("#"):
+            return f"lhs_bar_sums({', '.join(rec.operands)}, {d}, {inputs})"
+        names = _names(line)
+        if names is None or g in names[1]:     # (a line binding g mentions it too)
             return None
+        bound_after |= names[0]
     return None

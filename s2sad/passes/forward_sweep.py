@@ -22,6 +22,7 @@ from .adjoint_context import AdjointContext
 from .adjoint_text import Group, Header, Nones, Push, param_texts, text_of, tuple_text
 from .arrayir import ArrayStmt, ForStmt, IfStmt, KernelSum, LoopExit, SetItem, is_kernel, walk_stmts
 from .kernelpairs import choose_mode, row_reduction
+from .emitted import product_call, product_line
 
 
 class ForwardSweep:
@@ -74,6 +75,8 @@ class ForwardSweep:
             # a differentiated value: the setter refuses an integer array (it would truncate it)
             y, v = (text_of(a) for a in st.args)
             out.append(f"{ind}{st.target} = {st.op.setter}({y}, {unparse(st.op.index)}, {v}, differentiated=True)")
+        elif product_call(st) is not None:     # recorded: the fusions join it (epilogues)
+            out.append(product_line(ind, st.target, product_call(st)))
         else:
             prim = array_prims.of(st.op)
             line = prim.forward([text_of(a) for a in st.args], param_texts(st)) if prim and prim.forward else None

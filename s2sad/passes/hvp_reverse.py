@@ -16,6 +16,7 @@ from ..frontend import location_of
 from ..kernel_text import unparse
 from .adjoint_text import names_read, param_texts, text_of, tuple_text
 from .arrayir import ArrayStmt, ForStmt, IfStmt, KernelSum, ListAppend, RunKernel, SetItem, is_kernel, walk_stmts
+from .emitted import ProductCall, product_line, product_vjp_call
 from .linemap import block_header
 from .reverse_sweep import reverse_body
 
@@ -50,7 +51,10 @@ class ReverseOfTangents:
     def bar_dot(self, name: str) -> str:
         return self.dot(self.bar(name))
 
-    def contribute(self, name, term: str, term_dot: str, ind: str, out: list, init: set) -> None:
+    def contribute(self, name, term, term_dot, ind: str, out: list, init: set) -> None:
+        """Add `term` to name's adjoint and `term_dot` to its tangent (each a source text or
+        a recorded ProductCall: a product binding one is written as a record, which
+        paired_products may join with its neighbour)."""
         if not self.is_active(name):
             return
         b, bd = self.bar(name), self.bar_dot(name)
@@ -58,8 +62,8 @@ class ReverseOfTangents:
             out.append(f"{ind}{b} = {b} + {term}")
             out.append(f"{ind}{bd} = {bd} + {term_dot}")
         else:
-            out.append(f"{ind}{b} = {term}")
-            out.append(f"{ind}{bd} = {term_dot}")
+            for target, t in ((b, term), (bd, term_dot)):
+                out.append(product_line(ind, target, t) if isinstance(t, ProductCall) else f"{ind}{target} = {t}")
             init.add(name)
 
     def reverse(self, body, ind: str, out: list, init: set) -> None:
@@ -125,7 +129,7 @@ class ReverseOfTangents:
             if rule.factors is not None and self.seeds_kernel_only(a, st, init):
                 self.contribute_factors(a, i, rule, g, gd, args, swapped, st, ind, out, init)
                 continue
-            term_dot = rule.vjp(i, gd, args, st.target, params)
+            term_dot = product_vjp_call(st, i, gd, args) or rule.vjp(i, gd, args, st.target, params)
             if swapped is not None:
                 term_dot = f"{term_dot} + {rule.vjp(i, g, swapped, st.target, params)}"
             if kind == "prod":
@@ -134,7 +138,8 @@ class ReverseOfTangents:
                 own = rule.second(i, g, args, [self.dot_text(x) for x in st.args], st.target,
                                   self.dot_text(st.target), params)
                 term_dot = f"{term_dot} + {own}"
-            self.contribute(a, rule.vjp(i, g, args, st.target, params), term_dot, ind, out, init)
+            term = product_vjp_call(st, i, g, args) or rule.vjp(i, g, args, st.target, params)
+            self.contribute(a, term, term_dot, ind, out, init)
 
     def reverse_update(self, st: ArrayStmt, g: str, gd: str, ind: str, out: list, init: set) -> None:
         """A functional update's adjoints (reverse_sweep's) are linear in the seed and

@@ -207,8 +207,9 @@ class ForwardOverReverse(ReverseOfTangents, TangentSweep):
             ret = f"    return ({shown[0]}, {shown[1]}), {tuple_text(['None'] * len(bars))}, {tuple_text(bar_dots)}"
         # (an empty half leaves an empty line, as it always has: golden files pin the text)
         body = (lines or [""]) + ["    # reverse sweep, each adjoint with its tangent"] + (rev or [""]) + [ret]
-        if not self.grads:
-            body = drop_dead("\n".join(body).split("\n"), _fewer_partials)
+        if not self.grads:     # one line each (a recorded line kept whole: paired_products reads its record)
+            body = drop_dead([piece for line in body for piece in ([line] if "\n" not in line else line.split("\n"))],
+                             _fewer_partials)
         body = pair_products(body)     # a product beside its tangent: one call
         text = f"def {p.name}__hvp({sig}):\n    {head}\n" + "\n".join(body) + "\n"
         self.located = ([LocatedLine("    " + head, location_of(p.pf.filename, p.return_node))]

@@ -11,10 +11,13 @@ become
     _1, _1_dot = both(matmul, (X, W1), (X, W1_dot))
     W1_bar, W1_bar_dot = both(matmul_rhs_bar, (_1_bar, X, W1), (_1_bar_dot, X, W1))
 
-Invariants (what makes the joined line mean what the two meant):
-- both lines are single-line assignments of one name each, at the same indentation
-  (so in the same block), one right after the other, calling the same helper of
-  `PAIRED` with positional arguments only;
+Invariants (what makes the joined line mean what the two meant), checked on the records
+the sweeps wrote (passes/emitted.py: tangent_sweep and hvp_reverse write these products
+as `ProductLine`s), never on the lines' text:
+- both lines are recorded products (a line without a record, whatever it reads like, is
+  never joined), binding one name each, at the same indentation (so in the same block),
+  one right after the other, calling the same helper of `PAIRED` with positional
+  arguments only;
 - the arguments are names, constants, attributes and subscripts of them: evaluating
   them has no effect, so evaluating the second's before the first call runs changes
   nothing, and the second's arguments do not read the first's target;
@@ -26,6 +29,7 @@ import ast
 
 from ..parsing import ast_parse
 from .adjoint_text import tuple_text
+from .emitted import ProductLine, record_of
 
 # the helpers whose calls may be joined: pure products of arrays (no output argument,
 # no operand written)
@@ -34,14 +38,14 @@ _PLAIN = (ast.Name, ast.Constant, ast.Attribute, ast.Subscript, ast.Load, ast.Sl
           ast.USub)
 
 
-def pair_products(lines: list[str]) -> list[str]:
+def pair_products(lines: list) -> list:
     """`lines` (the program's, one statement or comment each) with each pair of adjacent
     joinable products written as one `both` call (see the module docstring)."""
-    out: list[str] = []
+    out: list = []
     i = 0
     while i < len(lines):
         if i + 1 < len(lines):
-            joined = _joined(lines[i], lines[i + 1])
+            joined = _joined(record_of(lines[i]), record_of(lines[i + 1]))
             if joined is not None:
                 out.append(joined)
                 i += 2
@@ -51,39 +55,29 @@ def pair_products(lines: list[str]) -> list[str]:
     return out
 
 
-def _product(line: str):
-    """(indent, target, helper, argument texts) of `target = helper(args)`, else None."""
-    if "\n" in line:
-        return None
-    body = line.lstrip(" ")
-    indent = line[:len(line) - len(body)]
+def _plain(text: str) -> bool:
+    """Does evaluating the argument `text` only read names (no call, no operator that may
+    run code)?"""
     try:
-        tree = ast_parse(body)
+        tree = ast_parse(text, mode="eval")
     except SyntaxError:
-        return None
-    if len(tree.body) != 1 or not isinstance(tree.body[0], ast.Assign):
-        return None
-    st = tree.body[0]
-    call = st.value
-    if (len(st.targets) != 1 or not isinstance(st.targets[0], ast.Name) or not isinstance(call, ast.Call)
-            or not isinstance(call.func, ast.Name) or call.func.id not in PAIRED or call.keywords
-            or not call.args or not all(_plain(a) for a in call.args)):
-        return None
-    return indent, st.targets[0].id, call.func.id, [ast.get_source_segment(body, a) for a in call.args]
+        return False
+    return all(isinstance(n, _PLAIN + (ast.Expression,)) for n in ast.walk(tree))
 
 
-def _plain(node: ast.AST) -> bool:
-    """Does evaluating `node` only read names (no call, no operator that may run code)?"""
-    return all(isinstance(n, _PLAIN) for n in ast.walk(node))
-
-
-def _reads(texts: list[str]) -> set[str]:
+def _reads(texts) -> set[str]:
     return {n.id for t in texts for n in ast.walk(ast_parse(t, mode="eval")) if isinstance(n, ast.Name)}
 
 
-def _joined(first: str, second: str) -> str | None:
-    a, b = _product(first), _product(second)
-    if a is None or b is None or a[0] != b[0] or a[2] != b[2] or a[1] == b[1] or a[1] in _reads(b[3]):
+def joinable(a: ProductLine | None, b: ProductLine | None) -> bool:
+    """May the products `a` then `b` (the records of two adjacent lines) run as one
+    `both` call? (The module docstring's invariants.)"""
+    return (a is not None and b is not None and a.helper in PAIRED and a.helper == b.helper
+            and a.indent == b.indent and a.target != b.target and bool(a.operands) and bool(b.operands)
+            and all(_plain(o) for o in a.operands + b.operands) and a.target not in _reads(b.operands))
+
+
+def _joined(a: ProductLine | None, b: ProductLine | None) -> str | None:
+    if not joinable(a, b):
         return None
-    indent, helper = a[0], a[2]
-    return f"{indent}{a[1]}, {b[1]} = both({helper}, {tuple_text(a[3])}, {tuple_text(b[3])})"
+    return f"{a.indent}{a.target}, {b.target} = both({a.helper}, {tuple_text(a.operands)}, {tuple_text(b.operands)})"

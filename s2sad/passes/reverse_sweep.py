@@ -18,6 +18,7 @@ from ..frontend import location_of, shown_location as _short, source_line as _li
 from ..kernel_text import unparse
 from .adjoint_context import AdjointContext
 from .adjoint_text import grad_of_line, names_read, param_texts, text_of, tuple_text
+from .emitted import ProductCall, product_line, product_vjp_call
 from .epilogues import fused_sums_call
 from .arrayir import ArrayStmt, ForStmt, IfStmt, KernelSum, ListAppend, Py, RunKernel, SetItem, walk_stmts
 from .kernelpairs import row_reduction
@@ -62,16 +63,16 @@ class ReverseSweep:
         self.defer = defer
         self.unit: set[str] = set()
 
-    def contribute(self, name, text: str, ind: str, out: list, init: set):
+    def contribute(self, name, text: str | ProductCall, ind: str, out: list, init: set):     # (a ProductCall: recorded)
         if not self.is_active(name):
             return
-        b = self.bar(name)
+        b, call, text = self.bar(name), text if isinstance(text, ProductCall) else None, str(text)
         if name in init and text.startswith("index_bar("):     # in place when b is the sweep's own (array_rules)
             out.append(f"{ind}{b} = index_add({b}, {text[len('index_bar('):]}")
         elif name in init:
             out.append(f"{ind}{b} = {b} + {text}")
         else:
-            out.append(f"{ind}{b} = {text}")
+            out.append(product_line(ind, b, call) if call is not None else f"{ind}{b} = {text}")
             init.add(name)
         self.unit.discard(name)
 
@@ -169,7 +170,8 @@ class ReverseSweep:
                                f"an outer product stays two factors")
                     self.contribute(a, rule.factors(i, g, args, t, params), ind, out, init)
                 else:
-                    self.contribute(a, rule.vjp(i, g, args, t, params), ind, out, init)
+                    self.contribute(a, product_vjp_call(st, i, g, args) or rule.vjp(i, g, args, t, params), ind,
+                                    out, init)
 
     def shape_stand_ins(self, st: ArrayStmt, rule, args: list) -> list:
         """`args` with each operand the VJP reads for its shape only (rule.shape_reads)

@@ -34,6 +34,7 @@ from .adjoint_context import AdjointContext
 from .adjoint_text import param_texts, text_of, tuple_text
 from .arrayir import (ArrayProgram, ArrayStmt, Const, ForStmt, IfStmt, KernelSum, ListAppend, LoopExit, Py, RunKernel,
                       SetItem, is_kernel, walk_stmts)
+from .emitted import ProductCall, product_call, product_jvp_call, product_line
 from .linemap import LocatedLine, located_lines, statement_comment
 from .tangent_kernels import TangentKernels
 
@@ -147,7 +148,10 @@ class TangentSweep:
         prim = array_prims.of(st.op)
         args = [text_of(a) for a in st.args]
         line = prim.forward(args, param_texts(st)) if prim and prim.forward else None
-        out.append(f"{ind}{st.target} = {line if line is not None else unparse(st.forward)}")
+        if product_call(st) is not None:     # recorded: paired_products may join it with its tangent
+            out.append(product_line(ind, st.target, product_call(st)))
+        else:
+            out.append(f"{ind}{st.target} = {line if line is not None else unparse(st.forward)}")
         if not active:
             return
         if prim is None or prim.jvp is None:
@@ -164,9 +168,12 @@ class TangentSweep:
             dots = [self.dot(a) if self.is_active(a) else None for a in st.args]
             out.append(f"{ind}{self.dot(st.target)} = {prim.jvps(dots, args, st.target, params)}")
             return
-        terms = [prim.jvp(i, self.dot(a), args, st.target, params) for i, a in enumerate(st.args)
-                 if self.is_active(a)]
-        out.append(f"{ind}{self.dot(st.target)} = {' + '.join(terms)}")
+        terms = [product_jvp_call(st, i, self.dot(a), args) or prim.jvp(i, self.dot(a), args, st.target, params)
+                 for i, a in enumerate(st.args) if self.is_active(a)]
+        if len(terms) == 1 and isinstance(terms[0], ProductCall):     # one product: recorded
+            out.append(product_line(ind, self.dot(st.target), terms[0]))
+            return
+        out.append(f"{ind}{self.dot(st.target)} = {' + '.join(str(t) for t in terms)}")
 
     def functional_update(self, st: ArrayStmt, ind: str, out: list, active: bool) -> None:
         """`y_2 = set_items(y, index, v)` and `hs_2 = list_append(hs, item)`: linear in
