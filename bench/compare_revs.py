@@ -43,6 +43,7 @@ import gc
 import importlib.util
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -150,7 +151,8 @@ class Worker:
         cmd = [sys.executable, os.path.abspath(__file__), "--worker", src,
                "--sizes", ",".join(map(str, args.sizes))] + (["--only", ",".join(args.only)] if args.only else []) \
             + (["--all-vg"] if args.all_vg else [])
-        env = dict(env, S2SAD_CACHE_DIR=tempfile.mkdtemp(prefix="s2sad-compare-cache-"))
+        self.cache = tempfile.mkdtemp(prefix="s2sad-compare-cache-")     # a cold disk cache, removed on close
+        env = dict(env, S2SAD_CACHE_DIR=self.cache)
         self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env,
                                      bufsize=1)
 
@@ -173,6 +175,7 @@ class Worker:
         except OSError:
             pass
         self.proc.wait(timeout=60)
+        shutil.rmtree(self.cache, ignore_errors=True)
 
 
 def quartiles(values: list[float]) -> tuple[float, float, float]:
