@@ -19,7 +19,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from . import dask_grad, marks, mempool, nested, rules, runtime
+from . import dask_grad, marks, mempool, nested, rebind, rules, runtime
 from .arguments import argnums_tuple, check_argnums_spec, check_one_tangent_per_primal, converted, pullback_shapes_located, shapes_located
 from .callables import bound_call
 from . import array_prims
@@ -46,7 +46,7 @@ def calls_bound(api: Callable) -> Callable:
     """`api(fun, ...)` run with fun bound (frontend.bound): the plan reads fun's values."""
     @functools.wraps(api)
     def run(fun, *args, **kwargs):
-        call = bound_call(fun)
+        call = bound_call(fun) or rebind.as_call(fun)
         try:
             planned = target(fun if call is None else call.fn, api.__name__)   # what api plans (and binds)
         except S2SADError:
@@ -60,7 +60,7 @@ def _prepared(fun: Callable, entry: str, argnums):
     """(the function planned, argnums among its parameters, the BoundCall or None): a
     bound method, a callable object or a functools.partial is its function with the
     bound arguments first (data), argnums counted after them."""
-    call = bound_call(fun)
+    call = bound_call(fun) or rebind.as_call(fun)    # (a grad of a bound method: its function's grad)
     if call is None:
         return target(fun, entry), argnums, None
     k = len(call.args)
@@ -78,6 +78,8 @@ def _differentiated(fun: Callable, argnums, backend: str, what: str, mode: str, 
     _check_mode(mode)
     check_argnums_spec(argnums, marks.location_of_function(fun))
     planned, argnums, call = _prepared(fun, what, argnums)
+    if call is not None:
+        rebind.check_not_bound(call, argnums)
     d = Derivative(planned, argnums, backend, what, mode)
     if call is None and not has_aux:
         grad_only = what == "grad"
@@ -111,6 +113,8 @@ def _differentiated(fun: Callable, argnums, backend: str, what: str, mode: str, 
             return value, g
     _named_like(differentiated, fun)
     differentiated.__s2sad__ = d
+    if call is not None and not has_aux:    # differentiated again: the same derivative of call.fn (rebind)
+        rebind.remember(differentiated, call, lambda: _differentiated(call.fn, argnums, backend, what, mode, False))
     return marks.mark_derivative(differentiated, what, fun, d)
 
 
@@ -174,6 +178,12 @@ def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], *, backe
         raise S2SADError(f"jvp takes its primals and its tangents as tuples or lists, not a "
                          f"{type(primals if not isinstance(primals, (tuple, list)) else tangents).__name__}",
                          marks.location_of_function(fun), hint="Write jvp(f, (x,), (v,)) for one argument.")
+    unbound = rebind.unbound(fun)
+    if unbound is not None:     # a grad of a bound method: its function's grad, the bound arguments first
+        made, call = unbound
+        check_one_tangent_per_primal(fun, primals, tangents)
+        full = rebind.full_primals(call, primals)
+        return jvp(made, full, rebind.full_tangents(call, full, tangents), backend=backend)
     mark = marks.derivative_mark(fun)
     if mark is not None and mark.derivative is not None:
         first_order_checked(mark, tuple(primals))
@@ -201,6 +211,8 @@ def vjp(fun: Callable, *primals, has_aux: bool = False, backend: str = "auto", m
     the forward pass, "recompute" them in the pullback, or "auto"; both give identical
     results."""
     _check_mode(mode)
+    if rebind.unbound(fun) is not None:
+        return _vjp_unbound(fun, primals, has_aux, backend, mode)
     mark = marks.derivative_mark(fun)
     if mark is not None and mark.derivative is not None and not has_aux:
         first_order_checked(mark, primals)
@@ -222,6 +234,17 @@ def vjp(fun: Callable, *primals, has_aux: bool = False, backend: str = "auto", m
     # a pullback may plan and compile kernels too (deeply)
     pullback = pullback_shapes_located(fun, pullback)
     return out, marks.mark_derivative(pullback_of(deeply(mempool.pooled(pullback)), len(primals)), "vjp", planned)
+
+
+def _vjp_unbound(fun: Callable, primals: tuple, has_aux: bool, backend: str, mode: str):
+    """vjp of a grad of a bound method: its function's grad, the bound arguments first
+    (rebind); the pullback gives the adjoints of the user's primals only."""
+    made, call = rebind.unbound(fun)
+    k, n = len(call.args), len(primals)
+    res = vjp(made, *rebind.full_primals(call, primals), has_aux=has_aux, backend=backend, mode=mode)
+    pull = res[1]
+    return (res[0], marks.mark_derivative(_pullback_fn(lambda out_bar: pull(out_bar)[k:k + n]), "vjp", call.fn)) \
+        + tuple(res[2:])
 
 
 def _pullback_fn(pull: Callable) -> Callable:
