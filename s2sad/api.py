@@ -298,8 +298,8 @@ def broadcast(f: Callable, *args, backend: str = "auto", signature: str | None =
     fun = f
     if plan is None:
         prim = rules.python_callables().get(f) if _hashable(f) else None
-        if prim is not None:
-            return f(*args)  # a numpy/math primitive: numpy already applies it
+        if prim is not None and isinstance(f, np.ufunc):
+            return f(*args)  # a numpy ufunc: numpy already applies it (math.sin takes numbers: compiled below)
         fun = target(f, "broadcast")
         with bound(fun):
             plan = _BROADCAST.get(fun, serves, lambda: _broadcast_plan(fun))
