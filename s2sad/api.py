@@ -472,35 +472,51 @@ class Differentiable(marks.HoldsUserFunction):
         self._call = fun
         self.argnums = argnums
         self.backend = backend
-        self._vg = Derivative(planned, argnums, backend, "value_and_grad")
-        self._g = Derivative(planned, argnums, backend, "grad")
-        self.__s2sad__ = self._vg
-        self._npos = positional_count(planned)
+        # s2sad's own derivatives (not methods of this object): jacfwd(f.grad) is
+        # jacfwd(grad(f)), never a differentiation of this class's code
+        self.grad = _differentiated(planned, argnums, backend, "grad", "auto", False)
+        self.value_and_grad = _differentiated(planned, argnums, backend, "value_and_grad", "auto", False)
+        self._vg = self.__s2sad__ = self.value_and_grad.__s2sad__
 
     def __call__(self, *args, **kwargs):
         return self._call(*args, **kwargs)
 
-    def grad(self, *args, **kwargs):
-        if kwargs or len(args) > self._npos:
-            args = self._g.bind(args, kwargs)
-        r = self._g.hot(*args)
-        if r is NotImplemented:
-            return (tree_calls(self._g)(args) if has_nodes(args) else self._g(*args))[1]
-        return r
-
-    def value_and_grad(self, *args, **kwargs):
-        if kwargs or len(args) > self._npos:
-            args = self._vg.bind(args, kwargs)
-        r = self._vg.hot(*args)
-        if r is NotImplemented:
-            return tree_calls(self._vg)(args) if has_nodes(args) else self._vg(*args)
-        return r
+    def __get__(self, instance, owner=None):
+        """A decorated method read from an instance: bound to it, as a def's would be."""
+        return self if instance is None else _BoundDifferentiable(self, instance)
 
     def explain(self) -> Explanation:
         return explain(self.__wrapped_fun__, self.argnums)
 
     def source(self) -> str:
         return self._vg.source()
+
+
+class _BoundDifferentiable(marks.HoldsBoundMethod):
+    """m.loss for a method decorated with @s2sad.differentiate: calls it with m first; its
+    derivatives are those of the bound method (argnums counted after self, as
+    grad(m.loss)'s), made when read; it holds m only while it is held."""
+
+    def __init__(self, d: Differentiable, instance):
+        self._d, self.bound_method = d, types.MethodType(d._call, instance)
+        functools.update_wrapper(self, d._call)
+
+    def __call__(self, *args, **kwargs):
+        return self.bound_method(*args, **kwargs)
+
+    @property
+    def grad(self) -> Callable:
+        return grad(self.bound_method, self._d.argnums, backend=self._d.backend)
+
+    @property
+    def value_and_grad(self) -> Callable:
+        return value_and_grad(self.bound_method, self._d.argnums, backend=self._d.backend)
+
+    def explain(self) -> Explanation:
+        return explain(self._d.__wrapped_fun__, self._d.argnums)
+
+    def source(self) -> str:
+        return self._d.source()
 
 
 def differentiate(fun: Callable | None = None, *, argnums=0, backend: str = "auto"):
