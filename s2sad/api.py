@@ -19,27 +19,24 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from . import dask_grad, marks, mempool, nested, rebind, rules, runtime
+from . import dask_grad, marks, mempool, nested, rebind, rules
 from .arguments import argnums_tuple, check_argnums_spec, check_one_tangent_per_primal, converted, pullback_shapes_located, shapes_located
 from .callables import bound_call
 from . import array_prims
 from .array_prims import register_vjp
+from .broadcasting import BROADCAST_PLANS, broadcast    # noqa: F401 (s2sad.broadcast)
 from .deep import deeply
 from .first_order import first_order_checked
 from .small_grad import path_lines
 from .derivative import Derivative
 from .errors import S2SADError
-from .frontend import Assumptions, bound, classify, parse_function, recording
+from .frontend import bound, classify, parse_function
 from . import array_higher
 from .array_higher import is_array_derivative, jvp_of_derivative
 from .jvp_vjp import jvp_at, pullback_of, vjp_at
-from .plancache import PLANNING, PlanCache
-from .plans import PLANS, compiled, serves
-from .passes.normalize import Normalizer, normalize
-from .passes.rowcolumns import row_arguments
-from .passes.rowelems import row_parameters, row_program
-from .runtime import Kernel
-from .targets import arity, bind, entry_function, positional_count, target
+from .plancache import PLANNING
+from .plans import PLANS, compiled
+from .targets import bind, positional_count, target
 from .treecalls import flattening, has_nodes, jvp_tree, needs_trees, tree_calls, tree_source, vjp_tree
 
 def calls_bound(api: Callable) -> Callable:
@@ -268,92 +265,6 @@ def _dask_vjp(fun: Callable, primals, backend, mode: str):
     return value, dask_pullback
 
 
-# ---------------------------------------------------------------- broadcast
-
-_BROADCAST = PlanCache()   # code -> BroadcastPlan
-
-
-@dataclass
-class BroadcastPlan:
-    kernel: Kernel
-    assumptions: Any
-    rows: Any = None    # per parameter, its rowelems.RowUse (None: a number); None: no rows
-
-
-@marks.entry_point("broadcast")
-@deeply
-@mempool.pooled
-def broadcast(f: Callable, *args, backend: str = "auto", signature: str | None = None):
-    """f applied elementwise with numpy broadcasting (scalars broadcast), compiled;
-    parameters not given take their defaults. A function that indexes its parameter
-    (`p[0] + p[1]`) takes the rows of a 2-D array (passes/rowelems.py); `signature`
-    (numpy's gufunc notation, "(3),()->()") says so and is checked."""
-    if dask_grad.has_dask(args):   # lazy: the kernel runs on each block when computed
-        if signature is not None or _takes_rows(f):
-            raise S2SADError("s2sad.broadcast of a function of rows is not supported on dask arrays",
-                             hint="Compute it on numpy arrays, or pass the columns: broadcast(f, X[:, 0], X[:, 1]) "
-                                  "with f taking numbers.")
-        return dask_grad.broadcast(broadcast, f, args, backend)
-    plan = _BROADCAST.find(f, serves) if type(f) is types.FunctionType else None
-    fun = f
-    if plan is None:
-        prim = rules.python_callables().get(f) if _hashable(f) else None
-        if prim is not None and isinstance(f, np.ufunc):
-            return f(*args)  # a numpy ufunc: numpy already applies it (math.sin takes numbers: compiled below)
-        fun = target(f, "broadcast")
-        with bound(fun):
-            plan = _BROADCAST.get(fun, serves, lambda: _broadcast_plan(fun))
-    with bound(fun):      # the plan reads fun's cells and globals
-        if plan.rows is not None or signature is not None:
-            if len(args) != arity(fun):
-                raise S2SADError(f"s2sad.broadcast: {getattr(fun, '__name__', fun)} takes {arity(fun)} "
-                                 f"argument(s), {len(args)} given", hint="Pass one array or number per parameter.")
-            args = row_arguments(args, plan.rows, signature, getattr(fun, "__name__", "the function"),
-                                 parse_function(fun).location())
-        return _broadcast(plan.kernel, fun, args, backend)
-
-
-def _takes_rows(f) -> bool:
-    return type(f) is types.FunctionType and row_parameters(entry_function(parse_function(f))) is not None
-
-
-def _broadcast_plan(f: Callable) -> BroadcastPlan:
-    pf = entry_function(parse_function(f))
-    with recording() as log:
-        rows = row_parameters(pf) if rules.user_rule(pf.fn) is None else None
-        program = normalize(pf) if rows is None else row_program(pf, Normalizer())
-    return BroadcastPlan(Kernel(program, program.entry), Assumptions(log, PlanCache.key_of(f)), rows)
-
-
-def _broadcast(kernel: Kernel, fun: Callable, args, backend: str):
-    program = kernel.program
-    n_args = len(program.params) - len(program.captures) - len(program.state)
-    if len(args) < n_args and arity(fun) == n_args:    # defaults to fill in
-        try:
-            args = bind(fun, args, {})
-        except TypeError:
-            pass
-    if len(args) != n_args:
-        raise S2SADError(f"s2sad.broadcast: {getattr(fun, '__name__', fun)} takes {n_args} argument(s), "
-                         f"{len(args)} given", hint="Pass one array or number per parameter.")
-    args = list(args) + [c.read() for c in program.captures]  # free data, read now
-    state = program.state
-    if state:  # a scan: elements in order, the state written back once
-        out, final = runtime.scan_apply(kernel, args, [float(c.get()) for c in state], backend=backend)
-        for cell, v in zip(state, final):
-            cell.set(v)
-        return out
-    return runtime.apply(kernel, args, backend=backend)
-
-
-def _hashable(f) -> bool:
-    try:
-        hash(f)
-        return True
-    except TypeError:
-        return False
-
-
 # ---------------------------------------------------------------- explain / source
 
 @dataclass
@@ -477,6 +388,7 @@ class Differentiable(marks.HoldsUserFunction):
         self.grad = _differentiated(planned, argnums, backend, "grad", "auto", False)
         self.value_and_grad = _differentiated(planned, argnums, backend, "value_and_grad", "auto", False)
         self._vg = self.__s2sad__ = self.value_and_grad.__s2sad__
+        self._g = self.grad.__s2sad__
 
     def __call__(self, *args, **kwargs):
         return self._call(*args, **kwargs)
@@ -629,5 +541,5 @@ def defrule(fn: Callable, *partials: str | None, impl: Callable | None = None) -
                                  hint="Write it as an expression in the parameters and `out`.") from None
     rules.USER_RULES[fn] = rules.UserRule(fn, impl, params, tuple(partials))
     PLANS.clear()
-    _BROADCAST.clear()
+    BROADCAST_PLANS.clear()
     return fn

@@ -1,8 +1,11 @@
 """A grad of an array program made inline (`s2sad.grad(f)(a, b)`) or bound to a local
-(`g = s2sad.grad(f)` inside the loss) and called in a differentiated function: refused
-as the composition it is, located at the call, saying to name it at module level (which
-works: reverse over reverse). It was a NoSourceError saying that np.sum has no Python
-source, located in f, which tells the user nothing they can act on."""
+(`g = s2sad.grad(f)` inside the loss) and called in a differentiated function should be
+refused as the composition it is, located at the call, saying to name it at module
+level (which works: reverse over reverse). It is a NoSourceError saying that np.sum has
+no Python source, located in f, which tells the user nothing they can act on. Not fixed
+here: the fix that catches the scalar normalizer's refusal in normderiv breaks the rule
+that normderiv catches no refusal (test_route_decisions); the route analysis
+(passes/routes.py) should see the inline or local derivative instead."""
 import math
 
 import numpy as np
@@ -41,6 +44,8 @@ def _lines_of(fn, text):
     return [first + i for i, line in enumerate(lines) if text in line]
 
 
+@pytest.mark.xfail(strict=True, reason="misleading NoSourceError ('np.sum' has no Python source): routes.py "
+                   "does not see a derivative made inline or bound to a local")
 @pytest.mark.parametrize("loss, text", [(penalty_inline, "s2sad.grad(f, argnums=1)(a, b)"),
                                         (penalty_local, "g(a, b)")])
 def test_inline_or_local_grad_of_an_array_program_is_refused_with_what_works(loss, text):

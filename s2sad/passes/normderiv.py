@@ -36,7 +36,7 @@ import copy
 import gast
 
 from .. import marks
-from ..errors import HigherOrderNotSupportedError, S2SADError
+from ..errors import HigherOrderNotSupportedError
 from ..frontend import MISSING, attribute_value, location_of, parse_function
 from ..nested import is_taken_again, parameters_of
 from ..targets import entry_function
@@ -132,7 +132,7 @@ class DerivativeCallMixin:
                 raise marks.higher_order_error(mark, at, "the value of a summed loss is one number for the whole "
                                                "array, not a function of each element")
             return gast.Call(func=name(self.partial_helper(summed, 0, mark)), args=args, keywords=[])
-        helper = self._inlined(inner, mark, at)
+        helper = self.user_function(inner, at=at)
         if self.state_of.get(helper):
             raise marks.higher_order_error(
                 mark, at, f"{marks.function_name(inner)} writes state, which its derivative would write again "
@@ -142,23 +142,6 @@ class DerivativeCallMixin:
         caps = self.captures.get(helper, [])
         target = helper if which is None else self.partial_helper(helper, which, mark)
         return gast.Call(func=name(target), args=args + self.pass_captures(caps, scope, e, {}), keywords=[])
-
-    def _inlined(self, inner, mark: marks.DerivativeMark, at):
-        """The helper made of the derivative's function, read as scalar code. An array
-        program is not (np.sum has no scalar rule): the route analysis sends a derivative
-        called by a global name to the array route, but one made inline or bound to a
-        local is only seen here; refused as the composition it is, not as np.sum's
-        missing source."""
-        try:
-            return self.user_function(inner, at=at)
-        except S2SADError as e:
-            if isinstance(e, HigherOrderNotSupportedError):
-                raise
-            raise marks.higher_order_error(
-                mark, at, f"it is made or named inside the differentiated function, where it is read as scalar "
-                f"code, and {marks.function_name(inner)} is not scalar code ({e.message}); a derivative of an "
-                f"array program is differentiated again when the loss calls it by a global name: write "
-                f"g = s2sad.{mark.made_by}({marks.function_name(inner)}, ...) at module level and call g(...)") from e
 
     def _selected(self, mark: marks.DerivativeMark, nparams: int, picked: tuple[int, ...], e, scope: Scope):
         """Which scalar the call with `picked` items gives: None (the function's value) or
