@@ -19,34 +19,31 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from . import dask_grad, marks, mempool, nested, rules, runtime
+from . import dask_grad, marks, mempool, nested, rebind, rules
 from .arguments import argnums_tuple, check_argnums_spec, check_one_tangent_per_primal, converted, pullback_shapes_located, shapes_located
 from .callables import bound_call
 from . import array_prims
 from .array_prims import register_vjp
+from .broadcasting import BROADCAST_PLANS, broadcast    # noqa: F401 (s2sad.broadcast)
 from .deep import deeply
 from .first_order import first_order_checked
 from .small_grad import path_lines
 from .derivative import Derivative
 from .errors import S2SADError
-from .frontend import Assumptions, bound, classify, parse_function, recording
+from .frontend import bound, classify, parse_function
 from . import array_higher
 from .array_higher import is_array_derivative, jvp_of_derivative
 from .jvp_vjp import jvp_at, pullback_of, vjp_at
-from .plancache import PLANNING, PlanCache
-from .plans import PLANS, compiled, serves
-from .passes.normalize import Normalizer, normalize
-from .passes.rowcolumns import row_arguments
-from .passes.rowelems import row_parameters, row_program
-from .runtime import Kernel
-from .targets import arity, bind, entry_function, positional_count, target
+from .plancache import PLANNING
+from .plans import PLANS, compiled
+from .targets import bind, positional_count, target
 from .treecalls import flattening, has_nodes, jvp_tree, needs_trees, tree_calls, tree_source, vjp_tree
 
 def calls_bound(api: Callable) -> Callable:
     """`api(fun, ...)` run with fun bound (frontend.bound): the plan reads fun's values."""
     @functools.wraps(api)
     def run(fun, *args, **kwargs):
-        call = bound_call(fun)
+        call = bound_call(fun) or rebind.as_call(fun)
         try:
             planned = target(fun if call is None else call.fn, api.__name__)   # what api plans (and binds)
         except S2SADError:
@@ -60,7 +57,7 @@ def _prepared(fun: Callable, entry: str, argnums):
     """(the function planned, argnums among its parameters, the BoundCall or None): a
     bound method, a callable object or a functools.partial is its function with the
     bound arguments first (data), argnums counted after them."""
-    call = bound_call(fun)
+    call = bound_call(fun) or rebind.as_call(fun)    # (a grad of a bound method: its function's grad)
     if call is None:
         return target(fun, entry), argnums, None
     k = len(call.args)
@@ -78,6 +75,8 @@ def _differentiated(fun: Callable, argnums, backend: str, what: str, mode: str, 
     _check_mode(mode)
     check_argnums_spec(argnums, marks.location_of_function(fun))
     planned, argnums, call = _prepared(fun, what, argnums)
+    if call is not None:
+        rebind.check_not_bound(call, argnums)
     d = Derivative(planned, argnums, backend, what, mode)
     if call is None and not has_aux:
         grad_only = what == "grad"
@@ -111,6 +110,8 @@ def _differentiated(fun: Callable, argnums, backend: str, what: str, mode: str, 
             return value, g
     _named_like(differentiated, fun)
     differentiated.__s2sad__ = d
+    if call is not None and not has_aux:    # differentiated again: the same derivative of call.fn (rebind)
+        rebind.remember(differentiated, call, lambda: _differentiated(call.fn, argnums, backend, what, mode, False))
     return marks.mark_derivative(differentiated, what, fun, d)
 
 
@@ -174,6 +175,12 @@ def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], *, backe
         raise S2SADError(f"jvp takes its primals and its tangents as tuples or lists, not a "
                          f"{type(primals if not isinstance(primals, (tuple, list)) else tangents).__name__}",
                          marks.location_of_function(fun), hint="Write jvp(f, (x,), (v,)) for one argument.")
+    unbound = rebind.unbound(fun)
+    if unbound is not None:     # a grad of a bound method: its function's grad, the bound arguments first
+        made, call = unbound
+        check_one_tangent_per_primal(fun, primals, tangents)
+        full = rebind.full_primals(call, primals)
+        return jvp(made, full, rebind.full_tangents(call, full, tangents), backend=backend)
     mark = marks.derivative_mark(fun)
     if mark is not None and mark.derivative is not None:
         first_order_checked(mark, tuple(primals))
@@ -201,6 +208,8 @@ def vjp(fun: Callable, *primals, has_aux: bool = False, backend: str = "auto", m
     the forward pass, "recompute" them in the pullback, or "auto"; both give identical
     results."""
     _check_mode(mode)
+    if rebind.unbound(fun) is not None:
+        return _vjp_unbound(fun, primals, has_aux, backend, mode)
     mark = marks.derivative_mark(fun)
     if mark is not None and mark.derivative is not None and not has_aux:
         first_order_checked(mark, primals)
@@ -224,6 +233,17 @@ def vjp(fun: Callable, *primals, has_aux: bool = False, backend: str = "auto", m
     return out, marks.mark_derivative(pullback_of(deeply(mempool.pooled(pullback)), len(primals)), "vjp", planned)
 
 
+def _vjp_unbound(fun: Callable, primals: tuple, has_aux: bool, backend: str, mode: str):
+    """vjp of a grad of a bound method: its function's grad, the bound arguments first
+    (rebind); the pullback gives the adjoints of the user's primals only."""
+    made, call = rebind.unbound(fun)
+    k, n = len(call.args), len(primals)
+    res = vjp(made, *rebind.full_primals(call, primals), has_aux=has_aux, backend=backend, mode=mode)
+    pull = res[1]
+    return (res[0], marks.mark_derivative(_pullback_fn(lambda out_bar: pull(out_bar)[k:k + n]), "vjp", call.fn)) \
+        + tuple(res[2:])
+
+
 def _pullback_fn(pull: Callable) -> Callable:
     def vjp_pullback(out_bar):
         return pull(out_bar)
@@ -243,92 +263,6 @@ def _dask_vjp(fun: Callable, primals, backend, mode: str):
     def dask_pullback(out_bar):
         return tuple(by[i] * out_bar if i in by else None for i in range(len(primals)))
     return value, dask_pullback
-
-
-# ---------------------------------------------------------------- broadcast
-
-_BROADCAST = PlanCache()   # code -> BroadcastPlan
-
-
-@dataclass
-class BroadcastPlan:
-    kernel: Kernel
-    assumptions: Any
-    rows: Any = None    # per parameter, its rowelems.RowUse (None: a number); None: no rows
-
-
-@marks.entry_point("broadcast")
-@deeply
-@mempool.pooled
-def broadcast(f: Callable, *args, backend: str = "auto", signature: str | None = None):
-    """f applied elementwise with numpy broadcasting (scalars broadcast), compiled;
-    parameters not given take their defaults. A function that indexes its parameter
-    (`p[0] + p[1]`) takes the rows of a 2-D array (passes/rowelems.py); `signature`
-    (numpy's gufunc notation, "(3),()->()") says so and is checked."""
-    if dask_grad.has_dask(args):   # lazy: the kernel runs on each block when computed
-        if signature is not None or _takes_rows(f):
-            raise S2SADError("s2sad.broadcast of a function of rows is not supported on dask arrays",
-                             hint="Compute it on numpy arrays, or pass the columns: broadcast(f, X[:, 0], X[:, 1]) "
-                                  "with f taking numbers.")
-        return dask_grad.broadcast(broadcast, f, args, backend)
-    plan = _BROADCAST.find(f, serves) if type(f) is types.FunctionType else None
-    fun = f
-    if plan is None:
-        prim = rules.python_callables().get(f) if _hashable(f) else None
-        if prim is not None:
-            return f(*args)  # a numpy/math primitive: numpy already applies it
-        fun = target(f, "broadcast")
-        with bound(fun):
-            plan = _BROADCAST.get(fun, serves, lambda: _broadcast_plan(fun))
-    with bound(fun):      # the plan reads fun's cells and globals
-        if plan.rows is not None or signature is not None:
-            if len(args) != arity(fun):
-                raise S2SADError(f"s2sad.broadcast: {getattr(fun, '__name__', fun)} takes {arity(fun)} "
-                                 f"argument(s), {len(args)} given", hint="Pass one array or number per parameter.")
-            args = row_arguments(args, plan.rows, signature, getattr(fun, "__name__", "the function"),
-                                 parse_function(fun).location())
-        return _broadcast(plan.kernel, fun, args, backend)
-
-
-def _takes_rows(f) -> bool:
-    return type(f) is types.FunctionType and row_parameters(entry_function(parse_function(f))) is not None
-
-
-def _broadcast_plan(f: Callable) -> BroadcastPlan:
-    pf = entry_function(parse_function(f))
-    with recording() as log:
-        rows = row_parameters(pf) if rules.user_rule(pf.fn) is None else None
-        program = normalize(pf) if rows is None else row_program(pf, Normalizer())
-    return BroadcastPlan(Kernel(program, program.entry), Assumptions(log, PlanCache.key_of(f)), rows)
-
-
-def _broadcast(kernel: Kernel, fun: Callable, args, backend: str):
-    program = kernel.program
-    n_args = len(program.params) - len(program.captures) - len(program.state)
-    if len(args) < n_args and arity(fun) == n_args:    # defaults to fill in
-        try:
-            args = bind(fun, args, {})
-        except TypeError:
-            pass
-    if len(args) != n_args:
-        raise S2SADError(f"s2sad.broadcast: {getattr(fun, '__name__', fun)} takes {n_args} argument(s), "
-                         f"{len(args)} given", hint="Pass one array or number per parameter.")
-    args = list(args) + [c.read() for c in program.captures]  # free data, read now
-    state = program.state
-    if state:  # a scan: elements in order, the state written back once
-        out, final = runtime.scan_apply(kernel, args, [float(c.get()) for c in state], backend=backend)
-        for cell, v in zip(state, final):
-            cell.set(v)
-        return out
-    return runtime.apply(kernel, args, backend=backend)
-
-
-def _hashable(f) -> bool:
-    try:
-        hash(f)
-        return True
-    except TypeError:
-        return False
 
 
 # ---------------------------------------------------------------- explain / source
@@ -449,35 +383,52 @@ class Differentiable(marks.HoldsUserFunction):
         self._call = fun
         self.argnums = argnums
         self.backend = backend
-        self._vg = Derivative(planned, argnums, backend, "value_and_grad")
-        self._g = Derivative(planned, argnums, backend, "grad")
-        self.__s2sad__ = self._vg
-        self._npos = positional_count(planned)
+        # s2sad's own derivatives (not methods of this object): jacfwd(f.grad) is
+        # jacfwd(grad(f)), never a differentiation of this class's code
+        self.grad = _differentiated(planned, argnums, backend, "grad", "auto", False)
+        self.value_and_grad = _differentiated(planned, argnums, backend, "value_and_grad", "auto", False)
+        self._vg = self.__s2sad__ = self.value_and_grad.__s2sad__
+        self._g = self.grad.__s2sad__
 
     def __call__(self, *args, **kwargs):
         return self._call(*args, **kwargs)
 
-    def grad(self, *args, **kwargs):
-        if kwargs or len(args) > self._npos:
-            args = self._g.bind(args, kwargs)
-        r = self._g.hot(*args)
-        if r is NotImplemented:
-            return (tree_calls(self._g)(args) if has_nodes(args) else self._g(*args))[1]
-        return r
-
-    def value_and_grad(self, *args, **kwargs):
-        if kwargs or len(args) > self._npos:
-            args = self._vg.bind(args, kwargs)
-        r = self._vg.hot(*args)
-        if r is NotImplemented:
-            return tree_calls(self._vg)(args) if has_nodes(args) else self._vg(*args)
-        return r
+    def __get__(self, instance, owner=None):
+        """A decorated method read from an instance: bound to it, as a def's would be."""
+        return self if instance is None else _BoundDifferentiable(self, instance)
 
     def explain(self) -> Explanation:
         return explain(self.__wrapped_fun__, self.argnums)
 
     def source(self) -> str:
         return self._vg.source()
+
+
+class _BoundDifferentiable(marks.HoldsBoundMethod):
+    """m.loss for a method decorated with @s2sad.differentiate: calls it with m first; its
+    derivatives are those of the bound method (argnums counted after self, as
+    grad(m.loss)'s), made when read; it holds m only while it is held."""
+
+    def __init__(self, d: Differentiable, instance):
+        self._d, self.bound_method = d, types.MethodType(d._call, instance)
+        functools.update_wrapper(self, d._call)
+
+    def __call__(self, *args, **kwargs):
+        return self.bound_method(*args, **kwargs)
+
+    @property
+    def grad(self) -> Callable:
+        return grad(self.bound_method, self._d.argnums, backend=self._d.backend)
+
+    @property
+    def value_and_grad(self) -> Callable:
+        return value_and_grad(self.bound_method, self._d.argnums, backend=self._d.backend)
+
+    def explain(self) -> Explanation:
+        return explain(self._d.__wrapped_fun__, self._d.argnums)
+
+    def source(self) -> str:
+        return self._d.source()
 
 
 def differentiate(fun: Callable | None = None, *, argnums=0, backend: str = "auto"):
@@ -590,5 +541,5 @@ def defrule(fn: Callable, *partials: str | None, impl: Callable | None = None) -
                                  hint="Write it as an expression in the parameters and `out`.") from None
     rules.USER_RULES[fn] = rules.UserRule(fn, impl, params, tuple(partials))
     PLANS.clear()
-    _BROADCAST.clear()
+    BROADCAST_PLANS.clear()
     return fn

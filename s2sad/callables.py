@@ -113,6 +113,8 @@ class BoundCall:
 def bound_call(f: Any) -> BoundCall | None:
     """`f` as a function with bound arguments, or None when it is not such a callable
     (a plain function, a numpy or math callable, an s2sad object, a C callable)."""
+    if isinstance(f, marks.HoldsBoundMethod):
+        f = f.bound_method
     if isinstance(f, types.MethodType):
         inner = bound_call(f.__func__)
         if inner is None:

@@ -84,6 +84,12 @@ def main(argv: list[str] | None = None) -> int:
         except S2SADError as e:
             print(f"s2sad: {e}", file=sys.stderr)
             return 1
+        except OSError as e:    # the output folder: a file's name, not writable... (the user's module ran)
+            if e.filename is None or Path(e.filename) == args.module.resolve():
+                raise
+            print(f"s2sad: cannot write {e.filename}: {e.strerror}; choose another folder with -o",
+                  file=sys.stderr)
+            return 2
     return 2
 
 

@@ -331,6 +331,8 @@ def _expectation(value) -> tuple[Callable, Any]:
         return _same_kind, (type(value),)
     if isinstance(value, (bool, int, float, complex, np.bool_, np.number, tuple)) or value is None:
         return _same_value, value
+    if isinstance(value, types.FunctionType):   # a helper: the same function, running the same code
+        return _same_function, (weakref.ref(value), value.__code__, _number_defaults(value))
     try:
         return _same_referent, weakref.ref(value)
     except TypeError:       # a builtin or C object: long-lived, held as is
@@ -353,6 +355,21 @@ def _same_object(v, want) -> bool:
 
 def _same_referent(v, ref) -> bool:
     return v is ref()
+
+
+def _same_function(v, want) -> bool:
+    """The same function object, whose code and number defaults are still those planned:
+    a swapped `__code__` (IPython's autoreload swaps it in place) or new defaults are
+    planned again, as for the differentiated function itself."""
+    ref, code, defaults = want
+    return v is ref() and v.__code__ is code and _same_value(_number_defaults(v), defaults)
+
+
+def _number_defaults(f: types.FunctionType) -> tuple:
+    """f's defaults where they are numbers (compiled in), kinds elsewhere (read when called)."""
+    kw = f.__kwdefaults__
+    values = tuple(f.__defaults__ or ()) + (tuple(kw[k] for k in sorted(kw)) if kw else ())
+    return tuple(v if isinstance(v, (bool, int, float, np.number, str)) or v is None else _kind(v) for v in values)
 
 
 def _same_value(v, want) -> bool:

@@ -27,11 +27,12 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
-from . import array_higher, higher_explain, marks, mempool
+from . import array_higher, higher_explain, marks, mempool, rebind
 from .api import grad, jvp
-from .arguments import argnums_tuple
+from .arguments import argnums_tuple, check_one_tangent_per_primal
 from .batched_jac import Blocks
 from .batched_rows import Rows
+from .callables import BoundCall, bound_call
 from .deep import deeply
 from .errors import S2SADError
 from .higher_paths import Parts, Path, runner
@@ -91,6 +92,10 @@ def jacfwd(fun: Callable, argnums=0, *, backend: str = "auto") -> Callable:
     one: all columns from one sweep of batched tangents where every statement has a
     batched form (batched_jac.py). Its paths: JACFWD."""
     _check_callable(fun, "jacfwd")
+    unbound = rebind.unbound(fun)
+    if unbound is not None:     # the grad of a bound method: its function's grad, the bound arguments first
+        made, call = unbound
+        return _leading(jacfwd(made, rebind.shifted(argnums, len(call.args)), backend=backend), call, fun, argnums)
     parts = Parts(fun, argnums, backend, diagonal=Diagonal(fun, argnums_tuple(argnums), backend, "jacfwd"))
     inner = parts.inner
     parts.batched = Blocks(inner.fun if inner else fun,
@@ -105,6 +110,10 @@ def jacrev(fun: Callable, argnums=0, *, backend: str = "auto") -> Callable:
     program: the batched forward-over-reverse sweep, batched_jac.py; another array
     program: one pullback of batched cotangents, batched_rows.py). Its paths: JACREV."""
     _check_callable(fun, "jacrev")
+    unbound = rebind.unbound(fun)
+    if unbound is not None:
+        made, call = unbound
+        return _leading(jacrev(made, rebind.shifted(argnums, len(call.args)), backend=backend), call, fun, argnums)
     parts = Parts(fun, argnums, backend, diagonal=Diagonal(fun, argnums_tuple(argnums), backend, "jacrev"))
     inner = parts.inner
     # the grad of an array program: its Jacobian (a Hessian block) from the batched
@@ -126,6 +135,11 @@ def hessian(fun: Callable, argnums=0, *, backend: str = "auto") -> Callable:
     columns from one sweep of batched tangents (batched_jac.py) where every statement
     has a batched form, else one sweep per column. Its paths: HESSIAN."""
     _check_callable(fun, "hessian")
+    call = bound_call(fun)
+    if call is not None:        # a bound method: its function's Hessian, the bound arguments first
+        rebind.check_not_bound(call, rebind.shifted(argnums, len(call.args)))
+        return _leading(hessian(call.fn, rebind.shifted(argnums, len(call.args)), backend=backend), call, fun,
+                        argnums)
     grads = {i: grad(fun, argnums=i, backend=backend) for i in argnums_tuple(argnums)}
     parts = Parts(fun, argnums, backend, grads=grads, batched=Blocks(fun, backend, "hessian"),
                   small=SmallHessian(fun, argnums, backend), first_order=False)     # (its grads check that)
@@ -144,6 +158,13 @@ def hvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], *, argnu
                          _where(fun), hint="Write s2sad.hvp(f, (x,), (v,)) for one argument.")
     primals = tuple(primals)
     _check_argnums(argnums, primals, fun)
+    call = bound_call(fun)
+    if call is not None:        # a bound method: its function's, the bound arguments first (zero tangents)
+        check_one_tangent_per_primal(fun, primals, tangents)
+        rebind.check_not_bound(call, rebind.shifted(argnums, len(call.args)))
+        full = rebind.full_primals(call, primals)
+        return hvp(call.fn, full, rebind.full_tangents(call, full, tangents),
+                   argnums=rebind.shifted(argnums, len(call.args)), backend=backend)
     g = grad(fun, argnums, backend=backend)
     mark = marks.derivative_mark(g)
     if isinstance(tangents, (tuple, list)) and array_higher.is_array_derivative(mark):
@@ -189,6 +210,20 @@ def _named(wrapper: Callable, parts: Parts) -> Callable:
     wrapper.__qualname__ = f"s2sad.{what}({name})"
     wrapper.__doc__ = f"s2sad.{what} of {name}."
     return marks.mark_jacobian(wrapper, what, fun)     # (differentiated again: refused, marks.jacobian_error)
+
+
+def _leading(inner: Callable, call: BoundCall, fun: Callable, argnums) -> Callable:
+    """`inner` (a Jacobian wrapper of call.fn) called with call's bound arguments first:
+    the wrapper of the bound callable `fun` (rebind), its marks and explain inner's."""
+    def bound_wrapper(*args, **kwargs):
+        return inner(*call.args, *args, **({**call.kwargs, **kwargs} if call.kwargs else kwargs))
+    bound_wrapper.kind, bound_wrapper.paths = inner.kind, inner.paths
+    bound_wrapper.of, bound_wrapper.argnums, bound_wrapper.inner = fun, argnums, inner
+    bound_wrapper.small, bound_wrapper.batched = inner.small, inner.batched
+    bound_wrapper.__s2sad_explain__ = lambda *args: inner.__s2sad_explain__(*call.args, *args)
+    for name in ("__name__", "__qualname__", "__doc__"):
+        setattr(bound_wrapper, name, getattr(inner, name))
+    return marks.mark_jacobian(bound_wrapper, inner.kind, fun)
 
 
 def _check_callable(fun: Any, what: str) -> None:

@@ -57,8 +57,8 @@ LAYERS = (
      "the user's arguments checked and gradients shaped (arguments); the generated "
      "derivative grad runs (derivative) and its hot path for array programs (array_hot), specialised per signature (array_special); jvp and vjp through a plan (jvp_vjp); jvp of an "
      "array program's gradient, forward over reverse (array_higher); the Jacobian of an elementwise map from one gradient (jacdiag); Hessians and Jacobians of array programs from one sweep of batched tangents (batched_jac) or of batched cotangents (batched_rows); the Hessian, the Jacobian and the gradient of a small fixed-shape program in one call (small_hessian, small_jacobian, small_grad)"),
-    ("api", ("s2sad.api", "s2sad.higher_paths", "s2sad.jacobian_paths", "s2sad.higher", "s2sad.higher_explain"),
-     "the user's entry points; Jacobians and Hessians built on them (higher: each a table of paths, higher_paths runs it, jacobian_paths the paths) and which path each level took (higher_explain)"),
+    ("api", ("s2sad.rebind", "s2sad.broadcasting", "s2sad.api", "s2sad.higher_paths", "s2sad.jacobian_paths", "s2sad.higher", "s2sad.higher_explain"),
+     "the user's entry points (broadcasting: s2sad.broadcast; rebind: a derivative of a bound callable differentiated again as the derivative of its plain function); Jacobians and Hessians built on them (higher: each a table of paths, higher_paths runs it, jacobian_paths the paths) and which path each level took (higher_explain)"),
     ("tools", ("s2sad", "s2sad.__main__", "s2sad.cli", "s2sad.golden", "s2sad.coverage"),
      "the package's face, the command line, the golden files"),
 )

@@ -190,6 +190,14 @@ class HoldsUserFunction:
     __wrapped_fun__: Callable
 
 
+class HoldsBoundMethod:
+    """Base of s2sad's objects that stand for a user's bound method (a method decorated
+    with @s2sad.differentiate, read from its instance): `bound_method` is that method,
+    what s2sad differentiates (callables.bound_call), never the object's own __call__."""
+
+    bound_method: Callable
+
+
 def user_function_of(value: Any) -> Callable | None:
     if isinstance(value, HoldsUserFunction):
         return value.__dict__.get("__wrapped_fun__")

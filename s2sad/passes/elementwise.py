@@ -265,7 +265,9 @@ def straight_line_statement(s: gast.stmt) -> bool:
 
 def function_body(node) -> list:
     """The statements of a def, or of a lambda as `return <its body>`."""
-    return [gast.Return(value=node.body)] if isinstance(node, gast.Lambda) else node.body
+    if isinstance(node, gast.Lambda):   # (located at the body: errors and "# Grad of:" name its line)
+        return [gast.copy_location(gast.Return(value=node.body), node.body)]
+    return node.body
 
 
 def straight_line(node) -> bool:
