@@ -207,3 +207,23 @@ def test_idioms_on_no_rows_give_empty_gradients(backend, fun):
     x = np.zeros((0, 4))
     v, g = s2sad.value_and_grad(fun, backend=backend)(x)
     assert v == fun(x) and g.shape == (0, 4)
+
+
+def scipy_softmax_loss(z):
+    return np.sum(sp.softmax(z, axis=1) * 2.0)
+
+
+def scipy_log_softmax_loss(z):
+    return np.sum(sp.log_softmax(z, axis=1))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("fun", [scipy_softmax_loss, scipy_log_softmax_loss])
+def test_scipy_softmaxes_on_empty_rows(backend, fun):
+    with pytest.raises(ValueError):       # scipy itself refuses rows of no element
+        fun(np.zeros((3, 0)))
+    with pytest.raises(s2sad.ShapeError) as e:
+        s2sad.grad(fun, backend=backend)(np.zeros((3, 0)))
+    assert e.value.location is not None and "zero-size" in str(e.value)
+    v, g = s2sad.value_and_grad(fun, backend=backend)(np.zeros((0, 3)))
+    assert v == fun(np.zeros((0, 3))) and g.shape == (0, 3)
