@@ -292,7 +292,8 @@ def zeros_like(a):
 # what numpy's messages say when an operation refuses the shapes it is given (operands
 # that do not broadcast, a product's inner dimensions, a reshape, a join, an index past
 # the end): the words that tell a shape error from any other ValueError or IndexError
-SHAPE_WORDS = ("broadcast", "core dimension", "reshape", "aligned", "dimension", "out of bounds", "shape")
+SHAPE_WORDS = ("broadcast", "core dimension", "reshape", "aligned", "dimension", "out of bounds", "shape",
+               "zero-size array")     # (a max or min along an empty axis: numpy has no identity)
 
 
 def shape_refusal(fun: Any, error: Exception) -> ShapeError | None:

@@ -242,13 +242,24 @@ def row_log_softmax_bar(g, out, axis=None, backend="auto"):
 
 def row_logsumexp_bar(i, g, a, b, out, axis=None, keepdims=False, backend="auto"):
     """softmax_rules.logsumexp_bar; a's adjoint without b in one pass per row where the
-    loop takes a, and g and out hold one value a row of a's dtype."""
+    loop takes a, and g and out hold one value a row of a's dtype: g_r softmax(a) from a
+    (the lsezbar kernels, as row_logsumexp_max_bar), never g exp(a - out), which rounds
+    wrong where out's log(sum) is lost (a row of 1e308). Rows whose value is +inf (an
+    inf in a) take the numpy formula: scipy's shift gives NaN at the infs and 0 beside
+    them, the max shift NaN throughout."""
     layout = _row_layout(a, axis, backend) if i == 0 and b is None else None
     n = layout[0] if layout else 0
     if layout is None or not all(type(v) is np.ndarray and v.dtype == a.dtype and v.size == n
                                  and v.shape in ((n,), (n, 1)) for v in (g, out)):
         return softmax_rules.logsumexp_bar(i, g, a, b, out, axis, keepdims)
-    return _run_bar("lsebar", a, np.ascontiguousarray(g), np.ascontiguousarray(out), layout[2], 1)
+    stride = layout[2]
+    bar = _run_bar("lsezbarshort" if layout[1] <= llvm_rows.SHORT_K else "lsezbar", a, a,
+                   np.ascontiguousarray(g), stride, stride)
+    inf_rows = np.isposinf(out.reshape(n))
+    if inf_rows.any():
+        bar[inf_rows] = softmax_rules.logsumexp_bar(0, g[inf_rows], a[inf_rows], None, out[inf_rows], axis,
+                                                    keepdims)
+    return bar
 
 
 def row_logsumexp_max_bar(g, a, axis=None, keepdims=False, backend="auto"):
@@ -398,9 +409,11 @@ def row_log_softmax_bar_dot(g, out, out_dot, axis=None):
 
 
 def row_logsumexp_bar_dot(g, a, a_dot, out, out_dot, axis=None, keepdims=False):
-    """d/dt of g exp(a - out) along the rows (g, out with one value a row)."""
-    ge, oe, de = (_expand(v, a, axis, keepdims) for v in (g, out, out_dot))
-    return ge * np.exp(a - oe) * (a_dot - de)
+    """d/dt of g w along the rows, w = e^a / sum e^a (g, out with one value a row): g w
+    (a_dot - out_dot), w from a shifted (softmax_rules' weights), not e^(a - out)."""
+    ge, de = (_expand(v, a, axis, keepdims) for v in (g, out_dot))
+    w = softmax_rules.logsumexp_weights(a, out, axis, keepdims)
+    return ge * w * (a_dot - de)
 
 
 # what array_rules.HELPERS takes in (array_prims' HELPER_NAMES name them); the generated

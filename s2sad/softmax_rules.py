@@ -2,8 +2,8 @@
 log_softmax run (array primitives: array_prims/softmaxes.py).
 
 logsumexp(a, axis, b, keepdims) = log sum b e^a over `axis` of a and b broadcast
-together (scipy's semantics): its partials are b e^(a - out) in a and e^(a - out) in
-b, summed back to each operand's shape. Each `*_bar` returns a new array of its
+together (scipy's semantics): its partials are b e^a / S in a and e^a / S in b (S =
+sum b e^a, both shifted by a's max: never e^(a - out), which rounds wrong), summed back to each operand's shape. Each `*_bar` returns a new array of its
 operand's shape and float dtype. Layer: runtime (array_rules.HELPERS takes these in).
 """
 from __future__ import annotations
@@ -49,25 +49,49 @@ def _sum_to(v, like):
 
 
 def _weights(a, b, out, axis, keepdims):
-    """e^(a - out) over a and b broadcast, and b there (1 without b)."""
+    """(b e^a / S, e^a / S, ndim), S = sum b e^a along `axis`, over a and b broadcast
+    (b: 1 without b): the partials of logsumexp in a and in b. The exponentials are
+    shifted by a's max (0 where that is not finite, scipy's shift) and divided by their
+    own sum, not taken as e^(a - out): where the value's log(sum) is lost in rounding (a
+    row of 1e308: out == a) e^(a - out) gives 1 each instead of 1/4. Entries where b == 0
+    count as -inf in the shift and in a's partial (scipy masks them so, and 0 e^inf is
+    no number), not in b's (e^a / S there, however small b is). Both are NaN where the
+    value is (a negative sum without return_sign)."""
     a = np.asarray(a)
     bb = np.asarray(1.0 if b is None else b)
-    nd = np.broadcast(a, bb).ndim
-    with np.errstate(over="ignore", invalid="ignore"):
-        return np.exp(a - _expand(out, nd, axis, keepdims)), bb, nd
+    shape = np.broadcast_shapes(a.shape, bb.shape)
+    nd, axes = len(shape), _axes(axis, len(shape))
+    ab = np.broadcast_to(a, shape)
+    masked = np.where(bb == 0, -np.inf, ab) if b is not None and np.any(bb == 0) else ab
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        m = np.max(masked, axis=axes, keepdims=True, initial=-np.inf)
+        m = np.where(np.isfinite(m), m, np.zeros((), m.dtype))
+        ex = np.exp(ab - m)
+        e = (ex if masked is ab else np.exp(masked - m)) * bb
+        s = np.sum(e, axis=axes, keepdims=True)
+        wa, wb = e / s, ex / s
+        oe = _expand(out, nd, axis, keepdims)
+        if np.isnan(oe).any():
+            wa, wb = (np.where(np.isnan(oe), np.nan, w) for w in (wa, wb))
+    return wa, wb, nd
+
+
+def logsumexp_weights(a, out, axis=None, keepdims=False):
+    """e^a / sum e^a along `axis` without b (rowsoftmax's forward-over-reverse reads it)."""
+    return _weights(a, None, out, axis, keepdims)[0]
 
 
 def logsumexp_bar(i, g, a, b, out, axis=None, keepdims=False):
     """The adjoint of operand i (0: a, 1: b) of logsumexp(a, axis, b, keepdims)."""
-    w, bb, nd = _weights(a, b, out, axis, keepdims)
-    ge = _expand(g, nd, axis, keepdims)
-    return _sum_to(ge * w * bb if i == 0 else ge * w, (a, b)[i])
+    wa, wb, nd = _weights(a, b, out, axis, keepdims)
+    return _sum_to(_expand(g, nd, axis, keepdims) * (wa if i == 0 else wb), (a, b)[i])
 
 
 def logsumexp_jvp(i, t, a, b, out, axis=None, keepdims=False):
-    w, bb, _ = _weights(a, b, out, axis, keepdims)
-    part = t * bb * w if i == 0 else t * w
-    return np.sum(np.broadcast_to(part, np.broadcast(w, bb).shape), axis=axis, keepdims=keepdims)
+    wa, wb, _ = _weights(a, b, out, axis, keepdims)
+    part = t * (wa if i == 0 else wb)
+    return np.sum(np.broadcast_to(part, np.broadcast_shapes(np.shape(part), wa.shape)), axis=axis,
+                  keepdims=keepdims)
 
 
 def softmax_bar(g, out, axis=None):
