@@ -332,6 +332,8 @@ def _expectation(value) -> tuple[Callable, Any]:
     if isinstance(value, (bool, int, float, complex, np.bool_, np.number, tuple)) or value is None:
         return _same_value, value
     if isinstance(value, types.FunctionType):   # a helper: the same function, running the same code
+        if value.__defaults__ is None and value.__kwdefaults__ is None:
+            return _same_plain_function, (weakref.ref(value), value.__code__)
         return _same_function, (weakref.ref(value), value.__code__, _number_defaults(value))
     try:
         return _same_referent, weakref.ref(value)
@@ -363,6 +365,11 @@ def _same_function(v, want) -> bool:
     planned again, as for the differentiated function itself."""
     ref, code, defaults = want
     return v is ref() and v.__code__ is code and _same_value(_number_defaults(v), defaults)
+
+
+def _same_plain_function(v, want) -> bool:
+    """_same_function for a helper planned without defaults (most: no tuple per call)."""
+    return v is want[0]() and v.__code__ is want[1] and v.__defaults__ is None and v.__kwdefaults__ is None
 
 
 def _number_defaults(f: types.FunctionType) -> tuple:
