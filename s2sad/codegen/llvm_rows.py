@@ -25,7 +25,9 @@ operation but for the in-order sums):
     void s2sad_rowsm_<kind>_<f64|f32>(A, B, C, n_rows, k, a_stride, b_stride, out)
         kind softmaxbar:     A = g, B = s:    out = g s - s sum_j(g s)
              logsoftmaxbar:  A = g, B = out:  out = g - exp(out) sum_j(g)
-             lsebar:         A = a, B = g, C = lse (one value a row): out = g_r exp(a - lse_r)
+
+(log-sum-exp's adjoint is lsezbar's, from a alone: g_r exp(a - lse_r) lost the row's
+weights where lse_r rounds, a row of 1e308 gave ones; that kernel was removed.)
 
 The module also holds llvm_rownorm's layer normalisation and llvm_mulsum's product with
 its column sums (MULSUM_KINDS, its own signature: see there).
@@ -51,7 +53,7 @@ from .llvm_rowloop import counted_loop as _loop, loop_pre as _pre, row_loop
 
 _TYPES = {np.dtype(np.float64): ("double", "f64"), np.dtype(np.float32): ("float", "f32")}
 KINDS = ("lse", "softmax", "logsoftmax", "lseraw", "logsoftmaxraw")
-BAR_KINDS = ("softmaxbar", "logsoftmaxbar", "lsebar")
+BAR_KINDS = ("softmaxbar", "logsoftmaxbar")
 NORM_KINDS = llvm_rownorm.KINDS          # layer normalisation and its adjoint (llvm_rownorm)
 DOT_KINDS = ("xent", "xentbar", "lsezbar")   # sum_j y log_softmax(a), its adjoint, lse's from a (BAR_KINDS' signature)
 SHORT_KINDS = ("lseshort", "lserawshort", "xentshort")  # lse, lseraw, xent for short rows: _short_function
@@ -209,35 +211,24 @@ def _row_function(ty: str, dtype, kind: str, calls: dict) -> str:
 
 
 def _bar_function(ty: str, dtype, kind: str, calls: dict) -> str:
-    """An adjoint (BAR_KINDS); C is read by lsebar only."""
+    """An adjoint (BAR_KINDS); C is not read."""
     exp = calls["exp"]
-    ids, meta = _short_row_loops(8500, 1) if kind == "lsebar" else ([], [])
-    if kind == "lsebar":
-        body = [f"  %gp = getelementptr {ty}, ptr %B, i64 %ri", f"  %gr = load {ty}, ptr %gp",
-                f"  %lp = getelementptr {ty}, ptr %C, i64 %ri", f"  %lr = load {ty}, ptr %lp"]
-        body += _pre("lb") + _loop("lb", "0", [
-            f"  %lb.p = getelementptr {ty}, ptr %arow, i64 %lb.j", f"  %lb.v = load {ty}, ptr %lb.p",
-            f"  %lb.t = fsub {ty} %lb.v, %lr", f"  %lb.w = call {ty} @{exp}({ty} %lb.t)",
-            f"  %lb.r = fmul {ty} %gr, %lb.w",
-            f"  %lb.o = getelementptr {ty}, ptr %orow, i64 %lb.j", f"  store {ty} %lb.r, ptr %lb.o"], "row.done",
-            loop_id=ids[0])
-    else:
-        term = ([f"  %sm.b = load {ty}, ptr %sm.bp", f"  %sm.e = fmul {ty} %sm.a, %sm.b"]
-                if kind == "softmaxbar" else [f"  %sm.e = fadd {ty} %sm.a, 0.0"])
-        body = _pre("sm") + _loop("sm", "0", [
-            f"  %sm.ap = getelementptr {ty}, ptr %arow, i64 %sm.j", f"  %sm.a = load {ty}, ptr %sm.ap",
-            f"  %sm.bp = getelementptr {ty}, ptr %brow, i64 %sm.j", *term,
-            f"  %sm.next = fadd {ty} %d, %sm.e"], "sm.done", [(ty, "d", "0.0", "%sm.next")])
-        if kind == "softmaxbar":     # g s - s d
-            out = [f"  %o.gs = fmul {ty} %o.a, %o.b", f"  %o.sd = fmul {ty} %o.b, %d", f"  %o.r = fsub {ty} %o.gs, %o.sd"]
-        else:                        # g - exp(out) d
-            out = [f"  %o.e = call {ty} @{exp}({ty} %o.b)", f"  %o.ed = fmul {ty} %o.e, %d",
-                   f"  %o.r = fsub {ty} %o.a, %o.ed"]
-        body += ["sm.done:"] + _pre("o") + _loop("o", "0", [
-            f"  %o.ap = getelementptr {ty}, ptr %arow, i64 %o.j", f"  %o.a = load {ty}, ptr %o.ap",
-            f"  %o.bp = getelementptr {ty}, ptr %brow, i64 %o.j", f"  %o.b = load {ty}, ptr %o.bp", *out,
-            f"  %o.op = getelementptr {ty}, ptr %orow, i64 %o.j", f"  store {ty} %o.r, ptr %o.op"], "row.done")
-    return row_loop(_ab_define(symbol(kind, dtype)), ty, AB_ROWS, body, meta=meta)
+    term = ([f"  %sm.b = load {ty}, ptr %sm.bp", f"  %sm.e = fmul {ty} %sm.a, %sm.b"]
+            if kind == "softmaxbar" else [f"  %sm.e = fadd {ty} %sm.a, 0.0"])
+    body = _pre("sm") + _loop("sm", "0", [
+        f"  %sm.ap = getelementptr {ty}, ptr %arow, i64 %sm.j", f"  %sm.a = load {ty}, ptr %sm.ap",
+        f"  %sm.bp = getelementptr {ty}, ptr %brow, i64 %sm.j", *term,
+        f"  %sm.next = fadd {ty} %d, %sm.e"], "sm.done", [(ty, "d", "0.0", "%sm.next")])
+    if kind == "softmaxbar":     # g s - s d
+        out = [f"  %o.gs = fmul {ty} %o.a, %o.b", f"  %o.sd = fmul {ty} %o.b, %d", f"  %o.r = fsub {ty} %o.gs, %o.sd"]
+    else:                        # g - exp(out) d
+        out = [f"  %o.e = call {ty} @{exp}({ty} %o.b)", f"  %o.ed = fmul {ty} %o.e, %d",
+               f"  %o.r = fsub {ty} %o.a, %o.ed"]
+    body += ["sm.done:"] + _pre("o") + _loop("o", "0", [
+        f"  %o.ap = getelementptr {ty}, ptr %arow, i64 %o.j", f"  %o.a = load {ty}, ptr %o.ap",
+        f"  %o.bp = getelementptr {ty}, ptr %brow, i64 %o.j", f"  %o.b = load {ty}, ptr %o.bp", *out,
+        f"  %o.op = getelementptr {ty}, ptr %orow, i64 %o.j", f"  store {ty} %o.r, ptr %o.op"], "row.done")
+    return row_loop(_ab_define(symbol(kind, dtype)), ty, AB_ROWS, body)
 
 
 def _row_max(ty: str, row: str = "%arow", loop_id: str = "") -> list[str]:
@@ -464,7 +455,7 @@ def _short_bar_function(ty: str, dtype, kind: str, calls: dict) -> str:
     """xentbarshort: out = g_r (y - e sum y / sum e), e = exp(a - m_r), and lsezbarshort:
     out = e g_r / sum e (no y), for short rows, column by column as _short_function's,
     the block's result in columns on the stack and copied to out's rows at the end.
-    (lsebar's one exp an element gained nothing so: it has no reduction a row.)"""
+    (lse's old adjoint, one exp an element with no reduction a row, gained nothing so.)"""
     exp = calls["exp"]
     xent = kind == "xentbarshort"
     ids, meta = _short_row_loops(7500 + 20 * SHORT_BAR_KINDS.index(kind), 7)
