@@ -144,8 +144,16 @@ def derivative_vjp(fn, active: tuple[int, ...], seed, args: tuple) -> tuple:
     `fn(*args)` inside an array program, `fn` a grad or value_and_grad of an array
     program, its output's adjoint `seed` (a Parts for a tuple output)."""
     mark = marks.derivative_mark(fn)
-    with bound(mark.derivative.fun):    # the plan reads this function's cells and globals (a closure's)
-        return _derivative_vjp(mark, active, seed, args)
+    try:
+        with bound(mark.derivative.fun):    # the plan reads this function's cells and globals (a closure's)
+            return _derivative_vjp(mark, active, seed, args)
+    except S2SADError as err:
+        if err.location is None or not err.location.filename.startswith(marks.GENERATED_CALLER_PREFIX):
+            raise
+        # a refusal inside the caller s2sad generated for a derivative of a derivative
+        # (nested.py): the user's, located at their def
+        raise marks.higher_order_error(mark, None, f"its derivative of order {mark.order + 1} is refused: "
+                                                   f"{err.message}") from None
 
 
 def _derivative_vjp(mark: marks.DerivativeMark, active: tuple[int, ...], seed, args: tuple) -> tuple:

@@ -21,6 +21,7 @@ Invariants:
 """
 from __future__ import annotations
 
+import functools
 import types
 from typing import Any, Callable
 
@@ -123,7 +124,10 @@ def jacobian_error(value: Callable, used_at: SourceLocation | None) -> HigherOrd
 
 
 def location_of_function(fn: Any) -> SourceLocation | None:
-    """Where a Python function's `def` (or lambda) starts; None for anything else."""
+    """Where a Python function's `def` (or lambda) starts, a bound method's or a
+    partial's function's included; None for anything else."""
+    while isinstance(fn, (types.MethodType, functools.partial)):
+        fn = fn.__func__ if isinstance(fn, types.MethodType) else fn.func
     if type(fn) is not types.FunctionType:
         return None
     return SourceLocation(fn.__code__.co_filename, fn.__code__.co_firstlineno, 0)

@@ -106,13 +106,31 @@ def test_grad_of_grad_of_a_scalar_method():
     assert s2sad.grad(s2sad.grad(functools.partial(scalar_of, 2.0)))(0.4) == pytest.approx(want, rel=1e-12)
 
 
-@pytest.mark.xfail(strict=True, raises=s2sad.S2SADError,
-                   reason="third order through an object parameter (also Model.scalar with argnums=1 and the "
-                          "instance passed): the array route has no forward-over-reverse rule for a grad call; "
-                          "refused, located at the generated caller rather than the user's def")
-def test_third_order_of_a_scalar_method():
-    assert s2sad.grad(s2sad.grad(s2sad.grad(M.scalar)))(0.4) == pytest.approx(
-        s2sad.grad(s2sad.grad(s2sad.grad(scalar_of, argnums=1), argnums=1), argnums=1)(2.0, 0.4), rel=1e-12)
+THIRD_ORDER_OF_THE_METHOD = {
+    "bound method": lambda: s2sad.grad(s2sad.grad(s2sad.grad(M.scalar)))(0.4),
+    "instance passed": lambda: s2sad.grad(s2sad.grad(s2sad.grad(Model.scalar, argnums=1), argnums=1),
+                                          argnums=1)(M, 0.4),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(THIRD_ORDER_OF_THE_METHOD))
+def test_third_order_of_a_scalar_method_is_refused_at_the_users_def(kind):
+    """Third order through an object parameter: the array route has no forward-over-reverse
+    rule for a grad call. Refused, located at Model.scalar's def, not at the caller s2sad
+    generated for grad(grad(...)) (a file named '<s2sad: derivative ...>')."""
+    with pytest.raises(s2sad.errors.HigherOrderNotSupportedError) as e:
+        THIRD_ORDER_OF_THE_METHOD[kind]()
+    err = e.value
+    assert err.location is not None and err.location.filename == __file__
+    assert err.location.lineno == Model.scalar.__code__.co_firstlineno
+    assert "order 3" in err.message
+
+
+def test_third_order_of_a_partial_is_right():
+    want = s2sad.grad(s2sad.grad(s2sad.grad(scalar_of, argnums=1), argnums=1), argnums=1)(2.0, 0.4)
+    # d3/da3 of sin(2a) a: -12 sin(2a) - 8 a cos(2a)
+    assert want == pytest.approx(-12 * math.sin(0.8) - 8 * 0.4 * math.cos(0.8), rel=1e-12)
+    assert s2sad.grad(s2sad.grad(s2sad.grad(functools.partial(scalar_of, 2.0))))(0.4) == pytest.approx(want, rel=1e-12)
 
 
 def test_argnums_of_a_parameter_a_partial_binds_by_keyword_is_refused():

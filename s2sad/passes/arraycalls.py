@@ -22,6 +22,7 @@ from ..marks import jacobian_error, jacobian_mark
 from .arrayir import Const, operand_expr
 from .arrayscope import Bound, LocalFn, Scope, source_text
 from .primhints import root_name, unsupported
+from .routes import made_in_place_refusal
 
 
 def _np_funcs(*names):
@@ -92,6 +93,10 @@ class Calls:
         if kind == "method":
             return self.method(e, scope, want)
         if kind == "expr":
+            refused = made_in_place_refusal(e.func, scope.ctx.resolver, self.b.loc(ctx, e)) \
+                if isinstance(e.func, gast.Call) else None
+            if refused is not None:    # s2sad.grad(f)(x) of an array program f
+                raise refused
             raise self.b.err(ctx, e, "calling the result of an expression is not supported",
                            "Call a named function.", UnsupportedOperationError)
         # a known Python object
@@ -111,6 +116,9 @@ class Calls:
         if jacobian_mark(value) is not None:     # a Jacobian or Hessian s2sad made: one order too many
             raise jacobian_error(value, self.b.loc(ctx, e))
         if r.kind == "s2sad":
+            refused = made_in_place_refusal(e, scope.ctx.resolver, self.b.loc(ctx, e))
+            if refused is not None:    # g = s2sad.grad(f) of an array program f
+                raise refused
             raise unsupported(label, self.b.loc(ctx, e), "cannot be called inside a function s2sad differentiates")
         # anything else: evaluated as is; an error if it reads a differentiated value
         fwd, reads = self.plain_call(e, scope)

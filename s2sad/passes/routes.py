@@ -20,7 +20,9 @@ array (x.T, x.sum), an index that is not a constant position (x[i], x[:, 0]), a 
 array read whole, an array default, an item of a parameter written in place; a call
 of a derivative s2sad made whose function is an array program, or whose gradient is
 not elementwise (the normalizer inlines only an elementwise function's dual, or a sum
-over the one argument: normderiv.py); or a function whose parameters the scalar
+over the one argument: normderiv.py), whether named, made inline (`s2sad.grad(f)(x)`)
+or bound to a local (`g = s2sad.grad(f)`; the array builder refuses these two with
+`made_in_place_refusal`, saying to name it at module level); or a function whose parameters the scalar
 language does not take (keyword-only, *args...), which array programs inline. Not array
 operations: an item of a derivative's tuple output at a constant position,
 math.prod/math.fsum of a tuple written out (folded by the normalizer). Scalar code
@@ -39,7 +41,7 @@ import gast
 import numpy as np
 
 from .. import array_prims, rules
-from ..errors import S2SADError
+from ..errors import HigherOrderNotSupportedError, S2SADError
 from ..frontend import MISSING, ParsedFunction, attribute_value, classify, location_of, parse_function
 from ..marks import derivative_mark, is_entry_point
 from ..targets import entry_function
@@ -152,10 +154,15 @@ class _Scan:
     def __init__(self):
         self.seen: set[int] = set()
         self.tuples: set[str] = set()    # locals of the tree being read bound to a tuple literal
+        self.made: dict = {}             # its locals bound to s2sad.grad(fn) -> (fn, label) (_made_locally)
 
     def applied(self, pf: ParsedFunction, nodes, functions) -> ArrayUse | None:
-        """In what a fused kernel applies: the loss's lambdas/defs and user functions."""
+        """In what a fused kernel applies: the loss's lambdas/defs, user functions and
+        derivatives made in the loss (`s2sad.grad(f)(x)`, `g = s2sad.grad(f)`)."""
         local = _locals(pf.node)
+        got = self.made_in(pf)
+        if got is not None:
+            return got
         for n in nodes:
             got = self.tree(n, pf, local)
             if got is not None:
@@ -177,7 +184,7 @@ class _Scan:
         self.seen.add(id(value))
         mark = derivative_mark(value)
         if mark is not None:
-            return self.derivative(mark)
+            return self.marked(mark)
         r = classify(value)
         if r.kind in ("primitive", "user_rule", "constant", "module", "s2sad") or rules.ordered_family(value):
             return None
@@ -185,19 +192,22 @@ class _Scan:
             return self.python_function(r.value)
         return None
 
-    def derivative(self, mark) -> ArrayUse | None:
+    def marked(self, mark) -> ArrayUse | None:
         """A derivative s2sad made is scalar code when the function it differentiates is
         (the normalizer inlines its dual); a derivative of an array program is an array
         operation (array programs refuse it, naming the derivative and its order)."""
         fun = getattr(mark.derivative, "fun", None)
         if not isinstance(fun, types.FunctionType):
             return None       # a pullback: refused where it is called, whichever route
+        return self.derivative(fun, f"s2sad.{mark.made_by} of '{getattr(mark.of, '__qualname__', mark.of)}'")
+
+    def derivative(self, fun, of: str) -> ArrayUse | None:
+        """`marked` for the function `fun` the derivative `of` differentiates."""
         try:
             pf = entry_function(parse_function(fun))
             route = route_of(pf)
         except S2SADError:    # unreadable: the route chosen says so when it reads it
             return None
-        of = f"s2sad.{mark.made_by} of '{getattr(mark.of, '__qualname__', mark.of)}'"
         if route.kind == SCALAR:
             return None
         if route.kind == FUSED:
@@ -229,6 +239,7 @@ class _Scan:
         outer, self.tuples = self.tuples, {t.id for n in gast.walk(root) if isinstance(n, gast.Assign)
                                            and isinstance(n.value, gast.Tuple) for t in n.targets
                                            if isinstance(t, gast.Name)}
+        outer_made, self.made = self.made, _made_locally(root, pf)
         # decorators run when the def runs, not in what is differentiated
         decorating = {id(d) for n in gast.walk(root) if isinstance(n, gast.FunctionDef)
                       for top in n.decorator_list for d in gast.walk(top)}
@@ -240,8 +251,27 @@ class _Scan:
             if what is not None:
                 found = what if isinstance(what, ArrayUse) else ArrayUse(what, str(location_of(pf.filename, n)))
                 break
-        self.tuples = outer
+        self.tuples, self.made = outer, outer_made
         return found
+
+    def made_in(self, pf: ParsedFunction) -> ArrayUse | None:
+        """The first call in `pf` of a derivative made there that is an array operation."""
+        self.made = _made_locally(pf.node, pf)
+        for n in gast.walk(pf.node):
+            made = self.made_here(n.func, pf) if isinstance(n, gast.Call) else None
+            got = self.derivative(*made) if made is not None else None
+            if got is not None:
+                return ArrayUse(got.what, str(location_of(pf.filename, n)))
+        return None
+
+    def made_here(self, f: gast.expr, pf: ParsedFunction):
+        """(function, label) of the derivative the callee `f` is when s2sad.grad or
+        value_and_grad makes it in this tree: written inline, or bound to a local."""
+        if isinstance(f, gast.Call):
+            return _made_by_call(f, pf.resolver)
+        if isinstance(f, gast.Name):
+            return self.made.get(f.id)
+        return None
 
     def node(self, n, pf: ParsedFunction, local: set, bases: set, root=None):
         """What array operation `n` is (a description, or an ArrayUse found in a callee), else None."""
@@ -291,6 +321,10 @@ class _Scan:
 
     def call(self, n: gast.Call, pf: ParsedFunction, local: set):
         f = n.func
+        made = self.made_here(f, pf)
+        if made is not None:       # s2sad.grad(fn)(x), or g(x) for a local g = s2sad.grad(fn)
+            got = self.derivative(*made)
+            return got.what if got is not None else None
         if isinstance(f, gast.Name) and f.id in local:
             return None            # a local def or lambda: its body is in this tree
         value = attribute_value(pf.resolver, f)
@@ -309,6 +343,49 @@ class _Scan:
         if r.kind == "function":
             return self.value(value)
         return f"'{dotted(f)}'"
+
+
+def made_in_place_refusal(call: gast.Call, resolver, at) -> HigherOrderNotSupportedError | None:
+    """The refusal, located `at`, of calling in an array program the derivative `call`
+    makes there (`s2sad.grad(f)(x)`, `g = s2sad.grad(f)`) when f is an array program
+    (what `_Scan.derivative` calls an array operation); None when `call` is no such
+    derivative. The same derivative named outside the function is differentiated again
+    (reverse over reverse, derivcalls.py): the program reads it by name at each call."""
+    made = _made_by_call(call, resolver)
+    use = _Scan().derivative(*made) if made is not None else None
+    if use is None:
+        return None
+    fn, label = made
+    return HigherOrderNotSupportedError(
+        f"{label} is made here, inside a function s2sad differentiates, and it is {use.what}: a derivative "
+        f"made in place is not differentiated again; named at module level it is (reverse over reverse)", at,
+        hint=f"Name it at module level: write g = {label.split(' of ')[0]}({fn.__name__}, ...) outside this "
+             f"function, and call g(...) here.")
+
+
+def _made_by_call(call: gast.Call, resolver):
+    """(fn, label) when `call` is s2sad.grad(fn, ...) or value_and_grad(fn, ...) of a
+    Python function fn named where `resolver` reads, else None (what the normalizer
+    makes of it: normderiv's derivative_value)."""
+    maker = attribute_value(resolver, call.func)
+    role = next((r for r in ("grad", "value_and_grad") if is_entry_point(maker, r)), None)
+    if role is None or not call.args:
+        return None
+    fn = attribute_value(resolver, call.args[0])
+    if not isinstance(fn, types.FunctionType):
+        return None                # not read here: the route chosen refuses it, located
+    return fn, f"s2sad.{role} of '{fn.__qualname__}'"
+
+
+def _made_locally(root, pf: ParsedFunction) -> dict:
+    """The locals of `root` assigned a derivative s2sad.grad makes there (`g = s2sad.grad(f)`)."""
+    out = {}
+    for n in gast.walk(root):
+        if isinstance(n, gast.Assign) and isinstance(n.value, gast.Call):
+            made = _made_by_call(n.value, pf.resolver)
+            if made is not None:
+                out.update((t.id, made) for t in n.targets if isinstance(t, gast.Name))
+    return out
 
 
 def _signature(fn, defaults_ok: bool) -> str | None:
