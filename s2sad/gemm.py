@@ -19,7 +19,7 @@ Everything else is numpy's `@` / `np.dot`, errors included. The result is a new
 C-contiguous array either way; no operand is written. Each element of the result is
 one multiply-add chain in index order (see llvm_gemm), so it does not depend on the
 number of threads. From THREAD_WORK multiply-adds the rows may be split between threads:
-how many, a `ThreadChooser` per (dtype, columns) decides by timing the products
+how many, a `ThreadChooser` per (dtype, columns, rows' size class) decides by timing the products
 (threadchoice.py), unless S2SAD_NUM_THREADS says.
 """
 from __future__ import annotations
@@ -33,7 +33,7 @@ from .backends import choose
 from .backends.llvm import ptr
 from .codegen import llvm_jit
 from .codegen.llvm_gemm import NARROW_ROWS
-from .threadchoice import Choosers, ThreadChooser
+from .threadchoice import Choosers, ThreadChooser, size_class
 from .threads import run_chunks
 
 MIN_COLUMNS = 2
@@ -46,7 +46,7 @@ _ARGTYPES = (ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p, c
              ctypes.c_int64)
 _BIAS_ARGTYPES = _ARGTYPES + (ctypes.c_void_p,)
 _FUNCS: dict = {}            # dtype -> the product; (dtype, "bias") -> the product plus a row
-_CHOOSERS = Choosers()       # (dtype, columns) -> ThreadChooser
+_CHOOSERS = Choosers()       # (dtype, columns, rows' size class) -> ThreadChooser
 
 
 def _function(dtype: np.dtype):
@@ -108,13 +108,20 @@ def _product(a: np.ndarray, b: np.ndarray, bias: np.ndarray | None = None) -> np
     if work < THREAD_WORK or p < 2 * NARROW_ROWS:
         f(*args, 0, p)
         return c
-    _chooser(a.dtype, m).run(work, lambda threads: _rows_on_threads(f, args, p, threads))
+    _chooser(a.dtype, m, p).run(work, lambda threads: _rows_on_threads(f, args, p, threads))
     return c
 
 
-def _chooser(dtype: np.dtype, m: int) -> ThreadChooser:
-    """The thread counts of products with m columns of this dtype (sized by their work)."""
-    return _CHOOSERS.of((dtype, m))
+def _chooser(dtype: np.dtype, m: int, p: int) -> ThreadChooser:
+    """The thread counts of products with m columns of this dtype and about p rows (the
+    chooser's buckets size them by their work).
+
+    Keyed by the rows' size class too, since the rows are what the threads split: a tall
+    product (an MLP's `h @ W3`, p = 10,000) and a short one of the same work (its
+    adjoint's `h.T @ G`, p = 64: each thread reads all of G) scale differently, and met
+    in one bucket they were probed alternately, each call of a gradient in turn: the
+    tall one timed on one thread, the short one on two, and the verdict held for both."""
+    return _CHOOSERS.of((dtype, m, size_class(p)))
 
 
 def _rows_on_threads(f, args, p: int, threads: int) -> None:

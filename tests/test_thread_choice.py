@@ -449,7 +449,7 @@ def test_products_choose_their_threads_and_keep_their_bits(monkeypatch, four_cor
     monkeypatch.setenv("S2SAD_NUM_THREADS", "1")
     ref = gemm.matmul(x, w)
     monkeypatch.delenv("S2SAD_NUM_THREADS")
-    chooser = gemm._chooser(x.dtype, 64)
+    chooser = gemm._chooser(x.dtype, 64, x.shape[0])
     chooser.buckets.clear()
     outs = [gemm.matmul(x, w) for _ in range(ROUND)]
     assert size_class(x.shape[0] * 32 * 64) in chooser.buckets     # timed by the chooser
