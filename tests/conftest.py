@@ -137,3 +137,17 @@ def hessian_per_column(loss, args, i, j, backend="llvm"):
         tangents[j] = e.reshape(x.shape)
         cols.append(np.asarray(s2sad.jvp(g, tuple(args), tuple(tangents), backend=backend)[1]))
     return np.stack(cols, axis=-1).reshape(np.shape(args[i]) + x.shape)
+
+
+def two_worker_client():
+    """A client of a LocalCluster of 2 worker processes, one thread each (a dask test
+    module's cluster, module-scoped by its fixture), closed after."""
+    import distributed
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                                       silence_logs=40)
+    c = distributed.Client(cluster)
+    try:
+        yield c
+    finally:
+        c.close()
+        cluster.close()

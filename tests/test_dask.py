@@ -11,6 +11,7 @@ import pytest
 
 import s2sad
 from s2sad.errors import DaskSplitError
+from conftest import two_worker_client
 
 da = pytest.importorskip("dask.array", reason="dask is an optional extra: make test installs it")
 distributed = pytest.importorskip("distributed")
@@ -66,12 +67,7 @@ def close(got, want):
 
 @pytest.fixture(scope="module")
 def client():
-    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
-                                       silence_logs=40)
-    c = distributed.Client(cluster)
-    yield c
-    c.close()
-    cluster.close()
+    yield from two_worker_client()
 
 
 @pytest.fixture(params=["threads", "cluster"])

@@ -15,6 +15,7 @@ import pytest
 
 import s2sad
 from s2sad.dask_tasks import ARRIVED_MAX_BYTES, BlockApply, BlockTask, Shipped
+from conftest import two_worker_client
 
 da = pytest.importorskip("dask.array", reason="dask is an optional extra: make test installs it")
 distributed = pytest.importorskip("distributed")
@@ -79,12 +80,7 @@ def test_a_loss_carrying_big_data_is_not_kept(by_value):
 
 @pytest.fixture(scope="module")
 def client():
-    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
-                                       silence_logs=40)
-    c = distributed.Client(cluster)
-    yield c
-    c.close()
-    cluster.close()
+    yield from two_worker_client()
 
 
 def plans_made() -> int:
