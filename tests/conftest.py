@@ -151,3 +151,21 @@ def two_worker_client():
     finally:
         c.close()
         cluster.close()
+
+
+def directional_fd(G, args, tans, h=1e-6):
+    """Central differences of G (a gradient: an array or a tuple of them) along the tangents
+    `tans` of `args` (arguments that are not arrays or floats are passed as they are)."""
+    plus = [a + h * t if isinstance(a, (np.ndarray, float)) else a for a, t in zip(args, tans)]
+    minus = [a - h * t if isinstance(a, (np.ndarray, float)) else a for a, t in zip(args, tans)]
+    gp, gm = G(*plus), G(*minus)
+    if not isinstance(gp, tuple):
+        return (np.asarray(gp) - np.asarray(gm)) / (2 * h)
+    return tuple((np.asarray(p) - np.asarray(m)) / (2 * h) for p, m in zip(gp, gm))
+
+
+def assert_close_each(got, want, tol):
+    """Each pair of got and want has one shape and differs by at most tol * (1 + max |want|)."""
+    for g, w in zip(got, want):
+        assert np.shape(g) == np.shape(w)
+        assert np.max(np.abs(np.asarray(g) - w), initial=0.0) <= tol * (1.0 + np.max(np.abs(w), initial=0.0))

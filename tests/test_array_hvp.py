@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import s2sad
+from conftest import directional_fd
 
 BACKENDS = ("python", "llvm")
 RNG = np.random.default_rng(2024)
@@ -20,15 +21,6 @@ def _tangent(a, rng):
     if isinstance(a, np.ndarray) and a.dtype.kind == "f":
         return rng.normal(size=a.shape).astype(a.dtype)
     return rng.normal() if isinstance(a, float) else 0
-
-
-def _fd_of_grad(G, args, tans, h=1e-6):
-    plus = [a + h * t if isinstance(a, (np.ndarray, float)) else a for a, t in zip(args, tans)]
-    minus = [a - h * t if isinstance(a, (np.ndarray, float)) else a for a, t in zip(args, tans)]
-    gp, gm = G(*plus), G(*minus)
-    if not isinstance(gp, tuple):
-        return (np.asarray(gp) - np.asarray(gm)) / (2 * h)
-    return tuple((np.asarray(p) - np.asarray(m)) / (2 * h) for p, m in zip(gp, gm))
 
 
 # ------------------------------------------------------------------ programs
@@ -149,7 +141,7 @@ def test_hvp_matches_finite_differences_of_the_gradient(fn, args, argnums, backe
     tans = [_tangent(a, rng) for a in args]
     G = s2sad.grad(fn, argnums=argnums, backend=backend)
     g, g_dot = s2sad.jvp(G, tuple(args), tuple(tans), backend=backend)
-    want_g, want_dot = G(*args), _fd_of_grad(G, args, tans)
+    want_g, want_dot = G(*args), directional_fd(G, args, tans)
     if not isinstance(argnums, tuple):
         g, g_dot, want_g, want_dot = (g,), (g_dot,), (want_g,), (want_dot,)
     for got, w, got_d, wd, i in zip(g, want_g, g_dot, want_dot, argnums if isinstance(argnums, tuple) else (argnums,)):
@@ -250,7 +242,7 @@ def test_prod_through_its_own_second_order_rule(backend, zeros):
     v = RNG.normal(size=x.shape)
     G = s2sad.grad(prod_axis, backend=backend)
     _, hv = s2sad.jvp(G, (x,), (v,), backend=backend)
-    np.testing.assert_allclose(hv, _fd_of_grad(G, [x], [v]), rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(hv, directional_fd(G, [x], [v]), rtol=1e-6, atol=1e-7)
 
 
 def test_a_primitive_without_a_second_order_rule_is_refused_naming_the_level(monkeypatch):
@@ -305,7 +297,7 @@ def test_int_arguments_and_argnums_subsets():
     tw, tx = RNG.normal(size=w.shape), RNG.normal(size=x.shape)
     G = s2sad.grad(scaled, argnums=0)
     g, g_dot = s2sad.jvp(G, (w, x, 3), (tw, tx, 0))
-    np.testing.assert_allclose(g_dot, _fd_of_grad(G, [w, x, 3], [tw, tx, 0]), rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(g_dot, directional_fd(G, [w, x, 3], [tw, tx, 0]), rtol=1e-6, atol=1e-7)
 
 
 def test_empty_and_zero_d():

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import s2sad
+from conftest import assert_close_each, directional_fd
 from s2sad import array_higher, hvp_columns
 
 BACKENDS = ("python", "llvm")
@@ -64,18 +65,6 @@ def _hand(W1, b1, W2, X, y, V1, Vb, V2, scale=2.0):
     return X.T @ zbd, zbd.sum(0, keepdims=True), hd.T @ ob + h.T @ obd
 
 
-def _fd_of_grad(G, args, tans, h=1e-6):
-    plus = [a + h * t for a, t in zip(args, tans)]
-    minus = [a - h * t for a, t in zip(args, tans)]
-    return tuple((p - m) / (2 * h) for p, m in zip(G(*plus), G(*minus)))
-
-
-def _close(got, want, tol):
-    for g, w in zip(got, want):
-        assert np.shape(g) == np.shape(w)
-        assert np.max(np.abs(np.asarray(g) - w), initial=0.0) <= tol * (1.0 + np.max(np.abs(w), initial=0.0))
-
-
 def test_the_source_sums_w_in_the_kernels_pass():
     text = array_higher.hvp_source(mlp, (0, 1, 2), product_only=True)
     assert "mlp__h__seeded_sums_tangent" in text and "*column_sum_seeds(_W2_g_dot)" in text
@@ -92,25 +81,25 @@ def test_the_source_sums_w_in_the_kernels_pass():
 def test_product_and_jvp_of_grad_match_differences(backend, fn):
     args, tans = _problem(40, seed=1)
     G = s2sad.grad(fn, argnums=(0, 1, 2), backend=backend)
-    want = _fd_of_grad(G, args, tans)
-    _close(s2sad.hvp(fn, args, tans, argnums=(0, 1, 2), backend=backend), want, 1e-6)
-    _close(s2sad.jvp(G, args, tans)[1], want, 1e-6)
+    want = directional_fd(G, args, tans)
+    assert_close_each(s2sad.hvp(fn, args, tans, argnums=(0, 1, 2), backend=backend), want, 1e-6)
+    assert_close_each(s2sad.jvp(G, args, tans)[1], want, 1e-6)
     g = s2sad.jvp(G, args, tans)[0]
-    _close(g, G(*args), 1e-13)           # the gradient returned beside it unchanged
+    assert_close_each(g, G(*args), 1e-13)           # the gradient returned beside it unchanged
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_matches_the_hand_product_to_rounding(backend):
     args, tans = _problem(500, seed=2)
     want = _hand(*args, *tans[:3])
-    _close(s2sad.hvp(mlp, args, tans, argnums=(0, 1, 2), backend=backend), want, 1e-12)
-    _close(s2sad.jvp(s2sad.grad(mlp, argnums=(0, 1, 2), backend=backend), args, tans)[1], want, 1e-12)
+    assert_close_each(s2sad.hvp(mlp, args, tans, argnums=(0, 1, 2), backend=backend), want, 1e-12)
+    assert_close_each(s2sad.jvp(s2sad.grad(mlp, argnums=(0, 1, 2), backend=backend), args, tans)[1], want, 1e-12)
 
 
 def test_several_columns_form_h_and_ignore_the_sums():
     args, tans = _problem(30, cols=3, seed=3)
     G = s2sad.grad(mlp, argnums=(0, 1, 2))
-    _close(s2sad.hvp(mlp, args, tans, argnums=(0, 1, 2)), _fd_of_grad(G, args, tans), 1e-6)
+    assert_close_each(s2sad.hvp(mlp, args, tans, argnums=(0, 1, 2)), directional_fd(G, args, tans), 1e-6)
 
 
 def test_w_not_differentiated_and_w_alone():
@@ -119,8 +108,8 @@ def test_w_not_differentiated_and_w_alone():
         G = s2sad.grad(mlp, argnums=argnums)
         t = tuple(tans[i] if i in argnums else np.zeros_like(a) for i, a in enumerate(args))
         got = s2sad.hvp(mlp, args, t, argnums=argnums)
-        want = _fd_of_grad(G, args, t)
-        _close(got if isinstance(got, tuple) else (got,), want, 1e-6)
+        want = directional_fd(G, args, t)
+        assert_close_each(got if isinstance(got, tuple) else (got,), want, 1e-6)
 
 
 def test_nan_in_the_direction_of_w_reaches_its_own_tangent():
@@ -139,13 +128,13 @@ def test_no_rows_one_row_float32_inputs_unchanged():
         args, tans = _problem(n, seed=6)
         got = s2sad.hvp(mlp, args, tans, argnums=(0, 1, 2))
         assert [np.shape(g) for g in got] == [a.shape for a in args[:3]]
-        _close(got, _hand(*args, *tans[:3]), 1e-12)
+        assert_close_each(got, _hand(*args, *tans[:3]), 1e-12)
     args, tans = _problem(30, seed=7)
     a32, t32 = tuple(a.astype(np.float32) for a in args), tuple(t.astype(np.float32) for t in tans)
     copies = [a.copy() for a in a32 + t32]
     r32 = s2sad.hvp(mlp, a32, t32, argnums=(0, 1, 2))
     assert all(r.dtype == np.float32 for r in r32)
-    _close(r32, _hand(*args, *tans[:3]), 1e-4)
+    assert_close_each(r32, _hand(*args, *tans[:3]), 1e-4)
     assert all(np.array_equal(a, c) for a, c in zip(a32 + t32, copies))
 
 

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import s2sad
+from conftest import assert_close_each, directional_fd
 from s2sad import array_higher, hvp_columns
 
 BACKENDS = ("python", "llvm")
@@ -45,18 +46,6 @@ def _problem(n, d=5, k=7, cols=1, seed=0, vector=False):
     return args, tans
 
 
-def _fd_of_grad(G, args, tans, h=1e-6):
-    plus = [a + h * t for a, t in zip(args, tans)]
-    minus = [a - h * t for a, t in zip(args, tans)]
-    return tuple((p - m) / (2 * h) for p, m in zip(G(*plus), G(*minus)))
-
-
-def _close(got, want, tol):
-    for g, w in zip(got, want):
-        assert np.shape(g) == np.shape(w)
-        assert np.max(np.abs(np.asarray(g) - w)) <= tol * (1.0 + np.max(np.abs(w)))
-
-
 def test_the_pair_is_fused_in_the_source():
     args, tans = _problem(6)
     s2sad.jvp(s2sad.grad(mlp_leaky, argnums=(0, 1, 2)), args, tans)
@@ -71,7 +60,7 @@ def test_hvp_matches_central_differences(backend, shape):
     args, tans = _problem(9, **shape)
     G = s2sad.grad(mlp_soft, argnums=(0, 1, 2), backend=backend)
     got = s2sad.jvp(G, args, tans)[1]
-    _close(got, _fd_of_grad(G, args, tans), 1e-6)
+    assert_close_each(got, directional_fd(G, args, tans), 1e-6)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -89,7 +78,7 @@ def test_leaky_mlp_matches_the_hand_product(backend):
     zbd = s * (obd @ W2.T + ob @ V2.T)
     want = (X.T @ zbd, np.sum(zbd, axis=0, keepdims=True), h_dot.T @ ob + h.T @ obd)
     got = s2sad.jvp(s2sad.grad(mlp_leaky, argnums=(0, 1, 2), backend=backend), args, tans)[1]
-    _close(got, want, 1e-12)
+    assert_close_each(got, want, 1e-12)
 
 
 def test_fused_and_formed_agree():
@@ -104,8 +93,8 @@ def test_fused_and_formed_agree():
     two = s2sad.jvp(G, (W1, b1, W2b, X, yb),
                     tans[:2] + (np.concatenate([tans[2], np.zeros_like(W2)], axis=1), tans[3],
                                 np.zeros_like(yb)))[1]
-    _close(one[:2], two[:2], 1e-12)
-    _close((one[2],), (two[2][:, :1],), 1e-12)
+    assert_close_each(one[:2], two[:2], 1e-12)
+    assert_close_each((one[2],), (two[2][:, :1],), 1e-12)
 
 
 @pytest.mark.parametrize("argnums", [(0,), (0, 1), (2,), (0, 1, 2, 3)])
@@ -117,8 +106,8 @@ def test_some_arguments_not_differentiated(argnums):
         tans = tans[:3] + (np.random.default_rng(9).normal(size=args[3].shape),) + tans[4:]
     got = s2sad.jvp(G, args, tans)[1]
     got = got if isinstance(got, tuple) else (got,)
-    want = _fd_of_grad(lambda *a: (lambda g: g if isinstance(g, tuple) else (g,))(G(*a)), args, tans)
-    _close(got, want, 1e-6)
+    want = directional_fd(lambda *a: (lambda g: g if isinstance(g, tuple) else (g,))(G(*a)), args, tans)
+    assert_close_each(got, want, 1e-6)
 
 
 def test_inputs_unchanged_and_float32_weights_refuse_or_agree():
@@ -130,7 +119,7 @@ def test_inputs_unchanged_and_float32_weights_refuse_or_agree():
         assert np.array_equal(a, c)
     W2_32 = args[2].astype(np.float32)          # another dtype: the formed path
     mixed = s2sad.jvp(G, args[:2] + (W2_32,) + args[3:], tans[:2] + (tans[2].astype(np.float32),) + tans[3:])[1]
-    _close(mixed[:2], got[:2], 1e-5)
+    assert_close_each(mixed[:2], got[:2], 1e-5)
 
 
 def test_helpers_form_nothing_where_w_is_one_column():
@@ -149,10 +138,10 @@ def test_helpers_form_nothing_where_w_is_one_column():
         assert (values is None) == fused
         s = np.where(z + b1 > 0, 1.0, 0.01)
         h, h_dot = s * (z + b1), s * (zd + tans[1])
-        _close((out, out_dot), (h @ w, h_dot @ w + h @ wd), 1e-13)
+        assert_close_each((out, out_dot), (h @ w, h_dot @ w + h @ wd), 1e-13)
         bars = hvp_columns.kernel_matmul_hvp_bars(k, kp, (z, b1), (zd, tans[1]), w, wd, True, out, out_dot, values)
-        _close(bars[2:], (h.T @ out, h.T @ out_dot + h_dot.T @ out), 1e-13)
-        _close((np.asarray(bars[0]),), (out @ w.T,), 1e-13)
+        assert_close_each(bars[2:], (h.T @ out, h.T @ out_dot + h_dot.T @ out), 1e-13)
+        assert_close_each((np.asarray(bars[0]),), (out @ w.T,), 1e-13)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -163,7 +152,7 @@ def test_no_rows_and_one_row(backend):
     assert [np.shape(g) for g in got] == [a.shape for a in args[:3]]
     assert all(not np.any(g) for g in got)        # a sum over no rows: every term is zero
     args, tans = _problem(1, seed=1)
-    _close(s2sad.jvp(G, args, tans)[1], _fd_of_grad(G, args, tans), 1e-6)
+    assert_close_each(s2sad.jvp(G, args, tans)[1], directional_fd(G, args, tans), 1e-6)
 
 
 def test_float32_stays_float32():
@@ -171,4 +160,4 @@ def test_float32_stays_float32():
     G = s2sad.grad(mlp_soft, argnums=(0, 1, 2))
     r32 = s2sad.jvp(G, tuple(a.astype(np.float32) for a in args), tuple(t.astype(np.float32) for t in tans))[1]
     assert all(r.dtype == np.float32 for r in r32)
-    _close(r32, s2sad.jvp(G, args, tans)[1], 1e-4)
+    assert_close_each(r32, s2sad.jvp(G, args, tans)[1], 1e-4)
