@@ -169,3 +169,12 @@ def assert_close_each(got, want, tol):
     for g, w in zip(got, want):
         assert np.shape(g) == np.shape(w)
         assert np.max(np.abs(np.asarray(g) - w), initial=0.0) <= tol * (1.0 + np.max(np.abs(w), initial=0.0))
+
+
+def line_of(fun, text):
+    """The file line of fun's one source line that contains `text`."""
+    import inspect
+    lines, first = inspect.getsourcelines(fun)
+    hits = [first + k for k, l in enumerate(lines) if text in l]
+    assert len(hits) == 1, (text, hits)
+    return hits[0]

@@ -4,13 +4,13 @@ part (numpy only warned: ComplexWarning) and long double its extra precision, on
 route (grad, jvp, vjp, jacfwd, jacrev and their unrolled small paths, hessian), also
 when a global becomes complex after warm calls. Real data (float32, int, bool) still
 gives the right derivative."""
-import inspect
 import warnings
 
 import numpy as np
 import pytest
 
 import s2sad
+from conftest import line_of
 from s2sad.errors import FreeVariableError, HigherOrderNotSupportedError
 from s2sad.freedata import lossy_data
 
@@ -32,11 +32,6 @@ def elementwise_reads_a(x):
 
 def loss_reads_list(x):
     return np.sum(x * np.array(L))
-
-
-def line_of(fun, text):
-    lines, first = inspect.getsourcelines(fun)
-    return next(first + k for k, l in enumerate(lines) if text in l)
 
 
 X = np.array([0.3, 0.7])

@@ -6,13 +6,13 @@ and the call dropped the imaginary part (numpy's ComplexWarning), rounded the lo
 double, or raised numpy's raw ValueError. A list made ragged is a located ShapeError; a
 list whose numbers change (still real) gives the new right derivative; a list of
 real numbers keeps its plan (checked per call)."""
-import inspect
 import warnings
 
 import numpy as np
 import pytest
 
 import s2sad
+from conftest import line_of
 from s2sad import plans
 from s2sad.errors import FreeVariableError, HigherOrderNotSupportedError, S2SADError
 
@@ -25,11 +25,6 @@ def loss_reads_list(x):
 
 def map_reads_list(x):
     return np.tanh(x) * np.array(L)
-
-
-def line_of(fun, text):
-    lines, first = inspect.getsourcelines(fun)
-    return next(first + k for k, l in enumerate(lines) if text in l)
 
 
 X = np.array([0.3, 0.7])

@@ -3,23 +3,16 @@ expression `x @ A`, the variable `h`), not the generated program's names (`_1`, 
 and is located at the user's statement; a fused function's kernel (the whole loss one
 kernel) is located at its return on grad (it was an unlocated ShapeError) and under a
 Hessian (it was located in s2sad's own generated wrapper, `<s2sad: derivative ...>`)."""
-import inspect
 
 import numpy as np
 import pytest
 
 import s2sad
+from conftest import line_of
 from s2sad.arguments import users_names
 from s2sad.errors import ShapeError
 
 A = np.ones((3, 3)) * 0.5
-
-
-def line_of(fun, text):
-    lines, first = inspect.getsourcelines(fun)
-    hits = [first + k for k, l in enumerate(lines) if text in l]
-    assert len(hits) == 1, (text, hits)
-    return hits[0]
 
 
 def product_then_kernel(x, y):

@@ -4,12 +4,12 @@ UnsupportedOperationError located at the user's statement with a hint that works
 was a raw AttributeError from the generated program on grad, vjp, jvp, jacrev); and a
 call without a rule on a temporary names the user's expression ('np.sum(x ** 2)', not
 '_2')."""
-import inspect
 
 import numpy as np
 import pytest
 
 import s2sad
+from conftest import line_of
 from s2sad.errors import UnsupportedOperationError
 
 
@@ -30,11 +30,6 @@ def with_item(x):
 def with_function(x):
     s = np.reshape(np.sum(x ** 2), 1)
     return np.sum(s * x)
-
-
-def line_of(fun, text):
-    lines, first = inspect.getsourcelines(fun)
-    return next(first + k for k, l in enumerate(lines) if text in l)
 
 
 X = np.array([0.1, 0.4, 0.7])

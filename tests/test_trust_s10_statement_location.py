@@ -3,24 +3,16 @@ STATEMENT that refused it (its file, line and source text), not at the function'
 the generated programs tie each of their lines to the statement they run for
 (passes/linemap), on grad / value_and_grad (first call and hot path), jvp, vjp, jvp of
 a grad, and the Jacobian and Hessian wrappers."""
-import inspect
 
 import numpy as np
 import pytest
 
 import s2sad
+from conftest import line_of
 from s2sad.errors import ShapeError
 from s2sad.passes.linemap import LocatedLine, line_table, statement_at
 
 A = np.ones((5, 7)) * 0.1
-
-
-def line_of(fun, text):
-    """The file line of fun's source line that contains `text`."""
-    lines, first = inspect.getsourcelines(fun)
-    hits = [first + k for k, l in enumerate(lines) if text in l]
-    assert len(hits) == 1, (text, hits)
-    return hits[0]
 
 
 def two_steps(W, x):

@@ -7,7 +7,6 @@
 - A reverse loop's header and the lines under it before its body's first statement
   comment run for the loop statement (linemap.block_header); before, they were located
   at the statement generated before them (the one after the loop in the user's code)."""
-import inspect
 import sys
 import types
 
@@ -15,6 +14,7 @@ import numpy as np
 import pytest
 
 import s2sad
+from conftest import line_of
 from s2sad.errors import ShapeError
 from s2sad.passes.linemap import statement_at
 
@@ -24,11 +24,6 @@ W = np.ones(4)
 def tanh_map(x):
     y = x * 2.0
     return np.tanh(x) * W
-
-
-def line_of(fun, text):
-    lines, first = inspect.getsourcelines(fun)
-    return next(first + k for k, l in enumerate(lines) if text in l)
 
 
 @pytest.fixture

@@ -16,16 +16,13 @@ elements laid end to end (each C order). Past MAX_NODES the graph raises NotSmal
 """
 from __future__ import annotations
 
-from .small_second import partials
+from .small_second import active_offsets, partials
 from .unroll_small import Unrolled, needed_nodes
 
 
 def gradient(u: Unrolled, active: tuple[int, ...]) -> list:
     g = u.graph
-    offsets, at = {}, 0
-    for p in active:
-        offsets[p] = at
-        at += _size(u.kinds[p])
+    offsets, at = active_offsets(u, active)
     order = sorted(needed_nodes(g.ops, [u.loss.id]))
     live = _depends(g.ops, order, offsets)
     bars = {u.loss.id: g.const(1.0)} if u.loss.id in live else {}
@@ -59,10 +56,3 @@ def _depends(ops: list, order: list[int], offsets: dict) -> set[int]:
         elif any(a in live for a in args):
             live.add(k)
     return live
-
-
-def _size(shape) -> int:
-    n = 1
-    for d in shape or ():
-        n *= d
-    return n

@@ -21,6 +21,7 @@ MAX_NODES the pass raises NotSmall (the caller takes its general path).
 """
 from __future__ import annotations
 
+import math
 from typing import Callable
 
 from .unroll_small import Graph, Node, Unrolled, needed_nodes
@@ -28,6 +29,16 @@ from .unroll_small import Graph, Node, Unrolled, needed_nodes
 CMP = frozenset({"lt", "le", "gt", "ge", "eq", "ne"})
 LN2 = 0.6931471805599453
 LN10 = 2.302585092994046
+
+
+def active_offsets(u: Unrolled, active: tuple[int, ...]) -> tuple[dict, int]:
+    """({parameter: index of its first element}, element count) of the active
+    parameters' elements laid end to end, each C order."""
+    offsets, at = {}, 0
+    for p in active:
+        offsets[p] = at
+        at += math.prod(u.kinds[p] or ())
+    return offsets, at
 
 
 def second_order(u: Unrolled, active: tuple[int, ...]) -> tuple[dict, dict]:
@@ -45,10 +56,7 @@ def forward_sweep(u: Unrolled, active: tuple[int, ...], roots: set[int], step: C
     called for every other node reading a node with a gradient (it sets grads[k]).
     Returns the gradient dicts (node -> {index: node}); absent entries are zeros."""
     g = u.graph
-    offsets, at = {}, 0
-    for p in active:
-        offsets[p] = at
-        at += _size(u.kinds[p])
+    offsets, _ = active_offsets(u, active)
     grads: dict[int, dict] = {}
     for k in sorted(needed_nodes(g.ops, roots)):
         name, args, const = g.ops[k]
@@ -61,13 +69,6 @@ def forward_sweep(u: Unrolled, active: tuple[int, ...], roots: set[int], step: C
             continue
         step(k, name, args, const, grads)
     return grads
-
-
-def _size(shape) -> int:
-    n = 1
-    for d in shape or ():
-        n *= d
-    return n
 
 
 def _acc(d: dict, key, term: Node, g: Graph) -> None:
