@@ -16,7 +16,8 @@ import s2sad
 from s2sad.passes.array_jvp import tangent_plans
 from s2sad.passes.dead_lines import drop_dead
 from s2sad.plans import compiled_array
-from tests.test_array_hvp import PROGRAMS, _fd_of_grad, _tangent, mlp_leaky
+from conftest import directional_fd
+from tests.test_array_hvp import PROGRAMS, _tangent, mlp_leaky
 
 BACKENDS = ("python", "llvm")
 IDS = [f"{p[0].__name__}-{k}" for k, p in enumerate(PROGRAMS)]
@@ -35,7 +36,7 @@ def test_hvp_is_the_tangent_of_jvp_of_grad(fn, args, argnums, backend):
     want = s2sad.jvp(G, tuple(args), tans, backend=backend)[1]
     got = s2sad.hvp(fn, tuple(args), tans, argnums=argnums, backend=backend)
     assert isinstance(got, tuple) == isinstance(argnums, tuple)
-    fd = _fd_of_grad(G, args, tans)
+    fd = directional_fd(G, args, tans)
     for g, w, d, i in zip(_as_tuple(got), _as_tuple(want), _as_tuple(fd), _as_tuple(argnums)):
         assert np.shape(g) == np.shape(args[i]) and type(g) is type(w)
         np.testing.assert_allclose(g, w, rtol=1e-13, atol=1e-13)
