@@ -9,9 +9,14 @@
   scheduling alone, the floor under any dask row);
 - a compute-bound gradient at 50M elements (made on the workers, never shipped) on a
   LocalCluster of 2 worker processes against 1 (target: at least 1.7x faster), each worker
-  one thread (dask's nanny sets OMP_NUM_THREADS=1, which s2sad's default count honours);
+  one thread (dask's nanny sets OMP_NUM_THREADS=1, which s2sad's default count honours),
+  in chunks of about 100 MB as dask advises, as many for each worker (`worker_chunks`);
   beside it, the same clusters running a compute-bound numpy function (a sine) in the same
-  chunks (no s2sad: what dask itself gains from the second worker on this machine);
+  chunks (no s2sad: what dask itself gains from the second worker on this machine), and
+  both graphs over 1,000-element blocks (dask's own cost of a call, which a second worker
+  does not halve: the ceiling it puts on the row). Each row says how the calls split their
+  blocks between the workers and how much of each call the 2 workers had a core (their
+  CPU over twice the wall time: under other work's load the row cannot read 2x);
 - examples/dask_logistic_regression.py out of core: rows per second against the
   in-memory gradient of one block timed between its steps (target: within 2x), with the
   file as its writer left it (in the page cache: the example says so in its line), and
@@ -244,7 +249,7 @@ def run_workers(rows: list, quick: bool, rounds: int, log) -> None:
                      "tasks_per_worker": split, "workers_on_core": on_core, "load": load})
         log(f"  {case}: 2 workers {np.median(two_s):.2f} s vs 1 worker {np.median(one_s):.2f} s: {speedup:.2f}x "
             f"median, {speedup_min:.2f}x min over {rounds} rounds (target {target}); {len(Z.chunks[0])} chunks of "
-            f"{chunk * 8 / 2**20:.0f} MiB, blocks per worker {split}, the 2 workers on a core "
+            f"{chunk * 8 / 1e6:.0f} MB, blocks per worker {split}, the 2 workers on a core "
             f"{on_core:.0%} of the call (load {load:.1f})")
     fixed = {w: float(np.median([r[0] for r in s[("tiny", w)]])) for w in (1, 2)}
     fixed_sin = {w: float(np.median([r[0] for r in s[("tiny sin", w)]])) for w in (1, 2)}
