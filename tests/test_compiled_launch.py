@@ -215,3 +215,25 @@ def _kernels_of(g):
     d = g.__s2sad__
     fn = d._array_impl[0]
     return [v for v in fn.__globals__.values() if isinstance(v, runtime.Kernel)]
+
+
+def test_explain_says_what_a_warm_call_runs(tmp_path):
+    n, d, h = 32, 8, 16
+    args = [rng.normal(size=(d, h)) / 3, rng.normal(size=(1, h)) * 0.1, rng.normal(size=(h, 1)) / 4,
+            rng.normal(size=(n, d)), rng.normal(size=(n, 1))]
+    g = s2sad.grad(_mlp(tmp_path, "mlp_explained"), argnums=(0, 1, 2))
+
+    def warm():
+        (line,) = [line for line in s2sad.explain(g, *args).lines if "warm calls" in line]
+        return line
+
+    assert "not called yet" in warm()
+    g(*args)
+    assert "not yet for these arguments" in warm()
+    g(*args), g(*args)
+    line = warm()
+    assert "matched in machine code" in line and "not one compiled call for the whole gradient" in line
+    got = [int(w) for w in line.split("; ")[1].split()[::4][:2]]   # "N of its kernels' M launch plans"
+    assert got[0] == got[1] > 0, line
+    fortran = [np.asfortranarray(a) for a in args]      # another signature: not specialised yet
+    assert "not yet for these arguments" in [x for x in s2sad.explain(g, *fortran).lines if "warm calls" in x][0]
