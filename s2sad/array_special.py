@@ -19,7 +19,16 @@ a recording run of that signature, to what they did:
   which checks its arguments itself (NotImplemented: the site's full call);
 - `broadcast_size`: its number;
 - `matmul_bias` (passes/biasproducts) where numpy multiplies: numpy's `@` and the
-  kernel's kept apply (the two sites it replaced).
+  kernel's kept apply (the two sites it replaced);
+- `unit_vjp` where its check passed: the seed, once per active input; `unbroadcast`
+  to the same shape: the gradient itself, to a row of 2-D columns: the compiled
+  column sum made once (reduce.kept_unbroadcast); `mean_bar` of a whole array's mean:
+  its one number filled in; `row_dot_like`'s read-only zeros: the same array;
+  `row_dot_log_softmax_bar` (z's adjoint) by the compiled row pass made once
+  (rowsoftmax.kept_dot_log_softmax_bar). The compiled ones are called through a
+  compiled launcher (codegen/llvm_launch) up to backends.llvm.LAUNCH_MAX elements,
+  and check what a signature does not fix (alignment, the row fusion switch): without
+  it, the site's full call.
 
 Every other site keeps its full call. Invariants: a specialised site does what its full
 call would do for that signature, bit for bit (the same kept call, entry or product);
@@ -31,14 +40,16 @@ per derivative. Specialised copies hold no user object (kept calls, entries, num
 from __future__ import annotations
 
 import ast
+import math
 import threading
 from typing import Any, Callable
 
 import numpy as np
 
-from . import column_products, fastpath, gemm, runtime
+from . import column_products, fastpath, gemm, reduce, rowsoftmax, runtime
 from .array_rules import plain_product
 from .backends import choose
+from .backends.llvm import LAUNCH_MAX
 from .parsing import ast_parse
 
 MAX_SIGNATURES = 16
@@ -353,7 +364,63 @@ def _kernel_rowsum_vjp(full, backend, args, kwargs, result):
     return kernel_rowsum_vjp
 
 
+def _unit_vjp(full, backend, args, kwargs, result):
+    """unit_vjp where its check passed (the seed itself for each active input: the check
+    reads types, dtypes and shapes only): that list."""
+    if kwargs or len(args) != 4 or not isinstance(result, list) or not result \
+            or not all(r is args[3] for r in result):
+        return None
+    n = len(result)
+
+    def unit_vjp(kernel, args, active, out_bar):
+        return [out_bar] * n
+    return unit_vjp
+
+
+def _unbroadcast(full, backend, args, kwargs, result):
+    if kwargs or len(args) != 2:
+        return None
+    return reduce.kept_unbroadcast(args[0], args[1], LAUNCH_MAX)
+
+
+def _mean_bar(full, backend, args, kwargs, result):
+    """mean_bar of a whole array's mean (axis None): np.full of its one number / the
+    count, as sum_bar makes it."""
+    g, x = args[0], args[1] if len(args) > 1 else None
+    if len(args) != 2 or set(kwargs) - {"axis", "keepdims"} or kwargs.get("axis") is not None \
+            or type(x) is not np.ndarray or np.asarray(g).size != 1:
+        return None
+    shape, count = x.shape, math.prod(x.shape)
+    dtype = x.dtype if x.dtype.kind == "f" else np.dtype(np.float64)
+
+    def mean_bar(g, x, axis=None, keepdims=False):
+        out = np.empty(shape, dtype)      # (np.full's fill, its cast: the same bits, without its Python)
+        out.fill(np.asarray(g) / count)
+        return out
+    return mean_bar
+
+
+def _row_dot_like(full, backend, args, kwargs, result):
+    """row_dot_like where it made read-only zeros with zero strides (from z's and y's
+    shapes and dtypes only): those zeros, the same array every call (nothing can write it)."""
+    if type(result) is not np.ndarray or result.flags.writeable or any(result.strides) \
+            or not isinstance(result.base, bytes):
+        return None
+
+    def row_dot_like(z, y, axis=None, keepdims=False):
+        return result
+    return row_dot_like
+
+
+def _row_dot_log_softmax_bar(full, backend, args, kwargs, result):
+    if set(kwargs) - {"axis", "keepdims"}:
+        return None
+    return rowsoftmax.kept_dot_log_softmax_bar(args, kwargs.get("axis"), backend, LAUNCH_MAX)
+
+
 SPECIALIZERS: dict[str, Callable] = {
+    "unit_vjp": _unit_vjp, "unbroadcast": _unbroadcast, "mean_bar": _mean_bar, "row_dot_like": _row_dot_like,
+    "row_dot_log_softmax_bar": _row_dot_log_softmax_bar,
     "matmul": _matmul, "dot": _dot, "matmul_lhs_bar": _lhs_bar, "matmul_rhs_bar": _rhs_bar,
     "kernel_matmul": _kernel_matmul, "kernel_matmul_vjp": _kernel_matmul_vjp, "sum_grads": _sum_grads,
     "broadcast_size": _broadcast_size, "apply": _apply, "vjp": _vjp, "matmul_bias": _matmul_bias,

@@ -206,3 +206,30 @@ def launcher(driver_address: int, kinds: str, words: list, srcs: list, py_types:
             body += [s, w if k == "i" else 0]
     table = np.array([x & 0xFFFFFFFFFFFFFFFF for x in head + body + [id(t) for t in py_types]], dtype=np.uint64)
     return fastcall_function(name, address, code, table, Holder((keep, tuple(py_types))))
+
+
+def array_call(cfunc, pattern: list, n_arrays: int, short: bool):
+    """call(*arrays): the ctypes function `cfunc` called with pattern[j] for its j-th
+    argument, an int constant or ("array", k): the k-th array's data pointer (`n_arrays`
+    exact ndarrays). Through a compiled launcher where `short` (a run brief enough to
+    hold the GIL through) and this process has one; ctypes where it declines or there
+    is none. The caller vouches for the arrays (their dtype, shape and strides are the
+    ones the constants were made for)."""
+    kinds = "".join(KINDS.get(t, "?") for t in cfunc.argtypes)
+    srcs = [p[1] if isinstance(p, tuple) else None for p in pattern]
+    words = [0 if isinstance(p, tuple) else p for p in pattern]
+    fast = None
+    if short and "?" not in kinds and set(kinds) == {"i"}:
+        fast = launcher(ctypes.cast(cfunc, ctypes.c_void_p).value, kinds, words, srcs, [np.ndarray] * n_arrays,
+                        cfunc)
+
+    def by_ctypes(*arrays):
+        cfunc(*[p if s is None else arrays[s].ctypes.data for p, s in zip(words, srcs)])
+
+    if fast is None:
+        return by_ctypes
+
+    def call(*arrays):
+        if fast(*arrays) is NotImplemented:
+            by_ctypes(*arrays)
+    return call
