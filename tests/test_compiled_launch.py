@@ -237,3 +237,36 @@ def test_explain_says_what_a_warm_call_runs(tmp_path):
     assert got[0] == got[1] > 0, line
     fortran = [np.asfortranarray(a) for a in args]      # another signature: not specialised yet
     assert "not yet for these arguments" in [x for x in s2sad.explain(g, *fortran).lines if "warm calls" in x][0]
+
+
+STORE_IR = """
+define void @s2sad_test_launch_store(i64 %p, double %d, float %f, i64 %c) {
+  %at = inttoptr i64 %p to ptr
+  store double %d, ptr %at
+  %fd = fpext float %f to double
+  %at1 = getelementptr inbounds double, ptr %at, i64 1
+  store double %fd, ptr %at1
+  %cd = sitofp i64 %c to double
+  %at2 = getelementptr inbounds double, ptr %at, i64 2
+  store double %cd, ptr %at2
+  ret void
+}
+"""
+
+
+def test_every_kind_of_argument_reaches_the_driver():
+    """An integer from an array's data pointer plus an offset or a constant, a double and a
+    float from a Python float or a constant (the float rounded once, as ctypes' c_float)."""
+    from s2sad.codegen import llvm_jit
+
+    address, keep = llvm_jit.small_code("s2sad_test_launch_store", lambda: STORE_IR, False)
+    out = np.full(4, np.nan)
+    from_args = llvm_launch.launcher(address, "idfi", [8, 0, 0, -3], [0, 1, 2, None], [np.ndarray, float, float],
+                                     keep)
+    assert from_args(out, 1.0 / 3.0, 0.1) is None
+    assert out[0] != out[0] and out[1] == 1.0 / 3.0 and out[2] == float(np.float32(0.1)) and out[3] == -3.0
+    constants = llvm_launch.launcher(address, "idfi", [0, -2.5, 1e-40, 5], [0, None, None, None], [np.ndarray], keep)
+    assert constants(out) is None
+    assert out.tolist()[:3] == [-2.5, float(np.float32(1e-40)), 5.0]      # (a subnormal float: rounded, not flushed)
+    assert constants(out, out) is NotImplemented and constants([0.0] * 4) is NotImplemented
+    assert from_args(out, 1, 0.1) is NotImplemented and from_args(out, 0.5, True) is NotImplemented
