@@ -25,7 +25,8 @@ a recording run of that signature, to what they did:
   column sum made once (reduce.kept_unbroadcast); `mean_bar` of a whole array's mean:
   its one number filled in; `row_dot_like`'s read-only zeros: the same array;
   `row_dot_log_softmax_bar` (z's adjoint) by the compiled row pass made once
-  (rowsoftmax.kept_dot_log_softmax_bar). The compiled ones are called through a
+  (rowsoftmax.kept_dot_log_softmax_bar); a scalar kernel's dual called on NOT_NEEDED
+  alone (a loss's `-mean`: its partials read no value): its numbers. The compiled ones are called through a
   compiled launcher (codegen/llvm_launch) up to backends.llvm.LAUNCH_MAX elements,
   and check what a signature does not fix (alignment, the row fusion switch): without
   it, the site's full call.
@@ -50,6 +51,7 @@ from . import column_products, fastpath, gemm, reduce, rowsoftmax, runtime
 from .array_rules import plain_product
 from .backends import choose
 from .backends.llvm import LAUNCH_MAX
+from .derivative_runtime import NOT_NEEDED
 from .parsing import ast_parse
 
 MAX_SIGNATURES = 16
@@ -93,8 +95,7 @@ def straight_line(text: str, name: str, ns: dict) -> ast.FunctionDef | None:
 def _follows(name: str, ns: dict) -> bool:
     if name in SPECIALIZERS or name in SHAPE_FOLLOWS:
         return True
-    code = getattr(ns.get(name), "__code__", None)    # a scalar kernel's Python (its dual)
-    return code is not None and code.co_filename.startswith("<s2sad kernel")
+    return _scalar_kernel(ns.get(name))    # a scalar kernel's Python (its dual)
 
 
 def _constant_index(index: ast.expr) -> bool:
@@ -141,11 +142,12 @@ class Specializer:
     def _record(self, args):
         """(the specialised copy, the result of the recording run of fn on args)."""
         ns = dict(self.fn.__globals__)
-        node = _SiteNames(set(SPECIALIZERS) & set(ns)).visit(_copy(self.node))
+        duals = {n for n, v in ns.items() if _scalar_kernel(v)}
+        node = _SiteNames((set(SPECIALIZERS) & set(ns)) | duals).visit(_copy(self.node))
         sites = node.sites
         bound: dict[str, Callable] = {}
         for site, name in sites.items():
-            ns[site] = _recorder(ns[name], SPECIALIZERS[name], self.backend, site, bound)
+            ns[site] = _recorder(ns[name], SPECIALIZERS.get(name, _not_needed_dual), self.backend, site, bound)
         module = ast.Module(body=[node], type_ignores=[])
         ast.fix_missing_locations(module)
         exec(compile(module, f"<s2sad specialised {self.node.name}>", "exec"), ns)
@@ -154,6 +156,24 @@ class Specializer:
         for site, name in sites.items():   # each site: what it did, or its full call
             ns[site] = bound.get(site) or ns[name]
         return special, result
+
+
+def _scalar_kernel(v) -> bool:
+    code = getattr(v, "__code__", None)
+    return code is not None and code.co_filename.startswith("<s2sad kernel")
+
+
+def _not_needed_dual(full, backend, args, kwargs, result):
+    """A scalar kernel's dual called on NOT_NEEDED alone (`f__dual(not_needed)[1:]`: its
+    partials do not read the value): its numbers, the same every call (a kernel's dual is
+    a pure function of its arguments)."""
+    if kwargs or not args or not all(a is NOT_NEEDED for a in args) or type(result) is not tuple \
+            or not all(isinstance(v, float) for v in result):
+        return None
+
+    def dual(*args):
+        return result
+    return dual
 
 
 def _copy(node: ast.FunctionDef) -> ast.FunctionDef:

@@ -1,5 +1,6 @@
 """The sites of a softmax cross-entropy's adjoint specialised per signature
-(array_special: unit_vjp, unbroadcast, mean_bar, row_dot_like, row_dot_log_softmax_bar;
+(array_special: unit_vjp, unbroadcast, mean_bar, row_dot_like, row_dot_log_softmax_bar,
+a scalar kernel's dual on NOT_NEEDED;
 reduce.kept_unbroadcast, rowsoftmax.kept_dot_log_softmax_bar): the specialised copy
 gives the bits of the generated program's full calls (float64 and float32, one-hot and
 soft labels, short and long rows), keeps them where a signature does not fix what the
@@ -80,6 +81,8 @@ def test_the_specialised_sites_give_the_full_calls_bits(tmp_path, dtype, n, d, k
     for site in ("unit_vjp", "unbroadcast", "mean_bar", "row_dot_like", "row_dot_log_softmax_bar"):
         bound = [copy.__globals__[s] for s in names if s.startswith(site + "__site")]
         assert bound and all(f is not copy.__globals__[site] for f in bound), site    # each bound: not the full call
+    duals = [s for s in names if "__dual__site" in s]      # (-np.mean's dual on NOT_NEEDED: its constant partial)
+    assert duals and all(copy.__globals__[s].__name__ == "dual" for s in duals)
     _same(list(copy(*args)), list(full(*args)))
     _same(list(g(*args)), list(full(*args)))
     if dtype == np.float64:
