@@ -270,3 +270,29 @@ def test_every_kind_of_argument_reaches_the_driver():
     assert out.tolist()[:3] == [-2.5, float(np.float32(1e-40)), 5.0]      # (a subnormal float: rounded, not flushed)
     assert constants(out, out) is NotImplemented and constants([0.0] * 4) is NotImplemented
     assert from_args(out, 1, 0.1) is NotImplemented and from_args(out, 0.5, True) is NotImplemented
+
+
+def test_shapes_and_layouts_changing_between_calls(monkeypatch, tmp_path):
+    """Warm calls alternating batch sizes, F-ordered and strided inputs and float32: each
+    the bits of the same gradient with every launch through ctypes."""
+    def args_for(n, dtype, how):
+        a = [rng.normal(size=(6, 12)) / 3, rng.normal(size=(1, 12)) * 0.1, rng.normal(size=(12, 1)) / 4,
+             rng.normal(size=(n, 6)), rng.normal(size=(n, 1))]
+        a = [x.astype(dtype) for x in a]
+        if how == "fortran":
+            a[3] = np.asfortranarray(a[3])
+        elif how == "strided":
+            a[3] = _strided(a[3])
+        return a
+
+    calls = [args_for(n, dt, how) for n, dt, how in [(32, np.float64, "c"), (33, np.float64, "c"),
+                                                    (32, np.float64, "fortran"), (32, np.float32, "c"),
+                                                    (32, np.float64, "strided"), (5, np.float64, "c")]] * 3
+    on = s2sad.grad(_mlp(tmp_path, "mlp_shapes_on"), argnums=(0, 1, 2))
+    got = [on(*a) for a in calls]
+    monkeypatch.setattr(llvm_backend, "LAUNCHERS", False)
+    off = s2sad.grad(_mlp(tmp_path, "mlp_shapes_off"), argnums=(0, 1, 2))
+    want = [off(*a) for a in calls]
+    for g, w in zip(got, want):
+        for a, b in zip(g, w):
+            assert a.dtype == b.dtype and a.shape == b.shape and np.array_equal(a, b)
