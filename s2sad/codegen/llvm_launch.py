@@ -22,9 +22,12 @@ NotImplemented, and uses a launcher only for runs short enough to hold the GIL t
 (the backend's LAUNCH_MAX elements). It reads object fields only (OB_TYPE,
 ARRAY_DATA, FLOAT_VALUE: checked on live objects by `layout_ok`).
 
-`fastcall_function(address, table, holder)` binds a compiled METH_FASTCALL function to
-its table (sigmatch.py's matcher too): a builtin function whose `self` is the table and
-whose module slot holds `holder` (what the table's addresses point at, alive with it).
+`fastcall_function(name, address, keep, table, holder)` binds a compiled METH_FASTCALL
+function to its table (sigmatch.py's matcher too): a builtin function whose `self` is
+the table and whose module slot holds `holder` (what the table's addresses point at:
+a launcher's driver code and types, alive with it). `array_call` makes a call of a
+ctypes function with fixed constants and per-call arrays (the compiled column sums and
+row passes array_special binds) through a launcher where the run is short.
 """
 from __future__ import annotations
 
@@ -138,6 +141,7 @@ class MethodDef(ctypes.Structure):
 
 
 _defs: dict = {}        # function name -> (MethodDef, its name's bytes, the code's keepalive): the process's
+_layout: list = []      # [whether layout_ok], once a process
 _making = threading.Lock()
 
 
@@ -148,15 +152,15 @@ def _word(address: int, offset: int, ctype=ctypes.c_uint64) -> int:
 def layout_ok() -> bool:
     """CPython's and numpy's objects have the fields the compiled functions read where they
     read them (on live objects), and the C-API calls they need are there."""
-    if "layout" not in _defs:
+    if not _layout:
         if sysconfig.get_config_var("Py_GIL_DISABLED") or hasattr(sys, "gettotalrefcount"):
-            _defs["layout"] = False
+            _layout.append(False)
         else:
             a, f = np.zeros((3, 5), np.float32)[1:, ::2], 2.5
-            _defs["layout"] = (_word(id(a), OB_TYPE) == id(np.ndarray) and _word(id(a), ARRAY_DATA) == a.ctypes.data
-                               and _word(id(f), OB_TYPE) == id(float)
-                               and ctypes.c_double.from_address(id(f) + FLOAT_VALUE).value == 2.5)
-    return _defs["layout"]
+            _layout.append(_word(id(a), OB_TYPE) == id(np.ndarray) and _word(id(a), ARRAY_DATA) == a.ctypes.data
+                           and _word(id(f), OB_TYPE) == id(float)
+                           and ctypes.c_double.from_address(id(f) + FLOAT_VALUE).value == 2.5)
+    return _layout[0]
 
 
 def incref_address() -> int:
