@@ -50,7 +50,7 @@ import numpy as np
 from . import column_products, fastpath, gemm, reduce, rowsoftmax, runtime
 from .array_rules import plain_product
 from .backends import choose
-from .backends.llvm import LAUNCH_MAX
+from .backends import llvm as llvm_backend
 from .derivative_runtime import NOT_NEEDED
 from .parsing import ast_parse
 
@@ -400,7 +400,7 @@ def _unit_vjp(full, backend, args, kwargs, result):
 def _unbroadcast(full, backend, args, kwargs, result):
     if kwargs or len(args) != 2:
         return None
-    return reduce.kept_unbroadcast(args[0], args[1], LAUNCH_MAX)
+    return reduce.kept_unbroadcast(args[0], args[1], _short_max())
 
 
 def _mean_bar(full, backend, args, kwargs, result):
@@ -435,7 +435,13 @@ def _row_dot_like(full, backend, args, kwargs, result):
 def _row_dot_log_softmax_bar(full, backend, args, kwargs, result):
     if set(kwargs) - {"axis", "keepdims"}:
         return None
-    return rowsoftmax.kept_dot_log_softmax_bar(args, kwargs.get("axis"), backend, LAUNCH_MAX)
+    return rowsoftmax.kept_dot_log_softmax_bar(args, kwargs.get("axis"), backend, _short_max())
+
+
+def _short_max() -> int:
+    """The most elements a bound compiled call runs through a launcher (none with
+    S2SAD_LAUNCHERS=0, as for the kernels' launches)."""
+    return llvm_backend.LAUNCH_MAX if llvm_backend.LAUNCHERS else -1
 
 
 SPECIALIZERS: dict[str, Callable] = {

@@ -8,7 +8,6 @@ runs over leading dims keep ctypes; a gradient at n = 32 takes it and agrees wit
 S2SAD_LAUNCHERS=0 bit for bit."""
 from __future__ import annotations
 
-import importlib.util
 import math
 import sys
 
@@ -21,7 +20,7 @@ from s2sad.backends import llvm as llvm_backend
 from s2sad.codegen import llvm_launch
 from s2sad.frontend import parse_function
 from s2sad.passes.normalize import normalize
-from conftest import central_fd
+from conftest import central_fd, function_from_source
 
 pytestmark = pytest.mark.skipif(not llvm_launch.layout_ok(), reason="no compiled launcher in this interpreter")
 rng = np.random.default_rng(17)
@@ -180,12 +179,7 @@ def mlp(W1, b1, W2, X, y):
 
 def _mlp(tmp_path, name):
     """A fresh copy of the MLP's loss (its own code: its own plan and kernels)."""
-    path = tmp_path / f"{name}.py"
-    path.write_text(MLP_SOURCE)
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.mlp
+    return function_from_source(tmp_path, name, MLP_SOURCE, "mlp")
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32], ids=["f64", "f32"])

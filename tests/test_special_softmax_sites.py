@@ -9,8 +9,6 @@ fusion switch turned off between calls), and the kept calls alone agree with the
 ones bit for bit or decline."""
 from __future__ import annotations
 
-import importlib.util
-
 import numpy as np
 import pytest
 
@@ -18,7 +16,7 @@ import s2sad
 from s2sad import reduce, rowsoftmax
 from s2sad.backends.llvm import LAUNCH_MAX
 from s2sad.passes.rowfusion import SWITCH
-from conftest import central_fd
+from conftest import central_fd, function_from_source
 
 rng = np.random.default_rng(23)
 
@@ -35,12 +33,7 @@ def loss(W, b, X, Y):
 
 
 def _loss(tmp_path, name):
-    path = tmp_path / f"{name}.py"
-    path.write_text(SOURCE)
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.loss
+    return function_from_source(tmp_path, name, SOURCE, "loss")
 
 
 def _args(n, d, k, dtype, onehot=True):
@@ -161,3 +154,17 @@ def test_kept_dot_log_softmax_bar_declines_rows_split_between_threads():
     n, k = 200_000, 10
     z = np.zeros((n, k))
     assert rowsoftmax.kept_dot_log_softmax_bar((0, np.zeros(n), z, z.copy()), 1, "auto", LAUNCH_MAX) is None
+
+
+def test_without_launchers_the_same_bits(monkeypatch, tmp_path):
+    from s2sad.backends import llvm as llvm_backend
+
+    args = _args(32, 8, 10, np.float64)
+    on = s2sad.grad(_loss(tmp_path, "ce_launchers"), argnums=(0, 1))
+    got = [on(*args) for _ in range(4)]
+    monkeypatch.setattr(llvm_backend, "LAUNCHERS", False)
+    off = s2sad.grad(_loss(tmp_path, "ce_ctypes"), argnums=(0, 1))
+    want = [off(*args) for _ in range(4)]
+    assert _special(off).specialised(args)
+    for g, w in zip(got, want):
+        _same(list(g), list(w))
