@@ -302,9 +302,9 @@ def explain(fun: Callable, argnums=EXAMPLES_NOT_GIVEN, *args, mode: str = "auto"
             if e is None:
                 e = _explain(fun, argnums, mode)
                 if mark.order == 1:     # (grad(f)(*examples): unrolled or not)
-                    e.lines += path_lines(d.small_for_explain(), d.c.fused, examples)
                     if not d.c.fused:   # (the generated program's warm calls: what they run)
                         e.lines += warm_lines(None if d.leaf_hot is decline else d.leaf_hot, examples)
+                    e.lines += path_lines(d.small_for_explain(), d.c.fused, examples)
         e.lines += getattr(d, "dask_report", [])     # how its last call over dask arrays was split
         if mark.order > 1:      # explain(grad(grad(f))): the path of each level
             e.lines += _levels(mark)
