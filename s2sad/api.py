@@ -28,7 +28,8 @@ from .broadcasting import BROADCAST_PLANS, broadcast    # noqa: F401 (s2sad.broa
 from .deep import deeply
 from .first_order import first_order_checked
 from .small_grad import path_lines
-from .derivative import Derivative
+from .array_hot import warm_lines
+from .derivative import Derivative, decline
 from .errors import S2SADError
 from .frontend import bound, classify, parse_function
 from . import array_higher
@@ -301,6 +302,8 @@ def explain(fun: Callable, argnums=EXAMPLES_NOT_GIVEN, *args, mode: str = "auto"
             if e is None:
                 e = _explain(fun, argnums, mode)
                 if mark.order == 1:     # (grad(f)(*examples): unrolled or not)
+                    if not d.c.fused:   # (the generated program's warm calls: what they run)
+                        e.lines += warm_lines(None if d.leaf_hot is decline else d.leaf_hot, examples)
                     e.lines += path_lines(d.small_for_explain(), d.c.fused, examples)
         e.lines += getattr(d, "dask_report", [])     # how its last call over dask arrays was split
         if mark.order > 1:      # explain(grad(grad(f))): the path of each level

@@ -147,3 +147,37 @@ def hot_maker(c, fn: Callable, argnums: tuple[int, ...], many: bool, grad_only: 
           "matcher": sigmatch.cached, "never": sigmatch.never}
     exec(compile("\n".join(lines) + "\n", f"<s2sad hot path of {c.name}>", "exec"), ns)
     return ns["make"]
+
+
+def warm_lines(hot: Callable | None, examples: tuple | None) -> list[str]:
+    """explain(grad(f), *example_args) for the generated program: what a warm call with
+    those arguments runs. `hot`: the grad's array hot path (None before its first call);
+    the kernels its program names say, by their launch plans, which launches are one
+    compiled call each."""
+    if examples is None:
+        return []
+    if hot is None:
+        return ["  warm calls: not called yet (the hot path is made at the first call)"]
+    special = getattr(hot, "special", None)
+    if special is None:
+        return ["  warm calls: the hot path, then the generated program (not straight-line code, or it reads "
+                "free data: no copy specialised per signature)"]
+    kernels = [v for v in special.fn.__globals__.values() if hasattr(v, "launch_plans")]
+    # (a kernel times a seed of two factors, `seeded`, makes kernel_matmul's launches)
+    launches = launch_counts(kernels + [k.seeded() for k in kernels if callable(getattr(k, "seeded", None))])
+    launched = (f"; {launches[0]} of its kernels' {launches[1]} launch plans call their driver through a compiled "
+                "launcher (one call into machine code each; ctypes for the others)") if launches[1] else ""
+    if not (all(type(a) is np.ndarray for a in examples) and special.specialised(examples)):
+        return ["  warm calls: the hot path, then the generated program; a copy specialised to a signature is made "
+                f"at its second call (not yet for these arguments){launched}"]
+    return ["  warm calls with these arguments: their signature matched in machine code (sigmatch), then the copy "
+            "specialised to it, each site bound to its kept call, numpy's product or compiled entry"
+            f"{launched}; not one compiled call for the whole gradient"]
+
+
+def launch_counts(kernels: list) -> tuple[int, int]:
+    """(launch stubs with a compiled launcher, launch stubs) among the kernels' launch plans."""
+    stubs = [run for k in kernels for plan in list(getattr(k, "launch_plans", {}).values())
+             if isinstance(plan, tuple) and len(plan) == 4 and callable(run := plan[2])
+             and getattr(run, "__code__", None) is not None and run.__code__.co_filename == "<s2sad launch stub>"]
+    return sum(1 for s in stubs if s.__globals__.get("L") is not None), len(stubs)

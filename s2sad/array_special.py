@@ -19,7 +19,17 @@ a recording run of that signature, to what they did:
   which checks its arguments itself (NotImplemented: the site's full call);
 - `broadcast_size`: its number;
 - `matmul_bias` (passes/biasproducts) where numpy multiplies: numpy's `@` and the
-  kernel's kept apply (the two sites it replaced).
+  kernel's kept apply (the two sites it replaced);
+- `unit_vjp` where its check passed: the seed, once per active input; `unbroadcast`
+  to the same shape: the gradient itself, to a row of 2-D columns: the compiled
+  column sum made once (reduce.kept_unbroadcast); `mean_bar` of a whole array's mean:
+  its one number filled in; `row_dot_like`'s read-only zeros: the same array;
+  `row_dot_log_softmax_bar` (z's adjoint) by the compiled row pass made once
+  (rowsoftmax.kept_dot_log_softmax_bar); a scalar kernel's dual called on NOT_NEEDED
+  alone (a loss's `-mean`: its partials read no value): its numbers. The compiled ones are called through a
+  compiled launcher (codegen/llvm_launch) up to backends.llvm.LAUNCH_MAX elements,
+  and check what a signature does not fix (alignment, the row fusion switch): without
+  it, the site's full call.
 
 Every other site keeps its full call. Invariants: a specialised site does what its full
 call would do for that signature, bit for bit (the same kept call, entry or product);
@@ -31,14 +41,17 @@ per derivative. Specialised copies hold no user object (kept calls, entries, num
 from __future__ import annotations
 
 import ast
+import math
 import threading
 from typing import Any, Callable
 
 import numpy as np
 
-from . import column_products, fastpath, gemm, runtime
+from . import column_products, fastpath, gemm, reduce, rowsoftmax, runtime
 from .array_rules import plain_product
 from .backends import choose
+from .backends import llvm as llvm_backend
+from .derivative_runtime import NOT_NEEDED
 from .parsing import ast_parse
 
 MAX_SIGNATURES = 16
@@ -82,8 +95,7 @@ def straight_line(text: str, name: str, ns: dict) -> ast.FunctionDef | None:
 def _follows(name: str, ns: dict) -> bool:
     if name in SPECIALIZERS or name in SHAPE_FOLLOWS:
         return True
-    code = getattr(ns.get(name), "__code__", None)    # a scalar kernel's Python (its dual)
-    return code is not None and code.co_filename.startswith("<s2sad kernel")
+    return _scalar_kernel(ns.get(name))    # a scalar kernel's Python (its dual)
 
 
 def _constant_index(index: ast.expr) -> bool:
@@ -130,11 +142,12 @@ class Specializer:
     def _record(self, args):
         """(the specialised copy, the result of the recording run of fn on args)."""
         ns = dict(self.fn.__globals__)
-        node = _SiteNames(set(SPECIALIZERS) & set(ns)).visit(_copy(self.node))
+        duals = {n for n, v in ns.items() if _scalar_kernel(v)}
+        node = _SiteNames((set(SPECIALIZERS) & set(ns)) | duals).visit(_copy(self.node))
         sites = node.sites
         bound: dict[str, Callable] = {}
         for site, name in sites.items():
-            ns[site] = _recorder(ns[name], SPECIALIZERS[name], self.backend, site, bound)
+            ns[site] = _recorder(ns[name], SPECIALIZERS.get(name, _not_needed_dual), self.backend, site, bound)
         module = ast.Module(body=[node], type_ignores=[])
         ast.fix_missing_locations(module)
         exec(compile(module, f"<s2sad specialised {self.node.name}>", "exec"), ns)
@@ -143,6 +156,24 @@ class Specializer:
         for site, name in sites.items():   # each site: what it did, or its full call
             ns[site] = bound.get(site) or ns[name]
         return special, result
+
+
+def _scalar_kernel(v) -> bool:
+    code = getattr(v, "__code__", None)
+    return code is not None and code.co_filename.startswith("<s2sad kernel")
+
+
+def _not_needed_dual(full, backend, args, kwargs, result):
+    """A scalar kernel's dual called on NOT_NEEDED alone (`f__dual(not_needed)[1:]`: its
+    partials do not read the value): its numbers, the same every call (a kernel's dual is
+    a pure function of its arguments)."""
+    if kwargs or not args or not all(a is NOT_NEEDED for a in args) or type(result) is not tuple \
+            or not all(isinstance(v, float) for v in result):
+        return None
+
+    def dual(*args):
+        return result
+    return dual
 
 
 def _copy(node: ast.FunctionDef) -> ast.FunctionDef:
@@ -353,7 +384,69 @@ def _kernel_rowsum_vjp(full, backend, args, kwargs, result):
     return kernel_rowsum_vjp
 
 
+def _unit_vjp(full, backend, args, kwargs, result):
+    """unit_vjp where its check passed (the seed itself for each active input: the check
+    reads types, dtypes and shapes only): that list."""
+    if kwargs or len(args) != 4 or not isinstance(result, list) or not result \
+            or not all(r is args[3] for r in result):
+        return None
+    n = len(result)
+
+    def unit_vjp(kernel, args, active, out_bar):
+        return [out_bar] * n
+    return unit_vjp
+
+
+def _unbroadcast(full, backend, args, kwargs, result):
+    if kwargs or len(args) != 2:
+        return None
+    return reduce.kept_unbroadcast(args[0], args[1], _short_max())
+
+
+def _mean_bar(full, backend, args, kwargs, result):
+    """mean_bar of a whole array's mean (axis None): np.full of its one number / the
+    count, as sum_bar makes it."""
+    g, x = args[0], args[1] if len(args) > 1 else None
+    if len(args) != 2 or set(kwargs) - {"axis", "keepdims"} or kwargs.get("axis") is not None \
+            or type(x) is not np.ndarray or np.asarray(g).size != 1:
+        return None
+    shape, count = x.shape, math.prod(x.shape)
+    dtype = x.dtype if x.dtype.kind == "f" else np.dtype(np.float64)
+
+    def mean_bar(g, x, axis=None, keepdims=False):
+        out = np.empty(shape, dtype)      # (np.full's fill, its cast: the same bits, without its Python)
+        out.fill(np.asarray(g) / count)
+        return out
+    return mean_bar
+
+
+def _row_dot_like(full, backend, args, kwargs, result):
+    """row_dot_like where it made read-only zeros with zero strides (from z's and y's
+    shapes and dtypes only): those zeros, the same array every call (nothing can write it)."""
+    if type(result) is not np.ndarray or result.flags.writeable or any(result.strides) \
+            or not isinstance(result.base, bytes):
+        return None
+
+    def row_dot_like(z, y, axis=None, keepdims=False):
+        return result
+    return row_dot_like
+
+
+def _row_dot_log_softmax_bar(full, backend, args, kwargs, result):
+    if set(kwargs) - {"axis", "keepdims"}:
+        return None
+    return rowsoftmax.kept_dot_log_softmax_bar(args, kwargs.get("axis"), backend, _short_max())
+
+
+def _short_max() -> int:
+    """The most elements a bound compiled call runs through a launcher (none with
+    S2SAD_LAUNCHERS=0, as for the kernels' launches)."""
+    return llvm_backend.LAUNCH_MAX if llvm_backend.LAUNCHERS else -1
+
+
 SPECIALIZERS: dict[str, Callable] = {
+    "unit_vjp": _unit_vjp, "unbroadcast": _unbroadcast, "mean_bar": _mean_bar, "row_dot_like": _row_dot_like,
+    "row_dot_log_softmax_bar": _row_dot_log_softmax_bar,
     "matmul": _matmul, "dot": _dot, "matmul_lhs_bar": _lhs_bar, "matmul_rhs_bar": _rhs_bar,
     "kernel_matmul": _kernel_matmul, "kernel_matmul_vjp": _kernel_matmul_vjp, "sum_grads": _sum_grads,
     "broadcast_size": _broadcast_size, "apply": _apply, "vjp": _vjp, "matmul_bias": _matmul_bias,

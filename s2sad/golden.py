@@ -18,7 +18,8 @@ SMALL_GRAD_CASES (value_and_grad of a small fixed-shape program, small_grad.py)
 CONTAINER_CASES (a loss and its container arguments) the source and explain of its
 grad called once with them. `gemm_f64.ll`: s2sad's matrix product (codegen/llvm_gemm) with
 the tile of a host with 512-bit vectors; `reduce_f64.ll`: the reductions along an
-axis (codegen/llvm_reduce). Absolute paths are
+axis (codegen/llvm_reduce); `launch_iiiidf.ll`: the compiled launcher of a driver taking
+four integers or pointers, a double and a float (codegen/llvm_launch). Absolute paths are
 written relative to the repository so the files are the same on every machine.
 """
 from __future__ import annotations
@@ -31,7 +32,7 @@ import sys
 import numpy as np
 
 from . import api, array_higher, batched_jac, small_grad, small_hessian
-from .codegen import cuda, llvm, llvm_entry, llvm_gemm, llvm_reduce
+from .codegen import cuda, llvm, llvm_entry, llvm_gemm, llvm_launch, llvm_reduce
 from .frontend import PROJECT_ROOT
 from .kernel import LoopSpec, ScanSpec, active_indices
 
@@ -100,6 +101,7 @@ def artifacts() -> dict[str, str]:
         out[f"{case}.sgrad.ll"] = small_grad.ir(loss, args, argnums)
     out["gemm_f64.ll"] = llvm_gemm.gemm_ir(np.float64, lanes=8, vectors=4)
     out["reduce_f64.ll"] = llvm_reduce.reduce_ir(np.float64)
+    out["launch_iiiidf.ll"] = llvm_launch.launcher_ir("iiiidf")
     root = str(ROOT) + "/"
     return {k: v.replace(root, "") for k, v in out.items()}
 

@@ -27,7 +27,7 @@ import numpy as np
 
 from .backends import choose
 from .backends.llvm import ptr
-from .codegen import llvm_jit, llvm_reduce
+from .codegen import llvm_jit, llvm_launch, llvm_reduce
 
 MAX_EXTREME_ROW = 16
 _F64, _F32 = np.dtype(np.float64), np.dtype(np.float32)
@@ -135,3 +135,36 @@ def unbroadcast(g, x):
     if shape == () and not isinstance(x, np.ndarray):
         return float(r.reshape(()))
     return r.reshape(shape)
+
+
+def kept_unbroadcast(g: Any, x: Any, short_max: int):
+    """unbroadcast(g, x) made once for operands of g's and x's shapes, strides and dtypes
+    (array_special binds it in a copy specialised to a signature): `g` itself where it has
+    x's shape; the compiled column sum (`_compiled`'s loop, so numpy's bits) where x is a
+    row of 2-D g's columns, called through a compiled launcher where g has at most
+    `short_max` elements; else None (the full call). The call it returns checks what a
+    signature does not fix (g's alignment) and takes the full path without it."""
+    if np.shape(g) == np.shape(x):
+        return _as_given
+    if type(g) is not np.ndarray or type(x) is not np.ndarray or g.ndim != 2 or x.shape != (1, g.shape[1]):
+        return None
+    n, k = g.shape
+    dt, size = g.dtype, g.dtype.itemsize
+    s0, s1 = g.strides
+    if (dt != _F64 and dt != _F32) or n < 2 or k < 2 or s1 != size or s0 < 0 or s0 % size or not g.flags.aligned:
+        return None
+    sums = llvm_launch.array_call(_function("cols", "sum", dt), [("array", 0), n, k, s0 // size, ("array", 1)], 2,
+                                  g.size <= short_max)
+    shape = x.shape
+
+    def unbroadcast_columns(g, x):
+        if not g.flags.aligned:
+            return unbroadcast(g, x)
+        out = np.empty(k, dt)
+        sums(g, out)
+        return out.reshape(shape)
+    return unbroadcast_columns
+
+
+def _as_given(g, x):
+    return g

@@ -36,8 +36,8 @@ from . import softmax_rules
 from .reduce import unbroadcast
 from .backends import choose
 from .backends.llvm import ptr
-from .codegen import llvm_jit, llvm_rows
-from .rowthreads import run_rows
+from .codegen import llvm_jit, llvm_launch, llvm_rows
+from .rowthreads import row_chunks, run_rows
 from .passes import rowfusion
 from .passes.rowfusion import SWITCH
 
@@ -423,3 +423,33 @@ HELPERS = {f"row_{f}{kind}": globals()[f"row_{f}{kind}"] for f in ("logsumexp", 
 HELPERS.update(row_dot_log_softmax_bar=row_dot_log_softmax_bar, dot_log_softmax_jvp=dot_log_softmax_jvp,
                row_dot_log_softmax_bar_dot=row_dot_log_softmax_bar_dot, row_dot_like=row_dot_like,
                row_logsumexp_max_bar=row_logsumexp_max_bar, row_logsumexp_like=row_logsumexp_like)
+
+
+def kept_dot_log_softmax_bar(args: tuple, axis: Any, backend: str, short_max: int):
+    """row_dot_log_softmax_bar(*args) made once for operands of these shapes, strides and
+    dtypes (array_special binds it in a copy specialised to a signature): z's adjoint
+    (i = 0) by the compiled row pass, as the full call runs it, where the loop takes
+    z, y and g and the rows are one chunk (no threads to choose); through a compiled
+    launcher where z has at most `short_max` elements. Else None (the full call). The
+    call it returns checks what a signature does not fix (the row fusion switch, the
+    arrays' alignment) and takes the full path without it."""
+    if len(args) != 4:
+        return None
+    i, g, z, y = args
+    layout = _dot_layout(z, y, axis, backend) if i == 0 else None
+    if layout is None or type(g) is not np.ndarray or g.dtype != z.dtype or g.size != layout[0] \
+            or not g.flags.c_contiguous or len(row_chunks(layout[0], layout[1])) > 1 or layout[0] == 0:
+        return None
+    n, k, zs, ys = layout
+    kind = "xentbarshort" if k <= llvm_rows.SHORT_K else "xentbar"
+    rows = llvm_launch.array_call(_function(kind, z.dtype), [("array", 0), ("array", 1), ("array", 2), n, k, zs, ys,
+                                                             ("array", 3)], 4, z.size <= short_max)
+    shape, dt = z.shape, z.dtype
+
+    def dot_log_softmax_bar(i, g, z, y, axis=None, keepdims=False):    # (the site's axis: a constant)
+        if not (SWITCH.on and z.flags.aligned and y.flags.aligned and g.flags.aligned):
+            return row_dot_log_softmax_bar(i, g, z, y, axis, keepdims, backend)
+        out = np.empty(shape, dt)
+        rows(z, y, g, out)
+        return out
+    return dot_log_softmax_bar

@@ -22,15 +22,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .codegen import llvm_jit, llvm_sigmatch as ir
-
-METH_FASTCALL = 0x0080
-
-
-class MethodDef(ctypes.Structure):
-    _fields_ = [("ml_name", ctypes.c_char_p), ("ml_meth", ctypes.c_void_p),
-                ("ml_flags", ctypes.c_int), ("ml_doc", ctypes.c_char_p)]
-
+from .codegen import llvm_jit, llvm_launch as launch, llvm_sigmatch as ir
 
 _state: dict = {}
 _making = threading.Lock()
@@ -62,18 +54,11 @@ def _ready() -> bool:
         with _making:
             if "ok" not in _state:
                 try:
-                    ok = _layout_ok()
+                    ok = _layout_ok() and launch.layout_ok()
                     if ok:
                         address, keep = llvm_jit.small_code(ir.NAME, ir.sigmatch_ir, False)
-                        api = ctypes.pythonapi
-                        api.PyCFunction_NewEx.restype = ctypes.py_object
-                        api.PyCFunction_NewEx.argtypes = [ctypes.c_void_p, ctypes.py_object, ctypes.py_object]
-                        name = ir.NAME.encode()
-                        mdef = MethodDef(name, address, METH_FASTCALL, None)
-                        head = [id(np.ndarray), id(True), id(False),
-                                ctypes.cast(api.Py_IncRef, ctypes.c_void_p).value]
-                        # the method definition, its name and the code outlive every matcher: the process's
-                        _state.update(mdef=mdef, name=name, keep=keep, head=head, new=api.PyCFunction_NewEx)
+                        head = [id(np.ndarray), id(True), id(False), launch.incref_address()]
+                        _state.update(address=address, keep=keep, head=head)
                 except Exception:  # noqa: BLE001 - no compiled matcher: the caller compares in Python
                     ok = False
                 _state["ok"] = ok
@@ -102,7 +87,8 @@ def matcher(signature: tuple) -> Callable[..., bool] | None:
     if not _ready():
         return None
     # (the function's module slot holds the signature, so its dtypes live as long as it)
-    return _state["new"](ctypes.addressof(_state["mdef"]), _table(signature), _Holder(signature))
+    return launch.fastcall_function(ir.NAME, _state["address"], _state["keep"], _table(signature),
+                                    _Holder(signature))
 
 
 def python_matcher(signature: tuple) -> Callable[..., Any]:

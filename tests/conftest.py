@@ -178,3 +178,15 @@ def line_of(fun, text):
     hits = [first + k for k, l in enumerate(lines) if text in l]
     assert len(hits) == 1, (text, hits)
     return hits[0]
+
+
+def function_from_source(directory, module: str, source: str, name: str):
+    """`name` from `source` written to directory/<module>.py and imported: a function
+    with its own code (its own plan and kernels) and a file s2sad reads it from."""
+    import importlib.util
+    path = directory / f"{module}.py"
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location(module, path)
+    loaded = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(loaded)
+    return getattr(loaded, name)

@@ -1,21 +1,26 @@
-"""The llvm backend: kernels as machine code for this CPU (codegen/llvm_*), run through ctypes.
+"""The llvm backend: kernels as machine code for this CPU (codegen/llvm_*).
 
 Drivers come from `llvm_jit.driver`: the disk cache by the kernel's source when there
 (no dual made, no IR lowered), else lowered and compiled. A launch is a generated stub
 (`launch_stub`) that makes the driver's C call with the sizes and strides as
-constants. `ptr` reads an array's data pointer from the array object (the launch
+constants: for a run of at most LAUNCH_MAX elements through a compiled launcher
+(codegen/llvm_launch: one call into machine code that reads the arrays' data pointers
+and calls the driver, the GIL held), else, or where the launcher declines its
+arguments, through ctypes (which releases the GIL while the driver runs). The same
+driver either way: the same bits. `ptr` reads an array's data pointer from the array object (the launch
 stubs and runtime's lean paths use it). Host memory (numpy), sums in float64.
 """
 from __future__ import annotations
 
 import ctypes
 import dataclasses
+import os
 import re
 from typing import Any, Callable
 
 import numpy as np
 
-from ..codegen import llvm_jit
+from ..codegen import llvm_jit, llvm_launch
 from ..kernel import LoopSpec, ScanSpec
 from ..passes.scansplit import scan_plan
 from .host import HostBackend
@@ -93,13 +98,52 @@ def launch_stub(cfunc, spec: LoopSpec, active_idx: tuple[int, ...], dims, itemsi
         for k, a in enumerate(active_idx):
             argv += operand(f"tangents[{k}]", a)
         argv.append(at("out_dot", 0))
-    text = (f"def stub(vals, out, acc, seed, grads, tangents, out_dot{', offs' if runs else ''}):\n"
-            f"    cfunc({', '.join(argv)})\n")
+    call = f"cfunc({', '.join(argv)})"
+    small = not runs and n_outer * n_inner <= LAUNCH_MAX
+    launch = compiled_launch(cfunc, argv) if small and LAUNCHERS else None
+    if launch is not None:      # one call into machine code; ctypes only where it declines
+        call = f"if L({', '.join(launch[1])}) is NotImplemented:\n        {call}"
+    text = f"def stub(vals, out, acc, seed, grads, tangents, out_dot{', offs' if runs else ''}):\n    {call}\n"
     if DATA_OFFSET is not None:     # the data pointer read inline: a Python call less per array
         text = re.sub(r"P\(([^()]+)\)", rf"from_address(id(\1) + {DATA_OFFSET}).value", text)
-    ns = {"cfunc": cfunc, "P": ptr, "from_address": from_address}
+    ns = {"cfunc": cfunc, "P": ptr, "from_address": from_address, "L": launch and launch[0]}
     exec(compile(text, "<s2sad launch stub>", "exec"), ns)
     return ns["stub"]
+
+
+# a run of at most this many elements is launched holding the GIL (a compiled launcher,
+# llvm_launch); a longer one through ctypes, which releases it while the driver runs.
+# S2SAD_LAUNCHERS=0: every launch through ctypes (read when a launch is planned)
+LAUNCH_MAX = 1 << 15
+LAUNCHERS = os.environ.get("S2SAD_LAUNCHERS", "1") != "0"
+
+
+def compiled_launch(cfunc, argv: list[str]) -> tuple[Callable, list[str]] | None:
+    """(launcher, the Python expressions it takes) making the call `cfunc(*argv)` of a
+    launch stub (argv: integer constants, `P(array)` data pointers, scalar expressions),
+    or None where this process has no launcher."""
+    kinds, words, srcs, exprs, types = "", [], [], [], []
+    for text, ctype in zip(argv, cfunc.argtypes):
+        kind = llvm_launch.KINDS.get(ctype)
+        if kind is None:
+            return None
+        kinds += kind
+        pointer = re.fullmatch(r"P\(([^()]+)\)", text)
+        if re.fullmatch(r"-?\d+", text):
+            words.append(int(text))
+            srcs.append(None)
+            continue
+        expr = pointer.group(1) if pointer else text
+        if (pointer is None) != (kind != "i"):      # (a pointer for an integer, a number for a double)
+            return None
+        if expr not in exprs:
+            exprs.append(expr)
+            types.append(np.ndarray if pointer else float)
+        words.append(0)
+        srcs.append(exprs.index(expr))
+    address = ctypes.cast(cfunc, ctypes.c_void_p).value
+    launch = llvm_launch.launcher(address, kinds, words, srcs, types, cfunc)
+    return None if launch is None else (launch, exprs)
 
 
 class LlvmBackend(HostBackend):
