@@ -20,7 +20,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from . import dask_grad, marks, mempool, nested, rebind, rules
-from .arguments import argnums_tuple, check_argnums_spec, check_one_tangent_per_primal, converted, pullback_shapes_located, shapes_located
+from .arguments import argnums_tuple, check_argnums_spec, check_cotangent_of, check_one_tangent_per_primal, converted, pullback_shapes_located, shapes_located
 from .callables import bound_call
 from . import array_prims
 from .array_prims import register_vjp
@@ -261,6 +261,7 @@ def _dask_vjp(fun: Callable, primals, backend, mode: str):
     by = dict(zip(floats, grads))
 
     def dask_pullback(out_bar):
+        check_cotangent_of(fun, (), out_bar)
         return tuple(by[i] * out_bar if i in by else None for i in range(len(primals)))
     return value, dask_pullback
 

@@ -95,22 +95,40 @@ def _check_data(c, i: int, a: Any) -> None:
 
 
 def check_cotangent(c, shape: tuple, out_bar: Any) -> None:
-    """A pullback's cotangent: numbers (no None, complex or object), of the output's
-    shape or broadcasting to it without changing it (a number for any output)."""
+    """A pullback's cotangent, as JAX takes it: of the output's shape exactly (a (1, 3) or a
+    number for a (3,) output is refused: JAX refuses both, and broadcasting would hide a
+    mistake), real numbers: floats of any precision, or ints (numpy reads them exactly;
+    JAX refuses them); None, bool, complex (its imaginary part would be dropped) and
+    objects refused."""
+    if not _cotangent_fits(shape, out_bar):
+        check_cotangent_of(c.fun, shape, out_bar)      # (c.fun read only to refuse: its plan may outlive it)
+
+
+def _cotangent_fits(shape: tuple, out_bar: Any) -> bool:
     if is_cupy(out_bar):
+        return True
+    try:
+        dtype = np.asarray(out_bar).dtype if out_bar is not None else None
+    except (ValueError, TypeError):
+        return False
+    return dtype is not None and dtype.kind in "iuf" and np.shape(out_bar) == tuple(shape)
+
+
+def check_cotangent_of(fun, shape: tuple, out_bar: Any) -> None:
+    """check_cotangent for the pullback of fun (a located ShapeError at fun's def)."""
+    if _cotangent_fits(shape, out_bar):
         return
     try:
-        dtype = np.asarray(out_bar).dtype
-        ok = out_bar is not None and dtype.kind in "biuf" and np.broadcast_shapes(np.shape(out_bar), shape) == shape
+        dtype = np.asarray(out_bar).dtype if out_bar is not None else None
     except (ValueError, TypeError):
-        ok, dtype = False, None
-    if not ok:
-        what = "is None" if out_bar is None else f"has shape {np.shape(out_bar)}" + (
-            f" and dtype {dtype}" if dtype is not None and dtype.kind not in "biuf" else "")
-        raise ShapeError(f"the cotangent given to the pullback of {c.fun.__name__} {what}; the output it pulls "
-                         f"back has shape {shape}", parse_function(c.fun).location(),
-                         hint="Pass a float array of the output's shape (np.ones_like(out) for the sum of its "
-                              "rows), or a number.")
+        dtype = None
+    what = "is None" if out_bar is None else f"has shape {np.shape(out_bar)}" + (
+        f" and dtype {dtype}" if dtype is not None and dtype.kind not in "iuf" else "")
+    want = "a float number (or a 0-d float array)" if tuple(shape) == () else \
+        f"a float array of shape {tuple(shape)} (np.ones_like(out) pulls back the sum of its elements)"
+    raise ShapeError(f"the cotangent given to the pullback of {getattr(fun, '__name__', fun)} {what}; the output "
+                     f"it pulls back has shape {tuple(shape)}", parse_function(fun).location(),
+                     hint=f"Pass {want}, as JAX requires: a cotangent has its output's shape and real numbers.")
 
 
 def users_location(c):
