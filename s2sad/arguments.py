@@ -11,6 +11,7 @@ plan (plans.Compiled or array_compiled.ArrayCompiled): what it reads is `params`
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import re
 import sys
@@ -21,6 +22,7 @@ import gast
 import numpy as np
 
 from .backends.arraymodule import is_cupy
+from .tree import leaves as tree_leaves
 from .errors import (ArgumentError, NonDifferentiableInputError, S2SADError, ShapeError, SourceLocation,
                      UnsupportedOperationError)
 from .frontend import parse_function
@@ -280,6 +282,45 @@ def as_result(g: np.ndarray, like: Any):
         return type(like)(np.asarray(g).item())
     return float(np.asarray(g).item())
 
+
+
+_F32 = np.dtype(np.float32)
+
+
+def value_like_arguments(v: Any, args: Sequence[Any]) -> Any:
+    """value_and_grad's value in its loss's dtype, as JAX gives a 0-d array of it: a
+    float32 loss (every float array or numpy float among the arguments, containers'
+    leaves included, float32; Python floats do not count, as in numpy) gives
+    np.float32, any other a Python float (float64: np.float64 is one). Where a float32
+    loss reads a float64 global, numpy would give float64: s2sad gives float32 (JAX's
+    reading). v: what as_value gives (a float, an int for a count)."""
+    if type(v) is not float:
+        return v
+    f32 = _float32_only(args)
+    return np.float32(v) if f32 else v
+
+
+def _float32_only(args) -> bool | None:
+    """True when the float arrays (numpy floats) among args are all float32 and there is
+    one; False when one is another float; None when there is none."""
+    seen = None
+    for a in args:
+        t = type(a)
+        if t is float or t is int or a is None:
+            continue
+        if t is np.ndarray or isinstance(a, np.generic) or (hasattr(a, "dtype") and hasattr(a, "shape")):
+            kind = a.dtype.kind     # (a numpy array or float; a dask or cupy array)
+            if kind == "f":
+                if a.dtype != _F32:
+                    return False
+                seen = True
+            continue
+        if isinstance(a, (dict, list, tuple)) or dataclasses.is_dataclass(a):
+            inner = _float32_only(tree_leaves(a))
+            if inner is False:
+                return False
+            seen = seen or inner
+    return seen
 
 
 def as_value(v):
