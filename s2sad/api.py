@@ -20,7 +20,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from . import dask_grad, marks, mempool, nested, rebind, rules
-from .arguments import argnums_tuple, check_argnums_spec, check_one_tangent_per_primal, converted, pullback_shapes_located, shapes_located
+from .arguments import argnums_tuple, check_argnums_spec, check_cotangent_of, check_one_tangent_per_primal, converted, value_like_arguments, pullback_shapes_located, shapes_located
 from .callables import bound_call
 from . import array_prims
 from .array_prims import register_vjp
@@ -90,13 +90,17 @@ def _differentiated(fun: Callable, argnums, backend: str, what: str, mode: str, 
             token = mempool.enter(args)     # the call's arrays from s2sad's pool (mempool)
             try:
                 r = d.hot(*args)
-                if r is not NotImplemented:
+                if r is NotImplemented:
+                    if dask_grad.has_dask(args):
+                        r = dask_value_and_grad(d, args, want_value=not grad_only)
+                    else:
+                        r = tree_calls(d)(args) if has_nodes(args) else d(*args)
+                    if grad_only:
+                        return r[1]
+                elif grad_only:
                     return r
-                if dask_grad.has_dask(args):
-                    r = dask_value_and_grad(d, args, want_value=not grad_only)
-                else:
-                    r = tree_calls(d)(args) if has_nodes(args) else d(*args)
-                return r[1] if grad_only else r
+                # the value in the loss's dtype (np.float32 for a float32 loss), whatever path gave it
+                return (value_like_arguments(r[0], args), r[1]) if type(r[0]) is float else r
             finally:
                 mempool.leave(token)
     else:
@@ -105,10 +109,13 @@ def _differentiated(fun: Callable, argnums, backend: str, what: str, mode: str, 
         def differentiated(*args, **kwargs):
             if call is not None:
                 args, kwargs = call.args + args, {**call.kwargs, **kwargs} if call.kwargs else kwargs
-            value, g = tc(d.bind(args, kwargs))
+            args = d.bind(args, kwargs)
+            value, g = tc(args)
             if what == "grad":
                 return (g, value[1]) if has_aux else g
-            return value, g
+            if has_aux:
+                return (value_like_arguments(value[0], args), value[1]), g
+            return value_like_arguments(value, args), g
     _named_like(differentiated, fun)
     differentiated.__s2sad__ = d
     if call is not None and not has_aux:    # differentiated again: the same derivative of call.fn (rebind)
@@ -262,6 +269,7 @@ def _dask_vjp(fun: Callable, primals, backend, mode: str):
     by = dict(zip(floats, grads))
 
     def dask_pullback(out_bar):
+        check_cotangent_of(fun, (), out_bar)
         return tuple(by[i] * out_bar if i in by else None for i in range(len(primals)))
     return value, dask_pullback
 

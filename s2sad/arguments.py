@@ -11,6 +11,7 @@ plan (plans.Compiled or array_compiled.ArrayCompiled): what it reads is `params`
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import re
 import sys
@@ -21,6 +22,7 @@ import gast
 import numpy as np
 
 from .backends.arraymodule import is_cupy
+from .tree import leaves as tree_leaves
 from .errors import (ArgumentError, NonDifferentiableInputError, S2SADError, ShapeError, SourceLocation,
                      UnsupportedOperationError)
 from .frontend import parse_function
@@ -95,22 +97,40 @@ def _check_data(c, i: int, a: Any) -> None:
 
 
 def check_cotangent(c, shape: tuple, out_bar: Any) -> None:
-    """A pullback's cotangent: numbers (no None, complex or object), of the output's
-    shape or broadcasting to it without changing it (a number for any output)."""
+    """A pullback's cotangent, as JAX takes it: of the output's shape exactly (a (1, 3) or a
+    number for a (3,) output is refused: JAX refuses both, and broadcasting would hide a
+    mistake), real numbers: floats of any precision, or ints (numpy reads them exactly;
+    JAX refuses them); None, bool, complex (its imaginary part would be dropped) and
+    objects refused."""
+    if not _cotangent_fits(shape, out_bar):
+        check_cotangent_of(c.fun, shape, out_bar)      # (c.fun read only to refuse: its plan may outlive it)
+
+
+def _cotangent_fits(shape: tuple, out_bar: Any) -> bool:
     if is_cupy(out_bar):
+        return True
+    try:
+        dtype = np.asarray(out_bar).dtype if out_bar is not None else None
+    except (ValueError, TypeError):
+        return False
+    return dtype is not None and dtype.kind in "iuf" and np.shape(out_bar) == tuple(shape)
+
+
+def check_cotangent_of(fun, shape: tuple, out_bar: Any) -> None:
+    """check_cotangent for the pullback of fun (a located ShapeError at fun's def)."""
+    if _cotangent_fits(shape, out_bar):
         return
     try:
-        dtype = np.asarray(out_bar).dtype
-        ok = out_bar is not None and dtype.kind in "biuf" and np.broadcast_shapes(np.shape(out_bar), shape) == shape
+        dtype = np.asarray(out_bar).dtype if out_bar is not None else None
     except (ValueError, TypeError):
-        ok, dtype = False, None
-    if not ok:
-        what = "is None" if out_bar is None else f"has shape {np.shape(out_bar)}" + (
-            f" and dtype {dtype}" if dtype is not None and dtype.kind not in "biuf" else "")
-        raise ShapeError(f"the cotangent given to the pullback of {c.fun.__name__} {what}; the output it pulls "
-                         f"back has shape {shape}", parse_function(c.fun).location(),
-                         hint="Pass a float array of the output's shape (np.ones_like(out) for the sum of its "
-                              "rows), or a number.")
+        dtype = None
+    what = "is None" if out_bar is None else f"has shape {np.shape(out_bar)}" + (
+        f" and dtype {dtype}" if dtype is not None and dtype.kind not in "iuf" else "")
+    want = "a float number (or a 0-d float array)" if tuple(shape) == () else \
+        f"a float array of shape {tuple(shape)} (np.ones_like(out) pulls back the sum of its elements)"
+    raise ShapeError(f"the cotangent given to the pullback of {getattr(fun, '__name__', fun)} {what}; the output "
+                     f"it pulls back has shape {tuple(shape)}", parse_function(fun).location(),
+                     hint=f"Pass {want}, as JAX requires: a cotangent has its output's shape and real numbers.")
 
 
 def users_location(c):
@@ -262,6 +282,45 @@ def as_result(g: np.ndarray, like: Any):
         return type(like)(np.asarray(g).item())
     return float(np.asarray(g).item())
 
+
+
+_F32 = np.dtype(np.float32)
+
+
+def value_like_arguments(v: Any, args: Sequence[Any]) -> Any:
+    """value_and_grad's value in its loss's dtype, as JAX gives a 0-d array of it: a
+    float32 loss (every float array or numpy float among the arguments, containers'
+    leaves included, float32; Python floats do not count, as in numpy) gives
+    np.float32, any other a Python float (float64: np.float64 is one). Where a float32
+    loss reads a float64 global, numpy would give float64: s2sad gives float32 (JAX's
+    reading). v: what as_value gives (a float, an int for a count)."""
+    if type(v) is not float:
+        return v
+    f32 = _float32_only(args)
+    return np.float32(v) if f32 else v
+
+
+def _float32_only(args) -> bool | None:
+    """True when the float arrays (numpy floats) among args are all float32 and there is
+    one; False when one is another float; None when there is none."""
+    seen = None
+    for a in args:
+        t = type(a)
+        if t is float or t is int or a is None:
+            continue
+        if t is np.ndarray or isinstance(a, np.generic) or (hasattr(a, "dtype") and hasattr(a, "shape")):
+            kind = a.dtype.kind     # (a numpy array or float; a dask or cupy array)
+            if kind == "f":
+                if a.dtype != _F32:
+                    return False
+                seen = True
+            continue
+        if isinstance(a, (dict, list, tuple)) or dataclasses.is_dataclass(a):
+            inner = _float32_only(tree_leaves(a))
+            if inner is False:
+                return False
+            seen = seen or inner
+    return seen
 
 
 def as_value(v):

@@ -26,7 +26,7 @@ import numpy as np
 
 from . import hvp_columns, marks
 from .arguments import as_result, as_value, check_args, check_one_tangent_per_primal, check_tangents, converted, dtype_of
-from .errors import NonScalarLossError, S2SADError, ShapeError
+from .errors import S2SADError, ShapeError, non_scalar_loss
 from .linalg_base import Parts
 from .frontend import bound, location_of
 from .passes.array_jvp import array_hvp, tangent_plans
@@ -88,11 +88,8 @@ def _jvp_of_array_derivative(mark: marks.DerivativeMark, primals: Sequence[Any],
     (value, value_dot), gs, grad_dots = array_hvp(c, primals, tans, argnums, grad_argnums, chosen,
                                                   value=mark.made_by != "grad", names=hvp_columns.runtime_names,
                                                   grads=grads)
-    if value is not None and np.size(value) != 1:
-        raise NonScalarLossError(
-            f"{c.fun.__name__} returns an array of {np.size(value)} elements, not a scalar loss",
-            location_of(c.pf.filename, c.program.return_node),
-            hint="grad needs a real scalar: reduce the result, e.g. return np.sum(...), or use s2sad.vjp.")
+    if value is not None and np.ndim(value) != 0:
+        raise non_scalar_loss(c.fun.__name__, np.shape(value), location_of(c.pf.filename, c.program.return_node))
     many = isinstance(d.argnums_spec, (tuple, list))
     g = _shaped(gs, primals, grad_argnums, many) if grads else None
     g_dot = _shaped(grad_dots, primals, grad_argnums, many)

@@ -76,6 +76,24 @@ class NonScalarLossError(S2SADError):
     """grad/value_and_grad of a function that does not return a real scalar."""
 
 
+def non_scalar_loss(name: str, shape: tuple, location: SourceLocation | None) -> NonScalarLossError:
+    """The refusal of a loss that is not 0-d, located at the return: a loss of one element
+    ((1,), (1, 1)) too, as JAX refuses it ("Gradient only defined for scalar-output
+    functions")."""
+    shape = tuple(shape)
+    size = 1
+    for n in shape:
+        size *= n
+    if size == 1:
+        return NonScalarLossError(
+            f"{name} returns an array of shape {shape}, not a scalar loss: a gradient is defined for a scalar "
+            "(0-d) output only, as in JAX", location,
+            hint="Return its one element: index it (out[0]" + ", 0" * (len(shape) - 1) + ") or sum it (np.sum(out)).")
+    return NonScalarLossError(f"{name} returns an array of {size} elements, not a scalar loss", location,
+                              hint="grad needs a real scalar: reduce the result, e.g. return np.sum(...), or use "
+                                   "s2sad.jvp/vjp.")
+
+
 class ArgumentError(S2SADError, TypeError):
     """A call the function would not take (a missing or unexpected argument, too many):
     Python's own message, located at the function; a TypeError too, as Python raises."""

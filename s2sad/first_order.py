@@ -51,7 +51,7 @@ def _checked_planned(mark: marks.DerivativeMark, primals: tuple) -> Any:
         except S2SADError:      # no plan: the composition is refused where it is built, naming its level
             return None
         if c.fused and c.plan.reduction not in ("sum", "mean"):
-            c.check_scalar_loss(runtime.broadcast_size(*c.kernel_args(primals)))
+            c.check_scalar_loss(*c.kernel_args(primals))
             return None
     return c if d.layout is None and hasattr(d.fun, "__code__") else None
 

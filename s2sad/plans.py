@@ -16,9 +16,11 @@ from __future__ import annotations
 import functools
 from typing import Any, Callable, Protocol, Sequence
 
+import numpy as np
+
 from . import array_rules, derivative_runtime, runtime
 from .arguments import zeros_like
-from .errors import NonScalarLossError, SourceLocation
+from .errors import SourceLocation, non_scalar_loss
 from .frontend import Assumptions, Resolver, bound, parse_function, recording
 from .plancache import PlanCache
 from .passes.arrayprog import build_program
@@ -156,12 +158,11 @@ class Compiled:
         exec(compile_located(text, f"<s2sad derivative of {self.name}>", (), return_location(self)), namespace)
         return next(v for k, v in namespace.items() if k.endswith("__" + variant))
 
-    def check_scalar_loss(self, size: int) -> None:
-        if size != 1:
-            raise NonScalarLossError(
-                f"{self.fun.__name__} returns an array of {size} elements, not a scalar loss",
-                return_location(self),
-                hint="grad needs a real scalar: reduce the result, e.g. return np.sum(...), or use s2sad.jvp/vjp.")
+    def check_scalar_loss(self, *kargs) -> None:
+        """A map kernel's output (its arguments' broadcast shape) is a loss only when 0-d."""
+        shape = np.broadcast_shapes(*(np.shape(a) for a in kargs))
+        if shape != ():
+            raise non_scalar_loss(self.fun.__name__, shape, return_location(self))
 
     def explain(self, argnums: tuple[int, ...], mode: str = "auto") -> list[str]:
         """explain's lines for this plan: each elementwise site, the path chosen for it and

@@ -7,6 +7,10 @@ are exactly what a differentiated function reads.
 
 Node types, as JAX has them:
 - dict: children in sorted key order (JAX's); keys that cannot be ordered are refused;
+- OrderedDict: children in insertion order (its keys, in that order, are the structure);
+- defaultdict: children in sorted key order; rebuilt with the same default_factory
+  (`TreeDef.aux`, compared but kept out of the hash and of the skeleton);
+- any other dict subclass is refused (`DictSubclassError`): s2sad cannot rebuild it;
 - list, tuple: in order;
 - namedtuple: its fields in order (read by name or by position);
 - dataclass instance: its fields in declaration order (dataclasses.fields);
@@ -22,6 +26,7 @@ Invariants:
 from __future__ import annotations
 
 import builtins
+import collections
 import dataclasses
 from typing import Any, Callable, Sequence
 
@@ -29,18 +34,35 @@ import numpy as np
 
 from .errors import S2SADError
 
-__all__ = ["flatten", "unflatten", "map", "structure", "leaves", "TreeDef", "is_node"]
+__all__ = ["flatten", "unflatten", "map", "structure", "leaves", "TreeDef", "is_node", "DictSubclassError",
+           "is_typed_dict"]
+
+_ORDERED, _DEFAULT = collections.OrderedDict, collections.defaultdict
+
+
+class DictSubclassError(S2SADError):
+    """A dict subclass s2sad cannot rebuild (not dict, OrderedDict or defaultdict): the
+    caller locates it (treecalls.flatten_call, at the def)."""
+
+    def __init__(self, t: type):
+        self.type_name = t.__name__
+        super().__init__(f"a {t.__name__}, a subclass of dict that s2sad cannot rebuild in a gradient (it "
+                         "takes dict, collections.OrderedDict and collections.defaultdict)",
+                         hint="Pass a plain dict of it instead (dict(p)), or a collections.OrderedDict to keep "
+                              "its key order.")
 
 
 class TreeDef:
     """The structure of a tree: `kind` ("leaf", "none", "tuple", "list", "dict",
     "namedtuple", "dataclass"), `meta` (dict keys, field names), the node type (for
-    namedtuples and dataclasses) and the children's TreeDefs."""
+    namedtuples and dataclasses; OrderedDict or defaultdict for a dict node that is
+    one, None for a plain dict), `aux` (a defaultdict's default_factory) and the
+    children's TreeDefs."""
 
-    __slots__ = ("kind", "meta", "type", "children", "num_leaves", "_hash")
+    __slots__ = ("kind", "meta", "type", "aux", "children", "num_leaves", "_hash")
 
-    def __init__(self, kind: str, meta: tuple, type_: type | None, children: tuple):
-        self.kind, self.meta, self.type, self.children = kind, meta, type_, children
+    def __init__(self, kind: str, meta: tuple, type_: type | None, children: tuple, aux: Any = None):
+        self.kind, self.meta, self.type, self.children, self.aux = kind, meta, type_, children, aux
         n = 1 if kind == "leaf" else 0
         for c in children:
             n += c.num_leaves
@@ -49,7 +71,8 @@ class TreeDef:
 
     def __eq__(self, other) -> bool:
         return isinstance(other, TreeDef) and self._hash == other._hash and self.kind == other.kind \
-            and self.meta == other.meta and self.type is other.type and self.children == other.children
+            and self.meta == other.meta and self.type is other.type and self.children == other.children \
+            and (self.aux is other.aux or self.aux == other.aux)
 
     def __hash__(self) -> int:
         return self._hash
@@ -62,6 +85,8 @@ class TreeDef:
         inner = ", ".join(f"{k!r}: {c!r}" if self.kind == "dict" else
                           f"{k}={c!r}" if self.kind in ("namedtuple", "dataclass") else repr(c)
                           for k, c in zip(self.meta or range(len(self.children)), self.children))
+        if self.kind == "dict" and self.type is not None:
+            return f"{self.type.__name__}({{{inner}}})"
         return {"tuple": f"({inner}{',' if len(self.children) == 1 else ''})", "list": f"[{inner}]",
                 "dict": f"{{{inner}}}"}.get(self.kind, f"{getattr(self.type, '__name__', self.kind)}({inner})")
 
@@ -89,9 +114,28 @@ def is_dataclass_instance(x: Any) -> bool:
 
 
 def is_node(x: Any) -> bool:
-    """Whether `x` is a container (a node with children, or None), not a leaf."""
+    """Whether `x` is a container (a node with children, or None), not a leaf. Every
+    dict subclass is one: flatten refuses those it cannot rebuild (DictSubclassError)."""
     t = type(x)
-    return t is dict or t is list or t is tuple or x is None or is_namedtuple(x) or is_dataclass_instance(x)
+    return t is dict or t is list or t is tuple or x is None or isinstance(x, dict) or is_namedtuple(x) \
+        or is_dataclass_instance(x)
+
+
+def is_typed_dict(td: TreeDef) -> bool:
+    """Whether td holds an OrderedDict or a defaultdict node (a dict node with a type)."""
+    return (td.kind == "dict" and td.type is not None) or any(is_typed_dict(c) for c in td.children)
+
+
+def _dict_node(x: dict) -> tuple:
+    """(keys in the node's order, node type or None, aux) of a dict or a subclass s2sad rebuilds."""
+    t = type(x)
+    if t is dict:
+        return tuple(_sorted_keys(x)), None, None
+    if t is _ORDERED:
+        return tuple(x), _ORDERED, None
+    if t is _DEFAULT:
+        return tuple(_sorted_keys(x)), _DEFAULT, x.default_factory
+    raise DictSubclassError(t)
 
 
 def _sorted_keys(d: dict) -> list:
@@ -129,6 +173,9 @@ def _flatten(x: Any, out: list, is_leaf) -> TreeDef:
         return TreeDef("dict", keys, None, tuple([_flatten(x[k], out, is_leaf) for k in keys]))
     if x is None:
         return NONE
+    if isinstance(x, dict):     # OrderedDict, defaultdict (others refused)
+        keys, type_, aux = _dict_node(x)
+        return TreeDef("dict", keys, type_, tuple([_flatten(x[k], out, is_leaf) for k in keys]), aux)
     if is_namedtuple(x):
         return TreeDef("namedtuple", tuple(t._fields), t, tuple([_flatten(v, out, is_leaf) for v in x]))
     if is_dataclass_instance(x):
@@ -171,7 +218,9 @@ def _build(td: TreeDef, it) -> Any:
     if kind == "list":
         return values
     if kind == "dict":
-        return dict(zip(td.meta, values))
+        if td.type is _DEFAULT:
+            return _DEFAULT(td.aux, zip(td.meta, values))
+        return (td.type or dict)(zip(td.meta, values))
     if kind == "namedtuple":
         return td.type(*values)
     obj = object.__new__(td.type)       # a dataclass: fields set as they are, no __init__ run
@@ -214,6 +263,9 @@ def structure_of_node(x: Any) -> tuple:
         return ("dict", keys, None, len(keys))
     if x is None:
         return ("none", (), None, 0)
+    if isinstance(x, dict):
+        keys, type_, _ = _dict_node(x)
+        return ("dict", keys, type_, len(keys))
     if is_namedtuple(x):
         return ("namedtuple", tuple(t._fields), t, len(x))
     if is_dataclass_instance(x):
@@ -223,8 +275,8 @@ def structure_of_node(x: Any) -> tuple:
 
 
 def _describe(x: Any) -> str:
-    if type(x) is dict:
-        return f"a dict with keys {sorted(builtins.map(repr, x))}"
+    if isinstance(x, dict):
+        return f"a {type(x).__name__} with keys {[repr(k) for k in x] if type(x) is _ORDERED else sorted(builtins.map(repr, x))}"
     if isinstance(x, (list, tuple)):
         return f"a {type(x).__name__} of {len(x)}"
     return f"a {type(x).__name__}"

@@ -166,9 +166,11 @@ def flatten_call(fun: Callable, args: Sequence[Any]) -> Flat:
             flat.floats.append(t is float or a.dtype.kind == "f")
             continue
         if tree.is_node(a) and a is not None and not _array_like_list(fun, i, a):
-            values, td = tree.flatten(a)
+            values, td = _flattened(fun, i, a)
             flat.treedefs.append(td)
-            if any(type(v) is str for v in values):
+            # a string leaf, or an OrderedDict / defaultdict: a type-free skeleton (the call's
+            # TreeDef, which holds a defaultdict's factory, rebuilds and is not kept)
+            if any(type(v) is str for v in values) or tree.is_typed_dict(td):
                 flat.skeletons.append(_skeleton(td, iter(values), flat))
             else:   # no string leaf: the TreeDef stands for its skeleton (hashed once, made when planned)
                 flat.skeletons.append(td)
@@ -187,6 +189,18 @@ def flatten_call(fun: Callable, args: Sequence[Any]) -> Flat:
         flat.leaves.append(a)
         flat.floats.append(_is_float(a))
     return flat
+
+
+def _flattened(fun: Callable, i: int, a: Any) -> tuple[list, tree.TreeDef]:
+    """tree.flatten of argument i; a dict subclass s2sad cannot rebuild is refused at fun's def."""
+    try:
+        return tree.flatten(a)
+    except tree.DictSubclassError as e:
+        names = parameter_reads(fun)[0] if hasattr(fun, "__code__") else ()
+        name = names[i] if i < len(names) else f"args[{i}]"
+        where = f"argument '{name}' of {getattr(fun, '__name__', fun)} is or holds {e.message}"
+        raise NonDifferentiableInputError(where, parse_function(fun).location() if hasattr(fun, "__code__")
+                                          else None, hint=e.hint) from None
 
 
 def _skeleton(td: tree.TreeDef, values, flat: Flat) -> tuple:

@@ -39,7 +39,7 @@ def _simple(td: tree.TreeDef) -> bool:
     if td.kind == "leaf" or td.kind == "none":
         return True
     if td.kind == "dict":
-        if not all(type(k) is str for k in td.meta):
+        if td.type is not None or not all(type(k) is str for k in td.meta):     # (OrderedDict, defaultdict)
             return False
     elif td.kind not in ("list", "tuple"):
         return False

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 import s2sad
+from s2sad.arguments import value_like_arguments
 from s2sad import derivative
 from s2sad.plans import PLANS
 from s2sad.errors import NonDifferentiableInputError, S2SADError
@@ -63,8 +64,8 @@ def mlp_args(n, dtype=np.float64, seed=0):
 def full_path(g, *args):
     """The full path's gradients (Derivative.__call__), the hot path not tried."""
     d = g.__s2sad__
-    value, grads = d(*args)
-    return grads if d.grad_only else (value, grads)
+    value, grads = d(*args)     # (the value in the loss's dtype, as grad's wrapper gives it)
+    return grads if d.grad_only else (value_like_arguments(value, args), grads)
 
 
 def same_bits(a, b):

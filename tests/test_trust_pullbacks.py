@@ -2,7 +2,7 @@
 shape raised a raw ValueError from numpy's broadcasting, None a raw TypeError, and a (1, 3)
 cotangent for a (3,) output was taken; jvp given an array where its tuple of primals goes
 read the array's rows as primals (a raw TypeError). Each is now a located refusal; a
-number still broadcasts, as before."""
+number for an array output is refused too, as JAX refuses it (session 12: it broadcast)."""
 import numpy as np
 import pytest
 
@@ -40,8 +40,8 @@ def test_cotangents_that_are_the_outputs_are_taken():
     for ct in (np.array([1.0, -2.0, 0.5]), [1.0, -2.0, 0.5], np.array([1, -2, 0]), np.ones(3, np.float32)):
         (got,) = pullback(ct)
         np.testing.assert_allclose(got, np.asarray(ct, dtype=float) @ J, rtol=1e-12)
-    (ones,) = pullback(1.0)     # a number broadcasts over the output
-    np.testing.assert_allclose(ones, np.ones(3) @ J, rtol=1e-12)
+    with pytest.raises(ShapeError, match="shape \\(\\); the output it pulls back has shape \\(3,\\)"):
+        pullback(1.0)     # a number for a (3,) output: JAX refuses it (it broadcast before session 12)
     _, pb = s2sad.vjp(summed, X)
     (g,) = pb(2.0)
     np.testing.assert_allclose(g, 2 * s2sad.grad(summed)(X), rtol=1e-12)

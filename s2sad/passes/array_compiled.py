@@ -17,7 +17,7 @@ from .. import array_prims
 from ..array_prims import PrimOp, Product
 from ..array_prims.derivcall import DerivativeCall
 from ..array_prims.rowfused import RowFused
-from ..errors import NonScalarLossError
+from ..errors import non_scalar_loss
 from ..frontend import location_of, shown_location as _short
 from ..kernel_text import unparse
 from .adjoint_text import text_of
@@ -111,13 +111,9 @@ class ArrayCompiled:
         return fn
 
     def _check_scalar(self, value) -> None:
-        size = int(np.size(value))
-        if size != 1:
-            rn = self.program.return_node
-            raise NonScalarLossError(
-                f"{self.fun.__name__} returns an array of {size} elements, not a scalar loss",
-                location_of(self.pf.filename, rn),
-                hint="grad needs a real scalar: reduce the result, e.g. return np.sum(...), or use s2sad.vjp.")
+        if np.ndim(value) != 0:
+            raise non_scalar_loss(self.fun.__name__, np.shape(value),
+                                  location_of(self.pf.filename, self.program.return_node))
 
     def value_and_grad(self, args, argnums: tuple[int, ...], mode: str, backend: str):
         fn = self.implementation(argnums, mode, backend)

@@ -14,7 +14,7 @@ import weakref
 
 import numpy as np
 
-from ..errors import NonScalarLossError
+from ..errors import non_scalar_loss
 from ..frontend import location_of
 
 from .hvp_sweep import ForwardOverReverse
@@ -89,12 +89,8 @@ def scalar_check(prog):
     """What the forward-over-reverse program calls on its loss before its reverse sweep:
     a loss of more than one element is refused, located at the return."""
     def check_scalar_loss(value) -> None:
-        size = int(np.size(value))
-        if size != 1:
-            raise NonScalarLossError(f"{prog.name} returns an array of {size} elements, not a scalar loss",
-                                     location_of(prog.pf.filename, prog.return_node),
-                                     hint="grad needs a real scalar: reduce the result, e.g. return np.sum(...), "
-                                          "or use s2sad.vjp.")
+        if np.ndim(value) != 0:
+            raise non_scalar_loss(prog.name, np.shape(value), location_of(prog.pf.filename, prog.return_node))
     return check_scalar_loss
 
 

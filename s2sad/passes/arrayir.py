@@ -69,6 +69,9 @@ class ArrayStmt:
     # what one adjoint generation learns of it (on that generation's own copy of the
     # program: passes/adjoint_analysis.annotated); None on a program as built
     adjoint: "StmtFacts | None" = field(default=None, repr=False, compare=False)
+    # a row-fused statement (passes/rowfusion.py): where its chain starts, the user's
+    # statement that reduces the rows first (the max): what its rows' errors point at
+    origin: Any = field(default=None, repr=False, compare=False)
 
     @property
     def params(self) -> dict:

@@ -90,7 +90,7 @@ def fused_derivative(plan: LossPlan, params, fname: str, kernel_name: str, kerne
     else:
         scale = "1.0"
         if plan.reduction == "none":
-            lines.append(f"    check_scalar_loss(broadcast_size({', '.join(kargs)}))")
+            lines.append(f"    check_scalar_loss({', '.join(kargs)})")
     if plan.program.state:
         cells = ", ".join(cell.describe() for cell in plan.program.state)
         lines.append(f"    # {k} writes state ({cells}): its elements run in order, threading the state,")

@@ -32,7 +32,6 @@ The adjoint s2sad writes (reverse_sweep.py) is differentiated term by term:
 from __future__ import annotations
 
 import ast
-import re
 
 from ..array_prims.ops import Product
 from ..frontend import location_of, shown_location as _short, source_line as _line
@@ -197,7 +196,7 @@ class ForwardOverReverse(ReverseOfTangents, TangentSweep):
         shown = (text_of(res), self.dot_text(res))
         if not self.value and isinstance(res, str):
             shown = (shown[0], _drop_unread(lines, rev, shown[1]))
-            shown = (_drop_unread(lines, rev + [shown[1]], shown[0]), shown[1])    # (zeros_bar(loss) reads it)
+            shown = (_drop_unread(lines, rev, shown[0], shown[1]), shown[1])    # (zeros_bar(loss) reads it)
         sig = ", ".join(list(p.params) + [self.dot(p.params[i]) for i in self.argnums])
         sig += ", *, " + ", ".join(p.free) if p.free else ""
         head = (f"# Tangent of the gradient of: {_line(p.pf.filename, p.return_node)}    "
@@ -219,22 +218,34 @@ class ForwardOverReverse(ReverseOfTangents, TangentSweep):
 
 
 
-def _drop_unread(fwd: list[str], rev: list[str], name: str) -> str:
-    """`name` (the loss or its tangent) when it is read, else "None" with its one
+def _drop_unread(fwd: list[str], rev: list[str], name: str, returned: str = "None") -> str:
+    """`name` (the loss or its tangent) when it is read (by the generated statements
+    `fwd` and `rev`, or the expression `returned` beside it), else "None" with its one
     top-level assignment removed from `fwd`: a value nothing reads is not computed
-    (its kernel pass, and on a cold start that kernel's compilation, saved)."""
+    (its kernel pass, and on a cold start that kernel's compilation, saved). Reads are
+    names in the code's tree: a comment quoting the user's `loss = ...` is none."""
     if not name.isidentifier():
         return name
     head = f"    {name} = "
     defs = [i for i, l in enumerate(fwd) if l.startswith(head) and "\n" not in l]
-    word = re.compile(rf"\b{re.escape(name)}\b")
     if len(defs) != 1:
         return name
-    others = [l for i, l in enumerate(fwd) if i != defs[0]] + rev + [fwd[defs[0]][len(head):]]
-    if any(word.search(l) for l in others):
+    body = [l for i, l in enumerate(fwd) if i != defs[0]] + rev
+    if _reads("def _(): \n" + "\n".join(body) + "\n    pass\n", name) \
+            or _reads(fwd[defs[0]][len(head):], name) or _reads(returned, name):
         return name
     del fwd[defs[0]]
     return "None"
+
+
+def _reads(text: str, name: str) -> bool:
+    """Whether the generated code `text` uses the name, from its tree: a name in a
+    comment or a string is not a use. Text that does not parse uses it (kept: safe)."""
+    try:
+        tree = ast_parse(text)
+    except SyntaxError:
+        return True
+    return any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(tree))
 
 
 def _fewer_partials(text: str, node, dead: set) -> str | None:

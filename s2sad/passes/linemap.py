@@ -8,7 +8,11 @@ compiles a program and keeps, for each function code object it defines, a table 
 generated line to the location of the statement whose comment last preceded it.
 `statement_at(traceback)` reads an error's traceback, innermost generated frame first,
 and answers the user's statement that was running (None when no frame of a located
-program is in it). Invariants: the text compiled is exactly the text given (tables only
+program is in it). A row-fused statement (passes/rowfusion.py: a log-sum-exp idiom's
+max, shift, exp, sum and log as one call) runs under the statement that closes its chain
+(the return); what its row function raises (rows of no element) is located at the
+statement that reduces the rows first (`ArrayStmt.origin`, the max), where numpy would
+have raised it. Invariants: the text compiled is exactly the text given (tables only
 add, they never change what runs); a table is found by the code object's identity
 (equal code from two files must not share one) and goes when the code goes.
 """
@@ -22,6 +26,7 @@ import weakref
 
 from ..errors import SourceLocation
 from ..frontend import location_of, source_line
+from ..array_prims.rowfused import RowFused
 from .arrayir import ArrayStmt, ForStmt, IfStmt, walk_stmts
 
 
@@ -123,8 +128,26 @@ def operand_text(st: ArrayStmt, name: str) -> str:
     return text or name
 
 
-# id(code) -> (weak reference to that code, its table, its temporaries' texts): by
-# identity, not by equality
+def row_origins(prog) -> dict:
+    """The location of each statement a row-fused statement runs under -> where its chain
+    starts (ArrayStmt.origin); a statement with two such chains of different starts is
+    left out (which one raised is not known)."""
+    out: dict = {}
+    for st in walk_stmts(prog.body):
+        if isinstance(st, ArrayStmt) and isinstance(st.op, RowFused) and st.origin is not None and st.ctx:
+            at = location_of(st.ctx.filename, st.stmt if st.stmt is not None else st.node)
+            out[at] = st.origin if out.get(at, st.origin) == st.origin else None
+    return {k: v for k, v in out.items() if v is not None}
+
+
+def _row_function(code: types.CodeType) -> bool:
+    """Whether a frame's code is a row-fused primitive's function (row_logsumexp,
+    row_softmax_bar, ...: the names the generated code calls them by)."""
+    return code.co_name.startswith("row_")
+
+
+# id(code) -> (weak reference to that code, its table, its temporaries' texts, its
+# row-fused statements' origins): by identity, not by equality
 _TABLES: dict[int, tuple] = {}
 
 
@@ -148,19 +171,20 @@ def compile_located(text: str, filename: str, located: list, whole: SourceLocati
     module = compile(text, filename, "exec")
     table = ([1], [whole]) if whole is not None else line_table(text, located)
     names = temporaries(program) if program is not None else {}
+    origins = row_origins(program) if program is not None else {}
     if table[0]:
         for c in _codes(module):
-            _TABLES[id(c)] = (weakref.ref(c, _forget(id(c))), table, names)
+            _TABLES[id(c)] = (weakref.ref(c, _forget(id(c))), table, names, origins)
     return module
 
 
 def _facts_at(code: types.CodeType, lineno: int) -> tuple:
     got = _TABLES.get(id(code))
     if got is None or got[0]() is not code:
-        return None, {}
+        return None, {}, {}
     starts, locations = got[1]
     i = bisect.bisect_right(starts, lineno) - 1
-    return (locations[i] if i >= 0 else None), got[2]
+    return (locations[i] if i >= 0 else None), got[2], got[3]
 
 
 def statement_and_names_at(tb) -> tuple[SourceLocation | None, dict]:
@@ -168,8 +192,11 @@ def statement_and_names_at(tb) -> tuple[SourceLocation | None, dict]:
     it (what the user wrote for `_1`: linemap.temporaries)."""
     found, names = None, {}
     while tb is not None:
-        loc, its_names = _facts_at(tb.tb_frame.f_code, tb.tb_lineno)
+        loc, its_names, origins = _facts_at(tb.tb_frame.f_code, tb.tb_lineno)
         if loc is not None and not loc.filename.startswith("<"):    # (not s2sad's own wrappers' text)
+            callee = tb.tb_next.tb_frame.f_code if tb.tb_next is not None else None
+            if loc in origins and callee is not None and _row_function(callee):
+                loc = origins[loc]      # a row function's error: where its chain reduces the rows first
             found, names = loc, its_names
         tb = tb.tb_next
     return found, names

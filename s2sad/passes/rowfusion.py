@@ -27,6 +27,7 @@ import numpy as np
 
 from ..array_prims import Reduce
 from ..array_prims.rowfused import RowFused
+from ..frontend import location_of
 from ..kernel_text import unparse
 from ..parsing import gast_parse
 from .arrayir import ArrayProgram, ArrayStmt, Elementwise, ForStmt, IfStmt, stmt_reads, walk_stmts
@@ -303,8 +304,10 @@ def replace(body: list, gone: list, last: ArrayStmt, locate, op: RowFused, text:
     z = gone[0].args[0]
     whole = len(holders) == 1 and isinstance(expr, gast.Name)
     target = last.target if whole else fused_name
+    first = gone[0].stmt if gone[0].stmt is not None else gone[0].node
     fused = ArrayStmt(target, op, [z], last.node, last.stmt, last.ctx,
-                      forward=gast_parse(text).body[0].value, reads=set())
+                      forward=gast_parse(text).body[0].value, reads=set(),
+                      origin=location_of(gone[0].ctx.filename, first) if gone[0].ctx is not None else None)
     at = next(i for i, s in enumerate(body) if s is last)
     if whole:
         body[at] = fused
