@@ -145,8 +145,6 @@ def _fused_partials(a, w, kernel, at, args, active, from_out, backend):
     full = args[:at] + (stand_in,) + args[at + 1:]
     if runtime.compute_dtype(full) != dtype:
         return None
-    # the layouts of a block's launch (a two-row stand-in: a row operand stays a row)
-    template = runtime.prepare(args[:at] + (np.empty((2, shape[1]), dtype),) + args[at + 1:], kernel.params, dtype)
     chosen = backend_for(backend, list(full))
     work, p, m = shape[0] * a.shape[1] * shape[1], shape[0], shape[1]
     kernels = out_kernels(kernel, active[0]) if from_out else None
@@ -155,6 +153,8 @@ def _fused_partials(a, w, kernel, at, args, active, from_out, backend):
                            lambda run_block: _in_blocks("outpartials", dtype, work, p, m, run_block))
         if got is not None:
             return stand_in, got[0], [got[1]]
+    # the layouts of a block's launch (a two-row stand-in: a row operand stays a row)
+    template = runtime.prepare(args[:at] + (np.empty((2, shape[1]), dtype),) + args[at + 1:], kernel.params, dtype)
     spec = LoopSpec(template.layouts, value="store", partials=True, seed="scalar")
     h, dh = np.empty(shape, dtype), np.empty(shape, dtype)
 
