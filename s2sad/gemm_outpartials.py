@@ -73,7 +73,11 @@ class OutKernels:
 def out_kernels(kernel, param: str) -> OutKernels | None:
     """K's derived kernels for the partial w.r.t. `param`, or None where that partial is
     not a function of K's output (made once per kernel and param)."""
-    return kernel.cached(("out partials", param), lambda: _make(kernel, param))
+    got = kernel.cached(("out partials", param), lambda: _make(kernel, param) or _NONE)
+    return None if got is _NONE else got
+
+
+_NONE = object()          # cached: no derived kernels (Kernel.cached makes None again)
 
 
 def _parse(text: str):
@@ -85,30 +89,35 @@ def _make(kernel, param: str) -> OutKernels | None:
     f = output_partial(kmod, param)
     if f is None or kernel.program.state or kernel.program.captures:
         return None
+    return OutKernels(f, _check_kernel(kernel, kmod, param, f), _adjoint_kernel(kernel, f))
+
+
+def _check_kernel(kernel, kmod, param: str, f: str) -> HandDual:
+    """K's value, and as its partial w.r.t. a last scalar parameter 0.0 where K's partial
+    w.r.t. `param` is F(value) bit for bit (two NaNs agree), else 1.0."""
     taken = set(kmod.params) | set(kmod.functions)
     chk, v, p, fv = (fresh_name(b, taken) for b in ("chk", "_v", "_p", "_f"))
     entry, dual = fresh_name(f"{kmod.entry}__outchk", taken), fresh_name(f"{kmod.entry}__outchk__dual", taken)
     ps = ", ".join(kmod.params)
-    f_text = _rename_out(f, v)
     same = (f"0.0 if {p} == {fv} and math.copysign(1.0, {p}) == math.copysign(1.0, {fv}) "
             f"else (0.0 if {p} != {p} and {fv} != {fv} else 1.0)")
     functions = dict(kmod.functions)
     functions[entry] = _parse(f"def {entry}({ps}, {chk}):\n    return {kmod.entry}({ps})\n")
     functions[dual] = _parse(f"def {dual}({ps}, {chk}):\n    {v}, {p} = {kmod.dual_entry}({ps})\n"
-                             f"    {fv} = {f_text}\n    return ({v}, {same})\n")
+                             f"    {fv} = {_rename_out(f, v)}\n    return ({v}, {same})\n")
     origins = {**kmod.origins, entry: f"{kmod.entry}, its partial w.r.t. {param} checked against {f}",
                dual: f"{kmod.entry}'s dual, its partial w.r.t. {param} checked against {f}"}
-    check = HandDual(ScalarProgram(functions, entry, kmod.params + (chk,), origins), f"{kernel.name}__outchk",
-                     dual_name=dual)
-    rev = ("out", "g", "bias")
-    adj = fresh_name(f"{kmod.entry}__outrev", {*rev})
-    adj_dual = f"{adj}__dual"
-    adjoint_fns = {
-        adj: _parse(f"def {adj}(out, g, bias):\n    return ({f}) * g\n"),
-        adj_dual: _parse(f"def {adj_dual}(out, g, bias):\n    _v = ({f}) * g\n    return (_v, _v)\n")}
-    adjoint = HandDual(ScalarProgram(adjoint_fns, adj, rev, {adj: f"({f}) * g, for {kernel.name}'s adjoint"}),
-                       f"{kernel.name}__outrev", dual_name=adj_dual)
-    return OutKernels(f, check, adjoint)
+    return HandDual(ScalarProgram(functions, entry, kmod.params + (chk,), origins), f"{kernel.name}__outchk",
+                    dual_name=dual)
+
+
+def _adjoint_kernel(kernel, f: str) -> HandDual:
+    """F(out) * g, and as its partial w.r.t. a last parameter (a bias row) the same value."""
+    adj = f"{kernel.program.entry}__outrev"
+    fns = {adj: _parse(f"def {adj}(out, g, bias):\n    return ({f}) * g\n"),
+           f"{adj}__dual": _parse(f"def {adj}__dual(out, g, bias):\n    _v = ({f}) * g\n    return (_v, _v)\n")}
+    return HandDual(ScalarProgram(fns, adj, ("out", "g", "bias"), {adj: f"({f}) * g, for {kernel.name}'s adjoint"}),
+                    f"{kernel.name}__outrev", dual_name=f"{adj}__dual")
 
 
 def _rename_out(f: str, name: str) -> str:

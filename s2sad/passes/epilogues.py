@@ -78,8 +78,8 @@ def out_partial_line(st, kn: str, arg_texts: list, param: str, stored: list, pre
     is a function of its output (passes/outpartials.py), else None. The forward sweep
     keeps it aside; fused_sums_call puts it in the product's place when the adjoint reads
     that partial only through lhs_bar_sums (the one reader that takes it unstored)."""
-    kmod = st.op.kernel.module((param,))
-    if output_partial(kmod, param) is None:
+    k = st.op.kernel
+    if k.program.state or k.program.captures or output_partial(k.module((param,)), param) is None:
         return None
     return fused_partials_line(st, kn, arg_texts, param, stored, prev, ind, readers, from_out=True)
 
