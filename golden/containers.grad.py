@@ -9,7 +9,7 @@
 def containers_loss__grad(params_hidden_0, params_hidden_1, params_inp_W, params_inp_b, X):
     # Grad of: return np.mean(h ** 2) + 0.01 * np.sum(params["inp"]["W"] ** 2)    [golden/examples.py:286:9]
     # h = dense(params["inp"], X)
-    _1, h, (dh_d1,) = product_partials(X, params_inp_W, containers_loss__h, 0, (None, params_inp_b), ('_1',))
+    _1, h, (dh_d1,) = product_partials(X, params_inp_W, containers_loss__h, 0, (None, params_inp_b), ('_1',), from_out=True)
     # h = np.tanh(h @ params["hidden"][i])
     _2, h_2, (dh_2_d2,) = product_partials(h, params_hidden_0, containers_loss__h_2, 0, (None,), ('_2',))
     # h = np.tanh(h @ params["hidden"][i])

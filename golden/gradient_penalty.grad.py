@@ -1,7 +1,7 @@
 def gradient_penalty_loss__grad(W1, b1, W2, X, y, *, mlp_tanh_grad):
     # Grad of: return mlp_tanh_loss(W1, b1, W2, X, y) + 0.1 * np.sum(mlp_tanh_grad(W1, b1, W2, X, y) ** 2)    [golden/examples.py:267:5]
     # h = np.tanh(X @ W1 + b1)
-    _1, h, (dh_d1,) = product_partials(X, W1, gradient_penalty_loss__h, 0, (None, b1), ('_1',))
+    _1, h, (dh_d1,) = product_partials(X, W1, gradient_penalty_loss__h, 0, (None, b1), ('_1',), from_out=True)
     # out = h @ W2
     out = matmul(h, W2)
     # return mlp_tanh_loss(W1, b1, W2, X, y) + 0.1 * np.sum(mlp_tanh_grad(W1, b1, W2, X, y) ** 2)

@@ -1,9 +1,9 @@
 def mlp3_loss__grad(W1, b1, W2, b2, W3, X, y):
     # Grad of: return np.mean((h2 @ W3 - y) ** 2)    [golden/examples.py:345:5]
     # h1 = np.tanh(X @ W1 + b1)
-    _1, h1, (dh1_d1,) = product_partials(X, W1, mlp3_loss__h1, 0, (None, b1), ('_1',))
+    _1, h1, (dh1_d1,) = product_partials(X, W1, mlp3_loss__h1, 0, (None, b1), ('_1',), from_out=True)
     # h2 = np.maximum(h1 @ W2 + b2, 0.0)
-    _2, h2, (dh2_d2,) = product_partials(h1, W2, mlp3_loss__h2, 0, (None, b2), ('_2',))
+    _2, h2, (dh2_d2,) = product_partials(h1, W2, mlp3_loss__h2, 0, (None, b2), ('_2',), from_out=True)
     # return np.mean((h2 @ W3 - y) ** 2)
     _3 = matmul(h2, W3)
     (dloss_d3,) = sum_grads(mlp3_loss__loss, (_3, y), active=('_3',), scale=1.0 / broadcast_size(_3, y))

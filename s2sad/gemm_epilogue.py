@@ -44,6 +44,7 @@ from . import gemm, runtime
 from .array_rules import matmul_lhs_bar, plain_product
 from .backends import backend_for, choose
 from .backends.llvm import ptr
+from .gemm_outpartials import OutputPartial, out_kernels, out_partials, out_sums
 from .kernel import LoopSpec
 from .passes.rowfusion import SWITCH
 from .productsums import mulsum_function, product_sums
@@ -75,6 +76,11 @@ def block_rows(m: int, dtype: np.dtype) -> int:
     """Rows per block of a product with m columns: the scratch within SCRATCH_BYTES, a
     multiple of BLOCK_ROWS (fixed by m and the dtype alone, never by the threads)."""
     return max(1, SCRATCH_BYTES // (m * dtype.itemsize * BLOCK_ROWS)) * BLOCK_ROWS
+
+
+def _blocks(p: int, m: int, dtype: np.dtype) -> int:
+    """How many blocks _in_blocks cuts p rows of m columns into."""
+    return -(-p // block_rows(m, dtype))
 
 
 def _in_blocks(what: str, dtype: np.dtype, work: int, p: int, m: int, run_block) -> None:
@@ -110,11 +116,13 @@ def _row_operands(args: tuple, at: int, shape: tuple, dtype: np.dtype) -> bool:
     return True
 
 
-def product_partials(a: Any, w: Any, kernel, at: int, args: tuple, active: tuple, backend: str = "auto"):
+def product_partials(a: Any, w: Any, kernel, at: int, args: tuple, active: tuple, from_out: bool = False,
+                     backend: str = "auto"):
     """(p, h, [dh]) of `p = matmul(a, w)`, `h, [dh] = store_partials(kernel, args with p
     at `at`, active)`: fused where it can be (see the module docstring; p is then a
-    zero-stride stand-in), else those two calls."""
-    fused = _fused_partials(a, w, kernel, at, args, active, backend) if SWITCH.on else None
+    zero-stride stand-in), else those two calls. `from_out` (the adjoint reads dh only
+    through lhs_bar_sums): dh may be an OutputPartial, not stored (gemm_outpartials)."""
+    fused = _fused_partials(a, w, kernel, at, args, active, from_out, backend) if SWITCH.on else None
     if fused is not None:
         return fused
     p = gemm.matmul(a, w, backend)
@@ -123,7 +131,7 @@ def product_partials(a: Any, w: Any, kernel, at: int, args: tuple, active: tuple
     return p, h, partials
 
 
-def _fused_partials(a, w, kernel, at, args, active, backend):
+def _fused_partials(a, w, kernel, at, args, active, from_out, backend):
     if len(active) != 1 or kernel.params.index(active[0]) != at or kernel.program.state:
         return None
     rows = gemm.row_product(a, w, backend)
@@ -137,9 +145,16 @@ def _fused_partials(a, w, kernel, at, args, active, backend):
     full = args[:at] + (stand_in,) + args[at + 1:]
     if runtime.compute_dtype(full) != dtype:
         return None
+    chosen = backend_for(backend, list(full))
+    work, p, m = shape[0] * a.shape[1] * shape[1], shape[0], shape[1]
+    kernels = out_kernels(kernel, active[0]) if from_out else None
+    if kernels is not None:
+        got = out_partials(rows, kernels, chosen, args, at, shape, dtype, _blocks(p, m, dtype),
+                           lambda run_block: _in_blocks("outpartials", dtype, work, p, m, run_block))
+        if got is not None:
+            return stand_in, got[0], [got[1]]
     # the layouts of a block's launch (a two-row stand-in: a row operand stays a row)
     template = runtime.prepare(args[:at] + (np.empty((2, shape[1]), dtype),) + args[at + 1:], kernel.params, dtype)
-    chosen = backend_for(backend, list(full))
     spec = LoopSpec(template.layouts, value="store", partials=True, seed="scalar")
     h, dh = np.empty(shape, dtype), np.empty(shape, dtype)
 
@@ -149,7 +164,7 @@ def _fused_partials(a, w, kernel, at, args, active, backend):
         values[at], shapes[at] = scratch, scratch.shape
         prep = dataclasses.replace(template, shape=scratch.shape, values=values, shapes=shapes)
         runtime.launch(kernel, chosen, spec, active, prep, out=h[lo:hi], seed=1.0, grads=[dh[lo:hi]])
-    _in_blocks("partials", dtype, shape[0] * a.shape[1] * shape[1], shape[0], shape[1], run_block)
+    _in_blocks("partials", dtype, work, p, m, run_block)
     return stand_in, h, [dh]
 
 
@@ -157,10 +172,13 @@ def _fused_partials(a, w, kernel, at, args, active, backend):
 
 def lhs_bar_sums(g: Any, a: Any, w: Any, d: Any, inputs: tuple, backend: str = "auto") -> tuple:
     """product_sums(d, matmul_lhs_bar(g, a, w), inputs): fused where it can be (see the
-    module docstring), else those two calls."""
+    module docstring), else those two calls. d may be an OutputPartial (product_partials
+    with from_out): F(h) in the product's pass, or its array."""
     fused = _fused_sums(g, a, w, d, inputs, backend) if SWITCH.on else None
     if fused is not None:
         return fused
+    if isinstance(d, OutputPartial):
+        d = d.array()
     return product_sums(d, matmul_lhs_bar(g, a, w), inputs, backend)
 
 
@@ -186,19 +204,25 @@ def _fused_sums(g, a, w, d, inputs, backend):
     shapes = [np.shape(x) for x in inputs]
     if m < 2 or not any(s in ((1, m), (m,)) for s in shapes) or not all(s in ((p, m), (1, m), (m,)) for s in shapes):
         return None
-    ds = _d_rows(d, (p, m), dtype)
-    if ds is None:
-        return None
-    f = mulsum_function(dtype)
     out = np.empty((p, m), dtype)
-    block_sums = np.zeros((-(-p // block_rows(m, dtype)), m), dtype)
-    size = dtype.itemsize
+    block_sums = np.zeros((_blocks(p, m, dtype), m), dtype)
+    work = p * g.shape[1] * m
+    if isinstance(d, OutputPartial):
+        if d.h.shape != (p, m) or d.h.dtype != dtype:
+            return None
+        out_sums(rows, d, out, block_sums, lambda run_block: _in_blocks("outsums", dtype, work, p, m, run_block))
+    else:
+        ds = _d_rows(d, (p, m), dtype)
+        if ds is None:
+            return None
+        f = mulsum_function(dtype)
+        size = dtype.itemsize
 
-    def run_block(lo: int, hi: int, scratch: np.ndarray, i: int) -> None:
-        rows(lo, hi, scratch)
-        f(ptr(d) + lo * ds * size, ptr(scratch), ptr(out) + lo * m * size, ptr(block_sums) + i * m * size,
-          hi - lo, m, ds, m)
-    _in_blocks("sums", dtype, p * g.shape[1] * m, p, m, run_block)
+        def run_block(lo: int, hi: int, scratch: np.ndarray, i: int) -> None:
+            rows(lo, hi, scratch)
+            f(ptr(d) + lo * ds * size, ptr(scratch), ptr(out) + lo * m * size, ptr(block_sums) + i * m * size,
+              hi - lo, m, ds, m)
+        _in_blocks("sums", dtype, work, p, m, run_block)
     sums = np.add.reduce(block_sums, axis=0)
     result, given = [], False
     for x, shape in zip(inputs, shapes):      # a second bias input gets its own copy: no two adjoints alias

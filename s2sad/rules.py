@@ -39,10 +39,26 @@ class Rule:
     # or "op" (a Python operator; see OPERATORS)
     spelling: str = "math"
     _trees: tuple = field(default=(), compare=False, repr=False)
+    # d out / d params[i] written in `out` and the OTHER params alone, where the partial
+    # is (almost everywhere) a function of the output: what a dense layer's adjoint reads
+    # instead of a stored partial (gemm_epilogue's out-partials). A partial written in
+    # `out` alone is its own; `from_out` adds the others (maximum: not at a tie, where
+    # the output cannot tell 0.5 from 0: the runtime checks, and stores the partial)
+    from_out: tuple[str | None, ...] = ()
 
     @property
     def arity(self) -> int:
         return len(self.params)
+
+    def output_partial(self, i: int) -> str | None:
+        """The i-th partial written in `out` and the other params (never params[i]), or
+        None where the table gives none."""
+        if self.from_out and self.from_out[i] is not None:
+            return self.from_out[i]
+        src = self.partials[i]
+        if src is None or self.spelling != "math" or not _reads_out_only(src):
+            return None
+        return src
 
     def partial_tree(self, i: int) -> gast.expr | None:
         """The i-th partial as a fresh gast expression (None when zero)."""
@@ -52,8 +68,16 @@ class Rule:
         return gast_parse(src, mode="eval").body
 
 
-def _r(name: str, params: str, *partials: str | None, spelling: str = "math") -> Rule:
-    return Rule(name, tuple(params.split()), tuple(partials), spelling)
+def _r(name: str, params: str, *partials: str | None, spelling: str = "math", from_out: tuple = ()) -> Rule:
+    return Rule(name, tuple(params.split()), tuple(partials), spelling, from_out=from_out)
+
+
+def _reads_out_only(src: str) -> bool:
+    """Does the partial `src` read no name but `out` (and `math.<f>` calls)?"""
+    tree = gast_parse(src, mode="eval")
+    funcs = {id(n.func.value) for n in gast.walk(tree) if isinstance(n, gast.Call)
+             and isinstance(n.func, gast.Attribute)}
+    return all(n.id == "out" or id(n) in funcs for n in gast.walk(tree) if isinstance(n, gast.Name))
 
 
 LN2 = "0.6931471805599453"
@@ -93,8 +117,10 @@ _RULES = [
     _r("sign", "x", None),
     # numpy's maximum/minimum: NaN if either is NaN (slope 0 to both, as JAX); a tie
     # splits the slope 0.5/0.5, as JAX does (np.clip is built from these)
-    _r("maximum", "x y", "0.5 if x == y else (1.0 if x > y else 0.0)", "0.5 if x == y else (1.0 if y > x else 0.0)"),
-    _r("minimum", "x y", "0.5 if x == y else (1.0 if x < y else 0.0)", "0.5 if x == y else (1.0 if y < x else 0.0)"),
+    _r("maximum", "x y", "0.5 if x == y else (1.0 if x > y else 0.0)", "0.5 if x == y else (1.0 if y > x else 0.0)",
+       from_out=("1.0 if out > y else 0.0", "1.0 if out > x else 0.0")),
+    _r("minimum", "x y", "0.5 if x == y else (1.0 if x < y else 0.0)", "0.5 if x == y else (1.0 if y < x else 0.0)",
+       from_out=("1.0 if out < y else 0.0", "1.0 if out < x else 0.0")),
     # copysign(x, y) is +-|x| by the sign bit of y (not math.sign(y): copysign(x, 0.0)
     # is |x|), so its slope is abs's, signed
     _r("copysign", "x y", "(1.0 if x >= 0.0 else math.sign(x)) * math.copysign(1.0, y)", None),

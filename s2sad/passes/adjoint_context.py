@@ -29,6 +29,8 @@ class AdjointContext:
         self.active: set[str] = active_names(prog, argnums)
         self.bars: dict[str, str] = {}
         self.kernel_names: dict[int, str] = {}    # id(kernel) -> its name in `ns`
+        # a stored partial -> (the forward lines binding it, the line binding it unstored)
+        self.out_partials: dict[str, tuple[list, str]] = {}
 
     def is_active(self, op) -> bool:
         """Does operand `op` (a name or a Const) carry a derivative?"""

@@ -39,6 +39,7 @@ import os
 
 from ..parsing import ast_parse
 from .emitted import named_product, record_of
+from .outpartials import output_partial
 
 TOP = "    "          # the generated function's body: outside every loop and branch
 
@@ -49,10 +50,11 @@ def enabled() -> bool:
 
 
 def fused_partials_line(st, kn: str, arg_texts: list, param: str, stored: list, prev, ind: str,
-                        readers: dict) -> str | None:
+                        readers: dict, from_out: bool = False) -> str | None:
     """The line that replaces `prev` (`x = matmul(A, B)`) and st's store_partials, whose
     one stored partial is w.r.t. kernel parameter `param` (see the module docstring),
-    or None where st is not that kernel of that product."""
+    or None where st is not that kernel of that product. `from_out`: the line that lets
+    the runtime keep the partial as the kernel's output (out_partial_line)."""
     rec = named_product(prev, "matmul", ind, 2)
     if rec is None or not enabled():
         return None
@@ -66,7 +68,20 @@ def fused_partials_line(st, kn: str, arg_texts: list, param: str, stored: list, 
     tup = "(" + ", ".join(texts) + ("," if len(texts) == 1 else "") + ")"
     stored_text = "(" + ", ".join(stored) + ("," if len(stored) == 1 else "") + ")"
     a, b = rec.operands
-    return f"{ind}{x}, {st.target}, {stored_text} = product_partials({a}, {b}, {kn}, {at}, {tup}, ({param!r},))"
+    flag = ", from_out=True" if from_out else ""
+    return f"{ind}{x}, {st.target}, {stored_text} = product_partials({a}, {b}, {kn}, {at}, {tup}, ({param!r},){flag})"
+
+
+def out_partial_line(st, kn: str, arg_texts: list, param: str, stored: list, prev, ind: str,
+                     readers: dict) -> str | None:
+    """fused_partials_line with `from_out=True` where st's kernel's partial w.r.t. `param`
+    is a function of its output (passes/outpartials.py), else None. The forward sweep
+    keeps it aside; fused_sums_call puts it in the product's place when the adjoint reads
+    that partial only through lhs_bar_sums (the one reader that takes it unstored)."""
+    k = st.op.kernel
+    if k.program.state or k.program.captures or output_partial(k.module((param,)), param) is None:
+        return None
+    return fused_partials_line(st, kn, arg_texts, param, stored, prev, ind, readers, from_out=True)
 
 
 def _names(line: str) -> tuple[set, set] | None:
@@ -85,9 +100,19 @@ def _names(line: str) -> tuple[set, set] | None:
     return bound, every
 
 
-def fused_sums_call(out: list, g: str, d: str, inputs: str, ind: str) -> str | None:
+def fused_sums_call(out: list, g: str, d: str, inputs: str, ind: str, out_partials: dict | None = None) -> str | None:
     """The call that replaces `product_sums(d, g, inputs)`, with g's product line taken out
-    of `out` (see the module docstring), or None (out unchanged) where g is not bound so."""
+    of `out` (see the module docstring), or None (out unchanged) where g is not bound so.
+    Where it is lhs_bar_sums and `out_partials` holds d (the forward's lines that bind d,
+    and the line that binds it unstored: out_partial_line), that line goes in."""
+    call = _fused_sums_call(out, g, d, ind)
+    if call is not None and out_partials and d in out_partials:
+        lines, line = out_partials.pop(d)
+        lines[:] = [line]
+    return None if call is None else f"{call}, {inputs})"
+
+
+def _fused_sums_call(out: list, g: str, d: str, ind: str) -> str | None:
     if ind != TOP or not enabled():
         return None
     bound_after: set = set()
@@ -101,7 +126,7 @@ def fused_sums_call(out: list, g: str, d: str, inputs: str, ind: str) -> str | N
             if rec is None or bound_after & set(rec.operands):
                 return None
             del out[i]
-            return f"lhs_bar_sums({', '.join(rec.operands)}, {d}, {inputs})"
+            return f"lhs_bar_sums({', '.join(rec.operands)}, {d}"
         names = _names(line)
         if names is None or g in names[1]:     # (a line binding g mentions it too)
             return None

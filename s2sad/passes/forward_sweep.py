@@ -12,7 +12,7 @@ source of every kernel it calls (`kernel_sources`, printed after the derivative)
 from __future__ import annotations
 
 from .biasproducts import fused_bias_line
-from .epilogues import fused_partials_line
+from .epilogues import fused_partials_line, out_partial_line
 from .. import array_prims
 from ..frontend import source_line as _line
 from .linemap import statement_comment
@@ -202,13 +202,17 @@ class ForwardSweep:
                 or prev[0].target == self.p.result:
             return False
         args = [text_of(a) for a in st.args]
-        fused = fused_partials_line(st, kn, args, unique[0], stored, prev[1][0], ind, self.index.readers)
+        product = prev[1][0]
+        fused = fused_partials_line(st, kn, args, unique[0], stored, product, ind, self.index.readers)
         if fused is None or prev[0].target not in st.args:
             return False
         # under the product's statement: numpy's refusal of the product's shapes (the
         # likelier one) is located there (linemap)
         prev[1][:] = [fused]
         st.adjoint.also_binds = {prev[0].target}
+        unstored = out_partial_line(st, kn, args, unique[0], stored, product, ind, self.index.readers)
+        if unstored is not None:     # the reverse sweep puts it in (epilogues.fused_sums_call)
+            self.ctx.out_partials[stored[0]] = (prev[1], unstored)
         return True
 
     def with_partner(self, st: ArrayStmt, ind: str, out: list) -> None:

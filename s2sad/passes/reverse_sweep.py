@@ -125,7 +125,7 @@ class ReverseSweep:
                         if d not in shared:
                             shared.add(d)
                             group = [b for (_, _, b), e in zip(act, names) if e == d]
-                            call = fused_sums_call(out, g, d, tuple_text(group), ind) or \
+                            call = fused_sums_call(out, g, d, tuple_text(group), ind, self.ctx.out_partials) or \
                                 f"product_sums({d}, {g}, {tuple_text(group)})"
                             self.contribute_call(group, call, ind, out, init)
                         continue
