@@ -29,6 +29,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 
 import numpy as np
 
@@ -70,12 +71,23 @@ SETTINGS = {"default": {}, "GLIBC_TUNABLES": {"GLIBC_TUNABLES": TUNED}, "S2SAD_P
 
 
 def _start(code: str, env: dict) -> subprocess.Popen:
+    # stderr to a file: a pipe nobody reads until the end could fill and block the child
+    err = tempfile.TemporaryFile(mode="w+")
     p = subprocess.Popen([sys.executable, "-c", code], env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True)
+                         stderr=err, text=True)
+    p.err = err
     if p.stdout.readline().strip() != "ready":
         p.kill()
-        raise RuntimeError(p.stderr.read()[-300:])
+        p.wait()
+        why = _stderr(p)
+        err.close()
+        raise RuntimeError(why)
     return p
+
+
+def _stderr(p: subprocess.Popen) -> str:
+    p.err.seek(0)
+    return p.err.read()[-300:]
 
 
 def _batch(p: subprocess.Popen, calls: int) -> dict:
@@ -83,7 +95,8 @@ def _batch(p: subprocess.Popen, calls: int) -> dict:
     p.stdin.flush()
     line = p.stdout.readline()
     if not line:
-        raise RuntimeError(p.stderr.read()[-300:])
+        p.wait()
+        raise RuntimeError(_stderr(p))
     return json.loads(line)
 
 
@@ -95,6 +108,7 @@ def _stop(procs) -> None:
             p.wait(timeout=30)
         except (OSError, subprocess.TimeoutExpired):
             p.kill()
+        p.err.close()
 
 
 def measure(rounds: int, processes: int, warmup: int = WARMUP, batch: int = BATCH) -> dict:
