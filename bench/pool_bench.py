@@ -68,6 +68,19 @@ for line in sys.stdin:
 """
 
 SETTINGS = {"default": {}, "GLIBC_TUNABLES": {"GLIBC_TUNABLES": TUNED}, "S2SAD_POOL=0": {"S2SAD_POOL": "0"}}
+# what a setting's process must not inherit: s2sad's and glibc's malloc settings, and
+# the thread caps. distributed's Nanny sets MALLOC_TRIM_THRESHOLD_=65536 and
+# OMP/MKL/OPENBLAS_NUM_THREADS=1 in the very process that starts a LocalCluster (its
+# pre-spawn-environ, by os.environ.update) and leaves them there: run.py's dask section
+# runs just before this one, and its default processes then trimmed glibc's heap on
+# every call (4.7 page faults a call against 0.0 measured alone)
+UNSET = ("GLIBC_TUNABLES", "S2SAD_POOL", "S2SAD_POOL_MB", "S2SAD_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
+         "OPENBLAS_NUM_THREADS", "NUMBA_NUM_THREADS")
+
+
+def child_environment(environ) -> dict:
+    """`environ` less what would make the default setting other than a user's default."""
+    return {k: v for k, v in environ.items() if k not in UNSET and not k.startswith("MALLOC_")}
 
 
 def _start(code: str, env: dict) -> subprocess.Popen:
@@ -115,7 +128,7 @@ def measure(rounds: int, processes: int, warmup: int = WARMUP, batch: int = BATC
     """{setting: [batch results]} from `processes` processes a setting taking turns for
     `rounds` rounds (see the module docstring)."""
     code = CHILD.format(here=HERE, warmup=warmup)
-    env0 = {k: v for k, v in os.environ.items() if k not in ("GLIBC_TUNABLES", "S2SAD_POOL", "S2SAD_NUM_THREADS")}
+    env0 = child_environment(os.environ)
     procs: list = []
     try:
         for i in range(processes):

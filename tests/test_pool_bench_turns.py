@@ -75,3 +75,11 @@ def test_a_failing_child_is_an_error_of_the_section(pool_bench, monkeypatch):
     rows, errors = [], []
     pool_bench.run_pool(rows, errors, True, lambda *a: None)
     assert rows == [] and len(errors) == 1 and "no numpy here" in errors[0]
+
+
+def test_children_inherit_no_malloc_or_thread_settings(pool_bench):
+    leaked = {"MALLOC_TRIM_THRESHOLD_": "65536", "MALLOC_ARENA_MAX": "2", "OMP_NUM_THREADS": "1",
+              "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "GLIBC_TUNABLES": "x", "S2SAD_POOL": "0",
+              "S2SAD_POOL_MB": "1", "S2SAD_NUM_THREADS": "2"}
+    env = pool_bench.child_environment({**leaked, "PATH": "/bin", "S2SAD_CACHE_DIR": "/tmp/c"})
+    assert env == {"PATH": "/bin", "S2SAD_CACHE_DIR": "/tmp/c"}
