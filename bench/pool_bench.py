@@ -21,7 +21,9 @@ So here the processes live through the whole measurement and take turns:
 - per setting: the median and the minimum over its batches, the page faults a call
   and the cores its calls used (process CPU time / wall time).
 
-A process waits for its turn blocked on a pipe: it holds no core meanwhile.
+A process waits for its turn blocked on a pipe: it holds no core meanwhile. Its
+environment is the parent's less any malloc or thread setting (child_environment: the
+dask section before this one in run.py left distributed's there).
 """
 from __future__ import annotations
 
@@ -35,8 +37,10 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TUNED = "glibc.malloc.mmap_threshold=268435456:glibc.malloc.trim_threshold=1073741824"
-WARMUP = 40
-BATCH = 20
+WARMUP = 40          # calls before the timing
+BATCH = 20           # calls timed whole, a batch
+ROUNDS = 30          # batches of each process (--quick: 6)
+PROCESSES = 3        # processes of each setting (--quick: 1)
 
 CHILD = r"""
 import gc, json, resource, sys, time
@@ -149,14 +153,14 @@ def summary(batches: list, calls_per_batch: int) -> dict:
     wall = sum(b["wall_s"] for b in batches)
     per_process = [float(np.median([b["us"] for b in batches if b["process"] == i]))
                    for i in sorted({b["process"] for b in batches})]
-    return {"process_medians_us": per_process, "median_us": float(np.median(us)), "min_us": float(np.min(us)), "batches": len(us),
-            "calls_per_batch": calls_per_batch, "cores": sum(b["cpu_s"] for b in batches) / max(wall, 1e-12),
+    return {"process_medians_us": per_process, "median_us": float(np.median(us)), "min_us": float(np.min(us)),
+            "batches": len(us), "calls_per_batch": calls_per_batch, "cores": sum(b["cpu_s"] for b in batches) / max(wall, 1e-12),
             "page_faults_per_call": sum(b["faults"] for b in batches) / (len(us) * calls_per_batch)}
 
 
 def run_pool(rows: list, errors: list, quick: bool, log) -> None:
     try:
-        got = measure(rounds=6 if quick else 30, processes=1 if quick else 3)
+        got = measure(rounds=6 if quick else ROUNDS, processes=1 if quick else PROCESSES)
     except (RuntimeError, OSError, ValueError) as e:
         errors.append(f"pool bench: {e}")
         return
