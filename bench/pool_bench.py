@@ -154,7 +154,8 @@ def summary(batches: list, calls_per_batch: int) -> dict:
     per_process = [float(np.median([b["us"] for b in batches if b["process"] == i]))
                    for i in sorted({b["process"] for b in batches})]
     return {"process_medians_us": per_process, "median_us": float(np.median(us)), "min_us": float(np.min(us)),
-            "batches": len(us), "calls_per_batch": calls_per_batch, "cores": sum(b["cpu_s"] for b in batches) / max(wall, 1e-12),
+            "batches": len(us), "calls_per_batch": calls_per_batch,
+            "cores": sum(b["cpu_s"] for b in batches) / max(wall, 1e-12),
             "page_faults_per_call": sum(b["faults"] for b in batches) / (len(us) * calls_per_batch)}
 
 

@@ -36,7 +36,8 @@ NAMES = ("s2sad_pool_malloc", "s2sad_pool_calloc", "s2sad_pool_realloc", "s2sad_
 
 
 def pool_ir() -> str:
-    return (_DECLS + _LOCK + _TAKE + _PUT + _MALLOC + _CALLOC + _REALLOC + _FREE).replace("SLACK", str(SLACK)).replace("ALIGN_MASK", str(-ALIGN))
+    ir = _DECLS + _LOCK + _TAKE + _PUT + _MALLOC + _CALLOC + _REALLOC + _FREE
+    return ir.replace("SLACK", str(SLACK)).replace("ALIGN_MASK", str(-ALIGN))
 
 
 _DECLS = """
