@@ -650,7 +650,10 @@ def run_all(args, env: dict) -> int:
     bench_env.unpin_all_threads()
     threads = thread_bench.run_threads(rows, args.quick, measure_block, stats, timing_row, log)
     default_vs_one = thread_bench.run_default_vs_one(rows, args.quick, measure_block, stats, timing_row, log)
+    environ = dict(os.environ)     # distributed's Nanny leaves MALLOC_TRIM_THRESHOLD_ and OMP_NUM_THREADS set
     dask_bench.run_dask(rows, errors, args.quick, log)
+    os.environ.clear()             # (in this process: the later sections' children, the pinned table, inherit it)
+    os.environ.update(environ)
     pool_bench.run_pool(rows, errors, args.quick, log)
     containers.run_containers(rows, errors, args.quick, measure_block, timing_row, log)
     row_elements.run_rows(rows, errors, args.quick, measure_block, timing_row, log)

@@ -14,7 +14,9 @@ wherever the user drops it; nothing else in the process is touched. The handler'
 functions are compiled machine code (codegen/llvm_pool: numpy calls them on every
 allocation, a Python callback would cost a microsecond each); large blocks (at least
 THRESHOLD bytes) freed while the pool holds under CAP bytes are kept, by exact size,
-and handed out again warm; the rest is libc's.
+and handed out again warm; the rest is libc's. Every block the handler hands out, pooled
+or libc's, starts on a 64-byte boundary (llvm_pool.ALIGN: the kernels' AVX-512 loads and
+stores stay within a cache line).
 
 Environment: S2SAD_POOL=0 turns it off (numpy's own handler throughout);
 S2SAD_POOL_MB caps the bytes kept (default 256). The pool is off where numpy has no

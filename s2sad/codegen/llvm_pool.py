@@ -3,10 +3,14 @@
     i8* s2sad_pool_malloc(ctx, size)            void s2sad_pool_free(ctx, ptr, size)
     i8* s2sad_pool_calloc(ctx, nelem, elsize)   i8* s2sad_pool_realloc(ctx, ptr, size)
 
-Every block handed out carries a 16-byte header holding its size (the pointer given to
-numpy is 16 bytes past libc's, so keeps libc's 16-byte alignment): a block's size is
-read from its header, never taken from numpy's `size` argument, so a block is reused
-only for a request of exactly the size it was made for.
+Every block handed out starts on a 64-byte boundary (a cache line, and an AVX-512
+vector: a block 32 bytes off one, as libc's mmapped chunks plus a 16-byte header were,
+makes every full-width load of the generated kernels straddle two lines; measured
+1.07-1.18x the time of the 10k MLP gradient against glibc's heap blocks, 0.73-0.78x
+once aligned) and carries a 16-byte header just before it: libc's pointer (for free
+and realloc) and the block's size. A block's size is read from its header, never
+taken from numpy's `size` argument, so a block is reused only for a request of
+exactly the size it was made for.
 
 A freed block of at least `threshold` bytes goes into one of `SLOTS` slots while the
 pool's bytes stay within `cap`; a request of that exact size takes it back, warm (its
@@ -24,13 +28,16 @@ makes the slots safe for that too).
 from __future__ import annotations
 
 SLOTS = 32
-HEADER = 16
+HEADER = 16                  # libc's pointer, then the size, just before the block
+ALIGN = 64                   # every block's address is a multiple of this
+SLACK = HEADER + ALIGN - 1   # bytes asked of libc beyond the block's own
 CTX_WORDS = 6 + 2 * SLOTS
 NAMES = ("s2sad_pool_malloc", "s2sad_pool_calloc", "s2sad_pool_realloc", "s2sad_pool_free")
 
 
 def pool_ir() -> str:
-    return _DECLS + _LOCK + _TAKE + _PUT + _MALLOC + _CALLOC + _REALLOC + _FREE
+    ir = _DECLS + _LOCK + _TAKE + _PUT + _MALLOC + _CALLOC + _REALLOC + _FREE
+    return ir.replace("SLACK", str(SLACK)).replace("ALIGN_MASK", str(-ALIGN))
 
 
 _DECLS = """
@@ -47,28 +54,48 @@ define private i64* @word(i8* %ctx, i64 %i) {
   ret i64* %p
 }
 
-; the header: the block's size, 16 bytes before the pointer numpy holds
+; the header: libc's pointer, then the block's size, in the 16 bytes before the block,
+; which starts at the first 64-byte boundary at least 16 bytes past libc's pointer
+define private i8* @aligned(i8* %raw) {
+  %r = ptrtoint i8* %raw to i64
+  %up = add i64 %r, SLACK
+  %a = and i64 %up, ALIGN_MASK
+  %p = inttoptr i64 %a to i8*
+  ret i8* %p
+}
+
+define private void @store_header(i8* %p, i8* %raw, i64 %size) {
+  %rs = getelementptr i8, i8* %p, i64 -16
+  %rp = bitcast i8* %rs to i8**
+  store i8* %raw, i8** %rp
+  %ss = getelementptr i8, i8* %p, i64 -8
+  %sp = bitcast i8* %ss to i64*
+  store i64 %size, i64* %sp
+  ret void
+}
+
 define private i8* @with_header(i8* %raw, i64 %size) {
   %is_null = icmp eq i8* %raw, null
   br i1 %is_null, label %none, label %ok
 none:
   ret i8* null
 ok:
-  %h = bitcast i8* %raw to i64*
-  store i64 %size, i64* %h
-  %p = getelementptr i8, i8* %raw, i64 16
+  %p = call i8* @aligned(i8* %raw)
+  call void @store_header(i8* %p, i8* %raw, i64 %size)
   ret i8* %p
 }
 
 define private i8* @raw_of(i8* %p) {
-  %raw = getelementptr i8, i8* %p, i64 -16
+  %rs = getelementptr i8, i8* %p, i64 -16
+  %rp = bitcast i8* %rs to i8**
+  %raw = load i8*, i8** %rp
   ret i8* %raw
 }
 
 define private i64 @size_of(i8* %p) {
-  %raw = getelementptr i8, i8* %p, i64 -16
-  %h = bitcast i8* %raw to i64*
-  %size = load i64, i64* %h
+  %ss = getelementptr i8, i8* %p, i64 -8
+  %sp = bitcast i8* %ss to i64*
+  %size = load i64, i64* %sp
   ret i64 %size
 }
 """
@@ -196,7 +223,7 @@ pool:
   %got = icmp ne i8* %p, null
   br i1 %got, label %done, label %libc
 libc:
-  %n = add i64 %size, 16
+  %n = add i64 %size, SLACK
   %raw = call i8* @malloc(i64 %n)
   %q = call i8* @with_header(i8* %raw, i64 %size)
   ret i8* %q
@@ -227,14 +254,18 @@ zero:
   call void @llvm.memset.p0i8.i64(i8* %p, i8 0, i64 %size, i1 0)
   ret i8* %p
 libc:
-  %n = add i64 %size, 16
+  %n = add i64 %size, SLACK
   %raw = call i8* @calloc(i64 1, i64 %n)
   %q = call i8* @with_header(i8* %raw, i64 %size)
   ret i8* %q
 }
 """
 
+# libc's realloc keeps the bytes at their offset from its pointer, and the new pointer's
+# 64-byte boundary may lie at another offset: the block's bytes are moved to it
 _REALLOC = """
+declare void @llvm.memmove.p0i8.p0i8.i64(i8*, i8*, i64, i1)
+
 define i8* @s2sad_pool_realloc(i8* %ctx, i8* %p, i64 %size) {
 entry:
   %is_null = icmp eq i8* %p, null
@@ -244,9 +275,24 @@ fresh:
   ret i8* %q
 grow:
   %raw = call i8* @raw_of(i8* %p)
-  %n = add i64 %size, 16
+  %old = call i64 @size_of(i8* %p)
+  %pi = ptrtoint i8* %p to i64
+  %ri = ptrtoint i8* %raw to i64
+  %offset = sub i64 %pi, %ri
+  %n = add i64 %size, SLACK
   %moved = call i8* @realloc(i8* %raw, i64 %n)
-  %r = call i8* @with_header(i8* %moved, i64 %size)
+  %failed = icmp eq i8* %moved, null
+  br i1 %failed, label %none, label %place
+none:
+  ret i8* null
+place:
+  ; the bytes first, then the header (which may lie where the bytes were)
+  %r = call i8* @aligned(i8* %moved)
+  %was = getelementptr i8, i8* %moved, i64 %offset
+  %shorter = icmp ult i64 %old, %size
+  %keep = select i1 %shorter, i64 %old, i64 %size
+  call void @llvm.memmove.p0i8.p0i8.i64(i8* %r, i8* %was, i64 %keep, i1 0)
+  call void @store_header(i8* %r, i8* %moved, i64 %size)
   ret i8* %r
 }
 """
