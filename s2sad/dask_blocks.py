@@ -55,6 +55,32 @@ def delayed_blocks(arrays: dict) -> dict:
     return out
 
 
+def held_blocks(a) -> "np.ndarray | None":
+    """The blocks of dask array `a` as the numpy arrays its graph holds, when it holds them
+    as data (an array in memory: from_array of a numpy array, a persisted array): one
+    materialized layer, `a`'s own, each block's value a numpy array of the block's shape.
+    None when any block is made by a task (a read, random numbers, an operation) or the
+    graph is of another form: such blocks are the tasks' results, not data to pass on."""
+    layers = getattr(a.dask, "layers", None)
+    if not layers or len(layers) != 1 or type(layers.get(a.name)).__name__ != "MaterializedLayer":
+        return None
+    layer = layers[a.name]
+    out = np.empty(a.numblocks, dtype=object)
+    for idx in np.ndindex(*a.numblocks):
+        block = data_of(layer.get((a.name,) + idx))
+        if block is None or block.shape != tuple(a.chunks[k][i] for k, i in enumerate(idx)):
+            return None
+        out[idx] = block
+    return out
+
+
+def data_of(node) -> "np.ndarray | None":
+    """A graph value that is a numpy array as data (bare, or in dask's DataNode), else None."""
+    if type(node).__name__ == "DataNode":
+        node = getattr(node, "value", None)
+    return node if isinstance(node, np.ndarray) else None
+
+
 def producer(graph: dict, key):
     """The task whose result `key` names: `key` itself, or the end of its chain of
     aliases (a graph value that is another key, or dask's Alias node)."""
