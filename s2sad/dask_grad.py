@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import math
 import operator
 import sys
 import uuid
@@ -262,7 +263,7 @@ LAZY_LINES = {
 
 def report(split: Split, lay: Layout, args, lazy: str | None = None) -> list[str]:
     """What explain(grad(f)) says of its last call over dask arrays."""
-    n = int(np.prod([len(c) for c in lay.chunks]))
+    n = math.prod([len(c) for c in lay.chunks])
     which = ", ".join(f"argument {i} ({'dask, chunks ' + str(a.chunks) if is_dask(a) else 'in memory'})"
                       for i, a in enumerate(args) if ndim_of(a))
     return [f"  last call over dask arrays: {n} task(s), one per block of the broadcast shape "
@@ -300,11 +301,11 @@ def value_and_grad(fun: Callable, args, argnums: tuple[int, ...], *, backend, mo
         grad, built = lazy_grad(fun, args, argnums[0], lay, split, backend=backend, mode=mode)
         return None, (grad,), report(split, lay, args, lazy=built)
     args = [_aligned(a, lay) if is_dask(a) else a for a in args]
-    total = int(np.prod(lay.shape))
-    n_blocks = int(np.prod([len(c) for c in lay.chunks]))
+    total = math.prod(lay.shape)
+    n_blocks = math.prod([len(c) for c in lay.chunks])
     tasks, ship = {}, Shipped(fun)      # (the loss pickled once for all the blocks)
     for idx, shape, parts in blocks_of(args, lay):
-        weight = int(np.prod(shape)) / total if split.kind.endswith("mean") and total else 1.0
+        weight = math.prod(shape) / total if split.kind.endswith("mean") and total else 1.0
         inputs, picks = as_task_inputs(parts)
         tasks[idx] = delayed(BlockTask(ship, argnums, backend, mode, weight, picks, n_blocks), pure=False)(*inputs)
     value = tree_sum([t[0] for t in tasks.values()]) if want_value else None
@@ -357,8 +358,8 @@ def lazy_grad(fun: Callable, args, argnum: int, lay: Layout, split: Split, *, ba
 
     ndim = len(lay.shape)
     args = [_aligned(a, lay) if is_dask(a) else a for a in args]
-    total = int(np.prod(lay.shape)) if split.kind.endswith("mean") else None
-    n_blocks = int(np.prod([len(c) for c in lay.chunks]))
+    total = math.prod(lay.shape) if split.kind.endswith("mean") else None
+    n_blocks = math.prod([len(c) for c in lay.chunks])
     task = BlockGrad(BlockTask(fun, (argnum,), backend, mode, 1.0, blocks=n_blocks, what="grad"), argnum, total)
     dtype = args[argnum].dtype
     meta = np.empty((0,) * ndim, dtype)
