@@ -135,3 +135,11 @@ def test_on_a_cluster_the_held_blocks_travel_with_the_graph():
     want = s2sad.grad(loss)(x)
     assert got.tobytes() == want.tobytes() and again.tobytes() == want.tobytes()
     np.testing.assert_allclose(total, want.sum(), rtol=1e-13)
+
+
+def test_annotations_reach_the_layer_as_any_layer_of_dask():
+    X = da.from_array(data(400, 8), chunks=100)
+    with dask.annotate(priority=7):
+        g = s2sad.grad(loss)(X)
+    assert layer_of(g)[0].annotations == {"priority": 7}
+    assert layer_of(s2sad.grad(loss)(X))[0].annotations is None
