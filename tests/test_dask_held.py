@@ -143,3 +143,68 @@ def test_annotations_reach_the_layer_as_any_layer_of_dask():
         g = s2sad.grad(loss)(X)
     assert layer_of(g)[0].annotations == {"priority": 7}
     assert layer_of(s2sad.grad(loss)(X))[0].annotations is None
+
+
+def mean_loss(x, w):
+    return np.mean(np.tanh(x * w) ** 2 + 0.5 * x)
+
+
+@pytest.fixture
+def runs(monkeypatch):
+    """The blocks the value-and-gradient tasks (BlockTask.run) ran, as they run."""
+    ran = []
+    real = dask_tasks.BlockTask.run
+
+    def counted(self, blocks, weight):
+        ran.append(np.shape(blocks[0]))
+        return real(self, blocks, weight)
+    monkeypatch.setattr(dask_tasks.BlockTask, "run", counted)
+    return ran
+
+
+def test_value_and_grad_keeps_the_gradient_it_computed_with_the_value(runs):
+    x = data(4000, 9)
+    X = da.from_array(x, chunks=1000)
+    vg = s2sad.value_and_grad(loss)
+    v, g = vg(X)
+    assert len(runs) == 4 and dask_blocks.held_blocks(g) is not None and g.chunks == X.chunks
+    got = g.compute()
+    assert len(runs) == 4                            # computing the gradient ran no task again
+    v0, g0 = s2sad.value_and_grad(loss)(x)
+    assert got.tobytes() == g0.tobytes()
+    assert v == pytest.approx(v0, rel=1e-13)
+    assert "kept as dask arrays of the computed blocks" in str(s2sad.explain(vg))
+
+
+def test_an_in_memory_argument_computed_now_keeps_the_dask_ones_too(runs):
+    x = np.random.default_rng(10).standard_normal((600, 3))
+    X = da.from_array(x, chunks=(200, 3))
+    grad = s2sad.grad(mean_loss, argnums=(0, 1))
+    gx, gw = grad(X, 0.7)
+    assert len(runs) == 3 and dask_blocks.held_blocks(gx) is not None
+    wx, ww = s2sad.grad(mean_loss, argnums=(0, 1))(x, 0.7)
+    np.testing.assert_allclose(gx.compute(), wx, rtol=1e-12, atol=1e-15)
+    assert gw == pytest.approx(ww, rel=1e-12)
+    assert len(runs) == 3
+    assert "kept as dask arrays of the computed blocks" in str(s2sad.explain(grad))
+
+
+def test_data_not_in_memory_keeps_the_gradient_lazy(runs):
+    x = data(2000, 11)
+    X = da.from_array(x, chunks=500).map_blocks(np.copy, dtype=x.dtype)     # blocks made by tasks
+    v, g = s2sad.value_and_grad(loss)(X)
+    assert len(runs) == 4 and dask_blocks.held_blocks(g) is None
+    assert g.compute().tobytes() == s2sad.grad(loss)(x).tobytes()
+    assert len(runs) == 8                            # lazy: computed when asked for
+
+
+def test_a_kept_gradient_on_a_cluster():
+    distributed = pytest.importorskip("distributed")
+    x = data(3000, 12)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=None,
+                                  silence_logs=40) as cluster, distributed.Client(cluster):
+        v, g = s2sad.value_and_grad(loss)(da.from_array(x, chunks=1000))
+        got, total = dask.compute(g, g.sum())
+    v0, g0 = s2sad.value_and_grad(loss)(x)
+    assert got.tobytes() == g0.tobytes() and v == pytest.approx(v0, rel=1e-13)
+    np.testing.assert_allclose(total, g0.sum(), rtol=1e-13)
