@@ -208,3 +208,16 @@ def test_a_kept_gradient_on_a_cluster():
     v0, g0 = s2sad.value_and_grad(loss)(x)
     assert got.tobytes() == g0.tobytes() and v == pytest.approx(v0, rel=1e-13)
     np.testing.assert_allclose(total, g0.sum(), rtol=1e-13)
+
+
+def test_a_broadcast_dask_argument_kept_summed_over_the_blocks_it_met(runs):
+    x, s = np.random.default_rng(13).standard_normal((600, 4)), np.random.default_rng(14).standard_normal((1, 4))
+    X, S = da.from_array(x, chunks=(200, 2)), da.from_array(s, chunks=(1, 2))
+    v, (gx, gs) = s2sad.value_and_grad(scaled, argnums=(0, 1))(X, S)
+    assert len(runs) == 6
+    assert dask_blocks.held_blocks(gx) is not None and dask_blocks.held_blocks(gs) is not None
+    assert gx.chunks == X.chunks and gs.chunks == S.chunks
+    v0, (wx, ws) = s2sad.value_and_grad(scaled, argnums=(0, 1))(x, s)
+    assert gx.compute().tobytes() == wx.tobytes()
+    np.testing.assert_allclose(gs.compute(), ws, rtol=1e-12)
+    assert v == pytest.approx(v0, rel=1e-12) and len(runs) == 6
