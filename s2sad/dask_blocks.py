@@ -11,6 +11,10 @@ takes itself (`pick`), instead of a getitem task per block and array.
 Before the call's graph goes to the scheduler, a task that only one block task reads (the
 read itself) runs inside that task (`with_producers_inlined`): one task per block.
 
+An array whose graph holds its blocks as data (in memory: from_array of numpy, a persisted
+array) gives them up as they are (`held_blocks`): a task can take the block itself as
+its argument, with no task between the data and it.
+
 Invariants: the user's graphs are read, never changed (the inlined graph is a new one); a
 block is an `Item` only when its task is a getitem of a constant int from another task of
 the same graph, so `pick` gives the object that task would have given; anything else
