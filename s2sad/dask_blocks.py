@@ -11,6 +11,10 @@ takes itself (`pick`), instead of a getitem task per block and array.
 Before the call's graph goes to the scheduler, a task that only one block task reads (the
 read itself) runs inside that task (`with_producers_inlined`): one task per block.
 
+An array whose graph holds its blocks as data (in memory: from_array of numpy, a persisted
+array) gives them up as they are (`held_blocks`): a task can take the block itself as
+its argument, with no task between the data and it.
+
 Invariants: the user's graphs are read, never changed (the inlined graph is a new one); a
 block is an `Item` only when its task is a getitem of a constant int from another task of
 the same graph, so `pick` gives the object that task would have given; anything else
@@ -53,6 +57,32 @@ def delayed_blocks(arrays: dict) -> dict:
                          Delayed(key, d.dask, layer=layer))
         out[i] = np.array(named, dtype=object).reshape(blocks.shape)
     return out
+
+
+def held_blocks(a) -> "np.ndarray | None":
+    """The blocks of dask array `a` as the numpy arrays its graph holds, when it holds them
+    as data (an array in memory: from_array of a numpy array, a persisted array): one
+    materialized layer, `a`'s own, each block's value a numpy array of the block's shape.
+    None when any block is made by a task (a read, random numbers, an operation) or the
+    graph is of another form: such blocks are the tasks' results, not data to pass on."""
+    layers = getattr(a.dask, "layers", None)
+    if not layers or len(layers) != 1 or type(layers.get(a.name)).__name__ != "MaterializedLayer":
+        return None
+    layer = layers[a.name]
+    out = np.empty(a.numblocks, dtype=object)
+    for idx in np.ndindex(*a.numblocks):
+        block = data_of(layer.get((a.name,) + idx))
+        if block is None or block.shape != tuple(a.chunks[k][i] for k, i in enumerate(idx)):
+            return None
+        out[idx] = block
+    return out
+
+
+def data_of(node) -> "np.ndarray | None":
+    """A graph value that is a numpy array as data (bare, or in dask's DataNode), else None."""
+    if type(node).__name__ == "DataNode":
+        node = getattr(node, "value", None)
+    return node if isinstance(node, np.ndarray) else None
 
 
 def producer(graph: dict, key):

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import math
 import operator
 import sys
 import uuid
@@ -40,7 +41,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .dask_blocks import as_task_inputs, delayed_blocks, with_producers_inlined
+from .dask_blocks import as_task_inputs, delayed_blocks, held_blocks, with_producers_inlined
 from .dask_tasks import BlockApply, BlockGrad, BlockTask, Shipped
 from .errors import DaskSplitError
 from .marks import location_of_function
@@ -52,6 +53,18 @@ from .passes.rowcolumns import Column
 def is_dask(a: Any) -> bool:
     da = sys.modules.get("dask.array")
     return da is not None and isinstance(a, da.Array)
+
+
+def shape_of(a) -> tuple[int, ...]:
+    """np.shape(a), a dask array's read as its attribute: np.shape or np.ndim of a dask
+    array goes through dask's __array_function__, which inspects a signature (~20 us each,
+    against 0.5; a call over 4 blocks made 15 of them: most of s2sad's part of the build)."""
+    return a.shape if is_dask(a) else np.shape(a)
+
+
+def ndim_of(a) -> int:
+    """np.ndim(a), without dask's __array_function__ (see shape_of)."""
+    return a.ndim if is_dask(a) else np.ndim(a)
 
 
 def has_dask(args) -> bool:
@@ -99,7 +112,7 @@ def _check_rows(c, name: str, args, at) -> None:
         return
     for p, a in zip(c.params, args):
         whole = p in bases and is_dask(a) and a.ndim == 2 and len(a.chunks[1]) == 1
-        if (p in bases and is_dask(a) and not whole) or (p not in bases and np.ndim(a) > 0):
+        if (p in bases and is_dask(a) and not whole) or (p not in bases and ndim_of(a) > 0):
             raise DaskSplitError(
                 f"{name} applies a function of rows: over dask arrays it splits only blocks of whole rows "
                 f"of its one array argument", location=at,
@@ -114,7 +127,7 @@ def _row_split(c, name: str, args, at) -> Split:
                              f"arrays it is given", location=at,
                              hint="Pass the data as dask arrays chunked along their first axis.")
     chunked = {c.program.params[i] for i in rows}
-    ndims = {p: np.ndim(a) for p, a in zip(c.program.params, args)}
+    ndims = {p: ndim_of(a) for p, a in zip(c.program.params, args)}
     try:
         split = row_split(c.program, chunked, ndims)
     except RowSplitRefusal as e:
@@ -140,7 +153,7 @@ def row_params(args) -> list[int]:
     if n is None:
         return []
     return [i for i, a in enumerate(args)
-            if (is_dask(a) and a.ndim >= 1) or (not is_dask(a) and np.ndim(a) >= 1 and np.shape(a)[0] == n)]
+            if (is_dask(a) and a.ndim >= 1) or (not is_dask(a) and ndim_of(a) >= 1 and shape_of(a)[0] == n)]
 
 
 FAN_IN = 16    # blocks' results one task of the tree sums (dask's config "split_every" overrides it)
@@ -181,7 +194,7 @@ class Layout:
 
 
 def layout_of(fun_name: str, args) -> Layout:
-    shapes = [np.shape(a) for a in args]
+    shapes = [shape_of(a) for a in args]
     for a in args:
         if is_dask(a) and any(np.isnan(c) for cs in a.chunks for c in cs):
             raise DaskSplitError(f"{fun_name}: a dask argument has chunks of unknown size",
@@ -195,7 +208,7 @@ def layout_of(fun_name: str, args) -> Layout:
     for axis in range(len(shape)):
         got = None
         for a in args:
-            k = axis - (len(shape) - np.ndim(a))
+            k = axis - (len(shape) - ndim_of(a))
             if is_dask(a) and k >= 0 and a.shape[k] == shape[axis] and shape[axis] != 1:
                 got = got or a.chunks[k]
         chunks.append(got or (shape[axis],))
@@ -211,8 +224,8 @@ def _aligned(a, lay: Layout):
 
 def _own_index(a, lay: Layout, idx: tuple[int, ...]) -> tuple[int, ...]:
     """The block of argument `a` a block of the layout reads (0 along its broadcast axes)."""
-    off = len(lay.shape) - np.ndim(a)
-    return tuple(idx[off + k] if np.shape(a)[k] != 1 else 0 for k in range(np.ndim(a)))
+    off = len(lay.shape) - ndim_of(a)
+    return tuple(idx[off + k] if shape_of(a)[k] != 1 else 0 for k in range(ndim_of(a)))
 
 
 def blocks_of(args, lay: Layout):
@@ -228,12 +241,12 @@ def blocks_of(args, lay: Layout):
 
 def _slice_of(a, lay: Layout, idx: tuple[int, ...]):
     """An in-memory argument's part for a block of the layout (a view)."""
-    if np.ndim(a) == 0:
+    if ndim_of(a) == 0:
         return a
-    off = len(lay.shape) - np.ndim(a)
+    off = len(lay.shape) - ndim_of(a)
     sl = []
-    for k in range(np.ndim(a)):
-        if np.shape(a)[k] == 1:
+    for k in range(ndim_of(a)):
+        if shape_of(a)[k] == 1:
             sl.append(slice(None))
         else:
             edges = np.cumsum((0,) + lay.chunks[off + k])
@@ -241,16 +254,27 @@ def _slice_of(a, lay: Layout, idx: tuple[int, ...]):
     return np.asarray(a)[tuple(sl)]
 
 
-def report(split: Split, lay: Layout, args, blockwise: bool = False) -> list[str]:
+LAZY_LINES = {
+    "held": "    the gradient alone, w.r.t. one dask argument held in memory: one layer of a task per block, "
+            "each given its blocks' data (no task makes them, none to fuse)",
+    "blockwise": "    the gradient alone, w.r.t. one dask argument: one blockwise layer (dask fuses it with the "
+                 "tasks that make the blocks and those that reduce the gradient)"}
+
+
+KEPT_LINE = ("    every dask argument held in memory: the gradients computed with the value, w.r.t. dask "
+             "arguments kept as dask arrays of the computed blocks (the tasks compute them together); w.r.t. "
+             "in-memory ones, the blocks' pieces summed by a tree reduction")
+
+
+def report(split: Split, lay: Layout, args, lazy: str | None = None, kept: bool = False) -> list[str]:
     """What explain(grad(f)) says of its last call over dask arrays."""
-    n = int(np.prod([len(c) for c in lay.chunks]))
+    n = math.prod([len(c) for c in lay.chunks])
     which = ", ".join(f"argument {i} ({'dask, chunks ' + str(a.chunks) if is_dask(a) else 'in memory'})"
-                      for i, a in enumerate(args) if np.ndim(a))
+                      for i, a in enumerate(args) if ndim_of(a))
     return [f"  last call over dask arrays: {n} task(s), one per block of the broadcast shape "
             f"{lay.shape} in chunks {lay.chunks}; {which}",
             f"    split as {split.kind}: {split.why}",
-            "    the gradient alone, w.r.t. one dask argument: one blockwise layer (dask fuses it with the "
-            "tasks that make the blocks and those that reduce the gradient)" if blockwise else
+            LAZY_LINES[lazy] if lazy else KEPT_LINE if kept else
             "    gradients w.r.t. dask arguments: lazy, with their chunks; w.r.t. in-memory ones: the "
             "blocks' pieces summed by a tree reduction, computed with the value"]
 
@@ -279,24 +303,25 @@ def value_and_grad(fun: Callable, args, argnums: tuple[int, ...], *, backend, mo
         return rows_value_and_grad(fun, args, argnums, split, backend=backend, mode=mode, want_value=want_value)
     lay = layout_of(name, args)
     if not want_value and blockwise_applies(args, argnums, lay):
-        return None, (lazy_grad(fun, args, argnums[0], lay, split, backend=backend, mode=mode),), \
-            report(split, lay, args, blockwise=True)
+        grad, built = lazy_grad(fun, args, argnums[0], lay, split, backend=backend, mode=mode)
+        return None, (grad,), report(split, lay, args, lazy=built)
     args = [_aligned(a, lay) if is_dask(a) else a for a in args]
-    total = int(np.prod(lay.shape))
-    n_blocks = int(np.prod([len(c) for c in lay.chunks]))
+    total = math.prod(lay.shape)
+    n_blocks = math.prod([len(c) for c in lay.chunks])
     tasks, ship = {}, Shipped(fun)      # (the loss pickled once for all the blocks)
     for idx, shape, parts in blocks_of(args, lay):
-        weight = int(np.prod(shape)) / total if split.kind.endswith("mean") and total else 1.0
+        weight = math.prod(shape) / total if split.kind.endswith("mean") and total else 1.0
         inputs, picks = as_task_inputs(parts)
         tasks[idx] = delayed(BlockTask(ship, argnums, backend, mode, weight, picks, n_blocks), pure=False)(*inputs)
     value = tree_sum([t[0] for t in tasks.values()]) if want_value else None
+    keep = keeps_dask_grads(args, argnums, want_value)
     grads, eager = [], {}
     for j, i in enumerate(argnums):
         groups: dict[tuple, list] = {}
         for idx, t in tasks.items():
             groups.setdefault(_own_index(args[i], lay, idx), []).append(t[1][j])
         summed = {k: tree_sum(v) for k, v in groups.items()}
-        if is_dask(args[i]):
+        if is_dask(args[i]) and not (keep and args[i].ndim):
             grads.append(_assemble_lazy(da, args[i], summed))
         else:
             eager[j] = summed
@@ -305,8 +330,35 @@ def value_and_grad(fun: Callable, args, argnums: tuple[int, ...], *, backend, mo
         if (want_value or eager) else (None, {})
     value, eager_done = computed
     for j, summed in eager_done.items():
-        grads[j] = _assemble(args[argnums[j]], summed)
-    return value, tuple(grads), report(split, lay, args)
+        a = args[argnums[j]]
+        grads[j] = held_array(a, summed) if is_dask(a) else _assemble(a, summed)
+    return value, tuple(grads), report(split, lay, args, kept=keep)
+
+
+def keeps_dask_grads(args, argnums, want_value: bool) -> bool:
+    """Whether the gradients w.r.t. dask arguments are computed with what the call computes
+    now (the value, the in-memory arguments' gradients), and kept as data (`held_array`),
+    rather than left lazy: when something is computed now and every dask argument is held
+    in memory (dask_blocks.held_blocks). Each block task computes its block's value and
+    gradients together, so a lazy gradient ran every task a second time when computed
+    (measured at 10M in 4 blocks: value_and_grad then .persist() 2.7x the numpy call);
+    kept, the gradient costs nothing more, and its memory is that of the arguments, which
+    are in memory already. Over data not in memory (read by tasks), gradients stay lazy:
+    kept, they could outgrow the memory the data never had to fit in."""
+    return ((want_value or any(not is_dask(args[i]) for i in argnums))
+            and all(held_blocks(a) is not None for a in args if is_dask(a)))
+
+
+def held_array(a, blocks: dict):
+    """A dask array in dask argument `a`'s chunks whose graph holds the computed `blocks`
+    (its block index -> numpy array) as data, as a persisted array's does."""
+    import dask.array as da
+    from dask.highlevelgraph import HighLevelGraph, MaterializedLayer
+
+    name = f"s2sad_grad-{uuid.uuid4().hex}"
+    layer = MaterializedLayer({(name,) + idx: b for idx, b in blocks.items()})
+    return da.Array(HighLevelGraph({name: layer}, {name: set()}), name, a.chunks,
+                    meta=np.empty((0,) * a.ndim, a.dtype))
 
 
 def blockwise_applies(args, argnums, lay: Layout) -> bool:
@@ -317,34 +369,71 @@ def blockwise_applies(args, argnums, lay: Layout) -> bool:
         return False
     a = args[argnums[0]]
     return (is_dask(a) and a.shape == lay.shape
-            and all(is_dask(b) or np.ndim(b) == 0 for b in args))
+            and all(is_dask(b) or ndim_of(b) == 0 for b in args))
 
 
 def lazy_grad(fun: Callable, args, argnum: int, lay: Layout, split: Split, *, backend, mode: str):
-    """The gradient w.r.t. dask argument `argnum` as one blockwise layer over the layout:
-    a task per block, which dask fuses with the tasks that make its blocks (from_array's
-    slices, random blocks) and the ones that reduce it (a .sum()'s per-block sums). Built
-    directly (a name, the output's meta given: nothing inferred, nothing tokenized; ~50 us,
-    where the delayed objects of `value_and_grad`'s general graph cost ~3 ms at 4 blocks,
-    measured): a call over data in memory is ~10 ms."""
+    """The gradient w.r.t. dask argument `argnum`, a task per block of the layout: (the lazy
+    dask array, how its graph was built, for explain).
+
+    Built directly (a name, the output's meta given: nothing inferred, nothing tokenized;
+    the delayed objects of `value_and_grad`'s general graph cost ~3 ms at 4 blocks):
+    - when every dask argument holds its blocks as data (in memory: from_array of a numpy
+      array, a persisted array; dask_blocks.held_blocks), one layer of a task per block,
+      each given its blocks as its arguments (`held_graph`): no task between the data and
+      the gradient for dask to fuse, so persist's passes and the scheduler handle 4 tasks
+      that depend on nothing (measured at 4 blocks: persist 0.5-0.75 ms, where map_blocks'
+      graph of the same blocks costs 1.1-1.8);
+    - else one blockwise layer, which dask fuses with the tasks that make its blocks
+      (from_array's slices, random blocks, a file's read) and the ones that reduce it (a
+      .sum()'s per-block sums)."""
     import dask.array as da
 
     ndim = len(lay.shape)
-    pairs = []
-    for a in args:
-        if is_dask(a):
-            a = _aligned(a, lay)
-            pairs += [a, tuple(range(ndim - a.ndim, ndim))]
-        else:
-            pairs += [a, None]
-    total = int(np.prod(lay.shape)) if split.kind.endswith("mean") else None
-    n_blocks = int(np.prod([len(c) for c in lay.chunks]))
+    args = [_aligned(a, lay) if is_dask(a) else a for a in args]
+    total = math.prod(lay.shape) if split.kind.endswith("mean") else None
+    n_blocks = math.prod([len(c) for c in lay.chunks])
     task = BlockGrad(BlockTask(fun, (argnum,), backend, mode, 1.0, blocks=n_blocks, what="grad"), argnum, total)
     dtype = args[argnum].dtype
+    meta = np.empty((0,) * ndim, dtype)
     # a fresh name per call, as delayed(pure=False) gives: a closure's captured values may
     # have changed since the last call, so no earlier result may stand in for this one
-    return da.blockwise(task, tuple(range(ndim)), *pairs, dtype=dtype, meta=np.empty((0,) * ndim, dtype),
-                        name=f"{task.__name__}-{uuid.uuid4().hex}", concatenate=True, align_arrays=False)
+    name = f"{task.__name__}-{uuid.uuid4().hex}"
+    graph = held_graph(name, task, args, lay)
+    if graph is not None:
+        return da.Array(graph, name, lay.chunks, meta=meta), "held"
+    pairs = []
+    for a in args:
+        pairs += [a, tuple(range(ndim - a.ndim, ndim))] if is_dask(a) else [a, None]
+    return da.blockwise(task, tuple(range(ndim)), *pairs, dtype=dtype, meta=meta,
+                        name=name, concatenate=True, align_arrays=False), "blockwise"
+
+
+def held_graph(name: str, task: Callable, args, lay: Layout):
+    """The graph of `lazy_grad`'s array when every dask argument holds its blocks as data
+    and every other argument is a number: one materialized layer, the task of block idx
+    `task(<each argument's block of idx, or the number>)`, depending on no other task (the
+    blocks are in the tasks, as they were in the arguments' graphs: nothing is copied).
+    None otherwise, or where dask has no task objects (before 2024.12)."""
+    try:
+        from dask.highlevelgraph import HighLevelGraph, MaterializedLayer
+        from dask.task_spec import Task
+    except ImportError:
+        return None
+    held = {}
+    for i, a in enumerate(args):
+        if is_dask(a):
+            held[i] = held_blocks(a)
+            if held[i] is None:
+                return None
+        elif not isinstance(a, (int, float, np.number)):
+            return None             # (a 0-d array, an object: blockwise passes it as it is)
+    layer = {}
+    for idx in itertools.product(*(range(len(c)) for c in lay.chunks)):
+        key = (name,) + idx
+        layer[key] = Task(key, task, *[held[i][_own_index(a, lay, idx)] if i in held else a
+                                       for i, a in enumerate(args)])
+    return HighLevelGraph({name: MaterializedLayer(layer)}, {name: set()})
 
 
 def rows_value_and_grad(fun: Callable, args, argnums, split: Split, *, backend, mode: str, want_value: bool):
@@ -432,7 +521,7 @@ def _assemble_lazy(da, a, summed: dict):
 
 def _assemble(a, summed: dict) -> Any:
     """An in-memory argument's gradient from its pieces (one per its own block)."""
-    if np.ndim(a) == 0 or len(summed) == 1:
+    if ndim_of(a) == 0 or len(summed) == 1:
         g = next(iter(summed.values()))
         return _scalar_like(a, g)
     keys = sorted(summed)
@@ -453,7 +542,7 @@ def broadcast(apply: Callable, f: Callable, args, backend):
     from dask import delayed
 
     name = getattr(f, "__qualname__", "the function")
-    sample = apply(f, *[np.ones((1,) * np.ndim(a), a.dtype) if is_dask(a) else a for a in args], backend=backend)
+    sample = apply(f, *[np.ones((1,) * ndim_of(a), a.dtype) if is_dask(a) else a for a in args], backend=backend)
     dtype = np.asarray(sample).dtype
     lay = layout_of(name, args)
     args = [_aligned(a, lay) if is_dask(a) else a for a in args]

@@ -75,7 +75,8 @@ def test_an_in_memory_array_in_blocks_same_bits(monkeypatch):
     vg = s2sad.value_and_grad(loss, argnums=(0,))
     with dask.config.set(scheduler="threads"):
         keys, (v, (g,)) = graph_keys(monkeypatch, lambda: vg(X))
-    assert sum(k.startswith("s2sad_grad_loss") for k in keys) == 4
+    # (the gradient, kept with the value, is in the same compute: its blocks' graphs repeat the tasks)
+    assert len({k for k in keys if k.startswith("s2sad_grad_loss")}) == 4
     v0, (g0,) = vg(x)
     assert v == pytest.approx(v0, rel=1e-12)
     np.testing.assert_array_equal(g.compute(), g0)
