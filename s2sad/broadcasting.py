@@ -17,7 +17,7 @@ import numpy as np
 
 from . import dask_grad, marks, mempool, rules, runtime
 from .deep import deeply
-from .errors import S2SADError
+from .errors import NonDifferentiableInputError, S2SADError
 from .frontend import Assumptions, bound, parse_function, recording
 from .plancache import PlanCache
 from .plans import serves
@@ -46,6 +46,8 @@ def broadcast(f: Callable, *args, backend: str = "auto", signature: str | None =
     parameters not given take their defaults. A function that indexes its parameter
     (`p[0] + p[1]`) takes the rows of a 2-D array (passes/rowelems.py); `signature`
     (numpy's gufunc notation, "(3),()->()") says so and is checked."""
+    if not isinstance(f, np.ufunc):     # (numpy applies a ufunc itself, complex numbers included)
+        _check_real(f, args)
     if dask_grad.has_dask(args):   # lazy: the kernel runs on each block when computed
         if signature is not None or _takes_rows(f):
             raise S2SADError("s2sad.broadcast of a function of rows is not supported on dask arrays",
@@ -69,6 +71,27 @@ def broadcast(f: Callable, *args, backend: str = "auto", signature: str | None =
             args = row_arguments(args, plan.rows, signature, getattr(fun, "__name__", "the function"),
                                  parse_function(fun).location())
         return _broadcast(plan.kernel, fun, args, backend)
+
+
+def _check_real(f: Callable, args) -> None:
+    """Refuse, at f's def, an argument whose numbers the kernel would change: complex (the
+    imaginary part dropped) or long double (rounded to float64)."""
+    for k, a in enumerate(args):
+        dtype = getattr(a, "dtype", None)
+        if dtype is None and isinstance(a, (complex, list, tuple)):
+            try:
+                dtype = np.asarray(a).dtype
+            except (TypeError, ValueError):     # ragged: the kernel's own refusal
+                continue
+        if not isinstance(dtype, np.dtype) or not (dtype.kind == "c" or (dtype.kind == "f" and dtype.itemsize > 8)):
+            continue
+        why = ("its kernel computes with real numbers and would drop the imaginary part" if dtype.kind == "c" else
+               "its kernel computes in float64 or float32 and would round the extra precision away")
+        raise NonDifferentiableInputError(
+            f"s2sad.broadcast of {marks.function_name(f)}: argument {k} has dtype {dtype}; {why}",
+            marks.location_of_function(f),
+            hint="Pass float64 or float32 values (np.asarray(x, dtype=np.float64)); for complex numbers apply the "
+                 "function to the real and imaginary parts as two real arguments.")
 
 
 def _takes_rows(f) -> bool:
