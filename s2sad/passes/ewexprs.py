@@ -321,12 +321,13 @@ class Template:
                 if value is not MISSING and classify(value).kind == "constant":
                     return const_expr(value)
             return self.hold(self.b.array(x, self.scope))
-        if isinstance(x, gast.BinOp):
-            return gast.BinOp(left=self.walk(x.left), op=x.op, right=self.walk(x.right))
+        if isinstance(x, gast.BinOp):     # (rebuilt where the user wrote it: refusals quote that line)
+            return gast.copy_location(gast.BinOp(left=self.walk(x.left), op=x.op, right=self.walk(x.right)), x)
         if isinstance(x, gast.UnaryOp):
-            return gast.UnaryOp(op=x.op, operand=self.walk(x.operand))
+            return gast.copy_location(gast.UnaryOp(op=x.op, operand=self.walk(x.operand)), x)
         if isinstance(x, gast.Compare):
-            return gast.Compare(left=self.walk(x.left), ops=x.ops, comparators=[self.walk(c) for c in x.comparators])
+            return gast.copy_location(gast.Compare(left=self.walk(x.left), ops=x.ops,
+                                                   comparators=[self.walk(c) for c in x.comparators]), x)
         if isinstance(x, (gast.ListComp, gast.GeneratorExp)):
             self.ctx_bound = True
             new = copy.deepcopy(x)

@@ -146,12 +146,14 @@ class Translation:
             if isinstance(e.op, gast.MatMult):
                 return self.refuse(e, "'@' is not supported at this level yet", "Use elementwise operations.",
                                UnsupportedOperationError)
-            return gast.BinOp(left=self.elementwise(e.left), op=e.op, right=self.elementwise(e.right))
+            # (each rebuilt node keeps the user's location: a refusal of its operator quotes that line)
+            return gast.copy_location(gast.BinOp(left=self.elementwise(e.left), op=e.op,
+                                                 right=self.elementwise(e.right)), e)
         if isinstance(e, gast.UnaryOp):
-            return gast.UnaryOp(op=e.op, operand=self.elementwise(e.operand))
+            return gast.copy_location(gast.UnaryOp(op=e.op, operand=self.elementwise(e.operand)), e)
         if isinstance(e, gast.Compare):
-            return gast.Compare(left=self.elementwise(e.left), ops=e.ops,
-                                comparators=[self.elementwise(c) for c in e.comparators])
+            return gast.copy_location(gast.Compare(left=self.elementwise(e.left), ops=e.ops,
+                                                   comparators=[self.elementwise(c) for c in e.comparators]), e)
         if isinstance(e, (gast.ListComp, gast.GeneratorExp)):
             return self.comprehension(e)
         if isinstance(e, gast.Call):
