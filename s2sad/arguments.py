@@ -348,11 +348,12 @@ def shape_refusal(fun: Any, error: Exception) -> ShapeError | None:
     if isinstance(error, AttributeError):
         return number_method_refusal(error, statement, temporaries)
     where = statement or location_of_function(fn)
-    if isinstance(error, ShapeError) and error.location is None:    # a kernel's: located at its statement
+    if isinstance(error, (ShapeError, NonDifferentiableInputError)) and error.location is None:
+        # a kernel's (operands that do not broadcast, or are no numbers): located at its statement
         # (run with no generated program around it: the function's one fused kernel, its return)
         where = statement or only_return(fn) or where
-        return ShapeError(f"{users_names(error.message, temporaries)} (while differentiating {name})", where,
-                          hint=error.hint)
+        return type(error)(f"{users_names(error.message, temporaries)} (while differentiating {name})", where,
+                           hint=error.hint)
     if isinstance(error, S2SADError) or not any(w in str(error) for w in SHAPE_WORDS):
         return None
     return ShapeError(f"numpy refused a shape while differentiating {name} at these arguments: {error}",
@@ -416,7 +417,7 @@ def check_one_tangent_per_primal(fun: Any, primals: Sequence[Any], tangents: Seq
 
 # what a derivative's run may raise for the user's shapes, or for an array method called
 # on what s2sad computes as a number (reraise_located takes them)
-SHAPE_ERRORS = (ValueError, IndexError, ShapeError, AttributeError)
+SHAPE_ERRORS = (ValueError, IndexError, ShapeError, AttributeError, NonDifferentiableInputError)
 
 
 def reraise_located(fun: Any, error: Exception):

@@ -75,20 +75,29 @@ def broadcast(f: Callable, *args, backend: str = "auto", signature: str | None =
 
 def _check_real(f: Callable, args) -> None:
     """Refuse, at f's def, an argument whose numbers the kernel would change: complex (the
-    imaginary part dropped) or long double (rounded to float64)."""
+    imaginary part dropped), long double (rounded to float64), or no numbers at all (None,
+    a string, an object: read as NaN or parsed, where numpy's arithmetic refuses them)."""
     for k, a in enumerate(args):
+        if type(a) is float or type(a) is int:
+            continue
         dtype = getattr(a, "dtype", None)
-        if dtype is None and isinstance(a, (complex, list, tuple)):
+        if dtype is None:
             try:
                 dtype = np.asarray(a).dtype
             except (TypeError, ValueError):     # ragged: the kernel's own refusal
                 continue
-        if not isinstance(dtype, np.dtype) or not (dtype.kind == "c" or (dtype.kind == "f" and dtype.itemsize > 8)):
+        if not isinstance(dtype, np.dtype):
             continue
-        why = ("its kernel computes with real numbers and would drop the imaginary part" if dtype.kind == "c" else
-               "its kernel computes in float64 or float32 and would round the extra precision away")
+        if dtype.kind not in "biufc":
+            why = "it holds " + ("None" if a is None else f"dtype {dtype}") + ", not numbers"
+        elif dtype.kind == "c":
+            why = "its kernel computes with real numbers and would drop the imaginary part"
+        elif dtype.kind == "f" and dtype.itemsize > 8:
+            why = "its kernel computes in float64 or float32 and would round the extra precision away"
+        else:
+            continue
         raise NonDifferentiableInputError(
-            f"s2sad.broadcast of {marks.function_name(f)}: argument {k} has dtype {dtype}; {why}",
+            f"s2sad.broadcast of {marks.function_name(f)}: argument {k} ({type(a).__name__}, dtype {dtype}): {why}",
             marks.location_of_function(f),
             hint="Pass float64 or float32 values (np.asarray(x, dtype=np.float64)); for complex numbers apply the "
                  "function to the real and imaginary parts as two real arguments.")

@@ -68,3 +68,14 @@ def test_other_dtypes_keep_numpys_answer(dtype):
     for _ in range(2):
         np.testing.assert_allclose(s2sad.broadcast(softplus, x), want, rtol=1e-3 if "4" in dtype or "2" in dtype
                                    else 1e-13)
+
+
+@pytest.mark.parametrize("value", [None, "2", object(), np.datetime64("2020-01-01"), np.array(["a", "b"])],
+                         ids=["None", "str", "object", "datetime", "str array"])
+def test_values_that_are_no_numbers_are_refused_at_the_def(value):
+    """None was read as NaN and "2" as 2.0, where numpy's arithmetic refuses both."""
+    def times(a, b):
+        return a * b
+    with pytest.raises(s2sad.NonDifferentiableInputError, match="argument 1") as e:
+        s2sad.broadcast(times, np.ones(2), value)
+    assert e.value.location.lineno == times.__code__.co_firstlineno
