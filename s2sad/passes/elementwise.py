@@ -312,6 +312,7 @@ def translate_elementwise(pf: ParsedFunction, expr: gast.expr, params, prelude=(
     array level (passes/arrayprog.py): `expr` over the names `params` (and numbers) ->
     (kernel expression, prelude of lambdas/defs it calls, its Sites, free arrays read)."""
     t = _Planner(pf)
+    t.names_are_arrays = False      # (ewexprs refused `not` of an array name, and kept it of an int)
     t.params = list(params)
     t.prelude = list(prelude)
     out = t.elementwise(expr)

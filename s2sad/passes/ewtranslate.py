@@ -80,6 +80,10 @@ class Translation:
         self.local_data: dict[str, list] = {}  # local lists/tuples of numbers (state of nested defs)
         self.rows = RowCalls(pf)              # row functions: their rewrites and the columns they read
 
+    # the loss's own names (arrays, or numbers a plan for arrays serves): `not` of one is refused;
+    # the array level's translation (translate_elementwise) checked its names itself (ewexprs)
+    names_are_arrays = True
+
     def refuse(self, node, msg, hint, cls=UnsupportedSyntaxError, fused_only=False) -> gast.expr:
         """Record the first construct the planner refuses (the walk goes on, its result
         unused): the check is an analysis; planning raises `self.refusal.error()`."""
@@ -150,6 +154,10 @@ class Translation:
             return gast.copy_location(gast.BinOp(left=self.elementwise(e.left), op=e.op,
                                                  right=self.elementwise(e.right)), e)
         if isinstance(e, gast.UnaryOp):
+            if isinstance(e.op, gast.Not) and self.names_are_arrays and not isinstance(e.operand, gast.Constant):
+                # (numpy refuses the truth value of an array: elementwise here would be another function)
+                return self.refuse(e, "'not' of an array: numpy refuses an array's truth value",
+                                   "Write np.logical_not(x) (or x == 0) for each element.", UnsupportedOperationError)
             return gast.copy_location(gast.UnaryOp(op=e.op, operand=self.elementwise(e.operand)), e)
         if isinstance(e, gast.Compare):
             return gast.copy_location(gast.Compare(left=self.elementwise(e.left), ops=e.ops,
