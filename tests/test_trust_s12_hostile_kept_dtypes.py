@@ -14,7 +14,6 @@ import pytest
 
 import s2sad
 
-ODD = ["<f2", ">f8", ">f4", "g"]       # float16, byte-swapped float64 / float32, long double
 
 
 def plus_one(v):
@@ -26,7 +25,7 @@ def data_through_a_kernel(w, X):
     return np.sum(h @ w)
 
 
-@pytest.mark.parametrize("dtype", ODD)
+@pytest.mark.parametrize("dtype", ["<f2", ">f8", ">f4"])      # (long double: refused, broadcast_numbers)
 def test_broadcast_of_an_odd_float_dtype_follows_numpy_on_every_call(dtype):
     x = np.linspace(1.0, 2.0, 4).astype(dtype)
     want = plus_one(np.asarray(x, dtype=np.float64))
