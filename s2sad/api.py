@@ -69,6 +69,16 @@ def _prepared(fun: Callable, entry: str, argnums):
     return target(call.fn, entry), argnums, call
 
 
+def current(call, argnums) -> None:
+    """A bound call as Python would make it now (checked at each call of a derivative
+    made of it): the object's class still calls the function differentiated, and argnums
+    (counted among the function's parameters) selects none that the partial's keywords,
+    read now, bind."""
+    call.check_current()
+    if call.kwargs:
+        rebind.check_not_bound(call, argnums)
+
+
 def _differentiated(fun: Callable, argnums, backend: str, what: str, mode: str, has_aux: bool) -> Callable:
     """The function grad or value_and_grad returns: the plain path (positional arrays and
     floats, the hot path first), or, for containers, methods, partials and has_aux,
@@ -108,6 +118,7 @@ def _differentiated(fun: Callable, argnums, backend: str, what: str, mode: str, 
 
         def differentiated(*args, **kwargs):
             if call is not None:
+                current(call, argnums)
                 args, kwargs = call.args + args, {**call.kwargs, **kwargs} if call.kwargs else kwargs
             args = d.bind(args, kwargs)
             value, g = tc(args)

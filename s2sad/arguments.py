@@ -75,6 +75,8 @@ def _check_data(c, i: int, a: Any) -> None:
         return
     if isinstance(a, (np.ma.MaskedArray, np.matrix)):
         _refuse_subclass(c, i, a)
+    if isinstance(a, np.ndarray) and type(a) is not np.ndarray:
+        _refuse_overriding_subclass(c, i, a)
     if isinstance(a, complex):
         dtype = np.dtype(complex)
     elif isinstance(a, (np.ndarray, np.generic)) or is_cupy(a):
@@ -161,6 +163,42 @@ def check_tangents(c, tangents: Sequence[Any]) -> None:
             users_location(c),
             hint="Pass real tangents of their primals' shapes (np.asarray(v, dtype=np.float64)); for a complex "
                  "direction take the real and imaginary parts as two jvps.")
+
+
+# what a subclass may define without changing the numbers numpy computes on it
+_HARMLESS = frozenset({"__new__", "__init__", "__array_finalize__", "__module__", "__qualname__", "__doc__",
+                       "__dict__", "__weakref__", "__slots__", "__annotations__", "__reduce__", "__reduce_ex__",
+                       "__setstate__", "__repr__", "__str__", "__format__", "__init_subclass__",
+                       "__class_getitem__", "__firstlineno__", "__static_attributes__", "__orig_bases__",
+                       "__parameters__"})
+
+
+def overridden(cls: type) -> str | None:
+    """The first name of ndarray's that subclass `cls` (or a class between it and ndarray)
+    defines again, other than the harmless ones (construction, pickling, printing), or
+    None. np.memmap's own definitions are numpy's (they keep its values)."""
+    for k in cls.__mro__:
+        if k is np.ndarray or k is np.memmap or not issubclass(k, np.ndarray):
+            continue
+        for name in k.__dict__:
+            if name not in _HARMLESS and hasattr(np.ndarray, name):
+                return name
+    return None
+
+
+def _refuse_overriding_subclass(c, i: int, a: Any) -> None:
+    """An ndarray subclass that overrides what numpy does (`__array_ufunc__`,
+    `__getitem__`, an operator): the function run by numpy on it computes what the
+    subclass says, s2sad's plan computes numpy's: another function's value and gradient."""
+    name = overridden(type(a))
+    if name is None:
+        return
+    raise NonDifferentiableInputError(
+        f"argument '{c.params[i]}' of {c.fun.__name__} is a {type(a).__name__}, an ndarray subclass that "
+        f"defines {name}: numpy computes what it says on it, s2sad computes numpy's plain arithmetic and would "
+        f"differentiate another function", parse_function(c.fun).location(),
+        hint=f"Pass np.asarray({c.params[i]}) (the values as a plain array), and write in the function what "
+             f"{type(a).__name__}.{name} does.")
 
 
 def _refuse_subclass(c, i: int, a: Any) -> None:
@@ -369,11 +407,12 @@ def shape_refusal(fun: Any, error: Exception) -> ShapeError | None:
     if isinstance(error, AttributeError):
         return number_method_refusal(error, statement, temporaries)
     where = statement or location_of_function(fn)
-    if isinstance(error, ShapeError) and error.location is None:    # a kernel's: located at its statement
+    if isinstance(error, (ShapeError, NonDifferentiableInputError)) and error.location is None:
+        # a kernel's (operands that do not broadcast, or are no numbers): located at its statement
         # (run with no generated program around it: the function's one fused kernel, its return)
         where = statement or only_return(fn) or where
-        return ShapeError(f"{users_names(error.message, temporaries)} (while differentiating {name})", where,
-                          hint=error.hint)
+        return type(error)(f"{users_names(error.message, temporaries)} (while differentiating {name})", where,
+                           hint=error.hint)
     if isinstance(error, S2SADError) or not any(w in str(error) for w in SHAPE_WORDS):
         return None
     return ShapeError(f"numpy refused a shape while differentiating {name} at these arguments: {error}",
@@ -437,7 +476,7 @@ def check_one_tangent_per_primal(fun: Any, primals: Sequence[Any], tangents: Seq
 
 # what a derivative's run may raise for the user's shapes, or for an array method called
 # on what s2sad computes as a number (reraise_located takes them)
-SHAPE_ERRORS = (ValueError, IndexError, ShapeError, AttributeError)
+SHAPE_ERRORS = (ValueError, IndexError, ShapeError, AttributeError, NonDifferentiableInputError)
 
 
 def reraise_located(fun: Any, error: Exception):

@@ -17,7 +17,7 @@ import numpy as np
 
 from . import dask_grad, marks, mempool, rules, runtime
 from .deep import deeply
-from .errors import S2SADError
+from .errors import NonDifferentiableInputError, S2SADError
 from .frontend import Assumptions, bound, parse_function, recording
 from .plancache import PlanCache
 from .plans import serves
@@ -46,6 +46,8 @@ def broadcast(f: Callable, *args, backend: str = "auto", signature: str | None =
     parameters not given take their defaults. A function that indexes its parameter
     (`p[0] + p[1]`) takes the rows of a 2-D array (passes/rowelems.py); `signature`
     (numpy's gufunc notation, "(3),()->()") says so and is checked."""
+    if not isinstance(f, np.ufunc):     # (numpy applies a ufunc itself, complex numbers included)
+        _check_real(f, args)
     if dask_grad.has_dask(args):   # lazy: the kernel runs on each block when computed
         if signature is not None or _takes_rows(f):
             raise S2SADError("s2sad.broadcast of a function of rows is not supported on dask arrays",
@@ -69,6 +71,36 @@ def broadcast(f: Callable, *args, backend: str = "auto", signature: str | None =
             args = row_arguments(args, plan.rows, signature, getattr(fun, "__name__", "the function"),
                                  parse_function(fun).location())
         return _broadcast(plan.kernel, fun, args, backend)
+
+
+def _check_real(f: Callable, args) -> None:
+    """Refuse, at f's def, an argument whose numbers the kernel would change: complex (the
+    imaginary part dropped), long double (rounded to float64), or no numbers at all (None,
+    a string, an object: read as NaN or parsed, where numpy's arithmetic refuses them)."""
+    for k, a in enumerate(args):
+        if type(a) is float or type(a) is int:
+            continue
+        dtype = getattr(a, "dtype", None)
+        if dtype is None:
+            try:
+                dtype = np.asarray(a).dtype
+            except (TypeError, ValueError):     # ragged: the kernel's own refusal
+                continue
+        if not isinstance(dtype, np.dtype):
+            continue
+        if dtype.kind not in "biufc":
+            why = "it holds " + ("None" if a is None else f"dtype {dtype}") + ", not numbers"
+        elif dtype.kind == "c":
+            why = "its kernel computes with real numbers and would drop the imaginary part"
+        elif dtype.kind == "f" and dtype.itemsize > 8:
+            why = "its kernel computes in float64 or float32 and would round the extra precision away"
+        else:
+            continue
+        raise NonDifferentiableInputError(
+            f"s2sad.broadcast of {marks.function_name(f)}: argument {k} ({type(a).__name__}, dtype {dtype}): {why}",
+            marks.location_of_function(f),
+            hint="Pass float64 or float32 values (np.asarray(x, dtype=np.float64)); for complex numbers apply the "
+                 "function to the real and imaginary parts as two real arguments.")
 
 
 def _takes_rows(f) -> bool:

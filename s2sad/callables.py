@@ -28,6 +28,7 @@ from typing import Any, Callable
 import numpy as np
 
 from . import marks, rules
+from .errors import StaleSourceError
 from .locks import ForkSafeLock
 
 _MADE: dict[Any, Callable] = {}
@@ -102,12 +103,33 @@ class BoundCall:
     """A callable that is a function with leading arguments or keywords bound: a bound
     method (its instance first), an object with `__call__` (the object first), a
     functools.partial. `fn` is what is differentiated (its own target); `args` and
-    `kwargs` are data, read at each call."""
+    `kwargs` are data, read at each call: a partial's `kwargs` is its own `keywords`
+    dict (Python's partial reads it at each call, so a keyword set after the derivative
+    was made is the one used). `obj`: the object whose class's `__call__` is `fn` (None
+    for other callables); Python looks `__call__` up at each call, so `check_current`
+    refuses a derivative whose object's class no longer calls `fn`."""
 
-    __slots__ = ("fn", "args", "kwargs")
+    __slots__ = ("fn", "args", "kwargs", "obj")
 
-    def __init__(self, fn: Callable, args: tuple, kwargs: dict):
-        self.fn, self.args, self.kwargs = fn, args, kwargs
+    def __init__(self, fn: Callable, args: tuple, kwargs: dict, obj: Any = None):
+        self.fn, self.args, self.kwargs, self.obj = fn, args, kwargs, obj
+
+    def check_current(self) -> None:
+        """Raise a located StaleSourceError where the object's class's `__call__` is no
+        longer the function this derivative differentiates (rebound on the class, or the
+        object's `__class__` changed)."""
+        if self.obj is None:
+            return
+        now = getattr(type(self.obj), "__call__", None)
+        if now is self.fn:
+            return
+        name, made = type(self.obj).__qualname__, marks.location_of_function(self.fn)
+        raise StaleSourceError(
+            f"{name}.__call__ is not the function this derivative of a {type(self.obj).__name__} object was made "
+            f"of (the __call__ at {made}): calling the object now runs another function",
+            marks.location_of_function(now) or made,
+            hint="Make the derivative again after changing the class's __call__ (s2sad.grad(obj)); a derivative "
+                 "differentiates the __call__ the object's class had when it was made.")
 
 
 def bound_call(f: Any) -> BoundCall | None:
@@ -122,12 +144,12 @@ def bound_call(f: Any) -> BoundCall | None:
         return BoundCall(inner.fn, inner.args + (f.__self__,), inner.kwargs)
     if isinstance(f, functools.partial):
         inner = bound_call(f.func)
-        kwargs = dict(f.keywords)
         if inner is None:
-            return BoundCall(f.func, tuple(f.args), kwargs)
-        return BoundCall(inner.fn, inner.args + tuple(f.args), {**inner.kwargs, **kwargs})
+            return BoundCall(f.func, tuple(f.args), f.keywords)
+        kwargs = {**inner.kwargs, **f.keywords} if inner.kwargs else f.keywords
+        return BoundCall(inner.fn, inner.args + tuple(f.args), kwargs, inner.obj)
     call = getattr(type(f), "__call__", None)
     if isinstance(call, types.FunctionType) and not isinstance(f, (types.FunctionType, type)) \
             and not isinstance(f, marks.HoldsUserFunction):
-        return BoundCall(call, (f,), {})
+        return BoundCall(call, (f,), {}, f)
     return None

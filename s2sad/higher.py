@@ -215,7 +215,12 @@ def _named(wrapper: Callable, parts: Parts) -> Callable:
 def _leading(inner: Callable, call: BoundCall, fun: Callable, argnums) -> Callable:
     """`inner` (a Jacobian wrapper of call.fn) called with call's bound arguments first:
     the wrapper of the bound callable `fun` (rebind), its marks and explain inner's."""
+    shifted = rebind.shifted(argnums, len(call.args))
+
     def bound_wrapper(*args, **kwargs):
+        call.check_current()        # (Python's call of fun now: its class's __call__, its partial's keywords)
+        if call.kwargs:
+            rebind.check_not_bound(call, shifted)
         return inner(*call.args, *args, **({**call.kwargs, **kwargs} if call.kwargs else kwargs))
     bound_wrapper.kind, bound_wrapper.paths = inner.kind, inner.paths
     bound_wrapper.of, bound_wrapper.argnums, bound_wrapper.inner = fun, argnums, inner

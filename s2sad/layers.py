@@ -20,8 +20,8 @@ This module imports nothing: it is a table, read by the test and by people.
 # (layer, modules, why they sit there). A name ending in ".*" is every module of a folder.
 LAYERS = (
     ("ir", ("s2sad.errors", "s2sad.locks", "s2sad.parsing", "s2sad.kernel", "s2sad.kernel_text", "s2sad.marks", "s2sad.deep", "s2sad.tree",
-            "s2sad.layers"),
-     "what every layer speaks: located errors, fork-safe locks, the core scalar language and "
+            "s2sad.layers", "s2sad.envflags"),
+     "what every layer speaks: located errors, fork-safe locks, the S2SAD_* switches read (envflags), the core scalar language and "
      "loop specs (kernel) and its text (kernel_text), s2sad's marks on its own functions, "
      "the bounded recursion of deep trees"),
     ("rules", ("s2sad.rules", "s2sad.special", "s2sad.ewfuncs", "s2sad.smath", "s2sad.array_prims.*"),

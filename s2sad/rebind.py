@@ -46,6 +46,7 @@ def unbound(fun: Any) -> tuple[Callable, BoundCall] | None:
     if entry is None:
         return None
     call, build, made = entry
+    call.check_current()
     if made is None:
         made = entry[2] = build()
     return made, call

@@ -470,8 +470,8 @@ def plain_signature(values: list) -> tuple | None:
         d = v.dtype
         if d is not dt:
             if dt is None:
-                if d.kind != "f":
-                    return None
+                if d.num not in _PLAIN_NUMS or not d.isnative:   # (a float16, long double or
+                    return None     # byte-swapped array is converted by `prepare`, never passed as it is)
                 dt = d
             elif d != dt:
                 return None
@@ -484,6 +484,7 @@ def plain_signature(values: list) -> tuple | None:
 
 
 _F64 = np.dtype(np.float64)
+_PLAIN_NUMS = (np.dtype(np.float32).num, _F64.num)
 
 
 def kept_apply(kernel: Kernel, args: Sequence[Any]):

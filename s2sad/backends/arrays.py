@@ -13,7 +13,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..errors import ShapeError
+from ..errors import NonDifferentiableInputError, ShapeError
 
 
 @dataclass
@@ -60,8 +60,22 @@ def broadcast_shape(arrays: Sequence[Any], names: Sequence[str]) -> tuple[int, .
                          hint="Make the shapes compatible under numpy broadcasting rules.") from None
 
 
+def _refuse_non_numbers(a: np.ndarray, name: str) -> None:
+    """An operand numpy's arithmetic refuses (None, a string, an object, a date): the
+    kernel would read it converted to floats (None as NaN, "2" as 2.0), another function's
+    numbers. An unlocated NonDifferentiableInputError: the derivative's caller locates it
+    at the statement (arguments.shape_refusal)."""
+    what = "None" if a.dtype.kind == "O" and a.ndim == 0 and a[()] is None else f"dtype {a.dtype}"
+    raise NonDifferentiableInputError(
+        f"an operand holds {what}, not numbers ({name}: {a.shape})",
+        hint="Pass numbers or arrays of numbers (numpy's arithmetic refuses this value too).")
+
+
 def prepare(args: Sequence[Any], names: Sequence[str], dtype: np.dtype | None = None) -> Prepared:
     arrays = [a if isinstance(a, np.ndarray) else np.asarray(a) for a in args]
+    for a, n in zip(arrays, names):
+        if a.dtype.kind not in "biufc":
+            _refuse_non_numbers(a, n)
     dtype = dtype or compute_dtype(arrays)
     shape = broadcast_shape(arrays, names)
     layouts, values = [], []

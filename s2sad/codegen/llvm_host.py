@@ -17,6 +17,7 @@ from __future__ import annotations
 import ctypes
 import os
 
+from .. import envflags
 from . import objcache
 
 __all__ = ["Host", "MATH_MODES", "binding", "host", "host_vector_bits", "implausible", "libmvec",
@@ -226,12 +227,10 @@ def math_mode(vector_math: bool | str | None = None) -> str:
     S2SAD_VECMATH=<mode>, else S2SAD_LIBMVEC=0 for "s2sad", else "libmvec".
     """
     if vector_math is None:
-        env = os.environ.get("S2SAD_VECMATH", "").strip().lower()
+        env = envflags.choice("S2SAD_VECMATH", MATH_MODES)     # (a bad value warns: the default below)
         if env:
-            if env not in MATH_MODES:
-                raise ValueError(f"S2SAD_VECMATH={env!r}: expected one of {', '.join(MATH_MODES)}")
             return env
-        return "s2sad" if os.environ.get("S2SAD_LIBMVEC", "1").strip() == "0" else "libmvec"
+        return "libmvec" if envflags.switch("S2SAD_LIBMVEC") else "s2sad"
     if isinstance(vector_math, bool):
         return "libmvec" if vector_math else "libm"
     if vector_math not in MATH_MODES:

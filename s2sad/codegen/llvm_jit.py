@@ -45,6 +45,7 @@ from typing import Callable
 
 import numpy as np
 
+from .. import envflags
 from ..kernel import KernelModule, KernelSignature, LoopSpec, ScanSpec, active_indices
 from . import llvm_host, llvm_pool, objcache, objload
 # (host, host_vector_bits: called through this module, so that a test may replace them here)
@@ -251,7 +252,7 @@ def optimize(ir: str) -> tuple[object, str]:
 
 def _link(obj: bytes, names: list[str]) -> tuple[dict[str, int], object]:
     """Map object code into the process; (the address of each of `names`, what keeps it alive)."""
-    if objload.supported() and os.environ.get("S2SAD_OBJLOAD", "1") != "0":
+    if objload.supported() and envflags.switch("S2SAD_OBJLOAD"):
         try:
             loaded = objload.load(obj, names, _resolve)
             return {n: loaded.addresses[n] for n in names}, loaded

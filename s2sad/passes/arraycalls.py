@@ -21,6 +21,7 @@ from ..frontend import MISSING, attribute_value, classify
 from ..marks import jacobian_error, jacobian_mark
 from .arrayir import Const, operand_expr
 from .arrayscope import Bound, LocalFn, Scope, source_text
+from .inplace_calls import inplace_write
 from .primhints import root_name, unsupported
 from .routes import made_in_place_refusal
 
@@ -82,6 +83,8 @@ class Calls:
                            "Pass arguments one by one.", UnsupportedOperationError)
         kind, value = self.b.resolve_call(e.func, scope)
         label = source_text(e.func)
+        if kind in ("value", "method"):
+            self.refuse_inplace(e, value if kind == "value" else None, value if kind == "method" else None, scope)
         if kind == "local":
             return self.b.inliner.inline_local(value, e, scope, want)
         if kind == "called_value":
@@ -123,6 +126,17 @@ class Calls:
         # anything else: evaluated as is; an error if it reads a differentiated value
         fwd, reads = self.plain_call(e, scope)
         return self.b.py_stmt(fwd, sorted(reads), set(), e, scope, want, "unsupported", label)
+
+    def refuse_inplace(self, e: gast.Call, value, method, scope: Scope) -> None:
+        """A call that writes into an operand (inplace_calls): run as written it would change
+        the caller's array (an argument, free data) or be dropped where its value is unread."""
+        what = inplace_write(e, value, method)
+        if what is not None:
+            raise self.b.err(scope.ctx, e, f"'{source_text(e.func)}' writes into an array in place ({what}): s2sad "
+                             f"never changes its arguments or free data, and differentiates values, not effects",
+                             "Make a new array and use it: y = np.exp(b) rather than np.exp(b, out=b), np.sort(b) "
+                             "rather than b.sort(), np.full_like(b, 0.0) rather than b.fill(0.0), np.where(...) "
+                             "or a local copy's items (c = b.copy(); c[i] = ...).", UnsupportedOperationError)
 
     def plain_call(self, e: gast.Call, scope: Scope):
         """A call evaluated as written, its arguments computed first. -> (gast, reads)"""

@@ -79,19 +79,27 @@ class _Planner(Translation):
                         "fn(*args, **kwargs), is taken.")
             return None
         ret = None
+        unread: dict = {}       # name -> its assignment of a call, not read since
         for s in function_body(node):
             if isinstance(s, gast.Expr) and isinstance(s.value, gast.Constant) and isinstance(s.value.value, str):
                 continue
             if ret is not None:
                 self.refuse(s, "statements after return", "Remove them.")
                 return None
+            for n in gast.walk(s):
+                if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load):
+                    unread.pop(n.id, None)
             if isinstance(s, gast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], gast.Name):
+                if s.targets[0].id in unread:
+                    break       # (a call's value assigned over, never read)
                 if isinstance(s.value, gast.Lambda):
                     self.prelude.append(s)
                 elif _number_list(s.value) is not None:
                     self.local_data[s.targets[0].id] = _number_list(s.value)
                 else:
                     self.env[s.targets[0].id] = self.subst(s.value)
+                    if any(isinstance(n, gast.Call) for n in gast.walk(s.value)):
+                        unread[s.targets[0].id] = s
                 continue
             if isinstance(s, gast.FunctionDef):
                 self.prelude.append(s)
@@ -102,6 +110,11 @@ class _Planner(Translation):
             self.refuse(s, f"'{type(s).__name__}' at the array level is not supported yet",
                         "The differentiated function may assign array expressions and return a "
                         "reduction (np.sum, np.mean, sum) of an elementwise expression.")
+            return None
+        if unread:      # substituted where read, so never translated: its call would not run
+            self.refuse(next(iter(unread.values())), "a call whose value is never read (run for its side effects?) "
+                        "is not part of one elementwise expression",
+                        "Remove the assignment, or use its value.")
             return None
         if ret is None:
             self.refuse(node, "the differentiated function does not return a value", "Return the loss.")
@@ -299,6 +312,7 @@ def translate_elementwise(pf: ParsedFunction, expr: gast.expr, params, prelude=(
     array level (passes/arrayprog.py): `expr` over the names `params` (and numbers) ->
     (kernel expression, prelude of lambdas/defs it calls, its Sites, free arrays read)."""
     t = _Planner(pf)
+    t.names_are_arrays = False      # (ewexprs refused `not` of an array name, and kept it of an int)
     t.params = list(params)
     t.prelude = list(prelude)
     out = t.elementwise(expr)

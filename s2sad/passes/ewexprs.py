@@ -304,6 +304,18 @@ class Template:
                 setattr(tree, fld, self.hold_free(val, inner, defining))
         return tree
 
+    def reads_an_array(self, e) -> bool:
+        """Does `e` read a name that is not a Python number here (an array, or a value the
+        builder does not know to be a scalar)?"""
+        for n in gast.walk(e):
+            if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load):
+                v = self.b.lookup_local(n.id, self.scope)
+                if isinstance(v, str) and v not in self.b.scalar and v not in self.b.stmts.ints:
+                    return True
+                if v is None and isinstance(attribute_value(self.ctx.resolver, n), np.ndarray):
+                    return True
+        return False
+
     def walk(self, x):
         """A copy of the elementwise tree with every non-elementwise part held."""
         if isinstance(x, gast.Constant):
@@ -321,12 +333,16 @@ class Template:
                 if value is not MISSING and classify(value).kind == "constant":
                     return const_expr(value)
             return self.hold(self.b.array(x, self.scope))
-        if isinstance(x, gast.BinOp):
-            return gast.BinOp(left=self.walk(x.left), op=x.op, right=self.walk(x.right))
+        if isinstance(x, gast.BinOp):     # (rebuilt where the user wrote it: refusals quote that line)
+            return gast.copy_location(gast.BinOp(left=self.walk(x.left), op=x.op, right=self.walk(x.right)), x)
         if isinstance(x, gast.UnaryOp):
-            return gast.UnaryOp(op=x.op, operand=self.walk(x.operand))
+            if isinstance(x.op, gast.Not) and self.reads_an_array(x.operand):
+                raise self.b.err(self.ctx, x, "'not' of an array: numpy refuses an array's truth value",
+                                 "Write np.logical_not(x) (or x == 0) for each element.", UnsupportedOperationError)
+            return gast.copy_location(gast.UnaryOp(op=x.op, operand=self.walk(x.operand)), x)
         if isinstance(x, gast.Compare):
-            return gast.Compare(left=self.walk(x.left), ops=x.ops, comparators=[self.walk(c) for c in x.comparators])
+            return gast.copy_location(gast.Compare(left=self.walk(x.left), ops=x.ops,
+                                                   comparators=[self.walk(c) for c in x.comparators]), x)
         if isinstance(x, (gast.ListComp, gast.GeneratorExp)):
             self.ctx_bound = True
             new = copy.deepcopy(x)

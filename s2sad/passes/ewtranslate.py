@@ -80,6 +80,10 @@ class Translation:
         self.local_data: dict[str, list] = {}  # local lists/tuples of numbers (state of nested defs)
         self.rows = RowCalls(pf)              # row functions: their rewrites and the columns they read
 
+    # the loss's own names (arrays, or numbers a plan for arrays serves): `not` of one is refused;
+    # the array level's translation (translate_elementwise) checked its names itself (ewexprs)
+    names_are_arrays = True
+
     def refuse(self, node, msg, hint, cls=UnsupportedSyntaxError, fused_only=False) -> gast.expr:
         """Record the first construct the planner refuses (the walk goes on, its result
         unused): the check is an analysis; planning raises `self.refusal.error()`."""
@@ -146,12 +150,18 @@ class Translation:
             if isinstance(e.op, gast.MatMult):
                 return self.refuse(e, "'@' is not supported at this level yet", "Use elementwise operations.",
                                UnsupportedOperationError)
-            return gast.BinOp(left=self.elementwise(e.left), op=e.op, right=self.elementwise(e.right))
+            # (each rebuilt node keeps the user's location: a refusal of its operator quotes that line)
+            return gast.copy_location(gast.BinOp(left=self.elementwise(e.left), op=e.op,
+                                                 right=self.elementwise(e.right)), e)
         if isinstance(e, gast.UnaryOp):
-            return gast.UnaryOp(op=e.op, operand=self.elementwise(e.operand))
+            if isinstance(e.op, gast.Not) and self.names_are_arrays and not isinstance(e.operand, gast.Constant):
+                # (numpy refuses the truth value of an array: elementwise here would be another function)
+                return self.refuse(e, "'not' of an array: numpy refuses an array's truth value",
+                                   "Write np.logical_not(x) (or x == 0) for each element.", UnsupportedOperationError)
+            return gast.copy_location(gast.UnaryOp(op=e.op, operand=self.elementwise(e.operand)), e)
         if isinstance(e, gast.Compare):
-            return gast.Compare(left=self.elementwise(e.left), ops=e.ops,
-                                comparators=[self.elementwise(c) for c in e.comparators])
+            return gast.copy_location(gast.Compare(left=self.elementwise(e.left), ops=e.ops,
+                                                   comparators=[self.elementwise(c) for c in e.comparators]), e)
         if isinstance(e, (gast.ListComp, gast.GeneratorExp)):
             return self.comprehension(e)
         if isinstance(e, gast.Call):

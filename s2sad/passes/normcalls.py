@@ -74,7 +74,7 @@ class CallMixin(DerivativeCallMixin):
             if f.id in scope.locals:
                 raise self.err(scope, e, f"'{f.id}' is a local variable, not a function", "Call a function.")
         value = attribute_value(scope.resolver, f)
-        label = dotted(f)
+        label = getattr(f, "label", None) or dotted(f)     # (a value bound in a fused kernel: what the user wrote)
         if value is MISSING:
             raise self.err(scope, e, f"cannot resolve the function '{label}'",
                            "Call a function defined in Python or one of math/numpy's.", NoSourceError)

@@ -20,13 +20,13 @@ functions. S2SAD_ROW_FUSION=0, read when a program is built, keeps the statement
 from __future__ import annotations
 
 import copy
-import os
 
 import gast
 import numpy as np
 
 from ..array_prims import Reduce
 from ..array_prims.rowfused import RowFused
+from .. import envflags
 from ..frontend import location_of
 from ..kernel_text import unparse
 from ..parsing import gast_parse
@@ -49,7 +49,7 @@ SWITCH = Switch()
 def enabled() -> bool:
     """Row fusion on? (S2SAD_ROW_FUSION=0 turns it off, for comparisons and tests.) Read
     from the environment here: when a plan is built, and when a caller asks."""
-    SWITCH.on = os.environ.get("S2SAD_ROW_FUSION", "1") != "0"
+    SWITCH.on = envflags.switch("S2SAD_ROW_FUSION")
     return SWITCH.on
 
 
