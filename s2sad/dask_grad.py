@@ -287,6 +287,7 @@ def value_and_grad(fun: Callable, args, argnums: tuple[int, ...], *, backend, mo
 
     name = getattr(fun, "__qualname__", "the loss")
     args = list(args)
+    _refuse_containers(fun, name, args)
     for i in argnums:
         if not -len(args) <= i < len(args):
             raise DaskSplitError(f"argnums {i} is out of range for {name}, which has {len(args)} arguments",
@@ -333,6 +334,16 @@ def value_and_grad(fun: Callable, args, argnums: tuple[int, ...], *, backend, mo
         a = args[argnums[j]]
         grads[j] = held_array(a, summed) if is_dask(a) else _assemble(a, summed)
     return value, tuple(grads), report(split, lay, args, kept=keep)
+
+
+def _refuse_containers(fun: Callable, name: str, args: list) -> None:
+    """A list, tuple or dict beside a dask array is refused by name (its blocks would be
+    sliced as an array's: numpy's raw error for a ragged list, 'dtype object' for a dict)."""
+    for i, a in enumerate(args):
+        if isinstance(a, (list, tuple, dict)):
+            raise DaskSplitError(f"{name}: argument {i} is a {type(a).__name__} beside a dask array; a call over "
+                                 "dask arrays takes arrays and numbers only", location_of_function(fun),
+                                 hint="Pass the container's arrays as arguments of their own.")
 
 
 def keeps_dask_grads(args, argnums, want_value: bool) -> bool:

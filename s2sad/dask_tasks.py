@@ -86,10 +86,12 @@ class BlockTask:
         d = self.made()
         token = mempool.enter(blocks)     # a block's gradient from the pool: warm on the next call
         try:
-            with sharing_cores(tasks_at_once(self.blocks)):     # the parallelism is dask's first
-                value, grads = d(*blocks)
+            with sharing_cores(tasks_at_once(self.blocks)), np.errstate(all="ignore" if weight == 0.0 else None):
+                value, grads = d(*blocks)     # (the parallelism is dask's first; an empty block's 0/0 unsaid)
         finally:
             mempool.leave(token)
+        if weight == 0.0:     # a block of no element in a mean adds nothing (its own mean is 0/0)
+            return (None if value is None else 0.0), tuple(np.zeros_like(g) for g in grads)
         if weight != 1.0:
             value = None if value is None else value * weight
             grads = tuple(g * np.asarray(weight, dtype=np.result_type(g)) for g in grads)

@@ -64,9 +64,6 @@ def test_rows_with_int_labels_and_other_chunks():
         np.testing.assert_allclose(s2sad.grad(logreg)(W, X, y), want, rtol=1e-10)
 
 
-@pytest.mark.xfail(strict=True, reason="dask_tasks.BlockTask.run: a block of no element in a mean has weight "
-                   "0 and value NaN (0/0), and 0 * NaN = NaN: the value is NaN, the gradient right (dask helpers' "
-                   "module: a zero weight should add nothing)")
 @pytest.mark.parametrize("case", ["elementwise mean", "rows mean"])
 def test_a_mean_with_an_empty_chunk_has_the_numpy_value(case):
     if case == "elementwise mean":
@@ -79,10 +76,6 @@ def test_a_mean_with_an_empty_chunk_has_the_numpy_value(case):
     assert computed(value) == pytest.approx(want, rel=1e-12)
 
 
-@pytest.mark.xfail(strict=True, reason="a dask array inside a container argument: api routes on has_dask(args) "
-                   "(top level only), so treecalls flattens the dict and the dask leaf's gradient comes back None "
-                   "(a silent wrong answer); reach12 (pytrees/api wrappers) or the dask helpers: refuse it located "
-                   "or split it")
 def test_a_dask_array_inside_a_dict_is_differentiated_or_refused():
     def loss(p, X):
         return np.sum((X @ p["w"]) ** 2) + p["b"] ** 2
@@ -96,9 +89,6 @@ def test_a_dask_array_inside_a_dict_is_differentiated_or_refused():
     np.testing.assert_allclose(computed(g["w"]), want["w"], rtol=1e-10)
 
 
-@pytest.mark.xfail(strict=True, reason="a list argument beside a dask array: dask_grad.value_and_grad reads "
-                   "np.asarray(list).dtype and raises numpy's raw ValueError (ragged [w, 1.0]); a dict there is "
-                   "refused as 'argument 0 has dtype object' (dask helpers' module: refuse containers by name)")
 def test_a_container_beside_a_dask_array_is_differentiated_or_refused_by_name():
     def loss(p, X):
         return np.sum((X @ p[0]) ** 2) + p[1] ** 2
