@@ -13,8 +13,10 @@ its generated code) comes from the pool and goes back to it when freed, whenever
 wherever the user drops it; nothing else in the process is touched. The handler's
 functions are compiled machine code (codegen/llvm_pool: numpy calls them on every
 allocation, a Python callback would cost a microsecond each); large blocks (at least
-THRESHOLD bytes) freed while the pool holds under CAP bytes are kept, by exact size,
-and handed out again warm; the rest is libc's. Every block the handler hands out, pooled
+THRESHOLD bytes) freed are kept, by exact size, and handed out again warm; when the
+pool's slots are full or its bytes would pass the cap, the least recently freed blocks
+go back to libc to make room (sizes a program stopped using never fill it for good); a
+block over the cap alone is libc's, and so is the rest. Every block the handler hands out, pooled
 or libc's, starts on a 64-byte boundary (llvm_pool.ALIGN: the kernels' AVX-512 loads and
 stores stay within a cache line).
 
@@ -128,12 +130,21 @@ def scope():
 
 
 def stats() -> dict:
-    """What the pool holds and has done: bytes cached, cap, reuses, misses, or why it is off."""
+    """What the pool holds and has done: bytes cached, cap, reuses, misses, evictions,
+    the kept blocks' sizes (least recently freed first), or why it is off. Read without
+    the pool's lock: exact when no other thread is allocating."""
     if not _ready():
         return {"on": False, "why": _state.get("off", "")}
     ctx = _state["ctx"]
     return {"on": True, "cached_bytes": ctx[1], "cap_bytes": ctx[2], "threshold": ctx[3],
-            "reuses": ctx[4], "misses": ctx[5]}
+            "reuses": ctx[4], "misses": ctx[5], "evictions": ctx[6], "kept": _kept_sizes(ctx)}
+
+
+def _kept_sizes(ctx) -> list[int]:
+    """The full slots' sizes, ordered by their stamps (oldest first)."""
+    first, width = llvm_pool.FIRST_SLOT, llvm_pool.SLOT_WORDS
+    slots = [ctx[first + width * i: first + width * (i + 1)] for i in range(llvm_pool.SLOTS)]
+    return [size for _, size in sorted((stamp, size) for ptr, size, stamp in slots if ptr)]
 
 
 def _unlock_in_child() -> None:

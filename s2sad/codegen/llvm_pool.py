@@ -12,18 +12,26 @@ and realloc) and the block's size. A block's size is read from its header, never
 taken from numpy's `size` argument, so a block is reused only for a request of
 exactly the size it was made for.
 
-A freed block of at least `threshold` bytes goes into one of `SLOTS` slots while the
-pool's bytes stay within `cap`; a request of that exact size takes it back, warm (its
-pages already faulted in). Everything else goes to libc's malloc, calloc, realloc and
-free. The state lives in `ctx` (an array of i64 the caller owns), never in the object,
-so the object has no writable data (what `objload` maps):
+A freed block of at least `threshold` bytes is kept in one of `SLOTS` slots, stamped
+with the pool's clock; a request of that exact size takes it back, warm (its pages
+already faulted in). When no slot is empty or keeping the block would take the pool's
+bytes over `cap`, the oldest kept blocks (least recently freed: smallest stamp) are
+evicted to libc until it fits, so that sizes a program stopped using never fill the
+pool for good; a block larger than `cap` alone is never kept. Everything else goes to
+libc's malloc, calloc, realloc and free. The state lives in `ctx` (an array of i64 the
+caller owns), never in the object, so the object has no writable data (what `objload`
+maps):
 
     ctx[0] lock (0 free, 1 held; taken with cmpxchg, held only to scan the slots)
     ctx[1] bytes cached   ctx[2] cap   ctx[3] threshold   ctx[4] reuses   ctx[5] misses
-    ctx[6 + 2 i], ctx[7 + 2 i]: slot i's pointer (0: empty) and size
+    ctx[6] evictions      ctx[7] clock (the next stamp)
+    ctx[8 + 3 i], ctx[9 + 3 i], ctx[10 + 3 i]: slot i's pointer (0: empty), size, stamp
 
-numpy calls these with the GIL held, but a block may be freed by any thread (the lock
-makes the slots safe for that too).
+Invariants (with the lock free): ctx[1] is the sum of the full slots' sizes and at most
+the cap; a kept block is in no array (it was freed), so evicting it touches no live
+data; libc's free is called only with the lock released (victims are collected under
+it, freed after). numpy calls these with the GIL held, but a block may be freed by any
+thread (the lock makes the slots safe for that too).
 """
 from __future__ import annotations
 
@@ -31,12 +39,14 @@ SLOTS = 32
 HEADER = 16                  # libc's pointer, then the size, just before the block
 ALIGN = 64                   # every block's address is a multiple of this
 SLACK = HEADER + ALIGN - 1   # bytes asked of libc beyond the block's own
-CTX_WORDS = 6 + 2 * SLOTS
+FIRST_SLOT = 8               # ctx's word of slot 0's pointer
+SLOT_WORDS = 3               # a slot: pointer, size, stamp
+CTX_WORDS = FIRST_SLOT + SLOT_WORDS * SLOTS
 NAMES = ("s2sad_pool_malloc", "s2sad_pool_calloc", "s2sad_pool_realloc", "s2sad_pool_free")
 
 
 def pool_ir() -> str:
-    ir = _DECLS + _LOCK + _TAKE + _PUT + _MALLOC + _CALLOC + _REALLOC + _FREE
+    ir = _DECLS + _LOCK + _SLOTS + _TAKE + _PUT + _MALLOC + _CALLOC + _REALLOC + _FREE
     return ir.replace("SLACK", str(SLACK)).replace("ALIGN_MASK", str(-ALIGN))
 
 
@@ -128,6 +138,100 @@ define private void @count(i8* %ctx, i64 %i) {
 }
 """
 
+# slot i's word k (0 pointer, 1 size, 2 stamp); the first empty slot; the oldest full one
+_SLOTS = f"""
+define private i64* @slot_word(i8* %ctx, i64 %i, i64 %k) {{
+  %w = mul i64 %i, {SLOT_WORDS}
+  %a = add i64 %w, {FIRST_SLOT}
+  %b = add i64 %a, %k
+  %p = call i64* @word(i8* %ctx, i64 %b)
+  ret i64* %p
+}}
+
+; the first empty slot's index, or -1
+define private i64 @empty_slot(i8* %ctx) {{
+entry:
+  br label %loop
+loop:
+  %i = phi i64 [0, %entry], [%i1, %next]
+  %more = icmp ult i64 %i, {SLOTS}
+  br i1 %more, label %body, label %none
+body:
+  %pp = call i64* @slot_word(i8* %ctx, i64 %i, i64 0)
+  %ptr = load i64, i64* %pp
+  %empty = icmp eq i64 %ptr, 0
+  br i1 %empty, label %found, label %next
+next:
+  %i1 = add i64 %i, 1
+  br label %loop
+found:
+  ret i64 %i
+none:
+  ret i64 -1
+}}
+
+; the index of the full slot with the smallest stamp (the least recently freed), or -1
+define private i64 @oldest_slot(i8* %ctx) {{
+entry:
+  br label %loop
+loop:
+  %i = phi i64 [0, %entry], [%i1, %body]
+  %best = phi i64 [-1, %entry], [%best1, %body]
+  %best_stamp = phi i64 [-1, %entry], [%best_stamp1, %body]
+  %more = icmp ult i64 %i, {SLOTS}
+  br i1 %more, label %body, label %done
+body:
+  %pp = call i64* @slot_word(i8* %ctx, i64 %i, i64 0)
+  %tp = call i64* @slot_word(i8* %ctx, i64 %i, i64 2)
+  %ptr = load i64, i64* %pp
+  %stamp = load i64, i64* %tp
+  %full = icmp ne i64 %ptr, 0
+  %older = icmp ult i64 %stamp, %best_stamp
+  %pick = and i1 %full, %older
+  %best1 = select i1 %pick, i64 %i, i64 %best
+  %best_stamp1 = select i1 %pick, i64 %stamp, i64 %best_stamp
+  %i1 = add i64 %i, 1
+  br label %loop
+done:
+  ret i64 %best
+}}
+
+; slot i emptied, its bytes taken off the pool's; its block (to free, after unlocking)
+define private i64 @evict(i8* %ctx, i64 %i) {{
+  %pp = call i64* @slot_word(i8* %ctx, i64 %i, i64 0)
+  %sp = call i64* @slot_word(i8* %ctx, i64 %i, i64 1)
+  %ptr = load i64, i64* %pp
+  %size = load i64, i64* %sp
+  store i64 0, i64* %pp
+  %cp = call i64* @word(i8* %ctx, i64 1)
+  %cached = load i64, i64* %cp
+  %left = sub i64 %cached, %size
+  store i64 %left, i64* %cp
+  call void @count(i8* %ctx, i64 6)
+  ret i64 %ptr
+}}
+
+; the first n blocks of `victims` given back to libc (called with the lock free)
+define private void @release(i64* %victims, i64 %n) {{
+entry:
+  br label %loop
+loop:
+  %j = phi i64 [0, %entry], [%j1, %body]
+  %more = icmp ult i64 %j, %n
+  br i1 %more, label %body, label %done
+body:
+  %vp = getelementptr i64, i64* %victims, i64 %j
+  %v = load i64, i64* %vp
+  %p = inttoptr i64 %v to i8*
+  %raw = call i8* @raw_of(i8* %p)
+  call void @free(i8* %raw)
+  %j1 = add i64 %j, 1
+  br label %loop
+done:
+  ret void
+}}
+"""
+
 # a cached block of exactly `size` bytes (its slot emptied), or null
 _TAKE = f"""
 define private i8* @take(i8* %ctx, i64 %size) {{
@@ -139,11 +243,8 @@ loop:
   %more = icmp ult i64 %i, {SLOTS}
   br i1 %more, label %body, label %miss
 body:
-  %w = mul i64 %i, 2
-  %wp = add i64 %w, 6
-  %ws = add i64 %w, 7
-  %pp = call i64* @word(i8* %ctx, i64 %wp)
-  %sp = call i64* @word(i8* %ctx, i64 %ws)
+  %pp = call i64* @slot_word(i8* %ctx, i64 %i, i64 0)
+  %sp = call i64* @slot_word(i8* %ctx, i64 %i, i64 1)
   %ptr = load i64, i64* %pp
   %sz = load i64, i64* %sp
   %full = icmp ne i64 %ptr, 0
@@ -170,43 +271,63 @@ miss:
 }}
 """
 
-# keep a freed block if the cap and a slot allow: 1 if kept, 0 if the caller frees it
+# keep a freed block, evicting the oldest kept ones until a slot is empty and the cap
+# allows it: 1 if kept, 0 if the caller frees it (a block over the cap alone). Each
+# eviction empties a full slot, so at most SLOTS of them; with every slot empty the
+# pool holds 0 bytes and the block fits (refuse after evictions only if that broke)
 _PUT = f"""
 define private i1 @put(i8* %ctx, i8* %block, i64 %size) {{
 entry:
+  %victims = alloca [{SLOTS} x i64]
+  %vs = getelementptr [{SLOTS} x i64], [{SLOTS} x i64]* %victims, i64 0, i64 0
+  %capp = call i64* @word(i8* %ctx, i64 2)
+  %cap = load i64, i64* %capp
+  %alone = icmp ule i64 %size, %cap
+  br i1 %alone, label %locked, label %too_big
+too_big:
+  ret i1 0
+locked:
   call void @lock(i8* %ctx)
   %cp = call i64* @word(i8* %ctx, i64 1)
-  %capp = call i64* @word(i8* %ctx, i64 2)
+  br label %settle
+settle:
+  %n = phi i64 [0, %locked], [%n1, %evict]
   %cached = load i64, i64* %cp
-  %cap = load i64, i64* %capp
   %after = add i64 %cached, %size
   %fits = icmp ule i64 %after, %cap
-  br i1 %fits, label %loop, label %refuse
-loop:
-  %i = phi i64 [0, %entry], [%i1, %next]
-  %more = icmp ult i64 %i, {SLOTS}
-  br i1 %more, label %body, label %refuse
-body:
-  %w = mul i64 %i, 2
-  %wp = add i64 %w, 6
-  %ws = add i64 %w, 7
-  %pp = call i64* @word(i8* %ctx, i64 %wp)
-  %ptr = load i64, i64* %pp
-  %empty = icmp eq i64 %ptr, 0
-  br i1 %empty, label %keep, label %next
-next:
-  %i1 = add i64 %i, 1
-  br label %loop
+  br i1 %fits, label %find, label %make_room
+find:
+  %e = call i64 @empty_slot(i8* %ctx)
+  %has = icmp sge i64 %e, 0
+  br i1 %has, label %keep, label %make_room
+make_room:
+  %o = call i64 @oldest_slot(i8* %ctx)
+  %any = icmp sge i64 %o, 0
+  br i1 %any, label %evict, label %refuse
+evict:
+  %v = call i64 @evict(i8* %ctx, i64 %o)
+  %vp = getelementptr i64, i64* %vs, i64 %n
+  store i64 %v, i64* %vp
+  %n1 = add i64 %n, 1
+  br label %settle
 keep:
-  %sp = call i64* @word(i8* %ctx, i64 %ws)
+  %pp = call i64* @slot_word(i8* %ctx, i64 %e, i64 0)
+  %sp = call i64* @slot_word(i8* %ctx, i64 %e, i64 1)
+  %tp = call i64* @slot_word(i8* %ctx, i64 %e, i64 2)
+  %clockp = call i64* @word(i8* %ctx, i64 7)
+  %now = load i64, i64* %clockp
   %addr = ptrtoint i8* %block to i64
   store i64 %addr, i64* %pp
   store i64 %size, i64* %sp
+  store i64 %now, i64* %tp
+  call void @count(i8* %ctx, i64 7)
   store i64 %after, i64* %cp
   call void @unlock(i8* %ctx)
+  call void @release(i64* %vs, i64 %n)
   ret i1 1
 refuse:
   call void @unlock(i8* %ctx)
+  call void @release(i64* %vs, i64 %n)
   ret i1 0
 }}
 """
