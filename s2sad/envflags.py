@@ -35,6 +35,21 @@ def switch(name: str, default: bool = True) -> bool:
     return default
 
 
+def number(name: str, default: float) -> float:
+    """The non-negative number `name` holds, the default where unset, empty or bad (warned)."""
+    value = os.environ.get(name, "").strip()
+    if value == "":
+        return default
+    try:
+        got = float(value)
+    except ValueError:
+        got = -1.0
+    if got >= 0.0 and got == got and got != float("inf"):
+        return got
+    _warn(name, value, "a non-negative number")
+    return default
+
+
 def choice(name: str, options) -> str | None:
     """One of `options` named by `name`, or None where unset, empty or bad (warned)."""
     value = os.environ.get(name, "").strip().lower()

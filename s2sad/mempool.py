@@ -38,6 +38,7 @@ import threading
 
 import numpy as np
 
+from . import envflags
 from .codegen import llvm_jit, llvm_pool
 
 ndarray = np.ndarray         # (enter's loop runs on every grad call: a global, not an attribute)
@@ -57,14 +58,12 @@ _making = threading.Lock()
 
 
 def _enabled() -> bool:
-    return os.environ.get("S2SAD_POOL", "1") != "0"
+    return envflags.switch("S2SAD_POOL")
 
 
 def _cap_bytes() -> int:
-    try:
-        return max(0, int(float(os.environ.get("S2SAD_POOL_MB", "256")) * (1 << 20)))
-    except ValueError:
-        return 256 << 20
+    mb = envflags.number("S2SAD_POOL_MB", 256.0)
+    return max(0, int(mb * (1 << 20)))
 
 
 def _set_handler_function():

@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import ctypes
 import dataclasses
-import os
 import re
 from typing import Any, Callable
 
 import numpy as np
 
+from .. import envflags
 from ..codegen import llvm_jit, llvm_launch
 from ..kernel import LoopSpec, ScanSpec
 from ..passes.scansplit import scan_plan
@@ -115,7 +115,7 @@ def launch_stub(cfunc, spec: LoopSpec, active_idx: tuple[int, ...], dims, itemsi
 # llvm_launch); a longer one through ctypes, which releases it while the driver runs.
 # S2SAD_LAUNCHERS=0: every launch through ctypes (read when a launch is planned)
 LAUNCH_MAX = 1 << 15
-LAUNCHERS = os.environ.get("S2SAD_LAUNCHERS", "1") != "0"
+LAUNCHERS = envflags.switch("S2SAD_LAUNCHERS")
 
 
 def compiled_launch(cfunc, argv: list[str]) -> tuple[Callable, list[str]] | None:

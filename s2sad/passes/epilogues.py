@@ -35,8 +35,8 @@ lines' text):
 from __future__ import annotations
 
 import ast
-import os
 
+from .. import envflags
 from ..parsing import ast_parse
 from .emitted import named_product, record_of
 from .outpartials import output_partial
@@ -46,7 +46,7 @@ TOP = "    "          # the generated function's body: outside every loop and br
 
 def enabled() -> bool:
     """Are products joined with their elementwise neighbours? (Read when a plan is built.)"""
-    return os.environ.get("S2SAD_GEMM_EPILOGUE", "1") != "0" and os.environ.get("S2SAD_ROW_FUSION", "1") != "0"
+    return envflags.switch("S2SAD_GEMM_EPILOGUE") and envflags.switch("S2SAD_ROW_FUSION")
 
 
 def fused_partials_line(st, kn: str, arg_texts: list, param: str, stored: list, prev, ind: str,
