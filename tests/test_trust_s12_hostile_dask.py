@@ -3,7 +3,6 @@ scheduler: each checked against the in-memory numpy gradient, or refused located
 were wrong when found (a dask array inside a dict, a list beside one, a mean's empty
 block): fixed in treecalls / dask_grad / dask_tasks.
 
-
 Found right: NaN chunks, uneven chunks, chunks of no element in a sum, float32, int
 data, byte-swapped blocks, a 2-D elementwise loss, labels chunked otherwise than X.
 """
