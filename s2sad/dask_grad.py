@@ -43,7 +43,7 @@ import numpy as np
 
 from .dask_blocks import as_task_inputs, delayed_blocks, held_blocks, with_producers_inlined
 from .dask_tasks import BlockApply, BlockGrad, BlockTask, Shipped
-from .errors import DaskSplitError
+from .errors import DaskSplitError, NonDifferentiableInputError
 from .marks import location_of_function
 from .frontend import location_of
 from .passes.rowsplit import RowSplitRefusal, row_split
@@ -69,6 +69,18 @@ def ndim_of(a) -> int:
 
 def has_dask(args) -> bool:
     return "dask.array" in sys.modules and any(is_dask(a) for a in args)
+
+
+def refuse_dask_leaves(fun: Callable, i: int, values: list) -> None:
+    """A dask array inside a container is refused: dask calls are split on top-level
+    dask arguments only (dask_grad), and a dask leaf here would be differentiated as
+    nothing (its gradient came back None: a silent wrong answer). treecalls asks."""
+    if has_dask(values):
+        raise NonDifferentiableInputError(
+            f"argument {i} of {getattr(fun, '__qualname__', 'the loss')} is a container holding a dask array; "
+            "s2sad splits a call over dask arrays given as arguments of their own",
+            location_of_function(fun),
+            hint="Pass the dask array as a separate argument (f(w, X) rather than f({'w': w, 'X': X})).")
 
 
 # ------------------------------------------------------------------ the plan's split

@@ -3,12 +3,10 @@ flattened at the boundary, differentiated as leaves, gradients rebuilt in the
 arguments' structure.
 
 A call is flattened (`flatten_call`): each container argument into its leaves (tree.py's
-order) and a skeleton; an object whose attributes the function reads (a method's
-`self`) into those attributes, as an "object" node. The skeletons make a Layout
-(passes/containers.py), and the plan of that layout (plans.compiled(fun, layout)) is
-the function with one parameter per leaf: the Derivative of that plan runs on the
-leaves (its hot path included), and its gradients are put back in each differentiated
-argument's structure (`rebuild`).
+order) and a skeleton (a dask leaf refused); an object whose attributes the function
+reads (a method's `self`) into those, an "object" node. The skeletons make a Layout
+(passes/containers.py) whose plan has one parameter per leaf: its Derivative runs on
+the leaves (hot path included), its gradients rebuilt in each argument's structure.
 
 Invariants:
 - nothing here keeps a user object: the layouts (plan keys) hold kinds, keys, field
@@ -24,7 +22,6 @@ Invariants:
 from __future__ import annotations
 
 import numbers
-import sys
 import types
 import weakref
 from collections import OrderedDict
@@ -36,10 +33,10 @@ import numpy as np
 from . import tree
 from .backends.arraymodule import is_cupy
 from .arguments import check_one_tangent_per_primal
+from .dask_grad import refuse_dask_leaves
 from .derivative import Derivative, decline
 from .errors import NonDifferentiableInputError, S2SADError, ShapeError
 from .frontend import parse_function
-from .marks import location_of_function
 from .jvp_vjp import jvp_at, vjp_at
 from .passes.container_returns import returns_container as container_literal
 from .passes.containers import STATIC, Layout, attributes_read, read_by_keys
@@ -155,19 +152,6 @@ class Flat:
         self.floats: list[bool] = []
 
 
-def _refuse_dask_leaves(fun: Callable, i: int, values: list) -> None:
-    """A dask array inside a container is refused: dask calls are split on top-level
-    dask arguments only (dask_grad), and a dask leaf here would be differentiated as
-    nothing (its gradient came back None: a silent wrong answer)."""
-    da = sys.modules.get("dask.array")
-    if da is not None and any(isinstance(v, da.Array) for v in values):
-        raise NonDifferentiableInputError(
-            f"argument {i} of {getattr(fun, '__qualname__', 'the loss')} is a container holding a dask array; "
-            "s2sad splits a call over dask arrays given as arguments of their own",
-            location_of_function(fun),
-            hint="Pass the dask array as a separate argument (f(w, X) rather than f({'w': w, 'X': X})).")
-
-
 def flatten_call(fun: Callable, args: Sequence[Any]) -> Flat:
     flat = Flat()
     reads = None
@@ -182,7 +166,7 @@ def flatten_call(fun: Callable, args: Sequence[Any]) -> Flat:
             continue
         if tree.is_node(a) and a is not None and not _array_like_list(fun, i, a):
             values, td = _flattened(fun, i, a)
-            _refuse_dask_leaves(fun, i, values)
+            refuse_dask_leaves(fun, i, values)
             flat.treedefs.append(td)
             # a string leaf, or an OrderedDict / defaultdict: a type-free skeleton (the call's
             # TreeDef, which holds a defaultdict's factory, rebuilds and is not kept)
