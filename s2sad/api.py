@@ -212,8 +212,16 @@ def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], *, backe
         if call is not None:
             primals, tangents = call.args + primals, (None,) * len(call.args) + tangents
         primals = bind(planned, converted(primals, range(len(primals))), call.kwargs if call else {})
-        return jvp_tree(planned, primals, tangents, backend)
-    return jvp_at(planned, primals, tangents, backend)
+        return _scalar_pair_like(jvp_tree(planned, primals, tangents, backend), primals)
+    return _scalar_pair_like(jvp_at(planned, primals, tangents, backend), primals)
+
+
+def _scalar_pair_like(r: tuple, primals) -> tuple:
+    """jvp's (output, tangent) of a scalar function in its dtype, as value_and_grad's value
+    is (value_like_arguments: np.float32 for float32 arguments, else Python floats)."""
+    if type(r[0]) is float and type(r[1]) is float:
+        return value_like_arguments(r[0], primals), value_like_arguments(r[1], primals)
+    return r
 
 
 @deeply
