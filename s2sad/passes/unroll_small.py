@@ -182,6 +182,7 @@ class Graph:
         return self.op("powc", base, const=c)
 
 
+_EVAL_BUILTINS = {"__import__": __import__}    # all a structural expression's eval may reach
 _COMPARE_FOLD = {"lt": lambda a, b: a < b, "le": lambda a, b: a <= b, "gt": lambda a, b: a > b,
                  "ge": lambda a, b: a >= b, "eq": lambda a, b: a == b, "ne": lambda a, b: a != b}
 
@@ -286,7 +287,9 @@ def _statement(g: Graph, st: ArrayStmt, env: dict) -> np.ndarray:
     text = unparse(st.forward)
     scope = {a: env[a] for a in st.args if isinstance(a, str) and a in env}
     try:    # numpy on arrays of nodes: only + and * reach the nodes
-        value = eval(text, {"np": np, "__builtins__": {}}, scope)  # noqa: S307 - the plan's own expression
+        # (numpy's C code imports its helpers lazily, through the running frame's
+        # builtins: without __import__ the first such call in a process raised KeyError)
+        value = eval(text, {"np": np, "__builtins__": _EVAL_BUILTINS}, scope)  # noqa: S307 - the plan's own expression
     except (NameError, TypeError, ValueError, IndexError, AttributeError, NotSmall) as e:
         raise NotSmall(f"{text!r} does not unroll ({type(e).__name__})") from None
     if not isinstance(value, (Node, np.ndarray)) or (isinstance(value, np.ndarray) and value.dtype != object):
