@@ -160,7 +160,12 @@ class ModuleWriter(MathDecls):
         if self.narrow_fns:     # kept whole for the vectoriser, which finds them through the attributes
             parts.append(f"@llvm.compiler.used = appending global [{len(self.narrow_fns)} x ptr] "
                          f"[{', '.join('ptr @' + f for f in self.narrow_fns)}], section \"llvm.metadata\"")
-        # the driver: with libmvec variants, the vectoriser works at their width
+        # the driver: with libmvec variants, the vectoriser works at their width; else at
+        # LLVM's choice for the host. (Measured and rejected, session 13, a Xeon of the
+        # Sapphire Rapids class under KVM, where LLVM picks 256 bits for AVX-512: 512 bits
+        # for every driver gave sum(abs(x)) at 1M on one pinned thread 694-706 -> 632-638 us
+        # but, default threads, the Newton row 1.11-1.13x and the user function at 1M 1.16x
+        # slower, sum(abs(x)) at 10k 1.12x, Horner at 10k 0.78x: no rule picked the winners.)
         width = f' "prefer-vector-width"="{self.vector_bits}"' if self.vector_bits else ""
         attrs = ["attributes #0 = { alwaysinline nounwind }", f"attributes #1 = {{ nounwind{width} }}"]
         if any(line.endswith("#2") for line in [*self.decls.values(), *self.vector_decls.values()]):
