@@ -47,6 +47,7 @@ never finished compiling).
 from __future__ import annotations
 
 import math
+import re
 from typing import Callable, Iterable
 
 import gast
@@ -160,13 +161,10 @@ class ModuleWriter(MathDecls):
         if self.narrow_fns:     # kept whole for the vectoriser, which finds them through the attributes
             parts.append(f"@llvm.compiler.used = appending global [{len(self.narrow_fns)} x ptr] "
                          f"[{', '.join('ptr @' + f for f in self.narrow_fns)}], section \"llvm.metadata\"")
-        # the driver: with libmvec variants, the vectoriser works at their width; else at
-        # LLVM's choice for the host. (Measured and rejected, session 13, a Xeon of the
-        # Sapphire Rapids class under KVM, where LLVM picks 256 bits for AVX-512: 512 bits
-        # for every driver gave sum(abs(x)) at 1M on one pinned thread 694-706 -> 632-638 us
-        # but, default threads, the Newton row 1.11-1.13x and the user function at 1M 1.16x
-        # slower, sum(abs(x)) at 10k 1.12x, Horner at 10k 0.78x: no rule picked the winners.)
-        width = f' "prefer-vector-width"="{self.vector_bits}"' if self.vector_bits else ""
+        # the driver: with libmvec variants, the vectoriser works at their width; an
+        # arithmetic loop at the host's (`wide_worth`); else at LLVM's choice for the host
+        bits = self.vector_bits or (self.own_vector_bits if wide_worth(bodies, self.spec) else 0)
+        width = f' "prefer-vector-width"="{bits}"' if bits else ""
         attrs = ["attributes #0 = { alwaysinline nounwind }", f"attributes #1 = {{ nounwind{width} }}"]
         if any(line.endswith("#2") for line in [*self.decls.values(), *self.vector_decls.values()]):
             attrs.append("attributes #2 = { nounwind willreturn memory(none) }")
@@ -176,6 +174,31 @@ class ModuleWriter(MathDecls):
             attrs.append(f"attributes #{group} = {{ {text} }}")
         parts.append("\n".join(attrs))
         return "\n\n".join(parts) + "\n"
+
+
+WIDE_MIN_OPS = 16     # multiplies and adds per element from which a loop takes the host's full width
+_ARITH = re.compile(r" = (?:fmul|fadd|fsub) |@llvm\.fmuladd\.|@llvm\.fma\.")
+
+
+def wide_worth(bodies: list[str], spec) -> bool:
+    """Does an elementwise loop over these scalar functions run at the host's full vector
+    width rather than at LLVM's choice for the host? Where it is arithmetic: at least
+    WIDE_MIN_OPS multiplies and adds per element, with no division, square root or loop
+    of the user's (whose 512-bit forms are no faster per element on Intel's AVX-512 cores).
+
+    Measured (session 13, a Xeon of the Sapphire Rapids class under KVM, where LLVM picks
+    256 bits for AVX-512; the main table's rows, two revisions interleaved, default
+    threads and one pinned thread): the 16-term Horner polynomial 0.75x the time at 10k
+    and 0.87x at 1M; sum(abs(x)) at 1M 0.94x but at 10k 1.10x (a loop of loads and stores
+    gains little from the width and a short call loses): so not below WIDE_MIN_OPS; the
+    Newton row (divisions in a loop) 1.01-1.13x: so not with those.
+    """
+    if not isinstance(spec, LoopSpec):
+        return False
+    text = "\n".join(bodies)
+    if "fdiv" in text or "sqrt" in text or "label %for" in text or "label %while" in text:
+        return False
+    return len(_ARITH.findall(text)) >= WIDE_MIN_OPS
 
 
 # ---------------------------------------------------------------------------------
