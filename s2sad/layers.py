@@ -29,7 +29,7 @@ LAYERS = (
      "and the user's defvjp rules), the special functions written in the kernel language "
      "(special) and the math kernels run with; below the frontend because "
      "frontend.classify recognises a value as a primitive by the scalar table"),
-    ("frontend", ("s2sad.frontend", "s2sad.sourcecheck", "s2sad.forwarders", "s2sad.defaults",
+    ("frontend", ("s2sad.frontend", "s2sad.assumptions", "s2sad.sourcecheck", "s2sad.forwarders", "s2sad.defaults",
                   "s2sad.callables", "s2sad.targets", "s2sad.nested", "s2sad.paramuses", "s2sad.freedata"),
      "a Python function -> its parsed tree with names resolved; what an entry point is given "
      "(targets) and the calls it binds (defaults)"),
