@@ -52,7 +52,7 @@ LAYERS = (
     ("plan", ("s2sad.plancache", "s2sad.arguments", "s2sad.plans", "s2sad.array_special", "s2sad.array_hot", "s2sad.derivative", "s2sad.jvp_vjp",
               "s2sad.treefast", "s2sad.treecalls", "s2sad.dask_grad", "s2sad.dask_blocks", "s2sad.dask_tasks", "s2sad.array_higher", "s2sad.first_order",
               "s2sad.jacdiag", "s2sad.batched_jac", "s2sad.batched_rows", "s2sad.small_hessian", "s2sad.small_jacobian",
-              "s2sad.small_grad"),
+              "s2sad.small_grad", "s2sad.tree_higher"),
      "plans found by the code of the function called (plancache), made and served (plans); "
      "the user's arguments checked and gradients shaped (arguments); the generated "
      "derivative grad runs (derivative) and its hot path for array programs (array_hot), specialised per signature (array_special); jvp and vjp through a plan (jvp_vjp); jvp of an "
