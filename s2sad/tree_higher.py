@@ -32,7 +32,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from . import hvp_columns, tree
-from .arguments import argnums_tuple, as_result, converted, dtype_of
+from .arguments import argnums_tuple, as_result, as_value, converted, dtype_of
 from .errors import NonDifferentiableInputError, S2SADError
 from .frontend import bound, parse_function
 from .passes.array_jvp import array_hvp
@@ -48,6 +48,12 @@ def is_container(a: Any) -> bool:
     if t is np.ndarray or t is float or a is None:
         return False
     return t is dict or t is list or t is tuple or tree.is_node(a)
+
+
+def with_aux(mark) -> bool:
+    """Whether the grad `mark` is of was made with has_aux (its jvp is not this module's)."""
+    trees = getattr(mark.derivative, "trees", None)
+    return trees is not None and trees.has_aux
 
 
 def any_container(args: Sequence[Any], argnums) -> bool:
@@ -90,16 +96,25 @@ class _Leaves:
                 _location(self.fun), hint=f"Pass the data in '{name}' as another argument (left out of argnums), "
                 "or make every leaf a float or a float array.")
 
-    def products(self, tangents: dict, value: bool = False):
-        """H t for tangents {leaf index: array} (the others zero): {differentiated leaf: product}."""
+    def products(self, tangents: dict, value: bool = False, grads: bool = False):
+        """H t for tangents {leaf index: array} (the others zero): {differentiated leaf:
+        product}; with grads (and value), ((value, its tangent), {leaf: gradient}, that)."""
         leaves, plan = self.leaves, self.plan
         moved = tuple(sorted(j for j, t in tangents.items() if np.any(t)))
         argnums = tuple(sorted(set(moved) | set(self.diff)))
         tans = [_tangent(tangents.get(j, 0.0), leaves[j]) for j in argnums]
         with bound(self.fun):
-            _, _, dots = array_hvp(plan, leaves, tans, argnums, self.diff, "auto", value=value,
-                                   names=hvp_columns.runtime_names, grads=False)
-        return dict(zip(self.diff, dots))
+            pair, gs, dots = array_hvp(plan, leaves, tans, argnums, self.diff, "auto", value=value,
+                                       names=hvp_columns.runtime_names, grads=grads)
+        if not grads:
+            return dict(zip(self.diff, dots))
+        return pair, dict(zip(self.diff, gs)), dict(zip(self.diff, dots))
+
+    def trees(self, by_leaf: dict):
+        """Values per differentiated leaf in grad's structure (a tuple for a tuple of argnums)."""
+        shaped = {j: as_result(by_leaf[j], self.leaves[j]) for j in self.diff}
+        trees = [rebuild(self.flat, i, shaped) for i in self.nums]
+        return tuple(trees) if self.many else trees[0]
 
 
 def _location(fun: Callable):
@@ -128,10 +143,21 @@ def hvp_tree(fun: Callable, primals: tuple, tangents: Sequence[Any], argnums) ->
     """H(primals) @ tangents for containers in argnums: in grad's structure (see the module doc)."""
     lv = _Leaves(fun, primals, argnums)
     per_leaf = tangent_leaves(lv.flat, primals, tuple(tangents))
-    dots = lv.products({j: per_leaf[j] for j in lv.diff if per_leaf[j] is not None})
-    by_leaf = {j: as_result(dots[j], lv.leaves[j]) for j in lv.diff}
-    trees = [rebuild(lv.flat, i, by_leaf) for i in lv.nums]
-    return tuple(trees) if lv.many else trees[0]
+    return lv.trees(lv.products({j: t for j, t in enumerate(per_leaf) if t is not None and j in lv.diff}))
+
+
+def jvp_of_grad_tree(fun: Callable, primals: tuple, tangents: Sequence[Any], argnums, with_value: bool):
+    """jvp(grad(fun, argnums)) (with_value: of value_and_grad) with containers among the
+    primals: (gradients, their tangents) in grad's structure, one forward-over-reverse
+    sweep; the tangents of every argument (containers flattened up to their primals')."""
+    lv = _Leaves(fun, primals, argnums)
+    per_leaf = tangent_leaves(lv.flat, primals, tuple(tangents))
+    moved = {j: t for j, t in enumerate(per_leaf) if t is not None and lv.flat.floats[j]}
+    (value, value_dot), gs, dots = lv.products(moved, value=with_value, grads=True)
+    g, g_dot = lv.trees(gs), lv.trees(dots)
+    if not with_value:
+        return g, g_dot
+    return (as_value(value), g), (as_value(value_dot), g_dot)
 
 
 def hessian_tree(fun: Callable, args: tuple, argnums) -> Any:

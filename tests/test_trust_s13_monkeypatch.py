@@ -153,3 +153,54 @@ def test_other_routes_patched(monkeypatch, route):
 
 def elementwise_tanh(x):
     return np.tanh(x)
+
+
+@pytest.mark.parametrize("route", ["hessian_small", "hessian_batched", "jacfwd_map", "jacrev_map", "hvp_array"])
+def test_second_order_and_jacobian_paths_patched(monkeypatch, route):
+    """The Hessian's unrolled and batched paths, the Jacobian of an elementwise map
+    (jacdiag) and the array hvp each keep a warm entry guarded by the plan's assumptions."""
+    Xb = RNG.normal(size=(10, 70))      # (past small_hessian's 64 elements: the batched path)
+
+    def run():
+        if route == "hessian_small":
+            return s2sad.hessian(mlp_loss, argnums=1)(W, X)
+        if route == "hessian_batched":
+            return s2sad.hessian(mlp_loss, argnums=0)(W, Xb)
+        if route == "jacfwd_map":
+            return s2sad.jacfwd(elementwise_tanh)(X)
+        if route == "jacrev_map":
+            return s2sad.jacrev(elementwise_tanh)(X)
+        return s2sad.hvp(mlp_loss, (W, X), (np.ones_like(W), np.ones_like(X)), argnums=(0, 1))
+
+    def want(t, dt, d2t):      # (the same route's result, written by hand for tanh -> t)
+        if route == "hessian_small":
+            z = W @ X
+            s = 2 * (dt(z) ** 2 + t(z) * d2t(z))
+            return W.T @ (s[:, None] * W)
+        if route == "hessian_batched":
+            z = W @ Xb          # H[(a, i), (b, j)] = sum_n s[a, n] Xb[i, n] Xb[j, n] delta_ab
+            s = 2 * (dt(z) ** 2 + t(z) * d2t(z))
+            H = np.zeros(W.shape + W.shape)
+            for a in range(W.shape[0]):
+                H[a, :, a, :] = (Xb * s[a]) @ Xb.T
+            return H
+        if route in ("jacfwd_map", "jacrev_map"):
+            return np.diag(dt(X))
+        z = W @ X
+        s = 2 * (dt(z) ** 2 + t(z) * d2t(z))
+        u = np.ones_like(W) @ X + W @ np.ones_like(X)     # z's tangent
+        g1 = 2 * t(z) * dt(z)
+        hW = np.outer(s * u, X) + np.outer(g1, np.ones_like(X))
+        hx = W.T @ (s * u) + np.ones_like(W).T @ g1
+        return hW, hx
+
+    tanh, sin, cos = np.tanh, np.sin, np.cos
+    before = want(tanh, lambda z: 1 - tanh(z) ** 2, lambda z: -2 * tanh(z) * (1 - tanh(z) ** 2))
+    after = want(sin, cos, lambda z: -sin(z))
+    for _ in range(4):
+        for g, w in zip(run() if route == "hvp_array" else (run(),), before if route == "hvp_array" else (before,)):
+            np.testing.assert_allclose(g, w, rtol=1e-9, atol=1e-12)
+    monkeypatch.setattr(np, "tanh", sin)
+    for _ in range(2):
+        for g, w in zip(run() if route == "hvp_array" else (run(),), after if route == "hvp_array" else (after,)):
+            np.testing.assert_allclose(g, w, rtol=1e-9, atol=1e-12)

@@ -225,3 +225,32 @@ def _jax_twin(case, jnp):
     if case in ("mlp", "mlp_both"):
         return lambda params, x: jnp.sum(jnp.tanh(params["W"] @ x + params["b"]) ** 2)
     return lambda p: jnp.sum(p["a"][0] * p["a"][1]) * jnp.sum(p["b"][0] ** 2)
+
+
+@pytest.mark.parametrize("case", ["dict", "list", "namedtuple", "mlp", "dataclass", "data_beside"])
+@pytest.mark.parametrize("made_by", ["grad", "value_and_grad"])
+def test_jvp_of_grad_of_containers(case, made_by):
+    """jvp(grad(f)) with containers: a raw TypeError for a namedtuple ("float() argument
+    must be ... not 'P'"), a refusal for a dict; now (grad, hvp) in grad's structure."""
+    fun, args, argnums = CASES[case]
+    tangents = tuple(tree.map(lambda x: np.asarray(RNG.normal(size=np.shape(x))) if np.shape(x) else float(RNG.normal()),
+                              a) if not isinstance(a, np.ndarray) else RNG.normal(size=a.shape) for a in args)
+    only = tuple(t if k == argnums else tree.map(lambda x: np.zeros_like(np.asarray(x)) if np.shape(x) else 0.0, t)
+                 for k, t in enumerate(tangents))
+    d = getattr(s2sad, made_by)(fun, argnums=argnums)
+    out, out_dot = s2sad.jvp(d, args, only)
+    g_want = s2sad.grad(fun, argnums=argnums)(*args)
+    h_want = s2sad.hvp(fun, args, only, argnums=argnums)
+    if made_by == "value_and_grad":
+        assert out[0] == pytest.approx(fun(*args), rel=1e-12)
+        eps = 1e-6
+        moved = [tree.map(lambda x, t: x + s * eps * t, a, t) if not isinstance(a, np.ndarray) else a + s * eps * t
+                 for s in (1, -1) for a, t in [(args[argnums], only[argnums])]]
+        rest = lambda m: tuple(m if k == argnums else a for k, a in enumerate(args))     # noqa: E731
+        assert out_dot[0] == pytest.approx((fun(*rest(moved[0])) - fun(*rest(moved[1]))) / (2 * eps), rel=1e-6)
+        out, out_dot = out[1], out_dot[1]
+    assert tree.structure(out) == tree.structure(g_want) and tree.structure(out_dot) == tree.structure(h_want)
+    for a, b in zip(tree.leaves(out), tree.leaves(g_want)):
+        np.testing.assert_allclose(a, b, rtol=1e-12)
+    for a, b in zip(tree.leaves(out_dot), tree.leaves(h_want)):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)
