@@ -204,3 +204,21 @@ def test_second_order_and_jacobian_paths_patched(monkeypatch, route):
     for _ in range(2):
         for g, w in zip(run() if route == "hvp_array" else (run(),), after if route == "hvp_array" else (after,)):
             np.testing.assert_allclose(g, w, rtol=1e-9, atol=1e-12)
+
+
+def test_a_modules_np_rebound_to_a_namespace_is_refused(monkeypatch):
+    """Not a module: s2sad does not read attributes of arbitrary objects as functions."""
+    g = s2sad.grad(patched_np_module.loss)
+    warm(g, X)
+    monkeypatch.setattr(patched_np_module, "np", types.SimpleNamespace(sum=np.sum, tanh=np.sin))
+    with pytest.raises(s2sad.S2SADError) as e:
+        g(X)
+    assert "patched_np_module.py" in str(e.value)
+
+
+def test_a_module_held_in_a_closure_cell_patched(monkeypatch):
+    loss = patched_np_module.make_closure_loss()
+    g = s2sad.grad(loss)
+    np.testing.assert_allclose(warm(g, X), 1 - np.tanh(X) ** 2, rtol=1e-12)
+    monkeypatch.setattr(np, "tanh", np.sin)
+    np.testing.assert_allclose(g(X), np.cos(X), rtol=1e-12)
