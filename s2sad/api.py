@@ -206,7 +206,8 @@ def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], *, backe
     if mark is not None and mark.made_by in ("grad", "value_and_grad") and mark.derivative is not None \
             and tree_higher.any_container(primals, mark.derivative.argnums_spec) and not tree_higher.with_aux(mark):
         return tree_higher.jvp_of_grad_tree(mark.derivative.fun, tuple(primals), tangents,    # (containers)
-                                            mark.derivative.argnums_spec, mark.made_by == "value_and_grad")
+                                            mark.derivative.argnums_spec, mark.made_by == "value_and_grad",
+                                            backend if backend != "auto" else mark.derivative.backend)
     if mark is not None and is_array_derivative(mark):   # grad of an array program: forward over reverse
         return jvp_of_derivative(mark, primals, tangents, backend)
     planned, _, call = _prepared(fun, "jvp", 0)

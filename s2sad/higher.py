@@ -71,7 +71,7 @@ class HessianTree(Path):
     def try_(self, args: tuple) -> Any:
         if not tree_higher.any_container(args, self.parts.argnums):
             return None
-        return tree_higher.hessian_tree(self.parts.fun, args, self.parts.argnums)
+        return tree_higher.hessian_tree(self.parts.fun, args, self.parts.argnums, self.parts.backend)
 
 
 class HessianColumns(Path):
@@ -174,7 +174,7 @@ def hvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], *, argnu
     primals = tuple(primals)
     if tree_higher.any_container(primals, argnums) and marks.derivative_mark(fun) is None and bound_call(fun) is None:
         check_one_tangent_per_primal(fun, primals, tangents)
-        return tree_higher.hvp_tree(fun, primals, tangents, argnums)     # (containers: tree_higher.py)
+        return tree_higher.hvp_tree(fun, primals, tangents, argnums, backend)     # (containers: tree_higher.py)
     _check_argnums(argnums, primals, fun)
     call = bound_call(fun)
     if call is not None:        # a bound method: its function's, the bound arguments first (zero tangents)

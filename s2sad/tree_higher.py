@@ -33,7 +33,7 @@ import numpy as np
 
 from . import hvp_columns, tree
 from .arguments import argnums_tuple, as_result, as_value, converted, dtype_of
-from .errors import NonDifferentiableInputError, S2SADError
+from .errors import NonDifferentiableInputError
 from .frontend import bound, parse_function
 from .passes.array_jvp import array_hvp
 from .passes.containers import Layout
@@ -66,8 +66,9 @@ class _Leaves:
     """One call flattened for the Hessian: its leaves, the differentiated ones per
     argnum, the plan with one parameter per leaf."""
 
-    def __init__(self, fun: Callable, args: Sequence[Any], argnums):
+    def __init__(self, fun: Callable, args: Sequence[Any], argnums, backend: str = "auto"):
         n = len(args)
+        self.backend = backend
         self.fun, self.many = fun, isinstance(argnums, (tuple, list))
         self.nums = tuple(i % n for i in argnums_tuple(argnums))
         flat: Flat = flatten_call(fun, args)
@@ -93,7 +94,7 @@ class _Leaves:
             raise NonDifferentiableInputError(
                 f"argument '{name}' of {getattr(self.fun, '__name__', self.fun)} holds leaves that are not floats "
                 f"({', '.join(kinds) or 'strings'}): a Hessian is taken in every leaf of a differentiated container",
-                _location(self.fun), hint=f"Pass the data in '{name}' as another argument (left out of argnums), "
+                parse_function(self.fun).location(), hint=f"Pass the data in '{name}' as another argument (left out of argnums), "
                 "or make every leaf a float or a float array.")
 
     def products(self, tangents: dict, value: bool = False, grads: bool = False):
@@ -104,7 +105,7 @@ class _Leaves:
         argnums = tuple(sorted(set(moved) | set(self.diff)))
         tans = [_tangent(tangents.get(j, 0.0), leaves[j]) for j in argnums]
         with bound(self.fun):
-            pair, gs, dots = array_hvp(plan, leaves, tans, argnums, self.diff, "auto", value=value,
+            pair, gs, dots = array_hvp(plan, leaves, tans, argnums, self.diff, self.backend, value=value,
                                        names=hvp_columns.runtime_names, grads=grads)
         if not grads:
             return dict(zip(self.diff, dots))
@@ -115,13 +116,6 @@ class _Leaves:
         shaped = {j: as_result(by_leaf[j], self.leaves[j]) for j in self.diff}
         trees = [rebuild(self.flat, i, shaped) for i in self.nums]
         return tuple(trees) if self.many else trees[0]
-
-
-def _location(fun: Callable):
-    try:
-        return parse_function(fun).location()
-    except S2SADError:
-        return None
 
 
 def _is_float_leaf(v: Any) -> bool:
@@ -139,18 +133,19 @@ def _tangent(t: Any, like: Any):
     return float(t)
 
 
-def hvp_tree(fun: Callable, primals: tuple, tangents: Sequence[Any], argnums) -> Any:
+def hvp_tree(fun: Callable, primals: tuple, tangents: Sequence[Any], argnums, backend: str = "auto") -> Any:
     """H(primals) @ tangents for containers in argnums: in grad's structure (see the module doc)."""
-    lv = _Leaves(fun, primals, argnums)
+    lv = _Leaves(fun, primals, argnums, backend)
     per_leaf = tangent_leaves(lv.flat, primals, tuple(tangents))
     return lv.trees(lv.products({j: t for j, t in enumerate(per_leaf) if t is not None and j in lv.diff}))
 
 
-def jvp_of_grad_tree(fun: Callable, primals: tuple, tangents: Sequence[Any], argnums, with_value: bool):
+def jvp_of_grad_tree(fun: Callable, primals: tuple, tangents: Sequence[Any], argnums, with_value: bool,
+                     backend: str = "auto"):
     """jvp(grad(fun, argnums)) (with_value: of value_and_grad) with containers among the
     primals: (gradients, their tangents) in grad's structure, one forward-over-reverse
     sweep; the tangents of every argument (containers flattened up to their primals')."""
-    lv = _Leaves(fun, primals, argnums)
+    lv = _Leaves(fun, primals, argnums, backend)
     per_leaf = tangent_leaves(lv.flat, primals, tuple(tangents))
     moved = {j: t for j, t in enumerate(per_leaf) if t is not None and lv.flat.floats[j]}
     (value, value_dot), gs, dots = lv.products(moved, value=with_value, grads=True)
@@ -160,9 +155,9 @@ def jvp_of_grad_tree(fun: Callable, primals: tuple, tangents: Sequence[Any], arg
     return (as_value(value), g), (as_value(value_dot), g_dot)
 
 
-def hessian_tree(fun: Callable, args: tuple, argnums) -> Any:
+def hessian_tree(fun: Callable, args: tuple, argnums, backend: str = "auto") -> Any:
     """The Hessian of `fun` in the containers of argnums, nested as JAX's (module doc)."""
-    lv = _Leaves(fun, args, argnums)
+    lv = _Leaves(fun, args, argnums, backend)
     leaves = lv.leaves
     # columns[j][k]: the products along element k of leaf j, one per differentiated leaf i
     blocks: dict = {}

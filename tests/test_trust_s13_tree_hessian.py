@@ -129,11 +129,11 @@ def nested_blocks(H, args, argnums):
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_hessian_of_containers_against_finite_differences(case):
+def test_hessian_of_containers_against_finite_differences(case, backend):
     fun, args, argnums = CASES[case]
     want = fd_hessian(fun, args, argnums)
     for _ in range(2):
-        H = s2sad.hessian(fun, argnums=argnums)(*args)
+        H = s2sad.hessian(fun, argnums=argnums, backend=backend)(*args)
         got = nested_blocks(H, args, argnums)
         assert got.keys() == want.keys()
         for k in want:
