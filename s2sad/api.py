@@ -19,7 +19,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from . import dask_grad, marks, mempool, nested, rebind, rules
+from . import dask_grad, marks, mempool, nested, rebind, rules, tree_higher
 from .arguments import argnums_tuple, check_argnums_spec, check_cotangent_of, check_one_tangent_per_primal, converted, value_like_arguments, pullback_shapes_located, shapes_located
 from .callables import bound_call
 from . import array_prims
@@ -203,6 +203,11 @@ def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], *, backe
     mark = marks.derivative_mark(fun)
     if mark is not None and mark.derivative is not None:
         first_order_checked(mark, tuple(primals))
+    if mark is not None and mark.made_by in ("grad", "value_and_grad") and mark.derivative is not None \
+            and tree_higher.any_container(primals, mark.derivative.argnums_spec) and not tree_higher.with_aux(mark):
+        return tree_higher.jvp_of_grad_tree(mark.derivative.fun, tuple(primals), tangents,    # (containers)
+                                            mark.derivative.argnums_spec, mark.made_by == "value_and_grad",
+                                            backend if backend != "auto" else mark.derivative.backend)
     if mark is not None and is_array_derivative(mark):   # grad of an array program: forward over reverse
         return jvp_of_derivative(mark, primals, tangents, backend)
     planned, _, call = _prepared(fun, "jvp", 0)

@@ -322,7 +322,6 @@ def as_result(g: np.ndarray, like: Any):
 
 
 
-_F32 = np.dtype(np.float32)
 
 
 def value_like_arguments(v: Any, args: Sequence[Any]) -> Any:
@@ -349,7 +348,7 @@ def _float32_only(args) -> bool | None:
         if t is np.ndarray or isinstance(a, np.generic) or (hasattr(a, "dtype") and hasattr(a, "shape")):
             kind = a.dtype.kind     # (a numpy array or float; a dask or cupy array)
             if kind == "f":
-                if a.dtype != _F32:
+                if a.dtype.itemsize != 4:      # (float32 in either byte order)
                     return False
                 seen = True
             continue

@@ -50,6 +50,25 @@ def data_ok(a: Any) -> bool:
     return t is np.ndarray and a.dtype.kind in "biuf" and a.dtype.itemsize <= 8
 
 
+def _stale_lines(c, n: int) -> tuple:
+    """(guard, the hot path's first lines): make(FUN), hot(*args), and its test that the plan
+    no longer serves (hold: FUN's code is the plan's, and the plan's assumptions hold; where
+    only module attributes were assumed, np.tanh, their identities tested inline:
+    assumptions.guard; a FUN with no __code__ is stale, as hold says)."""
+    guard = c.assumptions.guard("G")
+    stale = f"FUN.__code__ is not CODE or {guard[0]}" if guard else "not hold(FUN)"
+    return guard, [
+        "def make(FUN):",
+        "    def hot(*args):",
+        "        try:",
+        f"            stale = len(args) != {n} or PLANS.generation != GEN or {stale}",
+        "        except (KeyError, AttributeError):",
+        "            stale = True",
+        "        if stale:",
+        "            return NotImplemented",
+    ]
+
+
 def hot_maker(c, fn: Callable, argnums: tuple[int, ...], many: bool, grad_only: bool,
               special: Specializer | None = None) -> Callable:
     """make(FUN) -> hot(*args): the hot path of the generated derivative `fn` of plan `c`
@@ -77,12 +96,8 @@ def hot_maker(c, fn: Callable, argnums: tuple[int, ...], many: bool, grad_only: 
              f"else as_result(g{k}, a{i}))" for k, i in enumerate(argnums)]
     shaped = ("(" + ", ".join(grads) + ("," if len(grads) == 1 else "") + ")") if many else grads[0]
     free = ", **C.free_values()" if c.program.free else ""
-    lines = [
-        "def make(FUN):",
-        "    def hot(*args):",
-        # (hold: FUN's code is the plan's, and the plan's assumptions hold)
-        f"        if len(args) != {n} or PLANS.generation != GEN or not hold(FUN):",
-        "            return NotImplemented",
+    guard, lines = _stale_lines(c, n)
+    lines += [
         f"        {', '.join(names)}{',' if n == 1 else ''} = args",
     ]
     check = [f"if not ({' and '.join(checks) or 'True'}):", "    return NotImplemented"]
@@ -139,11 +154,12 @@ def hot_maker(c, fn: Callable, argnums: tuple[int, ...], many: bool, grad_only: 
               f"    {unpack}{got}",
               f"    return {' and '.join(as_is)}",
               "def make(FUN):",
+              "    G = getattr(FUN, '__globals__', None)",
               "    LAST = [(never, None)]"] + lines[1:]
     lines += ["    hot.special = SPECIAL", "    return hot"]
     ns = {"ndarray": np.ndarray, "FLOATS": _FLOATS, "data_ok": data_ok, "as_result": as_result,
           "as_value": as_value, "reraise_located": reraise_located, "SHAPE_ERRORS": SHAPE_ERRORS, "bound": bound, "fn": fn, "C": c, "PLANS": PLANS, "GEN": PLANS.generation,
-          "hold": c.assumptions.hold, "SPECIAL": special,
+          "hold": c.assumptions.hold, "CODE": c.assumptions.code, "SPECIAL": special, **(guard[1] if guard else {}),
           "matcher": sigmatch.cached, "never": sigmatch.never}
     exec(compile("\n".join(lines) + "\n", f"<s2sad hot path of {c.name}>", "exec"), ns)
     return ns["make"]

@@ -194,25 +194,28 @@ class Derivative:
         if reader is not None:
             grads_text = reader.result(grads)
         # a swapped __code__ or a failed assumption: the full path plans again
+        # (only module attributes assumed, np.tanh: their identity tested inline, assumptions.guard)
+        guard = c.assumptions.guard("G") if hasattr(self.fun, "__globals__") else None
         checks = "entry is None" + (" or FUN.__code__ is not CODE" if hasattr(self.fun, "__code__") else "") \
-            + (" or not hold(FUN)" if c.assumptions.entries else "")
+            + (f" or {guard[0]}" if guard else " or not hold(FUN)" if c.assumptions.entries else "")
         # a scan's entry takes the state's values after the arguments and returns the final
         # state after the gradients; the state is written back once, as the full path does
         state_in = ", *read_state(C, FUN)" if scan else ""
         text = (f"def hot(*args):\n"
                 f"    entry = entries.get(KEY)\n"
-                f"    if {checks}:\n"
-                f"        return NotImplemented\n"
+                + (f"    try:\n        stale = {checks}\n    except (KeyError, AttributeError):\n        stale = True\n"
+                   f"    if stale:\n" if guard else f"    if {checks}:\n")
+                + f"        return NotImplemented\n"
                 + "".join(f"    {line}\n" for line in (reader.prologue if reader else ()))
                 + f"    r = entry({reader.leaves if reader else '*args'}{state_in}, 1.0, {c.plan.reduction == 'mean'})\n"
                 f"    if r is NotImplemented:\n"
                 f"        return r\n"
                 + (f"    write_state(C, r[{1 + len(active)}:], FUN)\n" if scan else "")
                 + f"    return {grads_text if self.grad_only else f'(r[0], {grads_text})'}\n")
-        text = "def make(FUN):\n" + "".join("    " + line + "\n" for line in text.splitlines()) + "    return hot\n"
+        text = "def make(FUN):\n" + ("    G = FUN.__globals__\n" if guard else "") + "".join("    " + line + "\n" for line in text.splitlines()) + "    return hot\n"
         ns = {"entries": c.kernel.entries, "KEY": ("scan" if scan else "none" if self.grad_only else "sum", active),
               "hold": c.assumptions.hold, "CODE": c.assumptions.code, "C": c,
-              "read_state": read_state, "write_state": write_state}
+              "read_state": read_state, "write_state": write_state, **(guard[1] if guard else {})}
         exec(compile(text, f"<s2sad hot path of {c.name}>", "exec"), ns)
         return ns["make"]
 

@@ -15,7 +15,8 @@ Invariants of what this module hands on:
   asked. While `bound(fn)` is active in a thread, the resolvers of fn's code read fn
   (a new closure of planned code, the training-loop pattern, reuses its plan).
 - Free-name recording is per thread (`recording`), so plans made in parallel threads
-  each record their own names.
+  each record their own names; `attribute_value` records a dotted module name's value
+  (`np.tanh`) too, so the plan's Assumptions (assumptions.py) notice a monkeypatch.
 """
 from __future__ import annotations
 
@@ -34,7 +35,8 @@ from typing import Any, Callable
 import gast
 import numpy as np
 
-from . import forwarders, freedata, marks, rules, sourcecheck
+from . import forwarders, marks, rules, sourcecheck
+from .assumptions import MISSING as _MISSING, Assumptions  # noqa: F401 (Assumptions: the plans' import)
 from .deep import check_nesting, deep_recursion
 from .errors import NoSourceError, S2SADError, SourceLocation, StaleSourceError, UnsupportedSyntaxError
 from .parsing import ast_parse
@@ -258,143 +260,6 @@ def _recording_stack() -> list:
     return stack
 
 
-class Assumptions:
-    """What a plan took from outside its function, and the test each must pass for the
-    plan to serve a call of a function `fun` (`hold(fun)`):
-
-    - fun's code is the planned code (a swapped `__code__` is planned again);
-    - a name whose value was compiled in holds an equal number or tuple (by type and
-      value) or the same object (a function, held weakly);
-    - a name read at call time (an array, list, dict) holds the same kind (for arrays,
-      dtype and ndim): a new closure of known code over a new batch reuses the plan; a
-      list's numbers stay as usable as planned (freedata), tested here per call unless
-      the generated code checks its one conversion (`checked_lists`).
-
-    Modules are not recorded. Nothing here holds a user's function, globals dict or
-    array: names are read from `fun` (the planned code's own names, directly from its
-    globals and closure) or through their resolver (other functions', weakly held)."""
-
-    def __init__(self, log: list, code: types.CodeType, checked_lists=frozenset()) -> None:
-        self.code = code
-        self._globals, self._cells, self._others, self.entries = [], [], [], []
-        seen = set()
-        for resolver, name, value in log:
-            if isinstance(value, types.ModuleType) or (id(resolver), name) in seen:
-                continue
-            seen.add((id(resolver), name))
-            if name in resolver.extra and name not in resolver.freevars:
-                continue        # a resolver's fixed `extra` value cannot change
-            test, want = _expectation(value)
-            if test is freedata.list_still_usable and (id(resolver), name) in checked_lists:
-                test = freedata.still_a_list    # (its generated code checks its conversion)
-            self.entries.append((name, test))
-            if resolver.code is not code:
-                self._others.append((resolver, name, test, want))
-            elif name in resolver.freevars:
-                self._cells.append((resolver.freevars.index(name), test, want))
-            else:
-                self._globals.append((name, test, want))
-
-    def hold(self, fun) -> bool:
-        """Whether this plan serves a call of `fun` (runs on every call: reads fun's dicts
-        and cells directly)."""
-        if getattr(fun, "__code__", fun) is not self.code:
-            return False
-        if self._globals:
-            g = fun.__globals__
-            for n, test, want in self._globals:
-                if not test(g.get(n, _MISSING), want):
-                    return False
-        if self._cells:
-            closure = fun.__closure__
-            for i, test, want in self._cells:
-                try:
-                    v = closure[i].cell_contents
-                except ValueError:      # emptied
-                    return False
-                if not test(v, want):
-                    return False
-        for r, n, test, want in self._others:
-            if not test(r.current(n), want):
-                return False
-        return True
-
-
-def _expectation(value) -> tuple[Callable, Any]:
-    """(test(current, want), want) for a recorded value: its kind where it is read at
-    call time, its value where it was compiled in."""
-    if isinstance(value, np.ndarray):
-        return _same_kind, ("array", value.dtype, value.ndim)
-    if isinstance(value, list):     # (its elements' dtype: freedata)
-        return freedata.list_still_usable, (type(value), freedata.list_usable(value))
-    if isinstance(value, (dict, set)):
-        return _same_kind, (type(value),)
-    if isinstance(value, (bool, int, float, complex, np.bool_, np.number, tuple)) or value is None:
-        return _same_value, value
-    if isinstance(value, types.FunctionType):   # a helper: the same function, running the same code
-        if value.__defaults__ is None and value.__kwdefaults__ is None:
-            return _same_plain_function, (weakref.ref(value), value.__code__)
-        return _same_function, (weakref.ref(value), value.__code__, _number_defaults(value))
-    try:
-        return _same_referent, weakref.ref(value)
-    except TypeError:       # a builtin or C object: long-lived, held as is
-        return _same_object, value
-
-
-def _kind(v) -> tuple:
-    if isinstance(v, np.ndarray):
-        return ("array", v.dtype, v.ndim)
-    return (type(v),)
-
-
-def _same_kind(v, want) -> bool:
-    return _kind(v) == want
-
-
-def _same_object(v, want) -> bool:
-    return v is want
-
-
-def _same_referent(v, ref) -> bool:
-    return v is ref()
-
-
-def _same_function(v, want) -> bool:
-    """The same function object, whose code and number defaults are still those planned:
-    a swapped `__code__` (IPython's autoreload swaps it in place) or new defaults are
-    planned again, as for the differentiated function itself."""
-    ref, code, defaults = want
-    return v is ref() and v.__code__ is code and _same_value(_number_defaults(v), defaults)
-
-
-def _same_plain_function(v, want) -> bool:
-    """_same_function for a helper planned without defaults (most: no tuple per call)."""
-    return v is want[0]() and v.__code__ is want[1] and v.__defaults__ is None and v.__kwdefaults__ is None
-
-
-def _number_defaults(f: types.FunctionType) -> tuple:
-    """f's defaults where they are numbers (compiled in), kinds elsewhere (read when called)."""
-    kw = f.__kwdefaults__
-    values = tuple(f.__defaults__ or ()) + (tuple(kw[k] for k in sorted(kw)) if kw else ())
-    return tuple(v if isinstance(v, (bool, int, float, np.number, str)) or v is None else _kind(v) for v in values)
-
-
-def _same_value(v, want) -> bool:
-    """Equal numbers of one type (0.0 is not -0.0; nan is nan), tuples of them."""
-    if v is want:
-        return True
-    if type(v) is not type(want):
-        return False
-    if isinstance(v, tuple):
-        return len(v) == len(want) and all(_same_value(a, b) for a, b in zip(v, want))
-    if isinstance(v, (float, complex, np.floating, np.complexfloating)):
-        return repr(v) == repr(want)
-    try:
-        return bool(v == want)
-    except Exception:       # noqa: BLE001 (an object whose == is not a truth value)
-        return False
-
-
 class recording:
     """`with recording() as log:` collects every free-name lookup made inside."""
 
@@ -440,7 +305,6 @@ class Resolved:
     value: Any
 
 
-_MISSING = object()
 
 
 class Resolver:
@@ -508,6 +372,13 @@ class Resolver:
         if stack:
             stack[-1].append((self, name, value))
         return value
+
+    def record(self, path: tuple, value: Any) -> None:
+        """Record what the dotted name `path` (("np", "tanh")) resolved to, as lookup
+        records a name: a plan that compiled it in is planned again when it changes."""
+        stack = getattr(_LOCAL, "recording", None)
+        if stack:
+            stack[-1].append((self, path, value))
 
     def current(self, name: str) -> Any:
         """The name's value now, without recording (_MISSING when its function is gone)."""
@@ -588,6 +459,8 @@ def attribute_value(resolver: Resolver, node: gast.AST) -> Any:
         value = getattr(value, attr, _MISSING)
         if value is _MISSING:
             return _MISSING
+    if parts and not isinstance(value, types.ModuleType):
+        resolver.record((node.id, *reversed(parts)), value)     # (a plan's assumption: Assumptions)
     return value
 
 

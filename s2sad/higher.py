@@ -20,6 +20,8 @@ Invariants:
   (tuple, list, dict...) has the Jacobians in that structure, each leaf's a tuple over a
   tuple of argnums (JAX's layout). An empty input or output gives zeros of that shape.
 - A Jacobian of scalars of scalars is a float, as grad's gradient of a float is.
+- hessian and hvp of containers (tree_higher.py): JAX's nesting (a dict of dicts; for a
+  tuple of argnums, `H[a][key][b]`), tangents in the primals' structure.
 - Arguments not differentiated get zero tangents; an argument that is not a float is
   refused by jvp/vjp as for any derivative.
 """
@@ -27,7 +29,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
-from . import array_higher, higher_explain, marks, mempool, rebind
+from . import array_higher, higher_explain, marks, mempool, rebind, tree_higher
 from .api import grad, jvp
 from .arguments import argnums_tuple, check_one_tangent_per_primal
 from .batched_jac import Blocks
@@ -35,7 +37,7 @@ from .batched_rows import Rows
 from .callables import BoundCall, bound_call
 from .deep import deeply
 from .errors import S2SADError
-from .higher_paths import Parts, Path, runner
+from .higher_paths import USERS, Parts, Path, runner
 from .higher_paths import check_argnums as _check_argnums, where as _where     # (hvp's names for them)
 from .jacdiag import Diagonal
 from .jacobian_paths import (BatchedColumns, BatchedRows, BatchedRowsHot, BlocksOfGrad, DiagonalFull, DiagonalHot,
@@ -57,6 +59,19 @@ class HessianBlocks(Path):
         if not self.parts.many:
             return blocks[(norm[0], norm[0])]
         return tuple(tuple(blocks[(i, j)] for j in norm) for i in norm)
+
+
+class HessianTree(Path):
+    """hessian in containers (dicts, lists, namedtuples...): one forward-over-reverse
+    sweep per element of the leaves, nested as JAX's (tree_higher.py)."""
+    name, step, when = "containers", "containers: a column per leaf element (tree_higher)", USERS
+
+    why_not = "no container among the differentiated arguments"
+
+    def try_(self, args: tuple) -> Any:
+        if not tree_higher.any_container(args, self.parts.argnums):
+            return None
+        return tree_higher.hessian_tree(self.parts.fun, args, self.parts.argnums, self.parts.backend)
 
 
 class HessianColumns(Path):
@@ -83,7 +98,7 @@ class HessianColumns(Path):
 JACFWD = (UnrolledOfGrad, UnrolledHot, DiagonalHot, DiagonalFull, UnrolledFull, BatchedColumns, PerColumn)
 JACREV = (UnrolledOfGrad, UnrolledHot, BatchedRowsHot, DiagonalHot, DiagonalFull, UnrolledFull, BlocksOfGrad,
           BatchedRows, PerRow)
-HESSIAN = (UnrolledHessian, HessianBlocks, HessianColumns)
+HESSIAN = (UnrolledHessian, HessianTree, HessianBlocks, HessianColumns)
 
 
 def jacfwd(fun: Callable, argnums=0, *, backend: str = "auto") -> Callable:
@@ -157,6 +172,9 @@ def hvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], *, argnu
                          f"{type(primals if not isinstance(primals, (tuple, list)) else tangents).__name__}",
                          _where(fun), hint="Write s2sad.hvp(f, (x,), (v,)) for one argument.")
     primals = tuple(primals)
+    if tree_higher.any_container(primals, argnums) and marks.derivative_mark(fun) is None and bound_call(fun) is None:
+        check_one_tangent_per_primal(fun, primals, tangents)
+        return tree_higher.hvp_tree(fun, primals, tangents, argnums, backend)     # (containers: tree_higher.py)
     _check_argnums(argnums, primals, fun)
     call = bound_call(fun)
     if call is not None:        # a bound method: its function's, the bound arguments first (zero tangents)

@@ -29,7 +29,7 @@ LAYERS = (
      "and the user's defvjp rules), the special functions written in the kernel language "
      "(special) and the math kernels run with; below the frontend because "
      "frontend.classify recognises a value as a primitive by the scalar table"),
-    ("frontend", ("s2sad.frontend", "s2sad.sourcecheck", "s2sad.forwarders", "s2sad.defaults",
+    ("frontend", ("s2sad.frontend", "s2sad.assumptions", "s2sad.sourcecheck", "s2sad.forwarders", "s2sad.defaults",
                   "s2sad.callables", "s2sad.targets", "s2sad.nested", "s2sad.paramuses", "s2sad.freedata"),
      "a Python function -> its parsed tree with names resolved; what an entry point is given "
      "(targets) and the calls it binds (defaults)"),
@@ -52,7 +52,7 @@ LAYERS = (
     ("plan", ("s2sad.plancache", "s2sad.arguments", "s2sad.plans", "s2sad.array_special", "s2sad.array_hot", "s2sad.derivative", "s2sad.jvp_vjp",
               "s2sad.treefast", "s2sad.treecalls", "s2sad.dask_grad", "s2sad.dask_blocks", "s2sad.dask_tasks", "s2sad.array_higher", "s2sad.first_order",
               "s2sad.jacdiag", "s2sad.batched_jac", "s2sad.batched_rows", "s2sad.small_hessian", "s2sad.small_jacobian",
-              "s2sad.small_grad"),
+              "s2sad.small_grad", "s2sad.tree_higher"),
      "plans found by the code of the function called (plancache), made and served (plans); "
      "the user's arguments checked and gradients shaped (arguments); the generated "
      "derivative grad runs (derivative) and its hot path for array programs (array_hot), specialised per signature (array_special); jvp and vjp through a plan (jvp_vjp); jvp of an "

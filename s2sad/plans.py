@@ -203,15 +203,16 @@ def compiled(fun: Callable, layout: Layout | None = None) -> Compiled:
     return PLANS.get(fun, serves, lambda: _plan(fun, layout), layout)
 
 
-def compiled_array(fun: Callable) -> ArrayCompiled:
+def compiled_array(fun: Callable, layout: Layout | None = None) -> ArrayCompiled:
     """The plan of `fun` as an array program whatever its route: the fused sum of one
     kernel too (one KernelSum statement), for what only array plans have (forward over
-    reverse: the VJP of a fused loss's gradient called inside a program, array_higher).
-    Cached apart from `compiled`'s plan (variant "array")."""
-    c = compiled(fun)
+    reverse: the VJP of a fused loss's gradient called inside a program, array_higher;
+    the Hessian of a function of containers, tree_higher, with its `layout`).
+    Cached apart from `compiled`'s plan (variant "array", or ("array", layout))."""
+    c = compiled(fun, layout)
     if not c.fused:
         return c
-    return PLANS.get(fun, serves, lambda: _plan(fun, force=ARRAY), "array")
+    return PLANS.get(fun, serves, lambda: _plan(fun, layout, force=ARRAY), "array" if layout is None else ("array", layout))
 
 
 def serves(c, fun: Callable) -> bool:

@@ -202,9 +202,11 @@ BUILTIN_NAMES = {abs: "abs", min: "min", max: "max", float: "float", int: "int",
 SCIPY_PRIMITIVES = {"erf": "erf", "erfc": "erfc", "expm1": "expm1", "log1p": "log1p", "cbrt": "cbrt", "exp2": "exp2"}
 
 
-def python_callables() -> dict[Callable, str]:
-    """Map each Python callable with a rule to its primitive name (math, builtins, numpy)."""
-
+def _base_callables() -> dict[Callable, str]:
+    """python_callables' math, builtins and numpy rows, by the objects those modules held
+    when s2sad was imported (read once: a user's later `np.tanh = np.sin` must not make
+    np.sin the primitive tanh; it was read per call before session 13, so a patched
+    module attribute named a primitive by its spelling)."""
     table: dict[Callable, str] = dict(BUILTIN_NAMES)
     for name in _MATH_NAMES:
         table[getattr(math, name)] = name
@@ -215,15 +217,30 @@ def python_callables() -> dict[Callable, str]:
     table[math.pow] = "pow"
     table[special.libm_lgamma] = "libm_lgamma"
     table[special.libm_gamma] = "libm_gamma"
-    scipy_special = loaded_scipy_special()
-    for sc_name, prim in SCIPY_PRIMITIVES.items():
-        fn = getattr(scipy_special, sc_name, None)
-        if fn is not None:
-            table.setdefault(fn, prim)
     for np_name, prim in NUMPY_UFUNC_NAMES.items():
         fn = getattr(np, np_name, None)
         if fn is not None:
             table.setdefault(fn, prim)
+    return table
+
+
+_callables_state: tuple = (False, {})     # (scipy.special or None, the table), rebound whole
+
+
+def python_callables() -> dict[Callable, str]:
+    """Map each Python callable with a rule to its primitive name (math, builtins, numpy,
+    as imported; scipy.special's by identity once the process has imported it)."""
+    global _callables_state
+    sc = loaded_scipy_special()
+    held, table = _callables_state
+    if held is sc:
+        return table
+    table = dict(_BASE_CALLABLES)
+    for sc_name, prim in SCIPY_PRIMITIVES.items():
+        fn = getattr(sc, sc_name, None) if sc is not None else None
+        if fn is not None:
+            table.setdefault(fn, prim)
+    _callables_state = (sc, table)
     return table
 
 
@@ -348,6 +365,7 @@ def _elementwise_table() -> dict:
 
 
 ELEMENTWISE_TABLE: dict = _elementwise_table()
+_BASE_CALLABLES: dict = _base_callables()
 # (scipy.special or None, its table), one tuple rebound whole, so threads that classify
 # while another rebuilds it read one pair or the other
 _special_state: tuple = (False, {})

@@ -332,7 +332,7 @@ def store_partials(kernel: Kernel, args: Sequence[Any], active: tuple[str, ...],
         if call is not None:
             return call(args)
     arrays = [a if isinstance(a, np.ndarray) else np.asarray(a) for a in args]
-    dtype = compute_dtype(arrays)
+    dtype = compute_dtype(args)     # (Python numbers weak, as numpy 2)
     prep = prepare(arrays, kernel.params, dtype)
     as_given = True     # every active input already at the broadcast shape (the kept call's condition)
     if active:

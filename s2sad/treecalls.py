@@ -558,7 +558,7 @@ def jvp_tree(fun: Callable, primals: tuple, tangents: tuple, backend):
     if len(tangents) > len(primals):
         check_one_tangent_per_primal(fun, primals, tangents)
     flat = flatten_call(fun, primals)
-    tans = _tangent_leaves(flat, primals, tangents)
+    tans = tangent_leaves(flat, primals, tangents)
     skels = skeletons_of(flat)
     if not returns_container(fun, False):
         return jvp_at(fun, flat.leaves, tans, backend, Layout(skels))
@@ -569,7 +569,7 @@ def jvp_tree(fun: Callable, primals: tuple, tangents: tuple, backend):
     return out, tree.unflatten(out_td, dots)
 
 
-def _tangent_leaves(flat: Flat, primals: tuple, tangents: tuple) -> list:
+def tangent_leaves(flat: Flat, primals: tuple, tangents: tuple) -> list:
     """One tangent per leaf, in the primals' structure; zero for parameters not given."""
     out: list = []
     for i, p in enumerate(primals):

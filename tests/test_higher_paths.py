@@ -64,7 +64,7 @@ def test_the_paths_kept_serve_the_function():
         ["unrolled", "batched", "diagonal", "diagonal", "unrolled", "batched", "one by one"]
     assert [p.name for p in s2sad.jacfwd(mlp).paths] == \
         ["unrolled", "diagonal", "diagonal", "unrolled", "batched", "one by one"]
-    assert [p.name for p in s2sad.hessian(rosen).paths] == ["unrolled", "batched", "one by one"]
+    assert [p.name for p in s2sad.hessian(rosen).paths] == ["unrolled", "containers", "batched", "one by one"]
     assert {USERS, NOT_GRAD} & kinds(s2sad.jacrev(mlp))
 
 
@@ -115,12 +115,13 @@ def test_explain_of_a_hessian_lists_its_paths_and_its_jacfwd_s():
     t = str(s2sad.explain(s2sad.hessian(looped), X))
     assert "paths of s2sad.hessian(looped), in order:" in t
     assert "1. unrolled second derivatives, warm, else planned (small_hessian): declined: a loop" in t
-    assert "2. batched columns (batched_jac): declined: a loop (" in t and "3. jacfwd of the grad: answered" in t
+    assert "2. containers: a column per leaf element (tree_higher): declined: no container" in t
+    assert "3. batched columns (batched_jac): declined: a loop (" in t and "4. jacfwd of the grad: answered" in t
     assert "paths of s2sad.jacfwd(s2sad.grad(looped)), in order:" in t
     assert "one jvp per input element: answered" in t
     big = str(s2sad.explain(s2sad.hessian(rosen), BIG))
-    assert "declined: an argument of more than 64 elements" in big and "2. batched columns (batched_jac): answered" in big
-    assert "3. jacfwd of the grad: not tried" in big
+    assert "declined: an argument of more than 64 elements" in big and "3. batched columns (batched_jac): answered" in big
+    assert "4. jacfwd of the grad: not tried" in big
 
 
 def test_explain_says_why_a_map_is_not_diagonal():
@@ -175,5 +176,5 @@ def lambda_free_sum(x):
 
 def test_tables_are_the_module_constants():
     assert higher.jacobian is higher.jacrev
-    assert [t.__name__ for t in higher.HESSIAN] == ["UnrolledHessian", "HessianBlocks", "HessianColumns"]
+    assert [t.__name__ for t in higher.HESSIAN] == ["UnrolledHessian", "HessianTree", "HessianBlocks", "HessianColumns"]
     assert len(higher.JACFWD) == 7 and len(higher.JACREV) == 9

@@ -83,3 +83,49 @@ def test_random_containers_against_central_differences(seed, module_of, backend)
     assert_trees_close(g, fd_tree(mod.loss, (t, 1.3), 0), rtol=1e-6, atol=1e-8)
     gx = s2sad.grad(mod.loss, argnums=1, backend=backend)(t, 1.3)
     assert gx == pytest.approx(mod.loss(t, 1.0), rel=1e-12)
+
+
+def _floats_only(t):
+    """t with its int leaves made floats (a Hessian is taken in float leaves only)."""
+    return tree.map(lambda v: float(v) if isinstance(v, int) else v, t)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_random_containers_hessian_and_hvp(seed, module_of):
+    """Session 13: hessian and hvp in random containers, JAX's nesting (a dict of dicts),
+    against central differences of grad; the loss squares the sum so every pair of
+    leaves couples."""
+    rng = np.random.default_rng(2000 + seed)
+    t = _floats_only(_random_tree(rng, 0))
+    if not tree.is_node(t):
+        t = {"only": t, "w": rng.normal(size=2)}
+    leaves, td = tree.flatten(t)
+    if sum(np.size(v) for v in leaves) > 40:
+        leaves = leaves[:3]
+        t = {f"k{i}": v for i, v in enumerate(leaves)}
+        leaves, td = tree.flatten(t)
+    terms = [f"np.sum(np.tanh({p}) * {i + 1}.0)" for i, (p, _) in enumerate(_paths(t, "p"))]
+    mod = module_of("import numpy as np\n\n\ndef loss(p, x):\n    return x * (" + " + ".join(terms) + ") ** 2\n")
+    H = s2sad.hessian(mod.loss)(t, 1.3)
+    g = s2sad.grad(mod.loss)
+    outer = tree.flatten_up_to(td, H)
+    eps = 1e-6
+    for j, leaf in enumerate(leaves):
+        shape = np.shape(leaf)
+        for k in range(int(np.prod(shape))):
+            def at(h):
+                new = [np.array(v, dtype=float) for v in leaves]
+                new[j].reshape(-1)[k] += h
+                return tree.leaves(g(tree.unflatten(td, [v if np.shape(v) else float(v) for v in new]), 1.3))
+            plus, minus = at(eps), at(-eps)
+            for i, inner in enumerate(outer):
+                col = np.reshape(tree.flatten_up_to(td, inner)[j], (int(np.size(leaves[i])), -1))[:, k]
+                want = (np.reshape(plus[i], -1) - np.reshape(minus[i], -1)) / (2 * eps)
+                np.testing.assert_allclose(col, want, rtol=1e-5, atol=1e-6)
+    v = tree.map(lambda a: rng.normal(size=np.shape(a)) if np.shape(a) else float(rng.normal()), t)
+    hv = s2sad.hvp(mod.loss, (t, 1.3), (v, 0.0))
+    assert tree.structure(hv) == tree.structure(t)
+    for i, inner in enumerate(outer):
+        want = sum(np.tensordot(blk, np.asarray(vj), axes=np.ndim(vj))
+                   for blk, vj in zip(tree.flatten_up_to(td, inner), tree.leaves(v)))
+        np.testing.assert_allclose(tree.leaves(hv)[i], want, rtol=1e-10, atol=1e-12)

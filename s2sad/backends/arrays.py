@@ -28,10 +28,15 @@ class Prepared:
 
 
 def compute_dtype(args: Sequence[Any]) -> np.dtype:
-    """float32 when every floating input is float32, else float64."""
-    dtypes = [a.dtype if isinstance(a, np.ndarray) else np.asarray(a).dtype for a in args]
+    """float32 when every floating input is float32 (in either byte order: numpy's
+    result for a '>f4' array is native float32, so is s2sad's), else float64. A Python
+    float or int is weak, as in numpy 2 (NEP 50): float32 with 0.5 is float32, as the
+    fast path (fastpath.fast_layouts) always gave; this path gave float64 before session
+    13 (a non-contiguous float32 array with a Python float)."""
+    dtypes = [a.dtype if isinstance(a, np.ndarray) else np.asarray(a).dtype for a in args
+              if type(a) not in (float, int, bool)]
     floats = [d for d in dtypes if d.kind == "f"]
-    if floats and all(d == np.float32 for d in floats):
+    if floats and all(d.itemsize == 4 for d in floats):
         return np.dtype(np.float32)
     return np.dtype(np.float64)
 
@@ -76,7 +81,7 @@ def prepare(args: Sequence[Any], names: Sequence[str], dtype: np.dtype | None = 
     for a, n in zip(arrays, names):
         if a.dtype.kind not in "biufc":
             _refuse_non_numbers(a, n)
-    dtype = dtype or compute_dtype(arrays)
+    dtype = dtype or compute_dtype(args)     # (Python numbers weak, as numpy 2)
     shape = broadcast_shape(arrays, names)
     layouts, values = [], []
     for a in arrays:

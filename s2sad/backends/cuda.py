@@ -59,8 +59,8 @@ def _dtype_of(a: Any) -> np.dtype:
 def compute_dtype(arrays: Sequence[Any]) -> np.dtype:
     """As arrays.compute_dtype, for cupy arrays too: float32 when every floating input
     is float32, else float64."""
-    floats = [_dtype_of(a) for a in arrays if _dtype_of(a).kind == "f"]
-    if floats and all(d == np.float32 for d in floats):
+    floats = [_dtype_of(a) for a in arrays if type(a) not in (float, int, bool) and _dtype_of(a).kind == "f"]
+    if floats and all(d.itemsize == 4 for d in floats):     # (either byte order)
         return np.dtype(np.float32)
     return np.dtype(np.float64)
 
@@ -77,7 +77,7 @@ def prepare(args: Sequence[Any], names: Sequence[str], dtype: np.dtype | None = 
             continue
         h = np.asarray(a)
         arrays.append(h if h.size == 1 else cp.asarray(h))
-    dtype = np.dtype(dtype) if dtype is not None else compute_dtype(arrays)
+    dtype = np.dtype(dtype) if dtype is not None else compute_dtype(args)     # (Python numbers weak, as numpy 2)
     shape = broadcast_shape(arrays, names)
     layouts, values = [], []
     for a in arrays:
