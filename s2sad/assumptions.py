@@ -30,6 +30,7 @@ Invariants:
 """
 from __future__ import annotations
 
+import builtins
 import types
 import weakref
 from typing import Callable
@@ -110,6 +111,21 @@ class Assumptions:
                     self._attrs.append((root, name[1:], test, want))
         self._rest = bool(self._globals or self._cells or self._others or self._attrs
                           or self._cell_attrs or self._other_attrs)
+        # the other functions' names, by resolver: each function and its globals read once
+        # a call, a plain global's value from that dict (ident(tanh(z)) through broadcast:
+        # seven names of two helpers, 12.4 -> see _hold_others)
+        by: dict = {}
+        same: set = set()   # (a plan's passes resolve one helper through resolvers of their own:
+        #                      its plain globals are tested once, whichever resolver read them)
+        for r, n, attrs, test, want in [(r, n, None, t, w) for r, n, t, w in self._others] + self._other_attrs:
+            plain = r.is_plain_global(n)
+            if plain:
+                key = (r.code, id(r.function_now()), n, attrs)
+                if key in same:
+                    continue
+                same.add(key)
+            by.setdefault(id(r), (r, []))[1].append((n, attrs, plain, test, want))
+        self._by_resolver = list(by.values())
         if self._inline:    # (a generated hold: the identity tests inline, the rest after)
             text, names = self.guard("g", whole=False)
             src = ("def make(CODE, REST, " + ", ".join(names) + "):\n"
@@ -161,12 +177,26 @@ class Assumptions:
                         return False
             except ValueError:      # emptied
                 return False
-        for r, n, test, want in self._others:
-            if not test(r.current(n), want):
+        return self._hold_others() if self._by_resolver else True
+
+    def _hold_others(self) -> bool:
+        """The tests of names other functions (helpers) resolved: per helper, its function
+        and globals read once; a plain global from that dict, anything else as the
+        resolver reads it (cells, fixed extras)."""
+        for r, items in self._by_resolver:
+            fn = r.function_now()
+            if fn is None:
                 return False
-        for r, n, attrs, test, want in self._other_attrs:
-            if not test(walk(r.current(n), attrs), want):
-                return False
+            g = fn.__globals__
+            for n, attrs, plain, test, want in items:
+                if plain:
+                    v = g[n] if n in g else getattr(builtins, n, _MISSING)
+                else:
+                    v = r.current(n)
+                if attrs is not None:
+                    v = walk(v, attrs)
+                if not test(v, want):
+                    return False
         return True
 
     def guard(self, globals_name: str = "G", whole: bool = True) -> tuple[str, dict] | None:

@@ -380,10 +380,19 @@ class Resolver:
         if stack:
             stack[-1].append((self, path, value))
 
+    def function_now(self):
+        """The function whose names this resolves now (the call's own while it is the
+        root being called), or None when it is gone."""
+        root = getattr(_LOCAL, "root", None)
+        return root[1] if root is not None and root[0] is self.code else self._ref()
+
+    def is_plain_global(self, name: str) -> bool:
+        """Does `name` resolve through the function's globals (then builtins) alone?"""
+        return name not in self.freevars and name not in self.extra
+
     def current(self, name: str) -> Any:
         """The name's value now, without recording (_MISSING when its function is gone)."""
-        root = getattr(_LOCAL, "root", None)
-        fn = root[1] if root is not None and root[0] is self.code else self._ref()
+        fn = self.function_now()
         if fn is None:
             return _MISSING
         if name in self.freevars and fn.__closure__:

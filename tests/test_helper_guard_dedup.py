@@ -1,0 +1,46 @@
+"""A helper reached through several of a plan's resolvers (broadcast of a function that
+calls another) is tested once a call (assumptions._hold_others), and still every time:
+rebinding the inner helper, or the math function it calls, after warm calls plans again."""
+import math
+
+import numpy as np
+
+import s2sad
+
+
+def inner(z):
+    return z
+
+
+def outer(z):
+    return inner(math.tanh(z))
+
+
+def loss(x):
+    return np.sum(s2sad.broadcast(outer, x))
+
+
+def test_rebound_inner_helper_is_planned_again():
+    x = np.linspace(-1.0, 1.0, 7)
+    g = s2sad.grad(loss)
+    for _ in range(3):
+        np.testing.assert_allclose(g(x), 1.0 - np.tanh(x) ** 2, rtol=1e-13)
+    saved = globals()["inner"]
+    try:
+        globals()["inner"] = lambda z: 3.0 * z
+        for _ in range(2):
+            np.testing.assert_allclose(g(x), 3.0 * (1.0 - np.tanh(x) ** 2), rtol=1e-13)
+    finally:
+        globals()["inner"] = saved
+    np.testing.assert_allclose(g(x), 1.0 - np.tanh(x) ** 2, rtol=1e-13)
+
+
+def test_patched_math_function_in_a_helper_is_planned_again(monkeypatch):
+    x = np.linspace(-1.0, 1.0, 7)
+    g = s2sad.grad(loss)
+    for _ in range(3):
+        g(x)
+    monkeypatch.setattr(math, "tanh", math.sin)
+    np.testing.assert_allclose(g(x), np.cos(x), rtol=1e-13)
+    monkeypatch.undo()
+    np.testing.assert_allclose(g(x), 1.0 - np.tanh(x) ** 2, rtol=1e-13)
