@@ -112,8 +112,9 @@ class Assumptions:
         self._rest = bool(self._globals or self._cells or self._others or self._attrs
                           or self._cell_attrs or self._other_attrs)
         # the other functions' names, by resolver: each function and its globals read once
-        # a call, a plain global's value from that dict (ident(tanh(z)) through broadcast:
-        # seven names of two helpers, 12.4 -> see _hold_others)
+        # a call, a plain global's value from that dict (ident(tanh(z)) through broadcast,
+        # 10k elements, warm, on the Intel Xeon: 12.4 us against np.tanh's row's 10.1 with a
+        # test per resolver that read a name, four for `ident`; about the same with these)
         by: dict = {}
         same: set = set()   # (a plan's passes resolve one helper through resolvers of their own:
         #                      its plain globals are tested once, whichever resolver read them)
