@@ -257,3 +257,22 @@ def test_the_warm_path_takes_no_lock(cache, monkeypatch):
 
     s2sad.grad(f)(x)
     assert taken == [] and [c.origin for c in llvm_jit._cache.values()] == ["disk"]
+
+
+@pytest.mark.parametrize("value", ["soon", "-1", "nan"])
+def test_a_bad_wait_warns_and_waits_the_default(cache, monkeypatch, value):
+    from s2sad import envflags
+
+    monkeypatch.setattr(envflags, "_warned", set())
+    monkeypatch.setenv("S2SAD_BUILD_WAIT", value)
+    cache.mkdir(mode=0o700)
+    seen = []
+    monkeypatch.setattr(objcache.time, "sleep", lambda s: seen.append(s))
+    monkeypatch.setattr(objcache.fcntl, "flock", lambda fd, op: (_ for _ in ()).throw(BlockingIOError()))
+    clock = iter(range(0, 10_000))
+    monkeypatch.setattr(objcache.time, "monotonic", lambda: float(next(clock)))
+    with pytest.warns(RuntimeWarning, match=f"S2SAD_BUILD_WAIT={value!r} is not a non-negative number"):
+        with pytest.warns(objcache.CacheWarning, match=f"waited {objcache.BUILD_WAIT:g} s"):
+            with objcache.building("w" * 64) as held:
+                assert held is False
+    assert len(seen) == int(objcache.BUILD_WAIT) - 1     # (one clock tick a try: the default's ticks)
