@@ -276,3 +276,37 @@ def test_a_bad_wait_warns_and_waits_the_default(cache, monkeypatch, value):
             with objcache.building("w" * 64) as held:
                 assert held is False
     assert len(seen) == int(objcache.BUILD_WAIT) - 1     # (one clock tick a try: the default's ticks)
+
+
+WAITER = """\
+import sys, time
+from s2sad.codegen import objcache
+t = time.monotonic()
+with objcache.building(sys.argv[1]) as held:
+    print(held, time.monotonic() - t, flush=True)
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork")
+def test_a_child_forked_while_the_lock_is_held_does_not_keep_it(cache, monkeypatch):
+    """A process waiting on the lock (it opened the lock file) gets it when the holder lets
+    go, though a child the holder forked meanwhile still lives."""
+    monkeypatch.setenv("S2SAD_BUILD_WAIT", "30")
+    key = "f" * 64
+    with objcache.building(key) as held:
+        assert held
+        pid = os.fork()
+        if pid == 0:                          # the child: lives on, as a worker would
+            time.sleep(20)
+            os._exit(0)
+        waiter = subprocess.Popen([sys.executable, "-c", WAITER, key], env=child_env(cache),
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(2.0)                       # (it has opened the lock file and waits)
+        let_go = time.monotonic()
+    try:
+        out, err = waiter.communicate(timeout=60)
+        held, waited = out.split()
+        assert held == "True" and time.monotonic() - let_go < 5.0, out + err
+    finally:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
