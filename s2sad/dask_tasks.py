@@ -106,7 +106,22 @@ def tasks_at_once(blocks: int) -> int:
     as the threaded one. Each kernel call then takes its share of the cores
     (threads.sharing_cores): measured at 10M in 4 blocks on 2 cores,
     each block on both cores ran four threads on two and was slower than one thread each;
-    a single block on one thread left a core idle."""
+    a single block on one thread left a core idle.
+
+    Measured and rejected (session 13, Intel Xeon VM, 2 vCPUs, 10M in 4 blocks persisted,
+    against the same code without it, interleaved per round): block tasks helping each
+    other finish (a task done, once every block of its call had started, took the chunks
+    not yet taken of the blocks still running, so that a slow block leaves no core idle
+    at the end). 0.94-0.96x at load ~1, but 1.04-1.06x at load 5 (3 blocks: 1.07-1.15x):
+    on a loaded machine a task that waits for the chunk a descheduled helper took gives
+    its core away, and a block's kernel cut into chunks, rather than one call, cost 5-12%
+    on one thread here. On this VM a block's kernel time varies up to 2x from call to
+    call with the memory it reads and writes (the same kernel, the same block length;
+    `perf stat`: the slow calls spend ~30% of their time off the CPU). Timelines of the
+    4-block row there: the four kernels' time summed to the numpy call's (29.5 ms against
+    2 x 14.6); the rest was the first task starting 1.2-1.6 ms into the call (dask's floor
+    for the whole held graph: 0.6-0.9 ms) and one block 1.6x slower than the others
+    finishing alone, where the numpy call's 32 chunks, taken in turn, share a slow spell."""
     slots = _worker_threads()
     if slots is None:
         if threading.current_thread() is threading.main_thread() and multiprocessing.parent_process() is None:

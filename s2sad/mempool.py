@@ -16,7 +16,10 @@ allocation, a Python callback would cost a microsecond each); large blocks (at l
 THRESHOLD bytes) freed are kept, by exact size, and handed out again warm; when the
 pool's slots are full or its bytes would pass the cap, the least recently freed blocks
 go back to libc to make room (sizes a program stopped using never fill it for good); a
-block over the cap alone is libc's, and so is the rest. Every block the handler hands out, pooled
+block over the cap alone is libc's, and so is the rest. A block of at least 4 MiB that the pool takes from libc
+is advised for transparent huge pages as numpy's own allocator advises its blocks
+(Linux, while numpy's `_get_madvise_hugepage()` says so when the pool is made): a
+handler in numpy's place would otherwise lose them. Every block the handler hands out, pooled
 or libc's, starts on a 64-byte boundary (llvm_pool.ALIGN: the kernels' AVX-512 loads and
 stores stay within a cache line).
 
@@ -33,7 +36,9 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import functools
+import mmap
 import os
+import sys
 import threading
 
 import numpy as np
@@ -79,6 +84,7 @@ def _make() -> None:
     addresses, keep = llvm_jit.pool_code()
     ctx = (ctypes.c_int64 * llvm_pool.CTX_WORDS)()
     ctx[2], ctx[3] = _cap_bytes(), THRESHOLD
+    ctx[llvm_pool.HUGE_WORD], ctx[llvm_pool.ADVICE_WORD] = _huge_pages()
     handler = _Handler(NAME, 1, ctypes.addressof(ctx), *(addresses[n] for n in llvm_pool.NAMES))
     new_capsule = ctypes.pythonapi.PyCapsule_New
     new_capsule.restype, new_capsule.argtypes = ctypes.py_object, [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
@@ -99,6 +105,21 @@ def _make() -> None:
     for obj in (keep, handler, ctx, capsule):
         ctypes.pythonapi.Py_IncRef(ctypes.py_object(obj))
     _state.update(capsule=capsule, set=set_handler, ctx=ctx, keep=(keep, handler, addresses))
+
+
+HUGE_MIN = 1 << 22     # numpy's: a block of at least 4 MiB is advised for huge pages
+
+
+def _huge_pages() -> tuple[int, int]:
+    """(the size from which a block libc gives is advised for transparent huge pages, 0:
+    never; madvise's advice) as numpy's own allocator does it: on Linux, while numpy's
+    setting says so (`_get_madvise_hugepage`, read when the pool is made; see llvm_pool)."""
+    advice = getattr(mmap, "MADV_HUGEPAGE", None)
+    core = getattr(np, "_core", None) or np.core
+    get = getattr(core.multiarray, "_get_madvise_hugepage", None)
+    if advice is None or get is None or not sys.platform.startswith("linux") or not get():
+        return 0, 0
+    return HUGE_MIN, int(advice)
 
 
 def _ready() -> bool:
@@ -136,7 +157,8 @@ def stats() -> dict:
         return {"on": False, "why": _state.get("off", "")}
     ctx = _state["ctx"]
     return {"on": True, "cached_bytes": ctx[1], "cap_bytes": ctx[2], "threshold": ctx[3],
-            "reuses": ctx[4], "misses": ctx[5], "evictions": ctx[6], "kept": _kept_sizes(ctx)}
+            "reuses": ctx[4], "misses": ctx[5], "evictions": ctx[6], "kept": _kept_sizes(ctx),
+            "huge_pages_from": ctx[llvm_pool.HUGE_WORD]}
 
 
 def _kept_sizes(ctx) -> list[int]:

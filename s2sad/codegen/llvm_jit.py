@@ -333,22 +333,31 @@ def _named_code(names: tuple[str, ...], make_ir: Callable[[], str], spec, dt: np
     if hit is None:
         ir = make_ir()
         key = disk_key(ir, spec, dt, "libm", (), host())
-        got = objcache.load(key)
-        if got is not None:
-            try:
-                if got[0].get("symbol") != ",".join(names) or len(got[1]) < 1:
-                    raise ValueError("the entry holds other functions")
-                hit = _link(got[1][0], list(names))
-            except Exception as e:  # noqa: BLE001 - compile afresh
-                warnings.warn(f"s2sad: the cached entry {names[0]} could not be loaded ({e}); compiling it again",
-                              objcache.CacheWarning, stacklevel=4)
+        hit = _named_from_disk(key, names)
         if hit is None:
-            mod = optimize(ir)[0] if optimized else parse(ir)
-            obj = _machine(codegen_level).emit_object(mod)
-            objcache.store(key, [obj], {"symbol": ",".join(names)})
-            hit = _link(obj, list(names))
+            with objcache.building(key):          # (one process of the machine compiles it)
+                hit = _named_from_disk(key, names)
+                if hit is None:
+                    mod = optimize(ir)[0] if optimized else parse(ir)
+                    obj = _machine(codegen_level).emit_object(mod)
+                    objcache.store(key, [obj], {"symbol": ",".join(names)})
+                    hit = _link(obj, list(names))
         _entries[names[0]] = hit
     return hit
+
+
+def _named_from_disk(key: str, names: tuple[str, ...]) -> tuple[dict[str, int], object] | None:
+    got = objcache.load(key)
+    if got is None:
+        return None
+    try:
+        if got[0].get("symbol") != ",".join(names) or len(got[1]) < 1:
+            raise ValueError("the entry holds other functions")
+        return _link(got[1][0], list(names))
+    except Exception as e:  # noqa: BLE001 - compile afresh
+        warnings.warn(f"s2sad: the cached entry {names[0]} could not be loaded ({e}); compiling it again",
+                      objcache.CacheWarning, stacklevel=5)
+        return None
 
 
 def entry_code(spec: LoopSpec | ScanSpec, dtype, active_idx: tuple[int, ...]) -> tuple[int, object, str]:
@@ -462,24 +471,35 @@ def compile_driver(kmod: KernelModule, spec: LoopSpec | ScanSpec, dtype, *,
         lap("lower")
         compiled = None if key else _from_disk(dkey, spec, dt, kmod, name, timings, ir)
         lap("cache")
-        if compiled is None:
-            st = _llvm()
-            lap("llvm init")
-            mod, optimized = optimize(ir)
-            lap("optimize")
-            obj = st["tm"].emit_object(mod)
-            lap("codegen")
-            objcache.store(dkey, [obj, optimized.encode(), ir.encode()],
-                           {"symbol": name, "s2sad": getattr(sys.modules.get("s2sad"), "__version__", "?"),
-                            "llvm": h.llvm_version, "cpu": h.cpu})
-            lap("store")
-            addresses, keep = _link(obj, [name])
-            compiled = _driver_at(name, addresses[name], keep, kmod, spec, dt, ir, optimized, "compiled", dkey,
-                                  timings)
+        if compiled is None and not key:
+            # one process of the machine compiles it (`driver` holds the lock when it gives a key)
+            with objcache.building(dkey):
+                compiled = _from_disk(dkey, spec, dt, kmod, name, timings, ir)
+                lap("wait")
+                if compiled is None:
+                    compiled = _compile(kmod, spec, dt, ir, name, dkey, h, timings, lap)
+        elif compiled is None:
+            compiled = _compile(kmod, spec, dt, ir, name, dkey, h, timings, lap)
         lap("load")
         timings["total"] = clock() - t0
         _cache[dkey] = compiled
         return compiled
+
+
+def _compile(kmod, spec, dt: np.dtype, ir: str, name: str, dkey: str, h, timings: dict, lap) -> CompiledDriver:
+    """LLVM's compile of `ir`, filed on disk under `dkey`, mapped. Call with _lock held."""
+    st = _llvm()
+    lap("llvm init")
+    mod, optimized = optimize(ir)
+    lap("optimize")
+    obj = st["tm"].emit_object(mod)
+    lap("codegen")
+    objcache.store(dkey, [obj, optimized.encode(), ir.encode()],
+                   {"symbol": name, "s2sad": getattr(sys.modules.get("s2sad"), "__version__", "?"),
+                    "llvm": h.llvm_version, "cpu": h.cpu})
+    lap("store")
+    addresses, keep = _link(obj, [name])
+    return _driver_at(name, addresses[name], keep, kmod, spec, dt, ir, optimized, "compiled", dkey, timings)
 
 
 def driver(sig: KernelSignature, make_module: Callable[[], KernelModule], spec: LoopSpec | ScanSpec, dtype,
@@ -501,8 +521,11 @@ def driver(sig: KernelSignature, make_module: Callable[[], KernelModule], spec: 
         if hit is not None:
             return hit
         compiled = _from_disk(key, spec, dt, sig, None, {})
-        if compiled is not None:
-            compiled.timings["total"] = time.perf_counter() - t0
-            _cache[key] = compiled
-            return compiled
-        return compile_driver(make_module(), spec, dt, vector_math=vector_math, key=key)
+        if compiled is None:
+            with objcache.building(key):          # (one process of the machine compiles it)
+                compiled = _from_disk(key, spec, dt, sig, None, {})
+                if compiled is None:
+                    return compile_driver(make_module(), spec, dt, vector_math=vector_math, key=key)
+        compiled.timings["total"] = time.perf_counter() - t0
+        _cache[key] = compiled
+        return compiled

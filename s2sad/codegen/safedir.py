@@ -16,6 +16,9 @@ machine code this process runs, so every path is checked once and then not used 
   the caller's cap.
 - `PrivateDir.write` writes a private temporary file in the directory and renames it
   into place relative to the descriptor: readers see a whole file or none.
+- `PrivateDir.open_lock` opens (or makes, 0600) a lock file with O_NOFOLLOW | O_NONBLOCK
+  and checks it as `read` checks an entry (a symlink, a FIFO, another user's or a
+  group-writable file is refused): the caller takes an `fcntl.flock` on the descriptor.
 - `PrivateDir.verify` re-checks the held directory (fstat of the descriptor) and that its
   path still names it; callers run it before each use instead of trusting it forever.
 
@@ -32,6 +35,7 @@ __all__ = ["Unsafe", "PrivateDir", "open_private", "supported"]
 _O = getattr(os, "O_CLOEXEC", 0)
 _DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0) | _O
 _READ_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | _O
+_LOCK_FLAGS = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | _O
 _WRITE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | _O
 
 
@@ -212,6 +216,25 @@ class PrivateDir:
             raise Unsafe("unreadable", f"{where} could not be read ({e.strerror})") from None
         finally:
             os.close(fd)
+
+    def open_lock(self, name: str) -> int:
+        """A descriptor of lock file `name` (made 0600, empty, if missing), checked as an
+        entry is before a byte of it is read: a regular file of this user's, not writable by
+        group or others (a symlink is refused by O_NOFOLLOW, a FIFO opens without blocking
+        and is refused by its fstat). Nothing is ever read from or written to it."""
+        where = os.path.join(self.path, name)
+        try:
+            fd = os.open(name, _LOCK_FLAGS, 0o600, dir_fd=self.fd)
+        except OSError as e:
+            if self._is_link(name):
+                raise Unsafe("symlink", f"{where} is a symbolic link") from None
+            raise Unsafe("unreadable", f"{where} could not be opened ({e.strerror})") from None
+        try:
+            _check_file(os.fstat(fd), where, 0, False)
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd
 
     def _is_link(self, name: str) -> bool:
         try:
