@@ -8,7 +8,13 @@ block's product kept in a cache-sized scratch, so that the product never goes to
   then the kernel's driver over that block (runtime.launch) into h and dh;
 - `lhs_bar_sums` (reverse): `product_sums(d, matmul_lhs_bar(G, X, W), inputs)`, each
   block G @ W.T into the scratch, then d times it (codegen/llvm_mulsum) into the
-  full-shape adjoint, with the block's column sums for the bias.
+  full-shape adjoint, with the block's column sums for the bias; with `rhs` (the
+  adjoint program joined `W_bar = matmul_rhs_bar(G, X, W)` to the call:
+  passes/epilogues.rhs_line) also the product's other adjoint X.T @ G, each block's
+  part `X[lo:hi].T @ G[lo:hi]` (gemm.inner_range_product) right after the block's pass,
+  which has just read those rows of G (the product) and, where d is an OutputPartial,
+  of X (d.h is X: F(h)), so the part reads them from cache, not memory, and it runs on
+  the block loop's threads.
 
 Invariants:
 - h, dh and the full-shape adjoint have the bits of the two unfused calls: each product
@@ -18,6 +24,11 @@ Invariants:
 - the bias's sums: each block of rows (block_rows: fixed, whatever the thread count) is
   summed in row order from 0, then the blocks' sums added in block order: the same bits
   on any number of threads, within rounding of numpy's one chain (not its bits).
+- `rhs`'s X.T @ G: each element is, per block of rows (the same fixed blocks), one
+  multiply-add chain over the block's rows in order from zero, then the blocks' parts
+  added in block order (np.add.reduce on axis 0): the same bits on any number of
+  threads; within rounding of the unfused `matmul_rhs_bar` (one chain over all rows),
+  not its bits. Where the pass does not run, rhs's result is that call's.
 - where any condition does not hold (not s2sad's product, another dtype, a full-shape
   operand, the row-fusion switch off: S2SAD_ROW_FUSION=0), the unfused calls run: the
   oracle the tests compare against.
@@ -31,6 +42,17 @@ cache: the layer's call 2.28 against 2.29 ms, the whole 3-layer MLP gradient 0.9
 at 10k and 100k (one core, CPU time): X's block still comes from memory, so the product
 stays memory-bound; not worth a second rounding of W_bar (runs of block sums) and a
 rewrite of the adjoint program.
+
+Kept (session 13): the product's OWN other adjoint (`rhs`), whose operands G and X the
+block's pass reads anyway (the next weights' adjoint above reads X from memory; this
+one reads nothing more). Measured on the Intel Xeon (2 vCPUs, busy with other jobs),
+issue 17's 3-layer MLP gradient, both adjoint programs in one process, calls
+alternated, medians of 150: 10k rows 0.97-0.99x the time of the separate products
+(default threads and one thread alike); 100k 0.92-0.98x. Alone, the standalone
+`h.T @ G` runs at ~30 GFMA/s on one thread (compute-bound: its q blocks stay in L1),
+so the gain is the reads of G and X saved and the threads of the block loop (the
+standalone product, p = 64 rows split in two, each thread reading all of G, gained
+nothing from a second thread there).
 """
 from __future__ import annotations
 
@@ -41,7 +63,7 @@ from typing import Any
 import numpy as np
 
 from . import gemm, runtime
-from .array_rules import matmul_lhs_bar, plain_product
+from .array_rules import matmul_lhs_bar, matmul_rhs_bar, plain_product
 from .backends import backend_for, choose
 from .backends.llvm import ptr
 from .gemm_outpartials import OutputPartial, out_kernels, out_partials, out_sums
@@ -170,16 +192,18 @@ def _fused_partials(a, w, kernel, at, args, active, from_out, backend):
 
 # ---------------------------------------------------------------- reverse: the product's adjoint times d
 
-def lhs_bar_sums(g: Any, a: Any, w: Any, d: Any, inputs: tuple, backend: str = "auto") -> tuple:
-    """product_sums(d, matmul_lhs_bar(g, a, w), inputs): fused where it can be (see the
-    module docstring), else those two calls. d may be an OutputPartial (product_partials
-    with from_out): F(h) in the product's pass, or its array."""
-    fused = _fused_sums(g, a, w, d, inputs, backend) if SWITCH.on else None
+def lhs_bar_sums(g: Any, a: Any, w: Any, d: Any, inputs: tuple, rhs: bool = False, backend: str = "auto") -> tuple:
+    """product_sums(d, matmul_lhs_bar(g, a, w), inputs), and with `rhs` the product's other
+    adjoint `matmul_rhs_bar(g, a, w)` after them: fused where it can be (see the module
+    docstring), else those calls. d may be an OutputPartial (product_partials with
+    from_out): F(h) in the product's pass, or its array."""
+    fused = _fused_sums(g, a, w, d, inputs, rhs, backend) if SWITCH.on else None
     if fused is not None:
         return fused
     if isinstance(d, OutputPartial):
         d = d.array()
-    return product_sums(d, matmul_lhs_bar(g, a, w), inputs, backend)
+    sums = product_sums(d, matmul_lhs_bar(g, a, w), inputs, backend)
+    return sums + (matmul_rhs_bar(g, a, w),) if rhs else sums
 
 
 def _d_rows(d: Any, shape: tuple, dtype: np.dtype) -> int | None:
@@ -194,23 +218,38 @@ def _d_rows(d: Any, shape: tuple, dtype: np.dtype) -> int | None:
     return s0 // size
 
 
-def _fused_sums(g, a, w, d, inputs, backend):
+def _fused_sums(g, a, w, d, inputs, rhs, backend):
     if not plain_product(g, a, w):
         return None
     rows = gemm.row_product(g, w.T, backend)
     if rows is None:
+        return None
+    part = gemm.inner_range_product(a.T, g, backend) if rhs else None
+    if rhs and part is None:
         return None
     dtype, (p, m) = g.dtype, a.shape
     shapes = [np.shape(x) for x in inputs]
     if m < 2 or not any(s in ((1, m), (m,)) for s in shapes) or not all(s in ((p, m), (1, m), (m,)) for s in shapes):
         return None
     out = np.empty((p, m), dtype)
-    block_sums = np.zeros((_blocks(p, m, dtype), m), dtype)
-    work = p * g.shape[1] * m
+    blocks = _blocks(p, m, dtype)
+    block_sums = np.zeros((blocks, m), dtype)
+    work = p * g.shape[1] * m * (2 if rhs else 1)
+    parts = np.empty((blocks, m, g.shape[1]), dtype) if rhs else None
+
+    def in_blocks(what: str, run_block) -> None:
+        if parts is None:
+            _in_blocks(what, dtype, work, p, m, run_block)
+            return
+
+        def with_part(lo: int, hi: int, scratch: np.ndarray, i: int) -> None:
+            run_block(lo, hi, scratch, i)
+            part(lo, hi, parts[i])      # the block's rows of a and g: in cache from run_block
+        _in_blocks(what + "+rhs", dtype, work, p, m, with_part)
     if isinstance(d, OutputPartial):
         if d.h.shape != (p, m) or d.h.dtype != dtype:
             return None
-        out_sums(rows, d, out, block_sums, lambda run_block: _in_blocks("outsums", dtype, work, p, m, run_block))
+        out_sums(rows, d, out, block_sums, lambda run_block: in_blocks("outsums", run_block))
     else:
         ds = _d_rows(d, (p, m), dtype)
         if ds is None:
@@ -222,10 +261,12 @@ def _fused_sums(g, a, w, d, inputs, backend):
             rows(lo, hi, scratch)
             f(ptr(d) + lo * ds * size, ptr(scratch), ptr(out) + lo * m * size, ptr(block_sums) + i * m * size,
               hi - lo, m, ds, m)
-        _in_blocks("sums", dtype, work, p, m, run_block)
+        in_blocks("sums", run_block)
     sums = np.add.reduce(block_sums, axis=0)
     result, given = [], False
     for x, shape in zip(inputs, shapes):      # a second bias input gets its own copy: no two adjoints alias
         result.append(out if shape == (p, m) else (sums.copy() if given else sums).reshape(shape))
         given = given or shape != (p, m)
+    if parts is not None:           # the blocks' parts added in block order (np.add.reduce on axis 0)
+        result.append(np.add.reduce(parts, axis=0))
     return tuple(result)

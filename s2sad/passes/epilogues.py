@@ -13,6 +13,10 @@ multiplied by the stored partial and summed for the bias):
     ...                                             ->  ...
     (_1_bar, b_bar) = product_sums(dh, h_bar, (_1, b))  (_1_bar, b_bar) = lhs_bar_sums(G, h, W, dh, (_1, b))
 
+and where the same product's other adjoint `W_bar = matmul_rhs_bar(G, h, W)` was written
+after h_bar's line, it joins the call: `(_1_bar, b_bar, W_bar) = lhs_bar_sums(G, h, W,
+dh, (_1, b), True)`.
+
 Invariants (checked on the records the sweeps wrote, passes/emitted.py, never on the
 lines' text):
 - forward: the product is the statement right before the kernel, written as a recorded
@@ -27,6 +31,14 @@ lines' text):
   is a block of several lines: the product moved down to the sums' line computes the
   same value, and `h_bar` is read by nothing else (the adjoint of a kernel's output is
   read only where that kernel is reversed).
+- the product's other adjoint (rhs_line): `W_bar = matmul_rhs_bar(G, h, W)`, a
+  recorded line at the top level after `h_bar`'s line, of the same three operands, its
+  target mentioned by no line after it and not one of the operands, moves into the call
+  (`lhs_bar_sums(G, h, W, dh, (_1, b), True)`, W_bar bound last by the call's line):
+  it was the target's first binding (a recorded adjoint line is written only then),
+  nothing reads it before the call's line, and its operands are not rebound between
+  (the lhs line's check), so W_bar gets the same value (within rounding: summed by
+  blocks, gemm_epilogue) where it is first read.
 - only the gradient's sweeps (forward_sweep, reverse_sweep) write these; the sweeps of
   higher derivatives keep the separate calls. S2SAD_GEMM_EPILOGUE=0 (or
   S2SAD_ROW_FUSION=0), read when a plan is built, keeps them too: the oracle tests and
@@ -100,22 +112,30 @@ def _names(line: str) -> tuple[set, set] | None:
     return bound, every
 
 
-def fused_sums_call(out: list, g: str, d: str, inputs: str, ind: str, out_partials: dict | None = None) -> str | None:
+def fused_sums_call(out: list, g: str, d: str, inputs: str, ind: str, out_partials: dict | None = None,
+                    rhs_targets: list | None = None) -> str | None:
     """The call that replaces `product_sums(d, g, inputs)`, with g's product line taken out
     of `out` (see the module docstring), or None (out unchanged) where g is not bound so.
     Where it is lhs_bar_sums and `out_partials` holds d (the forward's lines that bind d,
-    and the line that binds it unstored: out_partial_line), that line goes in."""
-    call = _fused_sums_call(out, g, d, ind)
+    and the line that binds it unstored: out_partial_line), that line goes in. Where
+    `rhs_targets` is a list and the product's other adjoint can join the call (rhs_line),
+    its line is taken out too, the call returns that adjoint after the sums, and its
+    target is appended to `rhs_targets` for the caller to bind last."""
+    call = _fused_sums_call(out, g, d, ind, rhs_targets)
     if call is not None and out_partials and d in out_partials:
         lines, line = out_partials.pop(d)
         lines[:] = [line]
-    return None if call is None else f"{call}, {inputs})"
+    if call is None:
+        return None
+    return f"{call}, {inputs}, True)" if rhs_targets else f"{call}, {inputs})"
 
 
-def _fused_sums_call(out: list, g: str, d: str, ind: str) -> str | None:
+def _fused_sums_call(out: list, g: str, d: str, ind: str, rhs_targets: list | None = None) -> str | None:
     if ind != TOP or not enabled():
         return None
     bound_after: set = set()
+    mentioned_after: set = set()
+    rhs = []                    # (index, record, names mentioned after it) of matmul_rhs_bar lines
     for i in range(len(out) - 1, -1, -1):
         line = out[i]
         if not isinstance(line, str):
@@ -125,10 +145,31 @@ def _fused_sums_call(out: list, g: str, d: str, ind: str) -> str | None:
             rec = named_product(line, "matmul_lhs_bar", ind, 3)
             if rec is None or bound_after & set(rec.operands):
                 return None
+            joined = rhs_line(rhs, rec.operands) if rhs_targets is not None else None
+            if joined is not None:
+                del out[joined[0]]
+                rhs_targets.append(joined[1])
             del out[i]
             return f"lhs_bar_sums({', '.join(rec.operands)}, {d}"
+        other = named_product(line, "matmul_rhs_bar", ind, 3)
+        if other is not None:
+            rhs.append((i, other, set(mentioned_after)))
         names = _names(line)
         if names is None or g in names[1]:     # (a line binding g mentions it too)
             return None
         bound_after |= names[0]
+        mentioned_after |= names[1]
+    return None
+
+
+def rhs_line(candidates: list, operands: tuple) -> tuple | None:
+    """(index, target) of the line `W_bar = matmul_rhs_bar(G, h, W)` among `candidates`
+    (the recorded lines after `h_bar = matmul_lhs_bar(G, h, W)`, each with the names the
+    lines after it mention) that can move down to the sums' line: the same three
+    operands (no line after the lhs line binds them: checked by the caller), and no
+    line after it mentions its target (so it is bound first at the sums' line, with the
+    value it had). None where there is no such line."""
+    for i, rec, after in candidates:
+        if rec.operands == operands and rec.target not in after and rec.target not in operands:
+            return i, rec.target
     return None
