@@ -43,6 +43,15 @@ at 10k and 100k (one core, CPU time): X's block still comes from memory, so the 
 stays memory-bound; not worth a second rounding of W_bar (runs of block sums) and a
 rewrite of the adjoint program.
 
+Blocks of 256 KiB of product (512 rows of 64 float64), not 512 KiB (session 13): with
+the product's other adjoint in the block (below) a block's pass touches its scratch and
+three blocks of operands (G, h, the adjoint), 2 MiB at 512 KiB, past the AMD's 1 MiB L2
+and at the Intel's 2 MiB; twice the blocks also share the work between two threads
+more evenly when one of them is slowed. Measured on the Intel Xeon (busy, load 4-5),
+the MLP3 gradient in one process, block sizes alternated call by call, medians of 100:
+10k 0.96-0.99x the time at 512 KiB (1 MiB: 1.05-1.06x; 128 KiB 0.99-1.02x), 100k
+0.96-1.00x; one thread 0.98-1.00x.
+
 Kept (session 13): the product's OWN other adjoint (`rhs`), whose operands G and X the
 block's pass reads anyway (the next weights' adjoint above reads X from memory; this
 one reads nothing more). Measured on the Intel Xeon (2 vCPUs, busy with other jobs),
@@ -73,7 +82,7 @@ from .productsums import mulsum_function, product_sums
 from .threadchoice import Choosers
 from .threads import run_chunks
 
-SCRATCH_BYTES = 1 << 19       # a block's product: within a core's L2 (1 MiB here) with its operands
+SCRATCH_BYTES = 1 << 18       # a block's product: within a core's L2 (1 MiB on the AMD) with its operands
 SCRATCHES = 4                 # scratches a thread keeps (products of different widths or dtypes)
 BLOCK_ROWS = 64               # blocks are a multiple of this many rows: of every row tile (llvm_gemm)
 _F64, _F32 = np.dtype(np.float64), np.dtype(np.float32)
