@@ -209,6 +209,29 @@ def inner_range_product(a: Any, b: Any, backend: str = "auto"):
     return part
 
 
+def transposed_rows_product(x: Any, m: int, backend: str = "auto"):
+    """part(lo, hi, b, out): x[lo:hi].T @ b into `out` (C-contiguous, x's columns by m),
+    b any (hi - lo, m) array of x's dtype with contiguous aligned rows (a block the
+    caller made and drops: the adjoint of a product that is never stored), each element
+    one chain over [lo, hi) in order from zero; or None where `matmul(x.T, B)` would not
+    take s2sad's product for a (rows of x, m) B of x's dtype with contiguous rows."""
+    if type(x) is not np.ndarray or x.ndim != 2 or not choose(backend).fast_path:
+        return None
+    size = x.dtype.itemsize
+    like = np.lib.stride_tricks.as_strided(np.zeros(m, x.dtype), (x.shape[0], m), (0, size))
+    if _operands(x.T, like) is None:
+        return None
+    f = _FUNCS.get(x.dtype) or _function(x.dtype)
+    p = x.shape[1]
+    x0, x1, x_at = x.strides[0] // size, x.strides[1] // size, ptr(x)
+
+    def part(lo: int, hi: int, b: np.ndarray, out: np.ndarray) -> None:
+        assert b.shape == (hi - lo, m) and b.dtype == x.dtype and b.strides[1] == size and out.shape == (p, m)
+        f(x_at + lo * x0 * size, x1, x0, ptr(b), b.strides[0] // size, ptr(out), m, p, hi - lo, m, 0, 0, p)
+    part.operands = (x,)
+    return part
+
+
 def numpy_takes(a: Any, b: Any, backend: str = "auto") -> bool:
     """Does `matmul` give numpy's `a @ b` for every pair of ndarrays of these shapes,
     whatever their dtype, strides and alignment (not two 2-D operands that multiply, a

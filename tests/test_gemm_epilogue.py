@@ -124,8 +124,8 @@ def test_the_unfused_bits(f, dtype, monkeypatch):
     fused, _ = _grads(f, args, argnums, monkeypatch, True)
     (want,), _ = _grads(f, args, argnums, monkeypatch, False, calls=1)
     # lhs_bar_sums' sums (biases) and the weights' adjoint it makes (rhs): summed by blocks
-    by_blocks = {1, 2, 3, 4} if f is mlp3 else set() if f in (no_bias, in_a_loop) else {1} if f is full_bias \
-        else {1, 2}
+    by_blocks = {0, 1, 2, 3, 4} if f is mlp3 else set() if f in (no_bias, in_a_loop) else {1} if f is full_bias \
+        else {1, 2} if f is product_read_twice else {0, 1, 2}
     for got in fused:
         _same_or_close(got, want, by_blocks)
     for a, c in zip(args, copies):
@@ -246,14 +246,39 @@ def test_same_partials_reads_equal_expressions():
 
 def test_the_weights_adjoint_joins_the_sums(monkeypatch):
     """`W_bar = matmul_rhs_bar(G, h, W)` moves into the lhs_bar_sums call of the same
-    product (its rows of G and h are the pass's own); the first layer's stays (X is not
-    read by any pass)."""
+    product (its rows of G and h are the pass's own); the first layer's, X.T @ _1_bar,
+    into the call that makes _1_bar (nxt), which then never stores it."""
     args, argnums = _args(mlp3)
     _, src = _grads(mlp3, args, argnums, monkeypatch, True, calls=1)
-    assert src.count(", True)") == 2 and "W2_bar) = lhs_bar_sums(" in src and "W3_bar) = lhs_bar_sums(" in src
-    assert src.count("matmul_rhs_bar(") == 1 and "W1_bar = matmul_rhs_bar(" in src
+    assert "(_2_bar, b2_bar, W3_bar) = lhs_bar_sums(" in src
+    assert "(b1_bar, W2_bar, W1_bar) = lhs_bar_sums(_2_bar, h1, W2, dh1_d1, (_1, b1), True, (0, X, W1))" in src
+    assert "matmul_rhs_bar(" not in src and "_1_bar" not in src
     _, src = _grads(mlp3, args, argnums, monkeypatch, False, calls=1)
     assert src.count("matmul_rhs_bar(") == 3
+
+
+def x_active(W1, b1, W2, X, Y):
+    h = np.tanh(X @ W1 + b1)
+    return np.sum((h @ W2 - Y) ** 2)
+
+
+def w1_twice(W1, b1, W2, X, Y):
+    h = np.tanh(X @ W1 + b1)
+    return np.sum((h @ W2 - Y) ** 2) + np.sum(W1 ** 2)
+
+
+@pytest.mark.parametrize("f,argnums,joined", [(x_active, (0, 1, 2, 3), False), (w1_twice, (0, 1, 2), False),
+                                              (x_active, (0, 1, 2), True)])
+def test_the_first_layers_adjoint_joins_only_where_nothing_else_reads_it(f, argnums, joined, monkeypatch):
+    """X's adjoint wanted (it reads _1_bar), or W1's adjoint bound before (another use of
+    W1): the product's reversal stays; the gradients against the unfused program's."""
+    args, _ = _args(sigmoid_layer)
+    fused, src = _grads(f, args, argnums, monkeypatch, True)
+    assert ("(0, X, W1))" in src) == joined and ("matmul_rhs_bar(_1_bar, X, W1)" not in src) == joined, src
+    (want,), _ = _grads(f, args, argnums, monkeypatch, False, calls=1)
+    for got in fused:
+        for a, b in zip(got[1], want[1]):
+            np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12 * np.max(np.abs(b)))
 
 
 def _output_partial(h, k, monkeypatch):
@@ -330,3 +355,47 @@ def test_the_rhs_adjoint_where_the_pass_declines():
     got = gemm_epilogue.lhs_bar_sums(g, h, w, d, (np.broadcast_to(0.0, (300, 8)), b), True, backend="python")
     assert got[2].tobytes() == matmul_rhs_bar(g, h, w).tobytes()
     np.testing.assert_allclose(got[0], d * (g @ w.T))
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("threads", ["1", "2"])
+def test_the_next_products_adjoint_is_the_blocks_chains_in_order(dtype, threads, monkeypatch):
+    """lhs_bar_sums(..., nxt=(0, x, v)): the product's adjoint t (inputs[0]'s) not
+    returned; x.T @ t last, bit for bit the blocks' own products of t's blocks added in
+    block order, and within rounding of numpy's; the rest the bits of the plain call."""
+    monkeypatch.setenv("S2SAD_NUM_THREADS", threads)
+    monkeypatch.setenv("S2SAD_GEMM_EPILOGUE", "1")
+    rng = np.random.default_rng(6)
+    n, m, k, q = 5000, 64, 48, 32
+    h = np.tanh(rng.normal(size=(n, m))).astype(dtype)
+    g, w = rng.normal(size=(n, k)).astype(dtype), rng.normal(size=(m, k)).astype(dtype)
+    x, v = rng.normal(size=(n, q)).astype(dtype), rng.normal(size=(q, m)).astype(dtype)
+    b, d = np.zeros((1, m), dtype), (1 - h * h).astype(dtype)
+    inputs = (np.broadcast_to(np.zeros((), dtype), (n, m)), b)
+    t, b_bar, w_bar = gemm_epilogue.lhs_bar_sums(g, h, w, d, inputs, True)
+    got = gemm_epilogue.lhs_bar_sums(g, h, w, d, inputs, True, (0, x, v))
+    assert len(got) == 3
+    assert got[0].tobytes() == b_bar.tobytes() and got[1].tobytes() == w_bar.tobytes()
+    rows = gemm_epilogue.block_rows(m, np.dtype(dtype))
+    assert got[2].dtype == dtype and got[2].shape == v.shape
+    assert got[2].tobytes() == _blockwise(x, t, rows).tobytes()
+    tol = 1e-12 if dtype == np.float64 else 1e-4
+    np.testing.assert_allclose(got[2], x.astype(np.float64).T @ t.astype(np.float64), rtol=tol, atol=tol * n)
+
+
+def test_the_next_products_adjoint_where_the_pass_declines():
+    """Two full-shape inputs (their adjoint is shared), or the python backend: the
+    unfused calls, then matmul_rhs_bar of the dropped adjoint, its bits."""
+    from s2sad.array_rules import matmul_rhs_bar
+    rng = np.random.default_rng(7)
+    n, m = 3000, 64
+    h, g, w = np.tanh(rng.normal(size=(n, m))), rng.normal(size=(n, 10)), rng.normal(size=(m, 10))
+    x, v, d = rng.normal(size=(n, 32)), rng.normal(size=(32, m)), rng.normal(size=(n, m))
+    full, row = np.broadcast_to(0.0, (n, m)), np.zeros((1, m))
+    for inputs, backend in (((full, row, full), "auto"), ((full, row), "python")):
+        plain = gemm_epilogue.lhs_bar_sums(g, h, w, d, inputs, False, None, backend)
+        got = gemm_epilogue.lhs_bar_sums(g, h, w, d, inputs, False, (0, x, v), backend)
+        assert len(got) == len(inputs)
+        for a, want in zip(got[:-1], plain[1:]):
+            assert a.tobytes() == want.tobytes()
+        assert got[-1].tobytes() == matmul_rhs_bar(plain[0], x, v).tobytes()

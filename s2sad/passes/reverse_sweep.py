@@ -19,7 +19,7 @@ from ..kernel_text import unparse
 from .adjoint_context import AdjointContext
 from .adjoint_text import grad_of_line, names_read, param_texts, text_of, tuple_text
 from .emitted import ProductCall, product_line, product_vjp_call
-from .epilogues import fused_sums_call
+from .epilogues import join_next, sums_line
 from .arrayir import ArrayStmt, ForStmt, IfStmt, KernelSum, ListAppend, Py, RunKernel, SetItem, walk_stmts
 from .kernelpairs import row_reduction
 from .linemap import LocatedLine, block_header
@@ -125,9 +125,7 @@ class ReverseSweep:
                         if d not in shared:
                             shared.add(d)
                             group = [b for (_, _, b), e in zip(act, names) if e == d]
-                            call = fused_sums_call(out, g, d, tuple_text(group), ind, self.ctx.out_partials,
-                                                   rhs := []) or f"product_sums({d}, {g}, {tuple_text(group)})"
-                            self.contribute_call(group, call, ind, out, init, rhs)
+                            sums_line(self, g, d, group, ind, out, init)
                         continue
                     term = d if g == "1.0" else f"{d} * {g}"
                     self.contribute(a, f"unbroadcast({term}, {a})", ind, out, init)
@@ -162,6 +160,8 @@ class ReverseSweep:
         if rule.vjps is not None:     # one call gives every active operand's adjoint
             act = [i for i, a in enumerate(st.args) if self.is_active(a)]
             self.contribute_call([st.args[i] for i in act], rule.vjps(act, g, args, t, params), ind, out, init)
+            return
+        if join_next(self, st, g, ind, out, init):      # its seed is a joined sums line's, never stored
             return
         for i, a in enumerate(st.args):
             if self.is_active(a):
