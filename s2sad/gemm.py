@@ -21,6 +21,10 @@ one multiply-add chain in index order (see llvm_gemm), so it does not depend on 
 number of threads. From THREAD_WORK multiply-adds the rows may be split between threads:
 how many, a `ThreadChooser` per (dtype, columns, rows' size class) decides by timing the products
 (threadchoice.py), unless S2SAD_NUM_THREADS says.
+
+For passes that run a product a block at a time: `row_product` (a range of rows, the
+bits `matmul` gives them) and `inner_range_product` (a range of the inner axis: the
+caller adds the ranges' parts, in an order it fixes, so those are not `matmul`'s bits).
 """
 from __future__ import annotations
 
@@ -179,6 +183,53 @@ def row_product(a: Any, b: Any, backend: str = "auto"):
         f(a_at + lo * a0 * size, a0, a1, b_at, b0, ptr(out), m, hi - lo, q, m, 0, 0, hi - lo)
     rows.operands = (a, b)        # alive while rows is (b may be a contiguous copy)
     return rows
+
+
+def inner_range_product(a: Any, b: Any, backend: str = "auto"):
+    """part(lo, hi, out): a[:, lo:hi] @ b[lo:hi] written into `out` (C-contiguous, a's rows
+    by b's columns, a's dtype), each element one chain over [lo, hi) in order from zero;
+    or None where `matmul(a, b)` would not take s2sad's product. For passes that form a
+    product of a long inner axis a block of it at a time (gemm_epilogue: `h.T @ G`
+    beside the pass that reads the same rows of h and G), then add the blocks' parts in
+    block order: the bits then depend on the blocks (fixed by the caller), never on the
+    threads, and are within rounding of `matmul`'s one chain, not its bits."""
+    ops = _operands(a, b) if choose(backend).fast_path else None
+    if ops is None:
+        return None
+    a, b = ops
+    f = _FUNCS.get(a.dtype) or _function(a.dtype)
+    p, m = a.shape[0], b.shape[1]
+    size = a.dtype.itemsize
+    a0, a1, b0 = a.strides[0] // size, a.strides[1] // size, b.strides[0] // size
+    a_at, b_at = ptr(a), ptr(b)
+
+    def part(lo: int, hi: int, out: np.ndarray) -> None:
+        f(a_at + lo * a1 * size, a0, a1, b_at + lo * b0 * size, b0, ptr(out), m, p, hi - lo, m, 0, 0, p)
+    part.operands = (a, b)        # alive while part is (b may be a contiguous copy)
+    return part
+
+
+def transposed_rows_product(x: Any, m: int, backend: str = "auto"):
+    """part(lo, hi, b, out): x[lo:hi].T @ b into `out` (C-contiguous, x's columns by m),
+    b any (hi - lo, m) array of x's dtype with contiguous aligned rows (a block the
+    caller made and drops: the adjoint of a product that is never stored), each element
+    one chain over [lo, hi) in order from zero; or None where `matmul(x.T, B)` would not
+    take s2sad's product for a (rows of x, m) B of x's dtype with contiguous rows."""
+    if type(x) is not np.ndarray or x.ndim != 2 or not choose(backend).fast_path:
+        return None
+    size = x.dtype.itemsize
+    like = np.lib.stride_tricks.as_strided(np.zeros(m, x.dtype), (x.shape[0], m), (0, size))
+    if _operands(x.T, like) is None:
+        return None
+    f = _FUNCS.get(x.dtype) or _function(x.dtype)
+    p = x.shape[1]
+    x0, x1, x_at = x.strides[0] // size, x.strides[1] // size, ptr(x)
+
+    def part(lo: int, hi: int, b: np.ndarray, out: np.ndarray) -> None:
+        assert b.shape == (hi - lo, m) and b.dtype == x.dtype and b.strides[1] == size and out.shape == (p, m)
+        f(x_at + lo * x0 * size, x1, x0, ptr(b), b.strides[0] // size, ptr(out), m, p, hi - lo, m, 0, 0, p)
+    part.operands = (x,)
+    return part
 
 
 def numpy_takes(a: Any, b: Any, backend: str = "auto") -> bool:

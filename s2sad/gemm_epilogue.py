@@ -8,7 +8,17 @@ block's product kept in a cache-sized scratch, so that the product never goes to
   then the kernel's driver over that block (runtime.launch) into h and dh;
 - `lhs_bar_sums` (reverse): `product_sums(d, matmul_lhs_bar(G, X, W), inputs)`, each
   block G @ W.T into the scratch, then d times it (codegen/llvm_mulsum) into the
-  full-shape adjoint, with the block's column sums for the bias.
+  full-shape adjoint, with the block's column sums for the bias; with `rhs` (the
+  adjoint program joined `W_bar = matmul_rhs_bar(G, X, W)` to the call:
+  passes/epilogues.rhs_line) also the product's other adjoint X.T @ G, each block's
+  part `X[lo:hi].T @ G[lo:hi]` (gemm.inner_range_product) right after the block's pass,
+  which has just read those rows of G (the product) and, where d is an OutputPartial,
+  of X (d.h is X: F(h)), so the part reads them from cache, not memory, and it runs on
+  the block loop's threads; with `nxt` = (j, x, v) (the adjoint program joined the
+  reversal of `_1 = x @ v`, whose adjoint is inputs[j]'s and read by nothing else:
+  passes/epilogues.join_next), that adjoint is never stored: each block of it goes to a
+  per-thread scratch, and `x[lo:hi].T @` it (gemm.transposed_rows_product) right after,
+  from cache; the call returns `matmul_rhs_bar(adjoint, x, v)` in its place, last.
 
 Invariants:
 - h, dh and the full-shape adjoint have the bits of the two unfused calls: each product
@@ -18,6 +28,16 @@ Invariants:
 - the bias's sums: each block of rows (block_rows: fixed, whatever the thread count) is
   summed in row order from 0, then the blocks' sums added in block order: the same bits
   on any number of threads, within rounding of numpy's one chain (not its bits).
+- `rhs`'s X.T @ G: each element is, per block of rows (the same fixed blocks), one
+  multiply-add chain over the block's rows in order from zero, then the blocks' parts
+  added in block order (np.add.reduce on axis 0): the same bits on any number of
+  threads; within rounding of the unfused `matmul_rhs_bar` (one chain over all rows),
+  not its bits. Where the pass does not run, rhs's result is that call's.
+- `nxt`'s x.T @ adjoint: the same, per block of the adjoint's rows (the same fixed
+  blocks), the blocks' parts added in block order; the adjoint's own blocks have the
+  bits it has when stored. nxt is taken where inputs[j] is the only full-shape input
+  (a second one would share the adjoint); elsewhere the pass runs without it and the
+  product after it (`matmul_rhs_bar`, its bits), or the unfused calls.
 - where any condition does not hold (not s2sad's product, another dtype, a full-shape
   operand, the row-fusion switch off: S2SAD_ROW_FUSION=0), the unfused calls run: the
   oracle the tests compare against.
@@ -31,6 +51,32 @@ cache: the layer's call 2.28 against 2.29 ms, the whole 3-layer MLP gradient 0.9
 at 10k and 100k (one core, CPU time): X's block still comes from memory, so the product
 stays memory-bound; not worth a second rounding of W_bar (runs of block sums) and a
 rewrite of the adjoint program.
+
+Blocks of 256 KiB of product (512 rows of 64 float64), not 512 KiB (session 13): with
+the product's other adjoint in the block (below) a block's pass touches its scratch and
+three blocks of operands (G, h, the adjoint), 2 MiB at 512 KiB, past the AMD's 1 MiB L2
+and at the Intel's 2 MiB; twice the blocks also share the work between two threads
+more evenly when one of them is slowed. Measured on the Intel Xeon (busy, load 4-5),
+the MLP3 gradient in one process, block sizes alternated call by call, medians of 100:
+10k 0.96-0.99x the time at 512 KiB (1 MiB: 1.05-1.06x; 128 KiB 0.99-1.02x), 100k
+0.96-1.00x; one thread 0.98-1.00x.
+
+Kept (session 13): the next product's adjoint where the one it reads is never stored
+(`nxt`): the same `X.T @ _1_bar` as the rejected idea above, but _1_bar (5 MB at 10k
+rows, 64 float64) is then neither allocated, written nor read again. The MLP3 gradient
+0.85-0.94x at 10k, 0.89-0.95x at 100k against `rhs` alone (Intel Xeon, load 5, one
+process, the two adjoint programs' calls alternated, medians of 120 / 12).
+
+Kept (session 13): the product's OWN other adjoint (`rhs`), whose operands G and X the
+block's pass reads anyway (the next weights' adjoint above reads X from memory; this
+one reads nothing more). Measured on the Intel Xeon (2 vCPUs, busy with other jobs),
+issue 17's 3-layer MLP gradient, both adjoint programs in one process, calls
+alternated, medians of 150: 10k rows 0.97-0.99x the time of the separate products
+(default threads and one thread alike); 100k 0.92-0.98x. Alone, the standalone
+`h.T @ G` runs at ~30 GFMA/s on one thread (compute-bound: its q blocks stay in L1),
+so the gain is the reads of G and X saved and the threads of the block loop (the
+standalone product, p = 64 rows split in two, each thread reading all of G, gained
+nothing from a second thread there).
 """
 from __future__ import annotations
 
@@ -41,7 +87,7 @@ from typing import Any
 import numpy as np
 
 from . import gemm, runtime
-from .array_rules import matmul_lhs_bar, plain_product
+from .array_rules import matmul_lhs_bar, matmul_rhs_bar, plain_product
 from .backends import backend_for, choose
 from .backends.llvm import ptr
 from .gemm_outpartials import OutputPartial, out_kernels, out_partials, out_sums
@@ -51,19 +97,19 @@ from .productsums import mulsum_function, product_sums
 from .threadchoice import Choosers
 from .threads import run_chunks
 
-SCRATCH_BYTES = 1 << 19       # a block's product: within a core's L2 (1 MiB here) with its operands
-SCRATCHES = 4                 # scratches a thread keeps (products of different widths or dtypes)
+SCRATCH_BYTES = 1 << 18       # a block's product: within a core's L2 (1 MiB on the AMD) with its operands
+SCRATCHES = 6                 # scratches a thread keeps (products and adjoints of different widths or dtypes)
 BLOCK_ROWS = 64               # blocks are a multiple of this many rows: of every row tile (llvm_gemm)
 _F64, _F32 = np.dtype(np.float64), np.dtype(np.float32)
 _CHOOSERS = Choosers()        # (what, dtype, columns) -> ThreadChooser
-_LOCAL = threading.local()    # each thread's scratch, by (dtype, rows, columns)
+_LOCAL = threading.local()    # each thread's scratch, by (dtype, rows, columns, what)
 
 
-def _scratch(dtype: np.dtype, rows: int, m: int) -> np.ndarray:
+def _scratch(dtype: np.dtype, rows: int, m: int, what: str = "product") -> np.ndarray:
     got = getattr(_LOCAL, "buffers", None)
     if got is None:
         got = _LOCAL.buffers = {}
-    key = (dtype, rows, m)
+    key = (dtype, rows, m, what)
     buf = got.get(key)
     if buf is None:
         if len(got) >= SCRATCHES:      # a bounded number kept per thread
@@ -170,16 +216,28 @@ def _fused_partials(a, w, kernel, at, args, active, from_out, backend):
 
 # ---------------------------------------------------------------- reverse: the product's adjoint times d
 
-def lhs_bar_sums(g: Any, a: Any, w: Any, d: Any, inputs: tuple, backend: str = "auto") -> tuple:
-    """product_sums(d, matmul_lhs_bar(g, a, w), inputs): fused where it can be (see the
-    module docstring), else those two calls. d may be an OutputPartial (product_partials
-    with from_out): F(h) in the product's pass, or its array."""
-    fused = _fused_sums(g, a, w, d, inputs, backend) if SWITCH.on else None
+def lhs_bar_sums(g: Any, a: Any, w: Any, d: Any, inputs: tuple, rhs: bool = False, nxt: tuple | None = None,
+                 backend: str = "auto") -> tuple:
+    """product_sums(d, matmul_lhs_bar(g, a, w), inputs), and with `rhs` the product's other
+    adjoint `matmul_rhs_bar(g, a, w)` after them; with `nxt` = (j, x, v), inputs[j]'s
+    adjoint t (the product `x @ v`'s, which nothing else reads) is not returned, and
+    `matmul_rhs_bar(t, x, v)` is, last. Fused where it can be (see the module
+    docstring), else those calls. d may be an OutputPartial (product_partials with
+    from_out): F(h) in the product's pass, or its array."""
+    fused = _fused_sums(g, a, w, d, inputs, rhs, nxt, backend) if SWITCH.on else None
     if fused is not None:
         return fused
+    if nxt is not None:         # the pass without nxt, then its product apart
+        return _next_apart(lhs_bar_sums(g, a, w, d, inputs, rhs, None, backend), nxt)
     if isinstance(d, OutputPartial):
         d = d.array()
-    return product_sums(d, matmul_lhs_bar(g, a, w), inputs, backend)
+    sums = product_sums(d, matmul_lhs_bar(g, a, w), inputs, backend)
+    return sums + (matmul_rhs_bar(g, a, w),) if rhs else sums
+
+
+def _next_apart(sums: tuple, nxt: tuple) -> tuple:
+    at, x, v = nxt
+    return sums[:at] + sums[at + 1:] + (matmul_rhs_bar(sums[at], x, v),)
 
 
 def _d_rows(d: Any, shape: tuple, dtype: np.dtype) -> int | None:
@@ -194,23 +252,49 @@ def _d_rows(d: Any, shape: tuple, dtype: np.dtype) -> int | None:
     return s0 // size
 
 
-def _fused_sums(g, a, w, d, inputs, backend):
+def _fused_sums(g, a, w, d, inputs, rhs, nxt, backend):
     if not plain_product(g, a, w):
         return None
     rows = gemm.row_product(g, w.T, backend)
     if rows is None:
         return None
+    part = gemm.inner_range_product(a.T, g, backend) if rhs else None
+    if rhs and part is None:
+        return None
     dtype, (p, m) = g.dtype, a.shape
     shapes = [np.shape(x) for x in inputs]
     if m < 2 or not any(s in ((1, m), (m,)) for s in shapes) or not all(s in ((p, m), (1, m), (m,)) for s in shapes):
         return None
-    out = np.empty((p, m), dtype)
-    block_sums = np.zeros((_blocks(p, m, dtype), m), dtype)
-    work = p * g.shape[1] * m
+    nxt_part = _next_part(nxt, shapes, p, m, dtype, backend)
+    if nxt is not None and nxt_part is None:
+        return None
+    blocks = _blocks(p, m, dtype)
+    block_sums = np.zeros((blocks, m), dtype)
+    work = p * m * (g.shape[1] * (2 if rhs else 1) + (nxt[1].shape[1] if nxt else 0))
+    parts = np.empty((blocks, m, g.shape[1]), dtype) if rhs else None
+    nxt_parts = np.empty((blocks, nxt[1].shape[1], m), dtype) if nxt else None
+    out = None if nxt else np.empty((p, m), dtype)      # with nxt: never stored, a block at a time
+    rows_per = block_rows(m, dtype)
+
+    def out_at(lo: int, hi: int) -> np.ndarray:
+        return out[lo:hi] if out is not None else _scratch(dtype, rows_per, m, "adjoint")[:hi - lo]
+
+    def in_blocks(what: str, run_block) -> None:
+        if parts is None and nxt_parts is None:
+            _in_blocks(what, dtype, work, p, m, run_block)
+            return
+
+        def with_parts(lo: int, hi: int, scratch: np.ndarray, i: int) -> None:
+            run_block(lo, hi, scratch, i)
+            if parts is not None:
+                part(lo, hi, parts[i])      # the block's rows of a and g: in cache from run_block
+            if nxt_parts is not None:
+                nxt_part(lo, hi, out_at(lo, hi), nxt_parts[i])      # the block's adjoint, just written
+        _in_blocks(what + ("+rhs" if rhs else "") + ("+next" if nxt else ""), dtype, work, p, m, with_parts)
     if isinstance(d, OutputPartial):
         if d.h.shape != (p, m) or d.h.dtype != dtype:
             return None
-        out_sums(rows, d, out, block_sums, lambda run_block: _in_blocks("outsums", dtype, work, p, m, run_block))
+        out_sums(rows, d, out_at, block_sums, lambda run_block: in_blocks("outsums", run_block))
     else:
         ds = _d_rows(d, (p, m), dtype)
         if ds is None:
@@ -220,12 +304,32 @@ def _fused_sums(g, a, w, d, inputs, backend):
 
         def run_block(lo: int, hi: int, scratch: np.ndarray, i: int) -> None:
             rows(lo, hi, scratch)
-            f(ptr(d) + lo * ds * size, ptr(scratch), ptr(out) + lo * m * size, ptr(block_sums) + i * m * size,
+            f(ptr(d) + lo * ds * size, ptr(scratch), ptr(out_at(lo, hi)), ptr(block_sums) + i * m * size,
               hi - lo, m, ds, m)
-        _in_blocks("sums", dtype, work, p, m, run_block)
+        in_blocks("sums", run_block)
     sums = np.add.reduce(block_sums, axis=0)
     result, given = [], False
-    for x, shape in zip(inputs, shapes):      # a second bias input gets its own copy: no two adjoints alias
-        result.append(out if shape == (p, m) else (sums.copy() if given else sums).reshape(shape))
+    for j, (x, shape) in enumerate(zip(inputs, shapes)):   # a second bias input gets its own copy: no two alias
+        if nxt is None or j != nxt[0]:
+            result.append(out if shape == (p, m) else (sums.copy() if given else sums).reshape(shape))
         given = given or shape != (p, m)
+    for got in (parts, nxt_parts):      # the blocks' parts added in block order (np.add.reduce on axis 0)
+        if got is not None:
+            result.append(np.add.reduce(got, axis=0))
     return tuple(result)
+
+
+def _next_part(nxt, shapes: list, p: int, m: int, dtype: np.dtype, backend):
+    """For nxt = (j, x, v): gemm.transposed_rows_product of x where inputs[j] is the one
+    full-shape input (its adjoint is then read by nothing but x.T @ it, so it need not be
+    stored) and `matmul_rhs_bar(t, x, v)` is `matmul(x.T, t)` for a (p, m) t of dtype
+    (plain, v of the product's shape); else None (nxt None: None)."""
+    if nxt is None:
+        return None
+    at, x, v = nxt
+    if not isinstance(at, int) or not 0 <= at < len(shapes) or shapes[at] != (p, m) or shapes.count((p, m)) != 1:
+        return None
+    if type(x) is not np.ndarray or type(v) is not np.ndarray or x.dtype != dtype or v.dtype != dtype \
+            or x.ndim != 2 or x.shape[0] != p or v.shape != (x.shape[1], m):
+        return None
+    return gemm.transposed_rows_product(x, m, backend)

@@ -175,9 +175,10 @@ def out_partials(rows, kernels: OutKernels, chosen, args: tuple, at: int, shape:
 
 # ---------------------------------------------------------------- reverse: F(h) * (G @ W.T), summed
 
-def out_sums(rows, d: OutputPartial, out: np.ndarray, block_sums: np.ndarray, in_blocks) -> None:
-    """out = F(h) * (the product `rows` makes), a block at a time, and each block's column
-    sums into its row of block_sums (zeros on entry)."""
+def out_sums(rows, d: OutputPartial, out_at, block_sums: np.ndarray, in_blocks) -> None:
+    """out_at(lo, hi) = F(h) * (the product `rows` makes), a block at a time (out_at:
+    the array each block's rows are written to), and each block's column sums into its
+    row of block_sums (zeros on entry)."""
     h, adjoint = d.h, d.kernels.adjoint
     m, dtype = h.shape[1], h.dtype
     template = runtime.prepare((np.empty((2, m), dtype), np.empty((2, m), dtype), np.zeros((1, m), dtype)),
@@ -189,6 +190,6 @@ def out_sums(rows, d: OutputPartial, out: np.ndarray, block_sums: np.ndarray, in
         rows(lo, hi, scratch)
         prep = dataclasses.replace(template, shape=scratch.shape, values=[h[lo:hi], scratch, bias],
                                    shapes=[scratch.shape, scratch.shape, (1, m)])
-        runtime.launch(adjoint, d.backend, spec, ("bias",), prep, out=out[lo:hi], seed=1.0,
+        runtime.launch(adjoint, d.backend, spec, ("bias",), prep, out=out_at(lo, hi), seed=1.0,
                        grads=[block_sums[i:i + 1]])
     in_blocks(run_block)

@@ -1,9 +1,11 @@
 """A product and the elementwise pass next to it run a block of rows at a time, the product
 never stored (passes/epilogues.py, gemm_epilogue.py): `h = k(X @ W + b)` with its stored
 partial (product_partials), and the adjoint `dh * (G @ W.T)` with the bias's sums
-(lhs_bar_sums). Against S2SAD_GEMM_EPILOGUE=0 (the same program unfused): the same bits,
-the bias's sums within rounding (they are summed by blocks); central differences; the
-programs and operands it declines; threads; inputs never written."""
+(lhs_bar_sums), with the product's other adjoint `h.T @ G` in the same pass. Against
+S2SAD_GEMM_EPILOGUE=0 (the same program unfused): the same bits, the bias's sums and the
+weights' adjoint made in the pass within rounding (they are summed by blocks: exactly the
+blocks' chains added in order); central differences; the programs and operands it
+declines; threads; inputs never written."""
 import numpy as np
 import pytest
 
@@ -121,9 +123,11 @@ def test_the_unfused_bits(f, dtype, monkeypatch):
     copies = [np.copy(a) for a in args]
     fused, _ = _grads(f, args, argnums, monkeypatch, True)
     (want,), _ = _grads(f, args, argnums, monkeypatch, False, calls=1)
-    bias_like = {1, 3} if f is mlp3 else set() if f in (no_bias, in_a_loop) else {1}     # lhs_bar_sums' sums
+    # lhs_bar_sums' sums (biases) and the weights' adjoint it makes (rhs): summed by blocks
+    by_blocks = {0, 1, 2, 3, 4} if f is mlp3 else set() if f in (no_bias, in_a_loop) else {1} if f is full_bias \
+        else {1, 2} if f is product_read_twice else {0, 1, 2}
     for got in fused:
-        _same_or_close(got, want, bias_like)
+        _same_or_close(got, want, by_blocks)
     for a, c in zip(args, copies):
         np.testing.assert_array_equal(a, c)
 
@@ -238,3 +242,160 @@ def test_same_partials_reads_equal_expressions():
     assert firsts("def f(x, b):\n    return (x, 2.0 * x, x * 2.0)") == (0, 1)
     assert firsts("def f(x, b):\n    return (x, math.exp(x), math.exp(x))") == (0, 1)
     assert firsts("def f(u, b):\n    if b > 0:\n        u = 1.0\n    return (u, u, 1.0)") == (0, 1)
+
+
+def test_the_weights_adjoint_joins_the_sums(monkeypatch):
+    """`W_bar = matmul_rhs_bar(G, h, W)` moves into the lhs_bar_sums call of the same
+    product (its rows of G and h are the pass's own); the first layer's, X.T @ _1_bar,
+    into the call that makes _1_bar (nxt), which then never stores it."""
+    args, argnums = _args(mlp3)
+    _, src = _grads(mlp3, args, argnums, monkeypatch, True, calls=1)
+    assert "(_2_bar, b2_bar, W3_bar) = lhs_bar_sums(" in src
+    assert "(b1_bar, W2_bar, W1_bar) = lhs_bar_sums(_2_bar, h1, W2, dh1_d1, (_1, b1), True, (0, X, W1))" in src
+    assert "matmul_rhs_bar(" not in src and "_1_bar" not in src
+    _, src = _grads(mlp3, args, argnums, monkeypatch, False, calls=1)
+    assert src.count("matmul_rhs_bar(") == 3
+
+
+def x_active(W1, b1, W2, X, Y):
+    h = np.tanh(X @ W1 + b1)
+    return np.sum((h @ W2 - Y) ** 2)
+
+
+def w1_twice(W1, b1, W2, X, Y):
+    h = np.tanh(X @ W1 + b1)
+    return np.sum((h @ W2 - Y) ** 2) + np.sum(W1 ** 2)
+
+
+@pytest.mark.parametrize("f,argnums,joined", [(x_active, (0, 1, 2, 3), False), (w1_twice, (0, 1, 2), False),
+                                              (x_active, (0, 1, 2), True)])
+def test_the_first_layers_adjoint_joins_only_where_nothing_else_reads_it(f, argnums, joined, monkeypatch):
+    """X's adjoint wanted (it reads _1_bar), or W1's adjoint bound before (another use of
+    W1): the product's reversal stays; the gradients against the unfused program's."""
+    args, _ = _args(sigmoid_layer)
+    fused, src = _grads(f, args, argnums, monkeypatch, True)
+    assert ("(0, X, W1))" in src) == joined and ("matmul_rhs_bar(_1_bar, X, W1)" not in src) == joined, src
+    (want,), _ = _grads(f, args, argnums, monkeypatch, False, calls=1)
+    for got in fused:
+        for a, b in zip(got[1], want[1]):
+            np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12 * np.max(np.abs(b)))
+
+
+def _output_partial(h, k, monkeypatch):
+    """The OutputPartial of `tanh(X @ W + b)` whose output is h (n x m), as a gradient
+    builds it (caught on its way into lhs_bar_sums)."""
+    n, m = h.shape
+    seen = []
+    original = gemm_epilogue._fused_sums
+
+    def catch(g, a, w, d, *rest):
+        seen.append(d)
+        return original(g, a, w, d, *rest)
+    monkeypatch.setattr(gemm_epilogue, "_fused_sums", catch)
+    rng = np.random.default_rng(5)
+    W, b, V = np.eye(m, dtype=h.dtype), np.zeros((1, m), h.dtype), rng.normal(size=(m, k)).astype(h.dtype)
+    X = np.arctanh(np.clip(h, -0.999, 0.999)).astype(h.dtype)
+    PLANS.clear()
+    s2sad.grad(lambda W, b, V, X: np.sum((np.tanh(X @ W + b) @ V) ** 2), argnums=(0, 1, 2))(W, b, V, X)
+    monkeypatch.setattr(gemm_epilogue, "_fused_sums", original)
+    d = seen[-1]
+    h[...] = d.h               # the layer's own output (X @ I + 0 rounds to X; tanh of it ~ h)
+    return d
+
+
+def _blockwise(a, g, rows):
+    """a.T @ g as the fused pass makes it: one s2sad product per block of `rows` rows
+    (each element one chain over the block), the blocks' parts added in block order."""
+    from s2sad import gemm
+    parts = [gemm.matmul(np.ascontiguousarray(a[lo:lo + rows].T), g[lo:lo + rows]) for lo in range(0, len(a), rows)]
+    return np.add.reduce(np.stack(parts), axis=0)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("from_out", [True, False])
+@pytest.mark.parametrize("threads", ["1", "2"])
+def test_the_rhs_adjoint_is_the_blocks_chains_in_order(dtype, from_out, threads, monkeypatch):
+    """lhs_bar_sums(..., rhs=True)'s last result: bit for bit the blocks' own products
+    added in block order (block_rows rows each, whatever the threads), within rounding of
+    numpy's h.T @ G; the other results the bits of rhs=False."""
+    from s2sad import gemm_outpartials
+    monkeypatch.setenv("S2SAD_NUM_THREADS", threads)
+    monkeypatch.setenv("S2SAD_GEMM_EPILOGUE", "1")
+    rng = np.random.default_rng(3)
+    n, m, k = 5000, 64, 48
+    h = np.tanh(rng.normal(size=(n, m))).astype(dtype)
+    g = rng.normal(size=(n, k)).astype(dtype)
+    w = rng.normal(size=(m, k)).astype(dtype)
+    b = np.zeros((1, m), dtype)
+    stand = np.broadcast_to(np.zeros((), dtype), (n, m))
+    d = (1 - h * h).astype(dtype)
+    if from_out:                 # the OutputPartial a tanh layer's gradient hands lhs_bar_sums
+        d = _output_partial(h, k, monkeypatch)
+        assert isinstance(d, gemm_outpartials.OutputPartial)
+    plain = gemm_epilogue.lhs_bar_sums(g, h, w, d, (stand, b))
+    got = gemm_epilogue.lhs_bar_sums(g, h, w, d, (stand, b), True)
+    assert len(got) == 3
+    for x, y in zip(got[:2], plain):
+        assert x.tobytes() == y.tobytes()
+    rows = gemm_epilogue.block_rows(m, np.dtype(dtype))
+    assert rows < n           # several blocks
+    want = _blockwise(h, g, rows)
+    assert got[2].dtype == dtype and got[2].shape == w.shape
+    assert got[2].tobytes() == want.tobytes()
+    tol = 1e-12 if dtype == np.float64 else 1e-4
+    np.testing.assert_allclose(got[2], h.astype(np.float64).T @ g.astype(np.float64), rtol=tol, atol=tol * n)
+
+
+def test_the_rhs_adjoint_where_the_pass_declines():
+    """The python backend (no fused pass): the unfused calls, the adjoint matmul_rhs_bar's."""
+    from s2sad.array_rules import matmul_rhs_bar
+    rng = np.random.default_rng(4)
+    h, g, w = rng.normal(size=(300, 8)), rng.normal(size=(300, 5)), rng.normal(size=(8, 5))
+    d, b = rng.normal(size=(300, 8)), np.zeros((1, 8))
+    got = gemm_epilogue.lhs_bar_sums(g, h, w, d, (np.broadcast_to(0.0, (300, 8)), b), True, backend="python")
+    assert got[2].tobytes() == matmul_rhs_bar(g, h, w).tobytes()
+    np.testing.assert_allclose(got[0], d * (g @ w.T))
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("threads", ["1", "2"])
+def test_the_next_products_adjoint_is_the_blocks_chains_in_order(dtype, threads, monkeypatch):
+    """lhs_bar_sums(..., nxt=(0, x, v)): the product's adjoint t (inputs[0]'s) not
+    returned; x.T @ t last, bit for bit the blocks' own products of t's blocks added in
+    block order, and within rounding of numpy's; the rest the bits of the plain call."""
+    monkeypatch.setenv("S2SAD_NUM_THREADS", threads)
+    monkeypatch.setenv("S2SAD_GEMM_EPILOGUE", "1")
+    rng = np.random.default_rng(6)
+    n, m, k, q = 5000, 64, 48, 32
+    h = np.tanh(rng.normal(size=(n, m))).astype(dtype)
+    g, w = rng.normal(size=(n, k)).astype(dtype), rng.normal(size=(m, k)).astype(dtype)
+    x, v = rng.normal(size=(n, q)).astype(dtype), rng.normal(size=(q, m)).astype(dtype)
+    b, d = np.zeros((1, m), dtype), (1 - h * h).astype(dtype)
+    inputs = (np.broadcast_to(np.zeros((), dtype), (n, m)), b)
+    t, b_bar, w_bar = gemm_epilogue.lhs_bar_sums(g, h, w, d, inputs, True)
+    got = gemm_epilogue.lhs_bar_sums(g, h, w, d, inputs, True, (0, x, v))
+    assert len(got) == 3
+    assert got[0].tobytes() == b_bar.tobytes() and got[1].tobytes() == w_bar.tobytes()
+    rows = gemm_epilogue.block_rows(m, np.dtype(dtype))
+    assert got[2].dtype == dtype and got[2].shape == v.shape
+    assert got[2].tobytes() == _blockwise(x, t, rows).tobytes()
+    tol = 1e-12 if dtype == np.float64 else 1e-4
+    np.testing.assert_allclose(got[2], x.astype(np.float64).T @ t.astype(np.float64), rtol=tol, atol=tol * n)
+
+
+def test_the_next_products_adjoint_where_the_pass_declines():
+    """Two full-shape inputs (their adjoint is shared), or the python backend: the
+    unfused calls, then matmul_rhs_bar of the dropped adjoint, its bits."""
+    from s2sad.array_rules import matmul_rhs_bar
+    rng = np.random.default_rng(7)
+    n, m = 3000, 64
+    h, g, w = np.tanh(rng.normal(size=(n, m))), rng.normal(size=(n, 10)), rng.normal(size=(m, 10))
+    x, v, d = rng.normal(size=(n, 32)), rng.normal(size=(32, m)), rng.normal(size=(n, m))
+    full, row = np.broadcast_to(0.0, (n, m)), np.zeros((1, m))
+    for inputs, backend in (((full, row, full), "auto"), ((full, row), "python")):
+        plain = gemm_epilogue.lhs_bar_sums(g, h, w, d, inputs, False, None, backend)
+        got = gemm_epilogue.lhs_bar_sums(g, h, w, d, inputs, False, (0, x, v), backend)
+        assert len(got) == len(inputs)
+        for a, want in zip(got[:-1], plain[1:]):
+            assert a.tobytes() == want.tobytes()
+        assert got[-1].tobytes() == matmul_rhs_bar(plain[0], x, v).tobytes()

@@ -134,7 +134,9 @@ def test_against_the_unfused_program(f, dtype, monkeypatch, unstored):
     (want,), _ = _grads(f, args, monkeypatch, False)[0][:1], None
     for got in fused:
         _close(got, want, dtype)
-        assert got[0].tobytes() == want[0].tobytes()          # W1 = X.T @ _1_bar: F(h) * g's bits
+        # (W1 = X.T @ _1_bar is made by blocks in the pass that makes _1_bar, which is never
+        # stored: rounding apart from the unfused W1, _close's check; _1_bar's bits are
+        # test_gemm_epilogue's, lhs_bar_sums called without nxt)
     for a, c in zip(args, copies):
         np.testing.assert_array_equal(a, c)
 

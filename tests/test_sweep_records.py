@@ -65,6 +65,48 @@ def test_not_joinable_an_operand_written_or_the_product_read_between(between):
     assert _sums(out) is None and out == [_lhs_bar(), between]
 
 
+def _rhs_bar(target="W_bar", ops=("G", "h", "W"), ind=TOP):
+    return product_line(ind, target, ProductCall("matmul_rhs_bar", ops))
+
+
+def _sums_rhs(out, g="h_bar"):
+    rhs = []
+    return epilogues.fused_sums_call(out, g, "dh", "(_1, b)", TOP, None, rhs), rhs
+
+
+def test_the_products_other_adjoint_joins_the_sums():
+    """`W_bar = matmul_rhs_bar(G, h, W)` after the lhs line (the sweep writes them in
+    that order) moves into the call, bound last."""
+    out = [_lhs_bar(), _rhs_bar(), "    x_bar = x_bar + 1.0"]
+    assert _sums_rhs(out) == ("lhs_bar_sums(G, h, W, dh, (_1, b), True)", ["W_bar"])
+    assert out == ["    x_bar = x_bar + 1.0"]
+    out = [_lhs_bar(), _rhs_bar()]        # without the list: the line stays (as before)
+    assert _sums(out) == "lhs_bar_sums(G, h, W, dh, (_1, b))" and out == [_rhs_bar()]
+
+
+@pytest.mark.parametrize("lines", [
+    [_rhs_bar(ops=("G", "h", "V"))],                     # another product's
+    [_rhs_bar(), "    y = W_bar * 2.0"],                 # read before the sums' line
+    [_rhs_bar(), "    W_bar = W_bar + y"],               # added to before it
+    [_rhs_bar(ind=TOP + "    ")],                        # another block
+    ["    W_bar = matmul_rhs_bar(G, h, W)"],             # text, not a record
+])
+def test_the_other_adjoint_stays_where_it_may_not_move(lines):
+    out = [_lhs_bar()] + list(lines)
+    call, rhs = _sums_rhs(out)
+    assert call == "lhs_bar_sums(G, h, W, dh, (_1, b))" and rhs == [] and out == list(lines)
+
+
+def test_an_other_adjoint_binding_an_operand_keeps_both_lines():
+    out = [_lhs_bar(), _rhs_bar(target="h")]
+    assert _sums_rhs(out) == (None, []) and out == [_lhs_bar(), _rhs_bar(target="h")]
+
+
+def test_an_other_adjoint_before_the_lhs_line_stays():
+    out = [_rhs_bar(), _lhs_bar()]
+    assert _sums_rhs(out) == ("lhs_bar_sums(G, h, W, dh, (_1, b))", []) and out == [_rhs_bar()]
+
+
 def test_not_joinable_another_block_or_helper_or_a_non_name_operand():
     for line in (_lhs_bar(ind=TOP + "    "), _lhs_bar(ops=("1.0", "h", "W")),
                  product_line(TOP, "h_bar", ProductCall("matmul_rhs_bar", ("G", "h", "W"))),

@@ -31,6 +31,8 @@ class AdjointContext:
         self.kernel_names: dict[int, str] = {}    # id(kernel) -> its name in `ns`
         # a stored partial -> (the forward lines binding it, the line binding it unstored)
         self.out_partials: dict[str, tuple[list, str]] = {}
+        # a target of a joined lhs_bar_sums line -> (that line's JoinedSums, its position)
+        self.joined_sums: dict[str, tuple] = {}
 
     def is_active(self, op) -> bool:
         """Does operand `op` (a name or a Const) carry a derivative?"""

@@ -19,7 +19,7 @@ from ..kernel_text import unparse
 from .adjoint_context import AdjointContext
 from .adjoint_text import grad_of_line, names_read, param_texts, text_of, tuple_text
 from .emitted import ProductCall, product_line, product_vjp_call
-from .epilogues import fused_sums_call
+from .epilogues import join_next, sums_line
 from .arrayir import ArrayStmt, ForStmt, IfStmt, KernelSum, ListAppend, Py, RunKernel, SetItem, walk_stmts
 from .kernelpairs import row_reduction
 from .linemap import LocatedLine, block_header
@@ -76,10 +76,10 @@ class ReverseSweep:
             init.add(name)
         self.unit.discard(name)
 
-    def contribute_call(self, names: list, call: str, ind: str, out: list, init: set) -> None:
-        """`call` returns the adjoints of `names` (each already of its name's shape): an
-        adjoint not yet bound is bound by the call itself; one already bound gets a
-        temporary, added to it (and a name twice: the second one a temporary)."""
+    def contribute_call(self, names: list, call: str, ind: str, out: list, init: set, extra: list = ()) -> None:
+        """`call` returns the adjoints of `names` (each of its name's shape), then `extra`'s
+        (epilogues.rhs_line): one not yet bound is bound by the call itself; one already
+        bound gets a temporary, added to it (a name twice: the second one a temporary)."""
         targets, adds, seen = [], [], set()
         for a in names:
             if a in init or a in seen:
@@ -89,7 +89,7 @@ class ReverseSweep:
             else:
                 targets.append(self.bar(a))
                 seen.add(a)
-        out.append(f"{ind}{tuple_text(targets)} = {call}")
+        out.append(f"{ind}{tuple_text(targets + list(extra))} = {call}")
         init.update(seen)
         self.unit.difference_update(seen)
         for a, tmp in adds:
@@ -125,9 +125,7 @@ class ReverseSweep:
                         if d not in shared:
                             shared.add(d)
                             group = [b for (_, _, b), e in zip(act, names) if e == d]
-                            call = fused_sums_call(out, g, d, tuple_text(group), ind, self.ctx.out_partials) or \
-                                f"product_sums({d}, {g}, {tuple_text(group)})"
-                            self.contribute_call(group, call, ind, out, init)
+                            sums_line(self, g, d, group, ind, out, init)
                         continue
                     term = d if g == "1.0" else f"{d} * {g}"
                     self.contribute(a, f"unbroadcast({term}, {a})", ind, out, init)
@@ -162,6 +160,8 @@ class ReverseSweep:
         if rule.vjps is not None:     # one call gives every active operand's adjoint
             act = [i for i, a in enumerate(st.args) if self.is_active(a)]
             self.contribute_call([st.args[i] for i in act], rule.vjps(act, g, args, t, params), ind, out, init)
+            return
+        if join_next(self, st, g, ind, out, init):      # its seed is a joined sums line's, never stored
             return
         for i, a in enumerate(st.args):
             if self.is_active(a):
