@@ -44,3 +44,37 @@ def test_patched_math_function_in_a_helper_is_planned_again(monkeypatch):
     np.testing.assert_allclose(g(x), np.cos(x), rtol=1e-13)
     monkeypatch.undo()
     np.testing.assert_allclose(g(x), 1.0 - np.tanh(x) ** 2, rtol=1e-13)
+
+
+SCALE = np.array([2.0])
+
+
+def scaled(z):
+    return SCALE[0] * inner(z)      # an array read at call time, beside a helper and its helper
+
+
+def scaled_loss(x):
+    return np.sum(s2sad.broadcast(scaled, x))
+
+
+def test_a_helper_with_tests_left_to_the_loop_still_plans_and_guards():
+    """(A helper whose names are partly tested inline and partly not: planning ends, and
+    both kinds of change are noticed.)"""
+    global SCALE
+    x = np.linspace(-1.0, 1.0, 5)
+    g = s2sad.grad(scaled_loss)
+    for _ in range(3):
+        np.testing.assert_allclose(g(x), 2.0 * np.ones_like(x))
+    saved = SCALE
+    try:
+        SCALE = np.array([5.0])          # same kind: read at call time
+        np.testing.assert_allclose(g(x), 5.0 * np.ones_like(x))
+        globals()["inner"] = lambda z: z * z
+        np.testing.assert_allclose(g(x), 10.0 * x)
+    finally:
+        SCALE = saved
+        globals()["inner"] = _INNER
+    np.testing.assert_allclose(g(x), 2.0 * np.ones_like(x))
+
+
+_INNER = inner
