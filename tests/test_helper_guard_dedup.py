@@ -4,6 +4,7 @@ rebinding the inner helper, or the math function it calls, after warm calls plan
 import math
 
 import numpy as np
+import pytest
 
 import s2sad
 
@@ -78,3 +79,32 @@ def test_a_helper_with_tests_left_to_the_loop_still_plans_and_guards():
 
 
 _INNER = inner
+
+
+def test_helper_defaults_code_and_deletion_after_warm_calls():
+    """The inline helper tests (assumptions._inline_helpers): a helper given defaults, its
+    code swapped in place (autoreload), or deleted from its module after warm calls."""
+    x = np.linspace(-1.0, 1.0, 6)
+    g = s2sad.grad(loss)
+    want = 1.0 - np.tanh(x) ** 2
+    for _ in range(3):
+        np.testing.assert_allclose(g(x), want, rtol=1e-13)
+    code = inner.__code__
+    try:
+        inner.__code__ = (lambda z: 4.0 * z).__code__
+        np.testing.assert_allclose(g(x), 4.0 * want, rtol=1e-13)
+    finally:
+        inner.__code__ = code
+    np.testing.assert_allclose(g(x), want, rtol=1e-13)
+    try:
+        inner.__defaults__ = (1.0,)          # a plain helper no more: planned again, same derivative
+        np.testing.assert_allclose(g(x), want, rtol=1e-13)
+    finally:
+        inner.__defaults__ = None
+    saved = globals().pop("inner")
+    try:
+        with pytest.raises(s2sad.S2SADError, match="cannot resolve the function 'inner'"):
+            g(x)                              # refused, located: never the old derivative
+    finally:
+        globals()["inner"] = saved
+    np.testing.assert_allclose(g(x), want, rtol=1e-13)
