@@ -21,7 +21,7 @@ check.body:
   %a = load ptr, ptr %a.at
   %type.at = getelementptr inbounds i8, ptr %a, i64 8
   %type = load i64, ptr %type.at
-  %want.pos = add i64 %i, 17
+  %want.pos = add i64 %i, 19
   %want.type = call i64 @word(ptr %t, i64 %want.pos)
   %i.next = add i64 %i, 1
   %type.ok = icmp eq i64 %type, %want.type
@@ -29,8 +29,8 @@ check.body:
 check.ok:
   br label %check
 pre0:
-  %s0 = call i64 @word(ptr %t, i64 5)
-  %c0 = call i64 @word(ptr %t, i64 6)
+  %s0 = call i64 @word(ptr %t, i64 7)
+  %c0 = call i64 @word(ptr %t, i64 8)
   %const0 = icmp slt i64 %s0, 0
   br i1 %const0, label %k0, label %a0
 a0:
@@ -44,8 +44,8 @@ k0:
   %v0 = phi i64 [%v0.a, %a0], [%c0, %pre0]
   br label %pre1
 pre1:
-  %s1 = call i64 @word(ptr %t, i64 7)
-  %c1 = call i64 @word(ptr %t, i64 8)
+  %s1 = call i64 @word(ptr %t, i64 9)
+  %c1 = call i64 @word(ptr %t, i64 10)
   %const1 = icmp slt i64 %s1, 0
   br i1 %const1, label %k1, label %a1
 a1:
@@ -59,8 +59,8 @@ k1:
   %v1 = phi i64 [%v1.a, %a1], [%c1, %pre1]
   br label %pre2
 pre2:
-  %s2 = call i64 @word(ptr %t, i64 9)
-  %c2 = call i64 @word(ptr %t, i64 10)
+  %s2 = call i64 @word(ptr %t, i64 11)
+  %c2 = call i64 @word(ptr %t, i64 12)
   %const2 = icmp slt i64 %s2, 0
   br i1 %const2, label %k2, label %a2
 a2:
@@ -74,8 +74,8 @@ k2:
   %v2 = phi i64 [%v2.a, %a2], [%c2, %pre2]
   br label %pre3
 pre3:
-  %s3 = call i64 @word(ptr %t, i64 11)
-  %c3 = call i64 @word(ptr %t, i64 12)
+  %s3 = call i64 @word(ptr %t, i64 13)
+  %c3 = call i64 @word(ptr %t, i64 14)
   %const3 = icmp slt i64 %s3, 0
   br i1 %const3, label %k3, label %a3
 a3:
@@ -89,8 +89,8 @@ k3:
   %v3 = phi i64 [%v3.a, %a3], [%c3, %pre3]
   br label %pre4
 pre4:
-  %s4 = call i64 @word(ptr %t, i64 13)
-  %c4 = call i64 @word(ptr %t, i64 14)
+  %s4 = call i64 @word(ptr %t, i64 15)
+  %c4 = call i64 @word(ptr %t, i64 16)
   %c4.d = bitcast i64 %c4 to double
   %const4 = icmp slt i64 %s4, 0
   br i1 %const4, label %k4, label %a4
@@ -104,8 +104,8 @@ k4:
   %v4 = phi double [%v4.a, %a4], [%c4.d, %pre4]
   br label %pre5
 pre5:
-  %s5 = call i64 @word(ptr %t, i64 15)
-  %c5 = call i64 @word(ptr %t, i64 16)
+  %s5 = call i64 @word(ptr %t, i64 17)
+  %c5 = call i64 @word(ptr %t, i64 18)
   %c5.d = bitcast i64 %c5 to double
   %const5 = icmp slt i64 %s5, 0
   br i1 %const5, label %k5, label %a5
@@ -122,14 +122,28 @@ k5:
 run:
   %driver.int = call i64 @word(ptr %t, i64 3)
   %driver = inttoptr i64 %driver.int to ptr
+  %save.int = call i64 @word(ptr %t, i64 5)
+  %release = icmp ne i64 %save.int, 0
+  br i1 %release, label %released, label %held
+held:
   call void (i64, i64, i64, i64, double, float) %driver(i64 %v0, i64 %v1, i64 %v2, i64 %v3, double %v4, float %v5.f)
+  br label %called
+released:
+  %save = inttoptr i64 %save.int to ptr
+  %state = call ptr %save()
+  call void (i64, i64, i64, i64, double, float) %driver(i64 %v0, i64 %v1, i64 %v2, i64 %v3, double %v4, float %v5.f)
+  %restore.int = call i64 @word(ptr %t, i64 6)
+  %restore = inttoptr i64 %restore.int to ptr
+  call void %restore(ptr %state)
+  br label %called
+called:
   %none = call i64 @word(ptr %t, i64 1)
   br label %out
 no:
   %ni = call i64 @word(ptr %t, i64 2)
   br label %out
 out:
-  %r.int = phi i64 [%none, %run], [%ni, %no]
+  %r.int = phi i64 [%none, %called], [%ni, %no]
   %r = inttoptr i64 %r.int to ptr
   %incref.int = call i64 @word(ptr %t, i64 0)
   %incref = inttoptr i64 %incref.int to ptr

@@ -80,7 +80,6 @@ nothing from a second thread there).
 """
 from __future__ import annotations
 
-import dataclasses
 import threading
 from typing import Any
 
@@ -90,7 +89,7 @@ from . import gemm, runtime
 from .array_rules import matmul_lhs_bar, matmul_rhs_bar, plain_product
 from .backends import backend_for, choose
 from .backends.llvm import ptr
-from .gemm_outpartials import OutputPartial, out_kernels, out_partials, out_sums
+from .gemm_outpartials import OutputPartial, block_launch, out_kernels, out_partials, out_sums
 from .kernel import LoopSpec
 from .passes.rowfusion import SWITCH
 from .productsums import mulsum_function, product_sums
@@ -203,13 +202,14 @@ def _fused_partials(a, w, kernel, at, args, active, from_out, backend):
     template = runtime.prepare(args[:at] + (np.empty((2, shape[1]), dtype),) + args[at + 1:], kernel.params, dtype)
     spec = LoopSpec(template.layouts, value="store", partials=True, seed="scalar")
     h, dh = np.empty(shape, dtype), np.empty(shape, dtype)
+    launch = block_launch(kernel, chosen, spec, active, template, m, lambda r: [
+        (r, m) if j == at else s for j, s in enumerate(template.shapes)])
 
     def run_block(lo: int, hi: int, scratch: np.ndarray, _: int) -> None:
         rows(lo, hi, scratch)
-        values, shapes = list(template.values), list(template.shapes)
-        values[at], shapes[at] = scratch, scratch.shape
-        prep = dataclasses.replace(template, shape=scratch.shape, values=values, shapes=shapes)
-        runtime.launch(kernel, chosen, spec, active, prep, out=h[lo:hi], seed=1.0, grads=[dh[lo:hi]])
+        values = list(template.values)
+        values[at] = scratch
+        launch(values, hi - lo, h[lo:hi], [dh[lo:hi]])
     _in_blocks("partials", dtype, work, p, m, run_block)
     return stand_in, h, [dh]
 

@@ -146,6 +146,29 @@ class OutputPartial:
         return out
 
 
+# ---------------------------------------------------------------- a kernel's launch per block
+
+def block_launch(kernel, backend, spec: LoopSpec, active: tuple, template, m: int, shapes_of):
+    """launch(values, rows, out, grads): runtime.launch of `kernel` over one block of `rows`
+    rows of m columns, with `template`'s layouts and dtype (the block's shapes:
+    shapes_of(rows)), seed 1.0. Each block height's plan is found once (runtime.launch_plan)
+    and its driver's call made directly: runtime.launch's work per block (a Prepared,
+    its key) is Python the blocks of a pass on two threads ran one at a time."""
+    runs: dict = {}
+
+    def launch(values: list, rows: int, out, grads) -> None:
+        run = runs.get(rows)
+        if run is None:
+            prep = dataclasses.replace(template, shape=(rows, m), values=values, shapes=shapes_of(rows))
+            dims, _, run, _ = runtime.launch_plan(kernel, backend, spec, active, prep)
+            if len(dims) != 2:          # (a block is 2-D: never; runtime.launch walks leading dims)
+                runtime.launch(kernel, backend, spec, active, prep, out=out, seed=1.0, grads=grads)
+                return
+            runs[rows] = run
+        run(values, out, None, 1.0, grads, None, None)
+    return launch
+
+
 # ---------------------------------------------------------------- forward: h alone, checked
 
 def out_partials(rows, kernels: OutKernels, chosen, args: tuple, at: int, shape: tuple, dtype, blocks: int,
@@ -161,12 +184,14 @@ def out_partials(rows, kernels: OutKernels, chosen, args: tuple, at: int, shape:
     h = np.empty(shape, dtype)
     counts = np.zeros(blocks, np.float64)
 
+    launch = block_launch(kernels.check, chosen, spec, active, template, m, lambda r: [
+        (r, m) if j == at else s for j, s in enumerate(template.shapes)])
+
     def run_block(lo: int, hi: int, scratch: np.ndarray, i: int) -> None:
         rows(lo, hi, scratch)
-        values, shapes = list(template.values), list(template.shapes)
-        values[at], shapes[at] = scratch, scratch.shape
-        prep = dataclasses.replace(template, shape=scratch.shape, values=values, shapes=shapes)
-        runtime.launch(kernels.check, chosen, spec, active, prep, out=h[lo:hi], seed=1.0, grads=[counts[i:i + 1]])
+        values = list(template.values)
+        values[at] = scratch
+        launch(values, hi - lo, h[lo:hi], [counts[i:i + 1]])
     in_blocks(run_block)
     if counts.any():
         return None
@@ -185,11 +210,9 @@ def out_sums(rows, d: OutputPartial, out_at, block_sums: np.ndarray, in_blocks) 
                                adjoint.params, dtype)
     spec = LoopSpec(template.layouts, value="store", partials=True, seed="scalar")
     bias = template.values[2]
+    launch = block_launch(adjoint, d.backend, spec, ("bias",), template, m, lambda r: [(r, m), (r, m), (1, m)])
 
     def run_block(lo: int, hi: int, scratch: np.ndarray, i: int) -> None:
         rows(lo, hi, scratch)
-        prep = dataclasses.replace(template, shape=scratch.shape, values=[h[lo:hi], scratch, bias],
-                                   shapes=[scratch.shape, scratch.shape, (1, m)])
-        runtime.launch(adjoint, d.backend, spec, ("bias",), prep, out=out_at(lo, hi), seed=1.0,
-                       grads=[block_sums[i:i + 1]])
+        launch([h[lo:hi], scratch, bias], hi - lo, out_at(lo, hi), [block_sums[i:i + 1]])
     in_blocks(run_block)

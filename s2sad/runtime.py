@@ -142,23 +142,25 @@ def _launch_key(backend: Backend, active: tuple[str, ...], spec: LoopSpec, prep:
     return backend.name, active, spec, prep.dtype, prep.layouts, tuple(prep.shapes), tuple(prep.shape)
 
 
+def launch_plan(kernel: Kernel, backend: Backend, spec: LoopSpec, active: tuple[str, ...], prep: Prepared):
+    """(index space, spec, run, active indices): what a launch depends on the shapes and
+    layouts for, not the data: made once per signature (a training loop's calls all
+    share one) and kept on the kernel; `run(values, out, acc, seed, grads, tangents,
+    out_dot)` is the backend's call of its driver (`Backend.plan_launch`)."""
+    key = _launch_key(backend, active, spec, prep)
+    got = kernel.launch_plans.get(key)
+    if got is None:
+        dims = _index_space(prep)
+        sp, run = backend.plan_launch(kernel, spec, active, prep.dtype, dims)
+        got = remember(kernel, key, (dims, sp, run, tuple(kernel.params.index(a) for a in active)))
+    return got
+
+
 def launch(kernel: Kernel, backend: Backend, spec: LoopSpec, active: tuple[str, ...], prep: Prepared,
            out=None, acc=None, seed=None, grads=None, tangents=None, out_dot=None) -> None:
     """Run one driver over the prepared inputs. Arrays are full-shape (or own-shape for
     strided grads/tangents); the n-d index space is walked as outer x inner."""
-    def plan():
-        """What depends on the shapes and layouts only, not on the data: made once per
-        signature (a training loop's calls all share one): the index space, and the
-        backend's call of its driver over it (`Backend.plan_launch`)."""
-        dims = _index_space(prep)
-        sp, run = backend.plan_launch(kernel, spec, active, prep.dtype, dims)
-        return dims, sp, run, tuple(kernel.params.index(a) for a in active)
-
-    key = _launch_key(backend, active, spec, prep)
-    got = kernel.launch_plans.get(key)
-    if got is None:
-        got = remember(kernel, key, plan())
-    dims, _, run, _ = got
+    dims, _, run, _ = launch_plan(kernel, backend, spec, active, prep)
     (n_outer, outer), (n_inner, _) = dims[-2], dims[-1]
     leading = dims[:-2]
     if n_outer * n_inner * math.prod(d[0] for d in leading) == 0:

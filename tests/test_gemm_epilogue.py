@@ -304,7 +304,12 @@ def _blockwise(a, g, rows):
     """a.T @ g as the fused pass makes it: one s2sad product per block of `rows` rows
     (each element one chain over the block), the blocks' parts added in block order."""
     from s2sad import gemm
-    parts = [gemm.matmul(np.ascontiguousarray(a[lo:lo + rows].T), g[lo:lo + rows]) for lo in range(0, len(a), rows)]
+    floor, gemm.MIN_WORK = gemm.MIN_WORK, 0     # s2sad's product for every block, the last (short) one too:
+    try:                                         # numpy's chains are its BLAS's, in order on some hosts only
+        parts = [gemm.matmul(np.ascontiguousarray(a[lo:lo + rows].T), g[lo:lo + rows])
+                 for lo in range(0, len(a), rows)]
+    finally:
+        gemm.MIN_WORK = floor
     return np.add.reduce(np.stack(parts), axis=0)
 
 

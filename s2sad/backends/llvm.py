@@ -5,7 +5,8 @@ Drivers come from `llvm_jit.driver`: the disk cache by the kernel's source when 
 (`launch_stub`) that makes the driver's C call with the sizes and strides as
 constants: for a run of at most LAUNCH_MAX elements through a compiled launcher
 (codegen/llvm_launch: one call into machine code that reads the arrays' data pointers
-and calls the driver, the GIL held), else, or where the launcher declines its
+and calls the driver, the GIL held, or released for a run of RELEASE_MIN elements or
+more), else, or where the launcher declines its
 arguments, through ctypes (which releases the GIL while the driver runs). The same
 driver either way: the same bits. `ptr` reads an array's data pointer from the array object (the launch
 stubs and runtime's lean paths use it). Host memory (numpy), sums in float64.
@@ -100,7 +101,7 @@ def launch_stub(cfunc, spec: LoopSpec, active_idx: tuple[int, ...], dims, itemsi
         argv.append(at("out_dot", 0))
     call = f"cfunc({', '.join(argv)})"
     small = not runs and n_outer * n_inner <= LAUNCH_MAX
-    launch = compiled_launch(cfunc, argv) if small and LAUNCHERS else None
+    launch = compiled_launch(cfunc, argv, n_outer * n_inner >= RELEASE_MIN) if small and LAUNCHERS else None
     if launch is not None:      # one call into machine code; ctypes only where it declines
         call = f"if L({', '.join(launch[1])}) is NotImplemented:\n        {call}"
     text = f"def stub(vals, out, acc, seed, grads, tangents, out_dot{', offs' if runs else ''}):\n    {call}\n"
@@ -115,13 +116,20 @@ def launch_stub(cfunc, spec: LoopSpec, active_idx: tuple[int, ...], dims, itemsi
 # llvm_launch); a longer one through ctypes, which releases it while the driver runs.
 # S2SAD_LAUNCHERS=0: every launch through ctypes (read when a launch is planned)
 LAUNCH_MAX = 1 << 15
+# a launcher's run of at least this many elements releases the GIL while its driver runs
+# (~0.1 us against a few us of work): other threads run meanwhile, as under ctypes (the
+# blocks of a product's pass on two threads, gemm_epilogue: their launches, each exactly
+# LAUNCH_MAX elements, held it and ran one at a time; issue 17's 3-layer MLP gradient at
+# 10k rows, 2 threads, one process, 100 calls each: 4.19-4.23 ms (min) against 5.14-5.42)
+RELEASE_MIN = 1 << 12
 LAUNCHERS = envflags.switch("S2SAD_LAUNCHERS")
 
 
-def compiled_launch(cfunc, argv: list[str]) -> tuple[Callable, list[str]] | None:
+def compiled_launch(cfunc, argv: list[str], release: bool = False) -> tuple[Callable, list[str]] | None:
     """(launcher, the Python expressions it takes) making the call `cfunc(*argv)` of a
     launch stub (argv: integer constants, `P(array)` data pointers, scalar expressions),
-    or None where this process has no launcher."""
+    the GIL released around it where `release`; or None where this process has no
+    launcher."""
     kinds, words, srcs, exprs, types = "", [], [], [], []
     for text, ctype in zip(argv, cfunc.argtypes):
         kind = llvm_launch.KINDS.get(ctype)
@@ -142,7 +150,7 @@ def compiled_launch(cfunc, argv: list[str]) -> tuple[Callable, list[str]] | None
         words.append(0)
         srcs.append(exprs.index(expr))
     address = ctypes.cast(cfunc, ctypes.c_void_p).value
-    launch = llvm_launch.launcher(address, kinds, words, srcs, types, cfunc)
+    launch = llvm_launch.launcher(address, kinds, words, srcs, types, cfunc, release)
     return None if launch is None else (launch, exprs)
 
 

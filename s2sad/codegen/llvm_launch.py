@@ -10,6 +10,7 @@ pointer, 'd' for a double, 'f' for a float), compiled once a process and cached 
 
     t[0] Py_IncRef's address   t[1] None's   t[2] NotImplemented's   t[3] the driver's
     t[4] the number of Python arguments
+    t[5] PyEval_SaveThread's address, or 0   t[6] PyEval_RestoreThread's (or 0)
     then per C argument: src, word   (src -1: the constant `word` (an i64, or a double's
                                       bits); else Python argument `src`: an ndarray's data
                                       pointer plus `word` bytes, or a float's value)
@@ -17,9 +18,12 @@ pointer, 'd' for a double, 'f' for a float), compiled once a process and cached 
 
 It returns NotImplemented (and calls nothing) unless there are t[4] arguments, each of
 exactly its type (an ndarray for a pointer, a float for a double); else it calls the
-driver with the GIL held and returns None. The caller keeps its ctypes call for
-NotImplemented, and uses a launcher only for runs short enough to hold the GIL through
-(the backend's LAUNCH_MAX elements). It reads object fields only (OB_TYPE,
+driver and returns None: with the GIL held where t[5] is 0, else released around the
+driver's call (PyEval_SaveThread / PyEval_RestoreThread, as ctypes does: `release`,
+which the backend asks for on runs of at least RELEASE_MIN elements, where ~0.1 us of
+release is nothing against the run, and where other threads wait for the GIL: the
+blocks of a product's pass on two threads, gemm_epilogue, ran their kernels' launches
+one at a time). The caller keeps its ctypes call for NotImplemented. It reads object fields only (OB_TYPE,
 ARRAY_DATA, FLOAT_VALUE: checked on live objects by `layout_ok`).
 
 `fastcall_function(name, address, keep, table, holder)` binds a compiled METH_FASTCALL
@@ -43,7 +47,7 @@ from . import llvm_jit
 OB_TYPE = 8         # PyObject.ob_type
 ARRAY_DATA = 16     # PyArrayObject_fields.data
 FLOAT_VALUE = 16    # PyFloatObject.ob_fval
-HEAD_WORDS = 5      # t[0] .. t[4]
+HEAD_WORDS = 7      # t[0] .. t[6]
 METH_FASTCALL = 0x0080
 KINDS = {ctypes.c_int64: "i", ctypes.c_void_p: "i", ctypes.c_double: "d", ctypes.c_float: "f"}
 
@@ -116,14 +120,28 @@ check.ok:
 {body}
   %driver.int = call i64 @word(ptr %t, i64 3)
   %driver = inttoptr i64 %driver.int to ptr
+  %save.int = call i64 @word(ptr %t, i64 5)
+  %release = icmp ne i64 %save.int, 0
+  br i1 %release, label %released, label %held
+held:
   call void ({call_types}) %driver({call_args})
+  br label %called
+released:
+  %save = inttoptr i64 %save.int to ptr
+  %state = call ptr %save()
+  call void ({call_types}) %driver({call_args})
+  %restore.int = call i64 @word(ptr %t, i64 6)
+  %restore = inttoptr i64 %restore.int to ptr
+  call void %restore(ptr %state)
+  br label %called
+called:
   %none = call i64 @word(ptr %t, i64 1)
   br label %out
 no:
   %ni = call i64 @word(ptr %t, i64 2)
   br label %out
 out:
-  %r.int = phi i64 [%none, %run], [%ni, %no]
+  %r.int = phi i64 [%none, %called], [%ni, %no]
   %r = inttoptr i64 %r.int to ptr
   %incref.int = call i64 @word(ptr %t, i64 0)
   %incref = inttoptr i64 %incref.int to ptr
@@ -167,6 +185,14 @@ def incref_address() -> int:
     return ctypes.cast(ctypes.pythonapi.Py_IncRef, ctypes.c_void_p).value
 
 
+def release_addresses() -> list[int]:
+    """[PyEval_SaveThread's address, PyEval_RestoreThread's]: t[5] and t[6] of a launcher
+    that releases the GIL around its driver's call."""
+    api = ctypes.pythonapi
+    return [ctypes.cast(api.PyEval_SaveThread, ctypes.c_void_p).value,
+            ctypes.cast(api.PyEval_RestoreThread, ctypes.c_void_p).value]
+
+
 def fastcall_function(name: str, address: int, keep, table: np.ndarray, holder):
     """A builtin function calling the METH_FASTCALL code at `address` (named `name`, its
     keepalive `keep`) with `table` as its self; `holder` is kept alive with it."""
@@ -188,12 +214,14 @@ class Holder:
         self.kept = kept
 
 
-def launcher(driver_address: int, kinds: str, words: list, srcs: list, py_types: list, keep):
+def launcher(driver_address: int, kinds: str, words: list, srcs: list, py_types: list, keep,
+             release: bool = False):
     """launch(*python_args) -> None | NotImplemented: the driver at `driver_address` called
     with C arguments of `kinds`, the j-th the constant words[j] (srcs[j] None; a double's
     value for 'd' and 'f') or from Python argument srcs[j] (of exact type py_types[k]: an
     ndarray's data pointer plus words[j] bytes, a float's value). `keep`: what keeps the
-    driver's code alive. None where this process has no launcher."""
+    driver's code alive; `release`: the GIL released while the driver runs (a long run).
+    None where this process has no launcher."""
     if not layout_ok():
         return None
     name = name_of(kinds)
@@ -202,6 +230,7 @@ def launcher(driver_address: int, kinds: str, words: list, srcs: list, py_types:
     except Exception:   # noqa: BLE001 - no launcher: the caller's ctypes call makes the launch
         return None
     head = [incref_address(), id(None), id(NotImplemented), driver_address, len(py_types)]
+    head += release_addresses() if release else [0, 0]
     body = []
     for k, w, s in zip(kinds, words, srcs):
         if s is None:
