@@ -31,7 +31,9 @@ The ways compared take turns, one call each per round (the 1- and 2-worker clust
 up, idle in turn), after a warm-up that also settles the numpy call's thread chooser
 (its first 8 calls alternate 1 and N threads: timed, they made the numpy reference slow
 when the section ran alone, 1.00x, and fast after the thread rows had settled it, 1.56x
-in the full run); the rows give the median and the minimum over the rounds.
+in the full run); the rows give the median and the minimum over the rounds (11 of each,
+the worker rows too: with 5, their median moved 1.42-1.75x between two runs minutes
+apart on the znver5, 2026-12-02).
 """
 from __future__ import annotations
 
@@ -116,7 +118,7 @@ def run_dask(rows: list, errors: list, quick: bool, log) -> None:
         return
     calls = 3 if quick else 11
     run_four_chunks(rows, quick, calls, log)
-    run_workers(rows, quick, max(5, calls // 2), log)
+    run_workers(rows, quick, 3 if quick else 11, log)
     run_out_of_core(rows, errors, quick, log)
 
 
