@@ -273,7 +273,8 @@ def _lower(b: _Builder, node, trace, bound) -> None:
         fn = bound.get(site)
         parts = getattr(fn, "parts", None)
         if parts is None:
-            raise Decline(f"{site.split('__site')[0]} keeps its full call")
+            name = site.split("__site")[0]
+            raise Decline(f"{name} keeps its full call" if fn is None else f"{name}'s bound work is not lowered")
         tag = parts[0]
         if tag == "constant":
             continue
