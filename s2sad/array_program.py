@@ -49,13 +49,21 @@ import numpy as np
 
 from . import blas_calls
 from .backends import llvm as llvm_backend
-from .codegen import llvm_entry, llvm_jit, llvm_launch, llvm_program
+from .codegen import llvm_jit, llvm_launch, llvm_program
 
 ALIGN = 64      # bytes between temporaries in the scratch block
+ENTRY_MAX = 1 << 15     # codegen/llvm_entry.ENTRY_MAX (its import loads the IR lowering: test_cache; a test pins it)
 
 
 class Decline(Exception):
     """Why a copy gets no program."""
+
+
+def _flags_ok() -> bool:
+    """numpy's flags are the int the program launcher reads (llvm_program.ARRAY_FLAGS), on live arrays."""
+    a, b = np.zeros(3), np.zeros(6, np.uint8)[1:5].view(np.float32)
+    return all(llvm_launch.ctypes.c_int32.from_address(id(x) + llvm_program.ARRAY_FLAGS).value == x.flags.num
+               for x in (a, b, a.T))
 
 
 def _word(value, kind: str) -> int:
@@ -212,7 +220,7 @@ def _sum_grads(b: _Builder, plan, fast, args, kwargs, result, constant) -> None:
     scale = kwargs.get("scale", args[3] if len(args) > 3 else 1.0)
     refs = [b.ref(a) for a in kargs]
     size = int(np.prod(shape))
-    if any(l != "contig" for l in layouts) or not 2 <= size <= llvm_entry.ENTRY_MAX \
+    if any(l != "contig" for l in layouts) or not 2 <= size <= ENTRY_MAX \
             or any(a.shape != tuple(shape) or a.dtype != dtype or not a.flags.c_contiguous for a in kargs):
         raise Decline("sum_grads of scalar params or of arrays its entry does not take")
     kind = "d" if np.dtype(dtype) == np.float64 else "f"
@@ -302,7 +310,7 @@ def build(special, node: ast.FunctionDef, trace: list, bound: dict, args: tuple,
     result) in order, `bound` what each site was bound to, `args` and `result` the
     recording run's."""
     try:
-        if not llvm_backend.LAUNCHERS or not llvm_launch.layout_ok():
+        if not llvm_backend.LAUNCHERS or not llvm_launch.layout_ok() or not _flags_ok():
             raise Decline("no compiled launchers in this process")
         if type(result) is not tuple or not all(type(r) is np.ndarray for r in result):
             raise Decline("its result is not a tuple of arrays")

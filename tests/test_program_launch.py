@@ -180,6 +180,11 @@ def test_the_softmax_keeps_its_copy_and_explain_says_why(tmp_path):
     assert "the whole gradient as one compiled call" in line and "5 C calls" in line
 
 
+def test_the_entry_bound_is_the_entrys():
+    from s2sad.codegen import llvm_entry
+    assert array_program.ENTRY_MAX == llvm_entry.ENTRY_MAX and array_program._flags_ok()
+
+
 def test_no_program_without_launchers(tmp_path, monkeypatch):
     monkeypatch.setattr(llvm_backend, "LAUNCHERS", False)
     g = s2sad.grad(_loss(tmp_path, "mlp"), argnums=(0, 1, 2))

@@ -25,9 +25,10 @@ from __future__ import annotations
 
 import hashlib
 
-from .llvm_entry import ARRAY_DATA, ARRAY_FLAGS, OB_TYPE
+from .llvm_launch import ARRAY_DATA, OB_TYPE
 
-ALIGNED = 0x0100        # NPY_ARRAY_ALIGNED
+ARRAY_FLAGS = 64        # PyArrayObject_fields.flags (int), as llvm_entry's (not imported: it pulls the
+ALIGNED = 0x0100        # lowering modules a warm start never loads, test_cache); array_program checks it live
 HEAD_WORDS = 5
 _TYPES = {"i": "i64", "w": "i32", "d": "double", "f": "float"}
 
