@@ -81,6 +81,7 @@ class _Builder:
         self.slots: list[dict] = []
         self.refs: dict[int, tuple[int, tuple]] = {}
         self.steps: list[tuple[int, str, list]] = []    # (address, kinds, [("ptr", slot, offset) | ("word", w)])
+        self.guards: list = []      # switches (an `.on`) that must be on at call time, else the copy
         self.keep: list = []        # what the program's table points into: kept with it
         self.alive: list = []
         for a in args:
@@ -148,11 +149,9 @@ def _seeded(b: _Builder, seeded, values: list) -> list:
     """A kept seeded call (runtime._seeded_call) on `values` (refs): its buffers and its
     launch; the refs of its results."""
     parts = getattr(seeded, "parts", None)
-    launch = getattr(parts[0], "launch", None) if parts else None
-    decoded = llvm_launch.decode(launch[0]) if launch else None
-    if decoded is None:
-        raise Decline("a kept call without a compiled launcher")
-    (_, gparts, seed_last), (L, exprs) = parts, launch
+    if parts is None:
+        raise Decline("a seeded call not kept")
+    _, gparts, seed_last = parts
     grads, outs = [], []
     for buf, res in gparts:
         if buf[0] == "copy":
@@ -165,27 +164,38 @@ def _seeded(b: _Builder, seeded, values: list) -> list:
                 raise Decline("a float32 kernel's scalar gradient (a cast after the driver)")
             ref = (ref[0], tuple(res[2]))
         outs.append(ref)
+    _launch(b, parts[0], {"vals": values, "grads": grads,
+                          "seed": values[-1] if seed_last else 1.0})
+    return outs
+
+
+def _launch(b: _Builder, stub, names: dict) -> None:
+    """A launch stub's call (its compiled launcher's driver and C arguments), each Python
+    expression it reads resolved by `names`: "vals" / "grads" lists of refs, "out" a ref,
+    "seed" a ref or the constant seed."""
+    launch = getattr(stub, "launch", None)
+    decoded = llvm_launch.decode(launch[0]) if launch else None
+    if decoded is None:
+        raise Decline("a kept call without a compiled launcher")
+    L, exprs = launch
     address, kinds, cargs = decoded
     steps = []
     for k, (src, word) in zip(kinds, cargs):
         if src is None:
             steps.append(("word", word))
             continue
-        m = re.fullmatch(r"(vals|grads)\[(\d+)\]|seed", exprs[src])
-        if m is None:
+        m = re.fullmatch(r"(vals|grads)\[(\d+)\]|(out|seed)", exprs[src])
+        if m is None or (m.group(1) or m.group(3)) not in names:
             raise Decline(f"a launch reading {exprs[src]!r}")
-        if m.group(1):
-            ref = (values if m.group(1) == "vals" else grads)[int(m.group(2))]
-            steps.append(("ptr", ref[0], word))
-        elif seed_last:
-            steps.append(("ptr", values[-1][0], word))
-        elif k in "df":
-            steps.append(("word", _word(1.0, k)))
+        got = names[m.group(1)][int(m.group(2))] if m.group(1) else names[m.group(3)]
+        if isinstance(got, float) and k in "df":
+            steps.append(("word", _word(got, k)))
+        elif isinstance(got, tuple) and k == "i":
+            steps.append(("ptr", got[0], word))
         else:
-            raise Decline("a seed of an unknown kind")
-    b.keep += [L, parts[0]]
+            raise Decline(f"a launch reading {exprs[src]!r} of another kind")
+    b.keep += [L, stub]
     b.step(address, kinds, steps)
-    return outs
 
 
 def _kernel_matmul(b: _Builder, fast, args, kwargs, result) -> None:
@@ -209,6 +219,41 @@ def _kernel_matmul_vjp(b: _Builder, fast, args, kwargs, result) -> None:
         raise Decline("kernel_matmul_vjp's results are not its seeded call's")
     for obj, ref in zip(result, outs):
         b.bind(obj, ref)
+
+
+def _matmul_bias(b: _Builder, call, at, args, result) -> None:
+    """numpy's product, then the kernel's kept apply on it and the bias row."""
+    a, w, _, _, row = args
+    _product(b, "ab", (a, w), result[0])
+    parts = getattr(call, "parts", None)
+    if parts is None:
+        raise Decline("matmul_bias's apply is not a kept call")
+    stub, shape, dtype = parts
+    p, r = b.ref(result[0]), b.ref(row)
+    out = b.new("empty", shape, dtype)
+    _launch(b, stub, {"vals": [p, r] if at == 0 else [r, p], "out": out})
+    b.bind(result[1], out)
+
+
+def _array_call(b: _Builder, parts, args, result) -> None:
+    """A compiled call made once (llvm_launch.array_call) on some of the site's arguments
+    and a new array: reduce.kept_unbroadcast's column sum, rowsoftmax's row pass."""
+    _, call, inputs, (shape, dtype, shaped), switch = parts
+    if switch is not None:
+        if not switch.on:
+            raise Decline("the row fusion switch is off")
+        b.guards.append(switch)
+    cfunc, pattern = call.parts
+    kinds = "".join(llvm_launch.KINDS.get(t, "?") for t in cfunc.argtypes)
+    if set(kinds) != {"i"} or len(pattern) != len(kinds):
+        raise Decline("a compiled call of another ABI")
+    arrays = [b.ref(args[i]) for i in inputs]     # (an argument's strides are the signature's, in the pattern)
+    out = b.new("empty", shape, dtype)
+    arrays.append(out)
+    b.keep.append(cfunc)
+    b.step(llvm_launch.ctypes.cast(cfunc, llvm_launch.ctypes.c_void_p).value, kinds,
+           [("ptr", arrays[p[1]][0], 0) if isinstance(p, tuple) else ("word", _word(p, "i")) for p in pattern])
+    b.bind(result, (out[0], shaped))
 
 
 def _sum_grads(b: _Builder, plan, fast, args, kwargs, result, constant) -> None:
@@ -292,6 +337,22 @@ def _lower(b: _Builder, node, trace, bound) -> None:
             _kernel_matmul(b, parts[1], args, kwargs, result)
         elif tag == "kernel_matmul_vjp":
             _kernel_matmul_vjp(b, parts[1], args, kwargs, result)
+        elif tag == "matmul_bias":
+            _matmul_bias(b, parts[1], parts[2], args, result)
+        elif tag == "array_call":
+            _array_call(b, parts, args, result)
+        elif tag == "same":      # its result (or each of them): its argument itself
+            if not all(r is args[parts[1]] for r in (result if type(result) is list else [result])):
+                raise Decline(f"{site.split('__site')[0]} made a new array")
+        elif tag == "opaque":    # read for its shape alone: never an operand (b.ref refuses it)
+            continue
+        elif tag == "filled":    # an array filled with a function of a constant: the recording's copy
+            if kwargs or not _is_constant(calls[site].args[parts[1]], names, constant_sites) \
+                    or type(result) is not np.ndarray or not result.flags.c_contiguous:
+                raise Decline(f"{site.split('__site')[0]} of a value not constant in the code")
+            template = result.copy()
+            template.flags.writeable = False
+            b.bind(result, b.new(("copy", template), template.shape, template.dtype))
         elif tag == "sum_grads":
             call = calls[site]
 
@@ -388,6 +449,9 @@ def _wrapper(b: _Builder, outs: list, special, n: int):
     user = ", ".join(names[:n])
     outs_py = [names[at[o[0]][0]] for o in outs]
     ret = "(" + ", ".join(outs_py) + ("," if len(outs_py) == 1 else "") + ")"
+    for j, switch in enumerate(b.guards):       # (read each call: a signature does not fix them)
+        ns[f"G{j}"] = switch
+        lines.insert(0, f"if not G{j}.on:\n        return SPECIAL({', '.join(names[:n])})")
     body = lines + [f"if RUN({', '.join(names)}) is NotImplemented:",
                     f"    return SPECIAL({user})",
                     f"return {ret}"]

@@ -362,6 +362,7 @@ def _matmul_bias(full, backend, args, kwargs, result):
     def matmul_bias(a, w, kernel, at, row):
         p = a @ w
         return p, call((p, row) if at == 0 else (row, p))
+    matmul_bias.parts = ("matmul_bias", call, at)
     return matmul_bias
 
 
@@ -414,6 +415,7 @@ def _unit_vjp(full, backend, args, kwargs, result):
 
     def unit_vjp(kernel, args, active, out_bar):
         return [out_bar] * n
+    unit_vjp.parts = ("same", 3)      # (its results: argument 3 itself)
     return unit_vjp
 
 
@@ -437,6 +439,7 @@ def _mean_bar(full, backend, args, kwargs, result):
         out = np.empty(shape, dtype)      # (np.full's fill, its cast: the same bits, without its Python)
         out.fill(np.asarray(g) / count)
         return out
+    mean_bar.parts = ("filled", 0)      # (a function of argument 0 alone)
     return mean_bar
 
 
@@ -449,6 +452,7 @@ def _row_dot_like(full, backend, args, kwargs, result):
 
     def row_dot_like(z, y, axis=None, keepdims=False):
         return result
+    row_dot_like.parts = ("opaque",)    # (read for its shape only)
     return row_dot_like
 
 

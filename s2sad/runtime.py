@@ -524,6 +524,7 @@ def keep_signature_call(kernel: Kernel, key: tuple, backend: Backend, active: tu
             out = np.empty(shape, dtype)
             stub(values, out, None, None, None, None, None)
             return out
+        call.parts = (stub, shape, dtype)       # (array_program lowers it)
         keep(kernel, key, call)
     else:
         keep(kernel, key, _seeded_call(stub, prep, kernel, active, seed_last=True))

@@ -138,7 +138,8 @@ def test_blas_calls_decline_what_numpy_does_another_way():
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32], ids=["f64", "f32"])
 @pytest.mark.parametrize("name,n,d", [("mlp", 32, 32), ("mlp", 8, 5), ("mlp", 100, 12),
-                                      ("logreg", 32, 32), ("logreg", 20, 5), ("logreg", 200, 20)])
+                                      ("logreg", 32, 32), ("logreg", 20, 5), ("logreg", 200, 20),
+                                      ("softmax", 32, 32), ("softmax", 7, 12), ("softmax", 150, 6)])
 def test_a_warm_call_is_one_program_with_the_full_paths_bits(tmp_path, name, n, d, dtype):
     g = s2sad.grad(_loss(tmp_path, name), argnums=tuple(range(NARGS[name])))
     args = _args(name, n, d, dtype)
@@ -163,9 +164,9 @@ def test_a_warm_call_is_one_program_with_the_full_paths_bits(tmp_path, name, n, 
             np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12)
 
 
-def test_the_softmax_keeps_its_copy_and_explain_says_why(tmp_path):
-    g = s2sad.grad(_loss(tmp_path, "softmax"), argnums=(0, 1))
-    args = _args("softmax", 32, 8)
+def test_explain_says_when_and_why_not(tmp_path):
+    g = s2sad.grad(_loss(tmp_path, "tanh_mlp"), argnums=(0, 1, 2))
+    args = _args("tanh_mlp", 32, 8)
     for _ in range(3):
         g(*args)
     spec = _spec(g, args)
@@ -183,6 +184,26 @@ def test_the_softmax_keeps_its_copy_and_explain_says_why(tmp_path):
 def test_the_entry_bound_is_the_entrys():
     from s2sad.codegen import llvm_entry
     assert array_program.ENTRY_MAX == llvm_entry.ENTRY_MAX and array_program._flags_ok()
+
+
+def test_the_row_fusion_switch_turned_off_after_warm_calls(tmp_path, monkeypatch):
+    """The softmax's row pass is the switch's: off, the program runs the copy, whose site
+    takes the full call (the numpy formula)."""
+    from s2sad.passes.rowfusion import SWITCH
+    g = s2sad.grad(_loss(tmp_path, "softmax"), argnums=(0, 1))
+    args = _args("softmax", 32, 8)
+    for _ in range(3):
+        g(*args)
+    assert _spec(g, args)[2] is None
+    on = g(*args)
+    monkeypatch.setattr(SWITCH, "on", False)
+    off = g(*args)
+    _same(off, _spec(g, args)[3](*args))        # the copy's, its row site's full call (the numpy formula)
+    assert any(a.tobytes() != b.tobytes() for a, b in zip(on, off))
+    for a, b in zip(on, off):
+        np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12)
+    monkeypatch.setattr(SWITCH, "on", True)
+    _same(g(*args), on)
 
 
 def test_no_program_without_launchers(tmp_path, monkeypatch):

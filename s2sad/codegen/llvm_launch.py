@@ -231,11 +231,13 @@ def array_call(cfunc, pattern: list, n_arrays: int, short: bool):
         cfunc(*[p if s is None else arrays[s].ctypes.data for p, s in zip(words, srcs)])
 
     if fast is None:
+        by_ctypes.parts = (cfunc, pattern)     # (array_program.py makes this call itself)
         return by_ctypes
 
     def call(*arrays):
         if fast(*arrays) is NotImplemented:
             by_ctypes(*arrays)
+    call.parts = (cfunc, pattern)
     return call
 
 
