@@ -243,6 +243,28 @@ def test_new_shapes_strides_and_dtypes_after_warm_calls(tmp_path):
     _same(g(*args), _full(tmp_path, "mlp", args, "adv_back"))      # the first signature still right
 
 
+def test_more_than_launch_max_elements_declines(tmp_path):
+    g = s2sad.grad(_loss(tmp_path, "mlp"), argnums=(0, 1, 2))
+    args = _args("mlp", 5000, 8)        # X: 40,000 elements, more than LAUNCH_MAX
+    assert args[3].size > llvm_backend.LAUNCH_MAX
+    for _ in range(3):
+        g(*args)
+    spec = _spec(g, args)
+    assert spec is not None and "LAUNCH_MAX" in spec[2] and spec[0] is spec[3]
+    _same(g(*args), _full(tmp_path, "mlp", args, "big_full"))
+
+
+def test_value_and_grad_is_the_full_paths(tmp_path):
+    vg = s2sad.value_and_grad(_loss(tmp_path, "mlp"), argnums=(0, 1, 2))
+    args = _args("mlp", 32, 8)
+    for _ in range(3):
+        vg(*args)
+    got = vg(*args)
+    want = s2sad.value_and_grad(_loss(tmp_path, "mlp", "vg_full"), argnums=(0, 1, 2))(*args)
+    assert got[0] == want[0]
+    _same(got[1], want[1])
+
+
 def test_an_unaligned_argument_declines_to_the_copy(tmp_path):
     g = s2sad.grad(_loss(tmp_path, "mlp"), argnums=(0, 1, 2))
     args = _args("mlp", 32, 8)
