@@ -186,9 +186,15 @@ def warm_lines(hot: Callable | None, examples: tuple | None) -> list[str]:
     if not (all(type(a) is np.ndarray for a in examples) and special.specialised(examples)):
         return ["  warm calls: the hot path, then the generated program; a copy specialised to a signature is made "
                 f"at its second call (not yet for these arguments){launched}"]
+    spec = special.specs.get(sigmatch.signature_of(examples))
+    why = spec[2] if spec is not None else "not recorded"
+    if why is None:
+        return ["  warm calls with these arguments: their signature matched in machine code (sigmatch), then the whole "
+                f"gradient as one compiled call (a program launcher: its {spec[0].steps} C calls, the drivers' and "
+                "numpy's BLAS routines, in order; array_program.py), the results and temporaries allocated around it"]
     return ["  warm calls with these arguments: their signature matched in machine code (sigmatch), then the copy "
             "specialised to it, each site bound to its kept call, numpy's product or compiled entry"
-            f"{launched}; not one compiled call for the whole gradient"]
+            f"{launched}; not one compiled call for the whole gradient ({why})"]
 
 
 def launch_counts(kernels: list) -> tuple[int, int]:

@@ -47,7 +47,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from . import column_products, fastpath, gemm, reduce, rowsoftmax, runtime
+from . import array_program, column_products, fastpath, gemm, reduce, rowsoftmax, runtime
 from .array_rules import plain_product
 from .backends import choose
 from .backends import llvm as llvm_backend
@@ -132,11 +132,13 @@ class Specializer:
                     self.seen.clear()
                 self.seen.add(key)
             return self.fn(*args)
-        special, result = self._record(args)
+        special, result, program, why = self._record(args)
         with self._lock:
             if len(self.specs) >= MAX_SIGNATURES:
                 self.specs.clear()
-            self.specs[key] = (special, as_is is not None and as_is(result, args))
+            # (what the hot path runs, its results returned as they are, why no program (None when
+            # one: array_program.py), the specialised copy)
+            self.specs[key] = (program or special, as_is is not None and as_is(result, args), why, special)
         return result
 
     def _record(self, args):
@@ -146,8 +148,9 @@ class Specializer:
         node = _SiteNames((set(SPECIALIZERS) & set(ns)) | duals).visit(_copy(self.node))
         sites = node.sites
         bound: dict[str, Callable] = {}
+        trace: list = []
         for site, name in sites.items():
-            ns[site] = _recorder(ns[name], SPECIALIZERS.get(name, _not_needed_dual), self.backend, site, bound)
+            ns[site] = _recorder(ns[name], SPECIALIZERS.get(name, _not_needed_dual), self.backend, site, bound, trace)
         module = ast.Module(body=[node], type_ignores=[])
         ast.fix_missing_locations(module)
         exec(compile(module, f"<s2sad specialised {self.node.name}>", "exec"), ns)
@@ -155,7 +158,8 @@ class Specializer:
         result = special(*args)
         for site, name in sites.items():   # each site: what it did, or its full call
             ns[site] = bound.get(site) or ns[name]
-        return special, result
+        program, why = array_program.build(special, node, trace, bound, args, result)
+        return special, result, program, why
 
 
 def _scalar_kernel(v) -> bool:
@@ -173,6 +177,7 @@ def _not_needed_dual(full, backend, args, kwargs, result):
 
     def dual(*args):
         return result
+    dual.parts = ("constant", result)
     return dual
 
 
@@ -201,9 +206,10 @@ class _SiteNames(ast.NodeTransformer):
         return node
 
 
-def _recorder(full: Callable, specializer: Callable, backend, site: str, bound: dict) -> Callable:
+def _recorder(full: Callable, specializer: Callable, backend, site: str, bound: dict, trace: list) -> Callable:
     def record(*args, **kwargs):
         result = full(*args, **kwargs)
+        trace.append((site, args, kwargs, result))     # (array_program lowers the sites in this order)
         special = specializer(full, backend, args, kwargs, result)
         if special is not None:
             bound[site] = special
@@ -226,6 +232,9 @@ def _numpy_matmul(a, b):
     return a @ b
 
 
+_numpy_matmul.parts = ("product", "ab")     # (array_program lowers these to numpy's BLAS call)
+
+
 def _dot(full, backend, args, kwargs, result):
     if kwargs or len(args) != 2 or not gemm.numpy_takes(args[0], args[1], backend):
         return None
@@ -243,6 +252,9 @@ def _lhs_numpy(g, a, b):
     return g @ b.T
 
 
+_lhs_numpy.parts = ("product", "lhs")
+
+
 def _rhs_bar(full, backend, args, kwargs, result):
     if kwargs or len(args) != 3:
         return None
@@ -258,6 +270,9 @@ def _rhs_numpy(g, a, b):
     return a.T @ g
 
 
+_rhs_numpy.parts = ("product", "rhs")
+
+
 def _kernel_matmul(full, backend, args, kwargs, result):
     if kwargs or len(args) != 3 or result[1] is not None:
         return None
@@ -268,6 +283,7 @@ def _kernel_matmul(full, backend, args, kwargs, result):
 
     def kernel_matmul(kernel, args, w):
         return fast(args, w), None
+    kernel_matmul.parts = ("kernel_matmul", fast)     # (array_program lowers it)
     return kernel_matmul
 
 
@@ -281,6 +297,7 @@ def _kernel_matmul_vjp(full, backend, args, kwargs, result):
 
     def kernel_matmul_vjp(kernel, args, active, w, w_grad, out_bar, values):
         return fast(args, w, out_bar)
+    kernel_matmul_vjp.parts = ("kernel_matmul_vjp", fast)
     return kernel_matmul_vjp
 
 
@@ -292,7 +309,8 @@ def _sum_grads(full, backend, args, kwargs, result):
     fast = runtime.fast_layouts(kargs)
     if not active or fast is None:
         return None
-    entry = fastpath.fast_plan(kernel, active, fast[0], fast[2], "none").entry
+    plan = fastpath.fast_plan(kernel, active, fast[0], fast[2], "none")
+    entry = plan.entry
     if not entry:
         return None
 
@@ -301,6 +319,7 @@ def _sum_grads(full, backend, args, kwargs, result):
         # it declines what its driver was not made for
         r = entry(*args, scale if type(scale) is float else float(scale), False)
         return list(r[1:]) if r is not NotImplemented else full(kernel, args, active, scale)
+    sum_grads.parts = ("sum_grads", plan, fast)
     return sum_grads
 
 
@@ -310,6 +329,7 @@ def _broadcast_size(full, backend, args, kwargs, result):
 
     def broadcast_size(*args):
         return result
+    broadcast_size.parts = ("constant", result)
     return broadcast_size
 
 
@@ -342,6 +362,7 @@ def _matmul_bias(full, backend, args, kwargs, result):
     def matmul_bias(a, w, kernel, at, row):
         p = a @ w
         return p, call((p, row) if at == 0 else (row, p))
+    matmul_bias.parts = ("matmul_bias", call, at)
     return matmul_bias
 
 
@@ -394,6 +415,7 @@ def _unit_vjp(full, backend, args, kwargs, result):
 
     def unit_vjp(kernel, args, active, out_bar):
         return [out_bar] * n
+    unit_vjp.parts = ("same", 3)      # (its results: argument 3 itself)
     return unit_vjp
 
 
@@ -417,6 +439,7 @@ def _mean_bar(full, backend, args, kwargs, result):
         out = np.empty(shape, dtype)      # (np.full's fill, its cast: the same bits, without its Python)
         out.fill(np.asarray(g) / count)
         return out
+    mean_bar.parts = ("filled", 0)      # (a function of argument 0 alone)
     return mean_bar
 
 
@@ -429,6 +452,7 @@ def _row_dot_like(full, backend, args, kwargs, result):
 
     def row_dot_like(z, y, axis=None, keepdims=False):
         return result
+    row_dot_like.parts = ("opaque",)    # (read for its shape only)
     return row_dot_like
 
 

@@ -80,8 +80,10 @@ def kernel_matmul(kernel: Kernel, args: Sequence[Any], w: Any, backend: str = "a
                 ones = factors[0]
                 ones.flags.writeable = False
                 shaped = (n, 1) if w.ndim == 2 else (n,)
-                remember(kernel, ("matmul", backend, sig),
-                          lambda args, w: seeded([*args, ones, w.reshape(1, k)])[0].reshape(shaped))
+                def fast(args, w):
+                    return seeded([*args, ones, w.reshape(1, k)])[0].reshape(shaped)
+                fast.parts = ("matmul", seeded, ones, k, shaped)     # (array_program lowers it)
+                remember(kernel, ("matmul", backend, sig), fast)
             return (got[0] if w.ndim == 2 else got[0].reshape(n)), None
 
     values = apply(kernel, args, resolved)
@@ -111,6 +113,7 @@ def kernel_matmul_vjp(kernel: Kernel, args: Sequence[Any], active: tuple[str, ..
             def fast(args, w, out_bar):
                 got = seeded([*args, out_bar.reshape(n, 1), w.reshape(1, k)])
                 return got[:-1] + [got[-1].reshape(w.shape)] if w_grad else got
+            fast.parts = ("matmul_vjp", seeded, n, k, w_grad)
             remember(kernel, key, fast)
         return got[:-1] + [got[-1].reshape(w.shape)] if w_grad else got
     grads = vjp(kernel, args, active, matmul_lhs_bar(out_bar, values, w), backend=backend) if active else []

@@ -19,7 +19,8 @@ CONTAINER_CASES (a loss and its container arguments) the source and explain of i
 grad called once with them. `gemm_f64.ll`: s2sad's matrix product (codegen/llvm_gemm) with
 the tile of a host with 512-bit vectors; `reduce_f64.ll`: the reductions along an
 axis (codegen/llvm_reduce); `launch_iiiidf.ll`: the compiled launcher of a driver taking
-four integers or pointers, a double and a float (codegen/llvm_launch). Absolute paths are
+four integers or pointers, a double and a float (codegen/llvm_launch); `program_gemm_sum.ll`:
+a program launcher of two steps, a BLAS gemm and a sum driver (codegen/llvm_program). Absolute paths are
 written relative to the repository so the files are the same on every machine.
 """
 from __future__ import annotations
@@ -32,7 +33,7 @@ import sys
 import numpy as np
 
 from . import api, array_higher, batched_jac, small_grad, small_hessian
-from .codegen import cuda, llvm, llvm_entry, llvm_gemm, llvm_launch, llvm_reduce
+from .codegen import cuda, llvm, llvm_entry, llvm_gemm, llvm_launch, llvm_program, llvm_reduce
 from .frontend import PROJECT_ROOT
 from .kernel import LoopSpec, ScanSpec, active_indices
 
@@ -102,6 +103,9 @@ def artifacts() -> dict[str, str]:
     out["gemm_f64.ll"] = llvm_gemm.gemm_ir(np.float64, lanes=8, vectors=4)
     out["reduce_f64.ll"] = llvm_reduce.reduce_ir(np.float64)
     out["launch_iiiidf.ll"] = llvm_launch.launcher_ir("iiiidf")
+    out["program_gemm_sum.ll"] = llvm_program.program_ir(4, [
+        ("wwwiiidiiiidii", [None] * 7 + [0, None, 1, None, None, 3, None]),   # out(3) = a0 @ a1
+        ("iiiidi", [None, None, 3, 2, None, 3])])                             # a sum driver over (3, 2)
     root = str(ROOT) + "/"
     return {k: v.replace(root, "") for k, v in out.items()}
 

@@ -452,4 +452,5 @@ def kept_dot_log_softmax_bar(args: tuple, axis: Any, backend: str, short_max: in
         out = np.empty(shape, dt)
         rows(z, y, g, out)
         return out
+    dot_log_softmax_bar.parts = ("array_call", rows, (2, 3, 1), (shape, dt, shape), SWITCH)   # (array_program)
     return dot_log_softmax_bar

@@ -526,6 +526,7 @@ def keep_signature_call(kernel: Kernel, key: tuple, backend: Backend, active: tu
             out = np.empty(shape, dtype)
             stub(values, out, None, None, None, None, None)
             return out
+        call.parts = (stub, shape, dtype)       # (array_program lowers it)
         keep(kernel, key, call)
     else:
         keep(kernel, key, _seeded_call(stub, prep, kernel, active, seed_last=True))
@@ -540,26 +541,31 @@ def _seeded_call(stub, prep: Prepared, kernel: Kernel, wrt: tuple[str, ...], see
     ns = {"stub": stub, "empty": np.empty, "zeros": np.zeros, "ACC": ACC_DTYPE, "DT": prep.dtype,
           "SHAPE": prep.shape}
     lines, out = [], []
+    parts = []      # per gradient (its buffer, its result): what array_program.py lowers
     for k, a in enumerate(wrt):
         i = kernel.params.index(a)
         lay, own = prep.layouts[i], tuple(prep.shapes[i])
         if lay == "scalar":
             lines.append(f"g{k} = zeros(1, ACC)")
             out.append(f"g{k}.astype(DT, copy=False).reshape({own!r})")
+            parts.append((("zeros", (1,), ACC_DTYPE), ("cast", prep.dtype, own)))
         elif lay == "contig":
             lines.append(f"g{k} = empty(SHAPE, DT)")
             out.append(f"g{k}")
+            parts.append((("empty", tuple(prep.shape), prep.dtype), None))
         else:
             template = np.full(own, -0.0, prep.dtype)
             template.flags.writeable = False
             ns[f"T{k}"] = template
             lines.append(f"g{k} = T{k}.copy()")
             out.append(f"g{k}")
+            parts.append((("copy", template), None))
     grads = "[" + ", ".join(f"g{k}" for k in range(len(wrt))) + "]"
     lines.append(f"stub(values, None, None, {'values[-1]' if seed_last else '1.0'}, {grads}, None, None)")
     lines.append("return [" + ", ".join(out) + "]")
     text = "def call(values):\n" + "".join(f"    {line}\n" for line in lines)
     exec(compile(text, "<s2sad signature call>", "exec"), ns)
+    ns["call"].parts = (stub, tuple(parts), seed_last)
     return ns["call"]
 
 

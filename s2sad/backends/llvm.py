@@ -109,6 +109,7 @@ def launch_stub(cfunc, spec: LoopSpec, active_idx: tuple[int, ...], dims, itemsi
         text = re.sub(r"P\(([^()]+)\)", rf"from_address(id(\1) + {DATA_OFFSET}).value", text)
     ns = {"cfunc": cfunc, "P": ptr, "from_address": from_address, "L": launch and launch[0]}
     exec(compile(text, "<s2sad launch stub>", "exec"), ns)
+    ns["stub"].launch = launch     # (launcher, the expressions it takes) or None: array_program reads it
     return ns["stub"]
 
 

@@ -260,9 +260,27 @@ def array_call(cfunc, pattern: list, n_arrays: int, short: bool):
         cfunc(*[p if s is None else arrays[s].ctypes.data for p, s in zip(words, srcs)])
 
     if fast is None:
+        by_ctypes.parts = (cfunc, pattern)     # (array_program.py makes this call itself)
         return by_ctypes
 
     def call(*arrays):
         if fast(*arrays) is NotImplemented:
             by_ctypes(*arrays)
+    call.parts = (cfunc, pattern)
     return call
+
+
+def decode(launch) -> tuple[int, str, list] | None:
+    """(driver address, kinds, [(src or None, word)]) of a launcher made by `launcher`:
+    what its table says it calls (array_program.py lowers a kept call's launch to it)."""
+    name = getattr(launch, "__name__", "")
+    table = getattr(launch, "__self__", None)
+    if not name.startswith("s2sad_launch_") or type(table) is not np.ndarray or table.dtype != np.uint64:
+        return None
+    kinds = name[len("s2sad_launch_"):]
+    words = [int(x) for x in table]
+    args = []
+    for j in range(len(kinds)):
+        src, word = words[HEAD_WORDS + 2 * j], words[HEAD_WORDS + 2 * j + 1]
+        args.append((None if src == 0xFFFFFFFFFFFFFFFF else src, word))
+    return words[3], kinds, args
