@@ -20,7 +20,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from . import dask_grad, marks, mempool, nested, rebind, rules, tree_higher
-from .arguments import argnums_tuple, check_argnums_spec, check_cotangent_of, check_one_tangent_per_primal, converted, value_like_arguments, pullback_shapes_located, shapes_located
+from .arguments import argnums_tuple, check_argnums_spec, check_cotangent_of, check_one_tangent_per_primal, converted, tangent_like, value_like_arguments, pullback_shapes_located, shapes_located
 from .callables import bound_call
 from . import array_prims
 from .array_prims import register_vjp
@@ -209,7 +209,7 @@ def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], *, backe
                                             mark.derivative.argnums_spec, mark.made_by == "value_and_grad",
                                             backend if backend != "auto" else mark.derivative.backend)
     if mark is not None and is_array_derivative(mark):   # grad of an array program: forward over reverse
-        return jvp_of_derivative(mark, primals, tangents, backend)
+        return _tangent_in_out_dtype(jvp_of_derivative(mark, primals, tangents, backend))
     planned, _, call = _prepared(fun, "jvp", 0)
     primals, tangents = tuple(primals), tuple(tangents)
     if call is not None or needs_trees(planned, primals, False):
@@ -218,7 +218,18 @@ def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], *, backe
             primals, tangents = call.args + primals, (None,) * len(call.args) + tangents
         primals = bind(planned, converted(primals, range(len(primals))), call.kwargs if call else {})
         return _scalar_pair_like(jvp_tree(planned, primals, tangents, backend), primals)
-    return _scalar_pair_like(jvp_at(planned, primals, tangents, backend), primals)
+    r = _scalar_pair_like(jvp_at(planned, primals, tangents, backend), primals)
+    if mark is not None and mark.made_by == "grad" and mark.derivative is not None:
+        # (a grad's result has its arguments' dtypes, '>f4' too: so has its jvp's output and tangent)
+        spec = mark.derivative.argnums_spec
+        at = lambda i: primals[i] if isinstance(i, int) and -len(primals) <= i < len(primals) else None  # noqa: E731
+        like = tuple(at(i) for i in spec) if isinstance(spec, (tuple, list)) else at(spec)
+        r = tangent_like(like, r[0]), tangent_like(like, r[1])
+    return _tangent_in_out_dtype(r)
+
+
+def _tangent_in_out_dtype(r: tuple) -> tuple:
+    return r[0], tangent_like(r[0], r[1])
 
 
 def _scalar_pair_like(r: tuple, primals) -> tuple:

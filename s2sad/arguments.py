@@ -337,6 +337,18 @@ def value_like_arguments(v: Any, args: Sequence[Any]) -> Any:
     return np.float32(v) if f32 else v
 
 
+def tangent_like(out: Any, t: Any) -> Any:
+    """A tangent in its output's dtype where the two differ by byte order alone (as JAX's
+    tangents have their primal output's dtype): grad keeps its argument's '>f4', and
+    jvp(grad) and hvp gave the product native (tuples element by element)."""
+    if type(out) is tuple and type(t) is tuple and len(out) == len(t):
+        return tuple(tangent_like(o, u) for o, u in zip(out, t))
+    if type(out) is np.ndarray and type(t) is np.ndarray and out.dtype != t.dtype and out.shape == t.shape \
+            and out.dtype.newbyteorder("=") == t.dtype.newbyteorder("="):
+        return t.astype(out.dtype)
+    return t
+
+
 def _float32_only(args) -> bool | None:
     """True when the float arrays (numpy floats) among args are all float32 and there is
     one; False when one is another float; None when there is none."""

@@ -122,3 +122,24 @@ def test_a_python_float_is_weak_beside_float32_on_every_layout(dt):
         g = s2sad.grad(lambda u: np.sum(two(u, 0.5)))(a)
         assert g.dtype == a.dtype
         np.testing.assert_allclose(g, 0.5 + np.cos(a.astype(np.float64)), rtol=1e-6)
+
+
+@pytest.mark.parametrize("dt", [">f4", ">f8"])
+def test_a_gradients_tangent_keeps_its_byte_order(dt):
+    """grad keeps its argument's dtype, byte order included; so do jvp(grad)'s output and
+    tangent and hvp's product (they came back native), on the fused and array paths, for
+    one argument and several; the numbers are the native twin's."""
+    cases = [lambda w, a, b: s2sad.jvp(s2sad.grad(loss), (a,), (b,)),
+             lambda w, a, b: (s2sad.hvp(loss, (a,), (b,)),),
+             lambda w, a, b: s2sad.jvp(s2sad.grad(mlp), (w, a), (w, b)),
+             lambda w, a, b: s2sad.hvp(mlp, (w, a), (w, b), argnums=(0, 1)),
+             lambda w, a, b: (s2sad.hvp(mlp, (w, a), (w, b), argnums=1),)]
+    for fn in cases:
+        got = fn(W.astype(dt), X.astype(dt), np.cos(X).astype(dt))
+        want = fn(W.astype(native(dt)), X.astype(native(dt)), np.cos(X).astype(native(dt)))
+        flat = [g for part in got for g in (part if isinstance(part, tuple) else (part,))]
+        flat_want = [g for part in want for g in (part if isinstance(part, tuple) else (part,))]
+        assert len(flat) == len(flat_want) >= 1
+        for g, wnt in zip(flat, flat_want):
+            assert type(g) is np.ndarray and g.dtype == np.dtype(dt) and wnt.dtype == native(dt)
+            np.testing.assert_allclose(g.astype(np.float64), wnt.astype(np.float64), rtol=RTOL[dt], atol=RTOL[dt])
