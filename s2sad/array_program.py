@@ -63,6 +63,8 @@ import numpy as np
 from . import blas_calls
 from .backends import llvm as llvm_backend
 from .codegen import llvm_jit, llvm_launch, llvm_program
+from .passes.rowfusion import SWITCH
+from .productsums import mulsum_function
 
 ALIGN = 64      # bytes between temporaries in the scratch block
 ENTRY_MAX = 1 << 15     # codegen/llvm_entry.ENTRY_MAX (its import loads the IR lowering: test_cache; a test pins it)
@@ -146,7 +148,12 @@ def _product(b: _Builder, form: str, args, result) -> None:
         g, x, y = args
         A, B = (x.T, g) if form == "rhs" else (g, y.T)
         sx, sy = (x, g) if form == "rhs" else (g, y)
-    ra, rb = b.ref(sx), b.ref(sy)
+    b.bind(result, _blas(b, A, B, b.ref(sx), b.ref(sy)))
+
+
+def _blas(b: _Builder, A, B, ra, rb) -> tuple:
+    """numpy's BLAS call for `A @ B` (A, B: the recording's operands, or arrays of their
+    slots' shapes and strides), its operands the slots ra, rb: the ref of a new array."""
     call = blas_calls.product_call(A, B)
     if call is None:
         raise Decline("a product numpy does not hand to BLAS as blas_calls does")
@@ -155,7 +162,7 @@ def _product(b: _Builder, form: str, args, result) -> None:
     where = {"a": ("ptr", ra[0], 0), "b": ("ptr", rb[0], 0), "out": ("ptr", out[0], 0)}
     b.step(address, kinds, [where[c[0]] if isinstance(c, tuple) else ("word", _word(c, k))
                             for c, k in zip(cargs, kinds)])
-    b.bind(result, out)
+    return out
 
 
 def _seeded(b: _Builder, seeded, values: list) -> list:
@@ -246,6 +253,53 @@ def _matmul_bias(b: _Builder, call, at, args, result) -> None:
     out = b.new("empty", shape, dtype)
     _launch(b, stub, {"vals": [p, r] if at == 0 else [r, p], "out": out})
     b.bind(result[1], out)
+
+
+def _product_partials(b: _Builder, call, args, result) -> None:
+    """The unfused product_partials (array_special binds it where numpy multiplies):
+    numpy's product, then the kernel's kept store_partials launch (seed 1.0)."""
+    a, w, _, at, kargs, _ = args
+    _product(b, "ab", (a, w), result[0])
+    stub, shape, dtype, n = call.parts
+    values = [b.ref(x) for x in kargs[:at] + (result[0],) + kargs[at + 1:]]
+    out, grads = b.new("empty", shape, dtype), [b.new("empty", shape, dtype) for _ in range(n)]
+    _launch(b, stub, {"vals": values, "out": out, "grads": grads, "seed": 1.0})
+    if len(result[2]) != n:
+        raise Decline("product_partials' partials are not its kept call's")
+    for obj, ref in zip([result[1]] + list(result[2]), [out] + grads):
+        b.bind(obj, ref)
+
+
+def _lhs_bar_sums(b: _Builder, rhs: bool, nxt: bool, args, result) -> None:
+    """The unfused lhs_bar_sums (array_special binds it where every product is numpy's):
+    `g @ w.T`, product_sums's compiled pass (d times it, its column sums), then `a.T @ g`
+    (rhs) and `x.T @` the full-shape adjoint (nxt), each numpy's BLAS call."""
+    g, a, w, d, inputs = args[:5]
+    shapes = [np.shape(x) for x in inputs]
+    (n, k), dtype = a.shape, a.dtype
+    if not SWITCH.on or k < 2 or d.shape != (n, k) or d.dtype != dtype or not d.flags.c_contiguous \
+            or shapes.count((n, k)) != 1 or len(shapes) != 2 or not set(shapes) - {(n, k)} <= {(1, k), (k,)}:
+        raise Decline("lhs_bar_sums of inputs other than one product and one bias row")
+    b.guards.append(SWITCH)
+    rg, rw = b.ref(g), b.ref(w)
+    lhs = _blas(b, g, w.T, rg, rw)
+    f = mulsum_function(dtype)
+    full, sums = b.new("empty", (n, k), dtype), b.new("zeros", (k,), dtype)
+    b.keep.append(f)
+    b.step(llvm_launch.ctypes.cast(f, llvm_launch.ctypes.c_void_p).value, "i" * 8,
+           [("ptr", b.ref(d)[0], 0), ("ptr", lhs[0], 0), ("ptr", full[0], 0), ("ptr", sums[0], 0),
+            ("word", n), ("word", k), ("word", k), ("word", k)])
+    refs = [full if s == (n, k) else (sums[0], s) for s in shapes]
+    if rhs:
+        refs.append(_blas(b, a.T, g, b.ref(a), rg))
+    if nxt:
+        j, x, _ = args[6]
+        t = np.empty((n, k), dtype)         # stands for the adjoint, never a result
+        refs = refs[:j] + refs[j + 1:] + [_blas(b, x.T, t, b.ref(x), full)]
+    if type(result) is not tuple or len(result) != len(refs):
+        raise Decline("lhs_bar_sums' results are not its parts'")
+    for obj, ref in zip(result, refs):
+        b.bind(obj, ref)
 
 
 def _array_call(b: _Builder, parts, args, result) -> None:
@@ -352,6 +406,10 @@ def _lower(b: _Builder, node, trace, bound) -> None:
             _kernel_matmul_vjp(b, parts[1], args, kwargs, result)
         elif tag == "matmul_bias":
             _matmul_bias(b, parts[1], parts[2], args, result)
+        elif tag == "product_partials":
+            _product_partials(b, parts[1], args, result)
+        elif tag == "lhs_bar_sums":
+            _lhs_bar_sums(b, parts[1], parts[2], args, result)
         elif tag == "array_call":
             _array_call(b, parts, args, result)
         elif tag == "same":      # its result (or each of them): its argument itself
