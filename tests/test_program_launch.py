@@ -315,13 +315,15 @@ def test_a_patched_module_attribute_after_warm_calls_replans(tmp_path, monkeypat
 
 
 def test_a_site_computed_by_python_declines(tmp_path):
-    """The tanh MLP's product_partials runs as Python between the sites: its copy stays."""
+    """The tanh MLP of one output column: its lhs_bar_sums's adjoint of h is an outer
+    product (np.multiply of a column and a row, no C call of the program's): its copy
+    stays, and says so (its tanh layer's product_partials alone would be lowered)."""
     g = s2sad.grad(_loss(tmp_path, "tanh_mlp"), argnums=(0, 1, 2))
     args = _args("tanh_mlp", 32, 8)
     for _ in range(3):
         g(*args)
     spec = _spec(g, args)
-    assert spec[2] and spec[0] is spec[3]
+    assert spec[2] == "lhs_bar_sums keeps its full call" and spec[0] is spec[3]
     _same(g(*args), _full(tmp_path, "tanh_mlp", args, "tanh_full"))
 
 
