@@ -31,7 +31,8 @@ copy returns them.
   array_special binds them; s2sad's own block pass, Python between its C calls, is not
   lowered): `product_partials`, numpy's BLAS call then the kernel's kept store_partials
   launch (runtime.keep_stored_partials's parts); `lhs_bar_sums` with one product and one
-  bias row input, `g @ w.T`'s BLAS call, product_sums's compiled pass (llvm_mulsum: d
+  bias row input, `g @ w.T`'s BLAS call (w of one column: the outer product g * w.T by
+  outer_kernel's kept apply), product_sums's compiled pass (llvm_mulsum: d
   times it and its column sums into a zeroed row; the row fusion switch read by the
   wrapper each call), `a.T @ g` (rhs) and `x.T @` the product's adjoint (nxt, which then
   stays a temporary), each numpy's BLAS call;
@@ -64,9 +65,8 @@ bench/fusion_rows.py's 3-layer MLP (tanh, relu, softmax; d = 32, hidden 64) at n
 15 C calls (one process, program and copy alternated, medians of 15 x 1000 calls, load
 ~0.6): the program 34 us, the specialised copy it replaces 71 us (0.48x); the warm grad
 call 36 us against main's 81 us (separate processes, alternated twice).
-Not lowered: an outer-product adjoint (`np.multiply` of a column and a row: a layer
-before one output column, tests/test_program_launch.py's tanh_mlp) and s2sad's own block
-pass (products of gemm.MIN_WORK or more; their elements then mostly exceed LAUNCH_MAX).
+Not lowered: s2sad's own block pass (products of gemm.MIN_WORK or more: Python between
+its C calls; their arrays then mostly exceed LAUNCH_MAX elements anyway).
 """
 from __future__ import annotations
 
@@ -285,7 +285,7 @@ def _product_partials(b: _Builder, call, args, result) -> None:
         b.bind(obj, ref)
 
 
-def _lhs_bar_sums(b: _Builder, rhs: bool, nxt: bool, args, result) -> None:
+def _lhs_bar_sums(b: _Builder, rhs: bool, nxt: bool, outer, args, result) -> None:
     """The unfused lhs_bar_sums (array_special binds it where every product is numpy's):
     `g @ w.T`, product_sums's compiled pass (d times it, its column sums), then `a.T @ g`
     (rhs) and `x.T @` the full-shape adjoint (nxt), each numpy's BLAS call."""
@@ -297,7 +297,15 @@ def _lhs_bar_sums(b: _Builder, rhs: bool, nxt: bool, args, result) -> None:
         raise Decline("lhs_bar_sums of inputs other than one product and one bias row")
     b.guards.append(SWITCH)
     rg, rw = b.ref(g), b.ref(w)
-    lhs = _blas(b, g, w.T, rg, rw)
+    if outer is None:
+        lhs = _blas(b, g, w.T, rg, rw)
+    else:               # w of one column: g * w.T, the outer kernel's kept apply (outer_kernel.py)
+        stub, shape, dt = outer.parts
+        if tuple(shape) != (n, k) or dt != dtype:
+            raise Decline("an outer product not of the layer's shape")
+        lhs = b.new("empty", (n, k), dtype)
+        b.keep.append(outer)
+        _launch(b, stub, {"vals": [rg, (rw[0], (1, k))], "out": lhs})
     f = mulsum_function(dtype)
     full, sums = b.new("empty", (n, k), dtype), b.new("zeros", (k,), dtype)
     b.keep.append(f)
@@ -424,7 +432,7 @@ def _lower(b: _Builder, node, trace, bound) -> None:
         elif tag == "product_partials":
             _product_partials(b, parts[1], args, result)
         elif tag == "lhs_bar_sums":
-            _lhs_bar_sums(b, parts[1], parts[2], args, result)
+            _lhs_bar_sums(b, parts[1], parts[2], parts[3], args, result)
         elif tag == "array_call":
             _array_call(b, parts, args, result)
         elif tag == "same":      # its result (or each of them): its argument itself

@@ -47,7 +47,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from . import array_program, column_products, fastpath, gemm, reduce, rowsoftmax, runtime
+from . import array_program, column_products, fastpath, gemm, outer_kernel, reduce, rowsoftmax, runtime
 from .array_rules import plain_product
 from .backends import choose
 from .backends import llvm as llvm_backend
@@ -396,8 +396,16 @@ def _lhs_bar_sums(full, backend, args, kwargs, result):
         return None
     g, a, w, d, inputs = args[:5]
     rhs, nxt = (list(args[5:]) + [False, None][len(args) - 5:])
-    if not plain_product(g, a, w) or type(d) is not np.ndarray or not gemm.numpy_takes(g, w.T, backend) \
-            or (rhs and not gemm.numpy_takes(a.T, g, backend)):
+    if type(d) is not np.ndarray or (rhs and not gemm.numpy_takes(a.T, g, backend)):
+        return None
+    outer = None        # w of one column: a's adjoint is the outer product g * w.T (array_rules._rank1)
+    if plain_product(g, a, w):
+        if not gemm.numpy_takes(g, w.T, backend):
+            return None
+    elif type(a) is np.ndarray and type(w) is np.ndarray and a.ndim == 2 and w.ndim == 2 and a.shape[0] != 1 \
+            and w.shape[1] == 1 and np.shape(g) == (a.shape[0], 1):
+        outer = outer_kernel.kept_outer(g, w.T, backend)
+    if not plain_product(g, a, w) and outer is None:
         return None
     if nxt is not None:
         at, x, v = nxt
@@ -407,7 +415,7 @@ def _lhs_bar_sums(full, backend, args, kwargs, result):
 
     def lhs_bar_sums(*args, **kwargs):
         return full(*args, **kwargs)
-    lhs_bar_sums.parts = ("lhs_bar_sums", bool(rhs), nxt is not None)
+    lhs_bar_sums.parts = ("lhs_bar_sums", bool(rhs), nxt is not None, outer)
     return lhs_bar_sums
 
 

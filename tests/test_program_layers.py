@@ -139,6 +139,46 @@ def test_zeros_ties_and_signed_zeros_are_the_full_paths(tmp_path):
             _same(g(*case), _full(tmp_path, "mlp3", case, f"ties_{k}"))
 
 
+def test_the_outer_product_adjoint_is_numpys_multiply(tmp_path):
+    """A layer before one output column (outer_kernel.py): signed zeros, an infinity and
+    a NaN in the column or the row, the program's bits the full path's."""
+    def args_of(n=32):
+        return [rng.normal(size=(8, 16)), rng.normal(size=(1, 16)) * 0.1, rng.normal(size=(16, 1)),
+                rng.normal(size=(n, 8)), rng.normal(size=(n, 1))]
+    source = SOURCE + '''
+
+def tanh_mlp(W1, b1, W2, X, y):
+    h = np.tanh(X @ W1 + b1)
+    return np.mean((h @ W2 - y) ** 2)
+'''
+    def grad(module):
+        return s2sad.grad(function_from_source(tmp_path, module, source, "tanh_mlp"), argnums=(0, 1, 2))
+    args = args_of()
+    g = grad("outer_warm")
+    for dtype in (np.float64, np.float32):
+        typed = [a.astype(dtype) for a in args]
+        for _ in range(3):
+            g(*typed)
+        assert _spec(g, typed)[2] is None
+    cases = []
+    a = args_of()
+    a[2][:5] = -0.0                 # -0.0 and 0.0 in the row
+    a[2][5:8] = 0.0
+    cases.append(a)
+    a = args_of()
+    a[2][3, 0] = np.inf             # inf times a column: NaN where the column is 0
+    a[4][:4] = 0.0
+    cases.append(a)
+    a = args_of()
+    a[4][6, 0] = np.nan             # a NaN in the column's seed
+    cases.append(a)
+    for k, case in enumerate(cases):
+        for dtype in (np.float64, np.float32):
+            typed = [x.astype(dtype) for x in case]
+            with np.errstate(all="ignore"):
+                _same(g(*typed), grad(f"outer_full_{k}_{np.dtype(dtype).name}")(*typed))
+
+
 def test_the_row_fusion_switch_turned_off_after_warm_calls(tmp_path, monkeypatch):
     """product_sums's compiled pass is the switch's: off, the program runs the copy."""
     from s2sad.passes.rowfusion import SWITCH
