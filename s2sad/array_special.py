@@ -20,6 +20,9 @@ a recording run of that signature, to what they did:
 - `broadcast_size`: its number;
 - `matmul_bias` (passes/biasproducts) where numpy multiplies: numpy's `@` and the
   kernel's kept apply (the two sites it replaced);
+- `product_partials` where numpy multiplies: `@` and the kernel's kept store_partials
+  call; `lhs_bar_sums` where every product is numpy's (w of one column: the outer
+  product's kept apply, outer_kernel.py): its full call, its parts for array_program;
 - `unit_vjp` where its check passed: the seed, once per active input; `unbroadcast`
   to the same shape: the gradient itself, to a row of 2-D columns: the compiled
   column sum made once (reduce.kept_unbroadcast); `mean_bar` of a whole array's mean:
