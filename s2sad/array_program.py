@@ -292,7 +292,9 @@ def _lhs_bar_sums(b: _Builder, rhs: bool, nxt: bool, outer, args, result) -> Non
     g, a, w, d, inputs = args[:5]
     shapes = [np.shape(x) for x in inputs]
     (n, k), dtype = a.shape, a.dtype
-    if not SWITCH.on or k < 2 or d.shape != (n, k) or d.dtype != dtype or not d.flags.c_contiguous \
+    if not SWITCH.on:
+        raise Decline("the row fusion switch is off")
+    if k < 2 or d.shape != (n, k) or d.dtype != dtype or not d.flags.c_contiguous \
             or shapes.count((n, k)) != 1 or len(shapes) != 2 or not set(shapes) - {(n, k)} <= {(1, k), (k,)}:
         raise Decline("lhs_bar_sums of inputs other than one product and one bias row")
     b.guards.append(SWITCH)
