@@ -27,6 +27,15 @@ copy returns them.
   (reduce.kept_unbroadcast) and the softmax cross-entropy's row pass
   (rowsoftmax.kept_dot_log_softmax_bar; its row fusion switch is read by the wrapper at
   each call: off, the copy runs);
+- a dense layer's stored partial where numpy multiplies (products below gemm.MIN_WORK,
+  array_special binds them; s2sad's own block pass, Python between its C calls, is not
+  lowered): `product_partials`, numpy's BLAS call then the kernel's kept store_partials
+  launch (runtime.keep_stored_partials's parts); `lhs_bar_sums` with one product and one
+  bias row input, `g @ w.T`'s BLAS call (w of one column: the outer product g * w.T by
+  outer_kernel's kept apply), product_sums's compiled pass (llvm_mulsum: d
+  times it and its column sums into a zeroed row; the row fusion switch read by the
+  wrapper each call), `a.T @ g` (rhs) and `x.T @` the product's adjoint (nxt, which then
+  stays a temporary), each numpy's BLAS call;
 - `unit_vjp` whose check passed and `unbroadcast` to the same shape: the argument itself
   (no step); `mean_bar` of a constant of the code: the recording's filled array, copied
   fresh each call; `row_dot_like`'s read-only zeros: read for their shape alone;
@@ -52,6 +61,12 @@ copy it replaces 13.3 us. What is left is mostly the C calls themselves (two BLA
 products, three drivers). Not done: allocating in the compiled code (at most those
 ~1.9 us, at the price of numpy's C-API table in the IR). Rejected: tracing raw pointers
 at the C level (an allocation's initial contents would be guessed, not known).
+bench/fusion_rows.py's 3-layer MLP (tanh, relu, softmax; d = 32, hidden 64) at n = 32,
+15 C calls (one process, program and copy alternated, medians of 15 x 1000 calls, load
+~0.6): the program 34 us, the specialised copy it replaces 71 us (0.48x); the warm grad
+call 36 us against main's 81 us (separate processes, alternated twice).
+Not lowered: s2sad's own block pass (products of gemm.MIN_WORK or more: Python between
+its C calls; their arrays then mostly exceed LAUNCH_MAX elements anyway).
 """
 from __future__ import annotations
 
@@ -63,6 +78,8 @@ import numpy as np
 from . import blas_calls
 from .backends import llvm as llvm_backend
 from .codegen import llvm_jit, llvm_launch, llvm_program
+from .passes.rowfusion import SWITCH
+from .productsums import mulsum_function
 
 ALIGN = 64      # bytes between temporaries in the scratch block
 ENTRY_MAX = 1 << 15     # codegen/llvm_entry.ENTRY_MAX (its import loads the IR lowering: test_cache; a test pins it)
@@ -146,7 +163,12 @@ def _product(b: _Builder, form: str, args, result) -> None:
         g, x, y = args
         A, B = (x.T, g) if form == "rhs" else (g, y.T)
         sx, sy = (x, g) if form == "rhs" else (g, y)
-    ra, rb = b.ref(sx), b.ref(sy)
+    b.bind(result, _blas(b, A, B, b.ref(sx), b.ref(sy)))
+
+
+def _blas(b: _Builder, A, B, ra, rb) -> tuple:
+    """numpy's BLAS call for `A @ B` (A, B: the recording's operands, or arrays of their
+    slots' shapes and strides), its operands the slots ra, rb: the ref of a new array."""
     call = blas_calls.product_call(A, B)
     if call is None:
         raise Decline("a product numpy does not hand to BLAS as blas_calls does")
@@ -155,7 +177,7 @@ def _product(b: _Builder, form: str, args, result) -> None:
     where = {"a": ("ptr", ra[0], 0), "b": ("ptr", rb[0], 0), "out": ("ptr", out[0], 0)}
     b.step(address, kinds, [where[c[0]] if isinstance(c, tuple) else ("word", _word(c, k))
                             for c, k in zip(cargs, kinds)])
-    b.bind(result, out)
+    return out
 
 
 def _seeded(b: _Builder, seeded, values: list) -> list:
@@ -246,6 +268,63 @@ def _matmul_bias(b: _Builder, call, at, args, result) -> None:
     out = b.new("empty", shape, dtype)
     _launch(b, stub, {"vals": [p, r] if at == 0 else [r, p], "out": out})
     b.bind(result[1], out)
+
+
+def _product_partials(b: _Builder, call, args, result) -> None:
+    """The unfused product_partials (array_special binds it where numpy multiplies):
+    numpy's product, then the kernel's kept store_partials launch (seed 1.0)."""
+    a, w, _, at, kargs, _ = args
+    _product(b, "ab", (a, w), result[0])
+    stub, shape, dtype, n = call.parts
+    values = [b.ref(x) for x in kargs[:at] + (result[0],) + kargs[at + 1:]]
+    out, grads = b.new("empty", shape, dtype), [b.new("empty", shape, dtype) for _ in range(n)]
+    _launch(b, stub, {"vals": values, "out": out, "grads": grads, "seed": 1.0})
+    if len(result[2]) != n:
+        raise Decline("product_partials' partials are not its kept call's")
+    for obj, ref in zip([result[1]] + list(result[2]), [out] + grads):
+        b.bind(obj, ref)
+
+
+def _lhs_bar_sums(b: _Builder, rhs: bool, nxt: bool, outer, args, result) -> None:
+    """The unfused lhs_bar_sums (array_special binds it where every product is numpy's):
+    `g @ w.T`, product_sums's compiled pass (d times it, its column sums), then `a.T @ g`
+    (rhs) and `x.T @` the full-shape adjoint (nxt), each numpy's BLAS call."""
+    g, a, w, d, inputs = args[:5]
+    shapes = [np.shape(x) for x in inputs]
+    (n, k), dtype = a.shape, a.dtype
+    if not SWITCH.on:
+        raise Decline("the row fusion switch is off")
+    if k < 2 or d.shape != (n, k) or d.dtype != dtype or not d.flags.c_contiguous \
+            or shapes.count((n, k)) != 1 or len(shapes) != 2 or not set(shapes) - {(n, k)} <= {(1, k), (k,)}:
+        raise Decline("lhs_bar_sums of inputs other than one product and one bias row")
+    b.guards.append(SWITCH)
+    rg, rw = b.ref(g), b.ref(w)
+    if outer is None:
+        lhs = _blas(b, g, w.T, rg, rw)
+    else:               # w of one column: g * w.T, the outer kernel's kept apply (outer_kernel.py)
+        stub, shape, dt = outer.parts
+        if tuple(shape) != (n, k) or dt != dtype:
+            raise Decline("an outer product not of the layer's shape")
+        lhs = b.new("empty", (n, k), dtype)
+        b.keep.append(outer)
+        _launch(b, stub, {"vals": [rg, (rw[0], (1, k))], "out": lhs})
+    f = mulsum_function(dtype)
+    full, sums = b.new("empty", (n, k), dtype), b.new("zeros", (k,), dtype)
+    b.keep.append(f)
+    b.step(llvm_launch.ctypes.cast(f, llvm_launch.ctypes.c_void_p).value, "i" * 8,
+           [("ptr", b.ref(d)[0], 0), ("ptr", lhs[0], 0), ("ptr", full[0], 0), ("ptr", sums[0], 0),
+            ("word", n), ("word", k), ("word", k), ("word", k)])
+    refs = [full if s == (n, k) else (sums[0], s) for s in shapes]
+    if rhs:
+        refs.append(_blas(b, a.T, g, b.ref(a), rg))
+    if nxt:
+        j, x, _ = args[6]
+        t = np.empty((n, k), dtype)         # stands for the adjoint, never a result
+        refs = refs[:j] + refs[j + 1:] + [_blas(b, x.T, t, b.ref(x), full)]
+    if type(result) is not tuple or len(result) != len(refs):
+        raise Decline("lhs_bar_sums' results are not its parts'")
+    for obj, ref in zip(result, refs):
+        b.bind(obj, ref)
 
 
 def _array_call(b: _Builder, parts, args, result) -> None:
@@ -352,6 +431,10 @@ def _lower(b: _Builder, node, trace, bound) -> None:
             _kernel_matmul_vjp(b, parts[1], args, kwargs, result)
         elif tag == "matmul_bias":
             _matmul_bias(b, parts[1], parts[2], args, result)
+        elif tag == "product_partials":
+            _product_partials(b, parts[1], args, result)
+        elif tag == "lhs_bar_sums":
+            _lhs_bar_sums(b, parts[1], parts[2], parts[3], args, result)
         elif tag == "array_call":
             _array_call(b, parts, args, result)
         elif tag == "same":      # its result (or each of them): its argument itself

@@ -20,6 +20,9 @@ a recording run of that signature, to what they did:
 - `broadcast_size`: its number;
 - `matmul_bias` (passes/biasproducts) where numpy multiplies: numpy's `@` and the
   kernel's kept apply (the two sites it replaced);
+- `product_partials` where numpy multiplies: `@` and the kernel's kept store_partials
+  call; `lhs_bar_sums` where every product is numpy's (w of one column: the outer
+  product's kept apply, outer_kernel.py): its full call, its parts for array_program;
 - `unit_vjp` where its check passed: the seed, once per active input; `unbroadcast`
   to the same shape: the gradient itself, to a row of 2-D columns: the compiled
   column sum made once (reduce.kept_unbroadcast); `mean_bar` of a whole array's mean:
@@ -47,7 +50,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from . import array_program, column_products, fastpath, gemm, reduce, rowsoftmax, runtime
+from . import array_program, column_products, fastpath, gemm, outer_kernel, reduce, rowsoftmax, runtime
 from .array_rules import plain_product
 from .backends import choose
 from .backends import llvm as llvm_backend
@@ -366,6 +369,59 @@ def _matmul_bias(full, backend, args, kwargs, result):
     return matmul_bias
 
 
+def _product_partials(full, backend, args, kwargs, result):
+    """product_partials where numpy multiplies (a product below gemm.MIN_WORK: the
+    unfused path, `a @ w` then the kernel's kept store_partials call): those two."""
+    if set(kwargs) - {"from_out"} or len(args) != 6 or not choose(backend).fast_path \
+            or not gemm.numpy_takes(args[0], args[1], backend) or type(result[2]) is not list:
+        return None
+    a, w, kernel, at, kargs, active = args
+    full_args = kargs[:at] + (result[0],) + kargs[at + 1:]
+    sig = runtime.plain_signature(list(full_args))
+    call = kernel.kept.get(("store", active, sig)) if sig is not None else None
+    if call is None or getattr(call, "parts", None) is None:
+        return None
+
+    def product_partials(a, w, kernel, at, args, active, from_out=False):
+        p = a @ w
+        h, partials = call(args[:at] + (p,) + args[at + 1:])
+        return p, h, partials
+    product_partials.parts = ("product_partials", call)
+    return product_partials
+
+
+def _lhs_bar_sums(full, backend, args, kwargs, result):
+    """lhs_bar_sums where every product is numpy's and d is a stored array (the unfused
+    path: product_sums's compiled pass on `g @ w.T`, then `a.T @ g`, then nxt's
+    `x.T @ t`): the full call, its parts for array_program (which guards the row fusion
+    switch product_sums reads)."""
+    if kwargs or len(args) not in (5, 6, 7) or not choose(backend).fast_path:
+        return None
+    g, a, w, d, inputs = args[:5]
+    rhs, nxt = (list(args[5:]) + [False, None][len(args) - 5:])
+    if type(d) is not np.ndarray or (rhs and not gemm.numpy_takes(a.T, g, backend)):
+        return None
+    outer = None        # w of one column: a's adjoint is the outer product g * w.T (array_rules._rank1)
+    if plain_product(g, a, w):
+        if not gemm.numpy_takes(g, w.T, backend):
+            return None
+    elif type(a) is np.ndarray and type(w) is np.ndarray and a.ndim == 2 and w.ndim == 2 and a.shape[0] != 1 \
+            and w.shape[1] == 1 and np.shape(g) == (a.shape[0], 1):
+        outer = outer_kernel.kept_outer(g, w.T, backend)
+    if not plain_product(g, a, w) and outer is None:
+        return None
+    if nxt is not None:
+        at, x, v = nxt
+        if not (isinstance(at, int) and 0 <= at < len(inputs) and np.shape(inputs[at]) == a.shape
+                and plain_product(a, x, v) and gemm.numpy_takes(x.T, a, backend)):
+            return None
+
+    def lhs_bar_sums(*args, **kwargs):
+        return full(*args, **kwargs)
+    lhs_bar_sums.parts = ("lhs_bar_sums", bool(rhs), nxt is not None, outer)
+    return lhs_bar_sums
+
+
 def _vjp(full, backend, args, kwargs, result):
     if kwargs or len(args) != 4 or not choose(backend).fast_path or not args[2]:
         return None
@@ -475,6 +531,7 @@ SPECIALIZERS: dict[str, Callable] = {
     "kernel_matmul": _kernel_matmul, "kernel_matmul_vjp": _kernel_matmul_vjp, "sum_grads": _sum_grads,
     "broadcast_size": _broadcast_size, "apply": _apply, "vjp": _vjp, "matmul_bias": _matmul_bias,
     "kernel_rowsum": _kernel_rowsum, "kernel_rowsum_vjp": _kernel_rowsum_vjp,
+    "product_partials": _product_partials, "lhs_bar_sums": _lhs_bar_sums,
 }
 
 

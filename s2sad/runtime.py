@@ -380,6 +380,7 @@ def keep_stored_partials(kernel: Kernel, key: tuple, backend: Backend, active: t
         grads = [np.empty(shape, dtype) for _ in range(n)]
         stub(values, out, None, 1.0, grads, None, None)
         return out, grads
+    call.parts = (stub, shape, dtype, n)        # (array_program lowers it)
     keep(kernel, key, call)
 
 

@@ -138,6 +138,7 @@ def test_blas_calls_decline_what_numpy_does_another_way():
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32], ids=["f64", "f32"])
 @pytest.mark.parametrize("name,n,d", [("mlp", 32, 32), ("mlp", 8, 5), ("mlp", 100, 12),
+                                      ("tanh_mlp", 16, 32), ("tanh_mlp", 32, 8), ("tanh_mlp", 64, 12),
                                       ("logreg", 32, 32), ("logreg", 20, 5), ("logreg", 200, 20),
                                       ("softmax", 32, 32), ("softmax", 7, 12), ("softmax", 150, 6)])
 def test_a_warm_call_is_one_program_with_the_full_paths_bits(tmp_path, name, n, d, dtype):
@@ -166,7 +167,7 @@ def test_a_warm_call_is_one_program_with_the_full_paths_bits(tmp_path, name, n, 
 
 def test_explain_says_when_and_why_not(tmp_path):
     g = s2sad.grad(_loss(tmp_path, "tanh_mlp"), argnums=(0, 1, 2))
-    args = _args("tanh_mlp", 32, 8)
+    args = _args("tanh_mlp", 5000, 4)       # X 20,000 elements, h 80,000: more than LAUNCH_MAX
     for _ in range(3):
         g(*args)
     spec = _spec(g, args)
@@ -314,15 +315,22 @@ def test_a_patched_module_attribute_after_warm_calls_replans(tmp_path, monkeypat
     assert after.tobytes() == want.tobytes()
 
 
-def test_a_site_computed_by_python_declines(tmp_path):
-    """The tanh MLP's product_partials runs as Python between the sites: its copy stays."""
+def test_tanh_mlp_is_one_call_and_a_site_computed_by_python_declines(tmp_path):
+    """The tanh MLP (one output column: h's adjoint the outer product of a column and a
+    row, outer_kernel.py) is one call; with s2sad's own product (gemm.MIN_WORK
+    multiply-adds or more: its block pass runs Python between its C calls) it keeps its
+    copy, and says so."""
     g = s2sad.grad(_loss(tmp_path, "tanh_mlp"), argnums=(0, 1, 2))
     args = _args("tanh_mlp", 32, 8)
     for _ in range(3):
         g(*args)
-    spec = _spec(g, args)
-    assert spec[2] and spec[0] is spec[3]
-    _same(g(*args), _full(tmp_path, "tanh_mlp", args, "tanh_full"))
+    assert _spec(g, args)[2] is None
+    big = _args("tanh_mlp", 256, 64, h=64)     # 256 x 64 x 64 = 2^20 multiply-adds
+    for _ in range(3):
+        g(*big)
+    spec = _spec(g, big)
+    assert spec[2] == "product_partials keeps its full call" and spec[0] is spec[3]
+    _same(g(*big), _full(tmp_path, "tanh_mlp", big, "tanh_full"))
 
 
 def test_results_are_fresh_and_no_user_object_is_kept(tmp_path):
