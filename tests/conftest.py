@@ -63,6 +63,20 @@ def assert_same_grads(got, want):
         np.testing.assert_allclose(g, w, rtol=1e-14, atol=1e-14 * float(np.max(np.abs(w), initial=1.0)))
 
 
+def assert_same_bits(got, want):
+    """Two results of several arrays: the same types, shapes, dtypes and bytes."""
+    assert type(got) is type(want) and len(got) == len(want)
+    for a, b in zip(got, want):
+        assert type(a) is type(b) and a.shape == b.shape and a.dtype == b.dtype and a.tobytes() == b.tobytes()
+
+
+def specialised_copy(g, args):
+    """What grad `g`'s hot path keeps for the signature of `args` (array_special.Specializer.specs:
+    (what runs, as_is, why not one compiled call, the copy)), or None."""
+    sp = g.__s2sad__.leaf_hot.special
+    return sp.specs.get(tuple(x for a in args for x in (a.shape, a.strides, a.dtype)))
+
+
 def kernel(src: str, entry: str, dual: str | None = None, active: tuple = ()) -> KernelModule:
     """A kernel module from core-language source (its functions, `entry` applied per
     element, `dual` its dual differentiating `active`), for the backends' tests."""

@@ -13,7 +13,7 @@ import pytest
 import s2sad
 from s2sad import array_program, blas_calls
 from s2sad.backends import llvm as llvm_backend
-from conftest import directional_fd, function_from_source
+from conftest import assert_same_bits, directional_fd, function_from_source, specialised_copy
 
 pytestmark = pytest.mark.skipif(not blas_calls.available(), reason="numpy bundles no scipy-openblas64")
 
@@ -69,17 +69,6 @@ def _args(name, n, d, dtype=np.float64, h=16):
         a = [rng.normal(size=(d, 5)) * 0.3, rng.normal(size=(1, 5)) * 0.1, rng.normal(size=(n, d)),
              np.eye(5)[rng.integers(0, 5, n)]]
     return [x.astype(dtype) for x in a]
-
-
-def _spec(g, args):
-    sp = g.__s2sad__.leaf_hot.special
-    return sp.specs.get(tuple(x for a in args for x in (a.shape, a.strides, a.dtype)))
-
-
-def _same(got, want):
-    assert type(got) is type(want) and len(got) == len(want)
-    for a, b in zip(got, want):
-        assert type(a) is type(b) and a.shape == b.shape and a.dtype == b.dtype and a.tobytes() == b.tobytes()
 
 
 def _full(tmp_path, name, args, module):
@@ -146,12 +135,12 @@ def test_a_warm_call_is_one_program_with_the_full_paths_bits(tmp_path, name, n, 
     args = _args(name, n, d, dtype)
     for _ in range(3):
         g(*args)
-    spec = _spec(g, args)
+    spec = specialised_copy(g, args)
     assert spec is not None and spec[2] is None, spec and spec[2]     # one program, no reason against
     assert spec[0] is not spec[3]
     for trial in range(3):      # new values of the signature: the program's results, the full path's bits
         new = _args(name, n, d, dtype)
-        _same(g(*new), _full(tmp_path, name, new, f"full_{name}_{trial}"))
+        assert_same_bits(g(*new), _full(tmp_path, name, new, f"full_{name}_{trial}"))
     if dtype == np.float64:     # and right: central differences along a direction
         loss = _loss(tmp_path, name, f"fd_{name}")
         k = NARGS[name]
@@ -170,7 +159,7 @@ def test_explain_says_when_and_why_not(tmp_path):
     args = _args("tanh_mlp", 5000, 4)       # X 20,000 elements, h 80,000: more than LAUNCH_MAX
     for _ in range(3):
         g(*args)
-    spec = _spec(g, args)
+    spec = specialised_copy(g, args)
     assert spec[2] and spec[0] is spec[3]
     line = [x for x in s2sad.explain(g, *args).lines if "warm calls" in x][0]
     assert "not one compiled call for the whole gradient (" in line and spec[2] in line
@@ -195,16 +184,16 @@ def test_the_row_fusion_switch_turned_off_after_warm_calls(tmp_path, monkeypatch
     args = _args("softmax", 32, 8)
     for _ in range(3):
         g(*args)
-    assert _spec(g, args)[2] is None
+    assert specialised_copy(g, args)[2] is None
     on = g(*args)
     monkeypatch.setattr(SWITCH, "on", False)
     off = g(*args)
-    _same(off, _spec(g, args)[3](*args))        # the copy's, its row site's full call (the numpy formula)
+    assert_same_bits(off, specialised_copy(g, args)[3](*args))        # the copy's, its row site's full call (the numpy formula)
     assert any(a.tobytes() != b.tobytes() for a, b in zip(on, off))
     for a, b in zip(on, off):
         np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12)
     monkeypatch.setattr(SWITCH, "on", True)
-    _same(g(*args), on)
+    assert_same_bits(g(*args), on)
 
 
 def test_no_program_without_launchers(tmp_path, monkeypatch):
@@ -213,7 +202,7 @@ def test_no_program_without_launchers(tmp_path, monkeypatch):
     args = _args("mlp", 32, 8)
     for _ in range(3):
         g(*args)
-    assert _spec(g, args)[2]
+    assert specialised_copy(g, args)[2]
 
 
 # ---------------------------------------------------------------- adversarial
@@ -240,8 +229,8 @@ def test_new_shapes_strides_and_dtypes_after_warm_calls(tmp_path):
                 with pytest.raises(type(e)):
                     _full(tmp_path, "mlp", other, f"adv_refused_{k}")
                 break
-            _same(got, _full(tmp_path, "mlp", other, f"adv_{k}_{_}"))
-    _same(g(*args), _full(tmp_path, "mlp", args, "adv_back"))      # the first signature still right
+            assert_same_bits(got, _full(tmp_path, "mlp", other, f"adv_{k}_{_}"))
+    assert_same_bits(g(*args), _full(tmp_path, "mlp", args, "adv_back"))      # the first signature still right
 
 
 def test_more_than_launch_max_elements_declines(tmp_path):
@@ -250,9 +239,9 @@ def test_more_than_launch_max_elements_declines(tmp_path):
     assert args[3].size > llvm_backend.LAUNCH_MAX
     for _ in range(3):
         g(*args)
-    spec = _spec(g, args)
+    spec = specialised_copy(g, args)
     assert spec is not None and "LAUNCH_MAX" in spec[2] and spec[0] is spec[3]
-    _same(g(*args), _full(tmp_path, "mlp", args, "big_full"))
+    assert_same_bits(g(*args), _full(tmp_path, "mlp", args, "big_full"))
 
 
 def test_value_and_grad_is_the_full_paths(tmp_path):
@@ -263,7 +252,7 @@ def test_value_and_grad_is_the_full_paths(tmp_path):
     got = vg(*args)
     want = s2sad.value_and_grad(_loss(tmp_path, "mlp", "vg_full"), argnums=(0, 1, 2))(*args)
     assert got[0] == want[0]
-    _same(got[1], want[1])
+    assert_same_bits(got[1], want[1])
 
 
 def test_an_unaligned_argument_declines_to_the_copy(tmp_path):
@@ -276,7 +265,7 @@ def test_an_unaligned_argument_declines_to_the_copy(tmp_path):
     raw[...] = X
     assert not raw.flags.aligned and raw.strides == X.strides
     other = args[:3] + [raw, args[4]]
-    _same(g(*other), _full(tmp_path, "mlp", other, "unaligned"))
+    assert_same_bits(g(*other), _full(tmp_path, "mlp", other, "unaligned"))
 
 
 def test_threads_share_no_temporaries(tmp_path):
@@ -306,7 +295,7 @@ def test_a_patched_module_attribute_after_warm_calls_replans(tmp_path, monkeypat
     args = _args("logreg", 32, 8)
     for _ in range(3):
         g(*args)
-    assert _spec(g, args)[2] is None
+    assert specialised_copy(g, args)[2] is None
     before = g(*args)
     monkeypatch.setattr(np, "exp", np.sin)      # the sigmoid's exp, compiled into the program's driver
     after = g(*args)
@@ -324,13 +313,13 @@ def test_tanh_mlp_is_one_call_and_a_site_computed_by_python_declines(tmp_path):
     args = _args("tanh_mlp", 32, 8)
     for _ in range(3):
         g(*args)
-    assert _spec(g, args)[2] is None
+    assert specialised_copy(g, args)[2] is None
     big = _args("tanh_mlp", 256, 64, h=64)     # 256 x 64 x 64 = 2^20 multiply-adds
     for _ in range(3):
         g(*big)
-    spec = _spec(g, big)
+    spec = specialised_copy(g, big)
     assert spec[2] == "product_partials keeps its full call" and spec[0] is spec[3]
-    _same(g(*big), _full(tmp_path, "tanh_mlp", big, "tanh_full"))
+    assert_same_bits(g(*big), _full(tmp_path, "tanh_mlp", big, "tanh_full"))
 
 
 def test_results_are_fresh_and_no_user_object_is_kept(tmp_path):
@@ -344,7 +333,7 @@ def test_results_are_fresh_and_no_user_object_is_kept(tmp_path):
     keep = [x.copy() for x in second]
     for a in first:
         a[...] = np.nan
-    _same(second, tuple(keep))
+    assert_same_bits(second, tuple(keep))
     refs = [weakref.ref(a) for a in args]
     del args, first, second
     gc.collect()
@@ -370,6 +359,6 @@ def test_a_program_that_does_not_reproduce_the_recording_is_refused(tmp_path, mo
     args = _args("mlp", 32, 8)
     for _ in range(3):
         g(*args)
-    spec = _spec(g, args)
+    spec = specialised_copy(g, args)
     assert "bit for bit" in spec[2] and spec[0] is spec[3]
-    _same(g(*args), _full(tmp_path, "mlp", args, "refused_full"))
+    assert_same_bits(g(*args), _full(tmp_path, "mlp", args, "refused_full"))

@@ -8,7 +8,7 @@ import pytest
 
 import s2sad
 from s2sad import blas_calls
-from conftest import directional_fd, function_from_source
+from conftest import assert_same_bits, directional_fd, function_from_source, specialised_copy
 
 pytestmark = pytest.mark.skipif(not blas_calls.available(), reason="numpy bundles no scipy-openblas64")
 
@@ -60,17 +60,6 @@ def _args(name, n, d, dtype=np.float64, h=64):
     return [x.astype(dtype) for x in a]
 
 
-def _spec(g, args):
-    sp = g.__s2sad__.leaf_hot.special
-    return sp.specs.get(tuple(x for a in args for x in (a.shape, a.strides, a.dtype)))
-
-
-def _same(got, want):
-    assert type(got) is type(want) and len(got) == len(want)
-    for a, b in zip(got, want):
-        assert type(a) is type(b) and a.shape == b.shape and a.dtype == b.dtype and a.tobytes() == b.tobytes()
-
-
 def _grad(tmp_path, name, module):
     return s2sad.grad(_loss(tmp_path, name, module), argnums=tuple(range(NARGS[name])))
 
@@ -94,14 +83,14 @@ def _warm(tmp_path, name, args, module="warm"):
 def test_a_warm_call_is_one_program_with_the_full_paths_bits(tmp_path, name, n, d, h, dtype):
     args = _args(name, n, d, dtype, h)
     g = _warm(tmp_path, name, args)
-    spec = _spec(g, args)
+    spec = specialised_copy(g, args)
     assert spec is not None and spec[2] is None, spec and spec[2]     # one program, no reason against
     assert spec[0] is not spec[3]
     line = [x for x in s2sad.explain(g, *args).lines if "warm calls" in x][0]
     assert "the whole gradient as one compiled call" in line
     for trial in range(3):      # new values of the signature: the program's results, the full path's bits
         new = _args(name, n, d, dtype, h)
-        _same(g(*new), _full(tmp_path, name, new, f"full_{name}_{trial}"))
+        assert_same_bits(g(*new), _full(tmp_path, name, new, f"full_{name}_{trial}"))
     if dtype == np.float64:     # and right: central differences along a direction, the python backend
         loss = _loss(tmp_path, name, f"fd_{name}")
         k = NARGS[name]
@@ -119,7 +108,7 @@ def test_zeros_ties_and_signed_zeros_are_the_full_paths(tmp_path):
     an infinity and a NaN: the program's bits are the full path's."""
     args = _args("mlp3", 32, 32)
     g = _warm(tmp_path, "mlp3", args)
-    assert _spec(g, args)[2] is None
+    assert specialised_copy(g, args)[2] is None
     cases = []
     a = _args("mlp3", 32, 32)
     a[6][:5] = 0.0                  # zero rows: relu ties where b2's entries are 0
@@ -136,7 +125,7 @@ def test_zeros_ties_and_signed_zeros_are_the_full_paths(tmp_path):
     cases.append(a)
     for k, case in enumerate(cases):
         with np.errstate(all="ignore"):
-            _same(g(*case), _full(tmp_path, "mlp3", case, f"ties_{k}"))
+            assert_same_bits(g(*case), _full(tmp_path, "mlp3", case, f"ties_{k}"))
 
 
 def test_the_outer_product_adjoint_is_numpys_multiply(tmp_path):
@@ -159,7 +148,7 @@ def tanh_mlp(W1, b1, W2, X, y):
         typed = [a.astype(dtype) for a in args]
         for _ in range(3):
             g(*typed)
-        assert _spec(g, typed)[2] is None
+        assert specialised_copy(g, typed)[2] is None
     cases = []
     a = args_of()
     a[2][:5] = -0.0                 # -0.0 and 0.0 in the row
@@ -176,7 +165,7 @@ def tanh_mlp(W1, b1, W2, X, y):
         for dtype in (np.float64, np.float32):
             typed = [x.astype(dtype) for x in case]
             with np.errstate(all="ignore"):
-                _same(g(*typed), grad(f"outer_full_{k}_{np.dtype(dtype).name}")(*typed))
+                assert_same_bits(g(*typed), grad(f"outer_full_{k}_{np.dtype(dtype).name}")(*typed))
 
 
 def test_the_row_fusion_switch_turned_off_after_warm_calls(tmp_path, monkeypatch):
@@ -184,15 +173,15 @@ def test_the_row_fusion_switch_turned_off_after_warm_calls(tmp_path, monkeypatch
     from s2sad.passes.rowfusion import SWITCH
     args = _args("mlp3", 32, 32)
     g = _warm(tmp_path, "mlp3", args)
-    assert _spec(g, args)[2] is None
+    assert specialised_copy(g, args)[2] is None
     on = g(*args)
     monkeypatch.setattr(SWITCH, "on", False)
     off = g(*args)
-    _same(off, _spec(g, args)[3](*args))
+    assert_same_bits(off, specialised_copy(g, args)[3](*args))
     for a, b in zip(on, off):      # (off: the numpy formulas, within rounding)
         np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12)
     monkeypatch.setattr(SWITCH, "on", True)
-    _same(g(*args), on)
+    assert_same_bits(g(*args), on)
 
 
 def test_s2sads_own_product_declines_with_a_reason(tmp_path):
@@ -200,19 +189,19 @@ def test_s2sads_own_product_declines_with_a_reason(tmp_path):
     pass, Python between its C calls): not lowered, the copy, and explain says why."""
     args = _args("mlp3", 512, 64)       # 512 x 64 x 64 = 2M multiply-adds, X at LAUNCH_MAX elements
     g = _warm(tmp_path, "mlp3", args)
-    spec = _spec(g, args)
+    spec = specialised_copy(g, args)
     assert spec is not None and spec[2] and "product_partials" in spec[2] and spec[0] is spec[3]
     line = [x for x in s2sad.explain(g, *args).lines if "warm calls" in x][0]
     assert "not one compiled call for the whole gradient" in line and spec[2] in line
-    _same(g(*args), _full(tmp_path, "mlp3", args, "own_full"))
+    assert_same_bits(g(*args), _full(tmp_path, "mlp3", args, "own_full"))
 
 
 def test_more_than_launch_max_elements_declines(tmp_path):
     args = _args("mlp3", 600, 8, h=64)      # h1: 38,400 elements (numpy multiplies: 600 x 8 x 64)
     g = _warm(tmp_path, "mlp3", args)
-    spec = _spec(g, args)
+    spec = specialised_copy(g, args)
     assert spec is not None and "LAUNCH_MAX" in spec[2] and spec[0] is spec[3]
-    _same(g(*args), _full(tmp_path, "mlp3", args, "big_full"))
+    assert_same_bits(g(*args), _full(tmp_path, "mlp3", args, "big_full"))
 
 
 def test_new_strides_and_dtypes_after_warm_calls(tmp_path):
@@ -228,19 +217,19 @@ def test_new_strides_and_dtypes_after_warm_calls(tmp_path):
     ]
     for k, other in enumerate(others):
         for i in range(4):      # recorded at its second call, then its program or copy
-            _same(g(*other), _full(tmp_path, "mlp3", other, f"adv_{k}_{i}"))
-    _same(g(*args), _full(tmp_path, "mlp3", args, "adv_back"))
+            assert_same_bits(g(*other), _full(tmp_path, "mlp3", other, f"adv_{k}_{i}"))
+    assert_same_bits(g(*args), _full(tmp_path, "mlp3", args, "adv_back"))
 
 
 def test_results_are_fresh(tmp_path):
     args = _args("mlp3", 32, 32)
     g = _warm(tmp_path, "mlp3", args)
-    assert _spec(g, args)[2] is None
+    assert specialised_copy(g, args)[2] is None
     first, second = g(*args), g(*args)
     for a, b in zip(first, second):
         assert a is not b and not np.shares_memory(a, b) and a.flags.writeable
     keep = [x.copy() for x in second]
     for a in first:
         a[...] = np.nan
-    _same(second, tuple(keep))
+    assert_same_bits(second, tuple(keep))
     assert all(not np.shares_memory(x, a) for x in second for a in args)
