@@ -20,7 +20,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from . import dask_grad, marks, mempool, nested, rebind, rules, tree_higher
-from .arguments import argnums_tuple, check_argnums_spec, check_cotangent_of, check_one_tangent_per_primal, converted, tangent_like, value_like_arguments, pullback_shapes_located, shapes_located
+from .arguments import argnums_tuple, check_argnums_spec, check_cotangent_of, check_one_tangent_per_primal, converted, primals_at, tangent_like, value_like_arguments, pullback_shapes_located, shapes_located
 from .callables import bound_call
 from . import array_prims
 from .array_prims import register_vjp
@@ -221,9 +221,7 @@ def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], *, backe
     r = _scalar_pair_like(jvp_at(planned, primals, tangents, backend), primals)
     if mark is not None and mark.made_by == "grad" and mark.derivative is not None:
         # (a grad's result has its arguments' dtypes, '>f4' too: so has its jvp's output and tangent)
-        spec = mark.derivative.argnums_spec
-        at = lambda i: primals[i] if isinstance(i, int) and -len(primals) <= i < len(primals) else None  # noqa: E731
-        like = tuple(at(i) for i in spec) if isinstance(spec, (tuple, list)) else at(spec)
+        like = primals_at(primals, mark.derivative.argnums_spec)
         r = tangent_like(like, r[0]), tangent_like(like, r[1])
     return _tangent_in_out_dtype(r)
 

@@ -349,6 +349,14 @@ def tangent_like(out: Any, t: Any) -> Any:
     return t
 
 
+def primals_at(primals: Sequence[Any], spec) -> Any:
+    """The primals a grad's `spec` (an index or a tuple of them) differentiates, as its
+    result is shaped (None for an index out of range): what its tangents look like."""
+    def at(i):
+        return primals[i] if isinstance(i, int) and -len(primals) <= i < len(primals) else None
+    return tuple(at(i) for i in spec) if isinstance(spec, (tuple, list)) else at(spec)
+
+
 def _float32_only(args) -> bool | None:
     """True when the float arrays (numpy floats) among args are all float32 and there is
     one; False when one is another float; None when there is none."""

@@ -31,7 +31,7 @@ from typing import Any, Callable, Sequence
 
 from . import array_higher, higher_explain, marks, mempool, rebind, tree_higher
 from .api import grad, jvp
-from .arguments import argnums_tuple, check_one_tangent_per_primal, tangent_like
+from .arguments import argnums_tuple, check_one_tangent_per_primal, primals_at, tangent_like
 from .batched_jac import Blocks
 from .batched_rows import Rows
 from .callables import BoundCall, bound_call
@@ -188,8 +188,7 @@ def hvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], *, argnu
     if isinstance(tangents, (tuple, list)) and array_higher.is_array_derivative(mark):
         product = _array_hvp(mark, primals, tuple(tangents), backend)
         # (in the dtype of grad's result, its arguments' own: a '>f4' stays '>f4', as jvp's tangent of it)
-        like = tuple(primals[i] for i in argnums) if isinstance(argnums, (tuple, list)) else primals[argnums]
-        return tangent_like(like, product)
+        return tangent_like(primals_at(primals, argnums), product)
     return jvp(g, primals, tangents, backend=backend)[1]
 
 
