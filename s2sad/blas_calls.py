@@ -79,6 +79,17 @@ def _blasable(s1: int, s2: int, d1: int, d2: int, size: int) -> bool:
     return s2 == size and s1 % size == 0 and d2 <= s1 // size <= BLAS_MAXSIZE
 
 
+def _lead(s1: int, s2: int, d1: int, d2: int, size: int) -> tuple[bool, int] | None:
+    """An operand of d1 x d2 items, strides s1, s2 (bytes), as BLAS takes it: (True, its
+    leading dimension) where its rows are blasable as they are, (False, it) where its
+    columns are (BLAS reads it transposed), None where neither (numpy's own loop)."""
+    if _blasable(s1, s2, d1, d2, size):
+        return True, s1 // size
+    if _blasable(s2, s1, d2, d1, size):
+        return False, s2 // size
+    return None
+
+
 def product_call(a, b):
     """(address, kinds, args) of the BLAS call numpy's matmul makes for `a @ b` into a
     fresh C-contiguous output, or None (see the docstring)."""
@@ -95,34 +106,25 @@ def product_call(a, b):
         return None
     is1_m, is1_n = a.strides
     is2_n = b.strides[0]
-    a_ok = _blasable(is1_m, is1_n, m, n, size) or _blasable(is1_n, is1_m, n, m, size)
-    if not a_ok:
+    la = _lead(is1_m, is1_n, m, n, size)
+    if la is None:
         return None
     if p == 1:      # matrix @ vector: numpy's gemv
         if is2_n % size or is2_n // size < 1:
             return None
-        if _blasable(is1_m, is1_n, m, n, size):
-            order, lda = COL_MAJOR, is1_m // size
-        else:
-            order, lda = ROW_MAJOR, is1_n // size
         at = address("gemv", kind)
         return None if at is None else (
             at, "wwiifiiiifii".replace("f", kind),
-            [order, TRANS, n, m, 1.0, ("a",), lda, ("b",), is2_n // size, 0.0, ("out",), 1])
+            [COL_MAJOR if la[0] else ROW_MAJOR, TRANS, n, m, 1.0, ("a",), la[1], ("b",), is2_n // size, 0.0,
+             ("out",), 1])
     is2_p = b.strides[1]
-    if not (_blasable(is2_n, is2_p, n, p, size) or _blasable(is2_p, is2_n, p, n, size)):
+    lb = _lead(is2_n, is2_p, n, p, size)
+    if lb is None:
         return None
     if a.ctypes.data == b.ctypes.data and m == p and is1_m == is2_p and is1_n == is2_n:
         return None     # a @ a.T on one buffer: numpy's syrk (the one product it writes half of)
-    if _blasable(is1_m, is1_n, m, n, size):
-        ta, lda = NO_TRANS, is1_m // size
-    else:
-        ta, lda = TRANS, is1_n // size
-    if _blasable(is2_n, is2_p, n, p, size):
-        tb, ldb = NO_TRANS, is2_n // size
-    else:
-        tb, ldb = TRANS, is2_p // size
+    ta, tb = (NO_TRANS if la[0] else TRANS), (NO_TRANS if lb[0] else TRANS)
     at = address("gemm", kind)
     return None if at is None else (
         at, "wwwiiifiiiifii".replace("f", kind),
-        [ROW_MAJOR, ta, tb, m, p, n, 1.0, ("a",), lda, ("b",), ldb, 0.0, ("out",), p])
+        [ROW_MAJOR, ta, tb, m, p, n, 1.0, ("a",), la[1], ("b",), lb[1], 0.0, ("out",), p])
