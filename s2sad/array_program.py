@@ -71,6 +71,7 @@ its C calls; their arrays then mostly exceed LAUNCH_MAX elements anyway).
 from __future__ import annotations
 
 import ast
+import ctypes
 import re
 
 import numpy as np
@@ -92,7 +93,7 @@ class Decline(Exception):
 def _flags_ok() -> bool:
     """numpy's flags are the int the program launcher reads (llvm_program.ARRAY_FLAGS), on live arrays."""
     a, b = np.zeros(3), np.zeros(6, np.uint8)[1:5].view(np.float32)
-    return all(llvm_launch.ctypes.c_int32.from_address(id(x) + llvm_program.ARRAY_FLAGS).value == x.flags.num
+    return all(ctypes.c_int32.from_address(id(x) + llvm_program.ARRAY_FLAGS).value == x.flags.num
                for x in (a, b, a.T))
 
 
@@ -311,7 +312,7 @@ def _lhs_bar_sums(b: _Builder, rhs: bool, nxt: bool, outer, args, result) -> Non
     f = mulsum_function(dtype)
     full, sums = b.new("empty", (n, k), dtype), b.new("zeros", (k,), dtype)
     b.keep.append(f)
-    b.step(llvm_launch.ctypes.cast(f, llvm_launch.ctypes.c_void_p).value, "i" * 8,
+    b.step(llvm_launch.function_address(f), "i" * 8,
            [("ptr", b.ref(d)[0], 0), ("ptr", lhs[0], 0), ("ptr", full[0], 0), ("ptr", sums[0], 0),
             ("word", n), ("word", k), ("word", k), ("word", k)])
     refs = [full if s == (n, k) else (sums[0], s) for s in shapes]
@@ -343,7 +344,7 @@ def _array_call(b: _Builder, parts, args, result) -> None:
     out = b.new("empty", shape, dtype)
     arrays.append(out)
     b.keep.append(cfunc)
-    b.step(llvm_launch.ctypes.cast(cfunc, llvm_launch.ctypes.c_void_p).value, kinds,
+    b.step(llvm_launch.function_address(cfunc), kinds,
            [("ptr", arrays[p[1]][0], 0) if isinstance(p, tuple) else ("word", _word(p, "i")) for p in pattern])
     b.bind(result, (out[0], shaped))
 
@@ -365,7 +366,7 @@ def _sum_grads(b: _Builder, plan, fast, args, kwargs, result, constant) -> None:
     kinds = "ii" + "i" * len(refs) + kind + "i" * len(grads)
     if len(plan.cfunc.argtypes) != len(kinds):
         raise Decline("a sum driver of another ABI")
-    address = llvm_launch.ctypes.cast(plan.cfunc, llvm_launch.ctypes.c_void_p).value
+    address = llvm_launch.function_address(plan.cfunc)
     b.keep += [plan.cfunc, plan.driver]
     b.step(address, kinds, [("word", 1), ("word", size)] + [("ptr", r[0], 0) for r in refs]
            + [("word", _word(float(scale), kind))] + [("ptr", g[0], 0) for g in grads])

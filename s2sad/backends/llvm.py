@@ -150,8 +150,7 @@ def compiled_launch(cfunc, argv: list[str], release: bool = False) -> tuple[Call
             types.append(np.ndarray if pointer else float)
         words.append(0)
         srcs.append(exprs.index(expr))
-    address = ctypes.cast(cfunc, ctypes.c_void_p).value
-    launch = llvm_launch.launcher(address, kinds, words, srcs, types, cfunc, release)
+    launch = llvm_launch.launcher(llvm_launch.function_address(cfunc), kinds, words, srcs, types, cfunc, release)
     return None if launch is None else (launch, exprs)
 
 

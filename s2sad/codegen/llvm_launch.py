@@ -181,16 +181,20 @@ def layout_ok() -> bool:
     return _layout[0]
 
 
+def function_address(cfunc) -> int:
+    """The machine address a ctypes function calls."""
+    return ctypes.cast(cfunc, ctypes.c_void_p).value
+
+
 def incref_address() -> int:
-    return ctypes.cast(ctypes.pythonapi.Py_IncRef, ctypes.c_void_p).value
+    return function_address(ctypes.pythonapi.Py_IncRef)
 
 
 def release_addresses() -> list[int]:
     """[PyEval_SaveThread's address, PyEval_RestoreThread's]: t[5] and t[6] of a launcher
     that releases the GIL around its driver's call."""
     api = ctypes.pythonapi
-    return [ctypes.cast(api.PyEval_SaveThread, ctypes.c_void_p).value,
-            ctypes.cast(api.PyEval_RestoreThread, ctypes.c_void_p).value]
+    return [function_address(api.PyEval_SaveThread), function_address(api.PyEval_RestoreThread)]
 
 
 def fastcall_function(name: str, address: int, keep, table: np.ndarray, holder):
@@ -253,7 +257,7 @@ def array_call(cfunc, pattern: list, n_arrays: int, short: bool):
     words = [0 if isinstance(p, tuple) else p for p in pattern]
     fast = None
     if short and "?" not in kinds and set(kinds) == {"i"}:
-        fast = launcher(ctypes.cast(cfunc, ctypes.c_void_p).value, kinds, words, srcs, [np.ndarray] * n_arrays,
+        fast = launcher(function_address(cfunc), kinds, words, srcs, [np.ndarray] * n_arrays,
                         cfunc)
 
     def by_ctypes(*arrays):
