@@ -43,6 +43,7 @@ import threading
 import numpy as np
 
 from . import llvm_jit
+from .fastcall_ir import WORD_IR, return_ir
 
 OB_TYPE = 8         # PyObject.ob_type
 ARRAY_DATA = 16     # PyArrayObject_fields.data
@@ -88,12 +89,7 @@ def launcher_ir(kinds: str) -> str:
     call_types = ", ".join(t for t, _ in values)
     call_args = ", ".join(f"{t} {v}" for t, v in values)
     return f"""
-define private i64 @word(ptr %t, i64 %i) {{
-  %at = getelementptr inbounds i64, ptr %t, i64 %i
-  %v = load i64, ptr %at
-  ret i64 %v
-}}
-
+{WORD_IR}
 define ptr @{name_of(kinds)}(ptr %self, ptr %args, i64 %nargs) {{
 entry:
   %t.at = getelementptr inbounds i8, ptr %self, i64 {ARRAY_DATA}
@@ -140,15 +136,7 @@ called:
 no:
   %ni = call i64 @word(ptr %t, i64 2)
   br label %out
-out:
-  %r.int = phi i64 [%none, %called], [%ni, %no]
-  %r = inttoptr i64 %r.int to ptr
-  %incref.int = call i64 @word(ptr %t, i64 0)
-  %incref = inttoptr i64 %incref.int to ptr
-  call void %incref(ptr %r)
-  ret ptr %r
-}}
-"""
+{return_ir("[%none, %called], [%ni, %no]", 0)}"""
 
 
 # ---------------------------------------------------------------- binding (ctypes, once a process)

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import hashlib
 
+from .fastcall_ir import WORD_IR, return_ir
 from .llvm_launch import ARRAY_DATA, OB_TYPE
 
 ARRAY_FLAGS = 64        # PyArrayObject_fields.flags (int), as llvm_entry's (not imported: it pulls the
@@ -96,19 +97,5 @@ def program_ir(nargs: int, steps: list) -> str:
               "no:",
               "  %ni = call i64 @word(ptr %t, i64 2)",
               "  br label %out",
-              "out:",
-              "  %r.int = phi i64 [%none, %run], [%ni, %no]",
-              "  %r = inttoptr i64 %r.int to ptr",
-              "  %incref.int = call i64 @word(ptr %t, i64 0)",
-              "  %incref = inttoptr i64 %incref.int to ptr",
-              "  call void %incref(ptr %r)",
-              "  ret ptr %r",
-              "}"]
-    return """
-define private i64 @word(ptr %t, i64 %i) {
-  %at = getelementptr inbounds i64, ptr %t, i64 %i
-  %v = load i64, ptr %at
-  ret i64 %v
-}
-
-""" + "\n".join(lines) + "\n"
+              return_ir("[%none, %run], [%ni, %no]", 0)]
+    return "\n" + WORD_IR + "\n" + "\n".join(lines)

@@ -19,6 +19,8 @@ in the process (everything comes from the table), so it is cached on disk like a
 """
 from __future__ import annotations
 
+from .fastcall_ir import WORD_IR, return_ir
+
 NAME = "s2sad_sigmatch"
 OB_TYPE = 8         # PyObject.ob_type
 ARRAY_DATA = 16     # PyArrayObject_fields.data
@@ -31,12 +33,7 @@ HEAD_WORDS = 5      # t[0] .. t[4]
 
 def sigmatch_ir() -> str:
     return f"""
-define private i64 @word(ptr %t, i64 %i) {{
-  %at = getelementptr inbounds i64, ptr %t, i64 %i
-  %v = load i64, ptr %at
-  ret i64 %v
-}}
-
+{WORD_IR}
 define private i64 @field(ptr %obj, i64 %off) {{
   %at = getelementptr inbounds i8, ptr %obj, i64 %off
   %v = load i64, ptr %at
@@ -112,12 +109,4 @@ yes:
 no:
   %false = call i64 @word(ptr %t, i64 2)
   br label %out
-out:
-  %r.int = phi i64 [%true, %yes], [%false, %no]
-  %r = inttoptr i64 %r.int to ptr
-  %incref.int = call i64 @word(ptr %t, i64 3)
-  %incref = inttoptr i64 %incref.int to ptr
-  call void %incref(ptr %r)
-  ret ptr %r
-}}
-"""
+{return_ir("[%true, %yes], [%false, %no]", 3)}"""
