@@ -192,9 +192,19 @@ def warm_lines(hot: Callable | None, examples: tuple | None) -> list[str]:
         return ["  warm calls with these arguments: their signature matched in machine code (sigmatch), then the whole "
                 f"gradient as one compiled call (a program launcher: its {spec[0].steps} C calls, the drivers' and "
                 "numpy's BLAS routines, in order; array_program.py), the results and temporaries allocated around it"]
+    whole = getattr(spec[0], "chooser", None)
+    counted = ("; its passes run on one thread count for the whole gradient, chosen by timing whole calls "
+               f"(threadchoice.one_count_for_all: {_choice_words(whole)})") if whole is not None else ""
     return ["  warm calls with these arguments: their signature matched in machine code (sigmatch), then the copy "
             "specialised to it, each site bound to its kept call, numpy's product or compiled entry"
-            f"{launched}; not one compiled call for the whole gradient ({why})"]
+            f"{launched}; not one compiled call for the whole gradient ({why}){counted}"]
+
+
+def _choice_words(chooser) -> str:
+    counts = set(chooser.choices().values())
+    if not counts or counts == {0}:
+        return "still timing"
+    return " or ".join(f"{c} thread{'s' if c > 1 else ''}" for c in sorted(counts - {0})) + " so far"
 
 
 def launch_counts(kernels: list) -> tuple[int, int]:

@@ -56,6 +56,7 @@ from .backends import choose
 from .backends import llvm as llvm_backend
 from .derivative_runtime import NOT_NEEDED
 from .parsing import ast_parse
+from .threadchoice import one_count_for_all
 
 MAX_SIGNATURES = 16
 
@@ -141,7 +142,8 @@ class Specializer:
                 self.specs.clear()
             # (what the hot path runs, its results returned as they are, why no program (None when
             # one: array_program.py), the specialised copy)
-            self.specs[key] = (program or special, as_is is not None and as_is(result, args), why, special)
+            runs = program or one_count_for_all(special, max(a.size for a in args))
+            self.specs[key] = (runs, as_is is not None and as_is(result, args), why, special)
         return result
 
     def _record(self, args):

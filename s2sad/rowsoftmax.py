@@ -32,12 +32,13 @@ from typing import Any
 
 import numpy as np
 
-from . import softmax_rules
+from . import rowthreads, softmax_rules
 from .reduce import unbroadcast
 from .backends import choose
 from .backends.llvm import ptr
 from .codegen import llvm_jit, llvm_launch, llvm_rows
 from .rowthreads import row_chunks, run_rows
+from .threads import forced_threads
 from .passes import rowfusion
 from .passes.rowfusion import SWITCH
 
@@ -432,7 +433,8 @@ def kept_dot_log_softmax_bar(args: tuple, axis: Any, backend: str, short_max: in
     z, y and g and the rows are one chunk (no threads to choose); through a compiled
     launcher where z has at most `short_max` elements. Else None (the full call). The
     call it returns checks what a signature does not fix (the row fusion switch, the
-    arrays' alignment) and takes the full path without it."""
+    arrays' alignment, a thread count above one forced for a whole call, under which
+    run_rows splits rows from rowthreads.FORCED_MIN) and takes the full path without it."""
     if len(args) != 4:
         return None
     i, g, z, y = args
@@ -445,9 +447,11 @@ def kept_dot_log_softmax_bar(args: tuple, axis: Any, backend: str, short_max: in
     rows = llvm_launch.array_call(_function(kind, z.dtype), [("array", 0), ("array", 1), ("array", 2), n, k, zs, ys,
                                                              ("array", 3)], 4, z.size <= short_max)
     shape, dt = z.shape, z.dtype
+    splits = z.size >= rowthreads.FORCED_MIN      # (on more than one forced thread: run_rows's chunks)
 
     def dot_log_softmax_bar(i, g, z, y, axis=None, keepdims=False):    # (the site's axis: a constant)
-        if not (SWITCH.on and z.flags.aligned and y.flags.aligned and g.flags.aligned):
+        if not (SWITCH.on and z.flags.aligned and y.flags.aligned and g.flags.aligned) \
+                or splits and (forced_threads() or 1) > 1:
             return row_dot_log_softmax_bar(i, g, z, y, axis, keepdims, backend)
         out = np.empty(shape, dt)
         rows(z, y, g, out)

@@ -20,7 +20,13 @@ short-row kernels' blocks and the logs' flush blocks are counted from a call's f
 row), so every row meets the same block, the same lanes and the same operations on one
 thread or many: results are bit for bit those of one call over all the rows. Rows are
 independent (each writes its own out row): which thread runs a chunk changes nothing.
-The chunks depend on (n, k) alone.
+The chunks depend on (n, k) and the threshold alone.
+
+Inside a call whose thread count was chosen for the whole of it (threads.all_calls_on:
+a gradient's specialised copy, threadchoice.one_count_for_all) no probe is paid here,
+so the rows are split from FORCED_MIN elements on more than one thread: the MLP3's
+10-class adjoint at 10,000 rows (100,000 elements, ~300 us on one thread) ran on one
+thread beside passes on two.
 """
 from __future__ import annotations
 
@@ -29,20 +35,21 @@ from typing import Callable
 from .codegen.llvm_rows import FLUSH_ROWS
 from .fastpath import MAX_CHUNKS, THREAD_MIN
 from .threadchoice import Choosers
-from .threads import run_chunks
+from .threads import forced_threads, run_chunks
 
 ALIGN = FLUSH_ROWS
 CHUNK = 1 << 14               # elements a chunk (about: whole ALIGN-row blocks)
+FORCED_MIN = 1 << 16          # elements from which rows are split where the count is forced above one
 _CHOOSERS = Choosers()        # (kind, dtype) -> ThreadChooser
 
 
-def row_chunks(n: int, k: int) -> list[tuple[int, int]]:
+def row_chunks(n: int, k: int, least: int = THREAD_MIN) -> list[tuple[int, int]]:
     """[0, n) rows of k elements cut into chunks of whole ALIGN-row blocks: one below
-    THREAD_MIN elements, else about n k / CHUNK of them, at most MAX_CHUNKS."""
+    `least` elements, else about n k / CHUNK of them, at most MAX_CHUNKS."""
     total = n * k
     if n <= ALIGN:
         return [(0, n)]
-    count = max(1, min(MAX_CHUNKS, total // CHUNK)) if total >= THREAD_MIN else 1
+    count = max(1, min(MAX_CHUNKS, total // CHUNK)) if total >= least else 1
     step = -(-n // count)
     step = -(-step // ALIGN) * ALIGN
     return [(lo, min(n, lo + step)) for lo in range(0, n, step)]
@@ -51,7 +58,8 @@ def row_chunks(n: int, k: int) -> list[tuple[int, int]]:
 def run_rows(key, n: int, k: int, call: Callable[[int, int], None]) -> None:
     """call(lo, hi) over rows [lo, hi) covering [0, n): one call on one thread, or the
     chunks of row_chunks on the threads key's chooser picks."""
-    chunks = row_chunks(n, k)
+    forced = forced_threads() if n * k >= FORCED_MIN else None
+    chunks = row_chunks(n, k, FORCED_MIN if forced is not None and forced > 1 else THREAD_MIN)
     if len(chunks) <= 1:
         call(0, n)
         return

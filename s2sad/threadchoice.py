@@ -39,8 +39,9 @@ import time
 from typing import Callable
 
 from .locks import ForkSafeLock
-from .threads import default_threads, forced_threads
+from .threads import all_calls_on, default_threads, forced_threads
 
+WHOLE_MIN = 1 << 16     # a call's largest argument, in elements, from which its passes may be threaded
 PROBES = 3              # timed calls of each count that decide, after one warm-up call each
 MARGIN = 0.05           # N threads must be this much faster per element than one
 GIVE_UP = 2.0           # a call on N threads this much slower than one thread's: one it is
@@ -215,3 +216,30 @@ class Choosers:
     def of(self, key) -> ThreadChooser:
         chooser = self._by_key.get(key)
         return chooser if chooser is not None else self._by_key.setdefault(key, ThreadChooser())
+
+
+def one_count_for_all(run: Callable, elements: int, clock: Callable[[], int] = time.perf_counter_ns) -> Callable:
+    """run, each call of it on one thread count for all the calls it makes, that count
+    chosen by a ThreadChooser of its own timing the whole call; run itself where its
+    largest argument (`elements`) is below WHOLE_MIN (none of its passes is split).
+
+    For a gradient's specialised copy (array_special): its passes read rows the pass
+    before wrote, so whether a pass pays on two threads depends on where the one before
+    left those rows (one core's cache or both). Each pass's own chooser timed it amid
+    passes on other counts: at the MLP3's 10k rows three of its four block passes
+    settled on one thread, 6.4-7.3 ms a gradient, where all on two took 5.0 ms (one
+    thread: 6.9). Timed whole, the choice is the gradient's."""
+    if elements < WHOLE_MIN:
+        return run
+    chooser = ThreadChooser(clock)
+
+    def whole(*args):
+        out = []
+
+        def work(count: int) -> None:
+            with all_calls_on(count):
+                out.append(run(*args))
+        chooser.run(elements, work)
+        return out[0]
+    whole.chooser, whole.__wrapped__ = chooser, run
+    return whole

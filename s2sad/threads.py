@@ -110,6 +110,17 @@ def sharing_cores(callers: int):
 
 
 @contextlib.contextmanager
+def all_calls_on(n: int):
+    """Every call made inside runs on n threads (where it is large enough to be split at
+    all), nothing timed: for a caller that chose the count for a whole sequence of calls
+    (wholecall.py: a gradient's passes share rows between the cores' caches, so one
+    pass's count changes the next one's time, and each pass's own chooser, timing it
+    alone, was misled)."""
+    with _forced(n):
+        yield
+
+
+@contextlib.contextmanager
 def _forced(n: int):
     before = getattr(_LOCAL, "forced", None)
     _LOCAL.forced = n

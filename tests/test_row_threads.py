@@ -73,3 +73,25 @@ def test_the_values_are_the_numpy_formulas_on_threads(monkeypatch):
     np.testing.assert_allclose(got["xent"], rowsoftmax.reference_dot_log_softmax(x, y, axis=1), rtol=1e-12,
                                atol=1e-12)
     np.testing.assert_allclose(got["lsebar"], g[:, None] * np.exp(x - ref_lse[:, None]), rtol=1e-12, atol=1e-300)
+
+
+def test_a_whole_calls_forced_count_splits_rows_from_forced_min_with_the_same_bits(monkeypatch):
+    """Under threads.all_calls_on(n > 1) (a gradient timed whole) a row pass of 10,000 rows
+    of 10 classes, below THREAD_MIN, is split; on one thread it is one call; the bits are
+    the same either way."""
+    from s2sad import threads
+    n, k = 10_000, 10
+    assert n * k < rowthreads.THREAD_MIN and n * k >= rowthreads.FORCED_MIN
+    x, y, g, lse = _data(n, k, np.float64, False)
+    monkeypatch.delenv("S2SAD_NUM_THREADS", raising=False)
+    spans = []
+    run = rowthreads.run_chunks
+    monkeypatch.setattr(rowthreads, "run_chunks", lambda f, c, t: (spans.append((c, t)), run(f, c, t)))
+    with threads.all_calls_on(1):
+        one = _calls(x, y, g, lse)
+    assert spans == []
+    with threads.all_calls_on(2):
+        many = _calls(x, y, g, lse)
+    assert spans and all(c > 1 and t == 2 for c, t in spans)
+    for name in one:
+        np.testing.assert_array_equal(many[name], one[name], err_msg=name)

@@ -456,3 +456,127 @@ def test_products_choose_their_threads_and_keep_their_bits(monkeypatch, four_cor
     for out in outs:
         np.testing.assert_array_equal(out, ref)
     np.testing.assert_allclose(ref, x @ w, rtol=1e-12, atol=1e-12)
+
+
+# ---------------------------------------------------------------- one count for a whole call
+
+def test_a_small_call_is_left_to_its_passes_choosers():
+    def run(x):
+        return x
+    assert threadchoice.one_count_for_all(run, threadchoice.WHOLE_MIN - 1) is run
+
+
+def test_a_whole_call_runs_all_its_passes_on_the_count_its_chooser_gives(four_cores):
+    """Every pass inside sees the count forced (threads.forced_threads), the one the
+    whole call's chooser picked for this call; the chooser settles on the faster count
+    of the whole call, and the wrapped call's result comes back."""
+    from s2sad import threads
+    clock = FakeClock({1: 4.0, 4: 1.0})
+    n = threadchoice.WHOLE_MIN
+    seen = []
+
+    def run(x):
+        seen.append(threads.forced_threads())
+        clock.counts.append(seen[-1])
+        clock.now += int(clock.cost[seen[-1]] * n)
+        return x + 1
+
+    whole = threadchoice.one_count_for_all(run, n, clock)
+    assert [whole(i) for i in range(ROUND)] == list(range(1, ROUND + 1))
+    assert sorted(set(seen)) == [1, 4]                   # the probe timed both counts, whole calls each
+    assert whole.chooser.choices() == {size_class(n): 4}
+    seen.clear()
+    for _ in range(CHECK_FIRST - 1):
+        whole(0)
+    assert seen == [4] * (CHECK_FIRST - 1)
+    assert threads.forced_threads() is None             # nothing forced outside the call
+
+
+def test_a_whole_call_keeps_one_thread_where_threads_do_not_pay(four_cores):
+    from s2sad import threads
+    clock = FakeClock({1: 1.0, 4: 1.0})
+    n = 1 << 20
+    seen = []
+
+    def run():
+        seen.append(threads.forced_threads())
+        clock.now += int(clock.cost[seen[-1]] * n)
+
+    whole = threadchoice.one_count_for_all(run, n, clock)
+    for _ in range(ROUND + 20):
+        whole()
+    assert whole.chooser.choices() == {size_class(n): 1}
+    assert seen[-20:] == [1] * 20
+
+
+def test_a_whole_call_under_a_forced_count_times_nothing(monkeypatch):
+    from s2sad import threads
+    monkeypatch.setenv("S2SAD_NUM_THREADS", "1")
+    seen = []
+    whole = threadchoice.one_count_for_all(lambda: seen.append(threads.forced_threads()), 1 << 20)
+    for _ in range(5):
+        whole()
+    assert seen == [1] * 5 and whole.chooser.choices() == {}
+
+
+def test_an_exception_in_a_whole_call_leaves_nothing_forced(four_cores):
+    from s2sad import threads
+
+    def run():
+        raise ValueError("no")
+    whole = threadchoice.one_count_for_all(run, 1 << 20)
+    with pytest.raises(ValueError):
+        whole()
+    assert threads.forced_threads() is None
+
+
+def _mlp3(W1, b1, W2, b2, X, Y):
+    h1 = np.tanh(X @ W1 + b1)
+    z = np.maximum(h1 @ W2 + b2, 0.0)
+    z = z - np.max(z, axis=1, keepdims=True)
+    return -np.mean(np.sum(Y * (z - np.log(np.sum(np.exp(z), axis=1, keepdims=True))), axis=1))
+
+
+def test_a_large_gradients_passes_run_on_the_count_chosen_for_the_whole_gradient(monkeypatch):
+    """The specialised copy of a large array program is timed whole: while it runs, every
+    pass's own chooser finds a count forced (the whole call's), and the gradients have
+    the bits of one thread's (MLP3-like: at 10k rows its passes, each timed alone amid
+    passes on other counts, settled on one thread where all on two were 1.4x faster)."""
+    from conftest import assert_same_bits, specialised_copy
+    from s2sad import threads
+    monkeypatch.delenv("S2SAD_NUM_THREADS", raising=False)
+    monkeypatch.setattr(threadchoice, "default_threads", lambda: 2)
+    rng = np.random.default_rng(5)
+    n = 8192
+    args = (rng.normal(size=(32, 64)) / 6, rng.normal(size=(1, 64)) * 0.1, rng.normal(size=(64, 10)) / 8,
+            rng.normal(size=(1, 10)) * 0.1, rng.normal(size=(n, 32)), np.eye(10)[rng.integers(0, 10, n)])
+    argnums = (0, 1, 2, 3)
+    monkeypatch.setenv("S2SAD_NUM_THREADS", "1")
+    want = s2sad.grad(_mlp3, argnums=argnums)(*args)
+    monkeypatch.delenv("S2SAD_NUM_THREADS")
+    g = s2sad.grad(_mlp3, argnums=argnums)
+    for _ in range(3):
+        g(*args)
+    whole = specialised_copy(g, args)[0]
+    assert whole.__wrapped__ is specialised_copy(g, args)[3]
+    inner = []
+    run = ThreadChooser.run
+
+    def spy(self, n, work):
+        if self is not whole.chooser:
+            inner.append(threads.forced_threads())
+        return run(self, n, work)
+    monkeypatch.setattr(ThreadChooser, "run", spy)
+    for _ in range(ROUND + 4):
+        assert_same_bits(g(*args), want)
+    assert whole.chooser.choices()[size_class(n * 32)] in (1, 2)
+    assert inner and set(inner) <= {1, 2}                 # every pass's chooser found the whole call's count
+    # on two threads forced whole, the 10-class row adjoint (81,920 elements: below THREAD_MIN)
+    # leaves its kept one-call launcher for run_rows's chunks, with the same bits
+    from s2sad import rowthreads
+    spans = []
+    chunks = rowthreads.run_chunks
+    monkeypatch.setattr(rowthreads, "run_chunks", lambda f, c, t: (spans.append((c, t)), chunks(f, c, t)))
+    with threads.all_calls_on(2):
+        assert_same_bits(whole.__wrapped__(*args), want)
+    assert spans and all(c > 1 and t == 2 for c, t in spans)
