@@ -61,6 +61,16 @@ the MLP3 gradient in one process, block sizes alternated call by call, medians o
 10k 0.96-0.99x the time at 512 KiB (1 MiB: 1.05-1.06x; 128 KiB 0.99-1.02x), 100k
 0.96-1.00x; one thread 0.98-1.00x.
 
+Measured and rejected (session 15): the blocks' C calls made by one compiled loop a
+thread (the calls of blocks 0, 1, 2, B-2 and B-1 recorded instead of made, the table
+of every block's arguments built from them as affine in the block's index, scratch
+pointers made per-thread offsets, blocks taken from an atomic counter). Bits unchanged,
+but at the MLP3's 10k rows on one thread the loops saved 0.65 ms of the four passes'
+7.1 ms, and recording the five blocks cost 1.7 ms (0.3-0.5 ms with cheaper records;
+a plan cached by block 0's record missed: the pool hands the passes' outputs different
+blocks call to call). The Python around the blocks is not where the rest of libpython's
+share of a gradient (perf: 20%) goes.
+
 Kept (session 13): the next product's adjoint where the one it reads is never stored
 (`nxt`): the same `X.T @ _1_bar` as the rejected idea above, but _1_bar (5 MB at 10k
 rows, 64 float64) is then neither allocated, written nor read again. The MLP3 gradient
