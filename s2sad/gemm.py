@@ -25,6 +25,7 @@ how many, a `ThreadChooser` per (dtype, columns, rows' size class) decides by ti
 For passes that run a product a block at a time: `row_product` (a range of rows, the
 bits `matmul` gives them) and `inner_range_product` (a range of the inner axis: the
 caller adds the ranges' parts, in an order it fixes, so those are not `matmul`'s bits).
+Their calls go through `blockloop.call`, which a block pass's compiled loop records.
 """
 from __future__ import annotations
 
@@ -35,6 +36,7 @@ import numpy as np
 
 from .backends import choose
 from .backends.llvm import ptr
+from .blockloop import call
 from .codegen import llvm_jit
 from .codegen.llvm_gemm import NARROW_ROWS
 from .threadchoice import Choosers, ThreadChooser, size_class
@@ -180,7 +182,7 @@ def row_product(a: Any, b: Any, backend: str = "auto"):
 
     def rows(lo: int, hi: int, out: np.ndarray) -> None:
         # A starts at row lo: the call's rows are [0, hi - lo), written from out's start
-        f(a_at + lo * a0 * size, a0, a1, b_at, b0, ptr(out), m, hi - lo, q, m, 0, 0, hi - lo)
+        call(f, a_at + lo * a0 * size, a0, a1, b_at, b0, ptr(out), m, hi - lo, q, m, 0, 0, hi - lo)
     rows.operands = (a, b)        # alive while rows is (b may be a contiguous copy)
     return rows
 
@@ -204,7 +206,7 @@ def inner_range_product(a: Any, b: Any, backend: str = "auto"):
     a_at, b_at = ptr(a), ptr(b)
 
     def part(lo: int, hi: int, out: np.ndarray) -> None:
-        f(a_at + lo * a1 * size, a0, a1, b_at + lo * b0 * size, b0, ptr(out), m, p, hi - lo, m, 0, 0, p)
+        call(f, a_at + lo * a1 * size, a0, a1, b_at + lo * b0 * size, b0, ptr(out), m, p, hi - lo, m, 0, 0, p)
     part.operands = (a, b)        # alive while part is (b may be a contiguous copy)
     return part
 
@@ -227,7 +229,7 @@ def transposed_rows_product(x: Any, m: int, backend: str = "auto"):
 
     def part(lo: int, hi: int, b: np.ndarray, out: np.ndarray) -> None:
         assert b.shape == (hi - lo, m) and b.dtype == x.dtype and b.strides[1] == size and out.shape == (p, m)
-        f(x_at + lo * x0 * size, x1, x0, ptr(b), b.strides[0] // size, ptr(out), m, p, hi - lo, m, 0, 0, p)
+        call(f, x_at + lo * x0 * size, x1, x0, ptr(b), b.strides[0] // size, ptr(out), m, p, hi - lo, m, 0, 0, p)
     part.operands = (x,)
     return part
 

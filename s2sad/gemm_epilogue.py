@@ -61,15 +61,14 @@ the MLP3 gradient in one process, block sizes alternated call by call, medians o
 10k 0.96-0.99x the time at 512 KiB (1 MiB: 1.05-1.06x; 128 KiB 0.99-1.02x), 100k
 0.96-1.00x; one thread 0.98-1.00x.
 
-Measured and rejected (session 15): the blocks' C calls made by one compiled loop a
-thread (the calls of blocks 0, 1, 2, B-2 and B-1 recorded instead of made, the table
-of every block's arguments built from them as affine in the block's index, scratch
-pointers made per-thread offsets, blocks taken from an atomic counter). Bits unchanged,
-but at the MLP3's 10k rows on one thread the loops saved 0.65 ms of the four passes'
-7.1 ms, and recording the five blocks cost 1.7 ms (0.3-0.5 ms with cheaper records;
-a plan cached by block 0's record missed: the pool hands the passes' outputs different
-blocks call to call). The Python around the blocks is not where the rest of libpython's
-share of a gradient (perf: 20%) goes.
+Kept (session 15): each pass's blocks made by one compiled loop a thread (blockloop.py;
+S2SAD_BLOCK_LOOP=0: the Python loop). perf put 20% of the MLP3's one-thread gradient
+at 10k rows in libpython and, on two threads, another 10% in the kernel: the blocks'
+Python taking turns at the GIL, each hand-over a futex wake (20-50 us on this KVM
+guest). First version rejected: recording five blocks a call cost 1.7 ms of the 0.65
+it saved on one thread; kept: a plan moved to each call's arrays from two records
+(~0.1 ms a pass). Measured on the znver5 (busy), the four passes' calls alternated in
+one process: one thread 0.93x, two 0.89x the Python loop's time.
 
 Kept (session 13): the next product's adjoint where the one it reads is never stored
 (`nxt`): the same `X.T @ _1_bar` as the rejected idea above, but _1_bar (5 MB at 10k
@@ -95,7 +94,7 @@ from typing import Any
 
 import numpy as np
 
-from . import gemm, runtime
+from . import blockloop, gemm, runtime
 from .array_rules import matmul_lhs_bar, matmul_rhs_bar, plain_product
 from .backends import backend_for, choose
 from .backends.llvm import ptr
@@ -104,7 +103,8 @@ from .kernel import LoopSpec
 from .passes.rowfusion import SWITCH
 from .productsums import mulsum_function, product_sums
 from .threadchoice import Choosers
-from .threads import run_chunks
+from .blockloop import call
+from .threads import default_threads, run_chunks
 
 SCRATCH_BYTES = 1 << 18       # a block's product: within a core's L2 (1 MiB on the AMD) with its operands
 SCRATCHES = 6                 # scratches a thread keeps (products and adjoints of different widths or dtypes)
@@ -148,11 +148,31 @@ def _in_blocks(what: str, dtype: np.dtype, work: int, p: int, m: int, run_block)
     def block(i: int) -> None:
         lo, hi = bounds[i]
         run_block(lo, hi, _scratch(dtype, rows, m)[:hi - lo], i)
+    compiled = _compiled(what, bounds, dtype, rows, m, run_block) \
+        if len(bounds) >= blockloop.MIN_BLOCKS and blockloop.on() else None
+
+    def on_threads(threads: int) -> None:
+        if compiled is not None:        # one call a thread, each taking blocks until none is left
+            run_chunks(compiled, threads, threads)
+        else:
+            run_chunks(block, len(bounds), threads)
     if work < gemm.THREAD_WORK or len(bounds) < 2:
-        for i in range(len(bounds)):
-            block(i)
+        on_threads(1)
         return
-    _CHOOSERS.of((what, dtype, m)).run(work, lambda threads: run_chunks(block, len(bounds), threads))
+    _CHOOSERS.of((what, dtype, m)).run(work, on_threads)
+
+
+def _compiled(what: str, bounds: list, dtype: np.dtype, rows: int, m: int, run_block):
+    """blockloop's runner of the pass, or None where it declines (the Python loop then
+    runs the blocks)."""
+    def described(lo: int, hi: int, i: int) -> None:
+        run_block(lo, hi, _scratch(dtype, rows, m)[:hi - lo], i)
+    try:
+        plan = blockloop.planned((what, dtype, rows, m, bounds[-1][1]), bounds, described,
+                                 lambda: dict(getattr(_LOCAL, "buffers", {})))
+    except blockloop.Decline:
+        return None
+    return blockloop.runner(plan, lambda key: _scratch(*key))
 
 
 # ---------------------------------------------------------------- forward: the kernel's partials
@@ -314,8 +334,8 @@ def _fused_sums(g, a, w, d, inputs, rhs, nxt, backend):
 
         def run_block(lo: int, hi: int, scratch: np.ndarray, i: int) -> None:
             rows(lo, hi, scratch)
-            f(ptr(d) + lo * ds * size, ptr(scratch), ptr(out_at(lo, hi)), ptr(block_sums) + i * m * size,
-              hi - lo, m, ds, m)
+            call(f, ptr(d) + lo * ds * size, ptr(scratch), ptr(out_at(lo, hi)), ptr(block_sums) + i * m * size,
+             hi - lo, m, ds, m)
         in_blocks("sums", run_block)
     sums = np.add.reduce(block_sums, axis=0)
     result, given = [], False

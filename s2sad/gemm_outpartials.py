@@ -34,6 +34,7 @@ import gast
 import numpy as np
 
 from . import runtime
+from .blockloop import Decline, call_stub, recording
 from .kernel_text import unparse
 from .kernel import KernelModule, LoopSpec, fresh_name
 from .parsing import gast_parse
@@ -162,10 +163,12 @@ def block_launch(kernel, backend, spec: LoopSpec, active: tuple, template, m: in
             prep = dataclasses.replace(template, shape=(rows, m), values=values, shapes=shapes_of(rows))
             dims, _, run, _ = runtime.launch_plan(kernel, backend, spec, active, prep)
             if len(dims) != 2:          # (a block is 2-D: never; runtime.launch walks leading dims)
+                if recording():
+                    raise Decline("a block launched over leading dims")
                 runtime.launch(kernel, backend, spec, active, prep, out=out, seed=1.0, grads=grads)
                 return
             runs[rows] = run
-        run(values, out, None, 1.0, grads, None, None)
+        call_stub(run, values, out, grads)
     return launch
 
 

@@ -41,12 +41,12 @@ LAYERS = (
     ("backends", ("s2sad.backends.*",),
      "where kernels run: python, llvm, cuda behind one protocol, chosen once per call; a "
      "launch's inputs laid out (arrays), which array module an array belongs to (arraymodule)"),
-    ("runtime", ("s2sad.mempool", "s2sad.sigmatch", "s2sad.threads", "s2sad.threadchoice", "s2sad.twocalls", "s2sad.runkernel", "s2sad.fastpath", "s2sad.scans", "s2sad.zerograds", "s2sad.runtime", "s2sad.gemm", "s2sad.reduce", "s2sad.rowthreads", "s2sad.rowsoftmax", "s2sad.rowlayernorm", "s2sad.productsums", "s2sad.array_rules", "s2sad.gemm_outpartials", "s2sad.gemm_epilogue", "s2sad.outer_kernel", "s2sad.shape_helpers",
+    ("runtime", ("s2sad.mempool", "s2sad.sigmatch", "s2sad.threads", "s2sad.threadchoice", "s2sad.twocalls", "s2sad.runkernel", "s2sad.fastpath", "s2sad.scans", "s2sad.zerograds", "s2sad.runtime", "s2sad.blockloop", "s2sad.gemm", "s2sad.reduce", "s2sad.rowthreads", "s2sad.rowsoftmax", "s2sad.rowlayernorm", "s2sad.productsums", "s2sad.array_rules", "s2sad.gemm_outpartials", "s2sad.gemm_epilogue", "s2sad.outer_kernel", "s2sad.shape_helpers",
                  "s2sad.blas_calls", "s2sad.linalg_base", "s2sad.linalg_norm", "s2sad.linalg_more", "s2sad.linalg_rules",
                  "s2sad.product_rules", "s2sad.reduction_rules", "s2sad.softmax_rules",
                  "s2sad.column_products", "s2sad.hvp_columns", "s2sad.batch_rules", "s2sad.batch_vjps", "s2sad.derivative_runtime"),
      "kernels applied over arrays: warm memory for a call's arrays (mempool); a call's signature matched in machine code (sigmatch); a kernel's launch caches (runkernel), the lean llvm paths "
-     "(fastpath), state-passing kernels (scans), gradients that are zero by the rules made as zeros (zerograds), layouts, the index space, threads and their count chosen by timing (threadchoice), two independent calls side by side (twocalls); matrix products and "
+     "(fastpath), state-passing kernels (scans), gradients that are zero by the rules made as zeros (zerograds), layouts, the index space, threads and their count chosen by timing (threadchoice), two independent calls side by side (twocalls); a block pass's C calls made by one compiled loop (blockloop); matrix products and "
      "reductions; the helpers generated adjoints call (array_rules) and the rest of what "
      "they run on (derivative_runtime)"),
     ("plan", ("s2sad.plancache", "s2sad.arguments", "s2sad.plans", "s2sad.array_program", "s2sad.array_special", "s2sad.array_hot", "s2sad.derivative", "s2sad.jvp_vjp",

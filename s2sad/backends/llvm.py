@@ -110,6 +110,7 @@ def launch_stub(cfunc, spec: LoopSpec, active_idx: tuple[int, ...], dims, itemsi
     ns = {"cfunc": cfunc, "P": ptr, "from_address": from_address, "L": launch and launch[0]}
     exec(compile(text, "<s2sad launch stub>", "exec"), ns)
     ns["stub"].launch = launch     # (launcher, the expressions it takes) or None: array_program reads it
+    ns["stub"].call = None if runs else (cfunc, argv)      # (its C call's function and arguments: blockloop reads it)
     return ns["stub"]
 
 
