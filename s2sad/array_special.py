@@ -56,7 +56,7 @@ from .backends import choose
 from .backends import llvm as llvm_backend
 from .derivative_runtime import NOT_NEEDED
 from .parsing import ast_parse
-from .threadchoice import one_count_for_all
+from .threadchoice import choosers_reached, one_count_for_all
 
 MAX_SIGNATURES = 16
 
@@ -136,13 +136,15 @@ class Specializer:
                     self.seen.clear()
                 self.seen.add(key)
             return self.fn(*args)
+        reached = choosers_reached()
         special, result, program, why = self._record(args)
+        threaded = choosers_reached() > reached        # (some pass large enough to be split)
         with self._lock:
             if len(self.specs) >= MAX_SIGNATURES:
                 self.specs.clear()
             # (what the hot path runs, its results returned as they are, why no program (None when
             # one: array_program.py), the specialised copy)
-            runs = program or one_count_for_all(special, max(a.size for a in args))
+            runs = program or (one_count_for_all(special, max(a.size for a in args)) if threaded else special)
             self.specs[key] = (runs, as_is is not None and as_is(result, args), why, special)
         return result
 

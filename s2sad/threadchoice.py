@@ -35,6 +35,7 @@ Invariants:
 """
 from __future__ import annotations
 
+import threading
 import time
 from typing import Callable
 
@@ -158,6 +159,19 @@ def size_class(n: int) -> int:
     return n.bit_length() - 1
 
 
+class _Reached(threading.local):
+    n = 0
+
+
+_REACHED = _Reached()
+
+
+def choosers_reached() -> int:
+    """How many calls on this thread have reached a ThreadChooser (large enough to be
+    split): a caller reads it before and after a call to know whether any part of it was."""
+    return _REACHED.n
+
+
 class ThreadChooser:
     """The thread counts of one kernel signature's large calls (see the module docstring)."""
 
@@ -169,6 +183,7 @@ class ThreadChooser:
     def run(self, n: int, work: Callable[[int], None]) -> int:
         """work(count) for a call on n elements, with the count chosen here (timed and
         recorded unless S2SAD_NUM_THREADS forces it). Returns the count used."""
+        _REACHED.n += 1
         forced = forced_threads()
         if forced is not None:
             work(forced)
@@ -221,7 +236,10 @@ class Choosers:
 def one_count_for_all(run: Callable, elements: int, clock: Callable[[], int] = time.perf_counter_ns) -> Callable:
     """run, each call of it on one thread count for all the calls it makes, that count
     chosen by a ThreadChooser of its own timing the whole call; run itself where its
-    largest argument (`elements`) is below WHOLE_MIN (none of its passes is split).
+    largest argument (`elements`) is below WHOLE_MIN (none of its passes is split). The
+    caller wraps only a run some of whose calls reached a chooser (`choosers_reached`):
+    a 10k-row logistic regression, none of whose passes splits, paid 10-15% for the
+    wrapper and its probes.
 
     For a gradient's specialised copy (array_special): its passes read rows the pass
     before wrote, so whether a pass pays on two threads depends on where the one before

@@ -109,15 +109,25 @@ def sharing_cores(callers: int):
         yield
 
 
-@contextlib.contextmanager
-def all_calls_on(n: int):
+class all_calls_on:
     """Every call made inside runs on n threads (where it is large enough to be split at
     all), nothing timed: for a caller that chose the count for a whole sequence of calls
-    (wholecall.py: a gradient's passes share rows between the cores' caches, so one
-    pass's count changes the next one's time, and each pass's own chooser, timing it
-    alone, was misled)."""
-    with _forced(n):
-        yield
+    (threadchoice.one_count_for_all: a gradient's passes share rows between the cores'
+    caches, so one pass's count changes the next one's time, and each pass's own
+    chooser, timing it alone, was misled). A class, not a generator: it wraps every
+    call of a gradient."""
+
+    __slots__ = ("n", "before")
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+    def __enter__(self) -> None:
+        self.before = getattr(_LOCAL, "forced", None)
+        _LOCAL.forced = self.n
+
+    def __exit__(self, *exc) -> None:
+        _LOCAL.forced = self.before
 
 
 @contextlib.contextmanager

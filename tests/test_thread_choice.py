@@ -580,3 +580,23 @@ def test_a_large_gradients_passes_run_on_the_count_chosen_for_the_whole_gradient
     with threads.all_calls_on(2):
         assert_same_bits(whole.__wrapped__(*args), want)
     assert spans and all(c > 1 and t == 2 for c, t in spans)
+
+
+def _logreg(w, X, y):
+    z = X @ w
+    return np.mean(np.log1p(np.exp(-z)) + (1.0 - y) * z)
+
+
+def test_a_gradient_none_of_whose_passes_splits_is_not_timed_whole(monkeypatch):
+    """A 10k-row logistic regression: X has 320,000 elements but no pass reaches a
+    chooser (a matrix-vector product, elementwise work on 10,000): the copy runs as it
+    is (the wrapper and its probes cost it 10-15%)."""
+    from conftest import specialised_copy
+    monkeypatch.delenv("S2SAD_NUM_THREADS", raising=False)
+    rng = np.random.default_rng(2)
+    args = (rng.normal(size=32) * 0.2, rng.normal(size=(10_000, 32)), (rng.random(10_000) < 0.5).astype(float))
+    g = s2sad.grad(_logreg)
+    for _ in range(3):
+        g(*args)
+    spec = specialised_copy(g, args)
+    assert spec[0] is spec[3] and not hasattr(spec[0], "chooser")
