@@ -4,7 +4,7 @@ every kind of block pass, float64 and float32, strided operands, arrays that mov
 between calls (a plan moved) and arrays whose strides change (a plan made again); the
 loop's own mechanics on a hand-made pass; what it declines."""
 import ctypes
-import threading
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
@@ -118,20 +118,10 @@ def test_two_python_threads_running_one_gradient_at_once(monkeypatch, loops_ran)
     want = _grads(softmax_mlp, args, argnums, monkeypatch, "0")
     monkeypatch.setenv("S2SAD_BLOCK_LOOP", "1")
     g = s2sad.grad(softmax_mlp, argnums=argnums)
-    results, errors = [], []
-
-    def work():
-        try:
-            for _ in range(6):
-                results.append(g(*args))
-        except Exception as e:      # pragma: no cover (reported below)
-            errors.append(e)
-    threads = [threading.Thread(target=work) for _ in range(2)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors and len(results) == 12 and loops_ran[0] > 0
+    with ThreadPoolExecutor(2) as pool:         # (an exception in a thread is raised here by result())
+        runs = [pool.submit(lambda: [g(*args) for _ in range(6)]) for _ in range(2)]
+        results = [r for run in runs for r in run.result()]
+    assert len(results) == 12 and loops_ran[0] > 0
     for r in results:
         assert_same_bits(r, want)
 

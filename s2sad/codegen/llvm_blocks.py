@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import hashlib
 
-_TYPES = {"i": "i64", "w": "i32", "d": "double", "f": "float"}
+from .fastcall_ir import argument_ir
 
 
 def loop_name(steps: list) -> str:
@@ -59,17 +59,9 @@ def loop_ir(steps: list) -> str:
             lines += [f"  {v}.at = getelementptr inbounds i64, ptr %row, i64 {at}",
                       f"  {v}.w = load i64, ptr {v}.at"]
             at += 1
-            if q:
-                lines.append(f"  {v} = add i64 {v}.w, %base{q}")
-            elif k == "i":
-                lines.append(f"  {v} = add i64 {v}.w, 0")
-            elif k == "w":
-                lines.append(f"  {v} = trunc i64 {v}.w to i32")
-            else:
-                lines.append(f"  {v}{'.d' if k == 'f' else ''} = bitcast i64 {v}.w to double")
-                if k == "f":
-                    lines.append(f"  {v} = fptrunc double {v}.d to float")
-            values.append(f"{_TYPES[k]} {v}")
+            made, value = argument_ir(v, k, f"%base{q}" if q else None)
+            lines += made
+            values.append(value)
         lines.append(f"  call void %f{s}({', '.join(values)})")
     lines += ["  br label %next", "done:", "  ret void", "}"]
     return "\n".join(lines) + "\n"

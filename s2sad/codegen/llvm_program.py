@@ -25,13 +25,12 @@ from __future__ import annotations
 
 import hashlib
 
-from .fastcall_ir import WORD_IR, return_ir
+from .fastcall_ir import WORD_IR, argument_ir, return_ir
 from .llvm_launch import ARRAY_DATA, OB_TYPE
 
 ARRAY_FLAGS = 64        # PyArrayObject_fields.flags (int), as llvm_entry's (not imported: it pulls the
 ALIGNED = 0x0100        # lowering modules a warm start never loads, test_cache); array_program checks it live
 HEAD_WORDS = 5
-_TYPES = {"i": "i64", "w": "i32", "d": "double", "f": "float"}
 
 
 def program_name(nargs: int, steps: list) -> str:
@@ -80,17 +79,9 @@ def program_ir(nargs: int, steps: list) -> str:
             v = f"%s{s}.{j}"
             lines.append(f"  {v}.w = call i64 @word(ptr %t, i64 {at})")
             at += 1
-            if src is not None:
-                lines.append(f"  {v} = add i64 %a{src}.data, {v}.w")
-            elif k == "i":
-                lines.append(f"  {v} = add i64 {v}.w, 0")
-            elif k == "w":
-                lines.append(f"  {v} = trunc i64 {v}.w to i32")
-            else:
-                lines.append(f"  {v}{'.d' if k == 'f' else ''} = bitcast i64 {v}.w to double")
-                if k == "f":
-                    lines.append(f"  {v} = fptrunc double {v}.d to float")
-            values.append(f"{_TYPES[k]} {v}")
+            made, value = argument_ir(v, k, f"%a{src}.data" if src is not None else None)
+            lines += made
+            values.append(value)
         lines.append(f"  call void %d{s}({', '.join(values)})")
     lines += ["  %none = call i64 @word(ptr %t, i64 1)",
               "  br label %out",
