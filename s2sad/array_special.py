@@ -56,7 +56,7 @@ from .backends import choose
 from .backends import llvm as llvm_backend
 from .derivative_runtime import NOT_NEEDED
 from .parsing import ast_parse
-from .threadchoice import choosers_reached, one_count_for_all
+from .threadchoice import block_passes_reached, one_count_for_all
 
 MAX_SIGNATURES = 16
 
@@ -136,9 +136,9 @@ class Specializer:
                     self.seen.clear()
                 self.seen.add(key)
             return self.fn(*args)
-        reached = choosers_reached()
+        reached = block_passes_reached()
         special, result, program, why = self._record(args)
-        threaded = choosers_reached() > reached        # (some pass large enough to be split)
+        threaded = block_passes_reached() > reached        # (a block pass large enough to be split)
         with self._lock:
             if len(self.specs) >= MAX_SIGNATURES:
                 self.specs.clear()

@@ -110,7 +110,7 @@ SCRATCH_BYTES = 1 << 18       # a block's product: within a core's L2 (1 MiB on 
 SCRATCHES = 6                 # scratches a thread keeps (products and adjoints of different widths or dtypes)
 BLOCK_ROWS = 64               # blocks are a multiple of this many rows: of every row tile (llvm_gemm)
 _F64, _F32 = np.dtype(np.float64), np.dtype(np.float32)
-_CHOOSERS = Choosers()        # (what, dtype, columns) -> ThreadChooser
+_CHOOSERS = Choosers(block_pass=True)   # (what, dtype, columns) -> ThreadChooser
 _LOCAL = threading.local()    # each thread's scratch, by (dtype, rows, columns, what)
 
 

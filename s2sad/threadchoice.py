@@ -166,24 +166,28 @@ class _Reached(threading.local):
 _REACHED = _Reached()
 
 
-def choosers_reached() -> int:
-    """How many calls on this thread have reached a ThreadChooser (large enough to be
-    split): a caller reads it before and after a call to know whether any part of it was."""
+def block_passes_reached() -> int:
+    """How many calls on this thread have reached the chooser of a block pass (a
+    ThreadChooser made with `block_pass`: gemm_epilogue's, whose passes read the rows
+    the pass before wrote): a caller reads it before and after a call to know whether
+    any part of it was one."""
     return _REACHED.n
 
 
 class ThreadChooser:
     """The thread counts of one kernel signature's large calls (see the module docstring)."""
 
-    def __init__(self, clock: Callable[[], int] = time.perf_counter_ns) -> None:
+    def __init__(self, clock: Callable[[], int] = time.perf_counter_ns, block_pass: bool = False) -> None:
         self.clock = clock
+        self.block_pass = block_pass
         self.lock = ForkSafeLock()
         self.buckets: dict[int, Bucket] = {}
 
     def run(self, n: int, work: Callable[[int], None]) -> int:
         """work(count) for a call on n elements, with the count chosen here (timed and
         recorded unless S2SAD_NUM_THREADS forces it). Returns the count used."""
-        _REACHED.n += 1
+        if self.block_pass:
+            _REACHED.n += 1
         forced = forced_threads()
         if forced is not None:
             work(forced)
@@ -225,21 +229,25 @@ class Choosers:
     """A ThreadChooser per key (a kernel's signature, a product's dtype and width), made
     on first use; two threads meeting a new key keep one (dict.setdefault)."""
 
-    def __init__(self) -> None:
+    def __init__(self, block_pass: bool = False) -> None:
         self._by_key: dict = {}
+        self.block_pass = block_pass
 
     def of(self, key) -> ThreadChooser:
         chooser = self._by_key.get(key)
-        return chooser if chooser is not None else self._by_key.setdefault(key, ThreadChooser())
+        return chooser if chooser is not None else \
+            self._by_key.setdefault(key, ThreadChooser(block_pass=self.block_pass))
 
 
 def one_count_for_all(run: Callable, elements: int, clock: Callable[[], int] = time.perf_counter_ns) -> Callable:
     """run, each call of it on one thread count for all the calls it makes, that count
     chosen by a ThreadChooser of its own timing the whole call; run itself where its
     largest argument (`elements`) is below WHOLE_MIN (none of its passes is split). The
-    caller wraps only a run some of whose calls reached a chooser (`choosers_reached`):
-    a 10k-row logistic regression, none of whose passes splits, paid 10-15% for the
-    wrapper and its probes.
+    caller wraps only a run with a block pass large enough to be split
+    (`block_passes_reached`): a 10k-row logistic regression, none of whose passes
+    splits, paid 10-15% for the wrapper and its probes; a softmax cross-entropy at 100k
+    rows (a product, then the row pass), 1.05x its per-pass choosers' time on this busy
+    znver5 (its row pass paid on two threads where its products did not).
 
     For a gradient's specialised copy (array_special): its passes read rows the pass
     before wrote, so whether a pass pays on two threads depends on where the one before

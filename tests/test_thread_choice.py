@@ -600,3 +600,25 @@ def test_a_gradient_none_of_whose_passes_splits_is_not_timed_whole(monkeypatch):
         g(*args)
     spec = specialised_copy(g, args)
     assert spec[0] is spec[3] and not hasattr(spec[0], "chooser")
+
+
+def _xent(W, b, X, Y):
+    z = X @ W + b
+    z = z - np.max(z, axis=1, keepdims=True)
+    return -np.mean(np.sum(Y * (z - np.log(np.sum(np.exp(z), axis=1, keepdims=True))), axis=1))
+
+
+def test_a_gradient_without_a_block_pass_keeps_its_passes_choosers(monkeypatch):
+    """A softmax cross-entropy at 30,000 rows: its product and row passes reach choosers,
+    but none is a block pass: each pass's own chooser decides (they may mix counts)."""
+    from conftest import specialised_copy
+    monkeypatch.delenv("S2SAD_NUM_THREADS", raising=False)
+    rng = np.random.default_rng(4)
+    n = 30_000
+    args = (rng.normal(size=(32, 10)) * 0.2, rng.normal(size=(1, 10)) * 0.1, rng.normal(size=(n, 32)),
+            np.eye(10)[rng.integers(0, 10, n)])
+    g = s2sad.grad(_xent, argnums=(0, 1))
+    for _ in range(3):
+        g(*args)
+    spec = specialised_copy(g, args)
+    assert spec[0] is spec[3]
