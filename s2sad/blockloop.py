@@ -16,6 +16,8 @@ i < B-1 is w0 + i (w1 - w0), checked against blocks 2 and B-2, and the last row 
 last block's record. A pointer into the recording thread's scratch buffers (the block's
 product, its adjoint) is stored as an offset, flagged with its buffer: each thread adds
 its own buffer's address. The loop's threads take blocks from one atomic counter.
+A plan is kept per pass key; the next call records blocks 0 and B-1 only and moves the
+table to its arrays where only addresses changed, alike in both (`planned`, `_moved`).
 
 Invariants:
 - the loop makes exactly the C calls the Python loop makes, with the same arguments (up

@@ -104,7 +104,7 @@ from .passes.rowfusion import SWITCH
 from .productsums import mulsum_function, product_sums
 from .threadchoice import Choosers
 from .blockloop import call
-from .threads import default_threads, run_chunks
+from .threads import run_chunks
 
 SCRATCH_BYTES = 1 << 18       # a block's product: within a core's L2 (1 MiB on the AMD) with its operands
 SCRATCHES = 6                 # scratches a thread keeps (products and adjoints of different widths or dtypes)
@@ -145,10 +145,12 @@ def _in_blocks(what: str, dtype: np.dtype, work: int, p: int, m: int, run_block)
     rows = block_rows(m, dtype)
     bounds = [(lo, min(p, lo + rows)) for lo in range(0, p, rows)]
 
-    def block(i: int) -> None:
-        lo, hi = bounds[i]
+    def described(lo: int, hi: int, i: int) -> None:       # (run or recorded: blockloop)
         run_block(lo, hi, _scratch(dtype, rows, m)[:hi - lo], i)
-    compiled = _compiled(what, bounds, dtype, rows, m, run_block) \
+
+    def block(i: int) -> None:
+        described(*bounds[i], i)
+    compiled = _compiled(what, bounds, dtype, rows, m, described) \
         if len(bounds) >= blockloop.MIN_BLOCKS and blockloop.on() else None
 
     def on_threads(threads: int) -> None:
@@ -162,11 +164,9 @@ def _in_blocks(what: str, dtype: np.dtype, work: int, p: int, m: int, run_block)
     _CHOOSERS.of((what, dtype, m)).run(work, on_threads)
 
 
-def _compiled(what: str, bounds: list, dtype: np.dtype, rows: int, m: int, run_block):
-    """blockloop's runner of the pass, or None where it declines (the Python loop then
-    runs the blocks)."""
-    def described(lo: int, hi: int, i: int) -> None:
-        run_block(lo, hi, _scratch(dtype, rows, m)[:hi - lo], i)
+def _compiled(what: str, bounds: list, dtype: np.dtype, rows: int, m: int, described):
+    """blockloop's runner of the pass (`described(lo, hi, i)`: a block on this thread's
+    scratch), or None where it declines (the Python loop then runs the blocks)."""
     try:
         plan = blockloop.planned((what, dtype, rows, m, bounds[-1][1]), bounds, described,
                                  lambda: dict(getattr(_LOCAL, "buffers", {})))
@@ -335,7 +335,7 @@ def _fused_sums(g, a, w, d, inputs, rhs, nxt, backend):
         def run_block(lo: int, hi: int, scratch: np.ndarray, i: int) -> None:
             rows(lo, hi, scratch)
             call(f, ptr(d) + lo * ds * size, ptr(scratch), ptr(out_at(lo, hi)), ptr(block_sums) + i * m * size,
-             hi - lo, m, ds, m)
+                 hi - lo, m, ds, m)
         in_blocks("sums", run_block)
     sums = np.add.reduce(block_sums, axis=0)
     result, given = [], False
