@@ -319,7 +319,7 @@ def _moved(got: tuple, first: tuple, last: tuple, mine: dict) -> Planned | None:
         hi = lo + buf.nbytes
         if any(lo <= v < hi for v in addresses):
             return None
-    return dataclasses.replace(plan, table=plan.table + np.array(shift, np.uint64))
+    return Planned(plan.loop, plan.table + np.array(shift, np.uint64), plan.words, plan.want)
 
 
 def runner(plan: Planned, buffer: Callable[[Any], np.ndarray]):

@@ -118,6 +118,23 @@ def _product(a: np.ndarray, b: np.ndarray, bias: np.ndarray | None = None) -> np
     return c
 
 
+_STAND_INS: dict = {}        # (dtype, shape) -> a product's stand-in (read-only: shared)
+
+
+def stand_in(dtype: np.dtype, shape: tuple) -> np.ndarray:
+    """A read-only zero-stride array of zeros of `shape` and `dtype`: the value a fused
+    pass returns for a product it never stored (its pullback reads none of it). One per
+    (dtype, shape), kept (at most 64: a few bytes each): np.broadcast_to cost ~5 us a
+    call, 7% of the Python of the MLP3's gradient."""
+    key = (dtype, shape)
+    got = _STAND_INS.get(key)
+    if got is None:
+        if len(_STAND_INS) >= 64:
+            _STAND_INS.clear()
+        got = _STAND_INS[key] = np.broadcast_to(np.zeros((), dtype), shape)
+    return got
+
+
 def _chooser(dtype: np.dtype, m: int, p: int) -> ThreadChooser:
     """The thread counts of products with m columns of this dtype and about p rows (the
     chooser's buckets size them by their work).

@@ -216,7 +216,7 @@ def _fused_partials(a, w, kernel, at, args, active, from_out, backend):
     dtype, shape = a.dtype, (a.shape[0], w.shape[1])
     if not _row_operands(args, at, shape, dtype) or kernel.module(()).result_kind in ("bool", "int"):
         return None
-    stand_in = np.broadcast_to(np.zeros((), dtype), shape)
+    stand_in = gemm.stand_in(dtype, shape)
     full = args[:at] + (stand_in,) + args[at + 1:]
     if runtime.compute_dtype(full) != dtype:
         return None

@@ -207,3 +207,18 @@ def test_float32_mlp_gradient_stays_float32():
     for g, r in zip(got, ref):
         assert g.dtype == np.float32
         np.testing.assert_allclose(g, r, rtol=2e-4, atol=2e-5 * float(np.abs(r).max()))
+
+
+def test_a_products_stand_in_is_shared_read_only_zeros():
+    """gemm.stand_in: one per (dtype, shape), kept; read-only, so sharing it between calls
+    cannot let one call's write show in another's."""
+    a = gemm.stand_in(np.dtype(np.float64), (5, 3))
+    assert gemm.stand_in(np.dtype(np.float64), (5, 3)) is a
+    assert a.shape == (5, 3) and a.dtype == np.float64 and a.strides == (0, 0) and not a.any()
+    with pytest.raises(ValueError):
+        a[0, 0] = 1.0
+    b = gemm.stand_in(np.dtype(np.float32), (5, 3))
+    assert b is not a and b.dtype == np.float32
+    for k in range(70):         # the cache is bounded: cleared when full, never grows past 64
+        gemm.stand_in(np.dtype(np.float64), (k + 1, 2))
+    assert len(gemm._STAND_INS) <= 64
