@@ -190,3 +190,40 @@ def test_a_bad_switch_value_warns_and_keeps_the_loop(monkeypatch):
         assert blockloop.on() is True
     monkeypatch.setenv("S2SAD_BLOCK_LOOP", "0")
     assert blockloop.on() is False
+
+
+def _relayout(a: np.ndarray, how: str) -> np.ndarray:
+    """a's values in another memory layout (a hostile caller's arrays)."""
+    if a.ndim != 2 or how == "C":
+        return a.copy()
+    if how == "F":
+        return np.asfortranarray(a)
+    if how == "columns":             # a column window of a wider array
+        w = np.zeros((a.shape[0], a.shape[1] + 5), a.dtype)
+        w[:, 2:2 + a.shape[1]] = a
+        return w[:, 2:2 + a.shape[1]]
+    if how == "every other row":
+        w = np.zeros((2 * a.shape[0], a.shape[1]), a.dtype)
+        w[::2] = a
+        return w[::2]
+    return a[::-1].copy()[::-1]      # "reversed": negative row stride
+
+
+@pytest.mark.parametrize("threads", ["1", "2"])
+def test_a_plan_under_every_layout_of_every_argument_gives_the_python_loops_bits(monkeypatch, loops_ran, threads):
+    """Each call's arguments in a layout drawn afresh (C, Fortran, a column window, every
+    other row, reversed rows) and a row count whose last block is short or not: the plan
+    is made, moved or declined, and every result is the Python loop's bits."""
+    monkeypatch.setenv("S2SAD_NUM_THREADS", threads)
+    rng = np.random.default_rng(int(threads))
+    g = s2sad.grad(softmax_mlp, argnums=(0, 1, 2, 3, 4))
+    layouts = ["C", "F", "columns", "every other row", "reversed"]
+    for k in range(8):
+        args, argnums = _args(softmax_mlp, int(rng.choice([6000, 6001])), np.float64, np.random.default_rng(k))
+        args = tuple(_relayout(a, layouts[int(rng.integers(0, 5))]) for a in args)
+        monkeypatch.setenv("S2SAD_BLOCK_LOOP", "0")
+        want = s2sad.grad(softmax_mlp, argnums=argnums)(*args)
+        monkeypatch.setenv("S2SAD_BLOCK_LOOP", "1")
+        for _ in range(2):
+            assert_same_bits(g(*args), want)
+    assert loops_ran[0] > 0
