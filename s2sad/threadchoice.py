@@ -19,6 +19,13 @@ compiled kernel signature keeps a `ThreadChooser`, which keeps one `Bucket` per 
   probe confirms the choice before it: a machine that stays busy pays for few probes),
   and, settled on N, as soon as a running mean of the calls (weight SMOOTHING each) is
   SLOW_FACTOR times the probe's: a machine that becomes busy (or free) is followed;
+- a choice of one thread that was close (N threads' time under 1 + CLOSE times one's,
+  at a probe or at a check) re-probed after REPROBE_CLOSE calls instead (doubled up to
+  REPROBE_EVERY): there a probe's calls on N threads cost about what one thread's do,
+  and the machine is on an edge where a spell of other work decides. (Measured, the
+  MLP3's whole-gradient choice on the busy znver5: a probe that read 2 threads 8%
+  slower than one kept one thread for 768 calls at 6.5-8.4 ms a call, where two took
+  5.6-6.1 ms before and after.)
 - settled on N, a call now and then on one thread (every CHECK_FIRST-th, then every 2x
   as many up to CHECK_MAX while N stays faster): three calls of each may have been
   unlucky, and a wrong N on a busy machine costs far more than a check. One thread
@@ -48,6 +55,8 @@ MARGIN = 0.05           # N threads must be this much faster per element than on
 GIVE_UP = 2.0           # a call on N threads this much slower than one thread's: one it is
 REPROBE_EVERY = 256     # settled calls before the next probe...
 REPROBE_MAX = 4096      # ...doubled, up to this, each time a probe confirms the choice before
+CLOSE = 0.25            # one thread chosen with N this close (N's time under (1 + CLOSE) x one's)...
+REPROBE_CLOSE = 32      # ...is probed again after this many calls (doubled up to REPROBE_EVERY)
 SLOW_FACTOR = 1.5       # on N threads, a running mean this far over the probe's: probe again
 SMOOTHING = 0.125       # weight of a call in that running mean
 CHECK_FIRST = 8         # settled on N threads, every CHECK_FIRST-th call runs on one...
@@ -120,7 +129,7 @@ class Bucket:
         self.one_recent = one if not self.one_recent else 0.5 * (self.one_recent + one)
         if self.recent >= (1.0 - MARGIN) * self.one_recent:
             self.previous = self.choice
-            self._settle(1, self.one_recent)
+            self._settle(1, self.one_recent, close=self.recent < (1.0 + CLOSE) * self.one_recent)
         else:
             self.check_every = self.until_check = min(2 * self.check_every, CHECK_MAX)
 
@@ -139,11 +148,12 @@ class Bucket:
         if t_many < (1.0 - MARGIN) * t_one:
             self._settle(self.most, t_many)
         else:
-            self._settle(1, t_one)
+            self._settle(1, t_one, close=t_many < (1.0 + CLOSE) * t_one)
 
-    def _settle(self, choice: int, expected: float) -> None:
+    def _settle(self, choice: int, expected: float, close: bool = False) -> None:
         confirmed = choice == self.previous
-        self.interval = min(2 * self.interval, REPROBE_MAX) if confirmed else REPROBE_EVERY
+        first, most = (REPROBE_CLOSE, REPROBE_EVERY) if close else (REPROBE_EVERY, REPROBE_MAX)
+        self.interval = min(2 * self.interval, most) if confirmed else first
         self.choice, self.expected, self.recent = choice, expected, expected
         self.calls = 0
         self.check_every = self.until_check = CHECK_FIRST

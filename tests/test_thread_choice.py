@@ -14,8 +14,8 @@ import pytest
 
 import s2sad
 from s2sad import fastpath, gemm, threadchoice
-from s2sad.threadchoice import (CHECK_FIRST, CHECK_MAX, GIVE_UP, MARGIN, PROBES, REPROBE_EVERY, REPROBE_MAX,
-                                SLOW_FACTOR, ThreadChooser, size_class)
+from s2sad.threadchoice import (CHECK_FIRST, CHECK_MAX, CLOSE, GIVE_UP, MARGIN, PROBES, REPROBE_CLOSE, REPROBE_EVERY,
+                                REPROBE_MAX, SLOW_FACTOR, ThreadChooser, size_class)
 
 ROUND = 2 * (PROBES + 1)      # a probe's calls: a warm-up and PROBES timed calls of each count
 
@@ -81,8 +81,50 @@ def test_probes_alternate_then_the_faster_count_is_kept(four_cores, one, many, c
     chooser = ThreadChooser(clock)
     assert settle(chooser, clock, 500_000) == [1, 4] * (PROBES + 1)
     assert chooser.choices() == {size_class(500_000): chosen}
-    assert settled_on(calls(chooser, clock, 500_000, 50), chosen)
+    assert settled_on(calls(chooser, clock, 500_000, REPROBE_CLOSE - 1), chosen)     # (a close one: probed again then)
     assert chooser.choices() == {size_class(500_000): chosen}
+
+
+@pytest.mark.parametrize("many", [10.0, 10.0 * (1 + CLOSE / 2)])     # a tie; threads a little slower
+def test_a_close_choice_of_one_thread_is_probed_again_soon(four_cores, many):
+    """One thread chosen by a hair: the next probe comes after REPROBE_CLOSE calls (its
+    calls on N threads cost about what one thread's do), doubled while confirmed, up to
+    REPROBE_EVERY; a machine that frees its cores then is followed within that."""
+    clock = FakeClock({1: 10.0, 4: many})
+    chooser = ThreadChooser(clock)
+    settle(chooser, clock, 500_000)
+    bucket = chooser.buckets[size_class(500_000)]
+    intervals = []
+    for _ in range(5):
+        intervals.append(bucket.interval)
+        assert calls(chooser, clock, 500_000, bucket.interval) == [1] * bucket.interval
+        assert settle(chooser, clock, 500_000) == [1, 4] * (PROBES + 1)
+    assert intervals == [min(REPROBE_CLOSE << k, REPROBE_EVERY) for k in range(5)]
+    clock.cost[4] = 4.0                       # the other cores free now
+    calls(chooser, clock, 500_000, bucket.interval)
+    settle(chooser, clock, 500_000)
+    assert chooser.choices() == {size_class(500_000): 4}
+
+
+def test_a_clear_choice_of_one_thread_waits_the_full_interval(four_cores):
+    """N threads more than CLOSE slower: a probe costs, so the next one is REPROBE_EVERY
+    calls away, as before."""
+    clock = FakeClock({1: 10.0, 4: 10.0 * (1 + 2 * CLOSE)})
+    chooser = ThreadChooser(clock)
+    settle(chooser, clock, 500_000)
+    assert chooser.buckets[size_class(500_000)].interval == REPROBE_EVERY
+
+
+def test_one_thread_found_as_fast_at_a_check_is_probed_again_soon(four_cores):
+    """Settled on N, a check on one thread as fast as N's running mean: one thread, and
+    (a close call) a probe again after REPROBE_CLOSE calls."""
+    clock = FakeClock({1: 10.0, 4: 6.0})
+    chooser = ThreadChooser(clock)
+    settle(chooser, clock, 500_000)
+    clock.cost = {1: 6.0, 4: 6.0}
+    calls(chooser, clock, 500_000, CHECK_FIRST)
+    bucket = chooser.buckets[size_class(500_000)]
+    assert chooser.choices() == {size_class(500_000): 1} and bucket.interval == REPROBE_CLOSE
 
 
 @pytest.mark.parametrize("warm_up, timed, seen", [(GIVE_UP * 10.0 + 1.0, 4.0, [1, 4]),            # the warm-up
