@@ -19,6 +19,10 @@ pinned: default threads, default malloc (the environment a user has); `--rounds`
 JAX's (1e-9 relative, float64) where JAX runs, and the fused against the unfused.
 
 Output: one line per case and size, and `--json PATH` writes the rows.
+
+`make bench` (bench/run.py) runs the same cases as a section of both its tables (the
+default environment, and one pinned thread in its child process), JAX in process
+(`run_section`, `markdown`): the targets are read from those rows.
 """
 from __future__ import annotations
 
@@ -271,7 +275,7 @@ def _jax_side(python: str | None):
         return None
 
 
-def run(cases, sizes, rounds: int, reps: int, jax_python: str | None) -> list[dict]:
+def run(cases, sizes, rounds: int, reps: int, jax_python: str | None, log=print) -> list[dict]:
     s2 = S2sadSide()
     jx = _jax_side(jax_python)
     rows = []
@@ -294,10 +298,54 @@ def run(cases, sizes, rounds: int, reps: int, jax_python: str | None) -> list[di
                 row.update(jax_us=1e6 * np.median(jax_t), s2sad_over_jax=float(np.median(ratio)),
                            ratio_range=[float(min(ratio)), float(max(ratio))], target=TARGET[case])
             rows.append(row)
-            print(_line(row), flush=True)
+            log(_line(row))
     if isinstance(jx, RemoteJax):
         jx.close()
     return rows
+
+
+# ---------------------------------------------------------------- a section of make bench
+
+SECTION = "fusion: "         # the rows' case prefix in bench/run.py's results
+
+
+def run_section(rows: list, errors: list, quick: bool, log) -> None:
+    """Every case at 10k and 100k rows (10k, 3 rounds with --quick), in this process's
+    environment (bench/run.py's main table or its pinned child), JAX in process where it
+    imports: each becomes a row {case: SECTION + label, n, system, median_us, fusion: the
+    row `run` made}."""
+    sizes = [10_000] if quick else [10_000, 100_000]
+    try:
+        got = run(list(LABEL), sizes, 3 if quick else 7, 10, None, log=lambda line: log("  " + line))
+    except Exception as e:  # noqa: BLE001 - a failed section is reported, the others still run
+        errors.append(f"fusion rows failed: {type(e).__name__}: {e}")
+        return
+    for r in got:
+        rows.append({"case": SECTION + r["label"], "n": r["n"], "system": "s2sad", "median_us": r["s2sad_us"],
+                     "fusion": r})
+
+
+def markdown(rows: list, heading: str) -> list[str]:
+    """The section's table from `rows` (bench/run.py's, either table), with each row's
+    target met or missed; [] where the section did not run."""
+    got = [r["fusion"] for r in rows if r.get("case", "").startswith(SECTION) and "fusion" in r]
+    if not got:
+        return []
+    L = [heading, "", "| loss | n | s2sad | unfused | JAX jit(grad) | s2sad / JAX [range over rounds] | target |",
+         "|---|---:|---:|---:|---:|---:|---|"]
+    for r in got:
+        if "jax_us" in r:
+            lo, hi = r["ratio_range"]
+            ratio = f"{r['s2sad_over_jax']:.2f} [{lo:.2f}-{hi:.2f}]"
+            verdict = f"<= {r['target']}: {'**met**' if r['s2sad_over_jax'] <= r['target'] else '**missed**'}"
+            jax = f"{r['jax_us'] / 1e3:.2f} ms"
+        else:
+            ratio, verdict, jax = "", "not evaluated (JAX missing)", ""
+        L.append(f"| {r['label']} | {r['n']:,} | {r['s2sad_us'] / 1e3:.2f} ms | {r['unfused_us'] / 1e3:.2f} ms | "
+                 f"{jax} | {ratio} | {verdict} |")
+    L += ["", "Medians over interleaved rounds (each round times s2sad, s2sad unfused (S2SAD_ROW_FUSION=0) "
+          "and JAX once, 10 calls each); the ratio is the median of the per-round ratios.", ""]
+    return L
 
 
 def _line(row: dict) -> str:
@@ -323,7 +371,8 @@ def main(argv=None) -> None:
     if args.jax_worker:
         worker()
         return
-    rows = run(args.only or list(LABEL), args.sizes, args.rounds, args.reps, args.jax_python)
+    rows = run(args.only or list(LABEL), args.sizes, args.rounds, args.reps, args.jax_python,
+               log=lambda line: print(line, flush=True))
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(rows, fh, indent=1)

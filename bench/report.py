@@ -254,6 +254,12 @@ def markdown(rows, errors, missing, info, extra) -> str:
         L.append("")
         L.extend(arrays.markdown(pinned["rows"], pinned.get("errors", []))[2:])
 
+    # ---------------------------------------------------------------- around row reductions (issue 17)
+    import fusion_rows
+    L.extend(fusion_rows.markdown(rows, f"## Around row reductions: {env['name']} environment (issue 17)"))
+    if pinned.get("rows"):
+        L.extend(fusion_rows.markdown(pinned["rows"], "### Around row reductions on one pinned thread (second table)"))
+
     # ---------------------------------------------------------------- closures and state (issue 4)
     import hvp
     L.extend(hvp.markdown(rows, errors))

@@ -13,7 +13,8 @@ thread settings at import:
 - the main table and every other section: the default environment, as a user runs:
   nothing set, every system's own threads (s2sad's chosen per kernel by timing), glibc's
   malloc as it is, no CPU affinity;
-- the second table (the headline cases and the array programs again): one pinned thread
+- the second table (the headline cases, the array programs and the losses around row
+  reductions, bench/fusion_rows.py, again): one pinned thread
   for every system (S2SAD_NUM_THREADS=1, XLA_FLAGS without Eigen threads, the BLAS and
   torch on one thread, the process pinned to one CPU), run by this script in a child
   process (`--pinned-table FILE`) after the main one has finished.
@@ -78,6 +79,7 @@ import hvp  # noqa: E402
 import closures_state  # noqa: E402
 import closure_steps  # noqa: E402
 import dask_bench  # noqa: E402
+import fusion_rows  # noqa: E402
 import pool_bench  # noqa: E402
 import thread_bench  # noqa: E402
 import containers  # noqa: E402
@@ -451,11 +453,13 @@ def run_pinned_table(args) -> dict:
 
 
 def pinned_child(args, path: str, env: dict) -> int:
-    """The child's side of run_pinned_table: the headline cases and the array programs."""
+    """The child's side of run_pinned_table: the headline cases, the array programs and the
+    losses around row reductions (bench/fusion_rows.py)."""
     rows, errors, missing = [], [], {}
     systems, versions = load_systems(missing, [w for w in args.without.split(",") if w])
     run_cases(systems, rows, errors, args.quick, [])
     arrays.run_arrays(systems, rows, errors, args.quick, measure_block, timing_row, log)
+    fusion_rows.run_section(rows, errors, args.quick, log)
     for r in rows:
         r["env"], r["table"] = "pinned", "second"
     with open(path, "w") as fh:
@@ -634,6 +638,7 @@ def run_all(args, env: dict) -> int:
     info["cpu_share"] = (float(np.median(cpu_shares)), float(np.min(cpu_shares))) if cpu_shares else None
     rows.extend(first_calls)
     arrays.run_arrays(systems, rows, errors, args.quick, measure_block, timing_row, log)
+    fusion_rows.run_section(rows, errors, args.quick, log)
     hvp.run_hvp(systems, rows, errors, args.quick, measure_block, timing_row, log)
     closures_state.run_state(rows, errors, args.quick, measure_block, timing_row, log)
     closure_steps.run_closure_steps(rows, errors, args.quick, log)
