@@ -19,7 +19,7 @@ def bench(monkeypatch):
     import bench_env
     import report
     yield bench_env, report
-    for name in ("bench_env", "report", "cases"):
+    for name in ("bench_env", "report", "cases", "fusion_rows"):
         sys.modules.pop(name, None)
 
 
@@ -117,3 +117,37 @@ def test_the_default_count_slower_than_one_thread_is_a_missed_target(bench):
     dvo = {"abs": {"one_us": 200.0, "auto_us": 260.0}}
     md = report.markdown(_rows(report, "default", 1.1), [], {}, _info(report, env), _extra(None, dvo))
     assert "never slower than one thread: **missed**" in md and "1.30x (sum(abs(x)) N=1M)" in md
+
+
+def _fusion_row(env: str, case: str, n: int, ratio: float | None):
+    """A made-up row of bench/fusion_rows.py's section (JAX missing where ratio is None)."""
+    import fusion_rows
+    r = {"case": case, "label": fusion_rows.LABEL[case], "n": n, "s2sad_us": 800.0, "unfused_us": 2000.0,
+         "fused_over_unfused": 0.4}
+    if ratio is not None:
+        r.update(jax_us=800.0 / ratio, s2sad_over_jax=ratio, ratio_range=[ratio * 0.9, ratio * 1.1],
+                 target=fusion_rows.TARGET[case])
+    return {"case": fusion_rows.SECTION + r["label"], "n": n, "system": "s2sad", "median_us": 800.0,
+            "fusion": r, "env": env, **({"table": "second"} if env == "pinned" else {})}
+
+
+def test_the_losses_around_row_reductions_are_in_both_tables_met_or_missed(bench):
+    """make bench's fusion section (issue 17's targets: JAX's time, 0.8x for the MLP3):
+    each environment's rows in its own table, each row's verdict from its own ratio."""
+    bench_env, report = bench
+    env = {"name": "default", "cores": 2, "pinned_cpu": None, "malloc_tuned": False}
+    env["text"] = bench_env.describe(env)
+    penv = {"name": "pinned", "cores": 2, "pinned_cpu": 0, "malloc_tuned": False}
+    main = _rows(report, "default", 1.1) + [_fusion_row("default", "mlp3", 10_000, 0.85),
+                                            _fusion_row("default", "xent", 10_000, 0.7)]
+    second = _rows(report, "pinned", 1.1) + [_fusion_row("pinned", "mlp3", 10_000, 0.7),
+                                             _fusion_row("pinned", "lse", 100_000, None)]
+    pinned = {"rows": second, "errors": [], "missing": {}, "env": penv}
+    md = report.markdown(main, [], {}, _info(report, env), _extra(pinned, {}))
+    default_part = md[md.index("## Around row reductions: default environment"):
+                      md.index("### Around row reductions on one pinned thread")]
+    pinned_part = md[md.index("### Around row reductions on one pinned thread"):]
+    assert "| 0.85 [0.77-0.94] | <= 0.8: **missed** |" in default_part
+    assert "| 0.70 [0.63-0.77] | <= 1.0: **met** |" in default_part
+    assert "| 0.70 [0.63-0.77] | <= 0.8: **met** |" in pinned_part.split("\n\n")[1]
+    assert "not evaluated (JAX missing)" in pinned_part and "| 100,000 |" in pinned_part
