@@ -26,6 +26,7 @@ from .plancache import PLANNING
 from .plans import Plan, compiled, read_state, write_state
 from .small_grad import SmallGrad
 from .targets import arity, bind
+from .threads import one_thread_calls
 
 def decline(*args):
     """A hot path that takes no call (Derivative._hot_path)."""
@@ -201,6 +202,7 @@ class Derivative:
         # a scan's entry takes the state's values after the arguments and returns the final
         # state after the gradients; the state is written back once, as the full path does
         state_in = ", *read_state(C, FUN)" if scan else ""
+        large = self.grad_only and not scan and reader is None      # (llvm_entry's large entry: fastpath registers it)
         text = (f"def hot(*args):\n"
                 f"    entry = entries.get(KEY)\n"
                 + (f"    try:\n        stale = {checks}\n    except (KeyError, AttributeError):\n        stale = True\n"
@@ -208,14 +210,20 @@ class Derivative:
                 + f"        return NotImplemented\n"
                 + "".join(f"    {line}\n" for line in (reader.prologue if reader else ()))
                 + f"    r = entry({reader.leaves if reader else '*args'}{state_in}, 1.0, {c.plan.reduction == 'mean'})\n"
-                f"    if r is NotImplemented:\n"
+                + (f"    if r is NotImplemented:\n"      # larger than the entry takes: on one thread, the large one
+                   f"        big = entries.get(LARGE)\n"
+                   f"        if big is None or not one_thread_calls():\n"
+                   f"            return r\n"
+                   f"        r = big(*args, 1.0, {c.plan.reduction == 'mean'})\n" if large else "")
+                + f"    if r is NotImplemented:\n"
                 f"        return r\n"
                 + (f"    write_state(C, r[{1 + len(active)}:], FUN)\n" if scan else "")
                 + f"    return {grads_text if self.grad_only else f'(r[0], {grads_text})'}\n")
         text = "def make(FUN):\n" + ("    G = FUN.__globals__\n" if guard else "") + "".join("    " + line + "\n" for line in text.splitlines()) + "    return hot\n"
         ns = {"entries": c.kernel.entries, "KEY": ("scan" if scan else "none" if self.grad_only else "sum", active),
               "hold": c.assumptions.hold, "CODE": c.assumptions.code, "C": c,
-              "read_state": read_state, "write_state": write_state, **(guard[1] if guard else {})}
+              "read_state": read_state, "write_state": write_state, "LARGE": ("large", active),
+              "one_thread_calls": one_thread_calls, **(guard[1] if guard else {})}
         exec(compile(text, f"<s2sad hot path of {c.name}>", "exec"), ns)
         return ns["make"]
 

@@ -28,7 +28,7 @@ from .backends.llvm import DATA_OFFSET, compiled_driver, from_address, ptr
 from .kernel import LoopSpec
 from .runkernel import Kernel
 from .threadchoice import ThreadChooser
-from .threads import run_chunks
+from .threads import one_thread_calls, run_chunks
 
 # A chunk is one call of the driver (~1-2 us of Python and ctypes) over at least CHUNK
 # elements (>= ~20 us even memory-bound): one thread pays a few per cent for cutting a sum
@@ -125,6 +125,18 @@ def fast_sum_dual(kernel: Kernel, args, active, scale, fast, value: str = "sum")
         if res is not NotImplemented:
             kernel.entries[(value, active)] = entry     # the signature in use, for derivative's hot path
             return res[0], list(res[1:])
+        if value == "none" and one_thread_calls():      # larger, on one thread: the large entry's one call
+            big = fp.driver.large_python_entry()
+            res = big(*args, scale, False) if big else NotImplemented
+            if res is not NotImplemented:
+                # for derivative's hot path (the small entry, then LARGE), from the second call
+                # on, and not for a gradient proven zero: sum_dual's zeros (zerograds) cost less
+                # than the driver's pass, and the hot path would bypass them
+                asked = kernel.cached(("large entry asked", active), lambda: [False])
+                if asked[0] and not kernel.zero_partials(active):
+                    kernel.entries[(value, active)], kernel.entries[("large", active)] = entry, big
+                asked[0] = True
+                return res[0], list(res[1:])
     stub = kernel.cached(("stub", value, active, layouts, dtype.num),
                          lambda: sum_dual_stub(fast_plan(kernel, active, layouts, dtype, value), layouts, dtype,
                                                 value))

@@ -87,15 +87,36 @@ def test_tasks_at_once_reads_the_scheduler():
         assert in_thread(lambda: dask_tasks.tasks_at_once(8)) == 5
 
 
+@pytest.fixture
+def one_call(monkeypatch):
+    """The large calls that found one thread to run on (fastpath's one_thread_calls true:
+    llvm_entry's large entry then makes the call, no chooser asked)."""
+    from s2sad import fastpath
+    got = []
+    real = fastpath.one_thread_calls
+
+    def spy():
+        one = real()
+        if one:
+            got.append(threads.forced_threads())
+        return one
+    monkeypatch.setattr(fastpath, "one_thread_calls", spy)
+    return got
+
+
 @pytest.mark.parametrize("blocks, workers, want", [(1, 2, None), (4, 2, 1), (2, 4, 2), (3, 4, 1)])
-def test_kernel_threads_in_block_tasks(cores, seen, blocks, workers, want):
+def test_kernel_threads_in_block_tasks(cores, seen, one_call, blocks, workers, want):
     cores(4)
     n = 1_000_000 * blocks
     x = np.random.default_rng(blocks).uniform(-2, 2, n)
     X = da.from_array(x, chunks=n // blocks)
     with dask.config.set(scheduler="threads", num_workers=workers):
         got = s2sad.grad(loss)(X).compute()
-    assert seen and set(seen) == {4 // min(blocks, workers) if want else None}
+    share = 4 // min(blocks, workers) if want else None
+    if share == 1:      # each block on one thread: the large entry's one call
+        assert one_call and set(one_call) == {1} and set(seen) <= {1}
+    else:
+        assert seen and set(seen) == {share} and not one_call
     assert got.tobytes() == s2sad.grad(loss)(x).tobytes()
 
 

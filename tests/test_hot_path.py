@@ -7,6 +7,7 @@ hands everything else to the full path, whose checks and errors stay what they w
 from __future__ import annotations
 
 import math
+import sys
 
 import numpy as np
 import pytest
@@ -288,3 +289,106 @@ def test_scan_hot_path_matches_the_full_path_and_the_state(loss, f, reset, what)
         fd.append((up - down) / (2 * h))
     np.testing.assert_allclose(g, fd, atol=1e-6)
     reset()
+
+
+# ---------------------------------------------------------------- llvm_entry's large entry
+
+def mean_loss(x, w):
+    return np.mean(s2sad.broadcast(user, x, w))
+
+
+LARGE = llvm_entry.ENTRY_MAX * 8 + 5
+
+
+@pytest.mark.parametrize("loss", [sum_loss, mean_loss])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_a_large_call_on_one_thread_is_one_call_of_the_large_entry_with_the_threads_bits(monkeypatch, loss, dtype):
+    """Beyond ENTRY_MAX elements, on one thread (S2SAD_NUM_THREADS=1), the hot path answers
+    with the large entry (one driver call, the GIL released): the bits of the full path
+    on two threads (its chunks, taken by either thread), in the arguments' dtype."""
+    x = np.linspace(-2, 2, LARGE).astype(dtype)
+    monkeypatch.setenv("S2SAD_NUM_THREADS", "2")
+    want = s2sad.grad(loss)(x, 0.7)
+    monkeypatch.setenv("S2SAD_NUM_THREADS", "1")
+    g = s2sad.grad(loss)
+    first = [g(x, 0.7) for _ in range(3)]
+    got = g.__s2sad__.hot(x, 0.7)
+    assert got is not NotImplemented
+    for r in first + [got]:
+        assert r.dtype == dtype
+        np.testing.assert_array_equal(r, want)
+
+
+def test_the_large_entry_runs_its_driver_without_the_gil(monkeypatch):
+    """Another Python thread runs while a large call's driver does (held, it would wait the
+    whole call: a dask task beside it, a GUI). Removing the entry's PyEval_SaveThread
+    makes this fail."""
+    import threading
+
+    monkeypatch.setenv("S2SAD_NUM_THREADS", "1")
+    x = np.linspace(-2, 2, 6_000_000)
+    g = s2sad.grad(sum_loss)
+    g(x, 0.7)
+    g(x, 0.7)
+    hot = g.__s2sad__.hot
+    assert hot(x, 0.7) is not NotImplemented
+    count, stop = [0], threading.Event()
+
+    def spin():
+        while not stop.is_set():
+            count[0] += 1
+    t = threading.Thread(target=spin)
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)          # (the GIL handed back at once: spin runs only while it is free)
+    t.start()
+    try:
+        ran = 0
+        for _ in range(5):
+            before = count[0]
+            hot(x, 0.7)                  # (no Python runs on this thread while the driver does)
+            ran = max(ran, count[0] - before)
+    finally:
+        stop.set()
+        t.join()
+        sys.setswitchinterval(interval)
+    assert ran > 10_000         # (measured: 38,000-58,000 over 4M elements; the GIL held, 530-720)
+
+
+def test_a_large_call_with_threads_to_use_is_the_full_paths(monkeypatch):
+    """Two threads allowed: a large call is the runtime's, on the threads its chooser
+    picks (the hot path declines); forced to one on this thread only (threads.one_thread,
+    as dask's block tasks are): the large entry's."""
+    from s2sad import threads
+
+    monkeypatch.setenv("S2SAD_NUM_THREADS", "1")
+    x = np.linspace(-2, 2, LARGE)
+    g = s2sad.grad(sum_loss)
+    g(x, 0.7)
+    monkeypatch.setenv("S2SAD_NUM_THREADS", "2")
+    hot = g.__s2sad__.hot
+    assert hot(x, 0.7) is NotImplemented
+    with threads.one_thread():
+        assert hot(x, 0.7) is not NotImplemented
+    monkeypatch.delenv("S2SAD_NUM_THREADS")
+    monkeypatch.setattr(threads, "_DEFAULT", 1)         # one core to run on, nothing forced
+    assert hot(x, 0.7) is not NotImplemented
+    monkeypatch.setattr(threads, "_DEFAULT", 2)
+    assert hot(x, 0.7) is NotImplemented
+
+
+def test_what_the_large_entry_does_not_take_stays_the_full_paths(monkeypatch):
+    """A value to sum (value_and_grad), a scalar parameter's sum (argnums with w), a
+    strided or list argument: the large entry is not made or declines; the results are
+    the full path's on two threads."""
+    x = np.linspace(-2, 2, LARGE)
+    for make, args in [(lambda: s2sad.value_and_grad(sum_loss), (x, 0.7)),
+                       (lambda: s2sad.grad(sum_loss, argnums=(0, 1)), (x, 0.7)),
+                       (lambda: s2sad.grad(sum_loss), (np.linspace(-2, 2, 2 * LARGE)[::2], 0.7))]:
+        monkeypatch.setenv("S2SAD_NUM_THREADS", "2")
+        want = make()(*args)
+        monkeypatch.setenv("S2SAD_NUM_THREADS", "1")
+        g = make()
+        for _ in range(3):
+            got = g(*args)
+        assert g.__s2sad__.hot(*args) is NotImplemented
+        same(got, want)

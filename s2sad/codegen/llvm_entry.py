@@ -38,8 +38,19 @@ stable ones of CPython's and numpy's C structs; `supported()` checks them on liv
 once per process, and where they differ (a free-threaded or debug build), no entry is
 used.
 
+A *large* entry (`large=True`, named `..._large`) takes the same calls at any size from
+2 elements, and releases the GIL around the driver's call (PyEval_SaveThread and
+PyEval_RestoreThread from its table): for a call that the runtime would make as one
+driver call on one thread, the gradient alone of array parameters (`large_qualifies`:
+no value summed, no scalar parameter's sum; the runtime's `whole` call, the same bits).
+Its caller (derivative's hot path) asks for it only where the calling thread's count is
+one (`threads.one_thread_calls`); everywhere else the runtime's path chooses the threads.
+(Measured, 1M elements on one pinned thread: the general path's Python around the one
+driver call cost 30-80 us a call against ~160 us of driver, most of JAX's lead there.)
+
     qualifies(spec) -> bool
-    entry_ir(spec, dtype, active_idx) -> str              the entry's module
+    large_qualifies(spec, active_idx) -> bool
+    entry_ir(spec, dtype, active_idx, large=False) -> str the entry's module
     python_entry(driver, entry, dtype) -> callable | None  an entry bound to a driver
 """
 from __future__ import annotations
@@ -70,6 +81,7 @@ NEW_LIKE_SLOT = 277          # PyArray_NewLikeArray in numpy's C-API table (stab
 # what the entry finds in its table, in this order
 SLOTS = ("driver", "new_like", "array_type", "descr", "float_type", "not_implemented", "none", "true", "false",
          "incref", "decref", "float_from_double", "tuple_new", "tuple_setitem")
+LARGE_SLOTS = ("save_thread", "restore_thread")     # after SLOTS in every table; read by large entries only
 
 
 def qualifies(spec) -> bool:
@@ -82,13 +94,21 @@ def qualifies(spec) -> bool:
             and spec.value in ("sum", "none"))
 
 
-def entry_name(spec: LoopSpec | ScanSpec, dtype, active_idx: tuple[int, ...]) -> str:
+def large_qualifies(spec, active_idx: tuple[int, ...]) -> bool:
+    """Whether drivers of `spec` get a large entry: the gradient alone (no value summed)
+    of array parameters only (no scalar's sum), where one driver call over every element
+    is the runtime's call on one thread."""
+    return (isinstance(spec, LoopSpec) and qualifies(spec) and spec.value == "none" and bool(active_idx)
+            and all(spec.layouts[a] == "contig" for a in active_idx))
+
+
+def entry_name(spec: LoopSpec | ScanSpec, dtype, active_idx: tuple[int, ...], large: bool = False) -> str:
     """The symbol of the entry for drivers of this shape: one per (spec, dtype, active
     params), shared by every kernel with that shape (the driver comes from the table)."""
     kind = "scan" if isinstance(spec, ScanSpec) else "sum"
     states = f"_s{spec.n_state}" if isinstance(spec, ScanSpec) else ""
     return (f"s2sad_entry_{kind}_{''.join(l[0] for l in spec.layouts)}_{spec.value}{states}"
-            f"_{np.dtype(dtype).name}_a{''.join(map(str, active_idx))}")
+            f"_{np.dtype(dtype).name}_a{''.join(map(str, active_idx))}" + ("_large" if large else ""))
 
 
 class _Text:
@@ -139,12 +159,13 @@ def array_fields(w, p: str) -> None:
     w(f"%{p}.carray.ok = icmp eq i32 %{p}.carray, {CARRAY}")
 
 
-def entry_ir(spec: LoopSpec | ScanSpec, dtype, active_idx: tuple[int, ...]) -> str:
+def entry_ir(spec: LoopSpec | ScanSpec, dtype, active_idx: tuple[int, ...], large: bool = False) -> str:
     """The module of the entry for drivers of this shape (ABI: kernel.py's for `spec`),
     calling the driver found in its table. `active_idx`: the params the drivers
-    differentiate, in order (for a scan, not its states)."""
-    assert qualifies(spec), spec
-    w = _EntryWriter(spec, dtype, active_idx)
+    differentiate, in order (for a scan, not its states). `large`: the large entry (see
+    the module docstring)."""
+    assert qualifies(spec) and (not large or large_qualifies(spec, active_idx)), spec
+    w = _EntryWriter(spec, dtype, active_idx, large)
     w.prologue()
     for i, lay in enumerate(w.layouts):
         (w.check_scalar if lay == "scalar" else w.check_array)(i)
@@ -162,15 +183,15 @@ class _EntryWriter:
     allocation, the driver's call, the result tuple, and the failure paths (each drops
     the references made before it)."""
 
-    def __init__(self, spec: LoopSpec | ScanSpec, dtype, active_idx: tuple[int, ...]) -> None:
-        self.spec, self.active_idx = spec, active_idx
+    def __init__(self, spec: LoopSpec | ScanSpec, dtype, active_idx: tuple[int, ...], large: bool = False) -> None:
+        self.spec, self.active_idx, self.large = spec, active_idx, large
         self.T = "double" if np.dtype(dtype) == np.float64 else "float"
         self.layouts = spec.layouts
         self.n = len(self.layouts)
         self.k_state = spec.n_state if isinstance(spec, ScanSpec) else 0
         self.states = [f"s{j}" for j in range(self.k_state)]
         self.first = self.layouts.index("contig")
-        self.name = entry_name(spec, dtype, active_idx)
+        self.name = entry_name(spec, dtype, active_idx, large)
         self.t = _Text()
         self.made: list[str] = []                        # new references held so far
         self.failures: list[tuple[str, list[str]]] = []  # (label, references to drop)
@@ -221,7 +242,7 @@ class _EntryWriter:
         t.comment("the table: a uint64 array (its data pointer) of what the entry calls and compares with")
         t(f"%table.at = getelementptr inbounds i8, ptr %table.obj, i64 {ARRAY_DATA}")
         t("%table = load ptr, ptr %table.at")
-        for j, slot in enumerate(SLOTS):
+        for j, slot in enumerate(SLOTS + (LARGE_SLOTS if self.large else ())):
             t(f"%{slot}.at = getelementptr inbounds ptr, ptr %table, i64 {j}")
             t(f"%{slot} = load ptr, ptr %{slot}.at")
         if self.spec.value == "sum":
@@ -288,8 +309,11 @@ class _EntryWriter:
         t("br label %size.loop")
         t.label("size.done")
         t("%n.low = icmp slt i64 %size.n, 2")
-        t(f"%n.high = icmp sgt i64 %size.n, {ENTRY_MAX}")
-        t("%n.out = or i1 %n.low, %n.high")
+        if self.large:      # (any size: the driver runs without the GIL)
+            t("%n.out = or i1 %n.low, false")
+        else:
+            t(f"%n.high = icmp sgt i64 %size.n, {ENTRY_MAX}")
+            t("%n.out = or i1 %n.low, %n.high")
         t(f"br i1 %n.out, label %decline, label %{then}")
 
     def same_shape(self, p: str, then: str) -> None:
@@ -385,7 +409,13 @@ class _EntryWriter:
             args.append(f"ptr %g{a}.data" if layouts[a] == "contig" else f"ptr %g{a}.acc")
         if self.k_state:
             args += ["ptr %state_bar", "ptr %tape"]
+        if self.large:
+            self.t.comment("the driver without the GIL (PyEval_SaveThread / PyEval_RestoreThread): no Python")
+            self.t.comment("object is touched until it is taken back")
+            self.t("%thread = call ptr %save_thread()")
         self.t(f"call void %driver({', '.join(args)})")
+        if self.large:
+            self.t("call void %restore_thread(ptr %thread)")
 
     def result(self) -> None:
         """(value, gradients..., final states...), then the decline and failure paths."""
@@ -504,8 +534,9 @@ def _table(dtype, driver_address: int) -> np.ndarray:
               "true": id(True), "false": id(False),
               "incref": fn("Py_IncRef"), "decref": fn("Py_DecRef"),
               "float_from_double": fn("PyFloat_FromDouble"), "tuple_new": fn("PyTuple_New"),
-              "tuple_setitem": fn("PyTuple_SetItem")}
-    return np.array([values[s] for s in SLOTS], dtype=np.uint64)
+              "tuple_setitem": fn("PyTuple_SetItem"),
+              "save_thread": fn("PyEval_SaveThread"), "restore_thread": fn("PyEval_RestoreThread")}
+    return np.array([values[s] for s in SLOTS + LARGE_SLOTS], dtype=np.uint64)
 
 
 def python_entry(driver_address: int, entry_address: int, name: str, dtype, keepalive=None):

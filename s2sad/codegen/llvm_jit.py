@@ -78,7 +78,7 @@ class CompiledDriver:
     (A plain class, not a dataclass: a warm start pays for every class it creates.)"""
 
     __slots__ = ("name", "address", "cfunc", "argtypes", "ir", "optimized_ir", "spec", "dtype", "origin",
-                 "key", "timings", "active_idx", "_entry", "_keepalive", "__weakref__")
+                 "key", "timings", "active_idx", "_entry", "_large_entry", "_keepalive", "__weakref__")
 
     def __init__(self, *, name: str, address: int, cfunc, argtypes: tuple, ir: str, optimized_ir: str,
                  spec: LoopSpec | ScanSpec, dtype: np.dtype, origin: str = "compiled", key: str = "",
@@ -96,6 +96,7 @@ class CompiledDriver:
         self.timings = timings or {}        # seconds per phase of the first call
         self.active_idx = active_idx        # the params it differentiates (a scan's states not)
         self._entry = None
+        self._large_entry = None
         self._keepalive = _keepalive        # the mapped code (objload) or LLJIT's resource tracker
 
     def python_entry(self):
@@ -111,6 +112,19 @@ class CompiledDriver:
                 self._entry = llvm_entry.python_entry(self.address, address, name, self.dtype,
                                                       (keep, self._keepalive)) or False
         return self._entry or None
+
+    def large_python_entry(self):
+        """The driver's large entry (`llvm_entry`: any size, the GIL released around the
+        driver), or None where its spec has none or this process cannot use one."""
+        if self._large_entry is None:
+            from . import llvm_entry
+
+            self._large_entry = False
+            if llvm_entry.large_qualifies(self.spec, self.active_idx) and llvm_entry.supported():
+                address, keep, name = entry_code(self.spec, self.dtype, self.active_idx, large=True)
+                self._large_entry = llvm_entry.python_entry(self.address, address, name, self.dtype,
+                                                            (keep, self._keepalive)) or False
+        return self._large_entry or None
 
     def __call__(self, *args):
         return self.cfunc(*args)
@@ -360,15 +374,17 @@ def _named_from_disk(key: str, names: tuple[str, ...]) -> tuple[dict[str, int], 
         return None
 
 
-def entry_code(spec: LoopSpec | ScanSpec, dtype, active_idx: tuple[int, ...]) -> tuple[int, object, str]:
-    """The Python entry for drivers of this shape (`llvm_entry`), compiled once per
-    shape and cached in memory and on disk like a driver: (address, keepalive, symbol)."""
+def entry_code(spec: LoopSpec | ScanSpec, dtype, active_idx: tuple[int, ...],
+               large: bool = False) -> tuple[int, object, str]:
+    """The Python entry for drivers of this shape (`llvm_entry`; `large`: its large
+    entry), compiled once per shape and cached in memory and on disk like a driver:
+    (address, keepalive, symbol)."""
     from . import llvm_entry
 
     dt = np.dtype(dtype)
-    name = llvm_entry.entry_name(spec, dt, active_idx)     # names the shape: one entry a process
+    name = llvm_entry.entry_name(spec, dt, active_idx, large)     # names the shape: one entry a process
     with _lock:
-        addresses, keep = _named_code((name,), lambda: llvm_entry.entry_ir(spec, dt, active_idx), spec, dt)
+        addresses, keep = _named_code((name,), lambda: llvm_entry.entry_ir(spec, dt, active_idx, large), spec, dt)
         return addresses[name], keep, name
 
 
