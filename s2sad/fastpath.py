@@ -125,7 +125,8 @@ def fast_sum_dual(kernel: Kernel, args, active, scale, fast, value: str = "sum")
         if res is not NotImplemented:
             kernel.entries[(value, active)] = entry     # the signature in use, for derivative's hot path
             return res[0], list(res[1:])
-        if value == "none" and one_thread_calls():      # larger, on one thread: the large entry's one call
+        if value == "none" and (one_thread_calls() or fp.chooser.settled_on_one(args[fp.first_contig].size)):
+            # larger, on one thread (forced, or the chooser's settled count): the large entry's one call
             big = fp.driver.large_python_entry()
             res = big(*args, scale, False) if big else NotImplemented
             if res is not NotImplemented:
