@@ -130,13 +130,12 @@ def fast_sum_dual(kernel: Kernel, args, active, scale, fast, value: str = "sum")
             big = fp.driver.large_python_entry()
             res = big(*args, scale, False) if big else NotImplemented
             if res is not NotImplemented:
-                # for derivative's hot path (the small entry, then LARGE), from the second call
-                # on, and not for a gradient proven zero: sum_dual's zeros (zerograds) cost less
-                # than the driver's pass, and the hot path would bypass them
-                asked = kernel.cached(("large entry asked", active), lambda: [False])
-                if asked[0] and not kernel.zero_partials(active):
+                # for derivative's hot path (the small entry, then LARGE), but not for a gradient
+                # proven zero: sum_dual's zeros (zerograds) cost less than the driver's pass, and
+                # the hot path would bypass them (the proof is made here at the earliest on the
+                # kernel's second call: the entry exists only from then, `entry_of`)
+                if not kernel.zero_partials(active):
                     kernel.entries[(value, active)], kernel.entries[("large", active)] = entry, big
-                asked[0] = True
                 return res[0], list(res[1:])
     stub = kernel.cached(("stub", value, active, layouts, dtype.num),
                          lambda: sum_dual_stub(fast_plan(kernel, active, layouts, dtype, value), layouts, dtype,
