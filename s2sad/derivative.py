@@ -26,7 +26,6 @@ from .plancache import PLANNING
 from .plans import Plan, compiled, read_state, write_state
 from .small_grad import SmallGrad
 from .targets import arity, bind
-from .threads import one_thread_calls
 
 def decline(*args):
     """A hot path that takes no call (Derivative._hot_path)."""
@@ -210,9 +209,9 @@ class Derivative:
                 + f"        return NotImplemented\n"
                 + "".join(f"    {line}\n" for line in (reader.prologue if reader else ()))
                 + f"    r = entry({reader.leaves if reader else '*args'}{state_in}, 1.0, {c.plan.reduction == 'mean'})\n"
-                + (f"    if r is NotImplemented:\n"      # larger than the entry takes: on one thread, the large one
+                + (f"    if r is NotImplemented:\n"      # larger than the entry takes: fastpath.large_call
                    f"        big = entries.get(LARGE)\n"
-                   f"        if big is None or not one_thread_calls():\n"
+                   f"        if big is None:\n"
                    f"            return r\n"
                    f"        r = big(*args, 1.0, {c.plan.reduction == 'mean'})\n" if large else "")
                 + f"    if r is NotImplemented:\n"
@@ -223,7 +222,7 @@ class Derivative:
         ns = {"entries": c.kernel.entries, "KEY": ("scan" if scan else "none" if self.grad_only else "sum", active),
               "hold": c.assumptions.hold, "CODE": c.assumptions.code, "C": c,
               "read_state": read_state, "write_state": write_state, "LARGE": ("large", active),
-              "one_thread_calls": one_thread_calls, **(guard[1] if guard else {})}
+              **(guard[1] if guard else {})}
         exec(compile(text, f"<s2sad hot path of {c.name}>", "exec"), ns)
         return ns["make"]
 

@@ -7,7 +7,9 @@ objects, and from THREAD_MIN elements the index space cut into chunks that depen
 size alone, run on the threads a per-signature `ThreadChooser` picks by timing the
 calls (threadchoice.py; ctypes releases the GIL). Below THREAD_MIN a sum is one call of
 a small Python stub generated per signature (`sum_dual_stub`); from a signature's second
-call on, one call of the driver's Python entry (codegen/llvm_entry.py) where it has one.
+call on, one call of the driver's Python entry (codegen/llvm_entry.py) where it has one;
+larger, the gradient alone of array parameters goes to `large_call` (the large entry on
+one thread or the chunks on more, its own chooser timing each whole call).
 
 Invariants: the same results, bit for bit, as `runtime.launch` on the llvm backend:
 sums accumulated in float64 (`ACC_DTYPE`) and rounded once (`rounded`), chunks'
@@ -28,7 +30,7 @@ from .backends.llvm import DATA_OFFSET, compiled_driver, from_address, ptr
 from .kernel import LoopSpec
 from .runkernel import Kernel
 from .threadchoice import ThreadChooser
-from .threads import one_thread_calls, run_chunks
+from .threads import run_chunks
 
 # A chunk is one call of the driver (~1-2 us of Python and ctypes) over at least CHUNK
 # elements (>= ~20 us even memory-bound): one thread pays a few per cent for cutting a sum
@@ -95,6 +97,7 @@ class FastPlan:
     entry: Any = None
     called: bool = False
     chooser: ThreadChooser = field(default_factory=ThreadChooser)   # thread counts of large calls
+    large: Any = None       # large_call's function once asked for (False: no large entry)
 
 
 def fast_plan(kernel: Kernel, active, layouts, dtype, value: str) -> FastPlan:
@@ -125,17 +128,16 @@ def fast_sum_dual(kernel: Kernel, args, active, scale, fast, value: str = "sum")
         if res is not NotImplemented:
             kernel.entries[(value, active)] = entry     # the signature in use, for derivative's hot path
             return res[0], list(res[1:])
-        if value == "none" and (one_thread_calls() or fp.chooser.settled_on_one(args[fp.first_contig].size)):
-            # larger, on one thread (forced, or the chooser's settled count): the large entry's one call
-            big = fp.driver.large_python_entry()
-            res = big(*args, scale, False) if big else NotImplemented
+        if value == "none":     # larger: the large entry on one thread, or the chunks on more (large_call)
+            large = fp.large if fp.large is not None else large_of(fp, layouts, dtype)
+            res = large(*args, scale, False) if large else NotImplemented
             if res is not NotImplemented:
                 # for derivative's hot path (the small entry, then LARGE), but not for a gradient
                 # proven zero: sum_dual's zeros (zerograds) cost less than the driver's pass, and
                 # the hot path would bypass them (the proof is made here at the earliest on the
                 # kernel's second call: the entry exists only from then, `entry_of`)
                 if not kernel.zero_partials(active):
-                    kernel.entries[(value, active)], kernel.entries[("large", active)] = entry, big
+                    kernel.entries[(value, active)], kernel.entries[("large", active)] = entry, large
                 return res[0], list(res[1:])
     stub = kernel.cached(("stub", value, active, layouts, dtype.num),
                          lambda: sum_dual_stub(fast_plan(kernel, active, layouts, dtype, value), layouts, dtype,
@@ -149,6 +151,56 @@ def fast_sum_dual(kernel: Kernel, args, active, scale, fast, value: str = "sum")
     g0 = 1 if value == "sum" else 0   # slot of the first scalar grad: after the value sum, if any
     return (rounded(totals[0], dtype) * scale if g0 else None,
             [g if g is not None else rounded(totals[g0 + k], dtype) for k, g in enumerate(grads)])
+
+
+def large_of(fp: FastPlan, layouts, dtype):
+    """`fp.large`, made on first use: large_call over the driver's large entry, or False."""
+    big = fp.driver.large_python_entry()
+    fp.large = large_call(fp, big, layouts, dtype) if big else False
+    return fp.large
+
+
+def large_call(fp: FastPlan, big, layouts, dtype):
+    """The gradient alone of array parameters at any size, called as the large entry is
+    (`(p1, ..., pn, scale, mean) -> (None, grads...)`, NotImplemented for what it does not
+    take): below THREAD_MIN elements the large entry; from there the large entry on one
+    thread or the chunks (threaded_sum_dual) on more, as a ThreadChooser of its own decides
+    by timing the whole of each (S2SAD_NUM_THREADS, a dask block's one thread: that count).
+
+    Whole calls, because the two differ outside the kernel: the large entry is one call
+    into machine code, the chunks cost 20-60 us of Python (their calls, the pool's
+    hand-over, the gradients' arrays). fp.chooser, timing the kernel alone, chose two
+    threads where one thread's whole call was faster (measured on the busy znver5 at 1M,
+    `sum(abs(x))`: the default count 1.24-1.27x one thread's time). The bits are the same
+    either way: no accumulator (large_qualifies), each element's gradient its own."""
+    first = fp.first_contig
+    chooser = ThreadChooser()
+    n_args = len(layouts)
+
+    def work(a, shape, n: int, count: int, out: list) -> None:
+        res = big(*a) if count == 1 else NotImplemented
+        if res is NotImplemented:   # (on more threads; or what the entry declines: an int scalar)
+            grads = [np.empty(shape, dtype) for _ in fp.grad_slots]
+            scale = a[n_args] / n if a[n_args + 1] else a[n_args]
+            threaded_sum_dual(fp, a[:n_args], layouts, dtype, grads, scale, n, "none", threads=count)
+            res = (None, *grads)
+        out.append(res)
+
+    def call(*a):
+        x = a[first] if len(a) == n_args + 2 else None
+        if type(x) is not np.ndarray or x.size < THREAD_MIN:   # (one chunk, one thread; or declined)
+            return big(*a)
+        # what the chunks take, checked before any timing (a declined call's time would
+        # mislead the chooser)
+        fast = fast_layouts(a[:n_args])
+        if (fast is None or fast[0] != layouts or fast[2] != dtype or type(a[n_args]) is not float
+                or (a[n_args + 1] is not True and a[n_args + 1] is not False)):
+            return NotImplemented
+        n, out = x.size, []
+        chooser.run(n, lambda count: work(a, fast[1], n, count, out))
+        return out[0]
+    call.chooser = chooser
+    return call
 
 
 def sum_dual_stub(fp: FastPlan, layouts, dtype, value: str = "sum"):
@@ -188,8 +240,9 @@ def sum_dual_stub(fp: FastPlan, layouts, dtype, value: str = "sum"):
     return ns["stub"]
 
 
-def threaded_sum_dual(fp: FastPlan, args, layouts, dtype, grads, scale, n, value: str = "sum"):
-    """Chunks of the index space (chunks_of(n)) on the threads fp.chooser picks, each
+def threaded_sum_dual(fp: FastPlan, args, layouts, dtype, grads, scale, n, value: str = "sum",
+                      threads: int | None = None):
+    """Chunks of the index space (chunks_of(n)) on `threads`, else the threads fp.chooser picks, each
     chunk with its own float64 accumulators (the value sum first when value is "sum",
     then each scalar grad), summed in float64 in chunk order."""
     chunks = chunks_of(n)
@@ -223,7 +276,10 @@ def threaded_sum_dual(fp: FastPlan, args, layouts, dtype, grads, scale, n, value
         calls = [argv(lo, hi, c) for c, (lo, hi) in enumerate(chunks)]   # the chunks' only Python: their calls
         run_chunks(lambda c: cfunc(*calls[c]), len(calls), threads)
 
-    on_threads(fp.chooser, n, len(chunks), work)
+    if threads is not None:
+        work(threads)
+    else:
+        on_threads(fp.chooser, n, len(chunks), work)
     return accs.reshape(len(chunks), width).sum(axis=0)
 
 

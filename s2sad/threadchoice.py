@@ -222,20 +222,6 @@ class ThreadChooser:
             bucket.record(count, elapsed / n)
         return count
 
-    def settled_on_one(self, n: int) -> bool:
-        """For a caller with a cheaper way to make a call on one thread (llvm_entry's large
-        entry): is n's bucket settled on one thread, nothing forcing a count? Counted then,
-        as `run` counts such a call, so the periodic probe still comes (False once it is
-        due: `run` then probes)."""
-        if forced_threads() is not None:
-            return False
-        with self.lock:
-            bucket = self.buckets.get(size_class(n))
-            if bucket is None or bucket.choice != 1 or bucket.most != default_threads():
-                return False
-            bucket.count_call()
-            return bucket.choice == 1
-
     def _bucket(self, n: int, most: int) -> Bucket:
         key = size_class(n)
         b = self.buckets.get(key)

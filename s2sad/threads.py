@@ -152,16 +152,6 @@ def forced_threads() -> int | None:
     return num_threads()
 
 
-def one_thread_calls() -> bool:
-    """Does a large call made now on this thread run on one thread: a count forced to one
-    (S2SAD_NUM_THREADS, or this thread's one_thread, sharing_cores or all_calls_on), or,
-    nothing forced, one core to run on (ThreadChooser.run's work(1) without timing)?
-    (llvm_entry's large entry is taken only then: a call it makes is the runtime's call on
-    one thread.)"""
-    forced = forced_threads()
-    return forced == 1 if forced is not None else default_threads() <= 1
-
-
 def _bad(value: str, why: str, used: int) -> int:
     warnings.warn(f"s2sad: {ENV}={value!r} {why}; using {used} threads", RuntimeWarning, stacklevel=4)
     return used

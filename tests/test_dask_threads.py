@@ -88,35 +88,40 @@ def test_tasks_at_once_reads_the_scheduler():
 
 
 @pytest.fixture
-def one_call(monkeypatch):
-    """The large calls that found one thread to run on (fastpath's one_thread_calls true:
-    llvm_entry's large entry then makes the call, no chooser asked)."""
+def chunked(monkeypatch):
+    """The thread counts that fastpath.large_call's calls ran their chunks on (none: the
+    large entry's one call on one thread)."""
     from s2sad import fastpath
     got = []
-    real = fastpath.one_thread_calls
+    real = fastpath.threaded_sum_dual
 
-    def spy():
-        one = real()
-        if one:
-            got.append(threads.forced_threads())
-        return one
-    monkeypatch.setattr(fastpath, "one_thread_calls", spy)
+    def spy(*args, threads=None, **kw):
+        if threads is not None:
+            got.append(threads)
+        return real(*args, threads=threads, **kw)
+    monkeypatch.setattr(fastpath, "threaded_sum_dual", spy)
     return got
 
 
 @pytest.mark.parametrize("blocks, workers, want", [(1, 2, None), (4, 2, 1), (2, 4, 2), (3, 4, 1)])
-def test_kernel_threads_in_block_tasks(cores, seen, one_call, blocks, workers, want):
+def test_kernel_threads_in_block_tasks(cores, seen, chunked, blocks, workers, want):
     cores(4)
     n = 1_000_000 * blocks
     x = np.random.default_rng(blocks).uniform(-2, 2, n)
+    for _ in range(2):      # the kernel's entries made (from its second call): a block's calls are large_call's
+        s2sad.grad(loss)(x[:n // blocks])
+    seen.clear()
+    chunked.clear()
     X = da.from_array(x, chunks=n // blocks)
     with dask.config.set(scheduler="threads", num_workers=workers):
         got = s2sad.grad(loss)(X).compute()
     share = 4 // min(blocks, workers) if want else None
-    if share == 1:      # each block on one thread: the large entry's one call
-        assert one_call and set(one_call) == {1} and set(seen) <= {1}
+    if share == 1:      # each block on one thread: the large entry's one call, no chunks
+        assert seen and set(seen) == {1} and not chunked
+    elif share:
+        assert seen and set(seen) == {share} and set(chunked) == {share}, (seen, chunked)
     else:
-        assert seen and set(seen) == {share} and not one_call
+        assert seen and set(seen) == {None}
     assert got.tobytes() == s2sad.grad(loss)(x).tobytes()
 
 

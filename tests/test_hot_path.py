@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -354,26 +355,75 @@ def test_the_large_entry_runs_its_driver_without_the_gil(monkeypatch):
     assert ran > 10_000         # (measured: 38,000-58,000 over 4M elements; the GIL held, 530-720)
 
 
-def test_a_large_call_with_threads_to_use_is_the_full_paths(monkeypatch):
-    """Two threads allowed: a large call is the runtime's, on the threads its chooser
-    picks (the hot path declines); forced to one on this thread only (threads.one_thread,
-    as dask's block tasks are): the large entry's."""
+@pytest.fixture
+def chunked(monkeypatch):
+    """The thread counts fastpath.large_call ran chunks on (threaded_sum_dual with a count),
+    each after `delay` seconds more (settable: `chunked.delay`)."""
+    from s2sad import fastpath
+    real = fastpath.threaded_sum_dual
+
+    class Spy(list):
+        delay = 0.0
+
+        def __call__(self, *args, threads=None, **kw):
+            if threads is not None:
+                self.append(threads)
+                time.sleep(self.delay)
+            return real(*args, threads=threads, **kw)
+    spy = Spy()
+    monkeypatch.setattr(fastpath, "threaded_sum_dual", spy)
+    return spy
+
+
+def large_chooser(g):
+    """The ThreadChooser of the large calls g's hot path makes (fastpath.large_call's)."""
+    ns = g.__s2sad__.hot.__globals__
+    return ns["entries"][ns["LARGE"]].chooser
+
+
+def test_a_large_call_with_threads_to_use_is_chosen_whole(monkeypatch, chunked):
+    """Nothing forced, two cores: beyond ENTRY_MAX the hot path answers through
+    fastpath.large_call, whose chooser probes the large entry on one thread against the
+    chunks on two, and settles; forced to one on this thread only (threads.one_thread, as
+    dask's block tasks are), or one core: the large entry, no chunks. The same bits on each."""
     from s2sad import threads
 
-    monkeypatch.setenv("S2SAD_NUM_THREADS", "1")
+    monkeypatch.delenv("S2SAD_NUM_THREADS", raising=False)
+    monkeypatch.setattr(threads, "_DEFAULT", 2)
+    x = np.linspace(-2, 2, LARGE)
+    g = s2sad.grad(sum_loss)
+    want = g(x, 0.7)
+    g(x, 0.7)
+    large_chooser(g).buckets.clear()
+    outs = [g.__s2sad__.hot(x, 0.7) for _ in range(12)]   # (more than a probe's 2 x 4 calls)
+    assert all(o is not NotImplemented and o.tobytes() == want.tobytes() for o in outs)
+    assert set(chunked) == {2}
+    assert set(large_chooser(g).choices().values()) <= {1, 2} and 0 not in large_chooser(g).choices().values()
+    chunked.clear()
+    with threads.one_thread():
+        assert g.__s2sad__.hot(x, 0.7).tobytes() == want.tobytes()
+    monkeypatch.setattr(threads, "_DEFAULT", 1)         # one core to run on, nothing forced
+    assert g.__s2sad__.hot(x, 0.7).tobytes() == want.tobytes()
+    assert not chunked
+
+
+def test_the_large_calls_chooser_times_the_chunks_python_too(monkeypatch, chunked):
+    """The chunks' whole call is timed, not their kernel alone: chunks made 20 ms slower
+    outside the kernel (as their Python and the pool's hand-over are, a little) lose to the
+    large entry on one thread."""
+    from s2sad import threads
+
+    monkeypatch.delenv("S2SAD_NUM_THREADS", raising=False)
+    monkeypatch.setattr(threads, "_DEFAULT", 2)
+    chunked.delay = 0.02
     x = np.linspace(-2, 2, LARGE)
     g = s2sad.grad(sum_loss)
     g(x, 0.7)
-    monkeypatch.setenv("S2SAD_NUM_THREADS", "2")
-    hot = g.__s2sad__.hot
-    assert hot(x, 0.7) is NotImplemented
-    with threads.one_thread():
-        assert hot(x, 0.7) is not NotImplemented
-    monkeypatch.delenv("S2SAD_NUM_THREADS")
-    monkeypatch.setattr(threads, "_DEFAULT", 1)         # one core to run on, nothing forced
-    assert hot(x, 0.7) is not NotImplemented
-    monkeypatch.setattr(threads, "_DEFAULT", 2)
-    assert hot(x, 0.7) is NotImplemented
+    g(x, 0.7)
+    large_chooser(g).buckets.clear()        # (the kernel's, shared with the tests before: measured afresh)
+    for _ in range(12):
+        g.__s2sad__.hot(x, 0.7)
+    assert chunked and set(large_chooser(g).choices().values()) == {1}
 
 
 def test_what_the_large_entry_does_not_take_stays_the_full_paths(monkeypatch):
@@ -392,3 +442,28 @@ def test_what_the_large_entry_does_not_take_stays_the_full_paths(monkeypatch):
             got = g(*args)
         assert g.__s2sad__.hot(*args) is NotImplemented
         same(got, want)
+
+
+@pytest.mark.parametrize("loss", [sum_loss, mean_loss])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("w", [0.7, 1])
+def test_large_calls_on_either_count_give_one_threads_bits(monkeypatch, chunked, loss, dtype, w):
+    """While the large calls' chooser probes (one thread's large entry, two threads'
+    chunks, in turn), every answer is one thread's, to the bit: a mean's seed (scale / n),
+    float32, an int scalar (which the large entry declines: the chunks take it on one
+    thread then)."""
+    from s2sad import threads
+
+    x = np.linspace(-2, 2, LARGE).astype(dtype)
+    monkeypatch.setenv("S2SAD_NUM_THREADS", "1")
+    want = s2sad.grad(loss)(x, w)
+    monkeypatch.delenv("S2SAD_NUM_THREADS")
+    monkeypatch.setattr(threads, "_DEFAULT", 2)
+    g = s2sad.grad(loss)
+    g(x, w)
+    g(x, w)
+    large_chooser(g).buckets.clear()
+    outs = [g(x, w) for _ in range(10)]
+    assert 2 in chunked
+    for r in outs:
+        assert r.dtype == dtype and r.tobytes() == want.tobytes()

@@ -664,23 +664,3 @@ def test_a_gradient_without_a_block_pass_keeps_its_passes_choosers(monkeypatch):
         g(*args)
     spec = specialised_copy(g, args)
     assert spec[0] is spec[3]
-
-
-def test_a_caller_with_its_own_one_thread_call_asks_settled_on_one(four_cores, monkeypatch):
-    """fastpath's large entry runs a call on one thread where the chooser has settled on
-    one: `settled_on_one` says so, counts the call as `run` would, and says no once the
-    periodic probe is due (or while probing, or settled on N, or a count is forced)."""
-    clock = FakeClock({1: 10.0, 4: 30.0})
-    chooser = ThreadChooser(clock)
-    assert not chooser.settled_on_one(500_000)             # nothing measured yet
-    settle(chooser, clock, 500_000)
-    bucket = chooser.buckets[size_class(500_000)]
-    answers = [chooser.settled_on_one(500_000) for _ in range(bucket.interval)]
-    assert answers == [True] * (bucket.interval - 1) + [False]   # the last: the probe is due
-    assert chooser.choices() == {size_class(500_000): 0}         # probing: `run` takes the calls
-    clock.cost[4] = 4.0
-    settle(chooser, clock, 500_000)
-    assert not chooser.settled_on_one(500_000)             # settled on 4
-    assert not chooser.settled_on_one(5_000_000)           # another size class: never seen
-    monkeypatch.setenv("S2SAD_NUM_THREADS", "1")
-    assert not chooser.settled_on_one(500_000)             # forced: one_thread_calls' business

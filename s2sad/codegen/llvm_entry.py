@@ -43,10 +43,9 @@ A *large* entry (`large=True`, named `..._large`) takes the same calls at any si
 PyEval_RestoreThread from its table): for a call that the runtime would make as one
 driver call on one thread, the gradient alone of array parameters (`large_qualifies`:
 no value summed, no scalar parameter's sum; the runtime's `whole` call, the same bits).
-Its callers ask for it only where the call runs on one thread: derivative's hot path
-where the calling thread runs alone (`threads.one_thread_calls`), fastpath then or where
-the kernel's chooser has settled on one thread (`ThreadChooser.settled_on_one`);
-everywhere else the runtime's path chooses the threads.
+Its one caller is fastpath.large_call (itself called by fastpath and by derivative's hot
+path), whose chooser times the large entry's whole call on one thread against the
+chunks' on more (a count forced to one, a dask block's share: the large entry).
 (Measured, 1M elements on one pinned thread: the general path's Python around the one
 driver call cost 30-80 us a call against ~160 us of driver, most of JAX's lead there.)
 
