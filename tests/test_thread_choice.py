@@ -116,15 +116,34 @@ def test_a_clear_choice_of_one_thread_waits_the_full_interval(four_cores):
 
 
 def test_one_thread_found_as_fast_at_a_check_is_probed_again_soon(four_cores):
-    """Settled on N, a check on one thread as fast as N's running mean: one thread, and
-    (a close call) a probe again after REPROBE_CLOSE calls."""
+    """Settled on N, a check on one thread as fast as N's running mean: a probe at once;
+    it finds one thread as fast (a close call): one thread, probed again after
+    REPROBE_CLOSE calls."""
     clock = FakeClock({1: 10.0, 4: 6.0})
     chooser = ThreadChooser(clock)
     settle(chooser, clock, 500_000)
     clock.cost = {1: 6.0, 4: 6.0}
     calls(chooser, clock, 500_000, CHECK_FIRST)
+    assert chooser.choices() == {size_class(500_000): 0}          # probing
+    assert settle(chooser, clock, 500_000) == [1, 4] * (PROBES + 1)
     bucket = chooser.buckets[size_class(500_000)]
     assert chooser.choices() == {size_class(500_000): 1} and bucket.interval == REPROBE_CLOSE
+
+
+def test_a_lucky_check_on_one_thread_does_not_settle_on_it(four_cores):
+    """Settled on 4, N's running mean raised by a spell of slower calls and one lucky
+    call on one thread at the check: the probe that follows, in turn on each count,
+    keeps 4 (a check alone would have run 32 or more calls on one thread at 2.5x)."""
+    clock = FakeClock({1: 10.0, 4: 4.0})
+    chooser = ThreadChooser(clock)
+    settle(chooser, clock, 500_000)
+    clock.cost[4] = 5.9                     # (under SLOW_FACTOR x the probe's: no probe for it)
+    assert calls(chooser, clock, 500_000, CHECK_FIRST - 1) == [4] * (CHECK_FIRST - 1)
+    clock.cost[1] = 5.0
+    assert calls(chooser, clock, 500_000, 1) == [1]               # the check
+    clock.cost = {1: 10.0, 4: 4.0}
+    assert settle(chooser, clock, 500_000) == [1, 4] * (PROBES + 1)
+    assert chooser.choices() == {size_class(500_000): 4}
 
 
 @pytest.mark.parametrize("warm_up, timed, seen", [(GIVE_UP * 10.0 + 1.0, 4.0, [1, 4]),            # the warm-up
@@ -241,13 +260,15 @@ def test_a_slower_spell_is_followed_within_a_few_calls(four_cores):
 
 def test_threads_chosen_on_unlucky_probes_are_dropped_at_a_check(four_cores):
     """The probe met a slow spell on one thread and chose 4; one thread is faster after
-    all: the first check on one thread (the CHECK_FIRST-th call) says so."""
+    all: the first check on one thread (the CHECK_FIRST-th call) starts a probe, which
+    says so."""
     clock = FakeClock({1: 20.0, 4: 8.0})
     chooser = ThreadChooser(clock)
     settle(chooser, clock, 500_000)
     assert chooser.choices() == {size_class(500_000): 4}
     clock.cost[1] = 6.0
     assert calls(chooser, clock, 500_000, CHECK_FIRST) == [4] * (CHECK_FIRST - 1) + [1]
+    assert settle(chooser, clock, 500_000) == [1, 4] * (PROBES + 1)     # the probe the check started
     assert chooser.choices() == {size_class(500_000): 1}
     assert calls(chooser, clock, 500_000, 50) == [1] * 50
 
