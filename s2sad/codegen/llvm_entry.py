@@ -310,12 +310,12 @@ class _EntryWriter:
         t("br label %size.loop")
         t.label("size.done")
         t("%n.low = icmp slt i64 %size.n, 2")
-        if self.large:      # (any size: the driver runs without the GIL)
-            t("%n.out = or i1 %n.low, false")
-        else:
+        out = "%n.low"          # a large entry: any size (the driver runs without the GIL)
+        if not self.large:
             t(f"%n.high = icmp sgt i64 %size.n, {ENTRY_MAX}")
             t("%n.out = or i1 %n.low, %n.high")
-        t(f"br i1 %n.out, label %decline, label %{then}")
+            out = "%n.out"
+        t(f"br i1 {out}, label %decline, label %{then}")
 
     def same_shape(self, p: str, then: str) -> None:
         """p's dimensions are the first array's."""
