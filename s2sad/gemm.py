@@ -34,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from . import blockloop
 from .backends import choose
 from .backends.llvm import ptr
 from .blockloop import call
@@ -114,7 +115,9 @@ def _product(a: np.ndarray, b: np.ndarray, bias: np.ndarray | None = None) -> np
     if work < THREAD_WORK or p < 2 * NARROW_ROWS:
         f(*args, 0, p)
         return c
-    _chooser(a.dtype, m, p).run(work, lambda threads: _rows_on_threads(f, args, p, threads))
+    served = (plain, args, (row,)) if bias is not None else (f, args, ())
+    _chooser(a.dtype, m, p).run(work, lambda threads: _rows_served(*served, p, threads)
+                                or _rows_on_threads(f, args, p, threads))
     return c
 
 
@@ -156,7 +159,23 @@ def _rows_on_threads(f, args, p: int, threads: int) -> None:
         return
     step = -(-p // (threads * NARROW_ROWS)) * NARROW_ROWS
     bounds = [(lo, min(p, lo + step)) for lo in range(0, p, step)]
-    run_chunks(lambda i: f(*args, *bounds[i]), len(bounds), len(bounds))
+    run_chunks(lambda i: f(*args, *bounds[i]), len(bounds), len(bounds), linger=True)
+
+
+SERVED_CHUNKS = 8             # ranges of a product served (the threads take them in turn)
+
+
+def _rows_served(f, args: tuple, after: tuple, p: int, threads: int) -> bool:
+    """The product's rows in SERVED_CHUNKS ranges of whole row tiles, `f(*args, lo, hi,
+    *after)` each, on this thread and a pool thread serving block loops
+    (blockloop.served_calls): True; or False, nothing run, where the count is not two or
+    no pool thread serves. (At the MLP3's 10k rows `h @ W3`, 10 columns, ~0.2 ms, gained
+    nothing from a second thread woken for it.) Each row's bits are the same whatever
+    range computes it (llvm_gemm)."""
+    if threads != 2:
+        return False
+    step = -(-p // (SERVED_CHUNKS * NARROW_ROWS)) * NARROW_ROWS
+    return blockloop.served_calls(f, [(*args, lo, min(p, lo + step), *after) for lo in range(0, p, step)])
 
 
 def _own(a: Any, b: Any, backend: str) -> np.ndarray | None:

@@ -59,7 +59,10 @@ and at the Intel's 2 MiB; twice the blocks also share the work between two threa
 more evenly when one of them is slowed. Measured on the Intel Xeon (busy, load 4-5),
 the MLP3 gradient in one process, block sizes alternated call by call, medians of 100:
 10k 0.96-0.99x the time at 512 KiB (1 MiB: 1.05-1.06x; 128 KiB 0.99-1.02x), 100k
-0.96-1.00x; one thread 0.98-1.00x.
+0.96-1.00x; one thread 0.98-1.00x. Again on the znver5 (2026-12-03, session 18), with
+the compiled block loop, default threads, sizes alternated call by call, medians of
+140: 64 KiB 1.04-1.08x the time of 256 KiB, 128 KiB 1.01-1.03x, 384 KiB 1.00-1.02x,
+512 KiB 1.01-1.02x: 256 KiB stays.
 
 Kept (session 15): each pass's blocks made by one compiled loop a thread (blockloop.py;
 S2SAD_BLOCK_LOOP=0: the Python loop). perf put 20% of the MLP3's one-thread gradient
@@ -118,7 +121,13 @@ def _scratch(dtype: np.dtype, rows: int, m: int, what: str = "product") -> np.nd
     got = getattr(_LOCAL, "buffers", None)
     if got is None:
         got = _LOCAL.buffers = {}
-    key = (dtype, rows, m, what)
+    return _scratch_in(got, (dtype, rows, m, what))
+
+
+def _scratch_in(got: dict, key: tuple) -> np.ndarray:
+    """The scratch of `key` (dtype, rows, columns, what) in the set `got`: this thread's,
+    or a serving pool thread's (loopserver)."""
+    dtype, rows, m, _ = key
     buf = got.get(key)
     if buf is None:
         if len(got) >= SCRATCHES:      # a bounded number kept per thread
@@ -155,7 +164,9 @@ def _in_blocks(what: str, dtype: np.dtype, work: int, p: int, m: int, run_block)
 
     def on_threads(threads: int) -> None:
         if compiled is not None:        # one call a thread, each taking blocks until none is left
-            run_chunks(compiled, threads, threads)
+            if threads == 2 and compiled.served():      # (a pool thread serving since the last pass)
+                return
+            run_chunks(compiled, threads, threads, linger=True)
         else:
             run_chunks(block, len(bounds), threads)
     if work < gemm.THREAD_WORK or len(bounds) < 2:
@@ -172,7 +183,7 @@ def _compiled(what: str, bounds: list, dtype: np.dtype, rows: int, m: int, descr
                                  lambda: dict(getattr(_LOCAL, "buffers", {})))
     except blockloop.Decline:
         return None
-    return blockloop.runner(plan, lambda key: _scratch(*key))
+    return blockloop.runner(plan, lambda key: _scratch(*key), _scratch_in)
 
 
 # ---------------------------------------------------------------- forward: the kernel's partials

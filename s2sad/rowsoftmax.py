@@ -93,8 +93,8 @@ def _run(kind: str, x: np.ndarray, layout, shape) -> np.ndarray:
     if n:
         f, size = _function(kind, x.dtype), x.dtype.itemsize
         a, o, o_row = ptr(x), ptr(out), out.size // n      # out: k values a row, or one
-        run_rows((kind, x.dtype), n, k,
-                 lambda lo, hi: f(a + lo * stride * size, hi - lo, k, stride, o + lo * o_row * size))
+        run_rows((kind, x.dtype), n, k, f,
+                 lambda lo, hi: (a + lo * stride * size, hi - lo, k, stride, o + lo * o_row * size))
     return out
 
 
@@ -211,9 +211,9 @@ def _run_bar(kind: str, a: np.ndarray, b: np.ndarray, c, a_stride: int, b_stride
         pa, pb, pc, po = ptr(a), ptr(b), ptr(c) if c is not None else 0, ptr(out)
 
         def rows(lo, hi):
-            f(pa + lo * a_stride * size, pb + lo * b_stride * size, pc and pc + lo * size, hi - lo, k,
-              a_stride, b_stride, po + lo * out_row * size)
-        run_rows((kind, a.dtype), n, k, rows)
+            return (pa + lo * a_stride * size, pb + lo * b_stride * size, pc and pc + lo * size, hi - lo, k,
+                    a_stride, b_stride, po + lo * out_row * size)
+        run_rows((kind, a.dtype), n, k, f, rows)
     return out
 
 

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from typing import Callable
 
+from . import blockloop
 from .codegen.llvm_rows import FLUSH_ROWS
 from .fastpath import MAX_CHUNKS, THREAD_MIN
 from .threadchoice import Choosers
@@ -55,19 +56,21 @@ def row_chunks(n: int, k: int, least: int = THREAD_MIN) -> list[tuple[int, int]]
     return [(lo, min(n, lo + step)) for lo in range(0, n, step)]
 
 
-def run_rows(key, n: int, k: int, call: Callable[[int, int], None]) -> None:
-    """call(lo, hi) over rows [lo, hi) covering [0, n): one call on one thread, or the
-    chunks of row_chunks on the threads key's chooser picks."""
+def run_rows(key, n: int, k: int, f, args_of: Callable[[int, int], tuple]) -> None:
+    """f(*args_of(lo, hi)) over rows [lo, hi) covering [0, n) (f a row kernel's ctypes
+    function): one call on one thread, or the chunks of row_chunks on the threads key's
+    chooser picks; on two, handed to a pool thread serving block loops where one is
+    (loopserver: no wake-up), else the pool's (which then serves for a while)."""
     forced = forced_threads() if n * k >= FORCED_MIN else None
     chunks = row_chunks(n, k, FORCED_MIN if forced is not None and forced > 1 else THREAD_MIN)
     if len(chunks) <= 1:
-        call(0, n)
+        f(*args_of(0, n))
         return
 
     def work(threads: int) -> None:
         if threads <= 1:
-            call(0, n)       # the chunks' bits (see the module docstring), in one call
-        else:
-            run_chunks(lambda c: call(*chunks[c]), len(chunks), threads)
+            f(*args_of(0, n))       # the chunks' bits (see the module docstring), in one call
+        elif not (threads == 2 and blockloop.served_calls(f, [args_of(lo, hi) for lo, hi in chunks])):
+            run_chunks(lambda c: f(*args_of(*chunks[c])), len(chunks), threads, linger=True)
 
     _CHOOSERS.of(key).run(n * k, work)

@@ -16,12 +16,10 @@ Invariants:
   pool and renews the lock in the child, which makes its own pool on its first large
   call.
 
-Measured and rejected (2026-12-03, the znver5 VM): a pool thread that, after its share of
-a block loop, spun ~1 ms in compiled code with the GIL released and took the next pass
-from a mailbox (OpenMP's spin-wait): it served two thirds of the MLP3 gradient's passes
-at 10k rows, and the gradient took 0.98-1.00x its time with the pool's wake-ups (30-60 us
-a pass, measured), in interleaved A/B runs, with and without x86's pause in the spin.
-The pool thread's late start was not what held two threads back.
+- A split that may pass to a serving thread (run_chunks' `linger`): the pool thread,
+  its chunks done, waits for the next split spinning in compiled code for ~0.5 ms
+  (loopserver.py, which says why and what it gained); any other submission first sends
+  it back to the pool (loopserver.make_way).
 """
 from __future__ import annotations
 
@@ -31,6 +29,8 @@ import threading
 import warnings
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable
+
+from . import loopserver
 
 ENV = "S2SAD_NUM_THREADS"
 MAX_PER_CORE = 4
@@ -195,7 +195,7 @@ def pool_size() -> int:
     return _POOL.size
 
 
-def run_chunks(run: Callable[[int], None], n_chunks: int, n_threads: int) -> None:
+def run_chunks(run: Callable[[int], None], n_chunks: int, n_threads: int, linger: bool = False) -> None:
     """run(c) for every chunk c, on n_threads threads: the calling thread and
     n_threads - 1 of the pool's, each taking the next chunk not yet taken. A thread
     that starts late or is descheduled takes fewer chunks instead of finishing last
@@ -206,15 +206,23 @@ def run_chunks(run: Callable[[int], None], n_chunks: int, n_threads: int) -> Non
     busy machine a pool thread may wait milliseconds for a core, and by then the
     caller has taken its chunks; it finds none left and ends. What it was given is
     dropped first (`_Chunks.close`), so it keeps no array alive. The first exception a
-    chunk raised is raised here, after the other chunks ran."""
+    chunk raised is raised here, after the other chunks ran.
+
+    `linger` (on two threads): the pool thread, its chunks done, then serves the next
+    split for a while (loopserver.linger); any submission first sends a serving thread
+    back to the pool (loopserver.make_way)."""
     if n_threads <= 1 or n_chunks <= 1:
         for c in range(n_chunks):
             run(c)
         return
     chunks = _Chunks(run, n_chunks)
     pool = _POOL.get(n_threads - 1)
+    loopserver.make_way()
+    since = loopserver.kicks()
+    # (a server is posted to by splits on two threads only: more would spin for nothing)
+    task = chunks.work if not linger or n_threads != 2 else lambda: (chunks.work(), loopserver.linger(since))
     for _ in range(n_threads - 1):
-        pool.submit(chunks.work)
+        pool.submit(task)
     chunks.work()
     chunks.wait_and_close()
 

@@ -49,12 +49,18 @@ def loops_ran(monkeypatch):
     ran = [0]
     make = blockloop.runner
 
-    def counted(plan, buffer):
-        run = make(plan, buffer)
+    def counted(plan, buffer, server_buffer):
+        run = make(plan, buffer, server_buffer)
 
         def go(c):
             ran[0] += 1
             run(c)
+
+        def served():
+            done = run.served()
+            ran[0] += done
+            return done
+        go.served, go.keep = served, run.keep
         return go
     monkeypatch.setattr(blockloop, "runner", counted)
     return ran
@@ -149,7 +155,7 @@ def test_a_hand_made_pass_runs_every_block_once(threads):
     bounds = [(lo, min(p, lo + rows)) for lo in range(0, p, rows)]
     out, sums = np.full((p, m), np.nan), np.zeros((len(bounds), m))
     plan = blockloop.planned(("test", threads), bounds, _mulsum_pass(d, g, out, sums), dict)
-    run = blockloop.runner(plan, lambda key: None)
+    run = blockloop.runner(plan, lambda key: None, lambda buffers, key: None)
     run_chunks(run, threads, threads)
     np.testing.assert_array_equal(out, d * g)
     want = np.array([np.add.reduce(d[lo:hi] * g[lo:hi], axis=0) for lo, hi in bounds])

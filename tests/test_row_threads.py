@@ -86,7 +86,10 @@ def test_a_whole_calls_forced_count_splits_rows_from_forced_min_with_the_same_bi
     monkeypatch.delenv("S2SAD_NUM_THREADS", raising=False)
     spans = []
     run = rowthreads.run_chunks
-    monkeypatch.setattr(rowthreads, "run_chunks", lambda f, c, t: (spans.append((c, t)), run(f, c, t)))
+    monkeypatch.setattr(rowthreads, "run_chunks", lambda f, c, t, **k: (spans.append((c, t)), run(f, c, t, **k)))
+    served = rowthreads.blockloop.served_calls      # (or handed to a serving pool thread: loopserver)
+    monkeypatch.setattr(rowthreads.blockloop, "served_calls",
+                        lambda f, rows: served(f, rows) and (spans.append((len(rows), 2)) or True))
     with threads.all_calls_on(1):
         one = _calls(x, y, g, lse)
     assert spans == []

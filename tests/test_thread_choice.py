@@ -639,7 +639,10 @@ def test_a_large_gradients_passes_run_on_the_count_chosen_for_the_whole_gradient
     from s2sad import rowthreads
     spans = []
     chunks = rowthreads.run_chunks
-    monkeypatch.setattr(rowthreads, "run_chunks", lambda f, c, t: (spans.append((c, t)), chunks(f, c, t)))
+    monkeypatch.setattr(rowthreads, "run_chunks", lambda f, c, t, **k: (spans.append((c, t)), chunks(f, c, t, **k)))
+    served = rowthreads.blockloop.served_calls      # (or handed to a serving pool thread: loopserver)
+    monkeypatch.setattr(rowthreads.blockloop, "served_calls",
+                        lambda f, rows: served(f, rows) and (spans.append((len(rows), 2)) or True))
     with threads.all_calls_on(2):
         assert_same_bits(whole.__wrapped__(*args), want)
     assert spans and all(c > 1 and t == 2 for c, t in spans)

@@ -1,0 +1,244 @@
+"""A pool thread serving block loops (s2sad/loopserver.py): never a hang, the same bits
+as the pool's way, off with S2SAD_POOL_SPIN=0, gone at the end of a gradient timed whole."""
+from __future__ import annotations
+
+import multiprocessing
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import s2sad
+from s2sad import blockloop, gemm, loopserver, rowsoftmax, threads
+from s2sad.backends.llvm import ptr
+
+
+def mlp3(W1, b1, W2, b2, W3, b3, X, Y):
+    h1 = np.tanh(X @ W1 + b1)
+    h2 = np.maximum(h1 @ W2 + b2, 0.0)
+    z = h2 @ W3 + b3
+    z = z - np.max(z, axis=1, keepdims=True)
+    logp = z - np.log(np.sum(np.exp(z), axis=1, keepdims=True))
+    return -np.mean(np.sum(Y * logp, axis=1))
+
+
+def mlp3_args(n: int, dtype):
+    rng = np.random.default_rng(n)
+    shapes = ((32, 64), (1, 64), (64, 64), (1, 64), (64, 10), (1, 10), (n, 32))
+    args = tuple((rng.normal(size=s) * 0.3).astype(dtype) for s in shapes)
+    return args + (np.eye(10, dtype=dtype)[rng.integers(0, 10, n)],), (0, 1, 2, 3, 4, 5)
+
+
+@pytest.fixture(autouse=True)
+def _spin_on(monkeypatch):
+    monkeypatch.delenv("S2SAD_POOL_SPIN", raising=False)
+    monkeypatch.delenv("S2SAD_BLOCK_LOOP", raising=False)
+    yield
+    loopserver.kick()           # (a server a test started leaves)
+    _wait_gone()
+
+
+def _wait_gone(limit: float = 5.0) -> bool:
+    end = time.monotonic() + limit
+    while loopserver.SERVER.mailbox[0] and time.monotonic() < end:
+        time.sleep(0.001)
+    return not loopserver.SERVER.mailbox[0]
+
+
+def _serve_forever(monkeypatch) -> threading.Thread:
+    """A thread serving until kicked (its spins all but endless), started and serving."""
+    _wait_gone()
+    t = threading.Thread(target=loopserver.linger, args=(loopserver.kicks(), 1 << 62), daemon=True)
+    t.start()
+    end = time.monotonic() + 5
+    while loopserver.SERVER.mailbox[0] != 1 and time.monotonic() < end:
+        time.sleep(0.0005)
+    assert loopserver.serving()
+    return t
+
+
+def test_a_server_with_nothing_posted_leaves_after_its_spins(monkeypatch):
+    _wait_gone()
+    t = threading.Thread(target=loopserver.linger, args=(loopserver.kicks(), 2000), daemon=True)
+    t.start()
+    t.join(5)
+    assert not t.is_alive() and loopserver.SERVER.mailbox[0] == 0
+
+
+def test_a_kick_made_before_a_thread_reaches_serve_still_sends_it_away():
+    _wait_gone()
+    since = loopserver.kicks()
+    loopserver.kick()           # (the end of the call came before the pool thread lingered)
+    t = threading.Thread(target=loopserver.linger, args=(since, 1 << 62), daemon=True)
+    t.start()
+    t.join(5)
+    assert not t.is_alive() and loopserver.SERVER.mailbox[0] == 0
+
+
+def test_a_kick_sends_a_serving_thread_away_at_once(monkeypatch):
+    t = _serve_forever(monkeypatch)
+    loopserver.kick()
+    t.join(5)
+    assert not t.is_alive() and loopserver.SERVER.mailbox[0] == 0
+
+
+def test_a_post_with_nobody_serving_runs_nothing_and_says_so():
+    assert _wait_gone()
+    ran = []
+    assert not loopserver.run_served(0, 0, 0, 0, 0, (), None, lambda: ran.append(1))
+    assert ran == [] and not loopserver.serving()
+    assert not blockloop.served_calls(None, [(1, 2)])
+
+
+def _mulsum_plan(d, g, out, sums, rows):
+    from s2sad import productsums
+    f = productsums.mulsum_function(d.dtype)
+    size, (p, m) = d.itemsize, d.shape
+    bounds = [(lo, min(p, lo + rows)) for lo in range(0, p, rows)]
+
+    def run_block(lo, hi, i):
+        blockloop.call(f, ptr(d) + lo * m * size, ptr(g) + lo * m * size, ptr(out) + lo * m * size,
+                       ptr(sums) + i * m * size, hi - lo, m, m, m)
+    return bounds, blockloop.planned(("served test", p), bounds, run_block, dict)
+
+
+def test_a_served_pass_runs_every_block_once_on_both_threads(monkeypatch):
+    rng = np.random.default_rng(0)
+    p, m = 5000, 24
+    d, g = rng.normal(size=(p, m)), rng.normal(size=(p, m))
+    out, sums = np.full((p, m), np.nan), np.zeros((-(-p // 64), m))
+    bounds, plan = _mulsum_plan(d, g, out, sums, 64)
+    t = _serve_forever(monkeypatch)
+    before = loopserver.SERVER.served
+    run = blockloop.runner(plan, lambda key: None, lambda buffers, key: None)
+    assert run.served()
+    assert loopserver.SERVER.served == before + 1 and loopserver.serving()     # (serving again after)
+    np.testing.assert_array_equal(out, d * g)
+    want = np.array([np.add.reduce(d[lo:hi] * g[lo:hi], axis=0) for lo, hi in bounds])
+    np.testing.assert_allclose(sums, want, rtol=1e-13)
+    assert run.keep[1][0] >= len(bounds)        # every block taken from the one counter
+    loopserver.kick()
+    t.join(5)
+    assert not t.is_alive()
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_served_products_and_row_kernels_have_one_threads_bits(monkeypatch, dtype):
+    rng = np.random.default_rng(1)
+    h, w, b = (rng.normal(size=s).astype(dtype) for s in ((10_000, 64), (64, 10), (10,)))
+    z, y = rng.normal(size=(10_000, 10)).astype(dtype), np.eye(10, dtype=dtype)[rng.integers(0, 10, 10_000)]
+    gr = np.full(10_000, -1e-4, dtype)
+    with threads.all_calls_on(1):
+        want = gemm._product(h, w, b), rowsoftmax.row_dot_log_softmax_bar(0, gr, z, y, axis=1)
+    _serve_forever(monkeypatch)
+    before = loopserver.SERVER.served
+    with threads.all_calls_on(2):
+        got = gemm._product(h, w, b), rowsoftmax.row_dot_log_softmax_bar(0, gr, z, y, axis=1)
+    assert loopserver.SERVER.served == before + 2
+    for a, b_ in zip(got, want):
+        np.testing.assert_array_equal(a, b_)
+
+
+def test_a_product_with_negative_strides_served_has_its_bits(monkeypatch):
+    rng = np.random.default_rng(2)
+    h = rng.normal(size=(10_000, 64))[::-1]
+    w = rng.normal(size=(64, 10))
+    with threads.all_calls_on(1):
+        want = gemm.matmul(h, w)
+    _serve_forever(monkeypatch)
+    with threads.all_calls_on(2):
+        got = gemm.matmul(h, w)
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_allclose(got, h @ w, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_the_mlp3_gradient_served_has_the_bits_of_the_pools_way(monkeypatch, dtype):
+    """Each call given a thread serving before it starts (on a loaded machine the pool's
+    own thread may come too late to serve: what is served is timing's choice, the bits
+    are not); the call's end sends it away."""
+    args, argnums = mlp3_args(10_000, dtype)
+    g = s2sad.grad(mlp3, argnums=argnums)
+    monkeypatch.setenv("S2SAD_NUM_THREADS", "2")
+    monkeypatch.setenv("S2SAD_POOL_SPIN", "0")
+    want = g(*args)
+    before = loopserver.SERVER.served
+    for _ in range(2):
+        g(*args)
+    assert loopserver.SERVER.served == before        # off: never served
+    monkeypatch.setenv("S2SAD_POOL_SPIN", "1")
+    for _ in range(3):
+        server = _serve_forever(monkeypatch)
+        at = loopserver.SERVER.served
+        for a, b in zip(g(*args), want):
+            np.testing.assert_array_equal(a, b)
+        assert loopserver.SERVER.served >= at + 4    # the four block passes at least
+        server.join(5)
+        assert not server.is_alive()                # (kicked at the call's end)
+
+
+@pytest.mark.parametrize("pool", ["1", "0"])
+def test_a_gradient_timed_whole_sends_its_server_away_when_it_returns(monkeypatch, pool):
+    """Spins made endless: only the call's kick at its end (mempool.leave; with the pool
+    off, the whole call's) ends them."""
+    args, argnums = mlp3_args(10_000, np.float64)
+    monkeypatch.delenv("S2SAD_NUM_THREADS", raising=False)
+    monkeypatch.setenv("S2SAD_POOL", pool)
+    monkeypatch.setattr(loopserver, "SPINS", 1 << 62)
+    g = s2sad.grad(mlp3, argnums=argnums)
+    for _ in range(3):
+        g(*args)
+        assert _wait_gone(2.0)
+
+
+def _xent(W, b, X, Y):
+    z = X @ W + b
+    z = z - np.max(z, axis=1, keepdims=True)
+    return -np.mean(np.sum(Y * (z - np.log(np.sum(np.exp(z), axis=1, keepdims=True))), axis=1))
+
+
+def test_any_large_call_sends_the_server_of_its_splits_away_when_it_returns(monkeypatch):
+    """A cross-entropy on two threads (a product's rows, a row kernel's chunks: no
+    gradient timed whole), spins made endless: the end of the call ends them."""
+    rng = np.random.default_rng(3)
+    n = 100_000
+    args = (rng.normal(size=(32, 10)) * 0.2, rng.normal(size=(1, 10)), rng.normal(size=(n, 32)),
+            np.eye(10)[rng.integers(0, 10, n)])
+    monkeypatch.setenv("S2SAD_NUM_THREADS", "2")
+    monkeypatch.setattr(loopserver, "SPINS", 1 << 62)
+    g = s2sad.grad(_xent, argnums=(0, 1))
+    lingered = []
+    real = loopserver.linger
+    monkeypatch.setattr(loopserver, "linger", lambda *a: (lingered.append(1), real(*a)))
+    for _ in range(3):
+        got = g(*args)
+        assert _wait_gone(2.0)
+    assert lingered                 # (the call's splits did leave a server spinning)
+    monkeypatch.setenv("S2SAD_NUM_THREADS", "1")
+    for a, b in zip(got, g(*args)):
+        np.testing.assert_array_equal(a, b)
+
+
+def _child(conn, args, argnums):
+    g = s2sad.grad(mlp3, argnums=argnums)
+    conn.send([np.asarray(a) for a in g(*args)])
+    conn.close()
+
+
+def test_a_child_forked_while_a_thread_serves_runs_gradients(monkeypatch):
+    """The child has no server thread: its mailbox is zeroed (no post waits for nobody)."""
+    args, argnums = mlp3_args(10_000, np.float64)
+    monkeypatch.setenv("S2SAD_NUM_THREADS", "2")
+    want = s2sad.grad(mlp3, argnums=argnums)(*args)
+    _serve_forever(monkeypatch)
+    ctx = multiprocessing.get_context("fork")
+    parent, child = ctx.Pipe()
+    proc = ctx.Process(target=_child, args=(child, args, argnums))
+    proc.start()
+    assert parent.poll(120), "the forked child hung"
+    got = parent.recv()
+    proc.join(30)
+    assert proc.exitcode == 0
+    for a, b in zip(got, want):
+        np.testing.assert_array_equal(a, b)
