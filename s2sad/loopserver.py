@@ -25,14 +25,16 @@ spinning stays inside the call, never taking a core from what the user runs next
 Measured (2026-12-03, the znver5 guest, 2 vCPUs, busy): the MLP3 gradient at 10k rows,
 two `grad` objects in one process, calls alternated with S2SAD_POOL_SPIN 0 and 1,
 medians of 225: 0.90x and 0.91x the time with default threads (5.1 -> 4.6 ms and 7.0 ->
-6.3 ms), 0.92x forced to two; 100k rows 0.96x. The softmax cross-entropy (10k, 100k),
+6.3 ms), 0.92x forced to two; 100k rows 0.96x. Beside JAX's process (bench/fusion_rows'
+setting: s2sad's calls, spin off and on, alternated between JAX's): 0.87-1.00x over five
+runs. The softmax cross-entropy (10k, 100k),
 log-sum-exp and layer norm at 100k: 1.00-1.02x (none of their splits lingers, or the
 chooser keeps one thread). Session 17's first version served block passes alone and
 read 0.98-1.00x; the products and row kernels between the passes, served too, made the
 difference.
 
 The mailbox: 0 state (0 nobody serving, 1 serving and free, 2 claimed by a poster who is
-writing, 3 posted), 1 the last posted number, 2 the last done, 3 the function, 4-8 its
+writing, 3 posted, 4 taken by the server), 1 the last posted number, 2 the last done, 3 the function, 4-8 its
 arguments, 9 the kicks so far (the end of a call: a server leaves at once when they pass
 the count its task was made with; counted, not set and cleared, so a kick made before
 the thread reaches `serve` is not lost), 10 make-way (other pool work submitted: the
@@ -47,9 +49,12 @@ Invariants:
 - the calling thread returns only after the server's `done` (release/acquire): nothing
   of the pass is still written when the caller reads it;
 - in a forked child the mailbox is zeroed (no server thread there);
-- never a hang: `serve` returns after SPINS pauses with nothing posted, or when kicked;
-  a poster waits only for a loop it posted, which the server (spinning, on its own
-  core) runs; the calling thread's share is taken first, so the server may find none.
+- never a hang, nor a wait on a thread without a core: `serve` returns after SPINS
+  pauses with nothing posted, or when kicked; the poster, its share done (every block,
+  where the server has not started), takes a post the server has not claimed back
+  (3 -> 1, by the same compare-and-swap the server claims it with, 3 -> 4), and waits
+  only for a loop the server took and is running, yielding its core every WAIT_SPINS
+  pauses.
 - S2SAD_POOL_SPIN=0 turns it off (the pool's way everywhere).
 """
 from __future__ import annotations
@@ -66,7 +71,8 @@ from .codegen import llvm_jit
 
 SWITCH_NAME = "S2SAD_POOL_SPIN"
 SPINS = 20000            # pauses a server waits for a post before it leaves (~0.4-1 ms)
-_VERSION = "v4"
+WAIT_SPINS = 2000        # pauses a poster waits for a claimed loop between yields (~50-100 us)
+_VERSION = "v5"
 
 
 def on() -> bool:
@@ -93,7 +99,11 @@ def _serve_ir(name: str) -> str:
             "  %left = phi i64 [ %spins, %entry ], [ %left.next, %spin ], [ %spins, %run ], [ 0, %claimed ]\n"
             "  %st = load atomic i64, ptr %mb acquire, align 8\n"
             "  %posted = icmp eq i64 %st, 3\n"
-            "  br i1 %posted, label %run, label %check\n"
+            "  br i1 %posted, label %claim, label %check\n"
+            "claim:\n"                   # (the poster may retract it first: then 1, and no run)
+            "  %c = cmpxchg ptr %mb, i64 3, i64 4 acq_rel acquire\n"
+            "  %took = extractvalue { i64, i1 } %c, 1\n"
+            "  br i1 %took, label %run, label %check\n"
             "check:\n"
             "  %kick = load atomic i64, ptr %kick.at monotonic, align 8\n"
             "  %kicked = icmp ne i64 %kick, %kicks\n"
@@ -154,19 +164,36 @@ def _post_ir(name: str) -> str:
 
 def _wait_ir(name: str) -> str:
     decl, pause = _pause()
-    return (decl + f"define void @{name}(ptr %mb, i64 %seq) {{\n"
+    return (decl + f"define i64 @{name}(ptr %mb, i64 %seq, i64 %spins) {{\n"
             "entry:\n"
             "  %done.at = getelementptr inbounds i64, ptr %mb, i64 2\n"
             "  br label %loop\n"
             "loop:\n"
+            "  %left = phi i64 [ %spins, %entry ], [ %left.next, %spin ]\n"
             "  %d = load atomic i64, ptr %done.at acquire, align 8\n"
             "  %eq = icmp eq i64 %d, %seq\n"
-            "  br i1 %eq, label %exit, label %spin\n"
+            "  br i1 %eq, label %exit, label %more\n"
+            "more:\n"
+            "  %none = icmp eq i64 %left, 0\n"
+            "  br i1 %none, label %later, label %spin\n"
             "spin:\n"
             + pause +
+            "  %left.next = sub i64 %left, 1\n"
             "  br label %loop\n"
+            "later:\n"
+            "  ret i64 0\n"
             "exit:\n"
-            "  ret void\n"
+            "  ret i64 1\n"
+            "}\n")
+
+
+def _retract_ir(name: str) -> str:
+    return (f"define i64 @{name}(ptr %mb) {{\n"
+            "entry:\n"
+            "  %r = cmpxchg ptr %mb, i64 3, i64 1 acq_rel acquire\n"
+            "  %ok = extractvalue { i64, i1 } %r, 1\n"
+            "  %v = zext i1 %ok to i64\n"
+            "  ret i64 %v\n"
             "}\n")
 
 
@@ -182,7 +209,8 @@ def _enter_ir(name: str) -> str:
 
 _I64, _P = ctypes.c_int64, ctypes.c_void_p
 _FUNCTIONS = {"serve": (_serve_ir, None, (_P, _I64, _I64)), "post": (_post_ir, _I64, (_P,) + (_I64,) * 6),
-              "wait": (_wait_ir, None, (_P, _I64)), "enter": (_enter_ir, _I64, (_P,))}
+              "wait": (_wait_ir, _I64, (_P, _I64, _I64)), "enter": (_enter_ir, _I64, (_P,)),
+              "retract": (_retract_ir, _I64, (_P,))}
 
 
 class _Server:
@@ -194,7 +222,8 @@ class _Server:
         self.lock = threading.Lock()         # one poster at a time (the server's scratch is one set)
         self.buffers: dict = {}
         self.fns: dict | None = None
-        self.served = 0                      # passes run by a server (for tests)
+        self.served = 0                      # posts a server ran (for tests)
+        self.retracted = 0                   # posts taken back, the poster's share all of it
 
     def functions(self) -> dict:
         if self.fns is None:
@@ -274,8 +303,16 @@ def run_served(loop_address: int, table: int, words: int, n: int, counter: int, 
         try:
             run_own()
         finally:
-            fns["wait"](SERVER.at, seq)      # (the server's blocks written, its scratch free)
-        SERVER.served += 1
+            # not yet claimed (the server descheduled, or slow to see it): taken back,
+            # since this thread's share took every block; else its blocks written and
+            # its scratch free, yielding the core now and then (the server may need it)
+            retracted = fns["retract"](SERVER.at)
+            while not retracted and not fns["wait"](SERVER.at, seq, WAIT_SPINS):
+                os.sched_yield()
+        if retracted:
+            SERVER.retracted += 1
+        else:
+            SERVER.served += 1
         return True
     finally:
         SERVER.lock.release()

@@ -103,6 +103,11 @@ def _mulsum_plan(d, g, out, sums, rows):
     return bounds, blockloop.planned(("served test", p), bounds, run_block, dict)
 
 
+def _loop_address(plan) -> int:
+    import ctypes
+    return ctypes.cast(plan.loop, ctypes.c_void_p).value
+
+
 def test_a_served_pass_runs_every_block_once_on_both_threads(monkeypatch):
     rng = np.random.default_rng(0)
     p, m = 5000, 24
@@ -112,7 +117,18 @@ def test_a_served_pass_runs_every_block_once_on_both_threads(monkeypatch):
     t = _serve_forever(monkeypatch)
     before = loopserver.SERVER.served
     run = blockloop.runner(plan, lambda key: None, lambda buffers, key: None)
-    assert run.served()
+    mine = []
+
+    def after_the_server_took_it():     # this thread's share starts once the server has the post
+        end = time.monotonic() + 30
+        while loopserver.SERVER.mailbox[0] == 3 and time.monotonic() < end:
+            pass
+        mine.append(int(loopserver.SERVER.mailbox[0]))      # 4 running, or 1 done already
+        run(0)
+    counter = run.keep[1]
+    assert loopserver.run_served(_loop_address(plan), ptr(plan.table), plan.words, plan.table.shape[0],
+                                 ptr(counter), plan.want, None, after_the_server_took_it)
+    assert mine in ([4], [1])
     assert loopserver.SERVER.served == before + 1 and loopserver.serving()     # (serving again after)
     np.testing.assert_array_equal(out, d * g)
     want = np.array([np.add.reduce(d[lo:hi] * g[lo:hi], axis=0) for lo, hi in bounds])
@@ -132,10 +148,11 @@ def test_served_products_and_row_kernels_have_one_threads_bits(monkeypatch, dtyp
     with threads.all_calls_on(1):
         want = gemm._product(h, w, b), rowsoftmax.row_dot_log_softmax_bar(0, gr, z, y, axis=1)
     _serve_forever(monkeypatch)
-    before = loopserver.SERVER.served
+    before = loopserver.SERVER.served + loopserver.SERVER.retracted
     with threads.all_calls_on(2):
         got = gemm._product(h, w, b), rowsoftmax.row_dot_log_softmax_bar(0, gr, z, y, axis=1)
-    assert loopserver.SERVER.served == before + 2
+    # both posted (run by the server, or taken back where this thread's share came first)
+    assert loopserver.SERVER.served + loopserver.SERVER.retracted == before + 2
     for a, b_ in zip(got, want):
         np.testing.assert_array_equal(a, b_)
 
@@ -170,10 +187,12 @@ def test_the_mlp3_gradient_served_has_the_bits_of_the_pools_way(monkeypatch, dty
     monkeypatch.setenv("S2SAD_POOL_SPIN", "1")
     for _ in range(3):
         server = _serve_forever(monkeypatch)
-        at = loopserver.SERVER.served
+        at = loopserver.SERVER.served + loopserver.SERVER.retracted
         for a, b in zip(g(*args), want):
             np.testing.assert_array_equal(a, b)
-        assert loopserver.SERVER.served >= at + 4    # the four block passes at least
+        # the four block passes at least posted (run by the server, or taken back where
+        # this thread's share was all of it before the server came to it)
+        assert loopserver.SERVER.served + loopserver.SERVER.retracted >= at + 4
         server.join(5)
         assert not server.is_alive()                # (kicked at the call's end)
 
@@ -242,3 +261,26 @@ def test_a_child_forked_while_a_thread_serves_runs_gradients(monkeypatch):
     assert proc.exitcode == 0
     for a, b in zip(got, want):
         np.testing.assert_array_equal(a, b)
+
+
+def test_a_post_no_server_takes_is_taken_back_not_waited_for():
+    """A server that has no core when the post comes (here: none at all behind a mailbox
+    that says 'serving'): the poster's share takes every block, takes the post back and
+    returns at once, the results whole."""
+    assert _wait_gone()
+    rng = np.random.default_rng(4)
+    d, g = rng.normal(size=(2000, 16)), rng.normal(size=(2000, 16))
+    out, sums = np.full(d.shape, np.nan), np.zeros((-(-2000 // 64), 16))
+    bounds, plan = _mulsum_plan(d, g, out, sums, 64)
+    run = blockloop.runner(plan, lambda key: None, lambda buffers, key: None)
+    box = loopserver.SERVER.mailbox
+    before = loopserver.SERVER.retracted
+    box[0] = 1                              # 'serving and free', with no thread behind it
+    try:
+        t0 = time.monotonic()
+        assert run.served()
+        assert time.monotonic() - t0 < 1.0
+        assert box[0] == 1 and loopserver.SERVER.retracted == before + 1
+    finally:
+        box[0] = 0
+    np.testing.assert_array_equal(out, d * g)
