@@ -9,8 +9,10 @@ that; a split of 0.1-0.3 ms of work loses all it gains: at the MLP3's 10k rows
 as on one. OpenMP's runtimes (and XLA's pool) spin for a while after a parallel region
 for the same reason.
 
-How: after its share of a split (threads.run_chunks with linger: block passes, gemm's
-rows, a row kernel's chunks) the pool thread enters `serve`, a compiled function called
+How: inside a gradient timed whole (threadchoice.one_count_for_all: an array program
+with a block pass large enough to split, whose passes follow one another closely), after
+its share of a split (threads.run_chunks with linger: block passes, gemm's rows, a row
+kernel's chunks) the pool thread enters `serve`, a compiled function called
 with the GIL released, which spins on a mailbox (a few words of int64) for SPINS pauses
 (~0.4-1 ms). A split made meanwhile on two threads is posted there (`run_served`, by
 blockloop's runner: a pass's loop, or `served_calls`' plan of a product's ranges or a
@@ -28,8 +30,10 @@ medians of 225: 0.90x and 0.91x the time with default threads (5.1 -> 4.6 ms and
 6.3 ms), 0.92x forced to two; 100k rows 0.96x. Beside JAX's process (bench/fusion_rows'
 setting: s2sad's calls, spin off and on, alternated between JAX's): 0.87-1.00x over five
 runs. The softmax cross-entropy (10k, 100k),
-log-sum-exp and layer norm at 100k: 1.00-1.02x (none of their splits lingers, or the
-chooser keeps one thread). Session 17's first version served block passes alone and
+log-sum-exp and layer norm at 100k: 1.00-1.02x alone; but beside JAX's process the
+cross-entropy at 100k (ms-long splits, no gradient timed whole) read 0.99-1.15x (per
+round 1.00-1.21x) with its splits lingering: so only a gradient timed whole lingers,
+where the passes come back to back and the wake-up is a part worth saving. Session 17's first version served block passes alone and
 read 0.98-1.00x; the products and row kernels between the passes, served too, made the
 difference.
 
@@ -59,6 +63,7 @@ Invariants:
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import platform
@@ -247,6 +252,31 @@ class _Server:
 SERVER = _Server()
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=SERVER.forget)
+
+
+class _Allowed(threading.local):
+    on = False
+
+
+_ALLOWED = _Allowed()
+
+
+def allowed() -> bool:
+    """May a split made on this thread now leave a pool thread serving after it? (Inside a
+    gradient timed whole: threadchoice.one_count_for_all.)"""
+    return _ALLOWED.on
+
+
+@contextlib.contextmanager
+def allowing():
+    """Within: this thread's splits on two threads leave a pool thread serving after
+    them (a gradient timed whole, whose passes come one after the other; its end kicks
+    the server)."""
+    was, _ALLOWED.on = _ALLOWED.on, True
+    try:
+        yield
+    finally:
+        _ALLOWED.on = was
 
 
 def serving() -> bool:

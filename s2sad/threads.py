@@ -219,8 +219,10 @@ def run_chunks(run: Callable[[int], None], n_chunks: int, n_threads: int, linger
     pool = _POOL.get(n_threads - 1)
     loopserver.make_way()
     since = loopserver.kicks()
-    # (a server is posted to by splits on two threads only: more would spin for nothing)
-    task = chunks.work if not linger or n_threads != 2 else lambda: (chunks.work(), loopserver.linger(since))
+    # (a server is posted to by splits on two threads only: more would spin for nothing;
+    # and only inside a gradient timed whole, whose passes follow one another closely)
+    serve = linger and n_threads == 2 and loopserver.allowed()
+    task = (lambda: (chunks.work(), loopserver.linger(since))) if serve else chunks.work
     for _ in range(n_threads - 1):
         pool.submit(task)
     chunks.work()
