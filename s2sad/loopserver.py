@@ -192,30 +192,25 @@ def _wait_ir(name: str) -> str:
             "}\n")
 
 
-def _retract_ir(name: str) -> str:
-    return (f"define i64 @{name}(ptr %mb) {{\n"
-            "entry:\n"
-            "  %r = cmpxchg ptr %mb, i64 3, i64 1 acq_rel acquire\n"
-            "  %ok = extractvalue { i64, i1 } %r, 1\n"
-            "  %v = zext i1 %ok to i64\n"
-            "  ret i64 %v\n"
-            "}\n")
-
-
-def _enter_ir(name: str) -> str:
-    return (f"define i64 @{name}(ptr %mb) {{\n"
-            "entry:\n"
-            "  %r = cmpxchg ptr %mb, i64 0, i64 1 acq_rel acquire\n"
-            "  %ok = extractvalue { i64, i1 } %r, 1\n"
-            "  %v = zext i1 %ok to i64\n"
-            "  ret i64 %v\n"
-            "}\n")
+def _swap_ir(expect: int, put: int):
+    """The IR of a function (mb) -> 1 where it swapped the state `expect` for `put`, else 0:
+    enter (0 -> 1, nobody serving: this thread serves), retract (3 -> 1, a post not yet
+    taken: the poster takes it back)."""
+    def ir(name: str) -> str:
+        return (f"define i64 @{name}(ptr %mb) {{\n"
+                "entry:\n"
+                f"  %r = cmpxchg ptr %mb, i64 {expect}, i64 {put} acq_rel acquire\n"
+                "  %ok = extractvalue { i64, i1 } %r, 1\n"
+                "  %v = zext i1 %ok to i64\n"
+                "  ret i64 %v\n"
+                "}\n")
+    return ir
 
 
 _I64, _P = ctypes.c_int64, ctypes.c_void_p
 _FUNCTIONS = {"serve": (_serve_ir, None, (_P, _I64, _I64)), "post": (_post_ir, _I64, (_P,) + (_I64,) * 6),
-              "wait": (_wait_ir, _I64, (_P, _I64, _I64)), "enter": (_enter_ir, _I64, (_P,)),
-              "retract": (_retract_ir, _I64, (_P,))}
+              "wait": (_wait_ir, _I64, (_P, _I64, _I64)), "enter": (_swap_ir(0, 1), _I64, (_P,)),
+              "retract": (_swap_ir(3, 1), _I64, (_P,))}
 
 
 class _Server:
