@@ -29,29 +29,30 @@ two `grad` objects in one process, calls alternated with S2SAD_POOL_SPIN 0 and 1
 medians of 225: 0.90x and 0.91x the time with default threads (5.1 -> 4.6 ms and 7.0 ->
 6.3 ms), 0.92x forced to two; 100k rows 0.96x. Beside JAX's process (bench/fusion_rows'
 setting: s2sad's calls, spin off and on, alternated between JAX's): 0.87-1.00x over five
-runs. The softmax cross-entropy (10k, 100k),
-log-sum-exp and layer norm at 100k: 1.00-1.02x alone; but beside JAX's process the
-cross-entropy at 100k (ms-long splits, no gradient timed whole) read 0.99-1.15x (per
-round 1.00-1.21x) with its splits lingering: so only a gradient timed whole lingers,
-where the passes come back to back and the wake-up is a part worth saving. Session 17's first version served block passes alone and
+runs. The softmax cross-entropy (10k, 100k), log-sum-exp and layer norm at 100k:
+1.00-1.02x alone; but beside JAX's process the cross-entropy at 100k (ms-long splits, no
+gradient timed whole) read 0.99-1.15x (per round 1.00-1.21x) with its splits lingering:
+so only a gradient timed whole lingers, where the passes come back to back and the
+wake-up is a part worth saving. Session 17's first version served block passes alone and
 read 0.98-1.00x; the products and row kernels between the passes, served too, made the
 difference.
 
 The mailbox: 0 state (0 nobody serving, 1 serving and free, 2 claimed by a poster who is
-writing, 3 posted, 4 taken by the server), 1 the last posted number, 2 the last done, 3 the function, 4-8 its
-arguments, 9 the kicks so far (the end of a call: a server leaves at once when they pass
-the count its task was made with; counted, not set and cleared, so a kick made before
-the thread reaches `serve` is not lost), 10 make-way (other pool work submitted: the
-serving thread leaves, and the executor's thread takes the work; a thread that lingers
-later clears it, since the next split of the call is posted to it).
+writing, 3 posted, 4 taken by the server), 1 the last posted number, 2 the last done, 3
+the function, 4-8 its arguments, 9 the kicks so far (the end of a call: a server leaves
+at once when they pass the count its task was made with; counted, not set and cleared,
+so a kick made before the thread reaches `serve` is not lost), 10 make-way (other pool
+work submitted: the serving thread leaves, and the executor's thread takes the work; a
+thread that lingers later clears it, since the next split of the call is posted to it).
 
 Invariants:
 - the loop run is the same loop with the same table: the same bits as the pool's way
   (each thread its own scratch; blocks from one counter);
 - a post is claimed by compare-and-swap from 1 only: a server that has left (state 0)
   is never posted to; one that leaves races a poster through the same CAS (1 -> 0);
-- the calling thread returns only after the server's `done` (release/acquire): nothing
-  of the pass is still written when the caller reads it;
+- the calling thread returns only after the server's `done` (release/acquire), or
+  having taken back a post the server never started: nothing of the split is still
+  written when the caller reads it;
 - in a forked child the mailbox is zeroed (no server thread there);
 - never a hang, nor a wait on a thread without a core: `serve` returns after SPINS
   pauses with nothing posted, or when kicked; the poster, its share done (every block,
