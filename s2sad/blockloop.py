@@ -346,9 +346,10 @@ def served_calls(function, rows: list) -> bool:
     """function(*row) for each row of `rows` (calls of integer and pointer arguments
     that write apart), on this thread and a pool thread serving block loops, taken in
     turn: True; or False, nothing run, where no pool thread serves (loopserver), the
-    arguments are not all integers or the block loop is off (S2SAD_BLOCK_LOOP=0). For a split on two threads whose calls the caller
-    knows (gemm's ranges of rows, a row kernel's chunks): a server spinning since the
-    pass before starts at once, where one woken for it starts 30-60 us late."""
+    arguments are not all integers or the block loop is off (S2SAD_BLOCK_LOOP=0). For
+    a split on two threads whose calls the caller knows (gemm's ranges of rows, a row
+    kernel's chunks): a server spinning since the pass before starts at once, where one
+    woken for it starts 30-60 us late."""
     if not loopserver.serving() or not on():
         return False
     try:

@@ -19,10 +19,10 @@ blockloop's runner: a pass's loop, or `served_calls`' plan of a product's ranges
 row kernel's chunks): the loop's address and its five arguments, the server's own
 scratch bases among them; the calling thread runs its share of the same loop (the
 blocks from one atomic counter) and waits for the server's `done`. The server then
-spins again. No Python runs on the server between splits. The end of the user's call
-kicks it (mempool.leave, for a call given an array of mempool.WORTH bytes or more; a
-gradient timed whole, threadchoice.one_count_for_all, also with the pool off): the
-spinning stays inside the call, never taking a core from what the user runs next.
+spins again. No Python runs on the server between splits. The end of the gradient timed
+whole kicks it (threadchoice.one_count_for_all: the only calls that let a pool thread
+linger): the spinning stays inside the call, never taking a core from what the user runs
+next.
 
 Measured (2026-12-03, the znver5 guest, 2 vCPUs, busy): the MLP3 gradient at 10k rows,
 two `grad` objects in one process, calls alternated with S2SAD_POOL_SPIN 0 and 1,
@@ -317,7 +317,7 @@ def run_served(loop_address: int, table: int, words: int, n: int, counter: int, 
     """Post the loop to a serving pool thread (its scratch from `buffer(key)` per key of
     `want`), run_own() its share on this thread, wait for the server's: True; or False,
     nothing run, where no thread serves (or another poster holds it)."""
-    if SERVER.mailbox[0] != 1 or not on() or not SERVER.lock.acquire(blocking=False):
+    if not serving() or not SERVER.lock.acquire(blocking=False):
         return False
     try:
         held = [buffer(SERVER.buffers, k) if k is not None else None for k in want]

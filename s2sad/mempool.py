@@ -43,7 +43,7 @@ import threading
 
 import numpy as np
 
-from . import envflags, loopserver
+from . import envflags
 from .codegen import llvm_jit, llvm_pool
 
 ndarray = np.ndarray         # (enter's loop runs on every grad call: a global, not an attribute)
@@ -205,12 +205,8 @@ def _swap_in():
 
 
 def leave(token) -> None:
-    """The end of a call `enter` set the pool for: the caller's handler back, and a pool
-    thread still serving the call's splits sent away (loopserver.kick: its spinning never
-    outlives the call that made it)."""
     if token is not None:
         _state["set"](token)
-        loopserver.kick()
 
 
 def pooled(fn):

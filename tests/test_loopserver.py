@@ -199,8 +199,8 @@ def test_the_mlp3_gradient_served_has_the_bits_of_the_pools_way(monkeypatch, dty
 
 @pytest.mark.parametrize("pool", ["1", "0"])
 def test_a_gradient_timed_whole_sends_its_server_away_when_it_returns(monkeypatch, pool):
-    """Spins made endless: only the call's kick at its end (mempool.leave; with the pool
-    off, the whole call's) ends them."""
+    """Spins made endless: only the whole call's kick at its end ends them (with s2sad's
+    memory pool on and off)."""
     args, argnums = mlp3_args(10_000, np.float64)
     monkeypatch.delenv("S2SAD_NUM_THREADS", raising=False)
     monkeypatch.setenv("S2SAD_POOL", pool)
