@@ -78,18 +78,24 @@ class HessianColumns(Path):
     """hessian by jacfwd of its grad (each block by jacfwd's own table); `took` names that
     jacfwd (explain shows its levels)."""
     name, step, checks_argnums, total = "one by one", "jacfwd of the grad", True, True
+    inners: dict | None = None      # (i, j) -> jacfwd(grads[i], j): made at the first call, kept
 
     def try_(self, args: tuple) -> Any:
+        # The jacfwd wrappers are made once: made per call, each call re-planned them
+        # (164 us a call for a scalar cubic, session 19) and left ~47 objects in
+        # reference cycles (a wrapper and its explain hook) for the cyclic collector.
         p = self.parts
         argnums, grads = p.argnums, p.grads
+        if self.inners is None:
+            nums = argnums_tuple(argnums) if p.many else (argnums,)
+            self.inners = {(i, j): jacfwd(grads[i], j, backend=p.backend) for i in nums for j in nums}
         if not p.many:
-            inner = jacfwd(grads[argnums], argnums, backend=p.backend)
+            inner = self.inners[(argnums, argnums)]
             self.took = (self.name, inner)
             return inner(*args)
         nums = argnums_tuple(argnums)
-        inners = {(i, j): jacfwd(grads[i], j, backend=p.backend) for i in nums for j in nums}
-        self.took = (self.name, inners[(nums[0], nums[0])]) if nums else (self.name,)
-        return tuple(tuple(inners[(i, j)](*args) for j in nums) for i in nums)
+        self.took = (self.name, self.inners[(nums[0], nums[0])]) if nums else (self.name,)
+        return tuple(tuple(self.inners[(i, j)](*args) for j in nums) for i in nums)
 
 
 # The path tables, tried in order (higher_paths.runner; each path's `when` says which

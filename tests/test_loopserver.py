@@ -125,7 +125,7 @@ def test_a_served_pass_runs_every_block_once_on_both_threads(monkeypatch):
             pass
         mine.append(int(loopserver.SERVER.mailbox[0]))      # 4 running, or 1 done already
         run(0)
-    counter = run.keep[1]
+    counter = run.counter
     assert loopserver.run_served(_loop_address(plan), ptr(plan.table), plan.words, plan.table.shape[0],
                                  ptr(counter), plan.want, None, after_the_server_took_it)
     assert mine in ([4], [1])
@@ -133,7 +133,7 @@ def test_a_served_pass_runs_every_block_once_on_both_threads(monkeypatch):
     np.testing.assert_array_equal(out, d * g)
     want = np.array([np.add.reduce(d[lo:hi] * g[lo:hi], axis=0) for lo, hi in bounds])
     np.testing.assert_allclose(sums, want, rtol=1e-13)
-    assert run.keep[1][0] >= len(bounds)        # every block taken from the one counter
+    assert run.counter[0] >= len(bounds)        # every block taken from the one counter
     loopserver.kick()
     t.join(5)
     assert not t.is_alive()
