@@ -29,7 +29,7 @@ def containers_loss__grad(params_hidden_0, params_hidden_1, params_inp_W, params
     # Grad of: h = np.tanh(h @ params["hidden"][i])    [golden/examples.py:284:9]
     _2_bar = unbroadcast(dh_2_d2 * h_2_bar, _2)
     # Grad of: h = dense(params["inp"], X)    [golden/examples.py:282:5]
-    (_1_bar, params_inp_b_bar, params_hidden_0_bar) = lhs_bar_sums(_2_bar, h, params_hidden_0, dh_d1, (_1, params_inp_b), True)
+    (_1_bar, params_inp_b_bar, params_hidden_0_bar) = lhs_bar_sums(_2_bar, h, params_hidden_0, dh_d1, (_1, params_inp_b), rhs=True)
     params_inp_W_bar = params_inp_W_bar + matmul_rhs_bar(_1_bar, X, params_inp_W)
     return (params_hidden_0_bar, params_hidden_1_bar, params_inp_W_bar, params_inp_b_bar)
 

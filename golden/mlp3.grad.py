@@ -12,9 +12,9 @@ def mlp3_loss__grad(W1, b1, W2, b2, W3, X, y):
     # Grad of: return np.mean((h2 @ W3 - y) ** 2)    [golden/examples.py:345:5]
     _3_bar = dloss_d3
     # Grad of: h2 = np.maximum(h1 @ W2 + b2, 0.0)    [golden/examples.py:344:5]
-    (_2_bar, b2_bar, W3_bar) = lhs_bar_sums(_3_bar, h2, W3, dh2_d2, (_2, b2), True)
+    (_2_bar, b2_bar, W3_bar) = lhs_bar_sums(_3_bar, h2, W3, dh2_d2, (_2, b2), rhs=True)
     # Grad of: h1 = np.tanh(X @ W1 + b1)    [golden/examples.py:343:5]
-    (b1_bar, W2_bar, W1_bar) = lhs_bar_sums(_2_bar, h1, W2, dh1_d1, (_1, b1), True, (0, X, W1))
+    (b1_bar, W2_bar, W1_bar) = lhs_bar_sums(_2_bar, h1, W2, dh1_d1, (_1, b1), rhs=True, nxt=(0, X, W1))
     return (W1_bar, b1_bar, W2_bar, b2_bar, W3_bar)
 
 

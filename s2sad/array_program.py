@@ -286,7 +286,7 @@ def _product_partials(b: _Builder, call, args, result) -> None:
         b.bind(obj, ref)
 
 
-def _lhs_bar_sums(b: _Builder, rhs: bool, nxt: bool, outer, args, result) -> None:
+def _lhs_bar_sums(b: _Builder, rhs: bool, nxt: bool, outer, args, nxt_operands, result) -> None:
     """The unfused lhs_bar_sums (array_special binds it where every product is numpy's):
     `g @ w.T`, product_sums's compiled pass (d times it, its column sums), then `a.T @ g`
     (rhs) and `x.T @` the full-shape adjoint (nxt), each numpy's BLAS call."""
@@ -319,7 +319,7 @@ def _lhs_bar_sums(b: _Builder, rhs: bool, nxt: bool, outer, args, result) -> Non
     if rhs:
         refs.append(_blas(b, a.T, g, b.ref(a), rg))
     if nxt:
-        j, x, _ = args[6]
+        j, x, _ = nxt_operands
         t = np.empty((n, k), dtype)         # stands for the adjoint, never a result
         refs = refs[:j] + refs[j + 1:] + [_blas(b, x.T, t, b.ref(x), full)]
     if type(result) is not tuple or len(result) != len(refs):
@@ -435,7 +435,7 @@ def _lower(b: _Builder, node, trace, bound) -> None:
         elif tag == "product_partials":
             _product_partials(b, parts[1], args, result)
         elif tag == "lhs_bar_sums":
-            _lhs_bar_sums(b, parts[1], parts[2], parts[3], args, result)
+            _lhs_bar_sums(b, parts[1], parts[2], parts[3], args, kwargs.get("nxt"), result)
         elif tag == "array_call":
             _array_call(b, parts, args, result)
         elif tag == "same":      # its result (or each of them): its argument itself

@@ -399,10 +399,10 @@ def _lhs_bar_sums(full, backend, args, kwargs, result):
     path: product_sums's compiled pass on `g @ w.T`, then `a.T @ g`, then nxt's
     `x.T @ t`): the full call, its parts for array_program (which guards the row fusion
     switch product_sums reads)."""
-    if kwargs or len(args) not in (5, 6, 7) or not choose(backend).fast_path:
-        return None
-    g, a, w, d, inputs = args[:5]
-    rhs, nxt = (list(args[5:]) + [False, None][len(args) - 5:])
+    if set(kwargs) - {"rhs", "nxt"} or len(args) != 5 or not choose(backend).fast_path:
+        return None         # (the generated call: five operands, its flags by keyword)
+    g, a, w, d, inputs = args
+    rhs, nxt = kwargs.get("rhs", False), kwargs.get("nxt")
     if type(d) is not np.ndarray or (rhs and not gemm.numpy_takes(a.T, g, backend)):
         return None
     outer = None        # w of one column: a's adjoint is the outer product g * w.T (array_rules._rank1)

@@ -248,7 +248,7 @@ def test_the_weights_adjoint_joins_the_sums(monkeypatch):
     args, argnums = _args(mlp3)
     _, src = _grads(mlp3, args, argnums, monkeypatch, True, calls=1)
     assert "(_2_bar, b2_bar, W3_bar) = lhs_bar_sums(" in src
-    assert "(b1_bar, W2_bar, W1_bar) = lhs_bar_sums(_2_bar, h1, W2, dh1_d1, (_1, b1), True, (0, X, W1))" in src
+    assert "(b1_bar, W2_bar, W1_bar) = lhs_bar_sums(_2_bar, h1, W2, dh1_d1, (_1, b1), rhs=True, nxt=(0, X, W1))" in src
     assert "matmul_rhs_bar(" not in src and "_1_bar" not in src
     _, src = _grads(mlp3, args, argnums, monkeypatch, False, calls=1)
     assert src.count("matmul_rhs_bar(") == 3

@@ -623,7 +623,7 @@ def test_a_partial_shared_by_two_inputs_is_stored_once(backend):
     # the product and the bias's column sums in one call (productsums; with h_bar's product, V's adjoint and
     # W's, X.T @ the product's adjoint, never stored: gemm_epilogue)
     assert re.search(r"\(\w+, b_bar\) = product_sums\(\w+, h_bar, \(\w+, b\)\)", text) or \
-        re.search(r"\(b_bar, V_bar, W_bar\) = lhs_bar_sums\(\w+, h, V, \w+, \(\w+, b\), True, \(0, X, W\)\)", text), \
+        re.search(r"\(b_bar, V_bar, W_bar\) = lhs_bar_sums\(\w+, h, V, \w+, \(\w+, b\), rhs=True, nxt=\(0, X, W\)\)", text), \
         text
     stored = s2sad.grad(tanh_layer, argnums=(0, 1, 2), backend=backend, mode="store")(*args)
     recomputed = s2sad.grad(tanh_layer, argnums=(0, 1, 2), backend=backend, mode="recompute")(*args)

@@ -78,7 +78,7 @@ def test_the_products_other_adjoint_joins_the_sums():
     """`W_bar = matmul_rhs_bar(G, h, W)` after the lhs line (the sweep writes them in
     that order) moves into the call, bound last."""
     out = [_lhs_bar(), _rhs_bar(), "    x_bar = x_bar + 1.0"]
-    assert _sums_rhs(out) == ("lhs_bar_sums(G, h, W, dh, (_1, b), True)", ["W_bar"])
+    assert _sums_rhs(out) == ("lhs_bar_sums(G, h, W, dh, (_1, b), rhs=True)", ["W_bar"])
     assert out == ["    x_bar = x_bar + 1.0"]
     out = [_lhs_bar(), _rhs_bar()]        # without the list: the line stays (as before)
     assert _sums(out) == "lhs_bar_sums(G, h, W, dh, (_1, b))" and out == [_rhs_bar()]

@@ -15,9 +15,10 @@ multiplied by the stored partial and summed for the bias):
 
 and where the same product's other adjoint `W_bar = matmul_rhs_bar(G, h, W)` was written
 after h_bar's line, it joins the call: `(_1_bar, b_bar, W_bar) = lhs_bar_sums(G, h, W,
-dh, (_1, b), True)`; where `_1 = matmul(X, W1)`'s reversal reads `_1_bar` alone (X not
-active), W1's adjoint joins it too and `_1_bar` is never formed: `(b_bar, W_bar, W1_bar)
-= lhs_bar_sums(G, h, W, dh, (_1, b), True, (0, X, W1))`.
+dh, (_1, b), rhs=True)`; where `_1 = matmul(X, W1)`'s reversal reads `_1_bar` alone (X
+not active), W1's adjoint joins it too and `_1_bar` is never formed: `(b_bar, W_bar,
+W1_bar) = lhs_bar_sums(G, h, W, dh, (_1, b), rhs=True, nxt=(0, X, W1))` (the flags by
+keyword, so that a reader of the generated code sees what they are).
 
 Invariants (checked on the records the sweeps wrote, passes/emitted.py, never on the
 lines' text):
@@ -36,7 +37,7 @@ lines' text):
 - the product's other adjoint (rhs_line): `W_bar = matmul_rhs_bar(G, h, W)`, a
   recorded line at the top level after `h_bar`'s line, of the same three operands, its
   target mentioned by no line after it and not one of the operands, moves into the call
-  (`lhs_bar_sums(G, h, W, dh, (_1, b), True)`, W_bar bound last by the call's line):
+  (`lhs_bar_sums(G, h, W, dh, (_1, b), rhs=True)`, W_bar bound last by the call's line):
   it was the target's first binding (a recorded adjoint line is written only then),
   nothing reads it before the call's line, and its operands are not rebound between
   (the lhs line's check), so W_bar gets the same value (within rounding: summed by
@@ -47,7 +48,7 @@ lines' text):
   the kernel, so its adjoint is bound only by that line and read only here) and v's
   adjoint not yet bound (a recorded first binding), and no line after the sums line
   mentions `_1_bar` or `v_bar` or binds x or v: that line becomes `(b_bar, ..., v_bar)
-  = lhs_bar_sums(..., rhs, (j, x, v))`, `_1_bar` dropped from its targets (never
+  = lhs_bar_sums(..., nxt=(j, x, v))`, `_1_bar` dropped from its targets (never
   stored), v_bar bound last, and nothing is written for the reversal.
 - only the gradient's sweeps (forward_sweep, reverse_sweep) write these; the sweeps of
   higher derivatives keep the separate calls. S2SAD_GEMM_EPILOGUE=0 (or
@@ -139,7 +140,7 @@ def fused_sums_call(out: list, g: str, d: str, inputs: str, ind: str, out_partia
         lines[:] = [line]
     if call is None:
         return None
-    return f"{call}, {inputs}, True)" if rhs_targets else f"{call}, {inputs})"
+    return f"{call}, {inputs}, rhs=True)" if rhs_targets else f"{call}, {inputs})"
 
 
 def _fused_sums_call(out: list, g: str, d: str, ind: str, rhs_targets: list | None = None) -> str | None:
@@ -190,13 +191,11 @@ def rhs_line(candidates: list, operands: tuple) -> tuple | None:
 @dataclass(frozen=True)
 class JoinedSums:
     """A written `(targets) = lhs_bar_sums(...)` line: the line (the very object in the
-    sweep's output), its call without the closing parenthesis, its targets, and whether
-    it has `rhs` (the product's other adjoint, bound last)."""
+    sweep's output), its call without the closing parenthesis, its targets."""
 
     line: str
     call_open: str
     targets: tuple[str, ...]
-    rhs: bool
 
 
 def sums_line(sweep, g: str, d: str, group: list, ind: str, out: list, init: set) -> None:
@@ -211,7 +210,7 @@ def sums_line(sweep, g: str, d: str, group: list, ind: str, out: list, init: set
     sweep.contribute_call(group, call or f"product_sums({d}, {g}, {tuple_text(group)})", ind, out, init, rhs)
     if call is not None and first:
         targets = tuple(sweep.bar(a) for a in group) + tuple(rhs)
-        joined = JoinedSums(out[at], call[:-1], targets, bool(rhs))
+        joined = JoinedSums(out[at], call[:-1], targets)
         for j, a in enumerate(group):
             sweep.ctx.joined_sums[sweep.bar(a)] = (joined, j)
 
@@ -241,7 +240,7 @@ def join_next(sweep, st, g: str, ind: str, out: list, init: set) -> bool:
         if names is None or names[0] & {x, v} or {g, vb} & names[1]:
             return False
     targets = joined.targets[:j] + joined.targets[j + 1:] + (vb,)
-    out[at] = f"{ind}{tuple_text(targets)} = {joined.call_open}{'' if joined.rhs else ', False'}, ({j}, {x}, {v}))"
+    out[at] = f"{ind}{tuple_text(targets)} = {joined.call_open}, nxt=({j}, {x}, {v}))"
     init.add(v)
     sweep.unit.discard(v)
     return True
