@@ -33,6 +33,20 @@ compiled kernel signature keeps a `ThreadChooser`, which keeps one `Bucket` per 
   little to settle on). (Settled on one thread there is no
   such check: a call on N threads is the one that can cost 10x; the periodic probe looks.)
 
+Measured and rejected (session 19, the znver5): a longer probe for a whole call
+(one_count_for_all): six timed calls of each count, each count's mean without its
+slowest, and GIVE_UP only after two timed calls on N both that slow (never a warm-up:
+the probe above compares N's first call, its warm-up, with one thread's). A model of
+the host's hiccups (one call in a few 2-5x its neighbours) settles this probe on N
+where the one above settles on one thread; but on the MLP3's gradient at 10k rows, two
+grads alternated call by call in one process for 40 s, three times, the one above ran
+3-6% of its calls on one thread and the longer probe 5-7% (its probes cost more calls),
+at 1.004-1.007x the mean time. So the stretches seen in lone processes the same
+morning (one thread for 33-129 calls at a time, 20% of a 12 s loop's calls, at 1.37x
+two threads' median over the run; all of another loop's, under perf) were not the
+probe's three samples; perhaps the host giving the second vCPU less then (not
+measured: those calls ran on one thread).
+
 Invariants:
 - S2SAD_NUM_THREADS set: that count, every call, nothing timed (`threads.forced_threads`).
 - The choice says which threads run a call's chunks, never what the chunks are (the

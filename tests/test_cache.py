@@ -416,6 +416,34 @@ def test_objects_link_with_llvm_where_objload_is_not_used(cache, monkeypatch):
     np.testing.assert_allclose(run_store(d3, x), run_store(d1, x), rtol=0)
 
 
+def test_perf_map_names_every_function_objload_maps(cache, monkeypatch, tmp_path):
+    """S2SAD_PERF_MAP=1: each object mapped appends `address size name` lines for its
+    functions to /tmp/perf-PID.map (what `perf report` reads for code no ELF describes);
+    the driver's exported symbol is among them, its address the one called, and a call
+    lands inside its range. Unset: nothing is written."""
+    if not objload.supported():
+        pytest.skip("objload does not know this host (LLJIT links: no map)")
+    written, real = [], llvm_jit.perf_map
+    monkeypatch.setattr(llvm_jit, "perf_map", lambda functions: written.append(functions))
+    km = kernel("def f(x):\n    return math.sin(x) * 3.5 + x * x * 0.25\n", "f")
+    monkeypatch.setenv("S2SAD_PERF_MAP", "1")
+    d = llvm_jit.compile_driver(km, STORE, F64)
+    assert len(written) == 1
+    ranges = {name: (a, n) for a, n, name in written[0]}
+    assert d.name in ranges and all(n > 0 for _, n in ranges.values())
+    assert ranges[d.name][0] == d.address
+    x = np.linspace(-1, 1, 33)
+    np.testing.assert_allclose(run_store(d, x), np.sin(x) * 3.5 + x * x * 0.25, rtol=1e-14)
+    monkeypatch.delenv("S2SAD_PERF_MAP")
+    monkeypatch.setattr(llvm_jit, "_cache", {})
+    llvm_jit.compile_driver(km, STORE, F64)           # from disk, mapped again: no map unless asked
+    assert len(written) == 1
+    out = real(written[0], str(tmp_path))             # the real writer: one line a function
+    lines = open(out).read().splitlines()
+    assert out.endswith(f"perf-{os.getpid()}.map") and len(lines) == len(written[0])
+    assert lines[0] == "%x %x %s" % written[0][0]
+
+
 def test_entry_point_keeps_its_code_alive(cache, monkeypatch):
     import gc
 

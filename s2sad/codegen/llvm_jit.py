@@ -269,6 +269,8 @@ def _link(obj: bytes, names: list[str]) -> tuple[dict[str, int], object]:
     if objload.supported() and envflags.switch("S2SAD_OBJLOAD"):
         try:
             loaded = objload.load(obj, names, _resolve)
+            if envflags.switch("S2SAD_PERF_MAP", False):
+                perf_map(loaded.functions)
             return {n: loaded.addresses[n] for n in names}, loaded
         except objload.UnsupportedObject:
             pass
@@ -283,6 +285,16 @@ def _link(obj: bytes, names: list[str]) -> tuple[dict[str, int], object]:
         builder = builder.export_symbol(name)
     tracker = builder.link(_lljit(), f"s2sad_{next(_libnames)}_{names[0]}")
     return {name: tracker[name] for name in names}, tracker
+
+
+def perf_map(functions, folder: str = "/tmp") -> str:
+    """Append (address, size, name) of mapped machine code to `folder`/perf-PID.map, the
+    file Linux `perf report` reads to name samples in code no ELF file describes
+    (S2SAD_PERF_MAP=1: every object s2sad's loader maps, from then on). Its path."""
+    path = os.path.join(folder, f"perf-{os.getpid()}.map")
+    with open(path, "a") as f:
+        f.writelines(f"{a:x} {n:x} {name}\n" for a, n, name in functions)
+    return path
 
 
 def module_ir(kmod: KernelModule, spec: LoopSpec | ScanSpec, dt: np.dtype, **lowering) -> str:

@@ -41,7 +41,7 @@ _SHT_INIT_ARRAY, _SHT_FINI_ARRAY, _SHT_PREINIT_ARRAY = 14, 15, 16
 _SHT_X86_64_UNWIND = 0x70000001
 _SHF_WRITE, _SHF_ALLOC, _SHF_TLS = 0x1, 0x2, 0x400
 _SHN_UNDEF, _SHN_LORESERVE, _SHN_ABS, _SHN_COMMON = 0, 0xFF00, 0xFFF1, 0xFFF2
-_STT_SECTION, _STB_WEAK = 3, 2
+_STT_FUNC, _STT_SECTION, _STB_WEAK = 2, 3, 2
 # relocation types
 _R_NONE, _R_64, _R_PC32, _R_PLT32, _R_GOTPCREL, _R_PC64 = 0, 1, 2, 4, 9, 24
 _R_GOTPCRELX, _R_REX_GOTPCRELX = 41, 42
@@ -85,10 +85,12 @@ class LoadedObject:
     """Code mapped into this process; unmapped when this object is collected, so keep
     it alive as long as any of its addresses may be called."""
 
-    def __init__(self, base: int, size: int, addresses: dict[str, int]) -> None:
+    def __init__(self, base: int, size: int, addresses: dict[str, int],
+                 functions: tuple = ()) -> None:
         self.base = base
         self.size = size
         self.addresses = addresses
+        self.functions = functions      # (address, size, name) of every function it defines
 
     def __del__(self) -> None:
         if self.base and _libc:
@@ -135,7 +137,7 @@ def load(obj: bytes, exports: Iterable[str], resolve: Callable[[str], int | None
             raise OSError(ctypes.get_errno(), "mprotect failed")
         out = _exported(plan, exports, sym_addr)
         ok = True
-        return LoadedObject(base, plan.total, out)
+        return LoadedObject(base, plan.total, out, _functions(plan, sym_addr))
     finally:
         if not ok:
             munmap(base, plan.total)
@@ -278,6 +280,16 @@ def _exported(plan: _Plan, exports: Iterable[str], sym_addr: Callable[[int], int
     if missing:
         raise UnsupportedObject(f"the object does not define {sorted(missing)}")
     return out
+
+
+def _functions(plan: _Plan, sym_addr: Callable[[int], int]) -> tuple:
+    """(address, size, name) of each function the object defines (local ones too: a
+    driver's loop body), for a profiler's map of the mapping (llvm_jit.perf_map)."""
+    got = []
+    for j, (name_off, info, _other, shndx, _value, size) in enumerate(plan.syms):
+        if info & 0xF == _STT_FUNC and size and name_off and _SHN_UNDEF < shndx < _SHN_LORESERVE:
+            got.append((sym_addr(j), size, _cstr(plan.strtab, name_off)))
+    return tuple(got)
 
 
 def _apply(image: bytearray, base: int, where: int, rtype: int, sym: int, addend: int, sym_addr,
