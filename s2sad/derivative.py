@@ -201,7 +201,10 @@ class Derivative:
         # a scan's entry takes the state's values after the arguments and returns the final
         # state after the gradients; the state is written back once, as the full path does
         state_in = ", *read_state(C, FUN)" if scan else ""
-        large = self.grad_only and not scan and reader is None      # (llvm_entry's large entry: fastpath registers it)
+        # llvm_entry's large entry (fastpath registers it), on the leaves a container call's
+        # reader binds too: without it a dict of 100k-element params took the full path,
+        # 1.12-1.21x the positional call (session 19)
+        large = self.grad_only and not scan
         text = (f"def hot(*args):\n"
                 f"    entry = entries.get(KEY)\n"
                 + (f"    try:\n        stale = {checks}\n    except (KeyError, AttributeError):\n        stale = True\n"
@@ -213,7 +216,8 @@ class Derivative:
                    f"        big = entries.get(LARGE)\n"
                    f"        if big is None:\n"
                    f"            return r\n"
-                   f"        r = big(*args, 1.0, {c.plan.reduction == 'mean'})\n" if large else "")
+                   f"        r = big({reader.leaves if reader else '*args'}, 1.0, {c.plan.reduction == 'mean'})\n"
+                   if large else "")
                 + f"    if r is NotImplemented:\n"
                 f"        return r\n"
                 + (f"    write_state(C, r[{1 + len(active)}:], FUN)\n" if scan else "")

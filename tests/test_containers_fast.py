@@ -117,6 +117,37 @@ def test_large_arrays_past_the_entry_still_right(backend):
         np.testing.assert_array_equal(got["b"], want[1])
 
 
+@pytest.mark.parametrize("n", [40_000, 300_000])
+@pytest.mark.parametrize("kind", ["arrays", "float b", "float32", "strided x"])
+def test_large_dict_calls_take_the_hot_paths_large_entry(n, kind, monkeypatch):
+    """Past the machine-code entry's bound, a dict call's hot path goes on to the large
+    entry (one call, or the chunks on more threads) as a positional call's does, instead
+    of the full path (session 19: 1.12-1.21x the positional call at 100k-1M): warm calls
+    never reach the container machinery, and their bits are the positional call's.
+    What the large entry does not take (a strided x; a float b, whose gradient is a sum:
+    no large entry, for positional calls neither) still gets the right answer."""
+    r = np.random.default_rng(n)
+    w, b, x = r.normal(size=n), r.normal(size=n), r.normal(size=2 * n)[::2] if kind == "strided x" \
+        else r.normal(size=n)
+    if kind == "float b":
+        b = 0.25
+    if kind == "float32":
+        w, b, x = w.astype(np.float32), b.astype(np.float32), x.astype(np.float32)
+    g = s2sad.grad(ew_dict)
+    want = s2sad.grad(ew_pos, argnums=(0, 1))(w, b, x)
+    for _ in range(3):
+        g({"w": w, "b": b}, x)
+    if kind in ("arrays", "float32"):
+        def refuse(*a, **k):
+            raise AssertionError("the container machinery ran: the hot path did not take the call")
+        monkeypatch.setattr(treecalls.TreeCalls, "__call__", refuse)
+    for _ in range(2):
+        got = g({"w": w, "b": b}, x)
+        np.testing.assert_array_equal(got["w"], want[0])
+        np.testing.assert_array_equal(got["b"], want[1])
+        assert type(got["b"]) is type(want[1])
+
+
 def test_a_key_added_between_calls_is_seen(backend):
     g = s2sad.grad(ew_sum_all, backend=backend)
     g(_params(), XV)
