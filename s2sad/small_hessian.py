@@ -37,6 +37,7 @@ from .codegen import llvm_jit
 from .errors import S2SADError
 from .frontend import bound
 from .passes.small_second import second_order
+from .passes import unroll_small
 from .passes.unroll_small import MAX_ELEMENTS, NotSmall, Unrolled, needed_nodes, unroll
 from .plans import compiled_array
 from .targets import target
@@ -108,8 +109,7 @@ class SmallHessian:
         if got is None or got[0] is not c:
             for old in list(self.plans)[:max(0, len(self.plans) - MAX_PLANS + 1)]:
                 self.plans.pop(old, None)
-            got = self.plans[key] = (c, self.plan_for(c.plan.program, kinds + fkinds, nums, tuple(free)),
-                                     _still(planned, c))
+            got = self.plans[key] = (c, self.shared_plan(c, kinds + fkinds, nums, tuple(free)), _still(planned, c))
         plan = got[1]
         if isinstance(plan, str):
             return self._declined(plan)
@@ -127,6 +127,30 @@ class SmallHessian:
         """The compiled plan for these shapes and argnums (a subclass: another derivative);
         `free`: the names of the free data read as the last parameters (kinds: theirs last)."""
         return plan_for(program, kinds, nums)
+
+    def plan_kind(self) -> tuple:
+        """What plan_for depends on besides the program and its arguments (a subclass: more)."""
+        return (type(self),)
+
+    def shared_plan(self, c, kinds: tuple, nums: tuple[int, ...], free: tuple) -> "Plan | str":
+        """plan_for on c's program, kept on c for every wrapper of this plan. Why: a new
+        closure per training step is a new wrapper of the same plan, and each unrolled,
+        differentiated and wrote the program's IR again to find the plan its predecessor
+        had found (session 19: 0.9 ms a step at 8 elements, 7 ms at 64, where the answer
+        was "too long to unroll", against 0.05-0.4 ms for one long-lived wrapper). A plan
+        depends on the program, the kinds (free data's too: their values are read per call,
+        never compiled in), the argnums and the planner (plan_kind), never on a closure's
+        values; the entry it holds is compiled code, shared as _ENTRIES shares it."""
+        memo = c.small_plans
+        # (the unroller's and the IR's limits too: read now, as plan_for would read them)
+        key = (self.plan_kind(), kinds, nums, free, unroll_small.MAX_NODES, LONG_LINES)
+        got = memo.get(key)
+        if got is None:
+            got = self.plan_for(c.plan.program, kinds, nums, free)
+            if len(memo) >= MAX_PLANS:
+                memo.pop(next(iter(memo)))
+            memo[key] = got
+        return got
 
     def normalised(self, n: int) -> tuple[int, ...] | None:
         """The argnums for a call of n arguments, non-negative (None: not valid for n)."""

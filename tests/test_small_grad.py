@@ -455,3 +455,59 @@ def test_an_array_built_of_elements_declines_not_raises():
     assert h[0][0].shape == (2, 3, 2, 3)
     assert h[0][0][0, 0, 0, 0] == pytest.approx(6.0 * a[0, 0])
     assert h[0][1][1, 2, 1, 2] == pytest.approx(1.0) and h[0][1][0, 0, 0, 0] == pytest.approx(1.0)
+
+
+def step_loss(w, batch):
+    return np.sum(np.tanh(w * batch) + 0.5 * w * w)
+
+
+def step_expected(w, batch, k=1.0):
+    return k * (batch * (1.0 - np.tanh(w * batch) ** 2) + w)
+
+
+def scaled_step_loss(w, batch, k):
+    return k * np.sum(np.tanh(w * batch) + 0.5 * w * w)
+
+
+@pytest.mark.parametrize("n", [8, 64])
+def test_a_new_closure_per_step_reuses_the_small_plan_and_reads_its_own_values(n, monkeypatch):
+    """`grad(lambda w: loss(w, batch))(w)` with a new lambda each step: every wrapper of
+    the plan shares the small planner's verdict (SmallHessian.shared_plan), so a step
+    unrolls nothing after the first (session 19: each step unrolled, differentiated and
+    wrote the IR again, 0.9 ms a step at 8 elements and 7 ms at 64, 20x a long-lived
+    grad's); and each closure's batch is read per call, never compiled in."""
+    from s2sad import small_hessian
+    rng = np.random.default_rng(n)
+    w = rng.normal(size=n)
+
+    def step(batch, k):
+        return s2sad.grad(lambda w: scaled_step_loss(w, batch, k))(w)
+    for _ in range(2):
+        step(rng.normal(size=n), 1.0)
+    made = []
+    unroll = small_hessian.unroll
+    monkeypatch.setattr(small_hessian, "unroll", lambda *a, **kw: (made.append(1), unroll(*a, **kw))[1])
+    for trial in range(6):
+        batch = rng.normal(size=n)
+        np.testing.assert_allclose(step(batch, 1.0), step_expected(w, batch), rtol=1e-12, atol=1e-14)
+    assert made == []
+    for trial in range(3):      # a number in the cell that changes: right (a plan per value: plans.py)
+        batch, k = rng.normal(size=n), float(trial) - 2.5
+        np.testing.assert_allclose(step(batch, k), step_expected(w, batch, k), rtol=1e-12, atol=1e-14)
+
+
+def test_the_shared_small_plan_follows_the_shapes_and_the_planner():
+    """The verdicts are kept by shapes, argnums and planner: another batch length plans
+    afresh and is right; value_and_grad's plan is not grad's; hessian's not grad's."""
+    rng = np.random.default_rng(2)
+    for n in (3, 5, 3):
+        w, batch = rng.normal(size=n), rng.normal(size=n)
+        np.testing.assert_allclose(s2sad.grad(lambda w: step_loss(w, batch))(w), step_expected(w, batch),
+                                   rtol=1e-12, atol=1e-14)
+        v, g = s2sad.value_and_grad(lambda w: step_loss(w, batch))(w)
+        assert v == pytest.approx(float(np.sum(np.tanh(w * batch) + 0.5 * w * w)), rel=1e-12)
+        np.testing.assert_allclose(g, step_expected(w, batch), rtol=1e-12, atol=1e-14)
+        h = s2sad.hessian(lambda w: step_loss(w, batch))(w)
+        t = np.tanh(w * batch)
+        np.testing.assert_allclose(h, np.diag(-2.0 * batch ** 2 * t * (1.0 - t ** 2) + 1.0), rtol=1e-10,
+                                   atol=1e-12)

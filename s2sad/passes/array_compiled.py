@@ -51,6 +51,9 @@ class ArrayCompiled:
         self.resolver = pf.resolver
         self._gens: dict = {}
         self._impls: dict = {}
+        # the small planners' verdicts for this program (small_hessian.SmallHessian.shared_plan):
+        # every grad object of this plan (a new closure per training step) shares them
+        self.small_plans: dict = {}
 
     # what code written for the fused planner's `Compiled` reads (cli, golden)
     @property
