@@ -352,7 +352,7 @@ def test_concurrent_writers_leave_a_whole_entry(cache):
             assert p.returncode == 0 and "Warning" not in err, err
         header, _ = objcache.load(key)
     assert header["writer"] in ("A", "B")
-    assert [p.name for p in cache.iterdir()] == [key + ".s2o"]          # no temporary files left
+    assert [p.name for p in cache.iterdir() if p.name != objcache.PRUNE_STAMP] == [key + ".s2o"]    # no temporary files left
 
 
 RACE = """\
@@ -455,3 +455,80 @@ def test_entry_point_keeps_its_code_alive(cache, monkeypatch):
     x, out = np.arange(5.0), np.empty(5)
     cfunc(1, 5, x.ctypes.data, out.ctypes.data)
     np.testing.assert_array_equal(out, x * 9.0 + 1.0)
+
+
+# ---------------------------------------------------------------------------------
+# the bound
+
+def _stale_stamp(d) -> None:
+    """As if no process had looked at the cache's size for a day."""
+    stamp = d / objcache.PRUNE_STAMP
+    if stamp.exists():
+        past = time.time() - 86400
+        os.utime(stamp, (past, past))
+
+
+def _blob(i: int) -> list[bytes]:
+    return [bytes([i % 251]) * 20_000]          # ~20 KB an entry
+
+
+def test_the_disk_cache_keeps_to_its_bound_least_recently_used_first(cache, monkeypatch):
+    """S2SAD_CACHE_MB: past it, a store removes the least recently used entries (written
+    or loaded longest ago) down to PRUNE_TO of the bound; a loaded entry counts as used;
+    records, lock files, temporary files and a symlink are never removed; a removed
+    entry is a miss, never an error."""
+    monkeypatch.setenv("S2SAD_CACHE_MB", "0.1")             # ~100 KB: five entries
+    keys = [f"{i:064x}" for i in range(12)]
+    for i, k in enumerate(keys[:5]):
+        assert objcache.store(k, _blob(i)) is not None
+        past = time.time() - 1000 + i           # each written a second after the one before
+        os.utime(cache / (k + objcache.SUFFIX), (past, past))
+    objcache.write_record("host-test", {"a": "1"})
+    (cache / "keep.lock").write_bytes(b"")
+    (cache / ".x.tmp").write_bytes(b"y" * 50_000)
+    os.symlink(cache / (keys[0] + objcache.SUFFIX), cache / ("f" * 64 + objcache.SUFFIX))
+    assert objcache.load(keys[0]) is not None                # entry 0 used now: the most recent
+    _stale_stamp(cache)
+    objcache.store(keys[5], _blob(5))                        # past the bound: a prune
+    left = {p.name for p in cache.iterdir()}
+    sizes = sum(p.stat().st_size for p in cache.iterdir() if p.suffix == objcache.SUFFIX
+                and not p.is_symlink() and not p.name.startswith("rec-"))
+    assert sizes <= objcache.PRUNE_TO * 0.1 * 2**20
+    assert keys[0] + objcache.SUFFIX in left and keys[5] + objcache.SUFFIX in left   # the two used last
+    assert keys[1] + objcache.SUFFIX not in left and keys[2] + objcache.SUFFIX not in left   # the oldest
+    assert {"keep.lock", ".x.tmp", "f" * 64 + objcache.SUFFIX, objcache.PRUNE_STAMP} <= left
+    assert any(n.startswith("rec-") for n in left)
+    assert objcache.load(keys[1]) is None                    # removed: a miss
+    # within PRUNE_EVERY of that look, stores do not look again (one scan an hour at most)
+    for i, k in enumerate(keys[6:], 6):
+        objcache.store(k, _blob(i))
+    assert all((cache / (k + objcache.SUFFIX)).exists() for k in keys[6:])
+
+
+def test_no_bound_and_the_bound_read_as_documented(cache, monkeypatch):
+    """S2SAD_CACHE_MB=0: no bound (nothing removed); a bad value warns and keeps the default."""
+    monkeypatch.setenv("S2SAD_CACHE_MB", "0")
+    keys = [f"{i:064x}" for i in range(8)]
+    for i, k in enumerate(keys):
+        objcache.store(k, _blob(i))
+        _stale_stamp(cache)
+    assert all((cache / (k + objcache.SUFFIX)).exists() for k in keys)
+    monkeypatch.setenv("S2SAD_CACHE_MB", "lots")
+    with pytest.warns(RuntimeWarning, match="S2SAD_CACHE_MB"):
+        objcache.store("e" * 64, _blob(9))
+    assert all((cache / (k + objcache.SUFFIX)).exists() for k in keys)     # 1024 MB: far from it
+
+
+def test_a_kernel_whose_entry_was_pruned_is_compiled_again(cache, monkeypatch):
+    """A driver's entry removed (by another process's prune) is a miss: the next process
+    compiles it again and gets the same results."""
+    km = kernel("def f(x):\n    return math.sin(x) * 1.25 + x\n", "f")
+    d1 = llvm_jit.compile_driver(km, STORE, F64)
+    for p in cache.iterdir():
+        if p.suffix == objcache.SUFFIX and not p.name.startswith("rec-"):
+            p.unlink()
+    monkeypatch.setattr(llvm_jit, "_cache", {})
+    d2 = llvm_jit.compile_driver(km, STORE, F64)
+    assert (d1.origin, d2.origin) == ("compiled", "compiled")
+    x = np.linspace(-2, 2, 65)
+    np.testing.assert_array_equal(run_store(d2, x), run_store(d1, x))

@@ -46,6 +46,17 @@ lock; one that comes later finds the entry first, or a new lock file and then th
 Measured (Intel Xeon, 2 vCPUs, this session): three fresh processes differentiating one
 function together compiled it three times before, once now (tests/test_cache_build_lock.py).
 
+Bounded (`S2SAD_CACHE_MB`, default CACHE_MB; 0: no bound): a store looks at the cache's
+size when no process has for PRUNE_EVERY seconds (the mtime of PRUNE_STAMP in the
+directory says when one last did) and, past the bound, removes the least recently used
+entries (by mtime: an entry's is set when it is written and again each time a process
+loads it) down to PRUNE_TO of it. Records, lock files and temporary files are never
+removed. A process that finds an entry gone compiles it again (a miss); one reading it
+while it is removed reads it whole (unlink keeps an open file). Why: every change of
+s2sad's source gives every kernel a new key, and each value of a number a closure
+compiles in is a kernel of its own, so without a bound the directory only grows (a
+development machine's held 240,000 entries, 8 GB, in session 19).
+
 The host description (`host_fingerprint`) lets a warm process key its kernels without
 importing llvmlite: it is cheap to compute and names what LLVM's view of the host
 depends on; the LLVM-side facts it maps to are stored next to the entries, as records
@@ -59,6 +70,7 @@ import hashlib
 import hmac
 import importlib.util
 import os
+import stat
 import sys
 import time
 import warnings
@@ -73,12 +85,16 @@ except ImportError:           # (not POSIX: the disk cache is off there anyway, 
     fcntl = None
 
 __all__ = ["CacheWarning", "FORMAT", "MAX_ENTRY", "directory", "entry_path", "load", "store", "read_record",
-           "write_record", "host_fingerprint", "cpu_flags", "report", "reported", "building", "BUILD_WAIT"]
+           "write_record", "host_fingerprint", "cpu_flags", "report", "reported", "building", "BUILD_WAIT", "prune"]
 
 FORMAT = 2
 MAGIC = b"S2SADOB\x02"
 SUFFIX = ".s2o"
 MAX_ENTRY = 64 << 20          # the largest entry s2sad writes or reads (kernels are ~10-300 KB)
+CACHE_MB = 1024.0             # the most the entries may take, in MiB (S2SAD_CACHE_MB; 0: no bound)
+PRUNE_EVERY = 3600.0          # seconds between two looks at the cache's size, by any process
+PRUNE_TO = 0.75               # past the bound: least recently used entries removed down to this share of it
+PRUNE_STAMP = "prune.stamp"   # its mtime: when a process last looked
 _MAC = 32
 _HEAD = 8 + _MAC + 4
 
@@ -229,6 +245,10 @@ def load(key: str) -> tuple[dict[str, str], list[bytes]] | None:
     if not hmac.compare_digest(_mac(got.secret, body), data[8:8 + _MAC]):
         _refuse("unauthenticated", f"{path} fails its authentication (HMAC)")
         return None
+    try:                # used now: the last an entry is pruned (its mtime; never its contents)
+        os.utime(name, dir_fd=got.dir.fd, follow_symlinks=False)
+    except (OSError, NotImplementedError):
+        pass
     return _parse(key, path, body)
 
 
@@ -275,7 +295,65 @@ def store(key: str, blobs: list[bytes], meta: dict[str, str] | None = None) -> P
                f"{os.path.join(got.dir.path, name)} ({e.strerror}); kernels are compiled in memory only",
                stacklevel=5)
         return None
+    _maybe_prune(got)
     return Path(got.dir.path) / name
+
+
+def _maybe_prune(got: _Open) -> None:
+    """`prune` where the bound is on and no process has looked for PRUNE_EVERY seconds."""
+    cap = envflags.number("S2SAD_CACHE_MB", CACHE_MB)
+    if cap <= 0:
+        return
+    try:
+        st = os.stat(PRUNE_STAMP, dir_fd=got.dir.fd, follow_symlinks=False)
+        if time.time() - st.st_mtime < PRUNE_EVERY:
+            return
+    except FileNotFoundError:
+        pass
+    except OSError:
+        return
+    try:
+        got.dir.write(PRUNE_STAMP, b"")         # (first: racing processes mostly see it and skip)
+    except OSError:
+        return
+    prune(got.dir.fd, int(cap * 2**20))
+
+
+def prune(dir_fd: int, cap_bytes: int) -> int:
+    """Remove the least recently used entries of the directory (by mtime) until the entries
+    take at most PRUNE_TO of `cap_bytes`, where they take more than `cap_bytes`; how many
+    were removed. Only regular `*.s2o` entry files: never a record (`rec-*`), a lock file,
+    a temporary file or anything else."""
+    found, total = [], 0
+    try:
+        with os.scandir(dir_fd) as it:
+            for e in it:
+                name = e.name
+                if not name.endswith(SUFFIX) or name.startswith(("rec-", ".")):
+                    continue
+                try:
+                    st = e.stat(follow_symlinks=False)
+                except OSError:
+                    continue
+                if stat.S_ISREG(st.st_mode):
+                    found.append((st.st_mtime, name, st.st_size))
+                    total += st.st_size
+    except OSError:
+        return 0
+    if total <= cap_bytes:
+        return 0
+    found.sort()
+    removed = 0
+    for _, name, size in found:
+        if total <= PRUNE_TO * cap_bytes:
+            break
+        try:
+            os.unlink(name, dir_fd=dir_fd)
+        except OSError:
+            continue
+        total -= size
+        removed += 1
+    return removed
 
 
 # ------------------------------------------------------------------ one build per machine
