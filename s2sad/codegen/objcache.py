@@ -55,10 +55,10 @@ removed. A process that finds an entry gone compiles it again (a miss); one read
 while it is removed reads it whole (unlink keeps an open file). Why: every change of
 s2sad's source gives every kernel a new key, and each value of a number a closure
 compiles in is a kernel of its own, so without a bound the directory only grows (a
-development machine's held 240,000 entries, 8 GB, in session 19). Cost (znver5, ext4): a
-look at 240,000 entries and the removal of 60,000 take ~1.5 s, paid once by the store
-that first finds an old unbounded cache; a bounded one (1 GiB: ~30,000 kernels) sheds at
-most a quarter a look, ~0.2 s an hour at worst.
+development machine's held 240,000 entries, 8 GB, in session 19). Cost (the znver5):
+a look at 60,000 entries and the removal of all of them took 1.4 s, ~24 us an entry, so
+the store that first finds an old unbounded cache pays seconds once; a bounded one
+(1 GiB: ~30,000 kernels) sheds at most a quarter a look, ~0.2 s an hour at worst.
 
 The host description (`host_fingerprint`) lets a warm process key its kernels without
 importing llvmlite: it is cheap to compute and names what LLVM's view of the host
