@@ -346,7 +346,7 @@ def test_unauthenticated_entry_is_never_mapped(cache, monkeypatch):
     tampered = bytes(body[start:start + 256])
     seen: list[bytes] = []
     load = objload.load
-    monkeypatch.setattr(objload, "load", lambda obj, *a: seen.append(bytes(obj)) or load(obj, *a))
+    monkeypatch.setattr(objload, "load", lambda obj, *a, **k: seen.append(bytes(obj)) or load(obj, *a, **k))
     monkeypatch.setattr(llvm_jit, "_cache", {})
     with pytest.warns(objcache.CacheWarning, match="authentication"):
         d1 = llvm_jit.compile_driver(km, STORE, np.float64)

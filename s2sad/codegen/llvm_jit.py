@@ -268,8 +268,9 @@ def _link(obj: bytes, names: list[str]) -> tuple[dict[str, int], object]:
     """Map object code into the process; (the address of each of `names`, what keeps it alive)."""
     if objload.supported() and envflags.switch("S2SAD_OBJLOAD"):
         try:
-            loaded = objload.load(obj, names, _resolve)
-            if envflags.switch("S2SAD_PERF_MAP", False):
+            mapped = envflags.switch("S2SAD_PERF_MAP", False)
+            loaded = objload.load(obj, names, _resolve, functions=mapped)
+            if mapped:
                 perf_map(loaded.functions)
             return {n: loaded.addresses[n] for n in names}, loaded
         except objload.UnsupportedObject:

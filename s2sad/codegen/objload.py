@@ -90,7 +90,7 @@ class LoadedObject:
         self.base = base
         self.size = size
         self.addresses = addresses
-        self.functions = functions      # (address, size, name) of every function it defines
+        self.functions = functions      # (address, size, name) of each function it defines, if asked (load)
 
     def __del__(self) -> None:
         if self.base and _libc:
@@ -119,10 +119,13 @@ class _Plan:
         self.stub_off = self.got_off = self.total = 0
 
 
-def load(obj: bytes, exports: Iterable[str], resolve: Callable[[str], int | None]) -> LoadedObject:
+def load(obj: bytes, exports: Iterable[str], resolve: Callable[[str], int | None],
+         functions: bool = False) -> LoadedObject:
     """Map `obj` and return the addresses of `exports` (global symbols it defines);
     `resolve(name)` gives the address of a symbol it uses but does not define (None:
-    not found, an error unless the reference is weak)."""
+    not found, an error unless the reference is weak). `functions`: also list every
+    function it defines (LoadedObject.functions, for a profiler's map; a warm start
+    does not pay for it)."""
     plan = _plan(obj)
     mmap, mprotect, munmap = _mem()
     base = mmap(None, plan.total, _PROT_READ | _PROT_WRITE, _MAP_PRIVATE | _MAP_ANONYMOUS, -1, 0)
@@ -137,7 +140,7 @@ def load(obj: bytes, exports: Iterable[str], resolve: Callable[[str], int | None
             raise OSError(ctypes.get_errno(), "mprotect failed")
         out = _exported(plan, exports, sym_addr)
         ok = True
-        return LoadedObject(base, plan.total, out, _functions(plan, sym_addr))
+        return LoadedObject(base, plan.total, out, _functions(plan, sym_addr) if functions else ())
     finally:
         if not ok:
             munmap(base, plan.total)
