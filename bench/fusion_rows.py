@@ -203,19 +203,37 @@ class S2sadSide:
     built and run with S2SAD_ROW_FUSION=0)."""
 
     def __init__(self):
-        import types
-
         import s2sad
-        self.s2sad, self.types = s2sad, types
+        self.s2sad = s2sad
         self.made: dict = {}
+        self.copies: dict | None = None
+
+    def _unfused(self) -> dict:
+        """The losses again, compiled from a copy of their source in a module of its own:
+        other code objects, so other plans and specialised copies. (A function object
+        made from the same `__code__` shares the fused one's plan, found by its code: the
+        unfused calls then recorded the specialised copy the fused calls ran, with the row
+        fusion off, where no block pass was reached, so the fused calls ran without their
+        whole-call thread choice: the MLP3 at 10k rows read 7.4-8.3 ms here against
+        6.0-6.5 ms alone, session 20.)"""
+        if self.copies is None:
+            import importlib.util
+            import inspect
+            import tempfile
+            path = os.path.join(tempfile.mkdtemp(prefix="s2sad_unfused_"), "fusion_rows_unfused.py")
+            with open(path, "w") as f:
+                f.write("import numpy as np\n\n\n" + "\n\n".join(inspect.getsource(fn) for fn in NUMPY_LOSSES.values()))
+            spec = importlib.util.spec_from_file_location("fusion_rows_unfused", path)
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+            self.copies = {case: getattr(module, fn.__name__) for case, fn in NUMPY_LOSSES.items()}
+        return self.copies
 
     def _get(self, case, n, fused):
         key = (case, n, fused)
         if key not in self.made:
             args, argnums = make_args(case, n)
-            f = NUMPY_LOSSES[case]
-            if not fused:        # another function object: its own plan
-                f = self.types.FunctionType(f.__code__, f.__globals__, f.__name__)
+            f = NUMPY_LOSSES[case] if fused else self._unfused()[case]
             with _fusion(fused):
                 g = self.s2sad.grad(f, argnums=argnums)
                 g(*args)
