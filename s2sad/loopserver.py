@@ -37,6 +37,22 @@ wake-up is a part worth saving. Session 17's first version served block passes a
 read 0.98-1.00x; the products and row kernels between the passes, served too, made the
 difference.
 
+Measured and rejected (session 20, the znver5, the MLP3 gradient at 10k rows, one
+process, default threads):
+- waking the server at the start of a gradient timed whole on two threads (a pool task
+  entering `linger` before the first pass's Python), so that its wake-up overlaps that
+  Python instead of delaying the first split: calls alternated with and without it,
+  medians of 750-940, 1.05-1.08x the time (default threads and forced to two alike).
+  Likely the GIL: the woken thread needs it for the few lines before `serve`, and takes
+  it while the calling thread runs Python, each hand-over a futex wake on this guest;
+  woken by a split, it finds the calling thread in machine code.
+- a kick that leaves the server a short tail of spins (TAIL pauses) rather than at
+  once, so that back-to-back calls find it serving at their first pass: ~110 us of tail
+  (5,000 pauses) was shorter than the Python from one call's end to the next's first
+  split, and served nothing more; ~450 us (20,000) served the first pass in most calls,
+  for 0.985x the time (blocks of calls alternated, medians of 1,190): not worth a core
+  spinning after every call.
+
 The mailbox: 0 state (0 nobody serving, 1 serving and free, 2 claimed by a poster who is
 writing, 3 posted, 4 taken by the server), 1 the last posted number, 2 the last done, 3
 the function, 4-8 its arguments, 9 the kicks so far (the end of a call: a server leaves
