@@ -98,6 +98,44 @@ def test_threads_give_the_same_bits(monkeypatch):
     _close(three[1], x.T, g)
 
 
+@pytest.mark.parametrize("dt", [np.float64, np.float32])
+@pytest.mark.parametrize("n,p,m", [(100_000, 32, 10), (3001, 64, 10), (30_000, 17, 3), (4096, 128, 9), (20_000, 40, 2)])
+def test_a_weight_gradient_flipped_has_the_bits_as_written(monkeypatch, dt, n, p, m):
+    """`X.T @ G` with fewer vectors the other way round runs as (G.T @ X).T (gemm._flipped):
+    each element the same chain, so the bits of the product as written, on one thread or
+    several; X reversed, G's rows strided or a copy: the same."""
+    rng = np.random.default_rng(n + p + m)
+    x = rng.standard_normal((n, p)).astype(dt)
+    g = rng.standard_normal((n, m)).astype(dt)
+    cases = [(x, g), (x[::-1], g), (x, rng.standard_normal((n, m + 5)).astype(dt)[:, 2:m + 2]),
+             (x, np.asfortranarray(g)), (x, g[::-1])]
+    for xx, gg in cases:
+        a, b = gemm._operands(xx.T, gg)
+        assert gemm._flip_wins(a, b)
+        monkeypatch.setattr(gemm, "FLIP", False)
+        assert not gemm._flip_wins(a, b)
+        want = gemm.matmul(xx.T, gg)
+        monkeypatch.setattr(gemm, "FLIP", True)
+        for threads in ("1", "2"):
+            monkeypatch.setenv("S2SAD_NUM_THREADS", threads)
+            got = gemm.matmul(xx.T, gg)
+            assert got.flags.c_contiguous and got.shape == (p, m) and got.dtype == dt
+            np.testing.assert_array_equal(got, want)
+        _close(got, xx.T, gg)
+
+
+def test_only_fewer_vectors_flip():
+    """Square weights (64 x 64: as many vectors either way), a product whose left operand
+    is not a transpose, and one whose flipped rows would pass MAX_ROW_BYTES run as written."""
+    rng = np.random.default_rng(5)
+    x, g = rng.standard_normal((5000, 64)), rng.standard_normal((5000, 64))
+    assert not gemm._flip_wins(*gemm._operands(x.T, g))
+    w = rng.standard_normal((64, 10))
+    assert not gemm._flip_wins(*gemm._operands(x, w))
+    wide = rng.standard_normal((3000, 200))
+    assert not gemm._flip_wins(*gemm._operands(wide.T, rng.standard_normal((3000, 10))))
+
+
 def test_when_numpy_multiplies(monkeypatch):
     """Only 2-D float arrays of one dtype with a thin right operand take s2sad's loop;
     the rest is numpy's product, its errors included."""

@@ -18,6 +18,8 @@ ROUND = 2 * (PROBES + 1)
 def two_cores(monkeypatch):
     monkeypatch.delenv("S2SAD_NUM_THREADS", raising=False)
     monkeypatch.setattr(threadchoice, "default_threads", lambda: 2)
+    # (the products as written: flipped, `h.T @ G` is a product of 10 rows, one thread's)
+    monkeypatch.setattr(gemm, "FLIP", False)
 
 
 def _pair(n: int = 10_000):
