@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import subprocess
 import sys
 import time
@@ -294,6 +295,7 @@ def _jax_side(python: str | None):
 
 
 def run(cases, sizes, rounds: int, reps: int, jax_python: str | None, log=print) -> list[dict]:
+    shuffle = random.Random(0).shuffle
     s2 = S2sadSide()
     jx = _jax_side(jax_python)
     rows = []
@@ -303,11 +305,16 @@ def run(cases, sizes, rounds: int, reps: int, jax_python: str | None, log=print)
             if jx is not None:
                 _check(s2.grads(case, n), jx.grads(case, n), f"{case} n={n} s2sad vs JAX")
             fused, unfused, jax_t, ratio = [], [], [], []
-            for _ in range(rounds):          # interleaved: each round times every system once
-                fused.append(s2.time(case, n, reps))
-                unfused.append(s2.time(case, n, reps, fused=False))
+            timers = {"fused": lambda: fused.append(s2.time(case, n, reps)),
+                      "unfused": lambda: unfused.append(s2.time(case, n, reps, fused=False))}
+            if jx is not None:
+                timers["jax"] = lambda: jax_t.append(jx.time(case, n, reps))
+            for _ in range(rounds):          # interleaved: each round times every system once,
+                order = list(timers)         # in a shuffled order (bench/run.py's measure_block says why)
+                shuffle(order)
+                for name in order:
+                    timers[name]()
                 if jx is not None:
-                    jax_t.append(jx.time(case, n, reps))
                     ratio.append(fused[-1] / jax_t[-1])
             row = {"case": case, "label": LABEL[case], "n": n, "s2sad_us": 1e6 * np.median(fused),
                    "unfused_us": 1e6 * np.median(unfused), "fused_over_unfused": float(np.median(
@@ -362,7 +369,7 @@ def markdown(rows: list, heading: str) -> list[str]:
         L.append(f"| {r['label']} | {r['n']:,} | {r['s2sad_us'] / 1e3:.2f} ms | {r['unfused_us'] / 1e3:.2f} ms | "
                  f"{jax} | {ratio} | {verdict} |")
     L += ["", "Medians over interleaved rounds (each round times s2sad, s2sad unfused (S2SAD_ROW_FUSION=0) "
-          "and JAX once, 10 calls each); the ratio is the median of the per-round ratios.", ""]
+          "and JAX once, 10 calls each, in a shuffled order); the ratio is the median of the per-round ratios.", ""]
     return L
 
 

@@ -141,10 +141,10 @@ def _batch(fn, number: int) -> float:
 
 
 def measure_block(fns: dict, *, repeats: int, budget_s: float, batch_s: float) -> dict:
-    """Per-call times (seconds) of every fn, in interleaved rounds. Each fn has been
-    called at least once already (compile, check); here it is warmed up, calibrated,
-    then timed in batches of `number` calls, `repeats` batches at most and at least 5,
-    as the per-system time budget allows."""
+    """Per-call times (seconds) of every fn, in interleaved rounds (the systems in a
+    shuffled order each round). Each fn has been called at least once already (compile,
+    check); here it is warmed up, calibrated, then timed in batches of `number` calls,
+    `repeats` batches at most and at least 5, as the per-system time budget allows."""
     plan = {}
     for name, fn in fns.items():
         fn()                                   # warm-up
@@ -155,9 +155,15 @@ def measure_block(fns: dict, *, repeats: int, budget_s: float, batch_s: float) -
     samples = {name: [] for name in fns}
     usage = {name: [0.0, 0.0, 0, 0] for name in fns}     # cpu s, wall s, minor faults, calls
     names = list(fns)
+    # the order shuffled each round (seeded): every system follows every other about as
+    # often. A rotation keeps the cyclic order, so one system always ran right after the
+    # same one: s2sad's array rows after JAX's, whose first calls after JAX's took 4-5x
+    # their time (JAX's pool threads and caches), +20 us a call at 10k rows (session 20)
+    shuffle = random.Random(0).shuffle
     for r in range(max(p[1] for p in plan.values())):
-        k = r % len(names)
-        for name in names[k:] + names[:k]:
+        order = list(names)
+        shuffle(order)
+        for name in order:
             number, rounds = plan[name]
             if len(samples[name]) < rounds:
                 r0, c0, w0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt, time.process_time(), time.perf_counter()
