@@ -20,9 +20,14 @@ row kernel's chunks): the loop's address and its five arguments, the server's ow
 scratch bases among them; the calling thread runs its share of the same loop (the
 blocks from one atomic counter) and waits for the server's `done`. The server then
 spins again. No Python runs on the server between splits. The end of the gradient timed
-whole kicks it (threadchoice.one_count_for_all: the only calls that let a pool thread
-linger): the spinning stays inside the call, never taking a core from what the user runs
-next.
+whole parks it (`in_call`; threadchoice.one_count_for_all: the only calls that let a
+pool thread linger): the spinning stays inside the call, never taking a core from what
+the user runs next. Parked, the server waits in the kernel (a futex wait on a mailbox
+word, at most NAP_NS, still in machine code); the next gradient timed whole on two
+threads wakes it at its start, so that it spins again by the first pass's split without
+taking the GIL; anything else the pool is given (make_way), a kick, or the nap's end
+sends the thread back to the pool. Where the host has no futex (not Linux on x86-64 or
+AArch64), it leaves at the end of the call instead.
 
 Measured (2026-12-03, the znver5 guest, 2 vCPUs, busy): the MLP3 gradient at 10k rows,
 two `grad` objects in one process, calls alternated with S2SAD_POOL_SPIN 0 and 1,
@@ -53,13 +58,27 @@ process, default threads):
   for 0.985x the time (blocks of calls alternated, medians of 1,190): not worth a core
   spinning after every call.
 
+Kept (session 20, the znver5, the MLP3 gradient at 10k rows, default threads, blocks of
+ten calls alternated with the end of the call kicking its server, the first two of each
+block left out, medians of ~1,900): 0.95x the time, twice; 100k rows 1.00x; the
+cross-entropy (no gradient timed whole) unchanged. A server spinning at the first pass
+had been worth 0.95-0.96x (a thread started by hand before each call); each call's
+first split had gone to the pool's way. A first form parked on a count of the calls'
+ends (an edge): a server descheduled past one call's end saw it during the next call and
+parked there, its splits going to the pool's way (found by the tests on a loaded
+machine); the level (word 11) keeps it serving.
+
 The mailbox: 0 state (0 nobody serving, 1 serving and free, 2 claimed by a poster who is
-writing, 3 posted, 4 taken by the server), 1 the last posted number, 2 the last done, 3
-the function, 4-8 its arguments, 9 the kicks so far (the end of a call: a server leaves
-at once when they pass the count its task was made with; counted, not set and cleared,
-so a kick made before the thread reaches `serve` is not lost), 10 make-way (other pool
+writing, 3 posted, 4 taken by the server, 5 parked), 1 the last posted number, 2 the
+last done, 3 the function, 4-8 its arguments, 9 the kicks so far (a server leaves at
+once when they pass the count its task was made with; counted, not set and cleared, so
+a kick made before the thread reaches `serve` is not lost), 10 make-way (other pool
 work submitted: the serving thread leaves, and the executor's thread takes the work; a
-thread that lingers later clears it, since the next split of the call is posted to it).
+thread that lingers later clears it, since the next split of the call is posted to it),
+11 a gradient timed whole on two threads in progress (1; 0 at its end: the server parks
+when it sees 0, a level rather than a count, so that a server descheduled past the end of
+one call and into the next keeps serving that one), 12 the futex word (its low 32 bits,
+bumped by each wake).
 
 Invariants:
 - the loop run is the same loop with the same table: the same bits as the pool's way
@@ -70,8 +89,15 @@ Invariants:
   having taken back a post the server never started: nothing of the split is still
   written when the caller reads it;
 - in a forked child the mailbox is zeroed (no server thread there);
+- a parked server (5) is never posted to (posts claim from 1 only); it parks by 1 -> 5
+  and a wake sets 5 -> 1 before bumping the word, and it reads the word before it looks
+  at the state again, so a wake is never lost (the wait returns at once where the word
+  moved); after its wait it serves where the state is 1, else leaves (5 -> 0) or, where
+  a wake came between, serves;
 - never a hang, nor a wait on a thread without a core: `serve` returns after SPINS
-  pauses with nothing posted, or when kicked; the poster, its share done (every block,
+  pauses with nothing posted, when kicked or given other pool work (both wake a parked
+  server), or a parked server after NAP_NS; at exit, a parked server is kicked before
+  the pool's threads are joined; the poster, its share done (every block,
   where the server has not started), takes a post the server has not claimed back
   (3 -> 1, by the same compare-and-swap the server claims it with, 3 -> 4), and waits
   only for a loop the server took and is running, yielding its core every WAIT_SPINS
@@ -80,6 +106,7 @@ Invariants:
 """
 from __future__ import annotations
 
+import concurrent.futures.thread  # noqa: F401 (its exit hook registered before this module's)
 import contextlib
 import ctypes
 import os
@@ -93,8 +120,9 @@ from .codegen import llvm_jit
 
 SWITCH_NAME = "S2SAD_POOL_SPIN"
 SPINS = 20000            # pauses a server waits for a post before it leaves (~0.4-1 ms)
+NAP_NS = 200_000_000     # a resting server's wait for the next gradient, at most (then its thread goes back)
 WAIT_SPINS = 2000        # pauses a poster waits for a claimed loop between yields (~50-100 us)
-_VERSION = "v5"
+_VERSION = "v6"
 
 
 def on() -> bool:
@@ -110,15 +138,25 @@ def _pause() -> tuple[str, str]:
 
 def _serve_ir(name: str) -> str:
     decl, pause = _pause()
-    return (decl + f"define void @{name}(ptr %mb, i64 %spins, i64 %kicks) {{\n"
+    return (decl + f"define void @{name}(ptr %mb, i64 %spins, i64 %kicks, i64 %sys, i64 %futex, i64 %nap) {{\n"
             "entry:\n"
             "  %seq.at = getelementptr inbounds i64, ptr %mb, i64 1\n"
             "  %done.at = getelementptr inbounds i64, ptr %mb, i64 2\n"
             "  %kick.at = getelementptr inbounds i64, ptr %mb, i64 9\n"
             "  %way.at = getelementptr inbounds i64, ptr %mb, i64 10\n"
+            "  %call.at = getelementptr inbounds i64, ptr %mb, i64 11\n"
+            "  %word.at = getelementptr inbounds i64, ptr %mb, i64 12\n"
+            "  %ts = alloca { i64, i64 }, align 8\n"
+            "  %ts.ns = getelementptr inbounds { i64, i64 }, ptr %ts, i32 0, i32 1\n"
+            "  %nap.s = udiv i64 %nap, 1000000000\n"       # (a timespec: seconds, nanoseconds under 1e9)
+            "  %nap.ns = urem i64 %nap, 1000000000\n"
+            "  store i64 %nap.s, ptr %ts, align 8\n"
+            "  store i64 %nap.ns, ptr %ts.ns, align 8\n"
+            "  %can.rest = icmp ne i64 %sys, 0\n"
             "  br label %loop\n"
             "loop:\n"
-            "  %left = phi i64 [ %spins, %entry ], [ %left.next, %spin ], [ %spins, %run ], [ 0, %claimed ]\n"
+            "  %left = phi i64 [ %spins, %entry ], [ %left.next, %spin ], [ %spins, %run ], [ 0, %claimed ], "
+            "[ %spins, %resumed ]\n"
             "  %st = load atomic i64, ptr %mb acquire, align 8\n"
             "  %posted = icmp eq i64 %st, 3\n"
             "  br i1 %posted, label %claim, label %check\n"
@@ -134,7 +172,35 @@ def _serve_ir(name: str) -> str:
             "  %none = icmp eq i64 %left, 0\n"
             "  %out0 = or i1 %kicked, %asked\n"
             "  %out = or i1 %out0, %none\n"
-            "  br i1 %out, label %leave, label %spin\n"
+            "  br i1 %out, label %leave, label %rest.check\n"
+            "rest.check:\n"              # no gradient in progress: rest (where the host can), else leave
+            "  %call = load atomic i64, ptr %call.at monotonic, align 8\n"
+            "  %idle = icmp eq i64 %call, 0\n"
+            "  br i1 %idle, label %rest.go, label %spin\n"
+            "rest.go:\n"
+            "  br i1 %can.rest, label %rest.enter, label %leave\n"
+            "rest.enter:\n"              # 1 -> 5: no post is taken while resting
+            "  %re = cmpxchg ptr %mb, i64 1, i64 5 acq_rel acquire\n"
+            "  %re.ok = extractvalue { i64, i1 } %re, 1\n"
+            "  br i1 %re.ok, label %parked, label %claimed\n"
+            "parked:\n"                  # the word first, then the state: a wake between them changes the word
+            "  %w = load atomic i32, ptr %word.at acquire, align 8\n"
+            "  %st.n = load atomic i64, ptr %mb acquire, align 8\n"
+            "  %still = icmp eq i64 %st.n, 5\n"
+            "  br i1 %still, label %wait, label %resumed\n"
+            "wait:\n"                    # futex(word, FUTEX_WAIT_PRIVATE, w, nap): woken, timed out, or not w
+            "  %sysf = inttoptr i64 %sys to ptr\n"
+            "  %w64 = zext i32 %w to i64\n"
+            "  %sr = call i64 (i64, ...) %sysf(i64 %futex, ptr %word.at, i64 128, i64 %w64, ptr %ts)\n"
+            "  %st.w = load atomic i64, ptr %mb acquire, align 8\n"
+            "  %woken = icmp eq i64 %st.w, 1\n"
+            "  br i1 %woken, label %resumed, label %give.up\n"
+            "give.up:\n"                 # still resting after one nap: the thread goes back to the pool
+            "  %gu = cmpxchg ptr %mb, i64 5, i64 0 acq_rel acquire\n"
+            "  %gu.ok = extractvalue { i64, i1 } %gu, 1\n"
+            "  br i1 %gu.ok, label %exit, label %resumed\n"
+            "resumed:\n"                 # a wake set 1: serving again, for the next call
+            "  br label %loop\n"
             "leave:\n"
             "  %r = cmpxchg ptr %mb, i64 1, i64 0 acq_rel acquire\n"
             "  %ok = extractvalue { i64, i1 } %r, 1\n"
@@ -160,6 +226,25 @@ def _serve_ir(name: str) -> str:
             "  br label %loop\n"
             "exit:\n"
             "  ret void\n"
+            "}\n")
+
+
+def _wake_ir(name: str) -> str:
+    """(mb, sys, futex) -> 1 where a resting server was set serving (5 -> 1) and its word
+    bumped and woken (futex FUTEX_WAKE_PRIVATE, one waiter), else 0."""
+    return (f"define i64 @{name}(ptr %mb, i64 %sys, i64 %futex) {{\n"
+            "entry:\n"
+            "  %word.at = getelementptr inbounds i64, ptr %mb, i64 12\n"
+            "  %r = cmpxchg ptr %mb, i64 5, i64 1 acq_rel acquire\n"
+            "  %ok = extractvalue { i64, i1 } %r, 1\n"
+            "  br i1 %ok, label %wake, label %no\n"
+            "no:\n"
+            "  ret i64 0\n"
+            "wake:\n"
+            "  %old = atomicrmw add ptr %word.at, i32 1 acq_rel, align 8\n"
+            "  %sysf = inttoptr i64 %sys to ptr\n"
+            "  %sr = call i64 (i64, ...) %sysf(i64 %futex, ptr %word.at, i64 129, i64 1)\n"
+            "  ret i64 1\n"
             "}\n")
 
 
@@ -225,7 +310,8 @@ def _swap_ir(expect: int, put: int):
 
 
 _I64, _P = ctypes.c_int64, ctypes.c_void_p
-_FUNCTIONS = {"serve": (_serve_ir, None, (_P, _I64, _I64)), "post": (_post_ir, _I64, (_P,) + (_I64,) * 6),
+_FUNCTIONS = {"serve": (_serve_ir, None, (_P, _I64, _I64, _I64, _I64, _I64)),
+              "wake": (_wake_ir, _I64, (_P, _I64, _I64)), "post": (_post_ir, _I64, (_P,) + (_I64,) * 6),
               "wait": (_wait_ir, _I64, (_P, _I64, _I64)), "enter": (_swap_ir(0, 1), _I64, (_P,)),
               "retract": (_swap_ir(3, 1), _I64, (_P,))}
 
@@ -264,6 +350,10 @@ class _Server:
 SERVER = _Server()
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=SERVER.forget)
+# at exit, before the pool's threads are joined, a parked server leaves: threading's exit
+# hooks run newest first, and the pool's join is registered when concurrent.futures.thread
+# is first imported (so it is imported here first)
+getattr(threading, "_register_atexit", lambda f: None)(lambda: kick() if SERVER.fns is not None else None)
 
 
 class _Allowed(threading.local):
@@ -301,32 +391,76 @@ def kicks() -> int:
     return int(SERVER.mailbox[9])
 
 
+def _futex() -> tuple[int, int]:
+    """(the address of libc's `syscall`, this machine's futex syscall number), or (0, 0)
+    where there is no futex (not Linux on x86-64 or AArch64): a server then leaves where it
+    would park."""
+    number = {"x86_64": 202, "amd64": 202, "aarch64": 98, "arm64": 98}.get(platform.machine().lower())
+    if number is None or not platform.system() == "Linux":
+        return 0, 0
+    try:
+        return ctypes.cast(ctypes.CDLL(None).syscall, ctypes.c_void_p).value or 0, number
+    except (OSError, AttributeError):
+        return 0, 0
+
+
+_SYSCALL, _FUTEX = _futex()
+
+
 def linger(since: int, spins: int | None = None) -> None:
     """On a pool thread after its share of a split: serve posted loops until `spins`
     (SPINS) pauses pass with none, or a kick after the `since`-th (kicks() when the task
-    was made: the end of the call it served, even one that came before this thread got
-    here), or other pool work (make_way); nothing if another thread serves already."""
+    was made: even one that came before this thread got here), or other pool work
+    (make_way); nothing if another thread serves already. With no gradient timed whole
+    in progress (`in_call`), it parks (state 5) for up to NAP_NS, woken by the next one."""
     if not on():
         return
     fns = SERVER.functions()
     SERVER.mailbox[10] = 0          # (a make_way before now was for a server gone since)
     if fns["enter"](SERVER.at):
-        fns["serve"](SERVER.at, SPINS if spins is None else spins, since)
+        fns["serve"](SERVER.at, SPINS if spins is None else spins, since, _SYSCALL, _FUTEX, NAP_NS)
+
+
+def _wake() -> bool:
+    """A resting server set serving and woken (True), else nothing (False)."""
+    return SERVER.mailbox[0] == 5 and bool(SERVER.functions()["wake"](SERVER.at, _SYSCALL, _FUTEX))
+
+
+@contextlib.contextmanager
+def in_call(threads: int):
+    """Around a gradient timed whole (threadchoice.one_count_for_all) on `threads`: on two,
+    a server parked since the last one spins again (woken in machine code: no GIL to wait
+    for), so that the first pass's split is served at once; at its end (mailbox word 11
+    back to 0) a serving thread parks (a futex wait, no core taken) for the next one, or,
+    where the host has no futex, leaves. Level, not edge: a server that sees the end of
+    one call only after the next began (descheduled between them) keeps serving."""
+    if threads != 2:
+        yield
+        return
+    SERVER.mailbox[11] = 1          # (before the wake: a woken server finds a call in progress)
+    if on():
+        _wake()
+    try:
+        yield
+    finally:
+        SERVER.mailbox[11] = 0
 
 
 def kick() -> None:
-    """At the end of a call: a serving thread leaves at once, and one on its way to serve,
-    given its task before now, does not start. Two threads kicking at once may count one
-    kick, never none."""
+    """A serving or resting thread leaves at once, and one on its way to serve, given its
+    task before now, does not start. Two threads kicking at once may count one kick,
+    never none."""
     SERVER.mailbox[9] += 1
+    _wake()
 
 
 def make_way() -> None:
-    """Before other work is submitted to the pool: a serving thread leaves, so that the
-    executor's thread takes it. (A thread on its way to serve still serves: the caller
-    posts its next split there.)"""
+    """Before other work is submitted to the pool: a serving or resting thread leaves, so
+    that the executor's thread takes it. (A thread on its way to serve still serves: the
+    caller posts its next split there.)"""
     if SERVER.mailbox[0]:
         SERVER.mailbox[10] = 1
+        _wake()
 
 
 def run_served(loop_address: int, table: int, words: int, n: int, counter: int, want, buffer, run_own) -> bool:

@@ -293,12 +293,11 @@ def one_count_for_all(run: Callable, elements: int, clock: Callable[[], int] = t
         out = []
 
         def work(count: int) -> None:
-            with all_calls_on(count), loopserver.allowing():
+            # (on two threads: the last call's server, parked, spins again for the first split;
+            # it parks again at the call's end)
+            with all_calls_on(count), loopserver.allowing(), loopserver.in_call(count):
                 out.append(run(*args))
-        try:
-            chooser.run(elements, work)
-        finally:
-            loopserver.kick()       # a pool thread serving the passes leaves with the call
+        chooser.run(elements, work)
         return out[0]
     whole.chooser, whole.__wrapped__ = chooser, run
     return whole

@@ -1,5 +1,7 @@
 """A pool thread serving block loops (s2sad/loopserver.py): never a hang, the same bits
-as the pool's way, off with S2SAD_POOL_SPIN=0, gone at the end of a gradient timed whole."""
+as the pool's way, off with S2SAD_POOL_SPIN=0, parked at the end of a gradient timed
+whole (never spinning after it), woken by the next, sent back by other pool work, a
+kick, the nap's end or the process's exit."""
 from __future__ import annotations
 
 import multiprocessing
@@ -35,6 +37,7 @@ def _spin_on(monkeypatch):
     monkeypatch.delenv("S2SAD_POOL_SPIN", raising=False)
     monkeypatch.delenv("S2SAD_BLOCK_LOOP", raising=False)
     yield
+    loopserver.SERVER.mailbox[11] = 0      # (no gradient in progress: see _serve_forever)
     loopserver.kick()           # (a server a test started leaves)
     _wait_gone()
 
@@ -47,8 +50,10 @@ def _wait_gone(limit: float = 5.0) -> bool:
 
 
 def _serve_forever(monkeypatch) -> threading.Thread:
-    """A thread serving until kicked (its spins all but endless), started and serving."""
+    """A thread serving until kicked (its spins all but endless), started and serving, as
+    inside a gradient timed whole (mailbox word 11: outside one, a server parks)."""
     _wait_gone()
+    loopserver.SERVER.mailbox[11] = 1
     t = threading.Thread(target=loopserver.linger, args=(loopserver.kicks(), 1 << 62), daemon=True)
     t.start()
     end = time.monotonic() + 5
@@ -60,6 +65,7 @@ def _serve_forever(monkeypatch) -> threading.Thread:
 
 def test_a_server_with_nothing_posted_leaves_after_its_spins(monkeypatch):
     _wait_gone()
+    loopserver.SERVER.mailbox[11] = 1      # (in a call: else it parks)
     t = threading.Thread(target=loopserver.linger, args=(loopserver.kicks(), 2000), daemon=True)
     t.start()
     t.join(5)
@@ -185,6 +191,7 @@ def test_the_mlp3_gradient_served_has_the_bits_of_the_pools_way(monkeypatch, dty
         g(*args)
     assert loopserver.SERVER.served == before        # off: never served
     monkeypatch.setenv("S2SAD_POOL_SPIN", "1")
+    monkeypatch.setattr(loopserver, "NAP_NS", 20_000_000)
     for _ in range(3):
         server = _serve_forever(monkeypatch)
         at = loopserver.SERVER.served + loopserver.SERVER.retracted
@@ -194,18 +201,162 @@ def test_the_mlp3_gradient_served_has_the_bits_of_the_pools_way(monkeypatch, dty
         # this thread's share was all of it before the server came to it)
         assert loopserver.SERVER.served + loopserver.SERVER.retracted >= at + 4
         server.join(5)
-        assert not server.is_alive()                # (kicked at the call's end)
+        assert not server.is_alive()                # (parked at the call's end, gone after its nap)
 
 
 @pytest.mark.parametrize("pool", ["1", "0"])
-def test_a_gradient_timed_whole_sends_its_server_away_when_it_returns(monkeypatch, pool):
-    """Spins made endless: only the whole call's kick at its end ends them (with s2sad's
-    memory pool on and off)."""
+def test_a_gradient_timed_whole_parks_its_server_when_it_returns(monkeypatch, pool):
+    """Spins made endless: the whole call's rest at its end parks the server (state 5: a
+    futex wait, no core taken), never left spinning after the call; parked, it gives its
+    thread back after NAP_NS (with s2sad's memory pool on and off)."""
     args, argnums = mlp3_args(10_000, np.float64)
     monkeypatch.delenv("S2SAD_NUM_THREADS", raising=False)
     monkeypatch.setenv("S2SAD_POOL", pool)
     monkeypatch.setattr(loopserver, "SPINS", 1 << 62)
+    monkeypatch.setattr(loopserver, "NAP_NS", 50_000_000)
     g = s2sad.grad(mlp3, argnums=argnums)
+    for _ in range(3):
+        g(*args)
+        assert _wait_not_spinning()
+        assert _wait_gone(2.0)
+
+
+def _wait_not_spinning(limit: float = 2.0) -> bool:
+    """Wait until the server has seen the call's end (resting, or gone where the host has
+    no futex)."""
+    end = time.monotonic() + limit
+    while loopserver.SERVER.mailbox[0] == 1 and time.monotonic() < end:
+        time.sleep(0.0005)
+    return loopserver.SERVER.mailbox[0] != 1
+
+
+def _resting(monkeypatch, g, args) -> None:
+    """g(*args) (two threads forced) with naps long enough for a test, and spins endless
+    (on a loaded machine a server may otherwise leave between two passes, as it should):
+    its server parked."""
+    if not loopserver._SYSCALL:
+        pytest.skip("no futex on this host: a whole call's end kicks its server (tested below)")
+    monkeypatch.setattr(loopserver, "NAP_NS", 5_000_000_000)
+    monkeypatch.setattr(loopserver, "SPINS", 1 << 62)
+    loopserver.kick()
+    assert _wait_gone()
+    for _ in range(4):                      # (specialised and timed whole from its third or fourth
+        g(*args)                            # call: its pool thread lingers, then parks at the end)
+    end = time.monotonic() + 5
+    while loopserver.SERVER.mailbox[0] != 5 and time.monotonic() < end:
+        time.sleep(0.0005)
+    assert loopserver.SERVER.mailbox[0] == 5
+
+
+def test_a_parked_server_serves_the_next_gradients_first_pass(monkeypatch):
+    """The next gradient timed whole wakes it (5 -> 1, a futex wake: no GIL to wait for), so
+    that every split of that call is posted, the first one too (the block passes, the
+    head's product rows, its row kernel: 6); the bits are one thread's."""
+    args, argnums = mlp3_args(10_000, np.float64)
+    g = s2sad.grad(mlp3, argnums=argnums)
+    monkeypatch.setenv("S2SAD_NUM_THREADS", "1")
+    want = g(*args)
+    monkeypatch.setenv("S2SAD_NUM_THREADS", "2")
+    g(*args)
+    for _ in range(3):
+        _resting(monkeypatch, g, args)
+        at = loopserver.SERVER.served + loopserver.SERVER.retracted
+        for a, b in zip(g(*args), want):
+            np.testing.assert_array_equal(a, b)
+        assert loopserver.SERVER.served + loopserver.SERVER.retracted == at + 6
+
+
+def test_other_pool_work_sends_a_parked_server_back_to_the_pool(monkeypatch):
+    """make_way wakes it to leave: the executor's one thread then takes the new work at
+    once, not after the nap (5 s here)."""
+    args, argnums = mlp3_args(10_000, np.float64)
+    monkeypatch.setenv("S2SAD_NUM_THREADS", "2")
+    g = s2sad.grad(mlp3, argnums=argnums)
+    _resting(monkeypatch, g, args)
+    ran = []
+    t0 = time.monotonic()
+    threads.run_chunks(lambda c: ran.append(threading.get_ident()), 2, 2)
+    assert len(ran) == 2 and time.monotonic() - t0 < 2.0
+    # (a pool task of the last call still queued may then linger, and park: never spin)
+    assert _wait_not_spinning()
+
+
+def test_a_kick_sends_a_parked_server_away_at_once(monkeypatch):
+    args, argnums = mlp3_args(10_000, np.float64)
+    monkeypatch.setenv("S2SAD_NUM_THREADS", "2")
+    g = s2sad.grad(mlp3, argnums=argnums)
+    _resting(monkeypatch, g, args)
+    loopserver.kick()
+    assert _wait_gone(2.0)
+
+
+def test_a_child_forked_while_a_server_is_parked_runs_gradients(monkeypatch):
+    args, argnums = mlp3_args(10_000, np.float64)
+    monkeypatch.setenv("S2SAD_NUM_THREADS", "2")
+    g = s2sad.grad(mlp3, argnums=argnums)
+    want = g(*args)
+    _resting(monkeypatch, g, args)
+    ctx = multiprocessing.get_context("fork")
+    parent, child = ctx.Pipe()
+    proc = ctx.Process(target=_child, args=(child, args, argnums))
+    proc.start()
+    assert parent.poll(120), "the forked child hung"
+    got = parent.recv()
+    proc.join(30)
+    assert proc.exitcode == 0
+    for a, b in zip(got, want):
+        np.testing.assert_array_equal(a, b)
+    assert loopserver.SERVER.mailbox[0] == 5         # (the parent's server, still parked)
+
+
+_EXIT_CHILD = """
+import time, numpy as np, s2sad
+from s2sad import loopserver
+loopserver.NAP_NS = 20_000_000_000
+loopserver.SPINS = 1 << 62          # (never leaving between passes, even on a loaded machine)
+
+def mlp3(W1, b1, W2, b2, W3, b3, X, Y):
+    h1 = np.tanh(X @ W1 + b1)
+    h2 = np.maximum(h1 @ W2 + b2, 0.0)
+    z = h2 @ W3 + b3
+    z = z - np.max(z, axis=1, keepdims=True)
+    logp = z - np.log(np.sum(np.exp(z), axis=1, keepdims=True))
+    return -np.mean(np.sum(Y * logp, axis=1))
+
+rng = np.random.default_rng(0)
+shapes = ((32, 64), (1, 64), (64, 64), (1, 64), (64, 10), (1, 10), (10_000, 32))
+args = tuple(rng.normal(size=s) * 0.3 for s in shapes) + (np.eye(10)[rng.integers(0, 10, 10_000)],)
+g = s2sad.grad(mlp3, argnums=(0, 1, 2, 3, 4, 5))
+for _ in range(6):
+    g(*args)
+time.sleep(0.05)
+print(loopserver.SERVER.mailbox[0], time.time(), flush=True)
+"""
+
+
+def test_a_process_exits_at_once_with_its_server_parked(monkeypatch, tmp_path):
+    """At exit, before the pool's threads are joined, a parked server is kicked: the
+    process does not wait out its nap (20 s here)."""
+    import subprocess
+    import sys
+    monkeypatch.setenv("S2SAD_NUM_THREADS", "2")
+    script = tmp_path / "exit_child.py"          # (a file: s2sad reads the loss's source)
+    script.write_text(_EXIT_CHILD)
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    ended = time.time()
+    assert proc.returncode == 0, proc.stderr
+    state, printed = proc.stdout.split()
+    assert ended - float(printed) < 5.0
+    assert state == ("5" if loopserver._SYSCALL else "0")      # (parked; gone where the host has no futex)
+
+
+def test_without_a_futex_a_gradients_end_kicks_its_server(monkeypatch):
+    args, argnums = mlp3_args(10_000, np.float64)
+    monkeypatch.setenv("S2SAD_NUM_THREADS", "2")
+    monkeypatch.setattr(loopserver, "_SYSCALL", 0)
+    g = s2sad.grad(mlp3, argnums=argnums)
+    loopserver.kick()
+    assert _wait_gone()
     for _ in range(3):
         g(*args)
         assert _wait_gone(2.0)
