@@ -350,6 +350,26 @@ def test_a_process_exits_at_once_with_its_server_parked(monkeypatch, tmp_path):
     assert state == ("5" if loopserver._SYSCALL else "0")      # (parked; gone where the host has no futex)
 
 
+def test_two_python_threads_timing_gradients_whole_at_once_share_the_server(monkeypatch):
+    """Two user threads, each a gradient timed whole in turn (one parks the server at its
+    end while the other's is in progress, the other wakes it): the bits of one thread,
+    every call, and no call waits on a parked server (each finishes)."""
+    from concurrent.futures import ThreadPoolExecutor
+    args, argnums = mlp3_args(10_000, np.float64)
+    g = s2sad.grad(mlp3, argnums=argnums)
+    monkeypatch.setenv("S2SAD_NUM_THREADS", "1")
+    want = g(*args)
+    monkeypatch.setenv("S2SAD_NUM_THREADS", "2")
+    with ThreadPoolExecutor(2) as pool:
+        runs = [pool.submit(lambda: [g(*args) for _ in range(12)]) for _ in range(2)]
+        results = [r for run in runs for r in run.result(timeout=120)]
+    assert len(results) == 24
+    for r in results:
+        for a, b in zip(r, want):
+            np.testing.assert_array_equal(a, b)
+    assert _wait_not_spinning()
+
+
 def test_without_a_futex_a_gradients_end_kicks_its_server(monkeypatch):
     args, argnums = mlp3_args(10_000, np.float64)
     monkeypatch.setenv("S2SAD_NUM_THREADS", "2")
