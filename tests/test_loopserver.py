@@ -5,6 +5,7 @@ kick, the nap's end or the process's exit."""
 from __future__ import annotations
 
 import multiprocessing
+import os
 import threading
 import time
 
@@ -296,37 +297,21 @@ def test_a_child_forked_while_a_server_is_parked_runs_gradients(monkeypatch):
     g = s2sad.grad(mlp3, argnums=argnums)
     want = g(*args)
     _resting(monkeypatch, g, args)
-    ctx = multiprocessing.get_context("fork")
-    parent, child = ctx.Pipe()
-    proc = ctx.Process(target=_child, args=(child, args, argnums))
-    proc.start()
-    assert parent.poll(120), "the forked child hung"
-    got = parent.recv()
-    proc.join(30)
-    assert proc.exitcode == 0
-    for a, b in zip(got, want):
+    for a, b in zip(_forked_gradients(args, argnums), want):
         np.testing.assert_array_equal(a, b)
     assert loopserver.SERVER.mailbox[0] == 5         # (the parent's server, still parked)
 
 
 _EXIT_CHILD = """
-import time, numpy as np, s2sad
+import sys, time
+sys.path.insert(0, {tests!r})
+import s2sad
 from s2sad import loopserver
+from test_loopserver import mlp3, mlp3_args
 loopserver.NAP_NS = 20_000_000_000
 loopserver.SPINS = 1 << 62          # (never leaving between passes, even on a loaded machine)
-
-def mlp3(W1, b1, W2, b2, W3, b3, X, Y):
-    h1 = np.tanh(X @ W1 + b1)
-    h2 = np.maximum(h1 @ W2 + b2, 0.0)
-    z = h2 @ W3 + b3
-    z = z - np.max(z, axis=1, keepdims=True)
-    logp = z - np.log(np.sum(np.exp(z), axis=1, keepdims=True))
-    return -np.mean(np.sum(Y * logp, axis=1))
-
-rng = np.random.default_rng(0)
-shapes = ((32, 64), (1, 64), (64, 64), (1, 64), (64, 10), (1, 10), (10_000, 32))
-args = tuple(rng.normal(size=s) * 0.3 for s in shapes) + (np.eye(10)[rng.integers(0, 10, 10_000)],)
-g = s2sad.grad(mlp3, argnums=(0, 1, 2, 3, 4, 5))
+args, argnums = mlp3_args(10_000, float)
+g = s2sad.grad(mlp3, argnums=argnums)
 for _ in range(6):
     g(*args)
 time.sleep(0.05)
@@ -341,7 +326,7 @@ def test_a_process_exits_at_once_with_its_server_parked(monkeypatch, tmp_path):
     import sys
     monkeypatch.setenv("S2SAD_NUM_THREADS", "2")
     script = tmp_path / "exit_child.py"          # (a file: s2sad reads the loss's source)
-    script.write_text(_EXIT_CHILD)
+    script.write_text(_EXIT_CHILD.format(tests=os.path.dirname(os.path.abspath(__file__))))
     proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
     ended = time.time()
     assert proc.returncode == 0, proc.stderr
@@ -417,12 +402,8 @@ def _child(conn, args, argnums):
     conn.close()
 
 
-def test_a_child_forked_while_a_thread_serves_runs_gradients(monkeypatch):
-    """The child has no server thread: its mailbox is zeroed (no post waits for nobody)."""
-    args, argnums = mlp3_args(10_000, np.float64)
-    monkeypatch.setenv("S2SAD_NUM_THREADS", "2")
-    want = s2sad.grad(mlp3, argnums=argnums)(*args)
-    _serve_forever(monkeypatch)
+def _forked_gradients(args, argnums) -> list:
+    """The gradients a forked child computes (it must not hang: no server thread there)."""
     ctx = multiprocessing.get_context("fork")
     parent, child = ctx.Pipe()
     proc = ctx.Process(target=_child, args=(child, args, argnums))
@@ -431,7 +412,16 @@ def test_a_child_forked_while_a_thread_serves_runs_gradients(monkeypatch):
     got = parent.recv()
     proc.join(30)
     assert proc.exitcode == 0
-    for a, b in zip(got, want):
+    return got
+
+
+def test_a_child_forked_while_a_thread_serves_runs_gradients(monkeypatch):
+    """The child has no server thread: its mailbox is zeroed (no post waits for nobody)."""
+    args, argnums = mlp3_args(10_000, np.float64)
+    monkeypatch.setenv("S2SAD_NUM_THREADS", "2")
+    want = s2sad.grad(mlp3, argnums=argnums)(*args)
+    _serve_forever(monkeypatch)
+    for a, b in zip(_forked_gradients(args, argnums), want):
         np.testing.assert_array_equal(a, b)
 
 
