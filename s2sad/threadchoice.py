@@ -47,6 +47,11 @@ two threads' median over the run; all of another loop's, under perf) were not th
 probe's three samples; perhaps the host giving the second vCPU less then (not
 measured: those calls ran on one thread).
 
+A call during which s2sad loaded or compiled code (codegen/objcache.NEEDED moved) is not
+a sample: with a fresh disk cache the MLP3's first calls on two threads compiled the loop
+server's and the served passes' code (11-21 ms against 9.5 on one thread), and the
+gradient settled on one thread for 256 calls (session 20).
+
 Invariants:
 - S2SAD_NUM_THREADS set: that count, every call, nothing timed (`threads.forced_threads`).
 - The choice says which threads run a call's chunks, never what the chunks are (the
@@ -62,6 +67,7 @@ import time
 from typing import Callable
 
 from . import loopserver
+from .codegen.objcache import NEEDED
 from .locks import ForkSafeLock
 from .threads import all_calls_on, default_threads, forced_threads
 
@@ -235,9 +241,12 @@ class ThreadChooser:
         if untimed:
             work(1)
             return 1
+        made = NEEDED[0]
         t0 = self.clock()
         work(count)
         elapsed = self.clock() - t0
+        if NEEDED[0] != made:       # code loaded or compiled during the call: its time is not the count's
+            return count
         with self.lock:
             bucket.record(count, elapsed / n)
         return count

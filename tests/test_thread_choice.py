@@ -157,6 +157,27 @@ def test_threads_much_slower_end_the_probe_at_once(four_cores, warm_up, timed, s
     assert chooser.choices() == {size_class(500_000): 1}
 
 
+def test_a_call_that_made_code_is_not_a_sample(four_cores):
+    """A call during which s2sad loaded or compiled code (objcache.NEEDED moved: a fresh
+    disk cache, the first calls on N threads compiling the pool's serving code) is left
+    out: here the calls on 4 threads that compile are 50x slow, and counting them would
+    choose one thread (and keep it for REPROBE_EVERY calls)."""
+    from s2sad.codegen import objcache
+    clock = FakeClock({1: 10.0, 4: 4.0})
+    chooser = ThreadChooser(clock)
+    compiling = [3]                           # the first three calls on 4 threads compile
+
+    def work(t: int) -> None:
+        if t == 4 and compiling[0]:
+            compiling[0] -= 1
+            objcache.NEEDED[0] += 1
+            clock.now += int(200.0 * 500_000)
+        clock.work(500_000)(t)
+    for _ in range(ROUND + 3):
+        chooser.run(500_000, work)
+    assert compiling[0] == 0 and chooser.choices() == {size_class(500_000): 4}
+
+
 def test_the_warm_up_calls_are_left_out(four_cores):
     """The first call of each count (fresh memory, the pool's start) is not counted: here
     one thread's first call is slow, and counting it would choose the threads."""

@@ -226,9 +226,15 @@ def _mac(secret: bytes, body) -> bytes:
     return h.digest()
 
 
+NEEDED = [0]      # loads asked for so far: each is code this process had not made yet (read by threadchoice)
+
+
 def load(key: str) -> tuple[dict[str, str], list[bytes]] | None:
     """(header, blobs) of the entry for `key`; None if there is none or it fails a check
-    (then with a CacheWarning). Nothing is returned that the MAC does not cover."""
+    (then with a CacheWarning). Nothing is returned that the MAC does not cover. Each
+    call counts in NEEDED (it is asked only for code not yet in memory: a load or a
+    compile follows)."""
+    NEEDED[0] += 1
     got = _cache()
     if got is None:
         return None
