@@ -120,7 +120,7 @@ from .codegen import llvm_jit
 
 SWITCH_NAME = "S2SAD_POOL_SPIN"
 SPINS = 20000            # pauses a server waits for a post before it leaves (~0.4-1 ms)
-NAP_NS = 200_000_000     # a resting server's wait for the next gradient, at most (then its thread goes back)
+NAP_NS = 200_000_000     # a parked server's wait for the next gradient, at most (then its thread goes back)
 WAIT_SPINS = 2000        # pauses a poster waits for a claimed loop between yields (~50-100 us)
 _VERSION = "v6"
 
@@ -179,7 +179,7 @@ def _serve_ir(name: str) -> str:
             "  br i1 %idle, label %rest.go, label %spin\n"
             "rest.go:\n"
             "  br i1 %can.rest, label %rest.enter, label %leave\n"
-            "rest.enter:\n"              # 1 -> 5: no post is taken while resting
+            "rest.enter:\n"              # 1 -> 5: no post is taken while parked
             "  %re = cmpxchg ptr %mb, i64 1, i64 5 acq_rel acquire\n"
             "  %re.ok = extractvalue { i64, i1 } %re, 1\n"
             "  br i1 %re.ok, label %parked, label %claimed\n"
@@ -195,7 +195,7 @@ def _serve_ir(name: str) -> str:
             "  %st.w = load atomic i64, ptr %mb acquire, align 8\n"
             "  %woken = icmp eq i64 %st.w, 1\n"
             "  br i1 %woken, label %resumed, label %give.up\n"
-            "give.up:\n"                 # still resting after one nap: the thread goes back to the pool
+            "give.up:\n"                 # still parked after one nap: the thread goes back to the pool
             "  %gu = cmpxchg ptr %mb, i64 5, i64 0 acq_rel acquire\n"
             "  %gu.ok = extractvalue { i64, i1 } %gu, 1\n"
             "  br i1 %gu.ok, label %exit, label %resumed\n"
@@ -230,7 +230,7 @@ def _serve_ir(name: str) -> str:
 
 
 def _wake_ir(name: str) -> str:
-    """(mb, sys, futex) -> 1 where a resting server was set serving (5 -> 1) and its word
+    """(mb, sys, futex) -> 1 where a parked server was set serving (5 -> 1) and its word
     bumped and woken (futex FUTEX_WAKE_PRIVATE, one waiter), else 0."""
     return (f"define i64 @{name}(ptr %mb, i64 %sys, i64 %futex) {{\n"
             "entry:\n"
@@ -422,7 +422,7 @@ def linger(since: int, spins: int | None = None) -> None:
 
 
 def _wake() -> bool:
-    """A resting server set serving and woken (True), else nothing (False)."""
+    """A parked server (state 5) set serving and woken (True), else nothing (False)."""
     return SERVER.mailbox[0] == 5 and bool(SERVER.functions()["wake"](SERVER.at, _SYSCALL, _FUTEX))
 
 
@@ -447,7 +447,7 @@ def in_call(threads: int):
 
 
 def kick() -> None:
-    """A serving or resting thread leaves at once, and one on its way to serve, given its
+    """A serving or parked thread leaves at once, and one on its way to serve, given its
     task before now, does not start. Two threads kicking at once may count one kick,
     never none."""
     SERVER.mailbox[9] += 1
@@ -455,7 +455,7 @@ def kick() -> None:
 
 
 def make_way() -> None:
-    """Before other work is submitted to the pool: a serving or resting thread leaves, so
+    """Before other work is submitted to the pool: a serving or parked thread leaves, so
     that the executor's thread takes it. (A thread on its way to serve still serves: the
     caller posts its next split there.)"""
     if SERVER.mailbox[0]:
