@@ -170,6 +170,34 @@ def test_package_digest_follows_the_source(cache, monkeypatch, tmp_path):
     monkeypatch.setattr(llvm_keys, "_digest", [])
     assert llvm_keys.package_digest() == first and len(first) == 64
     assert any(p.name.startswith("rec-source-") for p in cache.iterdir())
+    import hashlib
+    root = os.path.dirname(os.path.abspath(llvm_keys.__file__)).rsplit(os.sep, 1)[0]    # s2sad/
+    h = hashlib.sha256()
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith(("_", ".")))
+        for f in sorted(filenames):
+            if f.endswith(".py"):
+                path = os.path.join(dirpath, f)
+                with open(path, "rb") as fh:
+                    h.update(os.path.relpath(path, root).encode() + b"\0" + fh.read())
+    assert first == h.hexdigest()
+
+def test_package_digest_lists_the_files_os_walk_finds(tmp_path):
+    """The files the digest reads, against os.walk and relpath (what it used before
+    scandir): the same .py files in the same order, folders named _x or .x left out."""
+    for rel in ("a.py", "b.txt", "z.py", "sub/c.py", "sub/deeper/d.py", "_private/e.py", ".hidden/f.py",
+                "sub2/g.py", "sub/_skip/h.py"):
+        path = tmp_path / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("x = 1\n")
+    walked = []
+    for dirpath, dirnames, filenames in os.walk(tmp_path):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith(("_", ".")))
+        walked += [os.path.relpath(os.path.join(dirpath, f), tmp_path) for f in sorted(filenames) if f.endswith(".py")]
+    got = llvm_keys._source_files(str(tmp_path))
+    assert [rel for rel, _ in got] == walked == ["a.py", "z.py", "sub/c.py", "sub/deeper/d.py", "sub2/g.py"]
+    assert all(os.path.samefile(entry.path, tmp_path / rel) for rel, entry in got)
+
 
 def test_keys_separate_sources_dependencies_dtypes_specs(cache):
     a = kernel("def f(x):\n    return math.tanh(x) * 2.0\n", "f")

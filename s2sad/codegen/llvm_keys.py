@@ -52,26 +52,42 @@ def package_digest() -> str:
     times (a warm start stats them instead of reading them)."""
     if not _digest:
         root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-        files = []
-        for dirpath, dirnames, filenames in os.walk(root):
-            dirnames[:] = sorted(d for d in dirnames if not d.startswith(("_", ".")))
-            files += [os.path.join(dirpath, f) for f in sorted(filenames) if f.endswith(".py")]
+        files = _source_files(root)       # (relative path, DirEntry), in a fixed order
         stats = hashlib.sha256()
-        for path in files:
-            st = os.stat(path)
-            stats.update(f"{os.path.relpath(path, root)}\0{st.st_size}\0{st.st_mtime_ns}\0".encode())
+        for rel, entry in files:
+            st = entry.stat()
+            stats.update(f"{rel}\0{st.st_size}\0{st.st_mtime_ns}\0".encode())
         record = "source-" + stats.hexdigest()
         digest = (objcache.read_record(record) or {}).get("digest", "")
         if len(digest) != 64:
             h = hashlib.sha256()
-            for path in files:
-                h.update(os.path.relpath(path, root).encode() + b"\0")
-                with open(path, "rb") as fh:
+            for rel, entry in files:
+                h.update(rel.encode() + b"\0")
+                with open(entry.path, "rb") as fh:
                     h.update(fh.read())
             digest = h.hexdigest()
             objcache.write_record(record, {"digest": digest})
         _digest.append(digest)
     return _digest[0]
+
+
+def _source_files(root: str, rel: str = "") -> list:
+    """[(path relative to root, os.DirEntry)] of the .py files under root, in sorted order,
+    folders whose names start with "_" or "." left out. (os.scandir's entries stat with
+    the folder's handle and the relative paths are joined, not computed: os.walk, stat and
+    relpath over the ~240 files took 3 ms of a 10 ms warm start.)"""
+    out, folders = [], []
+    with os.scandir(os.path.join(root, rel) if rel else root) as it:
+        entries = sorted(it, key=lambda e: e.name)
+    for e in entries:
+        if e.is_dir(follow_symlinks=True):
+            if not e.name.startswith(("_", ".")):
+                folders.append(e.name)
+        elif e.name.endswith(".py"):
+            out.append((rel + e.name, e))
+    for name in folders:
+        out += _source_files(root, rel + name + "/")
+    return out
 
 
 def source_key(sig: KernelSignature, spec: LoopSpec | ScanSpec, dtype: np.dtype, vector_math: bool | str,
