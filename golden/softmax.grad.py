@@ -1,7 +1,7 @@
 def softmax_loss__grad(W, b, X, Y):
     # Grad of: return -np.mean(np.sum(Y * logp, axis=1))    [golden/examples.py:167:5]
     # z = X @ W + b
-    _1, z = matmul_bias(X, W, softmax_loss__z, 0, b)
+    _1, z = head_logits(X, W, softmax_loss__z, 0, b, Y)
     # return -np.mean(np.sum(Y * logp, axis=1))
     (dloss_d7,) = softmax_loss__loss__dual(not_needed)[1:]  # its partials do not read _7
     # reverse sweep
@@ -9,12 +9,9 @@ def softmax_loss__grad(W, b, X, Y):
     # Grad of: return -np.mean(np.sum(Y * logp, axis=1))    [golden/examples.py:167:5]
     _7_bar = dloss_d7
     _6_bar = mean_bar(_7_bar, row_dot_like(z, Y, axis=1))
-    z_bar = row_dot_log_softmax_bar(0, _6_bar, z, Y, axis=1)
     # Grad of: z = X @ W + b    [golden/examples.py:164:5]
-    (__1_g, _b_g) = unit_vjp(softmax_loss__z, (_1, b), ('_1', 'b'), z_bar)
-    _1_bar = unbroadcast(__1_g, _1)
-    b_bar = unbroadcast(_b_g, b)
-    W_bar = matmul_rhs_bar(_1_bar, X, W)
+    # z and its adjoint a block of rows at a time in the cross-entropy's pass, X read once (xent_head)
+    (b_bar, W_bar) = xent_head_bars(_6_bar, _1, z, Y, X, W, softmax_loss__z, 0, b, ('_1', 'b'), axis=1)
     return (W_bar, b_bar)
 
 

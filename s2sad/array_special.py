@@ -54,7 +54,7 @@ from . import array_program, column_products, fastpath, gemm, outer_kernel, redu
 from .array_rules import plain_product
 from .backends import choose
 from .backends import llvm as llvm_backend
-from .derivative_runtime import NOT_NEEDED
+from .derivative_runtime import NOT_NEEDED, unformed
 from .parsing import ast_parse
 from .threadchoice import block_passes_reached, one_count_for_all
 
@@ -72,7 +72,7 @@ SHAPE_FOLLOWS = frozenset({
     "row_logsumexp_max_bar", "row_logsumexp_like",
     "row_layer_norm_bar",
     "check_scalar_loss", "sum_dual", "store_partials", "dot_lhs_bar", "dot_rhs_bar", "product_sums", "unit_vjp",
-    "product_partials", "lhs_bar_sums"})
+    "product_partials", "lhs_bar_sums", "head_logits", "xent_head_bars"})
 
 
 def straight_line(text: str, name: str, ns: dict) -> ast.FunctionDef | None:
@@ -115,9 +115,13 @@ def _constant_index(index: ast.expr) -> bool:
 class Specializer:
     """The specialised copies of one generated derivative `fn`, one per signature."""
 
-    def __init__(self, fn: Callable, node: ast.FunctionDef, backend):
+    def __init__(self, fn: Callable, node: ast.FunctionDef, backend, plain: Callable | None = None):
         self.fn, self.backend = fn, backend
         self.node = node
+        # () -> (fn, node) of the derivative with no dense logits joined with the
+        # cross-entropy's adjoint (passes/xentheads), or None: what a signature whose heads
+        # run unfused (small batches) specialises, so that it keeps its sites' bindings
+        self.plain = plain
         self.specs: dict = {}       # signature -> (specialised function, its results returned as they are)
         self.seen: set = set()      # signatures called once
         self._lock = threading.Lock()
@@ -149,10 +153,30 @@ class Specializer:
         return result
 
     def _record(self, args):
-        """(the specialised copy, the result of the recording run of fn on args)."""
-        ns = dict(self.fn.__globals__)
+        """(the specialised copy, the result of the recording run of fn on args, its
+        program, why none): of the plain derivative where fn's joined heads all ran
+        unfused on args (xent_head declined them: the plain copy's sites bind, and a small
+        batch's may make one program), else of fn."""
+        heads: list = []
+        got = self._recorded(self.fn, self.node, args, heads)
+        if heads and not any(heads) and self.plain is not None:
+            plain = self.plain()
+            if plain is not None:
+                return self._recorded(*plain, args, None)
+        return got
+
+    def _recorded(self, fn: Callable, node: ast.FunctionDef, args, heads: list | None):
+        """_record's work on one derivative; `heads`: each head_logits call's joined or not."""
+        ns = dict(fn.__globals__)
+        full_head = ns.get("head_logits")
+        if heads is not None and full_head is not None:
+            def head_logits(*a, **kw):
+                p, z = full_head(*a, **kw)
+                heads.append(unformed(z))
+                return p, z
+            ns["head_logits"] = head_logits
         duals = {n for n, v in ns.items() if _scalar_kernel(v)}
-        node = _SiteNames((set(SPECIALIZERS) & set(ns)) | duals).visit(_copy(self.node))
+        node = _SiteNames((set(SPECIALIZERS) & set(ns)) | duals).visit(_copy(node))
         sites = node.sites
         bound: dict[str, Callable] = {}
         trace: list = []
@@ -165,6 +189,8 @@ class Specializer:
         result = special(*args)
         for site, name in sites.items():   # each site: what it did, or its full call
             ns[site] = bound.get(site) or ns[name]
+        if full_head is not None:
+            ns["head_logits"] = full_head
         program, why = array_program.build(special, node, trace, bound, args, result)
         return special, result, program, why
 
@@ -545,10 +571,18 @@ def signature_text(names: list[str]) -> str:
     return "(" + ", ".join(f"{a}.shape, {a}.strides, {a}.dtype" for a in names) + ",)"
 
 
-def specializer_for(c, fn: Callable, text: str, name: str, backend) -> Any:
+def specializer_for(c, fn: Callable, text: str, name: str, backend, plain: Callable | None = None) -> Any:
     """The Specializer of `fn` (the generated function `name` of `text`, plan c), or None
-    where it is not straight-line code or reads free data."""
+    where it is not straight-line code or reads free data. `plain`: () -> (fn, text) of
+    the same derivative without joined heads (passes/xentheads), for a text that has them."""
     if getattr(c.program, "free", None):
         return None
     node = straight_line(text, name, fn.__globals__)
-    return None if node is None else Specializer(fn, node, backend)
+    if node is None:
+        return None
+
+    def plain_node():
+        p_fn, p_text = plain()
+        p_node = straight_line(p_text, name, p_fn.__globals__)
+        return None if p_node is None else (p_fn, p_node)
+    return Specializer(fn, node, backend, plain_node if plain is not None and "head_logits(" in text else None)

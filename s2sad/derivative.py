@@ -294,7 +294,13 @@ class Derivative:
         key = self._key(c, "array hot")
         with PLANNING:
             if key not in c.generated:
-                special = specializer_for(c, fn, self._generate(), fn.__name__, self.chosen)
+                normal = tuple(i % len(c.params) for i in self.argnums)
+
+                def plain():        # (the grad program without joined heads: passes/xentheads)
+                    return (c.implementation(normal, self.mode, self.chosen, "grad unjoined"),
+                            c.source(normal, self.mode, "grad unjoined"))
+                special = specializer_for(c, fn, self._generate(), fn.__name__, self.chosen,
+                                          plain if self.variant == "grad" else None)
                 c.generated[key] = hot_maker(c, fn, argnums, isinstance(self.argnums_spec, (tuple, list)),
                                              self.grad_only, special)
         return c.generated[key](self.fun)

@@ -18,7 +18,8 @@ import inspect
 
 import numpy as np
 
-from . import array_rules, column_products, gemm, gemm_epilogue, productsums, reduce, rowlayernorm, rowsoftmax, runtime, smath
+from . import array_rules, column_products, gemm, gemm_epilogue, productsums, reduce, rowlayernorm, rowsoftmax, runtime, smath, \
+    xent_head
 from .backends import backend_for, choose
 from .passes.rowfusion import SWITCH
 
@@ -34,6 +35,8 @@ def runtime_names(backend: str) -> dict:
         "vjp": with_backend(kernel_vjp, backend),
         "unit_vjp": with_backend(unit_vjp, backend),
         "matmul_bias": with_backend(matmul_bias, backend),
+        "head_logits": with_backend(head_logits, backend),
+        "xent_head_bars": with_backend(xent_head_bars, backend),
         "product_partials": with_backend(gemm_epilogue.product_partials, backend),
         "lhs_bar_sums": with_backend(gemm_epilogue.lhs_bar_sums, backend),
         "jvp": with_backend(runtime.jvp, backend),
@@ -134,6 +137,46 @@ def matmul_bias(a, w, kernel, at, row, backend="auto"):
             return gemm.stand_in(z.dtype, z.shape), z
     p = gemm.matmul(a, w, backend)
     return p, runtime.apply(kernel, (p, row) if at == 0 else (row, p), backend)
+
+
+def head_logits(a, w, kernel, at, row, y, backend="auto"):
+    """(p, z) of `z = a @ w + row` (passes/xentheads: z read only by the cross-entropy
+    against y, whose adjoint xent_head_bars forms): where xent_head's pass takes the
+    operands, nothing is computed and both are one read-only zero-stride array of z's
+    shape and dtype (xent_head_bars forms z a block of rows at a time); else matmul_bias."""
+    if xent_head.takes(a, w, row, y, backend):
+        z = gemm.stand_in(a.dtype, (a.shape[0], w.shape[1]))
+        return z, z
+    return matmul_bias(a, w, kernel, at, row, backend)
+
+
+def xent_head_bars(g, p, z, y, a, w, kernel, at, row, active, axis=1, backend="auto"):
+    """The adjoints of the kernel's active inputs other than the product p (`active`: the
+    kernel's parameter names, the product's among them), then w's, for the seed
+    `z_bar = row_dot_log_softmax_bar(0, g, z, y, axis)` of `p, z = head_logits(a, w,
+    kernel, at, row, y)`: by xent_head's pass where head_logits left z unformed, else (or
+    where the pass declines: z then made by matmul_bias) the calls passes/xentheads
+    replaced, in their order: z_bar, unit_vjp, unbroadcast to each input, matmul_rhs_bar."""
+    if unformed(z):
+        got = xent_head.fused_bars(g, y, a, w, row, len(active) == 2, backend)
+        if got is not None:
+            return got
+        p, z = matmul_bias(a, w, kernel, at, row, backend)
+    z_bar = rowsoftmax.row_dot_log_softmax_bar(0, g, z, y, axis=axis, backend=backend)
+    grads = unit_vjp(kernel, (p, row) if at == 0 else (row, p), active, z_bar, backend)
+    product, rest, p_bar = kernel.params[at], [], None
+    for name, got in zip(active, grads):
+        if name == product:
+            p_bar = array_rules.unbroadcast(got, p)
+        else:
+            rest.append(array_rules.unbroadcast(got, row))
+    return (*rest, array_rules.matmul_rhs_bar(p_bar, a, w))
+
+
+def unformed(z) -> bool:
+    """Is z head_logits' stand-in (a read-only array of zero strides), not logits made?
+    (array_special asks, to specialise the plain derivative where heads run unfused.)"""
+    return type(z) is np.ndarray and z.ndim == 2 and z.strides == (0, 0) and not z.flags.writeable
 
 
 def unit_vjp(kernel, args, active, out_bar, backend="auto"):

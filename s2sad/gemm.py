@@ -263,6 +263,31 @@ def row_product(a: Any, b: Any, backend: str = "auto"):
     return rows
 
 
+def row_product_plus_row(a: Any, b: Any, bias: Any, backend: str = "auto"):
+    """rows(lo, hi, out): (a @ b + bias)[lo:hi] into `out` as row_product writes it, the
+    row added in the tile's store (product_plus_row's bits for those rows); or None where
+    product_plus_row would not take a, b and bias."""
+    if not choose(backend).fast_path or type(bias) is not np.ndarray:
+        return None
+    ops = _operands(a, b)
+    if ops is None:
+        return None
+    a, b = ops
+    (p, q), m = a.shape, b.shape[1]
+    if bias.dtype != a.dtype or bias.shape not in ((m,), (1, m)) or not bias.flags.c_contiguous \
+            or not bias.flags.aligned:
+        return None
+    f = _FUNCS.get((a.dtype, "bias")) or _bias_function(a.dtype)
+    size = a.dtype.itemsize
+    a0, a1 = a.strides[0] // size, a.strides[1] // size
+    a_at, b_at, b0, row = ptr(a), ptr(b), b.strides[0] // size, ptr(bias)
+
+    def rows(lo: int, hi: int, out: np.ndarray) -> None:
+        call(f, a_at + lo * a0 * size, a0, a1, b_at, b0, ptr(out), m, hi - lo, q, m, 0, 0, hi - lo, row)
+    rows.operands = (a, b, bias)
+    return rows
+
+
 def inner_range_product(a: Any, b: Any, backend: str = "auto"):
     """part(lo, hi, out): a[:, lo:hi] @ b[lo:hi] written into `out` (C-contiguous, a's rows
     by b's columns, a's dtype), each element one chain over [lo, hi) in order from zero;
@@ -307,6 +332,55 @@ def transposed_rows_product(x: Any, m: int, backend: str = "auto"):
         assert b.shape == (hi - lo, m) and b.dtype == x.dtype and b.strides[1] == size and out.shape == (p, m)
         call(f, x_at + lo * x0 * size, x1, x0, ptr(b), b.strides[0] // size, ptr(out), m, p, hi - lo, m, 0, 0, p)
     part.operands = (x,)
+    return part
+
+
+def flipped_rows_product(x: Any, m: int, backend: str = "auto"):
+    """part(lo, hi, b, out): b.T @ x[lo:hi] into `out` (C-contiguous, m by x's columns), b
+    any (hi - lo, m) array of x's dtype with contiguous aligned rows: the transpose of
+    transposed_rows_product's part, each element the same chain of the same products (its
+    bits), for where that product runs strictly fewer vectors this way (`_flipped`'s
+    rule: x's columns span the vectors, not b's m); None where it does not, or where x's
+    rows are not contiguous."""
+    if type(x) is not np.ndarray or x.ndim != 2 or not choose(backend).fast_path or not FLIP:
+        return None
+    dtype = x.dtype
+    if dtype != _F64 and dtype != _F32:
+        return None
+    size, d = dtype.itemsize, x.shape[1]
+    if x.strides[1] != size or x.strides[0] % size or x.strides[0] < 0 or not x.flags.aligned \
+            or d < MIN_COLUMNS or d * size > MAX_ROW_BYTES or m < 1:
+        return None
+    lanes = _LANES.get(dtype) or _lanes(dtype)
+    if not m * -(-d // lanes) < d * -(-m // lanes):
+        return None
+    f = _FUNCS.get(dtype) or _function(dtype)
+    x0, x_at = x.strides[0] // size, ptr(x)
+
+    def part(lo: int, hi: int, b: np.ndarray, out: np.ndarray) -> None:
+        assert b.shape == (hi - lo, m) and b.dtype == dtype and b.strides[1] == size and out.shape == (m, d)
+        call(f, ptr(b), 1, b.strides[0] // size, x_at + lo * x0 * size, x0, ptr(out), d, m, hi - lo, d, 0, 0, m)
+    part.operands = (x,)
+    return part
+
+
+def column_sums_part(dtype: np.dtype, m: int, rows: int, backend: str = "auto"):
+    """part(lo, hi, b, out): the column sums of b (any (hi - lo, m) array of `dtype`, at
+    most `rows` rows, contiguous aligned rows) into `out` (m values), as the product
+    `ones(1, hi - lo) @ b`: each sum one chain over b's rows in order from zero (a
+    multiply by 1.0 is exact, so each step is the add's rounding), m columns to a step
+    where a row loop takes one row of m at a time; None where s2sad's product is not taken."""
+    if dtype != _F64 and dtype != _F32 or not choose(backend).fast_path or m < 1 or m * dtype.itemsize > MAX_ROW_BYTES:
+        return None
+    f = _FUNCS.get(dtype) or _function(dtype)
+    ones = np.ones(rows, dtype)
+    size = dtype.itemsize
+
+    def part(lo: int, hi: int, b: np.ndarray, out: np.ndarray) -> None:
+        assert b.shape == (hi - lo, m) and hi - lo <= rows and b.dtype == dtype and b.strides[1] == size \
+            and out.size == m
+        call(f, ptr(ones), 0, 1, ptr(b), b.strides[0] // size, ptr(out), m, 1, hi - lo, m, 0, 0, 1)
+    part.operands = (ones,)
     return part
 
 

@@ -117,7 +117,8 @@ _CHOOSERS = Choosers(block_pass=True)   # (what, dtype, columns) -> ThreadChoose
 _LOCAL = threading.local()    # each thread's scratch, by (dtype, rows, columns, what)
 
 
-def _scratch(dtype: np.dtype, rows: int, m: int, what: str = "product") -> np.ndarray:
+def scratch(dtype: np.dtype, rows: int, m: int, what: str = "product") -> np.ndarray:
+    """This thread's scratch of (rows, m) `dtype` for `what` (a block's product, its adjoint, ...)."""
     got = getattr(_LOCAL, "buffers", None)
     if got is None:
         got = _LOCAL.buffers = {}
@@ -143,19 +144,19 @@ def block_rows(m: int, dtype: np.dtype) -> int:
 
 
 def _blocks(p: int, m: int, dtype: np.dtype) -> int:
-    """How many blocks _in_blocks cuts p rows of m columns into."""
+    """How many blocks row_blocks cuts p rows of m columns into."""
     return -(-p // block_rows(m, dtype))
 
 
-def _in_blocks(what: str, dtype: np.dtype, work: int, p: int, m: int, run_block) -> None:
+def row_blocks(what: str, dtype: np.dtype, work: int, p: int, m: int, run_block, rows: int | None = None) -> None:
     """run_block(lo, hi, scratch, i) for block i, rows [lo, hi), over [0, p) in blocks of
-    block_rows(m, dtype) rows, on the threads a chooser picks for products of this work
-    (each thread its own scratch)."""
-    rows = block_rows(m, dtype)
+    `rows` rows (default block_rows(m, dtype); a multiple of BLOCK_ROWS), on the threads a
+    chooser picks for products of this work (each thread its own (rows, m) scratch)."""
+    rows = rows or block_rows(m, dtype)
     bounds = [(lo, min(p, lo + rows)) for lo in range(0, p, rows)]
 
     def described(lo: int, hi: int, i: int) -> None:       # (run or recorded: blockloop)
-        run_block(lo, hi, _scratch(dtype, rows, m)[:hi - lo], i)
+        run_block(lo, hi, scratch(dtype, rows, m)[:hi - lo], i)
 
     def block(i: int) -> None:
         described(*bounds[i], i)
@@ -183,7 +184,7 @@ def _compiled(what: str, bounds: list, dtype: np.dtype, rows: int, m: int, descr
                                  lambda: dict(getattr(_LOCAL, "buffers", {})))
     except blockloop.Decline:
         return None
-    return blockloop.runner(plan, lambda key: _scratch(*key), _scratch_in)
+    return blockloop.runner(plan, lambda key: scratch(*key), _scratch_in)
 
 
 # ---------------------------------------------------------------- forward: the kernel's partials
@@ -236,7 +237,7 @@ def _fused_partials(a, w, kernel, at, args, active, from_out, backend):
     kernels = out_kernels(kernel, active[0]) if from_out else None
     if kernels is not None:
         got = out_partials(rows, kernels, chosen, args, at, shape, dtype, _blocks(p, m, dtype),
-                           lambda run_block: _in_blocks("outpartials", dtype, work, p, m, run_block))
+                           lambda run_block: row_blocks("outpartials", dtype, work, p, m, run_block))
         if got is not None:
             return stand_in, got[0], [got[1]]
     # the layouts of a block's launch (a two-row stand-in: a row operand stays a row)
@@ -251,7 +252,7 @@ def _fused_partials(a, w, kernel, at, args, active, from_out, backend):
         values = list(template.values)
         values[at] = scratch
         launch(values, hi - lo, h[lo:hi], [dh[lo:hi]])
-    _in_blocks("partials", dtype, work, p, m, run_block)
+    row_blocks("partials", dtype, work, p, m, run_block)
     return stand_in, h, [dh]
 
 
@@ -318,11 +319,11 @@ def _fused_sums(g, a, w, d, inputs, rhs, nxt, backend):
     rows_per = block_rows(m, dtype)
 
     def out_at(lo: int, hi: int) -> np.ndarray:
-        return out[lo:hi] if out is not None else _scratch(dtype, rows_per, m, "adjoint")[:hi - lo]
+        return out[lo:hi] if out is not None else scratch(dtype, rows_per, m, "adjoint")[:hi - lo]
 
     def in_blocks(what: str, run_block) -> None:
         if parts is None and nxt_parts is None:
-            _in_blocks(what, dtype, work, p, m, run_block)
+            row_blocks(what, dtype, work, p, m, run_block)
             return
 
         def with_parts(lo: int, hi: int, scratch: np.ndarray, i: int) -> None:
@@ -331,7 +332,7 @@ def _fused_sums(g, a, w, d, inputs, rhs, nxt, backend):
                 part(lo, hi, parts[i])      # the block's rows of a and g: in cache from run_block
             if nxt_parts is not None:
                 nxt_part(lo, hi, out_at(lo, hi), nxt_parts[i])      # the block's adjoint, just written
-        _in_blocks(what + ("+rhs" if rhs else "") + ("+next" if nxt else ""), dtype, work, p, m, with_parts)
+        row_blocks(what + ("+rhs" if rhs else "") + ("+next" if nxt else ""), dtype, work, p, m, with_parts)
     if isinstance(d, OutputPartial):
         if d.h.shape != (p, m) or d.h.dtype != dtype:
             return None

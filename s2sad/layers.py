@@ -41,7 +41,7 @@ LAYERS = (
     ("backends", ("s2sad.backends.*",),
      "where kernels run: python, llvm, cuda behind one protocol, chosen once per call; a "
      "launch's inputs laid out (arrays), which array module an array belongs to (arraymodule)"),
-    ("runtime", ("s2sad.loopserver", "s2sad.mempool", "s2sad.sigmatch", "s2sad.threads", "s2sad.threadchoice", "s2sad.twocalls", "s2sad.runkernel", "s2sad.fastpath", "s2sad.scans", "s2sad.zerograds", "s2sad.runtime", "s2sad.blockloop", "s2sad.gemm", "s2sad.reduce", "s2sad.rowthreads", "s2sad.rowsoftmax", "s2sad.rowlayernorm", "s2sad.productsums", "s2sad.array_rules", "s2sad.gemm_outpartials", "s2sad.gemm_epilogue", "s2sad.outer_kernel", "s2sad.shape_helpers",
+    ("runtime", ("s2sad.loopserver", "s2sad.mempool", "s2sad.sigmatch", "s2sad.threads", "s2sad.threadchoice", "s2sad.twocalls", "s2sad.runkernel", "s2sad.fastpath", "s2sad.scans", "s2sad.zerograds", "s2sad.runtime", "s2sad.blockloop", "s2sad.gemm", "s2sad.reduce", "s2sad.rowthreads", "s2sad.rowsoftmax", "s2sad.rowlayernorm", "s2sad.productsums", "s2sad.array_rules", "s2sad.gemm_outpartials", "s2sad.gemm_epilogue", "s2sad.xent_head", "s2sad.outer_kernel", "s2sad.shape_helpers",
                  "s2sad.blas_calls", "s2sad.linalg_base", "s2sad.linalg_norm", "s2sad.linalg_more", "s2sad.linalg_rules",
                  "s2sad.product_rules", "s2sad.reduction_rules", "s2sad.softmax_rules",
                  "s2sad.column_products", "s2sad.hvp_columns", "s2sad.batch_rules", "s2sad.batch_vjps", "s2sad.derivative_runtime"),

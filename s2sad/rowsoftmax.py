@@ -67,6 +67,13 @@ def _function(kind: str, dtype: np.dtype):
     return f
 
 
+def xent_bar_function(k: int, dtype: np.dtype):
+    """The compiled row pass of row_dot_log_softmax_bar's z adjoint for rows of k elements
+    (its BAR_KINDS signature: z, y, g, rows, k, z's row stride, y's, out), for passes that
+    call it a block of rows at a time (xent_head)."""
+    return _function("xentbarshort" if k <= llvm_rows.SHORT_K else "xentbar", dtype)
+
+
 def _last_axis(axis: Any) -> bool:
     if isinstance(axis, tuple) and len(axis) == 1:
         axis = axis[0]

@@ -696,16 +696,20 @@ def _xent(W, b, X, Y):
 
 
 def test_a_gradient_without_a_block_pass_keeps_its_passes_choosers(monkeypatch):
-    """A softmax cross-entropy at 30,000 rows: its product and row passes reach choosers,
-    but none is a block pass: each pass's own chooser decides (they may mix counts)."""
+    """A softmax cross-entropy at 30,000 rows differentiated w.r.t. X too (so its logits
+    are not joined with the adjoint in a block pass: passes/xentheads): its product and
+    row passes reach choosers, but none is a block pass: each pass's own chooser decides
+    (they may mix counts). W and b alone: the joined head is a block pass, timed whole."""
     from conftest import specialised_copy
     monkeypatch.delenv("S2SAD_NUM_THREADS", raising=False)
     rng = np.random.default_rng(4)
     n = 30_000
     args = (rng.normal(size=(32, 10)) * 0.2, rng.normal(size=(1, 10)) * 0.1, rng.normal(size=(n, 32)),
             np.eye(10)[rng.integers(0, 10, n)])
-    g = s2sad.grad(_xent, argnums=(0, 1))
-    for _ in range(3):
-        g(*args)
-    spec = specialised_copy(g, args)
-    assert spec[0] is spec[3]
+    for argnums, whole in (((0, 1, 2), False), ((0, 1), True)):
+        g = s2sad.grad(_xent, argnums=argnums)
+        for _ in range(3):
+            g(*args)
+        assert ("xent_head_bars(" in s2sad.source(g)) == whole
+        spec = specialised_copy(g, args)
+        assert (spec[0] is not spec[3]) == whole

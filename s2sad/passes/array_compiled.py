@@ -9,6 +9,8 @@ function's resolver.
 """
 from __future__ import annotations
 
+import re
+
 from typing import Any
 
 import numpy as np
@@ -82,14 +84,19 @@ class ArrayCompiled:
         return {g: r.lookup(n) for g, (r, n) in self.program.free.items()}
 
     def _generator(self, argnums: tuple[int, ...], mode: str, variant: str):
+        """(text, generator) of `variant`: "value_and_grad", "grad", "vjp", or "grad unjoined"
+        (the grad program with no dense logits joined with the cross-entropy's adjoint:
+        passes/xentheads; what array_special specialises where those heads run unfused)."""
         key = (argnums, mode, variant)
         got = self._gens.get(key)
         if got is None:
-            gen = Generator(self.program, argnums, mode)
+            joined = variant != "grad unjoined"
+            variant = "grad" if variant == "grad unjoined" else variant
+            gen = Generator(self.program, argnums, mode, join_heads=joined)
             text = gen.generate(variant)
             defer = gen.deferrable_sums() if variant == "grad" else frozenset()
             if defer:     # again, those sums in the reverse sweep (their value is not needed)
-                gen = Generator(self.program, argnums, mode, defer)
+                gen = Generator(self.program, argnums, mode, defer, join_heads=joined)
                 text = gen.generate(variant)
             got = self._gens[key] = (text, gen)
         return got
@@ -106,8 +113,8 @@ class ArrayCompiled:
             text, gen = self._generator(argnums, mode, variant)
             ns = gen.namespace(self.helpers, self.runtime_names(backend), self._check_scalar)
             exec(compile_located(text, f"<s2sad derivative of {self.program.name}>", getattr(gen, "located", ()), program=self.program), ns)
-            if variant in ("value_and_grad", "grad"):
-                fn = ns[f"{self.program.name}__{variant}"]
+            if variant in ("value_and_grad", "grad", "grad unjoined"):
+                fn = ns[f"{self.program.name}__{variant.split()[0]}"]
             else:
                 fn = (ns[f"{self.program.name}__forward"], ns[f"{self.program.name}__pullback"])
             self._impls[key] = fn
@@ -225,4 +232,10 @@ class ArrayCompiled:
                 lines.append(f"      {_short(loc)}: {src}")
             for s in info.sites:
                 lines.append(f"    {_short(s.location)}: {s.applied} -> {s.path}: {s.reason}")
+        grad_text, _ = self._generator(argnums, mode, "grad")
+        for head in re.findall(r"(\w+), (\w+) = head_logits\((\w+), (\w+), ", grad_text):
+            lines.append(f"  grad alone: {head[1]} = {head[2]} @ {head[3]} + a row, joined with the cross-entropy's "
+                         f"adjoint (passes/xentheads): {head[1]} and its adjoint a block of rows at a time in one pass "
+                         f"(s2sad.xent_head), {head[2]} read once, where its work is enough for threads and the "
+                         f"operands are float rows s2sad's product takes; elsewhere the separate calls")
         return lines

@@ -52,16 +52,18 @@ from .arrayir import ArrayProgram, ArrayStmt
 from .forward_sweep import ForwardSweep
 from .linemap import LocatedLine, located_lines
 from .reverse_sweep import ReverseSweep
+from . import xentheads
 
 
 class Generator:
     """One derivative program's source, for one (argnums, mode, defer); `generate` once."""
 
     def __init__(self, prog: ArrayProgram, argnums: tuple[int, ...], mode: str = "auto",
-                 defer: frozenset = frozenset()):
+                 defer: frozenset = frozenset(), join_heads: bool = True):
         self.p = prog = annotated(prog)     # this generation's own statements, annotated
         self.argnums = argnums
         self.mode = mode
+        self.join_heads = join_heads     # (grad: dense logits joined with the cross-entropy's adjoint)
         self.ctx = AdjointContext(prog, argnums, mode)
         self.fwd = ForwardSweep(self.ctx)
         self.rev = ReverseSweep(self.ctx, defer)
@@ -125,6 +127,8 @@ class Generator:
             # to check that it is a scalar); the rest is not computed
             live_before(p.body, names_read(rev_text + "\n" + check))
         rendered = render(fwd, names_read(rev_text), forward_lines)
+        if variant == "grad" and self.join_heads and xentheads.join(rendered, rev, set(p.params) | set(p.free)):
+            rev_text = "\n".join(rev)      # (a dense layer's logits joined with the cross-entropy's adjoint)
         fwd_text = "\n".join(rendered)
         ret = location_of(p.pf.filename, p.return_node)
         head = grad_of_line(_line(p.pf.filename, p.return_node), _short(ret))

@@ -1,0 +1,255 @@
+"""A dense layer's logits joined with the softmax cross-entropy's adjoint through them,
+in the gradient's program (xent_head.py runs the pass a block of rows at a time):
+
+forward:
+    _1, z = matmul_bias(X, W, k, 0, b)         ->  _1, z = head_logits(X, W, k, 0, b, Y)
+reverse:
+    z_bar = row_dot_log_softmax_bar(0, g, z, Y, axis=1)
+    (__1_g, _b_g) = unit_vjp(k, (_1, b), ('_1', 'b'), z_bar)
+    _1_bar = unbroadcast(__1_g, _1)            ->  (b_bar, W_bar) = xent_head_bars(g, _1, z, Y,
+    b_bar = unbroadcast(_b_g, b)                        X, W, k, 0, b, ('_1', 'b'), axis=1)
+    W_bar = matmul_rhs_bar(_1_bar, X, W)
+
+(b's lines absent where b is not differentiated; the kernel's operands in either order,
+`at` saying which is the product's.) At run time head_logits leaves z unformed (a
+stand-in) where xent_head takes the operands, and xent_head_bars forms it a block at a
+time; elsewhere they make the calls written before, in the same order.
+
+Invariants (checked on the program's text, each line parsed):
+- only the gradient's program (Generator.generate's "grad" variant: no value, so the
+  forward reads z nowhere but in these lines) and only top-level lines (four spaces);
+- z is mentioned by no line but its own, the adjoint's, and `row_dot_like(z, ...)` (which
+  reads z's shape and dtype alone, as a stand-in has them); the product `_1` by none but
+  its own, unit_vjp's and its unbroadcast; each adjoint the replaced lines bind (z_bar,
+  the unit_vjp results, _1_bar) by none but those lines: so nothing else reads a value
+  the joined line no longer makes;
+- the reverse lines run in one stretch: z_bar's line, comments, unit_vjp's line, its
+  unbroadcast lines (one per target, any order), W_bar's line; b_bar and W_bar are
+  mentioned by no line before (their first binding), X, W, b, Y, k and g are bound by no
+  line between the forward line and the stretch's end (the values read are the ones
+  written), and Y is a parameter or bound before the forward line (head_logits reads it);
+- the joined line takes W_bar's line's place; the lines it replaces are removed (the
+  comment of the product's statement stays: the line runs for it).
+S2SAD_GEMM_EPILOGUE=0 or S2SAD_ROW_FUSION=0 (read when a plan is built) keeps the lines
+as they were: the oracle the tests compare against.
+"""
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+
+from ..parsing import ast_parse
+from .adjoint_text import tuple_text
+from .epilogues import enabled
+
+TOP = "    "
+
+
+@dataclass
+class _Head:
+    """The parts of one match (names as written)."""
+
+    p: str
+    z: str
+    x: str
+    w: str
+    kernel: str
+    at: int
+    row: str
+    forward: int        # the forward line's index
+
+
+def _stmt(line) -> ast.stmt | None:
+    """The one statement of a top-level line, None for anything else (a comment, a block)."""
+    if not isinstance(line, str) or not line.startswith(TOP) or line.startswith(TOP + " ") or "\n" in line:
+        return None
+    text = line.strip()
+    if not text or text.startswith("#"):
+        return None
+    try:
+        body = ast_parse(text).body
+    except SyntaxError:
+        return None
+    return body[0] if len(body) == 1 else None
+
+
+def _call(node, name: str):
+    """(targets as names, the call's positional args as texts, its keywords) of `targets =
+    name(...)`, every argument a name, a number or a tuple of those; None otherwise."""
+    if not isinstance(node, ast.Assign) or len(node.targets) != 1 or not isinstance(node.value, ast.Call):
+        return None
+    call = node.value
+    if not isinstance(call.func, ast.Name) or call.func.id != name:
+        return None
+    t = node.targets[0]
+    elts = t.elts if isinstance(t, ast.Tuple) else [t]
+    if not all(isinstance(e, ast.Name) for e in elts):
+        return None
+    return [e.id for e in elts], call.args, {k.arg: k.value for k in call.keywords}
+
+
+def _literal(node):
+    """The value of a literal (`1`, `-1`), None for anything else."""
+    try:
+        return ast.literal_eval(node) if node is not None else None
+    except ValueError:
+        return None
+
+
+def _name(node) -> str | None:
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def _names(line) -> tuple[set, set] | None:
+    """(bound, mentioned) of a line; ({}, {}) for a comment; None for what is not one line."""
+    if not isinstance(line, str) or "\n" in line:
+        return None
+    text = line.strip()
+    if not text or text.startswith("#"):
+        return set(), set()
+    try:
+        body = ast_parse(text.rstrip(":") + (" pass" if text.endswith(":") else "")).body
+    except SyntaxError:
+        return None
+    every = {n.id for st in body for n in ast.walk(st) if isinstance(n, ast.Name)}
+    targets = [t for st in body for t in getattr(st, "targets", [getattr(st, "target", None)]) if t]
+    bound = {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+    return bound, every
+
+
+def _forward(fwd: list, z: str) -> _Head | None:
+    for i, line in enumerate(fwd):
+        got = _call(_stmt(line), "matmul_bias")
+        if got is None:
+            continue
+        targets, args, kw = got
+        if len(targets) != 2 or targets[1] != z or kw or len(args) != 5:
+            continue
+        names = [_name(a) for a in (args[0], args[1], args[2], args[4])]
+        at = args[3].value if isinstance(args[3], ast.Constant) else None
+        if None in names or at not in (0, 1):
+            return None
+        return _Head(targets[0], z, names[0], names[1], names[2], at, names[3], i)
+    return None
+
+
+def _only_shape_reads(line: str, z: str) -> bool:
+    """Does every mention of z in `line` stand as row_dot_like's first argument?"""
+    node = _stmt(line)
+    if node is None:
+        return False
+    allowed = {id(c.args[0]) for c in ast.walk(node) if isinstance(c, ast.Call) and _name(c.func) == "row_dot_like"
+               and c.args and _name(c.args[0]) == z}
+    return all(id(n) in allowed for n in ast.walk(node) if isinstance(n, ast.Name) and n.id == z)
+
+
+def join(fwd: list, rev: list, params: set) -> int:
+    """Rewrite every head of the gradient's program in place (see the module docstring):
+    `fwd` its forward lines, `rev` its reverse sweep's, `params` the names bound before
+    the first line. Returns how many were joined."""
+    if not enabled():
+        return 0
+    joined, i = 0, 0
+    while i < len(rev):
+        if _join_at(fwd, rev, i, params):
+            joined += 1         # (rev[i] is now the line after the one joined)
+        else:
+            i += 1
+    return joined
+
+
+def _join_at(fwd: list, rev: list, i: int, params: set) -> bool:
+    got = _call(_stmt(rev[i]), "row_dot_log_softmax_bar")
+    if got is None or len(got[0]) != 1:
+        return False
+    (zb,), args, kw = got
+    axis = _literal(kw.get("axis"))
+    if len(args) != 4 or set(kw) != {"axis"} or _literal(args[0]) != 0 or axis not in (1, -1):
+        return False
+    g, z, y = (_name(a) for a in args[1:])
+    head = _forward(fwd, z) if None not in (g, z, y) else None
+    if head is None:
+        return False
+    # the stretch: comments, then unit_vjp's line, its unbroadcasts, W_bar's line
+    j = i + 1
+    while j < len(rev) and _names(rev[j]) == (set(), set()):
+        j += 1
+    got = _call(_stmt(rev[j]) if j < len(rev) else None, "unit_vjp")
+    if got is None:
+        return False
+    grads, args, kw = got
+    if kw or len(args) != 4 or _name(args[0]) != head.kernel or _name(args[3]) != zb:
+        return False
+    operands = (head.p, head.row) if head.at == 0 else (head.row, head.p)
+    if not isinstance(args[1], ast.Tuple) or [_name(e) for e in args[1].elts] != list(operands):
+        return False
+    if not isinstance(args[2], ast.Tuple) or not all(isinstance(e, ast.Constant) and isinstance(e.value, str)
+                                                      for e in args[2].elts):
+        return False
+    active = tuple(e.value for e in args[2].elts)
+    if len(active) != len(grads) or not 1 <= len(active) <= 2 or len(set(grads)) != len(grads):
+        return False
+    # each unit_vjp result unbroadcast to the operand it is the seed of
+    p_bar, row_bar, k, seen = None, None, j + 1, set()
+    for _ in grads:
+        got = _call(_stmt(rev[k]) if k < len(rev) else None, "unbroadcast")
+        if got is None or len(got[0]) != 1 or got[2] or len(got[1]) != 2:
+            return False
+        src, to = _name(got[1][0]), _name(got[1][1])
+        if src not in grads or src in seen or to not in (head.p, head.row) or to in seen:
+            return False
+        seen |= {src, to}
+        if to == head.p:
+            p_bar = got[0][0]
+        else:
+            row_bar = got[0][0]
+        k += 1
+    if p_bar is None:
+        return False
+    got = _call(_stmt(rev[k]) if k < len(rev) else None, "matmul_rhs_bar")
+    if got is None or len(got[0]) != 1 or got[2] or [_name(a) for a in got[1]] != [p_bar, head.x, head.w]:
+        return False
+    w_bar = got[0][0]
+    if not _reads_ok(fwd, rev, head, i, k, zb, grads, p_bar, row_bar, w_bar, g, y, params):
+        return False
+    targets = ([row_bar] if row_bar else []) + [w_bar]
+    fwd[head.forward] = (f"{TOP}{head.p}, {head.z} = head_logits({head.x}, {head.w}, {head.kernel}, {head.at}, "
+                         f"{head.row}, {y})")
+    rev[k] = (f"{TOP}{tuple_text(targets)} = xent_head_bars({g}, {head.p}, {head.z}, {y}, {head.x}, {head.w}, "
+              f"{head.kernel}, {head.at}, {head.row}, {active!r}, axis={axis})")
+    rev[k:k] = [f"{TOP}# {head.z} and its adjoint a block of rows at a time in the cross-entropy's pass, "
+                f"{head.x} read once (xent_head)"]
+    del rev[j:k]
+    del rev[i]
+    return True
+
+
+def _reads_ok(fwd: list, rev: list, head: _Head, i: int, k: int, zb: str, grads: list, p_bar: str,
+              row_bar: str | None, w_bar: str, g: str, y: str, params: set) -> bool:
+    """The reader and binding conditions of the module docstring, over every line but the
+    replaced ones (rev[i], rev[i+1:k+1]) and the forward line."""
+    replaced = {("r", i)} | {("r", q) for q in range(i + 1, k + 1)} | {("f", head.forward)}
+    private = {zb, p_bar, *grads}
+    fixed = {head.x, head.w, head.row, head.kernel, g, y}
+    y_ready = y in params
+    for side, lines in (("f", fwd), ("r", rev)):
+        for q, line in enumerate(lines):
+            if (side, q) in replaced:
+                continue
+            got = _names(line)
+            if got is None:
+                return False
+            bound, mentioned = got
+            if private & mentioned or head.p in mentioned:
+                return False
+            if head.z in mentioned and not _only_shape_reads(line, head.z):
+                return False
+            before = side == "f" and q < head.forward
+            if side == "f" and not before or side == "r" and q < k:
+                if bound & fixed and not (side == "r" and q < i and bound == {g}):
+                    return False     # (g itself is bound in the reverse, before z_bar's line)
+            if side == "f" and before and y in bound:
+                y_ready = True
+            if (side == "f" or q < k) and {w_bar, row_bar} & mentioned:
+                return False
+    return y_ready

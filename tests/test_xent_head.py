@@ -1,0 +1,281 @@
+"""A dense layer's logits joined with the softmax cross-entropy's adjoint (issue 17:
+passes/xentheads writes `head_logits` and `xent_head_bars`, s2sad.xent_head runs them a
+block of rows at a time, X read once).
+
+Checked: which programs are joined (the gradient alone; z, the product and the adjoints
+read nowhere else; the bias on either side; b differentiated or not) and that
+S2SAD_GEMM_EPILOGUE=0 keeps the separate calls; the gradients against a hand-written
+numpy gradient, against the unjoined program (the oracle) and across thread counts (the
+same bits); operands the pass declines (Fortran X, strided or integer Y, float32 against
+float64, sizes below its threshold) give the unjoined results; inputs never mutated; NaN
+where the unjoined program has it; a small batch specialises the plain program.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import s2sad
+from s2sad import derivative_runtime, xent_head
+from s2sad.plans import PLANS
+
+from conftest import central_fd, function_from_source
+
+N = 8000          # rows: the pass's work past gemm.THREAD_WORK for d = 32, k = 10
+
+
+def xent(W, b, X, Y):
+    z = X @ W + b
+    z = z - np.max(z, axis=1, keepdims=True)
+    logp = z - np.log(np.sum(np.exp(z), axis=1, keepdims=True))
+    return -np.mean(np.sum(Y * logp, axis=1))
+
+
+def xent_bias_first(W, b, X, Y):
+    z = b + X @ W
+    z = z - np.max(z, axis=-1, keepdims=True)
+    logp = z - np.log(np.sum(np.exp(z), axis=-1, keepdims=True))
+    return -np.sum(np.sum(logp * Y, axis=-1)) * 0.25
+
+
+def xent_z_read_again(W, b, X, Y):
+    z = X @ W + b
+    s = z - np.max(z, axis=1, keepdims=True)
+    logp = s - np.log(np.sum(np.exp(s), axis=1, keepdims=True))
+    return -np.mean(np.sum(Y * logp, axis=1)) + 1e-3 * np.sum(z * z)
+
+
+def xent_labels_made_after(W, b, X, Y):
+    z = X @ W + b
+    T = Y * 0.5 + 0.25
+    z = z - np.max(z, axis=1, keepdims=True)
+    logp = z - np.log(np.sum(np.exp(z), axis=1, keepdims=True))
+    return -np.mean(np.sum(T * logp, axis=1))
+
+
+def _args(n=N, d=32, k=10, dtype=np.float64, seed=0):
+    rng = np.random.default_rng(seed + n + 31 * k)
+    return [(rng.normal(size=(d, k)) / np.sqrt(d)).astype(dtype), (rng.normal(size=(1, k)) * 0.1).astype(dtype),
+            rng.normal(size=(n, d)).astype(dtype), np.eye(k, dtype=dtype)[rng.integers(0, k, n)]]
+
+
+def _hand(W, b, X, Y, scale):
+    """The gradient by hand: z_bar = scale (softmax(z) sum(Y) - Y), then X.T z_bar and its column sums."""
+    z = X @ W + b
+    z = z - z.max(1, keepdims=True)
+    p = np.exp(z)
+    p /= p.sum(1, keepdims=True)
+    zb = scale * (p * Y.sum(1, keepdims=True) - Y)
+    return X.T @ zb, zb.sum(0).reshape(b.shape)
+
+
+def _grad(f, args, argnums=(0, 1), joined=True, monkeypatch=None, calls=3):
+    """(the gradients of the last of `calls` calls, the grad program's source)."""
+    monkeypatch.setenv("S2SAD_GEMM_EPILOGUE", "1" if joined else "0")
+    PLANS.clear()
+    g = s2sad.grad(f, argnums=argnums)
+    got = [g(*args) for _ in range(calls)]          # the first call, then the specialised copy's
+    for a, b in zip(got[0], got[-1]):
+        assert a.tobytes() == b.tobytes()
+    return got[-1], s2sad.source(g)
+
+
+def _close(got, want, tol=1e-12):
+    for a, b in zip(got, want):
+        assert a.shape == b.shape and a.dtype == b.dtype
+        np.testing.assert_allclose(a, b, rtol=tol, atol=tol * np.max(np.abs(b)))
+
+
+@pytest.mark.parametrize("f,argnums,joined", [
+    (xent, (0, 1), True), (xent_bias_first, (0, 1), True), (xent, (0,), True),
+    (xent, (1,), False),                  # W not differentiated: no W_bar line to join
+    (xent, (0, 1, 2), False),             # X differentiated: its adjoint reads the product's
+    (xent_z_read_again, (0, 1), False), (xent_labels_made_after, (0, 1), False)])
+def test_which_programs_are_joined(f, argnums, joined, monkeypatch):
+    args = _args()
+    _, src = _grad(f, args, argnums, True, monkeypatch, calls=1)
+    assert ("xent_head_bars(" in src) == joined and ("head_logits(" in src) == joined
+    _, src = _grad(f, args, argnums, False, monkeypatch, calls=1)
+    assert "xent_head_bars(" not in src and "head_logits(" not in src
+    vsrc = s2sad.source(s2sad.value_and_grad(f, argnums=argnums))
+    assert "xent_head_bars(" not in vsrc        # (the value reads z: never joined)
+
+
+@pytest.mark.parametrize("f", [xent, xent_bias_first, xent_z_read_again, xent_labels_made_after])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32], ids=["f64", "f32"])
+@pytest.mark.parametrize("n", [N, 10007, 20000])
+def test_against_the_unjoined_program_and_by_hand(f, dtype, n, monkeypatch):
+    args = _args(n, dtype=dtype)
+    copies = [a.copy() for a in args]
+    got, src = _grad(f, args, (0, 1), True, monkeypatch)
+    want, _ = _grad(f, args, (0, 1), False, monkeypatch)
+    tol = 1e-12 if dtype == np.float64 else 2e-5
+    _close(got, want, tol)
+    if f is xent:
+        assert "xent_head_bars(" in src
+        _close(got, [v.astype(dtype) for v in _hand(*[a.astype(np.float64) for a in args], -(-1.0 / n))], tol)
+    for a, c in zip(args, copies):
+        assert a.tobytes() == c.tobytes()
+
+
+def test_against_central_differences(monkeypatch):
+    args = _args(6000, d=5, k=3)
+    got, src = _grad(xent, args, (0, 1), True, monkeypatch)
+    assert "xent_head_bars(" in src
+    for i in (0, 1):
+        np.testing.assert_allclose(got[i], central_fd(xent, args, i), rtol=1e-6, atol=1e-10)
+
+
+def test_the_pass_runs_and_threads_keep_its_bits(monkeypatch):
+    args = _args(30000)
+    ran = []
+    real = xent_head.fused_bars
+
+    def counted(*a, **kw):
+        got = real(*a, **kw)
+        ran.append(got is not None)
+        return got
+    monkeypatch.setattr(xent_head, "fused_bars", counted)
+    runs = []
+    for threads in ("1", "2", "2"):
+        monkeypatch.setenv("S2SAD_NUM_THREADS", threads)
+        runs.append(_grad(xent, args, (0, 1), True, monkeypatch)[0])
+    assert ran and all(ran)
+    for a, b in zip(runs[0], runs[1]):
+        assert a.tobytes() == b.tobytes()
+    for a, b in zip(runs[0], runs[2]):
+        assert a.tobytes() == b.tobytes()
+    monkeypatch.setenv("S2SAD_BLOCK_LOOP", "0")        # the blocks in Python: the same calls, the same bits
+    for a, b in zip(runs[0], _grad(xent, args, (0, 1), True, monkeypatch)[0]):
+        assert a.tobytes() == b.tobytes()
+
+
+def _fortran(args):
+    return [args[0], args[1], np.asfortranarray(args[2]), args[3]]
+
+
+def _strided_y(args):
+    wide = np.zeros((args[3].shape[0], 2 * args[3].shape[1]))
+    wide[:, ::2] = args[3]
+    return args[:3] + [wide[:, ::2]]
+
+
+def _int_y(args):
+    return args[:3] + [args[3].astype(np.int64)]
+
+
+def _f32_x(args):
+    return args[:2] + [args[2].astype(np.float32), args[3]]
+
+
+def _reversed_rows(args):
+    return args[:2] + [args[2][::-1], args[3][::-1]]
+
+
+def _small(args):
+    return [args[0], args[1], args[2][:3000], args[3][:3000]]
+
+
+@pytest.mark.parametrize("odd", [_fortran, _strided_y, _int_y, _f32_x, _reversed_rows, _small])
+def test_odd_operands_give_the_unjoined_results(odd, monkeypatch):
+    args = odd(_args())
+    copies = [np.copy(a) for a in args]
+    got, src = _grad(xent, args, (0, 1), True, monkeypatch)
+    want, _ = _grad(xent, args, (0, 1), False, monkeypatch)
+    assert "xent_head_bars(" in src
+    _close(got, want, 1e-12 if got[0].dtype == np.float64 else 2e-5)
+    for a, c in zip(args, copies):
+        assert a.tobytes() == c.tobytes()
+
+
+def test_nan_where_the_unjoined_program_has_it(monkeypatch):
+    args = _args()
+    args[2][17, 3] = np.nan
+    got, _ = _grad(xent, args, (0, 1), True, monkeypatch)
+    want, _ = _grad(xent, args, (0, 1), False, monkeypatch)
+    for a, b in zip(got, want):
+        assert np.array_equal(np.isnan(a), np.isnan(b)) and np.isnan(a).any()
+
+
+def test_a_small_batch_specialises_the_plain_program(tmp_path, monkeypatch):
+    """Below the pass's threshold the heads run unfused: the signature's specialised copy
+    is the unjoined program's (its sites bound; at n = 32 one compiled program), at the
+    large one the joined copy's."""
+    monkeypatch.setenv("S2SAD_GEMM_EPILOGUE", "1")
+    PLANS.clear()
+    f = function_from_source(tmp_path, "xent_small", "import numpy as np\n\n" + _source(xent), "xent")
+    g = s2sad.grad(f, argnums=(0, 1))
+    assert "xent_head_bars(" in s2sad.source(g)
+    small, large = _args(32), _args(N)
+    for args in (small, large):
+        for _ in range(3):
+            g(*args)
+    special = g.__s2sad__.leaf_hot.special
+    key = lambda args: tuple(x for a in args for x in (a.shape, a.strides, a.dtype))    # noqa: E731
+    small_copy, large_copy = special.specs[key(small)][3], special.specs[key(large)][3]
+    assert "head_logits" not in small_copy.__code__.co_names
+    assert any(name.startswith("head_logits") for name in large_copy.__code__.co_names)
+    assert special.specs[key(small)][2] is None            # (why no program: None, there is one)
+    _close(g(*small), _hand(*small, 1.0 / 32), 1e-12)
+
+
+def _source(f) -> str:
+    import inspect
+    return inspect.getsource(f)
+
+
+def test_stand_in_is_never_taken_for_logits():
+    z = np.zeros((4, 3))
+    assert not derivative_runtime.unformed(z) and not derivative_runtime.unformed(z[:, :1].repeat(3, 1))
+    s = np.broadcast_to(np.zeros(()), (4, 3))
+    assert derivative_runtime.unformed(s)
+
+
+def xent_hidden(W, b, X, Y, W0):
+    """The head's rows made by a layer before it (not differentiated: its product's
+    adjoint is W's alone, so the head joins with an intermediate as its X)."""
+    h = np.tanh(X @ W0)
+    z = h @ W + b
+    z = z - np.max(z, axis=1, keepdims=True)
+    logp = z - np.log(np.sum(np.exp(z), axis=1, keepdims=True))
+    return -np.mean(np.sum(Y * logp, axis=1))
+
+
+@settings(max_examples=40, deadline=None)
+@given(n=st.integers(1, 3000), d=st.integers(1, 40), k=st.integers(1, 20), dtype=st.sampled_from([np.float64, np.float32]),
+       shape=st.sampled_from(["plain", "bias_first", "hidden"]), with_b=st.booleans(), seed=st.integers(0, 10 ** 6))
+def test_random_heads_against_numpy(n, d, k, dtype, shape, with_b, seed):
+    """Random sizes (one block or many, a short last one, one class), dtypes, bias sides,
+    argnums and an intermediate as the head's rows, every one through the pass (its
+    threshold and the product's lowered), against the gradient by hand in float64."""
+    from s2sad import gemm
+    args = _args(n, d, k, dtype, seed)
+    f = {"plain": xent, "bias_first": xent_bias_first, "hidden": xent_hidden}[shape]
+    rows = args[2]
+    if shape == "hidden":
+        W0 = (np.random.default_rng(seed).normal(size=(d, d)) / np.sqrt(d)).astype(dtype)
+        args = args + [W0]
+        rows = np.tanh(args[2].astype(np.float64) @ W0.astype(np.float64))
+    argnums = (0, 1) if with_b else (0,)
+    saved = xent_head.MIN_WORK, gemm.MIN_WORK, gemm.MIN_COLUMNS, xent_head.fused_bars
+    ran = []
+
+    def counted(*a, **kw):
+        got = saved[3](*a, **kw)
+        ran.append(got is not None)
+        return got
+    xent_head.MIN_WORK, gemm.MIN_WORK, gemm.MIN_COLUMNS, xent_head.fused_bars = 0, 0, 1, counted
+    try:
+        g = s2sad.grad(f, argnums=argnums)
+        got = [g(*args) for _ in range(3)][-1]
+        assert "xent_head_bars(" in s2sad.source(g)
+    finally:
+        xent_head.MIN_WORK, gemm.MIN_WORK, gemm.MIN_COLUMNS, xent_head.fused_bars = saved
+    assert len(ran) == 3 and all(ran)
+    W, b, _, Y = (a.astype(np.float64) for a in args[:4])
+    want = _hand(W, b, rows, Y, 0.25 if shape == "bias_first" else 1.0 / n)
+    tol = 1e-11 if dtype == np.float64 else 5e-4
+    for a, w in zip(got, want):
+        assert a.dtype == dtype and a.shape == w.shape
+        np.testing.assert_allclose(a, w, rtol=tol, atol=tol * max(np.max(np.abs(w)), 1e-300))
