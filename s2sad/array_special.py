@@ -72,7 +72,7 @@ SHAPE_FOLLOWS = frozenset({
     "row_logsumexp_max_bar", "row_logsumexp_like",
     "row_layer_norm_bar",
     "check_scalar_loss", "sum_dual", "store_partials", "dot_lhs_bar", "dot_rhs_bar", "product_sums", "unit_vjp",
-    "product_partials", "lhs_bar_sums", "head_logits", "xent_head_bars"})
+    "product_partials", "lhs_bar_sums", "head_logits", "xent_head_bars", "xent_head_sums"})
 
 
 def straight_line(text: str, name: str, ns: dict) -> ast.FunctionDef | None:

@@ -37,6 +37,7 @@ def runtime_names(backend: str) -> dict:
         "matmul_bias": with_backend(matmul_bias, backend),
         "head_logits": with_backend(head_logits, backend),
         "xent_head_bars": with_backend(xent_head_bars, backend),
+        "xent_head_sums": with_backend(xent_head_sums, backend),
         "product_partials": with_backend(gemm_epilogue.product_partials, backend),
         "lhs_bar_sums": with_backend(gemm_epilogue.lhs_bar_sums, backend),
         "jvp": with_backend(runtime.jvp, backend),
@@ -161,6 +162,28 @@ def xent_head_bars(g, p, z, y, a, w, kernel, at, row, active, axis=1, backend="a
         got = xent_head.fused_bars(g, y, a, w, row, len(active) == 2, backend)
         if got is not None:
             return got
+    rest, p_bar = _head_seed(g, p, z, y, a, w, kernel, at, row, active, axis, backend)
+    return (*rest, array_rules.matmul_rhs_bar(p_bar, a, w))
+
+
+def xent_head_sums(g, p, z, y, a, w, kernel, at, row, active, d, inputs, rhs=False, nxt=None, axis=1,
+                   backend="auto"):
+    """As xent_head_bars, where the product's adjoint goes on to the layer below instead of
+    to w alone: the row's adjoint (where active), then `lhs_bar_sums(p_bar, a, w, d,
+    inputs, rhs, nxt)`'s results, by xent_head's pass joined with the layer's where
+    head_logits left z unformed, else the calls passes/xentheads replaced."""
+    if unformed(z):
+        got = xent_head.fused_head_sums(g, y, a, w, row, len(active) == 2, d, inputs, rhs, nxt, backend)
+        if got is not None:
+            return got
+    rest, p_bar = _head_seed(g, p, z, y, a, w, kernel, at, row, active, axis, backend)
+    return (*rest, *gemm_epilogue.lhs_bar_sums(p_bar, a, w, d, inputs, rhs, nxt, backend))
+
+
+def _head_seed(g, p, z, y, a, w, kernel, at, row, active, axis, backend) -> tuple:
+    """((the row's adjoint,) where active, the product's adjoint) by the calls
+    passes/xentheads replaced; z made by matmul_bias where head_logits left it unformed."""
+    if unformed(z):
         p, z = matmul_bias(a, w, kernel, at, row, backend)
     z_bar = rowsoftmax.row_dot_log_softmax_bar(0, g, z, y, axis=axis, backend=backend)
     grads = unit_vjp(kernel, (p, row) if at == 0 else (row, p), active, z_bar, backend)
@@ -170,7 +193,7 @@ def xent_head_bars(g, p, z, y, a, w, kernel, at, row, active, axis=1, backend="a
             p_bar = array_rules.unbroadcast(got, p)
         else:
             rest.append(array_rules.unbroadcast(got, row))
-    return (*rest, array_rules.matmul_rhs_bar(p_bar, a, w))
+    return tuple(rest), p_bar
 
 
 def unformed(z) -> bool:

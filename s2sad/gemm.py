@@ -263,6 +263,14 @@ def row_product(a: Any, b: Any, backend: str = "auto"):
     return rows
 
 
+def raw_product(dtype: np.dtype):
+    """The compiled product's C function for dtype, for block passes that call it on
+    their own scratches: (A, A's row and column strides, B, B's row stride, C, C's row
+    stride, rows, inner, columns, 0, first row, end row), strides in elements, B's rows
+    contiguous (row_product's call)."""
+    return _FUNCS.get(dtype) or _function(dtype)
+
+
 def row_product_plus_row(a: Any, b: Any, bias: Any, backend: str = "auto"):
     """rows(lo, hi, out): (a @ b + bias)[lo:hi] into `out` as row_product writes it, the
     row added in the tile's store (product_plus_row's bits for those rows); or None where

@@ -303,7 +303,17 @@ def _fused_sums(g, a, w, d, inputs, rhs, nxt, backend):
     part = gemm.inner_range_product(a.T, g, backend) if rhs else None
     if rhs and part is None:
         return None
-    dtype, (p, m) = g.dtype, a.shape
+    return block_sums(rows, part, g.shape[1], a, d, inputs, nxt, g.dtype, backend)
+
+
+def block_sums(rows, part, k: int, a, d, inputs: tuple, nxt, dtype: np.dtype, backend, what: str = ""):
+    """lhs_bar_sums's fused pass (None where it declines, nothing run) for a seed G of k
+    columns known only through `rows(lo, hi, scratch)` (G[lo:hi] @ W.T into the scratch)
+    and `part(lo, hi, out)` (a[lo:hi].T @ G[lo:hi] into out; None: no rhs), each called
+    on the block's thread, part right after rows: xent_head's seed, made a block at a
+    time, as well as a stored G's. `what` prefixes the pass's name (its plan and chooser)."""
+    rhs = part is not None
+    p, m = a.shape
     shapes = [np.shape(x) for x in inputs]
     if m < 2 or not any(s in ((1, m), (m,)) for s in shapes) or not all(s in ((p, m), (1, m), (m,)) for s in shapes):
         return None
@@ -311,9 +321,9 @@ def _fused_sums(g, a, w, d, inputs, rhs, nxt, backend):
     if nxt is not None and nxt_part is None:
         return None
     blocks = _blocks(p, m, dtype)
-    block_sums = np.zeros((blocks, m), dtype)
-    work = p * m * (g.shape[1] * (2 if rhs else 1) + (nxt[1].shape[1] if nxt else 0))
-    parts = np.empty((blocks, m, g.shape[1]), dtype) if rhs else None
+    sums_of_blocks = np.zeros((blocks, m), dtype)
+    work = p * m * (k * (2 if rhs else 1) + (nxt[1].shape[1] if nxt else 0))
+    parts = np.empty((blocks, m, k), dtype) if rhs else None
     nxt_parts = np.empty((blocks, nxt[1].shape[1], m), dtype) if nxt else None
     out = None if nxt else np.empty((p, m), dtype)      # with nxt: never stored, a block at a time
     rows_per = block_rows(m, dtype)
@@ -321,9 +331,10 @@ def _fused_sums(g, a, w, d, inputs, rhs, nxt, backend):
     def out_at(lo: int, hi: int) -> np.ndarray:
         return out[lo:hi] if out is not None else scratch(dtype, rows_per, m, "adjoint")[:hi - lo]
 
-    def in_blocks(what: str, run_block) -> None:
+    def in_blocks(kind: str, run_block) -> None:
+        kind = what + kind
         if parts is None and nxt_parts is None:
-            row_blocks(what, dtype, work, p, m, run_block)
+            row_blocks(kind, dtype, work, p, m, run_block)
             return
 
         def with_parts(lo: int, hi: int, scratch: np.ndarray, i: int) -> None:
@@ -332,11 +343,11 @@ def _fused_sums(g, a, w, d, inputs, rhs, nxt, backend):
                 part(lo, hi, parts[i])      # the block's rows of a and g: in cache from run_block
             if nxt_parts is not None:
                 nxt_part(lo, hi, out_at(lo, hi), nxt_parts[i])      # the block's adjoint, just written
-        row_blocks(what + ("+rhs" if rhs else "") + ("+next" if nxt else ""), dtype, work, p, m, with_parts)
+        row_blocks(kind + ("+rhs" if rhs else "") + ("+next" if nxt else ""), dtype, work, p, m, with_parts)
     if isinstance(d, OutputPartial):
         if d.h.shape != (p, m) or d.h.dtype != dtype:
             return None
-        out_sums(rows, d, out_at, block_sums, lambda run_block: in_blocks("outsums", run_block))
+        out_sums(rows, d, out_at, sums_of_blocks, lambda run_block: in_blocks("outsums", run_block))
     else:
         ds = _d_rows(d, (p, m), dtype)
         if ds is None:
@@ -346,10 +357,10 @@ def _fused_sums(g, a, w, d, inputs, rhs, nxt, backend):
 
         def run_block(lo: int, hi: int, scratch: np.ndarray, i: int) -> None:
             rows(lo, hi, scratch)
-            call(f, ptr(d) + lo * ds * size, ptr(scratch), ptr(out_at(lo, hi)), ptr(block_sums) + i * m * size,
+            call(f, ptr(d) + lo * ds * size, ptr(scratch), ptr(out_at(lo, hi)), ptr(sums_of_blocks) + i * m * size,
                  hi - lo, m, ds, m)
         in_blocks("sums", run_block)
-    sums = np.add.reduce(block_sums, axis=0)
+    sums = np.add.reduce(sums_of_blocks, axis=0)
     result, given = [], False
     for j, (x, shape) in enumerate(zip(inputs, shapes)):   # a second bias input gets its own copy: no two alias
         if nxt is None or j != nxt[0]:

@@ -12,7 +12,10 @@ this VM (they are memory-bound), the row pass does.
 passes/xentheads.py writes the calls (derivative_runtime.head_logits in the forward sweep,
 derivative_runtime.xent_head_bars in the reverse); this module is the pass:
 `takes(X, W, b, Y)`: does it take these operands; `fused_bars(g, Y, X, W, b, want_row)`:
-(b_bar, W_bar), or (W_bar,) without b's, or None where it does not take them.
+(b_bar, W_bar), or (W_bar,) without b's, or None where it does not take them;
+`fused_head_sums(...)`: where X is a layer's output and the adjoint goes on to that
+layer (a 3-layer MLP's head), gemm_epilogue's sums pass of the layer with the head's
+rows made in its blocks (its docstring says how).
 
 Each block of rows [lo, hi) (block_rows_for: a multiple of BLOCK_ROWS rows, X's block,
 Y's and the block's two scratches within SCRATCH_BYTES, a core's L2):
@@ -53,7 +56,7 @@ from . import gemm
 from .backends import choose
 from .backends.llvm import ptr
 from .blockloop import call
-from .gemm_epilogue import BLOCK_ROWS, SCRATCH_BYTES, row_blocks, scratch
+from .gemm_epilogue import BLOCK_ROWS, SCRATCH_BYTES, block_rows, block_sums, row_blocks, scratch
 from .passes.rowfusion import SWITCH
 from .rowsoftmax import xent_bar_function
 
@@ -146,3 +149,50 @@ def fused_bars(g: Any, y: Any, a: Any, w: Any, row: Any, want_row: bool, backend
     if sums is None:
         return (w_bar,)
     return np.add.reduce(sums, axis=0).reshape(np.shape(row)), w_bar
+
+
+def fused_head_sums(g: Any, y: Any, a: Any, w: Any, row: Any, want_row: bool, d: Any, inputs: tuple, rhs: bool,
+                    nxt, backend: str = "auto"):
+    """((row_bar,) if want_row, then lhs_bar_sums(G, a, w, d, inputs, rhs, nxt)'s results)
+    for the seed G = z's adjoint of that loss (as fused_bars), where the layer below
+    reads it (a 3-layer MLP's head: `h2 @ W3 + b3`, whose adjoint G @ W3.T times h2's
+    partial feeds the layer before): G is never stored either; each block of
+    gemm_epilogue's sums pass first makes its rows of z and of G (the product plus the
+    row, the row pass, G's column sums for row_bar) in this thread's scratches, then
+    G[lo:hi] @ W.T from them and, with rhs, a[lo:hi].T @ G[lo:hi] (its orientation and
+    blocks, so that W's adjoint has the unjoined pass's bits, as the layer's adjoint).
+    None where either pass declines (nothing run)."""
+    got = _parts(a, w, row, y, backend)
+    if got is None:
+        return None
+    rows_of_z, _, ys, _ = got
+    x, v = rows_of_z.operands[:2]
+    dtype, (n, m), k = x.dtype, x.shape, v.shape[1]
+    if type(g) is not np.ndarray or g.dtype != dtype or g.size != n or m * dtype.itemsize > gemm.MAX_ROW_BYTES:
+        return None
+    part = gemm.transposed_rows_product(x, k, backend) if rhs else None
+    column_sums = gemm.column_sums_part(dtype, k, block_rows(m, dtype), backend) if want_row else None
+    if rhs and part is None or want_row and column_sums is None:
+        return None
+    g = np.ascontiguousarray(g).reshape(n)
+    w_t = np.ascontiguousarray(v.T)          # (k, m): the rows of G @ W.T's right operand
+    size, per = dtype.itemsize, block_rows(m, dtype)
+    sums = np.zeros((-(-n // per), k), dtype) if want_row else None
+    bar, product = xent_bar_function(k, dtype), gemm.raw_product(dtype)
+    g_at, y_at, w_at = ptr(g), ptr(y), ptr(w_t)
+
+    def rows(lo: int, hi: int, out: np.ndarray) -> None:       # (run or recorded: blockloop)
+        z = scratch(dtype, per, k, "head")[:hi - lo]
+        z_bar = scratch(dtype, per, k, "head adjoint")[:hi - lo]
+        rows_of_z(lo, hi, z)
+        call(bar, ptr(z), y_at + lo * ys * size, g_at + lo * size, hi - lo, k, k, ys, ptr(z_bar))
+        if sums is not None:
+            column_sums(lo, hi, z_bar, sums[lo // per])
+        call(product, ptr(z_bar), k, 1, w_at, m, ptr(out), m, hi - lo, k, m, 0, 0, hi - lo)
+
+    def head_part(lo: int, hi: int, out: np.ndarray) -> None:
+        part(lo, hi, scratch(dtype, per, k, "head adjoint")[:hi - lo], out)
+    got = block_sums(rows, head_part if rhs else None, k, x, d, inputs, nxt, dtype, backend, "head ")
+    if got is None:
+        return None
+    return ((np.add.reduce(sums, axis=0).reshape(np.shape(row)),) if want_row else ()) + got

@@ -251,8 +251,9 @@ def _resting(monkeypatch, g, args) -> None:
 
 def test_a_parked_server_serves_the_next_gradients_first_pass(monkeypatch):
     """The next gradient timed whole wakes it (5 -> 1, a futex wake: no GIL to wait for), so
-    that every split of that call is posted, the first one too (the block passes, the
-    head's product rows, its row kernel: 6); the bits are one thread's."""
+    that every split of that call is posted, the first one too (its four block passes:
+    the two layers' forward, the head joined with the relu layer's sums: xent_head, the
+    first layer's sums); the bits are one thread's."""
     args, argnums = mlp3_args(10_000, np.float64)
     g = s2sad.grad(mlp3, argnums=argnums)
     monkeypatch.setenv("S2SAD_NUM_THREADS", "1")
@@ -264,7 +265,7 @@ def test_a_parked_server_serves_the_next_gradients_first_pass(monkeypatch):
         at = loopserver.SERVER.served + loopserver.SERVER.retracted
         for a, b in zip(g(*args), want):
             np.testing.assert_array_equal(a, b)
-        assert loopserver.SERVER.served + loopserver.SERVER.retracted == at + 6
+        assert loopserver.SERVER.served + loopserver.SERVER.retracted == at + 4
 
 
 def test_other_pool_work_sends_a_parked_server_back_to_the_pool(monkeypatch):

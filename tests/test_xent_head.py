@@ -151,6 +151,114 @@ def test_the_pass_runs_and_threads_keep_its_bits(monkeypatch):
         assert a.tobytes() == b.tobytes()
 
 
+def mlp2_tanh(W, b, X, Y, W1, b1):
+    h = np.tanh(X @ W1 + b1)
+    z = h @ W + b
+    z = z - np.max(z, axis=1, keepdims=True)
+    logp = z - np.log(np.sum(np.exp(z), axis=1, keepdims=True))
+    return -np.mean(np.sum(Y * logp, axis=1))
+
+
+def mlp3_relu(W, b, X, Y, W1, b1, W2, b2):
+    h1 = np.tanh(X @ W1 + b1)
+    h2 = np.maximum(h1 @ W2 + b2, 0.0)
+    z = h2 @ W + b
+    z = z - np.max(z, axis=1, keepdims=True)
+    logp = z - np.log(np.sum(np.exp(z), axis=1, keepdims=True))
+    return -np.mean(np.sum(Y * logp, axis=1))
+
+
+def mlp2_sigmoid(W, b, X, Y, W1, b1):
+    h = 1.0 / (1.0 + np.exp(-(X @ W1 + b1)))
+    z = h @ W + b
+    z = z - np.max(z, axis=1, keepdims=True)
+    logp = z - np.log(np.sum(np.exp(z), axis=1, keepdims=True))
+    return -np.mean(np.sum(Y * logp, axis=1))
+
+
+def _layers(f, n=N, dtype=np.float64, seed=0):
+    """The head's arguments with a first layer of 64 (and a second, for mlp3_relu) beneath."""
+    rng = np.random.default_rng(seed + 5)
+    X = rng.normal(size=(n, 32)).astype(dtype)
+    W1, b1 = (rng.normal(size=(32, 64)) / 6).astype(dtype), (rng.normal(size=(1, 64)) * 0.1).astype(dtype)
+    W, b = (rng.normal(size=(64, 10)) / 8).astype(dtype), (rng.normal(size=(1, 10)) * 0.1).astype(dtype)
+    Y = np.eye(10, dtype=dtype)[rng.integers(0, 10, n)]
+    if f is mlp3_relu:
+        W2, b2 = (rng.normal(size=(64, 64)) / 8).astype(dtype), (rng.normal(size=(1, 64)) * 0.1).astype(dtype)
+        return [W, b, X, Y, W1, b1, W2, b2], (0, 1, 4, 5, 6, 7)
+    return [W, b, X, Y, W1, b1], (0, 1, 4, 5)
+
+
+def _unjoined(f, args, argnums, monkeypatch):
+    """The gradients with the heads not joined but every other fusion as it is (the bits
+    the joined pass keeps but b's)."""
+    from s2sad.passes import xentheads
+    monkeypatch.setattr(xentheads, "join", lambda *a: 0)
+    try:
+        return _grad(f, args, argnums, True, monkeypatch)
+    finally:
+        monkeypatch.undo()
+
+
+@pytest.mark.parametrize("f", [mlp2_tanh, mlp3_relu, mlp2_sigmoid])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32], ids=["f64", "f32"])
+def test_a_head_over_layers_keeps_the_layers_bits(f, dtype, monkeypatch):
+    """The head's adjoint feeding the layer below (xent_head_sums: lhs_bar_sums's pass with
+    the head's rows made in its blocks): every gradient has the bits of the unjoined
+    program's (its fused layers' passes) but b's, summed by blocks; all agree with the
+    fully unfused program (S2SAD_GEMM_EPILOGUE=0)."""
+    args, argnums = _layers(f, dtype=dtype)
+    copies = [a.copy() for a in args]
+    got, src = _grad(f, args, argnums, True, monkeypatch)
+    assert "xent_head_sums(" in src and "head_logits(" in src
+    want, wsrc = _unjoined(f, args, argnums, monkeypatch)
+    assert "xent_head_sums(" not in wsrc and "head_logits(" not in wsrc
+    for j, (a, w) in enumerate(zip(got, want)):
+        if argnums[j] == 1:
+            _close([a], [w], 1e-12 if dtype == np.float64 else 2e-5)
+        else:
+            assert a.tobytes() == w.tobytes(), argnums[j]
+    unfused, _ = _grad(f, args, argnums, False, monkeypatch)
+    _close(got, unfused, 1e-11 if dtype == np.float64 else 5e-4)
+    for a, c in zip(args, copies):
+        assert a.tobytes() == c.tobytes()
+
+
+def test_a_head_over_layers_against_central_differences(monkeypatch):
+    args, argnums = _layers(mlp2_tanh, n=6000)
+    got, src = _grad(mlp2_tanh, args, argnums, True, monkeypatch)
+    assert "xent_head_sums(" in src
+    np.testing.assert_allclose(got[1], central_fd(mlp2_tanh, args, 1), rtol=1e-6, atol=1e-10)
+    np.testing.assert_allclose(got[3], central_fd(mlp2_tanh, args, 5), rtol=1e-6, atol=1e-10)
+    rng = np.random.default_rng(1)
+    for j, i in ((0, 0), (2, 4)):
+        v = rng.normal(size=args[i].shape)
+        plus, minus = list(args), list(args)
+        plus[i], minus[i] = args[i] + 1e-6 * v, args[i] - 1e-6 * v
+        fd = (mlp2_tanh(*plus) - mlp2_tanh(*minus)) / 2e-6
+        np.testing.assert_allclose(np.sum(got[j] * v), fd, rtol=1e-6)
+
+
+def test_a_head_over_layers_threads_keep_the_bits(monkeypatch):
+    args, argnums = _layers(mlp3_relu, n=20000)
+    runs = []
+    for threads in ("1", "2"):
+        monkeypatch.setenv("S2SAD_NUM_THREADS", threads)
+        runs.append(_grad(mlp3_relu, args, argnums, True, monkeypatch)[0])
+    for a, b in zip(*runs):
+        assert a.tobytes() == b.tobytes()
+
+
+def test_a_head_over_layers_below_the_threshold(monkeypatch):
+    """Small batches: the separate calls, and the signature's copy is the plain program's."""
+    args, argnums = _layers(mlp3_relu, n=32)
+    got, src = _grad(mlp3_relu, args, argnums, True, monkeypatch)
+    assert "xent_head_sums(" in src
+    want, _ = _unjoined(mlp3_relu, args, argnums, monkeypatch)
+    for a, w in zip(got, want):
+        assert a.tobytes() == w.tobytes()
+
+
 def _fortran(args):
     return [args[0], args[1], np.asfortranarray(args[2]), args[3]]
 
@@ -242,40 +350,67 @@ def xent_hidden(W, b, X, Y, W0):
     return -np.mean(np.sum(Y * logp, axis=1))
 
 
+def xent_layer(W, b, X, Y, W0, b0):
+    """xent_hidden with the layer's bias, W0 and b0 differentiated: the head's adjoint
+    feeds that layer's sums pass (xent_head_sums)."""
+    h = np.tanh(X @ W0 + b0)
+    z = h @ W + b
+    z = z - np.max(z, axis=1, keepdims=True)
+    logp = z - np.log(np.sum(np.exp(z), axis=1, keepdims=True))
+    return -np.mean(np.sum(Y * logp, axis=1))
+
+
 @settings(max_examples=40, deadline=None)
 @given(n=st.integers(1, 3000), d=st.integers(1, 40), k=st.integers(1, 20), dtype=st.sampled_from([np.float64, np.float32]),
-       shape=st.sampled_from(["plain", "bias_first", "hidden"]), with_b=st.booleans(), seed=st.integers(0, 10 ** 6))
+       shape=st.sampled_from(["plain", "bias_first", "hidden", "layer"]), with_b=st.booleans(),
+       seed=st.integers(0, 10 ** 6))
 def test_random_heads_against_numpy(n, d, k, dtype, shape, with_b, seed):
     """Random sizes (one block or many, a short last one, one class), dtypes, bias sides,
     argnums and an intermediate as the head's rows, every one through the pass (its
     threshold and the product's lowered), against the gradient by hand in float64."""
     from s2sad import gemm
     args = _args(n, d, k, dtype, seed)
-    f = {"plain": xent, "bias_first": xent_bias_first, "hidden": xent_hidden}[shape]
+    f = {"plain": xent, "bias_first": xent_bias_first, "hidden": xent_hidden, "layer": xent_layer}[shape]
     rows = args[2]
-    if shape == "hidden":
-        W0 = (np.random.default_rng(seed).normal(size=(d, d)) / np.sqrt(d)).astype(dtype)
-        args = args + [W0]
-        rows = np.tanh(args[2].astype(np.float64) @ W0.astype(np.float64))
-    argnums = (0, 1) if with_b else (0,)
-    saved = xent_head.MIN_WORK, gemm.MIN_WORK, gemm.MIN_COLUMNS, xent_head.fused_bars
+    if shape in ("hidden", "layer"):
+        r = np.random.default_rng(seed)
+        W0, b0 = (r.normal(size=(d, d)) / np.sqrt(d)).astype(dtype), (r.normal(size=(1, d)) * 0.1).astype(dtype)
+        args = args + ([W0, b0] if shape == "layer" else [W0])
+        rows = np.tanh(args[2].astype(np.float64) @ W0.astype(np.float64) + (b0 if shape == "layer" else 0.0))
+    # ("layer": W0, b0 differentiated too, so the head's adjoint feeds that layer: xent_head_sums)
+    argnums = ((0, 1) if with_b else (0,)) + ((4, 5) if shape == "layer" else ())
+    saved = xent_head.MIN_WORK, gemm.MIN_WORK, gemm.MIN_COLUMNS, xent_head.fused_bars, xent_head.fused_head_sums
     ran = []
 
-    def counted(*a, **kw):
-        got = saved[3](*a, **kw)
-        ran.append(got is not None)
-        return got
-    xent_head.MIN_WORK, gemm.MIN_WORK, gemm.MIN_COLUMNS, xent_head.fused_bars = 0, 0, 1, counted
+    def counted(real):
+        def run(*a, **kw):
+            got = real(*a, **kw)
+            ran.append(got is not None)
+            return got
+        return run
+    xent_head.MIN_WORK, gemm.MIN_WORK, gemm.MIN_COLUMNS = 0, 0, 1
+    xent_head.fused_bars, xent_head.fused_head_sums = counted(saved[3]), counted(saved[4])
     try:
         g = s2sad.grad(f, argnums=argnums)
         got = [g(*args) for _ in range(3)][-1]
-        assert "xent_head_bars(" in s2sad.source(g)
+        assert ("xent_head_sums(" if shape == "layer" else "xent_head_bars(") in s2sad.source(g)
     finally:
-        xent_head.MIN_WORK, gemm.MIN_WORK, gemm.MIN_COLUMNS, xent_head.fused_bars = saved
-    assert len(ran) == 3 and all(ran)
-    W, b, _, Y = (a.astype(np.float64) for a in args[:4])
+        xent_head.MIN_WORK, gemm.MIN_WORK, gemm.MIN_COLUMNS, xent_head.fused_bars, xent_head.fused_head_sums = saved
+    assert len(ran) == 3 and (all(ran) or shape == "layer" and d < 2)     # (a layer of one column: no sums pass)
+    W, b, X, Y = (a.astype(np.float64) for a in args[:4])
     want = _hand(W, b, rows, Y, 0.25 if shape == "bias_first" else 1.0 / n)
+    if not with_b:
+        want = want[:1]
+    if shape == "layer":        # W0's: X.T ((z_bar W.T) (1 - h^2)), z_bar from the hand gradient's
+        z = rows @ W + b
+        z = z - z.max(1, keepdims=True)
+        p = np.exp(z)
+        p /= p.sum(1, keepdims=True)
+        zb = (p * Y.sum(1, keepdims=True) - Y) / n
+        seed_1 = (zb @ W.T) * (1.0 - rows ** 2)
+        want = want + (X.T @ seed_1, seed_1.sum(0, keepdims=True))
     tol = 1e-11 if dtype == np.float64 else 5e-4
+    assert len(got) == len(want)
     for a, w in zip(got, want):
         assert a.dtype == dtype and a.shape == w.shape
         np.testing.assert_allclose(a, w, rtol=tol, atol=tol * max(np.max(np.abs(w)), 1e-300))

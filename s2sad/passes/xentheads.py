@@ -11,7 +11,11 @@ reverse:
     W_bar = matmul_rhs_bar(_1_bar, X, W)
 
 (b's lines absent where b is not differentiated; the kernel's operands in either order,
-`at` saying which is the product's.) At run time head_logits leaves z unformed (a
+`at` saying which is the product's.) Where the product's adjoint goes on to the layer
+below instead, `(...) = lhs_bar_sums(_1_bar, X, W, d, inputs, ...)` (passes/epilogues: a
+3-layer MLP's head over its relu layer) in W_bar's line's place, the joined line is
+`(b_bar, ...) = xent_head_sums(g, _1, z, Y, X, W, k, 0, b, ('_1', 'b'), d, inputs, ...)`:
+that layer's sums pass with the head's rows made in its blocks (xent_head.fused_head_sums). At run time head_logits leaves z unformed (a
 stand-in) where xent_head takes the operands, and xent_head_bars forms it a block at a
 time; elsewhere they make the calls written before, in the same order.
 
@@ -24,7 +28,8 @@ Invariants (checked on the program's text, each line parsed):
   the unit_vjp results, _1_bar) by none but those lines: so nothing else reads a value
   the joined line no longer makes;
 - the reverse lines run in one stretch: z_bar's line, comments, unit_vjp's line, its
-  unbroadcast lines (one per target, any order), W_bar's line; b_bar and W_bar are
+  unbroadcast lines (one per target, any order), comments, W_bar's (or lhs_bar_sums')
+  line, whose operands are _1_bar, X and W; b_bar and W_bar (the sums' targets) are
   mentioned by no line before (their first binding), X, W, b, Y, k and g are bound by no
   line between the forward line and the stretch's end (the values read are the ones
   written), and Y is a parameter or bound before the forward line (head_logits reads it);
@@ -206,26 +211,52 @@ def _join_at(fwd: list, rev: list, i: int, params: set) -> bool:
         k += 1
     if p_bar is None:
         return False
-    got = _call(_stmt(rev[k]) if k < len(rev) else None, "matmul_rhs_bar")
-    if got is None or len(got[0]) != 1 or got[2] or [_name(a) for a in got[1]] != [p_bar, head.x, head.w]:
+    seeds_end = k
+    while k < len(rev) and _names(rev[k]) == (set(), set()):
+        k += 1              # (the comment of the statement below: its layer's sums)
+    last = _stmt(rev[k]) if k < len(rev) else None
+    tail = _product_adjoint(last, p_bar, head)
+    if tail is None:
         return False
-    w_bar = got[0][0]
-    if not _reads_ok(fwd, rev, head, i, k, zb, grads, p_bar, row_bar, w_bar, g, y, params):
+    helper, bound, extra = tail
+    if not _reads_ok(fwd, rev, head, i, k, zb, grads, p_bar, row_bar, bound, g, y, params):
         return False
-    targets = ([row_bar] if row_bar else []) + [w_bar]
+    targets = ([row_bar] if row_bar else []) + bound
     fwd[head.forward] = (f"{TOP}{head.p}, {head.z} = head_logits({head.x}, {head.w}, {head.kernel}, {head.at}, "
                          f"{head.row}, {y})")
-    rev[k] = (f"{TOP}{tuple_text(targets)} = xent_head_bars({g}, {head.p}, {head.z}, {y}, {head.x}, {head.w}, "
-              f"{head.kernel}, {head.at}, {head.row}, {active!r}, axis={axis})")
+    rev[k] = (f"{TOP}{tuple_text(targets)} = {helper}({g}, {head.p}, {head.z}, {y}, {head.x}, {head.w}, "
+              f"{head.kernel}, {head.at}, {head.row}, {active!r}{extra}, axis={axis})")
     rev[k:k] = [f"{TOP}# {head.z} and its adjoint a block of rows at a time in the cross-entropy's pass, "
                 f"{head.x} read once (xent_head)"]
-    del rev[j:k]
+    del rev[j:seeds_end]    # (unit_vjp's line and its unbroadcasts; the comments stay)
     del rev[i]
     return True
 
 
+def _product_adjoint(node, p_bar: str, head: _Head):
+    """(helper, the names the line binds, the joined call's extra arguments' text) where
+    `node` is the product's adjoint as the joined call may take it: `W_bar =
+    matmul_rhs_bar(_1_bar, X, W)` (xent_head_bars), or the layer below's `(...) =
+    lhs_bar_sums(_1_bar, X, W, d, inputs[, rhs=...][, nxt=...])` (xent_head_sums); None
+    otherwise."""
+    got = _call(node, "matmul_rhs_bar")
+    if got is not None:
+        if len(got[0]) != 1 or got[2] or [_name(a) for a in got[1]] != [p_bar, head.x, head.w]:
+            return None
+        return "xent_head_bars", got[0], ""
+    got = _call(node, "lhs_bar_sums")
+    if got is None or len(got[1]) != 5 or set(got[2]) - {"rhs", "nxt"} \
+            or [_name(a) for a in got[1][:3]] != [p_bar, head.x, head.w]:
+        return None
+    d, inputs = got[1][3], got[1][4]
+    if _name(d) is None or not isinstance(inputs, ast.Tuple) or not all(_name(e) for e in inputs.elts):
+        return None
+    extra = f", {d.id}, {ast.unparse(inputs)}" + "".join(f", {key}={ast.unparse(v)}" for key, v in got[2].items())
+    return "xent_head_sums", got[0], extra
+
+
 def _reads_ok(fwd: list, rev: list, head: _Head, i: int, k: int, zb: str, grads: list, p_bar: str,
-              row_bar: str | None, w_bar: str, g: str, y: str, params: set) -> bool:
+              row_bar: str | None, targets: list, g: str, y: str, params: set) -> bool:
     """The reader and binding conditions of the module docstring, over every line but the
     replaced ones (rev[i], rev[i+1:k+1]) and the forward line."""
     replaced = {("r", i)} | {("r", q) for q in range(i + 1, k + 1)} | {("f", head.forward)}
@@ -250,6 +281,6 @@ def _reads_ok(fwd: list, rev: list, head: _Head, i: int, k: int, zb: str, grads:
                     return False     # (g itself is bound in the reverse, before z_bar's line)
             if side == "f" and before and y in bound:
                 y_ready = True
-            if (side == "f" or q < k) and {w_bar, row_bar} & mentioned:
+            if (side == "f" or q < k) and ({row_bar} | set(targets)) & mentioned:
                 return False
     return y_ready
