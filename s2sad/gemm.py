@@ -234,11 +234,13 @@ def product_plus_row(a: Any, b: Any, bias: Any, backend: str = "auto") -> np.nda
     if ops is None:
         return None
     a, b = ops
-    m = b.shape[1]
-    if bias.dtype != a.dtype or bias.shape not in ((m,), (1, m)) or not bias.flags.c_contiguous \
-            or not bias.flags.aligned:
-        return None
-    return _product(a, b, bias)
+    return _product(a, b, bias) if _bias_row(bias, a.dtype, b.shape[1]) else None
+
+
+def _bias_row(bias: np.ndarray, dtype: np.dtype, m: int) -> bool:
+    """Is bias a row the product adds in its tile's store: shape (m,) or (1, m), of the
+    product's dtype, contiguous and aligned?"""
+    return bias.dtype == dtype and bias.shape in ((m,), (1, m)) and bias.flags.c_contiguous and bias.flags.aligned
 
 
 def row_product(a: Any, b: Any, backend: str = "auto"):
@@ -282,8 +284,7 @@ def row_product_plus_row(a: Any, b: Any, bias: Any, backend: str = "auto"):
         return None
     a, b = ops
     (p, q), m = a.shape, b.shape[1]
-    if bias.dtype != a.dtype or bias.shape not in ((m,), (1, m)) or not bias.flags.c_contiguous \
-            or not bias.flags.aligned:
+    if not _bias_row(bias, a.dtype, m):
         return None
     f = _FUNCS.get((a.dtype, "bias")) or _bias_function(a.dtype)
     size = a.dtype.itemsize

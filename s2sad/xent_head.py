@@ -106,6 +106,18 @@ def _parts(a: Any, w: Any, row: Any, y: Any, backend: str):
     return None if part is None else (rows, part, ys, flipped is not None)
 
 
+def _with_seed(g: Any, y: Any, a: Any, w: Any, row: Any, backend: str):
+    """(_parts, X and W as the product takes them, g one contiguous value a row) where the
+    pass takes the operands and g is one value of their dtype a row, else None."""
+    got = _parts(a, w, row, y, backend)
+    if got is None:
+        return None
+    x, v = got[0].operands[:2]
+    if type(g) is not np.ndarray or g.dtype != x.dtype or g.size != x.shape[0]:
+        return None
+    return got, x, v, np.ascontiguousarray(g).reshape(x.shape[0])
+
+
 def takes(a: Any, w: Any, row: Any, y: Any, backend: str = "auto") -> bool:
     """Does the pass take the logits `a @ w + row` and the labels y (see the module docstring)?"""
     return _parts(a, w, row, y, backend) is not None
@@ -115,15 +127,11 @@ def fused_bars(g: Any, y: Any, a: Any, w: Any, row: Any, want_row: bool, backend
     """(row_bar, w_bar), or (w_bar,) where not `want_row`, of the loss whose adjoint w.r.t.
     z = a @ w + row is row_dot_log_softmax_bar(0, g, z, y) (g: one value a row), by the
     pass (see the module docstring); None where it does not take the operands."""
-    got = _parts(a, w, row, y, backend)
+    got = _with_seed(g, y, a, w, row, backend)
     if got is None:
         return None
-    rows, part, ys, flipped = got
-    x, v = rows.operands[:2]
+    (rows, part, ys, flipped), x, v, g = got
     dtype, (n, d), k = x.dtype, x.shape, v.shape[1]
-    if type(g) is not np.ndarray or g.dtype != dtype or g.size != n:
-        return None
-    g = np.ascontiguousarray(g).reshape(n)
     size = dtype.itemsize
     per = block_rows_for(d, k, dtype)
     blocks = -(-n // per)
@@ -162,19 +170,17 @@ def fused_head_sums(g: Any, y: Any, a: Any, w: Any, row: Any, want_row: bool, d:
     G[lo:hi] @ W.T from them and, with rhs, a[lo:hi].T @ G[lo:hi] (its orientation and
     blocks, so that W's adjoint has the unjoined pass's bits, as the layer's adjoint).
     None where either pass declines (nothing run)."""
-    got = _parts(a, w, row, y, backend)
+    got = _with_seed(g, y, a, w, row, backend)
     if got is None:
         return None
-    rows_of_z, _, ys, _ = got
-    x, v = rows_of_z.operands[:2]
+    (rows_of_z, _, ys, _), x, v, g = got
     dtype, (n, m), k = x.dtype, x.shape, v.shape[1]
-    if type(g) is not np.ndarray or g.dtype != dtype or g.size != n or m * dtype.itemsize > gemm.MAX_ROW_BYTES:
+    if m * dtype.itemsize > gemm.MAX_ROW_BYTES:
         return None
     part = gemm.transposed_rows_product(x, k, backend) if rhs else None
     column_sums = gemm.column_sums_part(dtype, k, block_rows(m, dtype), backend) if want_row else None
     if rhs and part is None or want_row and column_sums is None:
         return None
-    g = np.ascontiguousarray(g).reshape(n)
     w_t = np.ascontiguousarray(v.T)          # (k, m): the rows of G @ W.T's right operand
     size, per = dtype.itemsize, block_rows(m, dtype)
     sums = np.zeros((-(-n // per), k), dtype) if want_row else None

@@ -360,7 +360,7 @@ def xent_layer(W, b, X, Y, W0, b0):
     return -np.mean(np.sum(Y * logp, axis=1))
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=40, deadline=None, derandomize=True, database=None)
 @given(n=st.integers(1, 3000), d=st.integers(1, 40), k=st.integers(1, 20), dtype=st.sampled_from([np.float64, np.float32]),
        shape=st.sampled_from(["plain", "bias_first", "hidden", "layer"]), with_b=st.booleans(),
        seed=st.integers(0, 10 ** 6))
@@ -396,7 +396,9 @@ def test_random_heads_against_numpy(n, d, k, dtype, shape, with_b, seed):
         assert ("xent_head_sums(" if shape == "layer" else "xent_head_bars(") in s2sad.source(g)
     finally:
         xent_head.MIN_WORK, gemm.MIN_WORK, gemm.MIN_COLUMNS, xent_head.fused_bars, xent_head.fused_head_sums = saved
-    assert len(ran) == 3 and (all(ran) or shape == "layer" and d < 2)     # (a layer of one column: no sums pass)
+    # (the layer's sums pass declines a layer of one column, and one row, where its bias
+    # and its product have one shape: then the separate calls ran)
+    assert len(ran) == 3 and (all(ran) or shape == "layer" and (d < 2 or n < 2))
     W, b, X, Y = (a.astype(np.float64) for a in args[:4])
     want = _hand(W, b, rows, Y, 0.25 if shape == "bias_first" else 1.0 / n)
     if not with_b:

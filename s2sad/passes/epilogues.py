@@ -109,13 +109,17 @@ def out_partial_line(st, kn: str, arg_texts: list, param: str, stored: list, pre
     return fused_partials_line(st, kn, arg_texts, param, stored, prev, ind, readers, from_out=True)
 
 
-def _names(line: str) -> tuple[set, set] | None:
+def line_names(line: str, headers: bool = False) -> tuple[set, set] | None:
     """(names bound, names mentioned) by `line`, one statement or a comment; None where
-    it is not one line of Python."""
-    if "\n" in line:
+    it is not one line of Python (a block's header `for ...:` too, unless `headers`:
+    then its names, its targets bound)."""
+    if not isinstance(line, str) or "\n" in line:
         return None
+    text = line.strip()
+    if headers and text.endswith(":"):
+        text += " pass"
     try:
-        body = ast_parse(line.strip()).body
+        body = ast_parse(text).body
     except SyntaxError:
         return None
     every = {n.id for stmt in body for n in ast.walk(stmt) if isinstance(n, ast.Name)}
@@ -167,7 +171,7 @@ def _fused_sums_call(out: list, g: str, d: str, ind: str, rhs_targets: list | No
         other = named_product(line, "matmul_rhs_bar", ind, 3)
         if other is not None:
             rhs.append((i, other, set(mentioned_after)))
-        names = _names(line)
+        names = line_names(line)
         if names is None or g in names[1]:     # (a line binding g mentions it too)
             return None
         bound_after |= names[0]
@@ -236,7 +240,7 @@ def join_next(sweep, st, g: str, ind: str, out: list, init: set) -> bool:
     if at is None or vb in joined.targets:
         return False
     for line in out[at + 1:]:
-        names = _names(line) if isinstance(line, str) else None
+        names = line_names(line) if isinstance(line, str) else None
         if names is None or names[0] & {x, v} or {g, vb} & names[1]:
             return False
     targets = joined.targets[:j] + joined.targets[j + 1:] + (vb,)

@@ -45,7 +45,7 @@ from dataclasses import dataclass
 
 from ..parsing import ast_parse
 from .adjoint_text import tuple_text
-from .epilogues import enabled
+from .epilogues import enabled, line_names
 
 TOP = "    "
 
@@ -106,20 +106,8 @@ def _name(node) -> str | None:
 
 
 def _names(line) -> tuple[set, set] | None:
-    """(bound, mentioned) of a line; ({}, {}) for a comment; None for what is not one line."""
-    if not isinstance(line, str) or "\n" in line:
-        return None
-    text = line.strip()
-    if not text or text.startswith("#"):
-        return set(), set()
-    try:
-        body = ast_parse(text.rstrip(":") + (" pass" if text.endswith(":") else "")).body
-    except SyntaxError:
-        return None
-    every = {n.id for st in body for n in ast.walk(st) if isinstance(n, ast.Name)}
-    targets = [t for st in body for t in getattr(st, "targets", [getattr(st, "target", None)]) if t]
-    bound = {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
-    return bound, every
+    """(bound, mentioned) of a line, a block's header too; ({}, {}) for a comment."""
+    return line_names(line, headers=True)
 
 
 def _forward(fwd: list, z: str) -> _Head | None:
