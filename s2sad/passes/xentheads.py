@@ -79,8 +79,8 @@ def _stmt(line) -> ast.stmt | None:
 
 
 def _call(node, name: str):
-    """(targets as names, the call's positional args as texts, its keywords) of `targets =
-    name(...)`, every argument a name, a number or a tuple of those; None otherwise."""
+    """(the target names, the call's positional arguments and {keyword: value}, as ast
+    nodes) of `targets = name(...)` whose targets are names; None otherwise."""
     if not isinstance(node, ast.Assign) or len(node.targets) != 1 or not isinstance(node.value, ast.Call):
         return None
     call = node.value
@@ -97,7 +97,7 @@ def _literal(node):
     """The value of a literal (`1`, `-1`), None for anything else."""
     try:
         return ast.literal_eval(node) if node is not None else None
-    except ValueError:
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
         return None
 
 
