@@ -112,6 +112,7 @@ import ctypes
 import os
 import platform
 import threading
+import time
 
 import numpy as np
 
@@ -463,6 +464,16 @@ def make_way() -> None:
         _wake()
 
 
+def yield_core() -> None:
+    """Give the core away for a moment: os.sched_yield where the OS has it (not on
+    Windows: there a zero sleep, which lets another thread run)."""
+    give = getattr(os, "sched_yield", None)
+    if give is not None:
+        give()
+    else:
+        time.sleep(0)
+
+
 def run_served(loop_address: int, table: int, words: int, n: int, counter: int, want, buffer, run_own) -> bool:
     """Post the loop to a serving pool thread (its scratch from `buffer(key)` per key of
     `want`), run_own() its share on this thread, wait for the server's: True; or False,
@@ -484,7 +495,7 @@ def run_served(loop_address: int, table: int, words: int, n: int, counter: int, 
             # its scratch free, yielding the core now and then (the server may need it)
             retracted = fns["retract"](SERVER.at)
             while not retracted and not fns["wait"](SERVER.at, seq, WAIT_SPINS):
-                os.sched_yield()
+                yield_core()
         if retracted:
             SERVER.retracted += 1
         else:

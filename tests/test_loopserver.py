@@ -447,3 +447,11 @@ def test_a_post_no_server_takes_is_taken_back_not_waited_for():
     finally:
         box[0] = 0
     np.testing.assert_array_equal(out, d * g)
+
+
+def test_yielding_the_core_where_the_os_has_no_sched_yield(monkeypatch):
+    """Windows has no os.sched_yield: the wait between a served pass's checks sleeps 0."""
+    loopserver.yield_core()
+    monkeypatch.delattr(os, "sched_yield", raising=False)
+    assert not hasattr(os, "sched_yield")
+    loopserver.yield_core()
