@@ -218,10 +218,14 @@ class S2sadSide:
         whole-call thread choice: the MLP3 at 10k rows read 7.4-8.3 ms here against
         6.0-6.5 ms alone, session 20.)"""
         if self.copies is None:
+            import atexit
             import importlib.util
             import inspect
+            import shutil
             import tempfile
-            path = os.path.join(tempfile.mkdtemp(prefix="s2sad_unfused_"), "fusion_rows_unfused.py")
+            folder = tempfile.mkdtemp(prefix="s2sad_unfused_")
+            atexit.register(shutil.rmtree, folder, True)      # (s2sad reads the file when it plans)
+            path = os.path.join(folder, "fusion_rows_unfused.py")
             with open(path, "w") as f:
                 f.write("import numpy as np\n\n\n" + "\n\n".join(inspect.getsource(fn) for fn in NUMPY_LOSSES.values()))
             spec = importlib.util.spec_from_file_location("fusion_rows_unfused", path)
