@@ -574,7 +574,8 @@ def signature_text(names: list[str]) -> str:
 def specializer_for(c, fn: Callable, text: str, name: str, backend, plain: Callable | None = None) -> Any:
     """The Specializer of `fn` (the generated function `name` of `text`, plan c), or None
     where it is not straight-line code or reads free data. `plain`: () -> (fn, text) of
-    the same derivative without joined heads (passes/xentheads), for a text that has them."""
+    the same derivative without joined heads (passes/xentheads), or None once it cannot
+    be made, for a text that has them."""
     if getattr(c.program, "free", None):
         return None
     node = straight_line(text, name, fn.__globals__)
@@ -582,7 +583,10 @@ def specializer_for(c, fn: Callable, text: str, name: str, backend, plain: Calla
         return None
 
     def plain_node():
-        p_fn, p_text = plain()
+        got = plain()
+        if got is None:
+            return None
+        p_fn, p_text = got
         p_node = straight_line(p_text, name, p_fn.__globals__)
         return None if p_node is None else (p_fn, p_node)
     return Specializer(fn, node, backend, plain_node if plain is not None and "head_logits(" in text else None)

@@ -14,6 +14,8 @@ made under the planning lock, and follow the plan: a plan made again drops them.
 """
 from __future__ import annotations
 
+import weakref
+
 from typing import Any, Callable, Sequence
 
 from . import backends
@@ -294,13 +296,24 @@ class Derivative:
         key = self._key(c, "array hot")
         with PLANNING:
             if key not in c.generated:
-                normal = tuple(i % len(c.params) for i in self.argnums)
-
-                def plain():        # (the grad program without joined heads: passes/xentheads)
-                    return (c.implementation(normal, self.mode, self.chosen, "grad unjoined"),
-                            c.source(normal, self.mode, "grad unjoined"))
                 special = specializer_for(c, fn, self._generate(), fn.__name__, self.chosen,
-                                          plain if self.variant == "grad" else None)
+                                          _unjoined(c, self.argnums, self.mode, self.chosen)
+                                          if self.variant == "grad" else None)
                 c.generated[key] = hot_maker(c, fn, argnums, isinstance(self.argnums_spec, (tuple, list)),
                                              self.grad_only, special)
         return c.generated[key](self.fun)
+
+
+def _unjoined(c, argnums, mode: str, chosen) -> Callable:
+    """() -> (fn, text) of plan c's grad program without joined heads (passes/xentheads),
+    or None once c is gone: what array_special specialises where the heads ran unfused.
+    (It holds the plan weakly and no grad object: the plan's specialiser keeps it.)"""
+    plan = weakref.ref(c)
+    normal = tuple(i % len(c.params) for i in argnums)
+
+    def unjoined():
+        got = plan()
+        if got is None:
+            return None
+        return got.implementation(normal, mode, chosen, "grad unjoined"), got.source(normal, mode, "grad unjoined")
+    return unjoined

@@ -416,3 +416,27 @@ def test_random_heads_against_numpy(n, d, k, dtype, shape, with_b, seed):
     for a, w in zip(got, want):
         assert a.dtype == dtype and a.shape == w.shape
         np.testing.assert_allclose(a, w, rtol=tol, atol=tol * max(np.max(np.abs(w)), 1e-300))
+
+
+def test_a_joined_head_keeps_no_user_object_alive(tmp_path):
+    """The specialiser's way to the program without the join holds the plan weakly and no
+    grad object: once the user drops the loss, its grad and its data, none is alive (a
+    closure over an array, as training code writes, at a large and a small batch)."""
+    import gc
+    import weakref
+    f = function_from_source(tmp_path, "xent_leak", "import numpy as np\n\n" + _source(xent), "xent")
+    scale = np.ones((1, 10))
+
+    def loss(W, b, X, Y):
+        return f(W * scale, b, X, Y)
+    refs = [weakref.ref(f), weakref.ref(loss), weakref.ref(scale)]
+    g = s2sad.grad(f, argnums=(0, 1))
+    for args in (_args(N), _args(32)):
+        for _ in range(3):
+            g(*args)
+    assert "xent_head_bars(" in s2sad.source(g)
+    g2 = s2sad.grad(loss, argnums=(0, 1))
+    g2(*_args(32))
+    del f, loss, scale, g, g2
+    gc.collect()
+    assert [r() for r in refs] == [None, None, None]
