@@ -209,7 +209,13 @@ def _flip_wins(a: np.ndarray, b: np.ndarray) -> bool:
     p, m = a.shape[0], b.shape[1]
     if not FLIP or a.strides[0] != size or p < MIN_COLUMNS or p * size > MAX_ROW_BYTES:
         return False
-    lanes = _LANES.get(a.dtype) or _lanes(a.dtype)
+    return _fewer_vectors_flipped(p, m, a.dtype)
+
+
+def _fewer_vectors_flipped(p: int, m: int, dtype: np.dtype) -> bool:
+    """Does a (p, m) product's transpose, computed as an (m, p) one (its vectors along p,
+    not m), run strictly fewer vector multiply-adds a step on this host?"""
+    lanes = _LANES.get(dtype) or _lanes(dtype)
     return m * -(-p // lanes) < p * -(-m // lanes)
 
 
@@ -228,19 +234,25 @@ def product_plus_row(a: Any, b: Any, bias: Any, backend: str = "auto") -> np.nda
     the bits of the product, then of numpy's add), or None where the product is not
     s2sad's or bias is not a row of the product's dtype: shape (m,) or (1, m), m the
     product's columns, contiguous and aligned."""
+    ops = _bias_operands(a, b, bias, backend)
+    return None if ops is None else _product(*ops, bias)
+
+
+def _bias_operands(a: Any, b: Any, bias: Any, backend: str):
+    """(a, b) as `_operands` gives them where s2sad's product takes them and bias is a row
+    it adds in its tile's store (shape (m,) or (1, m), of the product's dtype, contiguous
+    and aligned); else None."""
     if not choose(backend).fast_path or type(bias) is not np.ndarray:
         return None
     ops = _operands(a, b)
     if ops is None:
         return None
     a, b = ops
-    return _product(a, b, bias) if _bias_row(bias, a.dtype, b.shape[1]) else None
-
-
-def _bias_row(bias: np.ndarray, dtype: np.dtype, m: int) -> bool:
-    """Is bias a row the product adds in its tile's store: shape (m,) or (1, m), of the
-    product's dtype, contiguous and aligned?"""
-    return bias.dtype == dtype and bias.shape in ((m,), (1, m)) and bias.flags.c_contiguous and bias.flags.aligned
+    m = b.shape[1]
+    if bias.dtype != a.dtype or bias.shape not in ((m,), (1, m)) or not bias.flags.c_contiguous \
+            or not bias.flags.aligned:
+        return None
+    return a, b
 
 
 def row_product(a: Any, b: Any, backend: str = "auto"):
@@ -277,15 +289,11 @@ def row_product_plus_row(a: Any, b: Any, bias: Any, backend: str = "auto"):
     """rows(lo, hi, out): (a @ b + bias)[lo:hi] into `out` as row_product writes it, the
     row added in the tile's store (product_plus_row's bits for those rows); or None where
     product_plus_row would not take a, b and bias."""
-    if not choose(backend).fast_path or type(bias) is not np.ndarray:
-        return None
-    ops = _operands(a, b)
+    ops = _bias_operands(a, b, bias, backend)
     if ops is None:
         return None
     a, b = ops
     (p, q), m = a.shape, b.shape[1]
-    if not _bias_row(bias, a.dtype, m):
-        return None
     f = _FUNCS.get((a.dtype, "bias")) or _bias_function(a.dtype)
     size = a.dtype.itemsize
     a0, a1 = a.strides[0] // size, a.strides[1] // size
@@ -360,8 +368,7 @@ def flipped_rows_product(x: Any, m: int, backend: str = "auto"):
     if x.strides[1] != size or x.strides[0] % size or x.strides[0] < 0 or not x.flags.aligned \
             or d < MIN_COLUMNS or d * size > MAX_ROW_BYTES or m < 1:
         return None
-    lanes = _LANES.get(dtype) or _lanes(dtype)
-    if not m * -(-d // lanes) < d * -(-m // lanes):
+    if not _fewer_vectors_flipped(d, m, dtype):
         return None
     f = _FUNCS.get(dtype) or _function(dtype)
     x0, x_at = x.strides[0] // size, ptr(x)

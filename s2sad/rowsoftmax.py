@@ -67,11 +67,17 @@ def _function(kind: str, dtype: np.dtype):
     return f
 
 
+def _sized(kind: str, k: int) -> str:
+    """The row kernel `kind` for rows of k elements: its short-row form (llvm_rows'
+    SHORT_KINDS and SHORT_BAR_KINDS, 64 rows at a time across the rows) up to SHORT_K."""
+    return kind + "short" if k <= llvm_rows.SHORT_K else kind
+
+
 def xent_bar_function(k: int, dtype: np.dtype):
     """The compiled row pass of row_dot_log_softmax_bar's z adjoint for rows of k elements
     (its BAR_KINDS signature: z, y, g, rows, k, z's row stride, y's, out), for passes that
     call it a block of rows at a time (xent_head)."""
-    return _function("xentbarshort" if k <= llvm_rows.SHORT_K else "xentbar", dtype)
+    return _function(_sized("xentbar", k), dtype)
 
 
 def _last_axis(axis: Any) -> bool:
@@ -168,7 +174,7 @@ def row_logsumexp(a, axis=None, keepdims=False, shift="finite", backend="auto"):
             return reference_logsumexp(a, axis, keepdims, shift)
         return _scipy("logsumexp")(a, axis=axis, keepdims=keepdims)
     n, k = layout[0], layout[1]
-    kind = ("lse" if shift == "finite" else "lseraw") + ("short" if k <= llvm_rows.SHORT_K else "")
+    kind = _sized("lse" if shift == "finite" else "lseraw", k)
     return _run(kind, a, layout, (n, 1) if keepdims else (n,))
 
 
@@ -261,7 +267,7 @@ def row_logsumexp_bar(i, g, a, b, out, axis=None, keepdims=False, backend="auto"
                                  and v.shape in ((n,), (n, 1)) for v in (g, out)):
         return softmax_rules.logsumexp_bar(i, g, a, b, out, axis, keepdims)
     stride = layout[2]
-    bar = _run_bar("lsezbarshort" if layout[1] <= llvm_rows.SHORT_K else "lsezbar", a, a,
+    bar = _run_bar(_sized("lsezbar", layout[1]), a, a,
                    np.ascontiguousarray(g), stride, stride)
     inf_rows = np.isposinf(out.reshape(n))
     if inf_rows.any():
@@ -281,7 +287,7 @@ def row_logsumexp_max_bar(g, a, axis=None, keepdims=False, backend="auto"):
     if layout is not None and type(g) is np.ndarray and g.dtype == a.dtype and g.size == layout[0] \
             and g.shape in ((layout[0],), (layout[0], 1)):
         n, k, stride = layout
-        return _run_bar("lsezbarshort" if k <= llvm_rows.SHORT_K else "lsezbar", a, a, np.ascontiguousarray(g),
+        return _run_bar(_sized("lsezbar", k), a, a, np.ascontiguousarray(g),
                         stride, stride)
     out = row_logsumexp(a, axis, keepdims, shift="max", backend=backend)
     return row_logsumexp_bar(0, g, a, None, out, axis, keepdims, backend)
@@ -323,7 +329,7 @@ def row_dot_log_softmax(z, y, axis=None, keepdims=False, backend="auto"):
     if layout is None:
         return reference_dot_log_softmax(z, y, axis, keepdims)
     n, k, zs, ys = layout
-    return _run_bar("xentshort" if k <= llvm_rows.SHORT_K else "xent", z, y, None, zs, ys,
+    return _run_bar(_sized("xent", k), z, y, None, zs, ys,
                     (n, 1) if keepdims else (n,))
 
 
@@ -364,7 +370,7 @@ def row_dot_log_softmax_bar(i, g, z, y, axis=None, keepdims=False, backend="auto
     layout = _dot_layout(z, y, axis, backend) if i == 0 else None
     if layout is not None and type(g) is np.ndarray and g.dtype == z.dtype and g.size == layout[0]:
         n, k, zs, ys = layout
-        return _run_bar("xentbarshort" if k <= llvm_rows.SHORT_K else "xentbar", z, y, np.ascontiguousarray(g),
+        return _run_bar(_sized("xentbar", k), z, y, np.ascontiguousarray(g),
                         zs, ys)
     ge = g if keepdims else np.expand_dims(g, axis)
     logp = reference_log_softmax(z, axis, shift="max")
@@ -450,7 +456,7 @@ def kept_dot_log_softmax_bar(args: tuple, axis: Any, backend: str, short_max: in
             or not g.flags.c_contiguous or len(row_chunks(layout[0], layout[1])) > 1 or layout[0] == 0:
         return None
     n, k, zs, ys = layout
-    kind = "xentbarshort" if k <= llvm_rows.SHORT_K else "xentbar"
+    kind = _sized("xentbar", k)
     rows = llvm_launch.array_call(_function(kind, z.dtype), [("array", 0), ("array", 1), ("array", 2), n, k, zs, ys,
                                                              ("array", 3)], 4, z.size <= short_max)
     shape, dt = z.shape, z.dtype
