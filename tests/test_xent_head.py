@@ -440,3 +440,27 @@ def test_a_joined_head_keeps_no_user_object_alive(tmp_path):
     del f, loss, scale, g, g2
     gc.collect()
     assert [r() for r in refs] == [None, None, None]
+
+
+def test_a_composition_with_the_joined_gradient(monkeypatch):
+    """hvp of the loss (forward over the reverse sweep, never joined) against central
+    differences of the joined gradient along the same direction; and no rows at all give
+    the unjoined program's gradient."""
+    args = _args()
+    rng = np.random.default_rng(3)
+    V = [rng.normal(size=a.shape) for a in args[:2]]
+    got, src = _grad(xent, args, (0, 1), True, monkeypatch)
+    assert "xent_head_bars(" in src
+    h = s2sad.hvp(xent, tuple(args), (V[0], V[1], np.zeros_like(args[2]), np.zeros_like(args[3])), argnums=(0, 1))
+    g = s2sad.grad(xent, argnums=(0, 1))
+    eps = 1e-6
+    plus = g(args[0] + eps * V[0], args[1] + eps * V[1], *args[2:])
+    minus = g(args[0] - eps * V[0], args[1] - eps * V[1], *args[2:])
+    for a, p, m in zip(h, plus, minus):
+        np.testing.assert_allclose(a, (p - m) / (2 * eps), rtol=1e-6, atol=1e-9 * np.max(np.abs(a)))
+    empty = _args(0)
+    with np.errstate(all="ignore"):
+        joined, _ = _grad(xent, empty, (0, 1), True, monkeypatch)
+        plain, _ = _grad(xent, empty, (0, 1), False, monkeypatch)
+    for a, b in zip(joined, plain):
+        assert a.shape == b.shape and a.tobytes() == b.tobytes()
