@@ -48,6 +48,7 @@ caller makes the unfused calls, the oracle the tests compare against.
 """
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import numpy as np
@@ -187,9 +188,11 @@ def fused_head_sums(g: Any, y: Any, a: Any, w: Any, row: Any, want_row: bool, d:
     bar, product = xent_bar_function(k, dtype), gemm.raw_product(dtype)
     g_at, y_at, w_at = ptr(g), ptr(y), ptr(w_t)
 
+    made = threading.local()      # the block's z_bar on this thread, for head_part right after
+
     def rows(lo: int, hi: int, out: np.ndarray) -> None:       # (run or recorded: blockloop)
         z = scratch(dtype, per, k, "head")[:hi - lo]
-        z_bar = scratch(dtype, per, k, "head adjoint")[:hi - lo]
+        z_bar = made.z_bar = scratch(dtype, per, k, "head adjoint")[:hi - lo]
         rows_of_z(lo, hi, z)
         call(bar, ptr(z), y_at + lo * ys * size, g_at + lo * size, hi - lo, k, k, ys, ptr(z_bar))
         if sums is not None:
@@ -197,7 +200,11 @@ def fused_head_sums(g: Any, y: Any, a: Any, w: Any, row: Any, want_row: bool, d:
         call(product, ptr(z_bar), k, 1, w_at, m, ptr(out), m, hi - lo, k, m, 0, 0, hi - lo)
 
     def head_part(lo: int, hi: int, out: np.ndarray) -> None:
-        part(lo, hi, scratch(dtype, per, k, "head adjoint")[:hi - lo], out)
+        # the array rows() wrote, not the scratch fetched again: the sums pass makes its
+        # own scratch between the two ("adjoint", with nxt), and a thread's full set of
+        # scratches is dropped to make a new one (gemm_epilogue.scratch), so a second
+        # fetch could be a fresh, unwritten array
+        part(lo, hi, made.z_bar, out)
     got = block_sums(rows, head_part if rhs else None, k, x, d, inputs, nxt, dtype, backend, "head ")
     if got is None:
         return None

@@ -464,3 +464,22 @@ def test_a_composition_with_the_joined_gradient(monkeypatch):
         plain, _ = _grad(xent, empty, (0, 1), False, monkeypatch)
     for a, b in zip(joined, plain):
         assert a.shape == b.shape and a.tobytes() == b.tobytes()
+
+
+def test_a_head_over_layers_with_the_threads_scratches_nearly_full(monkeypatch):
+    """The blocks in Python (S2SAD_BLOCK_LOOP=0), one thread, its set of scratches holding
+    three of other passes: making the sums pass's own scratch drops the set, and the
+    head's weight part must read the z_bar its block wrote, not a scratch made afresh
+    (found in CI: W's gradient read other bits once earlier tests had filled the set)."""
+    from s2sad import gemm_epilogue
+    args, argnums = _layers(mlp2_tanh, n=6000)
+    want, _ = _grad(mlp2_tanh, args, argnums, True, monkeypatch)
+    monkeypatch.setenv("S2SAD_BLOCK_LOOP", "0")
+    monkeypatch.setenv("S2SAD_NUM_THREADS", "1")
+    for _ in range(3):
+        gemm_epilogue._LOCAL.buffers = {}
+        for j in range(3):
+            gemm_epilogue.scratch(np.dtype(np.float32), 64, 3 + j, "another pass")
+        got = s2sad.grad(mlp2_tanh, argnums=argnums)(*args)
+        for a, b in zip(got, want):
+            assert a.tobytes() == b.tobytes()
