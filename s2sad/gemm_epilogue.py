@@ -127,13 +127,19 @@ def scratch(dtype: np.dtype, rows: int, m: int, what: str = "product") -> np.nda
 
 def _scratch_in(got: dict, key: tuple) -> np.ndarray:
     """The scratch of `key` (dtype, rows, columns, what) in the set `got`: this thread's,
-    or a serving pool thread's (loopserver)."""
-    dtype, rows, m, _ = key
-    buf = got.get(key)
+    or a serving pool thread's (loopserver). At most SCRATCHES are kept, the least
+    recently fetched dropped to make room (the dict's order is the order of use): a
+    scratch fetched again before SCRATCHES - 1 other keys were is the same array, with
+    what was written into it. (Dropping the whole set once full, as this did first, gave
+    a pass that fetched its scratch twice, with a new one made in between, a fresh
+    unwritten array: a wrong gradient, session 21.)"""
+    buf = got.pop(key, None)
     if buf is None:
-        if len(got) >= SCRATCHES:      # a bounded number kept per thread
-            got.clear()
-        buf = got[key] = np.empty((rows, m), dtype)
+        if len(got) >= SCRATCHES:
+            del got[next(iter(got))]
+        dtype, rows, m, _ = key
+        buf = np.empty((rows, m), dtype)
+    got[key] = buf
     return buf
 
 

@@ -401,3 +401,27 @@ def test_the_next_products_adjoint_where_the_pass_declines():
         for a, want in zip(got[:-1], plain[1:]):
             assert a.tobytes() == want.tobytes()
         assert got[-1].tobytes() == matmul_rhs_bar(plain[0], x, v).tobytes()
+
+
+def test_a_threads_scratches_drop_the_least_recently_fetched():
+    """A full set makes room by dropping the scratch fetched longest ago: one fetched again
+    before SCRATCHES - 1 other keys were is the same array, what was written in it kept
+    (a pass that fetches its scratch twice, another made in between, reads its own)."""
+    from s2sad import gemm_epilogue as ge
+    f64 = np.dtype(np.float64)
+    got = {}
+    first = [ge._scratch_in(got, (f64, 64, m, "p")) for m in range(1, ge.SCRATCHES + 1)]
+    assert len(got) == ge.SCRATCHES
+    mine = ge._scratch_in(got, (f64, 64, 1, "p"))        # used again: now the most recent
+    assert mine is first[0]
+    mine[:] = 7.0
+    for m in range(ge.SCRATCHES + 1, 2 * ge.SCRATCHES - 1):      # SCRATCHES - 2 new keys
+        ge._scratch_in(got, (f64, 64, m, "p"))
+    assert len(got) == ge.SCRATCHES
+    again = ge._scratch_in(got, (f64, 64, 1, "p"))
+    assert again is mine and np.all(again == 7.0)
+    assert (f64, 64, 2, "p") not in got                   # the least recently fetched went first
+    for m in range(2 * ge.SCRATCHES, 3 * ge.SCRATCHES):
+        ge._scratch_in(got, (f64, 64, m, "p"))
+    assert (f64, 64, 1, "p") not in got and len(got) == ge.SCRATCHES
+    assert ge.scratch(f64, 64, 3, "x").shape == (64, 3)

@@ -468,9 +468,10 @@ def test_a_composition_with_the_joined_gradient(monkeypatch):
 
 def test_a_head_over_layers_with_the_threads_scratches_nearly_full(monkeypatch):
     """The blocks in Python (S2SAD_BLOCK_LOOP=0), one thread, its set of scratches holding
-    three of other passes: making the sums pass's own scratch drops the set, and the
-    head's weight part must read the z_bar its block wrote, not a scratch made afresh
-    (found in CI: W's gradient read other bits once earlier tests had filled the set)."""
+    three of other passes: making the sums pass's own scratch dropped the whole set (as
+    gemm_epilogue.scratch did then), and the head's weight part must read the z_bar its
+    block wrote, not a scratch made afresh (found in CI: W's gradient read other bits
+    once earlier tests had filled the set)."""
     from s2sad import gemm_epilogue
     args, argnums = _layers(mlp2_tanh, n=6000)
     want, _ = _grad(mlp2_tanh, args, argnums, True, monkeypatch)
