@@ -56,60 +56,10 @@ from .backends import choose
 from .backends import llvm as llvm_backend
 from .derivative_runtime import NOT_NEEDED, unformed
 from .parsing import ast_parse
+from .straight_line import scalar_kernel, straight_line
 from .threadchoice import block_passes_reached, one_count_for_all
 
 MAX_SIGNATURES = 16
-
-
-# helpers whose results' types, shapes, dtypes and strides follow from their operands'
-# ones (never from their values): a straight-line derivative calling only these, the
-# sites below and its scalar kernels is specialised
-SHAPE_FOLLOWS = frozenset({
-    "unbroadcast", "sum_bar", "mean_bar", "zeros_bar", "maxmin_bar", "prod_bar",
-    "reduce_sum", "reduce_mean", "reduce_max", "reduce_min",
-    "row_logsumexp", "row_softmax", "row_log_softmax", "row_logsumexp_bar", "row_softmax_bar",
-    "row_log_softmax_bar", "row_dot_log_softmax", "row_dot_log_softmax_bar", "row_dot_like", "row_layer_norm",
-    "row_logsumexp_max_bar", "row_logsumexp_like",
-    "row_layer_norm_bar",
-    "check_scalar_loss", "sum_dual", "store_partials", "dot_lhs_bar", "dot_rhs_bar", "product_sums", "unit_vjp",
-    "product_partials", "lhs_bar_sums", "head_logits", "xent_head_bars", "xent_head_sums"})
-
-
-def straight_line(text: str, name: str, ns: dict) -> ast.FunctionDef | None:
-    """The function `name` of the generated `text` when it is straight-line code whose
-    every operand's signature follows from the arguments' (see the module docstring):
-    statements that assign, evaluate or return; calls only of the sites, SHAPE_FOLLOWS
-    and the program's scalar kernels (ns: the namespace it runs in); subscripts only by
-    constants (a mask's or an index array's result would depend on values); no
-    conditional expression, boolean operator, comprehension or lambda."""
-    node = next((n for n in ast_parse(text).body if isinstance(n, ast.FunctionDef) and n.name == name), None)
-    if node is None or not all(isinstance(s, (ast.Assign, ast.Expr, ast.Return, ast.Pass)) for s in node.body):
-        return None
-    for n in ast.walk(ast.Module(body=node.body, type_ignores=[])):
-        if isinstance(n, (ast.IfExp, ast.BoolOp, ast.Lambda, ast.comprehension, ast.NamedExpr, ast.Await,
-                          ast.Yield, ast.YieldFrom, ast.Starred)):
-            return None
-        if isinstance(n, ast.Call) and not (isinstance(n.func, ast.Name) and _follows(n.func.id, ns)):
-            return None
-        if isinstance(n, ast.Subscript) and not _constant_index(n.slice):
-            return None
-    return node
-
-
-def _follows(name: str, ns: dict) -> bool:
-    if name in SPECIALIZERS or name in SHAPE_FOLLOWS:
-        return True
-    return _scalar_kernel(ns.get(name))    # a scalar kernel's Python (its dual)
-
-
-def _constant_index(index: ast.expr) -> bool:
-    if isinstance(index, ast.Constant):
-        return True
-    if isinstance(index, ast.Slice):
-        return all(p is None or isinstance(p, ast.Constant) for p in (index.lower, index.upper, index.step))
-    if isinstance(index, ast.Tuple):
-        return all(_constant_index(e) for e in index.elts)
-    return False
 
 
 class Specializer:
@@ -175,7 +125,7 @@ class Specializer:
                 heads.append(unformed(z))
                 return p, z
             ns["head_logits"] = head_logits
-        duals = {n for n, v in ns.items() if _scalar_kernel(v)}
+        duals = {n for n, v in ns.items() if scalar_kernel(v)}
         node = _SiteNames((set(SPECIALIZERS) & set(ns)) | duals).visit(_copy(node))
         sites = node.sites
         bound: dict[str, Callable] = {}
@@ -193,11 +143,6 @@ class Specializer:
             ns["head_logits"] = full_head
         program, why = array_program.build(special, node, trace, bound, args, result)
         return special, result, program, why
-
-
-def _scalar_kernel(v) -> bool:
-    code = getattr(v, "__code__", None)
-    return code is not None and code.co_filename.startswith("<s2sad kernel")
 
 
 def _not_needed_dual(full, backend, args, kwargs, result):
@@ -578,7 +523,7 @@ def specializer_for(c, fn: Callable, text: str, name: str, backend, plain: Calla
     be made, for a text that has them."""
     if getattr(c.program, "free", None):
         return None
-    node = straight_line(text, name, fn.__globals__)
+    node = straight_line(text, name, fn.__globals__, SPECIALIZERS)
     if node is None:
         return None
 
@@ -587,6 +532,6 @@ def specializer_for(c, fn: Callable, text: str, name: str, backend, plain: Calla
         if got is None:
             return None
         p_fn, p_text = got
-        p_node = straight_line(p_text, name, p_fn.__globals__)
+        p_node = straight_line(p_text, name, p_fn.__globals__, SPECIALIZERS)
         return None if p_node is None else (p_fn, p_node)
     return Specializer(fn, node, backend, plain_node if plain is not None and "head_logits(" in text else None)
