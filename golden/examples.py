@@ -346,3 +346,10 @@ def mlp3_loss(W1, b1, W2, b2, W3, X, y):
 
 
 ARRAY_CASES["mlp3"] = (mlp3_loss, (0, 1, 2, 3, 4))
+
+
+# value_and_grad of an array program: the softmax's dense head joined with its adjoint,
+# the loss's value after the reverse sweep from the rows' values (passes/xentvalues)
+VALUE_CASES = {
+    "softmax": (softmax_loss, (0, 1)),
+}

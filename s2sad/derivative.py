@@ -297,23 +297,25 @@ class Derivative:
         with PLANNING:
             if key not in c.generated:
                 special = specializer_for(c, fn, self._generate(), fn.__name__, self.chosen,
-                                          _unjoined(c, self.argnums, self.mode, self.chosen)
-                                          if self.variant == "grad" else None)
+                                          _unjoined(c, self.argnums, self.mode, self.chosen, self.variant)
+                                          if self.variant in ("grad", "value_and_grad") else None)
                 c.generated[key] = hot_maker(c, fn, argnums, isinstance(self.argnums_spec, (tuple, list)),
                                              self.grad_only, special)
         return c.generated[key](self.fun)
 
 
-def _unjoined(c, argnums, mode: str, chosen) -> Callable:
-    """() -> (fn, text) of plan c's grad program without joined heads (passes/xentheads),
-    or None once c is gone: what array_special specialises where the heads ran unfused.
-    (It holds the plan weakly and no grad object: the plan's specialiser keeps it.)"""
+def _unjoined(c, argnums, mode: str, chosen, variant: str) -> Callable:
+    """() -> (fn, text) of plan c's `variant` program (grad, value_and_grad) without joined
+    heads (passes/xentheads), or None once c is gone: what array_special specialises where
+    the heads ran unfused. (It holds the plan weakly and no grad object: the plan's
+    specialiser keeps it.)"""
     plan = weakref.ref(c)
     normal = tuple(i % len(c.params) for i in argnums)
+    plain = variant + " unjoined"
 
     def unjoined():
         got = plan()
         if got is None:
             return None
-        return got.implementation(normal, mode, chosen, "grad unjoined"), got.source(normal, mode, "grad unjoined")
+        return got.implementation(normal, mode, chosen, plain), got.source(normal, mode, plain)
     return unjoined

@@ -151,40 +151,45 @@ def head_logits(a, w, kernel, at, row, y, backend="auto"):
     return matmul_bias(a, w, kernel, at, row, backend)
 
 
-def xent_head_bars(g, p, z, y, a, w, kernel, at, row, active, axis=1, backend="auto"):
+def xent_head_bars(g, p, z, y, a, w, kernel, at, row, active, axis=1, values=False, backend="auto"):
     """The adjoints of the kernel's active inputs other than the product p (`active`: the
     kernel's parameter names, the product's among them), then w's, for the seed
     `z_bar = row_dot_log_softmax_bar(0, g, z, y, axis)` of `p, z = head_logits(a, w,
     kernel, at, row, y)`: by xent_head's pass where head_logits left z unformed, else (or
     where the pass declines: z then made by matmul_bias) the calls passes/xentheads
-    replaced, in their order: z_bar, unit_vjp, unbroadcast to each input, matmul_rhs_bar."""
+    replaced, in their order: z_bar, unit_vjp, unbroadcast to each input, matmul_rhs_bar.
+    With `values` (value_and_grad), the rows' values `row_dot_log_softmax(z, y, axis)`
+    first, made in the same pass."""
     if unformed(z):
-        got = xent_head.fused_bars(g, y, a, w, row, len(active) == 2, backend)
+        got = xent_head.fused_bars(g, y, a, w, row, len(active) == 2, backend, values)
         if got is not None:
             return got
-    rest, p_bar = _head_seed(g, p, z, y, a, w, kernel, at, row, active, axis, backend)
-    return (*rest, array_rules.matmul_rhs_bar(p_bar, a, w))
+    first, rest, p_bar = _head_seed(g, p, z, y, a, w, kernel, at, row, active, axis, values, backend)
+    return (*first, *rest, array_rules.matmul_rhs_bar(p_bar, a, w))
 
 
 def xent_head_sums(g, p, z, y, a, w, kernel, at, row, active, d, inputs, rhs=False, nxt=None, axis=1,
-                   backend="auto"):
+                   values=False, backend="auto"):
     """As xent_head_bars, where the product's adjoint goes on to the layer below instead of
-    to w alone: the row's adjoint (where active), then `lhs_bar_sums(p_bar, a, w, d,
-    inputs, rhs, nxt)`'s results, by xent_head's pass joined with the layer's where
-    head_logits left z unformed, else the calls passes/xentheads replaced."""
+    to w alone: the rows' values where `values`, the row's adjoint (where active), then
+    `lhs_bar_sums(p_bar, a, w, d, inputs, rhs, nxt)`'s results, by xent_head's pass joined
+    with the layer's where head_logits left z unformed, else the calls passes/xentheads
+    replaced."""
     if unformed(z):
-        got = xent_head.fused_head_sums(g, y, a, w, row, len(active) == 2, d, inputs, rhs, nxt, backend)
+        got = xent_head.fused_head_sums(g, y, a, w, row, len(active) == 2, d, inputs, rhs, nxt, backend, values)
         if got is not None:
             return got
-    rest, p_bar = _head_seed(g, p, z, y, a, w, kernel, at, row, active, axis, backend)
-    return (*rest, *gemm_epilogue.lhs_bar_sums(p_bar, a, w, d, inputs, rhs, nxt, backend))
+    first, rest, p_bar = _head_seed(g, p, z, y, a, w, kernel, at, row, active, axis, values, backend)
+    return (*first, *rest, *gemm_epilogue.lhs_bar_sums(p_bar, a, w, d, inputs, rhs, nxt, backend))
 
 
-def _head_seed(g, p, z, y, a, w, kernel, at, row, active, axis, backend) -> tuple:
-    """((the row's adjoint,) where active, the product's adjoint) by the calls
-    passes/xentheads replaced; z made by matmul_bias where head_logits left it unformed."""
+def _head_seed(g, p, z, y, a, w, kernel, at, row, active, axis, values, backend) -> tuple:
+    """((the rows' values,) where `values`, (the row's adjoint,) where active, the
+    product's adjoint) by the calls passes/xentheads replaced; z made by matmul_bias where
+    head_logits left it unformed."""
     if unformed(z):
         p, z = matmul_bias(a, w, kernel, at, row, backend)
+    first = (rowsoftmax.row_dot_log_softmax(z, y, axis=axis, backend=backend),) if values else ()
     z_bar = rowsoftmax.row_dot_log_softmax_bar(0, g, z, y, axis=axis, backend=backend)
     grads = unit_vjp(kernel, (p, row) if at == 0 else (row, p), active, z_bar, backend)
     product, rest, p_bar = kernel.params[at], [], None
@@ -193,7 +198,7 @@ def _head_seed(g, p, z, y, a, w, kernel, at, row, active, axis, backend) -> tupl
             p_bar = array_rules.unbroadcast(got, p)
         else:
             rest.append(array_rules.unbroadcast(got, row))
-    return tuple(rest), p_bar
+    return first, tuple(rest), p_bar
 
 
 def unformed(z) -> bool:

@@ -45,6 +45,7 @@ from .passes.rowfusion import SWITCH
 _F64, _F32 = np.dtype(np.float64), np.dtype(np.float32)
 _ARGTYPES = (ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p)
 _BAR_ARGTYPES = (ctypes.c_void_p,) * 3 + (ctypes.c_int64,) * 4 + (ctypes.c_void_p,)
+_VALUE_BAR_ARGTYPES = (ctypes.c_void_p,) * 4 + (ctypes.c_int64,) * 4 + (ctypes.c_void_p,)
 _FUNCS: dict = {}
 
 
@@ -60,8 +61,9 @@ def _function(kind: str, dtype: np.dtype):
     if f is None:
         addresses, keep = llvm_jit.rows_code(dtype)
         for k in llvm_rows.KINDS + llvm_rows.BAR_KINDS + llvm_rows.DOT_KINDS + llvm_rows.SHORT_KINDS \
-                + llvm_rows.SHORT_BAR_KINDS:
-            types = _ARGTYPES if k in llvm_rows.KINDS or k in ("lseshort", "lserawshort") else _BAR_ARGTYPES
+                + llvm_rows.SHORT_BAR_KINDS + llvm_rows.SHORT_VALUE_KINDS:
+            types = _ARGTYPES if k in llvm_rows.KINDS or k in ("lseshort", "lserawshort") else \
+                _VALUE_BAR_ARGTYPES if k in llvm_rows.SHORT_VALUE_KINDS else _BAR_ARGTYPES
             _FUNCS[(k, dtype)] = llvm_jit.callable_at(addresses[llvm_rows.symbol(k, dtype)], types, keep)
         f = _FUNCS[(kind, dtype)]
     return f
@@ -71,6 +73,20 @@ def _sized(kind: str, k: int) -> str:
     """The row kernel `kind` for rows of k elements: its short-row form (llvm_rows'
     SHORT_KINDS and SHORT_BAR_KINDS, 64 rows at a time across the rows) up to SHORT_K."""
     return kind + "short" if k <= llvm_rows.SHORT_K else kind
+
+
+def xent_value_function(k: int, dtype: np.dtype):
+    """The compiled row pass of row_dot_log_softmax for rows of k elements (its BAR_KINDS
+    signature, C unread: z, y, 0, rows, k, z's row stride, y's, out), for passes that call
+    it a block of rows at a time (xent_head: a row's value has the same bits in any block)."""
+    return _function(_sized("xent", k), dtype)
+
+
+def xent_bar_value_function(k: int, dtype: np.dtype):
+    """xent_bar_function's pass that also writes each row's row_dot_log_softmax value (the
+    same bits) to one more pointer after g (z, y, g, values, rows, k, z's row stride, y's,
+    out), for rows of at most SHORT_K elements; None for longer rows."""
+    return _function("xentbarvalshort", dtype) if k <= llvm_rows.SHORT_K else None
 
 
 def xent_bar_function(k: int, dtype: np.dtype):

@@ -59,7 +59,7 @@ from .backends.llvm import ptr
 from .blockloop import call
 from .gemm_epilogue import BLOCK_ROWS, SCRATCH_BYTES, block_rows, block_sums, row_blocks, scratch
 from .passes.rowfusion import SWITCH
-from .rowsoftmax import xent_bar_function
+from .rowsoftmax import xent_bar_function, xent_bar_value_function, xent_value_function
 
 EXP_WORK = 16            # a row element's exp and softmax, in multiply-adds (for the thread chooser)
 MIN_WORK = gemm.THREAD_WORK     # the pass's work from which it is taken (the tests lower it)
@@ -124,21 +124,51 @@ def takes(a: Any, w: Any, row: Any, y: Any, backend: str = "auto") -> bool:
     return _parts(a, w, row, y, backend) is not None
 
 
-def fused_bars(g: Any, y: Any, a: Any, w: Any, row: Any, want_row: bool, backend: str = "auto"):
+def _values_out(values: bool, x: np.ndarray):
+    """The rows' values' array (row_dot_log_softmax(z, y)'s: one a row) where asked for."""
+    return np.empty(x.shape[0], x.dtype) if values else None
+
+
+def _row_adjoint(k: int, dtype: np.dtype, vals: np.ndarray | None):
+    """f(z, y_at, g_at, lo, hi, ys, z_bar): a block's row adjoint into z_bar (the row pass,
+    its calls made or recorded: blockloop), and with `vals` the rows' values into
+    vals[lo:hi]: by the one pass that makes both for short rows, else by the value's own
+    pass first (xent_value_function: the same bits)."""
+    bar, size = xent_bar_function(k, dtype), dtype.itemsize
+    if vals is None:
+        def adjoint(z, y_at, g_at, lo, hi, ys, z_bar):
+            call(bar, ptr(z), y_at, g_at, hi - lo, k, k, ys, ptr(z_bar))
+        return adjoint
+    both, value, at = xent_bar_value_function(k, dtype), xent_value_function(k, dtype), ptr(vals)
+
+    def with_values(z, y_at, g_at, lo, hi, ys, z_bar):
+        if both is not None:
+            call(both, ptr(z), y_at, g_at, at + lo * size, hi - lo, k, k, ys, ptr(z_bar))
+        else:
+            call(value, ptr(z), y_at, 0, hi - lo, k, k, ys, at + lo * size)
+            call(bar, ptr(z), y_at, g_at, hi - lo, k, k, ys, ptr(z_bar))
+    return with_values
+
+
+def fused_bars(g: Any, y: Any, a: Any, w: Any, row: Any, want_row: bool, backend: str = "auto",
+               values: bool = False):
     """(row_bar, w_bar), or (w_bar,) where not `want_row`, of the loss whose adjoint w.r.t.
     z = a @ w + row is row_dot_log_softmax_bar(0, g, z, y) (g: one value a row), by the
-    pass (see the module docstring); None where it does not take the operands."""
+    pass (see the module docstring); with `values`, row_dot_log_softmax(z, y) first (each
+    block's rows' values by the same row pass, from the block's z: the same bits). None
+    where it does not take the operands."""
     got = _with_seed(g, y, a, w, row, backend)
     if got is None:
         return None
     (rows, part, ys, flipped), x, v, g = got
+    vals = _values_out(values, x)
     dtype, (n, d), k = x.dtype, x.shape, v.shape[1]
     size = dtype.itemsize
     per = block_rows_for(d, k, dtype)
     blocks = -(-n // per)
     parts = np.empty((blocks, k, d) if flipped else (blocks, d, k), dtype)
     sums = np.zeros((blocks, k), dtype) if want_row else None
-    bar = xent_bar_function(k, dtype)
+    row_adjoint = _row_adjoint(k, dtype, vals)
     column_sums = gemm.column_sums_part(dtype, k, per, backend) if want_row else None
     if want_row and column_sums is None:
         return None
@@ -147,7 +177,7 @@ def fused_bars(g: Any, y: Any, a: Any, w: Any, row: Any, want_row: bool, backend
     def run_block(lo: int, hi: int, z: np.ndarray, i: int) -> None:      # (run or recorded: blockloop)
         rows(lo, hi, z)
         z_bar = scratch(dtype, per, k, "adjoint")[:hi - lo]
-        call(bar, ptr(z), y_at + lo * ys * size, g_at + lo * size, hi - lo, k, k, ys, ptr(z_bar))
+        row_adjoint(z, y_at + lo * ys * size, g_at + lo * size, lo, hi, ys, z_bar)
         if sums is not None:
             column_sums(lo, hi, z_bar, sums[i])
         part(lo, hi, z_bar, parts[i])
@@ -155,13 +185,14 @@ def fused_bars(g: Any, y: Any, a: Any, w: Any, row: Any, want_row: bool, backend
     w_bar = np.add.reduce(parts, axis=0)
     if flipped:
         w_bar = np.ascontiguousarray(w_bar.T)
+    first = (vals,) if vals is not None else ()
     if sums is None:
-        return (w_bar,)
-    return np.add.reduce(sums, axis=0).reshape(np.shape(row)), w_bar
+        return (*first, w_bar)
+    return (*first, np.add.reduce(sums, axis=0).reshape(np.shape(row)), w_bar)
 
 
 def fused_head_sums(g: Any, y: Any, a: Any, w: Any, row: Any, want_row: bool, d: Any, inputs: tuple, rhs: bool,
-                    nxt, backend: str = "auto"):
+                    nxt, backend: str = "auto", values: bool = False):
     """((row_bar,) if want_row, then lhs_bar_sums(G, a, w, d, inputs, rhs, nxt)'s results)
     for the seed G = z's adjoint of that loss (as fused_bars), where the layer below
     reads it (a 3-layer MLP's head: `h2 @ W3 + b3`, whose adjoint G @ W3.T times h2's
@@ -170,11 +201,13 @@ def fused_head_sums(g: Any, y: Any, a: Any, w: Any, row: Any, want_row: bool, d:
     row, the row pass, G's column sums for row_bar) in this thread's scratches, then
     G[lo:hi] @ W.T from them and, with rhs, a[lo:hi].T @ G[lo:hi] (its orientation and
     blocks, so that W's adjoint has the unjoined pass's bits, as the layer's adjoint).
-    None where either pass declines (nothing run)."""
+    With `values`, the rows' values first (as fused_bars'). None where either pass
+    declines (nothing run)."""
     got = _with_seed(g, y, a, w, row, backend)
     if got is None:
         return None
     (rows_of_z, _, ys, _), x, v, g = got
+    vals = _values_out(values, x)
     dtype, (n, m), k = x.dtype, x.shape, v.shape[1]
     if m * dtype.itemsize > gemm.MAX_ROW_BYTES:
         return None
@@ -185,7 +218,7 @@ def fused_head_sums(g: Any, y: Any, a: Any, w: Any, row: Any, want_row: bool, d:
     w_t = np.ascontiguousarray(v.T)          # (k, m): the rows of G @ W.T's right operand
     size, per = dtype.itemsize, block_rows(m, dtype)
     sums = np.zeros((-(-n // per), k), dtype) if want_row else None
-    bar, product = xent_bar_function(k, dtype), gemm.raw_product(dtype)
+    row_adjoint, product = _row_adjoint(k, dtype, vals), gemm.raw_product(dtype)
     g_at, y_at, w_at = ptr(g), ptr(y), ptr(w_t)
 
     made = threading.local()      # the block's z_bar on this thread, for head_part right after
@@ -194,18 +227,18 @@ def fused_head_sums(g: Any, y: Any, a: Any, w: Any, row: Any, want_row: bool, d:
         z = scratch(dtype, per, k, "head")[:hi - lo]
         z_bar = made.z_bar = scratch(dtype, per, k, "head adjoint")[:hi - lo]
         rows_of_z(lo, hi, z)
-        call(bar, ptr(z), y_at + lo * ys * size, g_at + lo * size, hi - lo, k, k, ys, ptr(z_bar))
+        row_adjoint(z, y_at + lo * ys * size, g_at + lo * size, lo, hi, ys, z_bar)
         if sums is not None:
             column_sums(lo, hi, z_bar, sums[lo // per])
         call(product, ptr(z_bar), k, 1, w_at, m, ptr(out), m, hi - lo, k, m, 0, 0, hi - lo)
 
     def head_part(lo: int, hi: int, out: np.ndarray) -> None:
         # the array rows() wrote, not the scratch fetched again: the sums pass makes its
-        # own scratch between the two ("adjoint", with nxt), and a thread's full set of
-        # scratches is dropped to make a new one (gemm_epilogue.scratch), so a second
-        # fetch could be a fresh, unwritten array
+        # own scratch between the two ("adjoint", with nxt), and fetching it again must
+        # not depend on how many scratches a thread keeps (gemm_epilogue.scratch)
         part(lo, hi, made.z_bar, out)
     got = block_sums(rows, head_part if rhs else None, k, x, d, inputs, nxt, dtype, backend, "head ")
     if got is None:
         return None
-    return ((np.add.reduce(sums, axis=0).reshape(np.shape(row)),) if want_row else ()) + got
+    first = (vals,) if vals is not None else ()
+    return first + ((np.add.reduce(sums, axis=0).reshape(np.shape(row)),) if want_row else ()) + got

@@ -204,3 +204,23 @@ def function_from_source(directory, module: str, source: str, name: str):
     loaded = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(loaded)
     return getattr(loaded, name)
+
+
+class no_value_join:
+    """value_and_grad written without the cross-entropy's value join (passes/xentvalues:
+    the forward's `row_dot_log_softmax` line kept), for tests of what the program is
+    otherwise; plans made inside are dropped on both sides."""
+
+    def __enter__(self):
+        from s2sad.passes import xentvalues
+        from s2sad.plans import PLANS
+        self.real = xentvalues.value_lines
+        xentvalues.value_lines = lambda *a: None
+        PLANS.clear()
+        return self
+
+    def __exit__(self, *exc):
+        from s2sad.passes import xentvalues
+        from s2sad.plans import PLANS
+        xentvalues.value_lines = self.real
+        PLANS.clear()

@@ -65,16 +65,23 @@ def _fused(f, argnums):
 
 @pytest.mark.parametrize("f,fused", [(peak, True), (peak_swapped, True), (through, True), (xent, True),
                                      (product_read_twice, False), (scaled_bias, False)])
-def test_which_programs_take_it(f, fused):
+def test_which_programs_take_it(f, fused, monkeypatch):
     args, argnums = _args(f)
     g, _ = _fused(f, argnums)
     g(*args)
     src = s2sad.source(g)
-    # (xent's grad: matmul_bias joined with the cross-entropy's adjoint as head_logits,
-    # passes/xentheads; matmul_bias where head_logits does not take the operands)
+    # (xent's grad and value_and_grad: matmul_bias joined with the cross-entropy's adjoint as
+    # head_logits, passes/xentheads; matmul_bias where head_logits does not take the
+    # operands, and where the head is not joined)
     assert ("matmul_bias(" in src or "head_logits(" in src) == fused
     if f is xent:
-        assert "head_logits(" in src and "matmul_bias(" in s2sad.source(s2sad.value_and_grad(f, argnums=argnums))
+        assert "head_logits(" in src and "head_logits(" in s2sad.source(s2sad.value_and_grad(f, argnums=argnums))
+        from s2sad.passes import xentheads
+        from s2sad.plans import PLANS
+        monkeypatch.setattr(xentheads, "join", lambda *a: 0)
+        PLANS.clear()
+        assert "matmul_bias(" in s2sad.source(s2sad.value_and_grad(f, argnums=argnums))
+        PLANS.clear()
 
 
 @pytest.mark.parametrize("f", [peak, peak_swapped, through, product_read_twice])

@@ -17,7 +17,7 @@ import s2sad
 from s2sad import rowsoftmax as R
 from s2sad.plans import PLANS
 
-from conftest import central_fd
+from conftest import central_fd, no_value_join
 
 
 def xent(W, b, X, Y):
@@ -71,10 +71,12 @@ def _args(n, k, dtype=np.float64, seed=0):
 
 
 def _source(f, args, argnums=(0, 1), make=s2sad.value_and_grad):
-    # value_and_grad: grad runs no forward row pass whose values only a mean's or sum's shape reads
-    g = make(f, argnums=argnums)
-    g(*args)
-    return s2sad.source(g)
+    # value_and_grad: grad runs no forward row pass whose values only a mean's or sum's
+    # shape reads (written without the cross-entropy's value join: passes/xentvalues)
+    with no_value_join():
+        g = make(f, argnums=argnums)
+        g(*args)
+        return s2sad.source(g)
 
 
 def test_the_full_sum_spelling_is_fused():

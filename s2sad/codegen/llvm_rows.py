@@ -14,6 +14,8 @@ adjoint, with the BAR_KINDS signature (C unused forward; forward `out` one value
                                            (one sweep after the max; the logs FLUSH_ROWS rows at a time)
         xentbar:  A = a, B = y, C = g:     out = g_r (y - e sum_j y / sum_j e), e = exp(a - m_r)
                                            (each e kept in out between the sweeps: one exp an element)
+        xentbarvalshort (rows of SHORT_K at most): xentbar's out, and xent's out[r] into D[r]
+                  (one more pointer, D, after C): value_and_grad's joined head
         lsezbar:  A = a, B unread, C = g:  out = e g_r / sum_j e, e = exp(a - m_r): the adjoint of
                                            the max-shifted log-sum-exp from a alone, its value not
                                            needed (a gradient whose forward line only gave a shape)
@@ -58,9 +60,10 @@ NORM_KINDS = llvm_rownorm.KINDS          # layer normalisation and its adjoint (
 DOT_KINDS = ("xent", "xentbar", "lsezbar")   # sum_j y log_softmax(a), its adjoint, lse's from a (BAR_KINDS' signature)
 SHORT_KINDS = ("lseshort", "lserawshort", "xentshort")  # lse, lseraw, xent for short rows: _short_function
 SHORT_BAR_KINDS = ("xentbarshort", "lsezbarshort")    # xentbar, lsezbar for short rows (BAR_KINDS' signature)
+SHORT_VALUE_KINDS = ("xentbarvalshort",)  # xentbarshort and xentshort's values in one pass (one pointer more: D)
 SHORT_K = 16                             # the longest row they take
 MULSUM_KINDS = llvm_mulsum.KINDS         # a product and its column sums (llvm_mulsum)
-ALL_KINDS = KINDS + BAR_KINDS + NORM_KINDS + DOT_KINDS + SHORT_KINDS + SHORT_BAR_KINDS + MULSUM_KINDS
+ALL_KINDS = KINDS + BAR_KINDS + NORM_KINDS + DOT_KINDS + SHORT_KINDS + SHORT_BAR_KINDS + SHORT_VALUE_KINDS + MULSUM_KINDS
 _INT = {"double": ("i64", 64), "float": ("i32", 32)}     # a float's bits as an integer
 FLUSH_ROWS = 64                          # rows whose logs are taken together (a power of 2)
 LOOP_HINTS = (("llvm.loop.interleave.count", "i32 1"), ("llvm.loop.vectorize.predicate.enable", "i1 true"), ("llvm.loop.vectorize.enable", "i1 true"))
@@ -92,7 +95,7 @@ def rows_ir(dtype) -> str:
     parts += llvm_rownorm.norm_ir(ty, lambda kind: symbol(kind, dtype))
     parts += [_dot_function(ty, dtype, kind, calls) for kind in DOT_KINDS]
     parts += [_short_function(ty, dtype, kind, calls) for kind in SHORT_KINDS]
-    parts += [_short_bar_function(ty, dtype, kind, calls) for kind in SHORT_BAR_KINDS]
+    parts += [_short_bar_function(ty, dtype, kind, calls) for kind in SHORT_BAR_KINDS + SHORT_VALUE_KINDS]
     parts += llvm_mulsum.mulsum_ir(ty, lambda kind: symbol(kind, dtype))
     return "\n\n".join(parts) + "\n"
 
@@ -455,19 +458,26 @@ def _short_bar_function(ty: str, dtype, kind: str, calls: dict) -> str:
     """xentbarshort: out = g_r (y - e sum y / sum e), e = exp(a - m_r), and lsezbarshort:
     out = e g_r / sum e (no y), for short rows, column by column as _short_function's,
     the block's result in columns on the stack and copied to out's rows at the end.
-    (lse's old adjoint, one exp an element with no reduction a row, gained nothing so.)"""
-    exp = calls["exp"]
-    xent = kind == "xentbarshort"
-    ids, meta = _short_row_loops(7500 + 20 * SHORT_BAR_KINDS.index(kind), 7)
+    (lse's old adjoint, one exp an element with no reduction a row, gained nothing so.)
+    xentbarvalshort: xentbarshort, and each row's xentshort value into D[r] (its sums
+    and its log made as xentshort makes them: the same bits), for value_and_grad's
+    joined head (xent_head), which made them by a second pass over the block first."""
+    exp, log = calls["exp"], calls["log"]
+    value = kind == "xentbarvalshort"
+    xent = kind == "xentbarshort" or value
+    ids, meta = _short_row_loops(7500 + 20 * (SHORT_BAR_KINDS + SHORT_VALUE_KINDS).index(kind), 7)
     body = _sh_to_columns(_sh_copy(ty, "%blkp", "%a_stride", "cols")
                           + (_sh_copy(ty, "%blkq", "%b_stride", "ycols") if xent else []))
     row = "%ecr.j"
-    sums = ("sums", "ysums") if xent else ("sums",)
+    sums = ("sums", "ysums", "dots") if value else ("sums", "ysums") if xent else ("sums",)
     body += _sh_rows("in", [line for b in sums
                             for line in (_slot(ty, b, "%in.j", f"in.{b}"), f"  store {ty} 0.0, ptr %in.{b}")], ids[0])
     body += _sh_max_shift(ty, False, ids[1:3], ids[3])
     ysum = [*_sh_element(ty, "ec", "ycols", "y"), _slot(ty, "ysums", row, "ec.syp"), f"  %ec.sy = load {ty}, ptr %ec.syp",
             f"  %ec.sy1 = fadd {ty} %ec.sy, %ec.y", f"  store {ty} %ec.sy1, ptr %ec.syp"] if xent else []
+    if value:                # xentshort's sum of y (a - m), in column order
+        ysum += [f"  %ec.yt = fmul {ty} %ec.y, %ec.t", _slot(ty, "dots", row, "ec.dp"), f"  %ec.dt = load {ty}, ptr %ec.dp",
+                 f"  %ec.dt1 = fadd {ty} %ec.dt, %ec.yt", f"  store {ty} %ec.dt1, ptr %ec.dp"]
     body += _sh_columns(ty, "ec", [     # e into ocols, its sum (and y's)
         _slot(ty, "shifts", row, "ec.zp"), f"  %ec.z = load {ty}, ptr %ec.zp", f"  %ec.t = fsub {ty} %ec.v, %ec.z",
         f"  %ec.e = call {ty} @{exp}({ty} %ec.t)", f"  %ec.op = getelementptr {ty}, ptr %ocols, i64 %ec.vi",
@@ -478,6 +488,11 @@ def _short_bar_function(ty: str, dtype, kind: str, calls: dict) -> str:
     else:                    # q = g / sum e
         num = ["  %q.gr = add i64 %r0, %q.j", f"  %q.gp = getelementptr {ty}, ptr %C, i64 %q.gr",
                f"  %q.n = load {ty}, ptr %q.gp"]
+    if value:                # the row's value, as xentshort's: sum y (a - m) - log(sum e) sum y
+        num += [f"  %q.l = call {ty} @{log}({ty} %q.s)", f"  %q.ly = fmul {ty} %q.l, %q.n",
+                _slot(ty, "dots", "%q.j", "q.dp"), f"  %q.dt = load {ty}, ptr %q.dp", f"  %q.res = fsub {ty} %q.dt, %q.ly",
+                "  %q.r = add i64 %r0, %q.j", f"  %q.vp = getelementptr {ty}, ptr %D, i64 %q.r",
+                f"  store {ty} %q.res, ptr %q.vp"]
     body += _sh_rows("q", [_slot(ty, "sums", "%q.j", "q.sp"), f"  %q.s = load {ty}, ptr %q.sp", *num,
                            f"  %q.q = fdiv {ty} %q.n, %q.s", f"  store {ty} %q.q, ptr %q.sp"], ids[5])
     term = [*_sh_element(ty, "oc", "ocols", "e"), _slot(ty, "sums", "%ocr.j", "oc.qp"), f"  %oc.q = load {ty}, ptr %oc.qp"]
@@ -502,4 +517,7 @@ def _short_bar_function(ty: str, dtype, kind: str, calls: dict) -> str:
     allocas += [f"  %{c} = alloca [{FLUSH_ROWS * SHORT_K} x {ty}]" for c in (("cols", "ycols", "ocols") if xent
                                                                             else ("cols", "ocols"))]
     ybase = ["  %ybase = mul i64 %r0, %b_stride", f"  %blkq = getelementptr {ty}, ptr %B, i64 %ybase"] if xent else []
-    return _block_loop(_ab_define(symbol(kind, dtype)), ty, allocas, ybase, body, "bk.done", meta)
+    define = _ab_define(symbol(kind, dtype))
+    if value:
+        define = define.replace("ptr noalias %C, ", "ptr noalias %C, ptr noalias %D, ")
+    return _block_loop(define, ty, allocas, ybase, body, "bk.done", meta)

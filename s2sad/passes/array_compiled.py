@@ -85,13 +85,14 @@ class ArrayCompiled:
 
     def _generator(self, argnums: tuple[int, ...], mode: str, variant: str):
         """(text, generator) of `variant`: "value_and_grad", "grad", "vjp", or "grad unjoined"
-        (the grad program with no dense logits joined with the cross-entropy's adjoint:
-        passes/xentheads; what array_special specialises where those heads run unfused)."""
+        and "value_and_grad unjoined" (the program with no dense logits joined with the
+        cross-entropy's adjoint: passes/xentheads; what array_special specialises where
+        those heads run unfused)."""
         key = (argnums, mode, variant)
         got = self._gens.get(key)
         if got is None:
-            joined = variant != "grad unjoined"
-            variant = "grad" if variant == "grad unjoined" else variant
+            joined = not variant.endswith(" unjoined")
+            variant = variant.split()[0]
             gen = Generator(self.program, argnums, mode, join_heads=joined)
             text = gen.generate(variant)
             defer = gen.deferrable_sums() if variant == "grad" else frozenset()
@@ -113,7 +114,7 @@ class ArrayCompiled:
             text, gen = self._generator(argnums, mode, variant)
             ns = gen.namespace(self.helpers, self.runtime_names(backend), self._check_scalar)
             exec(compile_located(text, f"<s2sad derivative of {self.program.name}>", getattr(gen, "located", ()), program=self.program), ns)
-            if variant in ("value_and_grad", "grad", "grad unjoined"):
+            if variant in ("value_and_grad", "grad", "grad unjoined", "value_and_grad unjoined"):
                 fn = ns[f"{self.program.name}__{variant.split()[0]}"]
             else:
                 fn = (ns[f"{self.program.name}__forward"], ns[f"{self.program.name}__pullback"])
@@ -233,9 +234,14 @@ class ArrayCompiled:
             for s in info.sites:
                 lines.append(f"    {_short(s.location)}: {s.applied} -> {s.path}: {s.reason}")
         grad_text, _ = self._generator(argnums, mode, "grad")
+        both_text, _ = self._generator(argnums, mode, "value_and_grad")
         for head in re.findall(r"(\w+), (\w+) = head_logits\((\w+), (\w+), ", grad_text):
-            lines.append(f"  grad alone: {head[1]} = {head[2]} @ {head[3]} + a row, joined with the cross-entropy's "
+            which = "grad and value_and_grad" if f"{head[0]}, {head[1]} = head_logits(" in both_text else "grad alone"
+            lines.append(f"  {which}: {head[1]} = {head[2]} @ {head[3]} + a row, joined with the cross-entropy's "
                          f"adjoint (passes/xentheads): {head[1]} and its adjoint a block of rows at a time in one pass "
                          f"(s2sad.xent_head), {head[2]} read once, where its work is enough for threads and the "
                          f"operands are float rows s2sad's product takes; elsewhere the separate calls")
+            if which != "grad alone":
+                lines.append("    value_and_grad: the rows' values made in the same pass, the loss's value after "
+                             "the reverse sweep (passes/xentvalues)")
         return lines

@@ -48,11 +48,11 @@ from ..parsing import ast_parse
 from .adjoint_analysis import annotated, deferrable_sums, forward_lines, live_before, pushed
 from .adjoint_context import AdjointContext
 from .adjoint_text import def_line, grad_of_line, names_read, render, text_of, tuple_text
-from .arrayir import ArrayProgram, ArrayStmt
+from .arrayir import ArrayProgram, ArrayStmt, walk_stmts
 from .forward_sweep import ForwardSweep
 from .linemap import LocatedLine, located_lines
 from .reverse_sweep import ReverseSweep
-from . import xentheads
+from . import xentheads, xentvalues
 
 
 class Generator:
@@ -129,12 +129,21 @@ class Generator:
         rendered = render(fwd, names_read(rev_text), forward_lines)
         if variant == "grad" and self.join_heads and xentheads.join(rendered, rev, set(p.params) | set(p.free)):
             rev_text = "\n".join(rev)      # (a dense layer's logits joined with the cross-entropy's adjoint)
+        value: list = []
+        if variant == "value_and_grad" and self.join_heads and isinstance(res, str) and rtext == res:
+            joined = self._joined_value(fwd, rev, rendered, res, gnames)
+            if joined is not None:        # (the grad's forward and joined heads, the value after them)
+                rendered, rev, value = joined
+                rev_text = "\n".join(rev + value)
         fwd_text = "\n".join(rendered)
         ret = location_of(p.pf.filename, p.return_node)
         head = grad_of_line(_line(p.pf.filename, p.return_node), _short(ret))
         # what linemap ties each generated line to: the return, then each statement's comment
-        self.located = [LocatedLine("    " + head, ret)] + located_lines(rendered) + located_lines(rev)
-        if variant == "value_and_grad":
+        self.located = [LocatedLine("    " + head, ret)] + located_lines(rendered) + located_lines(rev + value)
+        if variant == "value_and_grad" and value:
+            text = (f"{def_line(p.name, variant, p.params, p.free)}\n    {head}\n{fwd_text}\n"
+                    f"    # reverse sweep\n{rev_text}\n{check}    return {rtext}, {tuple_text(gnames)}\n")
+        elif variant == "value_and_grad":
             text = (f"{def_line(p.name, variant, p.params, p.free)}\n    {head}\n{fwd_text}\n{check}"
                     f"    # reverse sweep\n{rev_text}\n    return {rtext}, {tuple_text(gnames)}\n")
         elif variant == "grad":
@@ -150,6 +159,22 @@ class Generator:
                     f"    {tuple_text(residuals)} = _residuals\n{rev_text}\n    return {tuple_text(gnames)}\n")
         ast_parse(text)  # the generated code is Python (a failure here is a bug of s2sad)
         return text
+
+    def _joined_value(self, fwd: list, rev: list, rendered: list, res: str, gnames: list):
+        """(the grad variant's forward lines, the reverse sweep with the heads joined, the
+        value's lines) of value_and_grad (passes/xentvalues), or None where no head joins
+        or the value cannot be made after them (the lines given stay as they are)."""
+        p = self.p
+        live_before(p.body, names_read("\n".join(rev)))      # (the grad variant's liveness)
+        fwd_g = render(fwd, names_read("\n".join(rev)), forward_lines)
+        for st in walk_stmts(p.body):
+            if isinstance(st, ArrayStmt):
+                st.adjoint.live_after = None                   # (value_and_grad renders all)
+        rev_j, heads = list(rev), []
+        if not xentheads.join(fwd_g, rev_j, set(p.params) | set(p.free), heads):
+            return None
+        value = xentvalues.value_lines(fwd_g, rev_j, rendered, heads, res, gnames)
+        return None if value is None else (fwd_g, rev_j, value)
 
     def kernels_text(self) -> str:
         return "\n\n".join(self.fwd.kernel_sources)

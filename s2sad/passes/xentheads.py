@@ -64,7 +64,7 @@ class _Head:
     forward: int        # the forward line's index
 
 
-def _stmt(line) -> ast.stmt | None:
+def statement_of(line) -> ast.stmt | None:
     """The one statement of a top-level line, None for anything else (a comment, a block)."""
     if not isinstance(line, str) or not line.startswith(TOP) or line.startswith(TOP + " ") or "\n" in line:
         return None
@@ -78,7 +78,7 @@ def _stmt(line) -> ast.stmt | None:
     return body[0] if len(body) == 1 else None
 
 
-def _call(node, name: str):
+def call_parts(node, name: str):
     """(the target names, the call's positional arguments and {keyword: value}, as ast
     nodes) of `targets = name(...)` whose targets are names; None otherwise."""
     if not isinstance(node, ast.Assign) or len(node.targets) != 1 or not isinstance(node.value, ast.Call):
@@ -93,7 +93,7 @@ def _call(node, name: str):
     return [e.id for e in elts], call.args, {k.arg: k.value for k in call.keywords}
 
 
-def _literal(node):
+def literal_of(node):
     """The value of a literal (`1`, `-1`), None for anything else."""
     try:
         return ast.literal_eval(node) if node is not None else None
@@ -101,7 +101,7 @@ def _literal(node):
         return None
 
 
-def _name(node) -> str | None:
+def name_of(node) -> str | None:
     return node.id if isinstance(node, ast.Name) else None
 
 
@@ -112,13 +112,13 @@ def _names(line) -> tuple[set, set] | None:
 
 def _forward(fwd: list, z: str) -> _Head | None:
     for i, line in enumerate(fwd):
-        got = _call(_stmt(line), "matmul_bias")
+        got = call_parts(statement_of(line), "matmul_bias")
         if got is None:
             continue
         targets, args, kw = got
         if len(targets) != 2 or targets[1] != z or kw or len(args) != 5:
             continue
-        names = [_name(a) for a in (args[0], args[1], args[2], args[4])]
+        names = [name_of(a) for a in (args[0], args[1], args[2], args[4])]
         at = args[3].value if isinstance(args[3], ast.Constant) else None
         if None in names or at not in (0, 1):
             return None
@@ -128,38 +128,60 @@ def _forward(fwd: list, z: str) -> _Head | None:
 
 def _only_shape_reads(line: str, z: str) -> bool:
     """Does every mention of z in `line` stand as row_dot_like's first argument?"""
-    node = _stmt(line)
+    node = statement_of(line)
     if node is None:
         return False
-    allowed = {id(c.args[0]) for c in ast.walk(node) if isinstance(c, ast.Call) and _name(c.func) == "row_dot_like"
-               and c.args and _name(c.args[0]) == z}
+    allowed = {id(c.args[0]) for c in ast.walk(node) if isinstance(c, ast.Call) and name_of(c.func) == "row_dot_like"
+               and c.args and name_of(c.args[0]) == z}
     return all(id(n) in allowed for n in ast.walk(node) if isinstance(n, ast.Name) and n.id == z)
 
 
-def join(fwd: list, rev: list, params: set) -> int:
+@dataclass
+class Joined:
+    """One joined head, for passes/xentvalues (value_and_grad): its logits z, the product
+    p, the labels y, the axis, and the joined line as `targets = call)` (`call` up to its
+    closing parenthesis, for an argument to be added)."""
+
+    z: str
+    p: str
+    y: str
+    axis: int
+    targets: list
+    call: str
+
+    def line(self, values: str | None = None) -> str:
+        """The joined line; with `values`, also binding the rows' values (first)."""
+        if values is None:
+            return f"{TOP}{tuple_text(self.targets)} = {self.call})"
+        return f"{TOP}{tuple_text([values] + self.targets)} = {self.call}, values=True)"
+
+
+def join(fwd: list, rev: list, params: set, joined: list | None = None) -> int:
     """Rewrite every head of the gradient's program in place (see the module docstring):
     `fwd` its forward lines, `rev` its reverse sweep's, `params` the names bound before
-    the first line. Returns how many were joined."""
+    the first line; each head joined appended to `joined` (a `Joined`). Returns how many
+    were joined."""
     if not enabled():
         return 0
-    joined, i = 0, 0
+    count, i = 0, 0
+    heads = [] if joined is None else joined
     while i < len(rev):
-        if _join_at(fwd, rev, i, params):
-            joined += 1         # (rev[i] is now the line after the one joined)
+        if _join_at(fwd, rev, i, params, heads):
+            count += 1         # (rev[i] is now the line after the one joined)
         else:
             i += 1
-    return joined
+    return count
 
 
-def _join_at(fwd: list, rev: list, i: int, params: set) -> bool:
-    got = _call(_stmt(rev[i]), "row_dot_log_softmax_bar")
+def _join_at(fwd: list, rev: list, i: int, params: set, heads: list) -> bool:
+    got = call_parts(statement_of(rev[i]), "row_dot_log_softmax_bar")
     if got is None or len(got[0]) != 1:
         return False
     (zb,), args, kw = got
-    axis = _literal(kw.get("axis"))
-    if len(args) != 4 or set(kw) != {"axis"} or _literal(args[0]) != 0 or axis not in (1, -1):
+    axis = literal_of(kw.get("axis"))
+    if len(args) != 4 or set(kw) != {"axis"} or literal_of(args[0]) != 0 or axis not in (1, -1):
         return False
-    g, z, y = (_name(a) for a in args[1:])
+    g, z, y = (name_of(a) for a in args[1:])
     head = _forward(fwd, z) if None not in (g, z, y) else None
     if head is None:
         return False
@@ -167,14 +189,14 @@ def _join_at(fwd: list, rev: list, i: int, params: set) -> bool:
     j = i + 1
     while j < len(rev) and _names(rev[j]) == (set(), set()):
         j += 1
-    got = _call(_stmt(rev[j]) if j < len(rev) else None, "unit_vjp")
+    got = call_parts(statement_of(rev[j]) if j < len(rev) else None, "unit_vjp")
     if got is None:
         return False
     grads, args, kw = got
-    if kw or len(args) != 4 or _name(args[0]) != head.kernel or _name(args[3]) != zb:
+    if kw or len(args) != 4 or name_of(args[0]) != head.kernel or name_of(args[3]) != zb:
         return False
     operands = (head.p, head.row) if head.at == 0 else (head.row, head.p)
-    if not isinstance(args[1], ast.Tuple) or [_name(e) for e in args[1].elts] != list(operands):
+    if not isinstance(args[1], ast.Tuple) or [name_of(e) for e in args[1].elts] != list(operands):
         return False
     if not isinstance(args[2], ast.Tuple) or not all(isinstance(e, ast.Constant) and isinstance(e.value, str)
                                                       for e in args[2].elts):
@@ -185,10 +207,10 @@ def _join_at(fwd: list, rev: list, i: int, params: set) -> bool:
     # each unit_vjp result unbroadcast to the operand it is the seed of
     p_bar, row_bar, k, seen = None, None, j + 1, set()
     for _ in grads:
-        got = _call(_stmt(rev[k]) if k < len(rev) else None, "unbroadcast")
+        got = call_parts(statement_of(rev[k]) if k < len(rev) else None, "unbroadcast")
         if got is None or len(got[0]) != 1 or got[2] or len(got[1]) != 2:
             return False
-        src, to = _name(got[1][0]), _name(got[1][1])
+        src, to = name_of(got[1][0]), name_of(got[1][1])
         if src not in grads or src in seen or to not in (head.p, head.row) or to in seen:
             return False
         seen |= {src, to}
@@ -202,7 +224,7 @@ def _join_at(fwd: list, rev: list, i: int, params: set) -> bool:
     seeds_end = k
     while k < len(rev) and _names(rev[k]) == (set(), set()):
         k += 1              # (the comment of the statement below: its layer's sums)
-    last = _stmt(rev[k]) if k < len(rev) else None
+    last = statement_of(rev[k]) if k < len(rev) else None
     tail = _product_adjoint(last, p_bar, head)
     if tail is None:
         return False
@@ -212,8 +234,11 @@ def _join_at(fwd: list, rev: list, i: int, params: set) -> bool:
     targets = ([row_bar] if row_bar else []) + bound
     fwd[head.forward] = (f"{TOP}{head.p}, {head.z} = head_logits({head.x}, {head.w}, {head.kernel}, {head.at}, "
                          f"{head.row}, {y})")
-    rev[k] = (f"{TOP}{tuple_text(targets)} = {helper}({g}, {head.p}, {head.z}, {y}, {head.x}, {head.w}, "
-              f"{head.kernel}, {head.at}, {head.row}, {active!r}{extra}, axis={axis})")
+    joined = Joined(head.z, head.p, y, axis, targets,
+                    f"{helper}({g}, {head.p}, {head.z}, {y}, {head.x}, {head.w}, {head.kernel}, {head.at}, {head.row}, "
+                    f"{active!r}{extra}, axis={axis}")
+    heads.append(joined)
+    rev[k] = joined.line()
     rev[k:k] = [f"{TOP}# {head.z} and its adjoint a block of rows at a time in the cross-entropy's pass, "
                 f"{head.x} read once (xent_head)"]
     del rev[j:seeds_end]    # (unit_vjp's line and its unbroadcasts; the comments stay)
@@ -227,17 +252,17 @@ def _product_adjoint(node, p_bar: str, head: _Head):
     matmul_rhs_bar(_1_bar, X, W)` (xent_head_bars), or the layer below's `(...) =
     lhs_bar_sums(_1_bar, X, W, d, inputs[, rhs=...][, nxt=...])` (xent_head_sums); None
     otherwise."""
-    got = _call(node, "matmul_rhs_bar")
+    got = call_parts(node, "matmul_rhs_bar")
     if got is not None:
-        if len(got[0]) != 1 or got[2] or [_name(a) for a in got[1]] != [p_bar, head.x, head.w]:
+        if len(got[0]) != 1 or got[2] or [name_of(a) for a in got[1]] != [p_bar, head.x, head.w]:
             return None
         return "xent_head_bars", got[0], ""
-    got = _call(node, "lhs_bar_sums")
+    got = call_parts(node, "lhs_bar_sums")
     if got is None or len(got[1]) != 5 or set(got[2]) - {"rhs", "nxt"} \
-            or [_name(a) for a in got[1][:3]] != [p_bar, head.x, head.w]:
+            or [name_of(a) for a in got[1][:3]] != [p_bar, head.x, head.w]:
         return None
     d, inputs = got[1][3], got[1][4]
-    if _name(d) is None or not isinstance(inputs, ast.Tuple) or not all(_name(e) for e in inputs.elts):
+    if name_of(d) is None or not isinstance(inputs, ast.Tuple) or not all(name_of(e) for e in inputs.elts):
         return None
     extra = f", {d.id}, {ast.unparse(inputs)}" + "".join(f", {key}={ast.unparse(v)}" for key, v in got[2].items())
     return "xent_head_sums", got[0], extra
