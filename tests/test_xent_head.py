@@ -121,6 +121,46 @@ def test_against_the_unjoined_program_and_by_hand(f, dtype, n, monkeypatch):
         assert a.tobytes() == c.tobytes()
 
 
+def xent_decay(W, b, X, Y):
+    z = X @ W + b
+    z = z - np.max(z, axis=1, keepdims=True)
+    logp = z - np.log(np.sum(np.exp(z), axis=1, keepdims=True))
+    return -np.mean(np.sum(Y * logp, axis=1)) + 1e-2 * np.sum(W * W) + 1e-3 * np.sum(b ** 2)
+
+
+def xent_decay_first(W, b, X, Y):
+    penalty = 0.5 * np.sum(W ** 2)
+    z = b + X @ W
+    z = z - np.max(z, axis=-1, keepdims=True)
+    logp = z - np.log(np.sum(np.exp(z), axis=-1, keepdims=True))
+    return penalty - np.sum(np.sum(logp * Y, axis=-1)) / 3.0
+
+
+@pytest.mark.parametrize("f", [xent_decay, xent_decay_first])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32], ids=["f64", "f32"])
+def test_a_weight_decay_joins(f, dtype, monkeypatch):
+    """W's (and b's) adjoint summed from the penalty's line and the product's (`W_bar =
+    W_bar + matmul_rhs_bar(...)`, other lines between z's adjoint and unit_vjp's): the
+    head's part joined as W_bar_head and added as the line was; against the unjoined
+    program, central differences and the gradient by hand."""
+    args = _args(N, dtype=dtype)
+    got, src = _grad(f, args, (0, 1), True, monkeypatch)
+    assert "xent_head_bars(" in src
+    if f is xent_decay:       # (both adjoints made first by the penalties' lines)
+        assert "W_bar = W_bar + W_bar_head" in src and "b_bar = b_bar + b_bar_head" in src
+    want, wsrc = _grad(f, args, (0, 1), False, monkeypatch)
+    assert "xent_head_bars(" not in wsrc
+    tol = 1e-12 if dtype == np.float64 else 2e-5
+    _close(got, want, tol)
+    if dtype == np.float64:
+        scale = max(1.0, abs(float(f(*args))))      # (central differences of a loss this large: ~1e-9 of it)
+        for i in (0, 1):
+            np.testing.assert_allclose(got[i], central_fd(f, args, i), rtol=1e-6, atol=1e-9 * scale)
+        if f is xent_decay:
+            hand_w, hand_b = _hand(*args, 1.0 / N)
+            _close(got, [hand_w + 2e-2 * args[0], hand_b + 2e-3 * args[1]], 1e-12)
+
+
 def test_against_central_differences(monkeypatch):
     args = _args(6000, d=5, k=3)
     got, src = _grad(xent, args, (0, 1), True, monkeypatch)
@@ -364,7 +404,7 @@ def xent_layer(W, b, X, Y, W0, b0):
 
 @settings(max_examples=40, deadline=None, derandomize=True, database=None)
 @given(n=st.integers(1, 3000), d=st.integers(1, 40), k=st.integers(1, 20), dtype=st.sampled_from([np.float64, np.float32]),
-       shape=st.sampled_from(["plain", "bias_first", "hidden", "layer"]), with_b=st.booleans(),
+       shape=st.sampled_from(["plain", "bias_first", "hidden", "layer", "decay"]), with_b=st.booleans(),
        seed=st.integers(0, 10 ** 6))
 def test_random_heads_against_numpy(n, d, k, dtype, shape, with_b, seed):
     """Random sizes (one block or many, a short last one, one class), dtypes, bias sides,
@@ -372,7 +412,8 @@ def test_random_heads_against_numpy(n, d, k, dtype, shape, with_b, seed):
     threshold and the product's lowered), against the gradient by hand in float64."""
     from s2sad import gemm
     args = _args(n, d, k, dtype, seed)
-    f = {"plain": xent, "bias_first": xent_bias_first, "hidden": xent_hidden, "layer": xent_layer}[shape]
+    f = {"plain": xent, "bias_first": xent_bias_first, "hidden": xent_hidden, "layer": xent_layer,
+         "decay": xent_decay}[shape]
     rows = args[2]
     if shape in ("hidden", "layer"):
         r = np.random.default_rng(seed)
@@ -404,6 +445,8 @@ def test_random_heads_against_numpy(n, d, k, dtype, shape, with_b, seed):
     assert len(ran) == 3 and (all(ran) or shape == "layer" and (d < 2 or n < 2))
     W, b, X, Y = (a.astype(np.float64) for a in args[:4])
     want = _hand(W, b, rows, Y, 0.25 if shape == "bias_first" else 1.0 / n)
+    if shape == "decay":        # (xent_decay's penalties: 1e-2 |W|^2 + 1e-3 |b|^2)
+        want = (want[0] + 2e-2 * W, want[1] + 2e-3 * b)
     if not with_b:
         want = want[:1]
     if shape == "layer":        # W0's: X.T ((z_bar W.T) (1 - h^2)), z_bar from the hand gradient's

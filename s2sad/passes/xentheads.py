@@ -19,20 +19,29 @@ that layer's sums pass with the head's rows made in its blocks (xent_head.fused_
 stand-in) where xent_head takes the operands, and xent_head_bars forms it a block at a
 time; elsewhere they make the calls written before, in the same order.
 
+Where W's or b's adjoint was made first by another line (a weight decay's) and the
+product's line adds to it (`W_bar = W_bar + matmul_rhs_bar(...)`, `b_bar = b_bar +
+unbroadcast(...)`), the joined line binds the head's parts as `W_bar_head`, `b_bar_head`
+and is followed by `W_bar = W_bar + W_bar_head` (and b's), as the lines added them.
+
 Invariants (checked on the program's text, each line parsed):
-- only the gradient's program (Generator.generate's "grad" variant: no value, so the
-  forward reads z nowhere but in these lines) and only top-level lines (four spaces);
+- only the gradient's program (Generator.generate's "grad" variant, or value_and_grad's
+  written from it by passes/xentvalues: no value, so the forward reads z nowhere but in
+  these lines) and only top-level lines (four spaces);
 - z is mentioned by no line but its own, the adjoint's, and `row_dot_like(z, ...)` (which
   reads z's shape and dtype alone, as a stand-in has them); the product `_1` by none but
   its own, unit_vjp's and its unbroadcast; each adjoint the replaced lines bind (z_bar,
   the unit_vjp results, _1_bar) by none but those lines: so nothing else reads a value
   the joined line no longer makes;
-- the reverse lines run in one stretch: z_bar's line, comments, unit_vjp's line, its
-  unbroadcast lines (one per target, any order), comments, W_bar's (or lhs_bar_sums')
-  line, whose operands are _1_bar, X and W; b_bar and W_bar (the sums' targets) are
-  mentioned by no line before (their first binding), X, W, b, Y, k and g are bound by no
-  line between the forward line and the stretch's end (the values read are the ones
-  written), and Y is a parameter or bound before the forward line (head_logits reads it);
+- the reverse lines: z_bar's line, other lines (a penalty's adjoint: they read none of
+  the replaced lines' names, by the condition above), unit_vjp's line, its unbroadcast
+  lines (one per target, any order), comments, W_bar's (or lhs_bar_sums') line, whose
+  operands are _1_bar, X and W; the joined line's targets (b_bar and W_bar, or their
+  `_head` parts) are mentioned by no line before (their first binding; a `_head` name by
+  no line at all), X, W, b, Y, k and g are bound by no line between the forward line and
+  the stretch's end (the values read are the ones written; so moving z_bar's work to the
+  joined line reads the same), and Y is a parameter or bound before the forward line
+  (head_logits reads it);
 - the joined line takes W_bar's line's place; the lines it replaces are removed (the
   comment of the product's statement stays: the line runs for it).
 S2SAD_GEMM_EPILOGUE=0 or S2SAD_ROW_FUSION=0 (read when a plan is built) keeps the lines
@@ -185,10 +194,9 @@ def _join_at(fwd: list, rev: list, i: int, params: set, heads: list) -> bool:
     head = _forward(fwd, z) if None not in (g, z, y) else None
     if head is None:
         return False
-    # the stretch: comments, then unit_vjp's line, its unbroadcasts, W_bar's line
-    j = i + 1
-    while j < len(rev) and _names(rev[j]) == (set(), set()):
-        j += 1
+    # then unit_vjp's line (other lines before it: a penalty's adjoint; _reads_ok checks
+    # they read nothing the joined line no longer makes), its unbroadcasts, W_bar's line
+    j = next((q for q in range(i + 1, len(rev)) if call_parts(statement_of(rev[q]), "unit_vjp") is not None), len(rev))
     got = call_parts(statement_of(rev[j]) if j < len(rev) else None, "unit_vjp")
     if got is None:
         return False
@@ -204,10 +212,15 @@ def _join_at(fwd: list, rev: list, i: int, params: set, heads: list) -> bool:
     active = tuple(e.value for e in args[2].elts)
     if len(active) != len(grads) or not 1 <= len(active) <= 2 or len(set(grads)) != len(grads):
         return False
-    # each unit_vjp result unbroadcast to the operand it is the seed of
-    p_bar, row_bar, k, seen = None, None, j + 1, set()
+    # each unit_vjp result unbroadcast to the operand it is the seed of (the row's summed
+    # into its adjoint where another line made it first: `b_bar = b_bar + unbroadcast(...)`)
+    p_bar, row_bar, row_summed, k, seen = None, None, None, j + 1, set()
     for _ in grads:
-        got = call_parts(statement_of(rev[k]) if k < len(rev) else None, "unbroadcast")
+        node = statement_of(rev[k]) if k < len(rev) else None
+        summed = _summed_into(node)
+        if summed is not None:
+            node = ast.Assign(targets=[ast.Name(summed[0], ast.Store())], value=summed[1])
+        got = call_parts(node, "unbroadcast")
         if got is None or len(got[0]) != 1 or got[2] or len(got[1]) != 2:
             return False
         src, to = name_of(got[1][0]), name_of(got[1][1])
@@ -215,9 +228,12 @@ def _join_at(fwd: list, rev: list, i: int, params: set, heads: list) -> bool:
             return False
         seen |= {src, to}
         if to == head.p:
+            if summed is not None:
+                return False
             p_bar = got[0][0]
         else:
             row_bar = got[0][0]
+            row_summed = summed[0] if summed is not None else None
         k += 1
     if p_bar is None:
         return False
@@ -228,7 +244,15 @@ def _join_at(fwd: list, rev: list, i: int, params: set, heads: list) -> bool:
     tail = _product_adjoint(last, p_bar, head)
     if tail is None:
         return False
-    helper, bound, extra = tail
+    helper, bound, extra, summed = tail
+    # `W_bar = W_bar + matmul_rhs_bar(...)` (or b's so): the head's part a name of its own, added after
+    sums = [(t, f"{t}_head") for t in (row_summed, summed) if t is not None]
+    if any(part in (_names(line) or (set(), {part}))[1] for _, part in sums for line in fwd + rev):
+        return False
+    if row_summed is not None:
+        row_bar = f"{row_summed}_head"
+    if summed is not None:
+        bound = [f"{summed}_head"]
     if not _reads_ok(fwd, rev, head, i, k, zb, grads, p_bar, row_bar, bound, g, y, params):
         return False
     targets = ([row_bar] if row_bar else []) + bound
@@ -239,6 +263,7 @@ def _join_at(fwd: list, rev: list, i: int, params: set, heads: list) -> bool:
                     f"{active!r}{extra}, axis={axis}")
     heads.append(joined)
     rev[k] = joined.line()
+    rev[k + 1:k + 1] = [f"{TOP}{t} = {t} + {part}" for t, part in sums]
     rev[k:k] = [f"{TOP}# {head.z} and its adjoint a block of rows at a time in the cross-entropy's pass, "
                 f"{head.x} read once (xent_head)"]
     del rev[j:seeds_end]    # (unit_vjp's line and its unbroadcasts; the comments stay)
@@ -247,16 +272,22 @@ def _join_at(fwd: list, rev: list, i: int, params: set, heads: list) -> bool:
 
 
 def _product_adjoint(node, p_bar: str, head: _Head):
-    """(helper, the names the line binds, the joined call's extra arguments' text) where
-    `node` is the product's adjoint as the joined call may take it: `W_bar =
-    matmul_rhs_bar(_1_bar, X, W)` (xent_head_bars), or the layer below's `(...) =
-    lhs_bar_sums(_1_bar, X, W, d, inputs[, rhs=...][, nxt=...])` (xent_head_sums); None
-    otherwise."""
+    """(helper, the names the line binds, the joined call's extra arguments' text, the name
+    summed into or None) where `node` is the product's adjoint as the joined call may take
+    it: `W_bar = matmul_rhs_bar(_1_bar, X, W)` (xent_head_bars), `W_bar = W_bar +
+    matmul_rhs_bar(_1_bar, X, W)` (W's adjoint from another line too: a weight decay), or
+    the layer below's `(...) = lhs_bar_sums(_1_bar, X, W, d, inputs[, rhs=...][,
+    nxt=...])` (xent_head_sums); None otherwise."""
+    summed = _summed_into(node)
+    if summed is not None:
+        node = ast.Assign(targets=[ast.Name(summed[0], ast.Store())], value=summed[1])
     got = call_parts(node, "matmul_rhs_bar")
     if got is not None:
         if len(got[0]) != 1 or got[2] or [name_of(a) for a in got[1]] != [p_bar, head.x, head.w]:
             return None
-        return "xent_head_bars", got[0], ""
+        return "xent_head_bars", got[0], "", summed[0] if summed else None
+    if summed is not None:
+        return None
     got = call_parts(node, "lhs_bar_sums")
     if got is None or len(got[1]) != 5 or set(got[2]) - {"rhs", "nxt"} \
             or [name_of(a) for a in got[1][:3]] != [p_bar, head.x, head.w]:
@@ -265,7 +296,17 @@ def _product_adjoint(node, p_bar: str, head: _Head):
     if name_of(d) is None or not isinstance(inputs, ast.Tuple) or not all(name_of(e) for e in inputs.elts):
         return None
     extra = f", {d.id}, {ast.unparse(inputs)}" + "".join(f", {key}={ast.unparse(v)}" for key, v in got[2].items())
-    return "xent_head_sums", got[0], extra
+    return "xent_head_sums", got[0], extra, None
+
+
+def _summed_into(node):
+    """(t, the call) of `t = t + call(...)`, else None."""
+    if not isinstance(node, ast.Assign) or len(node.targets) != 1 or not isinstance(node.targets[0], ast.Name):
+        return None
+    t, v = node.targets[0].id, node.value
+    if isinstance(v, ast.BinOp) and isinstance(v.op, ast.Add) and name_of(v.left) == t and isinstance(v.right, ast.Call):
+        return t, v.right
+    return None
 
 
 def _reads_ok(fwd: list, rev: list, head: _Head, i: int, k: int, zb: str, grads: list, p_bar: str,
