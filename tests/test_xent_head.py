@@ -352,10 +352,19 @@ def test_a_small_batch_specialises_the_plain_program(tmp_path, monkeypatch):
     """Below the pass's threshold the heads run unfused: the signature's specialised copy
     is the unjoined program's (its sites bound; at n = 32 one compiled program), at the
     large one the joined copy's."""
+    g, small, large, why = small_and_large_copies(tmp_path, monkeypatch, s2sad.grad)
+    assert why is None            # (why no program: None, there is one)
+    _close(g(*small), _hand(*small, 1.0 / 32), 1e-12)
+
+
+def small_and_large_copies(tmp_path, monkeypatch, make):
+    """(make(xent) of a function of its own, a batch of 32 rows and one of N, why the small
+    batch has no compiled program): called on both, the small batch's specialised copy is
+    the program without the join and the large one's the joined program's (asserted)."""
     monkeypatch.setenv("S2SAD_GEMM_EPILOGUE", "1")
     PLANS.clear()
     f = function_from_source(tmp_path, "xent_small", "import numpy as np\n\n" + _source(xent), "xent")
-    g = s2sad.grad(f, argnums=(0, 1))
+    g = make(f, argnums=(0, 1))
     assert "xent_head_bars(" in s2sad.source(g)
     small, large = _args(32), _args(N)
     for args in (small, large):
@@ -366,8 +375,7 @@ def test_a_small_batch_specialises_the_plain_program(tmp_path, monkeypatch):
     small_copy, large_copy = special.specs[key(small)][3], special.specs[key(large)][3]
     assert "head_logits" not in small_copy.__code__.co_names
     assert any(name.startswith("head_logits") for name in large_copy.__code__.co_names)
-    assert special.specs[key(small)][2] is None            # (why no program: None, there is one)
-    _close(g(*small), _hand(*small, 1.0 / 32), 1e-12)
+    return g, small, large, special.specs[key(small)][2]
 
 
 def _source(f) -> str:
@@ -468,6 +476,13 @@ def test_a_joined_head_keeps_no_user_object_alive(tmp_path):
     """The specialiser's way to the program without the join holds the plan weakly and no
     grad object: once the user drops the loss, its grad and its data, none is alive (a
     closure over an array, as training code writes, at a large and a small batch)."""
+    assert user_objects_left(tmp_path, s2sad.grad, "xent_head_bars(") == [None, None, None]
+
+
+def user_objects_left(tmp_path, make, mark: str) -> list:
+    """What is left of a loss of its own, a closure over it and an array the closure reads
+    once make(...) of each ran at a large and a small batch (`mark` in the loss's source)
+    and all were dropped: [None, None, None] where nothing kept them."""
     import gc
     import weakref
     f = function_from_source(tmp_path, "xent_leak", "import numpy as np\n\n" + _source(xent), "xent")
@@ -476,16 +491,17 @@ def test_a_joined_head_keeps_no_user_object_alive(tmp_path):
     def loss(W, b, X, Y):
         return f(W * scale, b, X, Y)
     refs = [weakref.ref(f), weakref.ref(loss), weakref.ref(scale)]
-    g = s2sad.grad(f, argnums=(0, 1))
+    g = make(f, argnums=(0, 1))
     for args in (_args(N), _args(32)):
         for _ in range(3):
             g(*args)
-    assert "xent_head_bars(" in s2sad.source(g)
-    g2 = s2sad.grad(loss, argnums=(0, 1))
+    assert mark in s2sad.source(g)
+    g2 = make(loss, argnums=(0, 1))
     g2(*_args(32))
+    g2(*_args(N))
     del f, loss, scale, g, g2
     gc.collect()
-    assert [r() for r in refs] == [None, None, None]
+    return [r() for r in refs]
 
 
 def test_a_composition_with_the_joined_gradient(monkeypatch):

@@ -22,10 +22,11 @@ from s2sad import gemm, xent_head
 from s2sad.passes import xentvalues
 from s2sad.plans import PLANS
 
-from conftest import central_fd, function_from_source
-from test_xent_head import (N, _args, _f32_x, _fortran, _hand, _int_y, _layers, _reversed_rows, _small, _source,
-                            _strided_y, mlp2_sigmoid, mlp2_tanh, mlp3_relu, xent, xent_bias_first, xent_hidden,
-                            xent_labels_made_after, xent_layer, xent_z_read_again)
+from conftest import central_fd
+from test_xent_head import (N, _args, _f32_x, _fortran, _hand, _int_y, _layers, _reversed_rows, _small,
+                            _strided_y, mlp2_sigmoid, mlp2_tanh, mlp3_relu, small_and_large_copies,
+                            user_objects_left, xent, xent_bias_first, xent_hidden, xent_labels_made_after,
+                            xent_layer, xent_z_read_again)
 
 
 def xent_regularised(W, b, X, Y):
@@ -213,22 +214,11 @@ def test_nan_where_the_unjoined_program_has_it(monkeypatch):
 
 def test_a_small_batch_specialises_the_plain_program(tmp_path, monkeypatch):
     """Below the pass's threshold the signature's specialised copy is value_and_grad's
-    program without the join (one compiled program at n = 32), at a large batch the
-    joined one's; the values and gradients of both batches right."""
-    monkeypatch.setenv("S2SAD_GEMM_EPILOGUE", "1")
-    PLANS.clear()
-    f = function_from_source(tmp_path, "xent_values_small", "import numpy as np\n\n" + _source(xent), "xent")
-    g = s2sad.value_and_grad(f, argnums=(0, 1))
+    program without the join, at a large batch the joined one's (no compiled program for
+    either: value_and_grad's value is not an array); the values and gradients of both
+    batches right."""
+    g, small, large, _ = small_and_large_copies(tmp_path, monkeypatch, s2sad.value_and_grad)
     assert "values=True" in s2sad.source(g)
-    small, large = _args(32), _args(N)
-    for args in (small, large):
-        for _ in range(3):
-            g(*args)
-    special = g.__s2sad__.leaf_hot.special
-    key = lambda args: tuple(x for a in args for x in (a.shape, a.strides, a.dtype))    # noqa: E731
-    small_copy, large_copy = special.specs[key(small)][3], special.specs[key(large)][3]
-    assert "head_logits" not in small_copy.__code__.co_names
-    assert any(name.startswith("head_logits") for name in large_copy.__code__.co_names)
     for args in (small, large):
         value, grads = g(*args)
         np.testing.assert_allclose(value, xent(*args), rtol=1e-13)
@@ -274,22 +264,4 @@ def test_random_heads_value_and_grad(n, d, k, dtype, shape, with_b, seed):
 
 
 def test_no_user_object_kept_alive(tmp_path):
-    import gc
-    import weakref
-    f = function_from_source(tmp_path, "xent_values_leak", "import numpy as np\n\n" + _source(xent), "xent")
-    scale = np.ones((1, 10))
-
-    def loss(W, b, X, Y):
-        return f(W * scale, b, X, Y)
-    refs = [weakref.ref(f), weakref.ref(loss), weakref.ref(scale)]
-    g = s2sad.value_and_grad(f, argnums=(0, 1))
-    for args in (_args(N), _args(32)):
-        for _ in range(3):
-            g(*args)
-    assert "values=True" in s2sad.source(g)
-    g2 = s2sad.value_and_grad(loss, argnums=(0, 1))
-    g2(*_args(32))
-    g2(*_args(N))
-    del f, loss, scale, g, g2
-    gc.collect()
-    assert [r() for r in refs] == [None, None, None]
+    assert user_objects_left(tmp_path, s2sad.value_and_grad, "values=True") == [None, None, None]

@@ -304,7 +304,8 @@ def _summed_into(node):
     if not isinstance(node, ast.Assign) or len(node.targets) != 1 or not isinstance(node.targets[0], ast.Name):
         return None
     t, v = node.targets[0].id, node.value
-    if isinstance(v, ast.BinOp) and isinstance(v.op, ast.Add) and name_of(v.left) == t and isinstance(v.right, ast.Call):
+    if isinstance(v, ast.BinOp) and isinstance(v.op, ast.Add) and name_of(v.left) == t \
+            and isinstance(v.right, ast.Call):
         return t, v.right
     return None
 
