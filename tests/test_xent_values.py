@@ -265,3 +265,27 @@ def test_random_heads_value_and_grad(n, d, k, dtype, shape, with_b, seed):
 
 def test_no_user_object_kept_alive(tmp_path):
     assert user_objects_left(tmp_path, s2sad.value_and_grad, "values=True") == [None, None, None]
+
+
+def test_compositions_with_the_joined_value_and_grad(monkeypatch):
+    """A loss over value_and_grad's value and gradient (its derivative: forward over the
+    joined program's reverse), jvp of the value and grad of it, against central
+    differences and value_and_grad itself."""
+    monkeypatch.setenv("S2SAD_GEMM_EPILOGUE", "1")
+    PLANS.clear()
+    W, b, X, Y = _args(6000)
+    vg = s2sad.value_and_grad(xent)
+    assert "values=True" in s2sad.source(vg)
+
+    def outer(W):
+        v, gW = vg(W, b, X, Y)
+        return v + 0.5 * np.sum(gW * gW)
+    V = np.random.default_rng(3).normal(size=W.shape)
+    eps = 1e-6
+    fd = (outer(W + eps * V) - outer(W - eps * V)) / (2 * eps)
+    np.testing.assert_allclose(np.sum(s2sad.grad(outer)(W) * V), fd, rtol=1e-6)
+    _, out_dot = s2sad.jvp(lambda W: vg(W, b, X, Y)[0], (W,), (V,))
+    np.testing.assert_allclose(out_dot, (xent(W + eps * V, b, X, Y) - xent(W - eps * V, b, X, Y)) / (2 * eps),
+                               rtol=1e-6)
+    np.testing.assert_allclose(s2sad.grad(lambda W: vg(W, b, X, Y)[0])(W), vg(W, b, X, Y)[1], rtol=1e-12,
+                               atol=1e-15)
