@@ -124,30 +124,29 @@ def takes(a: Any, w: Any, row: Any, y: Any, backend: str = "auto") -> bool:
     return _parts(a, w, row, y, backend) is not None
 
 
-def _values_out(values: bool, x: np.ndarray):
-    """The rows' values' array (row_dot_log_softmax(z, y)'s: one a row) where asked for."""
-    return np.empty(x.shape[0], x.dtype) if values else None
-
-
-def _row_adjoint(k: int, dtype: np.dtype, vals: np.ndarray | None):
-    """f(z, y_at, g_at, lo, hi, ys, z_bar): a block's row adjoint into z_bar (the row pass,
-    its calls made or recorded: blockloop), and with `vals` the rows' values into
-    vals[lo:hi]: by the one pass that makes both for short rows, else by the value's own
-    pass first (xent_value_function: the same bits)."""
+def _row_adjoint(k: int, dtype: np.dtype, values: bool, n: int):
+    """(f, first): f(z, y_at, g_at, lo, hi, ys, z_bar) writes a block's row adjoint into
+    z_bar (the row pass, its calls made or recorded: blockloop) and, with `values`, the
+    rows' values into first[0][lo:hi] (row_dot_log_softmax's: one a row, of n), by the one
+    pass that makes both for short rows, else by the value's own pass first
+    (xent_value_function: the same bits); first is () without `values`."""
     bar, size = xent_bar_function(k, dtype), dtype.itemsize
-    if vals is None:
+    if not values:
         def adjoint(z, y_at, g_at, lo, hi, ys, z_bar):
             call(bar, ptr(z), y_at, g_at, hi - lo, k, k, ys, ptr(z_bar))
-        return adjoint
-    both, value, at = xent_bar_value_function(k, dtype), xent_value_function(k, dtype), ptr(vals)
-
-    def with_values(z, y_at, g_at, lo, hi, ys, z_bar):
-        if both is not None:
+        return adjoint, ()
+    vals = np.empty(n, dtype)
+    both, at = xent_bar_value_function(k, dtype), ptr(vals)
+    if both is not None:
+        def adjoint_and_values(z, y_at, g_at, lo, hi, ys, z_bar):
             call(both, ptr(z), y_at, g_at, at + lo * size, hi - lo, k, k, ys, ptr(z_bar))
-        else:
-            call(value, ptr(z), y_at, 0, hi - lo, k, k, ys, at + lo * size)
-            call(bar, ptr(z), y_at, g_at, hi - lo, k, k, ys, ptr(z_bar))
-    return with_values
+        return adjoint_and_values, (vals,)
+    value = xent_value_function(k, dtype)
+
+    def values_then_adjoint(z, y_at, g_at, lo, hi, ys, z_bar):
+        call(value, ptr(z), y_at, 0, hi - lo, k, k, ys, at + lo * size)
+        call(bar, ptr(z), y_at, g_at, hi - lo, k, k, ys, ptr(z_bar))
+    return values_then_adjoint, (vals,)
 
 
 def fused_bars(g: Any, y: Any, a: Any, w: Any, row: Any, want_row: bool, backend: str = "auto",
@@ -161,17 +160,16 @@ def fused_bars(g: Any, y: Any, a: Any, w: Any, row: Any, want_row: bool, backend
     if got is None:
         return None
     (rows, part, ys, flipped), x, v, g = got
-    vals = _values_out(values, x)
     dtype, (n, d), k = x.dtype, x.shape, v.shape[1]
     size = dtype.itemsize
     per = block_rows_for(d, k, dtype)
-    blocks = -(-n // per)
-    parts = np.empty((blocks, k, d) if flipped else (blocks, d, k), dtype)
-    sums = np.zeros((blocks, k), dtype) if want_row else None
-    row_adjoint = _row_adjoint(k, dtype, vals)
     column_sums = gemm.column_sums_part(dtype, k, per, backend) if want_row else None
     if want_row and column_sums is None:
         return None
+    blocks = -(-n // per)
+    parts = np.empty((blocks, k, d) if flipped else (blocks, d, k), dtype)
+    sums = np.zeros((blocks, k), dtype) if want_row else None
+    row_adjoint, first = _row_adjoint(k, dtype, values, n)
     g_at, y_at = ptr(g), ptr(y)
 
     def run_block(lo: int, hi: int, z: np.ndarray, i: int) -> None:      # (run or recorded: blockloop)
@@ -185,7 +183,6 @@ def fused_bars(g: Any, y: Any, a: Any, w: Any, row: Any, want_row: bool, backend
     w_bar = np.add.reduce(parts, axis=0)
     if flipped:
         w_bar = np.ascontiguousarray(w_bar.T)
-    first = (vals,) if vals is not None else ()
     if sums is None:
         return (*first, w_bar)
     return (*first, np.add.reduce(sums, axis=0).reshape(np.shape(row)), w_bar)
@@ -207,7 +204,6 @@ def fused_head_sums(g: Any, y: Any, a: Any, w: Any, row: Any, want_row: bool, d:
     if got is None:
         return None
     (rows_of_z, _, ys, _), x, v, g = got
-    vals = _values_out(values, x)
     dtype, (n, m), k = x.dtype, x.shape, v.shape[1]
     if m * dtype.itemsize > gemm.MAX_ROW_BYTES:
         return None
@@ -218,7 +214,7 @@ def fused_head_sums(g: Any, y: Any, a: Any, w: Any, row: Any, want_row: bool, d:
     w_t = np.ascontiguousarray(v.T)          # (k, m): the rows of G @ W.T's right operand
     size, per = dtype.itemsize, block_rows(m, dtype)
     sums = np.zeros((-(-n // per), k), dtype) if want_row else None
-    row_adjoint, product = _row_adjoint(k, dtype, vals), gemm.raw_product(dtype)
+    (row_adjoint, first), product = _row_adjoint(k, dtype, values, n), gemm.raw_product(dtype)
     g_at, y_at, w_at = ptr(g), ptr(y), ptr(w_t)
 
     made = threading.local()      # the block's z_bar on this thread, for head_part right after
@@ -240,5 +236,4 @@ def fused_head_sums(g: Any, y: Any, a: Any, w: Any, row: Any, want_row: bool, d:
     got = block_sums(rows, head_part if rhs else None, k, x, d, inputs, nxt, dtype, backend, "head ")
     if got is None:
         return None
-    first = (vals,) if vals is not None else ()
     return first + ((np.add.reduce(sums, axis=0).reshape(np.shape(row)),) if want_row else ()) + got

@@ -145,9 +145,11 @@ def _slot(ty: str, buf: str, index: str, name: str) -> str:
 AB_ROWS = [("arow", "A", "%a_stride"), ("brow", "B", "%b_stride"), ("orow", "out", "%k")]
 
 
-def _ab_define(name: str) -> str:
-    """The signature of a kernel reading rows of A and B (and C by row) into rows of out."""
-    return (f"define void @{name}(ptr noalias %A, ptr noalias %B, ptr noalias %C, i64 %n_rows, i64 %k, "
+def _ab_define(name: str, values: bool = False) -> str:
+    """The signature of a kernel reading rows of A and B (and C by row) into rows of out
+    (with `values`, one value a row into D as well)."""
+    d = "ptr noalias %D, " if values else ""
+    return (f"define void @{name}(ptr noalias %A, ptr noalias %B, ptr noalias %C, {d}i64 %n_rows, i64 %k, "
             f"i64 %a_stride, i64 %b_stride, ptr noalias %out) {{")
 
 
@@ -517,7 +519,4 @@ def _short_bar_function(ty: str, dtype, kind: str, calls: dict) -> str:
     allocas += [f"  %{c} = alloca [{FLUSH_ROWS * SHORT_K} x {ty}]" for c in (("cols", "ycols", "ocols") if xent
                                                                             else ("cols", "ocols"))]
     ybase = ["  %ybase = mul i64 %r0, %b_stride", f"  %blkq = getelementptr {ty}, ptr %B, i64 %ybase"] if xent else []
-    define = _ab_define(symbol(kind, dtype))
-    if value:
-        define = define.replace("ptr noalias %C, ", "ptr noalias %C, ptr noalias %D, ")
-    return _block_loop(define, ty, allocas, ybase, body, "bk.done", meta)
+    return _block_loop(_ab_define(symbol(kind, dtype), value), ty, allocas, ybase, body, "bk.done", meta)

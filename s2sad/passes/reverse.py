@@ -164,9 +164,9 @@ class Generator:
         """(the grad variant's forward lines, the reverse sweep with the heads joined, the
         value's lines) of value_and_grad (passes/xentvalues), or None where no head joins
         or the value cannot be made after them (the lines given stay as they are)."""
-        p = self.p
-        live_before(p.body, names_read("\n".join(rev)))      # (the grad variant's liveness)
-        fwd_g = render(fwd, names_read("\n".join(rev)), forward_lines)
+        p, read = self.p, names_read("\n".join(rev))
+        live_before(p.body, read)                            # (the grad variant's liveness)
+        fwd_g = render(fwd, read, forward_lines)
         for st in walk_stmts(p.body):
             if isinstance(st, ArrayStmt):
                 st.adjoint.live_after = None                   # (value_and_grad renders all)

@@ -216,10 +216,7 @@ def _join_at(fwd: list, rev: list, i: int, params: set, heads: list) -> bool:
     # into its adjoint where another line made it first: `b_bar = b_bar + unbroadcast(...)`)
     p_bar, row_bar, row_summed, k, seen = None, None, None, j + 1, set()
     for _ in grads:
-        node = statement_of(rev[k]) if k < len(rev) else None
-        summed = _summed_into(node)
-        if summed is not None:
-            node = ast.Assign(targets=[ast.Name(summed[0], ast.Store())], value=summed[1])
+        node, summed = _unsummed(statement_of(rev[k]) if k < len(rev) else None)
         got = call_parts(node, "unbroadcast")
         if got is None or len(got[0]) != 1 or got[2] or len(got[1]) != 2:
             return False
@@ -232,8 +229,7 @@ def _join_at(fwd: list, rev: list, i: int, params: set, heads: list) -> bool:
                 return False
             p_bar = got[0][0]
         else:
-            row_bar = got[0][0]
-            row_summed = summed[0] if summed is not None else None
+            row_bar, row_summed = got[0][0], summed
         k += 1
     if p_bar is None:
         return False
@@ -278,14 +274,12 @@ def _product_adjoint(node, p_bar: str, head: _Head):
     matmul_rhs_bar(_1_bar, X, W)` (W's adjoint from another line too: a weight decay), or
     the layer below's `(...) = lhs_bar_sums(_1_bar, X, W, d, inputs[, rhs=...][,
     nxt=...])` (xent_head_sums); None otherwise."""
-    summed = _summed_into(node)
-    if summed is not None:
-        node = ast.Assign(targets=[ast.Name(summed[0], ast.Store())], value=summed[1])
+    node, summed = _unsummed(node)
     got = call_parts(node, "matmul_rhs_bar")
     if got is not None:
         if len(got[0]) != 1 or got[2] or [name_of(a) for a in got[1]] != [p_bar, head.x, head.w]:
             return None
-        return "xent_head_bars", got[0], "", summed[0] if summed else None
+        return "xent_head_bars", got[0], "", summed
     if summed is not None:
         return None
     got = call_parts(node, "lhs_bar_sums")
@@ -299,15 +293,15 @@ def _product_adjoint(node, p_bar: str, head: _Head):
     return "xent_head_sums", got[0], extra, None
 
 
-def _summed_into(node):
-    """(t, the call) of `t = t + call(...)`, else None."""
+def _unsummed(node):
+    """(`t = call(...)`, t) for the statement `t = t + call(...)`; else (node, None)."""
     if not isinstance(node, ast.Assign) or len(node.targets) != 1 or not isinstance(node.targets[0], ast.Name):
-        return None
+        return node, None
     t, v = node.targets[0].id, node.value
     if isinstance(v, ast.BinOp) and isinstance(v.op, ast.Add) and name_of(v.left) == t \
             and isinstance(v.right, ast.Call):
-        return t, v.right
-    return None
+        return ast.Assign(targets=[ast.Name(t, ast.Store())], value=v.right), t
+    return node, None
 
 
 def _reads_ok(fwd: list, rev: list, head: _Head, i: int, k: int, zb: str, grads: list, p_bar: str,
