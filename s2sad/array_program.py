@@ -40,6 +40,9 @@ copy returns them.
   (no step); `mean_bar` of a constant of the code: the recording's filled array, copied
   fresh each call; `row_dot_like`'s read-only zeros: read for their shape alone;
 - `broadcast_size` and a scalar dual on NOT_NEEDED: constants (no step).
+A copy returning a value and gradients (value_and_grad split, passes/valuesplit): the
+statements its gradients need are lowered, the value's lines after them run in Python
+on the arrays the program made (program_tail.py), and the wrapper returns both.
 Arrays are tracked by the identity of the objects the recording run passed between
 sites (arguments, whole C-contiguous results of lowered sites and their reshapes):
 any other array reaching a site or the result, any site left to its full call, a name
@@ -76,7 +79,7 @@ import re
 
 import numpy as np
 
-from . import blas_calls
+from . import blas_calls, program_tail
 from .backends import llvm as llvm_backend
 from .codegen import llvm_jit, llvm_launch, llvm_program
 from .passes.rowfusion import SWITCH
@@ -378,16 +381,17 @@ def _sum_grads(b: _Builder, plan, fast, args, kwargs, result, constant) -> None:
 
 # ---------------------------------------------------------------- the copy's code
 
-def _calls(node: ast.FunctionDef) -> dict[str, ast.Call]:
+def _calls(body: list) -> dict[str, ast.Call]:
     """Each site's call (array_special names every site once)."""
-    return {n.func.id: n for n in ast.walk(node) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
+    return {n.func.id: n for st in body for n in ast.walk(st) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
 
 
-def _constants(node: ast.FunctionDef, constant_sites: set) -> set:
-    """The names the copy assigns from literals, constant sites and other such names."""
+def _constants(body: list, constant_sites: set) -> set:
+    """The names the copy's statements `body` assign from literals, constant sites and
+    other such names."""
     names: set = set()
     assigned: set = set()
-    for stmt in node.body:
+    for stmt in body:
         if not isinstance(stmt, ast.Assign):
             continue
         targets = [n.id for t in stmt.targets for n in ast.walk(t) if isinstance(n, ast.Name)]
@@ -411,10 +415,10 @@ def _is_constant(e: ast.expr, names: set, constant_sites: set) -> bool:
     return False
 
 
-def _lower(b: _Builder, node, trace, bound) -> None:
-    calls = _calls(node)
+def _lower(b: _Builder, body: list, trace, bound) -> None:
+    calls = _calls(body)
     constant_sites = {site for site, fn in bound.items() if getattr(fn, "parts", (None,))[0] == "constant"}
-    names = _constants(node, constant_sites)
+    names = _constants(body, constant_sites)
     for site, args, kwargs, result in trace:
         fn = bound.get(site)
         parts = getattr(fn, "parts", None)
@@ -470,17 +474,25 @@ def build(special, node: ast.FunctionDef, trace: list, bound: dict, args: tuple,
     try:
         if not llvm_backend.LAUNCHERS or not llvm_launch.layout_ok() or not _flags_ok():
             raise Decline("no compiled launchers in this process")
-        if type(result) is not tuple or not all(type(r) is np.ndarray for r in result):
+        body, value, arrays = node.body, None, result
+        if type(result) is tuple and len(result) == 2 and type(result[1]) is tuple \
+                and type(result[0]) is not np.ndarray:     # (a value and gradients: the value's tail)
+            value = program_tail.split_tail(node, set(bound) | {t[0] for t in trace})
+            if isinstance(value, str):
+                raise Decline(value)
+            body, arrays = value.prefix, result[1]
+            trace = [t for t in trace if t[0] not in value.sites]
+        if type(arrays) is not tuple or not all(type(r) is np.ndarray for r in arrays):
             raise Decline("its result is not a tuple of arrays")
         b = _Builder(args)
-        _lower(b, node, trace, bound)
-        outs = [b.ref(r) for r in result]
+        _lower(b, body, trace, bound)
+        outs = [b.ref(r) for r in arrays]
         if len({o[0] for o in outs}) != len(outs) or any(b.slots[o[0]]["kind"] != "new" for o in outs):
             raise Decline("a result that is an argument, a constant or another result")
-        program = _wrapper(b, outs, special, len(args))
+        tail = None if value is None else _tail(b, value, node, trace, special, len(args))
+        program = _wrapper(b, outs, special, len(args), tail)
         got = program(*args)
-        if type(got) is not tuple or len(got) != len(result) or not all(
-                g.shape == r.shape and g.dtype == r.dtype and g.tobytes() == r.tobytes() for g, r in zip(got, result)):
+        if not program_tail.same_bits(got, result):
             raise Decline("its results on the recording's arguments were not the copy's, bit for bit")
         return program, None
     except Decline as e:
@@ -489,9 +501,32 @@ def build(special, node: ast.FunctionDef, trace: list, bound: dict, args: tuple,
         return None, f"no program launcher ({type(e).__name__}: {e})"
 
 
-def _wrapper(b: _Builder, outs: list, special, n: int):
-    """The Python around the program launcher: allocate, call, return (see the docstring)."""
+def _tail(b: _Builder, vt, node: ast.FunctionDef, trace: list, special, n: int) -> tuple:
+    """(the value's tail as a function, where each of its inputs is: ("arg", i) or
+    ("slot", s), an array the program makes, named): program_tail.py."""
+    params = [a.arg for a in node.args.args]
+    held = program_tail.bindings(vt.prefix, {t[0]: t[3] for t in trace})
+    where = []
+    for name in vt.inputs:
+        if name in params:
+            where.append(("arg", params.index(name)))
+            continue
+        obj = held.get(name)
+        if type(obj) is not np.ndarray:
+            raise Decline(f"the value reads {name}, which the program does not make")
+        s, shape = b.ref(obj)
+        slot = b.slots[s]
+        if slot["kind"] not in ("arg", "new") or tuple(shape) != slot["shape"]:
+            raise Decline(f"the value reads {name}, not an array the program makes as it is")
+        where.append(("arg", s) if slot["kind"] == "arg" else ("slot", s))
+    return program_tail.tail_function(vt, special.__globals__), where
+
+
+def _wrapper(b: _Builder, outs: list, special, n: int, tail: tuple | None = None):
+    """The Python around the program launcher: allocate, call, return (see the docstring);
+    `tail`: the value's function and its inputs (_tail), called after the launcher."""
     results = {o[0]: j for j, o in enumerate(outs)}
+    named = {s for kind, s in (tail[1] if tail else ()) if kind == "slot"}     # (read by the tail: not scratch)
     py: dict[int, tuple[int, int]] = {}     # slot -> (Python argument, byte offset)
     names = [f"a{i}" for i in range(n)]
     lines, ns, scratch = [], {"empty": np.empty, "zeros": np.zeros, "SPECIAL": special, "u8": np.uint8}, 0
@@ -503,7 +538,7 @@ def _wrapper(b: _Builder, outs: list, special, n: int):
         init, shape, dt = slot["init"], slot["shape"], slot["dtype"]
         if s in results:
             shape = tuple(outs[results[s]][1])
-        if s not in results and init == "empty":
+        if s not in results and s not in named and init == "empty":
             py[s] = ("scratch", scratch)
             scratch += -(-int(np.prod(shape)) * dt.itemsize // ALIGN) * ALIGN
             continue
@@ -546,6 +581,9 @@ def _wrapper(b: _Builder, outs: list, special, n: int):
     user = ", ".join(names[:n])
     outs_py = [names[at[o[0]][0]] for o in outs]
     ret = "(" + ", ".join(outs_py) + ("," if len(outs_py) == 1 else "") + ")"
+    if tail is not None:
+        ns["TAIL"] = tail[0]
+        ret = f"(TAIL({', '.join(names[i] if k == 'arg' else names[at[i][0]] for k, i in tail[1])}), {ret})"
     for j, switch in enumerate(b.guards):       # (read each call: a signature does not fix them)
         ns[f"G{j}"] = switch
         lines.insert(0, f"if not G{j}.on:\n        return SPECIAL({', '.join(names[:n])})")

@@ -50,7 +50,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from . import array_program, column_products, fastpath, gemm, outer_kernel, reduce, rowsoftmax, runtime
+from . import array_program, column_products, fastpath, gemm, outer_kernel, program_tail, reduce, rowsoftmax, runtime
 from .array_rules import plain_product
 from .backends import choose
 from .backends import llvm as llvm_backend
@@ -65,13 +65,18 @@ MAX_SIGNATURES = 16
 class Specializer:
     """The specialised copies of one generated derivative `fn`, one per signature."""
 
-    def __init__(self, fn: Callable, node: ast.FunctionDef, backend, plain: Callable | None = None):
+    def __init__(self, fn: Callable, node: ast.FunctionDef, backend, plain: Callable | None = None,
+                 split: Callable | None = None):
         self.fn, self.backend = fn, backend
         self.node = node
         # () -> (fn, node) of the derivative with no dense logits joined with the
         # cross-entropy's adjoint (passes/xentheads), or None: what a signature whose heads
         # run unfused (small batches) specialises, so that it keeps its sites' bindings
         self.plain = plain
+        # () -> (fn, node) of value_and_grad written as grad's program then the value
+        # (passes/valuesplit), or None: what a signature specialises where the copy makes no
+        # program and the split copy does, with the same results on the recording's arguments
+        self.split = split
         self.specs: dict = {}       # signature -> (specialised function, its results returned as they are)
         self.seen: set = set()      # signatures called once
         self._lock = threading.Lock()
@@ -112,7 +117,14 @@ class Specializer:
         if heads and not any(heads) and self.plain is not None:
             plain = self.plain()
             if plain is not None:
-                return self._recorded(*plain, args, None)
+                got = self._recorded(*plain, args, None)
+        if got[2] is None and self.split is not None:
+            split = self.split()
+            if split is not None:
+                split[0](*args)     # (its first call makes its kept calls, as fn's first did)
+                made = self._recorded(*split, args, None)
+                if made[2] is not None and program_tail.same_bits(made[1], got[1]):
+                    return made
         return got
 
     def _recorded(self, fn: Callable, node: ast.FunctionDef, args, heads: list | None):
@@ -516,22 +528,27 @@ def signature_text(names: list[str]) -> str:
     return "(" + ", ".join(f"{a}.shape, {a}.strides, {a}.dtype" for a in names) + ",)"
 
 
-def specializer_for(c, fn: Callable, text: str, name: str, backend, plain: Callable | None = None) -> Any:
+def specializer_for(c, fn: Callable, text: str, name: str, backend, plain: Callable | None = None,
+                    split: Callable | None = None) -> Any:
     """The Specializer of `fn` (the generated function `name` of `text`, plan c), or None
     where it is not straight-line code or reads free data. `plain`: () -> (fn, text) of
     the same derivative without joined heads (passes/xentheads), or None once it cannot
-    be made, for a text that has them."""
+    be made, for a text that has them; `split`: () -> (fn, text) of value_and_grad as
+    grad's program then the value (passes/valuesplit), or None where that does not apply."""
     if getattr(c.program, "free", None):
         return None
     node = straight_line(text, name, fn.__globals__, SPECIALIZERS)
     if node is None:
         return None
 
-    def plain_node():
-        got = plain()
-        if got is None:
-            return None
-        p_fn, p_text = got
-        p_node = straight_line(p_text, name, p_fn.__globals__, SPECIALIZERS)
-        return None if p_node is None else (p_fn, p_node)
-    return Specializer(fn, node, backend, plain_node if plain is not None and "head_logits(" in text else None)
+    def node_of(made: Callable) -> Callable:
+        def made_node():
+            got = made()
+            if got is None:
+                return None
+            m_fn, m_text = got
+            m_node = straight_line(m_text, name, m_fn.__globals__, SPECIALIZERS)
+            return None if m_node is None else (m_fn, m_node)
+        return made_node
+    return Specializer(fn, node, backend, node_of(plain) if plain is not None and "head_logits(" in text else None,
+                       node_of(split) if split is not None else None)

@@ -85,6 +85,13 @@ class Derivative:
                 self._text = self._generate()
         return self._text
 
+    def split_source(self) -> str | None:
+        """value_and_grad's text as grad's program then the value (passes/valuesplit: what a
+        small batch specialises), or None where that does not apply (golden.py pins it)."""
+        c = self.c
+        with bound(self.fun), PLANNING:
+            return c.source(tuple(i % len(c.params) for i in self.argnums), self.mode, "value_and_grad split")
+
     def _generate(self) -> str:
         c = self.c
         return c.source(tuple(i % len(c.params) for i in self.argnums), self.mode, self.variant)
@@ -298,7 +305,9 @@ class Derivative:
             if key not in c.generated:
                 special = specializer_for(c, fn, self._generate(), fn.__name__, self.chosen,
                                           _unjoined(c, self.argnums, self.mode, self.chosen, self.variant)
-                                          if self.variant in ("grad", "value_and_grad") else None)
+                                          if self.variant in ("grad", "value_and_grad") else None,
+                                          _unjoined(c, self.argnums, self.mode, self.chosen, "value_and_grad split")
+                                          if self.variant == "value_and_grad" else None)
                 c.generated[key] = hot_maker(c, fn, argnums, isinstance(self.argnums_spec, (tuple, list)),
                                              self.grad_only, special)
         return c.generated[key](self.fun)
@@ -307,15 +316,17 @@ class Derivative:
 def _unjoined(c, argnums, mode: str, chosen, variant: str) -> Callable:
     """() -> (fn, text) of plan c's `variant` program (grad, value_and_grad) without joined
     heads (passes/xentheads), or None once c is gone: what array_special specialises where
-    the heads ran unfused. (It holds the plan weakly and no grad object: the plan's
+    the heads ran unfused; of "value_and_grad split" (passes/valuesplit) as it is, None
+    where it does not apply. (It holds the plan weakly and no grad object: the plan's
     specialiser keeps it.)"""
     plan = weakref.ref(c)
     normal = tuple(i % len(c.params) for i in argnums)
-    plain = variant + " unjoined"
+    plain = variant if variant.endswith(" split") else variant + " unjoined"
 
     def unjoined():
         got = plan()
         if got is None:
             return None
-        return got.implementation(normal, mode, chosen, plain), got.source(normal, mode, plain)
+        fn = got.implementation(normal, mode, chosen, plain)
+        return None if fn is None else (fn, got.source(normal, mode, plain))
     return unjoined

@@ -7,7 +7,7 @@ optimisation; for a stateful case, its scan driver), `<case>.cu` (its CUDA C) an
 `<case>.explain.txt`; for ENTRY_CASES also `<case>.entry.ll`, the Python entry of the
 driver's shape. For each of ARRAY_CASES (array programs): `<case>.grad.py` and
 `<case>.explain.txt`; for each of VALUE_CASES `<case>.vgrad.py`, its value_and_grad
-program; for each of HVP_CASES (array programs' Hessian-vector products)
+program, and `<case>.vsplit.py`, the same as grad's program then the value; for each of HVP_CASES (array programs' Hessian-vector products)
 `<case>.hvp.py`, the forward-over-reverse program and its kernels; for each of
 PRODUCT_CASES `<case>.product.py`, what s2sad.hvp runs (the product alone); for each of
 BATCHED_CASES (what hessian runs for an array program) `<case>.bhvp.py`, the
@@ -83,7 +83,11 @@ def artifacts() -> dict[str, str]:
         out[f"{case}.grad.py"] = api.grad(loss, argnums=argnums).__s2sad__.source()
         out[f"{case}.explain.txt"] = str(api.explain(loss, argnums))
     for case, (loss, argnums) in getattr(_examples(), "VALUE_CASES", {}).items():
-        out[f"{case}.vgrad.py"] = api.value_and_grad(loss, argnums=argnums).__s2sad__.source()
+        d = api.value_and_grad(loss, argnums=argnums).__s2sad__
+        out[f"{case}.vgrad.py"] = d.source()
+        split = d.split_source()
+        if split is not None:       # (what a small batch specialises: passes/valuesplit)
+            out[f"{case}.vsplit.py"] = split
     for case, (loss, args) in getattr(_examples(), "CONTAINER_CASES", {}).items():   # called once with them
         g = api.grad(loss)
         g(*args())

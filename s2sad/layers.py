@@ -49,13 +49,13 @@ LAYERS = (
      "(fastpath), state-passing kernels (scans), gradients that are zero by the rules made as zeros (zerograds), layouts, the index space, threads and their count chosen by timing (threadchoice), two independent calls side by side (twocalls); a block pass's C calls made by one compiled loop (blockloop); matrix products and "
      "reductions; the helpers generated adjoints call (array_rules) and the rest of what "
      "they run on (derivative_runtime)"),
-    ("plan", ("s2sad.plancache", "s2sad.arguments", "s2sad.plans", "s2sad.array_program", "s2sad.straight_line", "s2sad.array_special", "s2sad.array_hot", "s2sad.derivative", "s2sad.jvp_vjp",
+    ("plan", ("s2sad.plancache", "s2sad.arguments", "s2sad.plans", "s2sad.program_tail", "s2sad.array_program", "s2sad.straight_line", "s2sad.array_special", "s2sad.array_hot", "s2sad.derivative", "s2sad.jvp_vjp",
               "s2sad.treefast", "s2sad.treecalls", "s2sad.dask_grad", "s2sad.dask_blocks", "s2sad.dask_tasks", "s2sad.array_higher", "s2sad.first_order",
               "s2sad.jacdiag", "s2sad.batched_jac", "s2sad.batched_rows", "s2sad.small_hessian", "s2sad.small_jacobian",
               "s2sad.small_grad", "s2sad.tree_higher"),
      "plans found by the code of the function called (plancache), made and served (plans); "
      "the user's arguments checked and gradients shaped (arguments); the generated "
-     "derivative grad runs (derivative) and its hot path for array programs (array_hot), specialised per signature (array_special; which derivatives may be: straight_line), one compiled call where every site is compiled work (array_program); jvp and vjp through a plan (jvp_vjp); jvp of an "
+     "derivative grad runs (derivative) and its hot path for array programs (array_hot), specialised per signature (array_special; which derivatives may be: straight_line), one compiled call where every site is compiled work (array_program; a value_and_grad's value after it: program_tail); jvp and vjp through a plan (jvp_vjp); jvp of an "
      "array program's gradient, forward over reverse (array_higher); the Jacobian of an elementwise map from one gradient (jacdiag); Hessians and Jacobians of array programs from one sweep of batched tangents (batched_jac) or of batched cotangents (batched_rows); the Hessian, the Jacobian and the gradient of a small fixed-shape program in one call (small_hessian, small_jacobian, small_grad)"),
     ("api", ("s2sad.rebind", "s2sad.broadcasting", "s2sad.api", "s2sad.higher_paths", "s2sad.jacobian_paths", "s2sad.higher", "s2sad.higher_explain"),
      "the user's entry points (broadcasting: s2sad.broadcast; rebind: a derivative of a bound callable differentiated again as the derivative of its plain function); Jacobians and Hessians built on them (higher: each a table of paths, higher_paths runs it, jacobian_paths the paths) and which path each level took (higher_explain)"),

@@ -29,6 +29,7 @@ from .freelists import user_forward
 from .kernelpairs import choose_mode, row_reduction
 from .linemap import compile_located
 from .reverse import Generator
+from .valuesplit import split_text
 
 # scipy.special's entries whose forward runs in s2sad.rowsoftmax's row-fused loop
 ROW_FUSED = ("logsumexp", "softmax", "log_softmax")
@@ -90,6 +91,8 @@ class ArrayCompiled:
         those heads run unfused)."""
         key = (argnums, mode, variant)
         got = self._gens.get(key)
+        if got is None and variant == "value_and_grad split":
+            got = self._gens[key] = self._split(argnums, mode)
         if got is None:
             joined = not variant.endswith(" unjoined")
             variant = variant.split()[0]
@@ -102,8 +105,24 @@ class ArrayCompiled:
             got = self._gens[key] = (text, gen)
         return got
 
+    def _split(self, argnums: tuple[int, ...], mode: str):
+        """(text, generator) of value_and_grad as grad's program then the value
+        (passes/valuesplit), or (None, None) where that does not apply. Its grad is not
+        deferred and joins no head: its reverse sweep is value_and_grad's, line for line."""
+        grad = Generator(self.program, argnums, mode, join_heads=False)
+        grad.generate("grad")
+        _, value = self._generator(argnums, mode, "value_and_grad unjoined")
+        made = split_text(grad.sweeps, value.sweeps)
+        if made is None:
+            return None, None
+        grad.located = made[1]
+        grad.ns.update({k: v for k, v in value.ns.items() if k not in grad.ns})   # (what the value's lines call)
+        return made[0], grad
+
     def source(self, argnums: tuple[int, ...], mode: str = "auto", variant: str = "value_and_grad") -> str:
         text, gen = self._generator(argnums, mode, variant)
+        if text is None:
+            return None     # (a split that does not apply)
         kt = gen.kernels_text()
         return text + ("\n\n" + kt if kt else "")
 
@@ -112,9 +131,12 @@ class ArrayCompiled:
         fn = self._impls.get(key)
         if fn is None:
             text, gen = self._generator(argnums, mode, variant)
+            if text is None:
+                return None     # (a split that does not apply)
             ns = gen.namespace(self.helpers, self.runtime_names(backend), self._check_scalar)
             exec(compile_located(text, f"<s2sad derivative of {self.program.name}>", getattr(gen, "located", ()), program=self.program), ns)
-            if variant in ("value_and_grad", "grad", "grad unjoined", "value_and_grad unjoined"):
+            if variant in ("value_and_grad", "grad", "grad unjoined", "value_and_grad unjoined",
+                           "value_and_grad split"):
                 fn = ns[f"{self.program.name}__{variant.split()[0]}"]
             else:
                 fn = (ns[f"{self.program.name}__forward"], ns[f"{self.program.name}__pullback"])

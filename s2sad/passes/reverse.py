@@ -53,6 +53,7 @@ from .forward_sweep import ForwardSweep
 from .linemap import LocatedLine, located_lines
 from .reverse_sweep import ReverseSweep
 from . import xentheads, xentvalues
+from .valuesplit import Sweeps
 
 
 class Generator:
@@ -140,6 +141,8 @@ class Generator:
         head = grad_of_line(_line(p.pf.filename, p.return_node), _short(ret))
         # what linemap ties each generated line to: the return, then each statement's comment
         self.located = [LocatedLine("    " + head, ret)] + located_lines(rendered) + located_lines(rev + value)
+        self.sweeps = Sweeps(p.name, tuple(p.params), tuple(p.free), head, list(rendered), list(rev), check, rtext,
+                             list(gnames), list(self.located))
         if variant == "value_and_grad" and value:
             text = (f"{def_line(p.name, variant, p.params, p.free)}\n    {head}\n{fwd_text}\n"
                     f"    # reverse sweep\n{rev_text}\n{check}    return {rtext}, {tuple_text(gnames)}\n")

@@ -50,7 +50,7 @@ def value_lines(fwd_g: list, rev: list, fwd_v: list, heads: list, result: str, g
     """The lines computing `result` after the reverse sweep (see the module docstring), the
     joined lines in `rev` given the rows' values' targets (in place); None where this does
     not apply (nothing changed)."""
-    if not heads or not all(_plain(x) for x in fwd_g + fwd_v + rev):
+    if not heads or not all(plain_line(x) for x in fwd_g + fwd_v + rev):
         return None
     names = [line_names(line) for line in fwd_v]
     bound_v = [n for bound, _ in names for n in bound]
@@ -75,9 +75,9 @@ def value_lines(fwd_g: list, rev: list, fwd_v: list, heads: list, result: str, g
         elif fwd_v[q] not in in_grad:   # (else made by the grad's forward, as it is here)
             value.insert(0, fwd_v[q])
             needed |= mentioned - bound
-    if not used or not _lines_allowed(value, heads, grads):
+    if not used or not lines_allowed(value, {h.z for h in heads} | {h.p for h in heads}, grads):
         return None
-    if not _reads_hold(value, fwd_g, fwd_v, rev, {t for _, t in used.values()}):
+    if not reads_hold(value, fwd_g, fwd_v, rev, {t for _, t in used.values()}):
         return None
     if any(rev.count(head.line()) != 1 for head, _ in used.values()):
         return None
@@ -86,7 +86,7 @@ def value_lines(fwd_g: list, rev: list, fwd_v: list, heads: list, result: str, g
     return [VALUE_COMMENT] + value
 
 
-def _plain(line) -> bool:
+def plain_line(line) -> bool:
     """A top-level statement or a comment (no block, no block's header)."""
     if not isinstance(line, str):
         return False
@@ -110,10 +110,10 @@ def _row_target(line, head: Joined) -> str | None:
     return targets[0]
 
 
-def _lines_allowed(value: list, heads: list, grads: list) -> bool:
-    """No value line mentions a head's z or product (stand-ins there), writes into an
-    array (a target other than names) or binds a gradient the program returns."""
-    stand_ins = {h.z for h in heads} | {h.p for h in heads}
+def lines_allowed(value: list, stand_ins: set, grads: list) -> bool:
+    """No value line mentions a name of `stand_ins` (a joined head's z or product: stand-ins
+    there), writes into an array (a target other than names) or binds a gradient the
+    program returns."""
     for line in value:
         node = statement_of(line)
         bound, mentioned = line_names(line)
@@ -124,7 +124,7 @@ def _lines_allowed(value: list, heads: list, grads: list) -> bool:
     return True
 
 
-def _reads_hold(value: list, fwd_g: list, fwd_v: list, rev: list, row_names: set) -> bool:
+def reads_hold(value: list, fwd_g: list, fwd_v: list, rev: list, row_names: set) -> bool:
     """Does every name the value lines read (bound earlier in the grad program) hold its
     value_and_grad value at the end of the reverse sweep? Bound once in the grad program,
     by a forward line value_and_grad has as it is, never by the reverse sweep (but the
