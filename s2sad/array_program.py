@@ -40,9 +40,8 @@ copy returns them.
   (no step); `mean_bar` of a constant of the code: the recording's filled array, copied
   fresh each call; `row_dot_like`'s read-only zeros: read for their shape alone;
 - `broadcast_size` and a scalar dual on NOT_NEEDED: constants (no step).
-A copy returning a value and gradients (value_and_grad split, passes/valuesplit): the
-statements its gradients need are lowered, the value's lines after them run in Python
-on the arrays the program made (program_tail.py), and the wrapper returns both.
+A copy returning a value and gradients (passes/valuesplit): what its gradients need is
+lowered, the value's lines run after it on the program's arrays (program_tail.py).
 Arrays are tracked by the identity of the objects the recording run passed between
 sites (arguments, whole C-contiguous results of lowered sites and their reshapes):
 any other array reaching a site or the result, any site left to its full call, a name
@@ -79,7 +78,7 @@ import re
 
 import numpy as np
 
-from . import blas_calls, program_tail
+from . import blas_calls, program_tail, times_site
 from .backends import llvm as llvm_backend
 from .codegen import llvm_jit, llvm_launch, llvm_program
 from .passes.rowfusion import SWITCH
@@ -442,6 +441,10 @@ def _lower(b: _Builder, body: list, trace, bound) -> None:
             _lhs_bar_sums(b, parts[1], parts[2], parts[3], args, kwargs.get("nxt"), result)
         elif tag == "array_call":
             _array_call(b, parts, args, result)
+        elif tag == "times":        # an array times a number of the code (times_site.py)
+            if kwargs or not _is_constant(calls[site].args[parts[1]], names, constant_sites):
+                raise Decline("a product by a number not constant in the code")
+            times_site.lower(b, args[1 - parts[1]], args[parts[1]], result)
         elif tag == "same":      # its result (or each of them): its argument itself
             if not all(r is args[parts[1]] for r in (result if type(result) is list else [result])):
                 raise Decline(f"{site.split('__site')[0]} made a new array")

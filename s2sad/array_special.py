@@ -58,6 +58,8 @@ from .derivative_runtime import NOT_NEEDED, unformed
 from .parsing import ast_parse
 from .straight_line import scalar_kernel, straight_line
 from .threadchoice import block_passes_reached, one_count_for_all
+from .times_site import TIMES, specialise_times, times_number
+from .zerograds import proven_zero, zero_worth
 
 MAX_SIGNATURES = 16
 
@@ -137,6 +139,7 @@ class Specializer:
                 heads.append(unformed(z))
                 return p, z
             ns["head_logits"] = head_logits
+        ns.setdefault(TIMES, times_number)
         duals = {n for n, v in ns.items() if scalar_kernel(v)}
         node = _SiteNames((set(SPECIALIZERS) & set(ns)) | duals).visit(_copy(node))
         sites = node.sites
@@ -181,6 +184,16 @@ class _SiteNames(ast.NodeTransformer):
     def __init__(self, names: set):
         self.names = names
         self.sites: dict[str, str] = {}
+
+    def visit_Assign(self, node: ast.Assign):
+        # `x = a * b` (names): a call of times_number, a site (array_program lowers an
+        # array times a number of the code: logistic regression's `_1_bar = d3_d1 * _3_bar`)
+        v = node.value
+        if TIMES in self.names and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
+                and isinstance(v, ast.BinOp) and isinstance(v.op, ast.Mult) \
+                and isinstance(v.left, ast.Name) and isinstance(v.right, ast.Name):
+            node.value = ast.Call(func=ast.Name(id=TIMES, ctx=ast.Load()), args=[v.left, v.right], keywords=[])
+        return self.generic_visit(node)
 
     def visit_Call(self, node: ast.Call):
         self.generic_visit(node)
@@ -291,7 +304,9 @@ def _kernel_matmul_vjp(full, backend, args, kwargs, result):
     return kernel_matmul_vjp
 
 
-def _sum_grads(full, backend, args, kwargs, result):
+def _entry(backend, args, kwargs, value: str):
+    """(the fused driver's entry, its plan, the operands' layouts) for a sum_grads or
+    sum_dual site's operands (the plan its full call takes), or None."""
     if not choose(backend).fast_path or len(args) < 2 or set(kwargs) - {"active", "scale"}:
         return None
     kernel, kargs = args[0], args[1]
@@ -299,10 +314,29 @@ def _sum_grads(full, backend, args, kwargs, result):
     fast = runtime.fast_layouts(kargs)
     if not active or fast is None:
         return None
-    plan = fastpath.fast_plan(kernel, active, fast[0], fast[2], "none")
-    entry = plan.entry
-    if not entry:
+    plan = fastpath.fast_plan(kernel, active, fast[0], fast[2], value)
+    return (plan.entry, plan, fast) if plan.entry else None
+
+
+def _sum_dual(full, backend, args, kwargs, result):
+    """A value line's sum_dual (value_and_grad split's tail): the entry its full call made."""
+    got = _entry(backend, args, kwargs, "sum")
+    active = kwargs.get("active", args[2] if len(args) > 2 else None)
+    if got is None or zero_worth(got[2][1]) and proven_zero(args[0], active):
+        return None         # (its full call: zeros for partials proven zero, zerograds)
+    entry = got[0]
+
+    def sum_dual(kernel, args, active, scale=1.0):
+        r = entry(*args, scale, False)
+        return (r[0], list(r[1:])) if r is not NotImplemented else full(kernel, args, active, scale)
+    return sum_dual
+
+
+def _sum_grads(full, backend, args, kwargs, result):
+    got = _entry(backend, args, kwargs, "none")
+    if got is None:
         return None
+    entry, plan, fast = got
 
     def sum_grads(kernel, args, active, scale=1.0):
         # the entry takes an exact float (a Real from a scalar dual is one, as a number);
@@ -499,6 +533,13 @@ def _row_dot_like(full, backend, args, kwargs, result):
     return row_dot_like
 
 
+def _row_dot_log_softmax(full, backend, args, kwargs, result):
+    if set(kwargs) - {"axis", "keepdims"}:
+        return None
+    return rowsoftmax.kept_dot_log_softmax(args, kwargs.get("axis"), bool(kwargs.get("keepdims")), backend,
+                                           _short_max())
+
+
 def _row_dot_log_softmax_bar(full, backend, args, kwargs, result):
     if set(kwargs) - {"axis", "keepdims"}:
         return None
@@ -513,9 +554,11 @@ def _short_max() -> int:
 
 SPECIALIZERS: dict[str, Callable] = {
     "unit_vjp": _unit_vjp, "unbroadcast": _unbroadcast, "mean_bar": _mean_bar, "row_dot_like": _row_dot_like,
-    "row_dot_log_softmax_bar": _row_dot_log_softmax_bar,
+    "row_dot_log_softmax": _row_dot_log_softmax, "row_dot_log_softmax_bar": _row_dot_log_softmax_bar,
+    TIMES: specialise_times,
     "matmul": _matmul, "dot": _dot, "matmul_lhs_bar": _lhs_bar, "matmul_rhs_bar": _rhs_bar,
     "kernel_matmul": _kernel_matmul, "kernel_matmul_vjp": _kernel_matmul_vjp, "sum_grads": _sum_grads,
+    "sum_dual": _sum_dual,
     "broadcast_size": _broadcast_size, "apply": _apply, "vjp": _vjp, "matmul_bias": _matmul_bias,
     "kernel_rowsum": _kernel_rowsum, "kernel_rowsum_vjp": _kernel_rowsum_vjp,
     "product_partials": _product_partials, "lhs_bar_sums": _lhs_bar_sums,

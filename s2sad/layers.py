@@ -49,7 +49,7 @@ LAYERS = (
      "(fastpath), state-passing kernels (scans), gradients that are zero by the rules made as zeros (zerograds), layouts, the index space, threads and their count chosen by timing (threadchoice), two independent calls side by side (twocalls); a block pass's C calls made by one compiled loop (blockloop); matrix products and "
      "reductions; the helpers generated adjoints call (array_rules) and the rest of what "
      "they run on (derivative_runtime)"),
-    ("plan", ("s2sad.plancache", "s2sad.arguments", "s2sad.plans", "s2sad.program_tail", "s2sad.array_program", "s2sad.straight_line", "s2sad.array_special", "s2sad.array_hot", "s2sad.derivative", "s2sad.jvp_vjp",
+    ("plan", ("s2sad.plancache", "s2sad.arguments", "s2sad.plans", "s2sad.program_tail", "s2sad.array_program", "s2sad.straight_line", "s2sad.times_site", "s2sad.array_special", "s2sad.array_hot", "s2sad.derivative", "s2sad.jvp_vjp",
               "s2sad.treefast", "s2sad.treecalls", "s2sad.dask_grad", "s2sad.dask_blocks", "s2sad.dask_tasks", "s2sad.array_higher", "s2sad.first_order",
               "s2sad.jacdiag", "s2sad.batched_jac", "s2sad.batched_rows", "s2sad.small_hessian", "s2sad.small_jacobian",
               "s2sad.small_grad", "s2sad.tree_higher"),

@@ -22,6 +22,7 @@ check, byte for byte, covers the value too).
 from __future__ import annotations
 
 import ast
+import copy
 from dataclasses import dataclass
 from typing import Callable
 
@@ -105,11 +106,35 @@ def bindings(prefix: list, results: dict) -> dict:
 def tail_function(vt: ValueTail, globals_: dict) -> Callable:
     """`tail(<inputs>)`: the tail's statements, returning the value, run in `globals_`
     (the copy's: its sites bound as the copy's are)."""
-    lines = [f"def value_tail({', '.join(vt.inputs)}):"] + [f"    {ast.unparse(st)}" for st in vt.tail] \
+    tail = [_Means().visit(copy.deepcopy(st)) for st in vt.tail] if globals_.get("np") is np else list(vt.tail)
+    lines = [f"def value_tail({', '.join(vt.inputs)}):"] + [f"    {ast.unparse(st)}" for st in tail] \
         + [f"    return {ast.unparse(vt.value)}"]
     ns: dict = {}
-    exec(compile("\n".join(lines) + "\n", "<s2sad program value>", "exec"), globals_, ns)
+    exec(compile("\n".join(lines) + "\n", "<s2sad program value>", "exec"), dict(globals_, whole_mean=whole_mean), ns)
     return ns["value_tail"]
+
+
+class _Means(ast.NodeTransformer):
+    """`np.mean(x)` (one name, no keyword) -> `whole_mean(x)`."""
+
+    def visit_Call(self, node: ast.Call):
+        self.generic_visit(node)
+        f = node.func
+        if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == "np" and f.attr == "mean" \
+                and len(node.args) == 1 and isinstance(node.args[0], ast.Name) and not node.keywords:
+            return ast.Call(func=ast.Name(id="whole_mean", ctx=ast.Load()), args=node.args, keywords=[])
+        return node
+
+
+def whole_mean(a):
+    """np.mean(a) with its bits, for a whole float64 / float32 array without np.mean's
+    Python (0.8 against 2.6 us at 32 values): its sum (np.add.reduce, numpy's pairwise
+    sum, as np.mean's), divided by the count as an np.intp (a float32 sum so divides in
+    float64, then rounds to float32, as np.mean's does); anything else np.mean itself."""
+    if type(a) is np.ndarray and a.dtype.char in "fd" and a.size:
+        s = np.add.reduce(a, axis=None)
+        return s.dtype.type(s / np.intp(a.size))
+    return np.mean(a)
 
 
 def same_bits(got, want) -> bool:

@@ -487,3 +487,32 @@ def kept_dot_log_softmax_bar(args: tuple, axis: Any, backend: str, short_max: in
         return out
     dot_log_softmax_bar.parts = ("array_call", rows, (2, 3, 1), (shape, dt, shape), SWITCH)   # (array_program)
     return dot_log_softmax_bar
+
+
+def kept_dot_log_softmax(args: tuple, axis: Any, keepdims: bool, backend: str, short_max: int):
+    """row_dot_log_softmax(z, y) made once for operands of these shapes, strides and dtypes
+    (array_special binds it: a value_and_grad's value line), as kept_dot_log_softmax_bar is:
+    the rows' values by the same compiled row pass the full call runs, where the rows are
+    one chunk; else None (the full call). Without the row fusion switch or with arrays not
+    aligned, the full call."""
+    if len(args) != 2:
+        return None
+    z, y = args
+    layout = _dot_layout(z, y, axis, backend)
+    if layout is None or len(row_chunks(layout[0], layout[1])) > 1 or layout[0] == 0:
+        return None
+    n, k, zs, ys = layout
+    rows = llvm_launch.array_call(_function(_sized("xent", k), z.dtype),
+                                  [("array", 0), ("array", 1), 0, n, k, zs, ys, ("array", 2)], 3,
+                                  z.size <= short_max)
+    shape, dt = ((n, 1) if keepdims else (n,)), z.dtype
+    splits = z.size >= rowthreads.FORCED_MIN      # (on more than one forced thread: run_rows's chunks)
+
+    def dot_log_softmax(z, y, axis=None, keepdims=False):      # (the site's axis and keepdims: constants)
+        if not (SWITCH.on and z.flags.aligned and y.flags.aligned) or splits and (forced_threads() or 1) > 1:
+            return row_dot_log_softmax(z, y, axis, keepdims, backend)
+        out = np.empty(shape, dt)
+        rows(z, y, out)
+        return out
+    dot_log_softmax.parts = ("array_call", rows, (0, 1), (shape, dt, shape), SWITCH)   # (array_program)
+    return dot_log_softmax

@@ -44,7 +44,7 @@ def mlp_mse(W1, b1, W2, X, y):
 
 
 def mlp_tanh_sum(W1, b1, W2, X, y):
-    """As logreg: `out_bar = d * _3_bar` in Python, split but no program."""
+    """As logreg: `out_bar = d3_dout * _3_bar`, an array times a number of the code (times_site)."""
     h = np.tanh(X @ W1 + b1)
     out = h @ W2
     return 0.5 * np.sum((out - y) ** 2)
@@ -67,8 +67,8 @@ def softmax_log(W, b, X, Y):
 
 
 def logreg(w, X, y):
-    """Its gradient scales an array by the loss's partial in Python (`d * _3_bar`): split,
-    but no program (a step the program does not make)."""
+    """Its gradient scales an array by the loss's partial (`_1_bar = d3_d1 * _3_bar`): the
+    copy's line a site (times_site), lowered to a compiled product."""
     p = 1.0 / (1.0 + np.exp(-(X @ w)))
     return -np.mean(y * np.log(p) + (1.0 - y) * np.log(1.0 - p))
 
@@ -124,8 +124,8 @@ def _calls(f, args, argnums, calls=4):
     return g, got, g.__s2sad__.leaf_hot.special.specs.get(_key(args))
 
 
-@pytest.mark.parametrize("name,program", [("softmax_xent", True), ("mlp_mse", True), ("mlp_tanh_sum", False),
-                                          ("softmax_penalised", True), ("softmax_log", False), ("logreg", False)])
+@pytest.mark.parametrize("name,program", [("softmax_xent", True), ("mlp_mse", True), ("mlp_tanh_sum", True),
+                                          ("softmax_penalised", True), ("softmax_log", False), ("logreg", True)])
 def test_which_losses_become_one_program(name, program):
     f, make, argnums = CASES[name]
     g, got, spec = _calls(f, make(), argnums)
@@ -285,3 +285,58 @@ def test_no_user_object_is_kept(tmp_path):
     del f, loss, scale, g, g2
     gc.collect()
     assert [r() for r in refs] == [None, None, None]
+
+
+@settings(max_examples=200, deadline=None, derandomize=True, database=None)
+@given(n=st.integers(0, 700), dtype=st.sampled_from([np.float64, np.float32, np.float16, np.int64]),
+       scale=st.integers(-30, 30), step=st.sampled_from([1, 2, 3]), special=st.sampled_from([None, np.nan, np.inf, -0.0]))
+def test_the_tails_mean_has_np_means_bits(n, dtype, scale, step, special):
+    """program_tail.whole_mean (the tail's `np.mean(x)`): numpy's bits and type, on any
+    length (pairwise sums past 8 and 128 values), dtype, stride, and special values."""
+    import warnings
+    with np.errstate(over="ignore"):
+        a = (np.random.default_rng(n).normal(size=n) * 2.0 ** scale).astype(dtype)[::step]
+    if special is not None and a.size and a.dtype.kind == "f":
+        a[a.size // 2] = special
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got, want = program_tail.whole_mean(a), np.mean(a)
+    assert type(got) is type(want)
+    assert np.asarray(got).tobytes() == np.asarray(want).tobytes()
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("number", [-1.0, 0.1, 3.0e38, -0.0, float("inf"), float("nan")])
+def test_an_array_times_a_number_is_numpys_product(dtype, number):
+    """times_site: marked only where numpy's product is the array's dtype, and then the
+    compiled product (llvm_mulsum over one row, the number's row) has numpy's bits."""
+    import warnings
+    from s2sad import times_site
+    from s2sad.productsums import mulsum_function
+    x = np.random.default_rng(1).normal(size=(7, 5)).astype(dtype) * 1e30
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        want = x * number
+        marked = times_site.specialise_times(times_site.times_number, "auto", (x, number), {}, want)
+        assert marked is not None and marked.parts == ("times", 1)
+        row = np.full(x.size, number, dtype)
+    out, sums = np.empty_like(x), np.empty(x.size, dtype)
+    f = mulsum_function(np.dtype(dtype))
+    f(x.ctypes.data, row.ctypes.data, out.ctypes.data, sums.ctypes.data, 1, x.size, x.size, 0)
+    assert out.tobytes() == want.tobytes()
+    with np.errstate(over="ignore", invalid="ignore"):
+        first = number * x
+    assert times_site.specialise_times(times_site.times_number, "auto", (number, x), {}, first).parts == ("times", 0)
+
+
+def test_what_the_times_site_leaves_to_numpy():
+    from s2sad import times_site
+    x32, x64 = np.ones(4, np.float32), np.ones(4)
+    spec = times_site.specialise_times
+    full = times_site.times_number
+    assert spec(full, "auto", (x32, np.float64(2.0)), {}, x32 * np.float64(2.0)) is None   # (a float64 product)
+    assert spec(full, "auto", (x32, 1e300), {}, x32 * np.float32(1.0)) is None             # (overflows float32)
+    assert spec(full, "auto", (x64, x64), {}, x64 * x64) is None                           # (two arrays)
+    assert spec(full, "auto", (x64[::2], 2.0), {}, x64[::2] * 2.0) is None                 # (not contiguous)
+    assert spec(full, "auto", (np.ones(3, int), 2.0), {}, np.ones(3, int) * 2.0) is None   # (an integer array)
+    assert spec(lambda a, b: a * b, "auto", (x64, 2.0), {}, x64 * 2.0) is None              # (another function)
