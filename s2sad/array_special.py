@@ -120,8 +120,8 @@ class Specializer:
             plain = self.plain()
             if plain is not None:
                 got = self._recorded(*plain, args, None)
-        if got[2] is None and self.split is not None:
-            split = self.split()
+        if got[2] is None and self.split is not None and max(a.size for a in args) <= llvm_backend.LAUNCH_MAX:
+            split = self.split()        # (larger arguments: array_program refuses, so not run at all)
             if split is not None:
                 split[0](*args)     # (its first call makes its kept calls, as fn's first did)
                 made = self._recorded(*split, args, None)
