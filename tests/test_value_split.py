@@ -340,3 +340,38 @@ def test_what_the_times_site_leaves_to_numpy():
     assert spec(full, "auto", (x64[::2], 2.0), {}, x64[::2] * 2.0) is None                 # (not contiguous)
     assert spec(full, "auto", (np.ones(3, int), 2.0), {}, np.ones(3, int) * 2.0) is None   # (an integer array)
     assert spec(lambda a, b: a * b, "auto", (x64, 2.0), {}, x64 * 2.0) is None              # (another function)
+
+
+def rows_not_summed(W, b, X, Y):
+    """Not a scalar: value_and_grad refuses it, on every call (no program hides that)."""
+    z = X @ W + b
+    return np.sum(z * Y, axis=1)
+
+
+def test_a_loss_that_is_not_a_scalar_is_refused_on_every_call():
+    args = _softmax_args()
+    PLANS.clear()
+    g = s2sad.value_and_grad(rows_not_summed, argnums=(0, 1))
+    for _ in range(4):
+        with pytest.raises(s2sad.S2SADError) as e:
+            g(*args)
+        assert "rows_not_summed" in str(e.value) or "scalar" in str(e.value)
+
+
+@pytest.mark.parametrize("layout", ["fortran", "transposed_view", "strided_rows"])
+def test_odd_layouts_give_the_first_calls_bits(layout):
+    f, make, argnums = CASES["softmax_xent"]
+    args = make()
+    X = args[2]
+    if layout == "fortran":
+        args[2] = np.asfortranarray(X)
+    elif layout == "transposed_view":
+        args[2] = np.ascontiguousarray(X.T).T
+    else:
+        big = np.zeros((2 * X.shape[0], X.shape[1]))
+        big[::2] = X
+        args[2] = big[::2]
+    want = _first_calls(f, argnums, [args])[0]
+    g, got, spec = _calls(f, args, argnums)
+    assert all(_bits(r) == _bits(want) for r in got)
+    assert _bits(g(*args)) == _bits(want)

@@ -255,6 +255,12 @@ class ArrayCompiled:
                 lines.append(f"      {_short(loc)}: {src}")
             for s in info.sites:
                 lines.append(f"    {_short(s.location)}: {s.applied} -> {s.path}: {s.reason}")
+        return lines + self._derivatives_explained(argnums, mode)
+
+    def _derivatives_explained(self, argnums: tuple[int, ...], mode: str) -> list[str]:
+        """explain's lines on how grad and value_and_grad are written: heads joined with the
+        cross-entropy's adjoint (passes/xentheads, xentvalues), the small batch's split."""
+        lines: list[str] = []
         grad_text, _ = self._generator(argnums, mode, "grad")
         both_text, _ = self._generator(argnums, mode, "value_and_grad")
         for head in re.findall(r"(\w+), (\w+) = head_logits\((\w+), (\w+), ", grad_text):
@@ -266,4 +272,7 @@ class ArrayCompiled:
             if which != "grad alone":
                 lines.append("    value_and_grad: the rows' values made in the same pass, the loss's value after "
                              "the reverse sweep (passes/xentvalues)")
+        if self._generator(argnums, mode, "value_and_grad split")[0] is not None:
+            lines.append("  value_and_grad, specialised to a small batch: grad's program, then the value's lines "
+                         "(passes/valuesplit): one compiled call where grad's is")
         return lines
