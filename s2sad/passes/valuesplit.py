@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from .adjoint_text import def_line, tuple_text
 from .epilogues import line_names
 from .linemap import located_lines
-from .xentvalues import lines_allowed, plain_line, reads_hold
+from .xentvalues import bound_once, lines_allowed, needed_lines, plain_line, reads_hold
 
 VALUE_COMMENT = "    # the value, after the gradients"
 
@@ -65,21 +65,10 @@ def split_text(g: Sweeps, v: Sweeps) -> tuple[str, list] | None:
         return None
     if not all(plain_line(x) for x in g.fwd + v.fwd + g.rev):
         return None
-    names = [line_names(line) for line in v.fwd]
-    bound_v = [n for bound, _ in names for n in bound]
-    if len(bound_v) != len(set(bound_v)):
+    names = bound_once(v.fwd)
+    if names is None:
         return None
-    result_reads = line_names(f"_ = {v.result}")[1]
-    in_grad = set(g.fwd)
-    needed, value = set(result_reads), []
-    for q in range(len(v.fwd) - 1, -1, -1):
-        bound, mentioned = names[q]
-        if not bound & needed:
-            continue
-        needed -= bound
-        if v.fwd[q] not in in_grad:
-            value.insert(0, v.fwd[q])
-            needed |= mentioned - bound
+    value, _ = needed_lines(v.fwd, names, set(g.fwd), line_names(f"_ = {v.result}")[1], {})
     if not lines_allowed(value, set(), v.grads):
         return None
     # the result's expression read as one more value line: what it reads holds too

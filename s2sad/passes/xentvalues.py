@@ -52,9 +52,8 @@ def value_lines(fwd_g: list, rev: list, fwd_v: list, heads: list, result: str, g
     not apply (nothing changed)."""
     if not heads or not all(plain_line(x) for x in fwd_g + fwd_v + rev):
         return None
-    names = [line_names(line) for line in fwd_v]
-    bound_v = [n for bound, _ in names for n in bound]
-    if len(bound_v) != len(set(bound_v)):
+    names = bound_once(fwd_v)
+    if names is None:
         return None
     rows: dict = {}          # a row line's index in fwd_v -> (its head, its target)
     for head in heads:
@@ -63,18 +62,7 @@ def value_lines(fwd_g: list, rev: list, fwd_v: list, heads: list, result: str, g
         if target is None:
             return None
         rows[readers[0]] = (head, target)
-    in_grad = set(fwd_g)
-    needed, value, used = {result}, [], {}
-    for q in range(len(fwd_v) - 1, -1, -1):
-        bound, mentioned = names[q]
-        if not bound & needed:
-            continue
-        needed -= bound
-        if q in rows:
-            used[q] = rows[q]           # (its value: the joined pass's)
-        elif fwd_v[q] not in in_grad:   # (else made by the grad's forward, as it is here)
-            value.insert(0, fwd_v[q])
-            needed |= mentioned - bound
+    value, used = needed_lines(fwd_v, names, set(fwd_g), {result}, rows)
     if not used or not lines_allowed(value, {h.z for h in heads} | {h.p for h in heads}, grads):
         return None
     if not reads_hold(value, fwd_g, fwd_v, rev, {t for _, t in used.values()}):
@@ -84,6 +72,32 @@ def value_lines(fwd_g: list, rev: list, fwd_v: list, heads: list, result: str, g
     for head, target in used.values():
         rev[rev.index(head.line())] = head.line(target)
     return [VALUE_COMMENT] + value
+
+
+def bound_once(fwd_v: list) -> list | None:
+    """Each forward line's (names bound, names mentioned), or None where a name is bound
+    twice."""
+    names = [line_names(line) for line in fwd_v]
+    bound = [n for b, _ in names for n in b]
+    return names if len(bound) == len(set(bound)) else None
+
+
+def needed_lines(fwd_v: list, names: list, in_grad: set, needed: set, rows: dict) -> tuple[list, dict]:
+    """(the forward lines `needed`'s names come from, in their order, but those `in_grad`
+    has as they are and the row lines `rows` (index -> (head, target)); the row lines
+    used), `names` each line's (bound, mentioned)."""
+    value, used = [], {}
+    for q in range(len(fwd_v) - 1, -1, -1):
+        bound, mentioned = names[q]
+        if not bound & needed:
+            continue
+        needed = needed - bound
+        if q in rows:
+            used[q] = rows[q]           # (its value: the joined pass's)
+        elif fwd_v[q] not in in_grad:   # (else made by the grad's forward, as it is here)
+            value.insert(0, fwd_v[q])
+            needed |= mentioned - bound
+    return value, used
 
 
 def plain_line(line) -> bool:
